@@ -1,0 +1,129 @@
+//! `compare`: one workload against several bootstrap addresses in one
+//! session, interleaved (A, B, A, B, ...) so that slow drift of the host
+//! (page cache, thermal, noisy neighbours) falls on every target alike.
+//! Rounds of one target are combined: counts and durations add, latency
+//! histograms merge.
+
+use crate::error::{BenchError, Result};
+use crate::results::{RunResult, Throughput};
+use crate::runner::{run_workload, RunOptions};
+use crate::stats::{merge_histograms, HistogramData, Percentiles};
+use crate::workload::Workload;
+
+/// A broker to compare: a label for tables and its bootstrap address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub label: String,
+    pub bootstrap: String,
+}
+
+/// Parses `label=host:port` or plain `host:port` (labelled by address).
+pub fn parse_target(text: &str) -> Target {
+    match text.split_once('=') {
+        Some((label, bootstrap)) => Target {
+            label: label.to_string(),
+            bootstrap: bootstrap.to_string(),
+        },
+        None => Target {
+            label: text.to_string(),
+            bootstrap: text.to_string(),
+        },
+    }
+}
+
+/// The order of runs: round by round, every target once per round.
+pub fn interleaved_order(targets: usize, rounds: usize) -> Vec<usize> {
+    (0..rounds).flat_map(|_| 0..targets).collect()
+}
+
+/// Runs the interleaved schedule and returns one combined result per target.
+pub async fn compare(targets: &[Target], workload: &Workload, rounds: usize, quiet: bool) -> Result<Vec<RunResult>> {
+    if targets.len() < 2 {
+        return Err(BenchError::Workload("compare needs at least two targets".into()));
+    }
+    let mut per_target: Vec<Vec<RunResult>> = vec![Vec::new(); targets.len()];
+    for (step, index) in interleaved_order(targets.len(), rounds.max(1)).into_iter().enumerate() {
+        let target = &targets[index];
+        eprintln!("[compare] run {} of {}: {} ({})", step + 1, targets.len() * rounds.max(1), target.label, target.bootstrap);
+        let options = RunOptions {
+            label: Some(target.label.clone()),
+            topics: None,
+            quiet,
+        };
+        per_target[index].push(run_workload(&target.bootstrap, workload, &options).await?);
+    }
+    Ok(per_target.into_iter().filter_map(|runs| combine(&runs)).collect())
+}
+
+/// Combines several runs of one target into one result.
+pub fn combine(runs: &[RunResult]) -> Option<RunResult> {
+    let first = runs.first()?;
+    let duration_s: f64 = runs.iter().map(|r| r.measured_duration_s).sum();
+    let sum = |f: &dyn Fn(&RunResult) -> u64| runs.iter().map(f).sum::<u64>();
+    let publish_histograms: Vec<_> = runs.iter().map(|r| r.publish_latency_histogram.to_histogram()).collect();
+    let end_to_end_histograms: Vec<_> = runs.iter().map(|r| r.end_to_end_latency_histogram.to_histogram()).collect();
+    let publish = merge_histograms(&publish_histograms);
+    let end_to_end = merge_histograms(&end_to_end_histograms);
+    // Series of later rounds continue on the time axis after earlier ones.
+    let mut series = Vec::new();
+    let mut offset_s = 0.0;
+    for run in runs {
+        series.extend(run.series.iter().cloned().map(|mut s| {
+            s.elapsed_s += offset_s;
+            s
+        }));
+        offset_s += run.measured_duration_s;
+    }
+    Some(RunResult {
+        measured_duration_s: duration_s,
+        produce: Throughput::new(sum(&|r| r.produce.messages), sum(&|r| r.produce.bytes), duration_s),
+        consume: Throughput::new(sum(&|r| r.consume.messages), sum(&|r| r.consume.bytes), duration_s),
+        publish_latency_us: Percentiles::of(&publish),
+        end_to_end_latency_us: Percentiles::of(&end_to_end),
+        publish_latency_histogram: HistogramData::of(&publish),
+        end_to_end_latency_histogram: HistogramData::of(&end_to_end),
+        backlog_messages_max: runs.iter().map(|r| r.backlog_messages_max).max().unwrap_or(0),
+        total_produced_messages: sum(&|r| r.total_produced_messages),
+        total_consumed_messages: sum(&|r| r.total_consumed_messages),
+        errors: sum(&|r| r.errors),
+        error_samples: runs.iter().flat_map(|r| r.error_samples.iter().cloned()).take(20).collect(),
+        series,
+        ..first.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::new_histogram;
+
+    #[test]
+    fn targets_and_order() {
+        assert_eq!(parse_target("rill=127.0.0.1:9092"), Target { label: "rill".into(), bootstrap: "127.0.0.1:9092".into() });
+        assert_eq!(parse_target("h:1").label, "h:1");
+        assert_eq!(interleaved_order(2, 3), vec![0, 1, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn combine_adds_counts_and_merges_latency() {
+        let run = |messages: u64, latency_us: u64| {
+            let mut histogram = new_histogram();
+            histogram.record_n(latency_us, messages).unwrap();
+            RunResult {
+                label: "x".into(),
+                measured_duration_s: 2.0,
+                produce: Throughput::new(messages, messages * 100, 2.0),
+                publish_latency_histogram: HistogramData::of(&histogram),
+                ..RunResult::default()
+            }
+        };
+        let combined = combine(&[run(100, 1000), run(300, 3000)]).unwrap();
+        assert_eq!(combined.produce.messages, 400);
+        assert_eq!(combined.produce.msgs_per_s, 100.0);
+        assert_eq!(combined.publish_latency_us.count, 400);
+        assert!((2990..=3010).contains(&combined.publish_latency_us.p50_us));
+        let merged = combined.publish_latency_histogram.to_histogram();
+        assert!((995..=1005).contains(&merged.value_at_quantile(0.2)));
+        assert!(combine(&[]).is_none());
+    }
+}

@@ -1,0 +1,290 @@
+//! One run of a workload against one bootstrap address: create topics, start
+//! consumers (so they see every message), start producers, warm up, measure,
+//! drain, and summarise into a [`RunResult`].
+//!
+//! - [`producer`]: rate-paced, pipelined producers.
+//! - [`consumer`]: direct-assignment consumers, one fetch loop per leader.
+//! - [`progress`]: per-second samples and the stderr progress line.
+
+pub mod consumer;
+pub mod producer;
+pub mod progress;
+
+use crate::error::{BenchError, Result};
+use crate::kafka::client::{create_topics, wait_for_leaders, ConnectionPool};
+use crate::kafka::connection::Connection;
+use crate::results::{HostFacts, RunResult, Throughput};
+use crate::stats::{HistogramData, Percentiles, Recorder};
+use crate::workload::Workload;
+use bytes::Bytes;
+use consumer::{assign_direct, run_consumer, Assignment, ConsumerSpec};
+use producer::{run_producer, ProducerSpec};
+use rand::RngCore;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// How long consumers may take to catch up after producers stop.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a backlog may take to build before the run gives up.
+const BACKLOG_BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Options of one run beyond the workload.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub label: Option<String>,
+    /// Use these topics (created if missing) instead of fresh random names.
+    pub topics: Option<Vec<String>>,
+    /// Suppress the progress line (tests, compare's summary mode).
+    pub quiet: bool,
+}
+
+/// Topic names for a run: `{prefix}-{tag}-{index}`, a fresh tag per run so
+/// that a run never reads an earlier run's messages.
+pub fn topic_names(workload: &Workload, tag: &str) -> Vec<String> {
+    (0..workload.topics)
+        .map(|index| format!("{}-{tag}-{index}", workload.topic_prefix))
+        .collect()
+}
+
+/// Runs `workload` against `bootstrap` and returns the measured result.
+pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOptions) -> Result<RunResult> {
+    workload.validate()?;
+    let workload = Arc::new(workload.clone());
+    let client_id = "rill-bench";
+    let connection = tokio::time::timeout(Duration::from_secs(10), Connection::connect(bootstrap, client_id))
+        .await
+        .map_err(|_| BenchError::Timeout(format!("connect to {bootstrap}")))??;
+    let topics = options.topics.clone().unwrap_or_else(|| {
+        let tag = format!("{:08x}", rand::thread_rng().next_u32());
+        topic_names(&workload, &tag)
+    });
+    create_topics(&connection, client_id, &topics, workload.partitions_per_topic, workload.replication_factor).await?;
+    let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
+
+    let recorder = Arc::new(Recorder::default());
+    let producers_stop = Arc::new(AtomicBool::new(false));
+    let consumers_stop = Arc::new(AtomicBool::new(false));
+    let all_assignments: Vec<Assignment> = metadata
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.leaders.iter().enumerate().map(|(partition, &leader)| Assignment {
+                topic: topic.name.clone(),
+                partition: partition as i32,
+                leader,
+            })
+        })
+        .collect();
+    let consumer_count = (workload.consumers_per_topic * workload.topics) as usize;
+    let start_consumers = || -> (Vec<JoinHandle<Result<()>>>, mpsc::Receiver<()>, usize) {
+        let (ready, ready_rx) = mpsc::channel(1024);
+        let mut handles = Vec::new();
+        let mut loops = 0;
+        for index in 0..consumer_count {
+            let assignments = assign_direct(&all_assignments, consumer_count, index);
+            let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
+            leaders.sort();
+            leaders.dedup();
+            loops += leaders.len();
+            handles.push(tokio::spawn(run_consumer(ConsumerSpec {
+                assignments,
+                pool: ConnectionPool::new(format!("{client_id}-consumer-{index}"), metadata.brokers.clone()),
+                workload: workload.clone(),
+                recorder: recorder.clone(),
+                stop: consumers_stop.clone(),
+                start: workload.consumer_start,
+                ready: ready.clone(),
+                end_offsets: None,
+            })));
+        }
+        (handles, ready_rx, loops)
+    };
+
+    let backlog_mode = workload.consumer_backlog_size_mb > 0;
+    let mut consumers = Vec::new();
+    if !backlog_mode {
+        let (handles, ready_rx, loops) = start_consumers();
+        await_ready(ready_rx, loops).await?;
+        consumers = handles;
+    }
+
+    let payload = random_payload(workload.message_size.max_bytes() as usize + 64 * 1024);
+    let producer_count = workload.producers_per_topic * workload.topics;
+    let rate_per_producer = if producer_count == 0 {
+        0.0
+    } else {
+        workload.producer_rate_msgs_per_s as f64 / f64::from(producer_count)
+    };
+    let mut producers = Vec::new();
+    for index in 0..producer_count {
+        let topic = &metadata.topics[(index % workload.topics) as usize];
+        producers.push(tokio::spawn(run_producer(ProducerSpec {
+            id: index,
+            topic: topic.name.clone(),
+            leaders: topic.leaders.clone(),
+            pool: ConnectionPool::new(format!("{client_id}-producer-{index}"), metadata.brokers.clone()),
+            workload: workload.clone(),
+            rate_msgs_per_s: rate_per_producer,
+            recorder: recorder.clone(),
+            stop: producers_stop.clone(),
+            payload: payload.clone(),
+        })));
+    }
+
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut backlog_drain_s = None;
+    let mut warmup = Duration::from_secs(workload.warmup_duration_s);
+    if backlog_mode {
+        build_backlog(&workload, &recorder, options.quiet).await?;
+        let (handles, ready_rx, loops) = start_consumers();
+        await_ready(ready_rx, loops).await?;
+        consumers = handles;
+        warmup = Duration::ZERO; // the drain itself is what we measure
+    }
+
+    // Warm-up and measurement, one tick a second.
+    let phase_start = Instant::now();
+    let measure_duration = Duration::from_secs(workload.test_duration_s);
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    ticker.tick().await;
+    let mut previous = recorder.counters();
+    let mut previous_at = Instant::now();
+    let mut baseline = previous;
+    let mut measure_start = if warmup.is_zero() { Some(phase_start) } else { None };
+    let mut series = Vec::new();
+    let mut backlog_max: i64 = 0;
+    loop {
+        ticker.tick().await;
+        let now = Instant::now();
+        let counters = recorder.counters();
+        let delta = counters.minus(&previous);
+        let interval_s = now.duration_since(previous_at).as_secs_f64();
+        let backlog = counters.produced_messages as i64 - counters.consumed_messages as i64;
+        let (publish, end_to_end) = recorder.take_interval();
+        let elapsed_s = match measure_start {
+            Some(start) => now.duration_since(start).as_secs_f64(),
+            None => now.duration_since(phase_start).as_secs_f64() - warmup.as_secs_f64(),
+        };
+        let sample = progress::sample(elapsed_s, &delta, interval_s, backlog, &publish, &end_to_end);
+        if !options.quiet {
+            let phase = if measure_start.is_some() { "measure" } else { "warmup" };
+            eprintln!("{}", progress::format_line(phase, &sample));
+        }
+        if let Some(start) = measure_start {
+            backlog_max = backlog_max.max(backlog);
+            if backlog_mode && backlog_drain_s.is_none() && consumer_count > 0 {
+                // Drained: less than a second's worth of production behind.
+                let threshold = (workload.producer_rate_msgs_per_s as i64).max(1000);
+                if backlog <= threshold {
+                    backlog_drain_s = Some(now.duration_since(start).as_secs_f64());
+                }
+            }
+            series.push(sample);
+            if now.duration_since(start) >= measure_duration {
+                break;
+            }
+        } else if now.duration_since(phase_start) >= warmup {
+            recorder.reset_totals();
+            baseline = counters;
+            measure_start = Some(now);
+        }
+        previous = counters;
+        previous_at = now;
+    }
+    let measure_end = Instant::now();
+    let measured = recorder.counters().minus(&baseline);
+    let measured_duration_s = measure_start.map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
+    let (publish_histogram, end_to_end_histogram) = recorder.totals();
+
+    producers_stop.store(true, Ordering::Relaxed);
+    for producer in producers {
+        match producer.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => recorder.record_error(format!("producer: {error}")),
+            Err(error) => recorder.record_error(format!("producer task: {error}")),
+        }
+    }
+    // Let consumers catch up with everything acknowledged, bounded.
+    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+    while consumer_count > 0 && Instant::now() < drain_deadline {
+        let counters = recorder.counters();
+        if counters.consumed_messages >= counters.produced_messages {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    consumers_stop.store(true, Ordering::Relaxed);
+    for consumer in consumers {
+        match consumer.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => recorder.record_error(format!("consumer: {error}")),
+            Err(error) => recorder.record_error(format!("consumer task: {error}")),
+        }
+    }
+    let totals = recorder.counters();
+    Ok(RunResult {
+        label: options.label.clone().unwrap_or_else(|| bootstrap.to_string()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        started_unix_s,
+        bootstrap: bootstrap.to_string(),
+        workload: (*workload).clone(),
+        host: HostFacts::collect(),
+        measured_duration_s,
+        produce: Throughput::new(measured.produced_messages, measured.produced_bytes, measured_duration_s),
+        consume: Throughput::new(measured.consumed_messages, measured.consumed_bytes, measured_duration_s),
+        publish_latency_us: Percentiles::of(&publish_histogram),
+        end_to_end_latency_us: Percentiles::of(&end_to_end_histogram),
+        publish_latency_histogram: HistogramData::of(&publish_histogram),
+        end_to_end_latency_histogram: HistogramData::of(&end_to_end_histogram),
+        backlog_messages_end: totals.produced_messages as i64 - totals.consumed_messages as i64,
+        backlog_messages_max: backlog_max,
+        backlog_drain_s,
+        total_produced_messages: totals.produced_messages,
+        total_consumed_messages: totals.consumed_messages,
+        errors: totals.errors,
+        error_samples: recorder.error_samples(),
+        series,
+    })
+}
+
+async fn await_ready(mut ready: mpsc::Receiver<()>, expected: usize) -> Result<()> {
+    for _ in 0..expected {
+        tokio::time::timeout(Duration::from_secs(30), ready.recv())
+            .await
+            .map_err(|_| BenchError::Timeout("consumers finding their start offsets".into()))?
+            .ok_or_else(|| BenchError::Other("a consumer failed before it was ready".into()))?;
+    }
+    Ok(())
+}
+
+async fn build_backlog(workload: &Workload, recorder: &Recorder, quiet: bool) -> Result<()> {
+    let target_bytes = workload.consumer_backlog_size_mb * 1024 * 1024;
+    let started = Instant::now();
+    while recorder.counters().produced_bytes < target_bytes {
+        if started.elapsed() > BACKLOG_BUILD_TIMEOUT {
+            return Err(BenchError::Timeout("building the consumer backlog".into()));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if !quiet {
+            let produced = recorder.counters().produced_bytes;
+            eprintln!(
+                "[backlog] {:.1} / {} MB produced",
+                produced as f64 / (1024.0 * 1024.0),
+                workload.consumer_backlog_size_mb
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Random bytes (incompressible, like OMB's default random payload).
+pub fn random_payload(len: usize) -> Bytes {
+    let mut bytes = vec![0u8; len];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    Bytes::from(bytes)
+}

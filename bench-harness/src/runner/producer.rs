@@ -1,0 +1,237 @@
+//! One producer: generates messages at its share of the target rate (or as
+//! fast as its in-flight window allows), appends them into per-partition
+//! batches, and sends all ready batches for a leader in one pipelined
+//! Produce request. Acknowledgements are awaited in spawned tasks, so the
+//! generator never waits for a round trip unless its window is full.
+
+use crate::distribution::{KeyChooser, SizeChooser};
+use crate::error::{BenchError, Result};
+use crate::kafka::batch::BatchBuilder;
+use crate::kafka::client::{topic_name, ConnectionPool};
+use crate::kafka::connection::Connection;
+use crate::stats::Recorder;
+use crate::workload::Workload;
+use bytes::Bytes;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::ProduceRequest;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Semaphore;
+
+/// Most messages generated per loop turn, so that linger and stop are
+/// checked often even at high rates.
+const MESSAGES_PER_TURN_MAX: u64 = 4096;
+
+/// Wall-clock microseconds since the epoch: the send timestamp in records,
+/// comparable across processes on one host.
+pub fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
+pub struct ProducerSpec {
+    pub id: u32,
+    pub topic: String,
+    /// Leader broker id of each partition.
+    pub leaders: Vec<i32>,
+    pub pool: ConnectionPool,
+    pub workload: Arc<Workload>,
+    /// This producer's share of the rate; 0 means unlimited.
+    pub rate_msgs_per_s: f64,
+    pub recorder: Arc<Recorder>,
+    pub stop: Arc<AtomicBool>,
+    /// Random bytes at least as long as the largest message.
+    pub payload: Bytes,
+}
+
+/// A partition's open batch and the send times of its messages.
+struct Pending {
+    builder: BatchBuilder,
+    send_times_us: Vec<u64>,
+    opened: Option<Instant>,
+}
+
+pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
+    let workload = spec.workload.clone();
+    let partitions = spec.leaders.len();
+    let mut connections = Vec::with_capacity(partitions);
+    for &leader in &spec.leaders {
+        connections.push(spec.pool.get(leader).await?);
+    }
+    let window = Arc::new(Semaphore::new(workload.max_in_flight_per_producer as usize));
+    let mut pending: Vec<Pending> = (0..partitions)
+        .map(|_| Pending {
+            builder: BatchBuilder::new(workload.batch_size_bytes as usize + 1024),
+            send_times_us: Vec::new(),
+            opened: None,
+        })
+        .collect();
+    let mut keys = KeyChooser::new(&workload, u64::from(spec.id) * 7919 + 1);
+    let mut sizes = SizeChooser::new(workload.message_size.clone(), u64::from(spec.id));
+    let linger = Duration::from_millis(workload.linger_ms);
+    let mut sticky_partition = spec.id as usize % partitions;
+    let started = Instant::now();
+    let mut generated: u64 = 0;
+    let mut payload_offset = 0usize;
+
+    while !spec.stop.load(Ordering::Relaxed) {
+        let budget = if spec.rate_msgs_per_s > 0.0 {
+            let due = (started.elapsed().as_secs_f64() * spec.rate_msgs_per_s) as u64;
+            due.saturating_sub(generated).min(MESSAGES_PER_TURN_MAX)
+        } else {
+            MESSAGES_PER_TURN_MAX
+        };
+        for _ in 0..budget {
+            let choice = keys.next_choice();
+            let partition = choice.partition.map_or(sticky_partition, |p| p as usize);
+            let size = sizes.next_size_bytes();
+            // Slide through the random payload so consecutive values differ.
+            let body_len = size - 8;
+            if payload_offset + body_len > spec.payload.len() {
+                payload_offset = 0;
+            }
+            let body = &spec.payload[payload_offset..payload_offset + body_len];
+            payload_offset += 61;
+            let sent_us = now_us();
+            let key_bytes = choice.key.map(u64::to_be_bytes);
+            let slot = &mut pending[partition];
+            slot.builder
+                .append((sent_us / 1000) as i64, key_bytes.as_ref().map(|k| &k[..]), &sent_us.to_be_bytes(), body);
+            slot.send_times_us.push(sent_us);
+            slot.opened.get_or_insert_with(Instant::now);
+            if slot.builder.size_bytes() >= workload.batch_size_bytes as usize {
+                send_ready(&spec, &workload, &connections, &mut pending, &window, |p, _| p == partition).await?;
+                if choice.partition.is_none() {
+                    sticky_partition = (sticky_partition + 1) % partitions;
+                }
+            }
+        }
+        generated += budget;
+        // Linger expired: send everything that waited long enough.
+        let now = Instant::now();
+        let expired = |_: usize, slot: &Pending| slot.opened.is_some_and(|opened| now.duration_since(opened) >= linger);
+        if pending.iter().enumerate().any(|(p, slot)| expired(p, slot)) {
+            let before = pending.iter().filter(|s| !s.builder.is_empty()).count();
+            send_ready(&spec, &workload, &connections, &mut pending, &window, expired).await?;
+            if workload.key_distribution == crate::workload::KeyDistribution::None && before > 0 {
+                sticky_partition = (sticky_partition + 1) % partitions;
+            }
+        }
+        if spec.rate_msgs_per_s > 0.0 {
+            let next_due_s = (generated + 1) as f64 / spec.rate_msgs_per_s;
+            let wait_s = (next_due_s - started.elapsed().as_secs_f64()).min(linger.as_secs_f64().max(0.001));
+            if wait_s > 0.0 {
+                tokio::time::sleep(Duration::from_secs_f64(wait_s)).await;
+            }
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+    send_ready(&spec, &workload, &connections, &mut pending, &window, |_, _| true).await?;
+    // Wait for every outstanding acknowledgement: take the whole window.
+    let _all = window
+        .acquire_many(workload.max_in_flight_per_producer)
+        .await
+        .map_err(|_| BenchError::Other("producer window closed".into()))?;
+    Ok(())
+}
+
+/// Sends, per leader connection, one Produce request with every non-empty
+/// batch that `ready` selects.
+async fn send_ready(
+    spec: &ProducerSpec,
+    workload: &Workload,
+    connections: &[Arc<Connection>],
+    pending: &mut [Pending],
+    window: &Arc<Semaphore>,
+    ready: impl Fn(usize, &Pending) -> bool,
+) -> Result<()> {
+    let mut by_connection: Vec<(Arc<Connection>, Vec<(usize, Bytes, Vec<u64>, u64)>)> = Vec::new();
+    for (partition, slot) in pending.iter_mut().enumerate() {
+        if slot.builder.is_empty() || !ready(partition, slot) {
+            continue;
+        }
+        let value_bytes = slot.builder.value_bytes() as u64;
+        let batch = slot.builder.finish(workload.compression)?;
+        let send_times = std::mem::take(&mut slot.send_times_us);
+        slot.opened = None;
+        let connection = &connections[partition];
+        match by_connection.iter_mut().find(|(c, _)| Arc::ptr_eq(c, connection)) {
+            Some((_, batches)) => batches.push((partition, batch, send_times, value_bytes)),
+            None => by_connection.push((connection.clone(), vec![(partition, batch, send_times, value_bytes)])),
+        }
+    }
+    for (connection, batches) in by_connection {
+        send_request(spec, workload, connection, batches, window).await?;
+    }
+    Ok(())
+}
+
+async fn send_request(
+    spec: &ProducerSpec,
+    workload: &Workload,
+    connection: Arc<Connection>,
+    batches: Vec<(usize, Bytes, Vec<u64>, u64)>,
+    window: &Arc<Semaphore>,
+) -> Result<()> {
+    let permit = window
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| BenchError::Other("producer window closed".into()))?;
+    let messages: u64 = batches.iter().map(|(_, _, times, _)| times.len() as u64).sum();
+    let bytes: u64 = batches.iter().map(|(_, _, _, value_bytes)| value_bytes).sum();
+    let mut send_times = Vec::with_capacity(messages as usize);
+    let mut partition_data = Vec::with_capacity(batches.len());
+    for (partition, batch, times, _) in batches {
+        send_times.extend_from_slice(&times);
+        partition_data.push(PartitionProduceData::default().with_index(partition as i32).with_records(Some(batch)));
+    }
+    let request = ProduceRequest::default()
+        .with_acks(workload.acks)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(topic_name(&spec.topic))
+            .with_partition_data(partition_data)]);
+    let recorder = spec.recorder.clone();
+    if workload.acks == 0 {
+        // No response will come: "acknowledged" when handed to the socket queue.
+        connection.send_without_response(&request).await?;
+        let done_us = now_us();
+        recorder.record_produced(messages, bytes, send_times.iter().map(|t| done_us.saturating_sub(*t)));
+        drop(permit);
+        return Ok(());
+    }
+    let response = match connection.send(&request).await {
+        Ok(response) => response,
+        Err(error) => {
+            recorder.record_error(format!("produce send: {error}"));
+            return Ok(());
+        }
+    };
+    tokio::spawn(async move {
+        let result = response.wait().await;
+        let acked_us = now_us();
+        match result {
+            Ok(response) => {
+                let failed: Vec<String> = response
+                    .responses
+                    .iter()
+                    .flat_map(|topic| topic.partition_responses.iter())
+                    .filter(|p| p.error_code != 0)
+                    .map(|p| format!("produce partition {}: error {}", p.index, p.error_code))
+                    .collect();
+                if failed.is_empty() {
+                    recorder.record_produced(messages, bytes, send_times.iter().map(|t| acked_us.saturating_sub(*t)));
+                } else {
+                    for failure in failed {
+                        recorder.record_error(failure);
+                    }
+                }
+            }
+            Err(error) => recorder.record_error(format!("produce: {error}")),
+        }
+        drop(permit);
+    });
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The direct-IO writer of the active segment.
+//!
+//! Writes go to the `.log` file opened with `O_DIRECT` through glommio DMA
+//! buffers aligned to the file's block alignment. Because an O_DIRECT write
+//! must cover whole blocks, the last partial block (the *tail page*) is kept
+//! in memory and written again, with the next bytes appended, on the next
+//! write: the file is always a prefix of valid batches followed by zeros.
+//!
+//! The file is preallocated in steps ahead of the write position
+//! (`fallocate`), so appends never extend the file: measured here, an
+//! extending O_DIRECT write goes through io-wq and costs milliseconds, an
+//! in-place one microseconds. The step starts small and doubles up to the
+//! configured maximum, so that ten thousand idle partitions do not reserve
+//! gigabytes.
+
+use crate::error::EngineError;
+use glommio::io::{DmaFile, OpenOptions};
+use std::path::{Path, PathBuf};
+
+/// First preallocation step of a new segment file.
+const FIRST_PREALLOCATE_BYTES: u64 = 1 << 20;
+
+/// Direct-IO appender of one segment file. Shard-local.
+pub struct Appender {
+    file: DmaFile,
+    path: PathBuf,
+    alignment: u64,
+    /// Logical end: bytes of valid data written to the file.
+    written_bytes: u64,
+    /// Bytes of the partial last block, kept to be rewritten.
+    tail: Vec<u8>,
+    /// Bytes the file has been preallocated to.
+    preallocated_bytes: u64,
+    /// Next preallocation step.
+    step_bytes: u64,
+    max_step_bytes: u64,
+}
+
+impl Appender {
+    /// Opens (creating if needed) a segment file whose valid data ends at
+    /// `written_bytes`; the tail block is read back so it can be rewritten.
+    pub async fn open(
+        path: &Path,
+        written_bytes: u64,
+        max_step_bytes: u64,
+    ) -> Result<Appender, EngineError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .dma_open(path)
+            .await
+            .map_err(|e| EngineError::io(path, e.into()))?;
+        let alignment = file.alignment().max(512);
+        let size = file
+            .file_size()
+            .await
+            .map_err(|e| EngineError::io(path, e.into()))?;
+        let tail_start = written_bytes - written_bytes % alignment;
+        let mut tail = Vec::with_capacity(alignment as usize);
+        if written_bytes > tail_start {
+            let read = file
+                .read_at_aligned(tail_start, alignment as usize)
+                .await
+                .map_err(|e| EngineError::io(path, e.into()))?;
+            let keep = (written_bytes - tail_start) as usize;
+            if read.len() < keep {
+                return Err(EngineError::io(
+                    path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "tail block shorter than the recovered log",
+                    ),
+                ));
+            }
+            tail.extend_from_slice(&read[..keep]);
+        }
+        Ok(Appender {
+            file,
+            path: path.to_path_buf(),
+            alignment,
+            written_bytes,
+            tail,
+            preallocated_bytes: size,
+            step_bytes: FIRST_PREALLOCATE_BYTES.min(max_step_bytes.max(alignment)),
+            max_step_bytes: max_step_bytes.max(alignment),
+        })
+    }
+
+    /// Logical bytes written.
+    pub fn written_bytes(&self) -> u64 {
+        self.written_bytes
+    }
+
+    /// Block alignment of the file.
+    pub fn alignment(&self) -> u64 {
+        self.alignment
+    }
+
+    /// Writes `data` right after the current end.
+    pub async fn write(&mut self, data: &[u8]) -> Result<(), EngineError> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let start = self.written_bytes - self.tail.len() as u64;
+        debug_assert_eq!(start % self.alignment, 0);
+        let end = self.written_bytes + data.len() as u64;
+        self.ensure_preallocated(end).await?;
+        let logical = self.tail.len() + data.len();
+        let padded = logical.div_ceil(self.alignment as usize) * self.alignment as usize;
+        let mut buffer = self.file.alloc_dma_buffer(padded);
+        {
+            let bytes = buffer.as_bytes_mut();
+            bytes[..self.tail.len()].copy_from_slice(&self.tail);
+            bytes[self.tail.len()..logical].copy_from_slice(data);
+            bytes[logical..].fill(0);
+        }
+        let mut position = start;
+        let written = self
+            .file
+            .write_at(buffer, position)
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+        if written != padded {
+            // A short O_DIRECT write is exceptional (disk full mid-way); retry
+            // the remainder once through a fresh buffer before giving up.
+            let already = written - written % self.alignment as usize;
+            position += already as u64;
+            let rest_len = padded - already;
+            let mut rest = self.file.alloc_dma_buffer(rest_len);
+            let mut joined = self.tail.clone();
+            joined.extend_from_slice(data);
+            joined.resize(padded, 0);
+            rest.as_bytes_mut().copy_from_slice(&joined[already..]);
+            let again = self
+                .file
+                .write_at(rest, position)
+                .await
+                .map_err(|e| EngineError::io(&self.path, e.into()))?;
+            if again != rest_len {
+                return Err(EngineError::io(
+                    &self.path,
+                    std::io::Error::new(std::io::ErrorKind::WriteZero, "short direct write"),
+                ));
+            }
+        }
+        self.written_bytes = end;
+        let tail_start = end - end % self.alignment;
+        let keep = (end - tail_start) as usize;
+        // The new tail is the last `keep` bytes of tail+data.
+        let mut new_tail = Vec::with_capacity(self.alignment as usize);
+        if keep > 0 {
+            if keep <= data.len() {
+                new_tail.extend_from_slice(&data[data.len() - keep..]);
+            } else {
+                let from_old = keep - data.len();
+                new_tail.extend_from_slice(&self.tail[self.tail.len() - from_old..]);
+                new_tail.extend_from_slice(data);
+            }
+        }
+        self.tail = new_tail;
+        Ok(())
+    }
+
+    async fn ensure_preallocated(&mut self, end: u64) -> Result<(), EngineError> {
+        if end <= self.preallocated_bytes {
+            return Ok(());
+        }
+        let mut target = self.preallocated_bytes;
+        while target < end {
+            target += self.step_bytes;
+            self.step_bytes = (self.step_bytes * 2).min(self.max_step_bytes);
+        }
+        let target = self.file.align_up(target);
+        self.file
+            .pre_allocate(target, false)
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+        self.preallocated_bytes = target;
+        Ok(())
+    }
+
+    /// `fdatasync`: makes every completed write durable.
+    pub async fn sync(&self) -> Result<(), EngineError> {
+        self.file
+            .fdatasync()
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))
+    }
+
+    /// Trims the preallocated space (segment sealed or broker stopping) and syncs.
+    pub async fn seal(self) -> Result<(), EngineError> {
+        self.file
+            .truncate(self.written_bytes)
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+        self.sync().await?;
+        self.file
+            .close()
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))
+    }
+
+    /// Cuts the logical end back to `size_bytes` (replication truncation,
+    /// recovery), zeroing what follows so no stale batch survives.
+    pub async fn truncate(&mut self, size_bytes: u64) -> Result<(), EngineError> {
+        assert!(size_bytes <= self.written_bytes);
+        self.file
+            .truncate(size_bytes)
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+        self.preallocated_bytes = size_bytes;
+        let tail_start = size_bytes - size_bytes % self.alignment;
+        let keep = (size_bytes - tail_start) as usize;
+        let mut tail = Vec::with_capacity(self.alignment as usize);
+        if keep > 0 {
+            let read = self
+                .file
+                .read_at_aligned(tail_start, self.alignment as usize)
+                .await
+                .map_err(|e| EngineError::io(&self.path, e.into()))?;
+            tail.extend_from_slice(&read[..keep.min(read.len())]);
+        }
+        self.tail = tail;
+        self.written_bytes = size_bytes;
+        self.sync().await
+    }
+}
+
+/// Makes glommio probe the data dir's device for io_uring polled I/O with a
+/// file that has data.
+///
+/// Glommio decides once per device whether DMA reads may go to its polling
+/// ring, by reading the first block of the first file opened there. If that
+/// file is empty the probe read "succeeds" with 0 bytes, glommio concludes
+/// the device supports polling, and every later read on a device that does
+/// not (virtio disks, most VMs) fails with EOPNOTSUPP. Opening a file with a
+/// full block of data first makes the probe see the real answer.
+pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
+    let path = dir.join(".rill-iopoll-probe");
+    std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
+    std::fs::write(&path, vec![0u8; 64 << 10]).map_err(|e| EngineError::io(&path, e))?;
+    let opened = OpenOptions::new().read(true).dma_open(&path).await;
+    let _ = std::fs::remove_file(&path);
+    let file = opened.map_err(|e| EngineError::io(&path, e.into()))?;
+    file.close().await.map_err(|e| EngineError::io(&path, e.into()))
+}

@@ -1,0 +1,144 @@
+//! [`BatchError`]: everything that can be wrong with batch bytes, and the Kafka
+//! error code a producer should see for each.
+
+/// Why batch bytes were refused. Structured so callers can log the numbers and
+/// map each case to a Kafka error code with [`BatchError::kafka_error_code`].
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum BatchError {
+    /// Not enough bytes yet: expected for a partial trailing batch in a
+    /// segment or a read buffer, a malformed request when it is a produce.
+    #[error("incomplete batch: {needed_bytes} bytes needed")]
+    Incomplete {
+        /// Bytes the batch (or its header) needs in total.
+        needed_bytes: usize,
+    },
+    /// The magic byte is not 2; rill stores only RecordBatch v2.
+    #[error("unsupported record batch magic {magic}")]
+    UnsupportedMagic {
+        /// The magic byte found.
+        magic: i8,
+    },
+    /// The stored CRC32C does not match the bytes.
+    #[error("batch crc mismatch: stored {expected:#010x}, computed {actual:#010x}")]
+    CorruptCrc {
+        /// CRC stored in the header.
+        expected: u32,
+        /// CRC computed over attributes..end.
+        actual: u32,
+    },
+    /// The batch framing is inconsistent (lengths, counts).
+    #[error("corrupt batch: {reason}")]
+    Corrupt {
+        /// What was inconsistent.
+        reason: &'static str,
+    },
+    /// A record inside the batch is malformed.
+    #[error("invalid record: {reason}")]
+    InvalidRecord {
+        /// What was malformed.
+        reason: &'static str,
+    },
+    /// The batch is larger than the topic's `max.message.bytes`.
+    #[error("batch of {size_bytes} bytes exceeds the limit of {max_bytes} bytes")]
+    TooLarge {
+        /// Size of the batch, log overhead included.
+        size_bytes: usize,
+        /// The limit it broke.
+        max_bytes: usize,
+    },
+    /// Attribute bits 0-2 name no codec Kafka defines.
+    #[error("unknown compression codec {codec}")]
+    UnknownCompression {
+        /// The value of attribute bits 0-2.
+        codec: i16,
+    },
+    /// The codec failed to compress or decompress, or the output was too large.
+    #[error("{codec} codec error: {reason}")]
+    Compression {
+        /// Codec name ("gzip", "snappy", "lz4", "zstd").
+        codec: &'static str,
+        /// What the codec reported.
+        reason: String,
+    },
+}
+
+/// Kafka error codes this module maps to (from the Kafka protocol guide).
+mod code {
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const MESSAGE_TOO_LARGE: i16 = 10;
+    pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
+    pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+    pub const INVALID_RECORD: i16 = 87;
+}
+
+impl BatchError {
+    /// The Kafka error code to put in a produce response for this error.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            // A produce request whose batch is cut short is malformed, not
+            // "retry later": the client sent what it meant to send.
+            BatchError::Incomplete { .. } => code::CORRUPT_MESSAGE,
+            BatchError::UnsupportedMagic { .. } => code::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            BatchError::CorruptCrc { .. } => code::CORRUPT_MESSAGE,
+            BatchError::Corrupt { .. } => code::CORRUPT_MESSAGE,
+            BatchError::InvalidRecord { .. } => code::INVALID_RECORD,
+            BatchError::TooLarge { .. } => code::MESSAGE_TOO_LARGE,
+            BatchError::UnknownCompression { .. } => code::UNSUPPORTED_COMPRESSION_TYPE,
+            BatchError::Compression { .. } => code::CORRUPT_MESSAGE,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_match_kafka() {
+        assert_eq!(
+            BatchError::Incomplete { needed_bytes: 61 }.kafka_error_code(),
+            2
+        );
+        assert_eq!(
+            BatchError::UnsupportedMagic { magic: 1 }.kafka_error_code(),
+            43
+        );
+        assert_eq!(
+            BatchError::CorruptCrc {
+                expected: 1,
+                actual: 2
+            }
+            .kafka_error_code(),
+            2
+        );
+        assert_eq!(BatchError::Corrupt { reason: "x" }.kafka_error_code(), 2);
+        assert_eq!(
+            BatchError::InvalidRecord { reason: "x" }.kafka_error_code(),
+            87
+        );
+        let too_large = BatchError::TooLarge {
+            size_bytes: 2,
+            max_bytes: 1,
+        };
+        assert_eq!(too_large.kafka_error_code(), 10);
+        assert_eq!(
+            BatchError::UnknownCompression { codec: 5 }.kafka_error_code(),
+            76
+        );
+        let codec = BatchError::Compression {
+            codec: "gzip",
+            reason: String::new(),
+        };
+        assert_eq!(codec.kafka_error_code(), 2);
+    }
+
+    #[test]
+    fn messages_carry_the_numbers() {
+        let text = BatchError::TooLarge {
+            size_bytes: 2000,
+            max_bytes: 1000,
+        }
+        .to_string();
+        assert!(text.contains("2000") && text.contains("1000"), "{text}");
+    }
+}

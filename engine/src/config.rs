@@ -1,0 +1,388 @@
+//! Settings: per-topic configs with Kafka's names and defaults, and engine-wide settings.
+
+use crate::error::EngineError;
+use std::path::PathBuf;
+
+/// How appends become durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// An append resolves after an fdatasync that covers it (the default: an
+    /// acknowledged message survives power loss).
+    Fsync,
+    /// Kafka's `flush.ms` / `flush.messages`: sync when either is reached; an
+    /// append resolves once written.
+    Interval,
+    /// No fsync at all (Kafka's default); an append resolves once written.
+    Os,
+}
+
+impl std::str::FromStr for FlushPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fsync" => Ok(FlushPolicy::Fsync),
+            "interval" => Ok(FlushPolicy::Interval),
+            "os" => Ok(FlushPolicy::Os),
+            other => Err(format!(
+                "unknown flush policy '{other}' (expected fsync, interval or os)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for FlushPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FlushPolicy::Fsync => "fsync",
+            FlushPolicy::Interval => "interval",
+            FlushPolicy::Os => "os",
+        })
+    }
+}
+
+/// Engine-wide settings of one broker (the same on every shard).
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Root of the partition directories.
+    pub data_dir: PathBuf,
+    /// Durability policy of appends.
+    pub flush_policy: FlushPolicy,
+    /// Defaults for topics that do not override a setting.
+    pub topic_defaults: TopicConfig,
+    /// Bytes of recent batches each shard keeps in memory for tailing readers.
+    pub batch_cache_bytes: usize,
+    /// How many partitions a shard opens concurrently at start.
+    pub open_concurrency: usize,
+    /// Preallocation step of the segment files, in bytes.
+    pub preallocate_bytes: u64,
+    /// How often the retention/compaction task runs, in ms (Kafka's `log.retention.check.interval.ms`).
+    pub retention_check_interval_ms: u64,
+}
+
+impl EngineConfig {
+    /// Defaults for a data dir.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        EngineConfig {
+            data_dir: data_dir.into(),
+            flush_policy: FlushPolicy::Fsync,
+            topic_defaults: TopicConfig::default(),
+            batch_cache_bytes: 64 << 20,
+            open_concurrency: 16,
+            preallocate_bytes: 32 << 20,
+            retention_check_interval_ms: 300_000,
+        }
+    }
+}
+
+/// `cleanup.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CleanupPolicy {
+    /// `delete`: old segments are removed by time/size.
+    pub delete: bool,
+    /// `compact`: the newest record per key is kept.
+    pub compact: bool,
+}
+
+/// Per-topic settings, Kafka's names in [`TopicConfig::NAMES`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicConfig {
+    /// `segment.bytes` (default 1 GiB).
+    pub segment_bytes: u64,
+    /// `segment.ms` (default 7 days).
+    pub segment_ms: i64,
+    /// `segment.index.bytes` (default 10 MiB): a full index rolls the segment.
+    pub segment_index_bytes: u64,
+    /// `index.interval.bytes` (default 4096).
+    pub index_interval_bytes: u64,
+    /// `retention.ms` (default 7 days; -1 keeps forever).
+    pub retention_ms: i64,
+    /// `retention.bytes` (default -1: no limit).
+    pub retention_bytes: i64,
+    /// `cleanup.policy` (default delete).
+    pub cleanup_policy: CleanupPolicy,
+    /// `delete.retention.ms` (default 1 day): how long tombstones survive compaction.
+    pub delete_retention_ms: i64,
+    /// `min.compaction.lag.ms` (default 0).
+    pub min_compaction_lag_ms: i64,
+    /// `max.message.bytes` (default 1048588).
+    pub max_message_bytes: u64,
+    /// `flush.messages` (interval policy).
+    pub flush_messages: u64,
+    /// `flush.ms` (interval policy).
+    pub flush_ms: u64,
+    /// `message.timestamp.type`: CreateTime (false) or LogAppendTime (true).
+    pub log_append_time: bool,
+    /// `compression.type`: producer, uncompressed, gzip, snappy, lz4, zstd.
+    pub compression_type: String,
+    /// `min.insync.replicas` (default 1).
+    pub min_insync_replicas: i32,
+    /// `unclean.leader.election.enable` (default false).
+    pub unclean_leader_election_enable: bool,
+}
+
+impl Default for TopicConfig {
+    fn default() -> Self {
+        TopicConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 3_600_000,
+            segment_index_bytes: 10 << 20,
+            index_interval_bytes: 4096,
+            retention_ms: 7 * 24 * 3_600_000,
+            retention_bytes: -1,
+            cleanup_policy: CleanupPolicy {
+                delete: true,
+                compact: false,
+            },
+            delete_retention_ms: 24 * 3_600_000,
+            min_compaction_lag_ms: 0,
+            max_message_bytes: 1_048_588,
+            flush_messages: i64::MAX as u64,
+            flush_ms: i64::MAX as u64,
+            log_append_time: false,
+            compression_type: String::from("producer"),
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+        }
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, EngineError> {
+    value
+        .trim()
+        .parse::<T>()
+        .map_err(|_| invalid(name, value, "not a number"))
+}
+
+fn invalid(name: &str, value: &str, reason: &str) -> EngineError {
+    EngineError::InvalidConfig {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+impl TopicConfig {
+    /// The topic-level config names rill understands, as Kafka spells them.
+    pub const NAMES: &'static [&'static str] = &[
+        "cleanup.policy",
+        "compression.type",
+        "delete.retention.ms",
+        "flush.messages",
+        "flush.ms",
+        "index.interval.bytes",
+        "max.message.bytes",
+        "message.timestamp.type",
+        "min.compaction.lag.ms",
+        "min.insync.replicas",
+        "retention.bytes",
+        "retention.ms",
+        "segment.bytes",
+        "segment.index.bytes",
+        "segment.ms",
+        "unclean.leader.election.enable",
+    ];
+
+    /// Sets one config by its Kafka name, validating the value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), EngineError> {
+        match name {
+            "segment.bytes" => {
+                let v: u64 = parse_num(name, value)?;
+                if v < 14 {
+                    return Err(invalid(name, value, "must be at least 14"));
+                }
+                self.segment_bytes = v;
+            }
+            "segment.ms" => self.segment_ms = positive(name, value)?,
+            "segment.index.bytes" => {
+                let v: u64 = parse_num(name, value)?;
+                if v < 8 {
+                    return Err(invalid(name, value, "must be at least 8"));
+                }
+                self.segment_index_bytes = v;
+            }
+            "index.interval.bytes" => self.index_interval_bytes = parse_num(name, value)?,
+            "retention.ms" => self.retention_ms = at_least_minus_one(name, value)?,
+            "retention.bytes" => self.retention_bytes = at_least_minus_one(name, value)?,
+            "cleanup.policy" => {
+                let mut policy = CleanupPolicy {
+                    delete: false,
+                    compact: false,
+                };
+                for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                    match part {
+                        "delete" => policy.delete = true,
+                        "compact" => policy.compact = true,
+                        _ => return Err(invalid(name, value, "expected delete and/or compact")),
+                    }
+                }
+                self.cleanup_policy = policy;
+            }
+            "delete.retention.ms" => self.delete_retention_ms = non_negative(name, value)?,
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = non_negative(name, value)?,
+            "max.message.bytes" => self.max_message_bytes = parse_num(name, value)?,
+            "flush.messages" => self.flush_messages = parse_num(name, value)?,
+            "flush.ms" => self.flush_ms = parse_num(name, value)?,
+            "message.timestamp.type" => {
+                self.log_append_time = match value {
+                    "CreateTime" => false,
+                    "LogAppendTime" => true,
+                    _ => {
+                        return Err(invalid(
+                            name,
+                            value,
+                            "expected CreateTime or LogAppendTime",
+                        ))
+                    }
+                }
+            }
+            "compression.type" => match value {
+                "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => {
+                    self.compression_type = value.to_string()
+                }
+                _ => return Err(invalid(name, value, "unknown compression type")),
+            },
+            "min.insync.replicas" => {
+                let v: i32 = parse_num(name, value)?;
+                if v < 1 {
+                    return Err(invalid(name, value, "must be at least 1"));
+                }
+                self.min_insync_replicas = v;
+            }
+            "unclean.leader.election.enable" => {
+                self.unclean_leader_election_enable = parse_num(name, value)?
+            }
+            _ => return Err(invalid(name, value, "unknown topic config")),
+        }
+        Ok(())
+    }
+
+    /// The current value of a config by its Kafka name.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "segment.bytes" => self.segment_bytes.to_string(),
+            "segment.ms" => self.segment_ms.to_string(),
+            "segment.index.bytes" => self.segment_index_bytes.to_string(),
+            "index.interval.bytes" => self.index_interval_bytes.to_string(),
+            "retention.ms" => self.retention_ms.to_string(),
+            "retention.bytes" => self.retention_bytes.to_string(),
+            "cleanup.policy" => {
+                let mut parts = Vec::new();
+                if self.cleanup_policy.compact {
+                    parts.push("compact");
+                }
+                if self.cleanup_policy.delete {
+                    parts.push("delete");
+                }
+                parts.join(",")
+            }
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.message.bytes" => self.max_message_bytes.to_string(),
+            "flush.messages" => self.flush_messages.to_string(),
+            "flush.ms" => self.flush_ms.to_string(),
+            "message.timestamp.type" => if self.log_append_time {
+                "LogAppendTime"
+            } else {
+                "CreateTime"
+            }
+            .to_string(),
+            "compression.type" => self.compression_type.clone(),
+            "min.insync.replicas" => self.min_insync_replicas.to_string(),
+            "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Applies `overrides` on top of `self`, in order.
+    pub fn with_overrides<'a>(
+        &self,
+        overrides: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<TopicConfig, EngineError> {
+        let mut config = self.clone();
+        for (name, value) in overrides {
+            config.set(name, value)?;
+        }
+        Ok(config)
+    }
+
+    /// The configs whose value differs from `defaults`, as `name=value` pairs
+    /// (what is persisted beside a partition).
+    pub fn overrides_against(&self, defaults: &TopicConfig) -> Vec<(String, String)> {
+        Self::NAMES
+            .iter()
+            .filter_map(|name| {
+                let mine = self.get(name)?;
+                (defaults.get(name).as_deref() != Some(mine.as_str()))
+                    .then(|| (name.to_string(), mine))
+            })
+            .collect()
+    }
+}
+
+fn positive(name: &str, value: &str) -> Result<i64, EngineError> {
+    let v: i64 = parse_num(name, value)?;
+    if v < 1 {
+        return Err(invalid(name, value, "must be positive"));
+    }
+    Ok(v)
+}
+
+fn non_negative(name: &str, value: &str) -> Result<i64, EngineError> {
+    let v: i64 = parse_num(name, value)?;
+    if v < 0 {
+        return Err(invalid(name, value, "must not be negative"));
+    }
+    Ok(v)
+}
+
+fn at_least_minus_one(name: &str, value: &str) -> Result<i64, EngineError> {
+    let v: i64 = parse_num(name, value)?;
+    if v < -1 {
+        return Err(invalid(name, value, "must be -1 or more"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_round_trips() {
+        let config = TopicConfig::default();
+        for name in TopicConfig::NAMES {
+            let value = config.get(name).unwrap();
+            let mut copy = config.clone();
+            copy.set(name, &value).unwrap();
+            assert_eq!(copy, config, "{name}");
+        }
+    }
+
+    #[test]
+    fn overrides_are_only_the_differences() {
+        let defaults = TopicConfig::default();
+        let config = defaults
+            .with_overrides([("cleanup.policy", "compact,delete"), ("retention.ms", "1000")])
+            .unwrap();
+        assert!(config.cleanup_policy.compact && config.cleanup_policy.delete);
+        let mut o = config.overrides_against(&defaults);
+        o.sort();
+        assert_eq!(
+            o,
+            vec![
+                ("cleanup.policy".into(), "compact,delete".into()),
+                ("retention.ms".into(), "1000".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut c = TopicConfig::default();
+        assert!(c.set("segment.bytes", "x").is_err());
+        assert!(c.set("cleanup.policy", "forever").is_err());
+        assert!(c.set("no.such.thing", "1").is_err());
+        assert!(c.set("retention.ms", "-2").is_err());
+        assert_eq!(c, TopicConfig::default());
+    }
+}

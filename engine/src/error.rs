@@ -1,0 +1,91 @@
+//! Errors of the storage engine, each mapped to the Kafka error code a client expects.
+
+use crate::batch::BatchError;
+
+/// An operating error of the engine. Bugs are assertions, not variants.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A produced batch failed validation.
+    #[error("invalid batch: {0}")]
+    Batch(#[from] BatchError),
+    /// A read or lookup asked for an offset outside `[log_start, log_end]`.
+    #[error("offset {offset} out of range [{log_start_offset}, {log_end_offset}]")]
+    OffsetOutOfRange {
+        /// The offset asked for.
+        offset: i64,
+        /// First offset still in the log.
+        log_start_offset: i64,
+        /// Next offset to be written.
+        log_end_offset: i64,
+    },
+    /// The partition does not exist on this shard.
+    #[error("unknown topic or partition {topic}-{partition}")]
+    UnknownPartition {
+        /// Topic name.
+        topic: String,
+        /// Partition number.
+        partition: i32,
+    },
+    /// The partition already exists.
+    #[error("partition {topic}-{partition} already exists")]
+    PartitionExists {
+        /// Topic name.
+        topic: String,
+        /// Partition number.
+        partition: i32,
+    },
+    /// A topic config name or value was not acceptable.
+    #[error("invalid config {name}={value}: {reason}")]
+    InvalidConfig {
+        /// Kafka config name.
+        name: String,
+        /// Offered value.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The disk failed under us; the partition is taken offline.
+    #[error("storage I/O error on {path}: {source}")]
+    Io {
+        /// File or directory concerned.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The log was closed (topic deleted or broker shutting down).
+    #[error("log closed")]
+    Closed,
+}
+
+impl EngineError {
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        EngineError::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+
+    /// The Kafka protocol error code for this error.
+    pub fn kafka_error_code(&self) -> i16 {
+        match self {
+            EngineError::Batch(e) => e.kafka_error_code(),
+            EngineError::OffsetOutOfRange { .. } => 1,
+            EngineError::UnknownPartition { .. } => 3,
+            EngineError::PartitionExists { .. } => 36,
+            EngineError::InvalidConfig { .. } => 40,
+            EngineError::Io { .. } => 56, // KAFKA_STORAGE_ERROR
+            EngineError::Closed => 6,     // NOT_LEADER_OR_FOLLOWER: the client refreshes metadata
+        }
+    }
+}
+
+impl From<glommio::GlommioError<()>> for EngineError {
+    fn from(e: glommio::GlommioError<()>) -> Self {
+        EngineError::Io {
+            path: String::from("<glommio>"),
+            source: std::io::Error::other(e.to_string()),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! rill's storage engine: Kafka's partition log, thread-per-core.
+//!
+//! Everything here is **shard-local**: a [`manager::LogManager`] lives on one
+//! glommio executor, owns the partitions that [`shard::shard_of`] assigns to
+//! that shard, and is shared inside the shard with `Rc`. Nothing in this crate
+//! crosses cores; the `net` crate routes requests to the owning shard.
+//!
+//! Map of the modules:
+//! - [`batch`]: Kafka RecordBatch v2 — parse, validate (CRC32C), in-place
+//!   offset assignment, records, codecs, a builder.
+//! - [`config`]: per-topic settings with Kafka's names and defaults, and the
+//!   engine-wide settings (data dir, flush policy, cache size).
+//! - [`index`]: the sparse offset index and the time index of one segment.
+//! - [`segment`]: one `.log` file with its indexes; naming by base offset.
+//! - [`appender`]: the direct-IO writer (O_DIRECT, aligned DMA buffers, tail
+//!   page kept in memory, preallocation ahead of the write position).
+//! - [`log`]: the partition log — append, read (copy or file slice), lookup by
+//!   offset and time, high watermark, truncation, delete-records, and the
+//!   pipelined group commit that makes appends durable.
+//! - [`recovery`]: scanning and truncating after a crash.
+//! - [`retention`], [`compaction`]: background cleanup of old segments.
+//! - [`cache`]: the per-shard cache of recent batches.
+//! - [`manager`]: the shard's set of partitions.
+//! - [`shard`]: the pure partition → shard function.
+
+pub mod appender;
+pub mod batch;
+pub mod cache;
+pub mod compaction;
+pub mod config;
+pub mod error;
+pub mod index;
+pub mod log;
+pub mod manager;
+pub mod recovery;
+pub mod retention;
+pub mod segment;
+pub mod shard;
+
+pub use config::{EngineConfig, FlushPolicy, TopicConfig};
+pub use error::EngineError;
+pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
+pub use manager::{LogManager, TopicPartition};

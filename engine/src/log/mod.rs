@@ -1,0 +1,306 @@
+//! The partition log: Kafka's log of one topic-partition on this shard.
+//!
+//! Offsets obey `log_start ≤ high_watermark ≤ written ≤ log_end`, checked
+//! wherever one of them moves:
+//! - `log_end` (LEO): the next offset to assign; appends move it at once.
+//! - `written`: everything below it is in the segment file (not yet synced).
+//! - `durable`: everything below it survived an fdatasync.
+//! - `high_watermark`: what readers may see. On a single node it is `durable`
+//!   under the `fsync` policy (a consumer never sees a message that a crash
+//!   could take back) and `written` under `interval` and `os`.
+//!
+//! Submodules: [`append`] (validation, offsets, roll), [`flush`] (the
+//! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
+//! [`cleanup`] (delete-records, retention, truncation), [`open`] (recovery at
+//! start), [`watch`] (offsets that tasks wait on).
+
+mod append;
+mod cleanup;
+mod flush;
+mod open;
+mod read;
+pub mod watch;
+
+use crate::cache::{BatchCache, PartitionChunks};
+use crate::config::{EngineConfig, FlushPolicy, TopicConfig};
+use crate::error::EngineError;
+use crate::manager::TopicPartition;
+use crate::segment::Segment;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::rc::Rc;
+use watch::OffsetWatch;
+
+pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
+
+/// What the shard's partitions share. Shard-local.
+pub struct LogContext {
+    /// Engine-wide settings.
+    pub config: EngineConfig,
+    /// The shard's cache of recent batches.
+    pub cache: BatchCache,
+    /// fdatasync latency histogram source: (count, total µs, max µs).
+    pub fsync_stats: RefCell<FsyncStats>,
+}
+
+/// Counters of the group commit, for metrics.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FsyncStats {
+    /// fdatasync calls.
+    pub syncs: u64,
+    /// Total time spent in fdatasync, µs.
+    pub sync_us_total: u64,
+    /// Slowest fdatasync, µs.
+    pub sync_us_max: u64,
+    /// Appends (produce batches) covered by those syncs.
+    pub appends_covered: u64,
+    /// Write calls issued.
+    pub writes: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+impl LogContext {
+    /// A context for one shard.
+    pub fn new(config: EngineConfig) -> Rc<Self> {
+        let cache = BatchCache::new(config.batch_cache_bytes);
+        Rc::new(LogContext {
+            config,
+            cache,
+            fsync_stats: RefCell::new(FsyncStats::default()),
+        })
+    }
+}
+
+/// The outcome of an append.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendResult {
+    /// Offset given to the first record.
+    pub base_offset: i64,
+    /// Offset of the last record.
+    pub last_offset: i64,
+    /// The broker time written into the batches, or -1 under CreateTime.
+    pub log_append_time_ms: i64,
+    /// Log start offset after the append.
+    pub log_start_offset: i64,
+    /// Records appended.
+    pub record_count: i64,
+    /// Bytes appended.
+    pub size_bytes: usize,
+}
+
+/// Bytes appended but not yet written, in order.
+pub(crate) struct PendingChunk {
+    pub segment: Rc<Segment>,
+    pub position: u64,
+    pub first_offset: i64,
+    pub next_offset: i64,
+    pub batch_count: u64,
+    pub bytes: Vec<u8>,
+}
+
+pub(crate) struct LogState {
+    /// Segments by base offset; the last one is active.
+    pub segments: Vec<Rc<Segment>>,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    pub pending: VecDeque<PendingChunk>,
+    pub leader_epoch: i32,
+    /// Messages and time since the last sync, for the interval policy.
+    pub messages_since_sync: u64,
+    pub last_sync_ms: i64,
+}
+
+/// One partition's log. Shard-local: use it from the shard that owns it.
+pub struct PartitionLog {
+    pub(crate) me: std::rc::Weak<PartitionLog>,
+    tp: TopicPartition,
+    dir: PathBuf,
+    topic_id: [u8; 16],
+    config: RefCell<TopicConfig>,
+    ctx: Rc<LogContext>,
+    pub(crate) state: RefCell<LogState>,
+    pub(crate) written: OffsetWatch,
+    pub(crate) durable: OffsetWatch,
+    pub(crate) high_watermark: OffsetWatch,
+    pub(crate) flusher_running: Cell<bool>,
+    pub(crate) failed: Cell<bool>,
+    pub(crate) closed: Cell<bool>,
+    pub(crate) chunks: PartitionChunks,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl PartitionLog {
+    /// Topic and partition.
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.tp
+    }
+
+    /// The topic's id (Kafka's topic UUID).
+    pub fn topic_id(&self) -> [u8; 16] {
+        self.topic_id
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// The topic config in force.
+    pub fn config(&self) -> TopicConfig {
+        self.config.borrow().clone()
+    }
+
+    /// Replaces the topic config (the caller persists it).
+    pub fn set_config(&self, config: TopicConfig) {
+        *self.config.borrow_mut() = config;
+    }
+
+    /// The shard context.
+    pub fn context(&self) -> &Rc<LogContext> {
+        &self.ctx
+    }
+
+    /// First offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.state.borrow().log_start_offset
+    }
+
+    /// Next offset to be assigned.
+    pub fn log_end_offset(&self) -> i64 {
+        self.state.borrow().log_end_offset
+    }
+
+    /// What readers may see.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.get()
+    }
+
+    /// Last stable offset: the high watermark until transactions exist.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.high_watermark.get()
+    }
+
+    /// Everything below this offset survived an fdatasync.
+    pub fn durable_offset(&self) -> i64 {
+        self.durable.get()
+    }
+
+    /// Leader epoch written into appended batches.
+    pub fn leader_epoch(&self) -> i32 {
+        self.state.borrow().leader_epoch
+    }
+
+    /// Sets the leader epoch for later appends.
+    pub fn set_leader_epoch(&self, epoch: i32) {
+        self.state.borrow_mut().leader_epoch = epoch;
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.state.borrow().segments.len()
+    }
+
+    /// Base offsets of the segments.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.state
+            .borrow()
+            .segments
+            .iter()
+            .map(|s| s.base_offset)
+            .collect()
+    }
+
+    /// Bytes of log on disk (logical sizes of the segments).
+    pub fn size_bytes(&self) -> u64 {
+        self.state
+            .borrow()
+            .segments
+            .iter()
+            .map(|s| s.meta.borrow().size_bytes)
+            .sum()
+    }
+
+    /// Resolves when the append that ended at `last_offset` meets the flush
+    /// policy: after its fdatasync under `fsync`, once written otherwise.
+    pub async fn wait_durable(&self, last_offset: i64) -> Result<(), EngineError> {
+        let watch = match self.ctx.config.flush_policy {
+            FlushPolicy::Fsync => &self.durable,
+            FlushPolicy::Interval | FlushPolicy::Os => &self.written,
+        };
+        self.wait_on(watch, last_offset).await
+    }
+
+    /// Resolves once the append that ended at `last_offset` is in the file.
+    pub async fn wait_written(&self, last_offset: i64) -> Result<(), EngineError> {
+        self.wait_on(&self.written, last_offset).await
+    }
+
+    async fn wait_on(&self, watch: &OffsetWatch, last_offset: i64) -> Result<(), EngineError> {
+        watch.wait_past(last_offset).await.map_err(|end| match end {
+            watch::WatchEnd::Closed => EngineError::Closed,
+            watch::WatchEnd::Failed => EngineError::io(
+                &self.dir,
+                std::io::Error::other("the partition's disk writes failed"),
+            ),
+        })
+    }
+
+    /// Resolves when the high watermark passes `offset` (data to read) or the
+    /// log closes. Long-polling fetches wait here.
+    pub async fn wait_for_data(&self, offset: i64) {
+        let _ = self.high_watermark.wait_past(offset).await;
+    }
+
+    pub(crate) fn check_offsets(&self) {
+        let state = self.state.borrow();
+        let hw = self.high_watermark.get();
+        let written = self.written.get();
+        assert!(
+            state.log_start_offset <= hw.max(state.log_start_offset)
+                && hw <= written
+                && written <= state.log_end_offset,
+            "offset order broken: start {} hw {} written {} end {}",
+            state.log_start_offset,
+            hw,
+            written,
+            state.log_end_offset
+        );
+    }
+
+    pub(crate) fn active_segment(&self) -> Rc<Segment> {
+        let state = self.state.borrow();
+        match state.segments.last() {
+            Some(s) => s.clone(),
+            None => unreachable!("a partition log always has an active segment"),
+        }
+    }
+}
+
+/// Wall-clock milliseconds, for modules outside the log.
+pub fn now_ms_public() -> i64 {
+    now_ms()
+}
+
+impl PartitionLog {
+    /// The current segments, oldest first.
+    pub fn segments_snapshot(&self) -> Vec<Rc<Segment>> {
+        self.state.borrow().segments.clone()
+    }
+
+    /// Swaps a sealed segment for its compacted replacement.
+    pub(crate) fn replace_segment(&self, old: &Rc<Segment>, new: Rc<Segment>) {
+        let mut state = self.state.borrow_mut();
+        if let Some(slot) = state.segments.iter_mut().find(|s| Rc::ptr_eq(s, old)) {
+            *slot = new;
+        }
+        crate::cache::BatchCache::clear(&self.chunks);
+    }
+}

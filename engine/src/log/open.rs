@@ -1,0 +1,181 @@
+//! Opening a partition log: find the segments, recover the tail, restore offsets.
+//!
+//! Segments wholly below the recovery point (synced when they were sealed)
+//! keep their indexes when those load cleanly; every segment from the one
+//! holding the recovery point on is scanned batch by batch, because a crash
+//! may have torn its end. The first invalid batch ends the log: its segment
+//! is cut there and later segments are deleted, each with a log line saying
+//! why. Nothing half-written is ever served.
+
+use super::watch::OffsetWatch;
+use super::{now_ms, LogContext, LogState, PartitionLog};
+use crate::config::TopicConfig;
+use crate::error::EngineError;
+use crate::index::{OffsetIndex, TimeIndex};
+use crate::manager::TopicPartition;
+use crate::recovery::scan_segment;
+use crate::segment::{parse_file_name, sync_dir, Segment};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+fn read_offset_file(path: &Path) -> Option<i64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+impl PartitionLog {
+    /// Opens (creating when absent) the log in `dir`, recovering after a crash.
+    pub async fn open(
+        ctx: Rc<LogContext>,
+        dir: PathBuf,
+        tp: TopicPartition,
+        topic_id: [u8; 16],
+        config: TopicConfig,
+    ) -> Result<Rc<PartitionLog>, EngineError> {
+        std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+        let mut bases: Vec<i64> = std::fs::read_dir(&dir)
+            .map_err(|e| EngineError::io(&dir, e))?
+            .filter_map(|entry| entry.ok())
+            .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
+            .collect();
+        bases.sort_unstable();
+        let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
+        let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
+        let now = now_ms();
+
+        let mut segments: Vec<Rc<Segment>> = Vec::new();
+        let mut min_offset = 0i64;
+        let mut cut_from: Option<usize> = None;
+        for (i, &base) in bases.iter().enumerate() {
+            let path = dir.join(crate::segment::file_name(base, "log"));
+            let is_last = i + 1 == bases.len();
+            let next_base = bases.get(i + 1).copied();
+            let trusted = !is_last && next_base.is_some_and(|n| n <= recovery_point);
+            let loaded = if trusted {
+                load_sealed(&dir, base, &path, &config, now)
+            } else {
+                None
+            };
+            let meta = match loaded {
+                Some(meta) => meta,
+                None => {
+                    let outcome = scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?;
+                    let valid = outcome.meta.size_bytes;
+                    let mut cut = false;
+                    if let Some(reason) = &outcome.stopped_because {
+                        tracing::warn!(partition = %tp, segment = base, valid_bytes = valid, %reason,
+                            "recovery truncates the log at the first invalid batch");
+                        cut = true;
+                    }
+                    if outcome.file_bytes > valid {
+                        // Trim preallocated zeros or a torn tail so no stale bytes survive.
+                        let file = std::fs::OpenOptions::new()
+                            .write(true)
+                            .open(&path)
+                            .map_err(|e| EngineError::io(&path, e))?;
+                        file.set_len(valid).map_err(|e| EngineError::io(&path, e))?;
+                        file.sync_all().map_err(|e| EngineError::io(&path, e))?;
+                    }
+                    if cut && !is_last {
+                        cut_from = Some(i + 1);
+                    }
+                    outcome.meta
+                }
+            };
+            min_offset = meta.next_offset;
+            let size = meta.size_bytes;
+            segments.push(Rc::new(Segment::new(&dir, base, meta, size)));
+            if cut_from.is_some() {
+                break;
+            }
+        }
+        if let Some(from) = cut_from {
+            for &base in &bases[from..] {
+                tracing::warn!(partition = %tp, segment = base, "recovery deletes a segment after the corruption point");
+                let doomed = Segment::new(&dir, base, Segment::empty_meta(base, now), 0);
+                doomed.delete_files()?;
+            }
+        }
+        // Drop empty trailing segments other than the first (a roll that never got data).
+        while segments.len() > 1 && segments.last().is_some_and(|s| s.meta.borrow().size_bytes == 0) {
+            if let Some(s) = segments.pop() {
+                s.delete_files()?;
+            }
+        }
+        let log_end_offset = match segments.last() {
+            Some(s) => s.meta.borrow().next_offset,
+            None => recovery_point.max(stored_start),
+        };
+        if segments.is_empty() {
+            segments.push(Rc::new(Segment::new(
+                &dir,
+                log_end_offset,
+                Segment::empty_meta(log_end_offset, now),
+                0,
+            )));
+        }
+        let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
+        let log_start_offset = stored_start.max(first_base).min(log_end_offset);
+        sync_dir(&dir)?;
+        let log = Rc::new_cyclic(|me| PartitionLog {
+            me: me.clone(),
+            tp,
+            dir,
+            topic_id,
+            config: RefCell::new(config),
+            ctx,
+            state: RefCell::new(LogState {
+                segments,
+                log_start_offset,
+                log_end_offset,
+                pending: VecDeque::new(),
+                leader_epoch: 0,
+                messages_since_sync: 0,
+                last_sync_ms: now,
+            }),
+            written: OffsetWatch::new(log_end_offset),
+            durable: OffsetWatch::new(log_end_offset),
+            high_watermark: OffsetWatch::new(log_end_offset),
+            flusher_running: Cell::new(false),
+            failed: Cell::new(false),
+            closed: Cell::new(false),
+            chunks: Rc::new(RefCell::new(VecDeque::new())),
+        });
+        log.check_offsets();
+        Ok(log)
+    }
+
+    pub(crate) fn self_rc(&self) -> Option<Rc<PartitionLog>> {
+        self.me.upgrade()
+    }
+}
+
+/// Loads a sealed segment's bookkeeping from its index files, or `None` when
+/// they are missing or inconsistent (the caller then scans the log).
+fn load_sealed(
+    dir: &Path,
+    base: i64,
+    path: &Path,
+    config: &TopicConfig,
+    now: i64,
+) -> Option<crate::segment::SegmentMeta> {
+    let size = std::fs::metadata(path).ok()?.len();
+    let index_bytes = std::fs::read(dir.join(crate::segment::file_name(base, "index"))).ok()?;
+    let time_bytes = std::fs::read(dir.join(crate::segment::file_name(base, "timeindex"))).ok()?;
+    let index = OffsetIndex::from_bytes(&index_bytes, size.max(1))?;
+    let time_index = TimeIndex::from_bytes(&time_bytes)?;
+    // Find the end of the segment by scanning from the last index entry: a
+    // short read, unlike a full scan.
+    let outcome = scan_segment(path, base, base, config.index_interval_bytes, now).ok()?;
+    if outcome.stopped_because.is_some() || outcome.meta.size_bytes != size {
+        return None;
+    }
+    let mut meta = outcome.meta;
+    if index.len() > meta.index.len() || time_index.len() > meta.time_index.len() + 1 {
+        return None;
+    }
+    meta.index = index;
+    meta.time_index = time_index;
+    Some(meta)
+}

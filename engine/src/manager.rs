@@ -1,0 +1,392 @@
+//! The shard-local log manager: the partitions one shard owns.
+//!
+//! A partition lives in `<data-dir>/<topic>-<partition>/` with its segments,
+//! `partition.metadata` (topic id, as Kafka keeps it) and `topic.config`
+//! (the topic's overrides of the broker defaults, `name=value` lines). The
+//! directory names alone tell every shard which topics exist and how many
+//! partitions they have ([`scan_topics`]), so the broker needs no other
+//! metadata store on a single node.
+
+use crate::config::{EngineConfig, TopicConfig};
+use crate::error::EngineError;
+use crate::log::{LogContext, PartitionLog};
+use crate::segment::{sync_dir, write_file_synced};
+use crate::shard::shard_of;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A topic and one of its partitions.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition number.
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    /// A topic-partition.
+    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// `<topic>-<partition>`, the directory name Kafka uses.
+    pub fn dir_name(&self) -> String {
+        format!("{}-{}", self.topic, self.partition)
+    }
+
+    /// Parses a directory name back (the partition follows the last `-`).
+    pub fn parse_dir_name(name: &str) -> Option<Self> {
+        let (topic, partition) = name.rsplit_once('-')?;
+        if topic.is_empty() || !is_valid_topic_name(topic) {
+            return None;
+        }
+        let partition: i32 = partition.parse().ok()?;
+        (partition >= 0 && partition.to_string() == name[topic.len() + 1..])
+            .then(|| TopicPartition::new(topic, partition))
+    }
+}
+
+impl std::fmt::Display for TopicPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Kafka's rule: 1–249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn is_valid_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// A topic as found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicMeta {
+    /// Partition count (highest partition directory + 1).
+    pub partitions: i32,
+    /// Kafka topic id.
+    pub topic_id: [u8; 16],
+    /// The topic's config (defaults plus stored overrides).
+    pub config: TopicConfig,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<[u8; 16]> {
+    if s.len() != 32 {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = u8::from_str_radix(s.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn read_topic_id(dir: &Path) -> Option<[u8; 16]> {
+    let text = std::fs::read_to_string(dir.join("partition.metadata")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("topic_id:"))
+        .and_then(|v| unhex(v.trim()))
+}
+
+fn read_overrides(dir: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(dir.join("topic.config"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+fn config_from_dir(dir: &Path, defaults: &TopicConfig) -> TopicConfig {
+    let mut config = defaults.clone();
+    for (name, value) in read_overrides(dir) {
+        if let Err(e) = config.set(&name, &value) {
+            tracing::warn!(dir = %dir.display(), error = %e, "ignoring a stored topic config");
+        }
+    }
+    config
+}
+
+fn write_partition_files(dir: &Path, topic_id: [u8; 16], config: &TopicConfig, defaults: &TopicConfig) -> Result<(), EngineError> {
+    write_file_synced(
+        &dir.join("partition.metadata"),
+        format!("version: 0\ntopic_id: {}\n", hex(&topic_id)).as_bytes(),
+    )?;
+    write_config_file(dir, config, defaults)
+}
+
+fn write_config_file(dir: &Path, config: &TopicConfig, defaults: &TopicConfig) -> Result<(), EngineError> {
+    let text: String = config
+        .overrides_against(defaults)
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    write_file_synced(&dir.join("topic.config"), text.as_bytes())
+}
+
+/// The partition directories of a data dir.
+fn partition_dirs(data_dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, EngineError> {
+    if !data_dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
+        let entry = entry.map_err(|e| EngineError::io(data_dir, e))?;
+        if !entry.path().is_dir() {
+            continue;
+        }
+        if let Some(tp) = TopicPartition::parse_dir_name(&entry.file_name().to_string_lossy()) {
+            out.push((tp, entry.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Topics with partition count, id and config, from the directories of a data dir.
+pub fn scan_topics(data_dir: &Path, defaults: &TopicConfig) -> Result<BTreeMap<String, TopicMeta>, EngineError> {
+    let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
+    for (tp, dir) in partition_dirs(data_dir)? {
+        let entry = topics.entry(tp.topic.clone()).or_insert_with(|| TopicMeta {
+            partitions: 0,
+            topic_id: [0; 16],
+            config: config_from_dir(&dir, defaults),
+        });
+        entry.partitions = entry.partitions.max(tp.partition + 1);
+        if entry.topic_id == [0; 16] {
+            if let Some(id) = read_topic_id(&dir) {
+                entry.topic_id = id;
+            }
+        }
+    }
+    Ok(topics)
+}
+
+/// The partitions of one shard. Shard-local.
+pub struct LogManager {
+    ctx: Rc<LogContext>,
+    shard_id: usize,
+    shard_count: usize,
+    logs: RefCell<HashMap<TopicPartition, Rc<PartitionLog>>>,
+}
+
+impl LogManager {
+    /// Opens (recovering) every partition of `config.data_dir` that this
+    /// shard owns, `open_concurrency` at a time, and starts the background
+    /// retention task. Must run inside a glommio executor.
+    pub async fn open(config: EngineConfig, shard_id: usize, shard_count: usize) -> Result<Rc<LogManager>, EngineError> {
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| EngineError::io(&config.data_dir, e))?;
+        crate::appender::prime_iopoll_probe(&config.data_dir).await?;
+        let ctx = LogContext::new(config);
+        let manager = Rc::new(LogManager {
+            ctx: ctx.clone(),
+            shard_id,
+            shard_count,
+            logs: RefCell::new(HashMap::new()),
+        });
+        let mine: Vec<_> = partition_dirs(&ctx.config.data_dir)?
+            .into_iter()
+            .filter(|(tp, _)| shard_of(&tp.topic, tp.partition, shard_count) == shard_id)
+            .collect();
+        for group in mine.chunks(ctx.config.open_concurrency.max(1)) {
+            let tasks: Vec<_> = group
+                .iter()
+                .cloned()
+                .map(|(tp, dir)| {
+                    let ctx = ctx.clone();
+                    glommio::spawn_local(async move {
+                        let config = config_from_dir(&dir, &ctx.config.topic_defaults);
+                        let topic_id = read_topic_id(&dir).unwrap_or([0; 16]);
+                        let log = PartitionLog::open(ctx, dir, tp.clone(), topic_id, config).await;
+                        (tp, log)
+                    })
+                })
+                .collect();
+            for task in tasks {
+                let (tp, log) = task.await;
+                manager.logs.borrow_mut().insert(tp, log?);
+            }
+        }
+        tracing::info!(shard = shard_id, partitions = manager.logs.borrow().len(), "log manager open");
+        manager.spawn_background();
+        Ok(manager)
+    }
+
+    /// Engine-wide settings.
+    pub fn config(&self) -> &EngineConfig {
+        &self.ctx.config
+    }
+
+    /// The shard context (cache, stats).
+    pub fn context(&self) -> &Rc<LogContext> {
+        &self.ctx
+    }
+
+    /// This shard's id.
+    pub fn shard_id(&self) -> usize {
+        self.shard_id
+    }
+
+    /// How many shards the broker runs.
+    pub fn shard_count(&self) -> usize {
+        self.shard_count
+    }
+
+    /// The partition's log, when this shard has it.
+    pub fn get(&self, tp: &TopicPartition) -> Option<Rc<PartitionLog>> {
+        self.logs.borrow().get(tp).cloned()
+    }
+
+    /// The partitions of this shard, sorted.
+    pub fn partitions(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<_> = self.logs.borrow().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Creates a partition (its directory, metadata and first segment).
+    pub async fn create_partition(
+        &self,
+        tp: TopicPartition,
+        topic_id: [u8; 16],
+        config: TopicConfig,
+    ) -> Result<Rc<PartitionLog>, EngineError> {
+        if self.logs.borrow().contains_key(&tp) {
+            return Err(EngineError::PartitionExists {
+                topic: tp.topic,
+                partition: tp.partition,
+            });
+        }
+        if !is_valid_topic_name(&tp.topic) || tp.partition < 0 {
+            return Err(EngineError::InvalidConfig {
+                name: String::from("topic"),
+                value: tp.to_string(),
+                reason: String::from("invalid topic name or partition"),
+            });
+        }
+        let dir = self.ctx.config.data_dir.join(tp.dir_name());
+        std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+        write_partition_files(&dir, topic_id, &config, &self.ctx.config.topic_defaults)?;
+        sync_dir(&self.ctx.config.data_dir)?;
+        let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
+        self.logs.borrow_mut().insert(tp, log.clone());
+        Ok(log)
+    }
+
+    /// Closes a partition and removes its directory.
+    pub async fn delete_partition(&self, tp: &TopicPartition) -> Result<(), EngineError> {
+        let log = self.logs.borrow_mut().remove(tp);
+        let Some(log) = log else {
+            return Err(EngineError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            });
+        };
+        if let Err(e) = log.close().await {
+            tracing::warn!(partition = %tp, error = %e, "closing a deleted partition failed");
+        }
+        let dir = log.dir().to_path_buf();
+        std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+        sync_dir(&self.ctx.config.data_dir)
+    }
+
+    /// Replaces a partition's topic config and persists it.
+    pub async fn alter_config(&self, tp: &TopicPartition, config: TopicConfig) -> Result<(), EngineError> {
+        let Some(log) = self.get(tp) else {
+            return Err(EngineError::UnknownPartition {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            });
+        };
+        write_config_file(log.dir(), &config, &self.ctx.config.topic_defaults)?;
+        log.set_config(config);
+        Ok(())
+    }
+
+    /// Flushes, checkpoints and closes every partition.
+    pub async fn shutdown(&self) -> Result<(), EngineError> {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        let mut first_error = None;
+        for log in logs {
+            if let Err(e) = log.close().await {
+                tracing::error!(partition = %log.topic_partition(), error = %e, "close failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// One pass of retention and compaction over this shard's partitions.
+    pub async fn run_cleanup_once(&self) -> usize {
+        let logs: Vec<_> = self.logs.borrow().values().cloned().collect();
+        let mut deleted = 0;
+        for log in logs {
+            match log.apply_retention() {
+                Ok(n) => deleted += n,
+                Err(e) => tracing::warn!(partition = %log.topic_partition(), error = %e, "retention failed"),
+            }
+            if log.config().cleanup_policy.compact {
+                if let Err(e) = crate::compaction::compact(&log).await {
+                    tracing::warn!(partition = %log.topic_partition(), error = %e, "compaction failed");
+                }
+            }
+            glommio::yield_if_needed().await;
+        }
+        deleted
+    }
+
+    fn spawn_background(self: &Rc<Self>) {
+        let weak = Rc::downgrade(self);
+        let interval_ms = self.ctx.config.retention_check_interval_ms.max(10);
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(Duration::from_millis(interval_ms)).await;
+                let Some(manager) = weak.upgrade() else { return };
+                manager.run_cleanup_once().await;
+            }
+        })
+        .detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dir_names_round_trip() {
+        let tp = TopicPartition::new("my-topic", 12);
+        assert_eq!(tp.dir_name(), "my-topic-12");
+        assert_eq!(TopicPartition::parse_dir_name("my-topic-12"), Some(tp));
+        assert_eq!(TopicPartition::parse_dir_name("my-topic-x"), None);
+        assert_eq!(TopicPartition::parse_dir_name("t-012"), None);
+        assert_eq!(TopicPartition::parse_dir_name("-1"), None);
+        assert!(!is_valid_topic_name("a/b"));
+        assert!(is_valid_topic_name("__consumer_offsets"));
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let id = [7u8, 0, 255, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+        assert_eq!(unhex(&hex(&id)), Some(id));
+        assert_eq!(unhex("zz"), None);
+    }
+}

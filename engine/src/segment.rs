@@ -1,0 +1,215 @@
+//! One segment: a `.log` file named by its base offset, with its two indexes.
+//!
+//! The in-memory view (`SegmentMeta`) is updated synchronously at append
+//! time, so positions and index entries are known before the bytes reach the
+//! disk; `readable_bytes` marks how far readers may go (data below the high
+//! watermark, always already written to the file). Readers use two handles:
+//! a DMA file for the copy path (async reads through io_uring) and a plain
+//! file descriptor whose byte ranges the zero-copy send paths splice out.
+
+use crate::appender::Appender;
+use crate::error::EngineError;
+use crate::index::{OffsetIndex, TimeIndex};
+use glommio::io::{DmaFile, OpenOptions};
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// `00000000000000170410.log`: the base offset in 20 digits, as Kafka names files.
+pub fn file_name(base_offset: i64, extension: &str) -> String {
+    format!("{base_offset:020}.{extension}")
+}
+
+/// Parses a segment file name back to its base offset.
+pub fn parse_file_name(name: &str, extension: &str) -> Option<i64> {
+    let stem = name.strip_suffix(extension)?.strip_suffix('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+/// Mutable bookkeeping of a segment.
+#[derive(Debug, Clone)]
+pub struct SegmentMeta {
+    /// Logical size, including appends not yet written.
+    pub size_bytes: u64,
+    /// One past the last offset appended to this segment.
+    pub next_offset: i64,
+    /// Sparse offset index.
+    pub index: OffsetIndex,
+    /// Time index.
+    pub time_index: TimeIndex,
+    /// Largest batch max-timestamp in the segment (-1 when empty).
+    pub max_timestamp_ms: i64,
+    /// Base offset of the batch that holds `max_timestamp_ms`.
+    pub max_timestamp_batch_offset: i64,
+    /// Log bytes appended since the last index entry.
+    pub bytes_since_index_entry: u64,
+    /// When the segment was created, for `segment.ms`.
+    pub created_ms: i64,
+}
+
+/// One segment of a partition log. Shard-local.
+pub struct Segment {
+    /// First offset the segment may hold.
+    pub base_offset: i64,
+    dir: PathBuf,
+    /// Bookkeeping, updated at append time.
+    pub meta: RefCell<SegmentMeta>,
+    /// Bytes readers may see (written and below the high watermark).
+    pub readable_bytes: Cell<u64>,
+    /// The writer, present while the segment is active.
+    pub appender: RefCell<Option<Appender>>,
+    readers: RefCell<Option<(Rc<DmaFile>, Rc<std::fs::File>)>>,
+    /// Set once the files are removed; reads then fail over to the next segment.
+    pub deleted: Cell<bool>,
+}
+
+impl Segment {
+    /// A segment object for `base_offset` in `dir` with the given bookkeeping.
+    pub fn new(dir: &Path, base_offset: i64, meta: SegmentMeta, readable_bytes: u64) -> Segment {
+        Segment {
+            base_offset,
+            dir: dir.to_path_buf(),
+            meta: RefCell::new(meta),
+            readable_bytes: Cell::new(readable_bytes),
+            appender: RefCell::new(None),
+            readers: RefCell::new(None),
+            deleted: Cell::new(false),
+        }
+    }
+
+    /// Empty bookkeeping for a new segment.
+    pub fn empty_meta(base_offset: i64, now_ms: i64) -> SegmentMeta {
+        SegmentMeta {
+            size_bytes: 0,
+            next_offset: base_offset,
+            index: OffsetIndex::new(),
+            time_index: TimeIndex::new(),
+            max_timestamp_ms: -1,
+            max_timestamp_batch_offset: base_offset,
+            bytes_since_index_entry: 0,
+            created_ms: now_ms,
+        }
+    }
+
+    /// Path of one of the segment's files.
+    pub fn path(&self, extension: &str) -> PathBuf {
+        self.dir.join(file_name(self.base_offset, extension))
+    }
+
+    /// Path of the `.log` file.
+    pub fn log_path(&self) -> PathBuf {
+        self.path("log")
+    }
+
+    /// Records an appended batch in the bookkeeping (sync, before it is written).
+    pub fn record_append(
+        &self,
+        position: u64,
+        base_offset: i64,
+        last_offset: i64,
+        max_timestamp_ms: i64,
+        size_bytes: u64,
+        index_interval_bytes: u64,
+    ) {
+        let mut meta = self.meta.borrow_mut();
+        assert_eq!(meta.size_bytes, position, "appends are contiguous");
+        assert!(base_offset >= meta.next_offset, "offsets only grow");
+        let relative = (base_offset - self.base_offset) as u32;
+        if meta.bytes_since_index_entry >= index_interval_bytes && position > 0 {
+            meta.index.append(relative, position as u32);
+            meta.bytes_since_index_entry = 0;
+        }
+        if max_timestamp_ms > meta.max_timestamp_ms {
+            meta.max_timestamp_ms = max_timestamp_ms;
+            meta.max_timestamp_batch_offset = base_offset;
+            meta.time_index.maybe_append(max_timestamp_ms, relative);
+        }
+        meta.bytes_since_index_entry += size_bytes;
+        meta.size_bytes += size_bytes;
+        meta.next_offset = last_offset + 1;
+    }
+
+    /// The read handles, opened on first use.
+    pub async fn readers(&self) -> Result<(Rc<DmaFile>, Rc<std::fs::File>), EngineError> {
+        if let Some((dma, file)) = self.readers.borrow().as_ref() {
+            return Ok((dma.clone(), file.clone()));
+        }
+        let path = self.log_path();
+        let dma = OpenOptions::new()
+            .read(true)
+            .dma_open(&path)
+            .await
+            .map_err(|e| EngineError::io(&path, e.into()))?;
+        let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
+        let pair = (Rc::new(dma), Rc::new(file));
+        *self.readers.borrow_mut() = Some(pair.clone());
+        Ok(pair)
+    }
+
+    /// Reads `length` bytes at `position` through the DMA handle.
+    pub async fn read_bytes(&self, position: u64, length: usize) -> Result<Vec<u8>, EngineError> {
+        let (dma, _) = self.readers().await?;
+        let result = dma
+            .read_at(position, length)
+            .await
+            .map_err(|e| EngineError::io(self.log_path(), e.into()))?;
+        Ok(result.to_vec())
+    }
+
+    /// Writes the index files (segment sealed or broker stopping).
+    pub fn write_indexes(&self) -> Result<(), EngineError> {
+        let meta = self.meta.borrow();
+        write_file_synced(&self.path("index"), &meta.index.to_bytes())?;
+        write_file_synced(&self.path("timeindex"), &meta.time_index.to_bytes())
+    }
+
+    /// Removes the segment's files.
+    pub fn delete_files(&self) -> Result<(), EngineError> {
+        self.deleted.set(true);
+        self.readers.borrow_mut().take();
+        for extension in ["log", "index", "timeindex", "txnindex"] {
+            let path = self.path(extension);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(EngineError::io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes a small file through a temporary name and renames it, so a crash
+/// leaves the old or the new content, never a mix.
+pub fn write_file_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut file = std::fs::File::create(&tmp).map_err(|e| EngineError::io(&tmp, e))?;
+    file.write_all(bytes).map_err(|e| EngineError::io(&tmp, e))?;
+    file.sync_data().map_err(|e| EngineError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| EngineError::io(path, e))
+}
+
+/// `fsync` of a directory, so that a created or renamed file survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), EngineError> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| EngineError::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        assert_eq!(file_name(170410, "log"), "00000000000000170410.log");
+        assert_eq!(parse_file_name("00000000000000170410.log", "log"), Some(170410));
+        assert_eq!(parse_file_name("00000000000000170410.index", "log"), None);
+        assert_eq!(parse_file_name("0170410.log", "log"), None);
+        assert_eq!(parse_file_name("0000000000000017041x.log", "log"), None);
+    }
+}

@@ -1,0 +1,85 @@
+//! The admin HTTP listener (shard 0): a tiny HTTP/1.1 GET responder serving
+//! Prometheus text at `/metrics`. Metrics are gathered from every shard over
+//! the mesh at scrape time, so no shard pays for them in between.
+
+use crate::mesh::ShardMessage;
+use crate::metrics::{render, MetricsSnapshot};
+use crate::shard::Shard;
+use futures::channel::oneshot;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::{TcpListener, TcpStream};
+use std::rc::Rc;
+
+/// Largest HTTP request head read.
+const MAX_REQUEST_BYTES: usize = 8 << 10;
+
+/// Accepts admin connections until the listener fails.
+pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                let shard = shard.clone();
+                glommio::spawn_local(async move {
+                    if let Err(e) = answer(&shard, stream).await {
+                        tracing::debug!(error = %e, "admin request failed");
+                    }
+                })
+                .detach();
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "admin accept failed");
+                glommio::timer::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// This shard's metrics, with the partition gauge filled in.
+pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
+    let mut metrics = shard.metrics.borrow().clone();
+    metrics.partitions = shard.logs.partitions().len() as u64;
+    (shard.id, metrics)
+}
+
+/// Gathers every shard's metrics.
+pub async fn collect(shard: &Rc<Shard>) -> Vec<MetricsSnapshot> {
+    let mut snapshots = vec![local_snapshot(shard)];
+    for other in (0..shard.count).filter(|&s| s != shard.id) {
+        let (reply, receiver) = oneshot::channel();
+        if shard.send_to(other, ShardMessage::Metrics { reply }).await.is_ok() {
+            if let Ok(snapshot) = receiver.await {
+                snapshots.push(snapshot);
+            }
+        }
+    }
+    snapshots.sort_by_key(|(id, _)| *id);
+    snapshots
+}
+
+async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < MAX_REQUEST_BYTES {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first_line = String::from_utf8_lossy(first_line);
+    let mut parts = first_line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
+        ("GET", "/metrics") => ("200 OK", render(&collect(shard).await)),
+        ("GET", "/") => ("200 OK", String::from("rill admin: see /metrics\n")),
+        ("GET", _) => ("404 Not Found", String::from("not found\n")),
+        _ => ("405 Method Not Allowed", String::from("GET only\n")),
+    };
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.close().await
+}

@@ -1,0 +1,446 @@
+//! `rill serve` settings: command-line flags, the broker TOML file with Kafka's
+//! names and defaults, and the resolved [`BrokerConfig`] every shard reads.
+//!
+//! Precedence: an explicit flag, then the TOML file, then Kafka's default.
+//! The TOML file may spell a key dotted (`log.retention.ms = 1000`), quoted
+//! (`"log.retention.ms" = 1000`) or as nested tables; all are flattened back to
+//! Kafka's dotted name. An unknown key stops the broker at start, because a
+//! silently ignored typo in a retention setting loses data.
+
+use crate::error::ConfigError;
+use crate::sendpath::SendPath;
+use engine::{EngineConfig, FlushPolicy, TopicConfig};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+
+/// Flags of `rill serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Directory of the partition logs (default ./rill-data).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Address the Kafka listener binds (default 0.0.0.0:9092).
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// host:port advertised to clients in Metadata (default: the listen
+    /// address, 0.0.0.0 replaced by 127.0.0.1).
+    #[arg(long)]
+    pub advertised_listener: Option<String>,
+    /// Number of shards, one per core (default: all cores).
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// Broker settings file (Kafka's names).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// How fetch responses leave: copy, sendfile or splice (default splice).
+    #[arg(long)]
+    pub fetch_send_path: Option<String>,
+    /// Durability of appends: fsync, interval or os (default fsync).
+    #[arg(long)]
+    pub flush_policy: Option<String>,
+    /// Address of the admin HTTP listener serving /metrics (default 127.0.0.1:9644).
+    #[arg(long)]
+    pub admin_listen: Option<String>,
+    /// Log level or tracing filter (default info).
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+}
+
+/// The resolved broker settings, the same on every shard.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Root of the partition directories.
+    pub data_dir: PathBuf,
+    /// Kafka listener address.
+    pub listen: SocketAddr,
+    /// Host advertised in Metadata.
+    pub advertised_host: String,
+    /// Port advertised in Metadata.
+    pub advertised_port: i32,
+    /// Number of shards.
+    pub cores: usize,
+    /// Fetch send path.
+    pub send_path: SendPath,
+    /// Admin HTTP listener.
+    pub admin_listen: SocketAddr,
+    /// `broker.id` / `node.id`.
+    pub broker_id: i32,
+    /// Cluster id advertised in Metadata and DescribeCluster (`rill.cluster.id`).
+    pub cluster_id: String,
+    /// `auto.create.topics.enable`.
+    pub auto_create_topics_enable: bool,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// `num.partitions`: partitions of an auto-created topic.
+    pub num_partitions: i32,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i16,
+    /// `socket.request.max.bytes`: largest request frame accepted.
+    pub socket_request_max_bytes: usize,
+    /// `max.connections`: broker-wide connection limit.
+    pub max_connections: usize,
+    /// `rill.max.in.flight.requests.per.connection`: pipelined requests per connection.
+    pub max_in_flight_per_connection: usize,
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_num_partitions: i32,
+    /// `rill.spin_before_park_us`: how long an idle shard spins before parking.
+    pub spin_before_park_us: u64,
+    /// `rill.io_memory_bytes`: glommio locked I/O memory per shard.
+    pub io_memory_bytes: usize,
+    /// `rill.mesh_channel_capacity`: slots per cross-shard queue.
+    pub mesh_channel_capacity: usize,
+    /// Engine settings (flush policy, topic defaults from the `log.*` keys).
+    pub engine: EngineConfig,
+}
+
+impl BrokerConfig {
+    /// Defaults of a broker with no flags and no file.
+    pub fn defaults() -> Self {
+        let listen: SocketAddr = SocketAddr::from(([0, 0, 0, 0], 9092));
+        BrokerConfig {
+            data_dir: PathBuf::from("./rill-data"),
+            listen,
+            advertised_host: String::from("127.0.0.1"),
+            advertised_port: 9092,
+            cores: available_cores(),
+            send_path: SendPath::Splice,
+            admin_listen: SocketAddr::from(([127, 0, 0, 1], 9644)),
+            broker_id: 0,
+            cluster_id: String::from("rill-cluster-0000000000"),
+            auto_create_topics_enable: true,
+            delete_topic_enable: true,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            socket_request_max_bytes: 104_857_600,
+            max_connections: 2_147_483_647,
+            max_in_flight_per_connection: 64,
+            offsets_topic_num_partitions: 50,
+            spin_before_park_us: 100,
+            io_memory_bytes: 2 << 20,
+            mesh_channel_capacity: 1024,
+            engine: EngineConfig::new("./rill-data"),
+        }
+    }
+
+    /// Resolves flags, the optional TOML file and defaults.
+    pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
+        let mut config = BrokerConfig::defaults();
+        let mut listen_text = None;
+        let mut advertised_text = None;
+        if let Some(path) = &args.config {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            let settings = parse_toml(&text)?;
+            let applied = config.apply_settings(&settings)?;
+            listen_text = applied.listen;
+            advertised_text = applied.advertised;
+        }
+        if let Some(dir) = &args.data_dir {
+            config.data_dir = dir.clone();
+        }
+        if let Some(text) = args.listen.as_ref().or(listen_text.as_ref()) {
+            config.listen = resolve_addr("--listen", text)?;
+        }
+        if let Some(text) = args.admin_listen.as_ref() {
+            config.admin_listen = resolve_addr("--admin-listen", text)?;
+        }
+        if let Some(cores) = args.cores {
+            if cores == 0 {
+                return Err(ConfigError::invalid("--cores", "0", "at least one core"));
+            }
+            config.cores = cores;
+        }
+        if let Some(text) = &args.fetch_send_path {
+            config.send_path = parse_send_path("--fetch-send-path", text)?;
+        }
+        if let Some(text) = &args.flush_policy {
+            config.engine.flush_policy = text
+                .parse::<FlushPolicy>()
+                .map_err(|reason| ConfigError::invalid("--flush-policy", text, &reason))?;
+        }
+        let (host, port) = match args.advertised_listener.as_ref().or(advertised_text.as_ref()) {
+            Some(text) => split_host_port("--advertised-listener", text)?,
+            None => (advertised_host_for(&config.listen), i32::from(config.listen.port())),
+        };
+        config.advertised_host = host;
+        config.advertised_port = port;
+        config.engine.data_dir = config.data_dir.clone();
+        Ok(config)
+    }
+
+    /// Applies flattened `name -> value` settings; returns the listener texts,
+    /// which are resolved after the flags are known.
+    pub fn apply_settings(
+        &mut self,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<AppliedListeners, ConfigError> {
+        let mut applied = AppliedListeners::default();
+        // Kafka's precedence among the retention and roll units: ms, then minutes, then hours.
+        let mut retention_ms: Option<i64> = None;
+        let mut retention_minutes: Option<i64> = None;
+        let mut retention_hours: Option<i64> = None;
+        let mut roll_ms: Option<i64> = None;
+        let mut roll_hours: Option<i64> = None;
+        for (name, value) in settings {
+            let value = value.as_str();
+            match name.as_str() {
+                "broker.id" | "node.id" => self.broker_id = num(name, value)?,
+                "rill.cluster.id" | "cluster.id" => self.cluster_id = value.to_string(),
+                "log.dirs" | "log.dir" => {
+                    // Kafka takes a comma list; rill keeps one data dir per broker.
+                    let first = value.split(',').next().unwrap_or(value).trim();
+                    self.data_dir = PathBuf::from(first);
+                }
+                "listeners" => applied.listen = Some(strip_listener_scheme(value)),
+                "advertised.listeners" => applied.advertised = Some(strip_listener_scheme(value)),
+                "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
+                "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
+                "num.partitions" => {
+                    self.num_partitions = num(name, value)?;
+                    if self.num_partitions < 1 {
+                        return Err(ConfigError::invalid(name, value, "at least 1"));
+                    }
+                }
+                "default.replication.factor" => self.default_replication_factor = num(name, value)?,
+                "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
+                "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
+                "max.connections" => self.max_connections = num(name, value)?,
+                "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(name, value)?,
+                "log.retention.ms" => retention_ms = Some(num(name, value)?),
+                "log.retention.minutes" => retention_minutes = Some(num(name, value)?),
+                "log.retention.hours" => retention_hours = Some(num(name, value)?),
+                "log.roll.ms" => roll_ms = Some(num(name, value)?),
+                "log.roll.hours" => roll_hours = Some(num(name, value)?),
+                "log.retention.bytes" => self.set_topic("retention.bytes", name, value)?,
+                "log.segment.bytes" => self.set_topic("segment.bytes", name, value)?,
+                "log.cleanup.policy" => self.set_topic("cleanup.policy", name, value)?,
+                "log.flush.interval.ms" => self.set_topic("flush.ms", name, value)?,
+                "log.flush.interval.messages" => self.set_topic("flush.messages", name, value)?,
+                "log.index.interval.bytes" => self.set_topic("index.interval.bytes", name, value)?,
+                "log.index.size.max.bytes" => self.set_topic("segment.index.bytes", name, value)?,
+                "log.message.timestamp.type" => self.set_topic("message.timestamp.type", name, value)?,
+                "log.cleaner.delete.retention.ms" => self.set_topic("delete.retention.ms", name, value)?,
+                "log.cleaner.min.compaction.lag.ms" => {
+                    self.set_topic("min.compaction.lag.ms", name, value)?
+                }
+                "log.retention.check.interval.ms" => {
+                    self.engine.retention_check_interval_ms = num(name, value)?
+                }
+                "compression.type" => self.set_topic("compression.type", name, value)?,
+                "min.insync.replicas" => self.set_topic("min.insync.replicas", name, value)?,
+                "unclean.leader.election.enable" => {
+                    self.set_topic("unclean.leader.election.enable", name, value)?
+                }
+                "rill.spin_before_park_us" => self.spin_before_park_us = num(name, value)?,
+                "rill.io_memory_bytes" => self.io_memory_bytes = num(name, value)?,
+                "rill.mesh_channel_capacity" => self.mesh_channel_capacity = num(name, value)?,
+                "rill.max.in.flight.requests.per.connection" => {
+                    self.max_in_flight_per_connection = num(name, value)?;
+                    if self.max_in_flight_per_connection == 0 {
+                        return Err(ConfigError::invalid(name, value, "at least 1"));
+                    }
+                }
+                "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
+                "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
+                "rill.fetch.send.path" | "fetch.send.path" => {
+                    self.send_path = parse_send_path(name, value)?
+                }
+                "rill.flush.policy" => {
+                    self.engine.flush_policy = value
+                        .parse()
+                        .map_err(|reason: String| ConfigError::invalid(name, value, &reason))?
+                }
+                other if IGNORED_KAFKA_KEYS.contains(&other) => {
+                    tracing::info!(key = other, "Kafka setting has no effect on rill; ignored");
+                }
+                other => return Err(ConfigError::UnknownKey(other.to_string())),
+            }
+        }
+        let retention = retention_ms
+            .or(retention_minutes.map(|m| m.saturating_mul(60_000)))
+            .or(retention_hours.map(|h| h.saturating_mul(3_600_000)));
+        if let Some(ms) = retention {
+            self.set_topic("retention.ms", "log.retention.ms", &ms.to_string())?;
+        }
+        if let Some(ms) = roll_ms.or(roll_hours.map(|h| h.saturating_mul(3_600_000))) {
+            self.set_topic("segment.ms", "log.roll.ms", &ms.to_string())?;
+        }
+        Ok(applied)
+    }
+
+    fn set_topic(&mut self, topic_name: &str, broker_name: &str, value: &str) -> Result<(), ConfigError> {
+        self.engine
+            .topic_defaults
+            .set(topic_name, value)
+            .map_err(|e| ConfigError::invalid(broker_name, value, &e.to_string()))
+    }
+
+    /// The topic defaults (from the `log.*` keys).
+    pub fn topic_defaults(&self) -> &TopicConfig {
+        &self.engine.topic_defaults
+    }
+}
+
+/// Listener texts found in the file (`listeners`, `advertised.listeners`).
+#[derive(Debug, Default)]
+pub struct AppliedListeners {
+    /// `listeners`, scheme removed.
+    pub listen: Option<String>,
+    /// `advertised.listeners`, scheme removed.
+    pub advertised: Option<String>,
+}
+
+/// Kafka settings that a copied `server.properties` may carry and that have no
+/// meaning for a thread-per-core single node; accepted so that such a file
+/// works, logged so that nobody believes they took effect.
+const IGNORED_KAFKA_KEYS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "num.recovery.threads.per.data.dir",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "queued.max.requests",
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "transaction.state.log.num.partitions",
+    "group.initial.rebalance.delay.ms",
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "log.segment.delete.delay.ms",
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "zookeeper.connect",
+    "zookeeper.connection.timeout.ms",
+];
+
+/// Flattens a TOML document into Kafka's dotted names with string values.
+pub fn parse_toml(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Toml(e.to_string()))?;
+    let mut out = BTreeMap::new();
+    flatten(String::new(), &toml::Value::Table(table), &mut out)?;
+    Ok(out)
+}
+
+fn flatten(prefix: String, value: &toml::Value, out: &mut BTreeMap<String, String>) -> Result<(), ConfigError> {
+    let text = match value {
+        toml::Value::Table(table) => {
+            for (key, inner) in table {
+                let name = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(name, inner, out)?;
+            }
+            return Ok(());
+        }
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Array(items) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    toml::Value::String(s) => parts.push(s.clone()),
+                    toml::Value::Integer(i) => parts.push(i.to_string()),
+                    _ => return Err(ConfigError::invalid(&prefix, "[..]", "arrays hold strings or integers")),
+                }
+            }
+            parts.join(",")
+        }
+        toml::Value::Datetime(d) => d.to_string(),
+    };
+    if out.insert(prefix.clone(), text).is_some() {
+        return Err(ConfigError::invalid(&prefix, "", "set twice"));
+    }
+    Ok(())
+}
+
+fn parse_send_path(name: &str, value: &str) -> Result<SendPath, ConfigError> {
+    match value.trim() {
+        "copy" => Ok(SendPath::Copy),
+        "sendfile" => Ok(SendPath::Sendfile),
+        "splice" => Ok(SendPath::Splice),
+        _ => Err(ConfigError::invalid(name, value, "copy, sendfile or splice")),
+    }
+}
+
+fn num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::invalid(name, value, "not a number in range"))
+}
+
+fn boolean(name: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError::invalid(name, value, "true or false")),
+    }
+}
+
+/// `PLAINTEXT://host:9092` → `host:9092` (the first listener of a list).
+fn strip_listener_scheme(value: &str) -> String {
+    let first = value.split(',').next().unwrap_or(value).trim();
+    match first.split_once("://") {
+        Some((_, rest)) => rest.to_string(),
+        None => first.to_string(),
+    }
+}
+
+fn resolve_addr(name: &str, text: &str) -> Result<SocketAddr, ConfigError> {
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| ConfigError::invalid(name, text, "expected host:port"))
+}
+
+/// Splits `host:port` (IPv6 in brackets) for the advertised listener.
+pub fn split_host_port(name: &str, text: &str) -> Result<(String, i32), ConfigError> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| ConfigError::invalid(name, text, "expected host:port"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| ConfigError::invalid(name, text, "port is not a number"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(ConfigError::invalid(name, text, "empty host"));
+    }
+    Ok((host.to_string(), i32::from(port)))
+}
+
+/// The host clients should dial when the broker listens on `listen`: a
+/// wildcard address is not dialable, so it becomes loopback.
+pub fn advertised_host_for(listen: &SocketAddr) -> String {
+    if listen.ip().is_unspecified() {
+        String::from("127.0.0.1")
+    } else {
+        listen.ip().to_string()
+    }
+}
+
+/// Cores this process may run on.
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+/// Reads a TOML file (used by tests and tools).
+pub fn load_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse_toml(&text)
+}

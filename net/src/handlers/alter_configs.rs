@@ -1,0 +1,57 @@
+//! AlterConfigs (key 33): replace a topic's overrides with the given set.
+//! Broker settings are static (the TOML file) and refused here.
+
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::controller::{self, ConfigOpKind, ControllerRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
+use std::rc::Rc;
+
+/// v0–v2 (the codec's whole range).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::AlterConfigs,
+    min_version: 0,
+    max_version: 2,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: AlterConfigsRequest = request.decode()?;
+        let mut response = AlterConfigsResponse::default();
+        for resource in body.resources {
+            let mut out = AlterConfigsResourceResponse::default();
+            out.resource_type = resource.resource_type;
+            out.resource_name = resource.resource_name.clone();
+            let outcome = match resource.resource_type {
+                RESOURCE_TOPIC => {
+                    let ops = resource
+                        .configs
+                        .iter()
+                        .filter_map(|c| {
+                            c.value.as_ref().map(|v| (c.name.to_string(), Some(v.to_string()), ConfigOpKind::Set))
+                        })
+                        .collect();
+                    let change = ControllerRequest::AlterConfigs {
+                        name: resource.resource_name.to_string(),
+                        ops,
+                        replace_all: true,
+                        validate_only: body.validate_only,
+                    };
+                    controller::submit(&shard, change).await.map(|_| ())
+                }
+                RESOURCE_BROKER => Err((codes::INVALID_REQUEST, String::from("broker settings are static in rill"))),
+                other => Err((codes::INVALID_REQUEST, format!("resource type {other} is not supported"))),
+            };
+            if let Err((code, message)) = outcome {
+                out.error_code = code;
+                out.error_message = Some(str_bytes(message));
+            }
+            response.responses.push(out);
+        }
+        request.respond(&response)
+    })
+}

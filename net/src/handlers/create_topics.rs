@@ -1,0 +1,93 @@
+//! CreateTopics (key 19): one controller change per topic; one bad topic does not fail the others.
+
+use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::controller::{self, ControllerRequest};
+use crate::shard::Shard;
+use crate::topics::TopicUpdate;
+use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+use std::rc::Rc;
+
+/// v2–v7 (the codec's whole range).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::CreateTopics,
+    min_version: 2,
+    max_version: 7,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: CreateTopicsRequest = request.decode()?;
+        let version = request.version;
+        let mut results = Vec::with_capacity(body.topics.len());
+        for topic in body.topics {
+            let name = topic.name.0.to_string();
+            let mut result = CreatableTopicResult::default();
+            result.name = topic.name.clone();
+            result.num_partitions = -1;
+            result.replication_factor = -1;
+            let outcome = if topic.replication_factor != -1 && topic.replication_factor != 1 {
+                Err((
+                    codes::INVALID_REPLICATION_FACTOR,
+                    format!("replication factor {} on a single-node broker", topic.replication_factor),
+                ))
+            } else if !topic.assignments.is_empty() {
+                Err((codes::INVALID_REPLICA_ASSIGNMENT, String::from("manual assignment is not supported")))
+            } else {
+                let configs = topic
+                    .configs
+                    .iter()
+                    .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                    .collect();
+                controller::submit(
+                    &shard,
+                    ControllerRequest::CreateTopic {
+                        name: name.clone(),
+                        partitions: topic.num_partitions,
+                        configs,
+                        validate_only: body.validate_only,
+                    },
+                )
+                .await
+            };
+            match outcome {
+                Ok(TopicUpdate::Upsert(entry)) => {
+                    if version >= 7 {
+                        result.topic_id = uuid(entry.topic_id);
+                    }
+                    if version >= 5 {
+                        result.num_partitions = entry.partitions;
+                        result.replication_factor = 1;
+                        result.configs = Some(
+                            engine::TopicConfig::NAMES
+                                .iter()
+                                .filter_map(|n| {
+                                    let value = entry.config.get(n)?;
+                                    let mut c = CreatableTopicConfigs::default();
+                                    c.name = str_bytes(*n);
+                                    c.value = Some(str_bytes(value));
+                                    // 5 = DEFAULT_CONFIG, 1 = DYNAMIC_TOPIC_CONFIG
+                                    c.config_source = 5;
+                                    Some(c)
+                                })
+                                .collect(),
+                        );
+                    }
+                }
+                Ok(TopicUpdate::Delete { .. }) => {}
+                Err((code, message)) => {
+                    result.error_code = code;
+                    if version >= 1 {
+                        result.error_message = Some(str_bytes(message));
+                    }
+                }
+            }
+            results.push(result);
+        }
+        let mut response = CreateTopicsResponse::default();
+        response.topics = results;
+        request.respond(&response)
+    })
+}

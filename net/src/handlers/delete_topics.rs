@@ -1,0 +1,55 @@
+//! DeleteTopics (key 20): by name, or by topic id from v6.
+
+use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::controller::{self, ControllerRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+use std::rc::Rc;
+
+/// v1–v6 (the codec's whole range).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::DeleteTopics,
+    min_version: 1,
+    max_version: 6,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: DeleteTopicsRequest = request.decode()?;
+        let version = request.version;
+        // v0-v5 list names; v6 lists (name or id) states.
+        let mut wanted: Vec<(Option<String>, [u8; 16])> =
+            body.topic_names.iter().map(|n| (Some(n.0.to_string()), [0; 16])).collect();
+        wanted.extend(body.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), *t.topic_id.as_bytes())));
+        let mut responses = Vec::with_capacity(wanted.len());
+        for (name, id) in wanted {
+            let resolved = match &name {
+                Some(name) => Some(name.clone()),
+                None => shard.topics.borrow().by_id(&id).map(|e| e.name.clone()),
+            };
+            let mut result = DeletableTopicResult::default();
+            result.name = resolved.clone().or(name).map(|n| TopicName(str_bytes(n)));
+            if version >= 6 {
+                let known = resolved.as_ref().and_then(|n| shard.topics.borrow().get(n).map(|e| e.topic_id));
+                result.topic_id = uuid(known.unwrap_or(id));
+            }
+            let outcome = match resolved {
+                Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name }).await.map(|_| ()),
+                None => Err((codes::UNKNOWN_TOPIC_ID, String::from("unknown topic id"))),
+            };
+            if let Err((code, message)) = outcome {
+                result.error_code = code;
+                if version >= 5 {
+                    result.error_message = Some(str_bytes(message));
+                }
+            }
+            responses.push(result);
+        }
+        let mut response = DeleteTopicsResponse::default();
+        response.responses = responses;
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,128 @@
+//! DescribeConfigs (key 32): topic configs (overrides marked dynamic) and the
+//! broker's settings.
+
+use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::config::BrokerConfig;
+use crate::shard::Shard;
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use std::rc::Rc;
+
+/// v1–v4 (the codec's whole range).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::DescribeConfigs,
+    min_version: 1,
+    max_version: 4,
+    handle,
+};
+
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's `ConfigSource`: a topic override.
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka's `ConfigSource`: from the broker's file.
+const SOURCE_STATIC_BROKER: i8 = 4;
+/// Kafka's `ConfigSource`: a default.
+const SOURCE_DEFAULT: i8 = 5;
+
+fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
+    let mut c = DescribeConfigsResourceResult::default();
+    c.name = str_bytes(name);
+    c.value = Some(str_bytes(value));
+    c.config_source = source;
+    c.read_only = read_only;
+    c
+}
+
+/// Broker settings reported under the broker resource.
+fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
+    let mut out = vec![
+        ("broker.id", config.broker_id.to_string()),
+        ("node.id", config.broker_id.to_string()),
+        ("auto.create.topics.enable", config.auto_create_topics_enable.to_string()),
+        ("delete.topic.enable", config.delete_topic_enable.to_string()),
+        ("num.partitions", config.num_partitions.to_string()),
+        ("default.replication.factor", config.default_replication_factor.to_string()),
+        ("socket.request.max.bytes", config.socket_request_max_bytes.to_string()),
+        ("max.connections", config.max_connections.to_string()),
+        ("offsets.topic.num.partitions", config.offsets_topic_num_partitions.to_string()),
+        ("log.dirs", config.data_dir.display().to_string()),
+    ];
+    let t = &config.engine.topic_defaults;
+    let log_names = [
+        ("message.max.bytes", "max.message.bytes"),
+        ("log.retention.ms", "retention.ms"),
+        ("log.retention.bytes", "retention.bytes"),
+        ("log.segment.bytes", "segment.bytes"),
+        ("log.roll.ms", "segment.ms"),
+        ("log.cleanup.policy", "cleanup.policy"),
+        ("log.flush.interval.ms", "flush.ms"),
+        ("log.flush.interval.messages", "flush.messages"),
+        ("compression.type", "compression.type"),
+        ("min.insync.replicas", "min.insync.replicas"),
+    ];
+    for (broker_name, topic_name) in log_names {
+        if let Some(value) = t.get(topic_name) {
+            out.push((broker_name, value));
+        }
+    }
+    out
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: DescribeConfigsRequest = request.decode()?;
+        let mut response = DescribeConfigsResponse::default();
+        for resource in body.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let wanted = |name: &str| {
+                resource.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => {
+                    let name = resource.resource_name.to_string();
+                    match shard.topics.borrow().get(&name) {
+                        Some(topic) => {
+                            let defaults = shard.config.topic_defaults();
+                            for config_name in engine::TopicConfig::NAMES.iter().filter(|n| wanted(n)) {
+                                let Some(value) = topic.config.get(config_name) else { continue };
+                                let source = if defaults.get(config_name).as_deref() == Some(value.as_str()) {
+                                    SOURCE_DEFAULT
+                                } else {
+                                    SOURCE_DYNAMIC_TOPIC
+                                };
+                                result.configs.push(entry(config_name, value, source, false));
+                            }
+                        }
+                        None => {
+                            result.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+                            result.error_message = Some(str_bytes(format!("unknown topic '{name}'")));
+                        }
+                    }
+                }
+                RESOURCE_BROKER => {
+                    let name = resource.resource_name.as_str();
+                    if !name.is_empty() && name != shard.config.broker_id.to_string() {
+                        result.error_code = codes::INVALID_REQUEST;
+                        result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
+                    } else {
+                        for (config_name, value) in broker_entries(&shard.config).into_iter().filter(|(n, _)| wanted(n)) {
+                            result.configs.push(entry(config_name, value, SOURCE_STATIC_BROKER, true));
+                        }
+                    }
+                }
+                other => {
+                    result.error_code = codes::INVALID_REQUEST;
+                    result.error_message = Some(str_bytes(format!("resource type {other} is not supported")));
+                }
+            }
+            response.results.push(result);
+        }
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,78 @@
+//! DescribeLogDirs (key 35): the one data dir, its partitions and their sizes.
+
+use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::mesh::{PartitionOp, PartitionReply};
+use crate::routing::run_checked;
+use crate::shard::Shard;
+use kafka_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
+use std::rc::Rc;
+
+/// v1–v4 (the codec's whole range).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::DescribeLogDirs,
+    min_version: 1,
+    max_version: 4,
+    handle,
+};
+
+/// (total, usable) bytes of the file system holding `path`, or (-1, -1).
+fn disk_bytes(path: &std::path::Path) -> (i64, i64) {
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return (-1, -1);
+    };
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c_path is a valid NUL-terminated string and stat a valid out pointer.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
+        return (-1, -1);
+    }
+    let block = stat.f_frsize as i64;
+    (stat.f_blocks as i64 * block, stat.f_bavail as i64 * block)
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: DescribeLogDirsRequest = request.decode()?;
+        let pairs: Vec<(String, i32)> = match body.topics {
+            None => shard
+                .topics
+                .borrow()
+                .iter()
+                .flat_map(|e| (0..e.partitions).map(move |p| (e.name.clone(), p)))
+                .collect(),
+            Some(topics) => topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(move |&p| (t.topic.0.to_string(), p)))
+                .collect(),
+        };
+        let replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp }).await;
+        let mut result = DescribeLogDirsResult::default();
+        let dir = std::fs::canonicalize(&shard.config.data_dir).unwrap_or_else(|_| shard.config.data_dir.clone());
+        result.log_dir = str_bytes(dir.display().to_string());
+        if request.version >= 4 {
+            let (total, usable) = disk_bytes(&dir);
+            result.total_bytes = total;
+            result.usable_bytes = usable;
+        }
+        for ((topic, partition), reply) in pairs.into_iter().zip(replies) {
+            // Partitions that do not exist are left out, as Kafka does.
+            let Ok(PartitionReply::Describe(Ok(state))) = reply else { continue };
+            let mut part = DescribeLogDirsPartition::default();
+            part.partition_index = partition;
+            part.partition_size = state.size_bytes as i64;
+            if result.topics.last().is_none_or(|t: &DescribeLogDirsTopic| t.name.0.as_str() != topic) {
+                let mut t = DescribeLogDirsTopic::default();
+                t.name = TopicName(str_bytes(topic));
+                result.topics.push(t);
+            }
+            if let Some(t) = result.topics.last_mut() {
+                t.partitions.push(part);
+            }
+        }
+        let mut response = DescribeLogDirsResponse::default();
+        response.results.push(result);
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,206 @@
+//! Fetch (key 1): read every asked partition on its owner shard; if fewer than
+//! `min_bytes` are ready, long-poll — woken by an append on any owner shard,
+//! or by `max_wait_ms` — then read again. The response is framed around file
+//! ranges by [`crate::fetch_response`] and leaves through the shard's sender.
+//!
+//! Fetch sessions (KIP-227) are answered with session id 0: the client keeps
+//! sending full fetch requests, which Kafka allows.
+
+use super::{Handler, HandlerFuture, Request, Response};
+use crate::codes;
+use crate::fetch_response::{encode_fetch_response, FETCH_VERSION_MAX, FETCH_VERSION_MIN, FetchPartitionData, FetchResponseData, FetchTopicData};
+use crate::mesh::{PartitionOp, PartitionReply, ReadOutcome, SendData};
+use crate::routing::{run_on_owners, wait_for_any};
+use crate::sendpath::SendPath;
+use crate::shard::Shard;
+use engine::{FileSlice, ReadData, TopicPartition};
+use kafka_protocol::messages::{ApiKey, FetchRequest};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// The versions the hand-written encoder writes (v13+ names topics by id).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::Fetch,
+    min_version: FETCH_VERSION_MIN,
+    max_version: FETCH_VERSION_MAX,
+    handle,
+};
+
+/// Longest long poll honoured, whatever the client asks (5 minutes).
+const MAX_WAIT_MS_LIMIT: i32 = 300_000;
+
+/// One asked partition, resolved against the topic table.
+struct Wanted {
+    topic_index: usize,
+    partition: i32,
+    fetch_offset: i64,
+    partition_max_bytes: usize,
+    /// Error found before reading (unknown topic or partition).
+    error_code: i16,
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: FetchRequest = request.decode()?;
+        let version = request.version;
+        let (topics, wanted) = resolve(&shard, &body, version);
+        let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
+        let min_bytes = body.min_bytes.max(0) as usize;
+        let max_bytes = if body.max_bytes <= 0 { usize::MAX } else { body.max_bytes as usize };
+        let file_slice = shard.sender.path() != SendPath::Copy;
+        let deadline = Instant::now() + max_wait;
+        let outcomes = loop {
+            let outcomes = read_all(&shard, &topics, &wanted, file_slice).await;
+            let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
+            let has_error = outcomes.iter().any(|o| o.error_code != codes::NONE);
+            let now = Instant::now();
+            if ready >= min_bytes || has_error || now >= deadline {
+                break outcomes;
+            }
+            let waits = wanted
+                .iter()
+                .zip(&outcomes)
+                .filter(|(w, _)| w.error_code == codes::NONE)
+                .map(|(w, o)| {
+                    // Wait past what we already have: the offset after the
+                    // ready data is unknown here, so wait on the high watermark.
+                    let offset = w.fetch_offset.max(o.high_watermark);
+                    (TopicPartition::new(topics[w.topic_index].0.clone(), w.partition), offset)
+                })
+                .collect();
+            wait_for_any(&shard, waits, deadline - now).await;
+            if Instant::now() >= deadline {
+                // One last read: data may have arrived with the deadline.
+                break read_all(&shard, &topics, &wanted, file_slice).await;
+            }
+        };
+        let data = assemble(&topics, wanted, outcomes, max_bytes);
+        Ok(Response::Chunks(encode_fetch_response(request.header.correlation_id, version, &data)))
+    })
+}
+
+/// Topic (name, id) list and the partitions asked, in request order.
+fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<(String, [u8; 16], i16)>, Vec<Wanted>) {
+    let table = shard.topics.borrow();
+    let mut topics = Vec::with_capacity(body.topics.len());
+    let mut wanted = Vec::new();
+    for topic in &body.topics {
+        let (name, id, topic_error) = if version >= 13 {
+            let id = *topic.topic_id.as_bytes();
+            match table.by_id(&id) {
+                Some(entry) => (entry.name.clone(), id, codes::NONE),
+                None => (String::new(), id, codes::UNKNOWN_TOPIC_ID),
+            }
+        } else {
+            let name = topic.topic.0.to_string();
+            match table.get(&name) {
+                Some(entry) => (name, entry.topic_id, codes::NONE),
+                None => (name, [0; 16], codes::UNKNOWN_TOPIC_OR_PARTITION),
+            }
+        };
+        let partitions = table.get(&name).map(|e| e.partitions).unwrap_or(0);
+        let topic_index = topics.len();
+        for p in &topic.partitions {
+            let error_code = if topic_error != codes::NONE {
+                topic_error
+            } else if p.partition < 0 || p.partition >= partitions {
+                codes::UNKNOWN_TOPIC_OR_PARTITION
+            } else {
+                codes::NONE
+            };
+            wanted.push(Wanted {
+                topic_index,
+                partition: p.partition,
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes.max(0) as usize,
+                error_code,
+            });
+        }
+        topics.push((name, id, topic_error));
+    }
+    (topics, wanted)
+}
+
+async fn read_all(
+    shard: &Rc<Shard>,
+    topics: &[(String, [u8; 16], i16)],
+    wanted: &[Wanted],
+    file_slice: bool,
+) -> Vec<ReadOutcome> {
+    let mut ops = Vec::new();
+    let mut positions = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        if w.error_code != codes::NONE {
+            positions.push(None);
+            continue;
+        }
+        positions.push(Some(ops.len()));
+        ops.push(PartitionOp::Read {
+            tp: TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+            offset: w.fetch_offset,
+            max_bytes: w.partition_max_bytes,
+            file_slice,
+        });
+    }
+    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops).await.into_iter().map(Some).collect();
+    wanted
+        .iter()
+        .zip(positions)
+        .map(|(w, position)| match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
+            Some(PartitionReply::Read(outcome)) => outcome,
+            _ => ReadOutcome {
+                error_code: if w.error_code != codes::NONE { w.error_code } else { codes::UNKNOWN_SERVER_ERROR },
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                data: SendData::Empty,
+            },
+        })
+        .collect()
+}
+
+/// Builds the response, dropping data past `max_bytes` (the first non-empty
+/// partition is always kept whole, as Kafka does, so progress is guaranteed).
+fn assemble(
+    topics: &[(String, [u8; 16], i16)],
+    wanted: Vec<Wanted>,
+    outcomes: Vec<ReadOutcome>,
+    max_bytes: usize,
+) -> FetchResponseData {
+    let mut out: Vec<FetchTopicData> = topics
+        .iter()
+        .map(|(name, id, _)| FetchTopicData { topic: name.clone(), topic_id: *id, partitions: Vec::new() })
+        .collect();
+    let mut total = 0usize;
+    for (w, outcome) in wanted.into_iter().zip(outcomes) {
+        let length = outcome.data.len();
+        let keep = length > 0 && (total == 0 || total + length <= max_bytes);
+        let records = if keep {
+            total += length;
+            into_read_data(outcome.data)
+        } else {
+            ReadData::Empty
+        };
+        if let Some(topic) = out.get_mut(w.topic_index) {
+            topic.partitions.push(FetchPartitionData {
+                partition_index: w.partition,
+                error_code: outcome.error_code,
+                high_watermark: outcome.high_watermark,
+                last_stable_offset: outcome.last_stable_offset,
+                log_start_offset: outcome.log_start_offset,
+                aborted_transactions: None,
+                preferred_read_replica: -1,
+                records,
+            });
+        }
+    }
+    FetchResponseData { throttle_time_ms: 0, error_code: codes::NONE, session_id: 0, topics: out }
+}
+
+fn into_read_data(data: SendData) -> ReadData {
+    match data {
+        SendData::Empty => ReadData::Empty,
+        SendData::Bytes(bytes) => ReadData::Bytes(bytes),
+        SendData::File { file, position, length } => ReadData::File(FileSlice { file: Rc::new(file), position, length }),
+    }
+}

@@ -1,0 +1,67 @@
+//! ListOffsets (key 2): latest (-1), earliest (-2), max timestamp (-3) or by time.
+
+use super::{Handler, HandlerFuture, Request};
+use crate::mesh::{PartitionOp, PartitionReply};
+use crate::routing::run_checked;
+use crate::shard::Shard;
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+use std::rc::Rc;
+
+/// v1–v8 (v9+ add tiered-storage timestamps).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::ListOffsets,
+    min_version: 1,
+    max_version: 8,
+    handle,
+};
+
+/// Kafka's "earliest local" (-4) is "earliest" on a broker without tiered storage.
+fn engine_timestamp(timestamp: i64) -> i64 {
+    if timestamp == -4 { -2 } else { timestamp }
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: ListOffsetsRequest = request.decode()?;
+        let mut pairs = Vec::new();
+        let mut timestamps = Vec::new();
+        for topic in &body.topics {
+            for p in &topic.partitions {
+                pairs.push((topic.name.0.to_string(), p.partition_index));
+                timestamps.push(engine_timestamp(p.timestamp));
+            }
+        }
+        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::ListOffset { tp, timestamp_ms: timestamps[i] })
+            .await
+            .into_iter();
+        let mut response = ListOffsetsResponse::default();
+        for topic in body.topics {
+            let mut out = ListOffsetsTopicResponse::default();
+            out.name = topic.name;
+            for p in topic.partitions {
+                let mut part = ListOffsetsPartitionResponse::default();
+                part.partition_index = p.partition_index;
+                part.offset = -1;
+                part.timestamp = -1;
+                part.leader_epoch = -1;
+                match replies.next() {
+                    Some(Ok(PartitionReply::ListOffset(Ok((found, epoch))))) => {
+                        if let Some((offset, timestamp)) = found {
+                            part.offset = offset;
+                            part.timestamp = timestamp;
+                        }
+                        if request.version >= 4 {
+                            part.leader_epoch = epoch;
+                        }
+                    }
+                    Some(Ok(PartitionReply::ListOffset(Err(code)))) | Some(Err(code)) => part.error_code = code,
+                    _ => part.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+                }
+                out.partitions.push(part);
+            }
+            response.topics.push(out);
+        }
+        request.respond(&response)
+    })
+}

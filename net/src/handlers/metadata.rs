@@ -1,0 +1,142 @@
+//! Metadata (key 3): brokers (this one), topics and partitions, with Kafka's
+//! topic auto-creation when the client allows it and `auto.create.topics.enable` is set.
+
+use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::controller::{self, ControllerRequest};
+use crate::shard::Shard;
+use crate::topics::{valid_topic_name, TopicEntry};
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
+use std::rc::Rc;
+
+/// v0–v12 (v13 only adds a top-level error code for re-bootstrapping).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::Metadata,
+    min_version: 0,
+    max_version: 12,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: MetadataRequest = request.decode()?;
+        let version = request.version;
+        // v0 asks for every topic with an empty list; later versions with null.
+        let wanted: Option<Vec<(Option<String>, [u8; 16])>> = match body.topics {
+            None => None,
+            Some(topics) if topics.is_empty() && version == 0 => None,
+            Some(topics) => Some(
+                topics
+                    .into_iter()
+                    .map(|t| (t.name.map(|n| n.0.to_string()), *t.topic_id.as_bytes()))
+                    .collect(),
+            ),
+        };
+        // Kafka auto-creates for v0-v3 always, later only if the client allows it.
+        let may_create = shard.config.auto_create_topics_enable && (version < 4 || body.allow_auto_topic_creation);
+        let mut topics = Vec::new();
+        match wanted {
+            None => {
+                let entries: Vec<TopicEntry> = shard.topics.borrow().iter().cloned().collect();
+                topics.extend(entries.iter().map(|e| topic_metadata(&shard, e, version)));
+            }
+            Some(wanted) => {
+                for (name, id) in wanted {
+                    topics.push(lookup_or_create(&shard, name, id, may_create, version).await);
+                }
+            }
+        }
+        let mut response = MetadataResponse::default();
+        response.brokers = vec![this_broker(&shard)];
+        if version >= 2 {
+            response.cluster_id = Some(str_bytes(shard.config.cluster_id.clone()));
+        }
+        response.controller_id = BrokerId(shard.config.broker_id);
+        response.topics = topics;
+        request.respond(&response)
+    })
+}
+
+/// This broker as Metadata and DescribeCluster list it.
+pub fn this_broker(shard: &Shard) -> MetadataResponseBroker {
+    let mut broker = MetadataResponseBroker::default();
+    broker.node_id = BrokerId(shard.config.broker_id);
+    broker.host = str_bytes(shard.config.advertised_host.clone());
+    broker.port = shard.config.advertised_port;
+    broker
+}
+
+async fn lookup_or_create(
+    shard: &Rc<Shard>,
+    name: Option<String>,
+    id: [u8; 16],
+    may_create: bool,
+    version: i16,
+) -> MetadataResponseTopic {
+    let found = match &name {
+        Some(name) => shard.topics.borrow().get(name).cloned(),
+        None => shard.topics.borrow().by_id(&id).cloned(),
+    };
+    if let Some(entry) = found {
+        return topic_metadata(shard, &entry, version);
+    }
+    let Some(name) = name else {
+        return error_topic(None, id, codes::UNKNOWN_TOPIC_ID);
+    };
+    if !valid_topic_name(&name) {
+        return error_topic(Some(name), id, codes::INVALID_TOPIC_EXCEPTION);
+    }
+    if !may_create {
+        return error_topic(Some(name), id, codes::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    let request = ControllerRequest::CreateTopic {
+        name: name.clone(),
+        partitions: -1,
+        configs: Vec::new(),
+        validate_only: false,
+    };
+    match controller::submit(shard, request).await {
+        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => match shard.topics.borrow().get(&name) {
+            Some(entry) => topic_metadata(shard, entry, version),
+            // Created by a racing request whose broadcast has not arrived yet.
+            None => error_topic(Some(name), id, 5), // LEADER_NOT_AVAILABLE: the client retries
+        },
+        Err((code, message)) => {
+            tracing::warn!(topic = %name, code, %message, "auto-creation failed");
+            error_topic(Some(name), id, code)
+        }
+    }
+}
+
+fn error_topic(name: Option<String>, id: [u8; 16], error_code: i16) -> MetadataResponseTopic {
+    let mut topic = MetadataResponseTopic::default();
+    topic.error_code = error_code;
+    topic.name = Some(TopicName(str_bytes(name.unwrap_or_default())));
+    topic.topic_id = uuid(id);
+    topic
+}
+
+fn topic_metadata(shard: &Shard, entry: &TopicEntry, version: i16) -> MetadataResponseTopic {
+    let broker = BrokerId(shard.config.broker_id);
+    let mut topic = MetadataResponseTopic::default();
+    topic.name = Some(TopicName(str_bytes(entry.name.clone())));
+    if version >= 10 {
+        topic.topic_id = uuid(entry.topic_id);
+    }
+    topic.is_internal = entry.name.starts_with("__");
+    topic.partitions = (0..entry.partitions)
+        .map(|p| {
+            let mut partition = MetadataResponsePartition::default();
+            partition.partition_index = p;
+            partition.leader_id = broker;
+            partition.leader_epoch = 0;
+            partition.replica_nodes = vec![broker];
+            partition.isr_nodes = vec![broker];
+            partition
+        })
+        .collect();
+    topic
+}

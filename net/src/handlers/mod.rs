@@ -1,0 +1,197 @@
+//! One file per Kafka API. Each file decodes its request, applies it and
+//! encodes its response side by side, and declares the version range it
+//! serves in its [`Handler`]. [`REGISTRY`] is the single list that drives both
+//! dispatch and the ApiVersions answer, so the broker never advertises an API
+//! it does not serve.
+//!
+//! Advertised ranges are the intersection of what the `kafka-protocol` crate
+//! decodes and what the handler fills correctly (fields added in later versions
+//! that would need behaviour rill lacks are left out by capping the range).
+
+use crate::error::RequestError;
+use crate::fetch_response::OutChunk;
+use crate::shard::Shard;
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::future::LocalBoxFuture;
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use std::rc::Rc;
+use std::time::Instant;
+
+pub mod alter_configs;
+pub mod api_versions;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_log_dirs;
+pub mod fetch;
+pub mod incremental_alter_configs;
+pub mod list_offsets;
+pub mod metadata;
+pub mod offset_for_leader_epoch;
+pub mod produce;
+
+/// A decoded request header with the undecoded body.
+pub struct Request {
+    /// The API.
+    pub api_key: ApiKey,
+    /// The version.
+    pub version: i16,
+    /// The full header.
+    pub header: RequestHeader,
+    /// The body (a slice of the frame).
+    pub body: Bytes,
+    /// When the frame was complete (for latency metrics).
+    pub received: Instant,
+}
+
+impl Request {
+    /// Decodes the body as `T`; a failure closes the connection, as Kafka does.
+    pub fn decode<T: Decodable>(&mut self) -> Result<T, RequestError> {
+        T::decode(&mut self.body, self.version).map_err(|e| RequestError::Decode {
+            api: api_name(self.api_key),
+            version: self.version,
+            reason: e.to_string(),
+        })
+    }
+
+    /// Frames `body` as this request's response.
+    pub fn respond<T: Encodable>(&self, body: &T) -> Result<Response, RequestError> {
+        let header_version = self.api_key.response_header_version(self.version);
+        let frame = encode_frame(self.header.correlation_id, header_version, body, self.version)
+            .map_err(|reason| RequestError::Encode {
+                api: api_name(self.api_key),
+                version: self.version,
+                reason,
+            })?;
+        Ok(Response::Chunks(vec![OutChunk::Bytes(frame)]))
+    }
+}
+
+/// What a handler hands to the connection writer.
+pub enum Response {
+    /// A complete framed response.
+    Chunks(Vec<OutChunk>),
+    /// No response at all (Produce with acks=0).
+    Nothing,
+}
+
+/// The future of one request.
+pub type HandlerFuture = LocalBoxFuture<'static, Result<Response, RequestError>>;
+
+/// One API: its served version range and its entry point.
+#[derive(Clone, Copy)]
+pub struct Handler {
+    /// The API.
+    pub api_key: ApiKey,
+    /// Lowest version served.
+    pub min_version: i16,
+    /// Highest version served.
+    pub max_version: i16,
+    /// Entry point.
+    pub handle: fn(Rc<Shard>, Request) -> HandlerFuture,
+}
+
+/// Every API this broker serves.
+pub const REGISTRY: &[Handler] = &[
+    produce::HANDLER,
+    fetch::HANDLER,
+    list_offsets::HANDLER,
+    metadata::HANDLER,
+    api_versions::HANDLER,
+    create_topics::HANDLER,
+    delete_topics::HANDLER,
+    delete_records::HANDLER,
+    offset_for_leader_epoch::HANDLER,
+    describe_configs::HANDLER,
+    alter_configs::HANDLER,
+    describe_log_dirs::HANDLER,
+    create_partitions::HANDLER,
+    incremental_alter_configs::HANDLER,
+    describe_cluster::HANDLER,
+];
+
+/// The handler of an API key.
+pub fn find(api_key: i16) -> Option<&'static Handler> {
+    REGISTRY.iter().find(|h| h.api_key as i16 == api_key)
+}
+
+/// An API's name for logs and metrics.
+pub fn api_name(api_key: ApiKey) -> &'static str {
+    match api_key {
+        ApiKey::Produce => "Produce",
+        ApiKey::Fetch => "Fetch",
+        ApiKey::ListOffsets => "ListOffsets",
+        ApiKey::Metadata => "Metadata",
+        ApiKey::ApiVersions => "ApiVersions",
+        ApiKey::CreateTopics => "CreateTopics",
+        ApiKey::DeleteTopics => "DeleteTopics",
+        ApiKey::DeleteRecords => "DeleteRecords",
+        ApiKey::OffsetForLeaderEpoch => "OffsetForLeaderEpoch",
+        ApiKey::DescribeConfigs => "DescribeConfigs",
+        ApiKey::AlterConfigs => "AlterConfigs",
+        ApiKey::DescribeLogDirs => "DescribeLogDirs",
+        ApiKey::CreatePartitions => "CreatePartitions",
+        ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
+        ApiKey::DescribeCluster => "DescribeCluster",
+        _ => "Other",
+    }
+}
+
+/// Frames a response: size, header (tagged fields when `header_version` is 1), body.
+pub fn encode_frame<T: Encodable>(
+    correlation_id: i32,
+    header_version: i16,
+    body: &T,
+    version: i16,
+) -> Result<Bytes, String> {
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let size = header
+        .compute_size(header_version)
+        .and_then(|h| body.compute_size(version).map(|b| h + b))
+        .map_err(|e| e.to_string())?;
+    let mut buf = BytesMut::with_capacity(4 + size);
+    buf.put_i32(size as i32);
+    header.encode(&mut buf, header_version).map_err(|e| e.to_string())?;
+    body.encode(&mut buf, version).map_err(|e| e.to_string())?;
+    Ok(buf.freeze())
+}
+
+/// A `StrBytes` from a `String`.
+pub fn str_bytes(s: impl Into<String>) -> StrBytes {
+    StrBytes::from_string(s.into())
+}
+
+/// A topic id as the codec's `Uuid`.
+pub fn uuid(id: [u8; 16]) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_ranges_are_decodable_by_the_codec() {
+        for h in REGISTRY {
+            let codec = h.api_key.valid_versions();
+            assert!(h.min_version <= h.max_version, "{:?}", h.api_key);
+            assert!(codec.min <= h.min_version && h.max_version <= codec.max, "{:?}", h.api_key);
+        }
+    }
+
+    #[test]
+    fn registry_has_each_api_once() {
+        let mut keys: Vec<i16> = REGISTRY.iter().map(|h| h.api_key as i16).collect();
+        keys.sort();
+        let before = keys.len();
+        keys.dedup();
+        assert_eq!(before, keys.len());
+        assert!(find(18).is_some());
+        assert!(find(999).is_none());
+    }
+}

@@ -1,0 +1,137 @@
+//! Produce (key 0): append each partition's batches on its owner shard and
+//! answer per partition; one bad partition never fails the others. acks=-1
+//! waits for durability, acks=1 for the write, acks=0 sends no response.
+
+use super::{Handler, HandlerFuture, Request, Response};
+use crate::codes;
+use crate::controller::{self, ControllerRequest};
+use crate::mesh::{PartitionOp, PartitionReply};
+use crate::routing::run_on_owners;
+use crate::shard::Shard;
+use crate::topics::valid_topic_name;
+use engine::TopicPartition;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use std::rc::Rc;
+
+/// v3–v11 (v12 enables transactions v2, v13 names topics by id).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::Produce,
+    min_version: 3,
+    max_version: 11,
+    handle,
+};
+
+/// Where one partition of the request stands before the append.
+enum Slot {
+    /// Rejected up front with this error.
+    Rejected(i16),
+    /// Sent as the op at this position.
+    Sent(usize),
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: ProduceRequest = request.decode()?;
+        let acks = body.acks;
+        let acks_valid = matches!(acks, -1..=1);
+        let mut ops = Vec::new();
+        let mut layout: Vec<(kafka_protocol::messages::TopicName, Vec<(i32, Slot)>)> = Vec::new();
+        for topic in body.topic_data {
+            let name = topic.name.0.to_string();
+            let partitions = if acks_valid { topic_partitions(&shard, &name).await } else { Err(codes::INVALID_REQUIRED_ACKS) };
+            let mut slots = Vec::with_capacity(topic.partition_data.len());
+            for data in topic.partition_data {
+                let slot = match (&partitions, data.records) {
+                    (Err(code), _) => Slot::Rejected(*code),
+                    (Ok(count), _) if data.index < 0 || data.index >= *count => {
+                        Slot::Rejected(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                    }
+                    (Ok(_), None) => Slot::Rejected(codes::CORRUPT_MESSAGE),
+                    (Ok(_), Some(records)) => {
+                        ops.push(PartitionOp::Produce {
+                            tp: TopicPartition::new(name.clone(), data.index),
+                            // The engine writes offsets into the batches in
+                            // place, so the records leave the shared frame here.
+                            records: records.to_vec(),
+                            acks,
+                        });
+                        Slot::Sent(ops.len() - 1)
+                    }
+                };
+                slots.push((data.index, slot));
+            }
+            layout.push((topic.name, slots));
+        }
+        let replies = run_on_owners(&shard, ops).await;
+        if acks == 0 {
+            return Ok(Response::Nothing);
+        }
+        let mut response = ProduceResponse::default();
+        response.responses = layout
+            .into_iter()
+            .map(|(name, slots)| {
+                let mut topic = TopicProduceResponse::default();
+                topic.name = name;
+                topic.partition_responses = slots
+                    .into_iter()
+                    .map(|(index, slot)| partition_response(index, slot, &replies))
+                    .collect();
+                topic
+            })
+            .collect();
+        request.respond(&response)
+    })
+}
+
+fn partition_response(index: i32, slot: Slot, replies: &[PartitionReply]) -> PartitionProduceResponse {
+    let mut p = PartitionProduceResponse::default();
+    p.index = index;
+    p.base_offset = -1;
+    p.log_append_time_ms = -1;
+    p.log_start_offset = -1;
+    let outcome = match slot {
+        Slot::Rejected(code) => Err(code),
+        Slot::Sent(position) => match replies.get(position) {
+            Some(PartitionReply::Produce(outcome)) => *outcome,
+            _ => Err(codes::UNKNOWN_SERVER_ERROR),
+        },
+    };
+    match outcome {
+        Ok(done) => {
+            p.base_offset = done.base_offset;
+            p.log_append_time_ms = done.log_append_time_ms;
+            p.log_start_offset = done.log_start_offset;
+        }
+        Err(code) => p.error_code = code,
+    }
+    p
+}
+
+/// The partition count of a topic, auto-creating it as Kafka does when allowed.
+async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, i16> {
+    if let Some(entry) = shard.topics.borrow().get(name) {
+        return Ok(entry.partitions);
+    }
+    if !valid_topic_name(name) {
+        return Err(codes::INVALID_TOPIC_EXCEPTION);
+    }
+    if !shard.config.auto_create_topics_enable {
+        return Err(codes::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    let request = ControllerRequest::CreateTopic {
+        name: name.to_string(),
+        partitions: -1,
+        configs: Vec::new(),
+        validate_only: false,
+    };
+    match controller::submit(shard, request).await {
+        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => shard
+            .topics
+            .borrow()
+            .get(name)
+            .map(|e| e.partitions)
+            .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION),
+        Err((code, _)) => Err(code),
+    }
+}

@@ -1,0 +1,167 @@
+//! Counters and latency histograms. **Per shard** ([`ShardMetrics`] in a
+//! `RefCell`, no atomics on the request path); the admin endpoint collects a
+//! [`MetricsSnapshot`] from every shard over the mesh, merges and renders them
+//! as Prometheus text.
+
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Request counters of one API.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiCounters {
+    /// Requests handled.
+    pub requests: u64,
+    /// Request bytes received (frames without prefix).
+    pub bytes_in: u64,
+    /// Response bytes sent.
+    pub bytes_out: u64,
+}
+
+/// What one shard measured (also the `Send` snapshot it hands out).
+#[derive(Debug, Clone)]
+pub struct ShardMetrics {
+    /// Per API key.
+    pub apis: BTreeMap<i16, ApiCounters>,
+    /// Produce request latency in µs.
+    pub produce_latency_us: Histogram<u64>,
+    /// Fetch request latency in µs (includes the long poll).
+    pub fetch_latency_us: Histogram<u64>,
+    /// Connections accepted.
+    pub connections_accepted: u64,
+    /// Connections open now.
+    pub connections_open: i64,
+    /// Connections refused at `max.connections`.
+    pub connections_refused: u64,
+    /// Connections closed because of bad input.
+    pub protocol_errors: u64,
+    /// Partitions owned (filled when a snapshot is taken).
+    pub partitions: u64,
+}
+
+/// One shard's metrics as sent to the admin endpoint.
+pub type MetricsSnapshot = (usize, ShardMetrics);
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs .. 1 h at 3 significant digits: fixed size, never resizes on record.
+    Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable_histogram()))
+}
+
+fn unreachable_histogram() -> Histogram<u64> {
+    // new(3) cannot fail (3 significant digits is in range); this keeps the
+    // constructor total without an unwrap.
+    Histogram::new_with_max(2, 2).unwrap_or_else(|_| std::process::abort())
+}
+
+impl Default for ShardMetrics {
+    fn default() -> Self {
+        ShardMetrics {
+            apis: BTreeMap::new(),
+            produce_latency_us: histogram(),
+            fetch_latency_us: histogram(),
+            connections_accepted: 0,
+            connections_open: 0,
+            connections_refused: 0,
+            protocol_errors: 0,
+            partitions: 0,
+        }
+    }
+}
+
+impl ShardMetrics {
+    /// Counts one request.
+    pub fn record_request(&mut self, api_key: i16, bytes_in: usize, bytes_out: usize) {
+        let counters = self.apis.entry(api_key).or_default();
+        counters.requests += 1;
+        counters.bytes_in += bytes_in as u64;
+        counters.bytes_out += bytes_out as u64;
+    }
+
+    /// Records a latency (saturating at the histogram's bound).
+    pub fn record_latency(&mut self, api_key: i16, latency_us: u64) {
+        let histogram = match api_key {
+            0 => &mut self.produce_latency_us,
+            1 => &mut self.fetch_latency_us,
+            _ => return,
+        };
+        histogram.saturating_record(latency_us.max(1));
+    }
+}
+
+fn api_name(key: i16) -> String {
+    kafka_protocol::messages::ApiKey::try_from(key)
+        .map(|k| format!("{k:?}"))
+        .unwrap_or_else(|_| format!("api{key}"))
+}
+
+/// Renders the snapshots of all shards as Prometheus text.
+pub fn render(snapshots: &[MetricsSnapshot]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# TYPE rill_requests_total counter");
+    for (shard, m) in snapshots {
+        for (key, c) in &m.apis {
+            let _ = writeln!(out, "rill_requests_total{{api=\"{}\",shard=\"{shard}\"}} {}", api_name(*key), c.requests);
+        }
+    }
+    let _ = writeln!(out, "# TYPE rill_request_bytes_total counter");
+    for (shard, m) in snapshots {
+        for (key, c) in &m.apis {
+            let _ = writeln!(out, "rill_request_bytes_total{{api=\"{}\",shard=\"{shard}\"}} {}", api_name(*key), c.bytes_in);
+        }
+    }
+    let _ = writeln!(out, "# TYPE rill_response_bytes_total counter");
+    for (shard, m) in snapshots {
+        for (key, c) in &m.apis {
+            let _ = writeln!(out, "rill_response_bytes_total{{api=\"{}\",shard=\"{shard}\"}} {}", api_name(*key), c.bytes_out);
+        }
+    }
+    let gauges: [(&str, &str, fn(&ShardMetrics) -> i64); 5] = [
+        ("rill_connections_open", "gauge", |m| m.connections_open),
+        ("rill_connections_accepted_total", "counter", |m| m.connections_accepted as i64),
+        ("rill_connections_refused_total", "counter", |m| m.connections_refused as i64),
+        ("rill_protocol_errors_total", "counter", |m| m.protocol_errors as i64),
+        ("rill_partitions", "gauge", |m| m.partitions as i64),
+    ];
+    for (name, kind, get) in gauges {
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for (shard, m) in snapshots {
+            let _ = writeln!(out, "{name}{{shard=\"{shard}\"}} {}", get(m));
+        }
+    }
+    let mut produce = histogram();
+    let mut fetch = histogram();
+    for (_, m) in snapshots {
+        let _ = produce.add(&m.produce_latency_us);
+        let _ = fetch.add(&m.fetch_latency_us);
+    }
+    summary(&mut out, "rill_produce_latency_seconds", &produce);
+    summary(&mut out, "rill_fetch_latency_seconds", &fetch);
+    out
+}
+
+fn summary(out: &mut String, name: &str, h: &Histogram<u64>) {
+    let _ = writeln!(out, "# TYPE {name} summary");
+    for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
+        let value_s = h.value_at_quantile(q) as f64 / 1e6;
+        let _ = writeln!(out, "{name}{{quantile=\"{q}\"}} {value_s}");
+    }
+    let sum_s = h.mean() * h.len() as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum {sum_s}");
+    let _ = writeln!(out, "{name}_count {}", h.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_quantiles() {
+        let mut m = ShardMetrics::default();
+        m.record_request(0, 100, 20);
+        m.record_latency(0, 1500);
+        let text = render(&[(0, m.clone()), (1, m)]);
+        assert!(text.contains("rill_requests_total{api=\"Produce\",shard=\"1\"} 1"));
+        assert!(text.contains("rill_produce_latency_seconds_count 2"));
+        assert!(text.contains("rill_produce_latency_seconds{quantile=\"0.99\"} 0.0015"));
+    }
+}

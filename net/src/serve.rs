@@ -1,0 +1,353 @@
+//! `rill serve`: resolve the settings, start one glommio executor per core,
+//! serve, and shut down cleanly on SIGINT/SIGTERM.
+//!
+//! Start: read the topic table from disk once (`scan_topics`), then on each
+//! shard join the channel mesh (the mesh position is the shard id), open the
+//! shard's partitions, bind the shared port (`SO_REUSEPORT`) and accept.
+//!
+//! Shutdown, in two phases so that no shard closes its logs while another
+//! still routes in-flight work to it: (1) every shard stops accepting, stops
+//! reading new requests and waits for its connections to finish what they
+//! have in flight; (2) once all shards are drained, each flushes and
+//! checkpoints its logs (`LogManager::shutdown`) and its executor ends.
+
+use crate::admin;
+use crate::config::{BrokerConfig, ServeArgs};
+use crate::connection::{self, ShutdownSignal};
+use crate::controller::{self, ControllerState};
+use crate::mesh::ShardMessage;
+use crate::metrics::ShardMetrics;
+use crate::routing;
+use crate::sendpath::Sender;
+use crate::shard::Shard;
+use crate::topics::{TopicEntry, TopicTable};
+use engine::LogManager;
+use futures::channel::oneshot;
+use futures::future::{select, Either, FutureExt};
+use glommio::channels::channel_mesh::{Full, MeshBuilder};
+use glommio::{LocalExecutorBuilder, Placement};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest wait for connections to finish their in-flight requests at shutdown.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs the broker until a signal; returns the process exit code.
+pub fn run(args: ServeArgs) -> i32 {
+    run_with_checks(args, &|_, _| Vec::new())
+}
+
+/// Like [`run`], logging the host warnings `checks(data_dir, cores)` returns
+/// (the `rill` binary passes the tuning crate's startup checks).
+pub fn run_with_checks(args: ServeArgs, checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>) -> i32 {
+    let config = match BrokerConfig::from_args(&args) {
+        Ok(config) => Arc::new(config),
+        Err(e) => {
+            tracing::error!(error = %e, "bad configuration");
+            eprintln!("rill: {e}");
+            return 2;
+        }
+    };
+    match start(config, checks) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!(error = %e, "broker failed");
+            eprintln!("rill: {e}");
+            1
+        }
+    }
+}
+
+fn start(config: Arc<BrokerConfig>, checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>) -> Result<(), String> {
+    raise_memlock_limit();
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
+    for warning in checks(&config.data_dir, config.cores) {
+        tracing::warn!("{warning}");
+    }
+    let scanned = engine::manager::scan_topics(&config.data_dir, config.topic_defaults())
+        .map_err(|e| format!("cannot read topics in {}: {e}", config.data_dir.display()))?;
+    let entries: Arc<Vec<TopicEntry>> = Arc::new(
+        scanned
+            .into_iter()
+            .map(|(name, meta)| TopicEntry {
+                name,
+                topic_id: meta.topic_id,
+                partitions: meta.partitions,
+                config: meta.config,
+                version: 0,
+            })
+            .collect(),
+    );
+    tracing::info!(
+        data_dir = %config.data_dir.display(),
+        listen = %config.listen,
+        advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
+        shards = config.cores,
+        send_path = %config.send_path,
+        flush_policy = %config.engine.flush_policy,
+        topics = entries.len(),
+        "starting rill"
+    );
+
+    let shutdown_senders = spawn_signal_thread(config.cores)?;
+    let mesh = (config.cores > 1).then(|| MeshBuilder::<ShardMessage, Full>::full(config.cores, config.mesh_channel_capacity));
+    let drained = Arc::new(AtomicUsize::new(0));
+    let open_connections = Arc::new(AtomicUsize::new(0));
+    let cpus: Vec<usize> = core_affinity::get_core_ids()
+        .map(|ids| ids.into_iter().map(|c| c.id).collect())
+        .unwrap_or_default();
+
+    let mut executors = Vec::with_capacity(config.cores);
+    for (index, shutdown) in shutdown_senders.into_iter().enumerate() {
+        let placement = match cpus.get(index % cpus.len().max(1)) {
+            Some(&cpu) => Placement::Fixed(cpu),
+            None => Placement::Unbound,
+        };
+        let shard_input = ShardInput {
+            config: config.clone(),
+            mesh: mesh.clone(),
+            entries: entries.clone(),
+            shutdown,
+            drained: drained.clone(),
+            open_connections: open_connections.clone(),
+        };
+        let handle = LocalExecutorBuilder::new(placement)
+            .name(&format!("rill-shard-{index}"))
+            .spin_before_park(Duration::from_micros(config.spin_before_park_us))
+            .io_memory(config.io_memory_bytes)
+            .spawn(move || run_shard(shard_input))
+            .map_err(|e| format!("cannot start executor {index}: {e}"))?;
+        executors.push(handle);
+    }
+    let mut failure = None;
+    for handle in executors {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failure = Some(e),
+            Err(e) => failure = Some(format!("executor failed: {e}")),
+        }
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => {
+            tracing::info!("rill stopped");
+            Ok(())
+        }
+    }
+}
+
+/// Raises RLIMIT_MEMLOCK as far as allowed: glommio locks its I/O memory, and
+/// the 8 MiB default is too small for many shards. Works as root; otherwise
+/// the soft limit goes up to the hard one and the small per-shard
+/// `rill.io_memory_bytes` keeps us inside it.
+fn raise_memlock_limit() {
+    let wanted = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: setrlimit/getrlimit only read/write the struct passed.
+    unsafe {
+        if libc::setrlimit(libc::RLIMIT_MEMLOCK, &wanted) == 0 {
+            return;
+        }
+        let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut current) == 0 {
+            current.rlim_cur = current.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_MEMLOCK, &current);
+            tracing::debug!(limit_bytes = current.rlim_max, "RLIMIT_MEMLOCK raised to the hard limit");
+        }
+    }
+}
+
+/// Starts the thread that turns SIGINT/SIGTERM into a shutdown of every shard;
+/// a second signal exits at once.
+fn spawn_signal_thread(shards: usize) -> Result<Vec<oneshot::Receiver<()>>, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..shards).map(|_| oneshot::channel::<()>()).unzip();
+    std::thread::Builder::new()
+        .name(String::from("rill-signals"))
+        .spawn(move || {
+            let mut senders = Some(senders);
+            for signal in signals.forever() {
+                match senders.take() {
+                    Some(senders) => {
+                        tracing::info!(signal, "shutting down: draining connections");
+                        for sender in senders {
+                            let _ = sender.send(());
+                        }
+                    }
+                    None => {
+                        tracing::warn!(signal, "second signal: exiting without a clean shutdown");
+                        std::process::exit(130);
+                    }
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start signal thread: {e}"))?;
+    Ok(receivers)
+}
+
+/// What each executor gets (all `Send`).
+struct ShardInput {
+    config: Arc<BrokerConfig>,
+    mesh: Option<MeshBuilder<ShardMessage, Full>>,
+    entries: Arc<Vec<TopicEntry>>,
+    shutdown: oneshot::Receiver<()>,
+    drained: Arc<AtomicUsize>,
+    open_connections: Arc<AtomicUsize>,
+}
+
+async fn run_shard(input: ShardInput) -> Result<(), String> {
+    let config = input.config;
+    let (peers, receivers) = match input.mesh {
+        Some(mesh) => {
+            let (senders, receivers) = mesh.join().await.map_err(|_| String::from("cannot join the shard mesh"))?;
+            (Some(senders), Some(receivers))
+        }
+        None => (None, None),
+    };
+    let id = peers.as_ref().map(|p| p.peer_id()).unwrap_or(0);
+    let logs = LogManager::open(config.engine.clone(), id, config.cores)
+        .await
+        .map_err(|e| format!("shard {id}: cannot open logs: {e}"))?;
+    let sender = Sender::new(config.send_path).map_err(|e| format!("shard {id}: cannot start {} send path: {e}", config.send_path))?;
+    let table = TopicTable::from_entries(input.entries.iter().cloned());
+    let shard = Rc::new(Shard {
+        id,
+        count: config.cores,
+        controller: ControllerState::new(table.max_version() + 1),
+        topics: RefCell::new(table),
+        config: config.clone(),
+        logs: logs.clone(),
+        peers,
+        sender,
+        metrics: RefCell::new(ShardMetrics::default()),
+        open_connections: input.open_connections,
+    });
+    if let Some(mut receivers) = receivers {
+        for (_, receiver) in receivers.streams() {
+            let shard = shard.clone();
+            glommio::spawn_local(async move {
+                while let Some(message) = receiver.recv().await {
+                    on_message(&shard, message);
+                }
+            })
+            .detach();
+        }
+    }
+    if id == 0 {
+        match glommio::net::TcpListener::bind(config.admin_listen) {
+            Ok(listener) => {
+                tracing::info!(admin = %config.admin_listen, "serving /metrics");
+                glommio::spawn_local(admin::serve(shard.clone(), listener)).detach();
+            }
+            Err(e) => tracing::warn!(admin = %config.admin_listen, error = %e, "admin listener not started"),
+        }
+    }
+    // glommio's bind sets SO_REUSEPORT, so every shard binds the same port
+    // and the kernel spreads connections across shards.
+    let listener = glommio::net::TcpListener::bind(config.listen)
+        .map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen))?;
+    tracing::info!(shard = id, listen = %config.listen, "shard serving");
+
+    let shutdown: ShutdownSignal = input.shutdown.shared();
+    let gate = Rc::new(glommio::sync::Gate::new());
+    accept_loop(&shard, &listener, &gate, shutdown.clone()).await;
+    drop(listener);
+
+    // Phase 1: finish in-flight requests on this shard.
+    let closed = gate.close();
+    let timeout = glommio::timer::sleep(DRAIN_TIMEOUT);
+    futures::pin_mut!(closed, timeout);
+    if let Either::Right(_) = select(closed, timeout).await {
+        tracing::warn!(shard = id, "connections still busy after the drain timeout");
+    }
+    // Phase 2: wait until every shard has drained (they may still route work here).
+    input.drained.fetch_add(1, Ordering::AcqRel);
+    while input.drained.load(Ordering::Acquire) < config.cores {
+        glommio::timer::sleep(Duration::from_millis(10)).await;
+    }
+    logs.shutdown().await.map_err(|e| format!("shard {id}: shutdown failed: {e}"))?;
+    tracing::info!(shard = id, "shard stopped");
+    Ok(())
+}
+
+async fn accept_loop(shard: &Rc<Shard>, listener: &glommio::net::TcpListener, gate: &Rc<glommio::sync::Gate>, shutdown: ShutdownSignal) {
+    loop {
+        let accepted = {
+            let accept = listener.accept();
+            futures::pin_mut!(accept);
+            match select(accept, shutdown.clone()).await {
+                Either::Left((accepted, _)) => accepted,
+                Either::Right(_) => return,
+            }
+        };
+        let stream = match accepted {
+            Ok(stream) => stream,
+            Err(e) => {
+                // Out of descriptors and similar: back off, keep serving the others.
+                tracing::warn!(shard = shard.id, error = %e, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let open = shard.open_connections.fetch_add(1, Ordering::AcqRel) + 1;
+        if open > shard.config.max_connections {
+            shard.open_connections.fetch_sub(1, Ordering::AcqRel);
+            shard.metrics.borrow_mut().connections_refused += 1;
+            tracing::warn!(shard = shard.id, limit = shard.config.max_connections, "max.connections reached; refusing");
+            drop(stream);
+            continue;
+        }
+        {
+            let mut metrics = shard.metrics.borrow_mut();
+            metrics.connections_accepted += 1;
+            metrics.connections_open += 1;
+        }
+        let Ok(pass) = gate.enter() else {
+            shard.open_connections.fetch_sub(1, Ordering::AcqRel);
+            return;
+        };
+        let shard = shard.clone();
+        let shutdown = shutdown.clone();
+        glommio::spawn_local(async move {
+            connection::serve(shard.clone(), stream, shutdown).await;
+            shard.open_connections.fetch_sub(1, Ordering::AcqRel);
+            shard.metrics.borrow_mut().connections_open -= 1;
+            drop(pass);
+        })
+        .detach();
+    }
+}
+
+/// Handles a message from another shard without blocking the receive loop.
+fn on_message(shard: &Rc<Shard>, message: ShardMessage) {
+    match message {
+        ShardMessage::Partitions { ops, reply } => {
+            let shard = shard.clone();
+            glommio::spawn_local(async move {
+                let replies = routing::execute_local(&shard, ops).await;
+                let _ = reply.send(replies);
+            })
+            .detach();
+        }
+        ShardMessage::WaitForData { parts, reply } => {
+            glommio::spawn_local(routing::serve_wait_for_data(shard.clone(), parts, reply)).detach();
+        }
+        ShardMessage::Controller { request, reply } => {
+            let shard = shard.clone();
+            glommio::spawn_local(async move {
+                let outcome = controller::execute(&shard, request).await;
+                let _ = reply.send(outcome);
+            })
+            .detach();
+        }
+        ShardMessage::TopicUpdate(update) => shard.apply_update(&update),
+        ShardMessage::Metrics { reply } => {
+            let _ = reply.send(admin::local_snapshot(shard));
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! `rill`: the broker binary. A thin CLI: `serve` runs the broker (crate
+//! `net`), `tune` and `iotune` inspect and measure the host (crate `tuning`).
+
+use clap::{Parser, Subcommand};
+
+/// rill: a Kafka-API-compatible streaming broker, thread-per-core on io_uring.
+#[derive(Parser, Debug)]
+#[command(name = "rill", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the broker.
+    Serve(net::config::ServeArgs),
+    /// Inspect (and optionally apply) host tuning for low latency.
+    Tune(tuning::cli::TuneArgs),
+    /// Measure the disk under the data dir.
+    Iotune(tuning::cli::IotuneArgs),
+}
+
+fn init_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Serve(args) => {
+            init_logging(&args.log_level);
+            net::serve::run_with_checks(args, &tuning::startup_warnings)
+        }
+        Command::Tune(args) => {
+            init_logging("info");
+            tuning::cli::run_tune(args)
+        }
+        Command::Iotune(args) => {
+            init_logging("info");
+            tuning::cli::run_iotune(args)
+        }
+    };
+    std::process::exit(code);
+}
