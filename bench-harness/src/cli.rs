@@ -2,7 +2,9 @@
 //! overrides.
 
 use crate::error::Result;
-use crate::workload::{parse_acks, parse_bytes, Compression, KeyDistribution, MessageSize, StartOffset, Workload};
+use crate::workload::{
+    parse_acks, parse_bytes, Compression, KeyDistribution, MessageSize, StartOffset, Workload,
+};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -169,7 +171,13 @@ mod tests {
         assert_eq!(workload.compression, Compression::Zstd);
         assert_eq!(workload.test_duration_s, 3);
         assert_eq!(workload.producer_rate_msgs_per_s, 0); // from the built-in
-        assert_eq!(workload.message_size, MessageSize::Uniform { min_bytes: 200, max_bytes: 300 });
+        assert_eq!(
+            workload.message_size,
+            MessageSize::Uniform {
+                min_bytes: 200,
+                max_bytes: 300
+            }
+        );
     }
 
     #[test]
@@ -177,9 +185,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.toml");
         std::fs::write(&path, "name = \"f\"\ntopics = 2\n").unwrap();
-        let args = WorkloadArgs { workload_file: Some(path), ..WorkloadArgs::default() };
+        let args = WorkloadArgs {
+            workload_file: Some(path),
+            ..WorkloadArgs::default()
+        };
         assert_eq!(args.resolve().unwrap().topics, 2);
-        let bad = WorkloadArgs { acks: Some("7".into()), ..WorkloadArgs::default() };
+        let bad = WorkloadArgs {
+            acks: Some("7".into()),
+            ..WorkloadArgs::default()
+        };
         assert!(bad.resolve().is_err());
     }
 }

@@ -37,14 +37,30 @@ pub fn interleaved_order(targets: usize, rounds: usize) -> Vec<usize> {
 }
 
 /// Runs the interleaved schedule and returns one combined result per target.
-pub async fn compare(targets: &[Target], workload: &Workload, rounds: usize, quiet: bool) -> Result<Vec<RunResult>> {
+pub async fn compare(
+    targets: &[Target],
+    workload: &Workload,
+    rounds: usize,
+    quiet: bool,
+) -> Result<Vec<RunResult>> {
     if targets.len() < 2 {
-        return Err(BenchError::Workload("compare needs at least two targets".into()));
+        return Err(BenchError::Workload(
+            "compare needs at least two targets".into(),
+        ));
     }
     let mut per_target: Vec<Vec<RunResult>> = vec![Vec::new(); targets.len()];
-    for (step, index) in interleaved_order(targets.len(), rounds.max(1)).into_iter().enumerate() {
+    for (step, index) in interleaved_order(targets.len(), rounds.max(1))
+        .into_iter()
+        .enumerate()
+    {
         let target = &targets[index];
-        eprintln!("[compare] run {} of {}: {} ({})", step + 1, targets.len() * rounds.max(1), target.label, target.bootstrap);
+        eprintln!(
+            "[compare] run {} of {}: {} ({})",
+            step + 1,
+            targets.len() * rounds.max(1),
+            target.label,
+            target.bootstrap
+        );
         let options = RunOptions {
             label: Some(target.label.clone()),
             topics: None,
@@ -52,7 +68,10 @@ pub async fn compare(targets: &[Target], workload: &Workload, rounds: usize, qui
         };
         per_target[index].push(run_workload(&target.bootstrap, workload, &options).await?);
     }
-    Ok(per_target.into_iter().filter_map(|runs| combine(&runs)).collect())
+    Ok(per_target
+        .into_iter()
+        .filter_map(|runs| combine(&runs))
+        .collect())
 }
 
 /// Combines several runs of one target into one result.
@@ -60,8 +79,14 @@ pub fn combine(runs: &[RunResult]) -> Option<RunResult> {
     let first = runs.first()?;
     let duration_s: f64 = runs.iter().map(|r| r.measured_duration_s).sum();
     let sum = |f: &dyn Fn(&RunResult) -> u64| runs.iter().map(f).sum::<u64>();
-    let publish_histograms: Vec<_> = runs.iter().map(|r| r.publish_latency_histogram.to_histogram()).collect();
-    let end_to_end_histograms: Vec<_> = runs.iter().map(|r| r.end_to_end_latency_histogram.to_histogram()).collect();
+    let publish_histograms: Vec<_> = runs
+        .iter()
+        .map(|r| r.publish_latency_histogram.to_histogram())
+        .collect();
+    let end_to_end_histograms: Vec<_> = runs
+        .iter()
+        .map(|r| r.end_to_end_latency_histogram.to_histogram())
+        .collect();
     let publish = merge_histograms(&publish_histograms);
     let end_to_end = merge_histograms(&end_to_end_histograms);
     // Series of later rounds continue on the time axis after earlier ones.
@@ -76,17 +101,33 @@ pub fn combine(runs: &[RunResult]) -> Option<RunResult> {
     }
     Some(RunResult {
         measured_duration_s: duration_s,
-        produce: Throughput::new(sum(&|r| r.produce.messages), sum(&|r| r.produce.bytes), duration_s),
-        consume: Throughput::new(sum(&|r| r.consume.messages), sum(&|r| r.consume.bytes), duration_s),
+        produce: Throughput::new(
+            sum(&|r| r.produce.messages),
+            sum(&|r| r.produce.bytes),
+            duration_s,
+        ),
+        consume: Throughput::new(
+            sum(&|r| r.consume.messages),
+            sum(&|r| r.consume.bytes),
+            duration_s,
+        ),
         publish_latency_us: Percentiles::of(&publish),
         end_to_end_latency_us: Percentiles::of(&end_to_end),
         publish_latency_histogram: HistogramData::of(&publish),
         end_to_end_latency_histogram: HistogramData::of(&end_to_end),
-        backlog_messages_max: runs.iter().map(|r| r.backlog_messages_max).max().unwrap_or(0),
+        backlog_messages_max: runs
+            .iter()
+            .map(|r| r.backlog_messages_max)
+            .max()
+            .unwrap_or(0),
         total_produced_messages: sum(&|r| r.total_produced_messages),
         total_consumed_messages: sum(&|r| r.total_consumed_messages),
         errors: sum(&|r| r.errors),
-        error_samples: runs.iter().flat_map(|r| r.error_samples.iter().cloned()).take(20).collect(),
+        error_samples: runs
+            .iter()
+            .flat_map(|r| r.error_samples.iter().cloned())
+            .take(20)
+            .collect(),
         series,
         ..first.clone()
     })
@@ -99,7 +140,13 @@ mod tests {
 
     #[test]
     fn targets_and_order() {
-        assert_eq!(parse_target("rill=127.0.0.1:9092"), Target { label: "rill".into(), bootstrap: "127.0.0.1:9092".into() });
+        assert_eq!(
+            parse_target("rill=127.0.0.1:9092"),
+            Target {
+                label: "rill".into(),
+                bootstrap: "127.0.0.1:9092".into()
+            }
+        );
         assert_eq!(parse_target("h:1").label, "h:1");
         assert_eq!(interleaved_order(2, 3), vec![0, 1, 0, 1, 0, 1]);
     }

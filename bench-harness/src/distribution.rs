@@ -129,13 +129,21 @@ mod tests {
     #[test]
     fn none_leaves_partition_to_sticky_partitioner() {
         let mut chooser = KeyChooser::new(&workload(KeyDistribution::None), 1);
-        assert_eq!(chooser.next_choice(), KeyChoice { key: None, partition: None });
+        assert_eq!(
+            chooser.next_choice(),
+            KeyChoice {
+                key: None,
+                partition: None
+            }
+        );
     }
 
     #[test]
     fn round_robin_cycles_partitions() {
         let mut chooser = KeyChooser::new(&workload(KeyDistribution::RoundRobin), 0);
-        let partitions: Vec<u32> = (0..8).map(|_| chooser.next_choice().partition.unwrap()).collect();
+        let partitions: Vec<u32> = (0..8)
+            .map(|_| chooser.next_choice().partition.unwrap())
+            .collect();
         assert_eq!(partitions, vec![0, 1, 2, 3, 0, 1, 2, 3]);
     }
 
@@ -148,7 +156,10 @@ mod tests {
             assert!(choice.key.unwrap() < 100);
             per_partition[choice.partition.unwrap() as usize] += 1;
         }
-        assert!(per_partition.iter().all(|&count| count > 2_000), "{per_partition:?}");
+        assert!(
+            per_partition.iter().all(|&count| count > 2_000),
+            "{per_partition:?}"
+        );
     }
 
     #[test]
@@ -177,7 +188,13 @@ mod tests {
 
     #[test]
     fn uniform_sizes_stay_in_range() {
-        let mut chooser = SizeChooser::new(MessageSize::Uniform { min_bytes: 10, max_bytes: 20 }, 1);
+        let mut chooser = SizeChooser::new(
+            MessageSize::Uniform {
+                min_bytes: 10,
+                max_bytes: 20,
+            },
+            1,
+        );
         let sizes: Vec<usize> = (0..1000).map(|_| chooser.next_size_bytes()).collect();
         assert!(sizes.iter().all(|&size| (10..=20).contains(&size)));
         assert!(sizes.contains(&10) && sizes.contains(&20));

@@ -1,27 +1,33 @@
 //! `rill-bench`: a throughput and latency harness for any Kafka-protocol
 //! broker (rill, Kafka, Redpanda), plus disk and fetch-path measurements.
+//! It stands beside the broker crates and depends on none of them: it speaks
+//! only the wire protocol, so the same numbers can be taken of any broker.
 //!
 //! Modules:
 //! - [`workload`]: OMB-style workload definitions, built-ins, YAML/TOML.
+//! - [`cli`]: command-line workload selection and overrides.
 //! - [`distribution`]: key and message-size generators.
 //! - [`kafka`]: a small pipelined async Kafka client (the load generator's).
-//! - [`stats`]: counters, hdrhistogram latencies, per-second series.
+//! - [`stats`]: counters, hdrhistogram latencies, per-second samples.
 //! - [`runner`]: producers, consumers and the progress line for one run.
 //! - [`results`]: the JSON result of a run, with host facts.
 //! - [`report`]: text tables and self-contained HTML/SVG reports.
 //! - [`compare`]: one workload against several brokers, interleaved.
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
+//! - [`error`]: the crate's error type.
 
-pub mod error;
+pub mod cli;
+pub mod compare;
+pub mod disk;
 pub mod distribution;
+pub mod error;
+pub mod fetch_path;
 pub mod kafka;
-pub mod workload;
-
-pub use error::{BenchError, Result};
+pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
-pub mod report;
-pub mod compare;
-pub mod cli;
+pub mod workload;
+
+pub use error::{BenchError, Result};

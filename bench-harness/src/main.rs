@@ -1,1 +1,150 @@
-fn main() {}
+//! `rill-bench`: the command-line front of the harness. See the library
+//! (`bench_harness`) for the modules; this file only parses arguments and
+//! dispatches.
+
+use bench_harness::cli::WorkloadArgs;
+use bench_harness::compare::{compare, parse_target};
+use bench_harness::report::{html, report_files, text};
+use bench_harness::runner::{run_workload, RunOptions};
+use bench_harness::{disk, fetch_path, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "rill-bench",
+    version,
+    about = "Throughput and latency harness for any Kafka-protocol broker"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workload against one broker.
+    Run {
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap: String,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        /// Result JSON path.
+        #[arg(long, default_value = "rill-bench-result.json")]
+        out: PathBuf,
+        /// HTML report path (optional).
+        #[arg(long)]
+        html: Option<PathBuf>,
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Compare result JSON files: text table on stdout, HTML report.
+    Report {
+        inputs: Vec<PathBuf>,
+        #[arg(long, default_value = "rill-bench-report.html")]
+        html: PathBuf,
+    },
+    /// One workload against several brokers, interleaved A, B, A, B.
+    Compare {
+        /// `label=host:port` (or `host:port`), two or more.
+        #[arg(long = "target", required = true)]
+        targets: Vec<String>,
+        #[arg(long, default_value_t = 2)]
+        rounds: usize,
+        #[command(flatten)]
+        workload: WorkloadArgs,
+        #[arg(long, default_value = "rill-bench-compare.json")]
+        out: PathBuf,
+        #[arg(long, default_value = "rill-bench-compare.html")]
+        html: PathBuf,
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Sequential vs random O_DIRECT writes through io_uring.
+    Disk(disk::DiskArgs),
+    /// rill's fetch send paths (copy, sendfile, splice) side by side.
+    FetchPath(fetch_path::FetchPathArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(error) = dispatch(cli.command) {
+        eprintln!("rill-bench: {error}");
+        std::process::exit(1);
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::Run {
+            bootstrap,
+            workload,
+            out,
+            html: html_out,
+            label,
+            quiet,
+        } => {
+            let workload = workload.resolve()?;
+            let options = RunOptions {
+                label,
+                topics: None,
+                quiet,
+            };
+            let result = runtime()?.block_on(run_workload(&bootstrap, &workload, &options))?;
+            result.save(&out)?;
+            println!("{}", text::table(std::slice::from_ref(&result)));
+            if let Some(path) = html_out {
+                std::fs::write(
+                    &path,
+                    html::render(&format!("rill-bench: {}", workload.name), &[result]),
+                )?;
+                eprintln!("HTML report: {}", path.display());
+            }
+            eprintln!("result: {}", out.display());
+        }
+        Command::Report {
+            inputs,
+            html: html_out,
+        } => {
+            println!("{}", report_files(&inputs, &html_out)?);
+            eprintln!("HTML report: {}", html_out.display());
+        }
+        Command::Compare {
+            targets,
+            rounds,
+            workload,
+            out,
+            html: html_out,
+            quiet,
+        } => {
+            let workload = workload.resolve()?;
+            let targets: Vec<_> = targets.iter().map(|t| parse_target(t)).collect();
+            let results = runtime()?.block_on(compare(&targets, &workload, rounds, quiet))?;
+            std::fs::write(&out, serde_json::to_vec_pretty(&results)?)?;
+            std::fs::write(
+                &html_out,
+                html::render(&format!("rill-bench compare: {}", workload.name), &results),
+            )?;
+            println!("{}", text::table(&results));
+            eprintln!(
+                "results: {}, HTML report: {}",
+                out.display(),
+                html_out.display()
+            );
+        }
+        Command::Disk(args) => disk::main(&args)?,
+        Command::FetchPath(args) => {
+            let report = runtime()?.block_on(fetch_path::run(&args))?;
+            println!("{report}");
+        }
+    }
+    Ok(())
+}

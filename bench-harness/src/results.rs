@@ -21,7 +21,12 @@ pub struct HostFacts {
 impl HostFacts {
     /// Reads /proc; anything missing stays empty rather than failing a run.
     pub fn collect() -> Self {
-        let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default().trim().to_string();
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
         let cpuinfo = read("/proc/cpuinfo");
         let meminfo = read("/proc/meminfo");
         HostFacts {
@@ -112,7 +117,10 @@ mod tests {
     #[test]
     fn proc_fields_are_parsed() {
         let text = "processor\t: 0\nmodel name\t: Test CPU @ 3GHz\n";
-        assert_eq!(field_of(text, "model name").as_deref(), Some("Test CPU @ 3GHz"));
+        assert_eq!(
+            field_of(text, "model name").as_deref(),
+            Some("Test CPU @ 3GHz")
+        );
         assert_eq!(field_of(text, "missing"), None);
         let facts = HostFacts::collect();
         assert!(facts.cores >= 1);

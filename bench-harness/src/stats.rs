@@ -15,7 +15,8 @@ const MAX_ERROR_SAMPLES: usize = 20;
 /// A new latency histogram with the harness's bounds.
 pub fn new_histogram() -> Histogram<u64> {
     // Bounds are constants known to be valid: 1 <= low, 2*low <= high, sigfig 3.
-    Histogram::new_with_bounds(1, LATENCY_US_MAX, 3).unwrap_or_else(|_| unreachable!("constant bounds"))
+    Histogram::new_with_bounds(1, LATENCY_US_MAX, 3)
+        .unwrap_or_else(|_| unreachable!("constant bounds"))
 }
 
 /// Latency percentiles in microseconds.
@@ -76,13 +77,18 @@ impl HistogramData {
 }
 
 /// Merges several histograms into one (e.g. all rounds of one target).
-pub fn merge_histograms<'a>(histograms: impl IntoIterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
+pub fn merge_histograms<'a>(
+    histograms: impl IntoIterator<Item = &'a Histogram<u64>>,
+) -> Histogram<u64> {
     let mut merged = new_histogram();
     for histogram in histograms {
         // Same bounds everywhere, so add cannot fail; clamp anyway.
         if merged.add(histogram).is_err() {
             for value in histogram.iter_recorded() {
-                let _ = merged.record_n(value.value_iterated_to().min(LATENCY_US_MAX), value.count_at_value());
+                let _ = merged.record_n(
+                    value.value_iterated_to().min(LATENCY_US_MAX),
+                    value.count_at_value(),
+                );
             }
         }
     }
@@ -117,9 +123,13 @@ pub struct Counters {
 impl Counters {
     pub fn minus(&self, earlier: &Counters) -> Counters {
         Counters {
-            produced_messages: self.produced_messages.saturating_sub(earlier.produced_messages),
+            produced_messages: self
+                .produced_messages
+                .saturating_sub(earlier.produced_messages),
             produced_bytes: self.produced_bytes.saturating_sub(earlier.produced_bytes),
-            consumed_messages: self.consumed_messages.saturating_sub(earlier.consumed_messages),
+            consumed_messages: self
+                .consumed_messages
+                .saturating_sub(earlier.consumed_messages),
             consumed_bytes: self.consumed_bytes.saturating_sub(earlier.consumed_bytes),
             errors: self.errors.saturating_sub(earlier.errors),
         }
@@ -182,15 +192,27 @@ fn record_into(pair: &Mutex<LatencyPair>, latencies_us: impl Iterator<Item = u64
 
 impl Recorder {
     /// A produce request acknowledged: its messages and their latencies.
-    pub fn record_produced(&self, messages: u64, bytes: u64, publish_latencies_us: impl Iterator<Item = u64>) {
-        self.produced_messages.fetch_add(messages, Ordering::Relaxed);
+    pub fn record_produced(
+        &self,
+        messages: u64,
+        bytes: u64,
+        publish_latencies_us: impl Iterator<Item = u64>,
+    ) {
+        self.produced_messages
+            .fetch_add(messages, Ordering::Relaxed);
         self.produced_bytes.fetch_add(bytes, Ordering::Relaxed);
         record_into(&self.publish, publish_latencies_us);
     }
 
     /// A fetch response walked: its messages and end-to-end latencies.
-    pub fn record_consumed(&self, messages: u64, bytes: u64, end_to_end_latencies_us: impl Iterator<Item = u64>) {
-        self.consumed_messages.fetch_add(messages, Ordering::Relaxed);
+    pub fn record_consumed(
+        &self,
+        messages: u64,
+        bytes: u64,
+        end_to_end_latencies_us: impl Iterator<Item = u64>,
+    ) {
+        self.consumed_messages
+            .fetch_add(messages, Ordering::Relaxed);
         self.consumed_bytes.fetch_add(bytes, Ordering::Relaxed);
         record_into(&self.end_to_end, end_to_end_latencies_us);
     }
@@ -240,12 +262,18 @@ impl Recorder {
 
     /// Copies of the totals: (publish, end-to-end).
     pub fn totals(&self) -> (Histogram<u64>, Histogram<u64>) {
-        let copy = |pair: &Mutex<LatencyPair>| pair.lock().map_or_else(|_| new_histogram(), |pair| pair.total.clone());
+        let copy = |pair: &Mutex<LatencyPair>| {
+            pair.lock()
+                .map_or_else(|_| new_histogram(), |pair| pair.total.clone())
+        };
         (copy(&self.publish), copy(&self.end_to_end))
     }
 
     pub fn error_samples(&self) -> Vec<String> {
-        self.error_samples.lock().map(|s| s.clone()).unwrap_or_default()
+        self.error_samples
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -292,7 +320,14 @@ mod tests {
         recorder.record_consumed(2, 200, [100u64, 0].into_iter()); // 0 clamps to 1
         recorder.record_error("boom".into());
         let counters = recorder.counters();
-        assert_eq!((counters.produced_messages, counters.consumed_bytes, counters.errors), (3, 200, 1));
+        assert_eq!(
+            (
+                counters.produced_messages,
+                counters.consumed_bytes,
+                counters.errors
+            ),
+            (3, 200, 1)
+        );
         let (publish, end_to_end) = recorder.take_interval();
         assert_eq!(publish.count, 3);
         assert_eq!(end_to_end.count, 2);

@@ -162,7 +162,11 @@ impl Default for Workload {
 }
 
 /// Names of the built-in workloads, for `--help` and error messages.
-pub const BUILTIN_NAMES: [&str; 3] = ["1-topic-16-partitions-1kb", "max-rate-100b", "backlog-drain"];
+pub const BUILTIN_NAMES: [&str; 3] = [
+    "1-topic-16-partitions-1kb",
+    "max-rate-100b",
+    "backlog-drain",
+];
 
 impl Workload {
     /// A named built-in workload.
@@ -274,9 +278,17 @@ impl Workload {
 /// (binary multiples: `1kb` is 1024).
 pub fn parse_bytes(text: &str) -> Result<u64> {
     let lower = text.trim().to_ascii_lowercase();
-    let (digits, multiplier) = if let Some(rest) = lower.strip_suffix("kib").or(lower.strip_suffix("kb")).or(lower.strip_suffix('k')) {
+    let (digits, multiplier) = if let Some(rest) = lower
+        .strip_suffix("kib")
+        .or(lower.strip_suffix("kb"))
+        .or(lower.strip_suffix('k'))
+    {
         (rest, 1024)
-    } else if let Some(rest) = lower.strip_suffix("mib").or(lower.strip_suffix("mb")).or(lower.strip_suffix('m')) {
+    } else if let Some(rest) = lower
+        .strip_suffix("mib")
+        .or(lower.strip_suffix("mb"))
+        .or(lower.strip_suffix('m'))
+    {
         (rest, 1024 * 1024)
     } else if let Some(rest) = lower.strip_suffix('b') {
         (rest, 1)
@@ -296,7 +308,9 @@ pub fn parse_acks(text: &str) -> Result<i16> {
         "all" | "-1" => Ok(-1),
         "0" => Ok(0),
         "1" => Ok(1),
-        other => Err(BenchError::Workload(format!("acks must be all, 0 or 1, not {other:?}"))),
+        other => Err(BenchError::Workload(format!(
+            "acks must be all, 0 or 1, not {other:?}"
+        ))),
     }
 }
 
@@ -311,8 +325,18 @@ mod tests {
             workload.validate().unwrap();
             assert_eq!(workload.name, name);
         }
-        assert_eq!(Workload::builtin("max-rate-100b").unwrap().producer_rate_msgs_per_s, 0);
-        assert_eq!(Workload::builtin("backlog-drain").unwrap().consumer_backlog_size_mb, 1024);
+        assert_eq!(
+            Workload::builtin("max-rate-100b")
+                .unwrap()
+                .producer_rate_msgs_per_s,
+            0
+        );
+        assert_eq!(
+            Workload::builtin("backlog-drain")
+                .unwrap()
+                .consumer_backlog_size_mb,
+            1024
+        );
         assert!(Workload::builtin("nope").is_err());
     }
 
@@ -338,7 +362,10 @@ mod tests {
         assert_eq!(workload.producer_rate_msgs_per_s, 0);
         assert_eq!(
             workload.message_size,
-            MessageSize::Uniform { min_bytes: 100, max_bytes: 2000 }
+            MessageSize::Uniform {
+                min_bytes: 100,
+                max_bytes: 2000
+            }
         );
     }
 
@@ -364,7 +391,13 @@ mod tests {
         assert_eq!(parse_bytes("1MiB").unwrap(), 1 << 20);
         assert_eq!(parse_bytes("100").unwrap(), 100);
         assert!(parse_bytes("x").is_err());
-        assert_eq!(MessageSize::parse("100..200").unwrap(), MessageSize::Uniform { min_bytes: 100, max_bytes: 200 });
+        assert_eq!(
+            MessageSize::parse("100..200").unwrap(),
+            MessageSize::Uniform {
+                min_bytes: 100,
+                max_bytes: 200
+            }
+        );
         assert_eq!(parse_acks("all").unwrap(), -1);
         assert!(parse_acks("2").is_err());
     }

@@ -237,7 +237,10 @@ impl Appender {
 /// not (virtio disks, most VMs) fails with EOPNOTSUPP. Opening a file with a
 /// full block of data first makes the probe see the real answer.
 pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
-    let path = dir.join(".rill-iopoll-probe");
+    // One file per executor thread: shards start concurrently on one dir.
+    static PROBE_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = dir.join(format!(".rill-iopoll-probe-{}-{n}", std::process::id()));
     std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
     std::fs::write(&path, vec![0u8; 64 << 10]).map_err(|e| EngineError::io(&path, e))?;
     let opened = OpenOptions::new().read(true).dma_open(&path).await;

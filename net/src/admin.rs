@@ -46,7 +46,11 @@ pub async fn collect(shard: &Rc<Shard>) -> Vec<MetricsSnapshot> {
     let mut snapshots = vec![local_snapshot(shard)];
     for other in (0..shard.count).filter(|&s| s != shard.id) {
         let (reply, receiver) = oneshot::channel();
-        if shard.send_to(other, ShardMessage::Metrics { reply }).await.is_ok() {
+        if shard
+            .send_to(other, ShardMessage::Metrics { reply })
+            .await
+            .is_ok()
+        {
             if let Ok(snapshot) = receiver.await {
                 snapshots.push(snapshot);
             }

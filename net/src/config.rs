@@ -161,9 +161,16 @@ impl BrokerConfig {
                 .parse::<FlushPolicy>()
                 .map_err(|reason| ConfigError::invalid("--flush-policy", text, &reason))?;
         }
-        let (host, port) = match args.advertised_listener.as_ref().or(advertised_text.as_ref()) {
+        let (host, port) = match args
+            .advertised_listener
+            .as_ref()
+            .or(advertised_text.as_ref())
+        {
             Some(text) => split_host_port("--advertised-listener", text)?,
-            None => (advertised_host_for(&config.listen), i32::from(config.listen.port())),
+            None => (
+                advertised_host_for(&config.listen),
+                i32::from(config.listen.port()),
+            ),
         };
         config.advertised_host = host;
         config.advertised_port = port;
@@ -196,7 +203,9 @@ impl BrokerConfig {
                 }
                 "listeners" => applied.listen = Some(strip_listener_scheme(value)),
                 "advertised.listeners" => applied.advertised = Some(strip_listener_scheme(value)),
-                "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
+                "auto.create.topics.enable" => {
+                    self.auto_create_topics_enable = boolean(name, value)?
+                }
                 "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
                 "num.partitions" => {
                     self.num_partitions = num(name, value)?;
@@ -208,7 +217,9 @@ impl BrokerConfig {
                 "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
                 "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
                 "max.connections" => self.max_connections = num(name, value)?,
-                "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(name, value)?,
+                "offsets.topic.num.partitions" => {
+                    self.offsets_topic_num_partitions = num(name, value)?
+                }
                 "log.retention.ms" => retention_ms = Some(num(name, value)?),
                 "log.retention.minutes" => retention_minutes = Some(num(name, value)?),
                 "log.retention.hours" => retention_hours = Some(num(name, value)?),
@@ -219,10 +230,16 @@ impl BrokerConfig {
                 "log.cleanup.policy" => self.set_topic("cleanup.policy", name, value)?,
                 "log.flush.interval.ms" => self.set_topic("flush.ms", name, value)?,
                 "log.flush.interval.messages" => self.set_topic("flush.messages", name, value)?,
-                "log.index.interval.bytes" => self.set_topic("index.interval.bytes", name, value)?,
+                "log.index.interval.bytes" => {
+                    self.set_topic("index.interval.bytes", name, value)?
+                }
                 "log.index.size.max.bytes" => self.set_topic("segment.index.bytes", name, value)?,
-                "log.message.timestamp.type" => self.set_topic("message.timestamp.type", name, value)?,
-                "log.cleaner.delete.retention.ms" => self.set_topic("delete.retention.ms", name, value)?,
+                "log.message.timestamp.type" => {
+                    self.set_topic("message.timestamp.type", name, value)?
+                }
+                "log.cleaner.delete.retention.ms" => {
+                    self.set_topic("delete.retention.ms", name, value)?
+                }
                 "log.cleaner.min.compaction.lag.ms" => {
                     self.set_topic("min.compaction.lag.ms", name, value)?
                 }
@@ -271,7 +288,12 @@ impl BrokerConfig {
         Ok(applied)
     }
 
-    fn set_topic(&mut self, topic_name: &str, broker_name: &str, value: &str) -> Result<(), ConfigError> {
+    fn set_topic(
+        &mut self,
+        topic_name: &str,
+        broker_name: &str,
+        value: &str,
+    ) -> Result<(), ConfigError> {
         self.engine
             .topic_defaults
             .set(topic_name, value)
@@ -330,7 +352,11 @@ pub fn parse_toml(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
     Ok(out)
 }
 
-fn flatten(prefix: String, value: &toml::Value, out: &mut BTreeMap<String, String>) -> Result<(), ConfigError> {
+fn flatten(
+    prefix: String,
+    value: &toml::Value,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), ConfigError> {
     let text = match value {
         toml::Value::Table(table) => {
             for (key, inner) in table {
@@ -353,7 +379,13 @@ fn flatten(prefix: String, value: &toml::Value, out: &mut BTreeMap<String, Strin
                 match item {
                     toml::Value::String(s) => parts.push(s.clone()),
                     toml::Value::Integer(i) => parts.push(i.to_string()),
-                    _ => return Err(ConfigError::invalid(&prefix, "[..]", "arrays hold strings or integers")),
+                    _ => {
+                        return Err(ConfigError::invalid(
+                            &prefix,
+                            "[..]",
+                            "arrays hold strings or integers",
+                        ))
+                    }
                 }
             }
             parts.join(",")
@@ -371,7 +403,11 @@ fn parse_send_path(name: &str, value: &str) -> Result<SendPath, ConfigError> {
         "copy" => Ok(SendPath::Copy),
         "sendfile" => Ok(SendPath::Sendfile),
         "splice" => Ok(SendPath::Splice),
-        _ => Err(ConfigError::invalid(name, value, "copy, sendfile or splice")),
+        _ => Err(ConfigError::invalid(
+            name,
+            value,
+            "copy, sendfile or splice",
+        )),
     }
 }
 
@@ -433,7 +469,9 @@ pub fn advertised_host_for(listen: &SocketAddr) -> String {
 
 /// Cores this process may run on.
 pub fn available_cores() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
 
 /// Reads a TOML file (used by tests and tools).

@@ -18,8 +18,8 @@ use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
 use crate::handlers::{self, api_versions, Request, Response};
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
-use futures::future::{select, Either, Shared};
 use futures::channel::oneshot;
+use futures::future::{select, Either, Shared};
 use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::task::JoinHandle;
@@ -52,7 +52,10 @@ enum Work {
 
 /// Serves one connection until the peer closes, bad input, or shutdown.
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream, shutdown: ShutdownSignal) {
-    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "TCP_NODELAY not set");
     }
@@ -65,8 +68,14 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, shutdown: ShutdownSignal
             return;
         }
     };
-    let (queue, pending) = glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
-    let writer = glommio::spawn_local(write_responses(shard.clone(), writer_stream, pending, peer.clone()));
+    let (queue, pending) =
+        glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
+    let writer = glommio::spawn_local(write_responses(
+        shard.clone(),
+        writer_stream,
+        pending,
+        peer.clone(),
+    ));
     read_requests(&shard, stream, queue, shutdown, &peer).await;
     writer.await;
 }
@@ -114,7 +123,10 @@ async fn read_requests(
                     Ok(0) => {
                         buf.truncate(start);
                         if !buf.is_empty() {
-                            let e = FrameError::Truncated { have: buf.len(), want: buf.len() + bytes_missing(&buf) };
+                            let e = FrameError::Truncated {
+                                have: buf.len(),
+                                want: buf.len() + bytes_missing(&buf),
+                            };
                             log_protocol_error(shard, peer, &e.to_string());
                         }
                         break;
@@ -161,12 +173,19 @@ fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Pending, String> {
     let received = Instant::now();
     let request_bytes = frame.len() + 4;
     let prefix = peek_header(&frame).map_err(|e| e.to_string())?;
-    let handler = handlers::find(prefix.api_key).ok_or_else(|| format!("unknown API key {}", prefix.api_key))?;
-    let supported = handler.min_version <= prefix.api_version && prefix.api_version <= handler.max_version;
+    let handler = handlers::find(prefix.api_key)
+        .ok_or_else(|| format!("unknown API key {}", prefix.api_key))?;
+    let supported =
+        handler.min_version <= prefix.api_version && prefix.api_version <= handler.max_version;
     if !supported {
         if handler.api_key == ApiKey::ApiVersions {
             let answer = api_versions::unsupported_version_frame(prefix.correlation_id)?;
-            return Ok(Pending { api_key: prefix.api_key, request_bytes, received, work: Work::Ready(answer) });
+            return Ok(Pending {
+                api_key: prefix.api_key,
+                request_bytes,
+                received,
+                work: Work::Ready(answer),
+            });
         }
         return Err(format!(
             "{} v{} not supported (v{}-v{})",
@@ -176,10 +195,22 @@ fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Pending, String> {
             handler.max_version
         ));
     }
-    let header = decode_header(handler.api_key, prefix.api_version, &mut frame).map_err(|e| e.to_string())?;
-    let request = Request { api_key: handler.api_key, version: prefix.api_version, header, body: frame, received };
+    let header = decode_header(handler.api_key, prefix.api_version, &mut frame)
+        .map_err(|e| e.to_string())?;
+    let request = Request {
+        api_key: handler.api_key,
+        version: prefix.api_version,
+        header,
+        body: frame,
+        received,
+    };
     let task = glommio::spawn_local((handler.handle)(shard.clone(), request)).detach();
-    Ok(Pending { api_key: prefix.api_key, request_bytes, received, work: Work::Running(task) })
+    Ok(Pending {
+        api_key: prefix.api_key,
+        request_bytes,
+        received,
+        work: Work::Running(task),
+    })
 }
 
 async fn write_responses(
@@ -189,8 +220,17 @@ async fn write_responses(
     peer: String,
 ) {
     while let Some(item) = pending.recv().await {
-        let Pending { api_key, request_bytes, received, work } = item;
-        let done = Done { api_key, request_bytes, received };
+        let Pending {
+            api_key,
+            request_bytes,
+            received,
+            work,
+        } = item;
+        let done = Done {
+            api_key,
+            request_bytes,
+            received,
+        };
         let outcome = match work {
             Work::Ready(frame) => Ok(Response::Chunks(vec![OutChunk::Bytes(frame)])),
             Work::Running(task) => task.await.unwrap_or(Err(RequestError::ShardGone(shard.id))),

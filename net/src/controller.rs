@@ -105,12 +105,18 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
     } else {
         let (reply, receiver) = oneshot::channel();
         shard
-            .send_to(CONTROLLER_SHARD, ShardMessage::Controller { request, reply })
+            .send_to(
+                CONTROLLER_SHARD,
+                ShardMessage::Controller { request, reply },
+            )
             .await
             .map_err(|e| (codes::NOT_LEADER_OR_FOLLOWER, e.to_string()))?;
-        receiver
-            .await
-            .map_err(|_| (codes::NOT_LEADER_OR_FOLLOWER, String::from("controller gone")))?
+        receiver.await.map_err(|_| {
+            (
+                codes::NOT_LEADER_OR_FOLLOWER,
+                String::from("controller gone"),
+            )
+        })?
     };
     // Validate-only answers carry version 0 and must not change any table.
     if let Ok(update) = &reply {
@@ -130,16 +136,24 @@ pub async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> Controlle
         .await
         .map_err(|e| (codes::UNKNOWN_SERVER_ERROR, e.to_string()))?;
     match request {
-        ControllerRequest::CreateTopic { name, partitions, configs, validate_only } => {
-            create_topic(shard, name, partitions, configs, validate_only).await
-        }
+        ControllerRequest::CreateTopic {
+            name,
+            partitions,
+            configs,
+            validate_only,
+        } => create_topic(shard, name, partitions, configs, validate_only).await,
         ControllerRequest::DeleteTopic { name } => delete_topic(shard, name).await,
-        ControllerRequest::CreatePartitions { name, count, validate_only } => {
-            create_partitions(shard, name, count, validate_only).await
-        }
-        ControllerRequest::AlterConfigs { name, ops, replace_all, validate_only } => {
-            alter_configs(shard, name, ops, replace_all, validate_only).await
-        }
+        ControllerRequest::CreatePartitions {
+            name,
+            count,
+            validate_only,
+        } => create_partitions(shard, name, count, validate_only).await,
+        ControllerRequest::AlterConfigs {
+            name,
+            ops,
+            replace_all,
+            validate_only,
+        } => alter_configs(shard, name, ops, replace_all, validate_only).await,
     }
 }
 
@@ -160,14 +174,27 @@ async fn create_topic(
     validate_only: bool,
 ) -> ControllerReply {
     if !valid_topic_name(&name) {
-        return Err((codes::INVALID_TOPIC_EXCEPTION, format!("illegal topic name '{name}'")));
+        return Err((
+            codes::INVALID_TOPIC_EXCEPTION,
+            format!("illegal topic name '{name}'"),
+        ));
     }
     if shard.topics.borrow().get(&name).is_some() {
-        return Err((codes::TOPIC_ALREADY_EXISTS, format!("topic '{name}' already exists")));
+        return Err((
+            codes::TOPIC_ALREADY_EXISTS,
+            format!("topic '{name}' already exists"),
+        ));
     }
-    let partitions = if partitions == -1 { shard.config.num_partitions } else { partitions };
+    let partitions = if partitions == -1 {
+        shard.config.num_partitions
+    } else {
+        partitions
+    };
     if partitions < 1 {
-        return Err((codes::INVALID_PARTITIONS, format!("partitions must be at least 1, got {partitions}")));
+        return Err((
+            codes::INVALID_PARTITIONS,
+            format!("partitions must be at least 1, got {partitions}"),
+        ));
     }
     let config = shard
         .config
@@ -192,7 +219,10 @@ async fn create_topic(
         })
         .collect();
     first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry { version: shard.controller.take_version(), ..entry });
+    let update = TopicUpdate::Upsert(TopicEntry {
+        version: shard.controller.take_version(),
+        ..entry
+    });
     shard.broadcast_update(update.clone()).await;
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(update)
@@ -200,13 +230,21 @@ async fn create_topic(
 
 async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {
     if !shard.config.delete_topic_enable {
-        return Err((codes::TOPIC_DELETION_DISABLED, String::from("delete.topic.enable is false")));
+        return Err((
+            codes::TOPIC_DELETION_DISABLED,
+            String::from("delete.topic.enable is false"),
+        ));
     }
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((codes::UNKNOWN_TOPIC_OR_PARTITION, format!("unknown topic '{name}'")));
+        return Err((
+            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("unknown topic '{name}'"),
+        ));
     };
     let ops = (0..entry.partitions)
-        .map(|p| PartitionOp::Delete { tp: TopicPartition::new(name.clone(), p) })
+        .map(|p| PartitionOp::Delete {
+            tp: TopicPartition::new(name.clone(), p),
+        })
         .collect();
     let replies = run_on_owners(shard, ops).await;
     // A partition already gone is what we wanted.
@@ -217,25 +255,45 @@ async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {
             }
         }
     }
-    let update = TopicUpdate::Delete { name: name.clone(), version: shard.controller.take_version() };
+    let update = TopicUpdate::Delete {
+        name: name.clone(),
+        version: shard.controller.take_version(),
+    };
     shard.broadcast_update(update.clone()).await;
     tracing::info!(topic = %name, "topic deleted");
     Ok(update)
 }
 
-async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32, validate_only: bool) -> ControllerReply {
+async fn create_partitions(
+    shard: &Rc<Shard>,
+    name: String,
+    count: i32,
+    validate_only: bool,
+) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((codes::UNKNOWN_TOPIC_OR_PARTITION, format!("unknown topic '{name}'")));
+        return Err((
+            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("unknown topic '{name}'"),
+        ));
     };
     if count <= entry.partitions {
         return Err((
             codes::INVALID_PARTITIONS,
-            format!("topic has {} partitions; the new count {count} must be larger", entry.partitions),
+            format!(
+                "topic has {} partitions; the new count {count} must be larger",
+                entry.partitions
+            ),
         ));
     }
-    let grown = TopicEntry { partitions: count, ..entry.clone() };
+    let grown = TopicEntry {
+        partitions: count,
+        ..entry.clone()
+    };
     if validate_only {
-        return Ok(TopicUpdate::Upsert(TopicEntry { version: 0, ..grown }));
+        return Ok(TopicUpdate::Upsert(TopicEntry {
+            version: 0,
+            ..grown
+        }));
     }
     let ops = (entry.partitions..count)
         .map(|p| PartitionOp::Create {
@@ -245,7 +303,10 @@ async fn create_partitions(shard: &Rc<Shard>, name: String, count: i32, validate
         })
         .collect();
     first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry { version: shard.controller.take_version(), ..grown });
+    let update = TopicUpdate::Upsert(TopicEntry {
+        version: shard.controller.take_version(),
+        ..grown
+    });
     shard.broadcast_update(update.clone()).await;
     Ok(update)
 }
@@ -258,10 +319,17 @@ pub fn altered_config(
     replace_all: bool,
 ) -> Result<TopicConfig, (i16, String)> {
     let invalid = |e: engine::EngineError| (codes::INVALID_CONFIG, e.to_string());
-    let mut config = if replace_all { defaults.clone() } else { current.clone() };
+    let mut config = if replace_all {
+        defaults.clone()
+    } else {
+        current.clone()
+    };
     for (name, value, kind) in ops {
         if !TopicConfig::NAMES.contains(&name.as_str()) {
-            return Err((codes::INVALID_CONFIG, format!("unknown topic config '{name}'")));
+            return Err((
+                codes::INVALID_CONFIG,
+                format!("unknown topic config '{name}'"),
+            ));
         }
         match kind {
             ConfigOpKind::Set => {
@@ -274,9 +342,17 @@ pub fn altered_config(
             }
             ConfigOpKind::Append | ConfigOpKind::Subtract => {
                 let current = config.get(name).unwrap_or_default();
-                let mut items: Vec<String> =
-                    current.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
-                let given: Vec<&str> = value.as_deref().unwrap_or_default().split(',').filter(|s| !s.is_empty()).collect();
+                let mut items: Vec<String> = current
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                let given: Vec<&str> = value
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 if *kind == ConfigOpKind::Append {
                     for item in given {
                         if !items.iter().any(|i| i == item) {
@@ -301,17 +377,36 @@ async fn alter_configs(
     validate_only: bool,
 ) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((codes::UNKNOWN_TOPIC_OR_PARTITION, format!("unknown topic '{name}'")));
+        return Err((
+            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            format!("unknown topic '{name}'"),
+        ));
     };
-    let config = altered_config(shard.config.topic_defaults(), &entry.config, &ops, replace_all)?;
+    let config = altered_config(
+        shard.config.topic_defaults(),
+        &entry.config,
+        &ops,
+        replace_all,
+    )?;
     if validate_only {
-        return Ok(TopicUpdate::Upsert(TopicEntry { config, version: 0, ..entry }));
+        return Ok(TopicUpdate::Upsert(TopicEntry {
+            config,
+            version: 0,
+            ..entry
+        }));
     }
     let ops = (0..entry.partitions)
-        .map(|p| PartitionOp::AlterConfig { tp: TopicPartition::new(name.clone(), p), config: config.clone() })
+        .map(|p| PartitionOp::AlterConfig {
+            tp: TopicPartition::new(name.clone(), p),
+            config: config.clone(),
+        })
         .collect();
     first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry { config, version: shard.controller.take_version(), ..entry });
+    let update = TopicUpdate::Upsert(TopicEntry {
+        config,
+        version: shard.controller.take_version(),
+        ..entry
+    });
     shard.broadcast_update(update.clone()).await;
     Ok(update)
 }
@@ -332,25 +427,44 @@ mod tests {
     #[test]
     fn incremental_ops_edit_list_values() {
         let defaults = TopicConfig::default();
-        let set = [("retention.ms".to_string(), Some("1000".to_string()), ConfigOpKind::Set)];
+        let set = [(
+            "retention.ms".to_string(),
+            Some("1000".to_string()),
+            ConfigOpKind::Set,
+        )];
         let c = altered_config(&defaults, &defaults, &set, false).unwrap();
         assert_eq!(c.retention_ms, 1000);
-        let append = [("cleanup.policy".to_string(), Some("compact".to_string()), ConfigOpKind::Append)];
+        let append = [(
+            "cleanup.policy".to_string(),
+            Some("compact".to_string()),
+            ConfigOpKind::Append,
+        )];
         let c = altered_config(&defaults, &c, &append, false).unwrap();
         assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
         assert_eq!(c.retention_ms, 1000);
         let reset = [("retention.ms".to_string(), None, ConfigOpKind::Delete)];
         let c = altered_config(&defaults, &c, &reset, false).unwrap();
         assert_eq!(c.retention_ms, defaults.retention_ms);
-        let bad = [("no.such".to_string(), Some("1".to_string()), ConfigOpKind::Set)];
-        assert_eq!(altered_config(&defaults, &c, &bad, false).unwrap_err().0, codes::INVALID_CONFIG);
+        let bad = [(
+            "no.such".to_string(),
+            Some("1".to_string()),
+            ConfigOpKind::Set,
+        )];
+        assert_eq!(
+            altered_config(&defaults, &c, &bad, false).unwrap_err().0,
+            codes::INVALID_CONFIG
+        );
     }
 
     #[test]
     fn alter_configs_replaces_every_override() {
         let defaults = TopicConfig::default();
         let current = defaults.with_overrides([("retention.ms", "5")]).unwrap();
-        let ops = [("segment.bytes".to_string(), Some("1048576".to_string()), ConfigOpKind::Set)];
+        let ops = [(
+            "segment.bytes".to_string(),
+            Some("1048576".to_string()),
+            ConfigOpKind::Set,
+        )];
         let c = altered_config(&defaults, &current, &ops, true).unwrap();
         assert_eq!(c.retention_ms, defaults.retention_ms);
         assert_eq!(c.segment_bytes, 1_048_576);

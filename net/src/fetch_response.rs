@@ -276,7 +276,10 @@ impl ChunkWriter {
     fn finish(mut self) -> Vec<OutChunk> {
         self.flush_framing();
         let size = self.total_bytes - 4;
-        assert!(size <= i32::MAX as usize, "response of {size} bytes too large");
+        assert!(
+            size <= i32::MAX as usize,
+            "response of {size} bytes too large"
+        );
         if let Some(mut head) = self.head.take() {
             head[..4].copy_from_slice(&(size as i32).to_be_bytes());
             self.chunks[0] = OutChunk::Bytes(head.freeze());
@@ -479,7 +482,11 @@ mod tests {
             let with_file = encode_fetch_response(99, version, &sample_response(file_records));
             assert_eq!(with_file.len(), with_bytes.len());
             assert!(matches!(with_file[1], OutChunk::File(_)));
-            assert_eq!(materialise(&with_file), materialise(&with_bytes), "v{version}");
+            assert_eq!(
+                materialise(&with_file),
+                materialise(&with_bytes),
+                "v{version}"
+            );
         }
     }
 

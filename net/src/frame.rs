@@ -70,7 +70,11 @@ pub fn peek_header(frame: &[u8]) -> Result<HeaderPrefix, FrameError> {
 }
 
 /// Decodes the full request header of a known API and leaves `frame` at the body.
-pub fn decode_header(api_key: ApiKey, api_version: i16, frame: &mut Bytes) -> Result<RequestHeader, FrameError> {
+pub fn decode_header(
+    api_key: ApiKey,
+    api_version: i16,
+    frame: &mut Bytes,
+) -> Result<RequestHeader, FrameError> {
     let header_version = api_key.request_header_version(api_version);
     RequestHeader::decode(frame, header_version).map_err(|e| FrameError::BadHeader(e.to_string()))
 }
@@ -91,8 +95,14 @@ mod tests {
         let mut buf = framed(b"hello");
         buf.extend_from_slice(&framed(b"wor"));
         buf.extend_from_slice(&[0, 0]);
-        assert_eq!(try_split_frame(&mut buf, 100).unwrap().unwrap(), &b"hello"[..]);
-        assert_eq!(try_split_frame(&mut buf, 100).unwrap().unwrap(), &b"wor"[..]);
+        assert_eq!(
+            try_split_frame(&mut buf, 100).unwrap().unwrap(),
+            &b"hello"[..]
+        );
+        assert_eq!(
+            try_split_frame(&mut buf, 100).unwrap().unwrap(),
+            &b"wor"[..]
+        );
         assert_eq!(try_split_frame(&mut buf, 100).unwrap(), None);
         assert_eq!(bytes_missing(&buf), 2);
     }
@@ -100,9 +110,15 @@ mod tests {
     #[test]
     fn refuses_negative_and_oversize_lengths_before_reading_the_body() {
         let mut buf = BytesMut::from(&(-1i32).to_be_bytes()[..]);
-        assert!(matches!(try_split_frame(&mut buf, 100), Err(FrameError::BadLength { length: -1, .. })));
+        assert!(matches!(
+            try_split_frame(&mut buf, 100),
+            Err(FrameError::BadLength { length: -1, .. })
+        ));
         let mut buf = BytesMut::from(&i32::MAX.to_be_bytes()[..]);
-        assert!(matches!(try_split_frame(&mut buf, 104_857_600), Err(FrameError::BadLength { .. })));
+        assert!(matches!(
+            try_split_frame(&mut buf, 104_857_600),
+            Err(FrameError::BadLength { .. })
+        ));
         let mut buf = BytesMut::from(&(101i32).to_be_bytes()[..]);
         assert!(try_split_frame(&mut buf, 100).is_err());
         let mut buf = BytesMut::from(&(100i32).to_be_bytes()[..]);
@@ -119,7 +135,14 @@ mod tests {
     fn header_prefix_needs_eight_bytes() {
         assert_eq!(peek_header(&[0, 18, 0]), Err(FrameError::ShortHeader(3)));
         let prefix = peek_header(&[0, 18, 0, 3, 0, 0, 0, 7]).unwrap();
-        assert_eq!(prefix, HeaderPrefix { api_key: 18, api_version: 3, correlation_id: 7 });
+        assert_eq!(
+            prefix,
+            HeaderPrefix {
+                api_key: 18,
+                api_version: 3,
+                correlation_id: 7
+            }
+        );
     }
 
     #[test]

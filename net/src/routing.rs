@@ -77,9 +77,9 @@ impl OpKind {
             PartitionOp::Read { .. } => OpKind::Read,
             PartitionOp::ListOffset { .. } => OpKind::ListOffset,
             PartitionOp::DeleteRecords { .. } => OpKind::DeleteRecords,
-            PartitionOp::Create { .. } | PartitionOp::Delete { .. } | PartitionOp::AlterConfig { .. } => {
-                OpKind::Done
-            }
+            PartitionOp::Create { .. }
+            | PartitionOp::Delete { .. }
+            | PartitionOp::AlterConfig { .. } => OpKind::Done,
             PartitionOp::Describe { .. } => OpKind::Describe,
         }
     }
@@ -114,7 +114,8 @@ pub async fn run_on_owners(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
     let mut slots: Vec<Option<PartitionOp>> = ops.into_iter().map(Some).collect();
     let mut pending = Vec::with_capacity(groups.len());
     for (owner, positions) in groups {
-        let group_ops: Vec<PartitionOp> = positions.iter().filter_map(|&p| slots[p].take()).collect();
+        let group_ops: Vec<PartitionOp> =
+            positions.iter().filter_map(|&p| slots[p].take()).collect();
         pending.push(run_group(shard, owner, positions, group_ops));
     }
     let groups = join_all(pending).await;
@@ -133,7 +134,10 @@ async fn run_group(
         return (positions, Some(execute_local(shard, ops).await));
     }
     let (reply, receiver) = oneshot::channel();
-    if let Err(e) = shard.send_to(owner, ShardMessage::Partitions { ops, reply }).await {
+    if let Err(e) = shard
+        .send_to(owner, ShardMessage::Partitions { ops, reply })
+        .await
+    {
         tracing::warn!(owner, error = %e, "partition work not delivered");
         return (positions, None);
     }
@@ -148,7 +152,11 @@ pub async fn execute_local(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
 async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     let kind = OpKind::of(&op);
     match op {
-        PartitionOp::Create { tp, topic_id, config } => PartitionReply::Done(
+        PartitionOp::Create {
+            tp,
+            topic_id,
+            config,
+        } => PartitionReply::Done(
             shard
                 .logs
                 .create_partition(tp, topic_id, config)
@@ -156,23 +164,34 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 .map(|_| ())
                 .map_err(|e| e.kafka_error_code()),
         ),
-        PartitionOp::Delete { tp } => {
-            PartitionReply::Done(shard.logs.delete_partition(&tp).await.map_err(|e| e.kafka_error_code()))
-        }
+        PartitionOp::Delete { tp } => PartitionReply::Done(
+            shard
+                .logs
+                .delete_partition(&tp)
+                .await
+                .map_err(|e| e.kafka_error_code()),
+        ),
         PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
-            shard.logs.alter_config(&tp, config).await.map_err(|e| e.kafka_error_code()),
+            shard
+                .logs
+                .alter_config(&tp, config)
+                .await
+                .map_err(|e| e.kafka_error_code()),
         ),
         op => {
             let Some(log) = shard.logs.get(op.topic_partition()) else {
                 return kind.error_reply(codes::UNKNOWN_TOPIC_OR_PARTITION);
             };
             match op {
-                PartitionOp::Produce { mut records, acks, .. } => {
-                    PartitionReply::Produce(produce(&log, &mut records, acks).await)
-                }
-                PartitionOp::Read { offset, max_bytes, file_slice, .. } => {
-                    PartitionReply::Read(read(&log, offset, max_bytes, file_slice).await)
-                }
+                PartitionOp::Produce {
+                    mut records, acks, ..
+                } => PartitionReply::Produce(produce(&log, &mut records, acks).await),
+                PartitionOp::Read {
+                    offset,
+                    max_bytes,
+                    file_slice,
+                    ..
+                } => PartitionReply::Read(read(&log, offset, max_bytes, file_slice).await),
                 PartitionOp::ListOffset { timestamp_ms, .. } => PartitionReply::ListOffset(
                     log.offset_for_timestamp(timestamp_ms)
                         .await
@@ -180,12 +199,18 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                         .map_err(|e| e.kafka_error_code()),
                 ),
                 PartitionOp::DeleteRecords { offset, .. } => {
-                    let offset = if offset == -1 { log.high_watermark() } else { offset };
+                    let offset = if offset == -1 {
+                        log.high_watermark()
+                    } else {
+                        offset
+                    };
                     if offset > log.high_watermark() {
                         return PartitionReply::DeleteRecords(Err(codes::OFFSET_OUT_OF_RANGE));
                     }
                     PartitionReply::DeleteRecords(
-                        log.delete_records(offset).await.map_err(|e| e.kafka_error_code()),
+                        log.delete_records(offset)
+                            .await
+                            .map_err(|e| e.kafka_error_code()),
                     )
                 }
                 PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
@@ -201,7 +226,11 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     }
 }
 
-async fn produce(log: &engine::PartitionLog, records: &mut [u8], acks: i16) -> Result<ProduceOutcome, i16> {
+async fn produce(
+    log: &engine::PartitionLog,
+    records: &mut [u8],
+    acks: i16,
+) -> Result<ProduceOutcome, i16> {
     let appended = log
         .append(records, log.leader_epoch())
         .map_err(|e| e.kafka_error_code())?;
@@ -218,8 +247,17 @@ async fn produce(log: &engine::PartitionLog, records: &mut [u8], acks: i16) -> R
     })
 }
 
-async fn read(log: &engine::PartitionLog, offset: i64, max_bytes: usize, file_slice: bool) -> ReadOutcome {
-    let mode = if file_slice { ReadMode::FileSlice } else { ReadMode::Copy };
+async fn read(
+    log: &engine::PartitionLog,
+    offset: i64,
+    max_bytes: usize,
+    file_slice: bool,
+) -> ReadOutcome {
+    let mode = if file_slice {
+        ReadMode::FileSlice
+    } else {
+        ReadMode::Copy
+    };
     let outcome = |error_code: i16, data: SendData| ReadOutcome {
         error_code,
         high_watermark: log.high_watermark(),
@@ -254,7 +292,9 @@ async fn read(log: &engine::PartitionLog, offset: i64, max_bytes: usize, file_sl
                 data,
             }
         }
-        Err(e @ EngineError::OffsetOutOfRange { .. }) => outcome(e.kafka_error_code(), SendData::Empty),
+        Err(e @ EngineError::OffsetOutOfRange { .. }) => {
+            outcome(e.kafka_error_code(), SendData::Empty)
+        }
         Err(e) => outcome(e.kafka_error_code(), SendData::Empty),
     }
 }
@@ -267,7 +307,8 @@ pub async fn wait_for_any(shard: &Rc<Shard>, parts: Vec<(TopicPartition, i64)>, 
     let groups = split_by_owner(parts.iter().map(|(tp, _)| tp), shard.count);
     let mut waits: Vec<futures::future::LocalBoxFuture<'_, ()>> = Vec::new();
     for (owner, positions) in groups {
-        let group: Vec<(TopicPartition, i64)> = positions.iter().map(|&p| parts[p].clone()).collect();
+        let group: Vec<(TopicPartition, i64)> =
+            positions.iter().map(|&p| parts[p].clone()).collect();
         if owner == shard.id {
             for (tp, offset) in group {
                 if let Some(log) = shard.logs.get(&tp) {
@@ -277,7 +318,13 @@ pub async fn wait_for_any(shard: &Rc<Shard>, parts: Vec<(TopicPartition, i64)>, 
         } else {
             let (reply, receiver) = oneshot::channel();
             if shard
-                .send_to(owner, ShardMessage::WaitForData { parts: group, reply })
+                .send_to(
+                    owner,
+                    ShardMessage::WaitForData {
+                        parts: group,
+                        reply,
+                    },
+                )
                 .await
                 .is_ok()
             {
@@ -298,7 +345,11 @@ pub async fn wait_for_any(shard: &Rc<Shard>, parts: Vec<(TopicPartition, i64)>, 
 }
 
 /// Owner side of [`ShardMessage::WaitForData`].
-pub async fn serve_wait_for_data(shard: Rc<Shard>, parts: Vec<(TopicPartition, i64)>, mut reply: oneshot::Sender<()>) {
+pub async fn serve_wait_for_data(
+    shard: Rc<Shard>,
+    parts: Vec<(TopicPartition, i64)>,
+    mut reply: oneshot::Sender<()>,
+) {
     let mut waits: Vec<futures::future::LocalBoxFuture<'_, ()>> = Vec::new();
     for (tp, offset) in parts {
         if let Some(log) = shard.logs.get(&tp) {
@@ -319,6 +370,48 @@ pub async fn serve_wait_for_data(shard: Rc<Shard>, parts: Vec<(TopicPartition, i
     }
 }
 
+/// Checks `(topic, partition)` pairs against the topic table, runs `make_op`
+/// for the ones that exist on their owners, and answers per pair in order:
+/// the reply, or UNKNOWN_TOPIC_OR_PARTITION.
+pub async fn run_checked(
+    shard: &Rc<Shard>,
+    pairs: &[(String, i32)],
+    mut make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
+) -> Vec<Result<PartitionReply, i16>> {
+    let mut ops = Vec::new();
+    let mut positions = Vec::with_capacity(pairs.len());
+    {
+        let table = shard.topics.borrow();
+        for (index, (topic, partition)) in pairs.iter().enumerate() {
+            let exists = table
+                .get(topic)
+                .is_some_and(|e| *partition >= 0 && *partition < e.partitions);
+            if exists {
+                positions.push(Some(ops.len()));
+                ops.push(make_op(
+                    TopicPartition::new(topic.clone(), *partition),
+                    index,
+                ));
+            } else {
+                positions.push(None);
+            }
+        }
+    }
+    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
+    positions
+        .into_iter()
+        .map(|position| {
+            position
+                .and_then(|p| replies.get_mut(p).and_then(Option::take))
+                .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,8 +428,8 @@ mod tests {
         }
         // Each owner answers with the partition numbers of its positions.
         let answered: Vec<(Vec<usize>, Option<Vec<i32>>)> = groups
-            .into_iter()
-            .map(|(_, positions)| {
+            .into_values()
+            .map(|positions| {
                 let replies = positions.iter().map(|&p| tps[p].partition).collect();
                 (positions, Some(replies))
             })
@@ -359,37 +452,4 @@ mod tests {
         assert_eq!(groups.len(), 1);
         assert_eq!(groups[&0], vec![0, 1, 2, 3, 4]);
     }
-}
-
-/// Checks `(topic, partition)` pairs against the topic table, runs `make_op`
-/// for the ones that exist on their owners, and answers per pair in order:
-/// the reply, or UNKNOWN_TOPIC_OR_PARTITION.
-pub async fn run_checked(
-    shard: &Rc<Shard>,
-    pairs: &[(String, i32)],
-    mut make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
-) -> Vec<Result<PartitionReply, i16>> {
-    let mut ops = Vec::new();
-    let mut positions = Vec::with_capacity(pairs.len());
-    {
-        let table = shard.topics.borrow();
-        for (index, (topic, partition)) in pairs.iter().enumerate() {
-            let exists = table.get(topic).is_some_and(|e| *partition >= 0 && *partition < e.partitions);
-            if exists {
-                positions.push(Some(ops.len()));
-                ops.push(make_op(TopicPartition::new(topic.clone(), *partition), index));
-            } else {
-                positions.push(None);
-            }
-        }
-    }
-    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops).await.into_iter().map(Some).collect();
-    positions
-        .into_iter()
-        .map(|position| {
-            position
-                .and_then(|p| replies.get_mut(p).and_then(Option::take))
-                .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION)
-        })
-        .collect()
 }

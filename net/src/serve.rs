@@ -42,7 +42,10 @@ pub fn run(args: ServeArgs) -> i32 {
 
 /// Like [`run`], logging the host warnings `checks(data_dir, cores)` returns
 /// (the `rill` binary passes the tuning crate's startup checks).
-pub fn run_with_checks(args: ServeArgs, checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>) -> i32 {
+pub fn run_with_checks(
+    args: ServeArgs,
+    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
+) -> i32 {
     let config = match BrokerConfig::from_args(&args) {
         Ok(config) => Arc::new(config),
         Err(e) => {
@@ -61,7 +64,10 @@ pub fn run_with_checks(args: ServeArgs, checks: &dyn Fn(&std::path::Path, usize)
     }
 }
 
-fn start(config: Arc<BrokerConfig>, checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>) -> Result<(), String> {
+fn start(
+    config: Arc<BrokerConfig>,
+    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
+) -> Result<(), String> {
     raise_memlock_limit();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
@@ -94,7 +100,9 @@ fn start(config: Arc<BrokerConfig>, checks: &dyn Fn(&std::path::Path, usize) -> 
     );
 
     let shutdown_senders = spawn_signal_thread(config.cores)?;
-    let mesh = (config.cores > 1).then(|| MeshBuilder::<ShardMessage, Full>::full(config.cores, config.mesh_channel_capacity));
+    let mesh = (config.cores > 1).then(|| {
+        MeshBuilder::<ShardMessage, Full>::full(config.cores, config.mesh_channel_capacity)
+    });
     let drained = Arc::new(AtomicUsize::new(0));
     let open_connections = Arc::new(AtomicUsize::new(0));
     let cpus: Vec<usize> = core_affinity::get_core_ids()
@@ -145,17 +153,26 @@ fn start(config: Arc<BrokerConfig>, checks: &dyn Fn(&std::path::Path, usize) -> 
 /// the soft limit goes up to the hard one and the small per-shard
 /// `rill.io_memory_bytes` keeps us inside it.
 fn raise_memlock_limit() {
-    let wanted = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    let wanted = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
     // SAFETY: setrlimit/getrlimit only read/write the struct passed.
     unsafe {
         if libc::setrlimit(libc::RLIMIT_MEMLOCK, &wanted) == 0 {
             return;
         }
-        let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut current = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut current) == 0 {
             current.rlim_cur = current.rlim_max;
             let _ = libc::setrlimit(libc::RLIMIT_MEMLOCK, &current);
-            tracing::debug!(limit_bytes = current.rlim_max, "RLIMIT_MEMLOCK raised to the hard limit");
+            tracing::debug!(
+                limit_bytes = current.rlim_max,
+                "RLIMIT_MEMLOCK raised to the hard limit"
+            );
         }
     }
 }
@@ -164,9 +181,10 @@ fn raise_memlock_limit() {
 /// a second signal exits at once.
 fn spawn_signal_thread(shards: usize) -> Result<Vec<oneshot::Receiver<()>>, String> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals =
-        signal_hook::iterator::Signals::new([SIGINT, SIGTERM]).map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let (senders, receivers): (Vec<_>, Vec<_>) = (0..shards).map(|_| oneshot::channel::<()>()).unzip();
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let (senders, receivers): (Vec<_>, Vec<_>) =
+        (0..shards).map(|_| oneshot::channel::<()>()).unzip();
     std::thread::Builder::new()
         .name(String::from("rill-signals"))
         .spawn(move || {
@@ -200,11 +218,32 @@ struct ShardInput {
     open_connections: Arc<AtomicUsize>,
 }
 
+/// Runs one shard; if it cannot start, the whole broker stops (a broker
+/// missing a shard would refuse the partitions that shard owns).
 async fn run_shard(input: ShardInput) -> Result<(), String> {
+    let drained = input.drained.clone();
+    let outcome = run_shard_inner(input).await;
+    if let Err(e) = &outcome {
+        tracing::error!(error = %e, "shard failed; stopping the broker");
+        // Count this shard as drained so the others do not wait for it, and
+        // stop them through the signal thread like an operator's SIGTERM.
+        drained.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: raise(2) only sends a signal to this process.
+        unsafe {
+            libc::raise(libc::SIGTERM);
+        }
+    }
+    outcome
+}
+
+async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     let config = input.config;
     let (peers, receivers) = match input.mesh {
         Some(mesh) => {
-            let (senders, receivers) = mesh.join().await.map_err(|_| String::from("cannot join the shard mesh"))?;
+            let (senders, receivers) = mesh
+                .join()
+                .await
+                .map_err(|_| String::from("cannot join the shard mesh"))?;
             (Some(senders), Some(receivers))
         }
         None => (None, None),
@@ -213,7 +252,12 @@ async fn run_shard(input: ShardInput) -> Result<(), String> {
     let logs = LogManager::open(config.engine.clone(), id, config.cores)
         .await
         .map_err(|e| format!("shard {id}: cannot open logs: {e}"))?;
-    let sender = Sender::new(config.send_path).map_err(|e| format!("shard {id}: cannot start {} send path: {e}", config.send_path))?;
+    let sender = Sender::new(config.send_path).map_err(|e| {
+        format!(
+            "shard {id}: cannot start {} send path: {e}",
+            config.send_path
+        )
+    })?;
     let table = TopicTable::from_entries(input.entries.iter().cloned());
     let shard = Rc::new(Shard {
         id,
@@ -244,7 +288,9 @@ async fn run_shard(input: ShardInput) -> Result<(), String> {
                 tracing::info!(admin = %config.admin_listen, "serving /metrics");
                 glommio::spawn_local(admin::serve(shard.clone(), listener)).detach();
             }
-            Err(e) => tracing::warn!(admin = %config.admin_listen, error = %e, "admin listener not started"),
+            Err(e) => {
+                tracing::warn!(admin = %config.admin_listen, error = %e, "admin listener not started")
+            }
         }
     }
     // glommio's bind sets SO_REUSEPORT, so every shard binds the same port
@@ -270,12 +316,19 @@ async fn run_shard(input: ShardInput) -> Result<(), String> {
     while input.drained.load(Ordering::Acquire) < config.cores {
         glommio::timer::sleep(Duration::from_millis(10)).await;
     }
-    logs.shutdown().await.map_err(|e| format!("shard {id}: shutdown failed: {e}"))?;
+    logs.shutdown()
+        .await
+        .map_err(|e| format!("shard {id}: shutdown failed: {e}"))?;
     tracing::info!(shard = id, "shard stopped");
     Ok(())
 }
 
-async fn accept_loop(shard: &Rc<Shard>, listener: &glommio::net::TcpListener, gate: &Rc<glommio::sync::Gate>, shutdown: ShutdownSignal) {
+async fn accept_loop(
+    shard: &Rc<Shard>,
+    listener: &glommio::net::TcpListener,
+    gate: &Rc<glommio::sync::Gate>,
+    shutdown: ShutdownSignal,
+) {
     loop {
         let accepted = {
             let accept = listener.accept();
@@ -298,7 +351,11 @@ async fn accept_loop(shard: &Rc<Shard>, listener: &glommio::net::TcpListener, ga
         if open > shard.config.max_connections {
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_refused += 1;
-            tracing::warn!(shard = shard.id, limit = shard.config.max_connections, "max.connections reached; refusing");
+            tracing::warn!(
+                shard = shard.id,
+                limit = shard.config.max_connections,
+                "max.connections reached; refusing"
+            );
             drop(stream);
             continue;
         }
@@ -335,7 +392,8 @@ fn on_message(shard: &Rc<Shard>, message: ShardMessage) {
             .detach();
         }
         ShardMessage::WaitForData { parts, reply } => {
-            glommio::spawn_local(routing::serve_wait_for_data(shard.clone(), parts, reply)).detach();
+            glommio::spawn_local(routing::serve_wait_for_data(shard.clone(), parts, reply))
+                .detach();
         }
         ShardMessage::Controller { request, reply } => {
             let shard = shard.clone();

@@ -64,7 +64,10 @@ impl Shard {
     pub async fn broadcast_update(&self, update: TopicUpdate) {
         self.apply_update(&update);
         for shard in (0..self.count).filter(|&s| s != self.id) {
-            if let Err(e) = self.send_to(shard, ShardMessage::TopicUpdate(update.clone())).await {
+            if let Err(e) = self
+                .send_to(shard, ShardMessage::TopicUpdate(update.clone()))
+                .await
+            {
                 tracing::warn!(shard, error = %e, "topic update not delivered");
             }
         }

@@ -81,7 +81,11 @@ impl TopicTable {
             TopicUpdate::Upsert(entry) => (&entry.name, entry.version),
             TopicUpdate::Delete { name, version } => (name, *version),
         };
-        if self.versions.get(name).is_some_and(|&applied| applied >= version) {
+        if self
+            .versions
+            .get(name)
+            .is_some_and(|&applied| applied >= version)
+        {
             return false;
         }
         match update {
@@ -103,7 +107,9 @@ impl TopicTable {
 
     /// A topic by id.
     pub fn by_id(&self, topic_id: &[u8; 16]) -> Option<&TopicEntry> {
-        self.by_id.get(topic_id).and_then(|name| self.by_name.get(name))
+        self.by_id
+            .get(topic_id)
+            .and_then(|name| self.by_name.get(name))
     }
 
     /// All topics in name order.
@@ -158,7 +164,10 @@ mod tests {
         assert!(table.apply(&TopicUpdate::Upsert(entry("a", 1, 2, 5))));
         assert!(!table.apply(&TopicUpdate::Upsert(entry("a", 1, 1, 4))));
         assert_eq!(table.get("a").unwrap().partitions, 2);
-        assert!(table.apply(&TopicUpdate::Delete { name: "a".into(), version: 6 }));
+        assert!(table.apply(&TopicUpdate::Delete {
+            name: "a".into(),
+            version: 6
+        }));
         assert!(!table.apply(&TopicUpdate::Upsert(entry("a", 1, 2, 5))));
         assert!(table.get("a").is_none());
         assert!(table.by_id(&[1; 16]).is_none());

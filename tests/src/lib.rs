@@ -1,1 +1,178 @@
-//! Helpers for black-box tests.
+//! Helpers for rill's black-box tests: start a real `rill serve` process on a
+//! free port with its own data dir, wait until it answers, stop it with
+//! SIGTERM or SIGKILL, restart it on the same data; and small rdkafka helpers.
+//!
+//! The tests themselves are in `tests/tests/*.rs` (targets of the root
+//! package, so Cargo builds the binary and passes `CARGO_BIN_EXE_rill`).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free TCP port on 127.0.0.1 (bound and released; racy but fine for tests).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A temp dir on the disk under `target/` (not tmpfs: rill uses O_DIRECT).
+pub fn data_dir() -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-data");
+    std::fs::create_dir_all(&root).expect("test data root");
+    tempfile::tempdir_in(root).expect("temp dir")
+}
+
+/// A running broker process.
+pub struct Broker {
+    binary: PathBuf,
+    child: Option<Child>,
+    /// Kafka listener.
+    pub addr: SocketAddr,
+    /// Admin HTTP listener (/metrics).
+    pub admin_addr: SocketAddr,
+    /// Data directory.
+    pub data_dir: PathBuf,
+    extra_args: Vec<String>,
+    log_path: PathBuf,
+}
+
+impl Broker {
+    /// Starts `binary serve` on a free port with `data_dir` and extra args.
+    pub fn start(binary: &str, data_dir: &Path, extra_args: &[&str]) -> Broker {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let mut broker = Broker {
+            binary: PathBuf::from(binary),
+            child: None,
+            addr,
+            admin_addr,
+            data_dir: data_dir.to_path_buf(),
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            log_path: data_dir.join("broker.log"),
+        };
+        broker.spawn();
+        broker
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_path)
+            .expect("broker log file");
+        let log_err = log.try_clone().expect("log clone");
+        let child = Command::new(&self.binary)
+            .arg("serve")
+            .arg("--listen")
+            .arg(self.addr.to_string())
+            .arg("--admin-listen")
+            .arg(self.admin_addr.to_string())
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .args(&self.extra_args)
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log_err))
+            .spawn()
+            .expect("rill starts");
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("rill exited at start with {status}:\n{}", self.log());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("rill did not listen within 30 s:\n{}", self.log());
+    }
+
+    /// `host:port` for clients.
+    pub fn bootstrap(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The broker's log output so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// Sends a signal and waits for the process to exit; returns its exit code.
+    pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("rill did not exit within 30 s of signal {signal}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Graceful stop (SIGTERM); returns the exit code.
+    pub fn stop(&mut self) -> Option<i32> {
+        self.stop_with(libc::SIGTERM)
+    }
+
+    /// Starts the process again on the same port and data dir.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the broker first");
+        self.spawn();
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Fetches `/metrics` from the admin port.
+pub fn http_get(addr: SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("admin connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    let mut out = String::new();
+    let _ = stream.read_to_string(&mut out);
+    out
+}
+
+pub mod kafka;

@@ -105,7 +105,13 @@ impl BatchBuilder {
 
     /// Appends one record whose value is `timestamp_prefix` followed by
     /// `payload` (the two parts avoid assembling the value in a temporary).
-    pub fn append(&mut self, timestamp_ms: i64, key: Option<&[u8]>, timestamp_prefix: &[u8], payload: &[u8]) {
+    pub fn append(
+        &mut self,
+        timestamp_ms: i64,
+        key: Option<&[u8]>,
+        timestamp_prefix: &[u8],
+        payload: &[u8],
+    ) {
         if self.records == 0 {
             self.base_timestamp_ms = timestamp_ms;
         }
@@ -182,7 +188,8 @@ fn compress(compression: Compression, records: &[u8]) -> Result<Vec<u8>> {
     match compression {
         Compression::None => Ok(records.to_vec()),
         Compression::Gzip => {
-            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
             encoder.write_all(records).map_err(io_error)?;
             encoder.finish().map_err(io_error)
         }
@@ -206,7 +213,9 @@ fn decompress(codec: i16, data: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(data.len() * 4);
     match codec {
         1 => {
-            flate2::read::GzDecoder::new(data).read_to_end(&mut out).map_err(io_error)?;
+            flate2::read::GzDecoder::new(data)
+                .read_to_end(&mut out)
+                .map_err(io_error)?;
         }
         2 => {
             const XERIAL_MAGIC: &[u8] = b"\x82SNAPPY\x00";
@@ -214,11 +223,16 @@ fn decompress(codec: i16, data: &[u8]) -> Result<Vec<u8>> {
                 // xerial framing: 16-byte header, then (len u32, block) chunks.
                 let mut pos = 16;
                 while pos + 4 <= data.len() {
-                    let len = u32::from_be_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
+                    let len = u32::from_be_bytes([
+                        data[pos],
+                        data[pos + 1],
+                        data[pos + 2],
+                        data[pos + 3],
+                    ]) as usize;
                     pos += 4;
-                    let chunk = data
-                        .get(pos..pos + len)
-                        .ok_or_else(|| BenchError::Protocol("truncated xerial snappy chunk".into()))?;
+                    let chunk = data.get(pos..pos + len).ok_or_else(|| {
+                        BenchError::Protocol("truncated xerial snappy chunk".into())
+                    })?;
                     out.extend_from_slice(
                         &snap::raw::Decoder::new()
                             .decompress_vec(chunk)
@@ -233,7 +247,9 @@ fn decompress(codec: i16, data: &[u8]) -> Result<Vec<u8>> {
             }
         }
         3 => {
-            lz4_flex::frame::FrameDecoder::new(data).read_to_end(&mut out).map_err(io_error)?;
+            lz4_flex::frame::FrameDecoder::new(data)
+                .read_to_end(&mut out)
+                .map_err(io_error)?;
         }
         4 => {
             zstd::stream::read::Decoder::new(data)
@@ -241,7 +257,11 @@ fn decompress(codec: i16, data: &[u8]) -> Result<Vec<u8>> {
                 .read_to_end(&mut out)
                 .map_err(io_error)?;
         }
-        other => return Err(BenchError::Protocol(format!("unknown compression codec {other}"))),
+        other => {
+            return Err(BenchError::Protocol(format!(
+                "unknown compression codec {other}"
+            )))
+        }
     }
     Ok(out)
 }
@@ -260,7 +280,11 @@ pub struct WalkSummary {
 /// `on_value` with each record value at an offset `>= min_offset` (a broker
 /// may return the whole batch that holds the offset asked for). Control
 /// batches are skipped.
-pub fn walk_batches(data: &[u8], min_offset: i64, mut on_value: impl FnMut(&[u8])) -> Result<WalkSummary> {
+pub fn walk_batches(
+    data: &[u8],
+    min_offset: i64,
+    mut on_value: impl FnMut(&[u8]),
+) -> Result<WalkSummary> {
     let mut summary = WalkSummary::default();
     let mut pos = 0;
     while pos + BATCH_HEADER_BYTES <= data.len() {
@@ -269,16 +293,25 @@ pub fn walk_batches(data: &[u8], min_offset: i64, mut on_value: impl FnMut(&[u8]
         let batch_length = i32::from_be_bytes(header[8..12].try_into().map_err(|_| truncated())?);
         let batch_end = pos + 12 + batch_length.max(0) as usize;
         if batch_length < (BATCH_HEADER_BYTES - 12) as i32 {
-            return Err(BenchError::Protocol(format!("batch length {batch_length} too small")));
+            return Err(BenchError::Protocol(format!(
+                "batch length {batch_length} too small"
+            )));
         }
         if batch_end > data.len() {
             break; // partial trailing batch
         }
         let batch = &data[pos..batch_end];
         if batch[16] != 2 {
-            return Err(BenchError::Protocol(format!("unsupported magic {}", batch[16])));
+            return Err(BenchError::Protocol(format!(
+                "unsupported magic {}",
+                batch[16]
+            )));
         }
-        let crc_stored = u32::from_be_bytes(batch[CRC_OFFSET..CRC_OFFSET + 4].try_into().map_err(|_| truncated())?);
+        let crc_stored = u32::from_be_bytes(
+            batch[CRC_OFFSET..CRC_OFFSET + 4]
+                .try_into()
+                .map_err(|_| truncated())?,
+        );
         let crc_computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
         if crc_stored != crc_computed {
             return Err(BenchError::Protocol(format!(
@@ -286,18 +319,37 @@ pub fn walk_batches(data: &[u8], min_offset: i64, mut on_value: impl FnMut(&[u8]
             )));
         }
         let attributes = i16::from_be_bytes([batch[21], batch[22]]);
-        let last_offset_delta = i32::from_be_bytes(batch[23..27].try_into().map_err(|_| truncated())?);
-        let count = i32::from_be_bytes(batch[RECORDS_COUNT_OFFSET..61].try_into().map_err(|_| truncated())?);
+        let last_offset_delta =
+            i32::from_be_bytes(batch[23..27].try_into().map_err(|_| truncated())?);
+        let count = i32::from_be_bytes(
+            batch[RECORDS_COUNT_OFFSET..61]
+                .try_into()
+                .map_err(|_| truncated())?,
+        );
         summary.next_offset = Some(base_offset + i64::from(last_offset_delta) + 1);
         let is_control = attributes & 0x20 != 0;
         if !is_control {
             let codec = attributes & 0x07;
             let body = &batch[BATCH_HEADER_BYTES..];
             if codec == 0 {
-                walk_records(body, count, base_offset, min_offset, &mut summary, &mut on_value)?;
+                walk_records(
+                    body,
+                    count,
+                    base_offset,
+                    min_offset,
+                    &mut summary,
+                    &mut on_value,
+                )?;
             } else {
                 let plain = decompress(codec, body)?;
-                walk_records(&plain, count, base_offset, min_offset, &mut summary, &mut on_value)?;
+                walk_records(
+                    &plain,
+                    count,
+                    base_offset,
+                    min_offset,
+                    &mut summary,
+                    &mut on_value,
+                )?;
             }
         }
         pos = batch_end;
@@ -335,7 +387,9 @@ fn walk_records(
         cursor += key_len.max(0) as usize;
         let value_len = get_varint(body, &mut cursor).ok_or_else(truncated)?;
         if value_len >= 0 {
-            let value = body.get(cursor..cursor + value_len as usize).ok_or_else(truncated)?;
+            let value = body
+                .get(cursor..cursor + value_len as usize)
+                .ok_or_else(truncated)?;
             on_value(value);
             summary.value_bytes += value_len as u64;
         }
@@ -351,7 +405,19 @@ mod tests {
 
     #[test]
     fn varints_round_trip() {
-        for value in [0i64, 1, -1, 63, -64, 64, 300, -300, i32::MAX as i64, i64::MIN, i64::MAX] {
+        for value in [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            300,
+            -300,
+            i32::MAX as i64,
+            i64::MIN,
+            i64::MAX,
+        ] {
             let mut buf = BytesMut::new();
             put_varint(&mut buf, value);
             assert_eq!(buf.len(), varint_len(value), "{value}");
@@ -365,7 +431,12 @@ mod tests {
         let mut builder = BatchBuilder::new(4096);
         for i in 0..10u64 {
             let key = i.to_be_bytes();
-            builder.append(1_000 + i as i64, (i % 2 == 0).then_some(&key[..]), &i.to_be_bytes(), b"payload-payload");
+            builder.append(
+                1_000 + i as i64,
+                (i % 2 == 0).then_some(&key[..]),
+                &i.to_be_bytes(),
+                b"payload-payload",
+            );
         }
         assert_eq!(builder.records(), 10);
         assert_eq!(builder.value_bytes(), 10 * 23);
@@ -374,7 +445,13 @@ mod tests {
 
     #[test]
     fn batches_round_trip_with_every_codec() {
-        for compression in [Compression::None, Compression::Gzip, Compression::Snappy, Compression::Lz4, Compression::Zstd] {
+        for compression in [
+            Compression::None,
+            Compression::Gzip,
+            Compression::Snappy,
+            Compression::Lz4,
+            Compression::Zstd,
+        ] {
             let batch = build(compression);
             let mut prefixes = Vec::new();
             let summary = walk_batches(&batch, 0, |value| {
@@ -392,7 +469,9 @@ mod tests {
     fn matches_kafka_protocol_decoder() {
         // Cross-check our encoder against the kafka-protocol crate's decoder.
         let mut batch = build(Compression::None);
-        let records = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch).unwrap().records;
+        let records = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
+            .unwrap()
+            .records;
         assert_eq!(records.len(), 10);
         assert_eq!(records[3].timestamp, 1_003);
         assert_eq!(records[3].offset, 3);

@@ -7,7 +7,9 @@ use crate::kafka::connection::Connection;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::{BrokerId, CreateTopicsRequest, ListOffsetsRequest, MetadataRequest, TopicName};
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, ListOffsetsRequest, MetadataRequest, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,11 +50,20 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
     let brokers = response
         .brokers
         .iter()
-        .map(|broker| (broker.node_id.0, format!("{}:{}", broker.host.as_str(), broker.port)))
+        .map(|broker| {
+            (
+                broker.node_id.0,
+                format!("{}:{}", broker.host.as_str(), broker.port),
+            )
+        })
         .collect();
     let mut layouts = Vec::new();
     for topic in &response.topics {
-        let name = topic.name.as_ref().map(|n| n.0.as_str().to_string()).unwrap_or_default();
+        let name = topic
+            .name
+            .as_ref()
+            .map(|n| n.0.as_str().to_string())
+            .unwrap_or_default();
         if topic.error_code != 0 {
             return Err(BenchError::Broker {
                 error_code: topic.error_code,
@@ -63,7 +74,9 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
         for partition in &topic.partitions {
             let index = partition.partition_index as usize;
             if index >= leaders.len() {
-                return Err(BenchError::Protocol(format!("topic {name}: partition {index} out of range")));
+                return Err(BenchError::Protocol(format!(
+                    "topic {name}: partition {index} out of range"
+                )));
             }
             leaders[index] = partition.leader_id.0;
         }
@@ -78,16 +91,20 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
 
 /// Waits until every topic has a leader for every partition (a new topic
 /// needs a moment on most brokers).
-pub async fn wait_for_leaders(connection: &Connection, topics: &[String], timeout: Duration) -> Result<ClusterMetadata> {
+pub async fn wait_for_leaders(
+    connection: &Connection,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<ClusterMetadata> {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         let result = fetch_metadata(connection, topics).await;
         if let Ok(metadata) = &result {
             let complete = metadata.topics.len() == topics.len()
-                && metadata
-                    .topics
-                    .iter()
-                    .all(|t| !t.leaders.is_empty() && t.leaders.iter().all(|l| metadata.brokers.contains_key(l)));
+                && metadata.topics.iter().all(|t| {
+                    !t.leaders.is_empty()
+                        && t.leaders.iter().all(|l| metadata.brokers.contains_key(l))
+                });
             if complete {
                 return result;
             }
@@ -95,7 +112,9 @@ pub async fn wait_for_leaders(connection: &Connection, topics: &[String], timeou
         if tokio::time::Instant::now() >= deadline {
             return match result {
                 Err(error) => Err(error),
-                Ok(_) => Err(BenchError::Timeout(format!("leaders for topics {topics:?}"))),
+                Ok(_) => Err(BenchError::Timeout(format!(
+                    "leaders for topics {topics:?}"
+                ))),
             };
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -110,19 +129,25 @@ pub async fn create_topics(
     partitions: u32,
     replication_factor: i16,
 ) -> Result<()> {
-    let request = CreateTopicsRequest::default().with_timeout_ms(30_000).with_topics(
-        names
-            .iter()
-            .map(|name| {
-                CreatableTopic::default()
-                    .with_name(topic_name(name))
-                    .with_num_partitions(partitions as i32)
-                    .with_replication_factor(replication_factor)
-            })
-            .collect(),
-    );
+    let request = CreateTopicsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(
+            names
+                .iter()
+                .map(|name| {
+                    CreatableTopic::default()
+                        .with_name(topic_name(name))
+                        .with_num_partitions(partitions as i32)
+                        .with_replication_factor(replication_factor)
+                })
+                .collect(),
+        );
     let mut response = bootstrap.call(&request).await?;
-    if response.topics.iter().any(|t| t.error_code == NOT_CONTROLLER) {
+    if response
+        .topics
+        .iter()
+        .any(|t| t.error_code == NOT_CONTROLLER)
+    {
         // Older Kafka wants CreateTopics at the controller.
         let metadata = fetch_metadata(bootstrap, &[]).await?;
         let addr = metadata
@@ -149,29 +174,37 @@ pub async fn create_topics(
 
 /// Offsets of `(topic, partition)` pairs at `timestamp` (earliest/latest),
 /// asked of `connection` (the leader of all of them).
-pub async fn list_offsets(connection: &Connection, partitions: &[(String, i32)], timestamp: i64) -> Result<HashMap<(String, i32), i64>> {
+pub async fn list_offsets(
+    connection: &Connection,
+    partitions: &[(String, i32)],
+    timestamp: i64,
+) -> Result<HashMap<(String, i32), i64>> {
     let mut by_topic: HashMap<&str, Vec<i32>> = HashMap::new();
     for (topic, partition) in partitions {
         by_topic.entry(topic.as_str()).or_default().push(*partition);
     }
-    let request = ListOffsetsRequest::default().with_replica_id(BrokerId(-1)).with_topics(
-        by_topic
-            .iter()
-            .map(|(topic, indexes)| {
-                ListOffsetsTopic::default().with_name(topic_name(topic)).with_partitions(
-                    indexes
-                        .iter()
-                        .map(|&index| {
-                            ListOffsetsPartition::default()
-                                .with_partition_index(index)
-                                .with_current_leader_epoch(-1)
-                                .with_timestamp(timestamp)
-                        })
-                        .collect(),
-                )
-            })
-            .collect(),
-    );
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_topics(
+            by_topic
+                .iter()
+                .map(|(topic, indexes)| {
+                    ListOffsetsTopic::default()
+                        .with_name(topic_name(topic))
+                        .with_partitions(
+                            indexes
+                                .iter()
+                                .map(|&index| {
+                                    ListOffsetsPartition::default()
+                                        .with_partition_index(index)
+                                        .with_current_leader_epoch(-1)
+                                        .with_timestamp(timestamp)
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        );
     let response = connection.call(&request).await?;
     let mut offsets = HashMap::new();
     for topic in &response.topics {
@@ -179,10 +212,17 @@ pub async fn list_offsets(connection: &Connection, partitions: &[(String, i32)],
             if partition.error_code != 0 {
                 return Err(BenchError::Broker {
                     error_code: partition.error_code,
-                    context: format!("list offsets {}-{}", topic.name.0.as_str(), partition.partition_index),
+                    context: format!(
+                        "list offsets {}-{}",
+                        topic.name.0.as_str(),
+                        partition.partition_index
+                    ),
                 });
             }
-            offsets.insert((topic.name.0.as_str().to_string(), partition.partition_index), partition.offset);
+            offsets.insert(
+                (topic.name.0.as_str().to_string(), partition.partition_index),
+                partition.offset,
+            );
         }
     }
     Ok(offsets)

@@ -54,10 +54,9 @@ pub struct PendingResponse<R: Request> {
 impl<R: Request> PendingResponse<R> {
     /// Waits for and decodes the response.
     pub async fn wait(self) -> Result<R::Response> {
-        let frame = self
-            .reply
-            .await
-            .map_err(|_| BenchError::ConnectionClosed { addr: self.addr.clone() })?;
+        let frame = self.reply.await.map_err(|_| BenchError::ConnectionClosed {
+            addr: self.addr.clone(),
+        })?;
         let (_, response) = decode_response::<R>(frame, self.version)?;
         Ok(response)
     }
@@ -72,7 +71,12 @@ impl Connection {
         let pending: PendingMap = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_QUEUE_FRAMES);
-        tokio::spawn(write_loop(write_half, outgoing_rx, pending.clone(), closed.clone()));
+        tokio::spawn(write_loop(
+            write_half,
+            outgoing_rx,
+            pending.clone(),
+            closed.clone(),
+        ));
         tokio::spawn(read_loop(read_half, pending, closed.clone()));
         let mut connection = Connection {
             addr: addr.to_string(),
@@ -95,7 +99,9 @@ impl Connection {
         let frame = pending
             .reply
             .await
-            .map_err(|_| BenchError::ConnectionClosed { addr: self.addr.clone() })?;
+            .map_err(|_| BenchError::ConnectionClosed {
+                addr: self.addr.clone(),
+            })?;
         // A broker older than v3 answers in a v0 body with UNSUPPORTED_VERSION.
         match decode_response::<ApiVersionsRequest>(frame.clone(), 3) {
             Ok((_, response)) if response.error_code == 0 => Ok(response),
@@ -107,7 +113,9 @@ impl Connection {
                         context: format!("ApiVersions from {}", self.addr),
                     });
                 }
-                let retry = self.send_at_version(&ApiVersionsRequest::default(), 0).await?;
+                let retry = self
+                    .send_at_version(&ApiVersionsRequest::default(), 0)
+                    .await?;
                 let response = retry.wait().await?;
                 if response.error_code != 0 {
                     return Err(BenchError::Broker {
@@ -130,7 +138,9 @@ impl Connection {
 
     /// The negotiated version for request type `R`.
     pub fn version_of<R: Request>(&self) -> Result<i16> {
-        self.versions.get(R::KEY).ok_or_else(|| self.versions.unsupported(&self.addr, R::KEY))
+        self.versions
+            .get(R::KEY)
+            .ok_or_else(|| self.versions.unsupported(&self.addr, R::KEY))
     }
 
     /// Queues a request; the returned handle awaits the response. Many may
@@ -140,7 +150,11 @@ impl Connection {
         self.send_at_version(body, version).await
     }
 
-    async fn send_at_version<R: Request>(&self, body: &R, version: i16) -> Result<PendingResponse<R>> {
+    async fn send_at_version<R: Request>(
+        &self,
+        body: &R,
+        version: i16,
+    ) -> Result<PendingResponse<R>> {
         let (reply, reply_rx) = oneshot::channel();
         self.enqueue(body, version, Some(reply)).await?;
         Ok(PendingResponse {
@@ -162,9 +176,16 @@ impl Connection {
         self.send(body).await?.wait().await
     }
 
-    async fn enqueue<R: Request>(&self, body: &R, version: i16, reply: Option<oneshot::Sender<Bytes>>) -> Result<()> {
+    async fn enqueue<R: Request>(
+        &self,
+        body: &R,
+        version: i16,
+        reply: Option<oneshot::Sender<Bytes>>,
+    ) -> Result<()> {
         if self.is_closed() {
-            return Err(BenchError::ConnectionClosed { addr: self.addr.clone() });
+            return Err(BenchError::ConnectionClosed {
+                addr: self.addr.clone(),
+            });
         }
         let correlation_id = self.next_correlation_id.fetch_add(1, Ordering::Relaxed);
         let mut buf = BytesMut::new();
@@ -176,7 +197,9 @@ impl Connection {
                 reply,
             })
             .await
-            .map_err(|_| BenchError::ConnectionClosed { addr: self.addr.clone() })
+            .map_err(|_| BenchError::ConnectionClosed {
+                addr: self.addr.clone(),
+            })
     }
 }
 
@@ -210,7 +233,11 @@ async fn write_loop(
     close(&closed, &pending);
 }
 
-async fn read_loop(mut read_half: tokio::net::tcp::OwnedReadHalf, pending: PendingMap, closed: Arc<AtomicBool>) {
+async fn read_loop(
+    mut read_half: tokio::net::tcp::OwnedReadHalf,
+    pending: PendingMap,
+    closed: Arc<AtomicBool>,
+) {
     let mut buf = BytesMut::with_capacity(1024 * 1024);
     loop {
         match read_half.read_buf(&mut buf).await {
@@ -230,7 +257,10 @@ async fn read_loop(mut read_half: tokio::net::tcp::OwnedReadHalf, pending: Pendi
                 close(&closed, &pending);
                 return;
             };
-            let waiter = pending.lock().ok().and_then(|mut map| map.remove(&correlation_id));
+            let waiter = pending
+                .lock()
+                .ok()
+                .and_then(|mut map| map.remove(&correlation_id));
             match waiter {
                 // The waiter may have given up; that is its business.
                 Some(waiter) => {
@@ -258,4 +288,3 @@ fn close(closed: &AtomicBool, pending: &PendingMap) {
         map.clear();
     }
 }
-

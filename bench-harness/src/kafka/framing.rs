@@ -17,7 +17,8 @@ pub fn encode_request<R: Request>(
     client_id: &StrBytes,
     body: &R,
 ) -> Result<()> {
-    let api_key = ApiKey::try_from(R::KEY).map_err(|_| BenchError::Protocol(format!("unknown api key {}", R::KEY)))?;
+    let api_key = ApiKey::try_from(R::KEY)
+        .map_err(|_| BenchError::Protocol(format!("unknown api key {}", R::KEY)))?;
     let header = RequestHeader::default()
         .with_request_api_key(R::KEY)
         .with_request_api_version(version)
@@ -50,8 +51,12 @@ pub fn decode_response<R: Request>(mut frame: Bytes, version: i16) -> Result<(i3
     let header_version = <R::Response as HeaderVersion>::header_version(version);
     let header = ResponseHeader::decode(&mut frame, header_version)
         .map_err(|error| BenchError::Protocol(format!("decode response header: {error}")))?;
-    let body = R::Response::decode(&mut frame, version)
-        .map_err(|error| BenchError::Protocol(format!("decode response to api {} v{version}: {error}", R::KEY)))?;
+    let body = R::Response::decode(&mut frame, version).map_err(|error| {
+        BenchError::Protocol(format!(
+            "decode response to api {} v{version}: {error}",
+            R::KEY
+        ))
+    })?;
     if frame.has_remaining() {
         return Err(BenchError::Protocol(format!(
             "{} trailing bytes after response to api {} v{version}",
@@ -84,14 +89,23 @@ pub fn split_frame(buf: &mut BytesMut) -> Result<Option<Bytes>> {
 mod tests {
     use super::*;
     use kafka_protocol::messages::api_versions_response::ApiVersion;
-    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse};
+    use kafka_protocol::messages::{
+        ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
+    };
     use kafka_protocol::protocol::decode_request_header_from_buffer;
 
     #[test]
     fn request_frame_has_length_header_and_body() {
         let mut buf = BytesMut::new();
         let client = StrBytes::from_static_str("rill-bench");
-        encode_request(&mut buf, 9, 42, &client, &MetadataRequest::default().with_topics(None)).unwrap();
+        encode_request(
+            &mut buf,
+            9,
+            42,
+            &client,
+            &MetadataRequest::default().with_topics(None),
+        )
+        .unwrap();
         let declared = i32::from_be_bytes(buf[0..4].try_into().unwrap()) as usize;
         assert_eq!(declared, buf.len() - 4);
         let mut frame = buf.split_off(4).freeze();
@@ -125,9 +139,13 @@ mod tests {
     #[test]
     fn decodes_flexible_header_and_rejects_trailing_bytes() {
         let mut buf = BytesMut::new();
-        ResponseHeader::default().with_correlation_id(5).encode(&mut buf, 1).unwrap();
+        ResponseHeader::default()
+            .with_correlation_id(5)
+            .encode(&mut buf, 1)
+            .unwrap();
         MetadataResponse::default().encode(&mut buf, 9).unwrap();
-        let (correlation_id, _) = decode_response::<MetadataRequest>(buf.clone().freeze(), 9).unwrap();
+        let (correlation_id, _) =
+            decode_response::<MetadataRequest>(buf.clone().freeze(), 9).unwrap();
         assert_eq!(correlation_id, 5);
         buf.put_u8(0);
         assert!(decode_response::<MetadataRequest>(buf.freeze(), 9).is_err());

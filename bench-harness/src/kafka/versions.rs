@@ -91,7 +91,11 @@ mod tests {
         assert_eq!(versions.get(19), None); // not advertised
         assert!(matches!(
             versions.unsupported("b", 3),
-            BenchError::UnsupportedApi { ours_min: 1, ours_max: 9, .. }
+            BenchError::UnsupportedApi {
+                ours_min: 1,
+                ours_max: 9,
+                ..
+            }
         ));
     }
 }

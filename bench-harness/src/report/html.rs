@@ -11,10 +11,17 @@ use std::fmt::Write;
 const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}svg{display:block;margin:16px 0}";
 
 fn percentile_values(p: &Percentiles) -> Vec<f64> {
-    [p.p50_us, p.p90_us, p.p99_us, p.p99_9_us, p.p99_99_us, p.max_us]
-        .iter()
-        .map(|&v| v as f64)
-        .collect()
+    [
+        p.p50_us,
+        p.p90_us,
+        p.p99_us,
+        p.p99_9_us,
+        p.p99_99_us,
+        p.max_us,
+    ]
+    .iter()
+    .map(|&v| v as f64)
+    .collect()
 }
 
 /// Renders one or more runs into one HTML page.
@@ -34,31 +41,83 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
     for run in runs {
         throughput.push(Series {
             name: format!("{} produce", run.label),
-            points: run.series.iter().map(|s| (s.elapsed_s, s.produce_mb_per_s)).collect(),
+            points: run
+                .series
+                .iter()
+                .map(|s| (s.elapsed_s, s.produce_mb_per_s))
+                .collect(),
         });
         throughput.push(Series {
             name: format!("{} consume", run.label),
-            points: run.series.iter().map(|s| (s.elapsed_s, s.consume_mb_per_s)).collect(),
+            points: run
+                .series
+                .iter()
+                .map(|s| (s.elapsed_s, s.consume_mb_per_s))
+                .collect(),
         });
     }
-    out.push_str(&line_chart("Throughput over time", "seconds", "MB/s", &throughput));
+    out.push_str(&line_chart(
+        "Throughput over time",
+        "seconds",
+        "MB/s",
+        &throughput,
+    ));
     let p99_over_time: Vec<Series> = runs
         .iter()
         .map(|run| Series {
             name: format!("{} publish p99", run.label),
-            points: run.series.iter().map(|s| (s.elapsed_s, s.publish_latency_us_p99 as f64 / 1000.0)).collect(),
+            points: run
+                .series
+                .iter()
+                .map(|s| (s.elapsed_s, s.publish_latency_us_p99 as f64 / 1000.0))
+                .collect(),
         })
         .collect();
-    out.push_str(&line_chart("Publish latency p99 over time", "seconds", "ms", &p99_over_time));
+    out.push_str(&line_chart(
+        "Publish latency p99 over time",
+        "seconds",
+        "ms",
+        &p99_over_time,
+    ));
 
-    let percentiles: Vec<String> = ["p50", "p90", "p99", "p99.9", "p99.99", "max"].iter().map(|s| s.to_string()).collect();
-    let publish: Vec<Vec<f64>> = runs.iter().map(|r| percentile_values(&r.publish_latency_us)).collect();
-    out.push_str(&bar_chart("Publish latency (send to ack)", "us", &percentiles, &labels, &publish));
-    let end_to_end: Vec<Vec<f64>> = runs.iter().map(|r| percentile_values(&r.end_to_end_latency_us)).collect();
-    out.push_str(&bar_chart("End-to-end latency (send to receive)", "us", &percentiles, &labels, &end_to_end));
+    let percentiles: Vec<String> = ["p50", "p90", "p99", "p99.9", "p99.99", "max"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let publish: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| percentile_values(&r.publish_latency_us))
+        .collect();
+    out.push_str(&bar_chart(
+        "Publish latency (send to ack)",
+        "us",
+        &percentiles,
+        &labels,
+        &publish,
+    ));
+    let end_to_end: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| percentile_values(&r.end_to_end_latency_us))
+        .collect();
+    out.push_str(&bar_chart(
+        "End-to-end latency (send to receive)",
+        "us",
+        &percentiles,
+        &labels,
+        &end_to_end,
+    ));
     let categories = vec!["produce".to_string(), "consume".to_string()];
-    let rates: Vec<Vec<f64>> = runs.iter().map(|r| vec![r.produce.msgs_per_s, r.consume.msgs_per_s]).collect();
-    out.push_str(&bar_chart("Throughput, side by side", "msg/s", &categories, &labels, &rates));
+    let rates: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| vec![r.produce.msgs_per_s, r.consume.msgs_per_s])
+        .collect();
+    out.push_str(&bar_chart(
+        "Throughput, side by side",
+        "msg/s",
+        &categories,
+        &labels,
+        &rates,
+    ));
     out.push_str("</body></html>\n");
     out
 }
@@ -135,13 +194,24 @@ mod tests {
             label: label.into(),
             produce: Throughput::new(rate, rate * 1000, 1.0),
             consume: Throughput::new(rate, rate * 1000, 1.0),
-            publish_latency_us: Percentiles { p50_us: 1234, p99_us: 5678, ..Percentiles::default() },
+            publish_latency_us: Percentiles {
+                p50_us: 1234,
+                p99_us: 5678,
+                ..Percentiles::default()
+            },
             series: (0..5)
-                .map(|s| SecondSample { elapsed_s: f64::from(s), produce_mb_per_s: 10.0, ..SecondSample::default() })
+                .map(|s| SecondSample {
+                    elapsed_s: f64::from(s),
+                    produce_mb_per_s: 10.0,
+                    ..SecondSample::default()
+                })
                 .collect(),
             ..RunResult::default()
         };
-        let html = render("rill <vs> kafka", &[run("rill", 40_000), run("kafka", 20_000)]);
+        let html = render(
+            "rill <vs> kafka",
+            &[run("rill", 40_000), run("kafka", 20_000)],
+        );
         assert!(html.starts_with("<!DOCTYPE html>"));
         assert!(html.contains("rill &lt;vs&gt; kafka"));
         assert_eq!(html.matches("<svg").count(), 5);

@@ -15,7 +15,10 @@ use std::path::Path;
 
 /// Loads result files and writes the HTML report; returns the text table.
 pub fn report_files(inputs: &[std::path::PathBuf], html_out: &Path) -> Result<String> {
-    let runs = inputs.iter().map(|p| RunResult::load(p)).collect::<Result<Vec<_>>>()?;
+    let runs = inputs
+        .iter()
+        .map(|p| RunResult::load(p))
+        .collect::<Result<Vec<_>>>()?;
     std::fs::write(html_out, html::render("rill-bench report", &runs))?;
     Ok(text::table(&runs))
 }

@@ -9,7 +9,9 @@ const MARGIN_LEFT: f64 = 70.0;
 const MARGIN_RIGHT: f64 = 160.0;
 const MARGIN_TOP: f64 = 30.0;
 const MARGIN_BOTTOM: f64 = 40.0;
-const PALETTE: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
 
 /// One named line of `(x, y)` points.
 pub struct Series {
@@ -18,7 +20,10 @@ pub struct Series {
 }
 
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn color(index: usize) -> &'static str {
@@ -110,8 +115,16 @@ pub fn short_number(value: f64) -> String {
 pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
     let mut out = String::new();
     header(&mut out, title);
-    let x_max = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).fold(1.0, f64::max);
-    let y_max = nice_max(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).fold(0.0, f64::max));
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let y_max = nice_max(
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .fold(0.0, f64::max),
+    );
     axes(&mut out, y_max, y_label);
     let plot_width = WIDTH - MARGIN_LEFT - MARGIN_RIGHT;
     let plot_height = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM;
@@ -152,7 +165,13 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
 
 /// Grouped bars: one group per category, one bar per series in each group.
 /// `values[series][category]`.
-pub fn bar_chart(title: &str, y_label: &str, categories: &[String], series_names: &[String], values: &[Vec<f64>]) -> String {
+pub fn bar_chart(
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series_names: &[String],
+    values: &[Vec<f64>],
+) -> String {
     let mut out = String::new();
     header(&mut out, title);
     let y_max = nice_max(values.iter().flatten().copied().fold(0.0, f64::max));
@@ -198,8 +217,14 @@ mod tests {
     #[test]
     fn line_chart_has_one_polyline_per_series() {
         let series = vec![
-            Series { name: "a<b".into(), points: vec![(0.0, 1.0), (1.0, 2.0)] },
-            Series { name: "c".into(), points: vec![(0.0, 3.0)] },
+            Series {
+                name: "a<b".into(),
+                points: vec![(0.0, 1.0), (1.0, 2.0)],
+            },
+            Series {
+                name: "c".into(),
+                points: vec![(0.0, 3.0)],
+            },
         ];
         let svg = line_chart("t", "s", "MB/s", &series);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));

@@ -19,7 +19,20 @@ pub fn table(runs: &[RunResult]) -> String {
     let _ = writeln!(
         out,
         "{:<24} {:>12} {:>9} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9}",
-        "run", "prod msg/s", "prod MB/s", "cons msg/s", "cons MB/s", "pub p50", "pub p99", "pub p99.9", "e2e p50", "e2e p99", "e2e max", "errors", "thr/first", "p99/first"
+        "run",
+        "prod msg/s",
+        "prod MB/s",
+        "cons msg/s",
+        "cons MB/s",
+        "pub p50",
+        "pub p99",
+        "pub p99.9",
+        "e2e p50",
+        "e2e p99",
+        "e2e max",
+        "errors",
+        "thr/first",
+        "p99/first"
     );
     let first = runs.first();
     for run in runs {
@@ -71,7 +84,10 @@ mod tests {
         let text = table(&[a, b]);
         assert_eq!(text.lines().count(), 3);
         let last = text.lines().last().unwrap();
-        assert!(last.starts_with('b') && last.contains("2.00x") && last.contains("0.50x"), "{last}");
+        assert!(
+            last.starts_with('b') && last.contains("2.00x") && last.contains("0.50x"),
+            "{last}"
+        );
         assert_eq!(ratio(1.0, 0.0), "-");
     }
 }

@@ -5,7 +5,9 @@
 
 use crate::error::{BenchError, Result};
 use crate::kafka::batch::walk_batches;
-use crate::kafka::client::{list_offsets, topic_name, ConnectionPool, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::kafka::client::{
+    list_offsets, topic_name, ConnectionPool, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
+};
 use crate::kafka::connection::Connection;
 use crate::runner::producer::now_us;
 use crate::stats::Recorder;
@@ -74,7 +76,9 @@ pub async fn run_consumer(mut spec: ConsumerSpec) -> Result<()> {
         )));
     }
     for handle in loops {
-        handle.await.map_err(|error| BenchError::Other(format!("fetch loop: {error}")))??;
+        handle
+            .await
+            .map_err(|error| BenchError::Other(format!("fetch loop: {error}")))??;
     }
     Ok(())
 }
@@ -100,7 +104,10 @@ async fn fetch_loop(
     let mut latencies_us: Vec<u64> = Vec::with_capacity(64 * 1024);
     while !stop.load(Ordering::Relaxed) {
         if let Some(end) = &end_offsets {
-            if end.iter().all(|(key, end)| offsets.get(key).map_or(true, |at| at >= end)) {
+            if end.iter().all(|(key, end)| match offsets.get(key) {
+                Some(at) => at >= end,
+                None => true,
+            }) {
                 break;
             }
         }
@@ -126,30 +133,45 @@ async fn fetch_loop(
             for partition in &topic.partitions {
                 let key = (topic_name.to_string(), partition.partition_index);
                 if partition.error_code == OFFSET_OUT_OF_RANGE {
-                    let reset = list_offsets(&connection, std::slice::from_ref(&key), EARLIEST_TIMESTAMP).await?;
+                    let reset =
+                        list_offsets(&connection, std::slice::from_ref(&key), EARLIEST_TIMESTAMP)
+                            .await?;
                     offsets.extend(reset);
-                    recorder.record_error(format!("fetch {topic_name}-{}: offset out of range, reset", key.1));
+                    recorder.record_error(format!(
+                        "fetch {topic_name}-{}: offset out of range, reset",
+                        key.1
+                    ));
                     continue;
                 }
                 if partition.error_code != 0 {
-                    recorder.record_error(format!("fetch {topic_name}-{}: error {}", key.1, partition.error_code));
+                    recorder.record_error(format!(
+                        "fetch {topic_name}-{}: error {}",
+                        key.1, partition.error_code
+                    ));
                     continue;
                 }
-                let Some(records) = &partition.records else { continue };
+                let Some(records) = &partition.records else {
+                    continue;
+                };
                 let fetch_offset = offsets.get(&key).copied().unwrap_or(0);
                 latencies_us.clear();
                 let received_us = now_us();
                 let walked = walk_batches(records, fetch_offset, |value| {
                     if let Some(prefix) = value.get(0..8) {
                         let sent_us = u64::from_be_bytes([
-                            prefix[0], prefix[1], prefix[2], prefix[3], prefix[4], prefix[5], prefix[6], prefix[7],
+                            prefix[0], prefix[1], prefix[2], prefix[3], prefix[4], prefix[5],
+                            prefix[6], prefix[7],
                         ]);
                         latencies_us.push(received_us.saturating_sub(sent_us));
                     }
                 });
                 match walked {
                     Ok(summary) => {
-                        recorder.record_consumed(summary.records, summary.value_bytes, latencies_us.iter().copied());
+                        recorder.record_consumed(
+                            summary.records,
+                            summary.value_bytes,
+                            latencies_us.iter().copied(),
+                        );
                         if let Some(next) = summary.next_offset {
                             offsets.insert(key, next.max(fetch_offset));
                         }
@@ -165,10 +187,17 @@ async fn fetch_loop(
     Ok(())
 }
 
-fn fetch_request(workload: &Workload, partitions: &[(String, i32)], offsets: &HashMap<(String, i32), i64>) -> FetchRequest {
+fn fetch_request(
+    workload: &Workload,
+    partitions: &[(String, i32)],
+    offsets: &HashMap<(String, i32), i64>,
+) -> FetchRequest {
     let mut by_topic: BTreeMap<&str, Vec<FetchPartition>> = BTreeMap::new();
     for (topic, partition) in partitions {
-        let offset = offsets.get(&(topic.clone(), *partition)).copied().unwrap_or(0);
+        let offset = offsets
+            .get(&(topic.clone(), *partition))
+            .copied()
+            .unwrap_or(0);
         by_topic.entry(topic).or_default().push(
             FetchPartition::default()
                 .with_partition(*partition)
@@ -190,7 +219,11 @@ fn fetch_request(workload: &Workload, partitions: &[(String, i32)], offsets: &Ha
         .with_topics(
             by_topic
                 .into_iter()
-                .map(|(topic, partitions)| FetchTopic::default().with_topic(topic_name(topic)).with_partitions(partitions))
+                .map(|(topic, partitions)| {
+                    FetchTopic::default()
+                        .with_topic(topic_name(topic))
+                        .with_partitions(partitions)
+                })
                 .collect(),
         )
 }
@@ -209,7 +242,10 @@ mod tests {
             })
             .collect();
         let shares: Vec<Vec<Assignment>> = (0..3).map(|i| assign_direct(&all, 3, i)).collect();
-        assert_eq!(shares.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 3, 3]);
+        assert_eq!(
+            shares.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![4, 3, 3]
+        );
         let mut seen: Vec<i32> = shares.iter().flatten().map(|a| a.partition).collect();
         seen.sort();
         assert_eq!(seen, (0..10).collect::<Vec<_>>());

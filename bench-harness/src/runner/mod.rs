@@ -50,18 +50,32 @@ pub fn topic_names(workload: &Workload, tag: &str) -> Vec<String> {
 }
 
 /// Runs `workload` against `bootstrap` and returns the measured result.
-pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOptions) -> Result<RunResult> {
+pub async fn run_workload(
+    bootstrap: &str,
+    workload: &Workload,
+    options: &RunOptions,
+) -> Result<RunResult> {
     workload.validate()?;
     let workload = Arc::new(workload.clone());
     let client_id = "rill-bench";
-    let connection = tokio::time::timeout(Duration::from_secs(10), Connection::connect(bootstrap, client_id))
-        .await
-        .map_err(|_| BenchError::Timeout(format!("connect to {bootstrap}")))??;
+    let connection = tokio::time::timeout(
+        Duration::from_secs(10),
+        Connection::connect(bootstrap, client_id),
+    )
+    .await
+    .map_err(|_| BenchError::Timeout(format!("connect to {bootstrap}")))??;
     let topics = options.topics.clone().unwrap_or_else(|| {
         let tag = format!("{:08x}", rand::thread_rng().next_u32());
         topic_names(&workload, &tag)
     });
-    create_topics(&connection, client_id, &topics, workload.partitions_per_topic, workload.replication_factor).await?;
+    create_topics(
+        &connection,
+        client_id,
+        &topics,
+        workload.partitions_per_topic,
+        workload.replication_factor,
+    )
+    .await?;
     let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
 
     let recorder = Arc::new(Recorder::default());
@@ -71,11 +85,15 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
         .topics
         .iter()
         .flat_map(|topic| {
-            topic.leaders.iter().enumerate().map(|(partition, &leader)| Assignment {
-                topic: topic.name.clone(),
-                partition: partition as i32,
-                leader,
-            })
+            topic
+                .leaders
+                .iter()
+                .enumerate()
+                .map(|(partition, &leader)| Assignment {
+                    topic: topic.name.clone(),
+                    partition: partition as i32,
+                    leader,
+                })
         })
         .collect();
     let consumer_count = (workload.consumers_per_topic * workload.topics) as usize;
@@ -91,7 +109,10 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
             loops += leaders.len();
             handles.push(tokio::spawn(run_consumer(ConsumerSpec {
                 assignments,
-                pool: ConnectionPool::new(format!("{client_id}-consumer-{index}"), metadata.brokers.clone()),
+                pool: ConnectionPool::new(
+                    format!("{client_id}-consumer-{index}"),
+                    metadata.brokers.clone(),
+                ),
                 workload: workload.clone(),
                 recorder: recorder.clone(),
                 stop: consumers_stop.clone(),
@@ -125,7 +146,10 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
             id: index,
             topic: topic.name.clone(),
             leaders: topic.leaders.clone(),
-            pool: ConnectionPool::new(format!("{client_id}-producer-{index}"), metadata.brokers.clone()),
+            pool: ConnectionPool::new(
+                format!("{client_id}-producer-{index}"),
+                metadata.brokers.clone(),
+            ),
             workload: workload.clone(),
             rate_msgs_per_s: rate_per_producer,
             recorder: recorder.clone(),
@@ -155,7 +179,11 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
     let mut previous = recorder.counters();
     let mut previous_at = Instant::now();
     let mut baseline = previous;
-    let mut measure_start = if warmup.is_zero() { Some(phase_start) } else { None };
+    let mut measure_start = if warmup.is_zero() {
+        Some(phase_start)
+    } else {
+        None
+    };
     let mut series = Vec::new();
     let mut backlog_max: i64 = 0;
     loop {
@@ -170,9 +198,20 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
             Some(start) => now.duration_since(start).as_secs_f64(),
             None => now.duration_since(phase_start).as_secs_f64() - warmup.as_secs_f64(),
         };
-        let sample = progress::sample(elapsed_s, &delta, interval_s, backlog, &publish, &end_to_end);
+        let sample = progress::sample(
+            elapsed_s,
+            &delta,
+            interval_s,
+            backlog,
+            &publish,
+            &end_to_end,
+        );
         if !options.quiet {
-            let phase = if measure_start.is_some() { "measure" } else { "warmup" };
+            let phase = if measure_start.is_some() {
+                "measure"
+            } else {
+                "warmup"
+            };
             eprintln!("{}", progress::format_line(phase, &sample));
         }
         if let Some(start) = measure_start {
@@ -198,7 +237,8 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
     }
     let measure_end = Instant::now();
     let measured = recorder.counters().minus(&baseline);
-    let measured_duration_s = measure_start.map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
+    let measured_duration_s =
+        measure_start.map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
     let (publish_histogram, end_to_end_histogram) = recorder.totals();
 
     producers_stop.store(true, Ordering::Relaxed);
@@ -228,15 +268,26 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload, options: &RunOpt
     }
     let totals = recorder.counters();
     Ok(RunResult {
-        label: options.label.clone().unwrap_or_else(|| bootstrap.to_string()),
+        label: options
+            .label
+            .clone()
+            .unwrap_or_else(|| bootstrap.to_string()),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         started_unix_s,
         bootstrap: bootstrap.to_string(),
         workload: (*workload).clone(),
         host: HostFacts::collect(),
         measured_duration_s,
-        produce: Throughput::new(measured.produced_messages, measured.produced_bytes, measured_duration_s),
-        consume: Throughput::new(measured.consumed_messages, measured.consumed_bytes, measured_duration_s),
+        produce: Throughput::new(
+            measured.produced_messages,
+            measured.produced_bytes,
+            measured_duration_s,
+        ),
+        consume: Throughput::new(
+            measured.consumed_messages,
+            measured.consumed_bytes,
+            measured_duration_s,
+        ),
         publish_latency_us: Percentiles::of(&publish_histogram),
         end_to_end_latency_us: Percentiles::of(&end_to_end_histogram),
         publish_latency_histogram: HistogramData::of(&publish_histogram),

@@ -26,7 +26,9 @@ const MESSAGES_PER_TURN_MAX: u64 = 4096;
 /// Wall-clock microseconds since the epoch: the send timestamp in records,
 /// comparable across processes on one host.
 pub fn now_us() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 pub struct ProducerSpec {
@@ -42,6 +44,14 @@ pub struct ProducerSpec {
     pub stop: Arc<AtomicBool>,
     /// Random bytes at least as long as the largest message.
     pub payload: Bytes,
+}
+
+/// A finished batch waiting to go out in the next Produce request.
+struct ReadyBatch {
+    partition: usize,
+    batch: Bytes,
+    send_times_us: Vec<u64>,
+    value_bytes: u64,
 }
 
 /// A partition's open batch and the send times of its messages.
@@ -95,12 +105,24 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
             let sent_us = now_us();
             let key_bytes = choice.key.map(u64::to_be_bytes);
             let slot = &mut pending[partition];
-            slot.builder
-                .append((sent_us / 1000) as i64, key_bytes.as_ref().map(|k| &k[..]), &sent_us.to_be_bytes(), body);
+            slot.builder.append(
+                (sent_us / 1000) as i64,
+                key_bytes.as_ref().map(|k| &k[..]),
+                &sent_us.to_be_bytes(),
+                body,
+            );
             slot.send_times_us.push(sent_us);
             slot.opened.get_or_insert_with(Instant::now);
             if slot.builder.size_bytes() >= workload.batch_size_bytes as usize {
-                send_ready(&spec, &workload, &connections, &mut pending, &window, |p, _| p == partition).await?;
+                send_ready(
+                    &spec,
+                    &workload,
+                    &connections,
+                    &mut pending,
+                    &window,
+                    |p, _| p == partition,
+                )
+                .await?;
                 if choice.partition.is_none() {
                     sticky_partition = (sticky_partition + 1) % partitions;
                 }
@@ -109,17 +131,29 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
         generated += budget;
         // Linger expired: send everything that waited long enough.
         let now = Instant::now();
-        let expired = |_: usize, slot: &Pending| slot.opened.is_some_and(|opened| now.duration_since(opened) >= linger);
+        let expired = |_: usize, slot: &Pending| {
+            slot.opened
+                .is_some_and(|opened| now.duration_since(opened) >= linger)
+        };
         if pending.iter().enumerate().any(|(p, slot)| expired(p, slot)) {
             let before = pending.iter().filter(|s| !s.builder.is_empty()).count();
-            send_ready(&spec, &workload, &connections, &mut pending, &window, expired).await?;
+            send_ready(
+                &spec,
+                &workload,
+                &connections,
+                &mut pending,
+                &window,
+                expired,
+            )
+            .await?;
             if workload.key_distribution == crate::workload::KeyDistribution::None && before > 0 {
                 sticky_partition = (sticky_partition + 1) % partitions;
             }
         }
         if spec.rate_msgs_per_s > 0.0 {
             let next_due_s = (generated + 1) as f64 / spec.rate_msgs_per_s;
-            let wait_s = (next_due_s - started.elapsed().as_secs_f64()).min(linger.as_secs_f64().max(0.001));
+            let wait_s =
+                (next_due_s - started.elapsed().as_secs_f64()).min(linger.as_secs_f64().max(0.001));
             if wait_s > 0.0 {
                 tokio::time::sleep(Duration::from_secs_f64(wait_s)).await;
             }
@@ -127,7 +161,15 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
             tokio::task::yield_now().await;
         }
     }
-    send_ready(&spec, &workload, &connections, &mut pending, &window, |_, _| true).await?;
+    send_ready(
+        &spec,
+        &workload,
+        &connections,
+        &mut pending,
+        &window,
+        |_, _| true,
+    )
+    .await?;
     // Wait for every outstanding acknowledgement: take the whole window.
     let _all = window
         .acquire_many(workload.max_in_flight_per_producer)
@@ -146,19 +188,25 @@ async fn send_ready(
     window: &Arc<Semaphore>,
     ready: impl Fn(usize, &Pending) -> bool,
 ) -> Result<()> {
-    let mut by_connection: Vec<(Arc<Connection>, Vec<(usize, Bytes, Vec<u64>, u64)>)> = Vec::new();
+    let mut by_connection: Vec<(Arc<Connection>, Vec<ReadyBatch>)> = Vec::new();
     for (partition, slot) in pending.iter_mut().enumerate() {
         if slot.builder.is_empty() || !ready(partition, slot) {
             continue;
         }
-        let value_bytes = slot.builder.value_bytes() as u64;
-        let batch = slot.builder.finish(workload.compression)?;
-        let send_times = std::mem::take(&mut slot.send_times_us);
+        let ready_batch = ReadyBatch {
+            partition,
+            value_bytes: slot.builder.value_bytes() as u64,
+            batch: slot.builder.finish(workload.compression)?,
+            send_times_us: std::mem::take(&mut slot.send_times_us),
+        };
         slot.opened = None;
         let connection = &connections[partition];
-        match by_connection.iter_mut().find(|(c, _)| Arc::ptr_eq(c, connection)) {
-            Some((_, batches)) => batches.push((partition, batch, send_times, value_bytes)),
-            None => by_connection.push((connection.clone(), vec![(partition, batch, send_times, value_bytes)])),
+        match by_connection
+            .iter_mut()
+            .find(|(c, _)| Arc::ptr_eq(c, connection))
+        {
+            Some((_, batches)) => batches.push(ready_batch),
+            None => by_connection.push((connection.clone(), vec![ready_batch])),
         }
     }
     for (connection, batches) in by_connection {
@@ -171,7 +219,7 @@ async fn send_request(
     spec: &ProducerSpec,
     workload: &Workload,
     connection: Arc<Connection>,
-    batches: Vec<(usize, Bytes, Vec<u64>, u64)>,
+    batches: Vec<ReadyBatch>,
     window: &Arc<Semaphore>,
 ) -> Result<()> {
     let permit = window
@@ -179,13 +227,23 @@ async fn send_request(
         .acquire_owned()
         .await
         .map_err(|_| BenchError::Other("producer window closed".into()))?;
-    let messages: u64 = batches.iter().map(|(_, _, times, _)| times.len() as u64).sum();
-    let bytes: u64 = batches.iter().map(|(_, _, _, value_bytes)| value_bytes).sum();
+    let messages: u64 = batches.iter().map(|b| b.send_times_us.len() as u64).sum();
+    let bytes: u64 = batches.iter().map(|b| b.value_bytes).sum();
     let mut send_times = Vec::with_capacity(messages as usize);
     let mut partition_data = Vec::with_capacity(batches.len());
-    for (partition, batch, times, _) in batches {
+    for ReadyBatch {
+        partition,
+        batch,
+        send_times_us: times,
+        ..
+    } in batches
+    {
         send_times.extend_from_slice(&times);
-        partition_data.push(PartitionProduceData::default().with_index(partition as i32).with_records(Some(batch)));
+        partition_data.push(
+            PartitionProduceData::default()
+                .with_index(partition as i32)
+                .with_records(Some(batch)),
+        );
     }
     let request = ProduceRequest::default()
         .with_acks(workload.acks)
@@ -198,7 +256,11 @@ async fn send_request(
         // No response will come: "acknowledged" when handed to the socket queue.
         connection.send_without_response(&request).await?;
         let done_us = now_us();
-        recorder.record_produced(messages, bytes, send_times.iter().map(|t| done_us.saturating_sub(*t)));
+        recorder.record_produced(
+            messages,
+            bytes,
+            send_times.iter().map(|t| done_us.saturating_sub(*t)),
+        );
         drop(permit);
         return Ok(());
     }
@@ -222,7 +284,11 @@ async fn send_request(
                     .map(|p| format!("produce partition {}: error {}", p.index, p.error_code))
                     .collect();
                 if failed.is_empty() {
-                    recorder.record_produced(messages, bytes, send_times.iter().map(|t| acked_us.saturating_sub(*t)));
+                    recorder.record_produced(
+                        messages,
+                        bytes,
+                        send_times.iter().map(|t| acked_us.saturating_sub(*t)),
+                    );
                 } else {
                     for failure in failed {
                         recorder.record_error(failure);

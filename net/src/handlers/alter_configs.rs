@@ -32,7 +32,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .configs
                         .iter()
                         .filter_map(|c| {
-                            c.value.as_ref().map(|v| (c.name.to_string(), Some(v.to_string()), ConfigOpKind::Set))
+                            c.value.as_ref().map(|v| {
+                                (c.name.to_string(), Some(v.to_string()), ConfigOpKind::Set)
+                            })
                         })
                         .collect();
                     let change = ControllerRequest::AlterConfigs {
@@ -43,8 +45,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     };
                     controller::submit(&shard, change).await.map(|_| ())
                 }
-                RESOURCE_BROKER => Err((codes::INVALID_REQUEST, String::from("broker settings are static in rill"))),
-                other => Err((codes::INVALID_REQUEST, format!("resource type {other} is not supported"))),
+                RESOURCE_BROKER => Err((
+                    codes::INVALID_REQUEST,
+                    String::from("broker settings are static in rill"),
+                )),
+                other => Err((
+                    codes::INVALID_REQUEST,
+                    format!("resource type {other} is not supported"),
+                )),
             };
             if let Err((code, message)) = outcome {
                 out.error_code = code;

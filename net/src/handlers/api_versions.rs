@@ -36,7 +36,12 @@ pub fn response_body(error_code: i16) -> ApiVersionsResponse {
 /// Kafka's answer to an ApiVersions version it does not know: error 35 with
 /// the API list, encoded as v0 so that any client can read it.
 pub fn unsupported_version_frame(correlation_id: i32) -> Result<Bytes, String> {
-    encode_frame(correlation_id, 0, &response_body(codes::UNSUPPORTED_VERSION), 0)
+    encode_frame(
+        correlation_id,
+        0,
+        &response_body(codes::UNSUPPORTED_VERSION),
+        0,
+    )
 }
 
 fn handle(_shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -58,7 +63,10 @@ mod tests {
         assert_eq!(body.api_keys.len(), REGISTRY.len());
         for (listed, h) in body.api_keys.iter().zip(REGISTRY) {
             assert_eq!(listed.api_key, h.api_key as i16);
-            assert_eq!((listed.min_version, listed.max_version), (h.min_version, h.max_version));
+            assert_eq!(
+                (listed.min_version, listed.max_version),
+                (h.min_version, h.max_version)
+            );
         }
     }
 

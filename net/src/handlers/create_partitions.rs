@@ -24,7 +24,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut result = CreatePartitionsTopicResult::default();
             result.name = topic.name.clone();
             let outcome = if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
-                Err((codes::INVALID_REPLICA_ASSIGNMENT, String::from("manual assignment is not supported")))
+                Err((
+                    codes::INVALID_REPLICA_ASSIGNMENT,
+                    String::from("manual assignment is not supported"),
+                ))
             } else {
                 controller::submit(
                     &shard,

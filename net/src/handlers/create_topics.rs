@@ -5,7 +5,9 @@ use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::TopicUpdate;
-use kafka_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use std::rc::Rc;
 
@@ -31,15 +33,25 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let outcome = if topic.replication_factor != -1 && topic.replication_factor != 1 {
                 Err((
                     codes::INVALID_REPLICATION_FACTOR,
-                    format!("replication factor {} on a single-node broker", topic.replication_factor),
+                    format!(
+                        "replication factor {} on a single-node broker",
+                        topic.replication_factor
+                    ),
                 ))
             } else if !topic.assignments.is_empty() {
-                Err((codes::INVALID_REPLICA_ASSIGNMENT, String::from("manual assignment is not supported")))
+                Err((
+                    codes::INVALID_REPLICA_ASSIGNMENT,
+                    String::from("manual assignment is not supported"),
+                ))
             } else {
                 let configs = topic
                     .configs
                     .iter()
-                    .filter_map(|c| c.value.as_ref().map(|v| (c.name.to_string(), v.to_string())))
+                    .filter_map(|c| {
+                        c.value
+                            .as_ref()
+                            .map(|v| (c.name.to_string(), v.to_string()))
+                    })
                     .collect();
                 controller::submit(
                     &shard,

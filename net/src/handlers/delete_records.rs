@@ -5,7 +5,9 @@ use crate::codes;
 use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
 use crate::shard::Shard;
-use kafka_protocol::messages::delete_records_response::{DeleteRecordsPartitionResult, DeleteRecordsTopicResult};
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
 use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
 use std::rc::Rc;
 
@@ -28,9 +30,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 offsets.push(p.offset);
             }
         }
-        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::DeleteRecords { tp, offset: offsets[i] })
-            .await
-            .into_iter();
+        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::DeleteRecords {
+            tp,
+            offset: offsets[i],
+        })
+        .await
+        .into_iter();
         let mut response = DeleteRecordsResponse::default();
         for topic in body.topics {
             let mut out = DeleteRecordsTopicResult::default();
@@ -41,7 +46,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 part.low_watermark = -1;
                 match replies.next() {
                     Some(Ok(PartitionReply::DeleteRecords(Ok(low)))) => part.low_watermark = low,
-                    Some(Ok(PartitionReply::DeleteRecords(Err(code)))) | Some(Err(code)) => part.error_code = code,
+                    Some(Ok(PartitionReply::DeleteRecords(Err(code)))) | Some(Err(code)) => {
+                        part.error_code = code
+                    }
                     _ => part.error_code = codes::UNKNOWN_SERVER_ERROR,
                 }
                 out.partitions.push(part);

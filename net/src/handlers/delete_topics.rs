@@ -21,9 +21,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: DeleteTopicsRequest = request.decode()?;
         let version = request.version;
         // v0-v5 list names; v6 lists (name or id) states.
-        let mut wanted: Vec<(Option<String>, [u8; 16])> =
-            body.topic_names.iter().map(|n| (Some(n.0.to_string()), [0; 16])).collect();
-        wanted.extend(body.topics.iter().map(|t| (t.name.as_ref().map(|n| n.0.to_string()), *t.topic_id.as_bytes())));
+        let mut wanted: Vec<(Option<String>, [u8; 16])> = body
+            .topic_names
+            .iter()
+            .map(|n| (Some(n.0.to_string()), [0; 16]))
+            .collect();
+        wanted.extend(body.topics.iter().map(|t| {
+            (
+                t.name.as_ref().map(|n| n.0.to_string()),
+                *t.topic_id.as_bytes(),
+            )
+        }));
         let mut responses = Vec::with_capacity(wanted.len());
         for (name, id) in wanted {
             let resolved = match &name {
@@ -33,11 +41,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut result = DeletableTopicResult::default();
             result.name = resolved.clone().or(name).map(|n| TopicName(str_bytes(n)));
             if version >= 6 {
-                let known = resolved.as_ref().and_then(|n| shard.topics.borrow().get(n).map(|e| e.topic_id));
+                let known = resolved
+                    .as_ref()
+                    .and_then(|n| shard.topics.borrow().get(n).map(|e| e.topic_id));
                 result.topic_id = uuid(known.unwrap_or(id));
             }
             let outcome = match resolved {
-                Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name }).await.map(|_| ()),
+                Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name })
+                    .await
+                    .map(|_| ()),
                 None => Err((codes::UNKNOWN_TOPIC_ID, String::from("unknown topic id"))),
             };
             if let Err((code, message)) = outcome {

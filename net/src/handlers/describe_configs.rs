@@ -5,7 +5,9 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::codes;
 use crate::config::BrokerConfig;
 use crate::shard::Shard;
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use std::rc::Rc;
 
@@ -42,13 +44,28 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
     let mut out = vec![
         ("broker.id", config.broker_id.to_string()),
         ("node.id", config.broker_id.to_string()),
-        ("auto.create.topics.enable", config.auto_create_topics_enable.to_string()),
-        ("delete.topic.enable", config.delete_topic_enable.to_string()),
+        (
+            "auto.create.topics.enable",
+            config.auto_create_topics_enable.to_string(),
+        ),
+        (
+            "delete.topic.enable",
+            config.delete_topic_enable.to_string(),
+        ),
         ("num.partitions", config.num_partitions.to_string()),
-        ("default.replication.factor", config.default_replication_factor.to_string()),
-        ("socket.request.max.bytes", config.socket_request_max_bytes.to_string()),
+        (
+            "default.replication.factor",
+            config.default_replication_factor.to_string(),
+        ),
+        (
+            "socket.request.max.bytes",
+            config.socket_request_max_bytes.to_string(),
+        ),
         ("max.connections", config.max_connections.to_string()),
-        ("offsets.topic.num.partitions", config.offsets_topic_num_partitions.to_string()),
+        (
+            "offsets.topic.num.partitions",
+            config.offsets_topic_num_partitions.to_string(),
+        ),
         ("log.dirs", config.data_dir.display().to_string()),
     ];
     let t = &config.engine.topic_defaults;
@@ -81,7 +98,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
             let wanted = |name: &str| {
-                resource.configuration_keys.as_ref().is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
             };
             match resource.resource_type {
                 RESOURCE_TOPIC => {
@@ -89,19 +109,28 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     match shard.topics.borrow().get(&name) {
                         Some(topic) => {
                             let defaults = shard.config.topic_defaults();
-                            for config_name in engine::TopicConfig::NAMES.iter().filter(|n| wanted(n)) {
-                                let Some(value) = topic.config.get(config_name) else { continue };
-                                let source = if defaults.get(config_name).as_deref() == Some(value.as_str()) {
+                            for config_name in
+                                engine::TopicConfig::NAMES.iter().filter(|n| wanted(n))
+                            {
+                                let Some(value) = topic.config.get(config_name) else {
+                                    continue;
+                                };
+                                let source = if defaults.get(config_name).as_deref()
+                                    == Some(value.as_str())
+                                {
                                     SOURCE_DEFAULT
                                 } else {
                                     SOURCE_DYNAMIC_TOPIC
                                 };
-                                result.configs.push(entry(config_name, value, source, false));
+                                result
+                                    .configs
+                                    .push(entry(config_name, value, source, false));
                             }
                         }
                         None => {
                             result.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
-                            result.error_message = Some(str_bytes(format!("unknown topic '{name}'")));
+                            result.error_message =
+                                Some(str_bytes(format!("unknown topic '{name}'")));
                         }
                     }
                 }
@@ -111,14 +140,23 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         result.error_code = codes::INVALID_REQUEST;
                         result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
                     } else {
-                        for (config_name, value) in broker_entries(&shard.config).into_iter().filter(|(n, _)| wanted(n)) {
-                            result.configs.push(entry(config_name, value, SOURCE_STATIC_BROKER, true));
+                        for (config_name, value) in broker_entries(&shard.config)
+                            .into_iter()
+                            .filter(|(n, _)| wanted(n))
+                        {
+                            result.configs.push(entry(
+                                config_name,
+                                value,
+                                SOURCE_STATIC_BROKER,
+                                true,
+                            ));
                         }
                     }
                 }
                 other => {
                     result.error_code = codes::INVALID_REQUEST;
-                    result.error_message = Some(str_bytes(format!("resource type {other} is not supported")));
+                    result.error_message =
+                        Some(str_bytes(format!("resource type {other} is not supported")));
                 }
             }
             response.results.push(result);

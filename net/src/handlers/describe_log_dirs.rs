@@ -7,7 +7,9 @@ use crate::shard::Shard;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
 };
-use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
+use kafka_protocol::messages::{
+    ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName,
+};
 use std::rc::Rc;
 
 /// v1–v4 (the codec's whole range).
@@ -44,12 +46,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .collect(),
             Some(topics) => topics
                 .iter()
-                .flat_map(|t| t.partitions.iter().map(move |&p| (t.topic.0.to_string(), p)))
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(move |&p| (t.topic.0.to_string(), p))
+                })
                 .collect(),
         };
         let replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp }).await;
         let mut result = DescribeLogDirsResult::default();
-        let dir = std::fs::canonicalize(&shard.config.data_dir).unwrap_or_else(|_| shard.config.data_dir.clone());
+        let dir = std::fs::canonicalize(&shard.config.data_dir)
+            .unwrap_or_else(|_| shard.config.data_dir.clone());
         result.log_dir = str_bytes(dir.display().to_string());
         if request.version >= 4 {
             let (total, usable) = disk_bytes(&dir);
@@ -58,11 +65,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         for ((topic, partition), reply) in pairs.into_iter().zip(replies) {
             // Partitions that do not exist are left out, as Kafka does.
-            let Ok(PartitionReply::Describe(Ok(state))) = reply else { continue };
+            let Ok(PartitionReply::Describe(Ok(state))) = reply else {
+                continue;
+            };
             let mut part = DescribeLogDirsPartition::default();
             part.partition_index = partition;
             part.partition_size = state.size_bytes as i64;
-            if result.topics.last().is_none_or(|t: &DescribeLogDirsTopic| t.name.0.as_str() != topic) {
+            if result
+                .topics
+                .last()
+                .is_none_or(|t: &DescribeLogDirsTopic| t.name.0.as_str() != topic)
+            {
                 let mut t = DescribeLogDirsTopic::default();
                 t.name = TopicName(str_bytes(topic));
                 result.topics.push(t);

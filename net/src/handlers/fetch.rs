@@ -8,7 +8,10 @@
 
 use super::{Handler, HandlerFuture, Request, Response};
 use crate::codes;
-use crate::fetch_response::{encode_fetch_response, FETCH_VERSION_MAX, FETCH_VERSION_MIN, FetchPartitionData, FetchResponseData, FetchTopicData};
+use crate::fetch_response::{
+    encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
+    FETCH_VERSION_MAX, FETCH_VERSION_MIN,
+};
 use crate::mesh::{PartitionOp, PartitionReply, ReadOutcome, SendData};
 use crate::routing::{run_on_owners, wait_for_any};
 use crate::sendpath::SendPath;
@@ -29,6 +32,9 @@ pub const HANDLER: Handler = Handler {
 /// Longest long poll honoured, whatever the client asks (5 minutes).
 const MAX_WAIT_MS_LIMIT: i32 = 300_000;
 
+/// A topic of the request: name (resolved from the id on v13+), id, error.
+type TopicSlot = (String, [u8; 16], i16);
+
 /// One asked partition, resolved against the topic table.
 struct Wanted {
     topic_index: usize,
@@ -46,7 +52,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let (topics, wanted) = resolve(&shard, &body, version);
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let min_bytes = body.min_bytes.max(0) as usize;
-        let max_bytes = if body.max_bytes <= 0 { usize::MAX } else { body.max_bytes as usize };
+        let max_bytes = if body.max_bytes <= 0 {
+            usize::MAX
+        } else {
+            body.max_bytes as usize
+        };
         let file_slice = shard.sender.path() != SendPath::Copy;
         let deadline = Instant::now() + max_wait;
         let outcomes = loop {
@@ -65,7 +75,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     // Wait past what we already have: the offset after the
                     // ready data is unknown here, so wait on the high watermark.
                     let offset = w.fetch_offset.max(o.high_watermark);
-                    (TopicPartition::new(topics[w.topic_index].0.clone(), w.partition), offset)
+                    (
+                        TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+                        offset,
+                    )
                 })
                 .collect();
             wait_for_any(&shard, waits, deadline - now).await;
@@ -75,12 +88,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
         };
         let data = assemble(&topics, wanted, outcomes, max_bytes);
-        Ok(Response::Chunks(encode_fetch_response(request.header.correlation_id, version, &data)))
+        Ok(Response::Chunks(encode_fetch_response(
+            request.header.correlation_id,
+            version,
+            &data,
+        )))
     })
 }
 
 /// Topic (name, id) list and the partitions asked, in request order.
-fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<(String, [u8; 16], i16)>, Vec<Wanted>) {
+fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<TopicSlot>, Vec<Wanted>) {
     let table = shard.topics.borrow();
     let mut topics = Vec::with_capacity(body.topics.len());
     let mut wanted = Vec::new();
@@ -123,7 +140,7 @@ fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<(String, [u
 
 async fn read_all(
     shard: &Rc<Shard>,
-    topics: &[(String, [u8; 16], i16)],
+    topics: &[TopicSlot],
     wanted: &[Wanted],
     file_slice: bool,
 ) -> Vec<ReadOutcome> {
@@ -142,19 +159,29 @@ async fn read_all(
             file_slice,
         });
     }
-    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops).await.into_iter().map(Some).collect();
+    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
     wanted
         .iter()
         .zip(positions)
-        .map(|(w, position)| match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
-            Some(PartitionReply::Read(outcome)) => outcome,
-            _ => ReadOutcome {
-                error_code: if w.error_code != codes::NONE { w.error_code } else { codes::UNKNOWN_SERVER_ERROR },
-                high_watermark: -1,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                data: SendData::Empty,
-            },
+        .map(|(w, position)| {
+            match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
+                Some(PartitionReply::Read(outcome)) => outcome,
+                _ => ReadOutcome {
+                    error_code: if w.error_code != codes::NONE {
+                        w.error_code
+                    } else {
+                        codes::UNKNOWN_SERVER_ERROR
+                    },
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    data: SendData::Empty,
+                },
+            }
         })
         .collect()
 }
@@ -162,14 +189,18 @@ async fn read_all(
 /// Builds the response, dropping data past `max_bytes` (the first non-empty
 /// partition is always kept whole, as Kafka does, so progress is guaranteed).
 fn assemble(
-    topics: &[(String, [u8; 16], i16)],
+    topics: &[TopicSlot],
     wanted: Vec<Wanted>,
     outcomes: Vec<ReadOutcome>,
     max_bytes: usize,
 ) -> FetchResponseData {
     let mut out: Vec<FetchTopicData> = topics
         .iter()
-        .map(|(name, id, _)| FetchTopicData { topic: name.clone(), topic_id: *id, partitions: Vec::new() })
+        .map(|(name, id, _)| FetchTopicData {
+            topic: name.clone(),
+            topic_id: *id,
+            partitions: Vec::new(),
+        })
         .collect();
     let mut total = 0usize;
     for (w, outcome) in wanted.into_iter().zip(outcomes) {
@@ -194,13 +225,26 @@ fn assemble(
             });
         }
     }
-    FetchResponseData { throttle_time_ms: 0, error_code: codes::NONE, session_id: 0, topics: out }
+    FetchResponseData {
+        throttle_time_ms: 0,
+        error_code: codes::NONE,
+        session_id: 0,
+        topics: out,
+    }
 }
 
 fn into_read_data(data: SendData) -> ReadData {
     match data {
         SendData::Empty => ReadData::Empty,
         SendData::Bytes(bytes) => ReadData::Bytes(bytes),
-        SendData::File { file, position, length } => ReadData::File(FileSlice { file: Rc::new(file), position, length }),
+        SendData::File {
+            file,
+            position,
+            length,
+        } => ReadData::File(FileSlice {
+            file: Rc::new(file),
+            position,
+            length,
+        }),
     }
 }

@@ -7,7 +7,9 @@ use crate::codes;
 use crate::controller::{self, ConfigOpKind, ControllerRequest};
 use crate::shard::Shard;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
-use kafka_protocol::messages::{ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+use kafka_protocol::messages::{
+    ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
 use std::rc::Rc;
 
 /// v0–v1 (the codec's whole range).
@@ -42,8 +44,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .configs
                         .iter()
                         .map(|c| {
-                            op_kind(c.config_operation)
-                                .map(|kind| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string()), kind))
+                            op_kind(c.config_operation).map(|kind| {
+                                (
+                                    c.name.to_string(),
+                                    c.value.as_ref().map(|v| v.to_string()),
+                                    kind,
+                                )
+                            })
                         })
                         .collect();
                     match ops {
@@ -56,11 +63,20 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             };
                             controller::submit(&shard, change).await.map(|_| ())
                         }
-                        None => Err((codes::INVALID_REQUEST, String::from("unknown config operation"))),
+                        None => Err((
+                            codes::INVALID_REQUEST,
+                            String::from("unknown config operation"),
+                        )),
                     }
                 }
-                RESOURCE_BROKER => Err((codes::INVALID_REQUEST, String::from("broker settings are static in rill"))),
-                other => Err((codes::INVALID_REQUEST, format!("resource type {other} is not supported"))),
+                RESOURCE_BROKER => Err((
+                    codes::INVALID_REQUEST,
+                    String::from("broker settings are static in rill"),
+                )),
+                other => Err((
+                    codes::INVALID_REQUEST,
+                    format!("resource type {other} is not supported"),
+                )),
             };
             if let Err((code, message)) = outcome {
                 out.error_code = code;

@@ -4,7 +4,9 @@ use super::{Handler, HandlerFuture, Request};
 use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
 use crate::shard::Shard;
-use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 use std::rc::Rc;
 
@@ -18,7 +20,11 @@ pub const HANDLER: Handler = Handler {
 
 /// Kafka's "earliest local" (-4) is "earliest" on a broker without tiered storage.
 fn engine_timestamp(timestamp: i64) -> i64 {
-    if timestamp == -4 { -2 } else { timestamp }
+    if timestamp == -4 {
+        -2
+    } else {
+        timestamp
+    }
 }
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -32,9 +38,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 timestamps.push(engine_timestamp(p.timestamp));
             }
         }
-        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::ListOffset { tp, timestamp_ms: timestamps[i] })
-            .await
-            .into_iter();
+        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::ListOffset {
+            tp,
+            timestamp_ms: timestamps[i],
+        })
+        .await
+        .into_iter();
         let mut response = ListOffsetsResponse::default();
         for topic in body.topics {
             let mut out = ListOffsetsTopicResponse::default();
@@ -55,7 +64,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             part.leader_epoch = epoch;
                         }
                     }
-                    Some(Ok(PartitionReply::ListOffset(Err(code)))) | Some(Err(code)) => part.error_code = code,
+                    Some(Ok(PartitionReply::ListOffset(Err(code)))) | Some(Err(code)) => {
+                        part.error_code = code
+                    }
                     _ => part.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
                 }
                 out.partitions.push(part);

@@ -36,7 +36,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             ),
         };
         // Kafka auto-creates for v0-v3 always, later only if the client allows it.
-        let may_create = shard.config.auto_create_topics_enable && (version < 4 || body.allow_auto_topic_creation);
+        let may_create = shard.config.auto_create_topics_enable
+            && (version < 4 || body.allow_auto_topic_creation);
         let mut topics = Vec::new();
         match wanted {
             None => {

@@ -61,12 +61,17 @@ impl Request {
     /// Frames `body` as this request's response.
     pub fn respond<T: Encodable>(&self, body: &T) -> Result<Response, RequestError> {
         let header_version = self.api_key.response_header_version(self.version);
-        let frame = encode_frame(self.header.correlation_id, header_version, body, self.version)
-            .map_err(|reason| RequestError::Encode {
-                api: api_name(self.api_key),
-                version: self.version,
-                reason,
-            })?;
+        let frame = encode_frame(
+            self.header.correlation_id,
+            header_version,
+            body,
+            self.version,
+        )
+        .map_err(|reason| RequestError::Encode {
+            api: api_name(self.api_key),
+            version: self.version,
+            reason,
+        })?;
         Ok(Response::Chunks(vec![OutChunk::Bytes(frame)]))
     }
 }
@@ -156,7 +161,9 @@ pub fn encode_frame<T: Encodable>(
         .map_err(|e| e.to_string())?;
     let mut buf = BytesMut::with_capacity(4 + size);
     buf.put_i32(size as i32);
-    header.encode(&mut buf, header_version).map_err(|e| e.to_string())?;
+    header
+        .encode(&mut buf, header_version)
+        .map_err(|e| e.to_string())?;
     body.encode(&mut buf, version).map_err(|e| e.to_string())?;
     Ok(buf.freeze())
 }
@@ -180,7 +187,11 @@ mod tests {
         for h in REGISTRY {
             let codec = h.api_key.valid_versions();
             assert!(h.min_version <= h.max_version, "{:?}", h.api_key);
-            assert!(codec.min <= h.min_version && h.max_version <= codec.max, "{:?}", h.api_key);
+            assert!(
+                codec.min <= h.min_version && h.max_version <= codec.max,
+                "{:?}",
+                h.api_key
+            );
         }
     }
 

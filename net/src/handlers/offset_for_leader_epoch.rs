@@ -8,7 +8,9 @@ use crate::codes;
 use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
 use crate::shard::Shard;
-use kafka_protocol::messages::offset_for_leader_epoch_response::{EpochEndOffset, OffsetForLeaderTopicResult};
+use kafka_protocol::messages::offset_for_leader_epoch_response::{
+    EpochEndOffset, OffsetForLeaderTopicResult,
+};
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use std::rc::Rc;
 
@@ -26,9 +28,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let pairs: Vec<(String, i32)> = body
             .topics
             .iter()
-            .flat_map(|t| t.partitions.iter().map(move |p| (t.topic.0.to_string(), p.partition)))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(move |p| (t.topic.0.to_string(), p.partition))
+            })
             .collect();
-        let mut replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp }).await.into_iter();
+        let mut replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp })
+            .await
+            .into_iter();
         let mut response = OffsetForLeaderEpochResponse::default();
         for topic in body.topics {
             let mut out = OffsetForLeaderTopicResult::default();
@@ -47,7 +55,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             part.end_offset = state.log_end_offset;
                         }
                     }
-                    Some(Ok(PartitionReply::Describe(Err(code)))) | Some(Err(code)) => part.error_code = code,
+                    Some(Ok(PartitionReply::Describe(Err(code)))) | Some(Err(code)) => {
+                        part.error_code = code
+                    }
                     _ => part.error_code = codes::UNKNOWN_SERVER_ERROR,
                 }
                 out.partitions.push(part);

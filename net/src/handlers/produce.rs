@@ -39,7 +39,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut layout: Vec<(kafka_protocol::messages::TopicName, Vec<(i32, Slot)>)> = Vec::new();
         for topic in body.topic_data {
             let name = topic.name.0.to_string();
-            let partitions = if acks_valid { topic_partitions(&shard, &name).await } else { Err(codes::INVALID_REQUIRED_ACKS) };
+            let partitions = if acks_valid {
+                topic_partitions(&shard, &name).await
+            } else {
+                Err(codes::INVALID_REQUIRED_ACKS)
+            };
             let mut slots = Vec::with_capacity(topic.partition_data.len());
             for data in topic.partition_data {
                 let slot = match (&partitions, data.records) {
@@ -84,7 +88,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     })
 }
 
-fn partition_response(index: i32, slot: Slot, replies: &[PartitionReply]) -> PartitionProduceResponse {
+fn partition_response(
+    index: i32,
+    slot: Slot,
+    replies: &[PartitionReply],
+) -> PartitionProduceResponse {
     let mut p = PartitionProduceResponse::default();
     p.index = index;
     p.base_offset = -1;

@@ -217,13 +217,7 @@ fn send_iovecs(socket: RawFd, iovecs: &[libc::iovec]) -> io::Result<usize> {
     message.msg_iovlen = iovecs.len() as _;
     // SAFETY: the iovecs point into live buffers borrowed for this call, and
     // `message` references only them.
-    let sent = unsafe {
-        libc::sendmsg(
-            socket,
-            &message,
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    };
+    let sent = unsafe { libc::sendmsg(socket, &message, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
     if sent < 0 {
         Err(io::Error::last_os_error())
     } else {

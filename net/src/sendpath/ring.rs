@@ -82,7 +82,8 @@ impl Ring {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: socketpair succeeded, so both fds are open and owned by us alone.
-        let (receiver, sender) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (receiver, sender) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         Ok(Rc::new(Ring {
             state: RefCell::new(RingState {
                 ring,
@@ -113,8 +114,14 @@ impl Ring {
         output: RawFd,
         length_bytes: u32,
     ) -> io::Result<usize> {
-        let entry = opcode::Splice::new(types::Fd(input), input_offset, types::Fd(output), -1, length_bytes)
-            .build();
+        let entry = opcode::Splice::new(
+            types::Fd(input),
+            input_offset,
+            types::Fd(output),
+            -1,
+            length_bytes,
+        )
+        .build();
         // SAFETY: a splice references no memory, only fds (pinned by the kernel).
         let moved = unsafe { self.submit(entry) }?.await?;
         Ok(moved as usize)
@@ -139,7 +146,9 @@ impl Ring {
                 state.slots.len() - 1
             }
         };
-        let entry = entry.user_data(slot as u64).flags(squeue::Flags::IO_HARDLINK);
+        let entry = entry
+            .user_data(slot as u64)
+            .flags(squeue::Flags::IO_HARDLINK);
         let doorbell = opcode::Send::new(
             types::Fd(self.doorbell_sender.as_raw_fd()),
             DOORBELL_BYTE.as_ptr(),
@@ -225,7 +234,10 @@ fn push_pair(
 ) -> io::Result<()> {
     let mut queue = ring.submission();
     if queue.capacity() - queue.len() < 2 {
-        return Err(io::Error::new(io::ErrorKind::WouldBlock, "submission queue full"));
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "submission queue full",
+        ));
     }
     // SAFETY: the caller of `Ring::submit` guarantees `entry` stays valid; the
     // doorbell points at a static byte. Two free entries were checked above.

@@ -26,7 +26,12 @@ pub(super) async fn send_file_range(
     while left_bytes > 0 {
         // SAFETY: `offset` is a live off_t the call updates; fds are open.
         let sent = unsafe {
-            libc::sendfile(socket, file, &mut offset, left_bytes.min(SENDFILE_STEP_BYTES))
+            libc::sendfile(
+                socket,
+                file,
+                &mut offset,
+                left_bytes.min(SENDFILE_STEP_BYTES),
+            )
         };
         if sent > 0 {
             left_bytes -= sent as usize;

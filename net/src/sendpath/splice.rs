@@ -38,7 +38,11 @@ impl Pipe {
         // refuse (per-user pipe page limits): keep whatever size it has then.
         // SAFETY: fcntl on an fd we own, integer argument.
         let resized = unsafe {
-            libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_CAPACITY_BYTES as libc::c_int)
+            libc::fcntl(
+                write.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                PIPE_CAPACITY_BYTES as libc::c_int,
+            )
         };
         let capacity_bytes = if resized > 0 {
             resized as usize
@@ -113,7 +117,12 @@ pub(super) async fn send_file_range(
         let step_bytes = left_bytes.min(pipe.capacity_bytes);
         let filled_bytes = sender
             .ring
-            .splice(file, position as i64, pipe.write.as_raw_fd(), step_bytes as u32)
+            .splice(
+                file,
+                position as i64,
+                pipe.write.as_raw_fd(),
+                step_bytes as u32,
+            )
             .await?;
         if filled_bytes == 0 {
             return Err(super::range_past_end(slice));

@@ -42,7 +42,11 @@ fn temp_file_with(contents: &[u8]) -> std::fs::File {
 
 /// Sends `make_chunks()` `rounds` times over one loopback connection with
 /// `path`, returning what the peer received.
-fn send_over_loopback(path: SendPath, rounds: usize, make_chunks: impl Fn() -> Vec<OutChunk> + 'static) -> Vec<u8> {
+fn send_over_loopback(
+    path: SendPath,
+    rounds: usize,
+    make_chunks: impl Fn() -> Vec<OutChunk> + 'static,
+) -> Vec<u8> {
     let executor = LocalExecutorBuilder::default()
         .io_memory(2 << 20)
         .make()
@@ -69,7 +73,10 @@ fn send_over_loopback(path: SendPath, rounds: usize, make_chunks: impl Fn() -> V
     })
 }
 
-fn mixed_chunks(file: &Rc<std::fs::File>, contents: &[u8]) -> (impl Fn() -> Vec<OutChunk>, Vec<u8>) {
+fn mixed_chunks(
+    file: &Rc<std::fs::File>,
+    contents: &[u8],
+) -> (impl Fn() -> Vec<OutChunk>, Vec<u8>) {
     let head = Bytes::from(pattern(1000, 1));
     let middle = Bytes::from(pattern(37, 2));
     let tail = Bytes::from(pattern(5, 3));

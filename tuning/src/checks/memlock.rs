@@ -1,13 +1,15 @@
 //! `RLIMIT_MEMLOCK` against what glommio pins: each executor registers its DMA
-//! buffer pool (`io_memory`, 10 MiB by default) with io_uring, and registered
-//! buffers are charged to the locked-memory limit.
+//! buffer pool (`io_memory`) with io_uring, and registered buffers are
+//! charged to the locked-memory limit. `rill serve` sizes it at 2 MiB per
+//! shard (`rill.io_memory_bytes`) so that the common 8 MiB default limit fits
+//! a few shards; larger pools only help big direct-IO reads.
 
 use super::Context;
 use crate::check::{Check, Status};
 use crate::parse::{self, Limit};
 
-/// glommio's default `io_memory` per executor.
-pub const IO_MEMORY_PER_SHARD_BYTES: u64 = 10 << 20;
+/// rill's default `io_memory` per executor (`rill.io_memory_bytes`).
+pub const IO_MEMORY_PER_SHARD_BYTES: u64 = 2 << 20;
 /// Headroom per executor for ring memory on kernels that still charge it to memlock.
 const RING_HEADROOM_PER_SHARD_BYTES: u64 = 1 << 20;
 const WHY: &str = "glommio pins io_memory per shard; below this, executors fail to start";

@@ -1,0 +1,124 @@
+//! rdkafka helpers: clients configured for tests, create topics, produce and
+//! consume everything.
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::TopicPartitionList;
+use std::time::{Duration, Instant};
+
+/// A record as the tests see it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rec {
+    /// Partition.
+    pub partition: i32,
+    /// Offset.
+    pub offset: i64,
+    /// Key.
+    pub key: Option<Vec<u8>>,
+    /// Value.
+    pub value: Option<Vec<u8>>,
+}
+
+/// Base client config for `bootstrap`.
+pub fn client_config(bootstrap: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap)
+        .set("broker.address.family", "v4")
+        .set("socket.timeout.ms", "10000")
+        .set("message.timeout.ms", "20000");
+    c
+}
+
+/// Creates a topic with the admin API and waits for the answer.
+pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create().expect("admin client");
+    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        topic = topic.set(k, v);
+    }
+    let results = admin
+        .create_topics(&[topic], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+        .await
+        .expect("create_topics request");
+    for r in results {
+        r.expect("topic created");
+    }
+}
+
+/// A producer with extra settings.
+pub fn producer(bootstrap: &str, settings: &[(&str, &str)]) -> FutureProducer {
+    let mut c = client_config(bootstrap);
+    c.set("linger.ms", "5");
+    for (k, v) in settings {
+        c.set(*k, *v);
+    }
+    c.create().expect("producer")
+}
+
+/// Produces `(key, value)` pairs to `topic` (partition by key hash, or the
+/// given partition), returning (partition, offset) of each delivery.
+pub async fn produce_all(
+    producer: &FutureProducer,
+    topic: &str,
+    records: &[(Option<Vec<u8>>, Vec<u8>)],
+    partition: Option<i32>,
+) -> Vec<(i32, i64)> {
+    let mut futures = Vec::new();
+    for (key, value) in records {
+        let mut record: FutureRecord<'_, Vec<u8>, Vec<u8>> = FutureRecord::to(topic).payload(value);
+        if let Some(k) = key {
+            record = record.key(k);
+        }
+        if let Some(p) = partition {
+            record = record.partition(p);
+        }
+        futures.push(producer.send(record, Duration::from_secs(20)));
+    }
+    let mut out = Vec::new();
+    for f in futures {
+        let delivery = f.await.map_err(|(e, _)| e).expect("delivered");
+        out.push((delivery.partition, delivery.offset));
+    }
+    out
+}
+
+/// Consumes every partition of `topic` from the beginning until `expected`
+/// records arrived (or `timeout` passes), with an assigned (group-less) consumer.
+pub fn consume_all(bootstrap: &str, topic: &str, partitions: i32, expected: usize, timeout: Duration, settings: &[(&str, &str)]) -> Vec<Rec> {
+    let mut c = client_config(bootstrap);
+    c.set("group.id", "rill-tests-unused")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "100");
+    for (k, v) in settings {
+        c.set(*k, *v);
+    }
+    let consumer: BaseConsumer = c.create().expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..partitions {
+        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
+            .expect("partition");
+    }
+    consumer.assign(&tpl).expect("assign");
+    let mut out = Vec::new();
+    let deadline = Instant::now() + timeout;
+    while out.len() < expected && Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(m)) => {
+                let _ = m.headers().map(|h| h.count());
+                out.push(Rec {
+                    partition: m.partition(),
+                    offset: m.offset(),
+                    key: m.key().map(|k| k.to_vec()),
+                    value: m.payload().map(|v| v.to_vec()),
+                })
+            }
+            Some(Err(e)) => panic!("consume error: {e}"),
+            None => {}
+        }
+    }
+    out
+}
