@@ -28,12 +28,15 @@ pub struct CachedChunk {
 /// The chunks of one partition, oldest first.
 pub type PartitionChunks = Rc<RefCell<VecDeque<CachedChunk>>>;
 
+/// One FIFO entry: the partition's chunks, the chunk id, its length.
+type EvictionEntry = (Weak<RefCell<VecDeque<CachedChunk>>>, u64, usize);
+
 /// Shard-wide cache budget and eviction order. Shard-local.
 pub struct BatchCache {
     capacity_bytes: usize,
     used_bytes: Cell<usize>,
     next_id: Cell<u64>,
-    order: RefCell<VecDeque<(Weak<RefCell<VecDeque<CachedChunk>>>, u64, usize)>>,
+    order: RefCell<VecDeque<EvictionEntry>>,
 }
 
 impl BatchCache {

@@ -87,7 +87,7 @@ impl OffsetIndex {
     /// Parses a `.index` file; `None` when it is corrupt (length, order, or a
     /// position past `log_size_bytes`), in which case the caller rebuilds it.
     pub fn from_bytes(bytes: &[u8], log_size_bytes: u64) -> Option<Self> {
-        if bytes.len() % OFFSET_ENTRY_BYTES != 0 {
+        if !bytes.len().is_multiple_of(OFFSET_ENTRY_BYTES) {
             return None;
         }
         let mut index = OffsetIndex::new();
@@ -174,7 +174,7 @@ impl TimeIndex {
 
     /// Parses a `.timeindex` file; `None` when it is corrupt.
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        if bytes.len() % TIME_ENTRY_BYTES != 0 {
+        if !bytes.len().is_multiple_of(TIME_ENTRY_BYTES) {
             return None;
         }
         let mut index = TimeIndex::new();

@@ -27,7 +27,13 @@ pub fn batch_with(first: usize, count: usize, timestamp_ms: i64, codec: Compress
     for i in 0..count {
         let key = format!("key-{}", first + i);
         let value = format!("value-{}", first + i);
-        builder.push(i as i32, timestamp_ms + i as i64, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+        builder.push(
+            i as i32,
+            timestamp_ms + i as i64,
+            Some(key.as_bytes()),
+            Some(value.as_bytes()),
+            &[],
+        );
     }
     builder.build().expect("batch builds")
 }
@@ -41,12 +47,19 @@ pub fn config(dir: &Path, policy: FlushPolicy) -> EngineConfig {
 }
 
 /// Opens a manager and creates (or gets) partition 0 of `topic`.
-pub async fn open_log(config: EngineConfig, topic: &str, topic_config: TopicConfig) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
+pub async fn open_log(
+    config: EngineConfig,
+    topic: &str,
+    topic_config: TopicConfig,
+) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
     let manager = LogManager::open(config, 0, 1).await.expect("manager opens");
     let tp = TopicPartition::new(topic, 0);
     let log = match manager.get(&tp) {
         Some(log) => log,
-        None => manager.create_partition(tp, [1; 16], topic_config).await.expect("partition created"),
+        None => manager
+            .create_partition(tp, [1; 16], topic_config)
+            .await
+            .expect("partition created"),
     };
     (manager, log)
 }
@@ -55,14 +68,20 @@ pub async fn open_log(config: EngineConfig, topic: &str, topic_config: TopicConf
 pub async fn read_all(log: &engine::PartitionLog, mut offset: i64) -> Vec<(i64, String)> {
     let mut out = Vec::new();
     loop {
-        let result = log.read(offset, 1 << 20, engine::log::ReadMode::Copy).await.expect("read");
-        let engine::ReadData::Bytes(bytes) = result.data else { break };
+        let result = log
+            .read(offset, 1 << 20, engine::log::ReadMode::Copy)
+            .await
+            .expect("read");
+        let engine::ReadData::Bytes(bytes) = result.data else {
+            break;
+        };
         for item in engine::batch::batches(&bytes) {
             let (header, range) = item.expect("whole batches");
             for record in engine::batch::records(&bytes[range]).expect("records parse") {
                 let o = header.base_offset + i64::from(record.offset_delta);
                 if o >= offset {
-                    let key = String::from_utf8(record.key.map(|k| k.to_vec()).unwrap_or_default()).expect("utf8");
+                    let key = String::from_utf8(record.key.map(|k| k.to_vec()).unwrap_or_default())
+                        .expect("utf8");
                     out.push((o, key));
                 }
             }

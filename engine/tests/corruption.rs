@@ -24,7 +24,7 @@ const PER_BATCH: usize = 5;
 fn topic_config() -> TopicConfig {
     TopicConfig::default()
         .with_overrides([
-            ("segment.bytes", "4096"),
+            ("segment.bytes", "2048"),
             ("index.interval.bytes", "512"),
             ("retention.ms", "-1"),
         ])
@@ -42,9 +42,14 @@ fn timestamp_of(offset: i64) -> i64 {
 fn write_log(data_dir: &Path, batches: usize) -> PathBuf {
     let data = data_dir.to_path_buf();
     run(async move {
-        let (manager, log) = open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+        let (manager, log) =
+            open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
         for i in 0..batches {
-            let mut bytes = batch(i * PER_BATCH, PER_BATCH, timestamp_of((i * PER_BATCH) as i64));
+            let mut bytes = batch(
+                i * PER_BATCH,
+                PER_BATCH,
+                timestamp_of((i * PER_BATCH) as i64),
+            );
             let r = log.append(&mut bytes, 0).expect("append");
             log.wait_durable(r.last_offset).await.expect("durable");
         }
@@ -87,7 +92,11 @@ async fn assert_holds_written_prefix(log: &PartitionLog, end: i64) {
     assert_eq!(log.log_end_offset(), end);
     assert_eq!(log.high_watermark(), end);
     let records = read_both(log, 0).await;
-    assert_eq!(records.len() as i64, end, "every offset below the end is readable");
+    assert_eq!(
+        records.len() as i64,
+        end,
+        "every offset below the end is readable"
+    );
     for (i, (o, k, v)) in records.iter().enumerate() {
         assert_eq!(*o, i as i64);
         assert_eq!(k.as_deref(), Some(format!("key-{o}").as_bytes()));
@@ -95,14 +104,33 @@ async fn assert_holds_written_prefix(log: &PartitionLog, end: i64) {
     }
     // A read at every offset starts with the batch that holds it (index lookups).
     for o in 0..end {
-        let result = log.read(o, 1, engine::log::ReadMode::FileSlice).await.expect("read");
+        let result = log
+            .read(o, 1, engine::log::ReadMode::FileSlice)
+            .await
+            .expect("read");
         let engine::ReadData::File(slice) = result.data else {
             panic!("no data at {o}")
         };
+        let file_bytes = slice.file.metadata().expect("metadata").len();
+        assert!(
+            slice.position + slice.length as u64 <= file_bytes,
+            "read at {o} served bytes {}..{} of a {file_bytes}-byte segment",
+            slice.position,
+            slice.position + slice.length as u64
+        );
         let mut buf = vec![0u8; slice.length];
-        std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut buf, slice.position).expect("slice");
-        let header = engine::batch::validate_batch(&buf, usize::MAX).expect("one valid batch");
-        assert!(header.base_offset <= o && o <= header.last_offset(), "read at {o} served {header:?}");
+        std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut buf, slice.position)
+            .expect("slice");
+        let header = engine::batch::validate_batch(&buf, usize::MAX).unwrap_or_else(|e| {
+            panic!(
+                "read at {o} served bytes {} + {} that are no batch: {e}",
+                slice.position, slice.length
+            )
+        });
+        assert!(
+            header.base_offset <= o && o <= header.last_offset(),
+            "read at {o} served {header:?}"
+        );
     }
 }
 
@@ -110,7 +138,8 @@ async fn assert_holds_written_prefix(log: &PartitionLog, end: i64) {
 fn assert_recovers_to(data_dir: &Path, end: i64) {
     let data = data_dir.to_path_buf();
     run(async move {
-        let (manager, log) = open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+        let (manager, log) =
+            open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
         assert_holds_written_prefix(&log, end).await;
         let mut bytes = batch(end as usize, PER_BATCH, timestamp_of(end));
         let r = log.append(&mut bytes, 0).expect("append after recovery");
@@ -121,7 +150,8 @@ fn assert_recovers_to(data_dir: &Path, end: i64) {
     });
     let data = data_dir.to_path_buf();
     run(async move {
-        let (manager, log) = open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+        let (manager, log) =
+            open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
         assert_holds_written_prefix(&log, end + PER_BATCH as i64).await;
         manager.shutdown().await.expect("shutdown");
     });
@@ -147,10 +177,17 @@ fn log_cut_mid_batch_ends_the_log_before_that_batch() {
     let files = log_files(&partition);
     let last = files.last().expect("a segment");
     let batches = file_batches(last);
-    assert!(batches.len() >= 3, "the active segment holds several batches");
+    assert!(
+        batches.len() >= 3,
+        "the active segment holds several batches"
+    );
     let (position, header) = batches[batches.len() - 2];
-    let file = std::fs::OpenOptions::new().write(true).open(last).expect("open");
-    file.set_len(position + header.total_bytes() as u64 / 2).expect("cut");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(last)
+        .expect("open");
+    file.set_len(position + header.total_bytes() as u64 / 2)
+        .expect("cut");
     drop(file);
     assert_recovers_to(dir.path(), header.base_offset);
 }
@@ -163,7 +200,10 @@ fn log_cut_inside_a_batch_header_ends_the_log_before_that_batch() {
     let last = files.last().expect("a segment");
     let batches = file_batches(last);
     let (position, header) = batches[batches.len() - 1];
-    let file = std::fs::OpenOptions::new().write(true).open(last).expect("open");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(last)
+        .expect("open");
     file.set_len(position + 30).expect("cut");
     drop(file);
     assert_recovers_to(dir.path(), header.base_offset);
@@ -173,15 +213,23 @@ fn log_cut_inside_a_batch_header_ends_the_log_before_that_batch() {
 /// timestamp reaches the target.
 async fn assert_lookups(log: &PartitionLog) {
     let end = log.log_end_offset();
-    assert_eq!(log.offset_for_timestamp(-2).await.expect("earliest"), Some((0, -1)));
-    assert_eq!(log.offset_for_timestamp(-1).await.expect("latest"), Some((end, -1)));
+    assert_eq!(
+        log.offset_for_timestamp(-2).await.expect("earliest"),
+        Some((0, -1))
+    );
+    assert_eq!(
+        log.offset_for_timestamp(-1).await.expect("latest"),
+        Some((end, -1))
+    );
     assert_eq!(
         log.offset_for_timestamp(-3).await.expect("max timestamp"),
         Some((end - 1, timestamp_of(end - 1)))
     );
     let last_ts = timestamp_of(end - 1);
     for target in (9_990..=last_ts + 50).step_by(37) {
-        let want = (0..end).find(|&o| timestamp_of(o) >= target).map(|o| (o, timestamp_of(o)));
+        let want = (0..end)
+            .find(|&o| timestamp_of(o) >= target)
+            .map(|o| (o, timestamp_of(o)));
         let got = log.offset_for_timestamp(target).await.expect("lookup");
         assert_eq!(got, want, "offset for timestamp {target}");
     }
@@ -198,7 +246,8 @@ fn damage_indexes_and_check(write_garbage: impl Fn(&Path, usize)) {
     std::fs::remove_file(files[2].with_extension("timeindex")).expect("remove timeindex");
     let data = dir.path().to_path_buf();
     run(async move {
-        let (manager, log) = open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+        let (manager, log) =
+            open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
         assert_holds_written_prefix(&log, 300).await;
         assert_lookups(&log).await;
         manager.shutdown().await.expect("shutdown");
@@ -268,7 +317,8 @@ fn corrupt_first_segment_ends_the_log_and_drops_later_segments() {
     let (base, _) = flip_byte_in_batch(&files[0], size / 2);
     let data = dir.path().to_path_buf();
     run(async move {
-        let (manager, log) = open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+        let (manager, log) =
+            open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
         assert_eq!(log.segment_count(), 1, "later segments are dropped");
         assert_holds_written_prefix(&log, base).await;
         manager.shutdown().await.expect("shutdown");
@@ -278,7 +328,11 @@ fn corrupt_first_segment_ends_the_log_and_drops_later_segments() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".log") || n.ends_with(".index") || n.ends_with(".timeindex"))
         .collect();
-    let first_name = files[0].file_name().expect("name").to_string_lossy().into_owned();
+    let first_name = files[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
     let first_stem = first_name.trim_end_matches(".log");
     assert!(
         left.iter().all(|n| n.starts_with(first_stem)),

@@ -38,16 +38,24 @@ fn key_for(offset: i64) -> Vec<u8> {
 
 /// Values of varying size, so batches straddle device blocks and segments roll.
 fn value_for(offset: i64) -> Vec<u8> {
-    format!("v{offset}").repeat((offset % 13 + 1) as usize * 7).into_bytes()
+    format!("v{offset}")
+        .repeat((offset % 13 + 1) as usize * 7)
+        .into_bytes()
 }
 
 fn digest(records: impl Iterator<Item = (Vec<u8>, Vec<u8>)>) -> u32 {
-    records.fold(0u32, |crc, (k, v)| crc32c::crc32c_append(crc32c::crc32c_append(crc, &k), &v))
+    records.fold(0u32, |crc, (k, v)| {
+        crc32c::crc32c_append(crc32c::crc32c_append(crc, &k), &v)
+    })
 }
 
 fn topic_config() -> TopicConfig {
     TopicConfig::default()
-        .with_overrides([("segment.bytes", "65536"), ("index.interval.bytes", "1024"), ("retention.ms", "-1")])
+        .with_overrides([
+            ("segment.bytes", "65536"),
+            ("index.interval.bytes", "1024"),
+            ("retention.ms", "-1"),
+        ])
         .expect("topic config")
 }
 
@@ -60,7 +68,9 @@ fn engine_config(dir: &Path) -> engine::EngineConfig {
 /// The child: appends until killed (or `CHILD_MAX_RUN`), acknowledging on stdout.
 #[test]
 fn crash_child() {
-    let Some(dir) = std::env::var_os(CHILD_ENV) else { return };
+    let Some(dir) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
     let dir = std::path::PathBuf::from(dir);
     common::run(async move {
         let (_manager, log) = common::open_log(engine_config(&dir), TOPIC, topic_config()).await;
@@ -77,10 +87,17 @@ fn crash_child() {
                         // offsets the batch is built for are the ones it gets.
                         let base = log.log_end_offset();
                         let count = base % 7 + 1;
-                        let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
+                        let mut builder =
+                            engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
                         for i in 0..count {
                             let o = base + i;
-                            builder.push(i as i32, 1_000 + o, Some(&key_for(o)), Some(&value_for(o)), &[]);
+                            builder.push(
+                                i as i32,
+                                1_000 + o,
+                                Some(&key_for(o)),
+                                Some(&value_for(o)),
+                                &[],
+                            );
                         }
                         let mut bytes = builder.build().expect("batch builds");
                         let r = log.append(&mut bytes, 0).expect("append");
@@ -88,7 +105,8 @@ fn crash_child() {
                         log.wait_durable(r.last_offset).await.expect("durable");
                         let crc = digest((base..base + count).map(|o| (key_for(o), value_for(o))));
                         let mut out = std::io::stdout().lock();
-                        writeln!(out, "ACK {} {} {crc}", r.base_offset, r.last_offset).expect("stdout");
+                        writeln!(out, "ACK {} {} {crc}", r.base_offset, r.last_offset)
+                            .expect("stdout");
                         out.flush().expect("stdout");
                     }
                 })
@@ -109,25 +127,48 @@ fn verify(data_dir: &Path, acked: &Acked, context: &str) -> i64 {
     let acked = acked.clone();
     let context = context.to_string();
     common::run(async move {
-        let (manager, log) = common::open_log(engine_config(&data_dir), TOPIC, topic_config()).await;
+        let (manager, log) =
+            common::open_log(engine_config(&data_dir), TOPIC, topic_config()).await;
         let (start, end) = (log.log_start_offset(), log.log_end_offset());
         assert_eq!(start, 0, "{context}: nothing was deleted");
-        assert_eq!(log.high_watermark(), end, "{context}: all recovered data is readable");
+        assert_eq!(
+            log.high_watermark(),
+            end,
+            "{context}: all recovered data is readable"
+        );
         let records = support::read_checked(&log, 0, ReadMode::Copy).await;
         let slice = support::read_checked(&log, 0, ReadMode::FileSlice).await;
-        assert!(records == slice, "{context}: copy and file-slice reads differ");
-        assert_eq!(records.len() as i64, end, "{context}: offsets 0..{end} all present");
+        assert!(
+            records == slice,
+            "{context}: copy and file-slice reads differ"
+        );
+        assert_eq!(
+            records.len() as i64,
+            end,
+            "{context}: offsets 0..{end} all present"
+        );
         for (i, (o, k, v)) in records.iter().enumerate() {
             assert_eq!(*o, i as i64, "{context}: offsets contiguous from 0");
-            assert!(k.as_deref() == Some(&key_for(*o)[..]), "{context}: key of {o}");
-            assert!(v.as_deref() == Some(&value_for(*o)[..]), "{context}: value of {o}");
+            assert!(
+                k.as_deref() == Some(&key_for(*o)[..]),
+                "{context}: key of {o}"
+            );
+            assert!(
+                v.as_deref() == Some(&value_for(*o)[..]),
+                "{context}: value of {o}"
+            );
         }
         for (&base, &(last, crc)) in &acked {
-            assert!(last < end, "{context}: acknowledged {base}..={last} lost (log ends at {end})");
+            assert!(
+                last < end,
+                "{context}: acknowledged {base}..={last} lost (log ends at {end})"
+            );
             let got = digest(
                 records[base as usize..=last as usize]
                     .iter()
-                    .map(|(_, k, v)| (k.clone().unwrap_or_default(), v.clone().unwrap_or_default())),
+                    .map(|(_, k, v)| {
+                        (k.clone().unwrap_or_default(), v.clone().unwrap_or_default())
+                    }),
             );
             assert_eq!(got, crc, "{context}: acknowledged {base}..={last} differs");
         }
@@ -192,7 +233,10 @@ fn run_child(data_dir: &Path, rng: &mut impl Rng) -> (Vec<String>, String) {
     let lines = out_reader.join().expect("stdout reader");
     let err = err_reader.join().expect("stderr reader");
     assert!(ready, "the child never became ready; stderr:\n{err}");
-    assert!(exited_early.is_none(), "the child exited before the kill ({exited_early:?}); stderr:\n{err}");
+    assert!(
+        exited_early.is_none(),
+        "the child exited before the kill ({exited_early:?}); stderr:\n{err}"
+    );
     (lines, err)
 }
 
@@ -208,18 +252,27 @@ fn acknowledged_appends_survive_sigkill() {
         let (lines, _stderr) = run_child(&data_dir, &mut rng);
         let mut new_acks = 0usize;
         for line in &lines {
-            let marker = line.find("READY").or_else(|| line.find("ACK")).unwrap_or(line.len());
+            let marker = line
+                .find("READY")
+                .or_else(|| line.find("ACK"))
+                .unwrap_or(line.len());
             let fields: Vec<&str> = line[marker..].split_whitespace().collect();
             match fields.as_slice() {
                 ["READY", end] => {
                     let end: i64 = end.parse().expect("READY offset");
                     // The parent recovered a copy of the same files: the same end.
-                    assert_eq!(end, previous_end, "iteration {iteration}: the child recovered another end");
+                    assert_eq!(
+                        end, previous_end,
+                        "iteration {iteration}: the child recovered another end"
+                    );
                 }
                 ["ACK", base, last, crc] => {
                     let base: i64 = base.parse().expect("base");
                     let entry = (last.parse().expect("last"), crc.parse().expect("crc"));
-                    assert!(acked.insert(base, entry).is_none(), "offset {base} acknowledged twice");
+                    assert!(
+                        acked.insert(base, entry).is_none(),
+                        "offset {base} acknowledged twice"
+                    );
                     new_acks += 1;
                 }
                 _ => {}
@@ -232,8 +285,16 @@ fn acknowledged_appends_survive_sigkill() {
         eprintln!("kill {iteration}: {new_acks} new acks, log ends at {end}");
         previous_end = end;
     }
-    let total: i64 = acked.values().zip(acked.keys()).map(|((last, _), base)| last - base + 1).sum();
-    assert!(acked.len() >= ITERATIONS, "too few appends were acknowledged to mean anything: {}", acked.len());
+    let total: i64 = acked
+        .values()
+        .zip(acked.keys())
+        .map(|((last, _), base)| last - base + 1)
+        .sum();
+    assert!(
+        acked.len() >= ITERATIONS,
+        "too few appends were acknowledged to mean anything: {}",
+        acked.len()
+    );
     let end = verify(&data_dir, &acked, "final");
     eprintln!(
         "{} acknowledged appends ({total} records), log ends at {end}, {:?}",

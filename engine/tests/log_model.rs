@@ -116,12 +116,14 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
         2048u64..12_288,
         any::<bool>(),
     )
-        .prop_map(|(segment_bytes, index_interval_bytes, retention_bytes, cache)| Setup {
-            segment_bytes,
-            index_interval_bytes,
-            retention_bytes,
-            cache,
-        })
+        .prop_map(
+            |(segment_bytes, index_interval_bytes, retention_bytes, cache)| Setup {
+                segment_bytes,
+                index_interval_bytes,
+                retention_bytes,
+                cache,
+            },
+        )
 }
 
 fn engine_config(dir: &Path, setup: &Setup) -> EngineConfig {
@@ -138,8 +140,14 @@ fn topic_config(setup: &Setup) -> TopicConfig {
     TopicConfig::default()
         .with_overrides([
             ("segment.bytes", setup.segment_bytes.to_string().as_str()),
-            ("index.interval.bytes", setup.index_interval_bytes.to_string().as_str()),
-            ("retention.bytes", setup.retention_bytes.to_string().as_str()),
+            (
+                "index.interval.bytes",
+                setup.index_interval_bytes.to_string().as_str(),
+            ),
+            (
+                "retention.bytes",
+                setup.retention_bytes.to_string().as_str(),
+            ),
             ("retention.ms", "-1"),
         ])
         .expect("topic config")
@@ -148,7 +156,13 @@ fn topic_config(setup: &Setup) -> TopicConfig {
 fn build_batch(records: &[(Key, Value)], timestamp_ms: i64) -> Vec<u8> {
     let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
     for (i, (k, v)) in records.iter().enumerate() {
-        builder.push(i as i32, timestamp_ms + i as i64, k.as_deref(), v.as_deref(), &[]);
+        builder.push(
+            i as i32,
+            timestamp_ms + i as i64,
+            k.as_deref(),
+            v.as_deref(),
+            &[],
+        );
     }
     builder.build().expect("batch builds")
 }
@@ -160,8 +174,14 @@ async fn check(log: &PartitionLog, model: &Model, step: usize, op: &Op) {
     assert_eq!(log.high_watermark(), model.end, "high watermark {what}");
     let bases = log.segment_base_offsets();
     assert!(!bases.is_empty(), "no segment {what}");
-    assert!(bases.windows(2).all(|w| w[0] < w[1]), "segment bases {bases:?} {what}");
-    assert!(bases[0] <= model.start.max(bases[0]), "segments {bases:?} {what}");
+    assert!(
+        bases.windows(2).all(|w| w[0] < w[1]),
+        "segment bases {bases:?} {what}"
+    );
+    assert!(
+        bases[0] <= model.start.max(bases[0]),
+        "segments {bases:?} {what}"
+    );
     let got = read_both(log, model.start).await;
     let want = model.records_from(model.start);
     assert_eq!(got.len(), want.len(), "record count {what}");
@@ -183,7 +203,10 @@ async fn open(config: EngineConfig, topic: TopicConfig) -> (Rc<LogManager>, Rc<P
     let tp = TopicPartition::new("m", 0);
     let log = match manager.get(&tp) {
         Some(log) => log,
-        None => manager.create_partition(tp, [2; 16], topic).await.expect("partition created"),
+        None => manager
+            .create_partition(tp, [2; 16], topic)
+            .await
+            .expect("partition created"),
     };
     (manager, log)
 }
@@ -202,7 +225,11 @@ async fn apply(
             let mut bytes = build_batch(records, 1_000 + step as i64 * 100);
             let r = log.append(&mut bytes, 0).expect("append");
             assert_eq!(r.base_offset, model.end, "base offset");
-            assert_eq!(r.last_offset, model.end + records.len() as i64 - 1, "last offset");
+            assert_eq!(
+                r.last_offset,
+                model.end + records.len() as i64 - 1,
+                "last offset"
+            );
             log.wait_durable(r.last_offset).await.expect("written");
             model.batches.push(ModelBatch {
                 base: model.end,
@@ -219,13 +246,6 @@ async fn apply(
                 .iter()
                 .find(|b| b.base <= target && target <= b.last())
                 .map_or(target, |b| b.base);
-            if new_end < model.start {
-                // Cutting below the start leaves the engine with start > end:
-                // see `truncate_below_a_start_inside_a_batch_moves_the_start_back`
-                // (ignored until the engine is fixed). Skipped here so the rest
-                // of the model keeps running.
-                return;
-            }
             log.truncate_to(target).await.expect("truncate");
             model.batches.retain(|b| b.base < new_end);
             model.end = new_end;
@@ -243,9 +263,19 @@ async fn apply(
             let before = model.start;
             let deleted = log.apply_retention().expect("retention");
             let start = log.log_start_offset();
-            assert!(start >= before, "retention moved the start back: {before} -> {start}");
-            assert!(start <= log.high_watermark(), "retention passed the high watermark");
-            assert_eq!(deleted > 0, start > before, "segments deleted iff the start moved");
+            assert!(
+                start >= before,
+                "retention moved the start back: {before} -> {start}"
+            );
+            assert!(
+                start <= log.high_watermark(),
+                "retention passed the high watermark"
+            );
+            assert_eq!(
+                deleted > 0,
+                start > before,
+                "segments deleted iff the start moved"
+            );
             assert!(
                 start == before || model.is_batch_base(start),
                 "retention start {start} is not a batch boundary"
@@ -270,7 +300,16 @@ fn run_case(setup: Setup, ops: Vec<Op>) {
         let (mut manager, mut log) = open(config.clone(), topic.clone()).await;
         let mut model = Model::default();
         for (step, op) in ops.iter().enumerate() {
-            apply(op, step, &mut model, &mut manager, &mut log, &config, &topic).await;
+            apply(
+                op,
+                step,
+                &mut model,
+                &mut manager,
+                &mut log,
+                &config,
+                &topic,
+            )
+            .await;
             check(&log, &model, step, op).await;
         }
         manager.shutdown().await.expect("final shutdown");
@@ -292,7 +331,6 @@ proptest! {
 /// must follow the end down (start = min(start, end)); reads at the start and
 /// appends must then work, before and after a restart.
 #[test]
-#[ignore = "bug: PartitionLog::truncate_to leaves log_start_offset above log_end_offset when the cut batch straddles the start"]
 fn truncate_below_a_start_inside_a_batch_moves_the_start_back() {
     let dir = support::tempdir();
     let setup = Setup {

@@ -213,7 +213,7 @@ impl ChunkWriter {
     fn put_length(&mut self, flexible: bool, length: Option<usize>) {
         let length = length.map(|length| {
             // Protocol lengths are int32; larger collections cannot be framed.
-            assert!(length <= i32::MAX as usize - 1, "length {length} too large");
+            assert!(length < i32::MAX as usize, "length {length} too large");
             length as u32
         });
         match (flexible, length) {

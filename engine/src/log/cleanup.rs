@@ -177,7 +177,20 @@ impl PartitionLog {
         }
         segment.readable_bytes.set(position.min(segment.readable_bytes.get()));
         BatchCache::clear(&self.chunks);
-        self.state.borrow_mut().log_end_offset = offset;
+        let start_moved_back = {
+            let mut state = self.state.borrow_mut();
+            state.log_end_offset = offset;
+            // Kafka's truncateTo: a start inside the cut batch moves back with it.
+            if state.log_start_offset > offset {
+                state.log_start_offset = offset;
+                true
+            } else {
+                false
+            }
+        };
+        if start_moved_back {
+            write_file_synced(&self.dir.join("log-start-offset"), format!("{offset}\n").as_bytes())?;
+        }
         let new_written = self.written.get().min(offset);
         self.written.set(new_written);
         self.durable.set(self.durable.get().min(offset));

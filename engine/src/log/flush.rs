@@ -17,6 +17,12 @@ use bytes::Bytes;
 use std::rc::Rc;
 use std::time::Instant;
 
+/// A chunk's offsets `[first, next)`, end position and bytes.
+type WrittenPart = (i64, i64, u64, Bytes);
+/// The chunks of one round that go to one segment: segment, start position,
+/// the joined bytes, and the parts.
+type SegmentGroup = (Rc<Segment>, u64, Vec<u8>, Vec<WrittenPart>);
+
 impl PartitionLog {
     /// Starts the flusher task if it is not running.
     pub(crate) fn kick_flusher(&self) {
@@ -33,6 +39,10 @@ impl PartitionLog {
 
     async fn flush_loop(self: Rc<Self>) {
         loop {
+            // Let the tasks woken by the previous round (or by the append that
+            // started us) run first: their appends then join this round
+            // instead of each starting a round of its own.
+            futures_lite::future::yield_now().await;
             let round: Vec<PendingChunk> = self.state.borrow_mut().pending.drain(..).collect();
             if round.is_empty() {
                 self.flusher_running.set(false);
@@ -52,7 +62,7 @@ impl PartitionLog {
     async fn flush_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
         let policy = self.ctx.config.flush_policy;
         // Group the round's chunks by segment, in order.
-        let mut groups: Vec<(Rc<Segment>, u64, Vec<u8>, Vec<(i64, i64, u64, Bytes)>)> = Vec::new();
+        let mut groups: Vec<SegmentGroup> = Vec::new();
         let mut batches_in_round = 0u64;
         for chunk in round {
             batches_in_round += chunk.batch_count;

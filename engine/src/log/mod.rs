@@ -264,7 +264,7 @@ impl PartitionLog {
         let hw = self.high_watermark.get();
         let written = self.written.get();
         assert!(
-            state.log_start_offset <= hw.max(state.log_start_offset)
+            state.log_start_offset <= hw
                 && hw <= written
                 && written <= state.log_end_offset,
             "offset order broken: start {} hw {} written {} end {}",

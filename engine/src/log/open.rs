@@ -1,9 +1,11 @@
 //! Opening a partition log: find the segments, recover the tail, restore offsets.
 //!
-//! Segments wholly below the recovery point (synced when they were sealed)
-//! keep their indexes when those load cleanly; every segment from the one
-//! holding the recovery point on is scanned batch by batch, because a crash
-//! may have torn its end. The first invalid batch ends the log: its segment
+//! Every segment is scanned batch by batch at open (header, CRC32C, offsets
+//! that only grow), and its indexes are rebuilt from that scan: an index
+//! file that parses but points into the middle of a batch is never trusted.
+//! The scan costs a sequential read of the log at start; trusting the
+//! indexes of segments below the recovery point (written and synced when
+//! they were sealed) is the planned shortcut for large logs. The first invalid batch ends the log: its segment
 //! is cut there and later segments are deleted, each with a log line saying
 //! why. Nothing half-written is ever served.
 
@@ -11,7 +13,6 @@ use super::watch::OffsetWatch;
 use super::{now_ms, LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
-use crate::index::{OffsetIndex, TimeIndex};
 use crate::manager::TopicPartition;
 use crate::recovery::scan_segment;
 use crate::segment::{parse_file_name, sync_dir, Segment};
@@ -50,16 +51,8 @@ impl PartitionLog {
         for (i, &base) in bases.iter().enumerate() {
             let path = dir.join(crate::segment::file_name(base, "log"));
             let is_last = i + 1 == bases.len();
-            let next_base = bases.get(i + 1).copied();
-            let trusted = !is_last && next_base.is_some_and(|n| n <= recovery_point);
-            let loaded = if trusted {
-                load_sealed(&dir, base, &path, &config, now)
-            } else {
-                None
-            };
-            let meta = match loaded {
-                Some(meta) => meta,
-                None => {
+            let meta = {
+                {
                     let outcome = scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?;
                     let valid = outcome.meta.size_bytes;
                     let mut cut = false;
@@ -149,33 +142,4 @@ impl PartitionLog {
     pub(crate) fn self_rc(&self) -> Option<Rc<PartitionLog>> {
         self.me.upgrade()
     }
-}
-
-/// Loads a sealed segment's bookkeeping from its index files, or `None` when
-/// they are missing or inconsistent (the caller then scans the log).
-fn load_sealed(
-    dir: &Path,
-    base: i64,
-    path: &Path,
-    config: &TopicConfig,
-    now: i64,
-) -> Option<crate::segment::SegmentMeta> {
-    let size = std::fs::metadata(path).ok()?.len();
-    let index_bytes = std::fs::read(dir.join(crate::segment::file_name(base, "index"))).ok()?;
-    let time_bytes = std::fs::read(dir.join(crate::segment::file_name(base, "timeindex"))).ok()?;
-    let index = OffsetIndex::from_bytes(&index_bytes, size.max(1))?;
-    let time_index = TimeIndex::from_bytes(&time_bytes)?;
-    // Find the end of the segment by scanning from the last index entry: a
-    // short read, unlike a full scan.
-    let outcome = scan_segment(path, base, base, config.index_interval_bytes, now).ok()?;
-    if outcome.stopped_because.is_some() || outcome.meta.size_bytes != size {
-        return None;
-    }
-    let mut meta = outcome.meta;
-    if index.len() > meta.index.len() || time_index.len() > meta.time_index.len() + 1 {
-        return None;
-    }
-    meta.index = index;
-    meta.time_index = time_index;
-    Some(meta)
 }

@@ -113,7 +113,11 @@ impl PartitionLog {
         let Some((segment, position, header)) = self.locate(offset).await? else {
             return Ok(result);
         };
-        let end_position = self.range_end(&segment, position, header.total_bytes() as u64, max_bytes as u64);
+        let readable = segment.readable_bytes.get();
+        let end_position = self
+            .range_end(&segment, position, header.total_bytes() as u64, max_bytes as u64)
+            .min(readable);
+        assert!(end_position > position, "a located batch lies below the readable end");
         let length = (end_position - position) as usize;
         result.data = match mode {
             ReadMode::Copy => ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?)),

@@ -39,13 +39,18 @@ pub async fn read_checked(log: &PartitionLog, from: i64, mode: ReadMode) -> Vec<
                 buf
             }
         };
-        assert!(!bytes.is_empty(), "a non-empty read kind with no bytes at {offset}");
+        assert!(
+            !bytes.is_empty(),
+            "a non-empty read kind with no bytes at {offset}"
+        );
         let mut iter = batch::batches(&bytes);
         let mut first = true;
         for item in iter.by_ref() {
             let (header, range) = item.unwrap_or_else(|e| panic!("batch header at {offset}: {e}"));
             let checked: BatchHeader = batch::validate_batch(&bytes[range.clone()], usize::MAX)
-                .unwrap_or_else(|e| panic!("served batch at {} is invalid: {e}", header.base_offset));
+                .unwrap_or_else(|e| {
+                    panic!("served batch at {} is invalid: {e}", header.base_offset)
+                });
             assert_eq!(checked.base_offset, header.base_offset);
             if first && offset == from {
                 assert!(
@@ -58,18 +63,29 @@ pub async fn read_checked(log: &PartitionLog, from: i64, mode: ReadMode) -> Vec<
                 assert_eq!(header.base_offset, offset, "batches are contiguous");
             }
             first = false;
-            assert!(header.last_offset() < hw, "served past the high watermark {hw}");
+            assert!(
+                header.last_offset() < hw,
+                "served past the high watermark {hw}"
+            );
             for record in batch::records(&bytes[range]).expect("records parse") {
                 let o = header.base_offset + i64::from(record.offset_delta);
                 if o >= from {
-                    out.push((o, record.key.map(|k| k.to_vec()), record.value.map(|v| v.to_vec())));
+                    out.push((
+                        o,
+                        record.key.map(|k| k.to_vec()),
+                        record.value.map(|v| v.to_vec()),
+                    ));
                 }
             }
             offset = header.last_offset() + 1;
         }
         assert_eq!(iter.remainder_bytes(), 0, "a read ended inside a batch");
     }
-    assert_eq!(offset.max(from), hw.max(from), "reads stopped short of the high watermark");
+    assert_eq!(
+        offset.max(from),
+        hw.max(from),
+        "reads stopped short of the high watermark"
+    );
     out
 }
 
@@ -87,7 +103,9 @@ pub fn file_batches(path: &std::path::Path) -> Vec<(u64, BatchHeader)> {
     let mut out = Vec::new();
     let mut position = 0usize;
     while position < bytes.len() {
-        let Ok(header) = BatchHeader::parse(&bytes[position..]) else { break };
+        let Ok(header) = BatchHeader::parse(&bytes[position..]) else {
+            break;
+        };
         let end = position + header.total_bytes();
         if end > bytes.len() || batch::validate_batch(&bytes[position..end], usize::MAX).is_err() {
             break;
