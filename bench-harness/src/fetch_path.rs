@@ -169,6 +169,8 @@ fn workload(args: &FetchPathArgs) -> Result<Workload> {
         producers_per_topic: 4,
         consumers_per_topic: args.consumers,
         batch_size_bytes: 256 * 1024,
+        // A small window keeps the fill from overshooting `--fill` by much.
+        max_in_flight_per_producer: 4,
         ..Workload::default()
     };
     workload.validate()?;

@@ -108,6 +108,15 @@ impl RunResult {
     pub fn load(path: &Path) -> Result<RunResult> {
         Ok(serde_json::from_slice(&std::fs::read(path)?)?)
     }
+
+    /// Loads a file holding one result (`run`) or a list of them (`compare`).
+    pub fn load_many(path: &Path) -> Result<Vec<RunResult>> {
+        let bytes = std::fs::read(path)?;
+        match serde_json::from_slice::<Vec<RunResult>>(&bytes) {
+            Ok(runs) => Ok(runs),
+            Err(_) => Ok(vec![serde_json::from_slice(&bytes)?]),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -146,5 +155,9 @@ mod tests {
         let path = dir.path().join("r.json");
         result.save(&path).unwrap();
         assert_eq!(RunResult::load(&path).unwrap(), result);
+        assert_eq!(RunResult::load_many(&path).unwrap(), vec![result.clone()]);
+        let list = dir.path().join("list.json");
+        std::fs::write(&list, serde_json::to_vec(&vec![result.clone(), result.clone()]).unwrap()).unwrap();
+        assert_eq!(RunResult::load_many(&list).unwrap().len(), 2);
     }
 }

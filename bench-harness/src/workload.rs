@@ -385,6 +385,26 @@ mod tests {
     }
 
     #[test]
+    fn shipped_workload_files_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let workload = Workload::from_file(&entry.unwrap().path()).unwrap();
+            workload.validate().unwrap();
+            seen += 1;
+        }
+        assert!(seen >= 2);
+        let classic = Workload::from_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/1-topic-16-partitions-1kb.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            classic,
+            Workload::builtin("1-topic-16-partitions-1kb").unwrap()
+        );
+    }
+
+    #[test]
     fn parses_sizes_and_acks() {
         assert_eq!(parse_bytes("1kb").unwrap(), 1024);
         assert_eq!(parse_bytes("4k").unwrap(), 4096);

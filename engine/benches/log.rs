@@ -116,6 +116,48 @@ fn appender_throughput(c: &mut Criterion) {
     group.finish();
 }
 
+/// 1 MiB appends from 4 concurrent producers (a broker's usual case): the
+/// copy and validation of one append overlap the write of another.
+fn appender_pipelined(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append_1MiB_4_in_flight");
+    group.throughput(Throughput::Bytes(4 << 20));
+    group.sample_size(20);
+    let ex = executor(Some(Duration::from_micros(100)));
+    group.bench_function("os", |b| {
+        b.iter_custom(|iters| {
+            ex.run(async move {
+                let (manager, log) = open(FlushPolicy::Os, "1073741824").await;
+                let payload = Rc::new(one_batch(1, (1 << 20) - 100));
+                let started = Instant::now();
+                let tasks: Vec<_> = (0..4)
+                    .map(|_| {
+                        let log = log.clone();
+                        let payload = payload.clone();
+                        glommio::spawn_local(async move {
+                            for _ in 0..iters {
+                                let mut bytes = payload.to_vec();
+                                let r = log.append(&mut bytes, 0).expect("append");
+                                log.wait_durable(r.last_offset).await.expect("durable");
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await;
+                }
+                let elapsed = started.elapsed();
+                let dir = log.dir().parent().map(|p| p.to_path_buf());
+                manager.shutdown().await.expect("shutdown");
+                if let Some(dir) = dir {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                elapsed
+            })
+        })
+    });
+    group.finish();
+}
+
 /// `concurrency` producers each appending 1 KiB batches under `fsync`,
 /// every append waiting for its covering fdatasync.
 fn group_commit(c: &mut Criterion) {
@@ -200,5 +242,5 @@ fn spin_before_park(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, index_lookups, appender_throughput, group_commit, spin_before_park);
+criterion_group!(benches, index_lookups, appender_throughput, appender_pipelined, group_commit, spin_before_park);
 criterion_main!(benches);

@@ -57,6 +57,10 @@ pub struct EngineConfig {
     pub preallocate_bytes: u64,
     /// How often the retention/compaction task runs, in ms (Kafka's `log.retention.check.interval.ms`).
     pub retention_check_interval_ms: u64,
+    /// Kafka's `producer.id.expiration.ms` (default 1 day): a partition
+    /// forgets an idempotent producer idle this long (one with an open
+    /// transaction is kept), checked on the retention tick.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl EngineConfig {
@@ -70,6 +74,7 @@ impl EngineConfig {
             open_concurrency: 16,
             preallocate_bytes: 32 << 20,
             retention_check_interval_ms: 300_000,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }

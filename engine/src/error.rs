@@ -56,6 +56,47 @@ pub enum EngineError {
     /// The log was closed (topic deleted or broker shutting down).
     #[error("log closed")]
     Closed,
+    /// A batch or marker of a producer epoch older than the partition knows:
+    /// a newer instance of the producer has fenced this one.
+    #[error(
+        "producer {producer_id} epoch {epoch} is older than the current epoch {current_epoch}"
+    )]
+    InvalidProducerEpoch {
+        /// Producer id.
+        producer_id: i64,
+        /// Epoch of the batch.
+        epoch: i16,
+        /// Epoch the partition knows.
+        current_epoch: i16,
+    },
+    /// A batch whose first sequence does not follow the producer's last one.
+    #[error("producer {producer_id}: sequence {received} where {expected} was expected")]
+    OutOfOrderSequence {
+        /// Producer id.
+        producer_id: i64,
+        /// The sequence the partition expected.
+        expected: i32,
+        /// The batch's first sequence.
+        received: i32,
+    },
+    /// A batch that does not fit the producer's transaction state.
+    #[error("producer {producer_id}: invalid transaction state: {reason}")]
+    InvalidTxnState {
+        /// Producer id.
+        producer_id: i64,
+        /// What did not fit.
+        reason: &'static str,
+    },
+    /// A transaction marker from a coordinator older than the last one seen.
+    #[error("producer {producer_id}: coordinator epoch {coordinator_epoch} is older than {current_coordinator_epoch}")]
+    TransactionCoordinatorFenced {
+        /// Producer id.
+        producer_id: i64,
+        /// Coordinator epoch of the marker.
+        coordinator_epoch: i32,
+        /// Coordinator epoch the partition knows.
+        current_coordinator_epoch: i32,
+    },
 }
 
 impl EngineError {
@@ -77,6 +118,10 @@ impl EngineError {
             EngineError::InvalidConfig { .. } => 40,
             EngineError::Io { .. } => 56, // KAFKA_STORAGE_ERROR
             EngineError::Closed => 6,     // NOT_LEADER_OR_FOLLOWER: the client refreshes metadata
+            EngineError::OutOfOrderSequence { .. } => 45,
+            EngineError::InvalidProducerEpoch { .. } => 47,
+            EngineError::InvalidTxnState { .. } => 48,
+            EngineError::TransactionCoordinatorFenced { .. } => 52,
         }
     }
 }

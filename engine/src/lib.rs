@@ -18,6 +18,10 @@
 //!   offset and time, high watermark, truncation, delete-records, and the
 //!   pipelined group commit that makes appends durable.
 //! - [`recovery`]: scanning and truncating after a crash.
+//! - [`producer_state`]: idempotent producers (epochs, the last sequences,
+//!   duplicate detection) and open transactions, with their snapshots.
+//! - [`txn_index`]: the aborted-transaction index (`.txnindex`) that
+//!   `read_committed` fetches answer from.
 //! - [`retention`], [`compaction`]: background cleanup of old segments.
 //! - [`cache`]: the per-shard cache of recent batches.
 //! - [`manager`]: the shard's set of partitions.
@@ -32,10 +36,12 @@ pub mod error;
 pub mod index;
 pub mod log;
 pub mod manager;
+pub mod producer_state;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
 pub mod shard;
+pub mod txn_index;
 
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;

@@ -34,6 +34,7 @@ pub mod controller;
 pub mod error;
 pub mod fetch_response;
 pub mod frame;
+pub mod group;
 pub mod handlers;
 pub mod mesh;
 pub mod metrics;

@@ -15,12 +15,16 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 /// Bound on frames queued for the writer: backpressure for producers.
 const OUTGOING_QUEUE_FRAMES: usize = 1024;
+/// How long any response may take. A broker that stops answering fails the
+/// request (and the run reports it) instead of hanging the harness.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// UNSUPPORTED_VERSION: the broker answers ApiVersions with it (in a v0 body)
 /// when our ApiVersions version is too new for it.
 const UNSUPPORTED_VERSION: i16 = 35;
@@ -65,7 +69,9 @@ impl<R: Request> PendingResponse<R> {
 impl Connection {
     /// Connects and negotiates API versions with ApiVersions.
     pub async fn connect(addr: &str, client_id: &str) -> Result<Arc<Connection>> {
-        let stream = TcpStream::connect(addr).await?;
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| BenchError::Timeout(format!("connect to {addr}")))??;
         stream.set_nodelay(true)?;
         let (read_half, write_half) = stream.into_split();
         let pending: PendingMap = Arc::default();

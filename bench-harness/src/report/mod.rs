@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::results::RunResult;
 use std::path::Path;
 
-/// Loads result files and writes the HTML report; returns the text table.
+/// Loads result files (from `run` or `compare`) and writes the HTML report; returns the text table.
 pub fn report_files(inputs: &[std::path::PathBuf], html_out: &Path) -> Result<String> {
     let runs = inputs
         .iter()

@@ -192,7 +192,10 @@ pub async fn run_workload(
         let counters = recorder.counters();
         let delta = counters.minus(&previous);
         let interval_s = now.duration_since(previous_at).as_secs_f64();
-        let backlog = counters.produced_messages as i64 - counters.consumed_messages as i64;
+        // Messages count as produced on acknowledgement, and a consumer may
+        // see one before its ack arrives: clamp that transient to zero.
+        let backlog =
+            (counters.produced_messages as i64 - counters.consumed_messages as i64).max(0);
         let (publish, end_to_end) = recorder.take_interval();
         let elapsed_s = match measure_start {
             Some(start) => now.duration_since(start).as_secs_f64(),

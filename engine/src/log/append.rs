@@ -1,8 +1,13 @@
-//! Appends: validate every batch, assign offsets in place, roll, queue for the flusher.
+//! Appends: validate every batch, check the producers' epochs and
+//! sequences, assign offsets in place, roll, queue for the flusher.
 
+use super::txn::{data_batch, parse_marker_batch};
 use super::{now_ms, AppendResult, PartitionLog, PendingChunk};
-use crate::batch::{self, BatchError};
+use crate::batch::{self, BatchError, BatchHeader};
 use crate::error::EngineError;
+use crate::producer_state::{
+    increment_sequence, BatchMetadata, ProducerStateManager, ProducerUpdates,
+};
 use crate::segment::Segment;
 use std::rc::Rc;
 
@@ -12,6 +17,17 @@ struct Validated {
     record_count: i64,
     last_offset_delta: i64,
     max_timestamp_ms: i64,
+    header: BatchHeader,
+    /// `(commit, coordinator_epoch)` of a transaction marker.
+    marker: Option<(bool, i32)>,
+}
+
+/// What the producer checks of a payload decided.
+enum Checked {
+    /// Append; these are the producer state changes.
+    Append(ProducerUpdates),
+    /// Every producer batch is a resend: the first and last originals.
+    Duplicate(BatchMetadata, BatchMetadata),
 }
 
 impl PartitionLog {
@@ -20,7 +36,31 @@ impl PartitionLog {
     /// headers. The bytes are queued for the flusher when this returns; use
     /// [`PartitionLog::wait_durable`] / [`PartitionLog::wait_written`] to wait.
     /// Either every batch is appended or none is.
-    pub fn append(&self, records: &mut [u8], leader_epoch: i32) -> Result<AppendResult, EngineError> {
+    ///
+    /// Batches with a producer id are checked against the producer state
+    /// (see [`crate::producer_state`]): an old epoch is
+    /// `InvalidProducerEpoch`, a sequence gap `OutOfOrderSequence`. A payload
+    /// whose every producer batch resends one of the producer's last five is
+    /// not appended: the result has `duplicate` set and the original
+    /// offsets. A payload mixing resent and new batches is refused with
+    /// `OutOfOrderSequence` (a Kafka client sends one batch per partition,
+    /// so this does not happen with real clients). Control batches are
+    /// refused here: markers come from [`PartitionLog::append_control`].
+    pub fn append(
+        &self,
+        records: &mut [u8],
+        leader_epoch: i32,
+    ) -> Result<AppendResult, EngineError> {
+        self.append_inner(records, leader_epoch, false)
+    }
+
+    /// [`PartitionLog::append`], taking control batches when `allow_control`.
+    pub(crate) fn append_inner(
+        &self,
+        records: &mut [u8],
+        leader_epoch: i32,
+        allow_control: bool,
+    ) -> Result<AppendResult, EngineError> {
         if self.closed.get() {
             return Err(EngineError::Closed);
         }
@@ -31,11 +71,32 @@ impl PartitionLog {
             ));
         }
         let config = self.config.borrow().clone();
-        let validated = validate_payload(records, config.max_message_bytes as usize)?;
+        let validated =
+            validate_payload(records, config.max_message_bytes as usize, allow_control)?;
         let log_append_time_ms = if config.log_append_time { now_ms() } else { -1 };
 
         let mut state = self.state.borrow_mut();
         let base_offset = state.log_end_offset;
+        // Producer checks come before any change: a refused payload leaves no trace.
+        let checked = {
+            let mut txn = self.txn.borrow_mut();
+            txn.producers.prune_stable(self.high_watermark.get());
+            check_producers(&txn.producers, &validated, base_offset, now_ms())?
+        };
+        let producer_updates = match checked {
+            Checked::Append(updates) => updates,
+            Checked::Duplicate(first, last) => {
+                return Ok(AppendResult {
+                    base_offset: first.first_offset,
+                    last_offset: last.last_offset,
+                    log_append_time_ms: -1,
+                    log_start_offset: state.log_start_offset,
+                    record_count: 0,
+                    size_bytes: 0,
+                    duplicate: true,
+                });
+            }
+        };
         let mut next_offset = base_offset;
         for v in &validated {
             let bytes = &mut records[v.range.clone()];
@@ -59,11 +120,14 @@ impl PartitionLog {
                         && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
                             || now_ms() - meta.created_ms >= config.segment_ms
                             || meta.index.size_bytes() + 8 > config.segment_index_bytes
-                            || next_offset - 1 - segment_base(&state.segments) > i64::from(u32::MAX))
+                            || next_offset - 1 - segment_base(&state.segments)
+                                > i64::from(u32::MAX))
                 }
             }
         };
         if needs_roll {
+            // The producer state is that of `base_offset` until this payload is applied.
+            self.checkpoint_at_roll(base_offset);
             let segment = Rc::new(Segment::new(
                 &self.dir,
                 base_offset,
@@ -96,6 +160,12 @@ impl PartitionLog {
             batch_position += v.range.len() as u64;
             batch_base += v.last_offset_delta + 1;
         }
+        {
+            let mut txn = self.txn.borrow_mut();
+            let completed = producer_updates.completed().to_vec();
+            txn.producers.apply(producer_updates);
+            txn.record_completed(segment.base_offset, &completed);
+        }
         state.pending.push_back(PendingChunk {
             segment,
             position,
@@ -115,6 +185,7 @@ impl PartitionLog {
             log_start_offset,
             record_count: validated.iter().map(|v| v.record_count).sum(),
             size_bytes: total_bytes,
+            duplicate: false,
         })
     }
 }
@@ -123,17 +194,114 @@ fn segment_base(segments: &[Rc<Segment>]) -> i64 {
     segments.last().map(|s| s.base_offset).unwrap_or(0)
 }
 
-fn validate_payload(records: &[u8], max_message_bytes: usize) -> Result<Vec<Validated>, EngineError> {
+/// Checks every batch of a payload against the producer state, in order,
+/// on an overlay: the changes are returned, not applied.
+fn check_producers(
+    producers: &ProducerStateManager,
+    validated: &[Validated],
+    base_offset: i64,
+    now_ms: i64,
+) -> Result<Checked, EngineError> {
+    let mut append = producers.begin(now_ms);
+    let mut duplicates: Vec<(i64, i32, BatchMetadata)> = Vec::new();
+    let mut fresh_count = 0usize;
+    let mut next_offset = base_offset;
+    for v in validated {
+        let header = &v.header;
+        if let Some((commit, coordinator_epoch)) = v.marker {
+            append.marker(
+                header.producer_id,
+                header.producer_epoch,
+                coordinator_epoch,
+                commit,
+                next_offset,
+                true,
+            )?;
+        } else if header.producer_id >= 0 {
+            let batch = data_batch(header, next_offset);
+            if let Some(original) = append.duplicate_of(&batch) {
+                duplicates.push((header.producer_id, header.base_sequence, original));
+                continue;
+            }
+            append.data_batch(&batch)?;
+        }
+        fresh_count += 1;
+        next_offset += v.last_offset_delta + 1;
+    }
+    match (duplicates.first(), duplicates.last()) {
+        (Some(&(producer_id, received, first)), Some(&(_, _, last))) => {
+            if fresh_count > 0 {
+                let expected = producers
+                    .producer(producer_id)
+                    .map(|entry| increment_sequence(entry.last_sequence(), 1))
+                    .unwrap_or(0);
+                return Err(EngineError::OutOfOrderSequence {
+                    producer_id,
+                    expected,
+                    received,
+                });
+            }
+            Ok(Checked::Duplicate(first, last))
+        }
+        _ => Ok(Checked::Append(append.into_updates())),
+    }
+}
+
+/// The producer fields a client may not get wrong, and a control batch's marker.
+fn check_producer_fields(
+    bytes: &[u8],
+    header: &BatchHeader,
+    allow_control: bool,
+) -> Result<Option<(bool, i32)>, BatchError> {
+    if header.is_control() {
+        if !allow_control {
+            return Err(BatchError::InvalidRecord {
+                reason: "control batches are written by the transaction coordinator only",
+            });
+        }
+        if header.producer_id < 0 {
+            return Err(BatchError::InvalidRecord {
+                reason: "a control batch without a producer id",
+            });
+        }
+        return parse_marker_batch(bytes)
+            .map(Some)
+            .ok_or(BatchError::InvalidRecord {
+                reason: "a control batch without a transaction marker record",
+            });
+    }
+    if header.producer_id < 0 && header.is_transactional() {
+        return Err(BatchError::InvalidRecord {
+            reason: "a transactional batch without a producer id",
+        });
+    }
+    if header.producer_id >= 0 && header.base_sequence < 0 {
+        return Err(BatchError::InvalidRecord {
+            reason: "an idempotent batch without a sequence number",
+        });
+    }
+    Ok(None)
+}
+
+fn validate_payload(
+    records: &[u8],
+    max_message_bytes: usize,
+    allow_control: bool,
+) -> Result<Vec<Validated>, EngineError> {
     let mut validated = Vec::new();
     let mut iter = batch::batches(records);
     for item in iter.by_ref() {
         let (_, range) = item?;
-        let header = batch::validate_batch(&records[range.clone()], max_message_bytes)?;
+        let bytes = &records[range.clone()];
+        let header = batch::validate_batch(bytes, max_message_bytes)?;
+        let marker = check_producer_fields(bytes, &header, allow_control)?;
         validated.push(Validated {
             range,
             record_count: i64::from(header.records_count),
             last_offset_delta: i64::from(header.last_offset_delta),
             max_timestamp_ms: header.max_timestamp,
+            header,
+            marker,
         });
     }
     if iter.remainder_bytes() > 0 {

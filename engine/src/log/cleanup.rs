@@ -1,6 +1,9 @@
 //! Removing data: DeleteRecords, retention by time and size, and truncation
 //! for replication. Whole segments are deleted; the log start offset moves
-//! inside a segment only through DeleteRecords, as in Kafka.
+//! inside a segment only through DeleteRecords, as in Kafka. Each keeps the
+//! transaction state in step: deleted segments take their aborted
+//! transactions along, a truncation rebuilds the producer state below the
+//! cut, and the retention tick expires idle producers.
 
 use super::{now_ms, PartitionLog};
 use crate::cache::BatchCache;
@@ -14,7 +17,11 @@ impl PartitionLog {
     /// segments wholly below it. Returns the new low watermark.
     pub async fn delete_records(&self, before_offset: i64) -> Result<i64, EngineError> {
         let hw = self.high_watermark.get();
-        let target = if before_offset == -1 { hw } else { before_offset };
+        let target = if before_offset == -1 {
+            hw
+        } else {
+            before_offset
+        };
         let start = self.log_start_offset();
         if target < 0 || target > hw {
             return Err(EngineError::OffsetOutOfRange {
@@ -32,6 +39,7 @@ impl PartitionLog {
             format!("{target}\n").as_bytes(),
         )?;
         self.delete_segments_below(target)?;
+        self.forget_deleted_segments();
         Ok(target)
     }
 
@@ -57,6 +65,11 @@ impl PartitionLog {
     /// sealed segments that are past either, moving the log start offset.
     /// Returns how many segments were deleted.
     pub fn apply_retention(&self) -> Result<usize, EngineError> {
+        // Producer expiry rides on the retention tick, as in Kafka.
+        let expired = self.expire_producers(now_ms());
+        if expired > 0 {
+            tracing::debug!(partition = %self.tp, expired, "idle producers expired");
+        }
         let config = self.config();
         if !config.cleanup_policy.delete {
             return Ok(0);
@@ -80,8 +93,8 @@ impl PartitionLog {
                 let expired_by_time = config.retention_ms >= 0
                     && meta.max_timestamp_ms >= 0
                     && now - meta.max_timestamp_ms > config.retention_ms;
-                let expired_by_size =
-                    config.retention_bytes >= 0 && total - meta.size_bytes as i64 >= config.retention_bytes;
+                let expired_by_size = config.retention_bytes >= 0
+                    && total - meta.size_bytes as i64 >= config.retention_bytes;
                 if !(expired_by_time || expired_by_size) {
                     break;
                 }
@@ -92,7 +105,12 @@ impl PartitionLog {
         if delete_count == 0 {
             return Ok(0);
         }
-        let doomed: Vec<_> = self.state.borrow_mut().segments.drain(..delete_count).collect();
+        let doomed: Vec<_> = self
+            .state
+            .borrow_mut()
+            .segments
+            .drain(..delete_count)
+            .collect();
         let new_start = self
             .state
             .borrow()
@@ -104,6 +122,7 @@ impl PartitionLog {
             let mut state = self.state.borrow_mut();
             state.log_start_offset = state.log_start_offset.max(new_start);
         }
+        self.forget_deleted_segments();
         for segment in &doomed {
             tracing::info!(partition = %self.tp, base_offset = segment.base_offset, "retention deletes segment");
             segment.delete_files()?;
@@ -175,7 +194,9 @@ impl PartitionLog {
             meta.next_offset = offset;
             meta.bytes_since_index_entry = 0;
         }
-        segment.readable_bytes.set(position.min(segment.readable_bytes.get()));
+        segment
+            .readable_bytes
+            .set(position.min(segment.readable_bytes.get()));
         BatchCache::clear(&self.chunks);
         let start_moved_back = {
             let mut state = self.state.borrow_mut();
@@ -189,13 +210,19 @@ impl PartitionLog {
             }
         };
         if start_moved_back {
-            write_file_synced(&self.dir.join("log-start-offset"), format!("{offset}\n").as_bytes())?;
+            write_file_synced(
+                &self.dir.join("log-start-offset"),
+                format!("{offset}\n").as_bytes(),
+            )?;
         }
         let new_written = self.written.get().min(offset);
         self.written.set(new_written);
         self.durable.set(self.durable.get().min(offset));
-        self.high_watermark.set(self.high_watermark.get().min(offset));
+        self.high_watermark
+            .set(self.high_watermark.get().min(offset));
         self.write_recovery_point(offset.min(self.durable.get()))?;
+        // Producer state, open transactions and aborts follow the cut.
+        self.truncate_transactions(offset)?;
         self.check_offsets();
         Ok(())
     }

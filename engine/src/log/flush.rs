@@ -20,7 +20,9 @@ use std::time::Instant;
 /// A chunk's offsets `[first, next)`, end position and bytes.
 type WrittenPart = (i64, i64, u64, Bytes);
 /// The chunks of one round that go to one segment: segment, start position,
-/// the joined bytes, and the parts.
+/// the bytes of the second and later parts joined (empty while there is one
+/// part, so the common single-append round is written without a copy), and
+/// the parts.
 type SegmentGroup = (Rc<Segment>, u64, Vec<u8>, Vec<WrittenPart>);
 
 impl PartitionLog {
@@ -70,11 +72,14 @@ impl PartitionLog {
             let end = chunk.position + bytes.len() as u64;
             match groups.last_mut() {
                 Some((segment, _, joined, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
+                    if joined.is_empty() {
+                        joined.extend_from_slice(&parts[0].3);
+                    }
                     joined.extend_from_slice(&bytes);
                     parts.push((chunk.first_offset, chunk.next_offset, end, bytes));
                 }
                 _ => {
-                    let joined = bytes.to_vec();
+                    let joined = Vec::new();
                     groups.push((
                         chunk.segment,
                         chunk.position,
@@ -85,7 +90,8 @@ impl PartitionLog {
             }
         }
         let mut touched: Vec<Rc<Segment>> = Vec::new();
-        for (segment, position, joined, _) in &groups {
+        for (segment, position, joined, parts) in &groups {
+            let joined: &[u8] = if joined.is_empty() { &parts[0].3 } else { joined };
             self.ensure_appender(segment).await?;
             let mut appender = match segment.appender.borrow_mut().take() {
                 Some(a) => a,

@@ -12,13 +12,16 @@
 //! Submodules: [`append`] (validation, offsets, roll), [`flush`] (the
 //! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
 //! [`cleanup`] (delete-records, retention, truncation), [`open`] (recovery at
-//! start), [`watch`] (offsets that tasks wait on).
+//! start), [`txn`] (idempotent producers, transaction markers, the last
+//! stable offset, the aborted-transaction index), [`watch`] (offsets that
+//! tasks wait on).
 
 mod append;
 mod cleanup;
 mod flush;
 mod open;
 mod read;
+mod txn;
 pub mod watch;
 
 use crate::cache::{BatchCache, PartitionChunks};
@@ -88,6 +91,10 @@ pub struct AppendResult {
     pub record_count: i64,
     /// Bytes appended.
     pub size_bytes: usize,
+    /// The payload was a resend of batches already in the log: nothing was
+    /// appended, and the offsets are those of the original append (Kafka
+    /// answers a duplicate with success and the original base offset).
+    pub duplicate: bool,
 }
 
 /// Bytes appended but not yet written, in order.
@@ -128,6 +135,7 @@ pub struct PartitionLog {
     pub(crate) failed: Cell<bool>,
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,
+    pub(crate) txn: RefCell<txn::TxnState>,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -180,11 +188,6 @@ impl PartitionLog {
 
     /// What readers may see.
     pub fn high_watermark(&self) -> i64 {
-        self.high_watermark.get()
-    }
-
-    /// Last stable offset: the high watermark until transactions exist.
-    pub fn last_stable_offset(&self) -> i64 {
         self.high_watermark.get()
     }
 

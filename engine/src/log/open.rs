@@ -7,7 +7,9 @@
 //! indexes of segments below the recovery point (written and synced when
 //! they were sealed) is the planned shortcut for large logs. The first invalid batch ends the log: its segment
 //! is cut there and later segments are deleted, each with a log line saying
-//! why. Nothing half-written is ever served.
+//! why. Nothing half-written is ever served. The producer state and the
+//! transaction indexes are then rebuilt from the newest usable snapshot and
+//! a replay of the batches after it (see [`super::txn`]).
 
 use super::watch::OffsetWatch;
 use super::{now_ms, LogContext, LogState, PartitionLog};
@@ -53,7 +55,8 @@ impl PartitionLog {
             let is_last = i + 1 == bases.len();
             let meta = {
                 {
-                    let outcome = scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?;
+                    let outcome =
+                        scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?;
                     let valid = outcome.meta.size_bytes;
                     let mut cut = false;
                     if let Some(reason) = &outcome.stopped_because {
@@ -91,7 +94,11 @@ impl PartitionLog {
             }
         }
         // Drop empty trailing segments other than the first (a roll that never got data).
-        while segments.len() > 1 && segments.last().is_some_and(|s| s.meta.borrow().size_bytes == 0) {
+        while segments.len() > 1
+            && segments
+                .last()
+                .is_some_and(|s| s.meta.borrow().size_bytes == 0)
+        {
             if let Some(s) = segments.pop() {
                 s.delete_files()?;
             }
@@ -110,6 +117,7 @@ impl PartitionLog {
         }
         let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
         let log_start_offset = stored_start.max(first_base).min(log_end_offset);
+        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset)?;
         sync_dir(&dir)?;
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
@@ -134,6 +142,7 @@ impl PartitionLog {
             failed: Cell::new(false),
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
+            txn: RefCell::new(txn),
         });
         log.check_offsets();
         Ok(log)

@@ -73,6 +73,18 @@ pub struct ReadResult {
     pub log_start_offset: i64,
     /// The batches.
     pub data: ReadData,
+    /// `read_committed` only: the aborted transactions overlapping the
+    /// returned range, as `(producer_id, first_offset)`; `None` for
+    /// `read_uncommitted`.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
+
+/// Last offset of the last whole batch in `bytes`.
+fn last_offset_of(bytes: &[u8]) -> Option<i64> {
+    batch::batches(bytes)
+        .filter_map(|item| item.ok())
+        .last()
+        .map(|(header, _)| header.last_offset())
 }
 
 /// Most bytes scanned forward from an index entry per DMA read.
@@ -82,17 +94,84 @@ impl PartitionLog {
     /// Reads whole batches from the batch holding `offset`: at most
     /// `max_bytes`, unless the first batch alone is larger (then exactly that
     /// batch, as Kafka does so that a consumer always makes progress), never
-    /// past the high watermark.
-    pub async fn read(&self, offset: i64, max_bytes: usize, mode: ReadMode) -> Result<ReadResult, EngineError> {
+    /// past the high watermark. This is `read_uncommitted`:
+    /// `aborted_transactions` is `None`.
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        mode: ReadMode,
+    ) -> Result<ReadResult, EngineError> {
+        let hw = self.high_watermark.get();
+        Ok(self.read_bounded(offset, max_bytes, mode, hw).await?.0)
+    }
+
+    /// The `read_committed` read: like [`PartitionLog::read`] but never at
+    /// or past the last stable offset, and with `aborted_transactions` set
+    /// to the aborted transactions that overlap the returned range
+    /// (`first_offset <=` the last offset returned, marker `>= offset`), as
+    /// `(producer_id, first_offset)` — what Kafka's fetch answers, so the
+    /// consumer can drop their records.
+    pub async fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        mode: ReadMode,
+    ) -> Result<ReadResult, EngineError> {
+        let lso = self.last_stable_offset();
+        let (mut result, range) = self.read_bounded(offset, max_bytes, mode, lso).await?;
+        let candidates = self.aborted_transactions_in(offset, lso - 1);
+        let aborted = if candidates.is_empty() || result.data.is_empty() {
+            Vec::new()
+        } else {
+            // Only when an abort may overlap: find the last offset returned.
+            let last_offset = match (&result.data, range) {
+                (ReadData::Bytes(bytes), _) => last_offset_of(bytes),
+                (ReadData::File(_), Some((segment, position, length))) => {
+                    last_offset_of(&segment.read_bytes(position, length).await?)
+                }
+                _ => None,
+            };
+            match last_offset {
+                Some(last) => candidates
+                    .into_iter()
+                    .filter(|&(_, first)| first <= last)
+                    .collect(),
+                None => Vec::new(),
+            }
+        };
+        result.aborted_transactions = Some(aborted);
+        Ok(result)
+    }
+
+    /// A read that stops before `limit_offset` (the high watermark, or the
+    /// last stable offset: both are batch boundaries). Also returns the
+    /// segment range of a file read.
+    async fn read_bounded(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        mode: ReadMode,
+        limit_offset: i64,
+    ) -> Result<(ReadResult, Option<(Rc<Segment>, u64, usize)>), EngineError> {
         let (start, end, hw) = {
             let state = self.state.borrow();
-            (state.log_start_offset, state.log_end_offset, self.high_watermark.get())
+            (
+                state.log_start_offset,
+                state.log_end_offset,
+                self.high_watermark.get(),
+            )
         };
+        assert!(
+            limit_offset <= hw,
+            "reads stop at or below the high watermark"
+        );
         let mut result = ReadResult {
             high_watermark: hw,
-            last_stable_offset: hw,
+            last_stable_offset: self.last_stable_offset(),
             log_start_offset: start,
             data: ReadData::Empty,
+            aborted_transactions: None,
         };
         if offset < start || offset > end {
             return Err(EngineError::OffsetOutOfRange {
@@ -101,26 +180,46 @@ impl PartitionLog {
                 log_end_offset: end,
             });
         }
-        if offset >= hw {
-            return Ok(result);
+        if offset >= limit_offset {
+            return Ok((result, None));
         }
         if mode == ReadMode::Copy {
-            if let Some(bytes) = read_from_chunks(&self.chunks.borrow(), offset, max_bytes, hw) {
+            if let Some(bytes) =
+                read_from_chunks(&self.chunks.borrow(), offset, max_bytes, limit_offset)
+            {
                 result.data = ReadData::Bytes(bytes);
-                return Ok(result);
+                return Ok((result, None));
             }
         }
         let Some((segment, position, header)) = self.locate(offset).await? else {
-            return Ok(result);
+            return Ok((result, None));
         };
         let readable = segment.readable_bytes.get();
-        let end_position = self
-            .range_end(&segment, position, header.total_bytes() as u64, max_bytes as u64)
+        let mut end_position = self
+            .range_end(
+                &segment,
+                position,
+                header.total_bytes() as u64,
+                max_bytes as u64,
+            )
             .min(readable);
-        assert!(end_position > position, "a located batch lies below the readable end");
+        if limit_offset < hw {
+            // The limit is the first offset of a batch: cut before it when it
+            // lies in this segment.
+            if let Some((limit_segment, limit_position, _)) = self.locate(limit_offset).await? {
+                if Rc::ptr_eq(&limit_segment, &segment) {
+                    end_position = end_position.min(limit_position);
+                }
+            }
+        }
+        if end_position <= position {
+            return Ok((result, None));
+        }
         let length = (end_position - position) as usize;
         result.data = match mode {
-            ReadMode::Copy => ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?)),
+            ReadMode::Copy => {
+                ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?))
+            }
             ReadMode::FileSlice => {
                 let (_, file) = segment.readers().await?;
                 ReadData::File(FileSlice {
@@ -130,7 +229,7 @@ impl PartitionLog {
                 })
             }
         };
-        Ok(result)
+        Ok((result, Some((segment, position, length))))
     }
 
     /// The segments in order, from the one that may hold `offset`.
@@ -142,7 +241,10 @@ impl PartitionLog {
 
     /// The first readable batch whose last offset is `>= offset`: its segment,
     /// position and header.
-    pub(crate) async fn locate(&self, offset: i64) -> Result<Option<(Rc<Segment>, u64, BatchHeader)>, EngineError> {
+    pub(crate) async fn locate(
+        &self,
+        offset: i64,
+    ) -> Result<Option<(Rc<Segment>, u64, BatchHeader)>, EngineError> {
         for segment in self.segments_from(offset) {
             let readable = segment.readable_bytes.get();
             let mut position = if offset > segment.base_offset {
@@ -157,7 +259,8 @@ impl PartitionLog {
                 let mut cursor = 0usize;
                 let mut advanced = false;
                 while cursor + HEADER_BYTES <= window.len() {
-                    let header = BatchHeader::parse(&window[cursor..]).map_err(EngineError::from)?;
+                    let header =
+                        BatchHeader::parse(&window[cursor..]).map_err(EngineError::from)?;
                     if header.last_offset() >= offset {
                         return Ok(Some((segment, position + cursor as u64, header)));
                     }
@@ -177,7 +280,13 @@ impl PartitionLog {
     }
 
     /// End of a whole-batch range from `position` of about `max_bytes`.
-    fn range_end(&self, segment: &Segment, position: u64, first_batch_bytes: u64, max_bytes: u64) -> u64 {
+    fn range_end(
+        &self,
+        segment: &Segment,
+        position: u64,
+        first_batch_bytes: u64,
+        max_bytes: u64,
+    ) -> u64 {
         let readable = segment.readable_bytes.get();
         let limit = position.saturating_add(max_bytes);
         let first_end = position + first_batch_bytes;
@@ -197,7 +306,10 @@ impl PartitionLog {
     /// ListOffsets by time: `-1` latest (the high watermark), `-2` earliest,
     /// `-3` the record with the largest timestamp, otherwise the first record
     /// whose timestamp is `>= timestamp_ms`. Returns `(offset, timestamp)`.
-    pub async fn offset_for_timestamp(&self, timestamp_ms: i64) -> Result<Option<(i64, i64)>, EngineError> {
+    pub async fn offset_for_timestamp(
+        &self,
+        timestamp_ms: i64,
+    ) -> Result<Option<(i64, i64)>, EngineError> {
         let hw = self.high_watermark.get();
         match timestamp_ms {
             -1 => return Ok(Some((hw, -1))),
@@ -239,6 +351,25 @@ impl PartitionLog {
             }
         }
         Ok(None)
+    }
+
+    /// ListOffsets with an isolation level: under `read_committed`, `-1`
+    /// is the last stable offset and a lookup never answers an offset at or
+    /// past it (Kafka's `lastFetchableOffset`).
+    pub async fn offset_for_timestamp_isolated(
+        &self,
+        timestamp_ms: i64,
+        read_committed: bool,
+    ) -> Result<Option<(i64, i64)>, EngineError> {
+        if !read_committed {
+            return self.offset_for_timestamp(timestamp_ms).await;
+        }
+        let lso = self.last_stable_offset();
+        if timestamp_ms == -1 {
+            return Ok(Some((lso, -1)));
+        }
+        let found = self.offset_for_timestamp(timestamp_ms).await?;
+        Ok(found.filter(|&(offset, _)| timestamp_ms == -2 || offset < lso))
     }
 
     async fn max_timestamp_offset(&self, hw: i64) -> Result<Option<(i64, i64)>, EngineError> {

@@ -29,6 +29,7 @@ pub mod describe_configs;
 pub mod describe_log_dirs;
 pub mod fetch;
 pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
@@ -110,6 +111,7 @@ pub const REGISTRY: &[Handler] = &[
     create_topics::HANDLER,
     delete_topics::HANDLER,
     delete_records::HANDLER,
+    init_producer_id::HANDLER,
     offset_for_leader_epoch::HANDLER,
     describe_configs::HANDLER,
     alter_configs::HANDLER,
@@ -142,6 +144,7 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::CreatePartitions => "CreatePartitions",
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
+        ApiKey::InitProducerId => "InitProducerId",
         _ => "Other",
     }
 }

@@ -1,0 +1,719 @@
+//! One shard's group coordinator: many groups, their committed offsets, the
+//! outbox of delayed answers, and replay of `__consumer_offsets`.
+//!
+//! Contract with the caller (the Kafka handlers):
+//! - every method that changes durable state returns the records to append to
+//!   the group's `__consumer_offsets` partition; append them before sending any
+//!   answer produced by the same call (including ones in the outbox), so an
+//!   acknowledged commit or assignment survives a crash;
+//! - after each call, drain [`GroupCoordinator::take_responses`] and wake the
+//!   waiters registered for those tokens;
+//! - call [`GroupCoordinator::tick`] at [`GroupCoordinator::next_deadline_ms`];
+//! - at start, feed every record of the owned partitions to
+//!   [`GroupCoordinator::replay`], then call [`GroupCoordinator::finish_replay`].
+
+use std::collections::BTreeMap;
+
+use super::classic::{
+    ClassicGroup, ClassicState, HeartbeatRequest, JoinRequest, JoinResponse, LeavingMember, Step,
+    SyncRequest, SyncResponse,
+};
+use super::consumer::{
+    ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo,
+};
+use super::error::*;
+use super::offsets::{OffsetStore, Record};
+use super::records::{self, OffsetCommitValue, RecordKey};
+use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
+
+/// A group of either protocol. Both share one namespace of group ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Group {
+    /// Classic protocol.
+    Classic(ClassicGroup),
+    /// KIP-848 consumer protocol.
+    Consumer(ConsumerGroup),
+}
+
+impl Group {
+    /// The state name ListGroups shows.
+    pub fn state_name(&self) -> &'static str {
+        match self {
+            Group::Classic(g) => g.state.name(),
+            Group::Consumer(g) => g.state().name(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Group::Classic(g) => g.is_empty(),
+            Group::Consumer(g) => g.members.is_empty(),
+        }
+    }
+}
+
+/// The answer to a JoinGroup: now, or later through the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JoinOutcome {
+    /// Answer now.
+    Respond(JoinResponse),
+    /// The answer will come out of [`GroupCoordinator::take_responses`].
+    Pending,
+}
+
+/// The answer to a SyncGroup: now, or later through the outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyncOutcome {
+    /// Answer now.
+    Respond(SyncResponse),
+    /// The answer will come out of [`GroupCoordinator::take_responses`].
+    Pending,
+}
+
+/// An OffsetCommit for one group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OffsetCommitRequest {
+    /// Group id.
+    pub group_id: String,
+    /// Generation id (classic) or member epoch (consumer); -1 for simple commits.
+    pub generation_id_or_member_epoch: i32,
+    /// Member id; empty for simple commits.
+    pub member_id: String,
+    /// `group.instance.id`.
+    pub group_instance_id: Option<String>,
+    /// Partition, offset, leader epoch, metadata.
+    pub offsets: Vec<(TopicPartition, i64, i32, String)>,
+}
+
+/// One partition's answer to OffsetFetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedOffset {
+    /// Partition.
+    pub partition: TopicPartition,
+    /// Committed offset, -1 when none.
+    pub offset: i64,
+    /// Leader epoch, -1 when unknown.
+    pub leader_epoch: i32,
+    /// Metadata.
+    pub metadata: String,
+}
+
+/// One row of ListGroups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedGroup {
+    /// Group id.
+    pub group_id: String,
+    /// Protocol type (`consumer` for KIP-848 groups).
+    pub protocol_type: String,
+    /// State name.
+    pub state: String,
+    /// `classic` or `consumer`.
+    pub group_type: String,
+}
+
+/// A classic group as DescribeGroups shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedGroup {
+    /// Error code.
+    pub error_code: i16,
+    /// Group id.
+    pub group_id: String,
+    /// State name (`Dead` for an unknown group, as Kafka answers).
+    pub state: String,
+    /// Protocol type.
+    pub protocol_type: String,
+    /// Selected protocol.
+    pub protocol: String,
+    /// Members.
+    pub members: Vec<DescribedMember>,
+}
+
+/// One member in DescribeGroups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribedMember {
+    /// Member id.
+    pub member_id: String,
+    /// `group.instance.id`.
+    pub group_instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Metadata of the selected protocol.
+    pub metadata: Vec<u8>,
+    /// Assignment.
+    pub assignment: Vec<u8>,
+}
+
+/// The group coordinator of one shard.
+#[derive(Debug)]
+pub struct GroupCoordinator {
+    config: GroupConfig,
+    groups: BTreeMap<String, Group>,
+    offsets: OffsetStore,
+    outbox: Vec<(RequestToken, GroupResponse)>,
+    ids: IdGenerator,
+    next_expiry_check_ms: i64,
+}
+
+impl GroupCoordinator {
+    /// An empty coordinator.
+    pub fn new(config: GroupConfig) -> Self {
+        let ids = IdGenerator::new(config.member_id_seed);
+        Self {
+            config,
+            groups: BTreeMap::new(),
+            offsets: OffsetStore::default(),
+            outbox: Vec::new(),
+            ids,
+            next_expiry_check_ms: i64::MIN,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
+    /// A group by id.
+    pub fn group(&self, group_id: &str) -> Option<&Group> {
+        self.groups.get(group_id)
+    }
+
+    /// A classic group by id.
+    pub fn classic_group(&self, group_id: &str) -> Option<&ClassicGroup> {
+        match self.groups.get(group_id) {
+            Some(Group::Classic(g)) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// The committed offsets.
+    pub fn offsets(&self) -> &OffsetStore {
+        &self.offsets
+    }
+
+    /// Answers that became ready; wake the waiter of each token.
+    pub fn take_responses(&mut self) -> Vec<(RequestToken, GroupResponse)> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    /// Runs `f` on a classic group with a step context; returns the records.
+    fn step_classic<R>(
+        &mut self,
+        now_ms: i64,
+        group_id: &str,
+        f: impl FnOnce(&mut ClassicGroup, &mut Step<'_>) -> R,
+    ) -> Option<(R, Vec<Record>)> {
+        let Some(Group::Classic(group)) = self.groups.get_mut(group_id) else {
+            return None;
+        };
+        let mut records = Vec::new();
+        let mut step = Step {
+            config: &self.config,
+            now_ms,
+            outbox: &mut self.outbox,
+            records: &mut records,
+            ids: &mut self.ids,
+        };
+        let r = f(group, &mut step);
+        Some((r, records))
+    }
+
+    /// Pulls the answer for `token` out of the outbox if it is already there.
+    fn take_own(&mut self, token: RequestToken, from: usize) -> Option<GroupResponse> {
+        let pos = self.outbox[from..].iter().position(|(t, _)| *t == token)?;
+        Some(self.outbox.remove(from + pos).1)
+    }
+
+    // ------------------------------------------------------------ classic
+
+    /// Handles a JoinGroup.
+    pub fn join_group(
+        &mut self,
+        now_ms: i64,
+        token: RequestToken,
+        req: JoinRequest,
+    ) -> (JoinOutcome, Vec<Record>) {
+        let immediate = |code: i16, req: &JoinRequest| {
+            (
+                JoinOutcome::Respond(JoinResponse::error(code, &req.member_id)),
+                Vec::new(),
+            )
+        };
+        if req.group_id.is_empty() {
+            return immediate(INVALID_GROUP_ID, &req);
+        }
+        if req.session_timeout_ms < self.config.min_session_timeout_ms
+            || req.session_timeout_ms > self.config.max_session_timeout_ms
+        {
+            return immediate(INVALID_SESSION_TIMEOUT, &req);
+        }
+        match self.groups.get(&req.group_id) {
+            None if !req.member_id.is_empty() => return immediate(UNKNOWN_MEMBER_ID, &req),
+            None => {
+                self.groups.insert(
+                    req.group_id.clone(),
+                    Group::Classic(ClassicGroup::new(&req.group_id, now_ms)),
+                );
+            }
+            Some(Group::Consumer(g)) if g.members.is_empty() => {
+                // An empty KIP-848 group turns classic, as Kafka converts it.
+                let g = ClassicGroup::new(&req.group_id, now_ms);
+                self.groups.insert(req.group_id.clone(), Group::Classic(g));
+            }
+            Some(Group::Consumer(_)) => return immediate(INCONSISTENT_GROUP_PROTOCOL, &req),
+            Some(Group::Classic(_)) => {}
+        }
+        let from = self.outbox.len();
+        let group_id = req.group_id.clone();
+        let records = self
+            .step_classic(now_ms, &group_id, |g, step| g.join(step, token, req))
+            .map(|(_, r)| r)
+            .unwrap_or_default();
+        self.drop_if_unused_empty(&group_id);
+        match self.take_own(token, from) {
+            Some(GroupResponse::Join(r)) => (JoinOutcome::Respond(r), records),
+            _ => (JoinOutcome::Pending, records),
+        }
+    }
+
+    /// A group created by a join that ended in an immediate error (say
+    /// MEMBER_ID_REQUIRED) is kept: it holds the pending member. Only a group
+    /// with no members, no pending state and no offsets created for nothing is
+    /// dropped, so failed joins do not leak groups.
+    fn drop_if_unused_empty(&mut self, group_id: &str) {
+        let unused = matches!(
+            self.groups.get(group_id),
+            Some(Group::Classic(g)) if g.state == ClassicState::Empty && g.generation == 0
+                && g.is_empty() && g.next_deadline_ms().is_none()
+        );
+        if unused && !self.offsets.has_offsets(group_id) {
+            self.groups.remove(group_id);
+        }
+    }
+
+    /// Handles a SyncGroup.
+    pub fn sync_group(
+        &mut self,
+        now_ms: i64,
+        token: RequestToken,
+        req: SyncRequest,
+    ) -> (SyncOutcome, Vec<Record>) {
+        if !matches!(self.groups.get(&req.group_id), Some(Group::Classic(_))) {
+            return (
+                SyncOutcome::Respond(SyncResponse::error(UNKNOWN_MEMBER_ID)),
+                Vec::new(),
+            );
+        }
+        let from = self.outbox.len();
+        let group_id = req.group_id.clone();
+        let records = self
+            .step_classic(now_ms, &group_id, |g, step| g.sync(step, token, req))
+            .map(|(_, r)| r)
+            .unwrap_or_default();
+        match self.take_own(token, from) {
+            Some(GroupResponse::Sync(r)) => (SyncOutcome::Respond(r), records),
+            _ => (SyncOutcome::Pending, records),
+        }
+    }
+
+    /// Handles a Heartbeat; returns its error code.
+    pub fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> i16 {
+        match self.groups.get_mut(&req.group_id) {
+            Some(Group::Classic(g)) => g.heartbeat(now_ms, req),
+            _ => UNKNOWN_MEMBER_ID,
+        }
+    }
+
+    /// Handles a LeaveGroup; one error code per leaving member.
+    pub fn leave_group(
+        &mut self,
+        now_ms: i64,
+        group_id: &str,
+        leaving: &[LeavingMember],
+    ) -> (Vec<i16>, Vec<Record>) {
+        self.step_classic(now_ms, group_id, |g, step| g.leave(step, leaving))
+            .unwrap_or_else(|| (vec![UNKNOWN_MEMBER_ID; leaving.len()], Vec::new()))
+    }
+
+    // ------------------------------------------------------------ KIP-848
+
+    /// Handles a ConsumerGroupHeartbeat. `topics` resolves a topic name to its
+    /// id and partition count.
+    pub fn consumer_heartbeat(
+        &mut self,
+        now_ms: i64,
+        req: &ConsumerHeartbeatRequest,
+        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+    ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
+        let error = |code: i16| ConsumerHeartbeatResponse {
+            error_code: code,
+            member_id: req.member_id.clone(),
+            member_epoch: req.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        };
+        if req.group_id.is_empty() {
+            return (error(INVALID_GROUP_ID), Vec::new());
+        }
+        match self.groups.get(&req.group_id) {
+            // Kafka answers GROUP_ID_NOT_FOUND here, but rill does not persist
+            // KIP-848 groups yet, so after a restart UNKNOWN_MEMBER_ID makes the
+            // client rejoin with epoch 0 instead of failing.
+            None if req.member_epoch != 0 => return (error(UNKNOWN_MEMBER_ID), Vec::new()),
+            None => {
+                let g = ConsumerGroup::new(&req.group_id, now_ms);
+                self.groups.insert(req.group_id.clone(), Group::Consumer(g));
+            }
+            Some(Group::Classic(g)) if g.is_empty() && req.member_epoch == 0 => {
+                let g = ConsumerGroup::new(&req.group_id, now_ms);
+                self.groups.insert(req.group_id.clone(), Group::Consumer(g));
+            }
+            Some(Group::Classic(_)) => return (error(GROUP_ID_NOT_FOUND), Vec::new()),
+            Some(Group::Consumer(_)) => {}
+        }
+        let Some(Group::Consumer(g)) = self.groups.get_mut(&req.group_id) else {
+            return (error(GROUP_ID_NOT_FOUND), Vec::new());
+        };
+        // KIP-848 membership is not persisted yet (see the crate docs): after a
+        // restart members are unknown and rejoin with epoch 0.
+        (
+            g.heartbeat(&self.config, &mut self.ids, now_ms, req, topics),
+            Vec::new(),
+        )
+    }
+
+    /// The KIP-848 group for ConsumerGroupDescribe, or GROUP_ID_NOT_FOUND.
+    pub fn describe_consumer_group(&self, group_id: &str) -> Result<&ConsumerGroup, i16> {
+        match self.groups.get(group_id) {
+            Some(Group::Consumer(g)) => Ok(g),
+            _ => Err(GROUP_ID_NOT_FOUND),
+        }
+    }
+
+    // ------------------------------------------------------------ offsets
+
+    /// Handles an OffsetCommit: one error code per partition, and the records.
+    pub fn commit_offsets(
+        &mut self,
+        now_ms: i64,
+        req: &OffsetCommitRequest,
+    ) -> (Vec<(TopicPartition, i16)>, Vec<Record>) {
+        let all = |code: i16| -> Vec<(TopicPartition, i16)> {
+            req.offsets
+                .iter()
+                .map(|(tp, ..)| (tp.clone(), code))
+                .collect()
+        };
+        if req.group_id.is_empty() {
+            return (all(INVALID_GROUP_ID), Vec::new());
+        }
+        let generation = req.generation_id_or_member_epoch;
+        let verdict = match self.groups.get(&req.group_id) {
+            None if generation < 0 => {
+                // A group used only to store offsets.
+                let g = ClassicGroup::new(&req.group_id, now_ms);
+                self.groups.insert(req.group_id.clone(), Group::Classic(g));
+                Ok(())
+            }
+            None => Err(ILLEGAL_GENERATION),
+            Some(Group::Classic(g)) => g.validate_offset_commit(
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                generation,
+            ),
+            Some(Group::Consumer(g)) => g.validate_offset_commit(&req.member_id, generation),
+        };
+        if let Err(code) = verdict {
+            return (all(code), Vec::new());
+        }
+        let mut records = Vec::with_capacity(req.offsets.len());
+        for (tp, offset, leader_epoch, metadata) in &req.offsets {
+            let value = OffsetCommitValue {
+                offset: *offset,
+                leader_epoch: *leader_epoch,
+                metadata: metadata.clone(),
+                commit_timestamp_ms: now_ms,
+            };
+            records.push(self.offsets.commit(&req.group_id, tp.clone(), value));
+        }
+        (all(NONE), records)
+    }
+
+    /// Handles an OffsetFetch: the listed partitions (-1 when none committed)
+    /// or, with `None`, every committed partition of the group.
+    pub fn fetch_offsets(
+        &self,
+        group_id: &str,
+        partitions: Option<&[TopicPartition]>,
+    ) -> Vec<FetchedOffset> {
+        let row = |tp: &TopicPartition, v: Option<&OffsetCommitValue>| FetchedOffset {
+            partition: tp.clone(),
+            offset: v.map_or(-1, |v| v.offset),
+            leader_epoch: v.map_or(-1, |v| v.leader_epoch),
+            metadata: v.map(|v| v.metadata.clone()).unwrap_or_default(),
+        };
+        match partitions {
+            Some(list) => list
+                .iter()
+                .map(|tp| row(tp, self.offsets.get(group_id, tp)))
+                .collect(),
+            None => self
+                .offsets
+                .all(group_id)
+                .map(|(tp, v)| row(tp, Some(v)))
+                .collect(),
+        }
+    }
+
+    /// Handles an OffsetDelete: a group error code, per-partition codes, records.
+    pub fn delete_offsets(
+        &mut self,
+        group_id: &str,
+        partitions: &[TopicPartition],
+    ) -> (i16, Vec<(TopicPartition, i16)>, Vec<Record>) {
+        let subscribed = match self.groups.get(group_id) {
+            None => return (GROUP_ID_NOT_FOUND, Vec::new(), Vec::new()),
+            Some(Group::Classic(g)) if g.state == ClassicState::Dead => {
+                return (GROUP_ID_NOT_FOUND, Vec::new(), Vec::new())
+            }
+            Some(Group::Classic(g)) => match g.subscribed_topics() {
+                Some(topics) => topics,
+                // Kafka: a non-empty group of another protocol type cannot
+                // say what it consumes, so nothing may be deleted.
+                None if !g.is_empty() => return (NON_EMPTY_GROUP, Vec::new(), Vec::new()),
+                None => Default::default(),
+            },
+            Some(Group::Consumer(g)) => g.subscribed_topics(),
+        };
+        let mut codes = Vec::with_capacity(partitions.len());
+        let mut records = Vec::new();
+        for tp in partitions {
+            if subscribed.contains(&tp.topic) {
+                codes.push((tp.clone(), GROUP_SUBSCRIBED_TO_TOPIC));
+                continue;
+            }
+            records.extend(self.offsets.delete(group_id, tp));
+            codes.push((tp.clone(), NONE));
+        }
+        (NONE, codes, records)
+    }
+
+    /// Handles DeleteGroups: one error code per group, and the tombstones.
+    pub fn delete_groups(&mut self, group_ids: &[String]) -> (Vec<(String, i16)>, Vec<Record>) {
+        let mut codes = Vec::with_capacity(group_ids.len());
+        let mut records = Vec::new();
+        for id in group_ids {
+            let code = match self.groups.get(id) {
+                None => GROUP_ID_NOT_FOUND,
+                Some(g) if !g.is_empty() => NON_EMPTY_GROUP,
+                Some(Group::Classic(g)) if g.state != ClassicState::Empty => NON_EMPTY_GROUP,
+                Some(_) => {
+                    records.extend(self.remove_group(id));
+                    NONE
+                }
+            };
+            codes.push((id.clone(), code));
+        }
+        (codes, records)
+    }
+
+    /// Removes a group and its offsets, returning the tombstones.
+    fn remove_group(&mut self, group_id: &str) -> Vec<Record> {
+        let mut records = self.offsets.delete_group(group_id);
+        if let Some(Group::Classic(_)) = self.groups.remove(group_id) {
+            records.push((records::encode_group_metadata_key(group_id), None));
+        }
+        records
+    }
+
+    /// Handles ListGroups; an empty filter lists every state.
+    pub fn list_groups(&self, states_filter: &[String]) -> Vec<ListedGroup> {
+        self.groups
+            .iter()
+            .filter(|(_, g)| {
+                states_filter.is_empty()
+                    || states_filter
+                        .iter()
+                        .any(|s| s.eq_ignore_ascii_case(g.state_name()))
+            })
+            .map(|(id, g)| match g {
+                Group::Classic(c) => ListedGroup {
+                    group_id: id.clone(),
+                    protocol_type: c.protocol_type.clone().unwrap_or_default(),
+                    state: c.state.name().to_string(),
+                    group_type: "classic".to_string(),
+                },
+                Group::Consumer(c) => ListedGroup {
+                    group_id: id.clone(),
+                    protocol_type: "consumer".to_string(),
+                    state: c.state().name().to_string(),
+                    group_type: "consumer".to_string(),
+                },
+            })
+            .collect()
+    }
+
+    /// Handles DescribeGroups for one classic group.
+    pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
+        let mut out = DescribedGroup {
+            error_code: NONE,
+            group_id: group_id.to_string(),
+            state: ClassicState::Dead.name().to_string(),
+            protocol_type: String::new(),
+            protocol: String::new(),
+            members: Vec::new(),
+        };
+        match self.groups.get(group_id) {
+            Some(Group::Classic(g)) => {
+                out.state = g.state.name().to_string();
+                out.protocol_type = g.protocol_type.clone().unwrap_or_default();
+                // Kafka names the protocol only once it is settled.
+                if g.state == ClassicState::Stable {
+                    out.protocol = g.protocol.clone().unwrap_or_default();
+                }
+                let protocol = g.protocol.as_deref().unwrap_or_default();
+                out.members = g
+                    .members
+                    .values()
+                    .map(|m| DescribedMember {
+                        member_id: m.member_id.clone(),
+                        group_instance_id: m.group_instance_id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        metadata: m.metadata(protocol).to_vec(),
+                        assignment: m.assignment.clone(),
+                    })
+                    .collect();
+            }
+            Some(Group::Consumer(_)) => out.error_code = GROUP_ID_NOT_FOUND,
+            None => {}
+        }
+        out
+    }
+
+    // ------------------------------------------------------------ time
+
+    /// Drives every timer: joins, syncs, sessions, offset expiry.
+    pub fn tick(&mut self, now_ms: i64) -> Vec<Record> {
+        let mut records = Vec::new();
+        for group in self.groups.values_mut() {
+            match group {
+                Group::Classic(g) => {
+                    if g.next_deadline_ms().is_some_and(|d| d <= now_ms) {
+                        let mut step = Step {
+                            config: &self.config,
+                            now_ms,
+                            outbox: &mut self.outbox,
+                            records: &mut records,
+                            ids: &mut self.ids,
+                        };
+                        g.tick(&mut step);
+                    }
+                }
+                Group::Consumer(g) => g.tick(now_ms),
+            }
+        }
+        if now_ms >= self.next_expiry_check_ms {
+            self.next_expiry_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
+            records.extend(self.expire_offsets(now_ms));
+        }
+        records
+    }
+
+    /// Expires the offsets of empty groups after `offsets.retention.minutes`,
+    /// and removes groups left with neither members nor offsets.
+    fn expire_offsets(&mut self, now_ms: i64) -> Vec<Record> {
+        let retention_ms = self.config.offsets_retention_ms;
+        let mut records = Vec::new();
+        let ids: Vec<String> = self.groups.keys().cloned().collect();
+        for id in ids {
+            let base: Option<Option<i64>> = match self.groups.get(&id) {
+                Some(Group::Classic(g)) if g.state == ClassicState::Empty => {
+                    // A simple (offsets-only) group counts from each commit;
+                    // a consumer group from the moment it became empty.
+                    Some(
+                        g.protocol_type
+                            .as_ref()
+                            .map(|_| g.state_timestamp_ms)
+                            .filter(|t| *t >= 0),
+                    )
+                }
+                Some(Group::Consumer(g)) if g.members.is_empty() => Some(Some(g.empty_since_ms)),
+                _ => None,
+            };
+            let Some(base) = base else { continue };
+            records.extend(self.offsets.expire(&id, now_ms, retention_ms, |v| {
+                base.unwrap_or(v.commit_timestamp_ms)
+            }));
+            if !self.offsets.has_offsets(&id) {
+                records.extend(self.remove_group(&id));
+            }
+        }
+        records
+    }
+
+    /// The earliest time [`GroupCoordinator::tick`] has something to do.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        let groups = self.groups.values().filter_map(|g| match g {
+            Group::Classic(c) => c.next_deadline_ms(),
+            Group::Consumer(c) => c.next_deadline_ms(),
+        });
+        let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check_ms.max(0));
+        groups.chain(expiry).min()
+    }
+
+    // ------------------------------------------------------------ replay
+
+    /// Applies one `__consumer_offsets` record (`None` value = tombstone).
+    /// Records of schemas not replayed (KIP-848 ones) are skipped.
+    pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), RecordError> {
+        match records::decode_key(key)? {
+            RecordKey::OffsetCommit {
+                group,
+                topic,
+                partition,
+            } => {
+                let tp = TopicPartition::new(topic, partition);
+                let value = value.map(records::decode_offset_commit_value).transpose()?;
+                if value.is_some() && !self.groups.contains_key(&group) {
+                    // Offsets without group metadata: a simple group.
+                    let mut g = ClassicGroup::new(&group, -1);
+                    g.state_timestamp_ms = -1;
+                    self.groups.insert(group.clone(), Group::Classic(g));
+                }
+                self.offsets.apply(&group, tp, value);
+            }
+            RecordKey::GroupMetadata { group } => match value {
+                Some(v) => {
+                    let v = records::decode_group_metadata_value(v)?;
+                    self.groups.insert(
+                        group.clone(),
+                        Group::Classic(ClassicGroup::from_record(&group, &v)),
+                    );
+                }
+                None => {
+                    if let Some(Group::Classic(_)) = self.groups.get(&group) {
+                        self.groups.remove(&group);
+                    }
+                }
+            },
+            RecordKey::Other { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Ends replay: loaded members get a full session from `now_ms`, and
+    /// offset-only groups whose offsets were all deleted are dropped.
+    pub fn finish_replay(&mut self, now_ms: i64) {
+        let offsets = &self.offsets;
+        self.groups.retain(|id, g| match g {
+            Group::Classic(c) => {
+                c.start_session_timers(now_ms);
+                !(c.is_empty() && c.protocol_type.is_none() && !offsets.has_offsets(id))
+            }
+            Group::Consumer(_) => true,
+        });
+    }
+}

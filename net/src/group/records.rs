@@ -1,0 +1,466 @@
+//! The `__consumer_offsets` record formats, byte for byte as Kafka writes them.
+//!
+//! Every key and value starts with a big-endian `int16` schema version. Keys:
+//! - versions 0 and 1: `OffsetCommitKey {group, topic, partition}` (we write 1);
+//! - version 2: `GroupMetadataKey {group}`.
+//!
+//! Values: `OffsetCommitValue` v3 `{offset, leader_epoch, metadata,
+//! commit_timestamp}` and `GroupMetadataValue` v3 `{protocol_type, generation,
+//! protocol, leader, current_state_timestamp, members[]}`. Older value versions
+//! (0-2) are read too, so a log written by an old Kafka replays. A missing value
+//! is a tombstone: the offset or the group is gone.
+//!
+//! Key versions 3 and above are the KIP-848 consumer-group records; rill does
+//! not persist consumer-group membership yet, and [`decode_key`] reports them as
+//! [`RecordKey::Other`] so replay skips them instead of failing.
+
+use super::error::RecordError;
+
+/// Key version written for offset commits.
+pub const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
+/// Key version of group metadata.
+pub const GROUP_METADATA_KEY_VERSION: i16 = 2;
+/// Value version written for offset commits.
+pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
+/// Value version written for group metadata.
+pub const GROUP_METADATA_VALUE_VERSION: i16 = 3;
+
+/// A decoded record key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordKey {
+    /// The committed offset of one partition for one group.
+    OffsetCommit {
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+    },
+    /// The metadata of one classic group.
+    GroupMetadata {
+        /// Group id.
+        group: String,
+    },
+    /// A key of a schema this broker does not replay (KIP-848 records).
+    Other {
+        /// The key version read.
+        version: i16,
+    },
+}
+
+/// A committed offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitValue {
+    /// The next offset to consume.
+    pub offset: i64,
+    /// Leader epoch of the last consumed record, -1 when unknown.
+    pub leader_epoch: i32,
+    /// Client metadata string.
+    pub metadata: String,
+    /// When the commit was accepted.
+    pub commit_timestamp_ms: i64,
+}
+
+/// One member inside a [`GroupMetadataValue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberMetadataValue {
+    /// Member id.
+    pub member_id: String,
+    /// `group.instance.id` of a static member.
+    pub group_instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Rebalance timeout.
+    pub rebalance_timeout_ms: i32,
+    /// Session timeout.
+    pub session_timeout_ms: i32,
+    /// Metadata of the selected protocol (the subscription).
+    pub subscription: Vec<u8>,
+    /// The assignment the leader gave this member.
+    pub assignment: Vec<u8>,
+}
+
+/// The persisted state of a classic group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadataValue {
+    /// Protocol type (`consumer`, `connect`, ...).
+    pub protocol_type: String,
+    /// Generation id.
+    pub generation: i32,
+    /// Selected protocol, none while the group is empty.
+    pub protocol: Option<String>,
+    /// Leader member id.
+    pub leader: Option<String>,
+    /// When the group entered its current state, -1 when unknown.
+    pub current_state_timestamp_ms: i64,
+    /// Members with their assignments.
+    pub members: Vec<MemberMetadataValue>,
+}
+
+// ---------------------------------------------------------------- encoding
+
+fn put_i16(out: &mut Vec<u8>, v: i16) {
+    out.extend_from_slice(&v.to_be_bytes());
+}
+fn put_i32(out: &mut Vec<u8>, v: i32) {
+    out.extend_from_slice(&v.to_be_bytes());
+}
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    out.extend_from_slice(&v.to_be_bytes());
+}
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Kafka strings are int16-prefixed; ids and names are far below 32 KiB, and
+    // a longer one is truncated at a char boundary rather than corrupting the record.
+    let mut end = s.len().min(i16::MAX as usize);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    put_i16(out, end as i16);
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => put_str(out, s),
+        None => put_i16(out, -1),
+    }
+}
+fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_i32(out, b.len() as i32);
+    out.extend_from_slice(b);
+}
+
+/// Encodes an `OffsetCommitKey` (version 1).
+pub fn encode_offset_commit_key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + group.len() + topic.len());
+    put_i16(&mut out, OFFSET_COMMIT_KEY_VERSION);
+    put_str(&mut out, group);
+    put_str(&mut out, topic);
+    put_i32(&mut out, partition);
+    out
+}
+
+/// Encodes a `GroupMetadataKey` (version 2).
+pub fn encode_group_metadata_key(group: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + group.len());
+    put_i16(&mut out, GROUP_METADATA_KEY_VERSION);
+    put_str(&mut out, group);
+    out
+}
+
+/// Encodes an `OffsetCommitValue` (version 3).
+pub fn encode_offset_commit_value(value: &OffsetCommitValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + value.metadata.len());
+    put_i16(&mut out, OFFSET_COMMIT_VALUE_VERSION);
+    put_i64(&mut out, value.offset);
+    put_i32(&mut out, value.leader_epoch);
+    put_str(&mut out, &value.metadata);
+    put_i64(&mut out, value.commit_timestamp_ms);
+    out
+}
+
+/// Encodes a `GroupMetadataValue` (version 3).
+pub fn encode_group_metadata_value(value: &GroupMetadataValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    put_i16(&mut out, GROUP_METADATA_VALUE_VERSION);
+    put_str(&mut out, &value.protocol_type);
+    put_i32(&mut out, value.generation);
+    put_nullable_str(&mut out, value.protocol.as_deref());
+    put_nullable_str(&mut out, value.leader.as_deref());
+    put_i64(&mut out, value.current_state_timestamp_ms);
+    put_i32(&mut out, value.members.len() as i32);
+    for m in &value.members {
+        put_str(&mut out, &m.member_id);
+        put_nullable_str(&mut out, m.group_instance_id.as_deref());
+        put_str(&mut out, &m.client_id);
+        put_str(&mut out, &m.client_host);
+        put_i32(&mut out, m.rebalance_timeout_ms);
+        put_i32(&mut out, m.session_timeout_ms);
+        put_bytes(&mut out, &m.subscription);
+        put_bytes(&mut out, &m.assignment);
+    }
+    out
+}
+
+// ---------------------------------------------------------------- decoding
+
+/// A cursor over a record's bytes.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], RecordError> {
+        if self.buf.len() < n {
+            return Err(RecordError::Truncated { field });
+        }
+        let (head, tail) = self.buf.split_at(n);
+        self.buf = tail;
+        Ok(head)
+    }
+    fn i16(&mut self, field: &'static str) -> Result<i16, RecordError> {
+        let b = self.take(2, field)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+    fn i32(&mut self, field: &'static str) -> Result<i32, RecordError> {
+        let b = self.take(4, field)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn i64(&mut self, field: &'static str) -> Result<i64, RecordError> {
+        let b = self.take(8, field)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_be_bytes(a))
+    }
+    fn nullable_str(&mut self, field: &'static str) -> Result<Option<String>, RecordError> {
+        let len = self.i16(field)?;
+        if len < 0 {
+            return Ok(None);
+        }
+        let b = self.take(len as usize, field)?;
+        String::from_utf8(b.to_vec())
+            .map(Some)
+            .map_err(|_| RecordError::NotUtf8 { field })
+    }
+    fn str(&mut self, field: &'static str) -> Result<String, RecordError> {
+        self.nullable_str(field)?
+            .ok_or(RecordError::BadLength { field, length: -1 })
+    }
+    fn bytes(&mut self, field: &'static str) -> Result<Vec<u8>, RecordError> {
+        let len = self.i32(field)?;
+        if len < 0 {
+            // A null byte array in a member is read as empty, as Kafka does.
+            return Ok(Vec::new());
+        }
+        Ok(self.take(len as usize, field)?.to_vec())
+    }
+}
+
+/// Decodes a record key.
+pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
+    let mut r = Reader { buf: key };
+    let version = r.i16("key version")?;
+    match version {
+        0 | 1 => Ok(RecordKey::OffsetCommit {
+            group: r.str("group")?,
+            topic: r.str("topic")?,
+            partition: r.i32("partition")?,
+        }),
+        2 => Ok(RecordKey::GroupMetadata {
+            group: r.str("group")?,
+        }),
+        v if v > 2 => Ok(RecordKey::Other { version: v }),
+        v => Err(RecordError::UnsupportedVersion {
+            what: "key",
+            version: v,
+        }),
+    }
+}
+
+/// Decodes an `OffsetCommitValue` of versions 0 to 3.
+pub fn decode_offset_commit_value(value: &[u8]) -> Result<OffsetCommitValue, RecordError> {
+    let mut r = Reader { buf: value };
+    let version = r.i16("offset value version")?;
+    match version {
+        0..=2 => {
+            let offset = r.i64("offset")?;
+            let metadata = r.str("metadata")?;
+            let commit_timestamp_ms = r.i64("commit_timestamp")?;
+            Ok(OffsetCommitValue {
+                offset,
+                leader_epoch: -1,
+                metadata,
+                commit_timestamp_ms,
+            })
+        }
+        3 => Ok(OffsetCommitValue {
+            offset: r.i64("offset")?,
+            leader_epoch: r.i32("leader_epoch")?,
+            metadata: r.str("metadata")?,
+            commit_timestamp_ms: r.i64("commit_timestamp")?,
+        }),
+        v => Err(RecordError::UnsupportedVersion {
+            what: "offset commit value",
+            version: v,
+        }),
+    }
+}
+
+/// Decodes a `GroupMetadataValue` of versions 0 to 3.
+pub fn decode_group_metadata_value(value: &[u8]) -> Result<GroupMetadataValue, RecordError> {
+    let mut r = Reader { buf: value };
+    let version = r.i16("group value version")?;
+    if !(0..=3).contains(&version) {
+        return Err(RecordError::UnsupportedVersion {
+            what: "group metadata value",
+            version,
+        });
+    }
+    let protocol_type = r.str("protocol_type")?;
+    let generation = r.i32("generation")?;
+    let protocol = r.nullable_str("protocol")?;
+    let leader = r.nullable_str("leader")?;
+    let current_state_timestamp_ms = if version >= 2 {
+        r.i64("current_state_timestamp")?
+    } else {
+        -1
+    };
+    let count = r.i32("members")?;
+    if count < 0 {
+        return Err(RecordError::BadLength {
+            field: "members",
+            length: count,
+        });
+    }
+    // Bound the pre-allocation by what the buffer could hold, not by the prefix.
+    let mut members = Vec::with_capacity((count as usize).min(r.buf.len() / 16));
+    for _ in 0..count {
+        let member_id = r.str("member_id")?;
+        let group_instance_id = if version >= 3 {
+            r.nullable_str("group_instance_id")?
+        } else {
+            None
+        };
+        let client_id = r.str("client_id")?;
+        let client_host = r.str("client_host")?;
+        let rebalance_timeout_ms = if version >= 1 {
+            r.i32("rebalance_timeout")?
+        } else {
+            -1
+        };
+        let session_timeout_ms = r.i32("session_timeout")?;
+        let rebalance_timeout_ms = if version >= 1 {
+            rebalance_timeout_ms
+        } else {
+            session_timeout_ms
+        };
+        members.push(MemberMetadataValue {
+            member_id,
+            group_instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout_ms,
+            session_timeout_ms,
+            subscription: r.bytes("subscription")?,
+            assignment: r.bytes("assignment")?,
+        });
+    }
+    Ok(GroupMetadataValue {
+        protocol_type,
+        generation,
+        protocol,
+        leader,
+        current_state_timestamp_ms,
+        members,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_commit_round_trip_and_layout() {
+        let key = encode_offset_commit_key("g", "t", 7);
+        // version 1, "g", "t", partition 7
+        assert_eq!(key, vec![0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 7]);
+        assert_eq!(
+            decode_key(&key),
+            Ok(RecordKey::OffsetCommit {
+                group: "g".into(),
+                topic: "t".into(),
+                partition: 7
+            })
+        );
+        let value = OffsetCommitValue {
+            offset: 42,
+            leader_epoch: 3,
+            metadata: "m".into(),
+            commit_timestamp_ms: 1000,
+        };
+        let bytes = encode_offset_commit_value(&value);
+        assert_eq!(&bytes[..2], &[0, 3]);
+        assert_eq!(bytes.len(), 2 + 8 + 4 + 3 + 8);
+        assert_eq!(decode_offset_commit_value(&bytes), Ok(value));
+    }
+
+    #[test]
+    fn offset_commit_value_v1_is_read() {
+        // v1: offset, metadata, commit timestamp, expire timestamp
+        let mut v = vec![0, 1];
+        v.extend_from_slice(&5i64.to_be_bytes());
+        v.extend_from_slice(&[0, 0]);
+        v.extend_from_slice(&9i64.to_be_bytes());
+        v.extend_from_slice(&99i64.to_be_bytes());
+        let d = decode_offset_commit_value(&v).unwrap();
+        assert_eq!(
+            (d.offset, d.leader_epoch, d.commit_timestamp_ms),
+            (5, -1, 9)
+        );
+    }
+
+    #[test]
+    fn group_metadata_round_trip() {
+        let key = encode_group_metadata_key("grp");
+        assert_eq!(key, vec![0, 2, 0, 3, b'g', b'r', b'p']);
+        assert_eq!(
+            decode_key(&key),
+            Ok(RecordKey::GroupMetadata {
+                group: "grp".into()
+            })
+        );
+        let value = GroupMetadataValue {
+            protocol_type: "consumer".into(),
+            generation: 4,
+            protocol: Some("range".into()),
+            leader: Some("m1".into()),
+            current_state_timestamp_ms: 123,
+            members: vec![MemberMetadataValue {
+                member_id: "m1".into(),
+                group_instance_id: Some("i1".into()),
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+                rebalance_timeout_ms: 300_000,
+                session_timeout_ms: 45_000,
+                subscription: vec![1, 2, 3],
+                assignment: vec![4, 5],
+            }],
+        };
+        let bytes = encode_group_metadata_value(&value);
+        assert_eq!(&bytes[..2], &[0, 3]);
+        assert_eq!(decode_group_metadata_value(&bytes), Ok(value.clone()));
+        let empty = GroupMetadataValue {
+            protocol: None,
+            leader: None,
+            members: vec![],
+            ..value
+        };
+        assert_eq!(
+            decode_group_metadata_value(&encode_group_metadata_value(&empty)),
+            Ok(empty)
+        );
+    }
+
+    #[test]
+    fn truncated_records_are_errors_not_panics() {
+        let key = encode_offset_commit_key("group", "topic", 1);
+        for n in 0..key.len() {
+            assert!(decode_key(&key[..n]).is_err(), "prefix {n}");
+        }
+        let v = encode_offset_commit_value(&OffsetCommitValue {
+            offset: 1,
+            leader_epoch: 1,
+            metadata: "abc".into(),
+            commit_timestamp_ms: 1,
+        });
+        for n in 0..v.len() {
+            assert!(decode_offset_commit_value(&v[..n]).is_err());
+        }
+        assert_eq!(
+            decode_key(&[0, 3, 0, 0]),
+            Ok(RecordKey::Other { version: 3 })
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! Broker settings: Kafka's names and defaults in the TOML file, flag
+//! precedence, and a clear error for unknown keys.
+
+use net::config::{parse_toml, BrokerConfig, ServeArgs};
+use net::error::ConfigError;
+use net::sendpath::SendPath;
+use std::io::Write;
+
+fn args_with_file(text: &str) -> (ServeArgs, tempfile::NamedTempFile) {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    let args = ServeArgs {
+        config: Some(file.path().to_path_buf()),
+        ..ServeArgs::default()
+    };
+    (args, file)
+}
+
+#[test]
+fn defaults_are_kafkas() {
+    let c = BrokerConfig::from_args(&ServeArgs::default()).unwrap();
+    assert_eq!(c.listen.to_string(), "0.0.0.0:9092");
+    assert_eq!(
+        (c.advertised_host.as_str(), c.advertised_port),
+        ("127.0.0.1", 9092)
+    );
+    assert_eq!(c.data_dir, std::path::PathBuf::from("./rill-data"));
+    assert_eq!(c.admin_listen.to_string(), "127.0.0.1:9644");
+    assert_eq!(c.send_path, SendPath::Splice);
+    assert_eq!(c.engine.flush_policy, engine::FlushPolicy::Fsync);
+    assert!(c.auto_create_topics_enable);
+    assert_eq!(c.num_partitions, 1);
+    assert_eq!(c.default_replication_factor, 1);
+    assert_eq!(c.broker_id, 0);
+    assert_eq!(c.socket_request_max_bytes, 104_857_600);
+    assert_eq!(c.offsets_topic_num_partitions, 50);
+    assert_eq!(c.spin_before_park_us, 100);
+    assert_eq!(c.engine.topic_defaults.max_message_bytes, 1_048_588);
+    assert!(c.cores >= 1);
+}
+
+#[test]
+fn kafka_names_map_into_topic_defaults() {
+    let (args, _file) = args_with_file(
+        r#"
+        "num.partitions" = 3
+        "auto.create.topics.enable" = false
+        log.retention.hours = 2
+        log.segment.bytes = 1048576
+        log.cleanup.policy = "compact,delete"
+        "message.max.bytes" = 2000000
+        "log.flush.interval.messages" = 10
+        "broker.id" = 7
+        [rill]
+        spin_before_park_us = 0
+        "#,
+    );
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(c.num_partitions, 3);
+    assert!(!c.auto_create_topics_enable);
+    assert_eq!(c.broker_id, 7);
+    assert_eq!(c.spin_before_park_us, 0);
+    let t = &c.engine.topic_defaults;
+    assert_eq!(t.retention_ms, 2 * 3_600_000);
+    assert_eq!(t.segment_bytes, 1_048_576);
+    assert!(t.cleanup_policy.compact && t.cleanup_policy.delete);
+    assert_eq!(t.max_message_bytes, 2_000_000);
+    assert_eq!(t.flush_messages, 10);
+}
+
+#[test]
+fn retention_ms_wins_over_hours() {
+    let (args, _file) =
+        args_with_file("\"log.retention.ms\" = 5000\n\"log.retention.hours\" = 1\n");
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(c.engine.topic_defaults.retention_ms, 5000);
+}
+
+#[test]
+fn unknown_keys_are_an_error() {
+    let (args, _file) = args_with_file("\"log.retention.hourz\" = 1\n");
+    match BrokerConfig::from_args(&args) {
+        Err(ConfigError::UnknownKey(key)) => assert_eq!(key, "log.retention.hourz"),
+        other => panic!("expected unknown key, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_values_are_an_error() {
+    let (args, _file) = args_with_file("\"num.partitions\" = \"many\"\n");
+    assert!(matches!(
+        BrokerConfig::from_args(&args),
+        Err(ConfigError::Invalid { .. })
+    ));
+    let (args, _file) = args_with_file("log.segment.bytes = 3\n");
+    assert!(BrokerConfig::from_args(&args).is_err());
+    assert!(matches!(
+        parse_toml("this is = = not toml"),
+        Err(ConfigError::Toml(_))
+    ));
+}
+
+#[test]
+fn flags_win_over_the_file() {
+    let (mut args, _file) = args_with_file(
+        "listeners = \"PLAINTEXT://127.0.0.1:9999\"\nadvertised.listeners = \"PLAINTEXT://broker.example:9999\"\n",
+    );
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:9999");
+    assert_eq!(
+        (c.advertised_host.as_str(), c.advertised_port),
+        ("broker.example", 9999)
+    );
+    args.listen = Some("127.0.0.1:19092".into());
+    args.advertised_listener = Some("10.0.0.1:19092".into());
+    args.fetch_send_path = Some("copy".into());
+    args.flush_policy = Some("os".into());
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:19092");
+    assert_eq!(c.advertised_host, "10.0.0.1");
+    assert_eq!(c.send_path, SendPath::Copy);
+    assert_eq!(c.engine.flush_policy, engine::FlushPolicy::Os);
+    args.fetch_send_path = Some("carrier-pigeon".into());
+    assert!(BrokerConfig::from_args(&args).is_err());
+}
+
+#[test]
+fn wildcard_listen_advertises_loopback() {
+    let args = ServeArgs {
+        listen: Some("0.0.0.0:29092".into()),
+        ..ServeArgs::default()
+    };
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(
+        (c.advertised_host.as_str(), c.advertised_port),
+        ("127.0.0.1", 29092)
+    );
+}
