@@ -157,7 +157,11 @@ mod tests {
         assert_eq!(RunResult::load(&path).unwrap(), result);
         assert_eq!(RunResult::load_many(&path).unwrap(), vec![result.clone()]);
         let list = dir.path().join("list.json");
-        std::fs::write(&list, serde_json::to_vec(&vec![result.clone(), result.clone()]).unwrap()).unwrap();
+        std::fs::write(
+            &list,
+            serde_json::to_vec(&vec![result.clone(), result.clone()]).unwrap(),
+        )
+        .unwrap();
         assert_eq!(RunResult::load_many(&list).unwrap().len(), 2);
     }
 }

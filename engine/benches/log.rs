@@ -70,12 +70,18 @@ fn index_lookups(c: &mut Criterion) {
     group.finish();
 }
 
-async fn open(policy: FlushPolicy, segment_bytes: &str) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
+async fn open(
+    policy: FlushPolicy,
+    segment_bytes: &str,
+) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
     let mut config = EngineConfig::new(bench_dir());
     config.flush_policy = policy;
     let manager = LogManager::open(config, 0, 1).await.expect("open");
     let topic = TopicConfig::default()
-        .with_overrides([("segment.bytes", segment_bytes), ("max.message.bytes", "2000000")])
+        .with_overrides([
+            ("segment.bytes", segment_bytes),
+            ("max.message.bytes", "2000000"),
+        ])
         .expect("config");
     let log = manager
         .create_partition(TopicPartition::new("bench", 0), [0; 16], topic)
@@ -91,27 +97,31 @@ fn appender_throughput(c: &mut Criterion) {
     group.sample_size(20);
     for policy in [FlushPolicy::Os, FlushPolicy::Fsync] {
         let ex = executor(Some(Duration::from_micros(100)));
-        group.bench_with_input(BenchmarkId::from_parameter(policy), &policy, |b, &policy| {
-            b.iter_custom(|iters| {
-                ex.run(async move {
-                    let (manager, log) = open(policy, "1073741824").await;
-                    let payload = one_batch(1, (1 << 20) - 100);
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        let mut bytes = payload.clone();
-                        let r = log.append(&mut bytes, 0).expect("append");
-                        log.wait_durable(r.last_offset).await.expect("durable");
-                    }
-                    let elapsed = started.elapsed();
-                    let dir = log.dir().parent().map(|p| p.to_path_buf());
-                    manager.shutdown().await.expect("shutdown");
-                    if let Some(dir) = dir {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }
-                    elapsed
+        group.bench_with_input(
+            BenchmarkId::from_parameter(policy),
+            &policy,
+            |b, &policy| {
+                b.iter_custom(|iters| {
+                    ex.run(async move {
+                        let (manager, log) = open(policy, "1073741824").await;
+                        let payload = one_batch(1, (1 << 20) - 100);
+                        let started = Instant::now();
+                        for _ in 0..iters {
+                            let mut bytes = payload.clone();
+                            let r = log.append(&mut bytes, 0).expect("append");
+                            log.wait_durable(r.last_offset).await.expect("durable");
+                        }
+                        let elapsed = started.elapsed();
+                        let dir = log.dir().parent().map(|p| p.to_path_buf());
+                        manager.shutdown().await.expect("shutdown");
+                        if let Some(dir) = dir {
+                            let _ = std::fs::remove_dir_all(dir);
+                        }
+                        elapsed
+                    })
                 })
-            })
-        });
+            },
+        );
     }
     group.finish();
 }
@@ -215,7 +225,10 @@ fn group_commit(c: &mut Criterion) {
 /// executor's next timer tick.
 fn spin_before_park(c: &mut Criterion) {
     let mut group = c.benchmark_group("append_written_latency_os");
-    for (name, spin) in [("park", None), ("spin_100us", Some(Duration::from_micros(100)))] {
+    for (name, spin) in [
+        ("park", None),
+        ("spin_100us", Some(Duration::from_micros(100))),
+    ] {
         let ex = executor(spin);
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
@@ -242,5 +255,12 @@ fn spin_before_park(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, index_lookups, appender_throughput, appender_pipelined, group_commit, spin_before_park);
+criterion_group!(
+    benches,
+    index_lookups,
+    appender_throughput,
+    appender_pipelined,
+    group_commit,
+    spin_before_park
+);
 criterion_main!(benches);

@@ -10,14 +10,20 @@ use std::time::Instant;
 
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let count: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    let dir = args.next().unwrap_or_else(|| "target/idle-partitions".to_string());
+    let dir = args
+        .next()
+        .unwrap_or_else(|| "target/idle-partitions".to_string());
     let reopen_only = args.next().as_deref() == Some("--reopen-only");
     if !reopen_only {
         let _ = std::fs::remove_dir_all(&dir);

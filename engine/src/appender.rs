@@ -258,7 +258,9 @@ pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
     let opened = OpenOptions::new().read(true).dma_open(&path).await;
     let _ = std::fs::remove_file(&path);
     let file = opened.map_err(|e| EngineError::io(&path, e.into()))?;
-    file.close().await.map_err(|e| EngineError::io(&path, e.into()))
+    file.close()
+        .await
+        .map_err(|e| EngineError::io(&path, e.into()))
 }
 
 #[cfg(test)]

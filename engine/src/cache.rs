@@ -56,7 +56,13 @@ impl BatchCache {
     }
 
     /// Adds a chunk for a partition, evicting the oldest chunks over budget.
-    pub fn insert(&self, partition: &PartitionChunks, first_offset: i64, next_offset: i64, bytes: Bytes) {
+    pub fn insert(
+        &self,
+        partition: &PartitionChunks,
+        first_offset: i64,
+        next_offset: i64,
+        bytes: Bytes,
+    ) {
         let len = bytes.len();
         if len == 0 || len > self.capacity_bytes {
             return;

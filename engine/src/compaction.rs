@@ -68,7 +68,8 @@ pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineEr
     // Pass 2: rewrite.
     let mut stats = CompactionStats::default();
     for segment in sealed {
-        let tombstones_expire = now - segment.meta.borrow().max_timestamp_ms.max(0) > config.delete_retention_ms;
+        let tombstones_expire =
+            now - segment.meta.borrow().max_timestamp_ms.max(0) > config.delete_retention_ms;
         let bytes = read_segment(&segment).await?;
         let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
         let mut removed = 0usize;
@@ -163,13 +164,23 @@ async fn replace_segment(
     let cleaned = final_path.with_extension("log.cleaned");
     {
         let mut file = std::fs::File::create(&cleaned).map_err(|e| EngineError::io(&cleaned, e))?;
-        file.write_all(bytes).map_err(|e| EngineError::io(&cleaned, e))?;
+        file.write_all(bytes)
+            .map_err(|e| EngineError::io(&cleaned, e))?;
         file.sync_all().map_err(|e| EngineError::io(&cleaned, e))?;
     }
-    let outcome = scan_segment(&cleaned, old.base_offset, old.base_offset, config.index_interval_bytes, old.meta.borrow().created_ms)?;
+    let outcome = scan_segment(
+        &cleaned,
+        old.base_offset,
+        old.base_offset,
+        config.index_interval_bytes,
+        old.meta.borrow().created_ms,
+    )?;
     if let Some(reason) = outcome.stopped_because {
         let _ = std::fs::remove_file(&cleaned);
-        return Err(EngineError::io(&cleaned, std::io::Error::other(format!("cleaned segment invalid: {reason}"))));
+        return Err(EngineError::io(
+            &cleaned,
+            std::io::Error::other(format!("cleaned segment invalid: {reason}")),
+        ));
     }
     let mut meta = outcome.meta;
     // The segment keeps its offset range even when its last records went.

@@ -231,13 +231,7 @@ impl TopicConfig {
                 self.log_append_time = match value {
                     "CreateTime" => false,
                     "LogAppendTime" => true,
-                    _ => {
-                        return Err(invalid(
-                            name,
-                            value,
-                            "expected CreateTime or LogAppendTime",
-                        ))
-                    }
+                    _ => return Err(invalid(name, value, "expected CreateTime or LogAppendTime")),
                 }
             }
             "compression.type" => match value {
@@ -367,7 +361,10 @@ mod tests {
     fn overrides_are_only_the_differences() {
         let defaults = TopicConfig::default();
         let config = defaults
-            .with_overrides([("cleanup.policy", "compact,delete"), ("retention.ms", "1000")])
+            .with_overrides([
+                ("cleanup.policy", "compact,delete"),
+                ("retention.ms", "1000"),
+            ])
             .unwrap();
         assert!(config.cleanup_policy.compact && config.cleanup_policy.delete);
         let mut o = config.overrides_against(&defaults);

@@ -219,7 +219,11 @@ mod tests {
         index.append(7, 900);
         let bytes = index.to_bytes();
         assert_eq!(OffsetIndex::from_bytes(&bytes, 1000), Some(index.clone()));
-        assert_eq!(OffsetIndex::from_bytes(&bytes, 900), None, "position past log end");
+        assert_eq!(
+            OffsetIndex::from_bytes(&bytes, 900),
+            None,
+            "position past log end"
+        );
         assert_eq!(OffsetIndex::from_bytes(&bytes[..5], 1000), None);
         let mut swapped = bytes[8..].to_vec();
         swapped.extend_from_slice(&bytes[..8]);

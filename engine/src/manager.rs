@@ -122,7 +122,12 @@ fn config_from_dir(dir: &Path, defaults: &TopicConfig) -> TopicConfig {
     config
 }
 
-fn write_partition_files(dir: &Path, topic_id: [u8; 16], config: &TopicConfig, defaults: &TopicConfig) -> Result<(), EngineError> {
+fn write_partition_files(
+    dir: &Path,
+    topic_id: [u8; 16],
+    config: &TopicConfig,
+    defaults: &TopicConfig,
+) -> Result<(), EngineError> {
     write_file_synced(
         &dir.join("partition.metadata"),
         format!("version: 0\ntopic_id: {}\n", hex(&topic_id)).as_bytes(),
@@ -130,7 +135,11 @@ fn write_partition_files(dir: &Path, topic_id: [u8; 16], config: &TopicConfig, d
     write_config_file(dir, config, defaults)
 }
 
-fn write_config_file(dir: &Path, config: &TopicConfig, defaults: &TopicConfig) -> Result<(), EngineError> {
+fn write_config_file(
+    dir: &Path,
+    config: &TopicConfig,
+    defaults: &TopicConfig,
+) -> Result<(), EngineError> {
     let text: String = config
         .overrides_against(defaults)
         .into_iter()
@@ -159,7 +168,10 @@ fn partition_dirs(data_dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, Eng
 }
 
 /// Topics with partition count, id and config, from the directories of a data dir.
-pub fn scan_topics(data_dir: &Path, defaults: &TopicConfig) -> Result<BTreeMap<String, TopicMeta>, EngineError> {
+pub fn scan_topics(
+    data_dir: &Path,
+    defaults: &TopicConfig,
+) -> Result<BTreeMap<String, TopicMeta>, EngineError> {
     let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
     for (tp, dir) in partition_dirs(data_dir)? {
         let entry = topics.entry(tp.topic.clone()).or_insert_with(|| TopicMeta {
@@ -189,8 +201,13 @@ impl LogManager {
     /// Opens (recovering) every partition of `config.data_dir` that this
     /// shard owns, `open_concurrency` at a time, and starts the background
     /// retention task. Must run inside a glommio executor.
-    pub async fn open(config: EngineConfig, shard_id: usize, shard_count: usize) -> Result<Rc<LogManager>, EngineError> {
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| EngineError::io(&config.data_dir, e))?;
+    pub async fn open(
+        config: EngineConfig,
+        shard_id: usize,
+        shard_count: usize,
+    ) -> Result<Rc<LogManager>, EngineError> {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|e| EngineError::io(&config.data_dir, e))?;
         crate::appender::prime_iopoll_probe(&config.data_dir).await?;
         let ctx = LogContext::new(config);
         let manager = Rc::new(LogManager {
@@ -222,7 +239,11 @@ impl LogManager {
                 manager.logs.borrow_mut().insert(tp, log?);
             }
         }
-        tracing::info!(shard = shard_id, partitions = manager.logs.borrow().len(), "log manager open");
+        tracing::info!(
+            shard = shard_id,
+            partitions = manager.logs.borrow().len(),
+            "log manager open"
+        );
         manager.spawn_background();
         Ok(manager)
     }
@@ -306,7 +327,11 @@ impl LogManager {
     }
 
     /// Replaces a partition's topic config and persists it.
-    pub async fn alter_config(&self, tp: &TopicPartition, config: TopicConfig) -> Result<(), EngineError> {
+    pub async fn alter_config(
+        &self,
+        tp: &TopicPartition,
+        config: TopicConfig,
+    ) -> Result<(), EngineError> {
         let Some(log) = self.get(tp) else {
             return Err(EngineError::UnknownPartition {
                 topic: tp.topic.clone(),
@@ -341,7 +366,9 @@ impl LogManager {
         for log in logs {
             match log.apply_retention() {
                 Ok(n) => deleted += n,
-                Err(e) => tracing::warn!(partition = %log.topic_partition(), error = %e, "retention failed"),
+                Err(e) => {
+                    tracing::warn!(partition = %log.topic_partition(), error = %e, "retention failed")
+                }
             }
             if log.config().cleanup_policy.compact {
                 if let Err(e) = crate::compaction::compact(&log).await {
@@ -359,7 +386,9 @@ impl LogManager {
         glommio::spawn_local(async move {
             loop {
                 glommio::timer::sleep(Duration::from_millis(interval_ms)).await;
-                let Some(manager) = weak.upgrade() else { return };
+                let Some(manager) = weak.upgrade() else {
+                    return;
+                };
                 manager.run_cleanup_once().await;
             }
         })

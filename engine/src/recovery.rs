@@ -62,12 +62,20 @@ pub fn scan_segment(
             break;
         }
         // Make sure the window holds the header at `position`.
-        let header = match fill_and_parse(&mut file, path, &mut window, &mut window_start, position, HEADER_BYTES)? {
+        let header = match fill_and_parse(
+            &mut file,
+            path,
+            &mut window,
+            &mut window_start,
+            position,
+            HEADER_BYTES,
+        )? {
             Some(bytes) => match BatchHeader::parse(bytes) {
                 Ok(h) => h,
                 Err(e) => {
                     if !is_zeroes(bytes) {
-                        stopped_because = Some(format!("invalid batch header at byte {position}: {e}"));
+                        stopped_because =
+                            Some(format!("invalid batch header at byte {position}: {e}"));
                     }
                     break;
                 }
@@ -87,13 +95,24 @@ pub fn scan_segment(
             break;
         }
         if header.last_offset() - base_offset > i64::from(u32::MAX) {
-            stopped_because = Some(format!("batch at byte {position} is beyond the segment's offset range"));
+            stopped_because = Some(format!(
+                "batch at byte {position} is beyond the segment's offset range"
+            ));
             break;
         }
-        let bytes = match fill_and_parse(&mut file, path, &mut window, &mut window_start, position, total)? {
+        let bytes = match fill_and_parse(
+            &mut file,
+            path,
+            &mut window,
+            &mut window_start,
+            position,
+            total,
+        )? {
             Some(bytes) => bytes,
             None => {
-                stopped_because = Some(format!("torn batch at byte {position}: {total} bytes announced, file ends first"));
+                stopped_because = Some(format!(
+                    "torn batch at byte {position}: {total} bytes announced, file ends first"
+                ));
                 break;
             }
         };

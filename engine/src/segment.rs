@@ -188,7 +188,8 @@ pub fn write_file_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut file = std::fs::File::create(&tmp).map_err(|e| EngineError::io(&tmp, e))?;
-    file.write_all(bytes).map_err(|e| EngineError::io(&tmp, e))?;
+    file.write_all(bytes)
+        .map_err(|e| EngineError::io(&tmp, e))?;
     file.sync_data().map_err(|e| EngineError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| EngineError::io(path, e))
 }
@@ -207,7 +208,10 @@ mod tests {
     #[test]
     fn names_round_trip() {
         assert_eq!(file_name(170410, "log"), "00000000000000170410.log");
-        assert_eq!(parse_file_name("00000000000000170410.log", "log"), Some(170410));
+        assert_eq!(
+            parse_file_name("00000000000000170410.log", "log"),
+            Some(170410)
+        );
         assert_eq!(parse_file_name("00000000000000170410.index", "log"), None);
         assert_eq!(parse_file_name("0170410.log", "log"), None);
         assert_eq!(parse_file_name("0000000000000017041x.log", "log"), None);

@@ -45,7 +45,10 @@ mod tests {
             for p in 0..shards as i32 {
                 seen[shard_of("clicks", p, shards)] += 1;
             }
-            assert!(seen.iter().all(|&n| n == 1), "shards={shards} seen={seen:?}");
+            assert!(
+                seen.iter().all(|&n| n == 1),
+                "shards={shards} seen={seen:?}"
+            );
         }
     }
 

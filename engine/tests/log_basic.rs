@@ -17,7 +17,12 @@ fn append_then_read_back_in_both_modes() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", TopicConfig::default()).await;
+        let (_m, log) = open_log(
+            config(&path, FlushPolicy::Fsync),
+            "t",
+            TopicConfig::default(),
+        )
+        .await;
         let mut b = batch(0, 10, 1_000);
         let r = log.append(&mut b, 0).unwrap();
         assert_eq!((r.base_offset, r.last_offset, r.record_count), (0, 9, 10));
@@ -37,11 +42,23 @@ fn append_then_read_back_in_both_modes() {
             panic!("unexpected read kinds")
         };
         let mut from_file = vec![0u8; slice.length];
-        std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position).unwrap();
+        std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position)
+            .unwrap();
         assert_eq!(copy.as_ref(), &from_file[..]);
         // Past the end is empty; before the start or past LEO is out of range.
-        assert!(log.read(15, 100, ReadMode::Copy).await.unwrap().data.is_empty());
-        assert_eq!(log.read(16, 100, ReadMode::Copy).await.unwrap_err().kafka_error_code(), 1);
+        assert!(log
+            .read(15, 100, ReadMode::Copy)
+            .await
+            .unwrap()
+            .data
+            .is_empty());
+        assert_eq!(
+            log.read(16, 100, ReadMode::Copy)
+                .await
+                .unwrap_err()
+                .kafka_error_code(),
+            1
+        );
     });
 }
 
@@ -70,7 +87,10 @@ fn survives_restart_and_keeps_appending() {
         log.wait_durable(r.last_offset).await.unwrap();
         let keys = read_all(&log, 0).await;
         assert_eq!(keys.len(), 63);
-        assert!(keys.iter().enumerate().all(|(i, (o, k))| *o == i as i64 && *k == format!("key-{i}")));
+        assert!(keys
+            .iter()
+            .enumerate()
+            .all(|(i, (o, k))| *o == i as i64 && *k == format!("key-{i}")));
     });
 }
 
@@ -91,7 +111,10 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
         assert!(log.segment_count() > 5, "segments {}", log.segment_count());
         let bases = log.segment_base_offsets();
         assert!(bases.windows(2).all(|w| w[0] < w[1]));
-        let files: Vec<_> = std::fs::read_dir(path.join("t-0")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let files: Vec<_> = std::fs::read_dir(path.join("t-0"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         assert!(files.contains(&format!("{:020}.log", bases[1])));
         assert!(files.contains(&format!("{:020}.index", bases[0])));
         assert!(files.contains(&format!("{:020}.timeindex", bases[0])));
@@ -100,7 +123,13 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
         assert!(log.size_bytes() <= 8192 + 4096);
         let start = log.log_start_offset();
         assert_eq!(start, log.segment_base_offsets()[0]);
-        assert_eq!(log.read(start - 1, 100, ReadMode::Copy).await.unwrap_err().kafka_error_code(), 1);
+        assert_eq!(
+            log.read(start - 1, 100, ReadMode::Copy)
+                .await
+                .unwrap_err()
+                .kafka_error_code(),
+            1
+        );
         let low = log.delete_records(start + 5).await.unwrap();
         assert_eq!(low, start + 5);
         let keys = read_all(&log, low).await;
@@ -114,7 +143,9 @@ fn lookups_by_timestamp_follow_list_offsets() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let topic = TopicConfig::default().with_overrides([("segment.bytes", "2048")]).unwrap();
+        let topic = TopicConfig::default()
+            .with_overrides([("segment.bytes", "2048")])
+            .unwrap();
         let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", topic).await;
         for i in 0..50 {
             // Records i*4..i*4+4 with timestamps 10_000 + i*100 + j.
@@ -124,10 +155,22 @@ fn lookups_by_timestamp_follow_list_offsets() {
         }
         assert_eq!(log.offset_for_timestamp(-2).await.unwrap(), Some((0, -1)));
         assert_eq!(log.offset_for_timestamp(-1).await.unwrap(), Some((200, -1)));
-        assert_eq!(log.offset_for_timestamp(-3).await.unwrap(), Some((199, 10_000 + 49 * 100 + 3)));
-        assert_eq!(log.offset_for_timestamp(0).await.unwrap(), Some((0, 10_000)));
-        assert_eq!(log.offset_for_timestamp(12_502).await.unwrap(), Some((102, 12_502)));
-        assert_eq!(log.offset_for_timestamp(12_504).await.unwrap(), Some((104, 12_600)));
+        assert_eq!(
+            log.offset_for_timestamp(-3).await.unwrap(),
+            Some((199, 10_000 + 49 * 100 + 3))
+        );
+        assert_eq!(
+            log.offset_for_timestamp(0).await.unwrap(),
+            Some((0, 10_000))
+        );
+        assert_eq!(
+            log.offset_for_timestamp(12_502).await.unwrap(),
+            Some((102, 12_502))
+        );
+        assert_eq!(
+            log.offset_for_timestamp(12_504).await.unwrap(),
+            Some((104, 12_600))
+        );
         assert_eq!(log.offset_for_timestamp(99_999).await.unwrap(), None);
     });
 }
@@ -137,7 +180,9 @@ fn truncation_cuts_at_batch_boundaries_and_appends_continue() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let topic = TopicConfig::default().with_overrides([("segment.bytes", "2048")]).unwrap();
+        let topic = TopicConfig::default()
+            .with_overrides([("segment.bytes", "2048")])
+            .unwrap();
         let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", topic).await;
         for i in 0..40 {
             let mut b = batch(i * 5, 5, 1_000);
@@ -145,7 +190,11 @@ fn truncation_cuts_at_batch_boundaries_and_appends_continue() {
         }
         log.flush().await.unwrap();
         log.truncate_to(102).await.unwrap();
-        assert_eq!(log.log_end_offset(), 100, "offset 102 is inside batch 100..=104");
+        assert_eq!(
+            log.log_end_offset(),
+            100,
+            "offset 102 is inside batch 100..=104"
+        );
         let mut b = batch(100, 5, 2_000);
         let r = log.append(&mut b, 0).unwrap();
         assert_eq!(r.base_offset, 100);
@@ -170,7 +219,13 @@ fn compaction_keeps_the_newest_value_per_key_and_offsets() {
             let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
             let key = format!("k{}", i % 10);
             let value = format!("v{i}");
-            builder.push(0, 1_000 + i as i64, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+            builder.push(
+                0,
+                1_000 + i as i64,
+                Some(key.as_bytes()),
+                Some(value.as_bytes()),
+                &[],
+            );
             let mut b = builder.build().unwrap();
             let r = log.append(&mut b, 0).unwrap();
             log.wait_durable(r.last_offset).await.unwrap();
@@ -181,9 +236,17 @@ fn compaction_keeps_the_newest_value_per_key_and_offsets() {
         // Each key appears at most once in the sealed part, and the newest value of every key survives.
         for k in 0..10 {
             let newest = (0..200).filter(|i| i % 10 == k).max().unwrap() as i64;
-            assert!(after.iter().any(|(o, key)| *o == newest && *key == format!("k{k}")), "key {k}");
+            assert!(
+                after
+                    .iter()
+                    .any(|(o, key)| *o == newest && *key == format!("k{k}")),
+                "key {k}"
+            );
         }
         assert!(after.len() < 200);
-        assert!(after.windows(2).all(|w| w[0].0 < w[1].0), "offsets keep their order");
+        assert!(
+            after.windows(2).all(|w| w[0].0 < w[1].0),
+            "offsets keep their order"
+        );
     });
 }

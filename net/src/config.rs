@@ -92,6 +92,8 @@ pub struct BrokerConfig {
     pub mesh_channel_capacity: usize,
     /// Engine settings (flush policy, topic defaults from the `log.*` keys).
     pub engine: EngineConfig,
+    /// Group coordinator settings (`group.*`, `offsets.retention.*`).
+    pub group: crate::group::GroupConfig,
 }
 
 impl BrokerConfig {
@@ -120,6 +122,7 @@ impl BrokerConfig {
             io_memory_bytes: 2 << 20,
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),
+            group: crate::group::GroupConfig::default(),
         }
     }
 
@@ -217,6 +220,29 @@ impl BrokerConfig {
                 "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
                 "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
                 "max.connections" => self.max_connections = num(name, value)?,
+                "group.initial.rebalance.delay.ms" => {
+                    self.group.initial_rebalance_delay_ms = num(name, value)?
+                }
+                "group.min.session.timeout.ms" => {
+                    self.group.min_session_timeout_ms = num(name, value)?
+                }
+                "group.max.session.timeout.ms" => {
+                    self.group.max_session_timeout_ms = num(name, value)?
+                }
+                "group.max.size" => self.group.group_max_size = num(name, value)?,
+                "group.consumer.session.timeout.ms" => {
+                    self.group.consumer_session_timeout_ms = num(name, value)?
+                }
+                "group.consumer.heartbeat.interval.ms" => {
+                    self.group.consumer_heartbeat_interval_ms = num(name, value)?
+                }
+                "offsets.retention.minutes" => {
+                    let minutes: i64 = num(name, value)?;
+                    self.group.offsets_retention_ms = minutes.saturating_mul(60_000);
+                }
+                "offsets.retention.check.interval.ms" => {
+                    self.group.offsets_retention_check_interval_ms = num(name, value)?
+                }
                 "offsets.topic.num.partitions" => {
                     self.offsets_topic_num_partitions = num(name, value)?
                 }
@@ -329,7 +355,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
-    "group.initial.rebalance.delay.ms",
     "process.roles",
     "controller.quorum.voters",
     "controller.listener.names",

@@ -35,13 +35,17 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
 
 /// Creates a topic with the admin API and waits for the answer.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let admin: AdminClient<DefaultClientContext> = client_config(bootstrap).create().expect("admin client");
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
     let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
     for (k, v) in configs {
         topic = topic.set(k, v);
     }
     let results = admin
-        .create_topics(&[topic], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))))
+        .create_topics(
+            &[topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
         .await
         .expect("create_topics request");
     for r in results {
@@ -88,7 +92,14 @@ pub async fn produce_all(
 
 /// Consumes every partition of `topic` from the beginning until `expected`
 /// records arrived (or `timeout` passes), with an assigned (group-less) consumer.
-pub fn consume_all(bootstrap: &str, topic: &str, partitions: i32, expected: usize, timeout: Duration, settings: &[(&str, &str)]) -> Vec<Rec> {
+pub fn consume_all(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    expected: usize,
+    timeout: Duration,
+    settings: &[(&str, &str)],
+) -> Vec<Rec> {
     let mut c = client_config(bootstrap);
     c.set("group.id", "rill-tests-unused")
         .set("enable.auto.commit", "false")

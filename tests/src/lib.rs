@@ -127,7 +127,10 @@ impl Broker {
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("rill did not exit within 30 s of signal {signal}:\n{}", self.log());
+                panic!(
+                    "rill did not exit within 30 s of signal {signal}:\n{}",
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -165,11 +168,16 @@ impl Drop for Broker {
 /// Fetches `/metrics` from the admin port.
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
     use std::io::{Read, Write};
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("admin connect");
+    let mut stream =
+        TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("admin connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("write");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
     let mut out = String::new();
     let _ = stream.read_to_string(&mut out);
     out

@@ -12,7 +12,8 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 fn connect(broker: &Broker) -> TcpStream {
     let s = TcpStream::connect(broker.addr).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
     s
 }
 
@@ -47,18 +48,27 @@ async fn malformed_frames_never_hurt_the_broker() {
     let mut broker = Broker::start(RILL, dir.path(), &[]);
     create_topic(&broker.bootstrap(), "safe", 1, &[]).await;
     let p = producer(&broker.bootstrap(), &[("acks", "all")]);
-    let records: Vec<_> = (0..50).map(|i| (None, format!("safe-{i}").into_bytes())).collect();
+    let records: Vec<_> = (0..50)
+        .map(|i| (None, format!("safe-{i}").into_bytes()))
+        .collect();
     produce_all(&p, "safe", &records, None).await;
 
     // 1. Garbage bytes: a huge "length" then noise → closed.
     let mut s = connect(&broker);
-    s.write_all(&[0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8]).expect("write");
-    assert!(read_frame(&mut s).is_none(), "garbage closes the connection");
+    s.write_all(&[0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8])
+        .expect("write");
+    assert!(
+        read_frame(&mut s).is_none(),
+        "garbage closes the connection"
+    );
 
     // 2. A 2 GiB frame length → closed without allocating it.
     let mut s = connect(&broker);
     s.write_all(&(i32::MAX).to_be_bytes()).expect("write");
-    assert!(read_frame(&mut s).is_none(), "oversize frame closes the connection");
+    assert!(
+        read_frame(&mut s).is_none(),
+        "oversize frame closes the connection"
+    );
 
     // 3. A negative frame length → closed.
     let mut s = connect(&broker);
@@ -85,12 +95,24 @@ async fn malformed_frames_never_hurt_the_broker() {
 
     // 7. Metadata v1 with a body that does not decode (topic count 1000, no topics).
     let mut s = connect(&broker);
-    s.write_all(&request(3, 1, 8, &1000i32.to_be_bytes())).expect("write");
+    s.write_all(&request(3, 1, 8, &1000i32.to_be_bytes()))
+        .expect("write");
     let _ = read_frame(&mut s);
 
     // The broker still serves, and the data is intact.
     assert!(broker.is_running(), "broker alive:\n{}", broker.log());
-    let got = consume_all(&broker.bootstrap(), "safe", 1, 50, Duration::from_secs(20), &[]);
+    let got = consume_all(
+        &broker.bootstrap(),
+        "safe",
+        1,
+        50,
+        Duration::from_secs(20),
+        &[],
+    );
     assert_eq!(got.len(), 50);
-    assert!(got.iter().enumerate().all(|(i, r)| r.offset == i as i64 && r.value.as_deref() == Some(format!("safe-{i}").as_bytes())));
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.offset == i as i64
+            && r.value.as_deref() == Some(format!("safe-{i}").as_bytes())));
 }

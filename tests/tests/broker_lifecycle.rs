@@ -13,7 +13,12 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 fn values(prefix: &str, n: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
     (0..n)
-        .map(|i| (Some(format!("k{}", i % 7).into_bytes()), format!("{prefix}-{i}").into_bytes()))
+        .map(|i| {
+            (
+                Some(format!("k{}", i % 7).into_bytes()),
+                format!("{prefix}-{i}").into_bytes(),
+            )
+        })
         .collect()
 }
 
@@ -35,7 +40,14 @@ async fn restarts_keep_every_acknowledged_message() {
             assert_eq!(code, Some(0), "graceful stop exits 0:\n{}", broker.log());
         }
         broker.restart();
-        let got = consume_all(&broker.bootstrap(), "durable", 3, acknowledged.len(), Duration::from_secs(30), &[]);
+        let got = consume_all(
+            &broker.bootstrap(),
+            "durable",
+            3,
+            acknowledged.len(),
+            Duration::from_secs(30),
+            &[],
+        );
         let mut got_values: Vec<Vec<u8>> = got.into_iter().filter_map(|r| r.value).collect();
         let mut want: Vec<Vec<u8>> = acknowledged.iter().map(|(_, v)| v.clone()).collect();
         got_values.sort();
@@ -53,14 +65,27 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
     let p = producer(&bootstrap, &[("acks", "1")]);
     produce_all(&p, "doomed", &values("d", 50), None).await;
     assert!(dir.path().join("doomed-0").exists());
-    let admin: AdminClient<DefaultClientContext> = client_config(&bootstrap).create().expect("admin");
-    let results = admin.delete_topics(&["doomed"], &AdminOptions::new()).await.expect("delete request");
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&bootstrap).create().expect("admin");
+    let results = admin
+        .delete_topics(&["doomed"], &AdminOptions::new())
+        .await
+        .expect("delete request");
     for r in results {
         r.expect("deleted");
     }
-    let metadata = admin.inner().fetch_metadata(None, Duration::from_secs(5)).expect("metadata");
-    assert!(!metadata.topics().iter().any(|t| t.name() == "doomed"), "topic gone from metadata");
-    assert!(!dir.path().join("doomed-0").exists(), "partition directory removed");
+    let metadata = admin
+        .inner()
+        .fetch_metadata(None, Duration::from_secs(5))
+        .expect("metadata");
+    assert!(
+        !metadata.topics().iter().any(|t| t.name() == "doomed"),
+        "topic gone from metadata"
+    );
+    assert!(
+        !dir.path().join("doomed-0").exists(),
+        "partition directory removed"
+    );
     let metrics = http_get(broker.admin_addr, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(metrics.contains("# TYPE"), "prometheus text: {metrics}");
@@ -68,7 +93,11 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
 
 #[test]
 fn kcat_produces_and_consumes() {
-    if std::process::Command::new("kcat").arg("-V").output().is_err() {
+    if std::process::Command::new("kcat")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
         panic!("kcat is not installed (apt-get install kcat); .ci/run installs it");
     }
     let dir = data_dir();
@@ -76,7 +105,15 @@ fn kcat_produces_and_consumes() {
     let bootstrap = broker.bootstrap();
     let input: String = (0..100).map(|i| format!("line-{i}\n")).collect();
     let mut produce = std::process::Command::new("kcat")
-        .args(["-b", &bootstrap, "-P", "-t", "kcat-topic", "-X", "broker.address.family=v4"])
+        .args([
+            "-b",
+            &bootstrap,
+            "-P",
+            "-t",
+            "kcat-topic",
+            "-X",
+            "broker.address.family=v4",
+        ])
         .stdin(std::process::Stdio::piped())
         .spawn()
         .expect("kcat -P");
@@ -85,11 +122,31 @@ fn kcat_produces_and_consumes() {
         let mut stdin = produce.stdin.take().expect("stdin");
         stdin.write_all(input.as_bytes()).expect("write");
     }
-    assert!(produce.wait().expect("kcat exits").success(), "kcat -P failed:\n{}", broker.log());
+    assert!(
+        produce.wait().expect("kcat exits").success(),
+        "kcat -P failed:\n{}",
+        broker.log()
+    );
     let out = std::process::Command::new("kcat")
-        .args(["-b", &bootstrap, "-C", "-t", "kcat-topic", "-o", "beginning", "-e", "-q", "-X", "broker.address.family=v4"])
+        .args([
+            "-b",
+            &bootstrap,
+            "-C",
+            "-t",
+            "kcat-topic",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-X",
+            "broker.address.family=v4",
+        ])
         .output()
         .expect("kcat -C");
-    assert!(out.status.success(), "kcat -C failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kcat -C failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), input);
 }

@@ -33,17 +33,30 @@ fn assert_exact(sent: &[(Option<Vec<u8>>, Vec<u8>)], got: &[Rec]) {
     for r in got {
         by_partition.entry(r.partition).or_default().push(r);
     }
-    let position: BTreeMap<&[u8], usize> = sent.iter().enumerate().map(|(i, (_, v))| (v.as_slice(), i)).collect();
+    let position: BTreeMap<&[u8], usize> = sent
+        .iter()
+        .enumerate()
+        .map(|(i, (_, v))| (v.as_slice(), i))
+        .collect();
     for (partition, records) in &by_partition {
         for pair in records.windows(2) {
-            assert!(pair[0].offset < pair[1].offset, "offsets rise in partition {partition}");
+            assert!(
+                pair[0].offset < pair[1].offset,
+                "offsets rise in partition {partition}"
+            );
             let a = position[pair[0].value.as_deref().unwrap()];
             let b = position[pair[1].value.as_deref().unwrap()];
             assert!(a < b, "produce order kept in partition {partition}");
         }
     }
-    let mut sent_sorted: Vec<_> = sent.iter().map(|(k, v)| (k.clone(), Some(v.clone()))).collect();
-    let mut got_sorted: Vec<_> = got.iter().map(|r| (r.key.clone(), r.value.clone())).collect();
+    let mut sent_sorted: Vec<_> = sent
+        .iter()
+        .map(|(k, v)| (k.clone(), Some(v.clone())))
+        .collect();
+    let mut got_sorted: Vec<_> = got
+        .iter()
+        .map(|r| (r.key.clone(), r.value.clone()))
+        .collect();
     sent_sorted.sort();
     got_sorted.sort();
     assert_eq!(sent_sorted, got_sorted);
@@ -78,7 +91,14 @@ async fn every_codec_and_acks_level_round_trips() {
                 sent.extend(records);
             }
         }
-        let got = consume_all(&bootstrap, topic, partitions, sent.len(), Duration::from_secs(30), &[]);
+        let got = consume_all(
+            &bootstrap,
+            topic,
+            partitions,
+            sent.len(),
+            Duration::from_secs(30),
+            &[],
+        );
         assert_exact(&sent, &got);
         if partitions == 3 {
             let used: std::collections::BTreeSet<i32> = got.iter().map(|r| r.partition).collect();
@@ -96,25 +116,48 @@ async fn list_offsets_by_time_and_watermarks() {
     let p = producer(&bootstrap, &[("acks", "all"), ("linger.ms", "0")]);
     for i in 0..30i64 {
         let value = format!("v{i}");
-        let record: FutureRecord<'_, (), String> = FutureRecord::to("times").payload(&value).timestamp(1_000_000 + i * 1_000);
-        p.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("sent");
+        let record: FutureRecord<'_, (), String> = FutureRecord::to("times")
+            .payload(&value)
+            .timestamp(1_000_000 + i * 1_000);
+        p.send(record, Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("sent");
     }
     let consumer: BaseConsumer = {
         let mut c = client_config(&bootstrap);
         c.set("group.id", "times");
         c.create().expect("consumer")
     };
-    let (low, high) = consumer.fetch_watermarks("times", 0, Duration::from_secs(10)).expect("watermarks");
+    let (low, high) = consumer
+        .fetch_watermarks("times", 0, Duration::from_secs(10))
+        .expect("watermarks");
     assert_eq!((low, high), (0, 30));
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("times", 0, rdkafka::Offset::Offset(1_000_000 + 12_500)).expect("tpl");
-    let found = consumer.offsets_for_times(tpl, Duration::from_secs(10)).expect("offsets_for_times");
-    let offset = found.find_partition("times", 0).expect("partition").offset();
-    assert_eq!(offset, rdkafka::Offset::Offset(13), "first record at or after the time");
+    tpl.add_partition_offset("times", 0, rdkafka::Offset::Offset(1_000_000 + 12_500))
+        .expect("tpl");
+    let found = consumer
+        .offsets_for_times(tpl, Duration::from_secs(10))
+        .expect("offsets_for_times");
+    let offset = found
+        .find_partition("times", 0)
+        .expect("partition")
+        .offset();
+    assert_eq!(
+        offset,
+        rdkafka::Offset::Offset(13),
+        "first record at or after the time"
+    );
     let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset("times", 0, rdkafka::Offset::Offset(9_000_000)).expect("tpl");
-    let found = consumer.offsets_for_times(tpl, Duration::from_secs(10)).expect("offsets_for_times");
-    assert_eq!(found.find_partition("times", 0).expect("p").offset(), rdkafka::Offset::End);
+    tpl.add_partition_offset("times", 0, rdkafka::Offset::Offset(9_000_000))
+        .expect("tpl");
+    let found = consumer
+        .offsets_for_times(tpl, Duration::from_secs(10))
+        .expect("offsets_for_times");
+    assert_eq!(
+        found.find_partition("times", 0).expect("p").offset(),
+        rdkafka::Offset::End
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,13 +166,27 @@ async fn an_oversize_message_is_refused_and_the_broker_stays_up() {
     let mut broker = Broker::start(RILL, dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "small", 1, &[("max.message.bytes", "10000")]).await;
-    let p = producer(&bootstrap, &[("acks", "all"), ("message.max.bytes", "2000000")]);
+    let p = producer(
+        &bootstrap,
+        &[("acks", "all"), ("message.max.bytes", "2000000")],
+    );
     let big = vec![b'z'; 50_000];
     let record: FutureRecord<'_, (), Vec<u8>> = FutureRecord::to("small").payload(&big);
-    let err = p.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect_err("refused");
-    assert_eq!(err, KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge));
+    let err = p
+        .send(record, Duration::from_secs(10))
+        .await
+        .map_err(|(e, _)| e)
+        .expect_err("refused");
+    assert_eq!(
+        err,
+        KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge)
+    );
     let sent = produce_all(&p, "small", &[(None, b"fits".to_vec())], None).await;
-    assert_eq!(sent, vec![(0, 0)], "the next message is accepted at offset 0");
+    assert_eq!(
+        sent,
+        vec![(0, 0)],
+        "the next message is accepted at offset 0"
+    );
     assert!(broker.is_running());
 }
 
@@ -139,15 +196,31 @@ async fn the_three_send_paths_return_identical_data() {
     let records = keyed("paths", 3_000);
     {
         let mut broker = Broker::start(RILL, dir.path(), &["--fetch-send-path", "copy"]);
-        create_topic(&broker.bootstrap(), "paths", 3, &[("segment.bytes", "200000")]).await;
-        let p = producer(&broker.bootstrap(), &[("acks", "all"), ("compression.codec", "lz4")]);
+        create_topic(
+            &broker.bootstrap(),
+            "paths",
+            3,
+            &[("segment.bytes", "200000")],
+        )
+        .await;
+        let p = producer(
+            &broker.bootstrap(),
+            &[("acks", "all"), ("compression.codec", "lz4")],
+        );
         produce_all(&p, "paths", &records, None).await;
         assert_eq!(broker.stop(), Some(0));
     }
     let mut results = Vec::new();
     for path in ["copy", "sendfile", "splice"] {
         let mut broker = Broker::start(RILL, dir.path(), &["--fetch-send-path", path]);
-        let mut got = consume_all(&broker.bootstrap(), "paths", 3, records.len(), Duration::from_secs(30), &[("max.partition.fetch.bytes", "100000")]);
+        let mut got = consume_all(
+            &broker.bootstrap(),
+            "paths",
+            3,
+            records.len(),
+            Duration::from_secs(30),
+            &[("max.partition.fetch.bytes", "100000")],
+        );
         got.sort();
         assert_eq!(got.len(), records.len(), "{path} returned everything");
         results.push(got);

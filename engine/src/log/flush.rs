@@ -91,7 +91,11 @@ impl PartitionLog {
         }
         let mut touched: Vec<Rc<Segment>> = Vec::new();
         for (segment, position, joined, parts) in &groups {
-            let joined: &[u8] = if joined.is_empty() { &parts[0].3 } else { joined };
+            let joined: &[u8] = if joined.is_empty() {
+                &parts[0].3
+            } else {
+                joined
+            };
             self.ensure_appender(segment).await?;
             let mut appender = match segment.appender.borrow_mut().take() {
                 Some(a) => a,
@@ -151,7 +155,11 @@ impl PartitionLog {
         Ok(())
     }
 
-    async fn sync_segments(&self, touched: &[Rc<Segment>], batches: u64) -> Result<(), EngineError> {
+    async fn sync_segments(
+        &self,
+        touched: &[Rc<Segment>],
+        batches: u64,
+    ) -> Result<(), EngineError> {
         let started = Instant::now();
         for segment in touched {
             let appender = segment.appender.borrow_mut().take();
@@ -192,8 +200,12 @@ impl PartitionLog {
         }
         let size_bytes = segment.meta.borrow().size_bytes;
         let written = segment.readable_bytes.get().min(size_bytes);
-        let appender =
-            Appender::open(&segment.log_path(), written, self.ctx.config.preallocate_bytes).await?;
+        let appender = Appender::open(
+            &segment.log_path(),
+            written,
+            self.ctx.config.preallocate_bytes,
+        )
+        .await?;
         sync_dir(&self.dir)?;
         *segment.appender.borrow_mut() = Some(appender);
         Ok(())
@@ -235,7 +247,11 @@ impl PartitionLog {
         if self.closed.get() {
             return Ok(());
         }
-        let flushed = if self.failed.get() { Ok(()) } else { self.flush().await };
+        let flushed = if self.failed.get() {
+            Ok(())
+        } else {
+            self.flush().await
+        };
         // Under `os`/`interval` the data is written but maybe not synced.
         self.closed.set(true);
         let active = self.active_segment();
@@ -245,6 +261,8 @@ impl PartitionLog {
         }
         active.write_indexes()?;
         self.write_recovery_point(self.written.get())?;
+        // A snapshot at the end spares the next open a replay of producer state.
+        self.checkpoint_producer_state()?;
         self.written.close();
         self.durable.close();
         self.high_watermark.close();

@@ -267,9 +267,7 @@ impl PartitionLog {
         let hw = self.high_watermark.get();
         let written = self.written.get();
         assert!(
-            state.log_start_offset <= hw
-                && hw <= written
-                && written <= state.log_end_offset,
+            state.log_start_offset <= hw && hw <= written && written <= state.log_end_offset,
             "offset order broken: start {} hw {} written {} end {}",
             state.log_start_offset,
             hw,
