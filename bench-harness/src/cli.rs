@@ -3,7 +3,8 @@
 
 use crate::error::Result;
 use crate::workload::{
-    parse_acks, parse_bytes, Compression, KeyDistribution, MessageSize, StartOffset, Workload,
+    parse_acks, parse_bytes, Assignor, Compression, GroupProtocol, KeyDistribution, MessageSize,
+    StartOffset, Workload,
 };
 use clap::Args;
 use std::path::PathBuf;
@@ -55,6 +56,21 @@ pub struct WorkloadArgs {
     pub from_earliest: bool,
     #[arg(long)]
     pub topic_prefix: Option<String>,
+    /// Consumers join this consumer group.
+    #[arg(long)]
+    pub consumer_group: Option<String>,
+    /// Client-side assignor of a classic group: range, roundrobin, sticky.
+    #[arg(long)]
+    pub assignor: Option<String>,
+    /// classic or consumer (KIP-848).
+    #[arg(long, value_enum)]
+    pub group_protocol: Option<GroupProtocolArg>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum GroupProtocolArg {
+    Classic,
+    Consumer,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -143,6 +159,18 @@ impl WorkloadArgs {
         }
         if let Some(v) = &self.topic_prefix {
             workload.topic_prefix = v.clone();
+        }
+        if let Some(v) = &self.consumer_group {
+            workload.consumer_group = Some(v.clone());
+        }
+        if let Some(v) = &self.assignor {
+            workload.assignor = Assignor::from_name(v)?;
+        }
+        if let Some(v) = self.group_protocol {
+            workload.group_protocol = match v {
+                GroupProtocolArg::Classic => GroupProtocol::Classic,
+                GroupProtocolArg::Consumer => GroupProtocol::Consumer,
+            };
         }
         workload.validate()?;
         Ok(workload)

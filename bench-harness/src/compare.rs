@@ -9,6 +9,7 @@ use crate::results::{RunResult, Throughput};
 use crate::runner::{run_workload, RunOptions};
 use crate::stats::{merge_histograms, HistogramData, Percentiles};
 use crate::workload::Workload;
+use serde::{Deserialize, Serialize};
 
 /// A broker to compare: a label for tables and its bootstrap address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +73,69 @@ pub async fn compare(
         .into_iter()
         .filter_map(|runs| combine(&runs))
         .collect())
+}
+
+/// One target's figures divided by the first target's (the baseline).
+/// `None` where the baseline figure is zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRatio {
+    pub label: String,
+    pub baseline: String,
+    pub produce_throughput_ratio: Option<f64>,
+    pub consume_throughput_ratio: Option<f64>,
+    pub publish_p50_ratio: Option<f64>,
+    pub publish_p99_ratio: Option<f64>,
+    pub end_to_end_p99_ratio: Option<f64>,
+}
+
+/// What `compare` writes: the combined run of every target and the ratios
+/// of each to the first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareReport {
+    pub workload: String,
+    pub rounds: usize,
+    pub runs: Vec<RunResult>,
+    pub ratios: Vec<CompareRatio>,
+}
+
+impl CompareReport {
+    pub fn new(workload: &Workload, rounds: usize, runs: Vec<RunResult>) -> Self {
+        let ratios = ratios(&runs);
+        CompareReport {
+            workload: workload.name.clone(),
+            rounds,
+            runs,
+            ratios,
+        }
+    }
+}
+
+/// Ratios of every run to the first one.
+pub fn ratios(runs: &[RunResult]) -> Vec<CompareRatio> {
+    let Some(base) = runs.first() else {
+        return Vec::new();
+    };
+    let divide = |value: f64, base: f64| (base > 0.0).then(|| value / base);
+    runs.iter()
+        .map(|run| CompareRatio {
+            label: run.label.clone(),
+            baseline: base.label.clone(),
+            produce_throughput_ratio: divide(run.produce.msgs_per_s, base.produce.msgs_per_s),
+            consume_throughput_ratio: divide(run.consume.msgs_per_s, base.consume.msgs_per_s),
+            publish_p50_ratio: divide(
+                run.publish_latency_us.p50_us as f64,
+                base.publish_latency_us.p50_us as f64,
+            ),
+            publish_p99_ratio: divide(
+                run.publish_latency_us.p99_us as f64,
+                base.publish_latency_us.p99_us as f64,
+            ),
+            end_to_end_p99_ratio: divide(
+                run.end_to_end_latency_us.p99_us as f64,
+                base.end_to_end_latency_us.p99_us as f64,
+            ),
+        })
+        .collect()
 }
 
 /// Combines several runs of one target into one result.
@@ -172,5 +236,26 @@ mod tests {
         let merged = combined.publish_latency_histogram.to_histogram();
         assert!((995..=1005).contains(&merged.value_at_quantile(0.2)));
         assert!(combine(&[]).is_none());
+    }
+
+    #[test]
+    fn ratios_divide_by_the_first_run() {
+        let run = |label: &str, messages: u64, p99_us: u64| {
+            let mut run = RunResult {
+                label: label.into(),
+                produce: Throughput::new(messages, messages, 1.0),
+                ..RunResult::default()
+            };
+            run.publish_latency_us.p99_us = p99_us;
+            run
+        };
+        let ratios = ratios(&[run("a", 100, 10), run("b", 250, 5)]);
+        assert_eq!(ratios.len(), 2);
+        assert_eq!(ratios[0].produce_throughput_ratio, Some(1.0));
+        assert_eq!(ratios[1].produce_throughput_ratio, Some(2.5));
+        assert_eq!(ratios[1].publish_p99_ratio, Some(0.5));
+        assert_eq!(ratios[1].baseline, "a");
+        // A zero baseline gives no ratio rather than infinity.
+        assert_eq!(ratios[1].consume_throughput_ratio, None);
     }
 }

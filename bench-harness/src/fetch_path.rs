@@ -130,10 +130,18 @@ fn free_port() -> Result<u16> {
 }
 
 async fn start_rill(bin: &Path, data_dir: &Path, send_path: &str) -> Result<(Broker, String)> {
-    let port = free_port()?;
-    let addr = format!("127.0.0.1:{port}");
+    let addr = format!("127.0.0.1:{}", free_port()?);
+    // A free admin port too: the default one may be taken by another broker.
+    let admin = format!("127.0.0.1:{}", free_port()?);
     let child = Command::new(bin)
-        .args(["serve", "--listen", &addr, "--data-dir"])
+        .args([
+            "serve",
+            "--listen",
+            &addr,
+            "--admin-listen",
+            &admin,
+            "--data-dir",
+        ])
         .arg(data_dir)
         .args(["--fetch-send-path", send_path])
         .stdout(Stdio::null())
@@ -334,12 +342,17 @@ pub async fn run(args: &FetchPathArgs) -> Result<String> {
     let mut results = Vec::new();
     match (&args.rill_bin, &args.bootstrap) {
         (Some(bin), _) => {
-            let temp;
+            // A fresh temp dir (removed when dropped) unless one is given.
+            let mut temp = None;
             let data_dir = match &args.data_dir {
                 Some(dir) => dir.clone(),
                 None => {
-                    temp = tempfile_dir()?;
-                    temp.clone()
+                    let dir = tempfile::Builder::new()
+                        .prefix("rill-bench-fetch-path-")
+                        .tempdir()?;
+                    let path = dir.path().to_path_buf();
+                    temp = Some(dir);
+                    path
                 }
             };
             let paths: Vec<&str> = args
@@ -360,6 +373,7 @@ pub async fn run(args: &FetchPathArgs) -> Result<String> {
                 results.push(result);
                 drop(broker);
             }
+            drop(temp);
         }
         (None, Some(addr)) => {
             let filled = fill_topic(addr, &workload, fill_bytes).await?;
@@ -374,12 +388,6 @@ pub async fn run(args: &FetchPathArgs) -> Result<String> {
     }
     std::fs::write(&args.out, serde_json::to_vec_pretty(&results)?)?;
     Ok(table(&results))
-}
-
-fn tempfile_dir() -> Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("rill-bench-fetch-path-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    Ok(dir)
 }
 
 pub fn table(results: &[PathResult]) -> String {

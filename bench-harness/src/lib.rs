@@ -14,6 +14,7 @@
 //! - [`report`]: text tables and self-contained HTML/SVG reports.
 //! - [`compare`]: one workload against several brokers, interleaved.
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
+//! - [`group`]: consumer groups: assignors, classic and KIP-848 membership.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
 //! - [`error`]: the crate's error type.
 
@@ -23,6 +24,7 @@ pub mod disk;
 pub mod distribution;
 pub mod error;
 pub mod fetch_path;
+pub mod group;
 pub mod kafka;
 pub mod report;
 pub mod results;

@@ -3,7 +3,7 @@
 //! dispatches.
 
 use bench_harness::cli::WorkloadArgs;
-use bench_harness::compare::{compare, parse_target};
+use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
 use bench_harness::{disk, fetch_path, Result};
@@ -128,7 +128,8 @@ fn dispatch(command: Command) -> Result<()> {
             let workload = workload.resolve()?;
             let targets: Vec<_> = targets.iter().map(|t| parse_target(t)).collect();
             let results = runtime()?.block_on(compare(&targets, &workload, rounds, quiet))?;
-            std::fs::write(&out, serde_json::to_vec_pretty(&results)?)?;
+            let report = CompareReport::new(&workload, rounds, results.clone());
+            std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
             std::fs::write(
                 &html_out,
                 html::render(&format!("rill-bench compare: {}", workload.name), &results),

@@ -109,13 +109,21 @@ impl RunResult {
         Ok(serde_json::from_slice(&std::fs::read(path)?)?)
     }
 
-    /// Loads a file holding one result (`run`) or a list of them (`compare`).
+    /// Loads a file holding one result (`run`), a list of them, or a
+    /// `compare` report (its `runs`).
     pub fn load_many(path: &Path) -> Result<Vec<RunResult>> {
-        let bytes = std::fs::read(path)?;
-        match serde_json::from_slice::<Vec<RunResult>>(&bytes) {
-            Ok(runs) => Ok(runs),
-            Err(_) => Ok(vec![serde_json::from_slice(&bytes)?]),
+        #[derive(Deserialize)]
+        struct Runs {
+            runs: Vec<RunResult>,
         }
+        let bytes = std::fs::read(path)?;
+        if let Ok(runs) = serde_json::from_slice::<Vec<RunResult>>(&bytes) {
+            return Ok(runs);
+        }
+        if let Ok(report) = serde_json::from_slice::<Runs>(&bytes) {
+            return Ok(report.runs);
+        }
+        Ok(vec![serde_json::from_slice(&bytes)?])
     }
 }
 

@@ -5,6 +5,7 @@
 //! that order.
 
 use crate::error::{BenchError, Result};
+pub use crate::group::Assignor;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -94,6 +95,17 @@ pub enum StartOffset {
     Latest,
 }
 
+/// Which consumer group protocol consumers speak.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupProtocol {
+    /// JoinGroup / SyncGroup / Heartbeat, the leader assigns client-side.
+    #[default]
+    Classic,
+    /// KIP-848 ConsumerGroupHeartbeat, the broker assigns.
+    Consumer,
+}
+
 /// One benchmark workload. Field names follow OMB where there is an
 /// equivalent; units are last in each name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,6 +140,11 @@ pub struct Workload {
     pub fetch_max_bytes: i32,
     pub fetch_partition_max_bytes: i32,
     pub topic_prefix: String,
+    /// Consumers join this group instead of splitting partitions directly.
+    pub consumer_group: Option<String>,
+    /// Client-side assignor of a classic group.
+    pub assignor: Assignor,
+    pub group_protocol: GroupProtocol,
 }
 
 impl Default for Workload {
@@ -157,6 +174,9 @@ impl Default for Workload {
             fetch_max_bytes: 64 * 1024 * 1024,
             fetch_partition_max_bytes: 4 * 1024 * 1024,
             topic_prefix: "rill-bench".to_string(),
+            consumer_group: None,
+            assignor: Assignor::Range,
+            group_protocol: GroupProtocol::Classic,
         }
     }
 }
@@ -267,6 +287,9 @@ impl Workload {
         if self.batch_size_bytes < self.message_size.max_bytes() {
             return fail("batch_size_bytes must hold at least one message");
         }
+        if self.consumer_group.as_deref().is_some_and(str::is_empty) {
+            return fail("consumer_group must not be empty");
+        }
         if self.test_duration_s == 0 {
             return fail("test_duration_s must be at least 1");
         }
@@ -375,6 +398,22 @@ mod tests {
         assert!(Workload::parse("acks: 7\n", "yaml").is_err());
         assert!(Workload::parse("no_such_field: 1\n", "yaml").is_err());
         assert!(Workload::parse("topics: 0\n", "yaml").is_err());
+    }
+
+    #[test]
+    fn parses_group_fields() {
+        let text = "consumer_group: g1\nassignor: roundrobin\ngroup_protocol: consumer\n";
+        let workload = Workload::parse(text, "yaml").unwrap();
+        assert_eq!(workload.consumer_group.as_deref(), Some("g1"));
+        assert_eq!(workload.assignor, Assignor::RoundRobin);
+        assert_eq!(workload.group_protocol, GroupProtocol::Consumer);
+        let text = "consumer_group = \"g2\"\nassignor = \"sticky\"\n";
+        let workload = Workload::parse(text, "toml").unwrap();
+        assert_eq!(workload.assignor, Assignor::Sticky);
+        assert_eq!(workload.group_protocol, GroupProtocol::Classic);
+        assert_eq!(Workload::default().consumer_group, None);
+        assert!(Workload::parse("assignor: cooperative\n", "yaml").is_err());
+        assert!(Workload::parse("consumer_group: ''\n", "yaml").is_err());
     }
 
     #[test]

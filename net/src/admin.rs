@@ -38,6 +38,16 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
 pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
+    metrics.committed_offsets = shard.groups.committed_offsets();
+    metrics.log_end_offsets = shard
+        .logs
+        .partitions()
+        .into_iter()
+        .filter_map(|tp| {
+            let end = shard.logs.get(&tp)?.log_end_offset();
+            Some((tp.topic, tp.partition, end))
+        })
+        .collect();
     (shard.id, metrics)
 }
 

@@ -22,6 +22,11 @@
 //!   dispatch and the ApiVersions answer.
 //! - [`metrics`], [`admin`]: Prometheus counters and histograms, and the HTTP
 //!   `/metrics` responder.
+//! - [`group_runtime`]: one group coordinator per shard: placement by
+//!   `__consumer_offsets` partition, persistence, timers, replay.
+//! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
+//!   its per-shard runtime (placement by `__transaction_state` partition,
+//!   persistence, markers, timeouts, replay).
 //! - [`serve`]: `rill serve` — start the shards, handle signals, shut down.
 //! - [`fetch_response`], [`sendpath`]: the hand-written Fetch response encoder
 //!   and the copy / sendfile / splice send paths.
@@ -35,6 +40,7 @@ pub mod error;
 pub mod fetch_response;
 pub mod frame;
 pub mod group;
+pub mod group_runtime;
 pub mod handlers;
 pub mod mesh;
 pub mod metrics;
@@ -43,3 +49,5 @@ pub mod sendpath;
 pub mod serve;
 pub mod shard;
 pub mod topics;
+pub mod txn;
+pub mod txn_runtime;

@@ -32,6 +32,9 @@ pub enum PartitionOp {
         max_bytes: usize,
         /// Return a file range (sendfile/splice) rather than bytes.
         file_slice: bool,
+        /// `isolation_level=1`: stop at the last stable offset and list
+        /// the aborted transactions of the range.
+        read_committed: bool,
     },
     /// ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else by time.
     ListOffset {
@@ -39,6 +42,8 @@ pub enum PartitionOp {
         tp: TopicPartition,
         /// Timestamp or special value.
         timestamp_ms: i64,
+        /// `isolation_level=1`: latest is the last stable offset.
+        read_committed: bool,
     },
     /// DeleteRecords: move the log start to `offset` (-1: the high watermark).
     DeleteRecords {
@@ -73,6 +78,20 @@ pub enum PartitionOp {
         /// Partition.
         tp: TopicPartition,
     },
+    /// Append a transaction marker and wait until it is durable
+    /// (WriteTxnMarkers; replies `Done`).
+    WriteMarker {
+        /// Partition.
+        tp: TopicPartition,
+        /// The producer whose transaction ends.
+        producer_id: i64,
+        /// Its epoch (the coordinator's, possibly bumped).
+        producer_epoch: i16,
+        /// Commit (true) or abort.
+        commit: bool,
+        /// The coordinator's epoch.
+        coordinator_epoch: i32,
+    },
 }
 
 impl PartitionOp {
@@ -86,7 +105,8 @@ impl PartitionOp {
             | PartitionOp::Create { tp, .. }
             | PartitionOp::Delete { tp }
             | PartitionOp::AlterConfig { tp, .. }
-            | PartitionOp::Describe { tp } => tp,
+            | PartitionOp::Describe { tp }
+            | PartitionOp::WriteMarker { tp, .. } => tp,
         }
     }
 }
@@ -150,6 +170,9 @@ pub struct ReadOutcome {
     pub log_start_offset: i64,
     /// The records.
     pub data: SendData,
+    /// `read_committed` reads: aborted transactions overlapping the records,
+    /// as `(producer_id, first_offset)`; `None` otherwise.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
 /// State of a partition for Describe-style APIs.
@@ -210,9 +233,25 @@ pub enum ShardMessage {
     },
     /// A topic-table change to apply (from the controller).
     TopicUpdate(TopicUpdate),
+    /// A transaction coordinator request for the shard that owns the
+    /// transactional id's `__transaction_state` partition.
+    Txn {
+        /// The request.
+        request: crate::txn_runtime::TxnRequest,
+        /// Reply slot.
+        reply: oneshot::Sender<crate::txn_runtime::TxnReply>,
+    },
     /// Ask for this shard's metrics.
     Metrics {
         /// Reply slot.
         reply: oneshot::Sender<MetricsSnapshot>,
+    },
+    /// A group-coordinator call for the shard owning the group's
+    /// `__consumer_offsets` partition.
+    Group {
+        /// The call.
+        request: crate::group_runtime::GroupRequest,
+        /// Reply slot.
+        reply: oneshot::Sender<crate::group_runtime::GroupReply>,
     },
 }

@@ -37,6 +37,14 @@ pub struct ShardMetrics {
     pub protocol_errors: u64,
     /// Partitions owned (filled when a snapshot is taken).
     pub partitions: u64,
+    /// Committed offsets of the groups this shard coordinates, as
+    /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
+    pub committed_offsets: Vec<(String, String, i32, i64)>,
+    /// Log end offset of every partition this shard owns (filled when a
+    /// snapshot is taken): the other half of the consumer lag, which the
+    /// renderer joins because a group's coordinator and its partitions'
+    /// owners are usually different shards.
+    pub log_end_offsets: Vec<(String, i32, i64)>,
 }
 
 /// One shard's metrics as sent to the admin endpoint.
@@ -59,6 +67,8 @@ impl Default for ShardMetrics {
             connections_refused: 0,
             protocol_errors: 0,
             partitions: 0,
+            committed_offsets: Vec::new(),
+            log_end_offsets: Vec::new(),
         }
     }
 }
@@ -155,7 +165,33 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     }
     summary(&mut out, "rill_produce_latency_seconds", &produce);
     summary(&mut out, "rill_fetch_latency_seconds", &fetch);
+    consumer_lag(&mut out, snapshots);
     out
+}
+
+/// `rill_consumer_group_committed_offset` and `rill_consumer_group_lag`
+/// (log end minus committed, never below 0) per group, topic and partition.
+fn consumer_lag(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    let log_ends: BTreeMap<(&str, i32), i64> = snapshots
+        .iter()
+        .flat_map(|(_, m)| m.log_end_offsets.iter())
+        .map(|(topic, partition, end)| ((topic.as_str(), *partition), *end))
+        .collect();
+    let _ = writeln!(out, "# TYPE rill_consumer_group_committed_offset gauge");
+    let _ = writeln!(out, "# TYPE rill_consumer_group_lag gauge");
+    for (_, m) in snapshots {
+        for (group, topic, partition, committed) in &m.committed_offsets {
+            let labels = format!("group=\"{group}\",topic=\"{topic}\",partition=\"{partition}\"");
+            let _ = writeln!(
+                out,
+                "rill_consumer_group_committed_offset{{{labels}}} {committed}"
+            );
+            if let Some(end) = log_ends.get(&(topic.as_str(), *partition)) {
+                let lag = (end - committed).max(0);
+                let _ = writeln!(out, "rill_consumer_group_lag{{{labels}}} {lag}");
+            }
+        }
+    }
 }
 
 fn summary(out: &mut String, name: &str, h: &Histogram<u64>) {
@@ -182,5 +218,21 @@ mod tests {
         assert!(text.contains("rill_requests_total{api=\"Produce\",shard=\"1\"} 1"));
         assert!(text.contains("rill_produce_latency_seconds_count 2"));
         assert!(text.contains("rill_produce_latency_seconds{quantile=\"0.99\"} 0.0015"));
+    }
+
+    #[test]
+    fn lag_joins_coordinator_and_owner_shards() {
+        let coordinator = ShardMetrics {
+            committed_offsets: vec![("g".into(), "t".into(), 0, 40)],
+            ..ShardMetrics::default()
+        };
+        let owner = ShardMetrics {
+            log_end_offsets: vec![("t".into(), 0, 100)],
+            ..ShardMetrics::default()
+        };
+        let text = render(&[(0, coordinator), (1, owner)]);
+        assert!(
+            text.contains("rill_consumer_group_lag{group=\"g\",topic=\"t\",partition=\"0\"} 60")
+        );
     }
 }

@@ -79,7 +79,8 @@ impl OpKind {
             PartitionOp::DeleteRecords { .. } => OpKind::DeleteRecords,
             PartitionOp::Create { .. }
             | PartitionOp::Delete { .. }
-            | PartitionOp::AlterConfig { .. } => OpKind::Done,
+            | PartitionOp::AlterConfig { .. }
+            | PartitionOp::WriteMarker { .. } => OpKind::Done,
             PartitionOp::Describe { .. } => OpKind::Describe,
         }
     }
@@ -93,6 +94,7 @@ impl OpKind {
                 last_stable_offset: -1,
                 log_start_offset: -1,
                 data: SendData::Empty,
+                aborted_transactions: None,
             }),
             OpKind::ListOffset => PartitionReply::ListOffset(Err(code)),
             OpKind::DeleteRecords => PartitionReply::DeleteRecords(Err(code)),
@@ -190,10 +192,17 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     offset,
                     max_bytes,
                     file_slice,
+                    read_committed,
                     ..
-                } => PartitionReply::Read(read(&log, offset, max_bytes, file_slice).await),
-                PartitionOp::ListOffset { timestamp_ms, .. } => PartitionReply::ListOffset(
-                    log.offset_for_timestamp(timestamp_ms)
+                } => PartitionReply::Read(
+                    read(&log, offset, max_bytes, file_slice, read_committed).await,
+                ),
+                PartitionOp::ListOffset {
+                    timestamp_ms,
+                    read_committed,
+                    ..
+                } => PartitionReply::ListOffset(
+                    log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
                         .await
                         .map(|found| (found, log.leader_epoch()))
                         .map_err(|e| e.kafka_error_code()),
@@ -220,6 +229,22 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     leader_epoch: log.leader_epoch(),
                     size_bytes: log.size_bytes(),
                 })),
+                PartitionOp::WriteMarker {
+                    producer_id,
+                    producer_epoch,
+                    commit,
+                    coordinator_epoch,
+                    ..
+                } => PartitionReply::Done(
+                    crate::txn_runtime::write_marker_local(
+                        &log,
+                        producer_id,
+                        producer_epoch,
+                        commit,
+                        coordinator_epoch,
+                    )
+                    .await,
+                ),
                 _ => kind.error_reply(codes::UNKNOWN_SERVER_ERROR),
             }
         }
@@ -252,6 +277,7 @@ async fn read(
     offset: i64,
     max_bytes: usize,
     file_slice: bool,
+    read_committed: bool,
 ) -> ReadOutcome {
     let mode = if file_slice {
         ReadMode::FileSlice
@@ -264,8 +290,14 @@ async fn read(
         last_stable_offset: log.last_stable_offset(),
         log_start_offset: log.log_start_offset(),
         data,
+        aborted_transactions: None,
     };
-    match log.read(offset, max_bytes, mode).await {
+    let result = if read_committed {
+        log.read_committed(offset, max_bytes, mode).await
+    } else {
+        log.read(offset, max_bytes, mode).await
+    };
+    match result {
         Ok(result) => {
             let data = match result.data {
                 ReadData::Empty => SendData::Empty,
@@ -290,6 +322,7 @@ async fn read(
                 last_stable_offset: result.last_stable_offset,
                 log_start_offset: result.log_start_offset,
                 data,
+                aborted_transactions: result.aborted_transactions,
             }
         }
         Err(e @ EngineError::OffsetOutOfRange { .. }) => {

@@ -270,7 +270,17 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         sender,
         metrics: RefCell::new(ShardMetrics::default()),
         open_connections: input.open_connections,
+        groups: crate::group_runtime::GroupRuntime::new(&config, id),
     });
+    // Before any message or connection is served, so no group call sees a
+    // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
+    crate::group_runtime::replay(&shard)
+        .await
+        .map_err(|e| format!("shard {id}: cannot replay __consumer_offsets: {e}"))?;
+    glommio::spawn_local(crate::group_runtime::run_timer(shard.clone())).detach();
+    // Replays __transaction_state (requests wait for it), then finishes
+    // decided transactions and aborts timed-out ones.
+    glommio::spawn_local(crate::txn_runtime::run_timer(shard.clone())).detach();
     if let Some(mut receivers) = receivers {
         for (_, receiver) in receivers.streams() {
             let shard = shard.clone();
@@ -406,6 +416,20 @@ fn on_message(shard: &Rc<Shard>, message: ShardMessage) {
         ShardMessage::TopicUpdate(update) => shard.apply_update(&update),
         ShardMessage::Metrics { reply } => {
             let _ = reply.send(admin::local_snapshot(shard));
+        }
+        ShardMessage::Txn { request, reply } => {
+            let shard = shard.clone();
+            glommio::spawn_local(async move {
+                let _ = reply.send(crate::txn_runtime::execute(&shard, request).await);
+            })
+            .detach();
+        }
+        ShardMessage::Group { request, reply } => {
+            let shard = shard.clone();
+            glommio::spawn_local(async move {
+                let _ = reply.send(crate::group_runtime::execute(&shard, request).await);
+            })
+            .detach();
         }
     }
 }

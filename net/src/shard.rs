@@ -38,6 +38,8 @@ pub struct Shard {
     pub open_connections: Arc<AtomicUsize>,
     /// Controller state (used on shard 0 only).
     pub controller: crate::controller::ControllerState,
+    /// The group coordinator of the `__consumer_offsets` partitions this shard owns.
+    pub groups: crate::group_runtime::GroupRuntime,
 }
 
 impl Shard {

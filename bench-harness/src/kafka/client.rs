@@ -25,6 +25,8 @@ pub const EARLIEST_TIMESTAMP: i64 = -2;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicLayout {
     pub name: String,
+    /// Zero when the broker answers Metadata below v10.
+    pub id: uuid::Uuid,
     pub leaders: Vec<i32>,
 }
 
@@ -80,7 +82,11 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
             }
             leaders[index] = partition.leader_id.0;
         }
-        layouts.push(TopicLayout { name, leaders });
+        layouts.push(TopicLayout {
+            name,
+            id: topic.topic_id,
+            leaders,
+        });
     }
     Ok(ClusterMetadata {
         brokers,

@@ -10,13 +10,21 @@ use std::collections::HashMap;
 pub const API_VERSIONS_KEY: i16 = 18;
 
 /// `(api key, our min, our max)`.
-pub const SUPPORTED_RANGES: [(i16, i16, i16); 6] = [
+pub const SUPPORTED_RANGES: [(i16, i16, i16); 14] = [
     (0, 3, 9),  // Produce
     (1, 4, 11), // Fetch
     (2, 1, 5),  // ListOffsets
-    (3, 1, 9),  // Metadata
+    (3, 1, 12), // Metadata (v10+ carries topic ids, for KIP-848)
+    (8, 2, 9),  // OffsetCommit
+    (9, 1, 7),  // OffsetFetch (v8+ batches groups; not needed)
+    (10, 1, 4), // FindCoordinator
+    (11, 4, 9), // JoinGroup (v4+: MEMBER_ID_REQUIRED)
+    (12, 1, 4), // Heartbeat
+    (13, 1, 5), // LeaveGroup
+    (14, 1, 5), // SyncGroup
     (18, 0, 3), // ApiVersions
     (19, 2, 5), // CreateTopics
+    (68, 0, 1), // ConsumerGroupHeartbeat (KIP-848)
 ];
 
 /// The chosen version per API key.
@@ -82,7 +90,7 @@ mod tests {
         let broker = [
             advertised(0, 0, 11),  // newer broker: we cap at 9
             advertised(1, 0, 6),   // older broker: it caps at 6
-            advertised(3, 10, 12), // no overlap with our 1..=9
+            advertised(3, 13, 14), // no overlap with our 1..=12
         ];
         let versions = negotiate("b", &broker);
         assert_eq!(versions.get(0), Some(9));
@@ -93,7 +101,7 @@ mod tests {
             versions.unsupported("b", 3),
             BenchError::UnsupportedApi {
                 ours_min: 1,
-                ours_max: 9,
+                ours_max: 12,
                 ..
             }
         ));

@@ -15,10 +15,15 @@ use std::path::Path;
 
 /// Loads result files (from `run` or `compare`) and writes the HTML report; returns the text table.
 pub fn report_files(inputs: &[std::path::PathBuf], html_out: &Path) -> Result<String> {
-    let runs = inputs
-        .iter()
-        .map(|p| RunResult::load(p))
-        .collect::<Result<Vec<_>>>()?;
+    let mut runs = Vec::new();
+    for path in inputs {
+        runs.extend(RunResult::load_many(path)?);
+    }
+    if runs.is_empty() {
+        return Err(crate::error::BenchError::Other(
+            "report: no results in the input files".into(),
+        ));
+    }
     std::fs::write(html_out, html::render("rill-bench report", &runs))?;
     Ok(text::table(&runs))
 }

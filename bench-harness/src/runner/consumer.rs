@@ -187,7 +187,7 @@ async fn fetch_loop(
     Ok(())
 }
 
-fn fetch_request(
+pub(crate) fn fetch_request(
     workload: &Workload,
     partitions: &[(String, i32)],
     offsets: &HashMap<(String, i32), i64>,

@@ -4,13 +4,16 @@
 //!
 //! - [`producer`]: rate-paced, pipelined producers.
 //! - [`consumer`]: direct-assignment consumers, one fetch loop per leader.
+//! - [`group_consumer`]: consumers that are members of a consumer group.
 //! - [`progress`]: per-second samples and the stderr progress line.
 
 pub mod consumer;
+pub mod group_consumer;
 pub mod producer;
 pub mod progress;
 
 use crate::error::{BenchError, Result};
+use crate::group::member::GroupSettings;
 use crate::kafka::client::{create_topics, wait_for_leaders, ConnectionPool};
 use crate::kafka::connection::Connection;
 use crate::results::{HostFacts, RunResult, Throughput};
@@ -18,6 +21,7 @@ use crate::stats::{HistogramData, Percentiles, Recorder};
 use crate::workload::Workload;
 use bytes::Bytes;
 use consumer::{assign_direct, run_consumer, Assignment, ConsumerSpec};
+use group_consumer::{run_group_consumer, GroupConsumerSpec, GroupStatus};
 use producer::{run_producer, ProducerSpec};
 use rand::RngCore;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +34,13 @@ use tokio::task::JoinHandle;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a backlog may take to build before the run gives up.
 const BACKLOG_BUILD_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// Consumer group timing: short, so that rebalances are quick in a benchmark.
+const GROUP_SESSION_TIMEOUT_MS: i32 = 10_000;
+const GROUP_REBALANCE_TIMEOUT_MS: i32 = 10_000;
+const GROUP_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(300);
+/// How long the group may take to settle before producers start.
+const GROUP_STABLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Options of one run beyond the workload.
 #[derive(Debug, Clone, Default)]
@@ -97,10 +108,53 @@ pub async fn run_workload(
         })
         .collect();
     let consumer_count = (workload.consumers_per_topic * workload.topics) as usize;
+    let group_status = Arc::new(GroupStatus::default());
+    let group_settings = workload.consumer_group.as_ref().map(|group| {
+        Arc::new(GroupSettings {
+            group_id: group.clone(),
+            topics: topics.clone(),
+            partitions: metadata
+                .topics
+                .iter()
+                .map(|t| (t.name.clone(), t.leaders.len() as i32))
+                .collect(),
+            topic_ids: metadata
+                .topics
+                .iter()
+                .filter(|t| !t.id.is_nil())
+                .map(|t| (t.id, t.name.clone()))
+                .collect(),
+            assignor: workload.assignor,
+            session_timeout_ms: GROUP_SESSION_TIMEOUT_MS,
+            rebalance_timeout_ms: GROUP_REBALANCE_TIMEOUT_MS,
+            heartbeat_interval: GROUP_HEARTBEAT_INTERVAL,
+        })
+    });
     let start_consumers = || -> (Vec<JoinHandle<Result<()>>>, mpsc::Receiver<()>, usize) {
         let (ready, ready_rx) = mpsc::channel(1024);
         let mut handles = Vec::new();
         let mut loops = 0;
+        if let Some(settings) = &group_settings {
+            let leaders = all_assignments
+                .iter()
+                .map(|a| ((a.topic.clone(), a.partition), a.leader))
+                .collect::<std::collections::HashMap<_, _>>();
+            for index in 0..consumer_count {
+                handles.push(tokio::spawn(run_group_consumer(GroupConsumerSpec {
+                    index,
+                    bootstrap: bootstrap.to_string(),
+                    client_id: format!("{client_id}-consumer-{index}"),
+                    brokers: metadata.brokers.clone(),
+                    leaders: leaders.clone(),
+                    settings: settings.clone(),
+                    workload: workload.clone(),
+                    recorder: recorder.clone(),
+                    stop: consumers_stop.clone(),
+                    status: group_status.clone(),
+                })));
+            }
+            return (handles, ready_rx, 0);
+        }
         for index in 0..consumer_count {
             let assignments = assign_direct(&all_assignments, consumer_count, index);
             let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
@@ -129,6 +183,15 @@ pub async fn run_workload(
     if !backlog_mode {
         let (handles, ready_rx, loops) = start_consumers();
         await_ready(ready_rx, loops).await?;
+        if group_settings.is_some() {
+            await_group(
+                &group_status,
+                &handles,
+                consumer_count,
+                all_assignments.len(),
+            )
+            .await?;
+        }
         consumers = handles;
     }
 
@@ -167,6 +230,15 @@ pub async fn run_workload(
         build_backlog(&workload, &recorder, options.quiet).await?;
         let (handles, ready_rx, loops) = start_consumers();
         await_ready(ready_rx, loops).await?;
+        if group_settings.is_some() {
+            await_group(
+                &group_status,
+                &handles,
+                consumer_count,
+                all_assignments.len(),
+            )
+            .await?;
+        }
         consumers = handles;
         warmup = Duration::ZERO; // the drain itself is what we measure
     }
@@ -304,6 +376,30 @@ pub async fn run_workload(
         error_samples: recorder.error_samples(),
         series,
     })
+}
+
+/// Waits until the group's members together own every partition once.
+async fn await_group(
+    status: &GroupStatus,
+    handles: &[JoinHandle<Result<()>>],
+    members: usize,
+    partitions: usize,
+) -> Result<()> {
+    let deadline = Instant::now() + GROUP_STABLE_TIMEOUT;
+    while !status.complete(members, partitions) {
+        if handles.iter().any(JoinHandle::is_finished) {
+            return Err(BenchError::Other(
+                "a group consumer stopped before the group was stable".into(),
+            ));
+        }
+        if Instant::now() >= deadline {
+            return Err(BenchError::Timeout(
+                "consumer group members owning every partition".into(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 async fn await_ready(mut ready: mpsc::Receiver<()>, expected: usize) -> Result<()> {

@@ -3,6 +3,10 @@
 //! or by `max_wait_ms` — then read again. The response is framed around file
 //! ranges by [`crate::fetch_response`] and leaves through the shard's sender.
 //!
+//! `isolation_level=1` (read_committed) reads stop at the last stable offset
+//! and carry the aborted transactions of the returned range, so the consumer
+//! drops their records.
+//!
 //! Fetch sessions (KIP-227) are answered with session id 0: the client keeps
 //! sending full fetch requests, which Kafka allows.
 
@@ -58,9 +62,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             body.max_bytes as usize
         };
         let file_slice = shard.sender.path() != SendPath::Copy;
+        let read_committed = version >= 4 && body.isolation_level == 1;
         let deadline = Instant::now() + max_wait;
         let outcomes = loop {
-            let outcomes = read_all(&shard, &topics, &wanted, file_slice).await;
+            let outcomes = read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
             let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
             let has_error = outcomes.iter().any(|o| o.error_code != codes::NONE);
             let now = Instant::now();
@@ -84,7 +89,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             wait_for_any(&shard, waits, deadline - now).await;
             if Instant::now() >= deadline {
                 // One last read: data may have arrived with the deadline.
-                break read_all(&shard, &topics, &wanted, file_slice).await;
+                break read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
             }
         };
         let data = assemble(&topics, wanted, outcomes, max_bytes);
@@ -143,6 +148,7 @@ async fn read_all(
     topics: &[TopicSlot],
     wanted: &[Wanted],
     file_slice: bool,
+    read_committed: bool,
 ) -> Vec<ReadOutcome> {
     let mut ops = Vec::new();
     let mut positions = Vec::with_capacity(wanted.len());
@@ -157,6 +163,7 @@ async fn read_all(
             offset: w.fetch_offset,
             max_bytes: w.partition_max_bytes,
             file_slice,
+            read_committed,
         });
     }
     let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
@@ -180,6 +187,7 @@ async fn read_all(
                     last_stable_offset: -1,
                     log_start_offset: -1,
                     data: SendData::Empty,
+                    aborted_transactions: None,
                 },
             }
         })
@@ -219,7 +227,7 @@ fn assemble(
                 high_watermark: outcome.high_watermark,
                 last_stable_offset: outcome.last_stable_offset,
                 log_start_offset: outcome.log_start_offset,
-                aborted_transactions: None,
+                aborted_transactions: outcome.aborted_transactions,
                 preferred_read_replica: -1,
                 records,
             });

@@ -1,4 +1,6 @@
 //! ListOffsets (key 2): latest (-1), earliest (-2), max timestamp (-3) or by time.
+//! Under `isolation_level=1` (read_committed, v2+) latest is the last stable
+//! offset and a lookup by time never answers an offset at or past it.
 
 use super::{Handler, HandlerFuture, Request};
 use crate::mesh::{PartitionOp, PartitionReply};
@@ -30,6 +32,7 @@ fn engine_timestamp(timestamp: i64) -> i64 {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: ListOffsetsRequest = request.decode()?;
+        let read_committed = request.version >= 2 && body.isolation_level == 1;
         let mut pairs = Vec::new();
         let mut timestamps = Vec::new();
         for topic in &body.topics {
@@ -41,6 +44,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::ListOffset {
             tp,
             timestamp_ms: timestamps[i],
+            read_committed,
         })
         .await
         .into_iter();

@@ -18,22 +18,42 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::rc::Rc;
 use std::time::Instant;
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_transactions;
+pub mod end_txn;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
+pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 /// A decoded request header with the undecoded body.
 pub struct Request {
@@ -119,6 +139,26 @@ pub const REGISTRY: &[Handler] = &[
     create_partitions::HANDLER,
     incremental_alter_configs::HANDLER,
     describe_cluster::HANDLER,
+    add_partitions_to_txn::HANDLER,
+    add_offsets_to_txn::HANDLER,
+    end_txn::HANDLER,
+    write_txn_markers::HANDLER,
+    txn_offset_commit::HANDLER,
+    describe_transactions::HANDLER,
+    list_transactions::HANDLER,
+    consumer_group_describe::HANDLER,
+    consumer_group_heartbeat::HANDLER,
+    delete_groups::HANDLER,
+    describe_groups::HANDLER,
+    find_coordinator::HANDLER,
+    heartbeat::HANDLER,
+    join_group::HANDLER,
+    leave_group::HANDLER,
+    list_groups::HANDLER,
+    offset_commit::HANDLER,
+    offset_delete::HANDLER,
+    offset_fetch::HANDLER,
+    sync_group::HANDLER,
 ];
 
 /// The handler of an API key.
@@ -145,6 +185,26 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
         ApiKey::InitProducerId => "InitProducerId",
+        ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
+        ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",
+        ApiKey::EndTxn => "EndTxn",
+        ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
+        ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
+        ApiKey::DescribeTransactions => "DescribeTransactions",
+        ApiKey::ListTransactions => "ListTransactions",
+        ApiKey::FindCoordinator => "FindCoordinator",
+        ApiKey::JoinGroup => "JoinGroup",
+        ApiKey::SyncGroup => "SyncGroup",
+        ApiKey::Heartbeat => "Heartbeat",
+        ApiKey::LeaveGroup => "LeaveGroup",
+        ApiKey::OffsetCommit => "OffsetCommit",
+        ApiKey::OffsetFetch => "OffsetFetch",
+        ApiKey::OffsetDelete => "OffsetDelete",
+        ApiKey::ListGroups => "ListGroups",
+        ApiKey::DescribeGroups => "DescribeGroups",
+        ApiKey::DeleteGroups => "DeleteGroups",
+        ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
+        ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
         _ => "Other",
     }
 }

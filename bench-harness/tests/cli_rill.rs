@@ -1,0 +1,294 @@
+//! Every `rill-bench` subcommand through the real binary, against real rill
+//! brokers: short runs whose JSON output is checked for sane, non-zero and
+//! mutually consistent figures.
+//!
+//! Needs the `rill` binary (`cargo build -p rill`, which `cargo test
+//! --workspace` does anyway); `RILL_BIN` overrides its path.
+
+mod common;
+
+use common::{bench, read_json, rill_bin, scratch_dir, start_rill};
+use serde_json::Value;
+use std::path::Path;
+
+fn u64_at(value: &Value, pointer: &str) -> u64 {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("{pointer} missing or not an integer in {value}"))
+}
+
+fn f64_at(value: &Value, pointer: &str) -> f64 {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} missing or not a number in {value}"))
+}
+
+/// The checks every run result must pass: everything produced was consumed,
+/// rates are positive, percentiles are ordered.
+fn check_run_result(result: &Value, expected_label: &str) {
+    assert_eq!(result["label"], expected_label);
+    assert_eq!(u64_at(result, "/errors"), 0, "{}", result["error_samples"]);
+    let produced = u64_at(result, "/total_produced_messages");
+    assert!(produced > 0);
+    assert_eq!(produced, u64_at(result, "/total_consumed_messages"));
+    assert!(u64_at(result, "/produce/messages") > 0);
+    assert!(f64_at(result, "/produce/msgs_per_s") > 0.0);
+    assert!(f64_at(result, "/produce/mb_per_s") > 0.0);
+    assert!(f64_at(result, "/consume/msgs_per_s") > 0.0);
+    assert!(f64_at(result, "/measured_duration_s") >= 1.0);
+    for latency in ["/publish_latency_us", "/end_to_end_latency_us"] {
+        let p50 = u64_at(result, &format!("{latency}/p50_us"));
+        let p99 = u64_at(result, &format!("{latency}/p99_us"));
+        let max = u64_at(result, &format!("{latency}/max_us"));
+        assert!(u64_at(result, &format!("{latency}/count")) > 0, "{latency}");
+        assert!(
+            0 < p50 && p50 <= p99 && p99 <= max,
+            "{latency}: p50 {p50} p99 {p99} max {max}"
+        );
+        assert!(p99 < 10_000_000, "{latency}: p99 {p99} us");
+    }
+    assert!(!result["series"].as_array().unwrap().is_empty());
+}
+
+fn run_args(bootstrap: &str, dir: &Path, name: &str) -> Vec<String> {
+    [
+        "run",
+        "--bootstrap",
+        bootstrap,
+        "--partitions",
+        "4",
+        "--message-size",
+        "256",
+        "--producers",
+        "2",
+        "--consumers",
+        "2",
+        "--rate",
+        "3000",
+        "--warmup-s",
+        "0",
+        "--duration-s",
+        "2",
+        "--quiet",
+        "--label",
+        name,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([
+        "--out".to_string(),
+        dir.join(format!("{name}.json")).display().to_string(),
+    ])
+    .collect()
+}
+
+#[test]
+fn run_twice_then_report() {
+    let rill = start_rill();
+    let dir = scratch_dir();
+    let html_a = dir.path().join("a.html");
+    let mut args = run_args(&rill.addr, dir.path(), "a");
+    args.extend(["--html".into(), html_a.display().to_string()]);
+    let output = bench(&args);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("prod msg/s"));
+    let a = read_json(&dir.path().join("a.json"));
+    check_run_result(&a, "a");
+    // 3000 msg/s of 256 bytes: produced bytes follow from the count.
+    assert_eq!(
+        u64_at(&a, "/produce/bytes"),
+        u64_at(&a, "/produce/messages") * 256
+    );
+    let html = std::fs::read_to_string(&html_a).unwrap();
+    assert!(html.contains("<svg"), "no <svg in the run's HTML");
+
+    // A second run, keyed and compressed, for the report.
+    let mut args = run_args(&rill.addr, dir.path(), "b");
+    args.extend(["--keys", "round-robin", "--compression", "zstd"].map(String::from));
+    bench(&args);
+    let b = read_json(&dir.path().join("b.json"));
+    check_run_result(&b, "b");
+    assert_eq!(b["workload"]["compression"], "zstd");
+
+    let report_html = dir.path().join("report.html");
+    let output = bench([
+        "report".to_string(),
+        dir.path().join("a.json").display().to_string(),
+        dir.path().join("b.json").display().to_string(),
+        "--html".to_string(),
+        report_html.display().to_string(),
+    ]);
+    let table = String::from_utf8_lossy(&output.stdout);
+    let rows: Vec<&str> = table.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(rows.len(), 3, "header and two rows:\n{table}");
+    assert!(
+        rows[1].starts_with('a') && rows[2].starts_with('b'),
+        "{table}"
+    );
+    assert!(
+        rows[1].contains("1.00x"),
+        "first row is the baseline:\n{table}"
+    );
+    let html = std::fs::read_to_string(&report_html).unwrap();
+    assert!(html.contains("<svg"), "no <svg in the report's HTML");
+}
+
+#[test]
+fn compare_two_brokers() {
+    let first = start_rill();
+    let second = start_rill();
+    let dir = scratch_dir();
+    let out = dir.path().join("compare.json");
+    let html = dir.path().join("compare.html");
+    let output = bench([
+        "compare",
+        "--target",
+        &format!("first={}", first.addr),
+        "--target",
+        &format!("second={}", second.addr),
+        "--rounds",
+        "1",
+        "--partitions",
+        "2",
+        "--message-size",
+        "128",
+        "--rate",
+        "2000",
+        "--warmup-s",
+        "0",
+        "--duration-s",
+        "2",
+        "--quiet",
+        "--out",
+        &out.display().to_string(),
+        "--html",
+        &html.display().to_string(),
+    ]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("thr/first"));
+    let report = read_json(&out);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    check_run_result(&runs[0], "first");
+    check_run_result(&runs[1], "second");
+    assert_eq!(runs[0]["bootstrap"], first.addr.as_str());
+    assert_eq!(runs[1]["bootstrap"], second.addr.as_str());
+    let ratios = report["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 2);
+    for ratio in ratios {
+        assert_eq!(ratio["baseline"], "first");
+        for field in [
+            "produce_throughput_ratio",
+            "consume_throughput_ratio",
+            "publish_p50_ratio",
+            "publish_p99_ratio",
+            "end_to_end_p99_ratio",
+        ] {
+            let value = ratio[field]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{field} missing: {ratio}"));
+            assert!(value.is_finite() && value > 0.0, "{field} = {value}");
+        }
+    }
+    assert_eq!(f64_at(&report, "/ratios/0/produce_throughput_ratio"), 1.0);
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+}
+
+#[test]
+fn disk_sequential_and_random() {
+    let dir = scratch_dir();
+    let out = dir.path().join("disk.json");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let output = bench([
+        "disk",
+        "--path",
+        &data.display().to_string(),
+        "--block-sizes",
+        "4k,64k",
+        "--queue-depths",
+        "1,4",
+        "--sync",
+        "none",
+        "--duration-s",
+        "0.2",
+        "--file-size",
+        "8m",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("sequential / random"));
+    let report = read_json(&out);
+    let cells = report["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2 * 2 * 2);
+    for pattern in ["sequential", "random"] {
+        let of_pattern: Vec<&Value> = cells.iter().filter(|c| c["pattern"] == pattern).collect();
+        assert_eq!(of_pattern.len(), 4, "{pattern}");
+        for cell in of_pattern {
+            let writes = u64_at(cell, "/writes");
+            assert!(writes > 0, "{cell}");
+            assert_eq!(
+                u64_at(cell, "/bytes"),
+                writes * u64_at(cell, "/block_size_bytes")
+            );
+            assert!(f64_at(cell, "/mb_per_s") > 0.0 && f64_at(cell, "/iops") > 0.0);
+            let p50 = u64_at(cell, "/latency_us/p50_us");
+            assert!(
+                0 < p50 && p50 <= u64_at(cell, "/latency_us/max_us"),
+                "{cell}"
+            );
+        }
+    }
+    let ratios = report["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 4);
+    for ratio in ratios {
+        let value = f64_at(ratio, "/sequential_over_random");
+        assert!(value.is_finite() && value > 0.0, "{ratio}");
+    }
+    // The test file is removed afterwards.
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0);
+}
+
+#[test]
+fn fetch_path_all_three_send_paths() {
+    let dir = scratch_dir();
+    let out = dir.path().join("fetch-path.json");
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let output = bench([
+        "fetch-path",
+        "--rill-bin",
+        &rill_bin().display().to_string(),
+        "--fill",
+        "8m",
+        "--partitions",
+        "4",
+        "--consumers",
+        "2",
+        "--data-dir",
+        &data.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    let table = String::from_utf8_lossy(&output.stdout);
+    let report = read_json(&out);
+    let results = report.as_array().unwrap();
+    let paths: Vec<&str> = results
+        .iter()
+        .map(|r| r["send_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["copy", "sendfile", "splice"], "{table}");
+    let bytes = u64_at(&results[0], "/bytes");
+    let messages = u64_at(&results[0], "/messages");
+    assert!(bytes >= 8 << 20, "filled at least 8 MiB, drained {bytes}");
+    assert_eq!(bytes, messages * 1024);
+    for result in results {
+        assert_eq!(u64_at(result, "/bytes"), bytes, "{result}");
+        assert_eq!(u64_at(result, "/messages"), messages, "{result}");
+        assert!(f64_at(result, "/mb_per_s") > 0.0, "{result}");
+        assert!(f64_at(result, "/duration_s") > 0.0, "{result}");
+        if let Some(cpu) = result["broker_cpu_s_per_gb"].as_f64() {
+            assert!(cpu.is_finite() && cpu >= 0.0, "{result}");
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! DeleteGroups (key 42): remove empty groups and their offsets (tombstones
+//! in `__consumer_offsets`, so compaction drops them).
+
+use super::{Handler, HandlerFuture, Request};
+use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
+use std::rc::Rc;
+
+/// v0–v2.
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::DeleteGroups,
+    min_version: 0,
+    max_version: 2,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: DeleteGroupsRequest = request.decode()?;
+        let mut response = DeleteGroupsResponse::default();
+        for group_id in body.groups_names {
+            let id = group_id.0.to_string();
+            let mut result = DeletableGroupResult::default();
+            result.group_id = group_id;
+            result.error_code =
+                match group_runtime::call(&shard, &id, GroupRequest::DeleteGroup(id.clone())).await
+                {
+                    GroupReply::Code(code) | GroupReply::Unavailable(code) => code,
+                    _ => crate::codes::UNKNOWN_SERVER_ERROR,
+                };
+            response.results.push(result);
+        }
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,44 @@
+//! EndTxn (key 26): commit or abort. The coordinator persists
+//! PrepareCommit/PrepareAbort, writes a marker on every partition of the
+//! transaction (each durable), forwards or drops the transaction's offsets,
+//! persists CompleteCommit/CompleteAbort, then answers.
+
+use super::init_producer_id::fenced_for_version;
+use super::{Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::shard::Shard;
+use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ProducerId};
+use std::rc::Rc;
+
+/// v0–v4 (v5 is transactions v2: the epoch bumps at every end).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::EndTxn,
+    min_version: 0,
+    max_version: 4,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: EndTxnRequest = request.decode()?;
+        let reply = txn_runtime::call(
+            &shard,
+            TxnRequest::EndTxn {
+                transactional_id: body.transactional_id.0.to_string(),
+                producer_id: body.producer_id.0,
+                producer_epoch: body.producer_epoch,
+                commit: body.committed,
+            },
+        )
+        .await;
+        let mut response = EndTxnResponse::default();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        response.error_code = match reply {
+            TxnReply::Code(code) => fenced_for_version(code, request.version, 2),
+            _ => codes::UNKNOWN_SERVER_ERROR,
+        };
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,42 @@
+//! Heartbeat (key 12): keeps a classic member's session alive and tells it
+//! when a rebalance started.
+
+use super::{Handler, HandlerFuture, Request};
+use crate::group::HeartbeatRequest as CoreHeartbeat;
+use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
+use std::rc::Rc;
+
+/// v0–v4.
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::Heartbeat,
+    min_version: 0,
+    max_version: 4,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: HeartbeatRequest = request.decode()?;
+        let group_id = body.group_id.0.to_string();
+        let heartbeat = CoreHeartbeat {
+            group_id: group_id.clone(),
+            generation_id: body.generation_id,
+            member_id: body.member_id.to_string(),
+            group_instance_id: body.group_instance_id.map(|s| s.to_string()),
+        };
+        let mut response = HeartbeatResponse::default();
+        response.error_code = match group_runtime::call(
+            &shard,
+            &group_id,
+            GroupRequest::Heartbeat(heartbeat),
+        )
+        .await
+        {
+            GroupReply::Code(code) | GroupReply::Unavailable(code) => code,
+            _ => crate::codes::UNKNOWN_SERVER_ERROR,
+        };
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,109 @@
+//! OffsetCommit (key 8): store committed offsets on the group's coordinator
+//! shard; acknowledged only once the records are durable in
+//! `__consumer_offsets`. A fenced generation gets ILLEGAL_GENERATION.
+
+use super::{Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
+use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// v2–v9 (v10 names topics by id).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::OffsetCommit,
+    min_version: 2,
+    max_version: 9,
+    handle,
+};
+
+/// One partition of the request: its index and the error found up front
+/// (`None`: sent to the coordinator).
+type Slot = (i32, Option<i16>);
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: OffsetCommitRequest = request.decode()?;
+        let group_id = body.group_id.0.to_string();
+        // Per (topic, partition): the error found up front, or None when sent.
+        let mut layout: Vec<(String, Vec<Slot>)> = Vec::new();
+        let mut offsets = Vec::new();
+        {
+            let table = shard.topics.borrow();
+            for topic in &body.topics {
+                let name = topic.name.0.to_string();
+                let count = table.get(&name).map(|e| e.partitions);
+                let mut slots = Vec::with_capacity(topic.partitions.len());
+                for p in &topic.partitions {
+                    let known =
+                        count.is_some_and(|c| p.partition_index >= 0 && p.partition_index < c);
+                    if known {
+                        offsets.push((
+                            TopicPartition::new(name.clone(), p.partition_index),
+                            p.committed_offset,
+                            p.committed_leader_epoch,
+                            p.committed_metadata
+                                .as_ref()
+                                .map(|m| m.to_string())
+                                .unwrap_or_default(),
+                        ));
+                        slots.push((p.partition_index, None));
+                    } else {
+                        slots.push((p.partition_index, Some(codes::UNKNOWN_TOPIC_OR_PARTITION)));
+                    }
+                }
+                layout.push((name, slots));
+            }
+        }
+        let mut answered: HashMap<TopicPartition, i16> = HashMap::new();
+        if !offsets.is_empty() {
+            let commit = CoreCommit {
+                group_id: group_id.clone(),
+                generation_id_or_member_epoch: body.generation_id_or_member_epoch,
+                member_id: body.member_id.to_string(),
+                group_instance_id: body.group_instance_id.map(|s| s.to_string()),
+                offsets: offsets.clone(),
+            };
+            match group_runtime::call(&shard, &group_id, GroupRequest::Commit(commit)).await {
+                GroupReply::Committed(rows) => answered.extend(rows),
+                GroupReply::Unavailable(code) => {
+                    answered.extend(offsets.into_iter().map(|(tp, ..)| (tp, code)))
+                }
+                _ => answered.extend(
+                    offsets
+                        .into_iter()
+                        .map(|(tp, ..)| (tp, codes::UNKNOWN_SERVER_ERROR)),
+                ),
+            }
+        }
+        let mut response = OffsetCommitResponse::default();
+        response.topics = layout
+            .into_iter()
+            .map(|(name, slots)| {
+                let mut topic = OffsetCommitResponseTopic::default();
+                topic.partitions = slots
+                    .into_iter()
+                    .map(|(index, early)| {
+                        let mut p = OffsetCommitResponsePartition::default();
+                        p.partition_index = index;
+                        p.error_code = early.unwrap_or_else(|| {
+                            answered
+                                .get(&TopicPartition::new(name.clone(), index))
+                                .copied()
+                                .unwrap_or(codes::UNKNOWN_SERVER_ERROR)
+                        });
+                        p
+                    })
+                    .collect();
+                topic.name = super::str_bytes(name).into();
+                topic
+            })
+            .collect();
+        request.respond(&response)
+    })
+}

@@ -1,0 +1,159 @@
+//! OffsetFetch (key 9): committed offsets of one group (v1–v7) or of several
+//! groups at once (v8+), each answered by its coordinator shard.
+
+use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::codes;
+use crate::group::{FetchedOffset, TopicPartition};
+use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::shard::Shard;
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// v1–v9 (v8 batches groups; v10 names topics by id).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::OffsetFetch,
+    min_version: 1,
+    max_version: 9,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: OffsetFetchRequest = request.decode()?;
+        let mut response = OffsetFetchResponse::default();
+        if request.version >= 8 {
+            for group in body.groups {
+                let partitions = group.topics.map(|topics| {
+                    topics
+                        .into_iter()
+                        .flat_map(|t| {
+                            let name = t.name.0.to_string();
+                            t.partition_indexes
+                                .into_iter()
+                                .map(move |p| TopicPartition::new(name.clone(), p))
+                        })
+                        .collect::<Vec<_>>()
+                });
+                let group_id = group.group_id.0.to_string();
+                let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
+                let mut out = OffsetFetchResponseGroup::default();
+                out.group_id = group.group_id;
+                out.error_code = error_code;
+                out.topics = by_topic(rows)
+                    .into_iter()
+                    .map(|(name, rows)| {
+                        let mut topic = OffsetFetchResponseTopics::default();
+                        topic.name = str_bytes(name).into();
+                        topic.partitions = rows
+                            .into_iter()
+                            .map(|r| {
+                                let mut p = OffsetFetchResponsePartitions::default();
+                                p.partition_index = r.partition.partition;
+                                p.committed_offset = r.offset;
+                                p.committed_leader_epoch = r.leader_epoch;
+                                p.metadata = Some(str_bytes(r.metadata));
+                                p
+                            })
+                            .collect();
+                        topic
+                    })
+                    .collect();
+                response.groups.push(out);
+            }
+        } else {
+            let partitions = body.topics.map(|topics| {
+                topics
+                    .into_iter()
+                    .flat_map(|t| {
+                        let name = t.name.0.to_string();
+                        t.partition_indexes
+                            .into_iter()
+                            .map(move |p| TopicPartition::new(name.clone(), p))
+                    })
+                    .collect::<Vec<_>>()
+            });
+            let group_id = body.group_id.0.to_string();
+            let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
+            response.error_code = error_code;
+            response.topics = by_topic(rows)
+                .into_iter()
+                .map(|(name, rows)| {
+                    let mut topic = OffsetFetchResponseTopic::default();
+                    topic.name = str_bytes(name).into();
+                    topic.partitions = rows
+                        .into_iter()
+                        .map(|r| {
+                            let mut p = OffsetFetchResponsePartition::default();
+                            p.partition_index = r.partition.partition;
+                            p.committed_offset = r.offset;
+                            p.committed_leader_epoch = r.leader_epoch;
+                            p.metadata = Some(str_bytes(r.metadata));
+                            // v0/v1 carry errors per partition only.
+                            p.error_code = if request.version < 2 {
+                                error_code
+                            } else {
+                                codes::NONE
+                            };
+                            p
+                        })
+                        .collect();
+                    topic
+                })
+                .collect();
+        }
+        request.respond(&response)
+    })
+}
+
+/// One group's committed offsets from its coordinator: (group error, rows).
+async fn fetch(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    partitions: Option<Vec<TopicPartition>>,
+) -> (i16, Vec<FetchedOffset>) {
+    let asked = partitions.clone();
+    let call = GroupRequest::Fetch {
+        group_id: group_id.to_string(),
+        partitions,
+    };
+    match group_runtime::call(shard, group_id, call).await {
+        GroupReply::Fetched(rows) => (codes::NONE, rows),
+        GroupReply::Unavailable(code) => {
+            // Asked partitions are still listed, with no offset.
+            let rows = asked
+                .unwrap_or_default()
+                .into_iter()
+                .map(|partition| FetchedOffset {
+                    partition,
+                    offset: -1,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                })
+                .collect();
+            (code, rows)
+        }
+        _ => (codes::UNKNOWN_SERVER_ERROR, Vec::new()),
+    }
+}
+
+/// Rows grouped by topic, topics in first-seen order.
+fn by_topic(rows: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<FetchedOffset>> = BTreeMap::new();
+    for row in rows {
+        let topic = row.partition.topic.clone();
+        if !groups.contains_key(&topic) {
+            order.push(topic.clone());
+        }
+        groups.entry(topic).or_default().push(row);
+    }
+    order
+        .into_iter()
+        .filter_map(|t| groups.remove(&t).map(|rows| (t, rows)))
+        .collect()
+}

@@ -1,0 +1,607 @@
+//! The per-shard transaction coordinator: the transitions of Kafka's
+//! `TransactionCoordinator`, pure. Each step answers with what to persist;
+//! nothing changes until the runtime hands the persisted record back through
+//! [`TxnCoordinator::apply`].
+//!
+//! Fencing: a producer names itself by `(producer_id, producer_epoch)`. A
+//! different id is `INVALID_PRODUCER_ID_MAPPING`; a different epoch is
+//! `PRODUCER_FENCED` (the handlers turn it into `INVALID_PRODUCER_EPOCH` for
+//! versions older than KIP-588). Re-initializing a transactional id and
+//! aborting a transaction on timeout both bump the epoch, so the old
+//! producer — a zombie — is fenced on its next request, and its late
+//! produce requests are refused by the partitions (the markers carry the new
+//! epoch).
+//!
+//! Offsets sent with TxnOffsetCommit are kept here, in memory, until the
+//! transaction ends: on commit the runtime forwards them to the group
+//! coordinator as a normal offset commit, on abort they are dropped. So
+//! OffsetFetch sees them only after a commit. They are not persisted: a
+//! broker crash between TxnOffsetCommit and EndTxn loses them, and the
+//! transaction's records are then committed without the offsets (the
+//! consumer re-reads from the previous commit: at-least-once for those
+//! records, never lost).
+
+use super::{codes, TxnMetadata, TxnState, TXN_MAX_TIMEOUT_MS};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One offset committed inside a transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingOffset {
+    /// Topic.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// The next offset to consume.
+    pub offset: i64,
+    /// Leader epoch of the last consumed record, -1 when unknown.
+    pub leader_epoch: i32,
+    /// Client metadata.
+    pub metadata: Option<String>,
+}
+
+/// What InitProducerId has to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitStep {
+    /// Persist this (state Empty) and answer with its id and epoch.
+    Ready(TxnMetadata),
+    /// A transaction is ongoing: persist this PrepareAbort (epoch bumped, so
+    /// the old producer is fenced), write the abort markers, complete it,
+    /// then run InitProducerId again.
+    AbortFirst(TxnMetadata),
+}
+
+/// What EndTxn has to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndStep {
+    /// A retry of an EndTxn already completed: answer success.
+    AlreadyDone,
+    /// Persist this Prepare state, write the markers, then persist
+    /// [`TxnCoordinator::complete`] of it.
+    Prepare(TxnMetadata),
+}
+
+/// The transactions of one shard's `__transaction_state` partitions.
+#[derive(Debug, Default)]
+pub struct TxnCoordinator {
+    txns: BTreeMap<String, TxnMetadata>,
+    /// Offsets of ongoing transactions: id → group → offsets.
+    pending_offsets: BTreeMap<String, BTreeMap<String, Vec<PendingOffset>>>,
+}
+
+impl TxnCoordinator {
+    /// An empty coordinator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A persisted (or replayed) record: the new state, or `None` for a tombstone.
+    pub fn apply(&mut self, transactional_id: &str, meta: Option<TxnMetadata>) {
+        match meta {
+            Some(meta) => {
+                if !matches!(meta.state, TxnState::Ongoing) {
+                    // Pending offsets live only as long as the transaction.
+                    if !meta.state.is_prepare() {
+                        self.pending_offsets.remove(transactional_id);
+                    }
+                }
+                self.txns.insert(transactional_id.to_string(), meta);
+            }
+            None => {
+                self.txns.remove(transactional_id);
+                self.pending_offsets.remove(transactional_id);
+            }
+        }
+    }
+
+    /// The state of a transactional id.
+    pub fn get(&self, transactional_id: &str) -> Option<&TxnMetadata> {
+        self.txns.get(transactional_id)
+    }
+
+    /// Every transactional id with its state, by id.
+    pub fn all(&self) -> impl Iterator<Item = (&String, &TxnMetadata)> {
+        self.txns.iter()
+    }
+
+    /// InitProducerId with a transactional id. `new_producer_id` is used when
+    /// the id is new or its epoch is exhausted. `expected` is the KIP-360
+    /// `(producer_id, epoch)` a producer sends to bump its own epoch.
+    pub fn init_producer_id(
+        &self,
+        transactional_id: &str,
+        timeout_ms: i32,
+        expected: Option<(i64, i16)>,
+        new_producer_id: i64,
+        now_ms: i64,
+    ) -> Result<InitStep, i16> {
+        if timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS {
+            return Err(codes::INVALID_TRANSACTION_TIMEOUT);
+        }
+        let Some(current) = self.txns.get(transactional_id) else {
+            return Ok(InitStep::Ready(TxnMetadata {
+                producer_id: new_producer_id,
+                producer_epoch: 0,
+                timeout_ms,
+                state: TxnState::Empty,
+                partitions: BTreeSet::new(),
+                last_update_ms: now_ms,
+                start_ms: -1,
+            }));
+        };
+        if let Some((producer_id, epoch)) = expected {
+            // KIP-360: only the current producer may bump its own epoch.
+            if producer_id != current.producer_id || epoch != current.producer_epoch {
+                return Err(codes::PRODUCER_FENCED);
+            }
+        }
+        match current.state {
+            TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
+                Err(codes::CONCURRENT_TRANSACTIONS)
+            }
+            TxnState::Ongoing => {
+                let mut abort = self.bumped(current, now_ms);
+                abort.state = TxnState::PrepareAbort;
+                Ok(InitStep::AbortFirst(abort))
+            }
+            TxnState::Empty
+            | TxnState::CompleteCommit
+            | TxnState::CompleteAbort
+            | TxnState::Dead => {
+                let mut ready = self.bumped(current, now_ms);
+                if ready.producer_epoch == current.producer_epoch {
+                    // Epoch exhausted: a new producer id restarts at 0.
+                    ready.producer_id = new_producer_id;
+                    ready.producer_epoch = 0;
+                }
+                ready.state = TxnState::Empty;
+                ready.timeout_ms = timeout_ms;
+                ready.partitions.clear();
+                ready.start_ms = -1;
+                Ok(InitStep::Ready(ready))
+            }
+        }
+    }
+
+    /// `current` with the epoch one higher (unchanged at the limit).
+    fn bumped(&self, current: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+        let mut next = current.clone();
+        if current.producer_epoch < i16::MAX - 1 {
+            next.producer_epoch = current.producer_epoch + 1;
+        }
+        next.last_update_ms = now_ms;
+        next
+    }
+
+    /// Checks that `(producer_id, epoch)` is the current producer of an id.
+    fn check_producer(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+    ) -> Result<&TxnMetadata, i16> {
+        let current = self
+            .txns
+            .get(transactional_id)
+            .ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+        if current.producer_id != producer_id {
+            return Err(codes::INVALID_PRODUCER_ID_MAPPING);
+        }
+        if current.producer_epoch != producer_epoch {
+            return Err(codes::PRODUCER_FENCED);
+        }
+        Ok(current)
+    }
+
+    /// AddPartitionsToTxn (and AddOffsetsToTxn with the group's offsets
+    /// partition): the Ongoing state to persist, or `None` when every
+    /// partition is already in the transaction.
+    pub fn add_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &[(String, i32)],
+        now_ms: i64,
+    ) -> Result<Option<TxnMetadata>, i16> {
+        let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
+        if current.state.is_prepare() {
+            return Err(codes::CONCURRENT_TRANSACTIONS);
+        }
+        if current.state == TxnState::Dead {
+            return Err(codes::INVALID_TXN_STATE);
+        }
+        let ongoing = current.state == TxnState::Ongoing;
+        if ongoing && partitions.iter().all(|p| current.partitions.contains(p)) {
+            return Ok(None);
+        }
+        let mut next = current.clone();
+        if !ongoing {
+            next.partitions.clear();
+            next.start_ms = now_ms;
+        }
+        next.state = TxnState::Ongoing;
+        next.partitions.extend(partitions.iter().cloned());
+        next.last_update_ms = now_ms;
+        Ok(Some(next))
+    }
+
+    /// AddPartitionsToTxn v4+ `verify_only`: whether each partition is in
+    /// the ongoing transaction.
+    pub fn verify_partitions(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        partitions: &[(String, i32)],
+    ) -> Result<Vec<bool>, i16> {
+        let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
+        Ok(partitions
+            .iter()
+            .map(|p| current.state == TxnState::Ongoing && current.partitions.contains(p))
+            .collect())
+    }
+
+    /// TxnOffsetCommit: remembers the offsets until the transaction ends.
+    pub fn add_offsets(
+        &mut self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        group: &str,
+        offsets: Vec<PendingOffset>,
+    ) -> Result<(), i16> {
+        let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
+        if current.state != TxnState::Ongoing {
+            return Err(codes::INVALID_TXN_STATE);
+        }
+        let pending = self
+            .pending_offsets
+            .entry(transactional_id.to_string())
+            .or_default()
+            .entry(group.to_string())
+            .or_default();
+        for offset in offsets {
+            // A later commit of the same partition replaces the earlier one.
+            pending.retain(|p| !(p.topic == offset.topic && p.partition == offset.partition));
+            pending.push(offset);
+        }
+        Ok(())
+    }
+
+    /// The offsets of a transaction, by group; they leave the coordinator.
+    pub fn take_offsets(&mut self, transactional_id: &str) -> BTreeMap<String, Vec<PendingOffset>> {
+        self.pending_offsets
+            .remove(transactional_id)
+            .unwrap_or_default()
+    }
+
+    /// EndTxn.
+    pub fn end_txn(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+        now_ms: i64,
+    ) -> Result<EndStep, i16> {
+        let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
+        match (current.state, commit) {
+            (TxnState::Ongoing, _) => {
+                let mut next = current.clone();
+                next.state = if commit {
+                    TxnState::PrepareCommit
+                } else {
+                    TxnState::PrepareAbort
+                };
+                next.last_update_ms = now_ms;
+                Ok(EndStep::Prepare(next))
+            }
+            (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
+                Ok(EndStep::AlreadyDone)
+            }
+            (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                Err(codes::CONCURRENT_TRANSACTIONS)
+            }
+            _ => Err(codes::INVALID_TXN_STATE),
+        }
+    }
+
+    /// The Complete state that follows a Prepare state once every marker is durable.
+    pub fn complete(prepared: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+        let mut next = prepared.clone();
+        next.state = match prepared.state {
+            TxnState::PrepareCommit => TxnState::CompleteCommit,
+            _ => TxnState::CompleteAbort,
+        };
+        next.partitions.clear();
+        next.last_update_ms = now_ms;
+        next
+    }
+
+    /// Ongoing transactions past their timeout, by id.
+    pub fn expired(&self, now_ms: i64) -> Vec<String> {
+        self.txns
+            .iter()
+            .filter(|(_, m)| {
+                m.state == TxnState::Ongoing
+                    && m.start_ms >= 0
+                    && m.start_ms + i64::from(m.timeout_ms) <= now_ms
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// The PrepareAbort that ends a timed-out transaction, with the epoch
+    /// bumped so the zombie producer is fenced; `None` when it is no longer
+    /// ongoing or not yet expired.
+    pub fn timeout_abort(&self, transactional_id: &str, now_ms: i64) -> Option<TxnMetadata> {
+        let current = self.txns.get(transactional_id)?;
+        let expired = current.state == TxnState::Ongoing
+            && current.start_ms + i64::from(current.timeout_ms) <= now_ms;
+        if !expired {
+            return None;
+        }
+        let mut abort = self.bumped(current, now_ms);
+        abort.state = TxnState::PrepareAbort;
+        Some(abort)
+    }
+
+    /// Transactions decided but not finished (after a restart or a failed
+    /// marker write): their markers must be (re)sent.
+    pub fn unfinished(&self) -> Vec<(String, TxnMetadata)> {
+        self.txns
+            .iter()
+            .filter(|(_, m)| matches!(m.state, TxnState::PrepareCommit | TxnState::PrepareAbort))
+            .map(|(id, m)| (id.clone(), m.clone()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: i64 = 1_000_000;
+
+    fn ready(step: Result<InitStep, i16>) -> TxnMetadata {
+        match step {
+            Ok(InitStep::Ready(meta)) => meta,
+            other => panic!("expected Ready, got {other:?}"),
+        }
+    }
+
+    fn tp(topic: &str, partition: i32) -> (String, i32) {
+        (topic.to_string(), partition)
+    }
+
+    /// Runs a transaction of `id` through commit or abort, applying each step.
+    fn end(c: &mut TxnCoordinator, id: &str, commit: bool) {
+        let meta = c.get(id).cloned().expect("known");
+        match c.end_txn(id, meta.producer_id, meta.producer_epoch, commit, NOW) {
+            Ok(EndStep::Prepare(prepared)) => {
+                c.apply(id, Some(prepared.clone()));
+                c.apply(id, Some(TxnCoordinator::complete(&prepared, NOW)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn init_then_reinit_bumps_the_epoch_and_keeps_the_id() {
+        let mut c = TxnCoordinator::new();
+        let first = ready(c.init_producer_id("t", 60_000, None, 42, NOW));
+        assert_eq!((first.producer_id, first.producer_epoch), (42, 0));
+        c.apply("t", Some(first));
+        let second = ready(c.init_producer_id("t", 60_000, None, 99, NOW));
+        assert_eq!((second.producer_id, second.producer_epoch), (42, 1));
+        c.apply("t", Some(second));
+        // The old epoch is fenced.
+        assert_eq!(
+            c.add_partitions("t", 42, 0, &[tp("a", 0)], NOW),
+            Err(codes::PRODUCER_FENCED)
+        );
+        assert_eq!(
+            c.add_partitions("t", 7, 1, &[tp("a", 0)], NOW),
+            Err(codes::INVALID_PRODUCER_ID_MAPPING)
+        );
+    }
+
+    #[test]
+    fn a_full_commit_cycle() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        let ongoing = c
+            .add_partitions("t", 5, 0, &[tp("a", 0), tp("a", 1)], NOW)
+            .expect("add")
+            .expect("changed");
+        assert_eq!(ongoing.state, TxnState::Ongoing);
+        assert_eq!(ongoing.start_ms, NOW);
+        c.apply("t", Some(ongoing));
+        // Adding a partition already there persists nothing.
+        assert_eq!(c.add_partitions("t", 5, 0, &[tp("a", 1)], NOW), Ok(None));
+        let prepared = match c.end_txn("t", 5, 0, true, NOW) {
+            Ok(EndStep::Prepare(p)) => p,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(prepared.state, TxnState::PrepareCommit);
+        assert_eq!(prepared.partitions.len(), 2);
+        c.apply("t", Some(prepared.clone()));
+        assert_eq!(c.unfinished().len(), 1);
+        assert_eq!(
+            c.end_txn("t", 5, 0, true, NOW),
+            Err(codes::CONCURRENT_TRANSACTIONS)
+        );
+        let done = TxnCoordinator::complete(&prepared, NOW);
+        assert_eq!(done.state, TxnState::CompleteCommit);
+        assert!(done.partitions.is_empty());
+        c.apply("t", Some(done));
+        // A retried commit succeeds; an abort now is a state error.
+        assert_eq!(c.end_txn("t", 5, 0, true, NOW), Ok(EndStep::AlreadyDone));
+        assert_eq!(
+            c.end_txn("t", 5, 0, false, NOW),
+            Err(codes::INVALID_TXN_STATE)
+        );
+        // The next transaction starts afresh.
+        let next = c
+            .add_partitions("t", 5, 0, &[tp("b", 0)], NOW + 5)
+            .expect("add")
+            .expect("changed");
+        assert_eq!(next.partitions.len(), 1);
+        assert_eq!(next.start_ms, NOW + 5);
+    }
+
+    #[test]
+    fn reinit_during_a_transaction_aborts_it_first() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        let ongoing = c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap();
+        c.apply("t", ongoing);
+        let abort = match c.init_producer_id("t", 60_000, None, 6, NOW) {
+            Ok(InitStep::AbortFirst(abort)) => abort,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(abort.state, TxnState::PrepareAbort);
+        assert_eq!(abort.producer_epoch, 1);
+        c.apply("t", Some(abort.clone()));
+        assert_eq!(
+            c.init_producer_id("t", 60_000, None, 6, NOW),
+            Err(codes::CONCURRENT_TRANSACTIONS)
+        );
+        c.apply("t", Some(TxnCoordinator::complete(&abort, NOW)));
+        let again = ready(c.init_producer_id("t", 60_000, None, 6, NOW));
+        assert_eq!((again.producer_id, again.producer_epoch), (5, 2));
+    }
+
+    #[test]
+    fn timeouts_abort_and_fence() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 2_000, None, 5, NOW))),
+        );
+        c.apply(
+            "t",
+            c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap(),
+        );
+        assert!(c.expired(NOW + 1_999).is_empty());
+        assert_eq!(c.expired(NOW + 2_000), vec![String::from("t")]);
+        assert_eq!(c.timeout_abort("t", NOW + 1), None);
+        let abort = c.timeout_abort("t", NOW + 2_000).expect("expired");
+        assert_eq!(abort.state, TxnState::PrepareAbort);
+        assert_eq!(abort.producer_epoch, 1);
+        c.apply("t", Some(abort.clone()));
+        c.apply("t", Some(TxnCoordinator::complete(&abort, NOW + 2_001)));
+        assert_eq!(
+            c.end_txn("t", 5, 0, true, NOW + 3_000),
+            Err(codes::PRODUCER_FENCED)
+        );
+    }
+
+    #[test]
+    fn offsets_wait_for_the_end_of_the_transaction() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        let offset = PendingOffset {
+            topic: String::from("in"),
+            partition: 0,
+            offset: 10,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        assert_eq!(
+            c.add_offsets("t", 5, 0, "g", vec![offset.clone()]),
+            Err(codes::INVALID_TXN_STATE)
+        );
+        c.apply(
+            "t",
+            c.add_partitions("t", 5, 0, &[tp("__consumer_offsets", 3)], NOW)
+                .unwrap(),
+        );
+        c.add_offsets("t", 5, 0, "g", vec![offset.clone()]).unwrap();
+        let later = PendingOffset {
+            offset: 20,
+            ..offset
+        };
+        c.add_offsets("t", 5, 0, "g", vec![later.clone()]).unwrap();
+        let taken = c.take_offsets("t");
+        assert_eq!(taken.get("g"), Some(&vec![later]));
+        assert!(c.take_offsets("t").is_empty());
+    }
+
+    #[test]
+    fn abort_drops_pending_offsets() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        c.apply(
+            "t",
+            c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap(),
+        );
+        let offset = PendingOffset {
+            topic: String::from("in"),
+            partition: 0,
+            offset: 10,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        c.add_offsets("t", 5, 0, "g", vec![offset]).unwrap();
+        end(&mut c, "t", false);
+        assert!(c.take_offsets("t").is_empty());
+    }
+
+    #[test]
+    fn bad_timeouts_and_kip360_mismatch_are_refused() {
+        let mut c = TxnCoordinator::new();
+        assert_eq!(
+            c.init_producer_id("t", 0, None, 5, NOW),
+            Err(codes::INVALID_TRANSACTION_TIMEOUT)
+        );
+        assert_eq!(
+            c.init_producer_id("t", TXN_MAX_TIMEOUT_MS + 1, None, 5, NOW),
+            Err(codes::INVALID_TRANSACTION_TIMEOUT)
+        );
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        assert_eq!(
+            c.init_producer_id("t", 60_000, Some((5, 3)), 6, NOW),
+            Err(codes::PRODUCER_FENCED)
+        );
+        let bumped = ready(c.init_producer_id("t", 60_000, Some((5, 0)), 6, NOW));
+        assert_eq!(bumped.producer_epoch, 1);
+    }
+
+    #[test]
+    fn an_exhausted_epoch_takes_a_new_producer_id() {
+        let mut c = TxnCoordinator::new();
+        let mut meta = ready(c.init_producer_id("t", 60_000, None, 5, NOW));
+        meta.producer_epoch = i16::MAX - 1;
+        c.apply("t", Some(meta));
+        let fresh = ready(c.init_producer_id("t", 60_000, None, 77, NOW));
+        assert_eq!((fresh.producer_id, fresh.producer_epoch), (77, 0));
+    }
+
+    #[test]
+    fn tombstones_forget_the_id() {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        c.apply("t", None);
+        assert!(c.get("t").is_none());
+        assert_eq!(c.all().count(), 0);
+    }
+}

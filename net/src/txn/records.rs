@@ -1,0 +1,329 @@
+//! The `__transaction_state` record formats, byte for byte as Kafka writes
+//! them, so a log written by Kafka replays here and the reverse.
+//!
+//! Key: `TransactionLogKey` v0 — `int16 version, string transactional_id`.
+//! Value: `TransactionLogValue` v0 (written) — `int16 version, int64
+//! producer_id, int16 producer_epoch, int32 transaction_timeout_ms, int8
+//! state, [topic string, [int32 partition]] (null while Empty), int64
+//! last_update_timestamp_ms, int64 start_timestamp_ms`. Version 1 is the
+//! flexible form of the same fields (compact strings and arrays, tagged
+//! fields, Kafka 3.x+); it is read, never written. A missing value is a
+//! tombstone: the transactional id is gone.
+
+use super::{TxnMetadata, TxnState};
+use std::collections::BTreeSet;
+
+/// Key version written.
+pub const KEY_VERSION: i16 = 0;
+/// Value version written.
+pub const VALUE_VERSION: i16 = 0;
+
+/// Why a record could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TxnRecordError {
+    /// The bytes end before the field.
+    #[error("transaction log record truncated at {0}")]
+    Truncated(&'static str),
+    /// A schema version this broker does not read.
+    #[error("unknown transaction log {what} version {version}")]
+    UnknownVersion {
+        /// "key" or "value".
+        what: &'static str,
+        /// The version read.
+        version: i16,
+    },
+    /// A state id outside Kafka's `TransactionState`.
+    #[error("unknown transaction state {0}")]
+    UnknownState(i8),
+    /// A string that is not UTF-8.
+    #[error("transaction log string is not UTF-8")]
+    BadString,
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as i16).to_be_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Encodes `TransactionLogKey` v0.
+pub fn encode_key(transactional_id: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + transactional_id.len());
+    out.extend_from_slice(&KEY_VERSION.to_be_bytes());
+    put_str(&mut out, transactional_id);
+    out
+}
+
+/// Encodes `TransactionLogValue` v0.
+pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&VALUE_VERSION.to_be_bytes());
+    out.extend_from_slice(&meta.producer_id.to_be_bytes());
+    out.extend_from_slice(&meta.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&meta.timeout_ms.to_be_bytes());
+    out.push(meta.state.id() as u8);
+    if meta.state == TxnState::Empty && meta.partitions.is_empty() {
+        // Kafka writes a null partition list for an Empty transaction.
+        out.extend_from_slice(&(-1i32).to_be_bytes());
+    } else {
+        let topics = group_by_topic(&meta.partitions);
+        out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+        for (topic, partitions) in topics {
+            put_str(&mut out, &topic);
+            out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+            for p in partitions {
+                out.extend_from_slice(&p.to_be_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(&meta.last_update_ms.to_be_bytes());
+    out.extend_from_slice(&meta.start_ms.to_be_bytes());
+    out
+}
+
+/// `(topic, partition)` pairs as topics with their partitions, by name.
+pub fn group_by_topic(partitions: &BTreeSet<(String, i32)>) -> Vec<(String, Vec<i32>)> {
+    let mut out: Vec<(String, Vec<i32>)> = Vec::new();
+    for (topic, partition) in partitions {
+        match out.last_mut() {
+            Some((last, list)) if last == topic => list.push(*partition),
+            _ => out.push((topic.clone(), vec![*partition])),
+        }
+    }
+    out
+}
+
+/// A big-endian reader over a record's bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], TxnRecordError> {
+        let end = self
+            .position
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or(TxnRecordError::Truncated(field))?;
+        let out = &self.bytes[self.position..end];
+        self.position = end;
+        Ok(out)
+    }
+
+    fn i8(&mut self, field: &'static str) -> Result<i8, TxnRecordError> {
+        Ok(self.take(1, field)?[0] as i8)
+    }
+
+    fn i16(&mut self, field: &'static str) -> Result<i16, TxnRecordError> {
+        let b = self.take(2, field)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn i32(&mut self, field: &'static str) -> Result<i32, TxnRecordError> {
+        let b = self.take(4, field)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self, field: &'static str) -> Result<i64, TxnRecordError> {
+        let b = self.take(8, field)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(i64::from_be_bytes(a))
+    }
+
+    fn unsigned_varint(&mut self, field: &'static str) -> Result<u32, TxnRecordError> {
+        let mut value = 0u32;
+        for shift in (0..35).step_by(7) {
+            let byte = self.take(1, field)?[0];
+            value |= u32::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(TxnRecordError::Truncated(field))
+    }
+
+    fn string(&mut self, flexible: bool, field: &'static str) -> Result<String, TxnRecordError> {
+        let length = if flexible {
+            (self.unsigned_varint(field)? as usize).saturating_sub(1)
+        } else {
+            self.i16(field)?.max(0) as usize
+        };
+        let bytes = self.take(length, field)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| TxnRecordError::BadString)
+    }
+
+    /// An array length; `None` for a null array.
+    fn array_length(
+        &mut self,
+        flexible: bool,
+        field: &'static str,
+    ) -> Result<Option<usize>, TxnRecordError> {
+        if flexible {
+            let n = self.unsigned_varint(field)?;
+            Ok(n.checked_sub(1).map(|n| n as usize))
+        } else {
+            let n = self.i32(field)?;
+            Ok((n >= 0).then_some(n as usize))
+        }
+    }
+
+    fn skip_tagged_fields(&mut self) -> Result<(), TxnRecordError> {
+        let count = self.unsigned_varint("tagged fields")?;
+        for _ in 0..count {
+            self.unsigned_varint("tag")?;
+            let size = self.unsigned_varint("tag size")? as usize;
+            self.take(size, "tag value")?;
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a `TransactionLogKey`: the transactional id.
+pub fn decode_key(key: &[u8]) -> Result<String, TxnRecordError> {
+    let mut reader = Reader {
+        bytes: key,
+        position: 0,
+    };
+    let version = reader.i16("key version")?;
+    match version {
+        0 => reader.string(false, "transactional_id"),
+        1 => reader.string(true, "transactional_id"),
+        version => Err(TxnRecordError::UnknownVersion {
+            what: "key",
+            version,
+        }),
+    }
+}
+
+/// Decodes a `TransactionLogValue` v0 or v1.
+pub fn decode_value(value: &[u8]) -> Result<TxnMetadata, TxnRecordError> {
+    let mut reader = Reader {
+        bytes: value,
+        position: 0,
+    };
+    let version = reader.i16("value version")?;
+    let flexible = match version {
+        0 => false,
+        1 => true,
+        version => {
+            return Err(TxnRecordError::UnknownVersion {
+                what: "value",
+                version,
+            })
+        }
+    };
+    let producer_id = reader.i64("producer_id")?;
+    let producer_epoch = reader.i16("producer_epoch")?;
+    let timeout_ms = reader.i32("transaction_timeout_ms")?;
+    let state_id = reader.i8("state")?;
+    let state = TxnState::from_id(state_id).ok_or(TxnRecordError::UnknownState(state_id))?;
+    let mut partitions = BTreeSet::new();
+    if let Some(topics) = reader.array_length(flexible, "partitions")? {
+        for _ in 0..topics {
+            let topic = reader.string(flexible, "topic")?;
+            let count = reader.array_length(flexible, "partition ids")?.unwrap_or(0);
+            for _ in 0..count {
+                partitions.insert((topic.clone(), reader.i32("partition")?));
+            }
+            if flexible {
+                reader.skip_tagged_fields()?;
+            }
+        }
+    }
+    let last_update_ms = reader.i64("last_update_timestamp")?;
+    let start_ms = reader.i64("start_timestamp")?;
+    if flexible {
+        reader.skip_tagged_fields()?;
+    }
+    Ok(TxnMetadata {
+        producer_id,
+        producer_epoch,
+        timeout_ms,
+        state,
+        partitions,
+        last_update_ms,
+        start_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(state: TxnState) -> TxnMetadata {
+        let mut partitions = BTreeSet::new();
+        if state != TxnState::Empty {
+            partitions.insert((String::from("a"), 0));
+            partitions.insert((String::from("a"), 3));
+            partitions.insert((String::from("b"), 1));
+        }
+        TxnMetadata {
+            producer_id: 77,
+            producer_epoch: 3,
+            timeout_ms: 60_000,
+            state,
+            partitions,
+            last_update_ms: 1_700_000_000_123,
+            start_ms: 1_700_000_000_000,
+        }
+    }
+
+    #[test]
+    fn key_matches_kafka_bytes() {
+        // Kafka: version 0 (00 00), string length 2 (00 02), "tx".
+        assert_eq!(encode_key("tx"), vec![0, 0, 0, 2, b't', b'x']);
+        assert_eq!(decode_key(&encode_key("my-txn")).as_deref(), Ok("my-txn"));
+    }
+
+    #[test]
+    fn values_round_trip_in_every_state() {
+        for id in 0..=7 {
+            let state = TxnState::from_id(id).expect("state");
+            let meta = sample(state);
+            assert_eq!(decode_value(&encode_value(&meta)), Ok(meta));
+        }
+    }
+
+    #[test]
+    fn empty_state_writes_a_null_partition_list() {
+        let bytes = encode_value(&sample(TxnState::Empty));
+        // version 2 + pid 8 + epoch 2 + timeout 4 + state 1 = 17, then -1.
+        assert_eq!(&bytes[17..21], &(-1i32).to_be_bytes());
+        assert_eq!(bytes.len(), 21 + 16);
+    }
+
+    #[test]
+    fn flexible_v1_is_read() {
+        let mut v = Vec::new();
+        v.extend_from_slice(&1i16.to_be_bytes());
+        v.extend_from_slice(&5i64.to_be_bytes());
+        v.extend_from_slice(&2i16.to_be_bytes());
+        v.extend_from_slice(&1000i32.to_be_bytes());
+        v.push(1); // Ongoing
+        v.push(2); // one topic (compact: n + 1)
+        v.push(2); // "t" (compact: len + 1)
+        v.push(b't');
+        v.push(3); // two partitions
+        v.extend_from_slice(&4i32.to_be_bytes());
+        v.extend_from_slice(&9i32.to_be_bytes());
+        v.push(0); // topic tagged fields
+        v.extend_from_slice(&10i64.to_be_bytes());
+        v.extend_from_slice(&8i64.to_be_bytes());
+        v.push(0); // tagged fields
+        let meta = decode_value(&v).expect("v1");
+        assert_eq!(meta.state, TxnState::Ongoing);
+        assert_eq!(meta.partitions.len(), 2);
+        assert_eq!(meta.start_ms, 8);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        assert!(decode_value(&[0, 0, 1]).is_err());
+        assert!(decode_value(&[0, 9]).is_err());
+        assert!(decode_key(&[]).is_err());
+        let mut bad = encode_value(&sample(TxnState::Ongoing));
+        bad[16] = 42;
+        assert_eq!(decode_value(&bad), Err(TxnRecordError::UnknownState(42)));
+    }
+}
