@@ -16,6 +16,8 @@
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
 //! - [`group`]: consumer groups: assignors, classic and KIP-848 membership.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
+//! - [`null_sink`]: a Kafka-protocol server that discards everything, to
+//!   measure the harness's own ceiling.
 //! - [`error`]: the crate's error type.
 
 pub mod cli;
@@ -26,6 +28,7 @@ pub mod error;
 pub mod fetch_path;
 pub mod group;
 pub mod kafka;
+pub mod null_sink;
 pub mod report;
 pub mod results;
 pub mod runner;

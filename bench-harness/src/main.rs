@@ -6,7 +6,7 @@ use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::{disk, fetch_path, Result};
+use bench_harness::{disk, fetch_path, null_sink, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -66,6 +66,9 @@ enum Command {
     Disk(disk::DiskArgs),
     /// rill's fetch send paths (copy, sendfile, splice) side by side.
     FetchPath(fetch_path::FetchPathArgs),
+    /// A Kafka-protocol server that acknowledges and discards everything:
+    /// the harness's own ceiling is measured against it.
+    NullSink(null_sink::NullSinkArgs),
 }
 
 fn main() {
@@ -146,6 +149,7 @@ fn dispatch(command: Command) -> Result<()> {
             let report = runtime()?.block_on(fetch_path::run(&args))?;
             println!("{report}");
         }
+        Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
     }
     Ok(())
 }

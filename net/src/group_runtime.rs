@@ -71,6 +71,12 @@ pub enum GroupRequest {
     ConsumerHeartbeat(ConsumerHeartbeatRequest),
     /// OffsetCommit.
     Commit(OffsetCommitRequest),
+    /// TxnOffsetCommit's membership check, before the offsets join the
+    /// transaction: answers [`GroupReply::Code`].
+    ValidateTxnCommit(OffsetCommitRequest),
+    /// The offsets of a committed transaction, applied without a membership
+    /// check (made at TxnOffsetCommit): answers [`GroupReply::Committed`].
+    CommitTxn(OffsetCommitRequest),
     /// OffsetFetch of one group (`None`: every committed partition).
     Fetch {
         /// Group id.
@@ -254,7 +260,10 @@ pub async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
     let runtime = &shard.groups;
     let now = now_ms();
     let token = runtime.take_token();
-    let is_commit = matches!(request, GroupRequest::Commit(_));
+    let is_commit = matches!(
+        request,
+        GroupRequest::Commit(_) | GroupRequest::CommitTxn(_)
+    );
     let (immediate, records, responses) = {
         let table = shard.topics.borrow();
         let topics = |name: &str| {
@@ -325,6 +334,16 @@ fn step(
         }
         GroupRequest::Commit(req) => {
             let (codes, records) = coordinator.commit_offsets(now, &req);
+            (reply(GroupReply::Committed(codes)), records)
+        }
+        GroupRequest::ValidateTxnCommit(req) => (
+            reply(GroupReply::Code(
+                coordinator.validate_txn_offset_commit(&req),
+            )),
+            Vec::new(),
+        ),
+        GroupRequest::CommitTxn(req) => {
+            let (codes, records) = coordinator.commit_txn_offsets(now, &req);
             (reply(GroupReply::Committed(codes)), records)
         }
         GroupRequest::Fetch {

@@ -15,6 +15,19 @@
 //! task finishes it (a marker written twice is harmless: the second one ends
 //! nothing).
 //!
+//! The offsets of a transaction (TxnOffsetCommit) are persisted on the same
+//! partition as its state, as a rill record ([`records::encode_offsets_key`])
+//! holding the transaction's whole set, before TxnOffsetCommit is answered;
+//! the tombstone of that record goes in the same batch as the Complete
+//! state. So a transaction found in PrepareCommit after a crash still has
+//! its offsets, and finishing it forwards them to the group coordinator
+//! before the Complete state is written. Forwarding is idempotent (the same
+//! offsets committed again), so a crash after forwarding and before Complete
+//! only forwards them once more. Kafka's own design writes them to
+//! `__consumer_offsets` at TxnOffsetCommit and applies them at the COMMIT
+//! marker; this one keeps transactions out of the group core, which only
+//! gains a check at TxnOffsetCommit and an unchecked apply at commit.
+//!
 //! The periodic task ([`run_timer`], every [`TIMER_INTERVAL_MS`]) also aborts
 //! transactions open longer than their `transaction.timeout.ms`, with the
 //! producer epoch bumped, so the zombie producer is fenced.
@@ -26,9 +39,10 @@ use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::mesh::{PartitionOp, PartitionReply, ShardMessage};
 use crate::routing::run_on_owners;
 use crate::shard::Shard;
+use crate::txn::records::TxnLogKey;
 use crate::txn::{
     codes as txn_codes, records, txn_partition_for, EndStep, InitStep, PendingOffset,
-    TxnCoordinator, TxnMetadata, TxnState, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC,
+    PendingOffsets, TxnCoordinator, TxnMetadata, TxnState, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC,
 };
 use engine::batch::{BatchBuilder, Compression};
 use engine::log::ReadMode;
@@ -48,6 +62,11 @@ pub const TIMER_INTERVAL_MS: u64 = 500;
 const TXN_STATE_SEGMENT_BYTES: &str = "104857600";
 /// Attempts at writing the markers of a transaction within one step.
 const MARKER_ATTEMPTS: u32 = 5;
+/// Fault-injection point for crash tests: when this environment variable is
+/// `1`, the process aborts right after a PrepareCommit state is durable,
+/// before the transaction's offsets are forwarded and its markers written —
+/// the window the recovery after a restart has to close.
+pub const FAULT_CRASH_AFTER_PREPARE: &str = "RILL_FAULT_TXN_CRASH_AFTER_PREPARE";
 
 /// A coordinator request, sent to the owner shard of the transactional id.
 #[derive(Debug, Clone)]
@@ -159,9 +178,6 @@ pub type GroupMember = (i32, String, Option<String>);
 /// One shard's coordinator with its locks.
 struct Runtime {
     core: RefCell<TxnCoordinator>,
-    /// Group membership sent with TxnOffsetCommit, used when the offsets are
-    /// forwarded at commit: (transactional id, group) → member.
-    members: RefCell<HashMap<(String, String), GroupMember>>,
     /// One lock per transactional id: its steps never interleave.
     locks: RefCell<HashMap<String, Rc<Semaphore>>>,
     loaded: Cell<bool>,
@@ -171,7 +187,6 @@ struct Runtime {
 thread_local! {
     static RUNTIME: Rc<Runtime> = Rc::new(Runtime {
         core: RefCell::new(TxnCoordinator::new()),
-        members: RefCell::new(HashMap::new()),
         locks: RefCell::new(HashMap::new()),
         loaded: Cell::new(false),
         load_lock: Semaphore::new(1),
@@ -314,19 +329,26 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
             let Ok(_permit) = lock.acquire_permit(1).await else {
                 return TxnReply::unavailable();
             };
-            let added = rt.core.borrow_mut().add_offsets(
+            let next = match rt.core.borrow().add_offsets(
                 &transactional_id,
                 producer_id,
                 producer_epoch,
                 &group_id,
                 offsets,
-            );
-            if added.is_ok() {
-                rt.members
-                    .borrow_mut()
-                    .insert((transactional_id.clone(), group_id), member);
+            ) {
+                Ok(next) => next,
+                Err(code) => return TxnReply::Code(code),
+            };
+            let code = validate_member(shard, &group_id, member, &next).await;
+            if code != codes::NONE {
+                return TxnReply::Code(code);
             }
-            TxnReply::Code(added.err().unwrap_or(codes::NONE))
+            TxnReply::Code(
+                match persist_offsets(shard, &rt, &transactional_id, next).await {
+                    Ok(()) => codes::NONE,
+                    Err(code) => code,
+                },
+            )
         }
         TxnRequest::EndTxn {
             transactional_id,
@@ -350,6 +372,13 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
                 Ok(EndStep::Prepare(prepared)) => {
                     match persist(shard, &rt, &transactional_id, Some(prepared.clone())).await {
                         Ok(()) => {
+                            if commit && fault_crash_after_prepare() {
+                                tracing::error!(
+                                    transactional_id,
+                                    "fault injection: aborting after PrepareCommit"
+                                );
+                                std::process::abort();
+                            }
                             // Decided: a failure from here on is retried by the
                             // timer, so the answer is success either way.
                             if let Err(code) = finish(shard, &rt, &transactional_id, prepared).await
@@ -427,6 +456,61 @@ async fn persist(
     transactional_id: &str,
     meta: Option<TxnMetadata>,
 ) -> Result<(), i16> {
+    let key = records::encode_key(transactional_id);
+    let value = meta.as_ref().map(records::encode_value);
+    append_durable(shard, transactional_id, &[(key, value)]).await?;
+    rt.core.borrow_mut().apply(transactional_id, meta);
+    Ok(())
+}
+
+/// Persists the Complete state of a transaction with the tombstone of its
+/// pending offsets, in one batch so that neither is durable without the
+/// other. The tombstone is written even when the transaction had no
+/// offsets: it costs a few bytes, and it also retires a record left by an
+/// earlier transaction that the replay found stale.
+async fn persist_complete(
+    shard: &Rc<Shard>,
+    rt: &Rc<Runtime>,
+    transactional_id: &str,
+    complete: TxnMetadata,
+) -> Result<(), i16> {
+    let offsets_tombstone = (records::encode_offsets_key(transactional_id), None);
+    let state = (
+        records::encode_key(transactional_id),
+        Some(records::encode_value(&complete)),
+    );
+    append_durable(shard, transactional_id, &[offsets_tombstone, state]).await?;
+    let mut core = rt.core.borrow_mut();
+    core.apply_offsets(transactional_id, None);
+    core.apply(transactional_id, Some(complete));
+    Ok(())
+}
+
+/// Persists the whole set of a transaction's offsets, then applies it.
+async fn persist_offsets(
+    shard: &Rc<Shard>,
+    rt: &Rc<Runtime>,
+    transactional_id: &str,
+    pending: PendingOffsets,
+) -> Result<(), i16> {
+    let record = (
+        records::encode_offsets_key(transactional_id),
+        Some(records::encode_offsets_value(&pending)),
+    );
+    append_durable(shard, transactional_id, &[record]).await?;
+    rt.core
+        .borrow_mut()
+        .apply_offsets(transactional_id, Some(pending));
+    Ok(())
+}
+
+/// Appends `(key, value)` records as one batch to the id's
+/// `__transaction_state` partition and waits until they are durable.
+async fn append_durable(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    entries: &[(Vec<u8>, Option<Vec<u8>>)],
+) -> Result<(), i16> {
     let tp = TopicPartition::new(TXN_STATE_TOPIC, txn_partition_for(transactional_id));
     let log = match shard.logs.get(&tp) {
         Some(log) => log,
@@ -438,10 +522,11 @@ async fn persist(
                 .ok_or(txn_codes::COORDINATOR_NOT_AVAILABLE)?
         }
     };
-    let key = records::encode_key(transactional_id);
-    let value = meta.as_ref().map(records::encode_value);
     let mut builder = BatchBuilder::new(0, Compression::None);
-    builder.push(0, now_ms(), Some(&key), value.as_deref(), &[]);
+    let now = now_ms();
+    for (delta, (key, value)) in entries.iter().enumerate() {
+        builder.push(delta as i32, now, Some(key), value.as_deref(), &[]);
+    }
     let mut bytes = builder.build().map_err(|e| {
         tracing::error!(error = %e, "cannot build a transaction log record");
         codes::UNKNOWN_SERVER_ERROR
@@ -452,8 +537,42 @@ async fn persist(
     log.wait_durable(appended.last_offset)
         .await
         .map_err(|e| persist_error(&e))?;
-    rt.core.borrow_mut().apply(transactional_id, meta);
     Ok(())
+}
+
+/// Whether the [`FAULT_CRASH_AFTER_PREPARE`] point is armed; read once.
+fn fault_crash_after_prepare() -> bool {
+    static ARMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ARMED.get_or_init(|| std::env::var(FAULT_CRASH_AFTER_PREPARE).as_deref() == Ok("1"))
+}
+
+/// TxnOffsetCommit's membership check by the group coordinator (skipped for
+/// a commit that names no member, as Kafka does for transactional commits).
+async fn validate_member(
+    shard: &Rc<Shard>,
+    group: &str,
+    member: GroupMember,
+    pending: &PendingOffsets,
+) -> i16 {
+    let (generation, member_id, instance_id) = member;
+    if generation < 0 && member_id.is_empty() && instance_id.is_none() {
+        return codes::NONE;
+    }
+    let request = OffsetCommitRequest {
+        group_id: group.to_string(),
+        generation_id_or_member_epoch: generation,
+        member_id,
+        group_instance_id: instance_id,
+        offsets: group_offsets(pending.groups.get(group).cloned().unwrap_or_default()),
+    };
+    match group_runtime::call(shard, group, GroupRequest::ValidateTxnCommit(request)).await {
+        GroupReply::Code(code) => code,
+        GroupReply::Unavailable(code) => code,
+        other => {
+            tracing::warn!(group, reply = ?other, "unexpected answer to a membership check");
+            codes::UNKNOWN_SERVER_ERROR
+        }
+    }
 }
 
 fn persist_error(e: &engine::EngineError) -> i16 {
@@ -463,7 +582,9 @@ fn persist_error(e: &engine::EngineError) -> i16 {
 }
 
 /// Completes a decided transaction: forwards its offsets (commit) or drops
-/// them (abort), writes the markers, persists the Complete state.
+/// them (abort), writes the markers, persists the Complete state. Any
+/// failure leaves the transaction in its Prepare state, with its offsets,
+/// for the timer to run this again.
 async fn finish(
     shard: &Rc<Shard>,
     rt: &Rc<Runtime>,
@@ -471,19 +592,12 @@ async fn finish(
     prepared: TxnMetadata,
 ) -> Result<(), i16> {
     let commit = prepared.state == TxnState::PrepareCommit;
-    let offsets = rt.core.borrow_mut().take_offsets(transactional_id);
     if commit {
-        for (group, offsets) in offsets {
-            let member = rt
-                .members
-                .borrow_mut()
-                .remove(&(transactional_id.to_string(), group.clone()));
-            commit_group_offsets(shard, &group, member, offsets).await;
+        let pending = rt.core.borrow().offsets(transactional_id).cloned();
+        for (group, offsets) in pending.map(|p| p.groups).unwrap_or_default() {
+            commit_group_offsets(shard, &group, offsets).await?;
         }
     }
-    rt.members
-        .borrow_mut()
-        .retain(|(id, _), _| id != transactional_id);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -501,49 +615,69 @@ async fn finish(
             }
         }
     }
-    persist(
+    persist_complete(
         shard,
         rt,
         transactional_id,
-        Some(TxnCoordinator::complete(&prepared, now_ms())),
+        TxnCoordinator::complete(&prepared, now_ms()),
     )
     .await
 }
 
-/// Forwards transactional offsets to the group coordinator as a normal commit.
+fn group_offsets(
+    offsets: Vec<PendingOffset>,
+) -> Vec<(crate::group::TopicPartition, i64, i32, String)> {
+    offsets
+        .into_iter()
+        .map(|o| {
+            (
+                crate::group::TopicPartition::new(o.topic, o.partition),
+                o.offset,
+                o.leader_epoch,
+                o.metadata.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Applies a committed transaction's offsets in the group coordinator,
+/// durably; an error leaves the transaction unfinished, to be retried.
 async fn commit_group_offsets(
     shard: &Rc<Shard>,
     group: &str,
-    member: Option<GroupMember>,
     offsets: Vec<PendingOffset>,
-) {
-    let (generation, member_id, instance_id) = member.unwrap_or((-1, String::new(), None));
+) -> Result<(), i16> {
     let request = OffsetCommitRequest {
         group_id: group.to_string(),
-        generation_id_or_member_epoch: generation,
-        member_id,
-        group_instance_id: instance_id,
-        offsets: offsets
-            .into_iter()
-            .map(|o| {
-                (
-                    crate::group::TopicPartition::new(o.topic, o.partition),
-                    o.offset,
-                    o.leader_epoch,
-                    o.metadata.unwrap_or_default(),
-                )
-            })
-            .collect(),
+        // Not checked by CommitTxn: the membership was checked at
+        // TxnOffsetCommit.
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        offsets: group_offsets(offsets),
     };
-    match group_runtime::call(shard, group, GroupRequest::Commit(request)).await {
+    match group_runtime::call(shard, group, GroupRequest::CommitTxn(request)).await {
         GroupReply::Committed(results) => {
-            for (tp, code) in results.into_iter().filter(|(_, c)| *c != codes::NONE) {
-                tracing::warn!(group, partition = ?tp, code,
-                    "transactional offset not committed by the group coordinator");
+            match results.into_iter().find(|(_, code)| *code != codes::NONE) {
+                None => Ok(()),
+                Some((tp, code)) => {
+                    tracing::warn!(group, partition = ?tp, code,
+                        "transactional offset not committed yet; retrying later");
+                    Err(code)
+                }
             }
         }
+        GroupReply::Unavailable(code) => {
+            tracing::warn!(
+                group,
+                code,
+                "group coordinator unavailable for transactional offsets"
+            );
+            Err(code)
+        }
         other => {
-            tracing::warn!(group, reply = ?other, "transactional offsets not committed")
+            tracing::warn!(group, reply = ?other, "unexpected answer to transactional offsets");
+            Err(codes::UNKNOWN_SERVER_ERROR)
         }
     }
 }
@@ -618,6 +752,9 @@ async fn ensure_loaded(shard: &Rc<Shard>) {
             }
         }
     }
+    // Only now is the final state of every id known (see
+    // `TxnCoordinator::drop_stale_offsets`).
+    rt.core.borrow_mut().drop_stale_offsets();
     if replayed > 0 {
         tracing::info!(
             shard = shard.id,
@@ -654,8 +791,23 @@ async fn replay_partition(
                 let Some(key) = record.key.as_deref() else {
                     continue;
                 };
-                let id = match records::decode_key(key) {
-                    Ok(id) => id,
+                let id = match records::decode_log_key(key) {
+                    Ok(TxnLogKey::State(id)) => id,
+                    Ok(TxnLogKey::PendingOffsets(id)) => {
+                        match record.value.as_deref().map(records::decode_offsets_value) {
+                            None => rt.core.borrow_mut().apply_offsets(&id, None),
+                            Some(Ok(pending)) => {
+                                rt.core.borrow_mut().apply_offsets(&id, Some(pending))
+                            }
+                            Some(Err(e)) => {
+                                tracing::warn!(error = %e, transactional_id = %id,
+                                    "transaction offsets record skipped");
+                                continue;
+                            }
+                        }
+                        count += 1;
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(error = %e, "transaction log key skipped");
                         continue;

@@ -36,12 +36,27 @@ pub struct Broker {
     /// Data directory.
     pub data_dir: PathBuf,
     extra_args: Vec<String>,
+    /// Environment variables of the process (fault-injection points).
+    envs: Vec<(String, String)>,
     log_path: PathBuf,
 }
 
 impl Broker {
     /// Starts `binary serve` on a free port with `data_dir` and extra args.
     pub fn start(binary: &str, data_dir: &Path, extra_args: &[&str]) -> Broker {
+        Broker::start_with_env(binary, data_dir, extra_args, &[])
+    }
+
+    /// [`Broker::start`] with environment variables for the process, such
+    /// as a fault-injection point; they stay for restarts until
+    /// [`Broker::clear_env`]. Set per process, not on the test process, so
+    /// tests running in parallel do not see each other's.
+    pub fn start_with_env(
+        binary: &str,
+        data_dir: &Path,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Broker {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let mut broker = Broker {
@@ -51,6 +66,10 @@ impl Broker {
             admin_addr,
             data_dir: data_dir.to_path_buf(),
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            envs: envs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             log_path: data_dir.join("broker.log"),
         };
         broker.spawn();
@@ -73,6 +92,7 @@ impl Broker {
             .arg("--data-dir")
             .arg(&self.data_dir)
             .args(&self.extra_args)
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log_err))
             .spawn()
@@ -139,6 +159,11 @@ impl Broker {
     /// Graceful stop (SIGTERM); returns the exit code.
     pub fn stop(&mut self) -> Option<i32> {
         self.stop_with(libc::SIGTERM)
+    }
+
+    /// Drops the environment variables given at start, for the next restart.
+    pub fn clear_env(&mut self) {
+        self.envs.clear();
     }
 
     /// Starts the process again on the same port and data dir.

@@ -3,9 +3,17 @@
 //! split a topic without overlap and rebalance when members join and leave;
 //! two groups each read everything; committed offsets resume a group and
 //! survive a restart; the KIP-848 `consumer` protocol works end to end; the
-//! lag gauge is exported. A commit from a fenced generation
-//! (ILLEGAL_GENERATION) is covered by the coordinator's unit tests
-//! (`net/src/group/tests.rs`), not here.
+//! lag gauge is exported.
+//!
+//! Through kafka-python (`tests/python/group_member.py`, run with `python3`;
+//! `pip install kafka-python` is required, a missing module fails the tests):
+//! two members split a topic with the range and the round-robin assignors;
+//! a commit resumes a reopened consumer; a kafka-python member and a
+//! librdkafka member share a group, and when the kafka-python process is
+//! SIGKILLed (no LeaveGroup) its partitions move to the survivor within the
+//! session timeout. `tests/python/fenced_commit.py` speaks JoinGroup,
+//! SyncGroup, Heartbeat and OffsetCommit by hand: a commit from a fenced
+//! generation gets ILLEGAL_GENERATION (22) and does not land.
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
@@ -13,7 +21,10 @@ use rdkafka::{Offset, TopicPartitionList};
 use rill_tests::kafka::{client_config, create_topic, produce_all, producer};
 use rill_tests::{data_dir, http_get, Broker};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -295,4 +306,345 @@ async fn consumer_protocol_end_to_end() {
     }
     a.commit(&tpl, CommitMode::Sync)
         .expect("commit with member epoch");
+}
+
+/// A script under `tests/python/`.
+fn python_script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(name)
+}
+
+/// Fails (never skips) when `python3` or kafka-python is missing.
+fn require_kafka_python() {
+    let found = Command::new("python3")
+        .args(["-c", "import kafka"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "these tests need python3 with kafka-python: pip install kafka-python"
+    );
+}
+
+/// A `python3 tests/python/<script>` child whose stdout lines arrive on a
+/// channel; stdin stays open until `close_stdin` (the script's cue to close
+/// its consumer). Killed on drop.
+struct PyChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl PyChild {
+    fn spawn(script: &str, args: &[&str]) -> PyChild {
+        let mut child = Command::new("python3")
+            .arg(python_script(script))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        PyChild {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Runs a script to completion and returns its stdout lines; panics on
+    /// a non-zero exit or after `timeout`.
+    fn run(script: &str, args: &[&str], timeout: Duration) -> Vec<String> {
+        let mut c = PyChild::spawn(script, args);
+        c.close_stdin();
+        let status = c.wait(timeout);
+        assert!(status.success(), "{script} {args:?} exited with {status}");
+        c.lines.try_iter().collect()
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    fn wait(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // The reader thread sees EOF right after the exit; let it drain.
+                std::thread::sleep(Duration::from_millis(50));
+                return status;
+            }
+            assert!(Instant::now() < deadline, "python child still running");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The assignment the member printed last (`{"assigned": [..]}` lines).
+    fn latest_assignment(&self, latest: &mut Option<BTreeSet<i32>>) {
+        for line in self.lines.try_iter() {
+            if line.contains("\"assigned\"") {
+                *latest = Some(json_ints(&line, "assigned").into_iter().collect());
+            }
+        }
+    }
+}
+
+impl Drop for PyChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The integer list under `key` in a one-line JSON object of our scripts.
+fn json_ints(line: &str, key: &str) -> Vec<i32> {
+    let at = line
+        .find(&format!("\"{key}\": ["))
+        .unwrap_or_else(|| panic!("no {key} list in {line}"));
+    let rest = &line[at + key.len() + 5..];
+    let list = &rest[..rest.find(']').expect("closing bracket")];
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().expect("an integer"))
+        .collect()
+}
+
+/// The integer under `key` in a one-line JSON object of our scripts.
+fn json_int(line: &str, key: &str) -> i64 {
+    let at = line
+        .find(&format!("\"{key}\": "))
+        .unwrap_or_else(|| panic!("no {key} in {line}"));
+    let rest = &line[at + key.len() + 4..];
+    let end = rest
+        .find(|c: char| c != '-' && !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} is not an integer in {line}"))
+}
+
+/// Drives kafka-python members (and librdkafka ones, by polling them) until
+/// every member owns a non-empty share of `partitions` with no overlap and
+/// full coverage; returns the shares, kafka-python members first.
+fn settle_mixed(
+    py: &[&PyChild],
+    rd: &[&BaseConsumer],
+    partitions: i32,
+    timeout: Duration,
+) -> Vec<BTreeSet<i32>> {
+    let deadline = Instant::now() + timeout;
+    let mut latest: Vec<Option<BTreeSet<i32>>> = vec![None; py.len()];
+    loop {
+        for c in rd {
+            let _ = c.poll(Duration::from_millis(20));
+        }
+        if rd.is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (child, latest) in py.iter().zip(latest.iter_mut()) {
+            child.latest_assignment(latest);
+        }
+        let shares: Vec<BTreeSet<i32>> = latest
+            .iter()
+            .map(|l| l.clone().unwrap_or_default())
+            .chain(rd.iter().map(|c| assigned(c)))
+            .collect();
+        let total: usize = shares.iter().map(BTreeSet::len).sum();
+        let union: BTreeSet<i32> = shares.iter().flatten().copied().collect();
+        if total == partitions as usize
+            && union.len() == partitions as usize
+            && shares.iter().all(|s| !s.is_empty())
+        {
+            return shares;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "group did not settle: {shares:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_members_split_with_range_and_roundrobin() {
+    require_kafka_python();
+    let dir = data_dir();
+    let broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "py-split", 6, &[]).await;
+
+    let member = |group: &str, strategy: &str| {
+        PyChild::spawn(
+            "group_member.py",
+            &[&bootstrap, "py-split", group, strategy, "member"],
+        )
+    };
+    // Both groups at once: each assignor's leader is a kafka-python client.
+    let mut range = [member("g-py-range", "range"), member("g-py-range", "range")];
+    let mut robin = [
+        member("g-py-rr", "roundrobin"),
+        member("g-py-rr", "roundrobin"),
+    ];
+    let mut range_shares = settle_mixed(&[&range[0], &range[1]], &[], 6, Duration::from_secs(30));
+    let mut robin_shares = settle_mixed(&[&robin[0], &robin[1]], &[], 6, Duration::from_secs(30));
+    range_shares.sort();
+    robin_shares.sort();
+    let set = |v: &[i32]| v.iter().copied().collect::<BTreeSet<i32>>();
+    assert_eq!(range_shares, vec![set(&[0, 1, 2]), set(&[3, 4, 5])]);
+    assert_eq!(robin_shares, vec![set(&[0, 2, 4]), set(&[1, 3, 5])]);
+
+    // stdin closed: each member closes its consumer (LeaveGroup) and exits 0.
+    for c in range.iter_mut().chain(robin.iter_mut()) {
+        c.close_stdin();
+    }
+    for c in range.iter_mut().chain(robin.iter_mut()) {
+        let status = c.wait(Duration::from_secs(15));
+        assert!(status.success(), "member exited with {status}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_commit_resumes_after_reopen() {
+    require_kafka_python();
+    let dir = data_dir();
+    let broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "py-resume", 1, &[]).await;
+    let p = producer(&bootstrap, &[]);
+    produce_all(&p, "py-resume", &values(100, "r"), Some(0)).await;
+
+    let args = |mode: &'static str| {
+        [
+            bootstrap.as_str(),
+            "py-resume",
+            "g-py-resume",
+            "range",
+            mode,
+        ]
+    };
+    let mut commit_args = args("commit").to_vec();
+    commit_args.push("30");
+    let out = PyChild::run("group_member.py", &commit_args, Duration::from_secs(30));
+    let line = out.last().expect("commit output");
+    assert_eq!(json_int(line, "committed"), 30, "{out:?}");
+    assert_eq!(json_ints(line, "partitions"), vec![0], "{out:?}");
+
+    // A new process in the same group resumes exactly after the commit.
+    let out = PyChild::run("group_member.py", &args("first"), Duration::from_secs(30));
+    let line = out.last().expect("first-record output");
+    assert_eq!(json_int(line, "partition"), 0, "{out:?}");
+    assert_eq!(
+        json_int(line, "offset"),
+        30,
+        "resumes at the commit: {out:?}"
+    );
+    assert_eq!(json_int(line, "committed"), 30, "{out:?}");
+
+    // librdkafka reads the same committed offset.
+    let c = classic(&bootstrap, "g-py-resume");
+    let mut asked = TopicPartitionList::new();
+    asked.add_partition("py-resume", 0);
+    let committed = c
+        .committed_offsets(asked, Duration::from_secs(10))
+        .expect("committed offsets");
+    assert_eq!(
+        committed.find_partition("py-resume", 0).map(|e| e.offset()),
+        Some(Offset::Offset(30))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_group_splits_and_a_killed_member_is_expired() {
+    require_kafka_python();
+    let dir = data_dir();
+    let broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "mixed", 6, &[]).await;
+
+    // Both classic with `range`; both session.timeout.ms = 6000.
+    let mut py = PyChild::spawn(
+        "group_member.py",
+        &[&bootstrap, "mixed", "g-mixed", "range", "member"],
+    );
+    let rd = consumer(
+        &bootstrap,
+        "g-mixed",
+        &[("partition.assignment.strategy", "range")],
+    );
+    rd.subscribe(&["mixed"]).expect("subscribe");
+    let shares = settle_mixed(&[&py], &[&rd], 6, Duration::from_secs(30));
+    assert_eq!(
+        shares.iter().map(BTreeSet::len).collect::<Vec<_>>(),
+        vec![3, 3],
+        "{shares:?}"
+    );
+
+    // SIGKILL: no LeaveGroup, so the coordinator must expire the session.
+    py.child.kill().expect("SIGKILL the kafka-python member");
+    let _ = py.child.wait();
+    let killed = Instant::now();
+    let limit = Duration::from_secs(15);
+    while assigned(&rd).len() < 6 {
+        let _ = rd.poll(Duration::from_millis(50));
+        assert!(
+            killed.elapsed() < limit,
+            "the survivor did not get all partitions within {limit:?}: {:?}",
+            assigned(&rd)
+        );
+    }
+    eprintln!(
+        "FIGURE killed_member_takeover_ms={}",
+        killed.elapsed().as_millis()
+    );
+    assert_eq!(assigned(&rd), (0..6).collect::<BTreeSet<i32>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_generation_commit_is_illegal_generation() {
+    let dir = data_dir();
+    let broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "fenced", 1, &[]).await;
+
+    let out = PyChild::run(
+        "fenced_commit.py",
+        &[&bootstrap, "fenced", "g-fenced"],
+        Duration::from_secs(30),
+    );
+    let line = out.last().expect("fenced_commit.py output");
+    let old = json_int(line, "old_generation");
+    assert!(json_int(line, "new_generation") > old, "{line}");
+    assert_eq!(json_int(line, "commit_old_before"), 0, "{line}");
+    assert_eq!(
+        json_int(line, "commit_fenced"),
+        22,
+        "ILLEGAL_GENERATION: {line}"
+    );
+    assert_eq!(json_int(line, "commit_current"), 0, "{line}");
+
+    // The fenced commit (offset 7) did not land; the current one (9) did.
+    let c = classic(&bootstrap, "g-fenced");
+    let mut asked = TopicPartitionList::new();
+    asked.add_partition("fenced", 0);
+    let committed = c
+        .committed_offsets(asked, Duration::from_secs(10))
+        .expect("committed offsets");
+    assert_eq!(
+        committed.find_partition("fenced", 0).map(|e| e.offset()),
+        Some(Offset::Offset(9))
+    );
 }

@@ -2,8 +2,10 @@
 //! idempotent producer across a restart, committed and aborted transactions
 //! seen by read_committed and read_uncommitted consumers,
 //! consume-transform-produce with offsets in the transaction, fencing of a
-//! zombie producer, the coordinator's timeout abort, and a crash right after
-//! a commit. The last test measures transactional against plain produce.
+//! zombie producer, the coordinator's timeout abort, a crash right after
+//! a commit, and consume-transform-produce offsets across a kill after the
+//! commit and across a crash between PrepareCommit and forwarding the
+//! offsets. The last test measures transactional against plain produce.
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -351,6 +353,151 @@ async fn a_crash_after_commit_keeps_the_transaction() {
     }
     let uncommitted = consume_exactly(&bootstrap, "crash", 2, seen.len(), UNCOMMITTED);
     assert!(values(&uncommitted).is_superset(&seen));
+}
+
+/// Consume-transform-produce set-up for the crash tests: `{tag}-in` holds 20
+/// records; a consumer of group `{tag}-group` reads the first 10, and a
+/// transactional producer writes one output record per input to
+/// `{tag}-out` and sends offset 10 to the transaction, which is left open
+/// for the caller to commit.
+async fn open_ctp_transaction(
+    bootstrap: &str,
+    tag: &str,
+    producer_settings: &[(&str, &str)],
+) -> (BaseConsumer, BaseProducer) {
+    let (input, output, group) = (
+        format!("{tag}-in"),
+        format!("{tag}-out"),
+        format!("{tag}-group"),
+    );
+    create_topic(bootstrap, &input, 1, &[]).await;
+    create_topic(bootstrap, &output, 1, &[]).await;
+    let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..20)
+        .map(|i| (None, format!("in-{i:02}").into_bytes()))
+        .collect();
+    produce_all(&producer(bootstrap, &[]), &input, &records, Some(0)).await;
+    let mut c = client_config(bootstrap);
+    c.set("group.id", &group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("isolation.level", "read_committed");
+    let consumer: BaseConsumer = c.create().expect("consumer");
+    consumer.subscribe(&[input.as_str()]).expect("subscribe");
+    let mut read = Vec::new();
+    let deadline = Instant::now() + TIMEOUT;
+    while read.len() < 10 && Instant::now() < deadline {
+        if let Some(m) = consumer.poll(Duration::from_millis(200)) {
+            read.push(m.expect("consume").offset());
+        }
+    }
+    assert_eq!(read, (0..10).collect::<Vec<i64>>(), "the first 10 inputs");
+    let p = txn_producer(bootstrap, &format!("{tag}-id"), producer_settings);
+    p.begin_transaction().expect("begin");
+    let out: Vec<String> = read.iter().map(|o| format!("out-of-{o}")).collect();
+    send_values(&p, &output, 1, &out);
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset(&input, 0, rdkafka::Offset::Offset(10))
+        .expect("offset");
+    let metadata = consumer.group_metadata().expect("group metadata");
+    p.send_offsets_to_transaction(&offsets, &metadata, TIMEOUT)
+        .expect("send_offsets_to_transaction");
+    (consumer, p)
+}
+
+/// The offset of `{tag}-in` committed for `{tag}-group`, read by a fresh
+/// consumer of the group, once it is `want` or the deadline passes.
+fn committed_offset_of(bootstrap: &str, tag: &str, want: i64) -> i64 {
+    let mut c = client_config(bootstrap);
+    c.set("group.id", format!("{tag}-group"))
+        .set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = c.create().expect("consumer");
+    let input = format!("{tag}-in");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition(&input, 0);
+        let got = match consumer.committed_offsets(tpl, Duration::from_secs(5)) {
+            Ok(got) => match got.find_partition(&input, 0).map(|e| e.offset()) {
+                Some(rdkafka::Offset::Offset(o)) => o,
+                _ => -1,
+            },
+            // The coordinator may still be loading after the restart.
+            Err(_) => -1,
+        };
+        if got == want || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Exactly-once across a crash right after a consume-transform-produce
+/// commit returns: the group's offset and the output are both there, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctp_offsets_survive_a_kill_right_after_the_commit() {
+    let dir = data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    let (consumer, p) = open_ctp_transaction(&bootstrap, "eos-kill", &[]).await;
+    p.commit_transaction(TIMEOUT).expect("commit");
+    broker.stop_with(libc::SIGKILL);
+    drop((consumer, p));
+    broker.restart();
+    assert_eq!(
+        committed_offset_of(&bootstrap, "eos-kill", 10),
+        10,
+        "the committed transaction's offset survives the kill"
+    );
+    let got = consume_exactly(&bootstrap, "eos-kill-out", 1, 10, COMMITTED);
+    assert_eq!(got.len(), 10, "the output exactly once");
+    assert_eq!(values(&got).len(), 10, "no duplicate output");
+}
+
+/// The crash window itself: the broker aborts (fault-injection point
+/// `RILL_FAULT_TXN_CRASH_AFTER_PREPARE`) once PrepareCommit is durable and
+/// before the offsets reach the group or any marker is written. After the
+/// restart the recovery must forward the persisted offsets and commit the
+/// output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctp_offsets_survive_a_crash_between_prepare_and_forward() {
+    let dir = data_dir();
+    let mut broker = Broker::start_with_env(
+        RILL,
+        dir.path(),
+        &[],
+        &[("RILL_FAULT_TXN_CRASH_AFTER_PREPARE", "1")],
+    );
+    let bootstrap = broker.bootstrap();
+    let (consumer, p) = open_ctp_transaction(
+        &bootstrap,
+        "eos-prepare",
+        &[
+            ("socket.timeout.ms", "5000"),
+            ("message.timeout.ms", "5000"),
+        ],
+    )
+    .await;
+    // The broker dies while answering EndTxn, so the commit fails here (or
+    // times out); the transaction is decided all the same.
+    let outcome = p.commit_transaction(Duration::from_secs(5));
+    // Reaps the aborted process (the signal finds it already gone).
+    broker.stop_with(libc::SIGKILL);
+    assert!(
+        broker.log().contains("fault injection"),
+        "the fault point was reached (commit answered {outcome:?})"
+    );
+    drop((consumer, p));
+    broker.clear_env();
+    broker.restart();
+    assert_eq!(
+        committed_offset_of(&bootstrap, "eos-prepare", 10),
+        10,
+        "the recovery forwards the offsets of the prepared commit"
+    );
+    let got = consume_exactly(&bootstrap, "eos-prepare-out", 1, 10, COMMITTED);
+    assert_eq!(got.len(), 10, "the output exactly once");
+    assert_eq!(values(&got).len(), 10, "no duplicate output");
 }
 
 /// Transactional produce (100 × 1 KiB per transaction) against plain

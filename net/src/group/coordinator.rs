@@ -441,6 +441,71 @@ impl GroupCoordinator {
         (all(NONE), records)
     }
 
+    /// TxnOffsetCommit's membership check (Kafka's `validateOffsetCommit`
+    /// with `isTransactional`): a commit naming a member must come from the
+    /// current generation, so a zombie consumer's transaction cannot move
+    /// the group's offsets (KIP-447); one with no membership (v0–v2, or a
+    /// producer outside group management) is not checked. The offsets are
+    /// checked here, when they join the transaction, because they are
+    /// applied later by [`Self::commit_txn_offsets`] without a check.
+    pub fn validate_txn_offset_commit(&self, req: &OffsetCommitRequest) -> i16 {
+        if req.group_id.is_empty() {
+            return INVALID_GROUP_ID;
+        }
+        let generation = req.generation_id_or_member_epoch;
+        if generation < 0 && req.member_id.is_empty() && req.group_instance_id.is_none() {
+            return NONE;
+        }
+        let verdict = match self.groups.get(&req.group_id) {
+            None => Err(ILLEGAL_GENERATION),
+            Some(Group::Classic(g)) => g.validate_offset_commit(
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                generation,
+            ),
+            Some(Group::Consumer(g)) => g.validate_offset_commit(&req.member_id, generation),
+        };
+        verdict.err().unwrap_or(NONE)
+    }
+
+    /// Applies the offsets of a committed transaction (Kafka applies them
+    /// when the COMMIT marker reaches `__consumer_offsets`). No membership
+    /// check: it was made at TxnOffsetCommit, and the transaction is
+    /// decided, so a rebalance or a restart since then must not drop them.
+    /// Applying the same offsets twice is harmless: the transaction
+    /// coordinator re-sends them after a crash until it records the end.
+    pub fn commit_txn_offsets(
+        &mut self,
+        now_ms: i64,
+        req: &OffsetCommitRequest,
+    ) -> (Vec<(TopicPartition, i16)>, Vec<Record>) {
+        if req.group_id.is_empty() {
+            let rows = req
+                .offsets
+                .iter()
+                .map(|(tp, ..)| (tp.clone(), INVALID_GROUP_ID));
+            return (rows.collect(), Vec::new());
+        }
+        if !self.groups.contains_key(&req.group_id) {
+            // A group used only to store offsets, as for a simple commit.
+            let g = ClassicGroup::new(&req.group_id, now_ms);
+            self.groups.insert(req.group_id.clone(), Group::Classic(g));
+        }
+        let mut rows = Vec::with_capacity(req.offsets.len());
+        let mut records = Vec::with_capacity(req.offsets.len());
+        for (tp, offset, leader_epoch, metadata) in &req.offsets {
+            let value = OffsetCommitValue {
+                offset: *offset,
+                leader_epoch: *leader_epoch,
+                metadata: metadata.clone(),
+                commit_timestamp_ms: now_ms,
+            };
+            records.push(self.offsets.commit(&req.group_id, tp.clone(), value));
+            rows.push((tp.clone(), NONE));
+        }
+        (rows, records)
+    }
+
     /// Handles an OffsetFetch: the listed partitions (-1 when none committed)
     /// or, with `None`, every committed partition of the group.
     pub fn fetch_offsets(

@@ -677,3 +677,45 @@ fn kip848_unknown_assignor_is_refused() {
         UNSUPPORTED_ASSIGNOR
     );
 }
+
+#[test]
+fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
+    let (mut h, a, _, generation) = two_member_stable();
+    let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id_or_member_epoch: generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+    };
+    assert_eq!(
+        h.c.validate_txn_offset_commit(&req(&a, generation, 5)),
+        NONE
+    );
+    assert_eq!(
+        h.c.validate_txn_offset_commit(&req(&a, generation + 1, 5)),
+        ILLEGAL_GENERATION,
+        "a zombie's generation is refused"
+    );
+    assert_eq!(
+        h.c.validate_txn_offset_commit(&req("nobody", generation, 5)),
+        UNKNOWN_MEMBER_ID
+    );
+    // No membership named (TxnOffsetCommit v0–v2): not checked, as in Kafka.
+    assert_eq!(h.c.validate_txn_offset_commit(&req("", -1, 5)), NONE);
+    // The check was made: the commit applies even to a non-member request,
+    // twice (a re-forward after a crash) with the same result.
+    for _ in 0..2 {
+        let (codes, records) = h.c.commit_txn_offsets(h.now_ms, &req("", -1, 42));
+        assert_eq!(codes[0].1, NONE);
+        h.log.extend(records);
+    }
+    assert_eq!(h.c.fetch_offsets(GROUP, None)[0].offset, 42);
+    assert_eq!(h.replayed().fetch_offsets(GROUP, None)[0].offset, 42);
+    // An unknown group becomes an offsets-only group.
+    let mut other = req("", -1, 3);
+    other.group_id = "txn-only".into();
+    let (codes, _) = h.c.commit_txn_offsets(h.now_ms, &other);
+    assert_eq!(codes[0].1, NONE);
+    assert_eq!(h.c.fetch_offsets("txn-only", None)[0].offset, 3);
+}

@@ -1,9 +1,11 @@
 //! TxnOffsetCommit (key 28): offsets consumed inside a transaction. They go
-//! to the transaction coordinator of the transactional id, which holds them
-//! until the transaction ends: on commit it forwards them to the group
-//! coordinator as a normal offset commit (with the generation and member the
-//! consumer sent here), on abort it drops them. OffsetFetch therefore sees
-//! them only once the transaction has committed.
+//! to the transaction coordinator of the transactional id, which has the
+//! group coordinator check the membership the consumer sent (generation,
+//! member id, instance id — none for v0–v2), persists them with the
+//! transaction, and holds them until it ends: on commit it applies them to
+//! the group, on abort it drops them. OffsetFetch therefore sees them only
+//! once the transaction has committed, and a crash after the commit is
+//! decided does not lose them (see [`crate::txn_runtime`]).
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};

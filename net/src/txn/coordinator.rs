@@ -12,14 +12,17 @@
 //! produce requests are refused by the partitions (the markers carry the new
 //! epoch).
 //!
-//! Offsets sent with TxnOffsetCommit are kept here, in memory, until the
-//! transaction ends: on commit the runtime forwards them to the group
-//! coordinator as a normal offset commit, on abort they are dropped. So
-//! OffsetFetch sees them only after a commit. They are not persisted: a
-//! broker crash between TxnOffsetCommit and EndTxn loses them, and the
-//! transaction's records are then committed without the offsets (the
-//! consumer re-reads from the previous commit: at-least-once for those
-//! records, never lost).
+//! Offsets sent with TxnOffsetCommit are held here until the transaction
+//! ends: on commit the runtime forwards them to the group coordinator, on
+//! abort they are dropped, so OffsetFetch sees them only after a commit.
+//! They are durable: each TxnOffsetCommit persists the transaction's whole
+//! set ([`PendingOffsets`], a rill record on `__transaction_state`) before
+//! it is answered, and the replay restores it, so a crash anywhere between
+//! TxnOffsetCommit and the Complete state loses no offsets — a transaction
+//! found in PrepareCommit after a restart forwards them before it completes.
+//! (Kafka instead writes them to `__consumer_offsets` at once and lets the
+//! COMMIT marker there apply them; keeping them with the transaction keeps
+//! the group core unaware of transactions.)
 
 use super::{codes, TxnMetadata, TxnState, TXN_MAX_TIMEOUT_MS};
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +40,30 @@ pub struct PendingOffset {
     pub leader_epoch: i32,
     /// Client metadata.
     pub metadata: Option<String>,
+}
+
+/// The offsets of one transaction, by group, with the transaction they
+/// belong to: `(producer_id, producer_epoch, start_ms)` of its metadata, so
+/// a record left over from an earlier transaction is recognized and dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingOffsets {
+    /// The transaction's producer id.
+    pub producer_id: i64,
+    /// The transaction's producer epoch.
+    pub producer_epoch: i16,
+    /// The transaction's start time ([`TxnMetadata::start_ms`]).
+    pub start_ms: i64,
+    /// Group → offsets, one per partition.
+    pub groups: BTreeMap<String, Vec<PendingOffset>>,
+}
+
+impl PendingOffsets {
+    /// Whether these offsets belong to the transaction `meta` describes.
+    fn belongs_to(&self, meta: &TxnMetadata) -> bool {
+        self.producer_id == meta.producer_id
+            && self.producer_epoch == meta.producer_epoch
+            && self.start_ms == meta.start_ms
+    }
 }
 
 /// What InitProducerId has to do.
@@ -64,8 +91,8 @@ pub enum EndStep {
 #[derive(Debug, Default)]
 pub struct TxnCoordinator {
     txns: BTreeMap<String, TxnMetadata>,
-    /// Offsets of ongoing transactions: id → group → offsets.
-    pending_offsets: BTreeMap<String, BTreeMap<String, Vec<PendingOffset>>>,
+    /// Offsets of ongoing and committing transactions, by id.
+    pending_offsets: BTreeMap<String, PendingOffsets>,
 }
 
 impl TxnCoordinator {
@@ -241,38 +268,71 @@ impl TxnCoordinator {
             .collect())
     }
 
-    /// TxnOffsetCommit: remembers the offsets until the transaction ends.
+    /// TxnOffsetCommit: the transaction's whole set of offsets with these
+    /// added, to persist and then hand to [`Self::apply_offsets`].
     pub fn add_offsets(
-        &mut self,
+        &self,
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
         group: &str,
         offsets: Vec<PendingOffset>,
-    ) -> Result<(), i16> {
+    ) -> Result<PendingOffsets, i16> {
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         if current.state != TxnState::Ongoing {
             return Err(codes::INVALID_TXN_STATE);
         }
-        let pending = self
-            .pending_offsets
-            .entry(transactional_id.to_string())
-            .or_default()
-            .entry(group.to_string())
-            .or_default();
+        let mut next = match self.pending_offsets.get(transactional_id) {
+            Some(p) if p.belongs_to(current) => p.clone(),
+            _ => PendingOffsets {
+                producer_id,
+                producer_epoch,
+                start_ms: current.start_ms,
+                groups: BTreeMap::new(),
+            },
+        };
+        let pending = next.groups.entry(group.to_string()).or_default();
         for offset in offsets {
             // A later commit of the same partition replaces the earlier one.
             pending.retain(|p| !(p.topic == offset.topic && p.partition == offset.partition));
             pending.push(offset);
         }
-        Ok(())
+        Ok(next)
     }
 
-    /// The offsets of a transaction, by group; they leave the coordinator.
-    pub fn take_offsets(&mut self, transactional_id: &str) -> BTreeMap<String, Vec<PendingOffset>> {
-        self.pending_offsets
-            .remove(transactional_id)
-            .unwrap_or_default()
+    /// A persisted (or replayed) pending-offsets record, `None` for its
+    /// tombstone.
+    pub fn apply_offsets(&mut self, transactional_id: &str, pending: Option<PendingOffsets>) {
+        match pending {
+            Some(p) => {
+                self.pending_offsets.insert(transactional_id.to_string(), p);
+            }
+            None => {
+                self.pending_offsets.remove(transactional_id);
+            }
+        }
+    }
+
+    /// The offsets of a transaction, if it has any.
+    pub fn offsets(&self, transactional_id: &str) -> Option<&PendingOffsets> {
+        let pending = self.pending_offsets.get(transactional_id)?;
+        let meta = self.txns.get(transactional_id)?;
+        pending.belongs_to(meta).then_some(pending)
+    }
+
+    /// After a replay: drops pending offsets that do not belong to the
+    /// current transaction of their id, or whose transaction is not going
+    /// to commit. Compaction can keep a pending-offsets record while
+    /// removing the state records around it, so the order of the replay
+    /// alone does not tell; the transaction's identity does.
+    pub fn drop_stale_offsets(&mut self) {
+        let txns = &self.txns;
+        self.pending_offsets.retain(|id, pending| {
+            txns.get(id).is_some_and(|meta| {
+                matches!(meta.state, TxnState::Ongoing | TxnState::PrepareCommit)
+                    && pending.belongs_to(meta)
+            })
+        });
     }
 
     /// EndTxn.
@@ -526,15 +586,70 @@ mod tests {
             c.add_partitions("t", 5, 0, &[tp("__consumer_offsets", 3)], NOW)
                 .unwrap(),
         );
-        c.add_offsets("t", 5, 0, "g", vec![offset.clone()]).unwrap();
+        let first = c.add_offsets("t", 5, 0, "g", vec![offset.clone()]).unwrap();
+        // Nothing changes until the record is persisted and applied.
+        assert!(c.offsets("t").is_none());
+        c.apply_offsets("t", Some(first));
         let later = PendingOffset {
             offset: 20,
             ..offset
         };
-        c.add_offsets("t", 5, 0, "g", vec![later.clone()]).unwrap();
-        let taken = c.take_offsets("t");
-        assert_eq!(taken.get("g"), Some(&vec![later]));
-        assert!(c.take_offsets("t").is_empty());
+        let second = c.add_offsets("t", 5, 0, "g", vec![later.clone()]).unwrap();
+        c.apply_offsets("t", Some(second));
+        assert_eq!(
+            c.offsets("t").and_then(|p| p.groups.get("g")),
+            Some(&vec![later])
+        );
+        // Prepare keeps them (they are forwarded then); Complete ends them.
+        let prepared = match c.end_txn("t", 5, 0, true, NOW) {
+            Ok(EndStep::Prepare(p)) => p,
+            other => panic!("{other:?}"),
+        };
+        c.apply("t", Some(prepared.clone()));
+        assert!(c.offsets("t").is_some());
+        c.apply("t", Some(TxnCoordinator::complete(&prepared, NOW)));
+        assert!(c.offsets("t").is_none());
+    }
+
+    #[test]
+    fn a_replay_keeps_only_the_offsets_of_the_current_transaction() {
+        let offset = PendingOffset {
+            topic: String::from("in"),
+            partition: 0,
+            offset: 10,
+            leader_epoch: -1,
+            metadata: None,
+        };
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
+        );
+        let first_txn = c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap();
+        c.apply("t", first_txn);
+        let stale = c.add_offsets("t", 5, 0, "g", vec![offset.clone()]).unwrap();
+        // A replay after compaction: the stale offsets record survives, then
+        // the state of a later transaction (another start time).
+        let mut replayed = TxnCoordinator::new();
+        replayed.apply_offsets("t", Some(stale.clone()));
+        let mut later = c.get("t").cloned().unwrap();
+        later.start_ms = NOW + 10;
+        replayed.apply("t", Some(later.clone()));
+        replayed.drop_stale_offsets();
+        assert!(replayed.offsets("t").is_none());
+        // The same record with its own transaction in PrepareCommit is kept.
+        let mut replayed = TxnCoordinator::new();
+        replayed.apply_offsets("t", Some(stale.clone()));
+        let mut prepared = c.get("t").cloned().unwrap();
+        prepared.state = TxnState::PrepareCommit;
+        replayed.apply("t", Some(prepared.clone()));
+        replayed.drop_stale_offsets();
+        assert_eq!(replayed.offsets("t"), Some(&stale));
+        // In PrepareAbort they will never be forwarded.
+        prepared.state = TxnState::PrepareAbort;
+        replayed.apply("t", Some(prepared));
+        replayed.drop_stale_offsets();
+        assert!(replayed.offsets("t").is_none());
     }
 
     #[test]
@@ -555,9 +670,10 @@ mod tests {
             leader_epoch: -1,
             metadata: None,
         };
-        c.add_offsets("t", 5, 0, "g", vec![offset]).unwrap();
+        let pending = c.add_offsets("t", 5, 0, "g", vec![offset]).unwrap();
+        c.apply_offsets("t", Some(pending));
         end(&mut c, "t", false);
-        assert!(c.take_offsets("t").is_empty());
+        assert!(c.offsets("t").is_none());
     }
 
     #[test]

@@ -19,7 +19,7 @@
 pub mod coordinator;
 pub mod records;
 
-pub use coordinator::{EndStep, InitStep, PendingOffset, TxnCoordinator};
+pub use coordinator::{EndStep, InitStep, PendingOffset, PendingOffsets, TxnCoordinator};
 
 use std::collections::BTreeSet;
 

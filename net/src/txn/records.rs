@@ -9,14 +9,41 @@
 //! flexible form of the same fields (compact strings and arrays, tagged
 //! fields, Kafka 3.x+); it is read, never written. A missing value is a
 //! tombstone: the transactional id is gone.
+//!
+//! Rill adds one record type of its own on the same partitions, the
+//! offsets a transaction has committed with TxnOffsetCommit, so that they
+//! survive a crash (Kafka keeps them in `__consumer_offsets` instead):
+//! key `int16 version = PENDING_OFFSETS_KEY_VERSION, string
+//! transactional_id`; value `int16 version 0, int64 producer_id, int16
+//! producer_epoch, int64 start_timestamp_ms, [group string, [topic string,
+//! int32 partition, int64 offset, int32 leader_epoch, nullable int32-length
+//! metadata]]`. Each record holds the whole set of the transaction, so
+//! compaction keeps only the latest; a tombstone (written with the Complete
+//! state) ends it. The key version is far above Kafka's, so it never
+//! collides with a `TransactionLogKey`; Kafka 3.7+ skips keys of unknown
+//! versions when it loads the log, older Kafka refuses them.
 
+use super::coordinator::{PendingOffset, PendingOffsets};
 use super::{TxnMetadata, TxnState};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Key version written.
 pub const KEY_VERSION: i16 = 0;
 /// Value version written.
 pub const VALUE_VERSION: i16 = 0;
+/// Key version of rill's pending-offsets record ("rO" in ASCII).
+pub const PENDING_OFFSETS_KEY_VERSION: i16 = 0x724f;
+/// Value version of rill's pending-offsets record.
+pub const PENDING_OFFSETS_VALUE_VERSION: i16 = 0;
+
+/// What a `__transaction_state` key names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnLogKey {
+    /// Kafka's `TransactionLogKey`: the state of a transactional id.
+    State(String),
+    /// Rill's pending offsets of a transactional id's current transaction.
+    PendingOffsets(String),
+}
 
 /// Why a record could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -196,6 +223,114 @@ pub fn decode_key(key: &[u8]) -> Result<String, TxnRecordError> {
     }
 }
 
+/// Decodes any key of the log: Kafka's or rill's pending-offsets key.
+pub fn decode_log_key(key: &[u8]) -> Result<TxnLogKey, TxnRecordError> {
+    if key.len() >= 2 && i16::from_be_bytes([key[0], key[1]]) == PENDING_OFFSETS_KEY_VERSION {
+        let mut reader = Reader {
+            bytes: key,
+            position: 2,
+        };
+        return Ok(TxnLogKey::PendingOffsets(
+            reader.string(false, "transactional_id")?,
+        ));
+    }
+    decode_key(key).map(TxnLogKey::State)
+}
+
+/// Encodes the key of rill's pending-offsets record.
+pub fn encode_offsets_key(transactional_id: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + transactional_id.len());
+    out.extend_from_slice(&PENDING_OFFSETS_KEY_VERSION.to_be_bytes());
+    put_str(&mut out, transactional_id);
+    out
+}
+
+fn put_nullable_long_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.extend_from_slice(&(-1i32).to_be_bytes()),
+        Some(s) => {
+            out.extend_from_slice(&(s.len() as i32).to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+/// Encodes the value of rill's pending-offsets record.
+pub fn encode_offsets_value(pending: &PendingOffsets) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(&PENDING_OFFSETS_VALUE_VERSION.to_be_bytes());
+    out.extend_from_slice(&pending.producer_id.to_be_bytes());
+    out.extend_from_slice(&pending.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&pending.start_ms.to_be_bytes());
+    out.extend_from_slice(&(pending.groups.len() as i32).to_be_bytes());
+    for (group, offsets) in &pending.groups {
+        put_str(&mut out, group);
+        out.extend_from_slice(&(offsets.len() as i32).to_be_bytes());
+        for o in offsets {
+            put_str(&mut out, &o.topic);
+            out.extend_from_slice(&o.partition.to_be_bytes());
+            out.extend_from_slice(&o.offset.to_be_bytes());
+            out.extend_from_slice(&o.leader_epoch.to_be_bytes());
+            put_nullable_long_str(&mut out, o.metadata.as_deref());
+        }
+    }
+    out
+}
+
+/// Decodes the value of rill's pending-offsets record.
+pub fn decode_offsets_value(value: &[u8]) -> Result<PendingOffsets, TxnRecordError> {
+    let mut reader = Reader {
+        bytes: value,
+        position: 0,
+    };
+    let version = reader.i16("value version")?;
+    if version != PENDING_OFFSETS_VALUE_VERSION {
+        return Err(TxnRecordError::UnknownVersion {
+            what: "pending offsets value",
+            version,
+        });
+    }
+    let producer_id = reader.i64("producer_id")?;
+    let producer_epoch = reader.i16("producer_epoch")?;
+    let start_ms = reader.i64("start_timestamp")?;
+    let mut groups = BTreeMap::new();
+    let group_count = reader.array_length(false, "groups")?.unwrap_or(0);
+    for _ in 0..group_count {
+        let group = reader.string(false, "group")?;
+        let count = reader.array_length(false, "offsets")?.unwrap_or(0);
+        // Bounded by the bytes left, not by the count read, so a corrupt
+        // count cannot make a huge allocation.
+        let mut offsets = Vec::with_capacity(count.min(value.len()));
+        for _ in 0..count {
+            let topic = reader.string(false, "topic")?;
+            let partition = reader.i32("partition")?;
+            let offset = reader.i64("offset")?;
+            let leader_epoch = reader.i32("leader_epoch")?;
+            let metadata = match reader.i32("metadata")? {
+                n if n < 0 => None,
+                n => {
+                    let bytes = reader.take(n as usize, "metadata")?;
+                    Some(String::from_utf8(bytes.to_vec()).map_err(|_| TxnRecordError::BadString)?)
+                }
+            };
+            offsets.push(PendingOffset {
+                topic,
+                partition,
+                offset,
+                leader_epoch,
+                metadata,
+            });
+        }
+        groups.insert(group, offsets);
+    }
+    Ok(PendingOffsets {
+        producer_id,
+        producer_epoch,
+        start_ms,
+        groups,
+    })
+}
+
 /// Decodes a `TransactionLogValue` v0 or v1.
 pub fn decode_value(value: &[u8]) -> Result<TxnMetadata, TxnRecordError> {
     let mut reader = Reader {
@@ -315,6 +450,52 @@ mod tests {
         assert_eq!(meta.state, TxnState::Ongoing);
         assert_eq!(meta.partitions.len(), 2);
         assert_eq!(meta.start_ms, 8);
+    }
+
+    #[test]
+    fn pending_offsets_round_trip_and_keep_apart_from_state_keys() {
+        let mut groups = BTreeMap::new();
+        groups.insert(
+            String::from("g"),
+            vec![
+                PendingOffset {
+                    topic: String::from("in"),
+                    partition: 2,
+                    offset: 42,
+                    leader_epoch: 7,
+                    metadata: Some(String::from("meta")),
+                },
+                PendingOffset {
+                    topic: String::from("in"),
+                    partition: 3,
+                    offset: 9,
+                    leader_epoch: -1,
+                    metadata: None,
+                },
+            ],
+        );
+        let pending = PendingOffsets {
+            producer_id: 5,
+            producer_epoch: 1,
+            start_ms: 1_700_000_000_000,
+            groups,
+        };
+        assert_eq!(
+            decode_offsets_value(&encode_offsets_value(&pending)),
+            Ok(pending.clone())
+        );
+        assert_eq!(
+            decode_log_key(&encode_offsets_key("t")),
+            Ok(TxnLogKey::PendingOffsets(String::from("t")))
+        );
+        assert_eq!(
+            decode_log_key(&encode_key("t")),
+            Ok(TxnLogKey::State(String::from("t")))
+        );
+        let bytes = encode_offsets_value(&pending);
+        for cut in 0..bytes.len() {
+            assert!(decode_offsets_value(&bytes[..cut]).is_err(), "cut {cut}");
+        }
     }
 
     #[test]
