@@ -527,7 +527,7 @@ mod tests {
             .with_request_api_key(18)
             .with_request_api_version(99)
             .with_correlation_id(9)
-            .encode(&mut buf, 1)
+            .encode(&mut buf, 2) // flexible header, as a v3+ client sends
             .unwrap();
         let local: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()

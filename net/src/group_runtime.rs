@@ -502,6 +502,7 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
         .filter(|tp| tp.topic == OFFSETS_TOPIC)
         .collect();
     let mut replayed = 0u64;
+    let replay_started = std::time::Instant::now();
     for tp in owned {
         let Some(log) = shard.logs.get(&tp) else {
             continue;
@@ -557,7 +558,12 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
     }
     deliver(&shard.groups, responses);
     if replayed > 0 {
-        tracing::info!(shard = shard.id, records = replayed, "groups replayed");
+        tracing::info!(
+            shard = shard.id,
+            records = replayed,
+            elapsed_ms = replay_started.elapsed().as_millis() as u64,
+            "groups replayed"
+        );
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The self-contained HTML report: facts, a figures table and inline SVG
 //! plots (throughput over time, latency percentiles, side-by-side bars).
 
-use crate::report::svg::{bar_chart, escape, line_chart, Series};
+use crate::report::svg::{bar_chart, escape, latency_bar_chart, line_chart, Series};
 use crate::report::text::ratio;
 use crate::results::RunResult;
 use crate::runner::progress::format_us;
@@ -88,9 +88,8 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
         .iter()
         .map(|r| percentile_values(&r.publish_latency_us))
         .collect();
-    out.push_str(&bar_chart(
+    out.push_str(&latency_bar_chart(
         "Publish latency (send to ack)",
-        "us",
         &percentiles,
         &labels,
         &publish,
@@ -99,9 +98,8 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
         .iter()
         .map(|r| percentile_values(&r.end_to_end_latency_us))
         .collect();
-    out.push_str(&bar_chart(
+    out.push_str(&latency_bar_chart(
         "End-to-end latency (send to receive)",
-        "us",
         &percentiles,
         &labels,
         &end_to_end,
