@@ -133,7 +133,7 @@ async fn main() {
     let started = Instant::now();
     for i in 0..commits {
         let mut tpl = TopicPartitionList::new();
-        let mut elem = tpl.add_partition("measure", (i % 100) as i32);
+        let mut elem = tpl.add_partition("measure", i % 100);
         elem.set_offset(rdkafka::Offset::Offset(i as i64))
             .expect("offset");
         elem.set_metadata(metadata.clone());

@@ -145,8 +145,8 @@ fn appender_pipelined(c: &mut Criterion) {
                         let payload = payload.clone();
                         glommio::spawn_local(async move {
                             for _ in 0..iters {
-                                let mut bytes = payload.to_vec();
-                                let r = log.append(&mut bytes, 0).expect("append");
+                                let bytes = payload.to_vec();
+                                let r = log.append_owned(bytes, 0).expect("append");
                                 log.wait_durable(r.last_offset).await.expect("durable");
                             }
                         })

@@ -185,9 +185,9 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 return kind.error_reply(codes::UNKNOWN_TOPIC_OR_PARTITION);
             };
             match op {
-                PartitionOp::Produce {
-                    mut records, acks, ..
-                } => PartitionReply::Produce(produce(&log, &mut records, acks).await),
+                PartitionOp::Produce { records, acks, .. } => {
+                    PartitionReply::Produce(produce(&log, records, acks).await)
+                }
                 PartitionOp::Read {
                     offset,
                     max_bytes,
@@ -253,11 +253,12 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
 
 async fn produce(
     log: &engine::PartitionLog,
-    records: &mut [u8],
+    records: Vec<u8>,
     acks: i16,
 ) -> Result<ProduceOutcome, i16> {
+    // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
-        .append(records, log.leader_epoch())
+        .append_owned(records, log.leader_epoch())
         .map_err(|e| e.kafka_error_code())?;
     let waited = match acks {
         -1 => log.wait_durable(appended.last_offset).await,

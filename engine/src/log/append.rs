@@ -11,6 +11,34 @@ use crate::producer_state::{
 use crate::segment::Segment;
 use std::rc::Rc;
 
+/// A produce payload, lent or handed over.
+pub(crate) enum Payload<'a> {
+    /// The caller keeps the buffer; the log copies the batches.
+    Borrowed(&'a mut [u8]),
+    /// The log keeps the buffer.
+    Owned(Vec<u8>),
+}
+
+impl Payload<'_> {
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        match self {
+            Payload::Borrowed(bytes) => bytes,
+            Payload::Owned(bytes) => bytes.as_mut_slice(),
+        }
+    }
+
+    /// The first `length` bytes as an owned buffer.
+    fn into_vec(self, length: usize) -> Vec<u8> {
+        match self {
+            Payload::Borrowed(bytes) => bytes[..length].to_vec(),
+            Payload::Owned(mut bytes) => {
+                bytes.truncate(length);
+                bytes
+            }
+        }
+    }
+}
+
 /// One validated batch of a produce payload.
 struct Validated {
     range: std::ops::Range<usize>,
@@ -51,16 +79,28 @@ impl PartitionLog {
         records: &mut [u8],
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(records, leader_epoch, false)
+        self.append_inner(Payload::Borrowed(records), leader_epoch, false)
+    }
+
+    /// [`PartitionLog::append`] of a payload the caller hands over: the log
+    /// keeps the buffer itself instead of copying it (the produce path, where
+    /// the records were already cut out of the request frame).
+    pub fn append_owned(
+        &self,
+        records: Vec<u8>,
+        leader_epoch: i32,
+    ) -> Result<AppendResult, EngineError> {
+        self.append_inner(Payload::Owned(records), leader_epoch, false)
     }
 
     /// [`PartitionLog::append`], taking control batches when `allow_control`.
     pub(crate) fn append_inner(
         &self,
-        records: &mut [u8],
+        mut payload: Payload<'_>,
         leader_epoch: i32,
         allow_control: bool,
     ) -> Result<AppendResult, EngineError> {
+        let records = payload.as_mut_slice();
         if self.closed.get() {
             return Err(EngineError::Closed);
         }
@@ -108,7 +148,6 @@ impl PartitionLog {
             next_offset += v.last_offset_delta + 1;
         }
         let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
-        let payload = &records[..total_bytes];
 
         // Roll before the payload when it would not fit, the segment is old, or its index is full.
         let needs_roll = {
@@ -172,7 +211,7 @@ impl PartitionLog {
             first_offset: base_offset,
             next_offset,
             batch_count: validated.len() as u64,
-            bytes: payload.to_vec(),
+            bytes: payload.into_vec(total_bytes),
         });
         state.log_end_offset = next_offset;
         let log_start_offset = state.log_start_offset;

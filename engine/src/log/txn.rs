@@ -404,9 +404,9 @@ impl PartitionLog {
             .producer(producer_id, producer_epoch, -1, true)
             .control(true);
         builder.push(0, now_ms(), Some(&key), Some(&value), &[]);
-        let mut bytes = builder.build()?;
+        let bytes = builder.build()?;
         let leader_epoch = self.leader_epoch();
-        self.append_inner(&mut bytes, leader_epoch, true)
+        self.append_inner(super::append::Payload::Owned(bytes), leader_epoch, true)
     }
 
     /// What this partition knows of a producer.
