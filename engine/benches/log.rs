@@ -70,6 +70,16 @@ fn index_lookups(c: &mut Criterion) {
     group.finish();
 }
 
+/// Stops the manager and removes the bench data.
+async fn close(manager: Rc<LogManager>, log: Rc<engine::PartitionLog>) {
+    let dir = log.dir().parent().map(|p| p.to_path_buf());
+    drop(log);
+    manager.shutdown().await.expect("shutdown");
+    if let Some(dir) = dir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 async fn open(
     policy: FlushPolicy,
     segment_bytes: &str,
@@ -112,11 +122,7 @@ fn appender_throughput(c: &mut Criterion) {
                             log.wait_durable(r.last_offset).await.expect("durable");
                         }
                         let elapsed = started.elapsed();
-                        let dir = log.dir().parent().map(|p| p.to_path_buf());
-                        manager.shutdown().await.expect("shutdown");
-                        if let Some(dir) = dir {
-                            let _ = std::fs::remove_dir_all(dir);
-                        }
+                        close(manager, log).await;
                         elapsed
                     })
                 })
@@ -156,11 +162,7 @@ fn appender_pipelined(c: &mut Criterion) {
                     t.await;
                 }
                 let elapsed = started.elapsed();
-                let dir = log.dir().parent().map(|p| p.to_path_buf());
-                manager.shutdown().await.expect("shutdown");
-                if let Some(dir) = dir {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
+                close(manager, log).await;
                 elapsed
             })
         })
@@ -207,11 +209,7 @@ fn group_commit(c: &mut Criterion) {
                         stats.sync_us_total / stats.syncs.max(1),
                         stats.sync_us_max
                     );
-                    let dir = log.dir().parent().map(|p| p.to_path_buf());
-                    manager.shutdown().await.expect("shutdown");
-                    if let Some(dir) = dir {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }
+                    close(manager, log).await;
                     elapsed
                 })
             })
@@ -242,11 +240,7 @@ fn spin_before_park(c: &mut Criterion) {
                         log.wait_written(r.last_offset).await.expect("written");
                     }
                     let elapsed = started.elapsed();
-                    let dir = log.dir().parent().map(|p| p.to_path_buf());
-                    manager.shutdown().await.expect("shutdown");
-                    if let Some(dir) = dir {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }
+                    close(manager, log).await;
                     elapsed
                 })
             })
