@@ -37,6 +37,8 @@ pub struct ShardMetrics {
     pub protocol_errors: u64,
     /// Partitions owned (filled when a snapshot is taken).
     pub partitions: u64,
+    /// The engine's group-commit counters (filled when a snapshot is taken).
+    pub group_commit: engine::log::FsyncStats,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -67,6 +69,7 @@ impl Default for ShardMetrics {
             connections_refused: 0,
             protocol_errors: 0,
             partitions: 0,
+            group_commit: engine::log::FsyncStats::default(),
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
         }
@@ -138,7 +141,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 5] = [
+    let gauges: [Gauge; 11] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         ("rill_connections_accepted_total", "counter", |m| {
             m.connections_accepted as i64
@@ -150,6 +153,26 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             m.protocol_errors as i64
         }),
         ("rill_partitions", "gauge", |m| m.partitions as i64),
+        // Group commit: appends per fdatasync is appends_covered / fsyncs,
+        // mean fsync latency is fsync_seconds_total / fsyncs.
+        ("rill_fsyncs_total", "counter", |m| {
+            m.group_commit.syncs as i64
+        }),
+        ("rill_fsync_appends_covered_total", "counter", |m| {
+            m.group_commit.appends_covered as i64
+        }),
+        ("rill_fsync_microseconds_total", "counter", |m| {
+            m.group_commit.sync_us_total as i64
+        }),
+        ("rill_fsync_microseconds_max", "gauge", |m| {
+            m.group_commit.sync_us_max as i64
+        }),
+        ("rill_disk_writes_total", "counter", |m| {
+            m.group_commit.writes as i64
+        }),
+        ("rill_disk_written_bytes_total", "counter", |m| {
+            m.group_commit.bytes_written as i64
+        }),
     ];
     for (name, kind, get) in gauges {
         let _ = writeln!(out, "# TYPE {name} {kind}");

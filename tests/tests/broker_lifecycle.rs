@@ -89,6 +89,13 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
     let metrics = http_get(broker.admin_addr, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(metrics.contains("# TYPE"), "prometheus text: {metrics}");
+    // The group commit synced the 50 records (fsync is the default policy).
+    let fsyncs: i64 = metrics
+        .lines()
+        .filter(|l| l.starts_with("rill_fsyncs_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum();
+    assert!(fsyncs > 0, "fsyncs exported: {metrics}");
 }
 
 #[test]
