@@ -31,12 +31,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let partitions = group.topics.map(|topics| {
                     topics
                         .into_iter()
-                        .flat_map(|t| {
-                            let name = t.name.0.to_string();
-                            t.partition_indexes
-                                .into_iter()
-                                .map(move |p| TopicPartition::new(name.clone(), p))
-                        })
+                        .flat_map(|t| asked(t.name.0.to_string(), t.partition_indexes))
                         .collect::<Vec<_>>()
                 });
                 let group_id = group.group_id.0.to_string();
@@ -69,12 +64,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let partitions = body.topics.map(|topics| {
                 topics
                     .into_iter()
-                    .flat_map(|t| {
-                        let name = t.name.0.to_string();
-                        t.partition_indexes
-                            .into_iter()
-                            .map(move |p| TopicPartition::new(name.clone(), p))
-                    })
+                    .flat_map(|t| asked(t.name.0.to_string(), t.partition_indexes))
                     .collect::<Vec<_>>()
             });
             let group_id = body.group_id.0.to_string();
@@ -156,4 +146,11 @@ fn by_topic(rows: Vec<FetchedOffset>) -> Vec<(String, Vec<FetchedOffset>)> {
         .into_iter()
         .filter_map(|t| groups.remove(&t).map(|rows| (t, rows)))
         .collect()
+}
+
+/// The partitions a request names for one topic (both request forms).
+fn asked(topic: String, partitions: Vec<i32>) -> impl Iterator<Item = TopicPartition> {
+    partitions
+        .into_iter()
+        .map(move |p| TopicPartition::new(topic.clone(), p))
 }
