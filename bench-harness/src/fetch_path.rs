@@ -361,12 +361,17 @@ pub async fn run(args: &FetchPathArgs) -> Result<String> {
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
                 .collect();
-            for (index, send_path) in paths.iter().enumerate() {
+            // The fill runs on a broker of its own: every path then starts
+            // with rill's batch cache empty and reads the segment files, as
+            // a consumer catching up on a backlog does.
+            {
+                let (broker, addr) = start_rill(bin, &data_dir, "copy").await?;
+                let filled = fill_topic(&addr, &workload, fill_bytes).await?;
+                eprintln!("[fetch-path] filled {:.1} MB", filled as f64 / 1e6);
+                drop(broker);
+            }
+            for send_path in &paths {
                 let (broker, addr) = start_rill(bin, &data_dir, send_path).await?;
-                if index == 0 {
-                    let filled = fill_topic(&addr, &workload, fill_bytes).await?;
-                    eprintln!("[fetch-path] filled {:.1} MB", filled as f64 / 1e6);
-                }
                 let pid = broker.child.id();
                 let result = measure(&addr, &workload, send_path, Some(pid), args.cold).await?;
                 eprintln!("[fetch-path] {send_path}: {:.1} MB/s", result.mb_per_s);

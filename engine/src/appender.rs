@@ -16,30 +16,49 @@
 use crate::error::EngineError;
 use glommio::io::{DmaFile, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Largest single O_DIRECT write; bigger appends are split and issued together.
 const WRITE_PIECE_BYTES: usize = 256 << 10;
 
-/// Copies the bytes of `tail ++ data` that fall in `[piece_start, piece_start +
-/// piece.len())` into `piece`, zero-filling past the end of the data.
-fn fill_piece(piece: &mut [u8], piece_start: usize, tail: &[u8], data: &[u8]) {
-    let piece_end = piece_start + piece.len();
+/// Copies the bytes of `tail ++ parts[0] ++ parts[1] ++ ...` that fall in
+/// `[piece_start, piece_start + piece.len())` into `piece`, zero-filling past
+/// the end of the data. Several parts (a group commit's appends) go straight
+/// into the DMA buffer, without being joined first.
+fn fill_piece(piece: &mut [u8], piece_start: usize, tail: &[u8], parts: &[&[u8]]) {
     let mut cursor = 0usize;
-    // Part from the tail.
-    if piece_start < tail.len() {
-        let from = piece_start;
-        let to = tail.len().min(piece_end);
-        piece[..to - from].copy_from_slice(&tail[from..to]);
-        cursor = to - from;
-    }
-    // Part from the data.
-    let data_from = (piece_start + cursor).saturating_sub(tail.len());
-    let data_to = (piece_end.saturating_sub(tail.len())).min(data.len());
-    if data_from < data_to {
-        piece[cursor..cursor + (data_to - data_from)].copy_from_slice(&data[data_from..data_to]);
-        cursor += data_to - data_from;
+    // Start of the current source in the logical stream.
+    let mut source_start = 0usize;
+    for source in std::iter::once(tail).chain(parts.iter().copied()) {
+        if cursor == piece.len() {
+            break;
+        }
+        let source_end = source_start + source.len();
+        let want = piece_start + cursor;
+        if want < source_end {
+            let from = want - source_start;
+            let n = (source.len() - from).min(piece.len() - cursor);
+            piece[cursor..cursor + n].copy_from_slice(&source[from..from + n]);
+            cursor += n;
+        }
+        source_start = source_end;
     }
     piece[cursor..].fill(0);
+}
+
+/// The last `keep` bytes of `tail ++ parts`.
+fn last_bytes(keep: usize, tail: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = vec![0u8; keep];
+    let mut remaining = keep;
+    for source in parts.iter().rev().copied().chain(std::iter::once(tail)) {
+        if remaining == 0 {
+            break;
+        }
+        let n = source.len().min(remaining);
+        out[remaining - n..remaining].copy_from_slice(&source[source.len() - n..]);
+        remaining -= n;
+    }
+    out
 }
 
 /// First preallocation step of a new segment file.
@@ -47,7 +66,9 @@ const FIRST_PREALLOCATE_BYTES: u64 = 1 << 20;
 
 /// Direct-IO appender of one segment file. Shard-local.
 pub struct Appender {
-    file: DmaFile,
+    /// Shared with [`SyncHandle`]s, so a sync can run while the next write
+    /// is in flight.
+    file: Rc<DmaFile>,
     path: PathBuf,
     alignment: u64,
     /// Logical end: bytes of valid data written to the file.
@@ -76,7 +97,16 @@ impl Appender {
             .dma_open(path)
             .await
             .map_err(|e| EngineError::io(path, e.into()))?;
-        let alignment = file.alignment().max(512);
+        // Writes are aligned to the filesystem block, not only to the
+        // device's logical block: ext4 treats a direct write that is not
+        // fs-block aligned, or that spans a written and an unwritten extent,
+        // as needing the inode lock exclusively, and io_uring then punts it
+        // to an io-wq thread where it waits synchronously (milliseconds).
+        let fs_block_bytes = std::fs::metadata(path)
+            .map(|m| std::os::unix::fs::MetadataExt::blksize(&m))
+            .unwrap_or(4096)
+            .clamp(512, 64 << 10);
+        let alignment = file.alignment().max(512).max(fs_block_bytes);
         let size = file
             .file_size()
             .await
@@ -101,7 +131,7 @@ impl Appender {
             tail.extend_from_slice(&read[..keep]);
         }
         Ok(Appender {
-            file,
+            file: Rc::new(file),
             path: path.to_path_buf(),
             alignment,
             written_bytes,
@@ -122,27 +152,37 @@ impl Appender {
         self.alignment
     }
 
-    /// Writes `data` right after the current end.
-    pub async fn write(&mut self, data: &[u8]) -> Result<(), EngineError> {
-        if data.is_empty() {
+    /// Writes `parts`, one after the other, right after the current end.
+    pub async fn write(&mut self, parts: &[&[u8]]) -> Result<(), EngineError> {
+        let data_bytes: usize = parts.iter().map(|p| p.len()).sum();
+        if data_bytes == 0 {
             return Ok(());
         }
         let start = self.written_bytes - self.tail.len() as u64;
         debug_assert_eq!(start % self.alignment, 0);
-        let end = self.written_bytes + data.len() as u64;
+        let end = self.written_bytes + data_bytes as u64;
         self.ensure_preallocated(end).await?;
-        let logical = self.tail.len() + data.len();
+        let logical = self.tail.len() + data_bytes;
         let padded = logical.div_ceil(self.alignment as usize) * self.alignment as usize;
         // Large writes go out as several aligned pieces at once: each piece
         // fits glommio's registered buffer pool (no mmap per write) and the
         // device sees a queue depth above one, like a tuned fio run.
+        //
+        // The rewritten tail block goes out as a piece of its own: it is
+        // already written on disk, the rest is preallocated (unwritten), and
+        // ext4 only takes the shared-lock, non-blocking path for a write that
+        // lies within one kind of extent.
         let piece_bytes = WRITE_PIECE_BYTES.max(self.alignment as usize);
-        let mut writes = Vec::with_capacity(padded.div_ceil(piece_bytes));
+        let mut writes = Vec::with_capacity(padded.div_ceil(piece_bytes) + 1);
         let mut piece_start = 0usize;
         while piece_start < padded {
-            let piece_len = piece_bytes.min(padded - piece_start);
+            let piece_len = if piece_start == 0 && !self.tail.is_empty() {
+                self.alignment as usize
+            } else {
+                piece_bytes.min(padded - piece_start)
+            };
             let mut buffer = self.file.alloc_dma_buffer(piece_len);
-            fill_piece(buffer.as_bytes_mut(), piece_start, &self.tail, data);
+            fill_piece(buffer.as_bytes_mut(), piece_start, &self.tail, parts);
             writes.push(self.file.write_at(buffer, start + piece_start as u64));
             piece_start += piece_len;
         }
@@ -157,20 +197,8 @@ impl Appender {
             ));
         }
         self.written_bytes = end;
-        let tail_start = end - end % self.alignment;
-        let keep = (end - tail_start) as usize;
-        // The new tail is the last `keep` bytes of tail+data.
-        let mut new_tail = Vec::with_capacity(self.alignment as usize);
-        if keep > 0 {
-            if keep <= data.len() {
-                new_tail.extend_from_slice(&data[data.len() - keep..]);
-            } else {
-                let from_old = keep - data.len();
-                new_tail.extend_from_slice(&self.tail[self.tail.len() - from_old..]);
-                new_tail.extend_from_slice(data);
-            }
-        }
-        self.tail = new_tail;
+        let keep = (end % self.alignment) as usize;
+        self.tail = last_bytes(keep, &self.tail, parts);
         Ok(())
     }
 
@@ -194,10 +222,16 @@ impl Appender {
 
     /// `fdatasync`: makes every completed write durable.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        self.file
-            .fdatasync()
-            .await
-            .map_err(|e| EngineError::io(&self.path, e.into()))
+        self.sync_handle().sync().await
+    }
+
+    /// A handle that syncs this file independently of the appender, so the
+    /// group commit can sync one round while it writes the next.
+    pub fn sync_handle(&self) -> SyncHandle {
+        SyncHandle {
+            file: self.file.clone(),
+            path: self.path.clone(),
+        }
     }
 
     /// Trims the preallocated space (segment sealed or broker stopping) and syncs.
@@ -207,9 +241,11 @@ impl Appender {
             .await
             .map_err(|e| EngineError::io(&self.path, e.into()))?;
         self.sync().await?;
+        // A sync handle still held elsewhere closes the file when dropped.
         self.file
-            .close()
+            .close_rc()
             .await
+            .map(|_| ())
             .map_err(|e| EngineError::io(&self.path, e.into()))
     }
 
@@ -239,6 +275,28 @@ impl Appender {
     }
 }
 
+/// Syncs one segment file; see [`Appender::sync_handle`].
+#[derive(Clone)]
+pub struct SyncHandle {
+    file: Rc<DmaFile>,
+    path: PathBuf,
+}
+
+impl SyncHandle {
+    /// `fdatasync` of the file: every write completed before it is durable.
+    pub async fn sync(&self) -> Result<(), EngineError> {
+        self.file
+            .fdatasync()
+            .await
+            .map_err(|e| EngineError::io(&self.path, e.into()))
+    }
+
+    /// Whether both handles sync the same open file.
+    pub fn same_file(&self, other: &SyncHandle) -> bool {
+        Rc::ptr_eq(&self.file, &other.file)
+    }
+}
+
 /// Makes glommio probe the data dir's device for io_uring polled I/O with a
 /// file that has data.
 ///
@@ -265,26 +323,45 @@ pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
 
 #[cfg(test)]
 mod tests {
-    use super::fill_piece;
+    use super::{fill_piece, last_bytes};
 
     #[test]
-    fn pieces_reassemble_tail_and_data() {
+    fn pieces_reassemble_tail_and_parts() {
         let tail: Vec<u8> = (0..100u8).collect();
         let data: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
         let mut expected = tail.clone();
         expected.extend_from_slice(&data);
         expected.resize(1536, 0);
-        for piece_bytes in [512usize, 1024, 1536] {
-            let mut joined = Vec::new();
-            let mut start = 0;
-            while start < 1536 {
-                let len = piece_bytes.min(1536 - start);
-                let mut piece = vec![0xAAu8; len];
-                fill_piece(&mut piece, start, &tail, &data);
-                joined.extend_from_slice(&piece);
-                start += len;
+        for split in [&[1000usize][..], &[0, 1000], &[1, 998, 1], &[300, 300, 400]] {
+            let mut parts: Vec<&[u8]> = Vec::new();
+            let mut at = 0;
+            for &len in split {
+                parts.push(&data[at..at + len]);
+                at += len;
             }
-            assert_eq!(joined, expected, "piece size {piece_bytes}");
+            for piece_bytes in [512usize, 1024, 1536] {
+                let mut joined = Vec::new();
+                let mut start = 0;
+                while start < 1536 {
+                    let len = piece_bytes.min(1536 - start);
+                    let mut piece = vec![0xAAu8; len];
+                    fill_piece(&mut piece, start, &tail, &parts);
+                    joined.extend_from_slice(&piece);
+                    start += len;
+                }
+                assert_eq!(
+                    joined, expected,
+                    "piece size {piece_bytes}, split {split:?}"
+                );
+            }
+            for keep in [0usize, 1, 99, 100, 101, 600, 1100] {
+                let whole = &expected[..1100];
+                assert_eq!(
+                    last_bytes(keep, &tail, &parts),
+                    whole[1100 - keep..].to_vec(),
+                    "keep {keep}, split {split:?}"
+                );
+            }
         }
     }
 }

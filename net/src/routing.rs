@@ -281,7 +281,7 @@ async fn read(
     read_committed: bool,
 ) -> ReadOutcome {
     let mode = if file_slice {
-        ReadMode::FileSlice
+        ReadMode::CachedOrFileSlice
     } else {
         ReadMode::Copy
     };

@@ -39,6 +39,16 @@ impl Payload<'_> {
     }
 }
 
+/// The topic settings one append reads.
+struct AppendSettings {
+    max_message_bytes: u64,
+    log_append_time: bool,
+    segment_bytes: u64,
+    segment_ms: i64,
+    segment_index_bytes: u64,
+    index_interval_bytes: u64,
+}
+
 /// One validated batch of a produce payload.
 struct Validated {
     range: std::ops::Range<usize>,
@@ -110,7 +120,18 @@ impl PartitionLog {
                 std::io::Error::other("partition offline after a disk error"),
             ));
         }
-        let config = self.config.borrow().clone();
+        // The scalar settings this append needs (the config holds strings).
+        let config = {
+            let c = self.config.borrow();
+            AppendSettings {
+                max_message_bytes: c.max_message_bytes,
+                log_append_time: c.log_append_time,
+                segment_bytes: c.segment_bytes,
+                segment_ms: c.segment_ms,
+                segment_index_bytes: c.segment_index_bytes,
+                index_interval_bytes: c.index_interval_bytes,
+            }
+        };
         let validated =
             validate_payload(records, config.max_message_bytes as usize, allow_control)?;
         let log_append_time_ms = if config.log_append_time { now_ms() } else { -1 };
@@ -150,18 +171,16 @@ impl PartitionLog {
         let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
 
         // Roll before the payload when it would not fit, the segment is old, or its index is full.
-        let needs_roll = {
-            let active = state.segments.last().map(|s| s.meta.borrow().clone());
-            match active {
-                None => true,
-                Some(meta) => {
-                    meta.size_bytes > 0
-                        && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
-                            || now_ms() - meta.created_ms >= config.segment_ms
-                            || meta.index.size_bytes() + 8 > config.segment_index_bytes
-                            || next_offset - 1 - segment_base(&state.segments)
-                                > i64::from(u32::MAX))
-                }
+        // (The meta is only borrowed: it holds the segment's whole index.)
+        let needs_roll = match state.segments.last() {
+            None => true,
+            Some(active) => {
+                let meta = active.meta.borrow();
+                meta.size_bytes > 0
+                    && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
+                        || now_ms() - meta.created_ms >= config.segment_ms
+                        || meta.index.size_bytes() + 8 > config.segment_index_bytes
+                        || next_offset - 1 - active.base_offset > i64::from(u32::MAX))
             }
         };
         if needs_roll {
@@ -201,9 +220,15 @@ impl PartitionLog {
         }
         {
             let mut txn = self.txn.borrow_mut();
-            let completed = producer_updates.completed().to_vec();
+            let completed = if producer_updates.completed().is_empty() {
+                Vec::new()
+            } else {
+                producer_updates.completed().to_vec()
+            };
             txn.producers.apply(producer_updates);
-            txn.record_completed(segment.base_offset, &completed);
+            if !completed.is_empty() {
+                txn.record_completed(segment.base_offset, &completed);
+            }
         }
         state.pending.push_back(PendingChunk {
             segment,
@@ -227,10 +252,6 @@ impl PartitionLog {
             duplicate: false,
         })
     }
-}
-
-fn segment_base(segments: &[Rc<Segment>]) -> i64 {
-    segments.last().map(|s| s.base_offset).unwrap_or(0)
 }
 
 /// Checks every batch of a payload against the producer state, in order,

@@ -1,32 +1,57 @@
 //! The pipelined group commit.
 //!
-//! One flusher task per partition runs while there is something to write.
-//! Each round takes *everything* appended since the previous round, writes
-//! it with one O_DIRECT write per segment touched, and — under the `fsync`
-//! policy — covers it with one fdatasync. While a round is in flight, new
-//! appends accumulate for the next one, so a slow fdatasync (bimodal here:
-//! ≈0.1 ms or 4–8 ms) makes the next group larger instead of making every
-//! producer wait for its own sync.
+//! Two tasks per partition run while there is something to do:
+//! - the *writer* takes everything appended since its previous round and
+//!   writes it with one O_DIRECT write per segment touched (the appends go
+//!   straight from their buffers into the DMA pieces, never joined first);
+//! - the *syncer* covers whatever the writer has completed with one
+//!   fdatasync per dirty file, then makes those rounds durable and, under
+//!   `fsync`, visible to readers.
+//!
+//! They overlap: while one round's fdatasync is in flight the writer is
+//! already writing the next, and appends keep accumulating for the round
+//! after. A slow fdatasync (bimodal here: ≈0.1 ms or 4–8 ms) therefore makes
+//! the next sync cover more instead of stopping the disk writes. Writes stay
+//! strictly one round after another, because each round rewrites the last,
+//! partial block of the one before.
 
 use super::{now_ms, PartitionLog, PendingChunk};
-use crate::appender::Appender;
+use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
 use crate::error::EngineError;
 use crate::segment::{sync_dir, write_file_synced, Segment};
 use bytes::Bytes;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
 /// A chunk's offsets `[first, next)`, end position and bytes.
 type WrittenPart = (i64, i64, u64, Bytes);
-/// The chunks of one round that go to one segment: segment, start position,
-/// the bytes of the second and later parts joined (empty while there is one
-/// part, so the common single-append round is written without a copy), and
-/// the parts.
-type SegmentGroup = (Rc<Segment>, u64, Vec<u8>, Vec<WrittenPart>);
+
+/// A round the writer completed, waiting to be published to readers.
+pub(crate) struct WrittenRound {
+    /// One past the last offset of the round.
+    next_offset: i64,
+    /// The round's chunks per segment, in order.
+    groups: Vec<(Rc<Segment>, Vec<WrittenPart>)>,
+}
+
+/// Hand-over between the writer and the syncer.
+#[derive(Default)]
+pub(crate) struct CommitState {
+    /// Rounds written but not yet synced (`fsync` policy), oldest first.
+    unsynced: VecDeque<WrittenRound>,
+    /// Files written since the last sync started.
+    dirty: Vec<SyncHandle>,
+    /// Batches written since the last sync started, for the metrics.
+    batches_unsynced: u64,
+    /// `interval` policy: the writer found a sync due.
+    sync_requested: bool,
+    syncer_running: bool,
+}
 
 impl PartitionLog {
-    /// Starts the flusher task if it is not running.
+    /// Starts the writer task if it is not running.
     pub(crate) fn kick_flusher(&self) {
         if self.flusher_running.get() {
             return;
@@ -39,6 +64,25 @@ impl PartitionLog {
         .detach();
     }
 
+    fn kick_syncer(&self) {
+        if self.commit.borrow().syncer_running {
+            return;
+        }
+        let Some(this) = self.self_rc() else { return };
+        self.commit.borrow_mut().syncer_running = true;
+        glommio::spawn_local(async move {
+            this.sync_loop().await;
+        })
+        .detach();
+    }
+
+    fn fail_commit(&self, what: &str, error: &EngineError) {
+        tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline");
+        self.failed.set(true);
+        self.written.fail();
+        self.durable.fail();
+    }
+
     async fn flush_loop(self: Rc<Self>) {
         loop {
             // Let the tasks woken by the previous round (or by the append that
@@ -46,86 +90,78 @@ impl PartitionLog {
             // instead of each starting a round of its own.
             futures_lite::future::yield_now().await;
             let round: Vec<PendingChunk> = self.state.borrow_mut().pending.drain(..).collect();
-            if round.is_empty() {
+            if round.is_empty() || self.failed.get() {
                 self.flusher_running.set(false);
                 return;
             }
-            if let Err(e) = self.flush_round(round).await {
-                tracing::error!(partition = %self.tp, error = %e, "flush failed; partition taken offline");
-                self.failed.set(true);
-                self.written.fail();
-                self.durable.fail();
+            if let Err(e) = self.write_round(round).await {
+                self.fail_commit("write", &e);
                 self.flusher_running.set(false);
                 return;
             }
         }
     }
 
-    async fn flush_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
+    async fn write_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
         let policy = self.ctx.config.flush_policy;
         // Group the round's chunks by segment, in order.
-        let mut groups: Vec<SegmentGroup> = Vec::new();
+        let mut groups: Vec<(Rc<Segment>, u64, Vec<WrittenPart>)> = Vec::new();
         let mut batches_in_round = 0u64;
         for chunk in round {
             batches_in_round += chunk.batch_count;
             let bytes = Bytes::from(chunk.bytes);
             let end = chunk.position + bytes.len() as u64;
+            let part = (chunk.first_offset, chunk.next_offset, end, bytes);
             match groups.last_mut() {
-                Some((segment, _, joined, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
-                    if joined.is_empty() {
-                        joined.extend_from_slice(&parts[0].3);
-                    }
-                    joined.extend_from_slice(&bytes);
-                    parts.push((chunk.first_offset, chunk.next_offset, end, bytes));
+                Some((segment, _, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
+                    parts.push(part);
                 }
-                _ => {
-                    let joined = Vec::new();
-                    groups.push((
-                        chunk.segment,
-                        chunk.position,
-                        joined,
-                        vec![(chunk.first_offset, chunk.next_offset, end, bytes)],
-                    ));
-                }
+                _ => groups.push((chunk.segment, chunk.position, vec![part])),
             }
         }
-        let mut touched: Vec<Rc<Segment>> = Vec::new();
-        for (segment, position, joined, parts) in &groups {
-            let joined: &[u8] = if joined.is_empty() {
-                &parts[0].3
-            } else {
-                joined
-            };
+        for (segment, position, parts) in &groups {
             self.ensure_appender(segment).await?;
             let mut appender = match segment.appender.borrow_mut().take() {
                 Some(a) => a,
                 None => unreachable!("ensure_appender installed one"),
             };
             assert_eq!(appender.written_bytes(), *position, "writes are contiguous");
-            let result = appender.write(joined).await;
+            let slices: Vec<&[u8]> = parts.iter().map(|p| &p.3[..]).collect();
+            let result = appender.write(&slices).await;
+            let handle = appender.sync_handle();
             *segment.appender.borrow_mut() = Some(appender);
             result?;
             {
                 let mut stats = self.ctx.fsync_stats.borrow_mut();
                 stats.writes += 1;
-                stats.bytes_written += joined.len() as u64;
+                stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
             }
-            touched.push(segment.clone());
+            let mut commit = self.commit.borrow_mut();
+            if !commit.dirty.iter().any(|h| h.same_file(&handle)) {
+                commit.dirty.push(handle);
+            }
         }
         let next_written = groups
             .last()
-            .and_then(|g| g.3.last())
+            .and_then(|g| g.2.last())
             .map(|p| p.1)
             .unwrap_or_else(|| self.written.get());
         self.written.set(next_written);
-
-        let mut synced = false;
+        let written = WrittenRound {
+            next_offset: next_written,
+            groups: groups.into_iter().map(|(s, _, parts)| (s, parts)).collect(),
+        };
         match policy {
             FlushPolicy::Fsync => {
-                self.sync_segments(&touched, batches_in_round).await?;
-                synced = true;
+                let mut commit = self.commit.borrow_mut();
+                commit.batches_unsynced += batches_in_round;
+                commit.unsynced.push_back(written);
+                drop(commit);
+                self.kick_syncer();
             }
             FlushPolicy::Interval => {
+                // Readers see written data; the sync only bounds the loss.
+                self.publish(written);
                 let config = self.config.borrow().clone();
                 let due = {
                     let mut state = self.state.borrow_mut();
@@ -133,41 +169,92 @@ impl PartitionLog {
                     state.messages_since_sync >= config.flush_messages
                         || now_ms() - state.last_sync_ms >= config.flush_ms as i64
                 };
+                let mut commit = self.commit.borrow_mut();
+                commit.batches_unsynced += batches_in_round;
                 if due {
-                    self.sync_segments(&touched, batches_in_round).await?;
-                    synced = true;
+                    commit.sync_requested = true;
+                    drop(commit);
+                    self.kick_syncer();
                 }
             }
-            FlushPolicy::Os => {}
+            FlushPolicy::Os => {
+                self.commit.borrow_mut().dirty.clear();
+                self.publish(written);
+            }
         }
-        if synced {
-            self.durable.set(next_written);
+        Ok(())
+    }
+
+    async fn sync_loop(self: Rc<Self>) {
+        let policy = self.ctx.config.flush_policy;
+        loop {
+            // Everything the writer has completed when the sync starts is
+            // covered by it; taken in one step with the dirty files.
+            let (target, files, batches) = {
+                let mut commit = self.commit.borrow_mut();
+                let target = self.written.get();
+                let needed = !self.failed.get()
+                    && match policy {
+                        FlushPolicy::Fsync => target > self.durable.get(),
+                        FlushPolicy::Interval => commit.sync_requested,
+                        FlushPolicy::Os => false,
+                    };
+                if !needed {
+                    commit.syncer_running = false;
+                    return;
+                }
+                commit.sync_requested = false;
+                (
+                    target,
+                    std::mem::take(&mut commit.dirty),
+                    std::mem::take(&mut commit.batches_unsynced),
+                )
+            };
+            if let Err(e) = self.sync_files(&files, batches).await {
+                self.fail_commit("fdatasync", &e);
+                self.commit.borrow_mut().syncer_running = false;
+                return;
+            }
+            drop(files);
+            if target > self.durable.get() {
+                self.durable.set(target);
+            }
+            // Under `fsync` the synced rounds become visible now.
+            loop {
+                let round = {
+                    let mut commit = self.commit.borrow_mut();
+                    match commit.unsynced.front() {
+                        Some(r) if r.next_offset <= target => commit.unsynced.pop_front(),
+                        _ => None,
+                    }
+                };
+                match round {
+                    Some(round) => self.publish(round),
+                    None => break,
+                }
+            }
         }
-        // Readers may now see the round: under fsync only once synced.
-        for (segment, _, _, parts) in groups {
+    }
+
+    /// Makes a written round visible to readers: segment positions, the
+    /// batch cache and the high watermark.
+    fn publish(&self, round: WrittenRound) {
+        for (segment, parts) in round.groups {
             for (first, next, end, bytes) in parts {
                 segment.readable_bytes.set(end);
                 self.ctx.cache.insert(&self.chunks, first, next, bytes);
             }
         }
-        self.high_watermark.set(next_written);
+        if round.next_offset > self.high_watermark.get() {
+            self.high_watermark.set(round.next_offset);
+        }
         self.check_offsets();
-        Ok(())
     }
 
-    async fn sync_segments(
-        &self,
-        touched: &[Rc<Segment>],
-        batches: u64,
-    ) -> Result<(), EngineError> {
+    async fn sync_files(&self, files: &[SyncHandle], batches: u64) -> Result<(), EngineError> {
         let started = Instant::now();
-        for segment in touched {
-            let appender = segment.appender.borrow_mut().take();
-            if let Some(appender) = appender {
-                let result = appender.sync().await;
-                *segment.appender.borrow_mut() = Some(appender);
-                result?;
-            }
+        for file in files {
+            file.sync().await?;
         }
         let elapsed_us = started.elapsed().as_micros() as u64;
         let mut stats = self.ctx.fsync_stats.borrow_mut();

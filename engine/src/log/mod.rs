@@ -132,6 +132,7 @@ pub struct PartitionLog {
     pub(crate) durable: OffsetWatch,
     pub(crate) high_watermark: OffsetWatch,
     pub(crate) flusher_running: Cell<bool>,
+    pub(crate) commit: RefCell<flush::CommitState>,
     pub(crate) failed: Cell<bool>,
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,

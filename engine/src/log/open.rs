@@ -139,6 +139,7 @@ impl PartitionLog {
             durable: OffsetWatch::new(log_end_offset),
             high_watermark: OffsetWatch::new(log_end_offset),
             flusher_running: Cell::new(false),
+            commit: RefCell::new(Default::default()),
             failed: Cell::new(false),
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),

@@ -22,6 +22,12 @@ pub enum ReadMode {
     Copy,
     /// A file range for sendfile/splice.
     FileSlice,
+    /// Bytes from the batch cache when the batches are there, a file range
+    /// otherwise: the zero-copy paths' mode. Recent batches were written with
+    /// O_DIRECT and are not in the page cache, so a file slice of the tail
+    /// would make splice read the disk (and read ahead into preallocated,
+    /// unwritten space) for data that is already in memory.
+    CachedOrFileSlice,
 }
 
 /// A byte range of a segment file, whole batches.
@@ -183,7 +189,7 @@ impl PartitionLog {
         if offset >= limit_offset {
             return Ok((result, None));
         }
-        if mode == ReadMode::Copy {
+        if mode != ReadMode::FileSlice {
             if let Some(bytes) =
                 read_from_chunks(&self.chunks.borrow(), offset, max_bytes, limit_offset)
             {
@@ -220,7 +226,7 @@ impl PartitionLog {
             ReadMode::Copy => {
                 ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?))
             }
-            ReadMode::FileSlice => {
+            ReadMode::FileSlice | ReadMode::CachedOrFileSlice => {
                 let (_, file) = segment.readers().await?;
                 ReadData::File(FileSlice {
                     file,
