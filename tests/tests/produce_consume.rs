@@ -229,3 +229,62 @@ async fn the_three_send_paths_return_identical_data() {
     assert_eq!(results[0], results[1], "copy == sendfile");
     assert_eq!(results[0], results[2], "copy == splice");
 }
+
+/// Metadata at every version rill advertises, encoded and decoded by the
+/// `kafka-protocol` crate over a plain socket: the flexible versions
+/// (v9 and later, v13 with its top-level error code) as well as v0, which
+/// old clients still send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_answers_every_advertised_version() {
+    use bytes::{Buf, BytesMut};
+    use kafka_protocol::messages::{
+        ApiKey, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader, TopicName,
+    };
+    use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+    use std::io::{Read, Write};
+
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "meta-versions", 3, &[]).await;
+    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    for version in 0..=13i16 {
+        let header = RequestHeader::default()
+            .with_request_api_key(ApiKey::Metadata as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(i32::from(version) + 100)
+            .with_client_id(Some(StrBytes::from_static_str("metadata-versions")));
+        let mut topic = kafka_protocol::messages::metadata_request::MetadataRequestTopic::default();
+        topic.name = Some(TopicName(StrBytes::from_static_str("meta-versions")));
+        let request = MetadataRequest::default().with_topics(Some(vec![topic]));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, MetadataRequest::header_version(version))
+            .expect("header");
+        request.encode(&mut body, version).expect("body");
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        socket.write_all(&frame).expect("send");
+        let mut length = [0u8; 4];
+        socket.read_exact(&mut length).expect("response length");
+        let mut answer = vec![0u8; i32::from_be_bytes(length) as usize];
+        socket.read_exact(&mut answer).expect("response");
+        let mut answer = bytes::Bytes::from(answer);
+        let response_header =
+            ResponseHeader::decode(&mut answer, MetadataResponse::header_version(version))
+                .expect("response header");
+        assert_eq!(response_header.correlation_id, i32::from(version) + 100);
+        let response = MetadataResponse::decode(&mut answer, version)
+            .unwrap_or_else(|e| panic!("v{version} response does not decode: {e}"));
+        assert_eq!(answer.remaining(), 0, "v{version}: trailing bytes");
+        assert_eq!(response.error_code, 0, "v{version}");
+        assert_eq!(response.brokers.len(), 1, "v{version}");
+        assert_eq!(response.topics.len(), 1, "v{version}");
+        let topic = &response.topics[0];
+        assert_eq!(topic.error_code, 0, "v{version}");
+        assert_eq!(topic.partitions.len(), 3, "v{version}");
+    }
+}

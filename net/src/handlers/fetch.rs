@@ -53,7 +53,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: FetchRequest = request.decode()?;
         let version = request.version;
-        let (topics, wanted) = resolve(&shard, &body, version);
+        let (topics, mut wanted) = resolve(&shard, &body, version);
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let min_bytes = body.min_bytes.max(0) as usize;
         let max_bytes = if body.max_bytes <= 0 {
@@ -61,6 +61,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         } else {
             body.max_bytes as usize
         };
+        // No partition can contribute more than the whole response may hold
+        // (the first one is kept whole, so cap at max_bytes, not below).
+        for w in &mut wanted {
+            w.partition_max_bytes = w.partition_max_bytes.min(max_bytes);
+        }
         let file_slice = shard.sender.path() != SendPath::Copy;
         let read_committed = version >= 4 && body.isolation_level == 1;
         let deadline = Instant::now() + max_wait;

@@ -12,11 +12,11 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use std::rc::Rc;
 
-/// v0–v12 (v13 only adds a top-level error code for re-bootstrapping).
+/// v0–v13 (v13 only adds a top-level error code for re-bootstrapping, always 0 here).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::Metadata,
     min_version: 0,
-    max_version: 12,
+    max_version: 13,
     handle,
 };
 

@@ -14,7 +14,10 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 use std::rc::Rc;
 
-/// v3–v11 (v12 enables transactions v2, v13 names topics by id).
+/// v3–v11. v12 is the same request sent by clients that use transactions
+/// v2 (KIP-890: partitions join a transaction implicitly), which rill does
+/// not finalize as a feature, so such clients stay on v11; v13 names topics
+/// by id.
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::Produce,
     min_version: 3,
