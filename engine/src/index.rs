@@ -162,6 +162,11 @@ impl TimeIndex {
         self.entries.truncate(idx);
     }
 
+    /// The newest entry: the segment's largest timestamp and its batch.
+    pub fn last(&self) -> Option<(i64, u32)> {
+        self.entries.last().copied()
+    }
+
     /// Serialises in Kafka's `.timeindex` format.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.entries.len() * TIME_ENTRY_BYTES);

@@ -7,6 +7,11 @@
 //! scan rebuilds the segment's indexes on the way, which is also how a
 //! missing or corrupt `.index` / `.timeindex` is replaced.
 //!
+//! Sealed segments below the recovery point are not read whole: their
+//! indexes are loaded and only the batches after the last index entry are
+//! checked ([`open_sealed_segment`]), as Kafka recovers only past its
+//! recovery point.
+//!
 //! The scan uses plain buffered reads: it runs before the partition serves
 //! anything, so blocking its shard briefly at start is harmless, and it keeps
 //! recovery testable without an executor.
@@ -29,6 +34,8 @@ pub struct ScanOutcome {
     pub stopped_because: Option<String>,
     /// Bytes in the file (including preallocated zeros).
     pub file_bytes: u64,
+    /// Bytes read and checked batch by batch.
+    pub scanned_bytes: u64,
 }
 
 /// Scans the `.log` file at `path` (base offset `base_offset`) from the start.
@@ -40,22 +47,108 @@ pub fn scan_segment(
     index_interval_bytes: u64,
     now_ms: i64,
 ) -> Result<ScanOutcome, EngineError> {
+    scan_from(
+        path,
+        Segment::empty_meta(base_offset, now_ms),
+        base_offset,
+        min_offset.max(base_offset),
+        index_interval_bytes,
+    )
+}
+
+/// Opens a sealed segment below the recovery point without reading all of
+/// it: it was synced, and its indexes written, when it was sealed. The
+/// indexes are loaded and only the batches from the last offset-index entry
+/// to the end are read and checked (they give the segment's end offset).
+///
+/// `None` when the shortcut cannot be trusted — an index file missing,
+/// unparsable, older than the `.log` (a compaction that crashed between its
+/// rename and its new indexes), or not pointing at a run of valid batches
+/// that ends exactly at the end of the file: the caller scans the whole
+/// segment then, which finds and reports whatever is wrong.
+pub fn open_sealed_segment(
+    path: &Path,
+    base_offset: i64,
+    min_offset: i64,
+    index_interval_bytes: u64,
+    now_ms: i64,
+) -> Result<Option<ScanOutcome>, EngineError> {
+    let Ok(log_meta) = std::fs::metadata(path) else {
+        return Ok(None);
+    };
+    let file_bytes = log_meta.len();
+    let index_path = path.with_extension("index");
+    let time_path = path.with_extension("timeindex");
+    let fresh = |p: &Path| match (std::fs::metadata(p), log_meta.modified()) {
+        (Ok(m), Ok(log_modified)) => m.modified().is_ok_and(|t| t >= log_modified),
+        _ => false,
+    };
+    if !fresh(&index_path) || !fresh(&time_path) {
+        return Ok(None);
+    }
+    let (Ok(index_bytes), Ok(time_bytes)) = (std::fs::read(&index_path), std::fs::read(&time_path))
+    else {
+        return Ok(None);
+    };
+    let (Some(index), Some(time_index)) = (
+        crate::index::OffsetIndex::from_bytes(&index_bytes, file_bytes),
+        crate::index::TimeIndex::from_bytes(&time_bytes),
+    ) else {
+        return Ok(None);
+    };
+    let (relative, position) = index.lookup(u32::MAX);
+    let (max_timestamp_ms, max_timestamp_batch_offset) = match time_index.last() {
+        Some((t, o)) => (t, base_offset + i64::from(o)),
+        None => (-1, base_offset),
+    };
+    let start = base_offset + i64::from(relative);
+    let meta = SegmentMeta {
+        size_bytes: u64::from(position),
+        next_offset: start,
+        index,
+        time_index,
+        max_timestamp_ms,
+        max_timestamp_batch_offset,
+        bytes_since_index_entry: 0,
+        created_ms: now_ms,
+    };
+    let outcome = scan_from(
+        path,
+        meta,
+        base_offset,
+        start.max(min_offset),
+        index_interval_bytes,
+    )?;
+    let complete = outcome.stopped_because.is_none()
+        && outcome.meta.size_bytes == file_bytes
+        && outcome.meta.size_bytes > u64::from(position);
+    Ok(complete.then_some(outcome))
+}
+
+/// Scans from `meta.size_bytes` (a batch start) to the end of the file,
+/// recording each valid batch in `meta`.
+fn scan_from(
+    path: &Path,
+    meta: SegmentMeta,
+    base_offset: i64,
+    mut expected_min: i64,
+    index_interval_bytes: u64,
+) -> Result<ScanOutcome, EngineError> {
     let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
     let file_bytes = file
         .seek(SeekFrom::End(0))
         .map_err(|e| EngineError::io(path, e))?;
-    file.seek(SeekFrom::Start(0))
-        .map_err(|e| EngineError::io(path, e))?;
+    let start_position = meta.size_bytes;
     let segment = Segment::new(
         path.parent().unwrap_or(Path::new(".")),
         base_offset,
-        Segment::empty_meta(base_offset, now_ms),
+        meta,
         0,
     );
-    let mut expected_min = min_offset.max(base_offset);
     let mut window: Vec<u8> = Vec::with_capacity(SCAN_WINDOW_BYTES);
-    let mut window_start: u64 = 0;
-    let mut position: u64 = 0;
+    // Empty window: the first read fills it from `start_position`.
+    let mut window_start: u64 = start_position;
+    let mut position: u64 = start_position;
     let mut stopped_because = None;
     loop {
         if position >= file_bytes {
@@ -137,6 +230,7 @@ pub fn scan_segment(
     }
     let meta = segment.meta.borrow().clone();
     Ok(ScanOutcome {
+        scanned_bytes: meta.size_bytes - start_position,
         meta,
         stopped_because,
         file_bytes,

@@ -307,6 +307,49 @@ fn zeros_after_the_data_are_ignored() {
     );
 }
 
+/// A clean reopen reads only the active segment and the tails of the sealed
+/// ones (from their last index entry); without a recovery point every
+/// segment is read whole. Both serve the same log.
+#[test]
+fn sealed_segments_below_the_recovery_point_are_opened_from_their_indexes() {
+    let dir = tempdir();
+    let partition = write_log(dir.path(), 60);
+    let files = log_files(&partition);
+    assert!(files.len() >= 4, "several sealed segments: {files:?}");
+    let total: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).expect("metadata").len())
+        .sum();
+    let last = std::fs::metadata(files.last().expect("a segment"))
+        .expect("metadata")
+        .len();
+    let open_and_check = |expect_shortcut: bool| {
+        let data = dir.path().to_path_buf();
+        run(async move {
+            let (manager, log) =
+                open_log(config(&data, FlushPolicy::Fsync), TOPIC, topic_config()).await;
+            let scanned = log.scanned_at_open_bytes();
+            if expect_shortcut {
+                assert!(
+                    scanned >= last && scanned < total / 2,
+                    "scanned {scanned} of {total} bytes (active segment {last})"
+                );
+            } else {
+                assert_eq!(scanned, total, "every segment read whole");
+            }
+            assert_holds_written_prefix(&log, 300).await;
+            assert_lookups(&log).await;
+            manager.shutdown().await.expect("shutdown");
+        });
+    };
+    open_and_check(true);
+    std::fs::remove_file(partition.join("recovery-point")).expect("remove checkpoint");
+    open_and_check(false);
+}
+
+// The damaged segment is below the recovery point, but writing it makes its
+// `.log` newer than its indexes, so recovery does not trust them and reads it
+// whole (as it would after a crash before the checkpoint).
 #[test]
 fn corrupt_first_segment_ends_the_log_and_drops_later_segments() {
     let dir = tempdir();

@@ -137,6 +137,8 @@ pub struct PartitionLog {
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,
     pub(crate) txn: RefCell<txn::TxnState>,
+    /// Log bytes read and checked batch by batch when the log was opened.
+    scanned_at_open_bytes: u64,
 }
 
 pub(crate) fn now_ms() -> i64 {
@@ -205,6 +207,12 @@ impl PartitionLog {
     /// Sets the leader epoch for later appends.
     pub fn set_leader_epoch(&self, epoch: i32) {
         self.state.borrow_mut().leader_epoch = epoch;
+    }
+
+    /// Log bytes recovery read and checked batch by batch at open: the
+    /// segments past the recovery point, and the tails of those below it.
+    pub fn scanned_at_open_bytes(&self) -> u64 {
+        self.scanned_at_open_bytes
     }
 
     /// Number of segments.

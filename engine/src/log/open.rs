@@ -1,13 +1,16 @@
 //! Opening a partition log: find the segments, recover the tail, restore offsets.
 //!
-//! Every segment is scanned batch by batch at open (header, CRC32C, offsets
-//! that only grow), and its indexes are rebuilt from that scan: an index
-//! file that parses but points into the middle of a batch is never trusted.
-//! The scan costs a sequential read of the log at start; trusting the
-//! indexes of segments below the recovery point (written and synced when
-//! they were sealed) is the planned shortcut for large logs. The first invalid batch ends the log: its segment
-//! is cut there and later segments are deleted, each with a log line saying
-//! why. Nothing half-written is ever served. The producer state and the
+//! Segments at or past the recovery point (the active one, and any sealed
+//! after the last checkpoint) are scanned batch by batch (header, CRC32C,
+//! offsets that only grow) and their indexes rebuilt from that scan. Sealed
+//! segments below the recovery point were synced, and their indexes
+//! written, when they were sealed: their indexes are loaded and only the
+//! batches after the last index entry are read, so opening a large log does
+//! not read it all. An index that is missing, corrupt, older than its log,
+//! or that does not lead to valid batches ending at the end of the file is
+//! not trusted: that segment is scanned whole. The first invalid batch ends
+//! the log: its segment is cut there and later segments are deleted, each
+//! with a log line saying why. Nothing half-written is ever served. The producer state and the
 //! transaction indexes are then rebuilt from the newest usable snapshot and
 //! a replay of the batches after it (see [`super::txn`]).
 
@@ -16,7 +19,7 @@ use super::{now_ms, LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::manager::TopicPartition;
-use crate::recovery::scan_segment;
+use crate::recovery::{open_sealed_segment, scan_segment};
 use crate::segment::{parse_file_name, sync_dir, Segment};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -50,13 +53,32 @@ impl PartitionLog {
         let mut segments: Vec<Rc<Segment>> = Vec::new();
         let mut min_offset = 0i64;
         let mut cut_from: Option<usize> = None;
+        let mut scanned_bytes = 0u64;
         for (i, &base) in bases.iter().enumerate() {
             let path = dir.join(crate::segment::file_name(base, "log"));
             let is_last = i + 1 == bases.len();
+            let sealed_below_checkpoint =
+                bases.get(i + 1).is_some_and(|&next| next <= recovery_point);
             let meta = {
                 {
-                    let outcome =
-                        scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?;
+                    let shortcut = if sealed_below_checkpoint {
+                        open_sealed_segment(
+                            &path,
+                            base,
+                            min_offset,
+                            config.index_interval_bytes,
+                            now,
+                        )?
+                    } else {
+                        None
+                    };
+                    let outcome = match shortcut {
+                        Some(outcome) => outcome,
+                        None => {
+                            scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?
+                        }
+                    };
+                    scanned_bytes += outcome.scanned_bytes;
                     let valid = outcome.meta.size_bytes;
                     let mut cut = false;
                     if let Some(reason) = &outcome.stopped_because {
@@ -144,6 +166,7 @@ impl PartitionLog {
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
             txn: RefCell::new(txn),
+            scanned_at_open_bytes: scanned_bytes,
         });
         log.check_offsets();
         Ok(log)
