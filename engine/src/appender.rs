@@ -1,10 +1,16 @@
 //! The direct-IO writer of the active segment.
 //!
 //! Writes go to the `.log` file opened with `O_DIRECT` through glommio DMA
-//! buffers aligned to the file's block alignment. Because an O_DIRECT write
-//! must cover whole blocks, the last partial block (the *tail page*) is kept
-//! in memory and written again, with the next bytes appended, on the next
-//! write: the file is always a prefix of valid batches followed by zeros.
+//! buffers, aligned to the larger of the device's logical block and the
+//! filesystem block. Because an O_DIRECT write must cover whole blocks, the
+//! last partial block (the *tail page*) is kept in memory and written again,
+//! with the next bytes appended, on the next write: the file is always a
+//! prefix of valid batches followed by zeros. The tail block goes out as a
+//! write of its own, so that no write spans an already written block and
+//! preallocated (unwritten) ones: ext4 serves writes within one kind of
+//! extent under a shared lock without blocking, and punts any other to an
+//! io-wq thread where it runs synchronously (measured: 650 → 1,000 MiB/s
+//! for 1 MiB appends, 1.2 k → 9.9 k single fdatasync'd 1 KiB appends/s).
 //!
 //! The file is preallocated in steps ahead of the write position
 //! (`fallocate`), so appends never extend the file: measured here, an

@@ -19,6 +19,11 @@
 //! spinning. glommio itself always passes `MSG_DONTWAIT` or uses io_uring,
 //! so the flag does not change how it reads the same socket.
 //!
+//! Batches still in the shard's batch cache (the tail that tailing consumers
+//! read) never reach these paths as file ranges: the engine hands them over
+//! as bytes (`ReadMode::CachedOrFileSlice`), since O_DIRECT left them out of
+//! the page cache and a file send would read them back from the disk.
+//!
 //! All three paths put byte-identical streams on the wire (tested).
 
 mod copy;
