@@ -187,6 +187,15 @@ impl Drop for Broker {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // A failing test shows what the broker said (its last lines).
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!("--- last lines of the rill log ---");
+            for line in tail.into_iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 

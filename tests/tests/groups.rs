@@ -398,7 +398,13 @@ impl PyChild {
                 std::thread::sleep(Duration::from_millis(50));
                 return status;
             }
-            assert!(Instant::now() < deadline, "python child still running");
+            if Instant::now() >= deadline {
+                let printed: Vec<String> = self.lines.try_iter().collect();
+                panic!(
+                    "python child still running after {timeout:?}; its output so far: {printed:?} \
+                     (its stderr, kafka-python's errors, is the test's stderr)"
+                );
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
