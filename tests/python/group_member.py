@@ -29,6 +29,14 @@ def say(obj):
     print(json.dumps(obj), flush=True)
 
 
+STARTED = time.monotonic()
+
+
+def step(what):
+    """Where the member is, on stderr: a timed-out test shows where it stuck."""
+    print(f"[group_member {time.monotonic() - STARTED:6.2f}s] {what}", file=sys.stderr, flush=True)
+
+
 def main():
     bootstrap, topic, group, strategy, mode = sys.argv[1:6]
     consumer = KafkaConsumer(
@@ -42,7 +50,10 @@ def main():
         fetch_max_wait_ms=100,
     )
     consumer.subscribe([topic])
-    deadline = time.monotonic() + 30
+    step(f"{mode}: subscribed to {topic} in {group}")
+    # Generous: a slow virtio disk has been seen to stretch the group's
+    # first use (creating __consumer_offsets) far past its usual 3 s.
+    deadline = time.monotonic() + 60
     if mode == "member":
         stdin_closed = threading.Event()
 
@@ -62,25 +73,30 @@ def main():
         offset = int(sys.argv[6])
         while not consumer.assignment():
             if time.monotonic() > deadline:
-                sys.exit("no assignment within 30 s")
+                sys.exit("no assignment within 60 s")
             consumer.poll(timeout_ms=100)
         owned = sorted(consumer.assignment())
+        step(f"assigned {[tp.partition for tp in owned]}")
         consumer.commit({tp: OffsetAndMetadata(offset, "", -1) for tp in owned})
+        step("committed")
         say({"committed": offset, "partitions": [tp.partition for tp in owned]})
     elif mode == "first":
         while True:
             if time.monotonic() > deadline:
-                sys.exit("no record within 30 s")
+                sys.exit("no record within 60 s")
             batches = consumer.poll(timeout_ms=100, max_records=1)
             records = [r for rs in batches.values() for r in rs]
             if records:
                 r = records[0]
+                step(f"first record at offset {r.offset}")
                 committed = consumer.committed(TopicPartition(topic, r.partition))
                 say({"partition": r.partition, "offset": r.offset, "committed": committed})
                 break
     else:
         sys.exit(f"unknown mode {mode}")
+    step("closing")
     consumer.close()
+    step("closed")
 
 
 if __name__ == "__main__":
