@@ -544,11 +544,12 @@ async fn kafka_python_members_split_with_range_and_roundrobin() {
 async fn kafka_python_commit_resumes_after_reopen() {
     require_kafka_python();
     let dir = data_dir();
-    // With no initial rebalance delay this member sometimes never finished
-    // (4 of ~25 runs, while the disk was slow; cause not confirmed). The
-    // other kafka-python tests join within a delay because kafka-python
-    // 3.0.12 can lose its heartbeat thread after an immediate rebalance;
-    // this one now does too, and the member logs its steps to stderr.
+    // With no initial rebalance delay kafka-python 3.0.12 forms generation 1
+    // before its metadata for the topic has arrived and rejoins at once
+    // (three JoinGroups in its debug log instead of two): the immediate
+    // second rebalance after which it can lose its heartbeat thread (see
+    // above). This member then sometimes never finished (4 of ~25 runs).
+    // Within a 1.5 s delay the one generation forms with the metadata known.
     let broker = start_broker_with_delay(dir.path(), 1_500);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "py-resume", 1, &[]).await;
