@@ -228,7 +228,7 @@ impl Appender {
 
     /// `fdatasync`: makes every completed write durable.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        self.sync_handle().sync().await
+        fdatasync(&self.file, &self.path).await
     }
 
     /// A handle that syncs this file independently of the appender, so the
@@ -281,6 +281,12 @@ impl Appender {
     }
 }
 
+async fn fdatasync(file: &DmaFile, path: &Path) -> Result<(), EngineError> {
+    file.fdatasync()
+        .await
+        .map_err(|e| EngineError::io(path, e.into()))
+}
+
 /// Syncs one segment file; see [`Appender::sync_handle`].
 #[derive(Clone)]
 pub struct SyncHandle {
@@ -291,10 +297,7 @@ pub struct SyncHandle {
 impl SyncHandle {
     /// `fdatasync` of the file: every write completed before it is durable.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        self.file
-            .fdatasync()
-            .await
-            .map_err(|e| EngineError::io(&self.path, e.into()))
+        fdatasync(&self.file, &self.path).await
     }
 
     /// Whether both handles sync the same open file.

@@ -9,7 +9,7 @@
 //!
 //! Sealed segments below the recovery point are not read whole: their
 //! indexes are loaded and only the batches after the last index entry are
-//! checked ([`open_sealed_segment`]), as Kafka recovers only past its
+//! checked ([`recover_segment`]), as Kafka recovers only past its
 //! recovery point.
 //!
 //! The scan uses plain buffered reads: it runs before the partition serves
@@ -56,6 +56,27 @@ pub fn scan_segment(
     )
 }
 
+/// Recovers one segment at open: from its indexes when `trust_indexes` (a
+/// sealed segment below the recovery point) and they hold up, otherwise by
+/// scanning it whole.
+pub fn recover_segment(
+    path: &Path,
+    base_offset: i64,
+    min_offset: i64,
+    trust_indexes: bool,
+    index_interval_bytes: u64,
+    now_ms: i64,
+) -> Result<ScanOutcome, EngineError> {
+    if trust_indexes {
+        if let Some(outcome) =
+            open_sealed_segment(path, base_offset, min_offset, index_interval_bytes, now_ms)?
+        {
+            return Ok(outcome);
+        }
+    }
+    scan_segment(path, base_offset, min_offset, index_interval_bytes, now_ms)
+}
+
 /// Opens a sealed segment below the recovery point without reading all of
 /// it: it was synced, and its indexes written, when it was sealed. The
 /// indexes are loaded and only the batches from the last offset-index entry
@@ -66,7 +87,7 @@ pub fn scan_segment(
 /// rename and its new indexes), or not pointing at a run of valid batches
 /// that ends exactly at the end of the file: the caller scans the whole
 /// segment then, which finds and reports whatever is wrong.
-pub fn open_sealed_segment(
+fn open_sealed_segment(
     path: &Path,
     base_offset: i64,
     min_offset: i64,

@@ -19,7 +19,7 @@ use super::{now_ms, LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::manager::TopicPartition;
-use crate::recovery::{open_sealed_segment, scan_segment};
+use crate::recovery::recover_segment;
 use crate::segment::{parse_file_name, sync_dir, Segment};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -59,48 +59,33 @@ impl PartitionLog {
             let is_last = i + 1 == bases.len();
             let sealed_below_checkpoint =
                 bases.get(i + 1).is_some_and(|&next| next <= recovery_point);
-            let meta = {
-                {
-                    let shortcut = if sealed_below_checkpoint {
-                        open_sealed_segment(
-                            &path,
-                            base,
-                            min_offset,
-                            config.index_interval_bytes,
-                            now,
-                        )?
-                    } else {
-                        None
-                    };
-                    let outcome = match shortcut {
-                        Some(outcome) => outcome,
-                        None => {
-                            scan_segment(&path, base, min_offset, config.index_interval_bytes, now)?
-                        }
-                    };
-                    scanned_bytes += outcome.scanned_bytes;
-                    let valid = outcome.meta.size_bytes;
-                    let mut cut = false;
-                    if let Some(reason) = &outcome.stopped_because {
-                        tracing::warn!(partition = %tp, segment = base, valid_bytes = valid, %reason,
-                            "recovery truncates the log at the first invalid batch");
-                        cut = true;
-                    }
-                    if outcome.file_bytes > valid {
-                        // Trim preallocated zeros or a torn tail so no stale bytes survive.
-                        let file = std::fs::OpenOptions::new()
-                            .write(true)
-                            .open(&path)
-                            .map_err(|e| EngineError::io(&path, e))?;
-                        file.set_len(valid).map_err(|e| EngineError::io(&path, e))?;
-                        file.sync_all().map_err(|e| EngineError::io(&path, e))?;
-                    }
-                    if cut && !is_last {
-                        cut_from = Some(i + 1);
-                    }
-                    outcome.meta
+            let outcome = recover_segment(
+                &path,
+                base,
+                min_offset,
+                sealed_below_checkpoint,
+                config.index_interval_bytes,
+                now,
+            )?;
+            scanned_bytes += outcome.scanned_bytes;
+            let valid = outcome.meta.size_bytes;
+            if let Some(reason) = &outcome.stopped_because {
+                tracing::warn!(partition = %tp, segment = base, valid_bytes = valid, %reason,
+                    "recovery truncates the log at the first invalid batch");
+                if !is_last {
+                    cut_from = Some(i + 1);
                 }
-            };
+            }
+            if outcome.file_bytes > valid {
+                // Trim preallocated zeros or a torn tail so no stale bytes survive.
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| EngineError::io(&path, e))?;
+                file.set_len(valid).map_err(|e| EngineError::io(&path, e))?;
+                file.sync_all().map_err(|e| EngineError::io(&path, e))?;
+            }
+            let meta = outcome.meta;
             min_offset = meta.next_offset;
             let size = meta.size_bytes;
             segments.push(Rc::new(Segment::new(&dir, base, meta, size)));
