@@ -428,17 +428,24 @@ impl GroupCoordinator {
         if let Err(code) = verdict {
             return (all(code), Vec::new());
         }
-        let mut records = Vec::with_capacity(req.offsets.len());
-        for (tp, offset, leader_epoch, metadata) in &req.offsets {
-            let value = OffsetCommitValue {
-                offset: *offset,
-                leader_epoch: *leader_epoch,
-                metadata: metadata.clone(),
-                commit_timestamp_ms: now_ms,
-            };
-            records.push(self.offsets.commit(&req.group_id, tp.clone(), value));
-        }
+        let records = self.record_commits(now_ms, req);
         (all(NONE), records)
+    }
+
+    /// Stores every offset of `req` and returns the records that persist them.
+    fn record_commits(&mut self, now_ms: i64, req: &OffsetCommitRequest) -> Vec<Record> {
+        req.offsets
+            .iter()
+            .map(|(tp, offset, leader_epoch, metadata)| {
+                let value = OffsetCommitValue {
+                    offset: *offset,
+                    leader_epoch: *leader_epoch,
+                    metadata: metadata.clone(),
+                    commit_timestamp_ms: now_ms,
+                };
+                self.offsets.commit(&req.group_id, tp.clone(), value)
+            })
+            .collect()
     }
 
     /// TxnOffsetCommit's membership check (Kafka's `validateOffsetCommit`
@@ -491,19 +498,9 @@ impl GroupCoordinator {
             let g = ClassicGroup::new(&req.group_id, now_ms);
             self.groups.insert(req.group_id.clone(), Group::Classic(g));
         }
-        let mut rows = Vec::with_capacity(req.offsets.len());
-        let mut records = Vec::with_capacity(req.offsets.len());
-        for (tp, offset, leader_epoch, metadata) in &req.offsets {
-            let value = OffsetCommitValue {
-                offset: *offset,
-                leader_epoch: *leader_epoch,
-                metadata: metadata.clone(),
-                commit_timestamp_ms: now_ms,
-            };
-            records.push(self.offsets.commit(&req.group_id, tp.clone(), value));
-            rows.push((tp.clone(), NONE));
-        }
-        (rows, records)
+        let records = self.record_commits(now_ms, req);
+        let rows = req.offsets.iter().map(|(tp, ..)| (tp.clone(), NONE));
+        (rows.collect(), records)
     }
 
     /// Handles an OffsetFetch: the listed partitions (-1 when none committed)

@@ -430,6 +430,17 @@ mod tests {
         }
     }
 
+    /// A coordinator where transactional id "t" has producer id 5, epoch 0,
+    /// with the given transaction timeout.
+    fn initialized(timeout_ms: i32) -> TxnCoordinator {
+        let mut c = TxnCoordinator::new();
+        c.apply(
+            "t",
+            Some(ready(c.init_producer_id("t", timeout_ms, None, 5, NOW))),
+        );
+        c
+    }
+
     fn tp(topic: &str, partition: i32) -> (String, i32) {
         (topic.to_string(), partition)
     }
@@ -468,11 +479,7 @@ mod tests {
 
     #[test]
     fn a_full_commit_cycle() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         let ongoing = c
             .add_partitions("t", 5, 0, &[tp("a", 0), tp("a", 1)], NOW)
             .expect("add")
@@ -515,11 +522,7 @@ mod tests {
 
     #[test]
     fn reinit_during_a_transaction_aborts_it_first() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         let ongoing = c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap();
         c.apply("t", ongoing);
         let abort = match c.init_producer_id("t", 60_000, None, 6, NOW) {
@@ -540,11 +543,7 @@ mod tests {
 
     #[test]
     fn timeouts_abort_and_fence() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 2_000, None, 5, NOW))),
-        );
+        let mut c = initialized(2_000);
         c.apply(
             "t",
             c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap(),
@@ -565,11 +564,7 @@ mod tests {
 
     #[test]
     fn offsets_wait_for_the_end_of_the_transaction() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         let offset = PendingOffset {
             topic: String::from("in"),
             partition: 0,
@@ -620,11 +615,7 @@ mod tests {
             leader_epoch: -1,
             metadata: None,
         };
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         let first_txn = c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap();
         c.apply("t", first_txn);
         let stale = c.add_offsets("t", 5, 0, "g", vec![offset.clone()]).unwrap();
@@ -654,11 +645,7 @@ mod tests {
 
     #[test]
     fn abort_drops_pending_offsets() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         c.apply(
             "t",
             c.add_partitions("t", 5, 0, &[tp("a", 0)], NOW).unwrap(),
@@ -711,11 +698,7 @@ mod tests {
 
     #[test]
     fn tombstones_forget_the_id() {
-        let mut c = TxnCoordinator::new();
-        c.apply(
-            "t",
-            Some(ready(c.init_producer_id("t", 60_000, None, 5, NOW))),
-        );
+        let mut c = initialized(60_000);
         c.apply("t", None);
         assert!(c.get("t").is_none());
         assert_eq!(c.all().count(), 0);
