@@ -139,6 +139,40 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
 }
 
 #[test]
+fn retention_drops_segments_left_below_the_start_by_delete_records() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        // No size or time limit: only the log start offset can doom a segment.
+        let topic = TopicConfig::default()
+            .with_overrides([("segment.bytes", "4096")])
+            .unwrap();
+        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", topic).await;
+        // Fresh timestamps, so that retention.ms (7 days) dooms nothing; 100
+        // records make a batch of about 3 KiB, so each batch rolls a segment.
+        let now_ms = engine::log::now_ms_public();
+        for first in [0, 100, 200] {
+            let r = log.append(&mut batch(first, 100, now_ms), 0).unwrap();
+            log.wait_durable(r.last_offset).await.unwrap();
+        }
+        assert_eq!(log.segment_base_offsets(), vec![0, 100, 200]);
+        // Everything goes, but the active segment cannot be deleted yet.
+        assert_eq!(log.delete_records(300).await.unwrap(), 300);
+        assert_eq!(log.segment_base_offsets(), vec![200]);
+        // The next batch rolls it: now a sealed segment lies wholly below the start.
+        let r = log.append(&mut batch(300, 100, now_ms), 0).unwrap();
+        log.wait_durable(r.last_offset).await.unwrap();
+        assert_eq!(log.segment_base_offsets(), vec![200, 300]);
+        assert_eq!(log.apply_retention().unwrap(), 1);
+        assert_eq!(log.segment_base_offsets(), vec![300]);
+        assert_eq!(log.log_start_offset(), 300, "the start stays put");
+        let keys = read_all(&log, 300).await;
+        assert_eq!(keys.first().map(|k| k.0), Some(300));
+        assert_eq!(keys.last().map(|k| k.0), Some(399));
+    });
+}
+
+#[test]
 fn lookups_by_timestamp_follow_list_offsets() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();

@@ -63,16 +63,23 @@ impl PartitionLog {
 
     /// Applies `retention.ms` and `retention.bytes`: deletes the oldest
     /// sealed segments that are past either, moving the log start offset.
-    /// Returns how many segments were deleted.
+    /// Sealed segments wholly below the log start offset (left by a
+    /// DeleteRecords that ended in the then active segment) go first, as
+    /// Kafka's log-start-offset breach does. Returns how many segments were
+    /// deleted.
     pub fn apply_retention(&self) -> Result<usize, EngineError> {
         // Producer expiry rides on the retention tick, as in Kafka.
         let expired = self.expire_producers(now_ms());
         if expired > 0 {
             tracing::debug!(partition = %self.tp, expired, "idle producers expired");
         }
+        let below_start = self.delete_segments_below(self.log_start_offset())?;
+        if below_start > 0 {
+            self.forget_deleted_segments();
+        }
         let config = self.config();
         if !config.cleanup_policy.delete {
-            return Ok(0);
+            return Ok(below_start);
         }
         let now = now_ms();
         let hw = self.high_watermark.get();
@@ -103,7 +110,7 @@ impl PartitionLog {
             }
         }
         if delete_count == 0 {
-            return Ok(0);
+            return Ok(below_start);
         }
         let doomed: Vec<_> = self
             .state
@@ -127,7 +134,7 @@ impl PartitionLog {
             tracing::info!(partition = %self.tp, base_offset = segment.base_offset, "retention deletes segment");
             segment.delete_files()?;
         }
-        Ok(doomed.len())
+        Ok(below_start + doomed.len())
     }
 
     /// Truncates the log to end just before `offset` (replication: a follower
