@@ -2,6 +2,12 @@
 //! (`bench_harness`) for the modules; this file only parses arguments and
 //! dispatches.
 
+/// The broker's allocator: the load generator shares the host's cores with
+/// the broker it measures, so its allocations should cost no more than
+/// they must.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};

@@ -12,6 +12,10 @@
 //! a partition at 125–10,000 appends/s; 256 appends in flight share one
 //! sync, so throughput should grow by two orders of magnitude.
 
+/// The broker binary's allocator, so appends see the same allocation costs.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use engine::batch::{BatchBuilder, Compression};
 use engine::index::{OffsetIndex, TimeIndex};
