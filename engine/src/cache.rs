@@ -102,24 +102,28 @@ impl BatchCache {
 
 /// Cuts whole batches starting at the batch that holds `offset` from the
 /// chunks, up to `max_bytes` (at least one batch), never past `limit_offset`.
-/// `None` when the chunks do not hold `offset`.
+/// The batches come as slices of the cached chunks, one per chunk touched
+/// (its batches are contiguous), not joined: a send path gathers them into
+/// one `sendmsg`. `None` when the chunks do not hold `offset`.
 pub fn read_from_chunks(
     chunks: &VecDeque<CachedChunk>,
     offset: i64,
     max_bytes: usize,
     limit_offset: i64,
-) -> Option<Bytes> {
+) -> Option<Vec<Bytes>> {
     let start_idx = chunks
         .iter()
         .position(|c| c.first_offset <= offset && offset < c.next_offset)?;
     let mut out: Vec<Bytes> = Vec::new();
     let mut total = 0usize;
     let mut expected_first = chunks[start_idx].first_offset;
-    for chunk in chunks.iter().skip(start_idx) {
+    'chunks: for chunk in chunks.iter().skip(start_idx) {
         if chunk.first_offset != expected_first || chunk.next_offset > limit_offset {
             break;
         }
         expected_first = chunk.next_offset;
+        // The byte range of this chunk's batches taken so far.
+        let mut taken: Option<std::ops::Range<usize>> = None;
         for item in crate::batch::batches(&chunk.bytes) {
             let Ok((header, range)) = item else { break };
             if header.last_offset() < offset {
@@ -127,16 +131,26 @@ pub fn read_from_chunks(
             }
             let len = range.len();
             if total > 0 && total + len > max_bytes {
-                return Some(concat(out));
+                if let Some(taken) = taken {
+                    out.push(chunk.bytes.slice(taken));
+                }
+                break 'chunks;
             }
-            out.push(chunk.bytes.slice(range));
             total += len;
+            taken = Some(match taken {
+                Some(t) => t.start..range.end,
+                None => range,
+            });
+        }
+        if let Some(taken) = taken {
+            out.push(chunk.bytes.slice(taken));
         }
     }
-    (!out.is_empty()).then(|| concat(out))
+    (!out.is_empty()).then_some(out)
 }
 
-fn concat(parts: Vec<Bytes>) -> Bytes {
+/// The pieces joined into one buffer (no copy for a single piece).
+pub fn concat(parts: Vec<Bytes>) -> Bytes {
     if parts.len() == 1 {
         return parts.into_iter().next().unwrap_or_default();
     }

@@ -62,6 +62,7 @@ async fn read_committed_all(
         let bytes = match result.data {
             ReadData::Empty => break,
             ReadData::Bytes(bytes) => bytes.to_vec(),
+            ReadData::Pieces(pieces) => pieces.concat(),
             ReadData::File(slice) => {
                 let mut buf = vec![0u8; slice.length];
                 std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut buf, slice.position)
@@ -145,7 +146,11 @@ fn interleaved_transactions_read_committed_and_restart() {
         assert_eq!(marker(&log, B, false).await, 8);
         assert_eq!(log.last_stable_offset(), 9);
         assert_eq!(log.high_watermark(), 9);
-        for mode in [ReadMode::Copy, ReadMode::FileSlice] {
+        for mode in [
+            ReadMode::Copy,
+            ReadMode::FileSlice,
+            ReadMode::CachedPiecesOrCopy,
+        ] {
             let (offsets, aborted) = read_committed_all(&log, 0, mode).await;
             assert_eq!(offsets, vec![0, 1, 2, 3, 4, 5, 7], "{mode:?}");
             assert_eq!(aborted, vec![(B, 2)], "{mode:?}");

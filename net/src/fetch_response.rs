@@ -238,23 +238,23 @@ impl ChunkWriter {
     /// chunk of its own. Empty reads are sent as empty (not null) records,
     /// as Kafka does.
     fn put_records(&mut self, flexible: bool, records: &ReadData) {
-        let payload = match records {
-            ReadData::Empty => None,
-            ReadData::Bytes(bytes) => (!bytes.is_empty()).then(|| OutChunk::Bytes(bytes.clone())),
-            ReadData::File(slice) => (slice.length > 0).then(|| {
-                OutChunk::File(FileSlice {
-                    file: slice.file.clone(),
-                    position: slice.position,
-                    length: slice.length,
-                })
-            }),
+        let payload: Vec<OutChunk> = match records {
+            ReadData::Empty => Vec::new(),
+            ReadData::Bytes(bytes) => vec![OutChunk::Bytes(bytes.clone())],
+            ReadData::Pieces(pieces) => pieces.iter().cloned().map(OutChunk::Bytes).collect(),
+            ReadData::File(slice) => vec![OutChunk::File(FileSlice {
+                file: slice.file.clone(),
+                position: slice.position,
+                length: slice.length,
+            })],
         };
-        let length = payload.as_ref().map_or(0, OutChunk::len);
+        let length: usize = payload.iter().map(OutChunk::len).sum();
         self.put_length(flexible, Some(length));
-        if let Some(payload) = payload {
+        if length > 0 {
             self.flush_framing();
-            self.total_bytes += payload.len();
-            self.chunks.push(payload);
+            self.total_bytes += length;
+            self.chunks
+                .extend(payload.into_iter().filter(|chunk| !chunk.is_empty()));
         }
     }
 
@@ -412,6 +412,7 @@ mod tests {
                 let want_records = match &w.records {
                     ReadData::Empty => Bytes::new(),
                     ReadData::Bytes(bytes) => bytes.clone(),
+                    ReadData::Pieces(pieces) => Bytes::from(pieces.concat()),
                     ReadData::File(_) => unreachable!("oracle compares Bytes responses"),
                 };
                 assert_eq!(p.records.as_ref(), Some(&want_records), "v{version}");
@@ -425,6 +426,28 @@ mod tests {
         for version in FETCH_VERSION_MIN..=FETCH_VERSION_MAX {
             let chunks = encode_fetch_response(99, version, &expected);
             check_decodes(version, &expected, &materialise(&chunks));
+        }
+    }
+
+    /// The same records as [`bytes_records`], cut into three pieces.
+    fn pieces_records(seed: u8) -> ReadData {
+        let all = sample_records(seed, 300 + usize::from(seed) * 200);
+        let (a, b) = (all.len() / 3, 2 * all.len() / 3);
+        ReadData::Pieces(vec![all.slice(..a), all.slice(a..b), all.slice(b..)])
+    }
+
+    #[test]
+    fn pieces_go_out_as_their_own_chunks_and_decode_like_joined_bytes() {
+        let joined = sample_response(bytes_records);
+        let pieces = sample_response(pieces_records);
+        for version in FETCH_VERSION_MIN..=FETCH_VERSION_MAX {
+            let joined_chunks = encode_fetch_response(99, version, &joined);
+            let pieces_chunks = encode_fetch_response(99, version, &pieces);
+            // Two partitions with records: two more chunks each.
+            assert_eq!(pieces_chunks.len(), joined_chunks.len() + 4, "v{version}");
+            let wire = materialise(&pieces_chunks);
+            assert_eq!(wire, materialise(&joined_chunks), "v{version}");
+            check_decodes(version, &pieces, &wire);
         }
     }
 

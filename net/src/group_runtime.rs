@@ -517,8 +517,10 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
             let bytes = match read.data {
                 ReadData::Bytes(bytes) => bytes,
                 ReadData::Empty => break,
-                ReadData::File(_) => {
-                    return Err(format!("replay of {tp:?}: file slice from a copy read"))
+                ReadData::Pieces(_) | ReadData::File(_) => {
+                    return Err(format!(
+                        "replay of {tp:?}: pieces or a file slice from a copy read"
+                    ))
                 }
             };
             let before = offset;

@@ -130,6 +130,8 @@ pub enum SendData {
     Empty,
     /// Bytes in memory (copy path or batch cache).
     Bytes(Bytes),
+    /// Batches from the batch cache, in pieces sent with one gathered write.
+    Pieces(Vec<Bytes>),
     /// A byte range of a segment file.
     File {
         /// Duplicated descriptor of the segment.
@@ -147,6 +149,7 @@ impl SendData {
         match self {
             SendData::Empty => 0,
             SendData::Bytes(bytes) => bytes.len(),
+            SendData::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
             SendData::File { length, .. } => *length,
         }
     }

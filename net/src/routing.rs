@@ -283,7 +283,7 @@ async fn read(
     let mode = if file_slice {
         ReadMode::CachedOrFileSlice
     } else {
-        ReadMode::Copy
+        ReadMode::CachedPiecesOrCopy
     };
     let outcome = |error_code: i16, data: SendData| ReadOutcome {
         error_code,
@@ -303,6 +303,7 @@ async fn read(
             let data = match result.data {
                 ReadData::Empty => SendData::Empty,
                 ReadData::Bytes(bytes) => SendData::Bytes(bytes),
+                ReadData::Pieces(pieces) => SendData::Pieces(pieces),
                 // The engine's Rc<File> cannot leave the shard; a duplicated
                 // descriptor can (one dup per partition read).
                 ReadData::File(slice) => match slice.file.try_clone() {

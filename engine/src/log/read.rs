@@ -9,7 +9,7 @@
 
 use super::PartitionLog;
 use crate::batch::{self, BatchHeader, HEADER_BYTES};
-use crate::cache::read_from_chunks;
+use crate::cache::{concat, read_from_chunks};
 use crate::error::EngineError;
 use crate::segment::Segment;
 use bytes::Bytes;
@@ -18,8 +18,13 @@ use std::rc::Rc;
 /// How the caller wants the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
-    /// Owned bytes (from the batch cache or read into memory).
+    /// Owned, contiguous bytes (from the batch cache or read into memory):
+    /// for readers that parse what they read.
     Copy,
+    /// Owned bytes, with batch-cache hits left in pieces
+    /// ([`ReadData::Pieces`]): the copy send path's mode, which gathers the
+    /// pieces into one `sendmsg` instead of joining them first.
+    CachedPiecesOrCopy,
     /// A file range for sendfile/splice.
     FileSlice,
     /// Bytes from the batch cache when the batches are there, a file range
@@ -48,6 +53,9 @@ pub enum ReadData {
     Empty,
     /// Owned bytes.
     Bytes(Bytes),
+    /// Whole batches from the batch cache, in order, as slices of the cached
+    /// chunks (never in [`ReadMode::Copy`]).
+    Pieces(Vec<Bytes>),
     /// A file range.
     File(FileSlice),
 }
@@ -58,6 +66,7 @@ impl ReadData {
         match self {
             ReadData::Empty => 0,
             ReadData::Bytes(b) => b.len(),
+            ReadData::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
             ReadData::File(f) => f.length,
         }
     }
@@ -133,6 +142,7 @@ impl PartitionLog {
             // Only when an abort may overlap: find the last offset returned.
             let last_offset = match (&result.data, range) {
                 (ReadData::Bytes(bytes), _) => last_offset_of(bytes),
+                (ReadData::Pieces(pieces), _) => pieces.last().and_then(|p| last_offset_of(p)),
                 (ReadData::File(_), Some((segment, position, length))) => {
                     last_offset_of(&segment.read_bytes(position, length).await?)
                 }
@@ -190,10 +200,13 @@ impl PartitionLog {
             return Ok((result, None));
         }
         if mode != ReadMode::FileSlice {
-            if let Some(bytes) =
+            if let Some(pieces) =
                 read_from_chunks(&self.chunks.borrow(), offset, max_bytes, limit_offset)
             {
-                result.data = ReadData::Bytes(bytes);
+                result.data = match mode {
+                    ReadMode::Copy => ReadData::Bytes(concat(pieces)),
+                    _ => ReadData::Pieces(pieces),
+                };
                 return Ok((result, None));
             }
         }
@@ -223,7 +236,7 @@ impl PartitionLog {
         }
         let length = (end_position - position) as usize;
         result.data = match mode {
-            ReadMode::Copy => {
+            ReadMode::Copy | ReadMode::CachedPiecesOrCopy => {
                 ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?))
             }
             ReadMode::FileSlice | ReadMode::CachedOrFileSlice => {

@@ -32,6 +32,18 @@ pub async fn read_checked(log: &PartitionLog, from: i64, mode: ReadMode) -> Vec<
         let bytes = match result.data {
             ReadData::Empty => break,
             ReadData::Bytes(b) => b.to_vec(),
+            ReadData::Pieces(pieces) => {
+                // Each piece is whole batches of one cached chunk.
+                for piece in &pieces {
+                    let mut iter = batch::batches(piece);
+                    assert!(
+                        iter.by_ref().all(|item| item.is_ok()),
+                        "piece with a bad batch"
+                    );
+                    assert_eq!(iter.remainder_bytes(), 0, "a piece ends inside a batch");
+                }
+                pieces.concat()
+            }
             ReadData::File(slice) => {
                 let mut buf = vec![0u8; slice.length];
                 std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut buf, slice.position)
@@ -89,11 +101,13 @@ pub async fn read_checked(log: &PartitionLog, from: i64, mode: ReadMode) -> Vec<
     out
 }
 
-/// Reads with both modes and checks they agree.
+/// Reads in every mode and checks they agree.
 pub async fn read_both(log: &PartitionLog, from: i64) -> Vec<ReadRecord> {
     let copy = read_checked(log, from, ReadMode::Copy).await;
     let slice = read_checked(log, from, ReadMode::FileSlice).await;
     assert_eq!(copy, slice, "copy and file-slice reads differ");
+    let pieces = read_checked(log, from, ReadMode::CachedPiecesOrCopy).await;
+    assert_eq!(copy, pieces, "copy and cached-pieces reads differ");
     copy
 }
 

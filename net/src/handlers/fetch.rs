@@ -250,6 +250,7 @@ fn into_read_data(data: SendData) -> ReadData {
     match data {
         SendData::Empty => ReadData::Empty,
         SendData::Bytes(bytes) => ReadData::Bytes(bytes),
+        SendData::Pieces(pieces) => ReadData::Pieces(pieces),
         SendData::File {
             file,
             position,
