@@ -4,6 +4,10 @@
 //!
 //! Run: `cargo run --release -p rill-engine --example idle_partitions -- 10000 [dir]`
 
+/// The broker binary's allocator, so the figure is what `rill serve` pays.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use engine::batch::{BatchBuilder, Compression};
 use engine::{EngineConfig, LogManager, TopicConfig, TopicPartition};
 use std::time::Instant;
