@@ -235,8 +235,8 @@ impl ChunkWriter {
     }
 
     /// Records (nullable bytes): the length prefix is framing, the payload a
-    /// chunk of its own. Empty reads are sent as empty (not null) records,
-    /// as Kafka does.
+    /// chunk of its own (one per piece of a batch-cache read). Empty reads
+    /// are sent as empty (not null) records, as Kafka does.
     fn put_records(&mut self, flexible: bool, records: &ReadData) {
         let payload: Vec<OutChunk> = match records {
             ReadData::Empty => Vec::new(),
