@@ -64,6 +64,16 @@ pub async fn open_log(
     (manager, log)
 }
 
+/// Appends `records` and waits until the log's flush policy is met.
+pub async fn append_durable(
+    log: &engine::PartitionLog,
+    mut records: Vec<u8>,
+) -> engine::AppendResult {
+    let r = log.append(&mut records, 0).unwrap();
+    log.wait_durable(r.last_offset).await.unwrap();
+    r
+}
+
 /// Keys of all records readable from `offset`, with their offsets.
 pub async fn read_all(log: &engine::PartitionLog, mut offset: i64) -> Vec<(i64, String)> {
     let mut out = Vec::new();

@@ -70,9 +70,7 @@ fn survives_restart_and_keeps_appending() {
     run(async move {
         let (m, log) = open_log(config(&p, FlushPolicy::Fsync), "t", TopicConfig::default()).await;
         for i in 0..20 {
-            let mut b = batch(i * 3, 3, 1_000 + i as i64);
-            let r = log.append(&mut b, 0).unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
+            append_durable(&log, batch(i * 3, 3, 1_000 + i as i64)).await;
         }
         m.shutdown().await.unwrap();
     });
@@ -81,10 +79,8 @@ fn survives_restart_and_keeps_appending() {
         let (_m, log) = open_log(config(&p, FlushPolicy::Fsync), "t", TopicConfig::default()).await;
         assert_eq!(log.log_end_offset(), 60);
         assert_eq!(log.high_watermark(), 60);
-        let mut b = batch(60, 3, 5_000);
-        let r = log.append(&mut b, 0).unwrap();
+        let r = append_durable(&log, batch(60, 3, 5_000)).await;
         assert_eq!(r.base_offset, 60);
-        log.wait_durable(r.last_offset).await.unwrap();
         let keys = read_all(&log, 0).await;
         assert_eq!(keys.len(), 63);
         assert!(keys
@@ -104,9 +100,7 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
             .unwrap();
         let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", topic).await;
         for i in 0..100 {
-            let mut b = batch(i * 10, 10, 1_000);
-            let r = log.append(&mut b, 0).unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
+            append_durable(&log, batch(i * 10, 10, 1_000)).await;
         }
         assert!(log.segment_count() > 5, "segments {}", log.segment_count());
         let bases = log.segment_base_offsets();
@@ -152,16 +146,14 @@ fn retention_drops_segments_left_below_the_start_by_delete_records() {
         // records make a batch of about 3 KiB, so each batch rolls a segment.
         let now_ms = engine::log::now_ms_public();
         for first in [0, 100, 200] {
-            let r = log.append(&mut batch(first, 100, now_ms), 0).unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
+            append_durable(&log, batch(first, 100, now_ms)).await;
         }
         assert_eq!(log.segment_base_offsets(), vec![0, 100, 200]);
         // Everything goes, but the active segment cannot be deleted yet.
         assert_eq!(log.delete_records(300).await.unwrap(), 300);
         assert_eq!(log.segment_base_offsets(), vec![200]);
         // The next batch rolls it: now a sealed segment lies wholly below the start.
-        let r = log.append(&mut batch(300, 100, now_ms), 0).unwrap();
-        log.wait_durable(r.last_offset).await.unwrap();
+        append_durable(&log, batch(300, 100, now_ms)).await;
         assert_eq!(log.segment_base_offsets(), vec![200, 300]);
         assert_eq!(log.apply_retention().unwrap(), 1);
         assert_eq!(log.segment_base_offsets(), vec![300]);
@@ -183,9 +175,7 @@ fn lookups_by_timestamp_follow_list_offsets() {
         let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", topic).await;
         for i in 0..50 {
             // Records i*4..i*4+4 with timestamps 10_000 + i*100 + j.
-            let mut b = batch(i * 4, 4, 10_000 + i as i64 * 100);
-            let r = log.append(&mut b, 0).unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
+            append_durable(&log, batch(i * 4, 4, 10_000 + i as i64 * 100)).await;
         }
         assert_eq!(log.offset_for_timestamp(-2).await.unwrap(), Some((0, -1)));
         assert_eq!(log.offset_for_timestamp(-1).await.unwrap(), Some((200, -1)));
@@ -229,10 +219,8 @@ fn truncation_cuts_at_batch_boundaries_and_appends_continue() {
             100,
             "offset 102 is inside batch 100..=104"
         );
-        let mut b = batch(100, 5, 2_000);
-        let r = log.append(&mut b, 0).unwrap();
+        let r = append_durable(&log, batch(100, 5, 2_000)).await;
         assert_eq!(r.base_offset, 100);
-        log.wait_durable(r.last_offset).await.unwrap();
         let keys = read_all(&log, 0).await;
         assert_eq!(keys.len(), 105);
         assert!(keys.iter().enumerate().all(|(i, (o, _))| *o == i as i64));
@@ -260,9 +248,7 @@ fn compaction_keeps_the_newest_value_per_key_and_offsets() {
                 Some(value.as_bytes()),
                 &[],
             );
-            let mut b = builder.build().unwrap();
-            let r = log.append(&mut b, 0).unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
+            append_durable(&log, builder.build().unwrap()).await;
         }
         let stats = engine::compaction::compact(&log).await.unwrap();
         assert!(stats.records_removed > 100, "{stats:?}");
