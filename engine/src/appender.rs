@@ -343,7 +343,7 @@ impl Appender {
 
     /// `fdatasync`: makes every completed write durable.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        fdatasync(&self.file, &self.path).await
+        self.sync_handle().sync().await
     }
 
     /// A handle that syncs this file independently of the appender, so the
@@ -400,12 +400,6 @@ impl Appender {
         self.written_bytes = size_bytes;
         self.sync().await
     }
-}
-
-async fn fdatasync(file: &DmaFile, path: &Path) -> Result<(), EngineError> {
-    file.fdatasync()
-        .await
-        .map_err(|e| EngineError::io(path, e.into()))
 }
 
 /// Syncs one segment file; see [`Appender::sync_handle`].
