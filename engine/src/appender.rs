@@ -18,29 +18,14 @@
 //! in-place one microseconds. The step starts small and doubles up to the
 //! configured maximum, so that ten thousand idle partitions do not reserve
 //! gigabytes.
-//!
-//! Whole blocks are *streamed* while a group commit's appends still arrive
-//! ([`Appender::stream`]): once enough of them are buffered they go out at
-//! once on the shard's second ring ([`crate::uring`]), which submits
-//! immediately, so the disk writes while the next appends are validated. The
-//! partial last block stays in memory until [`Appender::write`] ends the
-//! round. Streamed writes cover whole blocks that no other write touches, so
-//! they may run together; `write` waits for all of them.
 
 use crate::error::EngineError;
-use crate::uring::{Completion, Ring};
 use glommio::io::{DmaFile, OpenOptions};
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// Largest single O_DIRECT write; bigger appends are split and issued together.
 const WRITE_PIECE_BYTES: usize = 256 << 10;
-
-/// Whole blocks buffered before [`Appender::stream`] writes them: large
-/// enough that a write's fixed cost (≈ 20 µs here) stays small against its
-/// transfer, small enough that a group commit's first writes start early.
-const STREAM_MIN_BYTES: usize = 64 << 10;
 
 /// Copies the bytes of `tail ++ parts[0] ++ parts[1] ++ ...` that fall in
 /// `[piece_start, piece_start + piece.len())` into `piece`, zero-filling past
@@ -90,25 +75,12 @@ pub struct Appender {
     /// Shared with [`SyncHandle`]s, so a sync can run while the next write
     /// is in flight.
     file: Rc<DmaFile>,
-    /// The shard's ring, on which writes and syncs are submitted at once.
-    ring: Rc<Ring>,
     path: PathBuf,
     alignment: u64,
-    /// Logical end: bytes of valid data taken, written or being written.
+    /// Logical end: bytes of valid data written to the file.
     written_bytes: u64,
-    /// Bytes from the last block boundary not yet written as whole blocks
-    /// (at most the partial last block after [`Appender::write`]).
+    /// Bytes of the partial last block, kept to be rewritten.
     tail: Vec<u8>,
-    /// The tail's first block is on disk, partly filled (written by the last
-    /// [`Appender::write`] or found at open), so its rewrite goes out alone.
-    tail_on_disk: bool,
-    /// The tail holds bytes no write has carried yet.
-    tail_dirty: bool,
-    /// Streamed writes in flight, with the bytes each must write.
-    streamed: Vec<(Completion, usize)>,
-    /// A streamed write that could not be submitted; [`Appender::write`]
-    /// reports it.
-    stream_error: Option<std::io::Error>,
     /// Bytes the file has been preallocated to.
     preallocated_bytes: u64,
     /// Next preallocation step.
@@ -164,18 +136,12 @@ impl Appender {
             }
             tail.extend_from_slice(&read[..keep]);
         }
-        let ring = Ring::shard().map_err(|e| EngineError::io(path, e))?;
         Ok(Appender {
             file: Rc::new(file),
-            ring,
             path: path.to_path_buf(),
             alignment,
             written_bytes,
-            tail_on_disk: !tail.is_empty(),
             tail,
-            tail_dirty: false,
-            streamed: Vec::new(),
-            stream_error: None,
             preallocated_bytes: size,
             step_bytes: FIRST_PREALLOCATE_BYTES.min(max_step_bytes.max(alignment)),
             max_step_bytes: max_step_bytes.max(alignment),
@@ -192,90 +158,11 @@ impl Appender {
         self.alignment
     }
 
-    fn raw_fd(&self) -> RawFd {
-        self.file.as_raw_fd()
-    }
-
-    /// Takes `data` as the next bytes of the file and, once enough whole
-    /// blocks are buffered, writes them now, without waiting (see the module
-    /// notes). Returns false, taking nothing, when `data` would pass the
-    /// preallocated space: [`Appender::write`] must carry it.
-    pub fn stream(&mut self, data: &[u8]) -> bool {
-        let end = self.written_bytes + data.len() as u64;
-        if end > self.preallocated_bytes || self.stream_error.is_some() {
-            return false;
-        }
-        self.tail.extend_from_slice(data);
-        self.written_bytes = end;
-        self.tail_dirty = true;
-        let alignment = self.alignment as usize;
-        if self.tail.len() < STREAM_MIN_BYTES + alignment {
-            return true;
-        }
-        let whole_bytes = self.tail.len() - self.tail.len() % alignment;
-        let start = self.written_bytes - self.tail.len() as u64;
-        let piece_bytes = WRITE_PIECE_BYTES.max(alignment);
-        let mut at = 0usize;
-        while at < whole_bytes {
-            // A block already on disk goes alone (see the module notes).
-            let len = if at == 0 && self.tail_on_disk {
-                alignment
-            } else {
-                piece_bytes.min(whole_bytes - at)
-            };
-            let mut buffer = self.file.alloc_dma_buffer(len);
-            buffer.as_bytes_mut()[..len].copy_from_slice(&self.tail[at..at + len]);
-            match self
-                .ring
-                .write_at(self.raw_fd(), buffer, len, start + at as u64)
-            {
-                Ok(completion) => self.streamed.push((completion, len)),
-                Err(error) => {
-                    // Unsent blocks stay in the tail; the next write fails
-                    // with this error and the partition goes offline.
-                    self.tail.drain(..at);
-                    self.tail_on_disk = false;
-                    self.stream_error = Some(error);
-                    return true;
-                }
-            }
-            at += len;
-        }
-        self.tail.drain(..whole_bytes);
-        self.tail_on_disk = false;
-        true
-    }
-
-    /// Waits for every streamed write; the first failure is returned.
-    async fn drain_streamed(&mut self) -> Result<(), EngineError> {
-        let mut first_error = self.stream_error.take();
-        for (completion, expected) in std::mem::take(&mut self.streamed) {
-            let result = completion.await;
-            if first_error.is_none() {
-                match result {
-                    Ok(n) if n as usize == expected => {}
-                    Ok(_) => {
-                        first_error = Some(std::io::Error::new(
-                            std::io::ErrorKind::WriteZero,
-                            "short direct write",
-                        ))
-                    }
-                    Err(error) => first_error = Some(error),
-                }
-            }
-        }
-        match first_error {
-            Some(error) => Err(EngineError::io(&self.path, error)),
-            None => Ok(()),
-        }
-    }
-
-    /// Writes `parts`, one after the other, right after the current end,
-    /// with the buffered tail, and waits for them and every streamed write.
+    /// Writes `parts`, one after the other, right after the current end.
     pub async fn write(&mut self, parts: &[&[u8]]) -> Result<(), EngineError> {
         let data_bytes: usize = parts.iter().map(|p| p.len()).sum();
-        if data_bytes == 0 && !self.tail_dirty {
-            return self.drain_streamed().await;
+        if data_bytes == 0 {
+            return Ok(());
         }
         let start = self.written_bytes - self.tail.len() as u64;
         debug_assert_eq!(start % self.alignment, 0);
@@ -292,34 +179,32 @@ impl Appender {
         // ext4 only takes the shared-lock, non-blocking path for a write that
         // lies within one kind of extent.
         let piece_bytes = WRITE_PIECE_BYTES.max(self.alignment as usize);
+        let mut writes = Vec::with_capacity(padded.div_ceil(piece_bytes) + 1);
         let mut piece_start = 0usize;
         while piece_start < padded {
-            let piece_len = if piece_start == 0 && self.tail_on_disk {
+            let piece_len = if piece_start == 0 && !self.tail.is_empty() {
                 self.alignment as usize
             } else {
                 piece_bytes.min(padded - piece_start)
             };
             let mut buffer = self.file.alloc_dma_buffer(piece_len);
             fill_piece(buffer.as_bytes_mut(), piece_start, &self.tail, parts);
-            let position = start + piece_start as u64;
-            match self
-                .ring
-                .write_at(self.raw_fd(), buffer, piece_len, position)
-            {
-                Ok(completion) => self.streamed.push((completion, piece_len)),
-                Err(error) => {
-                    self.stream_error.get_or_insert(error);
-                    break;
-                }
-            }
+            writes.push(self.file.write_at(buffer, start + piece_start as u64));
             piece_start += piece_len;
         }
-        self.drain_streamed().await?;
+        let mut written = 0usize;
+        for result in futures::future::join_all(writes).await {
+            written += result.map_err(|e| EngineError::io(&self.path, e.into()))?;
+        }
+        if written != padded {
+            return Err(EngineError::io(
+                &self.path,
+                std::io::Error::new(std::io::ErrorKind::WriteZero, "short direct write"),
+            ));
+        }
         self.written_bytes = end;
         let keep = (end % self.alignment) as usize;
         self.tail = last_bytes(keep, &self.tail, parts);
-        self.tail_on_disk = keep > 0;
-        self.tail_dirty = false;
         Ok(())
     }
 
@@ -343,7 +228,7 @@ impl Appender {
 
     /// `fdatasync`: makes every completed write durable.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        self.sync_handle().sync().await
+        fdatasync(&self.file, &self.path).await
     }
 
     /// A handle that syncs this file independently of the appender, so the
@@ -351,14 +236,12 @@ impl Appender {
     pub fn sync_handle(&self) -> SyncHandle {
         SyncHandle {
             file: self.file.clone(),
-            ring: self.ring.clone(),
             path: self.path.clone(),
         }
     }
 
     /// Trims the preallocated space (segment sealed or broker stopping) and syncs.
-    pub async fn seal(mut self) -> Result<(), EngineError> {
-        self.drain_streamed().await?;
+    pub async fn seal(self) -> Result<(), EngineError> {
         self.file
             .truncate(self.written_bytes)
             .await
@@ -376,8 +259,6 @@ impl Appender {
     /// recovery), zeroing what follows so no stale batch survives.
     pub async fn truncate(&mut self, size_bytes: u64) -> Result<(), EngineError> {
         assert!(size_bytes <= self.written_bytes);
-        // No write may land after the cut.
-        self.drain_streamed().await?;
         self.file
             .truncate(size_bytes)
             .await
@@ -394,34 +275,29 @@ impl Appender {
                 .map_err(|e| EngineError::io(&self.path, e.into()))?;
             tail.extend_from_slice(&read[..keep.min(read.len())]);
         }
-        self.tail_on_disk = !tail.is_empty();
-        self.tail_dirty = false;
         self.tail = tail;
         self.written_bytes = size_bytes;
         self.sync().await
     }
 }
 
+async fn fdatasync(file: &DmaFile, path: &Path) -> Result<(), EngineError> {
+    file.fdatasync()
+        .await
+        .map_err(|e| EngineError::io(path, e.into()))
+}
+
 /// Syncs one segment file; see [`Appender::sync_handle`].
 #[derive(Clone)]
 pub struct SyncHandle {
     file: Rc<DmaFile>,
-    ring: Rc<Ring>,
     path: PathBuf,
 }
 
 impl SyncHandle {
     /// `fdatasync` of the file: every write completed before it is durable.
-    /// Submitted on the shard ring, so it starts now even while woken tasks
-    /// are still running.
     pub async fn sync(&self) -> Result<(), EngineError> {
-        let io = |e| EngineError::io(&self.path, e);
-        self.ring
-            .fdatasync(self.file.as_raw_fd())
-            .map_err(io)?
-            .await
-            .map(|_| ())
-            .map_err(io)
+        fdatasync(&self.file, &self.path).await
     }
 
     /// Whether both handles sync the same open file.

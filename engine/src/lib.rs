@@ -42,7 +42,6 @@ pub mod retention;
 pub mod segment;
 pub mod shard;
 pub mod txn_index;
-pub mod uring;
 
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;

@@ -232,27 +232,6 @@ impl PartitionLog {
                 txn.record_completed(segment.base_offset, &completed);
             }
         }
-        // Hand the bytes to the appender now when it can take them in log
-        // order; its whole blocks then go to disk while later appends run.
-        let streamed = state.unstreamed_chunks == 0
-            && match segment.appender.try_borrow_mut() {
-                Ok(mut slot) => match slot.as_mut() {
-                    Some(appender) => {
-                        assert_eq!(
-                            appender.written_bytes(),
-                            position,
-                            "the appender holds every earlier byte"
-                        );
-                        appender.stream(&records[..total_bytes])
-                    }
-                    // The flusher holds it, or the segment is new.
-                    None => false,
-                },
-                Err(_) => false,
-            };
-        if !streamed {
-            state.unstreamed_chunks += 1;
-        }
         state.pending.push_back(PendingChunk {
             segment,
             position,
@@ -260,7 +239,6 @@ impl PartitionLog {
             next_offset,
             batch_count: validated.len() as u64,
             bytes: payload.into_vec(total_bytes),
-            streamed,
         });
         state.log_end_offset = next_offset;
         let log_start_offset = state.log_start_offset;

@@ -1,17 +1,12 @@
 //! The pipelined group commit.
 //!
-//! Appends hand their bytes to the active segment's appender as they come
-//! ([`crate::appender::Appender::stream`]), which writes whole blocks at
-//! once on the shard's second ring: the disk is busy while later appends of
-//! the same round are still validated. Two tasks per partition then run
-//! while there is something to do:
-//! - the *writer* ends a round: it waits for the streamed writes and writes
-//!   the rest (the partial last block, and chunks the appender could not
-//!   take: a new segment, or appends made while the writer held it);
+//! Two tasks per partition run while there is something to do:
+//! - the *writer* takes everything appended since its previous round and
+//!   writes it with one O_DIRECT write per segment touched (the appends go
+//!   straight from their buffers into the DMA pieces, never joined first);
 //! - the *syncer* covers whatever the writer has completed with one
-//!   fdatasync per dirty file, submitted at once on the same ring (the writer
-//!   fills the batch cache meanwhile), then makes those rounds durable and,
-//!   under `fsync`, visible to readers.
+//!   fdatasync per dirty file, then makes those rounds durable and, under
+//!   `fsync`, visible to readers.
 //!
 //! They overlap: while one round's fdatasync is in flight the writer is
 //! already writing the next, and appends keep accumulating for the round
@@ -30,17 +25,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::Instant;
 
-/// One appended chunk of a round.
-pub(crate) struct WrittenPart {
-    first_offset: i64,
-    next_offset: i64,
-    /// Where the chunk ends in its segment file.
-    end_position: u64,
-    /// The batches, until they go into the batch cache.
-    bytes: Option<Bytes>,
-    /// The appender took them at append time.
-    streamed: bool,
-}
+/// A chunk's offsets `[first, next)`, end position and bytes.
+type WrittenPart = (i64, i64, u64, Bytes);
 
 /// A round the writer completed, waiting to be published to readers.
 pub(crate) struct WrittenRound {
@@ -119,78 +105,46 @@ impl PartitionLog {
     async fn write_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
         let policy = self.ctx.config.flush_policy;
         // Group the round's chunks by segment, in order.
-        // Per segment: the chunks, and where the first one the appender has
-        // not taken yet (not streamed) starts.
-        let mut groups: Vec<(Rc<Segment>, Option<u64>, Vec<WrittenPart>)> = Vec::new();
+        let mut groups: Vec<(Rc<Segment>, u64, Vec<WrittenPart>)> = Vec::new();
         let mut batches_in_round = 0u64;
-        let mut unstreamed = 0usize;
-        let chunk_count = round.len();
         for chunk in round {
             batches_in_round += chunk.batch_count;
             let bytes = Bytes::from(chunk.bytes);
             let end = chunk.position + bytes.len() as u64;
-            let part = WrittenPart {
-                first_offset: chunk.first_offset,
-                next_offset: chunk.next_offset,
-                end_position: end,
-                bytes: Some(bytes),
-                streamed: chunk.streamed,
-            };
-            let fresh_at = (!chunk.streamed).then_some(chunk.position);
-            if !chunk.streamed {
-                unstreamed += 1;
-            }
+            let part = (chunk.first_offset, chunk.next_offset, end, bytes);
             match groups.last_mut() {
-                Some((segment, first_fresh, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
-                    assert!(
-                        chunk.streamed <= first_fresh.is_none(),
-                        "no chunk is streamed after one that was not"
-                    );
-                    *first_fresh = first_fresh.or(fresh_at);
+                Some((segment, _, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
                     parts.push(part);
                 }
-                _ => groups.push((chunk.segment, fresh_at, vec![part])),
+                _ => groups.push((chunk.segment, chunk.position, vec![part])),
             }
         }
-        for (segment, first_fresh, parts) in &groups {
+        for (segment, position, parts) in &groups {
             self.ensure_appender(segment).await?;
             let mut appender = match segment.appender.borrow_mut().take() {
                 Some(a) => a,
                 None => unreachable!("ensure_appender installed one"),
             };
-            if let Some(position) = first_fresh {
-                assert_eq!(appender.written_bytes(), *position, "writes are contiguous");
-            }
-            let fresh: Vec<&[u8]> = parts
-                .iter()
-                .filter(|p| !p.streamed)
-                .filter_map(|p| p.bytes.as_deref())
-                .collect();
-            let result = appender.write(&fresh).await;
+            assert_eq!(appender.written_bytes(), *position, "writes are contiguous");
+            let slices: Vec<&[u8]> = parts.iter().map(|p| &p.3[..]).collect();
+            let result = appender.write(&slices).await;
             let handle = appender.sync_handle();
             *segment.appender.borrow_mut() = Some(appender);
             result?;
             {
                 let mut stats = self.ctx.fsync_stats.borrow_mut();
                 stats.writes += 1;
-                stats.bytes_written += parts
-                    .iter()
-                    .filter_map(|p| p.bytes.as_ref())
-                    .map(|b| b.len() as u64)
-                    .sum::<u64>();
+                stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
             }
             let mut commit = self.commit.borrow_mut();
             if !commit.dirty.iter().any(|h| h.same_file(&handle)) {
                 commit.dirty.push(handle);
             }
         }
-        // The appender holds every chunk of the round now: appends may stream.
-        self.state.borrow_mut().unstreamed_chunks -= unstreamed;
-        self.ctx.fsync_stats.borrow_mut().appends_streamed += (chunk_count - unstreamed) as u64;
         let next_written = groups
             .last()
             .and_then(|g| g.2.last())
-            .map(|p| p.next_offset)
+            .map(|p| p.1)
             .unwrap_or_else(|| self.written.get());
         self.written.set(next_written);
         let written = WrittenRound {
@@ -204,13 +158,6 @@ impl PartitionLog {
                 commit.unsynced.push_back(written);
                 drop(commit);
                 self.kick_syncer();
-                // The sync is already submitted (the shard ring does not wait
-                // for this task to yield): fill the batch cache while it runs.
-                // Readers still see the round only once it is durable: cached
-                // reads stop at the high watermark.
-                if let Some(round) = self.commit.borrow_mut().unsynced.back_mut() {
-                    self.cache_round(round);
-                }
             }
             FlushPolicy::Interval => {
                 // Readers see written data; the sync only bounds the loss.
@@ -291,30 +238,17 @@ impl PartitionLog {
 
     /// Makes a written round visible to readers: segment positions, the
     /// batch cache and the high watermark.
-    fn publish(&self, mut round: WrittenRound) {
-        self.cache_round(&mut round);
-        for (segment, parts) in &round.groups {
-            if let Some(last) = parts.last() {
-                segment.readable_bytes.set(last.end_position);
+    fn publish(&self, round: WrittenRound) {
+        for (segment, parts) in round.groups {
+            for (first, next, end, bytes) in parts {
+                segment.readable_bytes.set(end);
+                self.ctx.cache.insert(&self.chunks, first, next, bytes);
             }
         }
         if round.next_offset > self.high_watermark.get() {
             self.high_watermark.set(round.next_offset);
         }
         self.check_offsets();
-    }
-
-    /// Moves the round's batches into the batch cache (once).
-    fn cache_round(&self, round: &mut WrittenRound) {
-        for (_, parts) in &mut round.groups {
-            for part in parts.iter_mut() {
-                if let Some(bytes) = part.bytes.take() {
-                    self.ctx
-                        .cache
-                        .insert(&self.chunks, part.first_offset, part.next_offset, bytes);
-                }
-            }
-        }
     }
 
     async fn sync_files(&self, files: &[SyncHandle], batches: u64) -> Result<(), EngineError> {

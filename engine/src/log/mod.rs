@@ -62,8 +62,6 @@ pub struct FsyncStats {
     pub writes: u64,
     /// Bytes written.
     pub bytes_written: u64,
-    /// Appends whose bytes the appender took at append time (streamed).
-    pub appends_streamed: u64,
 }
 
 impl LogContext {
@@ -107,9 +105,6 @@ pub(crate) struct PendingChunk {
     pub next_offset: i64,
     pub batch_count: u64,
     pub bytes: Vec<u8>,
-    /// The segment's appender took the bytes at append time
-    /// ([`crate::appender::Appender::stream`]); the flusher only waits.
-    pub streamed: bool,
 }
 
 pub(crate) struct LogState {
@@ -118,10 +113,6 @@ pub(crate) struct LogState {
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub pending: VecDeque<PendingChunk>,
-    /// Pending chunks the appender has not taken yet (queued or being
-    /// written by the flusher). While there are any, appends do not stream:
-    /// the appender takes bytes strictly in log order.
-    pub unstreamed_chunks: usize,
     pub leader_epoch: i32,
     /// Messages and time since the last sync, for the interval policy.
     pub messages_since_sync: u64,

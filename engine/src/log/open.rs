@@ -138,7 +138,6 @@ impl PartitionLog {
                 log_start_offset,
                 log_end_offset,
                 pending: VecDeque::new(),
-                unstreamed_chunks: 0,
                 leader_epoch: 0,
                 messages_since_sync: 0,
                 last_sync_ms: now,

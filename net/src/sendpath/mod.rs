@@ -11,7 +11,7 @@
 //!   data is not in the page cache and a cold `sendfile` reads the disk on the
 //!   shard's thread, stalling every connection of the shard (40 ms seen).
 //! - [`splice`] (default): file → pipe → socket with `IORING_OP_SPLICE` on the
-//!   shard's second io_uring ([`engine::uring`]). io_uring runs splices on io-wq
+//!   shard's second io_uring ([`ring`]). io_uring runs splices on io-wq
 //!   workers, so a cold read blocks a kernel worker, never the shard.
 //!
 //! The socket is put in non-blocking mode; when it is full the path awaits
@@ -27,12 +27,13 @@
 //! All three paths put byte-identical streams on the wire (tested).
 
 mod copy;
+mod ring;
 mod sendfile;
 mod splice;
 
 use crate::fetch_response::OutChunk;
 use bytes::Bytes;
-use engine::uring::Ring;
+use ring::Ring;
 use std::cell::RefCell;
 use std::fmt;
 use std::io;

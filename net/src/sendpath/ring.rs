@@ -1,16 +1,8 @@
-//! The shard's second io_uring, for what glommio does not offer: splice and
-//! wait-for-writable (`POLL_ADD POLLOUT`) for the network send paths, and
-//! segment writes and `fdatasync` submitted *now*.
+//! The shard's second io_uring, for what glommio does not offer: splice,
+//! wait-for-writable (`POLL_ADD POLLOUT`).
 //!
-//! Why segment I/O goes here: glommio 0.9 hands its queued submissions to
-//! the kernel only between task-queue runs. When a group commit's fdatasync
-//! completes and wakes hundreds of producers, their appends run first, and a
-//! write queued meanwhile waits for all of them. On this ring an operation
-//! is submitted when it is queued, so a segment write starts while the
-//! appends that follow it are still being validated.
-//!
-//! glommio's own ring is private, so the network send path owns small rings
-//! of its own and the storage engine one per thread ([`Ring::shard`]). The shard's glommio executor must learn when that ring
+//! glommio's own ring is private, so each [`crate::sendpath::Sender`] owns one
+//! small `io-uring` ring. The shard's glommio executor must learn when that ring
 //! has completions. The obvious route, `register_eventfd` plus a glommio await
 //! on the eventfd, does not work with glommio 0.9: its only pollable fd
 //! wrappers are sockets, and each of them first tries `recv(2)`/`send(2)` on
@@ -42,8 +34,6 @@ use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use glommio::io::DmaBuffer;
-
 /// Submission queue entries; the completion queue gets twice as many. Each
 /// operation uses two entries (itself and its doorbell).
 const RING_ENTRIES: u32 = 256;
@@ -53,15 +43,6 @@ const DOORBELL_USER_DATA: u64 = u64::MAX;
 const REAP_INTERVAL_MAX: Duration = Duration::from_millis(1);
 
 static DOORBELL_BYTE: [u8; 1] = [1];
-
-/// Submission queue entries of the per-thread storage ring: many segment
-/// writes may be in flight at once, two entries each.
-const SHARD_RING_ENTRIES: u32 = 512;
-
-thread_local! {
-    /// The storage ring and the glommio executor whose task drives it.
-    static SHARD_RING: RefCell<Option<(usize, Rc<Ring>)>> = const { RefCell::new(None) };
-}
 
 enum Slot {
     Free,
@@ -74,45 +55,19 @@ enum Slot {
 struct RingState {
     ring: IoUring,
     slots: Vec<Slot>,
-    /// The buffer each slot's write reads from, kept until its completion:
-    /// the kernel reads it after the submitting future may be gone.
-    buffers: Vec<Option<DmaBuffer>>,
     free_slots: Vec<usize>,
 }
 
 /// A per-shard io_uring whose completions wake glommio tasks.
-pub struct Ring {
+pub(crate) struct Ring {
     state: RefCell<RingState>,
     doorbell_sender: OwnedFd,
     doorbell_receiver: Cell<Option<OwnedFd>>,
 }
 
 impl Ring {
-    /// A ring of its own (a network sender's).
-    pub fn new() -> io::Result<Rc<Ring>> {
-        Self::with_entries(RING_ENTRIES)
-    }
-
-    /// The storage ring of the executor running on this thread, made on
-    /// first use. One per executor, not per thread: its doorbell driver is a
-    /// task of that executor, and a thread may run several executors one
-    /// after another (tests, benches).
-    pub fn shard() -> io::Result<Rc<Ring>> {
-        let executor = glommio::executor().id();
-        SHARD_RING.with(|cell| {
-            if let Some((owner, ring)) = cell.borrow().as_ref() {
-                if *owner == executor {
-                    return Ok(ring.clone());
-                }
-            }
-            let ring = Self::with_entries(SHARD_RING_ENTRIES)?;
-            *cell.borrow_mut() = Some((executor, ring.clone()));
-            Ok(ring)
-        })
-    }
-
-    fn with_entries(entries: u32) -> io::Result<Rc<Ring>> {
-        let ring = IoUring::new(entries)?;
+    pub(crate) fn new() -> io::Result<Rc<Ring>> {
+        let ring = IoUring::new(RING_ENTRIES)?;
         let mut fds = [0 as RawFd; 2];
         // SAFETY: `fds` is a valid array of two ints for socketpair to fill.
         let rc = unsafe {
@@ -133,7 +88,6 @@ impl Ring {
             state: RefCell::new(RingState {
                 ring,
                 slots: Vec::new(),
-                buffers: Vec::new(),
                 free_slots: Vec::new(),
             }),
             // Non-blocking: when the doorbell socket is full, a lost byte does
@@ -143,37 +97,8 @@ impl Ring {
         }))
     }
 
-    /// Writes the first `length_bytes` of `buffer` at `position` of `fd`,
-    /// submitted now. The ring keeps the buffer until the kernel is done with
-    /// it, so the returned future may be dropped at any time.
-    pub fn write_at(
-        self: &Rc<Self>,
-        fd: RawFd,
-        buffer: DmaBuffer,
-        length_bytes: usize,
-        position: u64,
-    ) -> io::Result<Completion> {
-        let length = u32::try_from(length_bytes.min(buffer.len()))
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "write over 4 GiB"))?;
-        let entry = opcode::Write::new(types::Fd(fd), buffer.as_ptr(), length)
-            .offset(position)
-            .build();
-        // SAFETY: the entry points into `buffer`, which the ring owns from
-        // here until the completion arrives (see `reap`).
-        unsafe { self.submit_owning(entry, Some(buffer)) }
-    }
-
-    /// `fdatasync(2)` of `fd`, submitted now.
-    pub fn fdatasync(self: &Rc<Self>, fd: RawFd) -> io::Result<Completion> {
-        let entry = opcode::Fsync::new(types::Fd(fd))
-            .flags(types::FsyncFlags::DATASYNC)
-            .build();
-        // SAFETY: a sync references no memory, only the fd (pinned by the kernel).
-        unsafe { self.submit(entry) }
-    }
-
     /// Waits until `fd` is writable (or in error, which the next write reports).
-    pub async fn wait_writable(self: &Rc<Self>, fd: RawFd) -> io::Result<()> {
+    pub(crate) async fn wait_writable(self: &Rc<Self>, fd: RawFd) -> io::Result<()> {
         let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32).build();
         // SAFETY: a poll references no memory, only the fd (which the kernel pins).
         unsafe { self.submit(entry) }?.await?;
@@ -182,7 +107,7 @@ impl Ring {
 
     /// `splice(2)` of up to `length_bytes` from `input` to `output`; an offset
     /// of -1 means the fd's own position (pipes, sockets).
-    pub async fn splice(
+    pub(crate) async fn splice(
         self: &Rc<Self>,
         input: RawFd,
         input_offset: i64,
@@ -209,31 +134,15 @@ impl Ring {
     /// `entry` must not reference memory that may be freed or moved before its
     /// completion, even if the returned future is dropped early.
     unsafe fn submit(self: &Rc<Self>, entry: squeue::Entry) -> io::Result<Completion> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.submit_owning(entry, None) }
-    }
-
-    /// [`Ring::submit`], keeping `buffer` alive until the completion.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Ring::submit`]; memory inside `buffer` is kept valid here.
-    unsafe fn submit_owning(
-        self: &Rc<Self>,
-        entry: squeue::Entry,
-        buffer: Option<DmaBuffer>,
-    ) -> io::Result<Completion> {
         self.start_driver()?;
         let mut state = self.state.borrow_mut();
         let slot = match state.free_slots.pop() {
             Some(slot) => {
                 state.slots[slot] = Slot::Pending(None);
-                state.buffers[slot] = buffer;
                 slot
             }
             None => {
                 state.slots.push(Slot::Pending(None));
-                state.buffers.push(buffer);
                 state.slots.len() - 1
             }
         };
@@ -258,10 +167,7 @@ impl Ring {
             }
         };
         if let Err(error) = pushed.and_then(|()| state.ring.submit().map(|_| ())) {
-            // Nothing reached the kernel (a failed push) or the kernel
-            // refused the whole submission: the buffer is ours again.
             state.slots[slot] = Slot::Free;
-            state.buffers[slot] = None;
             state.free_slots.push(slot);
             return Err(error);
         }
@@ -291,7 +197,6 @@ impl Ring {
             let RingState {
                 ring,
                 slots,
-                buffers,
                 free_slots,
             } = &mut *state;
             for cqe in ring.completion() {
@@ -302,10 +207,6 @@ impl Ring {
                 let Some(slot) = slots.get_mut(index) else {
                     continue;
                 };
-                // The kernel is done with the operation's memory.
-                if let Some(buffer) = buffers.get_mut(index) {
-                    *buffer = None;
-                }
                 match std::mem::replace(slot, Slot::Done(cqe.result())) {
                     Slot::Pending(waker) => wakers.extend(waker),
                     Slot::Abandoned => {
@@ -376,7 +277,7 @@ async fn drive(ring: Weak<Ring>, mut doorbell: glommio::net::UnixStream) {
 }
 
 /// The result of one submitted operation: the CQE's `res`, as bytes or an error.
-pub struct Completion {
+pub(crate) struct Completion {
     ring: Rc<Ring>,
     slot: usize,
     finished: bool,
