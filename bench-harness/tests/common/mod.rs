@@ -58,6 +58,11 @@ pub struct Rill {
 
 impl Drop for Rill {
     fn drop(&mut self) {
+        // A broker that died mid-test shows up to the client only as closed
+        // connections; say how it ended.
+        if let Ok(Some(status)) = self.child.try_wait() {
+            eprintln!("rill on {} exited during the test: {status}", self.addr);
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -77,7 +82,7 @@ pub fn start_rill() -> Rill {
             "--admin-listen",
             &admin,
             "--log-level",
-            "warn",
+            &std::env::var("RILL_TEST_LOG_LEVEL").unwrap_or_else(|_| "warn".into()),
             "--data-dir",
         ])
         .arg(data_dir.path())
