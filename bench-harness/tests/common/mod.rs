@@ -69,6 +69,7 @@ impl Drop for Rill {
 }
 
 /// Starts rill on free ports and waits until it accepts connections.
+/// Its log level is `warn`, or `$RILL_TEST_LOG_LEVEL` (e.g. `debug`) when set.
 pub fn start_rill() -> Rill {
     let bin = rill_bin();
     let data_dir = scratch_dir();
