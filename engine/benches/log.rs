@@ -228,12 +228,14 @@ fn group_commit(c: &mut Criterion) {
                     let at = |q: f64| acks_us[((acks_us.len() - 1) as f64 * q) as usize];
                     let stats = *log.context().fsync_stats.borrow();
                     eprintln!(
-                        "  concurrency {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, sync avg {} us max {} us, ack p50 {} us p99 {} us",
+                        "  concurrency {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, sync avg {} us max {} us, {} writes avg {} us, ack p50 {} us p99 {} us",
                         stats.appends_covered,
                         stats.syncs,
                         stats.appends_covered as f64 / stats.syncs.max(1) as f64,
                         stats.sync_us_total / stats.syncs.max(1),
                         stats.sync_us_max,
+                        stats.writes,
+                        stats.write_us_total / stats.writes.max(1),
                         at(0.5),
                         at(0.99)
                     );

@@ -89,13 +89,24 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
     let metrics = http_get(broker.admin_addr, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(metrics.contains("# TYPE"), "prometheus text: {metrics}");
-    // The group commit synced the 50 records (fsync is the default policy).
-    let fsyncs: i64 = metrics
-        .lines()
-        .filter(|l| l.starts_with("rill_fsyncs_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
-        .sum();
-    assert!(fsyncs > 0, "fsyncs exported: {metrics}");
+    let total = |name: &str| -> i64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+            .sum()
+    };
+    // The group commit wrote and synced the 50 records (fsync is the
+    // default policy); an O_DIRECT write takes microseconds, never zero.
+    assert!(total("rill_fsyncs_total") > 0, "fsyncs exported: {metrics}");
+    assert!(
+        total("rill_disk_writes_total") > 0,
+        "writes exported: {metrics}"
+    );
+    assert!(
+        total("rill_disk_write_microseconds_total") > 0,
+        "write time exported: {metrics}"
+    );
 }
 
 #[test]

@@ -127,13 +127,16 @@ impl PartitionLog {
             };
             assert_eq!(appender.written_bytes(), *position, "writes are contiguous");
             let slices: Vec<&[u8]> = parts.iter().map(|p| &p.3[..]).collect();
+            let write_started = Instant::now();
             let result = appender.write(&slices).await;
+            let write_us = write_started.elapsed().as_micros() as u64;
             let handle = appender.sync_handle();
             *segment.appender.borrow_mut() = Some(appender);
             result?;
             {
                 let mut stats = self.ctx.fsync_stats.borrow_mut();
                 stats.writes += 1;
+                stats.write_us_total += write_us;
                 stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
             }
             let mut commit = self.commit.borrow_mut();

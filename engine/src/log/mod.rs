@@ -62,6 +62,9 @@ pub struct FsyncStats {
     pub writes: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// Total time the writer waited for its writes, µs: with `sync_us_total`
+    /// it splits a group-commit round into disk time and CPU time.
+    pub write_us_total: u64,
 }
 
 impl LogContext {
