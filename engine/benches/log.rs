@@ -1,6 +1,6 @@
-//! Whole-engine benchmarks on the real disk: index lookups, appender
-//! throughput, group commit, and the executor's wake-up latency with and
-//! without `spin_before_park`.
+//! Whole-engine benchmarks on the real disk: index lookups, reads from the
+//! batch cache, appender throughput, group commit, and the executor's
+//! wake-up latency with and without `spin_before_park`.
 //!
 //! Run: `cargo bench -p rill-engine --bench log -- --warm-up-time 1 --measurement-time 5`
 //! The data goes to `$RILL_BENCH_DIR` (default `target/bench-data`): it must
@@ -71,6 +71,38 @@ fn index_lookups(c: &mut Criterion) {
             black_box(time.lookup(black_box(1_000_000 + i64::from(probe))))
         })
     });
+    group.finish();
+}
+
+/// A tailing fetch served from the batch cache when it is full of 1 KiB
+/// batches (the default 64 MiB budget: ~60,000 chunks in one partition):
+/// finding the chunk that holds the fetch offset is a binary search.
+fn cache_tail_read(c: &mut Criterion) {
+    use engine::cache::{read_from_chunks, BatchCache, PartitionChunks};
+    let cache = BatchCache::new(64 << 20);
+    let partition: PartitionChunks = Default::default();
+    let mut batch = one_batch(1, 1024);
+    let mut next = 0i64;
+    while cache.used_bytes() + batch.len() <= 64 << 20 {
+        engine::batch::set_base_offset(&mut batch, next);
+        cache.insert(&partition, next, next + 1, batch.clone().into());
+        next += 1;
+    }
+    let mut group = c.benchmark_group("cache_read_64MiB_of_1KiB_batches");
+    for (name, behind) in [("tail", 1), ("1000_behind", 1000)] {
+        let offset = next - behind;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let chunks = partition.borrow();
+                black_box(read_from_chunks(
+                    &chunks,
+                    black_box(offset),
+                    1 << 20,
+                    i64::MAX,
+                ))
+            })
+        });
+    }
     group.finish();
 }
 
@@ -282,6 +314,7 @@ fn spin_before_park(c: &mut Criterion) {
 criterion_group!(
     benches,
     index_lookups,
+    cache_tail_read,
     appender_throughput,
     appender_pipelined,
     group_commit,

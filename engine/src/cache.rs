@@ -111,9 +111,16 @@ pub fn read_from_chunks(
     max_bytes: usize,
     limit_offset: i64,
 ) -> Option<Vec<Bytes>> {
+    // Chunks are in offset order (appended in order, evicted from the
+    // front, cleared on truncation): a binary search finds the one holding
+    // `offset`, where a scan would walk every cached chunk of the partition
+    // (tens of thousands of small batches) on each tailing fetch.
     let start_idx = chunks
-        .iter()
-        .position(|c| c.first_offset <= offset && offset < c.next_offset)?;
+        .partition_point(|c| c.first_offset <= offset)
+        .checked_sub(1)?;
+    if offset >= chunks[start_idx].next_offset {
+        return None;
+    }
     let mut out: Vec<Bytes> = Vec::new();
     let mut total = 0usize;
     let mut expected_first = chunks[start_idx].first_offset;
@@ -159,4 +166,110 @@ pub fn concat(parts: Vec<Bytes>) -> Bytes {
         all.extend_from_slice(&p);
     }
     Bytes::from(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::{BatchBuilder, Compression};
+
+    /// A chunk of `batches` batches of `records` records each, from `first`.
+    fn chunk(id: u64, first: i64, batches: usize, records: i32) -> CachedChunk {
+        let mut bytes = Vec::new();
+        let mut base = first;
+        for _ in 0..batches {
+            let mut builder = BatchBuilder::new(base, Compression::None);
+            for delta in 0..records {
+                builder.push(delta, 1_700_000_000_000, None, Some(b"value"), &[]);
+            }
+            bytes.extend(builder.build().expect("batch"));
+            base += i64::from(records);
+        }
+        CachedChunk {
+            id,
+            first_offset: first,
+            next_offset: base,
+            bytes: Bytes::from(bytes),
+        }
+    }
+
+    /// Base offsets of the batches in `parts`.
+    fn bases(parts: &[Bytes]) -> Vec<i64> {
+        parts
+            .iter()
+            .flat_map(|p| crate::batch::batches(p).map(|b| b.expect("batch").0.base_offset))
+            .collect()
+    }
+
+    /// Chunks [0,6) [6,12) [12,18): two batches of three records each.
+    fn three_chunks() -> VecDeque<CachedChunk> {
+        (0..3).map(|i| chunk(i, i as i64 * 6, 2, 3)).collect()
+    }
+
+    #[test]
+    fn reads_from_the_chunk_holding_the_offset_to_the_end() {
+        let chunks = three_chunks();
+        let all = usize::MAX;
+        let read = |offset| read_from_chunks(&chunks, offset, all, i64::MAX).map(|p| bases(&p));
+        assert_eq!(read(0), Some(vec![0, 3, 6, 9, 12, 15]));
+        // Within a batch: that whole batch comes first.
+        assert_eq!(read(4), Some(vec![3, 6, 9, 12, 15]));
+        assert_eq!(read(6), Some(vec![6, 9, 12, 15]));
+        assert_eq!(read(13), Some(vec![12, 15]));
+        assert_eq!(read(17), Some(vec![15]));
+        assert_eq!(read(18), None, "past the last chunk");
+        assert_eq!(read(-1), None, "before the first chunk");
+    }
+
+    #[test]
+    fn offsets_below_an_evicted_front_are_misses() {
+        let mut chunks = three_chunks();
+        chunks.pop_front();
+        assert_eq!(read_from_chunks(&chunks, 5, usize::MAX, i64::MAX), None);
+        let read = read_from_chunks(&chunks, 6, usize::MAX, i64::MAX).expect("hit");
+        assert_eq!(bases(&read), vec![6, 9, 12, 15]);
+    }
+
+    #[test]
+    fn a_gap_between_chunks_ends_the_read() {
+        let mut chunks = three_chunks();
+        chunks.remove(1);
+        let read = read_from_chunks(&chunks, 0, usize::MAX, i64::MAX).expect("hit");
+        assert_eq!(bases(&read), vec![0, 3]);
+        assert_eq!(read_from_chunks(&chunks, 7, usize::MAX, i64::MAX), None);
+        let read = read_from_chunks(&chunks, 12, usize::MAX, i64::MAX).expect("hit");
+        assert_eq!(bases(&read), vec![12, 15]);
+    }
+
+    #[test]
+    fn max_bytes_and_limit_offset_bound_the_read() {
+        let chunks = three_chunks();
+        let batch_bytes = {
+            let first = &chunks[0].bytes;
+            first.len() / 2
+        };
+        // At least one batch, however small max_bytes is.
+        let read = read_from_chunks(&chunks, 0, 1, i64::MAX).expect("hit");
+        assert_eq!(bases(&read), vec![0]);
+        let read = read_from_chunks(&chunks, 0, 3 * batch_bytes, i64::MAX).expect("hit");
+        assert_eq!(bases(&read), vec![0, 3, 6]);
+        // Whole chunks below the limit only.
+        let read = read_from_chunks(&chunks, 0, usize::MAX, 12).expect("hit");
+        assert_eq!(bases(&read), vec![0, 3, 6, 9]);
+        assert_eq!(read_from_chunks(&chunks, 12, usize::MAX, 12), None);
+    }
+
+    #[test]
+    fn eviction_keeps_the_budget_and_drops_the_oldest_first() {
+        let chunk_bytes = chunk(0, 0, 1, 1).bytes.len();
+        let cache = BatchCache::new(chunk_bytes * 2);
+        let partition: PartitionChunks = Rc::new(RefCell::new(VecDeque::new()));
+        for i in 0..3 {
+            let c = chunk(0, i, 1, 1);
+            cache.insert(&partition, c.first_offset, c.next_offset, c.bytes);
+        }
+        assert_eq!(cache.used_bytes(), chunk_bytes * 2);
+        let firsts: Vec<i64> = partition.borrow().iter().map(|c| c.first_offset).collect();
+        assert_eq!(firsts, vec![1, 2]);
+    }
 }
