@@ -62,6 +62,71 @@ fn append_then_read_back_in_both_modes() {
     });
 }
 
+/// Many producers appending at once share group-commit rounds, whose small
+/// appends the cache keeps joined: every offset reads the same bytes from the
+/// cache (copy) as from the segment file (file slice), and every record is
+/// there once.
+#[test]
+fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = open_log(
+            config(&path, FlushPolicy::Fsync),
+            "t",
+            TopicConfig::default(),
+        )
+        .await;
+        let producers = 64usize;
+        let batches_each = 8usize;
+        let tasks: Vec<_> = (0..producers)
+            .map(|p| {
+                let log = log.clone();
+                glommio::spawn_local(async move {
+                    for b in 0..batches_each {
+                        let first = (p * batches_each + b) * 3;
+                        let r = log.append_owned(batch(first, 3, 1_000), 0).unwrap();
+                        log.wait_durable(r.last_offset).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await;
+        }
+        let records = (producers * batches_each * 3) as i64;
+        assert_eq!(log.high_watermark(), records);
+        // All of it is cached, so the copy reads below come from the cache.
+        let appended_bytes: usize = (0..producers * batches_each)
+            .map(|i| batch(i * 3, 3, 1_000).len())
+            .sum();
+        assert_eq!(log.context().cache.used_bytes(), appended_bytes);
+        let mut keys: Vec<String> = read_all(&log, 0)
+            .await
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        keys.sort();
+        let mut expected: Vec<String> = (0..records).map(|i| format!("key-{i}")).collect();
+        expected.sort();
+        assert_eq!(keys, expected);
+        for offset in 0..records {
+            let copy = log.read(offset, 1 << 20, ReadMode::Copy).await.unwrap();
+            let slice = log
+                .read(offset, 1 << 20, ReadMode::FileSlice)
+                .await
+                .unwrap();
+            let (ReadData::Bytes(copy), ReadData::File(slice)) = (copy.data, slice.data) else {
+                panic!("unexpected read kinds at offset {offset}")
+            };
+            let mut from_file = vec![0u8; slice.length];
+            std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position)
+                .unwrap();
+            assert_eq!(copy.as_ref(), &from_file[..], "offset {offset}");
+        }
+    });
+}
+
 #[test]
 fn survives_restart_and_keeps_appending() {
     let dir = tempdir();

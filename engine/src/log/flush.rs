@@ -28,12 +28,81 @@ use std::time::Instant;
 /// A chunk's offsets `[first, next)`, end position and bytes.
 type WrittenPart = (i64, i64, u64, Bytes);
 
+/// Appends below this size are joined with their neighbours for the batch
+/// cache; bigger ones are cached as they came.
+const COALESCE_PART_MAX_BYTES: usize = 64 << 10;
+/// Largest cache chunk made by joining: a read cut from a chunk walks its
+/// batch headers from the chunk's start.
+const COALESCED_CHUNK_MAX_BYTES: usize = 1 << 20;
+
+/// Joins runs of small, offset-contiguous parts of one segment into one part, so the
+/// batch cache holds one buffer per round instead of one per produce request.
+///
+/// Why: a cached produce buffer lives until 64 MiB of newer data evicts it,
+/// so with one buffer per request every request buffer the allocator hands
+/// out is memory last touched that long ago, cold in every CPU cache, and
+/// the producer's copy into it and the validation reading it wait on DRAM
+/// (measured: 256 producers of 1 KiB appends ran at 322-371 k/s with a
+/// 64 MiB cache against 461-483 k/s with a 1 MiB one). Joined, the request
+/// buffers are freed right after their write and come back warm; the copy
+/// is one sequential pass over the round.
+fn coalesce(parts: Vec<WrittenPart>) -> Vec<WrittenPart> {
+    if parts.len() < 2 {
+        return parts;
+    }
+    let mut out = Vec::new();
+    let mut run: Vec<WrittenPart> = Vec::new();
+    let mut run_bytes = 0usize;
+    for part in parts {
+        let len = part.3.len();
+        let follows_run = run.last().is_none_or(|last| last.1 == part.0);
+        if len >= COALESCE_PART_MAX_BYTES
+            || run_bytes + len > COALESCED_CHUNK_MAX_BYTES
+            || !follows_run
+        {
+            out.extend(join(std::mem::take(&mut run), run_bytes));
+            run_bytes = 0;
+        }
+        if len >= COALESCE_PART_MAX_BYTES {
+            out.push(part);
+        } else {
+            run_bytes += len;
+            run.push(part);
+        }
+    }
+    out.extend(join(run, run_bytes));
+    out
+}
+
+/// One part holding the parts of `run` (adjacent, in order), if any.
+fn join(run: Vec<WrittenPart>, total_bytes: usize) -> Option<WrittenPart> {
+    if run.len() < 2 {
+        return run.into_iter().next();
+    }
+    let (first, _, _, _) = run[0];
+    let (_, next, end, _) = *run.last()?;
+    let mut bytes: Vec<u8> = Vec::with_capacity(total_bytes);
+    for (_, _, _, part) in &run {
+        bytes.extend_from_slice(part);
+    }
+    Some((first, next, end, Bytes::from(bytes)))
+}
+
 /// A round the writer completed, waiting to be published to readers.
 pub(crate) struct WrittenRound {
     /// One past the last offset of the round.
     next_offset: i64,
     /// The round's chunks per segment, in order.
     groups: Vec<(Rc<Segment>, Vec<WrittenPart>)>,
+}
+
+impl WrittenRound {
+    /// Joins the round's small parts for the batch cache (see [`coalesce`]).
+    fn coalesce(&mut self) {
+        for (_, parts) in &mut self.groups {
+            *parts = coalesce(std::mem::take(parts));
+        }
+    }
 }
 
 /// Hand-over between the writer and the syncer.
@@ -150,20 +219,39 @@ impl PartitionLog {
             .map(|p| p.1)
             .unwrap_or_else(|| self.written.get());
         self.written.set(next_written);
-        let written = WrittenRound {
+        let mut written = WrittenRound {
             next_offset: next_written,
             groups: groups.into_iter().map(|(s, _, parts)| (s, parts)).collect(),
         };
         match policy {
             FlushPolicy::Fsync => {
-                let mut commit = self.commit.borrow_mut();
-                commit.batches_unsynced += batches_in_round;
-                commit.unsynced.push_back(written);
-                drop(commit);
+                let joinable = written.groups.iter().any(|(_, parts)| parts.len() > 1);
+                {
+                    let mut commit = self.commit.borrow_mut();
+                    commit.batches_unsynced += batches_in_round;
+                    commit.unsynced.push_back(written);
+                }
                 self.kick_syncer();
+                if !joinable {
+                    return Ok(());
+                }
+                // Join the round's parts for the cache while its fdatasync is
+                // in flight, not before it: the timer lets the executor submit
+                // the sync first. Should the sync complete before that, the
+                // round is published as it is.
+                glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
+                let mut commit = self.commit.borrow_mut();
+                if let Some(round) = commit
+                    .unsynced
+                    .iter_mut()
+                    .find(|r| r.next_offset == next_written)
+                {
+                    round.coalesce();
+                }
             }
             FlushPolicy::Interval => {
                 // Readers see written data; the sync only bounds the loss.
+                written.coalesce();
                 self.publish(written);
                 let config = self.config.borrow().clone();
                 let due = {
@@ -182,6 +270,7 @@ impl PartitionLog {
             }
             FlushPolicy::Os => {
                 self.commit.borrow_mut().dirty.clear();
+                written.coalesce();
                 self.publish(written);
             }
         }
@@ -357,5 +446,82 @@ impl PartitionLog {
         self.durable.close();
         self.high_watermark.close();
         flushed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A part of `len` bytes holding offsets `[first, next)`, ending at `end`;
+    /// its bytes are `first` repeated, to check the order after joining.
+    fn part(first: i64, next: i64, end: u64, len: usize) -> WrittenPart {
+        (first, next, end, Bytes::from(vec![first as u8; len]))
+    }
+
+    fn summary(parts: &[WrittenPart]) -> Vec<(i64, i64, u64, usize)> {
+        parts.iter().map(|p| (p.0, p.1, p.2, p.3.len())).collect()
+    }
+
+    #[test]
+    fn small_contiguous_parts_become_one() {
+        let parts = vec![
+            part(0, 1, 100, 100),
+            part(1, 3, 250, 150),
+            part(3, 4, 260, 10),
+        ];
+        let joined = coalesce(parts);
+        assert_eq!(summary(&joined), vec![(0, 4, 260, 260)]);
+        let bytes = &joined[0].3;
+        assert!(bytes[..100].iter().all(|&b| b == 0));
+        assert!(bytes[100..250].iter().all(|&b| b == 1));
+        assert!(bytes[250..].iter().all(|&b| b == 3));
+    }
+
+    #[test]
+    fn a_large_part_stays_whole_and_splits_the_runs() {
+        let big = COALESCE_PART_MAX_BYTES;
+        let parts = vec![
+            part(0, 1, 10, 10),
+            part(1, 2, 20, 10),
+            part(2, 3, 20 + big as u64, big),
+            part(3, 4, 30 + big as u64, 10),
+        ];
+        assert_eq!(
+            summary(&coalesce(parts)),
+            vec![
+                (0, 2, 20, 20),
+                (2, 3, 20 + big as u64, big),
+                (3, 4, 30 + big as u64, 10)
+            ]
+        );
+    }
+
+    #[test]
+    fn joined_chunks_stay_under_the_cap() {
+        let len = COALESCE_PART_MAX_BYTES - 1;
+        let count = 2 * COALESCED_CHUNK_MAX_BYTES / len + 1;
+        let parts: Vec<WrittenPart> = (0..count)
+            .map(|i| part(i as i64, i as i64 + 1, ((i + 1) * len) as u64, len))
+            .collect();
+        let joined = coalesce(parts);
+        assert!(joined.len() >= 3, "{} chunks", joined.len());
+        assert!(joined
+            .iter()
+            .all(|p| p.3.len() <= COALESCED_CHUNK_MAX_BYTES));
+        let total: usize = joined.iter().map(|p| p.3.len()).sum();
+        assert_eq!(total, count * len);
+        for pair in joined.windows(2) {
+            assert_eq!(pair[0].1, pair[1].0, "offsets stay contiguous");
+        }
+    }
+
+    #[test]
+    fn a_gap_in_offsets_is_not_joined_over() {
+        let parts = vec![part(0, 1, 10, 10), part(5, 6, 20, 10), part(6, 7, 30, 10)];
+        assert_eq!(
+            summary(&coalesce(parts)),
+            vec![(0, 1, 10, 10), (5, 7, 30, 20)]
+        );
     }
 }
