@@ -14,6 +14,9 @@
 //! the next sync cover more instead of stopping the disk writes. Writes stay
 //! strictly one round after another, because each round rewrites the last,
 //! partial block of the one before.
+//!
+//! While a round's fdatasync is in flight the writer also joins the round's
+//! small appends into one buffer for the batch cache ([`coalesce`]).
 
 use super::{now_ms, PartitionLog, PendingChunk};
 use crate::appender::{Appender, SyncHandle};
@@ -38,8 +41,9 @@ const COALESCE_PART_MAX_BYTES: usize = 4 << 10;
 /// batch headers from the chunk's start.
 const COALESCED_CHUNK_MAX_BYTES: usize = 1 << 20;
 
-/// Joins runs of small, offset-contiguous parts of one segment into one part, so the
-/// batch cache holds one buffer per round instead of one per produce request.
+/// Joins runs of small, offset-contiguous parts of one segment into one
+/// part, so the batch cache holds one buffer per round instead of one per
+/// produce request.
 ///
 /// Why: a cached produce buffer lives until 64 MiB of newer data evicts it,
 /// so with one buffer per request every request buffer the allocator hands
@@ -100,6 +104,17 @@ pub(crate) struct WrittenRound {
 }
 
 impl WrittenRound {
+    /// Whether [`WrittenRound::coalesce`] has anything to join.
+    fn joinable(&self) -> bool {
+        self.groups.iter().any(|(_, parts)| {
+            parts
+                .iter()
+                .filter(|p| p.3.len() < COALESCE_PART_MAX_BYTES)
+                .nth(1)
+                .is_some()
+        })
+    }
+
     /// Joins the round's small parts for the batch cache (see [`coalesce`]).
     fn coalesce(&mut self) {
         for (_, parts) in &mut self.groups {
@@ -228,13 +243,7 @@ impl PartitionLog {
         };
         match policy {
             FlushPolicy::Fsync => {
-                let joinable = written.groups.iter().any(|(_, parts)| {
-                    parts
-                        .iter()
-                        .filter(|p| p.3.len() < COALESCE_PART_MAX_BYTES)
-                        .nth(1)
-                        .is_some()
-                });
+                let joinable = written.joinable();
                 {
                     let mut commit = self.commit.borrow_mut();
                     commit.batches_unsynced += batches_in_round;
