@@ -12,6 +12,23 @@ fn tempdir() -> tempfile::TempDir {
 use engine::log::ReadMode;
 use engine::{FlushPolicy, ReadData, TopicConfig};
 
+/// Reads from `offset` in both modes: the copy read (from the batch cache
+/// when it holds the offset) returns the bytes the file slice points at.
+async fn assert_copy_matches_file(log: &engine::PartitionLog, offset: i64) {
+    let copy = log.read(offset, 1 << 20, ReadMode::Copy).await.unwrap();
+    let slice = log
+        .read(offset, 1 << 20, ReadMode::FileSlice)
+        .await
+        .unwrap();
+    let (ReadData::Bytes(copy), ReadData::File(slice)) = (copy.data, slice.data) else {
+        panic!("unexpected read kinds at offset {offset}")
+    };
+    let mut from_file = vec![0u8; slice.length];
+    std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position)
+        .unwrap();
+    assert_eq!(copy.as_ref(), &from_file[..], "offset {offset}");
+}
+
 #[test]
 fn append_then_read_back_in_both_modes() {
     let dir = tempdir();
@@ -36,15 +53,7 @@ fn append_then_read_back_in_both_modes() {
         assert_eq!(keys.len(), 15);
         assert_eq!(keys[12], (12, "key-12".to_string()));
         // The file slice holds the same bytes as the copy read.
-        let copy = log.read(3, 1 << 20, ReadMode::Copy).await.unwrap();
-        let slice = log.read(3, 1 << 20, ReadMode::FileSlice).await.unwrap();
-        let (ReadData::Bytes(copy), ReadData::File(slice)) = (copy.data, slice.data) else {
-            panic!("unexpected read kinds")
-        };
-        let mut from_file = vec![0u8; slice.length];
-        std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position)
-            .unwrap();
-        assert_eq!(copy.as_ref(), &from_file[..]);
+        assert_copy_matches_file(&log, 3).await;
         // Past the end is empty; before the start or past LEO is out of range.
         assert!(log
             .read(15, 100, ReadMode::Copy)
@@ -111,18 +120,7 @@ fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
         expected.sort();
         assert_eq!(keys, expected);
         for offset in 0..records {
-            let copy = log.read(offset, 1 << 20, ReadMode::Copy).await.unwrap();
-            let slice = log
-                .read(offset, 1 << 20, ReadMode::FileSlice)
-                .await
-                .unwrap();
-            let (ReadData::Bytes(copy), ReadData::File(slice)) = (copy.data, slice.data) else {
-                panic!("unexpected read kinds at offset {offset}")
-            };
-            let mut from_file = vec![0u8; slice.length];
-            std::os::unix::fs::FileExt::read_exact_at(&*slice.file, &mut from_file, slice.position)
-                .unwrap();
-            assert_eq!(copy.as_ref(), &from_file[..], "offset {offset}");
+            assert_copy_matches_file(&log, offset).await;
         }
     });
 }
