@@ -259,11 +259,14 @@ fn group_commit(c: &mut Criterion) {
                     acks_us.sort_unstable();
                     let at = |q: f64| acks_us[((acks_us.len() - 1) as f64 * q) as usize];
                     let stats = *log.context().fsync_stats.borrow();
+                    // A round's time less its write and sync is the CPU
+                    // (and scheduling) between one sync and the next write.
                     eprintln!(
-                        "  concurrency {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, sync avg {} us max {} us, {} writes avg {} us, ack p50 {} us p99 {} us",
+                        "  concurrency {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, round avg {} us, sync avg {} us max {} us, {} writes avg {} us, ack p50 {} us p99 {} us",
                         stats.appends_covered,
                         stats.syncs,
                         stats.appends_covered as f64 / stats.syncs.max(1) as f64,
+                        elapsed.as_micros() as u64 / stats.syncs.max(1),
                         stats.sync_us_total / stats.syncs.max(1),
                         stats.sync_us_max,
                         stats.writes,
