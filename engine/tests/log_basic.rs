@@ -10,6 +10,21 @@ fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 use engine::log::ReadMode;
+
+/// Topic `t` with the default topic config, under the `fsync` policy.
+async fn open_fsync_log(
+    path: &std::path::Path,
+) -> (
+    std::rc::Rc<engine::LogManager>,
+    std::rc::Rc<engine::PartitionLog>,
+) {
+    open_log(
+        config(path, FlushPolicy::Fsync),
+        "t",
+        TopicConfig::default(),
+    )
+    .await
+}
 use engine::{FlushPolicy, ReadData, TopicConfig};
 
 /// Reads from `offset` in both modes: the copy read (from the batch cache
@@ -34,12 +49,7 @@ fn append_then_read_back_in_both_modes() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let (_m, log) = open_log(
-            config(&path, FlushPolicy::Fsync),
-            "t",
-            TopicConfig::default(),
-        )
-        .await;
+        let (_m, log) = open_fsync_log(&path).await;
         let mut b = batch(0, 10, 1_000);
         let r = log.append(&mut b, 0).unwrap();
         assert_eq!((r.base_offset, r.last_offset, r.record_count), (0, 9, 10));
@@ -80,12 +90,7 @@ fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let (_m, log) = open_log(
-            config(&path, FlushPolicy::Fsync),
-            "t",
-            TopicConfig::default(),
-        )
-        .await;
+        let (_m, log) = open_fsync_log(&path).await;
         let producers = 64usize;
         let batches_each = 8usize;
         let tasks: Vec<_> = (0..producers)
