@@ -120,8 +120,23 @@ async fn open(
     policy: FlushPolicy,
     segment_bytes: &str,
 ) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
+    open_streaming(
+        policy,
+        segment_bytes,
+        EngineConfig::new(bench_dir()).stream_min_bytes,
+    )
+    .await
+}
+
+/// [`open`] with the given `stream_min_bytes` (0: no streamed writes).
+async fn open_streaming(
+    policy: FlushPolicy,
+    segment_bytes: &str,
+    stream_min_bytes: usize,
+) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
     let mut config = EngineConfig::new(bench_dir());
     config.flush_policy = policy;
+    config.stream_min_bytes = stream_min_bytes;
     let manager = LogManager::open(config, 0, 1).await.expect("open");
     let topic = TopicConfig::default()
         .with_overrides([
@@ -222,13 +237,21 @@ fn appender_pipelined(c: &mut Criterion) {
 fn group_commit(c: &mut Criterion) {
     let mut group = c.benchmark_group("group_commit_1KiB_fsync");
     group.sample_size(10);
-    for concurrency in [1usize, 256] {
+    // The default, and 256 in flight without streamed writes (the rounds
+    // write all their bytes after their appends) to show what streaming buys.
+    let stream_default = EngineConfig::new(bench_dir()).stream_min_bytes;
+    for (name, concurrency, stream_min_bytes) in [
+        ("in_flight", 1usize, stream_default),
+        ("in_flight", 256, stream_default),
+        ("in_flight_unstreamed", 256, 0),
+    ] {
         group.throughput(Throughput::Elements(concurrency as u64));
         let ex = executor(Some(Duration::from_micros(100)));
-        group.bench_with_input(BenchmarkId::new("in_flight", concurrency), &concurrency, |b, &concurrency| {
+        group.bench_with_input(BenchmarkId::new(name, concurrency), &concurrency, |b, &concurrency| {
             b.iter_custom(|iters| {
                 ex.run(async move {
-                    let (manager, log) = open(FlushPolicy::Fsync, "1073741824").await;
+                    let (manager, log) =
+                        open_streaming(FlushPolicy::Fsync, "1073741824", stream_min_bytes).await;
                     let payload = one_batch(1, 1024);
                     let started = Instant::now();
                     let mut tasks = Vec::with_capacity(concurrency);
@@ -262,7 +285,7 @@ fn group_commit(c: &mut Criterion) {
                     // A round's time less its write and sync is the CPU
                     // (and scheduling) between one sync and the next write.
                     eprintln!(
-                        "  concurrency {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, round avg {} us, sync avg {} us max {} us, {} writes avg {} us, ack p50 {} us p99 {} us",
+                        "  {name} {concurrency}: {} appends, {} fdatasyncs, {:.1} appends/sync, round avg {} us, sync avg {} us max {} us, {} writes avg {} us, {} streamed writes, ack p50 {} us p99 {} us",
                         stats.appends_covered,
                         stats.syncs,
                         stats.appends_covered as f64 / stats.syncs.max(1) as f64,
@@ -271,6 +294,7 @@ fn group_commit(c: &mut Criterion) {
                         stats.sync_us_max,
                         stats.writes,
                         stats.write_us_total / stats.writes.max(1),
+                        stats.streamed_writes,
                         at(0.5),
                         at(0.99)
                     );

@@ -18,11 +18,21 @@
 //! in-place one microseconds. The step starts small and doubles up to the
 //! configured maximum, so that ten thousand idle partitions do not reserve
 //! gigabytes.
+//!
+//! While a group-commit round's appends arrive, [`Appender::stream`] hands
+//! the whole blocks they have filled to the shard's stream writer (see
+//! `stream_writer`), so the disk writes them beside the appends; the round's
+//! own write then covers the rest, and waits for the streamed blocks before
+//! anything counts as written.
 
 use crate::error::EngineError;
+use crate::stream_writer::{AlignedBuf, StreamDone, StreamWriter};
 use glommio::io::{DmaFile, OpenOptions};
+use std::fs::File;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Largest single O_DIRECT write; bigger appends are split and issued together.
 const WRITE_PIECE_BYTES: usize = 256 << 10;
@@ -67,6 +77,17 @@ fn last_bytes(keep: usize, tail: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// Waits for `streams`; the first failure is returned.
+async fn settle(streams: Vec<StreamDone>, path: &Path) -> Result<(), EngineError> {
+    for done in streams {
+        let outcome = done
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the stream writer stopped")));
+        outcome.map_err(|e| EngineError::io(path, e))?;
+    }
+    Ok(())
+}
+
 /// First preallocation step of a new segment file.
 const FIRST_PREALLOCATE_BYTES: u64 = 1 << 20;
 
@@ -86,6 +107,11 @@ pub struct Appender {
     /// Next preallocation step.
     step_bytes: u64,
     max_step_bytes: u64,
+    /// A duplicate of the file's descriptor for the stream writer, made on
+    /// the first streamed write.
+    stream_file: Option<Arc<File>>,
+    /// Streamed writes not yet waited for, oldest first.
+    streams: Vec<StreamDone>,
 }
 
 impl Appender {
@@ -145,6 +171,8 @@ impl Appender {
             preallocated_bytes: size,
             step_bytes: FIRST_PREALLOCATE_BYTES.min(max_step_bytes.max(alignment)),
             max_step_bytes: max_step_bytes.max(alignment),
+            stream_file: None,
+            streams: Vec::new(),
         })
     }
 
@@ -158,11 +186,79 @@ impl Appender {
         self.alignment
     }
 
+    /// Hands the whole blocks of `tail ++ parts` (the bytes right after the
+    /// current end) to the stream writer, if they come to at least
+    /// `min_bytes` and lie within the preallocated space; the partial last
+    /// block stays for the next write. Returns the bytes of `parts` taken.
+    ///
+    /// The bytes count as written from here on (`written_bytes` moves past
+    /// them, so the next write starts after them), but every later
+    /// operation first waits for the streamed writes and fails if one did.
+    pub(crate) fn stream(
+        &mut self,
+        writer: &StreamWriter,
+        parts: &[&[u8]],
+        min_bytes: usize,
+    ) -> usize {
+        let alignment = self.alignment as usize;
+        let data_bytes: usize = parts.iter().map(|p| p.len()).sum();
+        let start = self.written_bytes - self.tail.len() as u64;
+        let whole = (self.tail.len() + data_bytes) / alignment * alignment;
+        if whole < min_bytes.max(alignment) || start + whole as u64 > self.preallocated_bytes {
+            return 0;
+        }
+        let file = match self.stream_file() {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::debug!(path = %self.path.display(), error = %e, "no streamed writes");
+                return 0;
+            }
+        };
+        let mut buf = AlignedBuf::with_capacity(whole, alignment);
+        buf.extend_from_slice(&self.tail);
+        let mut remaining = whole - self.tail.len();
+        for part in parts {
+            let n = part.len().min(remaining);
+            buf.extend_from_slice(&part[..n]);
+            remaining -= n;
+        }
+        assert_eq!(remaining, 0, "the whole blocks lie within the parts");
+        let Some(done) = writer.submit(file, start, buf) else {
+            return 0;
+        };
+        self.streams.push(done);
+        let taken = whole - self.tail.len();
+        self.written_bytes = start + whole as u64;
+        self.tail.clear();
+        taken
+    }
+
+    /// The descriptor the stream writer writes through.
+    fn stream_file(&mut self) -> std::io::Result<Arc<File>> {
+        if let Some(file) = &self.stream_file {
+            return Ok(file.clone());
+        }
+        // SAFETY: the DmaFile owns this descriptor and is alive for the
+        // duration of the borrow; the duplicate is owned independently.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.file.as_raw_fd()) }.try_clone_to_owned()?;
+        let file = Arc::new(File::from(fd));
+        self.stream_file = Some(file.clone());
+        Ok(file)
+    }
+
+    /// Waits for the streamed writes; the first failure is returned.
+    async fn settle_streams(&mut self) -> Result<(), EngineError> {
+        settle(std::mem::take(&mut self.streams), &self.path).await
+    }
+
     /// Writes `parts`, one after the other, right after the current end.
     pub async fn write(&mut self, parts: &[&[u8]]) -> Result<(), EngineError> {
+        // What was streamed lies before these parts: it is written before
+        // they count as written.
+        let streams = std::mem::take(&mut self.streams);
         let data_bytes: usize = parts.iter().map(|p| p.len()).sum();
         if data_bytes == 0 {
-            return Ok(());
+            return settle(streams, &self.path).await;
         }
         let start = self.written_bytes - self.tail.len() as u64;
         debug_assert_eq!(start % self.alignment, 0);
@@ -192,8 +288,16 @@ impl Appender {
             writes.push(self.file.write_at(buffer, start + piece_start as u64));
             piece_start += piece_len;
         }
+        // The streamed blocks before these are still in flight: both go on
+        // together, and neither counts until both are done.
+        let (streamed, results) = futures::future::join(
+            settle(streams, &self.path),
+            futures::future::join_all(writes),
+        )
+        .await;
+        streamed?;
         let mut written = 0usize;
-        for result in futures::future::join_all(writes).await {
+        for result in results {
             written += result.map_err(|e| EngineError::io(&self.path, e.into()))?;
         }
         if written != padded {
@@ -241,7 +345,8 @@ impl Appender {
     }
 
     /// Trims the preallocated space (segment sealed or broker stopping) and syncs.
-    pub async fn seal(self) -> Result<(), EngineError> {
+    pub async fn seal(mut self) -> Result<(), EngineError> {
+        self.settle_streams().await?;
         self.file
             .truncate(self.written_bytes)
             .await
@@ -259,6 +364,8 @@ impl Appender {
     /// recovery), zeroing what follows so no stale batch survives.
     pub async fn truncate(&mut self, size_bytes: u64) -> Result<(), EngineError> {
         assert!(size_bytes <= self.written_bytes);
+        // A streamed write landing after the cut would bring bytes back.
+        self.settle_streams().await?;
         self.file
             .truncate(size_bytes)
             .await

@@ -61,6 +61,10 @@ pub struct EngineConfig {
     /// forgets an idempotent producer idle this long (one with an open
     /// transaction is kept), checked on the retention tick.
     pub producer_id_expiration_ms: i64,
+    /// Streamed writes (see `stream_writer`): once this many bytes of small
+    /// appends wait for the writer, their whole blocks are written at once
+    /// from the shard's stream-writer thread. 0 turns streaming off.
+    pub stream_min_bytes: usize,
 }
 
 impl EngineConfig {
@@ -75,6 +79,7 @@ impl EngineConfig {
             preallocate_bytes: 32 << 20,
             retention_check_interval_ms: 300_000,
             producer_id_expiration_ms: 86_400_000,
+            stream_min_bytes: 64 << 10,
         }
     }
 }

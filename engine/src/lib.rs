@@ -2,8 +2,11 @@
 //!
 //! Everything here is **shard-local**: a [`manager::LogManager`] lives on one
 //! glommio executor, owns the partitions that [`shard::shard_of`] assigns to
-//! that shard, and is shared inside the shard with `Rc`. Nothing in this crate
-//! crosses cores; the `net` crate routes requests to the owning shard.
+//! that shard, and is shared inside the shard with `Rc`. The `net` crate
+//! routes requests to the owning shard. One thing leaves the shard's thread:
+//! the whole blocks a group-commit round streams while its appends arrive go,
+//! as owned buffers, to the shard's stream-writer thread (`stream_writer`),
+//! and only the outcome of each write comes back.
 //!
 //! Map of the modules:
 //! - [`batch`]: Kafka RecordBatch v2 — parse, validate (CRC32C), in-place
@@ -13,7 +16,8 @@
 //! - [`index`]: the sparse offset index and the time index of one segment.
 //! - [`segment`]: one `.log` file with its indexes; naming by base offset.
 //! - [`appender`]: the direct-IO writer (O_DIRECT, aligned DMA buffers, tail
-//!   page kept in memory, preallocation ahead of the write position).
+//!   page kept in memory, preallocation ahead of the write position, whole
+//!   blocks streamed to the shard's stream-writer thread).
 //! - [`log`]: the partition log — append, read (copy or file slice), lookup by
 //!   offset and time, high watermark, truncation, delete-records, and the
 //!   pipelined group commit that makes appends durable.
@@ -41,6 +45,7 @@ pub mod recovery;
 pub mod retention;
 pub mod segment;
 pub mod shard;
+mod stream_writer;
 pub mod txn_index;
 
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};

@@ -43,6 +43,9 @@ pub fn config(dir: &Path, policy: FlushPolicy) -> EngineConfig {
     let mut config = EngineConfig::new(dir);
     config.flush_policy = policy;
     config.retention_check_interval_ms = 3_600_000;
+    // Stream from the first whole block on: the tests' small appends then
+    // take the streamed-write path (64 KiB by default) all the time.
+    config.stream_min_bytes = 4096;
     config
 }
 

@@ -3,8 +3,9 @@
 //! A child process (this test binary re-executed, running only `crash_child`)
 //! appends under the `fsync` policy from several concurrent producers and
 //! prints each append once `wait_durable` resolves: `ACK <base> <last>
-//! <crc32c of its keys and values>`. The parent kills it with SIGKILL at a
-//! random moment, many times; each next child recovers the same directory
+//! <crc32c of its keys and values> <streamed writes so far>` (the children
+//! stream from the first whole block, so kills land in streamed writes
+//! too). The parent kills it with SIGKILL at a random moment, many times; each next child recovers the same directory
 //! and keeps appending. After every kill the parent opens a copy of the
 //! directory (so the next child still recovers the raw crash state itself)
 //! and checks that every acknowledged append is there byte for byte, and
@@ -104,9 +105,14 @@ fn crash_child() {
                         assert_eq!((r.base_offset, r.last_offset), (base, base + count - 1));
                         log.wait_durable(r.last_offset).await.expect("durable");
                         let crc = digest((base..base + count).map(|o| (key_for(o), value_for(o))));
+                        let streamed = log.context().fsync_stats.borrow().streamed_writes;
                         let mut out = std::io::stdout().lock();
-                        writeln!(out, "ACK {} {} {crc}", r.base_offset, r.last_offset)
-                            .expect("stdout");
+                        writeln!(
+                            out,
+                            "ACK {} {} {crc} {streamed}",
+                            r.base_offset, r.last_offset
+                        )
+                        .expect("stdout");
                         out.flush().expect("stdout");
                     }
                 })
@@ -248,6 +254,7 @@ fn acknowledged_appends_survive_sigkill() {
     let mut acked = Acked::new();
     let started = Instant::now();
     let mut previous_end = 0i64;
+    let mut streamed_writes = 0u64;
     for iteration in 0..ITERATIONS {
         let (lines, _stderr) = run_child(&data_dir, &mut rng);
         let mut new_acks = 0usize;
@@ -266,7 +273,9 @@ fn acknowledged_appends_survive_sigkill() {
                         "iteration {iteration}: the child recovered another end"
                     );
                 }
-                ["ACK", base, last, crc] => {
+                ["ACK", base, last, crc, streamed] => {
+                    let streamed: u64 = streamed.parse().expect("streamed writes");
+                    streamed_writes = streamed_writes.max(streamed);
                     let base: i64 = base.parse().expect("base");
                     let entry = (last.parse().expect("last"), crc.parse().expect("crc"));
                     assert!(
@@ -282,7 +291,9 @@ fn acknowledged_appends_survive_sigkill() {
         copy_dir(&data_dir, &copy);
         let end = verify(&copy, &acked, &format!("after kill {iteration}"));
         std::fs::remove_dir_all(&copy).expect("remove copy");
-        eprintln!("kill {iteration}: {new_acks} new acks, log ends at {end}");
+        eprintln!(
+            "kill {iteration}: {new_acks} new acks, log ends at {end}, {streamed_writes} streamed writes in the busiest child so far"
+        );
         previous_end = end;
     }
     let total: i64 = acked
@@ -295,6 +306,7 @@ fn acknowledged_appends_survive_sigkill() {
         "too few appends were acknowledged to mean anything: {}",
         acked.len()
     );
+    assert!(streamed_writes > 0, "no child streamed a write");
     let end = verify(&data_dir, &acked, "final");
     eprintln!(
         "{} acknowledged appends ({total} records), log ends at {end}, {:?}",

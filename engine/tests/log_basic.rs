@@ -84,15 +84,26 @@ fn append_then_read_back_in_both_modes() {
 /// Many producers appending at once share group-commit rounds, whose small
 /// appends the cache keeps joined: every offset reads the same bytes from the
 /// cache (copy) as from the segment file (file slice), and every record is
-/// there once.
-#[test]
-fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
+/// there once, also after a restart. With `stream_min_bytes` set the rounds'
+/// whole blocks go out as streamed writes while the appends still arrive.
+fn concurrent_appends_round_trip(stream_min_bytes: usize) {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
+    let mut engine_config = config(&path, FlushPolicy::Fsync);
+    engine_config.stream_min_bytes = stream_min_bytes;
+    let producers = 64usize;
+    let batches_each = 8usize;
+    let records = (producers * batches_each * 3) as i64;
+    let mut expected: Vec<String> = (0..records).map(|i| format!("key-{i}")).collect();
+    expected.sort();
+    let sorted_keys = |read: Vec<(i64, String)>| {
+        let mut keys: Vec<String> = read.into_iter().map(|(_, k)| k).collect();
+        keys.sort();
+        keys
+    };
+    let (first_config, expected_first) = (engine_config.clone(), expected.clone());
     run(async move {
-        let (_m, log) = open_fsync_log(&path).await;
-        let producers = 64usize;
-        let batches_each = 8usize;
+        let (manager, log) = open_log(first_config, "t", TopicConfig::default()).await;
         let tasks: Vec<_> = (0..producers)
             .map(|p| {
                 let log = log.clone();
@@ -108,26 +119,39 @@ fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
         for task in tasks {
             task.await;
         }
-        let records = (producers * batches_each * 3) as i64;
         assert_eq!(log.high_watermark(), records);
+        let streamed_writes = log.context().fsync_stats.borrow().streamed_writes;
+        if stream_min_bytes > 0 {
+            assert!(streamed_writes > 0, "the rounds streamed their blocks");
+        } else {
+            assert_eq!(streamed_writes, 0);
+        }
         // All of it is cached, so the copy reads below come from the cache.
         let appended_bytes: usize = (0..producers * batches_each)
             .map(|i| batch(i * 3, 3, 1_000).len())
             .sum();
         assert_eq!(log.context().cache.used_bytes(), appended_bytes);
-        let mut keys: Vec<String> = read_all(&log, 0)
-            .await
-            .into_iter()
-            .map(|(_, k)| k)
-            .collect();
-        keys.sort();
-        let mut expected: Vec<String> = (0..records).map(|i| format!("key-{i}")).collect();
-        expected.sort();
-        assert_eq!(keys, expected);
+        assert_eq!(sorted_keys(read_all(&log, 0).await), expected_first);
         for offset in 0..records {
             assert_copy_matches_file(&log, offset).await;
         }
+        manager.shutdown().await.unwrap();
     });
+    run(async move {
+        let (_m, log) = open_log(engine_config, "t", TopicConfig::default()).await;
+        assert_eq!(log.log_end_offset(), records);
+        assert_eq!(sorted_keys(read_all(&log, 0).await), expected);
+    });
+}
+
+#[test]
+fn concurrent_appends_read_the_same_from_the_cache_and_the_file() {
+    concurrent_appends_round_trip(0);
+}
+
+#[test]
+fn concurrent_streamed_appends_read_the_same_from_the_cache_and_the_file() {
+    concurrent_appends_round_trip(4096);
 }
 
 #[test]

@@ -11,6 +11,10 @@ use crate::producer_state::{
 use crate::segment::Segment;
 use std::rc::Rc;
 
+/// Appends up to this size count towards streaming their round's blocks
+/// early (see [`crate::stream_writer`]).
+const STREAM_APPEND_MAX_BYTES: usize = 4 << 10;
+
 /// A produce payload, lent or handed over.
 pub(crate) enum Payload<'a> {
     /// The caller keeps the buffer; the log copies the batches.
@@ -241,6 +245,16 @@ impl PartitionLog {
             bytes: payload.into_vec(total_bytes),
         });
         state.log_end_offset = next_offset;
+        // Small appends accumulate for the writer; big ones are written well
+        // enough on their own.
+        let stream_min_bytes = self.ctx.config.stream_min_bytes;
+        if stream_min_bytes > 0 && total_bytes < STREAM_APPEND_MAX_BYTES {
+            state.stream_due_bytes += total_bytes;
+            if state.stream_due_bytes >= stream_min_bytes {
+                state.stream_due_bytes = 0;
+                self.stream_pending(&state);
+            }
+        }
         let log_start_offset = state.log_start_offset;
         drop(state);
         self.kick_flusher();

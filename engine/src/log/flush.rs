@@ -17,8 +17,14 @@
 //!
 //! While a round's fdatasync is in flight the writer also joins the round's
 //! small appends into one buffer for the batch cache ([`coalesce`]).
+//!
+//! Before the writer runs at all, the appends themselves stream their whole
+//! blocks ([`PartitionLog::stream_pending`], every `stream_min_bytes` of
+//! small appends): 256 producers woken by one sync all append before the
+//! writer's turn comes, and without this the round's write would only start
+//! after the last of them. The writer skips what was streamed.
 
-use super::{now_ms, PartitionLog, PendingChunk};
+use super::{now_ms, LogState, PartitionLog, PendingChunk};
 use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
 use crate::error::EngineError;
@@ -137,7 +143,68 @@ pub(crate) struct CommitState {
     syncer_running: bool,
 }
 
+/// The slices after the first `skip` bytes of `parts`.
+fn skip_bytes<'a>(parts: impl Iterator<Item = &'a [u8]>, mut skip: usize) -> Vec<&'a [u8]> {
+    let mut out = Vec::new();
+    for part in parts {
+        if skip >= part.len() {
+            skip -= part.len();
+        } else {
+            out.push(&part[skip..]);
+            skip = 0;
+        }
+    }
+    assert_eq!(skip, 0, "nothing is streamed past the round");
+    out
+}
+
 impl PartitionLog {
+    /// Streams the whole blocks the pending appends of the active segment
+    /// have filled (see [`crate::stream_writer`]), if its appender is idle
+    /// and they follow straight on from what it has written.
+    pub(crate) fn stream_pending(&self, state: &LogState) {
+        let Some(segment) = state.segments.last() else {
+            return;
+        };
+        let Ok(mut slot) = segment.appender.try_borrow_mut() else {
+            return;
+        };
+        // None: the writer holds it for a round, or it is not open yet.
+        let Some(appender) = slot.as_mut() else {
+            return;
+        };
+        let from = appender.written_bytes();
+        // The pending bytes of this segment from `from` on, newest first.
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut reaches_from = false;
+        for chunk in state.pending.iter().rev() {
+            let end = chunk.position + chunk.bytes.len() as u64;
+            if !Rc::ptr_eq(&chunk.segment, segment) || end <= from {
+                break;
+            }
+            let skip = from.saturating_sub(chunk.position) as usize;
+            parts.push(&chunk.bytes[skip..]);
+            if chunk.position <= from {
+                reaches_from = true;
+                break;
+            }
+        }
+        // Bytes between `from` and the oldest chunk are with the writer.
+        if !reaches_from {
+            return;
+        }
+        let Some(writer) = self.ctx.stream_writer() else {
+            return;
+        };
+        parts.reverse();
+        let taken = appender.stream(writer, &parts, self.ctx.config.stream_min_bytes);
+        if taken > 0 {
+            let mut stats = self.ctx.fsync_stats.borrow_mut();
+            stats.streamed_writes += 1;
+            stats.streamed_bytes += taken as u64;
+        }
+    }
+
     /// Starts the writer task if it is not running.
     pub(crate) fn kick_flusher(&self) {
         if self.flusher_running.get() {
@@ -212,8 +279,12 @@ impl PartitionLog {
                 Some(a) => a,
                 None => unreachable!("ensure_appender installed one"),
             };
-            assert_eq!(appender.written_bytes(), *position, "writes are contiguous");
-            let slices: Vec<&[u8]> = parts.iter().map(|p| &p.3[..]).collect();
+            // Blocks streamed during the round are already on their way.
+            let streamed = appender.written_bytes().checked_sub(*position);
+            let Some(streamed) = streamed else {
+                panic!("writes are contiguous: the file ends before the round");
+            };
+            let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
             let write_started = Instant::now();
             let result = appender.write(&slices).await;
             let write_us = write_started.elapsed().as_micros() as u64;
@@ -329,6 +400,7 @@ impl PartitionLog {
             if target > self.durable.get() {
                 self.durable.set(target);
             }
+
             // Under `fsync` the synced rounds become visible now.
             loop {
                 let round = {
@@ -541,5 +613,22 @@ mod tests {
             summary(&coalesce(parts)),
             vec![(0, 1, 10, 10), (5, 7, 30, 20)]
         );
+    }
+
+    #[test]
+    fn skipping_streamed_bytes_keeps_the_rest_in_order() {
+        let data: Vec<u8> = (0..=255u8).collect();
+        let parts: [&[u8]; 3] = [&data[..100], &data[100..101], &data[101..]];
+        for skip in [0usize, 1, 99, 100, 101, 200, 256] {
+            let rest: Vec<u8> = skip_bytes(parts.iter().copied(), skip).concat();
+            assert_eq!(rest, &data[skip..], "skip {skip}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing is streamed past the round")]
+    fn skipping_past_the_round_is_an_invariant_failure() {
+        let data = [0u8; 10];
+        skip_bytes([&data[..]].into_iter(), 11);
     }
 }

@@ -29,6 +29,7 @@ use crate::config::{EngineConfig, FlushPolicy, TopicConfig};
 use crate::error::EngineError;
 use crate::manager::TopicPartition;
 use crate::segment::Segment;
+use crate::stream_writer::StreamWriter;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -45,6 +46,9 @@ pub struct LogContext {
     pub cache: BatchCache,
     /// fdatasync latency histogram source: (count, total µs, max µs).
     pub fsync_stats: RefCell<FsyncStats>,
+    /// The shard's stream writer, started on first use (`None` inside if it
+    /// could not start: the rounds then write everything themselves).
+    stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
 }
 
 /// Counters of the group commit, for metrics.
@@ -65,6 +69,10 @@ pub struct FsyncStats {
     /// Total time the writer waited for its writes, µs: with `sync_us_total`
     /// it splits a group-commit round into disk time and CPU time.
     pub write_us_total: u64,
+    /// Streamed writes (whole blocks written while a round's appends still
+    /// arrive) and their bytes.
+    pub streamed_writes: u64,
+    pub streamed_bytes: u64,
 }
 
 impl LogContext {
@@ -75,7 +83,21 @@ impl LogContext {
             config,
             cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
+            stream_writer: std::cell::OnceCell::new(),
         })
+    }
+
+    /// The shard's stream writer, started on first use.
+    pub(crate) fn stream_writer(&self) -> Option<&StreamWriter> {
+        self.stream_writer
+            .get_or_init(|| match StreamWriter::start() {
+                Ok(writer) => Some(writer),
+                Err(e) => {
+                    tracing::warn!(error = %e, "stream writer did not start; rounds write all their bytes");
+                    None
+                }
+            })
+            .as_ref()
     }
 }
 
@@ -120,6 +142,8 @@ pub(crate) struct LogState {
     /// Messages and time since the last sync, for the interval policy.
     pub messages_since_sync: u64,
     pub last_sync_ms: i64,
+    /// Bytes of small appends since the last try at streaming them.
+    pub stream_due_bytes: usize,
 }
 
 /// One partition's log. Shard-local: use it from the shard that owns it.

@@ -141,6 +141,7 @@ impl PartitionLog {
                 leader_epoch: 0,
                 messages_since_sync: 0,
                 last_sync_ms: now,
+                stream_due_bytes: 0,
             }),
             written: OffsetWatch::new(log_end_offset),
             durable: OffsetWatch::new(log_end_offset),
