@@ -288,6 +288,7 @@ impl BrokerConfig {
                 }
                 "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
                 "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
+                "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
                 "rill.fetch.send.path" | "fetch.send.path" => {
                     self.send_path = parse_send_path(name, value)?
                 }

@@ -141,7 +141,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 12] = [
+    let gauges: [Gauge; 14] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         ("rill_connections_accepted_total", "counter", |m| {
             m.connections_accepted as i64
@@ -177,6 +177,15 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         // time it tells disk time from CPU time in a group-commit round.
         ("rill_disk_write_microseconds_total", "counter", |m| {
             m.group_commit.write_us_total as i64
+        }),
+        // Whole blocks of small appends written while their round's appends
+        // were still arriving (`rill.stream_min_bytes`); their bytes are in
+        // rill_disk_written_bytes_total too.
+        ("rill_disk_streamed_writes_total", "counter", |m| {
+            m.group_commit.streamed_writes as i64
+        }),
+        ("rill_disk_streamed_bytes_total", "counter", |m| {
+            m.group_commit.streamed_bytes as i64
         }),
     ];
     for (name, kind, get) in gauges {

@@ -1,7 +1,7 @@
 //! A broker's life: restarts after SIGTERM and SIGKILL keep every
-//! acknowledged message (fsync policy), topics are deleted, metrics are
-//! served, and Debian's kcat (librdkafka 2.0.2, an old client) produces and
-//! consumes.
+//! acknowledged message (fsync policy), also when small batches stream their
+//! blocks to disk, topics are deleted, metrics are served, and Debian's kcat
+//! (librdkafka 2.0.2, an old client) produces and consumes.
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -22,6 +22,30 @@ fn values(prefix: &str, n: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
         .collect()
 }
 
+/// The sum over the shards of a Prometheus series in a `/metrics` response.
+fn metric_total(metrics: &str, name: &str) -> i64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum()
+}
+
+/// Sorted values of every record of `topic`, which must hold `expected`.
+fn consumed_values(bootstrap: &str, topic: &str, partitions: i32, expected: usize) -> Vec<Vec<u8>> {
+    let got = consume_all(
+        bootstrap,
+        topic,
+        partitions,
+        expected,
+        Duration::from_secs(30),
+        &[],
+    );
+    let mut values: Vec<Vec<u8>> = got.into_iter().filter_map(|r| r.value).collect();
+    values.sort();
+    values
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarts_keep_every_acknowledged_message() {
     let dir = data_dir();
@@ -40,20 +64,70 @@ async fn restarts_keep_every_acknowledged_message() {
             assert_eq!(code, Some(0), "graceful stop exits 0:\n{}", broker.log());
         }
         broker.restart();
-        let got = consume_all(
-            &broker.bootstrap(),
-            "durable",
-            3,
-            acknowledged.len(),
-            Duration::from_secs(30),
-            &[],
-        );
-        let mut got_values: Vec<Vec<u8>> = got.into_iter().filter_map(|r| r.value).collect();
+        let got_values = consumed_values(&broker.bootstrap(), "durable", 3, acknowledged.len());
         let mut want: Vec<Vec<u8>> = acknowledged.iter().map(|(_, v)| v.clone()).collect();
-        got_values.sort();
         want.sort();
         assert_eq!(got_values, want, "after round {round} (signal {signal})");
     }
+}
+
+/// Small batches from producers with several requests in flight, with the
+/// broker streaming from the first whole block (`rill.stream_min_bytes`):
+/// the broker reports streamed writes, and every acknowledged message reads
+/// back whole, before and after a SIGKILL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streamed_small_batches_survive_a_kill() {
+    let dir = data_dir();
+    let config = dir.path().join("rill.toml");
+    std::fs::write(&config, "\"rill.stream_min_bytes\" = 4096\n").expect("config");
+    let config = config.to_string_lossy().to_string();
+    let mut broker = Broker::start(
+        RILL,
+        dir.path(),
+        &["--flush-policy", "fsync", "--config", &config],
+    );
+    create_topic(&broker.bootstrap(), "streamed", 1, &[]).await;
+    // Batches of a few 1 KiB records: under 4 KiB each, so every round
+    // has whole blocks to stream.
+    let small_batches = [("acks", "all"), ("linger.ms", "1"), ("batch.size", "3500")];
+    let padded = |prefix: &str| -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
+        values(prefix, 2000)
+            .into_iter()
+            .map(|(k, mut v)| {
+                v.resize(1000, b'.');
+                (k, v)
+            })
+            .collect()
+    };
+    let (a, b) = (padded("a"), padded("b"));
+    let (pa, pb) = (
+        producer(&broker.bootstrap(), &small_batches),
+        producer(&broker.bootstrap(), &small_batches),
+    );
+    let (delivered_a, delivered_b) = tokio::join!(
+        produce_all(&pa, "streamed", &a, None),
+        produce_all(&pb, "streamed", &b, None)
+    );
+    assert!(delivered_a.iter().chain(&delivered_b).all(|&(_, o)| o >= 0));
+    drop((pa, pb));
+    let metrics = http_get(broker.admin_addr, "/metrics");
+    assert!(
+        metric_total(&metrics, "rill_disk_streamed_writes_total") > 0,
+        "the rounds streamed blocks: {metrics}"
+    );
+    let mut want: Vec<Vec<u8>> = a.iter().chain(&b).map(|(_, v)| v.clone()).collect();
+    want.sort();
+    assert_eq!(
+        consumed_values(&broker.bootstrap(), "streamed", 1, want.len()),
+        want
+    );
+    broker.stop_with(libc::SIGKILL);
+    broker.restart();
+    assert_eq!(
+        consumed_values(&broker.bootstrap(), "streamed", 1, want.len()),
+        want,
+        "after SIGKILL"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,13 +163,7 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
     let metrics = http_get(broker.admin_addr, "/metrics");
     assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
     assert!(metrics.contains("# TYPE"), "prometheus text: {metrics}");
-    let total = |name: &str| -> i64 {
-        metrics
-            .lines()
-            .filter(|l| l.starts_with(&format!("{name}{{")))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
-            .sum()
-    };
+    let total = |name: &str| metric_total(&metrics, name);
     // The group commit wrote and synced the 50 records (fsync is the
     // default policy); an O_DIRECT write takes microseconds, never zero.
     assert!(total("rill_fsyncs_total") > 0, "fsyncs exported: {metrics}");

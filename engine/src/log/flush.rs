@@ -202,6 +202,7 @@ impl PartitionLog {
             let mut stats = self.ctx.fsync_stats.borrow_mut();
             stats.streamed_writes += 1;
             stats.streamed_bytes += taken as u64;
+            stats.bytes_written += taken as u64;
         }
     }
 

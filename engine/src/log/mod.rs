@@ -70,7 +70,7 @@ pub struct FsyncStats {
     /// it splits a group-commit round into disk time and CPU time.
     pub write_us_total: u64,
     /// Streamed writes (whole blocks written while a round's appends still
-    /// arrive) and their bytes.
+    /// arrive) and their bytes (also counted in `bytes_written`).
     pub streamed_writes: u64,
     pub streamed_bytes: u64,
 }
