@@ -120,12 +120,12 @@ async fn open(
     policy: FlushPolicy,
     segment_bytes: &str,
 ) -> (Rc<LogManager>, Rc<engine::PartitionLog>) {
-    open_streaming(
-        policy,
-        segment_bytes,
-        EngineConfig::new(bench_dir()).stream_min_bytes,
-    )
-    .await
+    open_streaming(policy, segment_bytes, default_stream_min_bytes()).await
+}
+
+/// The engine's default `stream_min_bytes`.
+fn default_stream_min_bytes() -> usize {
+    EngineConfig::new("unused").stream_min_bytes
 }
 
 /// [`open`] with the given `stream_min_bytes` (0: no streamed writes).
@@ -239,7 +239,7 @@ fn group_commit(c: &mut Criterion) {
     group.sample_size(10);
     // The default, and 256 in flight without streamed writes (the rounds
     // write all their bytes after their appends) to show what streaming buys.
-    let stream_default = EngineConfig::new(bench_dir()).stream_min_bytes;
+    let stream_default = default_stream_min_bytes();
     for (name, concurrency, stream_min_bytes) in [
         ("in_flight", 1usize, stream_default),
         ("in_flight", 256, stream_default),
