@@ -111,7 +111,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 
 fn setup_strategy() -> impl Strategy<Value = Setup> {
     (
-        prop_oneof![Just(1024u64), Just(2048), Just(4096)],
+        // 64 KiB segments hold whole blocks, so small appends also take
+        // the streamed-write path (the engine tests stream from 4 KiB on).
+        prop_oneof![Just(1024u64), Just(2048), Just(4096), Just(65536)],
         prop_oneof![Just(100u64), Just(512), Just(4096)],
         2048u64..12_288,
         any::<bool>(),
