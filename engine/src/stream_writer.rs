@@ -5,13 +5,14 @@
 //! runs dry, and the 256 producers a sync wakes all run before that, so a
 //! write queued from an append waits for the last of them. Here a round
 //! therefore went append CPU → write → fdatasync, one after the other; the
-//! write of 276 KiB alone was about half the round. This writer takes the
+//! write of 276 KiB alone was about 40% of the round. This writer takes the
 //! blocks the appends have filled so far and writes them at once from
 //! another thread (one per shard, started on first use): the device and the
 //! kernel's submission work run beside the appends instead of after them,
 //! and the round's own write is left with the last, partial blocks.
 //!
-//! Only whole, preallocated blocks past the tail page are streamed, as
+//! Only whole blocks within the preallocated space are streamed (the first
+//! may be the tail page, rewritten with the bytes that complete it), as
 //! `O_DIRECT` writes from an aligned buffer through a duplicate of the
 //! segment's descriptor. Nothing streamed counts as written: the round's
 //! writer waits for its streamed blocks (see `Appender::settle_streams`)
