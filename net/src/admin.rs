@@ -2,12 +2,13 @@
 //! Prometheus text at `/metrics`. Metrics are gathered from every shard over
 //! the mesh at scrape time, so no shard pays for them in between.
 
-use crate::mesh::ShardMessage;
+use crate::call::OwnerCall;
+use crate::group_runtime::GroupRuntime;
 use crate::metrics::{render, MetricsSnapshot};
 use crate::shard::Shard;
-use futures::channel::oneshot;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
+use std::future::Future;
 use std::rc::Rc;
 
 /// Largest HTTP request head read.
@@ -39,7 +40,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
     metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
-    metrics.committed_offsets = shard.groups.committed_offsets();
+    metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     metrics.log_end_offsets = shard
         .logs
         .partitions()
@@ -52,19 +53,24 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     (shard.id, metrics)
 }
 
+/// Asks a shard for its metrics.
+#[derive(Debug)]
+struct MetricsRequest;
+
+impl OwnerCall for MetricsRequest {
+    type Reply = MetricsSnapshot;
+
+    fn run(self, shard: Rc<Shard>) -> impl Future<Output = MetricsSnapshot> + 'static {
+        async move { local_snapshot(&shard) }
+    }
+}
+
 /// Gathers every shard's metrics.
 pub async fn collect(shard: &Rc<Shard>) -> Vec<MetricsSnapshot> {
     let mut snapshots = vec![local_snapshot(shard)];
     for other in (0..shard.count).filter(|&s| s != shard.id) {
-        let (reply, receiver) = oneshot::channel();
-        if shard
-            .send_to(other, ShardMessage::Metrics { reply })
-            .await
-            .is_ok()
-        {
-            if let Ok(snapshot) = receiver.await {
-                snapshots.push(snapshot);
-            }
+        if let Ok(snapshot) = shard.call(other, MetricsRequest).await {
+            snapshots.push(snapshot);
         }
     }
     snapshots.sort_by_key(|(id, _)| *id);

@@ -14,12 +14,10 @@
 use crate::admin;
 use crate::config::{BrokerConfig, ServeArgs};
 use crate::connection::{self, ShutdownSignal};
-use crate::controller::{self, ControllerState};
-use crate::mesh::ShardMessage;
 use crate::metrics::ShardMetrics;
-use crate::routing;
 use crate::sendpath::Sender;
-use crate::shard::Shard;
+use crate::services::Services;
+use crate::shard::{Shard, ShardMessage};
 use crate::topics::{TopicEntry, TopicTable};
 use engine::LogManager;
 use futures::channel::oneshot;
@@ -262,7 +260,6 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     let shard = Rc::new(Shard {
         id,
         count: config.cores,
-        controller: ControllerState::new(table.max_version() + 1),
         topics: RefCell::new(table),
         config: config.clone(),
         logs: logs.clone(),
@@ -270,7 +267,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         sender,
         metrics: RefCell::new(ShardMetrics::default()),
         open_connections: input.open_connections,
-        groups: crate::group_runtime::GroupRuntime::new(&config, id),
+        services: Services::default(),
     });
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
@@ -285,8 +282,10 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         for (_, receiver) in receivers.streams() {
             let shard = shard.clone();
             glommio::spawn_local(async move {
+                // Each message is a job for this shard: it runs here at once
+                // or spawns its own task, so this loop never waits on one.
                 while let Some(message) = receiver.recv().await {
-                    on_message(&shard, message);
+                    message.open(&shard);
                 }
             })
             .detach();
@@ -387,49 +386,5 @@ async fn accept_loop(
             drop(pass);
         })
         .detach();
-    }
-}
-
-/// Handles a message from another shard without blocking the receive loop.
-fn on_message(shard: &Rc<Shard>, message: ShardMessage) {
-    match message {
-        ShardMessage::Partitions { ops, reply } => {
-            let shard = shard.clone();
-            glommio::spawn_local(async move {
-                let replies = routing::execute_local(&shard, ops).await;
-                let _ = reply.send(replies);
-            })
-            .detach();
-        }
-        ShardMessage::WaitForData { parts, reply } => {
-            glommio::spawn_local(routing::serve_wait_for_data(shard.clone(), parts, reply))
-                .detach();
-        }
-        ShardMessage::Controller { request, reply } => {
-            let shard = shard.clone();
-            glommio::spawn_local(async move {
-                let outcome = controller::execute(&shard, request).await;
-                let _ = reply.send(outcome);
-            })
-            .detach();
-        }
-        ShardMessage::TopicUpdate(update) => shard.apply_update(&update),
-        ShardMessage::Metrics { reply } => {
-            let _ = reply.send(admin::local_snapshot(shard));
-        }
-        ShardMessage::Txn { request, reply } => {
-            let shard = shard.clone();
-            glommio::spawn_local(async move {
-                let _ = reply.send(crate::txn_runtime::execute(&shard, request).await);
-            })
-            .detach();
-        }
-        ShardMessage::Group { request, reply } => {
-            let shard = shard.clone();
-            glommio::spawn_local(async move {
-                let _ = reply.send(crate::group_runtime::execute(&shard, request).await);
-            })
-            .detach();
-        }
     }
 }

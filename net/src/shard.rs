@@ -1,12 +1,18 @@
 //! One shard's state. **Shard-local** (`Rc`, `RefCell`): built on its glommio
 //! executor and never shared with another core; other shards are reached only
-//! through [`Shard::send_to`].
+//! through [`Shard::call`] (see [`crate::call`]).
+//!
+//! The shard is the bottom of net's runtime: it holds the engine's logs, the
+//! topic table, the mesh, the send path, metrics, and the table of services
+//! ([`ShardService`]) that the layers above register by building them here.
+//! It imports no service.
 
 use crate::config::BrokerConfig;
 use crate::error::RequestError;
-use crate::mesh::ShardMessage;
+use crate::mesh::Envelope;
 use crate::metrics::ShardMetrics;
 use crate::sendpath::Sender;
+use crate::services::Services;
 use crate::topics::{TopicTable, TopicUpdate};
 use engine::{LogManager, TopicPartition};
 use glommio::channels::channel_mesh::Senders;
@@ -14,6 +20,17 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+
+/// What shards send each other: a job opened on the receiving shard.
+pub type ShardMessage = Envelope<Shard>;
+
+/// A runtime with one instance per shard (group and transaction
+/// coordinators, controller state, producer-id pool, …), built on first use
+/// and found with [`Shard::service`].
+pub trait ShardService: 'static {
+    /// Builds this shard's instance from the shard's id, config and tables.
+    fn build(shard: &Shard) -> Self;
+}
 
 /// The state of one shard.
 pub struct Shard {
@@ -36,10 +53,8 @@ pub struct Shard {
     /// Open connections of the whole broker (for `max.connections`): an
     /// atomic touched once per accept and close, never on the request path.
     pub open_connections: Arc<AtomicUsize>,
-    /// Controller state (used on shard 0 only).
-    pub controller: crate::controller::ControllerState,
-    /// The group coordinator of the `__consumer_offsets` partitions this shard owns.
-    pub groups: crate::group_runtime::GroupRuntime,
+    /// This shard's services, by type.
+    pub services: Services,
 }
 
 impl Shard {
@@ -48,7 +63,13 @@ impl Shard {
         engine::shard::shard_of(&tp.topic, tp.partition, self.count)
     }
 
-    /// Sends a message to another shard; fails only when that shard has gone away.
+    /// This shard's instance of service `T`, built on first use.
+    pub fn service<T: ShardService>(&self) -> Rc<T> {
+        self.services.get_or_build(|| T::build(self))
+    }
+
+    /// Queues a message to another shard; fails only when that shard has
+    /// gone away. Services use [`Shard::call`] rather than this.
     pub async fn send_to(&self, shard: usize, message: ShardMessage) -> Result<(), RequestError> {
         let peers = self.peers.as_ref().ok_or(RequestError::ShardGone(shard))?;
         peers
@@ -60,18 +81,5 @@ impl Shard {
     /// Applies a topic-table change to this shard's copy.
     pub fn apply_update(&self, update: &TopicUpdate) {
         self.topics.borrow_mut().apply(update);
-    }
-
-    /// Applies a change here and sends it to every other shard.
-    pub async fn broadcast_update(&self, update: TopicUpdate) {
-        self.apply_update(&update);
-        for shard in (0..self.count).filter(|&s| s != self.id) {
-            if let Err(e) = self
-                .send_to(shard, ShardMessage::TopicUpdate(update.clone()))
-                .await
-            {
-                tracing::warn!(shard, error = %e, "topic update not delivered");
-            }
-        }
     }
 }

@@ -41,7 +41,11 @@ pub fn read_crate(src_dir: &Path) -> std::io::Result<Vec<SourceFile>> {
     Ok(files)
 }
 
-fn read_dir_into(dir: &Path, prefix: &[String], files: &mut Vec<SourceFile>) -> std::io::Result<()> {
+fn read_dir_into(
+    dir: &Path,
+    prefix: &[String],
+    files: &mut Vec<SourceFile>,
+) -> std::io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
@@ -85,7 +89,12 @@ pub fn import_graph(files: &[SourceFile]) -> BTreeMap<Vec<String>, BTreeSet<Vec<
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
     let stripped: Vec<(Vec<String>, String)> = files
         .iter()
-        .map(|f| (f.module.clone(), strip_tests(&strip_comments_and_strings(&f.text))))
+        .map(|f| {
+            (
+                f.module.clone(),
+                strip_tests(&strip_comments_and_strings(&f.text)),
+            )
+        })
         .collect();
     // Re-exports: (module, name) -> the absolute path it stands for.
     let mut reexports: BTreeMap<(Vec<String>, String), Vec<String>> = BTreeMap::new();
@@ -120,9 +129,48 @@ pub fn import_graph(files: &[SourceFile]) -> BTreeMap<Vec<String>, BTreeSet<Vec<
     graph
 }
 
-/// The import cycles: each strongly connected component of more than one
-/// module, its members sorted; components sorted.
+/// The import cycles, in two views, each cycle its members sorted:
+/// - files: strongly connected components of the file graph (more than one
+///   file), which catches siblings that use each other and a child whose
+///   use of its parent closes a loop through another module;
+/// - modules: for each module, its child modules taken whole (a child with
+///   everything under it is one node, an edge wherever any file under one
+///   uses any file under another), which catches `a::x → b → a`: a module
+///   tree whose parts lean on each other through a file the file view lets
+///   pass, because the parent's use of its own child is no edge there.
 pub fn cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<Vec<String>>> {
+    let mut found: BTreeSet<Vec<Vec<String>>> = strongly_connected(graph).into_iter().collect();
+    let parents: BTreeSet<Vec<String>> = graph
+        .keys()
+        .flat_map(|m| (0..m.len()).map(move |n| m[..n].to_vec()))
+        .collect();
+    for parent in parents {
+        let child_of = |m: &Vec<String>| -> Option<Vec<String>> {
+            (m.len() > parent.len() && m.starts_with(&parent)).then(|| m[..=parent.len()].to_vec())
+        };
+        let mut collapsed: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+        for (from, targets) in graph {
+            let Some(from_child) = child_of(from) else {
+                continue;
+            };
+            let edges = collapsed.entry(from_child.clone()).or_default();
+            for target in targets {
+                if let Some(to_child) = child_of(target) {
+                    if to_child != from_child {
+                        edges.insert(to_child);
+                    }
+                }
+            }
+        }
+        found.extend(strongly_connected(&collapsed));
+    }
+    found.into_iter().collect()
+}
+
+/// The strongly connected components of more than one node, members sorted.
+fn strongly_connected(
+    graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+) -> Vec<Vec<Vec<String>>> {
     let nodes: Vec<&Vec<String>> = graph.keys().collect();
     let index_of: BTreeMap<&Vec<String>, usize> =
         nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
@@ -301,10 +349,13 @@ fn use_statements(text: &str) -> Vec<UseStatement> {
     while let Some(found) = find_keyword(&text[search..], "use") {
         let at = search + found;
         let before = text[..at].trim_end();
-        let public = before.ends_with("pub") || before.ends_with(')') && {
-            // `pub(crate) use`
-            before.rfind("pub(").is_some_and(|p| !before[p..].contains(';'))
-        };
+        let public = before.ends_with("pub")
+            || before.ends_with(')') && {
+                // `pub(crate) use`
+                before
+                    .rfind("pub(")
+                    .is_some_and(|p| !before[p..].contains(';'))
+            };
         let Some(end) = text[at..].find(';') else {
             break;
         };
@@ -434,7 +485,9 @@ fn referenced_paths(text: &str) -> Vec<Vec<String>> {
         let mut j = i;
         loop {
             let start = j;
-            while j < bytes.len() && ((bytes[j] as char).is_ascii_alphanumeric() || bytes[j] == b'_') {
+            while j < bytes.len()
+                && ((bytes[j] as char).is_ascii_alphanumeric() || bytes[j] == b'_')
+            {
                 j += 1;
             }
             segments.push(without_uses[start..j].to_string());
@@ -581,12 +634,36 @@ mod tests {
                  #[cfg(test)]\nmod tests { use super::read::Reader; }",
             ),
             // The child uses its parent's type: one edge, child -> parent.
-            file(&["log", "read"], "use crate::Log;\npub struct Reader;\nuse super::Log as L;"),
+            file(
+                &["log", "read"],
+                "use crate::Log;\npub struct Reader;\nuse super::Log as L;",
+            ),
         ];
         let graph = import_graph(&files);
         assert!(cycles(&graph).is_empty(), "{graph:?}");
         let parent: Vec<String> = vec!["log".into()];
         assert!(graph[&vec!["log".to_string(), "read".to_string()]].contains(&parent));
+    }
+
+    #[test]
+    fn a_child_that_leans_on_a_module_leaning_on_its_parent_is_a_cycle() {
+        let files = vec![
+            file(&[], "pub mod txn; pub mod handlers;"),
+            file(&["txn"], "mod execute; pub struct Request;"),
+            file(
+                &["txn", "execute"],
+                "fn f() { crate::handlers::init::next_id(); }",
+            ),
+            file(&["handlers"], "pub mod init;"),
+            file(
+                &["handlers", "init"],
+                "pub fn next_id() {} fn g(_: crate::txn::Request) {}",
+            ),
+        ];
+        assert_eq!(
+            names(&cycles(&import_graph(&files))),
+            vec![vec!["crate::handlers", "crate::txn"]]
+        );
     }
 
     #[test]
@@ -610,7 +687,10 @@ mod tests {
                 &["log"],
                 "pub mod watch; mod append; use watch::OffsetWatch; pub struct Log;",
             ),
-            file(&["log", "watch"], "pub struct OffsetWatch; fn f(_: &super::Log) {}"),
+            file(
+                &["log", "watch"],
+                "pub struct OffsetWatch; fn f(_: &super::Log) {}",
+            ),
             file(&["log", "append"], "fn g() { super::watch::OffsetWatch; }"),
         ];
         assert!(cycles(&import_graph(&files)).is_empty());

@@ -217,5 +217,5 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
     out
 }
 
-pub mod layering;
 pub mod kafka;
+pub mod layering;

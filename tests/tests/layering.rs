@@ -8,11 +8,20 @@ use std::path::Path;
 fn assert_no_cycles(crate_src: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_src);
     let files = read_crate(&root).expect("crate sources readable");
-    assert!(files.len() > 5, "{crate_src}: found only {} files", files.len());
+    assert!(
+        files.len() > 5,
+        "{crate_src}: found only {} files",
+        files.len()
+    );
     let found = cycles(&import_graph(&files));
     let shown: Vec<String> = found
         .iter()
-        .map(|c| c.iter().map(|m| module_name(m)).collect::<Vec<_>>().join(" <-> "))
+        .map(|c| {
+            c.iter()
+                .map(|m| module_name(m))
+                .collect::<Vec<_>>()
+                .join(" <-> ")
+        })
         .collect();
     assert!(
         found.is_empty(),

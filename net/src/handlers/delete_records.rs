@@ -2,8 +2,8 @@
 
 use super::{Handler, HandlerFuture, Request};
 use crate::codes;
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,

@@ -1,8 +1,8 @@
 //! DescribeLogDirs (key 35): the one data dir, its partitions and their sizes.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,

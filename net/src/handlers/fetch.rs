@@ -16,8 +16,8 @@ use crate::fetch_response::{
     encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
     FETCH_VERSION_MAX, FETCH_VERSION_MIN,
 };
-use crate::mesh::{PartitionOp, PartitionReply, ReadOutcome, SendData};
 use crate::routing::{run_on_owners, wait_for_any};
+use crate::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
 use crate::sendpath::SendPath;
 use crate::shard::Shard;
 use engine::{FileSlice, ReadData, TopicPartition};

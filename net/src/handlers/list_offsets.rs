@@ -3,8 +3,8 @@
 //! offset and a lookup by time never answers an offset at or past it.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,

@@ -5,8 +5,8 @@
 
 use super::{Handler, HandlerFuture, Request};
 use crate::codes;
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,

@@ -5,8 +5,8 @@
 use super::{Handler, HandlerFuture, Request, Response};
 use crate::codes;
 use crate::controller::{self, ControllerRequest};
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_on_owners;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use crate::topics::valid_topic_name;
 use engine::TopicPartition;

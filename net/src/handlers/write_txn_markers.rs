@@ -1,11 +1,11 @@
 //! WriteTxnMarkers (key 27): the inter-broker request that writes
 //! transaction markers. rill's own coordinator writes them over the shard
-//! mesh ([`crate::mesh::PartitionOp::WriteMarker`]); this handler serves the
+//! mesh ([`crate::routing::PartitionOp::WriteMarker`]); this handler serves the
 //! same operation to a peer or a tool, each marker waited durable.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::mesh::{PartitionOp, PartitionReply};
 use crate::routing::run_checked;
+use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,

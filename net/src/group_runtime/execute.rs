@@ -1,0 +1,161 @@
+//! The owner side of a group call: step the pure coordinator, persist what
+//! it returns, answer (JoinGroup/SyncGroup answers may come later, when the
+//! rebalance completes).
+
+use super::persist::persist;
+use super::{now_ms, GroupReply, GroupRequest, GroupRuntime, COORDINATOR_NOT_AVAILABLE};
+use crate::codes;
+use crate::group::{
+    GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken, SyncOutcome, TopicInfo,
+};
+use crate::shard::Shard;
+use futures::channel::oneshot;
+use std::rc::Rc;
+
+/// What a call produced before anything is persisted.
+enum Immediate {
+    Reply(GroupReply),
+    Later(oneshot::Receiver<GroupResponse>),
+}
+
+/// Owner side: step the coordinator, persist, answer.
+pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
+    let runtime = &*shard.service::<GroupRuntime>();
+    let now = now_ms();
+    let token = runtime.take_token();
+    let is_commit = matches!(
+        request,
+        GroupRequest::Commit(_) | GroupRequest::CommitTxn(_)
+    );
+    let (immediate, records, responses) = {
+        let table = shard.topics.borrow();
+        let topics = |name: &str| {
+            table.get(name).map(|e| TopicInfo {
+                id: e.topic_id,
+                partitions: e.partitions,
+            })
+        };
+        let mut coordinator = runtime.coordinator.borrow_mut();
+        let (immediate, mut records) =
+            step(&mut coordinator, runtime, now, token, request, &topics);
+        records.extend(coordinator.tick(now));
+        (immediate, records, coordinator.take_responses())
+    };
+    let persisted = persist(shard, records).await;
+    deliver(runtime, responses);
+    let reply = match immediate {
+        Immediate::Reply(reply) => reply,
+        Immediate::Later(receiver) => match receiver.await {
+            Ok(GroupResponse::Join(r)) => GroupReply::Join(r),
+            Ok(GroupResponse::Sync(r)) => GroupReply::Sync(r),
+            Err(_) => GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE),
+        },
+    };
+    match (persisted, reply) {
+        // A commit that did not reach the log must not be acknowledged.
+        (Err(code), GroupReply::Committed(rows)) if is_commit => {
+            GroupReply::Committed(rows.into_iter().map(|(tp, _)| (tp, code)).collect())
+        }
+        (_, reply) => reply,
+    }
+}
+
+fn step(
+    coordinator: &mut GroupCoordinator,
+    runtime: &GroupRuntime,
+    now: i64,
+    token: RequestToken,
+    request: GroupRequest,
+    topics: &dyn Fn(&str) -> Option<TopicInfo>,
+) -> (Immediate, Vec<Record>) {
+    let reply = |r: GroupReply| Immediate::Reply(r);
+    let wait = || {
+        let (sender, receiver) = oneshot::channel();
+        runtime.waiters.borrow_mut().insert(token, sender);
+        Immediate::Later(receiver)
+    };
+    match request {
+        GroupRequest::Join(req) => match coordinator.join_group(now, token, req) {
+            (JoinOutcome::Respond(r), records) => (reply(GroupReply::Join(r)), records),
+            (JoinOutcome::Pending, records) => (wait(), records),
+        },
+        GroupRequest::Sync(req) => match coordinator.sync_group(now, token, req) {
+            (SyncOutcome::Respond(r), records) => (reply(GroupReply::Sync(r)), records),
+            (SyncOutcome::Pending, records) => (wait(), records),
+        },
+        GroupRequest::Heartbeat(req) => (
+            reply(GroupReply::Code(coordinator.heartbeat(now, &req))),
+            Vec::new(),
+        ),
+        GroupRequest::Leave { group_id, members } => {
+            let (codes, records) = coordinator.leave_group(now, &group_id, &members);
+            (reply(GroupReply::Codes(codes)), records)
+        }
+        GroupRequest::ConsumerHeartbeat(req) => {
+            let (response, records) = coordinator.consumer_heartbeat(now, &req, topics);
+            (reply(GroupReply::ConsumerHeartbeat(response)), records)
+        }
+        GroupRequest::Commit(req) => {
+            let (codes, records) = coordinator.commit_offsets(now, &req);
+            (reply(GroupReply::Committed(codes)), records)
+        }
+        GroupRequest::ValidateTxnCommit(req) => (
+            reply(GroupReply::Code(
+                coordinator.validate_txn_offset_commit(&req),
+            )),
+            Vec::new(),
+        ),
+        GroupRequest::CommitTxn(req) => {
+            let (codes, records) = coordinator.commit_txn_offsets(now, &req);
+            (reply(GroupReply::Committed(codes)), records)
+        }
+        GroupRequest::Fetch {
+            group_id,
+            partitions,
+        } => (
+            reply(GroupReply::Fetched(
+                coordinator.fetch_offsets(&group_id, partitions.as_deref()),
+            )),
+            Vec::new(),
+        ),
+        GroupRequest::DeleteOffsets {
+            group_id,
+            partitions,
+        } => {
+            let (code, rows, records) = coordinator.delete_offsets(&group_id, &partitions);
+            (reply(GroupReply::DeletedOffsets(code, rows)), records)
+        }
+        GroupRequest::DeleteGroup(group_id) => {
+            let (codes, records) = coordinator.delete_groups(std::slice::from_ref(&group_id));
+            let code = codes.first().map_or(codes::UNKNOWN_SERVER_ERROR, |c| c.1);
+            (reply(GroupReply::Code(code)), records)
+        }
+        GroupRequest::Describe(group_id) => (
+            reply(GroupReply::Described(coordinator.describe_group(&group_id))),
+            Vec::new(),
+        ),
+        GroupRequest::DescribeConsumer(group_id) => (
+            reply(GroupReply::DescribedConsumer(
+                coordinator
+                    .describe_consumer_group(&group_id)
+                    .map(|g| Box::new(g.clone())),
+            )),
+            Vec::new(),
+        ),
+        GroupRequest::List(states) => (
+            reply(GroupReply::Listed(coordinator.list_groups(&states))),
+            Vec::new(),
+        ),
+    }
+}
+
+/// Wakes the callers waiting for delayed answers (after their records are durable).
+pub(super) fn deliver(runtime: &GroupRuntime, responses: Vec<(RequestToken, GroupResponse)>) {
+    let mut waiters = runtime.waiters.borrow_mut();
+    for (token, response) in responses {
+        if let Some(sender) = waiters.remove(&token) {
+            // The client may have gone; nothing to do then.
+            let _ = sender.send(response);
+        }
+    }
+}

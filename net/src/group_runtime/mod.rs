@@ -1,0 +1,261 @@
+//! The group coordinator on the broker. **Per shard**: each shard runs one
+//! [`GroupCoordinator`] for the groups whose `__consumer_offsets` partition
+//! (`offsets_partition_for(group, partitions)`, Kafka's placement) it owns.
+//!
+//! - [`call`]: the handlers' entry point. It creates `__consumer_offsets`
+//!   (compacted) on first use, finds the owner shard of the group's partition
+//!   and runs the call there with the shard's owner call
+//!   ([`Shard::call`]; a [`GroupRequest`] is an [`OwnerCall`]).
+//! - On the owner, `execute` steps the pure coordinator, appends the records
+//!   it returns (and those of a `tick` right after) to the owned
+//!   `__consumer_offsets` partitions, waits until they are durable and only
+//!   then answers — the coordinator's contract, so an acknowledged commit or
+//!   assignment survives a crash. JoinGroup/SyncGroup answers that come later
+//!   wait on a oneshot registered under the call's token.
+//! - [`run_timer`] (`timer.rs`): a per-shard task that calls `tick` at the coordinator's
+//!   next deadline (session expiry, rebalance timeouts, offset expiry).
+//! - [`replay`] (`replay.rs`): at start, before the shard serves anything, every record of
+//!   the owned `__consumer_offsets` partitions is fed back to the coordinator.
+
+//! - `persist.rs`: appending a step's records and waiting until durable.
+//!
+//! The [`GroupRuntime`] is a [`ShardService`]: one per shard, found with
+//! `shard.service::<GroupRuntime>()`.
+
+mod execute;
+mod persist;
+mod replay;
+mod timer;
+
+pub use replay::replay;
+pub use timer::run_timer;
+
+use crate::call::OwnerCall;
+use crate::codes;
+use crate::controller::{self, ControllerRequest};
+use crate::group::coordinator::DescribedGroup;
+use crate::group::{
+    offsets_partition_for, ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse,
+    FetchedOffset, GroupConfig, GroupCoordinator, GroupResponse, HeartbeatRequest, JoinRequest,
+    JoinResponse, LeavingMember, ListedGroup, OffsetCommitRequest, RequestToken, SyncRequest,
+    SyncResponse, TopicPartition,
+};
+use crate::shard::{Shard, ShardService};
+use futures::channel::oneshot;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::rc::Rc;
+
+/// The internal topic holding committed offsets and group metadata.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Longest sleep of the timer task: a call may create a deadline earlier than
+/// the one the timer sleeps towards, and each call also ticks, so this only
+/// bounds how late a deadline met by no call fires.
+const TIMER_MAX_SLEEP_MS: i64 = 50;
+
+/// Bytes read per step while replaying.
+const REPLAY_READ_BYTES: usize = 1 << 20;
+
+/// One coordinator call, sent to the owner shard (all fields `Send`).
+#[derive(Debug)]
+pub enum GroupRequest {
+    /// JoinGroup.
+    Join(JoinRequest),
+    /// SyncGroup.
+    Sync(SyncRequest),
+    /// Heartbeat (classic).
+    Heartbeat(HeartbeatRequest),
+    /// LeaveGroup (batch form).
+    Leave {
+        /// Group id.
+        group_id: String,
+        /// Members leaving.
+        members: Vec<LeavingMember>,
+    },
+    /// ConsumerGroupHeartbeat (KIP-848).
+    ConsumerHeartbeat(ConsumerHeartbeatRequest),
+    /// OffsetCommit.
+    Commit(OffsetCommitRequest),
+    /// TxnOffsetCommit's membership check, before the offsets join the
+    /// transaction: answers [`GroupReply::Code`].
+    ValidateTxnCommit(OffsetCommitRequest),
+    /// The offsets of a committed transaction, applied without a membership
+    /// check (made at TxnOffsetCommit): answers [`GroupReply::Committed`].
+    CommitTxn(OffsetCommitRequest),
+    /// OffsetFetch of one group (`None`: every committed partition).
+    Fetch {
+        /// Group id.
+        group_id: String,
+        /// Partitions asked for.
+        partitions: Option<Vec<TopicPartition>>,
+    },
+    /// OffsetDelete.
+    DeleteOffsets {
+        /// Group id.
+        group_id: String,
+        /// Partitions.
+        partitions: Vec<TopicPartition>,
+    },
+    /// DeleteGroups of one group.
+    DeleteGroup(String),
+    /// DescribeGroups of one group.
+    Describe(String),
+    /// ConsumerGroupDescribe of one group.
+    DescribeConsumer(String),
+    /// ListGroups on one shard (the handler asks every shard).
+    List(Vec<String>),
+}
+
+/// The answer to a [`GroupRequest`], variant by variant.
+#[derive(Debug)]
+pub enum GroupReply {
+    /// The coordinator could not be reached or could not persist: the error
+    /// code to answer with (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR...).
+    Unavailable(i16),
+    /// JoinGroup.
+    Join(JoinResponse),
+    /// SyncGroup.
+    Sync(SyncResponse),
+    /// Heartbeat, DeleteGroup.
+    Code(i16),
+    /// LeaveGroup: per member.
+    Codes(Vec<i16>),
+    /// ConsumerGroupHeartbeat.
+    ConsumerHeartbeat(ConsumerHeartbeatResponse),
+    /// OffsetCommit: per partition.
+    Committed(Vec<(TopicPartition, i16)>),
+    /// OffsetFetch.
+    Fetched(Vec<FetchedOffset>),
+    /// OffsetDelete: group error and per partition.
+    DeletedOffsets(i16, Vec<(TopicPartition, i16)>),
+    /// DescribeGroups.
+    Described(DescribedGroup),
+    /// ConsumerGroupDescribe.
+    DescribedConsumer(Result<Box<ConsumerGroup>, i16>),
+    /// ListGroups.
+    Listed(Vec<ListedGroup>),
+}
+
+/// One shard's coordinator and its waiting JoinGroup/SyncGroup callers.
+pub struct GroupRuntime {
+    coordinator: RefCell<GroupCoordinator>,
+    waiters: RefCell<HashMap<RequestToken, oneshot::Sender<GroupResponse>>>,
+    next_token: Cell<RequestToken>,
+}
+
+impl ShardService for GroupRuntime {
+    /// An empty runtime; member ids are seeded from the clock and the shard
+    /// id so that no two shards or starts hand out the same ids.
+    fn build(shard: &Shard) -> Self {
+        let (config, shard_id) = (&shard.config, shard.id);
+        let clock_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let group_config = GroupConfig {
+            member_id_seed: clock_ns ^ ((shard_id as u64) << 56),
+            ..config.group.clone()
+        };
+        Self {
+            coordinator: RefCell::new(GroupCoordinator::new(group_config)),
+            waiters: RefCell::new(HashMap::new()),
+            next_token: Cell::new(1),
+        }
+    }
+}
+
+impl GroupRuntime {
+    fn take_token(&self) -> RequestToken {
+        let token = self.next_token.get();
+        self.next_token.set(token.wrapping_add(1));
+        token
+    }
+
+    /// Committed offsets of every group this shard coordinates, as
+    /// `(group, topic, partition, offset)` (for the lag gauge).
+    pub fn committed_offsets(&self) -> Vec<(String, String, i32, i64)> {
+        let coordinator = self.coordinator.borrow();
+        let store = coordinator.offsets();
+        let mut rows = Vec::new();
+        for group in store.group_ids() {
+            for (tp, value) in store.all(group) {
+                rows.push((group.clone(), tp.topic.clone(), tp.partition, value.offset));
+            }
+        }
+        rows
+    }
+}
+
+/// Milliseconds since the epoch (the coordinator's clock).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The partition count of `__consumer_offsets`, creating it (compacted, with
+/// `offsets.topic.num.partitions` partitions) when it does not exist yet.
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
+    if let Some(entry) = shard.topics.borrow().get(OFFSETS_TOPIC) {
+        return Ok(entry.partitions);
+    }
+    let request = ControllerRequest::CreateTopic {
+        name: OFFSETS_TOPIC.to_string(),
+        partitions: shard.config.offsets_topic_num_partitions,
+        configs: vec![("cleanup.policy".to_string(), "compact".to_string())],
+        validate_only: false,
+    };
+    match controller::submit(shard, request).await {
+        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => {}
+        Err((code, message)) => {
+            tracing::warn!(code, %message, "cannot create __consumer_offsets");
+            return Err(COORDINATOR_NOT_AVAILABLE);
+        }
+    }
+    shard
+        .topics
+        .borrow()
+        .get(OFFSETS_TOPIC)
+        .map(|e| e.partitions)
+        .ok_or(COORDINATOR_NOT_AVAILABLE)
+}
+
+const COORDINATOR_NOT_AVAILABLE: i16 = crate::group::error::COORDINATOR_NOT_AVAILABLE;
+
+/// The shard coordinating `group_id`, given the partition count.
+pub fn coordinator_shard(shard: &Shard, group_id: &str, partitions: i32) -> usize {
+    let partition = offsets_partition_for(group_id, partitions);
+    shard.owner(&engine::TopicPartition::new(OFFSETS_TOPIC, partition))
+}
+
+/// Runs `request` for `group_id` on the group's coordinator shard.
+pub async fn call(shard: &Rc<Shard>, group_id: &str, request: GroupRequest) -> GroupReply {
+    let partitions = match ensure_offsets_topic(shard).await {
+        Ok(partitions) => partitions,
+        Err(code) => return GroupReply::Unavailable(code),
+    };
+    let owner = coordinator_shard(shard, group_id, partitions);
+    call_on(shard, owner, request).await
+}
+
+/// Runs `request` on shard `owner` (this one or another over the mesh).
+pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: GroupRequest) -> GroupReply {
+    match shard.call(owner, request).await {
+        Ok(reply) => reply,
+        Err(e) => {
+            tracing::warn!(owner, error = %e, "group request not delivered");
+            GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE)
+        }
+    }
+}
+
+impl OwnerCall for GroupRequest {
+    type Reply = GroupReply;
+
+    fn run(self, shard: Rc<Shard>) -> impl Future<Output = GroupReply> + 'static {
+        async move { execute::execute(&shard, self).await }
+    }
+}

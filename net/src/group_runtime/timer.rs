@@ -1,0 +1,39 @@
+//! The per-shard timer task of the group coordinator.
+
+use super::execute::deliver;
+use super::persist::persist;
+use super::{now_ms, GroupRuntime, TIMER_MAX_SLEEP_MS};
+use crate::shard::Shard;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The per-shard timer: ticks the coordinator at its next deadline.
+pub async fn run_timer(shard: Rc<Shard>) {
+    let runtime = shard.service::<GroupRuntime>();
+    loop {
+        let now = now_ms();
+        let deadline = runtime.coordinator.borrow().next_deadline_ms();
+        let sleep_ms = deadline
+            .map_or(TIMER_MAX_SLEEP_MS, |d| d - now)
+            .clamp(1, TIMER_MAX_SLEEP_MS);
+        glommio::timer::sleep(Duration::from_millis(sleep_ms as u64)).await;
+        let now = now_ms();
+        let due = runtime
+            .coordinator
+            .borrow()
+            .next_deadline_ms()
+            .is_some_and(|d| d <= now);
+        if !due {
+            continue;
+        }
+        let (records, responses) = {
+            let mut coordinator = runtime.coordinator.borrow_mut();
+            let records = coordinator.tick(now);
+            (records, coordinator.take_responses())
+        };
+        if let Err(code) = persist(&shard, records).await {
+            tracing::warn!(code, "group timer records not persisted");
+        }
+        deliver(&runtime, responses);
+    }
+}

@@ -1,0 +1,213 @@
+//! The owner side of partition work: what the shard that owns a partition
+//! does for each [`PartitionOp`], the operations of one message run
+//! concurrently so that several acks=all appends of one request share a
+//! group commit.
+
+use super::ops::{
+    OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
+};
+use crate::codes;
+use crate::shard::Shard;
+use engine::log::ReadMode;
+use engine::{EngineError, ReadData};
+use futures::future::join_all;
+use std::rc::Rc;
+
+/// Executes operations on this (owner) shard, concurrently, replies in order.
+pub(super) async fn execute_local(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<PartitionReply> {
+    join_all(ops.into_iter().map(|op| execute_one(shard, op))).await
+}
+
+async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
+    let kind = OpKind::of(&op);
+    match op {
+        PartitionOp::Create {
+            tp,
+            topic_id,
+            config,
+        } => PartitionReply::Done(
+            shard
+                .logs
+                .create_partition(tp, topic_id, config)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.kafka_error_code()),
+        ),
+        PartitionOp::Delete { tp } => PartitionReply::Done(
+            shard
+                .logs
+                .delete_partition(&tp)
+                .await
+                .map_err(|e| e.kafka_error_code()),
+        ),
+        PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
+            shard
+                .logs
+                .alter_config(&tp, config)
+                .await
+                .map_err(|e| e.kafka_error_code()),
+        ),
+        op => {
+            let Some(log) = shard.logs.get(op.topic_partition()) else {
+                return kind.error_reply(codes::UNKNOWN_TOPIC_OR_PARTITION);
+            };
+            match op {
+                PartitionOp::Produce { records, acks, .. } => {
+                    PartitionReply::Produce(produce(&log, records, acks).await)
+                }
+                PartitionOp::Read {
+                    offset,
+                    max_bytes,
+                    file_slice,
+                    read_committed,
+                    ..
+                } => PartitionReply::Read(
+                    read(&log, offset, max_bytes, file_slice, read_committed).await,
+                ),
+                PartitionOp::ListOffset {
+                    timestamp_ms,
+                    read_committed,
+                    ..
+                } => PartitionReply::ListOffset(
+                    log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
+                        .await
+                        .map(|found| (found, log.leader_epoch()))
+                        .map_err(|e| e.kafka_error_code()),
+                ),
+                PartitionOp::DeleteRecords { offset, .. } => {
+                    let offset = if offset == -1 {
+                        log.high_watermark()
+                    } else {
+                        offset
+                    };
+                    if offset > log.high_watermark() {
+                        return PartitionReply::DeleteRecords(Err(codes::OFFSET_OUT_OF_RANGE));
+                    }
+                    PartitionReply::DeleteRecords(
+                        log.delete_records(offset)
+                            .await
+                            .map_err(|e| e.kafka_error_code()),
+                    )
+                }
+                PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    high_watermark: log.high_watermark(),
+                    leader_epoch: log.leader_epoch(),
+                    size_bytes: log.size_bytes(),
+                })),
+                PartitionOp::WriteMarker {
+                    producer_id,
+                    producer_epoch,
+                    commit,
+                    coordinator_epoch,
+                    ..
+                } => PartitionReply::Done(
+                    write_marker(&log, producer_id, producer_epoch, commit, coordinator_epoch)
+                        .await,
+                ),
+                _ => kind.error_reply(codes::UNKNOWN_SERVER_ERROR),
+            }
+        }
+    }
+}
+
+async fn produce(
+    log: &engine::PartitionLog,
+    records: Vec<u8>,
+    acks: i16,
+) -> Result<ProduceOutcome, i16> {
+    // The records were cut out of the request frame once; the log keeps that buffer.
+    let appended = log
+        .append_owned(records, log.leader_epoch())
+        .map_err(|e| e.kafka_error_code())?;
+    let waited = match acks {
+        -1 => log.wait_durable(appended.last_offset).await,
+        1 => log.wait_written(appended.last_offset).await,
+        _ => Ok(()),
+    };
+    waited.map_err(|e| e.kafka_error_code())?;
+    Ok(ProduceOutcome {
+        base_offset: appended.base_offset,
+        log_append_time_ms: appended.log_append_time_ms,
+        log_start_offset: appended.log_start_offset,
+    })
+}
+
+async fn read(
+    log: &engine::PartitionLog,
+    offset: i64,
+    max_bytes: usize,
+    file_slice: bool,
+    read_committed: bool,
+) -> ReadOutcome {
+    let mode = if file_slice {
+        ReadMode::CachedOrFileSlice
+    } else {
+        ReadMode::CachedPiecesOrCopy
+    };
+    let outcome = |error_code: i16, data: SendData| ReadOutcome {
+        error_code,
+        high_watermark: log.high_watermark(),
+        last_stable_offset: log.last_stable_offset(),
+        log_start_offset: log.log_start_offset(),
+        data,
+        aborted_transactions: None,
+    };
+    let result = if read_committed {
+        log.read_committed(offset, max_bytes, mode).await
+    } else {
+        log.read(offset, max_bytes, mode).await
+    };
+    match result {
+        Ok(result) => {
+            let data = match result.data {
+                ReadData::Empty => SendData::Empty,
+                ReadData::Bytes(bytes) => SendData::Bytes(bytes),
+                ReadData::Pieces(pieces) => SendData::Pieces(pieces),
+                // The engine's Rc<File> cannot leave the shard; a duplicated
+                // descriptor can (one dup per partition read).
+                ReadData::File(slice) => match slice.file.try_clone() {
+                    Ok(file) => SendData::File {
+                        file,
+                        position: slice.position,
+                        length: slice.length,
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot duplicate segment descriptor");
+                        return outcome(codes::KAFKA_STORAGE_ERROR, SendData::Empty);
+                    }
+                },
+            };
+            ReadOutcome {
+                error_code: codes::NONE,
+                high_watermark: result.high_watermark,
+                last_stable_offset: result.last_stable_offset,
+                log_start_offset: result.log_start_offset,
+                data,
+                aborted_transactions: result.aborted_transactions,
+            }
+        }
+        Err(e @ EngineError::OffsetOutOfRange { .. }) => {
+            outcome(e.kafka_error_code(), SendData::Empty)
+        }
+        Err(e) => outcome(e.kafka_error_code(), SendData::Empty),
+    }
+}
+
+/// Appends a transaction marker (WriteTxnMarkers, or the transaction
+/// coordinator ending a transaction) and waits until it is durable.
+async fn write_marker(
+    log: &engine::PartitionLog,
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    coordinator_epoch: i32,
+) -> Result<(), i16> {
+    let appended = log
+        .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
+        .map_err(|e| e.kafka_error_code())?;
+    log.wait_durable(appended.last_offset)
+        .await
+        .map_err(|e| e.kafka_error_code())
+}

@@ -1,0 +1,175 @@
+//! Ending a decided transaction: its offsets forwarded to the group
+//! coordinator (commit), a marker on every partition of the transaction,
+//! then the Complete state. Also TxnOffsetCommit's membership check.
+
+use super::persist::persist_complete;
+use super::{now_ms, GroupMember, TxnRuntime, MARKER_ATTEMPTS};
+use crate::codes;
+use crate::group::OffsetCommitRequest;
+use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
+use crate::shard::Shard;
+use crate::txn::{
+    codes as txn_codes, PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState,
+};
+use engine::TopicPartition;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// TxnOffsetCommit's membership check by the group coordinator (skipped for
+/// a commit that names no member, as Kafka does for transactional commits).
+pub(super) async fn validate_member(
+    shard: &Rc<Shard>,
+    group: &str,
+    member: GroupMember,
+    pending: &PendingOffsets,
+) -> i16 {
+    let (generation, member_id, instance_id) = member;
+    if generation < 0 && member_id.is_empty() && instance_id.is_none() {
+        return codes::NONE;
+    }
+    let request = OffsetCommitRequest {
+        group_id: group.to_string(),
+        generation_id_or_member_epoch: generation,
+        member_id,
+        group_instance_id: instance_id,
+        offsets: group_offsets(pending.groups.get(group).cloned().unwrap_or_default()),
+    };
+    match group_runtime::call(shard, group, GroupRequest::ValidateTxnCommit(request)).await {
+        GroupReply::Code(code) => code,
+        GroupReply::Unavailable(code) => code,
+        other => {
+            tracing::warn!(group, reply = ?other, "unexpected answer to a membership check");
+            codes::UNKNOWN_SERVER_ERROR
+        }
+    }
+}
+
+/// Completes a decided transaction: forwards its offsets (commit) or drops
+/// them (abort), writes the markers, persists the Complete state. Any
+/// failure leaves the transaction in its Prepare state, with its offsets,
+/// for the timer to run this again.
+pub(super) async fn finish(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    transactional_id: &str,
+    prepared: TxnMetadata,
+) -> Result<(), i16> {
+    let commit = prepared.state == TxnState::PrepareCommit;
+    if commit {
+        let pending = rt.core.borrow().offsets(transactional_id).cloned();
+        for (group, offsets) in pending.map(|p| p.groups).unwrap_or_default() {
+            commit_group_offsets(shard, &group, offsets).await?;
+        }
+    }
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match write_markers(shard, &prepared, commit).await {
+            Ok(()) => break,
+            Err(code) if attempt >= MARKER_ATTEMPTS => return Err(code),
+            Err(code) => {
+                tracing::debug!(
+                    transactional_id,
+                    code,
+                    attempt,
+                    "marker write failed; retrying"
+                );
+                glommio::timer::sleep(Duration::from_millis(50 << attempt)).await;
+            }
+        }
+    }
+    persist_complete(
+        shard,
+        rt,
+        transactional_id,
+        TxnCoordinator::complete(&prepared, now_ms()),
+    )
+    .await
+}
+
+fn group_offsets(
+    offsets: Vec<PendingOffset>,
+) -> Vec<(crate::group::TopicPartition, i64, i32, String)> {
+    offsets
+        .into_iter()
+        .map(|o| {
+            (
+                crate::group::TopicPartition::new(o.topic, o.partition),
+                o.offset,
+                o.leader_epoch,
+                o.metadata.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Applies a committed transaction's offsets in the group coordinator,
+/// durably; an error leaves the transaction unfinished, to be retried.
+async fn commit_group_offsets(
+    shard: &Rc<Shard>,
+    group: &str,
+    offsets: Vec<PendingOffset>,
+) -> Result<(), i16> {
+    let request = OffsetCommitRequest {
+        group_id: group.to_string(),
+        // Not checked by CommitTxn: the membership was checked at
+        // TxnOffsetCommit.
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        offsets: group_offsets(offsets),
+    };
+    match group_runtime::call(shard, group, GroupRequest::CommitTxn(request)).await {
+        GroupReply::Committed(results) => {
+            match results.into_iter().find(|(_, code)| *code != codes::NONE) {
+                None => Ok(()),
+                Some((tp, code)) => {
+                    tracing::warn!(group, partition = ?tp, code,
+                        "transactional offset not committed yet; retrying later");
+                    Err(code)
+                }
+            }
+        }
+        GroupReply::Unavailable(code) => {
+            tracing::warn!(
+                group,
+                code,
+                "group coordinator unavailable for transactional offsets"
+            );
+            Err(code)
+        }
+        other => {
+            tracing::warn!(group, reply = ?other, "unexpected answer to transactional offsets");
+            Err(codes::UNKNOWN_SERVER_ERROR)
+        }
+    }
+}
+
+/// Writes the markers of `meta`'s partitions on their owners, each durable.
+async fn write_markers(shard: &Rc<Shard>, meta: &TxnMetadata, commit: bool) -> Result<(), i16> {
+    let ops: Vec<PartitionOp> = meta
+        .partitions
+        .iter()
+        .map(|(topic, partition)| PartitionOp::WriteMarker {
+            tp: TopicPartition::new(topic.clone(), *partition),
+            producer_id: meta.producer_id,
+            producer_epoch: meta.producer_epoch,
+            commit,
+            coordinator_epoch: 0,
+        })
+        .collect();
+    for reply in run_on_owners(shard, ops).await {
+        match reply {
+            PartitionReply::Done(Ok(())) => {}
+            // A deleted partition has no transaction left to end.
+            PartitionReply::Done(Err(codes::UNKNOWN_TOPIC_OR_PARTITION)) => {}
+            // A newer epoch or coordinator already ended it there.
+            PartitionReply::Done(Err(txn_codes::INVALID_PRODUCER_EPOCH))
+            | PartitionReply::Done(Err(52)) => {}
+            PartitionReply::Done(Err(code)) => return Err(code),
+            _ => return Err(codes::UNKNOWN_SERVER_ERROR),
+        }
+    }
+    Ok(())
+}

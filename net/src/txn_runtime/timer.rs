@@ -1,0 +1,65 @@
+//! The per-shard timer task of the transaction coordinator.
+
+use super::finish::finish;
+use super::persist::persist;
+use super::replay::ensure_loaded;
+use super::{now_ms, TxnRuntime, TIMER_INTERVAL_MS};
+use crate::shard::Shard;
+use crate::txn::TxnState;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Replays this shard's transaction state, then every
+/// [`TIMER_INTERVAL_MS`] finishes decided transactions and aborts timed-out
+/// ones. Runs for the life of the shard.
+pub async fn run_timer(shard: Rc<Shard>) {
+    ensure_loaded(&shard).await;
+    let rt = shard.service::<TxnRuntime>();
+    loop {
+        tick(&shard, &rt).await;
+        glommio::timer::sleep(Duration::from_millis(TIMER_INTERVAL_MS)).await;
+    }
+}
+
+async fn tick(shard: &Rc<Shard>, rt: &Rc<TxnRuntime>) {
+    let unfinished = rt.core.borrow().unfinished();
+    for (id, _) in unfinished {
+        let lock = rt.lock_for(&id);
+        let Ok(_permit) = lock.acquire_permit(1).await else {
+            continue;
+        };
+        // Re-read under the lock: a request may have finished it meanwhile.
+        let Some(prepared) = rt.core.borrow().get(&id).cloned() else {
+            continue;
+        };
+        if !matches!(
+            prepared.state,
+            TxnState::PrepareCommit | TxnState::PrepareAbort
+        ) {
+            continue;
+        }
+        match finish(shard, rt, &id, prepared).await {
+            Ok(()) => tracing::info!(transactional_id = %id, "unfinished transaction completed"),
+            Err(code) => {
+                tracing::warn!(transactional_id = %id, code, "transaction still unfinished")
+            }
+        }
+    }
+    let expired = rt.core.borrow().expired(now_ms());
+    for id in expired {
+        let lock = rt.lock_for(&id);
+        let Ok(_permit) = lock.acquire_permit(1).await else {
+            continue;
+        };
+        let Some(abort) = rt.core.borrow().timeout_abort(&id, now_ms()) else {
+            continue;
+        };
+        tracing::info!(transactional_id = %id, producer_id = abort.producer_id,
+            "transaction timed out; aborting and fencing the producer");
+        if persist(shard, rt, &id, Some(abort.clone())).await.is_ok() {
+            if let Err(code) = finish(shard, rt, &id, abort).await {
+                tracing::warn!(transactional_id = %id, code, "timed-out transaction not finished yet");
+            }
+        }
+    }
+}
