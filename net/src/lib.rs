@@ -24,6 +24,8 @@
 //!   `/metrics` responder.
 //! - [`group_runtime`]: one group coordinator per shard: placement by
 //!   `__consumer_offsets` partition, persistence, timers, replay.
+//! - [`producer_ids`]: the per-shard pool of producer ids, served from
+//!   persisted blocks (KIP-730).
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
 //!   its per-shard runtime (placement by `__transaction_state` partition,
 //!   persistence, markers, timeouts, replay).
@@ -44,6 +46,7 @@ pub mod group_runtime;
 pub mod handlers;
 pub mod mesh;
 pub mod metrics;
+pub mod producer_ids;
 pub mod routing;
 pub mod sendpath;
 pub mod serve;
