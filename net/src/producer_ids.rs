@@ -120,10 +120,7 @@ mod tests {
     use std::time::Duration;
 
     fn run<T>(future: impl Future<Output = T> + 'static) -> T {
-        LocalExecutorBuilder::default()
-            .make()
-            .unwrap()
-            .run(future)
+        LocalExecutorBuilder::default().make().unwrap().run(future)
     }
 
     /// `count` ids from `pool`, fetching blocks of `block_size` from `store`.
@@ -164,7 +161,10 @@ mod tests {
     #[should_panic(expected = "does not start after")]
     fn a_block_below_the_ids_handed_out_is_a_bug() {
         let pool = ProducerIdPool::new();
-        pool.install(ProducerIdBlock { first: 10, last: 19 });
+        pool.install(ProducerIdBlock {
+            first: 10,
+            last: 19,
+        });
         assert_eq!(pool.try_next(), Some(10));
         pool.install(ProducerIdBlock { first: 0, last: 9 });
     }
