@@ -18,7 +18,7 @@ use rill_tests::{data_dir, Broker};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
@@ -27,17 +27,14 @@ const CONNECTIONS: usize = 8;
 /// `InitProducerId` requests per connection.
 const REQUESTS_PER_CONNECTION: usize = 3;
 
-fn connect(broker: &Broker) -> TcpStream {
-    let socket = TcpStream::connect(broker.addr).expect("connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    socket
-}
-
-/// One `InitProducerId` (no transactional id, no previous id) at `version`;
-/// the id it hands out, after checking the answer is a fresh id, epoch 0.
-fn init_producer_id(socket: &mut TcpStream, version: i16, correlation_id: i32) -> i64 {
+/// One `InitProducerId` (no transactional id, no previous id) at `version`
+/// on `socket`: the id it hands out, after checking the answer is a fresh
+/// id, epoch 0; an I/O error when the connection fails.
+fn init_producer_id(
+    socket: &mut TcpStream,
+    version: i16,
+    correlation_id: i32,
+) -> std::io::Result<i64> {
     let header = RequestHeader::default()
         .with_request_api_key(ApiKey::InitProducerId as i16)
         .with_request_api_version(version)
@@ -55,12 +52,12 @@ fn init_producer_id(socket: &mut TcpStream, version: i16, correlation_id: i32) -
     request.encode(&mut body, version).expect("body");
     let mut frame = (body.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&body);
-    socket.write_all(&frame).expect("send");
+    socket.write_all(&frame)?;
 
     let mut length = [0u8; 4];
-    socket.read_exact(&mut length).expect("response length");
+    socket.read_exact(&mut length)?;
     let mut answer = vec![0u8; i32::from_be_bytes(length) as usize];
-    socket.read_exact(&mut answer).expect("response");
+    socket.read_exact(&mut answer)?;
     let mut answer = bytes::Bytes::from(answer);
     let response_header =
         ResponseHeader::decode(&mut answer, InitProducerIdResponse::header_version(version))
@@ -72,19 +69,50 @@ fn init_producer_id(socket: &mut TcpStream, version: i16, correlation_id: i32) -
     assert_eq!(response.error_code, 0, "v{version}");
     assert_eq!(response.producer_epoch, 0, "a fresh id starts at epoch 0");
     assert!(response.producer_id.0 >= 0, "{:?}", response.producer_id);
-    response.producer_id.0
+    Ok(response.producer_id.0)
+}
+
+/// A connection and the id of its first `InitProducerId`. Retried on a
+/// connection error: right after a restart, the previous process's
+/// listening socket can outlive it for a few milliseconds (its io_uring is
+/// torn down after the exit, we believe), so a connection may land there,
+/// pass `Broker`'s readiness check, and then be reset.
+fn connect_and_init(broker: &Broker, version: i16, correlation_id: i32) -> (TcpStream, i64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let attempt = TcpStream::connect(broker.addr).and_then(|mut socket| {
+            socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let id = init_producer_id(&mut socket, version, correlation_id)?;
+            Ok((socket, id))
+        });
+        match attempt {
+            Ok(connected) => return connected,
+            Err(e) if Instant::now() < deadline => {
+                eprintln!("connection failed ({e}); retrying");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("no connection answered within 10 s: {e}"),
+        }
+    }
 }
 
 /// Ids from [`CONNECTIONS`] connections of [`REQUESTS_PER_CONNECTION`]
 /// requests each, alternating v0 (classic header) and v4 (flexible).
 fn ids_of_one_run(broker: &Broker) -> Vec<i64> {
-    let mut sockets: Vec<TcpStream> = (0..CONNECTIONS).map(|_| connect(broker)).collect();
+    let version_of = |round: usize, index: usize| if (round + index) % 2 == 0 { 0 } else { 4 };
     let mut ids = Vec::new();
-    for round in 0..REQUESTS_PER_CONNECTION {
+    let mut sockets = Vec::new();
+    for index in 0..CONNECTIONS {
+        let (socket, id) = connect_and_init(broker, version_of(0, index), index as i32);
+        sockets.push(socket);
+        ids.push(id);
+    }
+    for round in 1..REQUESTS_PER_CONNECTION {
         for (index, socket) in sockets.iter_mut().enumerate() {
-            let version = if (round + index) % 2 == 0 { 0 } else { 4 };
             let correlation_id = (round * CONNECTIONS + index) as i32;
-            ids.push(init_producer_id(socket, version, correlation_id));
+            let id = init_producer_id(socket, version_of(round, index), correlation_id)
+                .unwrap_or_else(|e| panic!("connection {index}, round {round}: {e}"));
+            ids.push(id);
         }
     }
     ids
