@@ -99,7 +99,8 @@ fn connect_and_init(broker: &Broker, version: i16, correlation_id: i32) -> (TcpS
 /// Ids from [`CONNECTIONS`] connections of [`REQUESTS_PER_CONNECTION`]
 /// requests each, alternating v0 (classic header) and v4 (flexible).
 fn ids_of_one_run(broker: &Broker) -> Vec<i64> {
-    let version_of = |round: usize, index: usize| if (round + index) % 2 == 0 { 0 } else { 4 };
+    // v0 (classic header) and v4 (flexible), alternating.
+    let version_of = |round: usize, index: usize| [0i16, 4][(round + index) % 2];
     let mut ids = Vec::new();
     let mut sockets = Vec::new();
     for index in 0..CONNECTIONS {
