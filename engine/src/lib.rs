@@ -24,6 +24,8 @@
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.
+//! - [`producer_ids`]: the persisted, monotonically increasing allocator of
+//!   producer-id blocks (KIP-730).
 //! - [`txn_index`]: the aborted-transaction index (`.txnindex`) that
 //!   `read_committed` fetches answer from.
 //! - [`retention`], [`compaction`]: background cleanup of old segments.
@@ -40,6 +42,7 @@ pub mod error;
 pub mod index;
 pub mod log;
 pub mod manager;
+pub mod producer_ids;
 pub mod producer_state;
 pub mod recovery;
 pub mod retention;
@@ -52,3 +55,4 @@ pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
 pub use manager::{LogManager, TopicPartition};
+pub use producer_ids::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};

@@ -188,131 +188,180 @@ impl BrokerConfig {
         settings: &BTreeMap<String, String>,
     ) -> Result<AppliedListeners, ConfigError> {
         let mut applied = AppliedListeners::default();
-        // Kafka's precedence among the retention and roll units: ms, then minutes, then hours.
-        let mut retention_ms: Option<i64> = None;
-        let mut retention_minutes: Option<i64> = None;
-        let mut retention_hours: Option<i64> = None;
-        let mut roll_ms: Option<i64> = None;
-        let mut roll_hours: Option<i64> = None;
+        let mut units = TimeUnits::default();
         for (name, value) in settings {
             let value = value.as_str();
+            // Each family answers whether the key is one of its own.
+            let known = self.apply_broker_setting(name, value, &mut applied)?
+                || self.apply_group_setting(name, value)?
+                || self.apply_log_setting(name, value, &mut units)?
+                || self.apply_rill_setting(name, value)?;
             match name.as_str() {
-                "broker.id" | "node.id" => self.broker_id = num(name, value)?,
-                "rill.cluster.id" | "cluster.id" => self.cluster_id = value.to_string(),
-                "log.dirs" | "log.dir" => {
-                    // Kafka takes a comma list; rill keeps one data dir per broker.
-                    let first = value.split(',').next().unwrap_or(value).trim();
-                    self.data_dir = PathBuf::from(first);
-                }
-                "listeners" => applied.listen = Some(strip_listener_scheme(value)),
-                "advertised.listeners" => applied.advertised = Some(strip_listener_scheme(value)),
-                "auto.create.topics.enable" => {
-                    self.auto_create_topics_enable = boolean(name, value)?
-                }
-                "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
-                "num.partitions" => {
-                    self.num_partitions = num(name, value)?;
-                    if self.num_partitions < 1 {
-                        return Err(ConfigError::invalid(name, value, "at least 1"));
-                    }
-                }
-                "default.replication.factor" => self.default_replication_factor = num(name, value)?,
-                "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
-                "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
-                "max.connections" => self.max_connections = num(name, value)?,
-                "group.initial.rebalance.delay.ms" => {
-                    self.group.initial_rebalance_delay_ms = num(name, value)?
-                }
-                "group.min.session.timeout.ms" => {
-                    self.group.min_session_timeout_ms = num(name, value)?
-                }
-                "group.max.session.timeout.ms" => {
-                    self.group.max_session_timeout_ms = num(name, value)?
-                }
-                "group.max.size" => self.group.group_max_size = num(name, value)?,
-                "group.consumer.session.timeout.ms" => {
-                    self.group.consumer_session_timeout_ms = num(name, value)?
-                }
-                "group.consumer.heartbeat.interval.ms" => {
-                    self.group.consumer_heartbeat_interval_ms = num(name, value)?
-                }
-                "offsets.retention.minutes" => {
-                    let minutes: i64 = num(name, value)?;
-                    self.group.offsets_retention_ms = minutes.saturating_mul(60_000);
-                }
-                "offsets.retention.check.interval.ms" => {
-                    self.group.offsets_retention_check_interval_ms = num(name, value)?
-                }
-                "offsets.topic.num.partitions" => {
-                    self.offsets_topic_num_partitions = num(name, value)?
-                }
-                "log.retention.ms" => retention_ms = Some(num(name, value)?),
-                "log.retention.minutes" => retention_minutes = Some(num(name, value)?),
-                "log.retention.hours" => retention_hours = Some(num(name, value)?),
-                "log.roll.ms" => roll_ms = Some(num(name, value)?),
-                "log.roll.hours" => roll_hours = Some(num(name, value)?),
-                "log.retention.bytes" => self.set_topic("retention.bytes", name, value)?,
-                "log.segment.bytes" => self.set_topic("segment.bytes", name, value)?,
-                "log.cleanup.policy" => self.set_topic("cleanup.policy", name, value)?,
-                "log.flush.interval.ms" => self.set_topic("flush.ms", name, value)?,
-                "log.flush.interval.messages" => self.set_topic("flush.messages", name, value)?,
-                "log.index.interval.bytes" => {
-                    self.set_topic("index.interval.bytes", name, value)?
-                }
-                "log.index.size.max.bytes" => self.set_topic("segment.index.bytes", name, value)?,
-                "log.message.timestamp.type" => {
-                    self.set_topic("message.timestamp.type", name, value)?
-                }
-                "log.cleaner.delete.retention.ms" => {
-                    self.set_topic("delete.retention.ms", name, value)?
-                }
-                "log.cleaner.min.compaction.lag.ms" => {
-                    self.set_topic("min.compaction.lag.ms", name, value)?
-                }
-                "log.retention.check.interval.ms" => {
-                    self.engine.retention_check_interval_ms = num(name, value)?
-                }
-                "compression.type" => self.set_topic("compression.type", name, value)?,
-                "min.insync.replicas" => self.set_topic("min.insync.replicas", name, value)?,
-                "unclean.leader.election.enable" => {
-                    self.set_topic("unclean.leader.election.enable", name, value)?
-                }
-                "rill.spin_before_park_us" => self.spin_before_park_us = num(name, value)?,
-                "rill.io_memory_bytes" => self.io_memory_bytes = num(name, value)?,
-                "rill.mesh_channel_capacity" => self.mesh_channel_capacity = num(name, value)?,
-                "rill.max.in.flight.requests.per.connection" => {
-                    self.max_in_flight_per_connection = num(name, value)?;
-                    if self.max_in_flight_per_connection == 0 {
-                        return Err(ConfigError::invalid(name, value, "at least 1"));
-                    }
-                }
-                "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
-                "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
-                "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
-                "rill.fetch.send.path" | "fetch.send.path" => {
-                    self.send_path = parse_send_path(name, value)?
-                }
-                "rill.flush.policy" => {
-                    self.engine.flush_policy = value
-                        .parse()
-                        .map_err(|reason: String| ConfigError::invalid(name, value, &reason))?
-                }
+                _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {
                     tracing::info!(key = other, "Kafka setting has no effect on rill; ignored");
                 }
                 other => return Err(ConfigError::UnknownKey(other.to_string())),
             }
         }
-        let retention = retention_ms
-            .or(retention_minutes.map(|m| m.saturating_mul(60_000)))
-            .or(retention_hours.map(|h| h.saturating_mul(3_600_000)));
+        self.apply_time_units(&units)?;
+        Ok(applied)
+    }
+
+    /// Broker identity, listeners, topic creation and request limits;
+    /// `Ok(false)` when `name` is not one of them.
+    fn apply_broker_setting(
+        &mut self,
+        name: &str,
+        value: &str,
+        applied: &mut AppliedListeners,
+    ) -> Result<bool, ConfigError> {
+        match name {
+            "broker.id" | "node.id" => self.broker_id = num(name, value)?,
+            "rill.cluster.id" | "cluster.id" => self.cluster_id = value.to_string(),
+            "log.dirs" | "log.dir" => {
+                // Kafka takes a comma list; rill keeps one data dir per broker.
+                let first = value.split(',').next().unwrap_or(value).trim();
+                self.data_dir = PathBuf::from(first);
+            }
+            "listeners" => applied.listen = Some(strip_listener_scheme(value)),
+            "advertised.listeners" => applied.advertised = Some(strip_listener_scheme(value)),
+            "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
+            "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
+            "num.partitions" => {
+                self.num_partitions = num(name, value)?;
+                if self.num_partitions < 1 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+            }
+            "default.replication.factor" => self.default_replication_factor = num(name, value)?,
+            "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
+            "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
+            "max.connections" => self.max_connections = num(name, value)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The group coordinator and its offsets topic; `Ok(false)` when `name`
+    /// is not one of them.
+    fn apply_group_setting(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        match name {
+            "group.initial.rebalance.delay.ms" => {
+                self.group.initial_rebalance_delay_ms = num(name, value)?
+            }
+            "group.min.session.timeout.ms" => self.group.min_session_timeout_ms = num(name, value)?,
+            "group.max.session.timeout.ms" => self.group.max_session_timeout_ms = num(name, value)?,
+            "group.max.size" => self.group.group_max_size = num(name, value)?,
+            "group.consumer.session.timeout.ms" => {
+                self.group.consumer_session_timeout_ms = num(name, value)?
+            }
+            "group.consumer.heartbeat.interval.ms" => {
+                self.group.consumer_heartbeat_interval_ms = num(name, value)?
+            }
+            "offsets.retention.minutes" => {
+                let minutes: i64 = num(name, value)?;
+                self.group.offsets_retention_ms = minutes.saturating_mul(60_000);
+            }
+            "offsets.retention.check.interval.ms" => {
+                self.group.offsets_retention_check_interval_ms = num(name, value)?
+            }
+            "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(name, value)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The `log.*` topic defaults (and the topic-level keys a broker file
+    /// may set directly); the retention and roll units are only collected
+    /// into `units`, resolved once all keys are read. `Ok(false)` when
+    /// `name` is not one of them.
+    fn apply_log_setting(
+        &mut self,
+        name: &str,
+        value: &str,
+        units: &mut TimeUnits,
+    ) -> Result<bool, ConfigError> {
+        match name {
+            "log.retention.ms" => units.retention_ms = Some(num(name, value)?),
+            "log.retention.minutes" => units.retention_minutes = Some(num(name, value)?),
+            "log.retention.hours" => units.retention_hours = Some(num(name, value)?),
+            "log.roll.ms" => units.roll_ms = Some(num(name, value)?),
+            "log.roll.hours" => units.roll_hours = Some(num(name, value)?),
+            "log.retention.bytes" => self.set_topic("retention.bytes", name, value)?,
+            "log.segment.bytes" => self.set_topic("segment.bytes", name, value)?,
+            "log.cleanup.policy" => self.set_topic("cleanup.policy", name, value)?,
+            "log.flush.interval.ms" => self.set_topic("flush.ms", name, value)?,
+            "log.flush.interval.messages" => self.set_topic("flush.messages", name, value)?,
+            "log.index.interval.bytes" => self.set_topic("index.interval.bytes", name, value)?,
+            "log.index.size.max.bytes" => self.set_topic("segment.index.bytes", name, value)?,
+            "log.message.timestamp.type" => {
+                self.set_topic("message.timestamp.type", name, value)?
+            }
+            "log.cleaner.delete.retention.ms" => {
+                self.set_topic("delete.retention.ms", name, value)?
+            }
+            "log.cleaner.min.compaction.lag.ms" => {
+                self.set_topic("min.compaction.lag.ms", name, value)?
+            }
+            "log.retention.check.interval.ms" => {
+                self.engine.retention_check_interval_ms = num(name, value)?
+            }
+            "compression.type" => self.set_topic("compression.type", name, value)?,
+            "min.insync.replicas" => self.set_topic("min.insync.replicas", name, value)?,
+            "unclean.leader.election.enable" => {
+                self.set_topic("unclean.leader.election.enable", name, value)?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// rill's own `rill.*` tuning keys; `Ok(false)` when `name` is not one
+    /// of them.
+    fn apply_rill_setting(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        match name {
+            "rill.spin_before_park_us" => self.spin_before_park_us = num(name, value)?,
+            "rill.io_memory_bytes" => self.io_memory_bytes = num(name, value)?,
+            "rill.mesh_channel_capacity" => self.mesh_channel_capacity = num(name, value)?,
+            "rill.max.in.flight.requests.per.connection" => {
+                self.max_in_flight_per_connection = num(name, value)?;
+                if self.max_in_flight_per_connection == 0 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+            }
+            "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
+            "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
+            "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
+            "rill.fetch.send.path" | "fetch.send.path" => {
+                self.send_path = parse_send_path(name, value)?
+            }
+            "rill.flush.policy" => {
+                self.engine.flush_policy = value
+                    .parse()
+                    .map_err(|reason: String| ConfigError::invalid(name, value, &reason))?
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Sets `retention.ms` and `segment.ms` from the units collected.
+    fn apply_time_units(&mut self, units: &TimeUnits) -> Result<(), ConfigError> {
+        let retention = units
+            .retention_ms
+            .or(units.retention_minutes.map(|m| m.saturating_mul(60_000)))
+            .or(units.retention_hours.map(|h| h.saturating_mul(3_600_000)));
         if let Some(ms) = retention {
             self.set_topic("retention.ms", "log.retention.ms", &ms.to_string())?;
         }
-        if let Some(ms) = roll_ms.or(roll_hours.map(|h| h.saturating_mul(3_600_000))) {
+        let roll = units
+            .roll_ms
+            .or(units.roll_hours.map(|h| h.saturating_mul(3_600_000)));
+        if let Some(ms) = roll {
             self.set_topic("segment.ms", "log.roll.ms", &ms.to_string())?;
         }
-        Ok(applied)
+        Ok(())
     }
 
     fn set_topic(
@@ -340,6 +389,18 @@ pub struct AppliedListeners {
     pub listen: Option<String>,
     /// `advertised.listeners`, scheme removed.
     pub advertised: Option<String>,
+}
+
+/// The retention and roll settings in each unit, kept until every key is
+/// read because Kafka's precedence among them is ms, then minutes, then
+/// hours, whatever their order in the file.
+#[derive(Debug, Default)]
+struct TimeUnits {
+    retention_ms: Option<i64>,
+    retention_minutes: Option<i64>,
+    retention_hours: Option<i64>,
+    roll_ms: Option<i64>,
+    roll_hours: Option<i64>,
 }
 
 /// Kafka settings that a copied `server.properties` may carry and that have no

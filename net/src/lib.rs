@@ -42,6 +42,8 @@
 //! - [`group`], [`group_runtime`]: the group coordinator — a pure core and
 //!   its per-shard runtime (placement by `__consumer_offsets` partition,
 //!   persistence, timers, replay).
+//! - [`producer_ids`]: producer ids for InitProducerId, from persisted blocks
+//!   of 1000 (KIP-730) that shard 0 allocates and every shard draws from.
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
 //!   its per-shard runtime (placement by `__transaction_state` partition,
 //!   persistence, markers, timeouts, replay).
@@ -68,6 +70,7 @@ pub mod group_runtime;
 pub mod handlers;
 pub mod mesh;
 pub mod metrics;
+pub mod producer_ids;
 pub mod routing;
 pub mod sendpath;
 pub mod serve;

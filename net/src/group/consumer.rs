@@ -239,37 +239,96 @@ impl ConsumerGroup {
         {
             return self.leave(now_ms, req);
         }
-        let member_id = if req.member_epoch == 0 {
+        let member_id = match self.heartbeat_member_id(config, ids, now_ms, req) {
+            Ok(member_id) => member_id,
+            Err(response) => return response,
+        };
+        let (before_epoch, before_assigned) = match self.heartbeat_member_before(&member_id, req) {
+            Ok(before) => before,
+            Err(response) => return response,
+        };
+        if self.heartbeat_update_member(config, now_ms, &member_id, req) {
+            self.group_epoch += 1;
+        }
+        self.refresh_topics(topics);
+        self.maybe_compute_target();
+        self.reconcile(&member_id, req.owned_partitions.as_deref(), now_ms);
+        self.heartbeat_response(config, req, &member_id, before_epoch, &before_assigned)
+    }
+
+    /// The member a heartbeat is for: a new one on a join (epoch 0), else
+    /// the one the request names; `Err` is the response refusing it.
+    fn heartbeat_member_id(
+        &mut self,
+        config: &GroupConfig,
+        ids: &mut IdGenerator,
+        now_ms: i64,
+        req: &ConsumerHeartbeatRequest,
+    ) -> Result<String, ConsumerHeartbeatResponse> {
+        if req.member_epoch == 0 {
             if req.subscribed_topic_names.is_none() {
-                return ConsumerHeartbeatResponse::error(INVALID_REQUEST, &req.member_id, 0);
+                return Err(ConsumerHeartbeatResponse::error(
+                    INVALID_REQUEST,
+                    &req.member_id,
+                    0,
+                ));
             }
             match self.join(config, ids, now_ms, req) {
-                Ok(id) => id,
-                Err(code) => return ConsumerHeartbeatResponse::error(code, &req.member_id, 0),
+                Ok(id) => Ok(id),
+                Err(code) => Err(ConsumerHeartbeatResponse::error(code, &req.member_id, 0)),
             }
         } else if req.member_id.is_empty() {
-            return ConsumerHeartbeatResponse::error(UNKNOWN_MEMBER_ID, "", req.member_epoch);
-        } else {
-            req.member_id.clone()
-        };
-        let Some(member) = self.members.get(&member_id) else {
-            return ConsumerHeartbeatResponse::error(
+            Err(ConsumerHeartbeatResponse::error(
                 UNKNOWN_MEMBER_ID,
-                &member_id,
+                "",
                 req.member_epoch,
-            );
+            ))
+        } else {
+            Ok(req.member_id.clone())
+        }
+    }
+
+    /// The member's epoch and assignment before this heartbeat, once its
+    /// epoch and owned partitions check out; `Err` is the response refusing
+    /// the heartbeat.
+    fn heartbeat_member_before(
+        &self,
+        member_id: &str,
+        req: &ConsumerHeartbeatRequest,
+    ) -> Result<(i32, MemberAssignment), ConsumerHeartbeatResponse> {
+        let Some(member) = self.members.get(member_id) else {
+            return Err(ConsumerHeartbeatResponse::error(
+                UNKNOWN_MEMBER_ID,
+                member_id,
+                req.member_epoch,
+            ));
         };
         if req.member_epoch != 0 {
             if let Err(code) =
                 check_member_epoch(member, req.member_epoch, req.owned_partitions.as_deref())
             {
-                return ConsumerHeartbeatResponse::error(code, &member_id, req.member_epoch);
+                return Err(ConsumerHeartbeatResponse::error(
+                    code,
+                    member_id,
+                    req.member_epoch,
+                ));
             }
         }
-        let before_epoch = member.member_epoch;
-        let before_assigned = member.assigned.clone();
+        Ok((member.member_epoch, member.assigned.clone()))
+    }
+
+    /// Takes the heartbeat's changes into the member and extends its
+    /// session; true when its subscription or assignor changed, which bumps
+    /// the group epoch.
+    fn heartbeat_update_member(
+        &mut self,
+        config: &GroupConfig,
+        now_ms: i64,
+        member_id: &str,
+        req: &ConsumerHeartbeatRequest,
+    ) -> bool {
         let mut bump = false;
-        if let Some(m) = self.members.get_mut(&member_id) {
+        if let Some(m) = self.members.get_mut(member_id) {
             if let Some(names) = &req.subscribed_topic_names {
                 let names: BTreeSet<String> = names.iter().cloned().collect();
                 if names != m.subscribed_topics {
@@ -289,16 +348,24 @@ impl ConsumerGroup {
             }
             m.session_deadline_ms = now_ms + config.consumer_session_timeout_ms;
         }
-        if bump {
-            self.group_epoch += 1;
-        }
-        self.refresh_topics(topics);
-        self.maybe_compute_target();
-        self.reconcile(&member_id, req.owned_partitions.as_deref(), now_ms);
-        let Some(member) = self.members.get(&member_id) else {
+        bump
+    }
+
+    /// The answer after reconciliation: the assignment is sent on a join,
+    /// when the member's epoch or assignment changed, or when the client's
+    /// owned partitions differ from it.
+    fn heartbeat_response(
+        &self,
+        config: &GroupConfig,
+        req: &ConsumerHeartbeatRequest,
+        member_id: &str,
+        before_epoch: i32,
+        before_assigned: &MemberAssignment,
+    ) -> ConsumerHeartbeatResponse {
+        let Some(member) = self.members.get(member_id) else {
             return ConsumerHeartbeatResponse::error(
                 UNKNOWN_MEMBER_ID,
-                &member_id,
+                member_id,
                 req.member_epoch,
             );
         };
@@ -308,11 +375,11 @@ impl ConsumerGroup {
             .is_some_and(|o| o.iter().cloned().collect::<BTreeSet<_>>() != member.assigned);
         let send_assignment = req.member_epoch == 0
             || member.member_epoch != before_epoch
-            || member.assigned != before_assigned
+            || member.assigned != *before_assigned
             || owned_differs;
         ConsumerHeartbeatResponse {
             error_code: NONE,
-            member_id: member_id.clone(),
+            member_id: member_id.to_string(),
             member_epoch: member.member_epoch,
             heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
             assignment: send_assignment.then(|| member.assigned.iter().cloned().collect()),
