@@ -7,8 +7,9 @@
 //!
 //! Map of the modules:
 //! - [`config`]: the `rill serve` flags and the broker TOML file (Kafka's names).
-//! - [`codes`]: Kafka error codes used by the handlers.
-//! - [`error`]: errors of this crate.
+//! - [`error`]: errors of this crate. Kafka error codes are
+//!   [`engine::ErrorCode`] everywhere, across the mesh too; the number appears
+//!   only where a response is encoded.
 //! - [`frame`]: length-prefixed frames and request headers (pure decoders).
 //! - [`topics`]: the per-shard copy of the topic table.
 //! - [`mesh`]: the typed messages shards exchange, and the partition operations
@@ -32,11 +33,12 @@
 //!   and the copy / sendfile / splice send paths.
 
 pub mod admin;
-pub mod codes;
 pub mod config;
 pub mod connection;
 pub mod controller;
 pub mod error;
+#[cfg(test)]
+mod error_codes_check;
 pub mod fetch_response;
 pub mod frame;
 pub mod group;
