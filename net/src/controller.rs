@@ -5,11 +5,11 @@
 //! returned update itself, so its own next request sees the change even if the
 //! broadcast is still in a queue.
 
-use crate::codes;
 use crate::mesh::{PartitionOp, PartitionReply, ShardMessage};
 use crate::routing::run_on_owners;
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry, TopicUpdate};
+use engine::ErrorCode;
 use engine::{TopicConfig, TopicPartition};
 use futures::channel::oneshot;
 use std::cell::Cell;
@@ -73,7 +73,7 @@ pub enum ControllerRequest {
 }
 
 /// The controller's answer: the applied update, or a Kafka error with a message.
-pub type ControllerReply = Result<TopicUpdate, (i16, String)>;
+pub type ControllerReply = Result<TopicUpdate, (ErrorCode, String)>;
 
 /// Controller bookkeeping (meaningful on shard 0).
 #[derive(Debug)]
@@ -110,10 +110,10 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
                 ShardMessage::Controller { request, reply },
             )
             .await
-            .map_err(|e| (codes::NOT_LEADER_OR_FOLLOWER, e.to_string()))?;
+            .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?;
         receiver.await.map_err(|_| {
             (
-                codes::NOT_LEADER_OR_FOLLOWER,
+                ErrorCode::NotLeaderOrFollower,
                 String::from("controller gone"),
             )
         })?
@@ -134,7 +134,7 @@ pub async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> Controlle
         .lock
         .acquire_permit(1)
         .await
-        .map_err(|e| (codes::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
     match request {
         ControllerRequest::CreateTopic {
             name,
@@ -175,13 +175,13 @@ async fn create_topic(
 ) -> ControllerReply {
     if !valid_topic_name(&name) {
         return Err((
-            codes::INVALID_TOPIC_EXCEPTION,
+            ErrorCode::InvalidTopicException,
             format!("illegal topic name '{name}'"),
         ));
     }
     if shard.topics.borrow().get(&name).is_some() {
         return Err((
-            codes::TOPIC_ALREADY_EXISTS,
+            ErrorCode::TopicAlreadyExists,
             format!("topic '{name}' already exists"),
         ));
     }
@@ -192,7 +192,7 @@ async fn create_topic(
     };
     if partitions < 1 {
         return Err((
-            codes::INVALID_PARTITIONS,
+            ErrorCode::InvalidPartitions,
             format!("partitions must be at least 1, got {partitions}"),
         ));
     }
@@ -200,7 +200,7 @@ async fn create_topic(
         .config
         .topic_defaults()
         .with_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))?;
+        .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
     let entry = TopicEntry {
         name: name.clone(),
         topic_id: random_topic_id(),
@@ -231,13 +231,13 @@ async fn create_topic(
 async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {
     if !shard.config.delete_topic_enable {
         return Err((
-            codes::TOPIC_DELETION_DISABLED,
+            ErrorCode::TopicDeletionDisabled,
             String::from("delete.topic.enable is false"),
         ));
     }
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
@@ -250,7 +250,7 @@ async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {
     // A partition already gone is what we wanted.
     for reply in replies {
         if let PartitionReply::Done(Err(code)) = reply {
-            if code != codes::UNKNOWN_TOPIC_OR_PARTITION {
+            if code != ErrorCode::UnknownTopicOrPartition {
                 return Err((code, format!("deleting '{name}' failed")));
             }
         }
@@ -272,13 +272,13 @@ async fn create_partitions(
 ) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
     if count <= entry.partitions {
         return Err((
-            codes::INVALID_PARTITIONS,
+            ErrorCode::InvalidPartitions,
             format!(
                 "topic has {} partitions; the new count {count} must be larger",
                 entry.partitions
@@ -317,8 +317,8 @@ pub fn altered_config(
     current: &TopicConfig,
     ops: &[(String, Option<String>, ConfigOpKind)],
     replace_all: bool,
-) -> Result<TopicConfig, (i16, String)> {
-    let invalid = |e: engine::EngineError| (codes::INVALID_CONFIG, e.to_string());
+) -> Result<TopicConfig, (ErrorCode, String)> {
+    let invalid = |e: engine::EngineError| (ErrorCode::InvalidConfig, e.to_string());
     let mut config = if replace_all {
         defaults.clone()
     } else {
@@ -327,7 +327,7 @@ pub fn altered_config(
     for (name, value, kind) in ops {
         if !TopicConfig::NAMES.contains(&name.as_str()) {
             return Err((
-                codes::INVALID_CONFIG,
+                ErrorCode::InvalidConfig,
                 format!("unknown topic config '{name}'"),
             ));
         }
@@ -378,7 +378,7 @@ async fn alter_configs(
 ) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
@@ -411,7 +411,7 @@ async fn alter_configs(
     Ok(update)
 }
 
-fn first_error(replies: Vec<PartitionReply>) -> Result<(), (i16, String)> {
+fn first_error(replies: Vec<PartitionReply>) -> Result<(), (ErrorCode, String)> {
     for reply in replies {
         if let PartitionReply::Done(Err(code)) = reply {
             return Err((code, String::from("partition operation failed")));
@@ -452,7 +452,7 @@ mod tests {
         )];
         assert_eq!(
             altered_config(&defaults, &c, &bad, false).unwrap_err().0,
-            codes::INVALID_CONFIG
+            ErrorCode::InvalidConfig
         );
     }
 

@@ -17,7 +17,6 @@
 //! - [`replay`]: at start, before the shard serves anything, every record of
 //!   the owned `__consumer_offsets` partitions is fed back to the coordinator.
 
-use crate::codes;
 use crate::config::BrokerConfig;
 use crate::controller::{self, ControllerRequest};
 use crate::group::coordinator::DescribedGroup;
@@ -33,6 +32,7 @@ use crate::shard::Shard;
 use engine::batch::header::Compression;
 use engine::batch::{batches, records, BatchBuilder};
 use engine::log::ReadMode;
+use engine::ErrorCode;
 use engine::ReadData;
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
@@ -106,27 +106,27 @@ pub enum GroupRequest {
 pub enum GroupReply {
     /// The coordinator could not be reached or could not persist: the error
     /// code to answer with (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR...).
-    Unavailable(i16),
+    Unavailable(ErrorCode),
     /// JoinGroup.
     Join(JoinResponse),
     /// SyncGroup.
     Sync(SyncResponse),
     /// Heartbeat, DeleteGroup.
-    Code(i16),
+    Code(ErrorCode),
     /// LeaveGroup: per member.
-    Codes(Vec<i16>),
+    Codes(Vec<ErrorCode>),
     /// ConsumerGroupHeartbeat.
     ConsumerHeartbeat(ConsumerHeartbeatResponse),
     /// OffsetCommit: per partition.
-    Committed(Vec<(TopicPartition, i16)>),
+    Committed(Vec<(TopicPartition, ErrorCode)>),
     /// OffsetFetch.
     Fetched(Vec<FetchedOffset>),
     /// OffsetDelete: group error and per partition.
-    DeletedOffsets(i16, Vec<(TopicPartition, i16)>),
+    DeletedOffsets(ErrorCode, Vec<(TopicPartition, ErrorCode)>),
     /// DescribeGroups.
     Described(DescribedGroup),
     /// ConsumerGroupDescribe.
-    DescribedConsumer(Result<Box<ConsumerGroup>, i16>),
+    DescribedConsumer(Result<Box<ConsumerGroup>, ErrorCode>),
     /// ListGroups.
     Listed(Vec<ListedGroup>),
 }
@@ -188,7 +188,7 @@ pub fn now_ms() -> i64 {
 
 /// The partition count of `__consumer_offsets`, creating it (compacted, with
 /// `offsets.topic.num.partitions` partitions) when it does not exist yet.
-pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
     if let Some(entry) = shard.topics.borrow().get(OFFSETS_TOPIC) {
         return Ok(entry.partitions);
     }
@@ -199,10 +199,10 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => {}
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
         Err((code, message)) => {
-            tracing::warn!(code, %message, "cannot create __consumer_offsets");
-            return Err(COORDINATOR_NOT_AVAILABLE);
+            tracing::warn!(%code, %message, "cannot create __consumer_offsets");
+            return Err(ErrorCode::CoordinatorNotAvailable);
         }
     }
     shard
@@ -210,10 +210,8 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
         .borrow()
         .get(OFFSETS_TOPIC)
         .map(|e| e.partitions)
-        .ok_or(COORDINATOR_NOT_AVAILABLE)
+        .ok_or(ErrorCode::CoordinatorNotAvailable)
 }
-
-const COORDINATOR_NOT_AVAILABLE: i16 = crate::group::error::COORDINATOR_NOT_AVAILABLE;
 
 /// The shard coordinating `group_id`, given the partition count.
 pub fn coordinator_shard(shard: &Shard, group_id: &str, partitions: i32) -> usize {
@@ -242,11 +240,11 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: GroupRequest) -> 
         .await
     {
         tracing::warn!(owner, error = %e, "group request not delivered");
-        return GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE);
+        return GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable);
     }
     receiver
         .await
-        .unwrap_or(GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE))
+        .unwrap_or(GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable))
 }
 
 /// What a call produced before anything is persisted.
@@ -285,7 +283,7 @@ pub async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
         Immediate::Later(receiver) => match receiver.await {
             Ok(GroupResponse::Join(r)) => GroupReply::Join(r),
             Ok(GroupResponse::Sync(r)) => GroupReply::Sync(r),
-            Err(_) => GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE),
+            Err(_) => GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
         },
     };
     match (persisted, reply) {
@@ -364,7 +362,7 @@ fn step(
         }
         GroupRequest::DeleteGroup(group_id) => {
             let (codes, records) = coordinator.delete_groups(std::slice::from_ref(&group_id));
-            let code = codes.first().map_or(codes::UNKNOWN_SERVER_ERROR, |c| c.1);
+            let code = codes.first().map_or(ErrorCode::UnknownServerError, |c| c.1);
             (reply(GroupReply::Code(code)), records)
         }
         GroupRequest::Describe(group_id) => (
@@ -399,7 +397,7 @@ fn deliver(runtime: &GroupRuntime, responses: Vec<(RequestToken, GroupResponse)>
 
 /// Appends `records` to the `__consumer_offsets` partitions of their groups
 /// (all owned by this shard) and waits until they are durable.
-async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), i16> {
+async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), ErrorCode> {
     if records.is_empty() {
         return Ok(());
     }
@@ -410,7 +408,7 @@ async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), i16> {
         .map(|e| e.partitions)
     else {
         tracing::warn!("__consumer_offsets missing; group records not persisted");
-        return Err(COORDINATOR_NOT_AVAILABLE);
+        return Err(ErrorCode::CoordinatorNotAvailable);
     };
     let mut by_partition: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
     for record in records {
@@ -438,7 +436,7 @@ async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), i16> {
                 partition,
                 "__consumer_offsets partition not on its owner shard"
             );
-            return Err(COORDINATOR_NOT_AVAILABLE);
+            return Err(ErrorCode::CoordinatorNotAvailable);
         };
         let mut builder = BatchBuilder::new(0, Compression::None);
         for (delta, (key, value)) in records.iter().enumerate() {
@@ -446,17 +444,17 @@ async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), i16> {
         }
         let mut batch = builder.build().map_err(|e| {
             tracing::warn!(error = %e, "cannot build a __consumer_offsets batch");
-            codes::UNKNOWN_SERVER_ERROR
+            ErrorCode::UnknownServerError
         })?;
         let result = log
             .append(&mut batch, log.leader_epoch())
-            .map_err(|e| e.kafka_error_code())?;
+            .map_err(|e| e.error_code())?;
         appended.push((log, result.last_offset));
     }
     for (log, last_offset) in appended {
         log.wait_durable(last_offset)
             .await
-            .map_err(|e| e.kafka_error_code())?;
+            .map_err(|e| e.error_code())?;
     }
     Ok(())
 }
@@ -486,7 +484,7 @@ pub async fn run_timer(shard: Rc<Shard>) {
             (records, coordinator.take_responses())
         };
         if let Err(code) = persist(&shard, records).await {
-            tracing::warn!(code, "group timer records not persisted");
+            tracing::warn!(%code, "group timer records not persisted");
         }
         deliver(&shard.groups, responses);
     }
@@ -556,7 +554,7 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
         (coordinator.tick(now), coordinator.take_responses())
     };
     if let Err(code) = persist(shard, records).await {
-        tracing::warn!(code, "records after replay not persisted");
+        tracing::warn!(%code, "records after replay not persisted");
     }
     deliver(&shard.groups, responses);
     if replayed > 0 {

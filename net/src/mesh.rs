@@ -7,7 +7,7 @@ use crate::controller::{ControllerReply, ControllerRequest};
 use crate::metrics::MetricsSnapshot;
 use crate::topics::TopicUpdate;
 use bytes::Bytes;
-use engine::{TopicConfig, TopicPartition};
+use engine::{ErrorCode, TopicConfig, TopicPartition};
 use futures::channel::oneshot;
 
 /// One unit of partition work, executed by the shard that owns the partition.
@@ -163,8 +163,8 @@ impl SendData {
 /// Result of a [`PartitionOp::Read`].
 #[derive(Debug)]
 pub struct ReadOutcome {
-    /// Kafka error code (0 on success).
-    pub error_code: i16,
+    /// Kafka error code (`ErrorCode::None` on success).
+    pub error_code: ErrorCode,
     /// High watermark.
     pub high_watermark: i64,
     /// Last stable offset.
@@ -197,17 +197,17 @@ pub struct PartitionState {
 #[derive(Debug)]
 pub enum PartitionReply {
     /// Produce.
-    Produce(Result<ProduceOutcome, i16>),
+    Produce(Result<ProduceOutcome, ErrorCode>),
     /// Read.
     Read(ReadOutcome),
     /// ListOffset: (offset, timestamp) or none, with the leader epoch.
-    ListOffset(Result<(Option<(i64, i64)>, i32), i16>),
+    ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
     /// DeleteRecords: the new low watermark.
-    DeleteRecords(Result<i64, i16>),
+    DeleteRecords(Result<i64, ErrorCode>),
     /// Create, Delete, AlterConfig.
-    Done(Result<(), i16>),
+    Done(Result<(), ErrorCode>),
     /// Describe.
-    Describe(Result<PartitionState, i16>),
+    Describe(Result<PartitionState, ErrorCode>),
 }
 
 /// A message from one shard to another.

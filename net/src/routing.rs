@@ -3,13 +3,13 @@
 //! operations of one message concurrently, so several acks=all appends of one
 //! request share a group commit.
 
-use crate::codes;
 use crate::mesh::{
     PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
     ShardMessage,
 };
 use crate::shard::Shard;
 use engine::log::ReadMode;
+use engine::ErrorCode;
 use engine::{EngineError, ReadData, TopicPartition};
 use futures::channel::oneshot;
 use futures::future::{join_all, select, select_all, Either};
@@ -85,7 +85,7 @@ impl OpKind {
         }
     }
 
-    fn error_reply(self, code: i16) -> PartitionReply {
+    fn error_reply(self, code: ErrorCode) -> PartitionReply {
         match self {
             OpKind::Produce => PartitionReply::Produce(Err(code)),
             OpKind::Read => PartitionReply::Read(ReadOutcome {
@@ -122,7 +122,7 @@ pub async fn run_on_owners(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
     }
     let groups = join_all(pending).await;
     join_by_position(total, groups, |position| {
-        kinds[position].error_reply(codes::NOT_LEADER_OR_FOLLOWER)
+        kinds[position].error_reply(ErrorCode::NotLeaderOrFollower)
     })
 }
 
@@ -164,25 +164,25 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 .create_partition(tp, topic_id, config)
                 .await
                 .map(|_| ())
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         PartitionOp::Delete { tp } => PartitionReply::Done(
             shard
                 .logs
                 .delete_partition(&tp)
                 .await
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
             shard
                 .logs
                 .alter_config(&tp, config)
                 .await
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         op => {
             let Some(log) = shard.logs.get(op.topic_partition()) else {
-                return kind.error_reply(codes::UNKNOWN_TOPIC_OR_PARTITION);
+                return kind.error_reply(ErrorCode::UnknownTopicOrPartition);
             };
             match op {
                 PartitionOp::Produce { records, acks, .. } => {
@@ -205,7 +205,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
                         .await
                         .map(|found| (found, log.leader_epoch()))
-                        .map_err(|e| e.kafka_error_code()),
+                        .map_err(|e| e.error_code()),
                 ),
                 PartitionOp::DeleteRecords { offset, .. } => {
                     let offset = if offset == -1 {
@@ -214,12 +214,10 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                         offset
                     };
                     if offset > log.high_watermark() {
-                        return PartitionReply::DeleteRecords(Err(codes::OFFSET_OUT_OF_RANGE));
+                        return PartitionReply::DeleteRecords(Err(ErrorCode::OffsetOutOfRange));
                     }
                     PartitionReply::DeleteRecords(
-                        log.delete_records(offset)
-                            .await
-                            .map_err(|e| e.kafka_error_code()),
+                        log.delete_records(offset).await.map_err(|e| e.error_code()),
                     )
                 }
                 PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
@@ -245,7 +243,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     )
                     .await,
                 ),
-                _ => kind.error_reply(codes::UNKNOWN_SERVER_ERROR),
+                _ => kind.error_reply(ErrorCode::UnknownServerError),
             }
         }
     }
@@ -255,17 +253,17 @@ async fn produce(
     log: &engine::PartitionLog,
     records: Vec<u8>,
     acks: i16,
-) -> Result<ProduceOutcome, i16> {
+) -> Result<ProduceOutcome, ErrorCode> {
     // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
         .append_owned(records, log.leader_epoch())
-        .map_err(|e| e.kafka_error_code())?;
+        .map_err(|e| e.error_code())?;
     let waited = match acks {
         -1 => log.wait_durable(appended.last_offset).await,
         1 => log.wait_written(appended.last_offset).await,
         _ => Ok(()),
     };
-    waited.map_err(|e| e.kafka_error_code())?;
+    waited.map_err(|e| e.error_code())?;
     Ok(ProduceOutcome {
         base_offset: appended.base_offset,
         log_append_time_ms: appended.log_append_time_ms,
@@ -285,7 +283,7 @@ async fn read(
     } else {
         ReadMode::CachedPiecesOrCopy
     };
-    let outcome = |error_code: i16, data: SendData| ReadOutcome {
+    let outcome = |error_code: ErrorCode, data: SendData| ReadOutcome {
         error_code,
         high_watermark: log.high_watermark(),
         last_stable_offset: log.last_stable_offset(),
@@ -314,12 +312,12 @@ async fn read(
                     },
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot duplicate segment descriptor");
-                        return outcome(codes::KAFKA_STORAGE_ERROR, SendData::Empty);
+                        return outcome(ErrorCode::KafkaStorageError, SendData::Empty);
                     }
                 },
             };
             ReadOutcome {
-                error_code: codes::NONE,
+                error_code: ErrorCode::None,
                 high_watermark: result.high_watermark,
                 last_stable_offset: result.last_stable_offset,
                 log_start_offset: result.log_start_offset,
@@ -327,10 +325,8 @@ async fn read(
                 aborted_transactions: result.aborted_transactions,
             }
         }
-        Err(e @ EngineError::OffsetOutOfRange { .. }) => {
-            outcome(e.kafka_error_code(), SendData::Empty)
-        }
-        Err(e) => outcome(e.kafka_error_code(), SendData::Empty),
+        Err(e @ EngineError::OffsetOutOfRange { .. }) => outcome(e.error_code(), SendData::Empty),
+        Err(e) => outcome(e.error_code(), SendData::Empty),
     }
 }
 
@@ -412,7 +408,7 @@ pub async fn run_checked(
     shard: &Rc<Shard>,
     pairs: &[(String, i32)],
     mut make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
-) -> Vec<Result<PartitionReply, i16>> {
+) -> Vec<Result<PartitionReply, ErrorCode>> {
     let mut ops = Vec::new();
     let mut positions = Vec::with_capacity(pairs.len());
     {
@@ -442,7 +438,7 @@ pub async fn run_checked(
         .map(|position| {
             position
                 .and_then(|p| replies.get_mut(p).and_then(Option::take))
-                .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                .ok_or(ErrorCode::UnknownTopicOrPartition)
         })
         .collect()
 }

@@ -32,7 +32,6 @@
 //! transactions open longer than their `transaction.timeout.ms`, with the
 //! producer epoch bumped, so the zombie producer is fenced.
 
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
@@ -41,11 +40,12 @@ use crate::routing::run_on_owners;
 use crate::shard::Shard;
 use crate::txn::records::TxnLogKey;
 use crate::txn::{
-    codes as txn_codes, records, txn_partition_for, EndStep, InitStep, PendingOffset,
-    PendingOffsets, TxnCoordinator, TxnMetadata, TxnState, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC,
+    records, txn_partition_for, EndStep, InitStep, PendingOffset, PendingOffsets, TxnCoordinator,
+    TxnMetadata, TxnState, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC,
 };
 use engine::batch::{BatchBuilder, Compression};
 use engine::log::ReadMode;
+use engine::ErrorCode;
 use engine::{ReadData, TopicPartition};
 use futures::channel::oneshot;
 use glommio::sync::Semaphore;
@@ -154,11 +154,11 @@ impl TxnRequest {
 #[derive(Debug, Clone)]
 pub enum TxnReply {
     /// InitProducerId: `(producer_id, epoch)`.
-    Init(Result<(i64, i16), i16>),
-    /// A bare error code (0 on success).
-    Code(i16),
+    Init(Result<(i64, i16), ErrorCode>),
+    /// A bare error code (`ErrorCode::None` on success).
+    Code(ErrorCode),
     /// `verify_only`: whether each partition is in the transaction.
-    Verified(Result<Vec<bool>, i16>),
+    Verified(Result<Vec<bool>, ErrorCode>),
     /// Describe: the state, if the id is known.
     Described(Option<TxnMetadata>),
     /// List: every id with its state.
@@ -168,7 +168,7 @@ pub enum TxnReply {
 impl TxnReply {
     /// The error code of a reply that failed to arrive.
     fn unavailable() -> TxnReply {
-        TxnReply::Code(txn_codes::COORDINATOR_NOT_AVAILABLE)
+        TxnReply::Code(ErrorCode::CoordinatorNotAvailable)
     }
 }
 
@@ -245,7 +245,7 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: TxnRequest) -> Tx
 }
 
 /// Creates `__transaction_state` (compacted, 50 partitions) if it does not exist.
-pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
     if shard.topics.borrow().get(TXN_STATE_TOPIC).is_some() {
         return Ok(());
     }
@@ -262,10 +262,10 @@ pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), i16> {
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => Ok(()),
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => Ok(()),
         Err((code, message)) => {
-            tracing::warn!(code, %message, "cannot create __transaction_state");
-            Err(txn_codes::COORDINATOR_NOT_AVAILABLE)
+            tracing::warn!(%code, %message, "cannot create __transaction_state");
+            Err(ErrorCode::CoordinatorNotAvailable)
         }
     }
 }
@@ -309,9 +309,9 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
                 now_ms(),
             );
             TxnReply::Code(match step {
-                Ok(None) => codes::NONE,
+                Ok(None) => ErrorCode::None,
                 Ok(Some(next)) => match persist(shard, &rt, &transactional_id, Some(next)).await {
-                    Ok(()) => codes::NONE,
+                    Ok(()) => ErrorCode::None,
                     Err(code) => code,
                 },
                 Err(code) => code,
@@ -340,12 +340,12 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
                 Err(code) => return TxnReply::Code(code),
             };
             let code = validate_member(shard, &group_id, member, &next).await;
-            if code != codes::NONE {
+            if code != ErrorCode::None {
                 return TxnReply::Code(code);
             }
             TxnReply::Code(
                 match persist_offsets(shard, &rt, &transactional_id, next).await {
-                    Ok(()) => codes::NONE,
+                    Ok(()) => ErrorCode::None,
                     Err(code) => code,
                 },
             )
@@ -368,7 +368,7 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
                 now_ms(),
             );
             TxnReply::Code(match step {
-                Ok(EndStep::AlreadyDone) => codes::NONE,
+                Ok(EndStep::AlreadyDone) => ErrorCode::None,
                 Ok(EndStep::Prepare(prepared)) => {
                     match persist(shard, &rt, &transactional_id, Some(prepared.clone())).await {
                         Ok(()) => {
@@ -385,11 +385,11 @@ pub async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
                             {
                                 tracing::warn!(
                                     transactional_id,
-                                    code,
+                                    %code,
                                     "transaction decided but not finished; the timer retries"
                                 );
                             }
-                            codes::NONE
+                            ErrorCode::None
                         }
                         Err(code) => code,
                     }
@@ -416,13 +416,13 @@ async fn init_producer_id(
     transactional_id: &str,
     timeout_ms: i32,
     expected: Option<(i64, i16)>,
-) -> Result<(i64, i16), i16> {
+) -> Result<(i64, i16), ErrorCode> {
     ensure_txn_topic(shard).await?;
     let lock = rt.lock_for(transactional_id);
     let _permit = lock
         .acquire_permit(1)
         .await
-        .map_err(|_| txn_codes::COORDINATOR_NOT_AVAILABLE)?;
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
     // At most: abort the ongoing transaction, then initialize.
     for _ in 0..2 {
         let new_producer_id = crate::handlers::init_producer_id::next_producer_id(shard.id);
@@ -445,7 +445,7 @@ async fn init_producer_id(
             }
         }
     }
-    Err(txn_codes::CONCURRENT_TRANSACTIONS)
+    Err(ErrorCode::ConcurrentTransactions)
 }
 
 /// Appends the new state (or a tombstone) to the id's `__transaction_state`
@@ -455,7 +455,7 @@ async fn persist(
     rt: &Rc<Runtime>,
     transactional_id: &str,
     meta: Option<TxnMetadata>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let key = records::encode_key(transactional_id);
     let value = meta.as_ref().map(records::encode_value);
     append_durable(shard, transactional_id, &[(key, value)]).await?;
@@ -473,7 +473,7 @@ async fn persist_complete(
     rt: &Rc<Runtime>,
     transactional_id: &str,
     complete: TxnMetadata,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let offsets_tombstone = (records::encode_offsets_key(transactional_id), None);
     let state = (
         records::encode_key(transactional_id),
@@ -492,7 +492,7 @@ async fn persist_offsets(
     rt: &Rc<Runtime>,
     transactional_id: &str,
     pending: PendingOffsets,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let record = (
         records::encode_offsets_key(transactional_id),
         Some(records::encode_offsets_value(&pending)),
@@ -510,7 +510,7 @@ async fn append_durable(
     shard: &Rc<Shard>,
     transactional_id: &str,
     entries: &[(Vec<u8>, Option<Vec<u8>>)],
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let tp = TopicPartition::new(TXN_STATE_TOPIC, txn_partition_for(transactional_id));
     let log = match shard.logs.get(&tp) {
         Some(log) => log,
@@ -519,7 +519,7 @@ async fn append_durable(
             shard
                 .logs
                 .get(&tp)
-                .ok_or(txn_codes::COORDINATOR_NOT_AVAILABLE)?
+                .ok_or(ErrorCode::CoordinatorNotAvailable)?
         }
     };
     let mut builder = BatchBuilder::new(0, Compression::None);
@@ -529,7 +529,7 @@ async fn append_durable(
     }
     let mut bytes = builder.build().map_err(|e| {
         tracing::error!(error = %e, "cannot build a transaction log record");
-        codes::UNKNOWN_SERVER_ERROR
+        ErrorCode::UnknownServerError
     })?;
     let appended = log
         .append(&mut bytes, log.leader_epoch())
@@ -553,10 +553,10 @@ async fn validate_member(
     group: &str,
     member: GroupMember,
     pending: &PendingOffsets,
-) -> i16 {
+) -> ErrorCode {
     let (generation, member_id, instance_id) = member;
     if generation < 0 && member_id.is_empty() && instance_id.is_none() {
-        return codes::NONE;
+        return ErrorCode::None;
     }
     let request = OffsetCommitRequest {
         group_id: group.to_string(),
@@ -570,15 +570,15 @@ async fn validate_member(
         GroupReply::Unavailable(code) => code,
         other => {
             tracing::warn!(group, reply = ?other, "unexpected answer to a membership check");
-            codes::UNKNOWN_SERVER_ERROR
+            ErrorCode::UnknownServerError
         }
     }
 }
 
-fn persist_error(e: &engine::EngineError) -> i16 {
+fn persist_error(e: &engine::EngineError) -> ErrorCode {
     tracing::warn!(error = %e, "cannot persist transaction state");
     // Retriable for the client: it looks the coordinator up again and retries.
-    txn_codes::COORDINATOR_NOT_AVAILABLE
+    ErrorCode::CoordinatorNotAvailable
 }
 
 /// Completes a decided transaction: forwards its offsets (commit) or drops
@@ -590,7 +590,7 @@ async fn finish(
     rt: &Rc<Runtime>,
     transactional_id: &str,
     prepared: TxnMetadata,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let commit = prepared.state == TxnState::PrepareCommit;
     if commit {
         let pending = rt.core.borrow().offsets(transactional_id).cloned();
@@ -607,7 +607,7 @@ async fn finish(
             Err(code) => {
                 tracing::debug!(
                     transactional_id,
-                    code,
+                    %code,
                     attempt,
                     "marker write failed; retrying"
                 );
@@ -646,7 +646,7 @@ async fn commit_group_offsets(
     shard: &Rc<Shard>,
     group: &str,
     offsets: Vec<PendingOffset>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let request = OffsetCommitRequest {
         group_id: group.to_string(),
         // Not checked by CommitTxn: the membership was checked at
@@ -658,10 +658,13 @@ async fn commit_group_offsets(
     };
     match group_runtime::call(shard, group, GroupRequest::CommitTxn(request)).await {
         GroupReply::Committed(results) => {
-            match results.into_iter().find(|(_, code)| *code != codes::NONE) {
+            match results
+                .into_iter()
+                .find(|(_, code)| *code != ErrorCode::None)
+            {
                 None => Ok(()),
                 Some((tp, code)) => {
-                    tracing::warn!(group, partition = ?tp, code,
+                    tracing::warn!(group, partition = ?tp, %code,
                         "transactional offset not committed yet; retrying later");
                     Err(code)
                 }
@@ -670,20 +673,24 @@ async fn commit_group_offsets(
         GroupReply::Unavailable(code) => {
             tracing::warn!(
                 group,
-                code,
+                %code,
                 "group coordinator unavailable for transactional offsets"
             );
             Err(code)
         }
         other => {
             tracing::warn!(group, reply = ?other, "unexpected answer to transactional offsets");
-            Err(codes::UNKNOWN_SERVER_ERROR)
+            Err(ErrorCode::UnknownServerError)
         }
     }
 }
 
 /// Writes the markers of `meta`'s partitions on their owners, each durable.
-async fn write_markers(shard: &Rc<Shard>, meta: &TxnMetadata, commit: bool) -> Result<(), i16> {
+async fn write_markers(
+    shard: &Rc<Shard>,
+    meta: &TxnMetadata,
+    commit: bool,
+) -> Result<(), ErrorCode> {
     let ops: Vec<PartitionOp> = meta
         .partitions
         .iter()
@@ -699,12 +706,12 @@ async fn write_markers(shard: &Rc<Shard>, meta: &TxnMetadata, commit: bool) -> R
         match reply {
             PartitionReply::Done(Ok(())) => {}
             // A deleted partition has no transaction left to end.
-            PartitionReply::Done(Err(codes::UNKNOWN_TOPIC_OR_PARTITION)) => {}
+            PartitionReply::Done(Err(ErrorCode::UnknownTopicOrPartition)) => {}
             // A newer epoch or coordinator already ended it there.
-            PartitionReply::Done(Err(txn_codes::INVALID_PRODUCER_EPOCH))
-            | PartitionReply::Done(Err(52)) => {}
+            PartitionReply::Done(Err(ErrorCode::InvalidProducerEpoch))
+            | PartitionReply::Done(Err(ErrorCode::TransactionCoordinatorFenced)) => {}
             PartitionReply::Done(Err(code)) => return Err(code),
-            _ => return Err(codes::UNKNOWN_SERVER_ERROR),
+            _ => return Err(ErrorCode::UnknownServerError),
         }
     }
     Ok(())
@@ -717,13 +724,13 @@ pub async fn write_marker_local(
     producer_epoch: i16,
     commit: bool,
     coordinator_epoch: i32,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let appended = log
         .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
-        .map_err(|e| e.kafka_error_code())?;
+        .map_err(|e| e.error_code())?;
     log.wait_durable(appended.last_offset)
         .await
-        .map_err(|e| e.kafka_error_code())
+        .map_err(|e| e.error_code())
 }
 
 /// Replays this shard's `__transaction_state` partitions into the core, once.
@@ -865,7 +872,7 @@ async fn tick(shard: &Rc<Shard>, rt: &Rc<Runtime>) {
         match finish(shard, rt, &id, prepared).await {
             Ok(()) => tracing::info!(transactional_id = %id, "unfinished transaction completed"),
             Err(code) => {
-                tracing::warn!(transactional_id = %id, code, "transaction still unfinished")
+                tracing::warn!(transactional_id = %id, %code, "transaction still unfinished")
             }
         }
     }
@@ -882,7 +889,7 @@ async fn tick(shard: &Rc<Shard>, rt: &Rc<Runtime>) {
             "transaction timed out; aborting and fencing the producer");
         if persist(shard, rt, &id, Some(abort.clone())).await.is_ok() {
             if let Err(code) = finish(shard, rt, &id, abort).await {
-                tracing::warn!(transactional_id = %id, code, "timed-out transaction not finished yet");
+                tracing::warn!(transactional_id = %id, %code, "timed-out transaction not finished yet");
             }
         }
     }

@@ -18,10 +18,9 @@
 //! back, or a restart takes less time than what was borrowed (4096 ids/ms).
 
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::shard::Shard;
-use crate::txn::codes as txn_codes;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -98,9 +97,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         response.producer_epoch = epoch;
                     }
                     TxnReply::Init(Err(code)) | TxnReply::Code(code) => {
-                        response.error_code = fenced_for_version(code, request.version, 4);
+                        response.error_code = fenced_for_version(code, request.version, 4).code();
                     }
-                    _ => response.error_code = codes::UNKNOWN_SERVER_ERROR,
+                    _ => response.error_code = ErrorCode::UnknownServerError.code(),
                 }
             }
             None => match expected {
@@ -120,9 +119,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 }
 
 /// PRODUCER_FENCED (KIP-588) for versions that know it, INVALID_PRODUCER_EPOCH before.
-pub fn fenced_for_version(code: i16, version: i16, first_version_with_fenced: i16) -> i16 {
-    if code == txn_codes::PRODUCER_FENCED && version < first_version_with_fenced {
-        txn_codes::INVALID_PRODUCER_EPOCH
+pub fn fenced_for_version(
+    code: ErrorCode,
+    version: i16,
+    first_version_with_fenced: i16,
+) -> ErrorCode {
+    if code == ErrorCode::ProducerFenced && version < first_version_with_fenced {
+        ErrorCode::InvalidProducerEpoch
     } else {
         code
     }
@@ -155,8 +158,17 @@ mod tests {
 
     #[test]
     fn fenced_maps_to_invalid_epoch_for_old_versions() {
-        assert_eq!(fenced_for_version(90, 3, 4), 47);
-        assert_eq!(fenced_for_version(90, 4, 4), 90);
-        assert_eq!(fenced_for_version(51, 0, 4), 51);
+        assert_eq!(
+            fenced_for_version(ErrorCode::ProducerFenced, 3, 4),
+            ErrorCode::InvalidProducerEpoch
+        );
+        assert_eq!(
+            fenced_for_version(ErrorCode::ProducerFenced, 4, 4),
+            ErrorCode::ProducerFenced
+        );
+        assert_eq!(
+            fenced_for_version(ErrorCode::ConcurrentTransactions, 0, 4),
+            ErrorCode::ConcurrentTransactions
+        );
     }
 }
