@@ -1,6 +1,7 @@
 //! Errors of the storage engine, each mapped to the Kafka error code a client expects.
 
 use crate::batch::BatchError;
+use crate::error_code::ErrorCode;
 
 /// An operating error of the engine. Bugs are assertions, not variants.
 #[derive(Debug, thiserror::Error)]
@@ -109,19 +110,22 @@ impl EngineError {
     }
 
     /// The Kafka protocol error code for this error.
-    pub fn kafka_error_code(&self) -> i16 {
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            EngineError::Batch(e) => e.kafka_error_code(),
-            EngineError::OffsetOutOfRange { .. } => 1,
-            EngineError::UnknownPartition { .. } => 3,
-            EngineError::PartitionExists { .. } => 36,
-            EngineError::InvalidConfig { .. } => 40,
-            EngineError::Io { .. } => 56, // KAFKA_STORAGE_ERROR
-            EngineError::Closed => 6,     // NOT_LEADER_OR_FOLLOWER: the client refreshes metadata
-            EngineError::OutOfOrderSequence { .. } => 45,
-            EngineError::InvalidProducerEpoch { .. } => 47,
-            EngineError::InvalidTxnState { .. } => 48,
-            EngineError::TransactionCoordinatorFenced { .. } => 52,
+            EngineError::Batch(e) => e.error_code(),
+            EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
+            EngineError::PartitionExists { .. } => ErrorCode::TopicAlreadyExists,
+            EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            EngineError::Io { .. } => ErrorCode::KafkaStorageError,
+            // The client refreshes its metadata and finds the new owner.
+            EngineError::Closed => ErrorCode::NotLeaderOrFollower,
+            EngineError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
+            EngineError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
+            EngineError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            EngineError::TransactionCoordinatorFenced { .. } => {
+                ErrorCode::TransactionCoordinatorFenced
+            }
         }
     }
 }

@@ -9,6 +9,8 @@
 //! and only the outcome of each write comes back.
 //!
 //! Map of the modules:
+//! - [`error_code`]: [`ErrorCode`], the one table of Kafka error codes,
+//!   success included, that every layer answers with.
 //! - [`batch`]: Kafka RecordBatch v2 — parse, validate (CRC32C), in-place
 //!   offset assignment, records, codecs, a builder.
 //! - [`config`]: per-topic settings with Kafka's names and defaults, and the
@@ -39,6 +41,7 @@ pub mod cache;
 pub mod compaction;
 pub mod config;
 pub mod error;
+pub mod error_code;
 pub mod index;
 pub mod log;
 pub mod manager;
@@ -53,6 +56,7 @@ pub mod txn_index;
 
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;
+pub use error_code::ErrorCode;
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
 pub use manager::{LogManager, TopicPartition};
 pub use producer_ids::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};

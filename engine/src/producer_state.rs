@@ -661,13 +661,15 @@ mod tests {
         assert_eq!(
             append(&mut s, batch(1, 0, 7, 1, 5))
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             45
         );
         assert_eq!(
             append(&mut s, batch(1, 1, 3, 1, 5))
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             45
         );
         assert_eq!(
@@ -677,7 +679,8 @@ mod tests {
         assert_eq!(
             append(&mut s, batch(1, 0, 5, 1, 6))
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             47
         );
         // Unknown producers start anywhere (Kafka since 2.5).
@@ -693,7 +696,8 @@ mod tests {
         assert_eq!(
             append(&mut s, batch(3, 0, 0, 1, 20))
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             45
         );
     }
@@ -751,13 +755,15 @@ mod tests {
         assert_eq!(
             a.marker(1, 0, 2, true, 13, true)
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             52
         );
         assert_eq!(
             a.marker(1, -1, 3, true, 13, true)
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             47
         );
     }

@@ -32,7 +32,7 @@ fn small_segments() -> TopicConfig {
 }
 
 fn error_code(log: &PartitionLog, mut batch: Vec<u8>) -> i16 {
-    log.append(&mut batch, 0).unwrap_err().kafka_error_code()
+    log.append(&mut batch, 0).unwrap_err().error_code().code()
 }
 
 fn snapshot_files(dir: &Path) -> Vec<String> {
@@ -117,7 +117,7 @@ fn sequences_duplicates_gaps_and_epochs() {
         let mut payload = producer_batch(7, 0, 18, 1);
         payload.extend(producer_batch(7, 0, 25, 1));
         assert_eq!(
-            log.append(&mut payload, 0).unwrap_err().kafka_error_code(),
+            log.append(&mut payload, 0).unwrap_err().error_code().code(),
             45
         );
         assert_eq!(log.log_end_offset(), 18);
@@ -135,7 +135,7 @@ fn sequences_duplicates_gaps_and_epochs() {
         let mut payload = producer_batch(7, 0, 19, 2);
         payload.extend(producer_batch(7, 0, 21, 1));
         assert_eq!(
-            log.append(&mut payload, 0).unwrap_err().kafka_error_code(),
+            log.append(&mut payload, 0).unwrap_err().error_code().code(),
             45
         );
         // An unknown producer may start at any sequence (Kafka since 2.5).

@@ -75,7 +75,8 @@ fn append_then_read_back_in_both_modes() {
             log.read(16, 100, ReadMode::Copy)
                 .await
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             1
         );
     });
@@ -213,7 +214,8 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
             log.read(start - 1, 100, ReadMode::Copy)
                 .await
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             1
         );
         let low = log.delete_records(start + 5).await.unwrap();

@@ -228,13 +228,15 @@ fn interleaved_transactions_read_committed_and_restart() {
         assert_eq!(
             log.append_control(A, -1, true, 5)
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             47
         );
         assert_eq!(
             log.append_control(A, 0, true, 4)
                 .unwrap_err()
-                .kafka_error_code(),
+                .error_code()
+                .code(),
             52
         );
         // A client may not write markers itself.
@@ -250,7 +252,7 @@ fn interleaved_transactions_read_committed_and_restart() {
         );
         let mut forged = builder.build().unwrap();
         assert_eq!(
-            log.append(&mut forged, 0).unwrap_err().kafka_error_code(),
+            log.append(&mut forged, 0).unwrap_err().error_code().code(),
             87
         );
     });

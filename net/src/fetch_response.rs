@@ -16,7 +16,7 @@
 //! is the single byte 0.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use engine::{FileSlice, ReadData};
+use engine::{ErrorCode, FileSlice, ReadData};
 
 /// Lowest Fetch version this encoder writes.
 pub const FETCH_VERSION_MIN: i16 = 4;
@@ -29,8 +29,8 @@ const FETCH_VERSION_FLEXIBLE: i16 = 12;
 pub struct FetchPartitionData {
     /// Partition index.
     pub partition_index: i32,
-    /// Partition-level error code (0 = none).
-    pub error_code: i16,
+    /// Partition-level error code.
+    pub error_code: ErrorCode,
     /// High watermark.
     pub high_watermark: i64,
     /// Last stable offset.
@@ -60,7 +60,7 @@ pub struct FetchResponseData {
     /// Throttle time in milliseconds.
     pub throttle_time_ms: i32,
     /// Top-level error code (v7+).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Fetch session id (v7+).
     pub session_id: i32,
     /// Topics in the response.
@@ -119,7 +119,7 @@ pub fn encode_fetch_response(
     }
     out.framing.put_i32(data.throttle_time_ms);
     if api_version >= 7 {
-        out.framing.put_i16(data.error_code);
+        out.framing.put_i16(data.error_code.code());
         out.framing.put_i32(data.session_id);
     }
     out.put_array_length(flexible, Some(data.topics.len()));
@@ -152,7 +152,7 @@ fn encode_topic(out: &mut ChunkWriter, api_version: i16, topic: &FetchTopicData)
 fn encode_partition(out: &mut ChunkWriter, api_version: i16, partition: &FetchPartitionData) {
     let flexible = api_version >= FETCH_VERSION_FLEXIBLE;
     out.framing.put_i32(partition.partition_index);
-    out.framing.put_i16(partition.error_code);
+    out.framing.put_i16(partition.error_code.code());
     out.framing.put_i64(partition.high_watermark);
     out.framing.put_i64(partition.last_stable_offset);
     if api_version >= 5 {
@@ -311,7 +311,11 @@ mod tests {
     ) -> FetchPartitionData {
         FetchPartitionData {
             partition_index: index,
-            error_code: if index == 2 { 6 } else { 0 },
+            error_code: if index == 2 {
+                ErrorCode::NotLeaderOrFollower
+            } else {
+                ErrorCode::None
+            },
             high_watermark: 1000 + i64::from(index),
             last_stable_offset: 900 + i64::from(index),
             log_start_offset: 10 + i64::from(index),
@@ -326,7 +330,7 @@ mod tests {
     fn sample_response(records: impl Fn(u8) -> ReadData) -> FetchResponseData {
         FetchResponseData {
             throttle_time_ms: 17,
-            error_code: 0,
+            error_code: ErrorCode::None,
             session_id: 4242,
             topics: vec![
                 FetchTopicData {
@@ -382,7 +386,7 @@ mod tests {
         assert_eq!(buf.remaining(), 0, "v{version} trailing bytes");
         assert_eq!(decoded.throttle_time_ms, expected.throttle_time_ms);
         if version >= 7 {
-            assert_eq!(decoded.error_code, expected.error_code);
+            assert_eq!(decoded.error_code, expected.error_code.code());
             assert_eq!(decoded.session_id, expected.session_id);
         }
         assert!(decoded.node_endpoints.is_empty());
@@ -396,7 +400,7 @@ mod tests {
             assert_eq!(got.partitions.len(), want.partitions.len());
             for (p, w) in got.partitions.iter().zip(&want.partitions) {
                 assert_eq!(p.partition_index, w.partition_index);
-                assert_eq!(p.error_code, w.error_code);
+                assert_eq!(p.error_code, w.error_code.code());
                 assert_eq!(p.high_watermark, w.high_watermark);
                 assert_eq!(p.last_stable_offset, w.last_stable_offset);
                 if version >= 5 {
@@ -470,7 +474,7 @@ mod tests {
     fn empty_response_is_one_chunk() {
         let data = FetchResponseData {
             throttle_time_ms: 0,
-            error_code: 0,
+            error_code: ErrorCode::None,
             session_id: 0,
             topics: vec![],
         };

@@ -25,8 +25,9 @@
 //!
 //! Map of the modules:
 //! - [`config`]: the `rill serve` flags and the broker TOML file (Kafka's names).
-//! - [`codes`]: Kafka error codes used by the handlers.
-//! - [`error`]: errors of this crate.
+//! - [`error`]: errors of this crate. Kafka error codes are
+//!   [`engine::ErrorCode`] everywhere, across the mesh too; the number appears
+//!   only where a response is encoded.
 //! - [`frame`]: length-prefixed frames and request headers (pure decoders).
 //! - [`topics`]: the per-shard copy of the topic table.
 //! - [`shard`]: one shard's state, and the [`shard::ShardService`] trait by
@@ -58,11 +59,12 @@
 
 pub mod admin;
 pub mod call;
-pub mod codes;
 pub mod config;
 pub mod connection;
 pub mod controller;
 pub mod error;
+#[cfg(test)]
+mod error_codes_check;
 pub mod fetch_response;
 pub mod frame;
 pub mod group;

@@ -13,11 +13,93 @@
 //! With blocks of 1000, a shard fetches once per 1000 producers, so the pool
 //! costs a `Cell` read on the common path.
 //!
-//! Shard-local (`Cell`, not `Send`): one pool per shard, used on its thread.
+//! Shard-local (`Cell`, not `Send`): one pool per shard, used on its thread,
+//! a [`ShardService`]. The store is the [`ProducerIdAllocator`] on
+//! [`ALLOCATOR_SHARD`], opened at start ([`open_allocator`]); other shards
+//! reach it with the owner call ([`AllocateProducerIdBlock`]).
 
-use engine::ProducerIdBlock;
-use std::cell::Cell;
+use crate::call::OwnerCall;
+use crate::shard::{Shard, ShardService};
+use engine::producer_ids::PRODUCER_ID_BLOCK_SIZE;
+use engine::{ErrorCode, ProducerIdBlock, ProducerIdStore};
+use std::cell::{Cell, RefCell};
 use std::future::Future;
+use std::rc::Rc;
+
+/// The shard that keeps the block store (on one node; the metadata quorum
+/// takes this role in a cluster).
+pub const ALLOCATOR_SHARD: usize = 0;
+
+/// A fresh producer id for an InitProducerId on this shard.
+pub async fn next_producer_id(shard: &Rc<Shard>) -> Result<i64, ErrorCode> {
+    let pool = shard.service::<ProducerIdPool>();
+    pool.next(|| async {
+        match shard.call(ALLOCATOR_SHARD, AllocateProducerIdBlock).await {
+            Ok(block) => block,
+            Err(e) => {
+                tracing::warn!(error = %e, "producer-id block not fetched");
+                Err(ErrorCode::CoordinatorLoadInProgress)
+            }
+        }
+    })
+    .await
+}
+
+impl ShardService for ProducerIdPool {
+    fn build(_shard: &Shard) -> Self {
+        ProducerIdPool::new()
+    }
+}
+
+/// The durable block store, on [`ALLOCATOR_SHARD`] only.
+#[derive(Debug)]
+pub struct ProducerIdAllocator {
+    store: RefCell<ProducerIdStore>,
+}
+
+/// Opens the block store on the allocating shard, before it serves anything.
+/// An unreadable or corrupt store stops the broker: handing out ids again
+/// from 0 could give a new producer the id of an old one, whose sequence
+/// numbers the partitions still remember.
+pub fn open_allocator(shard: &Shard) -> Result<(), String> {
+    if shard.id != ALLOCATOR_SHARD {
+        return Ok(());
+    }
+    let store = ProducerIdStore::open(&shard.config.data_dir)
+        .map_err(|e| format!("cannot open the producer-id block store: {e}"))?;
+    shard.services.get_or_build(|| ProducerIdAllocator {
+        store: RefCell::new(store),
+    });
+    Ok(())
+}
+
+/// Asks the allocating shard for the next block of ids. The store writes
+/// and fsyncs its file with blocking calls on that shard's thread: once per
+/// [`PRODUCER_ID_BLOCK_SIZE`] producers, a few hundred microseconds here.
+#[derive(Debug)]
+pub struct AllocateProducerIdBlock;
+
+impl OwnerCall for AllocateProducerIdBlock {
+    type Reply = Result<ProducerIdBlock, ErrorCode>;
+
+    fn run(self, shard: Rc<Shard>) -> impl Future<Output = Self::Reply> + 'static {
+        async move {
+            let Some(allocator) = shard.services.get::<ProducerIdAllocator>() else {
+                tracing::error!(shard = shard.id, "no producer-id block store on this shard");
+                return Err(ErrorCode::CoordinatorLoadInProgress);
+            };
+            let block = allocator
+                .store
+                .borrow_mut()
+                .allocate_block(PRODUCER_ID_BLOCK_SIZE);
+            block.map_err(|e| {
+                // Retriable for the client; the operator sees why in the log.
+                tracing::error!(error = %e, "cannot allocate a producer-id block");
+                ErrorCode::CoordinatorLoadInProgress
+            })
+        }
+    }
+}
 
 /// One shard's producer ids: the rest of its current block.
 #[derive(Debug)]

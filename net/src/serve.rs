@@ -269,6 +269,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         open_connections: input.open_connections,
         services: Services::default(),
     });
+    crate::producer_ids::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
     crate::group_runtime::replay(&shard)

@@ -1,8 +1,10 @@
 //! [`BatchError`]: everything that can be wrong with batch bytes, and the Kafka
 //! error code a producer should see for each.
 
+use crate::error_code::ErrorCode;
+
 /// Why batch bytes were refused. Structured so callers can log the numbers and
-/// map each case to a Kafka error code with [`BatchError::kafka_error_code`].
+/// map each case to a Kafka error code with [`BatchError::error_code`].
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum BatchError {
     /// Not enough bytes yet: expected for a partial trailing batch in a
@@ -62,29 +64,20 @@ pub enum BatchError {
     },
 }
 
-/// Kafka error codes this module maps to (from the Kafka protocol guide).
-mod code {
-    pub const CORRUPT_MESSAGE: i16 = 2;
-    pub const MESSAGE_TOO_LARGE: i16 = 10;
-    pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
-    pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
-    pub const INVALID_RECORD: i16 = 87;
-}
-
 impl BatchError {
     /// The Kafka error code to put in a produce response for this error.
-    pub fn kafka_error_code(&self) -> i16 {
+    pub fn error_code(&self) -> ErrorCode {
         match self {
             // A produce request whose batch is cut short is malformed, not
             // "retry later": the client sent what it meant to send.
-            BatchError::Incomplete { .. } => code::CORRUPT_MESSAGE,
-            BatchError::UnsupportedMagic { .. } => code::UNSUPPORTED_FOR_MESSAGE_FORMAT,
-            BatchError::CorruptCrc { .. } => code::CORRUPT_MESSAGE,
-            BatchError::Corrupt { .. } => code::CORRUPT_MESSAGE,
-            BatchError::InvalidRecord { .. } => code::INVALID_RECORD,
-            BatchError::TooLarge { .. } => code::MESSAGE_TOO_LARGE,
-            BatchError::UnknownCompression { .. } => code::UNSUPPORTED_COMPRESSION_TYPE,
-            BatchError::Compression { .. } => code::CORRUPT_MESSAGE,
+            BatchError::Incomplete { .. } => ErrorCode::CorruptMessage,
+            BatchError::UnsupportedMagic { .. } => ErrorCode::UnsupportedForMessageFormat,
+            BatchError::CorruptCrc { .. } => ErrorCode::CorruptMessage,
+            BatchError::Corrupt { .. } => ErrorCode::CorruptMessage,
+            BatchError::InvalidRecord { .. } => ErrorCode::InvalidRecord,
+            BatchError::TooLarge { .. } => ErrorCode::MessageTooLarge,
+            BatchError::UnknownCompression { .. } => ErrorCode::UnsupportedCompressionType,
+            BatchError::Compression { .. } => ErrorCode::CorruptMessage,
         }
     }
 }
@@ -96,11 +89,15 @@ mod tests {
     #[test]
     fn error_codes_match_kafka() {
         assert_eq!(
-            BatchError::Incomplete { needed_bytes: 61 }.kafka_error_code(),
+            BatchError::Incomplete { needed_bytes: 61 }
+                .error_code()
+                .code(),
             2
         );
         assert_eq!(
-            BatchError::UnsupportedMagic { magic: 1 }.kafka_error_code(),
+            BatchError::UnsupportedMagic { magic: 1 }
+                .error_code()
+                .code(),
             43
         );
         assert_eq!(
@@ -108,28 +105,33 @@ mod tests {
                 expected: 1,
                 actual: 2
             }
-            .kafka_error_code(),
+            .error_code()
+            .code(),
             2
         );
-        assert_eq!(BatchError::Corrupt { reason: "x" }.kafka_error_code(), 2);
+        assert_eq!(BatchError::Corrupt { reason: "x" }.error_code().code(), 2);
         assert_eq!(
-            BatchError::InvalidRecord { reason: "x" }.kafka_error_code(),
+            BatchError::InvalidRecord { reason: "x" }
+                .error_code()
+                .code(),
             87
         );
         let too_large = BatchError::TooLarge {
             size_bytes: 2,
             max_bytes: 1,
         };
-        assert_eq!(too_large.kafka_error_code(), 10);
+        assert_eq!(too_large.error_code().code(), 10);
         assert_eq!(
-            BatchError::UnknownCompression { codec: 5 }.kafka_error_code(),
+            BatchError::UnknownCompression { codec: 5 }
+                .error_code()
+                .code(),
             76
         );
         let codec = BatchError::Compression {
             codec: "gzip",
             reason: String::new(),
         };
-        assert_eq!(codec.kafka_error_code(), 2);
+        assert_eq!(codec.error_code().code(), 2);
     }
 
     #[test]

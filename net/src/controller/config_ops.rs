@@ -1,7 +1,7 @@
 //! Topic config edits, as AlterConfigs and IncrementalAlterConfigs ask them
 //! (pure).
 
-use crate::codes;
+use engine::ErrorCode;
 use engine::TopicConfig;
 
 /// How one config is changed (IncrementalAlterConfigs' operations).
@@ -23,8 +23,8 @@ pub fn altered_config(
     current: &TopicConfig,
     ops: &[(String, Option<String>, ConfigOpKind)],
     replace_all: bool,
-) -> Result<TopicConfig, (i16, String)> {
-    let invalid = |e: engine::EngineError| (codes::INVALID_CONFIG, e.to_string());
+) -> Result<TopicConfig, (ErrorCode, String)> {
+    let invalid = |e: engine::EngineError| (ErrorCode::InvalidConfig, e.to_string());
     let mut config = if replace_all {
         defaults.clone()
     } else {
@@ -33,7 +33,7 @@ pub fn altered_config(
     for (name, value, kind) in ops {
         if !TopicConfig::NAMES.contains(&name.as_str()) {
             return Err((
-                codes::INVALID_CONFIG,
+                ErrorCode::InvalidConfig,
                 format!("unknown topic config '{name}'"),
             ));
         }
@@ -107,7 +107,7 @@ mod tests {
         )];
         assert_eq!(
             altered_config(&defaults, &c, &bad, false).unwrap_err().0,
-            codes::INVALID_CONFIG
+            ErrorCode::InvalidConfig
         );
     }
 

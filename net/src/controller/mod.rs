@@ -14,10 +14,10 @@ mod topic_changes;
 pub use config_ops::{altered_config, ConfigOpKind};
 
 use crate::call::OwnerCall;
-use crate::codes;
 use crate::mesh::Envelope;
 use crate::shard::{Shard, ShardService};
 use crate::topics::TopicUpdate;
+use engine::ErrorCode;
 use std::cell::Cell;
 use std::future::Future;
 use std::rc::Rc;
@@ -67,7 +67,7 @@ pub enum ControllerRequest {
 }
 
 /// The controller's answer: the applied update, or a Kafka error with a message.
-pub type ControllerReply = Result<TopicUpdate, (i16, String)>;
+pub type ControllerReply = Result<TopicUpdate, (ErrorCode, String)>;
 
 /// Controller bookkeeping (meaningful on the controller shard).
 #[derive(Debug)]
@@ -108,7 +108,7 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
     let reply = shard
         .call(CONTROLLER_SHARD, request)
         .await
-        .map_err(|e| (codes::NOT_LEADER_OR_FOLLOWER, e.to_string()))?;
+        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?;
     // Validate-only answers carry version 0 and must not change any table.
     if let Ok(update) = &reply {
         if update.version() > 0 {
@@ -125,7 +125,7 @@ async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerRep
         .lock
         .acquire_permit(1)
         .await
-        .map_err(|e| (codes::UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
     match request {
         ControllerRequest::CreateTopic {
             name,

@@ -4,10 +4,10 @@
 
 use super::config_ops::{altered_config, ConfigOpKind};
 use super::{broadcast_update, ControllerReply, ControllerState};
-use crate::codes;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry, TopicUpdate};
+use engine::ErrorCode;
 use engine::TopicPartition;
 use std::rc::Rc;
 
@@ -29,13 +29,13 @@ pub(super) async fn create_topic(
 ) -> ControllerReply {
     if !valid_topic_name(&name) {
         return Err((
-            codes::INVALID_TOPIC_EXCEPTION,
+            ErrorCode::InvalidTopicException,
             format!("illegal topic name '{name}'"),
         ));
     }
     if shard.topics.borrow().get(&name).is_some() {
         return Err((
-            codes::TOPIC_ALREADY_EXISTS,
+            ErrorCode::TopicAlreadyExists,
             format!("topic '{name}' already exists"),
         ));
     }
@@ -46,7 +46,7 @@ pub(super) async fn create_topic(
     };
     if partitions < 1 {
         return Err((
-            codes::INVALID_PARTITIONS,
+            ErrorCode::InvalidPartitions,
             format!("partitions must be at least 1, got {partitions}"),
         ));
     }
@@ -54,7 +54,7 @@ pub(super) async fn create_topic(
         .config
         .topic_defaults()
         .with_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .map_err(|e| (codes::INVALID_CONFIG, e.to_string()))?;
+        .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
     let entry = TopicEntry {
         name: name.clone(),
         topic_id: random_topic_id(),
@@ -85,13 +85,13 @@ pub(super) async fn create_topic(
 pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {
     if !shard.config.delete_topic_enable {
         return Err((
-            codes::TOPIC_DELETION_DISABLED,
+            ErrorCode::TopicDeletionDisabled,
             String::from("delete.topic.enable is false"),
         ));
     }
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
@@ -104,7 +104,7 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
     // A partition already gone is what we wanted.
     for reply in replies {
         if let PartitionReply::Done(Err(code)) = reply {
-            if code != codes::UNKNOWN_TOPIC_OR_PARTITION {
+            if code != ErrorCode::UnknownTopicOrPartition {
                 return Err((code, format!("deleting '{name}' failed")));
             }
         }
@@ -126,13 +126,13 @@ pub(super) async fn create_partitions(
 ) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
     if count <= entry.partitions {
         return Err((
-            codes::INVALID_PARTITIONS,
+            ErrorCode::InvalidPartitions,
             format!(
                 "topic has {} partitions; the new count {count} must be larger",
                 entry.partitions
@@ -174,7 +174,7 @@ pub(super) async fn alter_configs(
 ) -> ControllerReply {
     let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
         return Err((
-            codes::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::UnknownTopicOrPartition,
             format!("unknown topic '{name}'"),
         ));
     };
@@ -207,7 +207,7 @@ pub(super) async fn alter_configs(
     Ok(update)
 }
 
-fn first_error(replies: Vec<PartitionReply>) -> Result<(), (i16, String)> {
+fn first_error(replies: Vec<PartitionReply>) -> Result<(), (ErrorCode, String)> {
     for reply in replies {
         if let PartitionReply::Done(Err(code)) = reply {
             return Err((code, String::from("partition operation failed")));

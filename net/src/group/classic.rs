@@ -11,9 +11,9 @@
 //! and the rest are drained by [`super::GroupCoordinator::take_responses`].
 //! Time only moves through the `now_ms` arguments and [`ClassicGroup::tick`].
 
+use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::error::*;
 use super::offsets::Record;
 use super::records::{self, GroupMetadataValue, MemberMetadataValue};
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken};
@@ -86,7 +86,7 @@ pub struct JoinMember {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JoinResponse {
     /// Error code.
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Generation id, -1 on error.
     pub generation_id: i32,
     /// Protocol type.
@@ -104,7 +104,7 @@ pub struct JoinResponse {
 }
 
 impl JoinResponse {
-    pub(crate) fn error(error_code: i16, member_id: &str) -> Self {
+    pub(crate) fn error(error_code: ErrorCode, member_id: &str) -> Self {
         Self {
             error_code,
             generation_id: -1,
@@ -141,7 +141,7 @@ pub struct SyncRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncResponse {
     /// Error code.
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Protocol type.
     pub protocol_type: Option<String>,
     /// Protocol name.
@@ -151,7 +151,7 @@ pub struct SyncResponse {
 }
 
 impl SyncResponse {
-    pub(crate) fn error(error_code: i16) -> Self {
+    pub(crate) fn error(error_code: ErrorCode) -> Self {
         Self {
             error_code,
             protocol_type: None,
@@ -400,7 +400,7 @@ impl ClassicGroup {
     fn current_join_response(&self, member_id: &str, skip_assignment: bool) -> JoinResponse {
         let is_leader = self.leader.as_deref() == Some(member_id);
         JoinResponse {
-            error_code: NONE,
+            error_code: ErrorCode::None,
             generation_id: self.generation,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol.clone(),
@@ -506,13 +506,13 @@ impl ClassicGroup {
         if self.state == ClassicState::Dead {
             return step.join(
                 token,
-                JoinResponse::error(COORDINATOR_NOT_AVAILABLE, &req.member_id),
+                JoinResponse::error(ErrorCode::CoordinatorNotAvailable, &req.member_id),
             );
         }
         if !self.supports_protocols(&req.protocol_type, &req.protocols) {
             return step.join(
                 token,
-                JoinResponse::error(INCONSISTENT_GROUP_PROTOCOL, &req.member_id),
+                JoinResponse::error(ErrorCode::InconsistentGroupProtocol, &req.member_id),
             );
         }
         if req.member_id.is_empty() {
@@ -529,20 +529,29 @@ impl ClassicGroup {
                 return self.replace_static_member(step, token, req, &old_id, new_id);
             }
             if self.members.len() >= step.config.group_max_size {
-                return step.join(token, JoinResponse::error(GROUP_MAX_SIZE_REACHED, ""));
+                return step.join(
+                    token,
+                    JoinResponse::error(ErrorCode::GroupMaxSizeReached, ""),
+                );
             }
             // Static members skip MEMBER_ID_REQUIRED: the instance id names them.
             return self.add_member_and_rebalance(step, token, req, new_id);
         }
         if self.members.len() + self.pending_members.len() >= step.config.group_max_size {
-            return step.join(token, JoinResponse::error(GROUP_MAX_SIZE_REACHED, ""));
+            return step.join(
+                token,
+                JoinResponse::error(ErrorCode::GroupMaxSizeReached, ""),
+            );
         }
         if req.require_known_member_id {
             // The member must come back with this id; until then it blocks the
             // join for at most its session timeout, like Kafka's pending members.
             let deadline = step.now_ms + i64::from(req.session_timeout_ms);
             self.pending_members.insert(new_id.clone(), deadline);
-            return step.join(token, JoinResponse::error(MEMBER_ID_REQUIRED, &new_id));
+            return step.join(
+                token,
+                JoinResponse::error(ErrorCode::MemberIdRequired, &new_id),
+            );
         }
         self.add_member_and_rebalance(step, token, req, new_id)
     }
@@ -556,7 +565,10 @@ impl ClassicGroup {
             return step.join(token, JoinResponse::error(code, &member_id));
         }
         let Some(member) = self.members.get(&member_id) else {
-            return step.join(token, JoinResponse::error(UNKNOWN_MEMBER_ID, &member_id));
+            return step.join(
+                token,
+                JoinResponse::error(ErrorCode::UnknownMemberId, &member_id),
+            );
         };
         let same_metadata = member.protocols == req.protocols;
         let is_leader = self.leader.as_deref() == Some(member_id.as_str());
@@ -574,23 +586,24 @@ impl ClassicGroup {
             ClassicState::CompletingRebalance | ClassicState::Stable => {
                 self.update_member_and_rebalance(step, token, req)
             }
-            ClassicState::Empty | ClassicState::Dead => {
-                step.join(token, JoinResponse::error(UNKNOWN_MEMBER_ID, &member_id))
-            }
+            ClassicState::Empty | ClassicState::Dead => step.join(
+                token,
+                JoinResponse::error(ErrorCode::UnknownMemberId, &member_id),
+            ),
         }
     }
 
     /// FENCED_INSTANCE_ID when the instance id now belongs to another member
     /// id, UNKNOWN_MEMBER_ID when the member id is not in the group.
-    fn fenced_or_unknown(&self, member_id: &str, instance_id: Option<&str>) -> Option<i16> {
+    fn fenced_or_unknown(&self, member_id: &str, instance_id: Option<&str>) -> Option<ErrorCode> {
         if let Some(instance) = instance_id {
             match self.static_members.get(instance) {
-                Some(owner) if owner != member_id => return Some(FENCED_INSTANCE_ID),
+                Some(owner) if owner != member_id => return Some(ErrorCode::FencedInstanceId),
                 Some(_) => return None,
                 None => {}
             }
         }
-        (!self.members.contains_key(member_id)).then_some(UNKNOWN_MEMBER_ID)
+        (!self.members.contains_key(member_id)).then_some(ErrorCode::UnknownMemberId)
     }
 
     fn add_member_and_rebalance(
@@ -649,7 +662,10 @@ impl ClassicGroup {
             m.heartbeat_deadline_ms = step.now_ms + i64::from(req.session_timeout_ms);
             if let Some(old) = m.join_waiter.replace(token) {
                 // A second join from the same member supersedes the first.
-                step.join(old, JoinResponse::error(UNKNOWN_MEMBER_ID, &req.member_id));
+                step.join(
+                    old,
+                    JoinResponse::error(ErrorCode::UnknownMemberId, &req.member_id),
+                );
             }
         }
         self.maybe_prepare_rebalance(step);
@@ -671,10 +687,13 @@ impl ClassicGroup {
             return;
         };
         if let Some(old) = member.join_waiter.take() {
-            step.join(old, JoinResponse::error(FENCED_INSTANCE_ID, old_id));
+            step.join(
+                old,
+                JoinResponse::error(ErrorCode::FencedInstanceId, old_id),
+            );
         }
         if let Some(old) = member.sync_waiter.take() {
-            step.sync(old, SyncResponse::error(FENCED_INSTANCE_ID));
+            step.sync(old, SyncResponse::error(ErrorCode::FencedInstanceId));
         }
         let unchanged = member.protocols == req.protocols;
         member.member_id = new_id.clone();
@@ -721,7 +740,7 @@ impl ClassicGroup {
             for m in self.members.values_mut() {
                 m.assignment.clear();
                 if let Some(t) = m.sync_waiter.take() {
-                    step.sync(t, SyncResponse::error(REBALANCE_IN_PROGRESS));
+                    step.sync(t, SyncResponse::error(ErrorCode::RebalanceInProgress));
                 }
             }
         }
@@ -814,10 +833,13 @@ impl ClassicGroup {
             return;
         };
         if let Some(t) = m.join_waiter {
-            step.join(t, JoinResponse::error(UNKNOWN_MEMBER_ID, member_id));
+            step.join(
+                t,
+                JoinResponse::error(ErrorCode::UnknownMemberId, member_id),
+            );
         }
         if let Some(t) = m.sync_waiter {
-            step.sync(t, SyncResponse::error(UNKNOWN_MEMBER_ID));
+            step.sync(t, SyncResponse::error(ErrorCode::UnknownMemberId));
         }
         if let Some(instance) = &m.group_instance_id {
             if self.static_members.get(instance).map(String::as_str) == Some(member_id) {
@@ -850,26 +872,32 @@ impl ClassicGroup {
     /// Handles a SyncGroup. The answer (now or later) goes to the outbox.
     pub(crate) fn sync(&mut self, step: &mut Step<'_>, token: RequestToken, req: SyncRequest) {
         if self.state == ClassicState::Dead {
-            return step.sync(token, SyncResponse::error(COORDINATOR_NOT_AVAILABLE));
+            return step.sync(
+                token,
+                SyncResponse::error(ErrorCode::CoordinatorNotAvailable),
+            );
         }
         if let Some(code) = self.fenced_or_unknown(&req.member_id, req.group_instance_id.as_deref())
         {
             return step.sync(token, SyncResponse::error(code));
         }
         if req.generation_id != self.generation {
-            return step.sync(token, SyncResponse::error(ILLEGAL_GENERATION));
+            return step.sync(token, SyncResponse::error(ErrorCode::IllegalGeneration));
         }
         let type_mismatch = req.protocol_type.is_some() && req.protocol_type != self.protocol_type;
         let name_mismatch = req.protocol_name.is_some() && req.protocol_name != self.protocol;
         if type_mismatch || name_mismatch {
-            return step.sync(token, SyncResponse::error(INCONSISTENT_GROUP_PROTOCOL));
+            return step.sync(
+                token,
+                SyncResponse::error(ErrorCode::InconsistentGroupProtocol),
+            );
         }
         match self.state {
             ClassicState::Empty | ClassicState::Dead => {
-                step.sync(token, SyncResponse::error(UNKNOWN_MEMBER_ID))
+                step.sync(token, SyncResponse::error(ErrorCode::UnknownMemberId))
             }
             ClassicState::PreparingRebalance => {
-                step.sync(token, SyncResponse::error(REBALANCE_IN_PROGRESS))
+                step.sync(token, SyncResponse::error(ErrorCode::RebalanceInProgress))
             }
             ClassicState::Stable => {
                 let response = self.sync_response(&req.member_id);
@@ -880,7 +908,7 @@ impl ClassicGroup {
                 self.touch(&req.member_id, step.now_ms);
                 if let Some(m) = self.members.get_mut(&req.member_id) {
                     if let Some(old) = m.sync_waiter.replace(token) {
-                        step.sync(old, SyncResponse::error(UNKNOWN_MEMBER_ID));
+                        step.sync(old, SyncResponse::error(ErrorCode::UnknownMemberId));
                     }
                 }
                 if self.leader.as_deref() == Some(req.member_id.as_str()) {
@@ -892,7 +920,7 @@ impl ClassicGroup {
 
     fn sync_response(&self, member_id: &str) -> SyncResponse {
         SyncResponse {
-            error_code: NONE,
+            error_code: ErrorCode::None,
             protocol_type: self.protocol_type.clone(),
             protocol_name: self.protocol.clone(),
             assignment: self
@@ -931,42 +959,46 @@ impl ClassicGroup {
     // ------------------------------------------------------ Heartbeat, Leave
 
     /// Handles a Heartbeat; returns its error code.
-    pub(crate) fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> i16 {
+    pub(crate) fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> ErrorCode {
         if self.state == ClassicState::Dead {
-            return COORDINATOR_NOT_AVAILABLE;
+            return ErrorCode::CoordinatorNotAvailable;
         }
         if let Some(code) = self.fenced_or_unknown(&req.member_id, req.group_instance_id.as_deref())
         {
             return code;
         }
         if req.generation_id != self.generation {
-            return ILLEGAL_GENERATION;
+            return ErrorCode::IllegalGeneration;
         }
         match self.state {
-            ClassicState::Empty | ClassicState::Dead => UNKNOWN_MEMBER_ID,
+            ClassicState::Empty | ClassicState::Dead => ErrorCode::UnknownMemberId,
             ClassicState::PreparingRebalance => {
                 self.touch(&req.member_id, now_ms);
-                REBALANCE_IN_PROGRESS
+                ErrorCode::RebalanceInProgress
             }
             ClassicState::CompletingRebalance | ClassicState::Stable => {
                 self.touch(&req.member_id, now_ms);
-                NONE
+                ErrorCode::None
             }
         }
     }
 
     /// Handles a LeaveGroup for several members; one error code each.
-    pub(crate) fn leave(&mut self, step: &mut Step<'_>, leaving: &[LeavingMember]) -> Vec<i16> {
+    pub(crate) fn leave(
+        &mut self,
+        step: &mut Step<'_>,
+        leaving: &[LeavingMember],
+    ) -> Vec<ErrorCode> {
         let mut codes = Vec::with_capacity(leaving.len());
         for l in leaving {
             let member_id = match &l.group_instance_id {
                 Some(instance) => match self.static_members.get(instance) {
                     None => {
-                        codes.push(UNKNOWN_MEMBER_ID);
+                        codes.push(ErrorCode::UnknownMemberId);
                         continue;
                     }
                     Some(owner) if !l.member_id.is_empty() && *owner != l.member_id => {
-                        codes.push(FENCED_INSTANCE_ID);
+                        codes.push(ErrorCode::FencedInstanceId);
                         continue;
                     }
                     Some(owner) => owner.clone(),
@@ -974,16 +1006,16 @@ impl ClassicGroup {
                 None => l.member_id.clone(),
             };
             if self.pending_members.remove(&member_id).is_some() {
-                codes.push(NONE);
+                codes.push(ErrorCode::None);
                 self.try_complete_join(step);
                 continue;
             }
             if !self.members.contains_key(&member_id) {
-                codes.push(UNKNOWN_MEMBER_ID);
+                codes.push(ErrorCode::UnknownMemberId);
                 continue;
             }
             self.remove_member_and_update(&member_id, step);
-            codes.push(NONE);
+            codes.push(ErrorCode::None);
         }
         codes
     }
@@ -1077,19 +1109,19 @@ impl ClassicGroup {
         member_id: &str,
         instance_id: Option<&str>,
         generation_id: i32,
-    ) -> Result<(), i16> {
+    ) -> Result<(), ErrorCode> {
         match self.state {
-            ClassicState::Dead => return Err(COORDINATOR_NOT_AVAILABLE),
+            ClassicState::Dead => return Err(ErrorCode::CoordinatorNotAvailable),
             // A group used only to store offsets (no membership).
             _ if generation_id < 0 && self.state == ClassicState::Empty => return Ok(()),
-            ClassicState::CompletingRebalance => return Err(REBALANCE_IN_PROGRESS),
+            ClassicState::CompletingRebalance => return Err(ErrorCode::RebalanceInProgress),
             _ => {}
         }
         if let Some(code) = self.fenced_or_unknown(member_id, instance_id) {
             return Err(code);
         }
         if generation_id != self.generation {
-            return Err(ILLEGAL_GENERATION);
+            return Err(ErrorCode::IllegalGeneration);
         }
         Ok(())
     }

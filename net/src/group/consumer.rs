@@ -9,12 +9,12 @@
 //! or pending revocation), so no partition is ever owned twice. A member moves
 //! to the target epoch once it has nothing left to revoke.
 
+use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::assignor::{
     Assignor, GroupAssignment, MemberAssignment, MemberSubscription, TopicPartition,
 };
-use super::error::*;
 use super::{GroupConfig, IdGenerator};
 
 /// Member epoch of a member leaving the group.
@@ -62,7 +62,7 @@ pub struct ConsumerHeartbeatRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerHeartbeatResponse {
     /// Error code.
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// The member id (generated on first join).
     pub member_id: String,
     /// The member's epoch.
@@ -75,7 +75,7 @@ pub struct ConsumerHeartbeatResponse {
 }
 
 impl ConsumerHeartbeatResponse {
-    fn error(error_code: i16, member_id: &str, member_epoch: i32) -> Self {
+    fn error(error_code: ErrorCode, member_id: &str, member_epoch: i32) -> Self {
         Self {
             error_code,
             member_id: member_id.to_string(),
@@ -228,7 +228,7 @@ impl ConsumerGroup {
         if let Some(name) = &req.server_assignor {
             if Assignor::from_name(name).is_none() {
                 return ConsumerHeartbeatResponse::error(
-                    UNSUPPORTED_ASSIGNOR,
+                    ErrorCode::UnsupportedAssignor,
                     &req.member_id,
                     req.member_epoch,
                 );
@@ -268,7 +268,7 @@ impl ConsumerGroup {
         if req.member_epoch == 0 {
             if req.subscribed_topic_names.is_none() {
                 return Err(ConsumerHeartbeatResponse::error(
-                    INVALID_REQUEST,
+                    ErrorCode::InvalidRequest,
                     &req.member_id,
                     0,
                 ));
@@ -279,7 +279,7 @@ impl ConsumerGroup {
             }
         } else if req.member_id.is_empty() {
             Err(ConsumerHeartbeatResponse::error(
-                UNKNOWN_MEMBER_ID,
+                ErrorCode::UnknownMemberId,
                 "",
                 req.member_epoch,
             ))
@@ -298,7 +298,7 @@ impl ConsumerGroup {
     ) -> Result<(i32, MemberAssignment), ConsumerHeartbeatResponse> {
         let Some(member) = self.members.get(member_id) else {
             return Err(ConsumerHeartbeatResponse::error(
-                UNKNOWN_MEMBER_ID,
+                ErrorCode::UnknownMemberId,
                 member_id,
                 req.member_epoch,
             ));
@@ -364,7 +364,7 @@ impl ConsumerGroup {
     ) -> ConsumerHeartbeatResponse {
         let Some(member) = self.members.get(member_id) else {
             return ConsumerHeartbeatResponse::error(
-                UNKNOWN_MEMBER_ID,
+                ErrorCode::UnknownMemberId,
                 member_id,
                 req.member_epoch,
             );
@@ -378,7 +378,7 @@ impl ConsumerGroup {
             || member.assigned != *before_assigned
             || owned_differs;
         ConsumerHeartbeatResponse {
-            error_code: NONE,
+            error_code: ErrorCode::None,
             member_id: member_id.to_string(),
             member_epoch: member.member_epoch,
             heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
@@ -392,7 +392,7 @@ impl ConsumerGroup {
         ids: &mut IdGenerator,
         now_ms: i64,
         req: &ConsumerHeartbeatRequest,
-    ) -> Result<String, i16> {
+    ) -> Result<String, ErrorCode> {
         let member_id = if req.member_id.is_empty() {
             ids.uuid_string()
         } else {
@@ -410,7 +410,7 @@ impl ConsumerGroup {
                 .map(|m| (m.member_id.clone(), m.member_epoch));
             if let Some((old_id, old_epoch)) = holder {
                 if old_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
-                    return Err(UNRELEASED_INSTANCE_ID);
+                    return Err(ErrorCode::UnreleasedInstanceId);
                 }
                 inherited = self.members.remove(&old_id);
                 if let Some(a) = self.target.remove(&old_id) {
@@ -465,7 +465,7 @@ impl ConsumerGroup {
     fn leave(&mut self, now_ms: i64, req: &ConsumerHeartbeatRequest) -> ConsumerHeartbeatResponse {
         let Some(member) = self.members.get_mut(&req.member_id) else {
             return ConsumerHeartbeatResponse::error(
-                UNKNOWN_MEMBER_ID,
+                ErrorCode::UnknownMemberId,
                 &req.member_id,
                 req.member_epoch,
             );
@@ -478,7 +478,7 @@ impl ConsumerGroup {
         } else {
             self.remove_member(&req.member_id, now_ms);
         }
-        ConsumerHeartbeatResponse::error(NONE, &req.member_id, req.member_epoch)
+        ConsumerHeartbeatResponse::error(ErrorCode::None, &req.member_id, req.member_epoch)
     }
 
     /// Removes a member (leave, expiry, fencing) and bumps the group epoch.
@@ -633,18 +633,25 @@ impl ConsumerGroup {
     }
 
     /// Whether an OffsetCommit with this member id and epoch may commit.
-    pub fn validate_offset_commit(&self, member_id: &str, member_epoch: i32) -> Result<(), i16> {
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), ErrorCode> {
         // Admin tools and consumers without group management commit with -1,
         // allowed only while nobody consumes.
         if member_epoch < 0 && self.members.is_empty() {
             return Ok(());
         }
-        let member = self.members.get(member_id).ok_or(UNKNOWN_MEMBER_ID)?;
+        let member = self
+            .members
+            .get(member_id)
+            .ok_or(ErrorCode::UnknownMemberId)?;
         if member_epoch > member.member_epoch {
-            return Err(FENCED_MEMBER_EPOCH);
+            return Err(ErrorCode::FencedMemberEpoch);
         }
         if member_epoch < member.member_epoch {
-            return Err(STALE_MEMBER_EPOCH);
+            return Err(ErrorCode::StaleMemberEpoch);
         }
         Ok(())
     }
@@ -657,14 +664,14 @@ fn check_member_epoch(
     member: &ConsumerMember,
     epoch: i32,
     owned: Option<&[TopicPartition]>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     if epoch > member.member_epoch {
-        return Err(FENCED_MEMBER_EPOCH);
+        return Err(ErrorCode::FencedMemberEpoch);
     }
     if epoch < member.member_epoch {
         let subset = owned.is_some_and(|o| o.iter().all(|tp| member.assigned.contains(tp)));
         if epoch != member.previous_member_epoch || !subset {
-            return Err(FENCED_MEMBER_EPOCH);
+            return Err(ErrorCode::FencedMemberEpoch);
         }
     }
     Ok(())

@@ -12,6 +12,7 @@
 //! - at start, feed every record of the owned partitions to
 //!   [`GroupCoordinator::replay`], then call [`GroupCoordinator::finish_replay`].
 
+use engine::ErrorCode;
 use std::collections::BTreeMap;
 
 use super::classic::{
@@ -21,7 +22,7 @@ use super::classic::{
 use super::consumer::{
     ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo,
 };
-use super::error::*;
+use super::error::RecordError;
 use super::offsets::{OffsetStore, Record};
 use super::records::{self, OffsetCommitValue, RecordKey};
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
@@ -115,7 +116,7 @@ pub struct ListedGroup {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DescribedGroup {
     /// Error code.
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// Group id.
     pub group_id: String,
     /// State name (`Dead` for an unknown group, as Kafka answers).
@@ -235,22 +236,24 @@ impl GroupCoordinator {
         token: RequestToken,
         req: JoinRequest,
     ) -> (JoinOutcome, Vec<Record>) {
-        let immediate = |code: i16, req: &JoinRequest| {
+        let immediate = |code: ErrorCode, req: &JoinRequest| {
             (
                 JoinOutcome::Respond(JoinResponse::error(code, &req.member_id)),
                 Vec::new(),
             )
         };
         if req.group_id.is_empty() {
-            return immediate(INVALID_GROUP_ID, &req);
+            return immediate(ErrorCode::InvalidGroupId, &req);
         }
         if req.session_timeout_ms < self.config.min_session_timeout_ms
             || req.session_timeout_ms > self.config.max_session_timeout_ms
         {
-            return immediate(INVALID_SESSION_TIMEOUT, &req);
+            return immediate(ErrorCode::InvalidSessionTimeout, &req);
         }
         match self.groups.get(&req.group_id) {
-            None if !req.member_id.is_empty() => return immediate(UNKNOWN_MEMBER_ID, &req),
+            None if !req.member_id.is_empty() => {
+                return immediate(ErrorCode::UnknownMemberId, &req)
+            }
             None => {
                 self.groups.insert(
                     req.group_id.clone(),
@@ -262,7 +265,9 @@ impl GroupCoordinator {
                 let g = ClassicGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Classic(g));
             }
-            Some(Group::Consumer(_)) => return immediate(INCONSISTENT_GROUP_PROTOCOL, &req),
+            Some(Group::Consumer(_)) => {
+                return immediate(ErrorCode::InconsistentGroupProtocol, &req)
+            }
             Some(Group::Classic(_)) => {}
         }
         let from = self.outbox.len();
@@ -302,7 +307,7 @@ impl GroupCoordinator {
     ) -> (SyncOutcome, Vec<Record>) {
         if !matches!(self.groups.get(&req.group_id), Some(Group::Classic(_))) {
             return (
-                SyncOutcome::Respond(SyncResponse::error(UNKNOWN_MEMBER_ID)),
+                SyncOutcome::Respond(SyncResponse::error(ErrorCode::UnknownMemberId)),
                 Vec::new(),
             );
         }
@@ -319,10 +324,10 @@ impl GroupCoordinator {
     }
 
     /// Handles a Heartbeat; returns its error code.
-    pub fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> i16 {
+    pub fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> ErrorCode {
         match self.groups.get_mut(&req.group_id) {
             Some(Group::Classic(g)) => g.heartbeat(now_ms, req),
-            _ => UNKNOWN_MEMBER_ID,
+            _ => ErrorCode::UnknownMemberId,
         }
     }
 
@@ -332,9 +337,9 @@ impl GroupCoordinator {
         now_ms: i64,
         group_id: &str,
         leaving: &[LeavingMember],
-    ) -> (Vec<i16>, Vec<Record>) {
+    ) -> (Vec<ErrorCode>, Vec<Record>) {
         self.step_classic(now_ms, group_id, |g, step| g.leave(step, leaving))
-            .unwrap_or_else(|| (vec![UNKNOWN_MEMBER_ID; leaving.len()], Vec::new()))
+            .unwrap_or_else(|| (vec![ErrorCode::UnknownMemberId; leaving.len()], Vec::new()))
     }
 
     // ------------------------------------------------------------ KIP-848
@@ -347,7 +352,7 @@ impl GroupCoordinator {
         req: &ConsumerHeartbeatRequest,
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
     ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
-        let error = |code: i16| ConsumerHeartbeatResponse {
+        let error = |code: ErrorCode| ConsumerHeartbeatResponse {
             error_code: code,
             member_id: req.member_id.clone(),
             member_epoch: req.member_epoch,
@@ -355,13 +360,15 @@ impl GroupCoordinator {
             assignment: None,
         };
         if req.group_id.is_empty() {
-            return (error(INVALID_GROUP_ID), Vec::new());
+            return (error(ErrorCode::InvalidGroupId), Vec::new());
         }
         match self.groups.get(&req.group_id) {
             // Kafka answers GROUP_ID_NOT_FOUND here, but rill does not persist
             // KIP-848 groups yet, so after a restart UNKNOWN_MEMBER_ID makes the
             // client rejoin with epoch 0 instead of failing.
-            None if req.member_epoch != 0 => return (error(UNKNOWN_MEMBER_ID), Vec::new()),
+            None if req.member_epoch != 0 => {
+                return (error(ErrorCode::UnknownMemberId), Vec::new())
+            }
             None => {
                 let g = ConsumerGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Consumer(g));
@@ -370,11 +377,11 @@ impl GroupCoordinator {
                 let g = ConsumerGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Consumer(g));
             }
-            Some(Group::Classic(_)) => return (error(GROUP_ID_NOT_FOUND), Vec::new()),
+            Some(Group::Classic(_)) => return (error(ErrorCode::GroupIdNotFound), Vec::new()),
             Some(Group::Consumer(_)) => {}
         }
         let Some(Group::Consumer(g)) = self.groups.get_mut(&req.group_id) else {
-            return (error(GROUP_ID_NOT_FOUND), Vec::new());
+            return (error(ErrorCode::GroupIdNotFound), Vec::new());
         };
         // KIP-848 membership is not persisted yet (see the crate docs): after a
         // restart members are unknown and rejoin with epoch 0.
@@ -385,10 +392,10 @@ impl GroupCoordinator {
     }
 
     /// The KIP-848 group for ConsumerGroupDescribe, or GROUP_ID_NOT_FOUND.
-    pub fn describe_consumer_group(&self, group_id: &str) -> Result<&ConsumerGroup, i16> {
+    pub fn describe_consumer_group(&self, group_id: &str) -> Result<&ConsumerGroup, ErrorCode> {
         match self.groups.get(group_id) {
             Some(Group::Consumer(g)) => Ok(g),
-            _ => Err(GROUP_ID_NOT_FOUND),
+            _ => Err(ErrorCode::GroupIdNotFound),
         }
     }
 
@@ -399,15 +406,15 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         req: &OffsetCommitRequest,
-    ) -> (Vec<(TopicPartition, i16)>, Vec<Record>) {
-        let all = |code: i16| -> Vec<(TopicPartition, i16)> {
+    ) -> (Vec<(TopicPartition, ErrorCode)>, Vec<Record>) {
+        let all = |code: ErrorCode| -> Vec<(TopicPartition, ErrorCode)> {
             req.offsets
                 .iter()
                 .map(|(tp, ..)| (tp.clone(), code))
                 .collect()
         };
         if req.group_id.is_empty() {
-            return (all(INVALID_GROUP_ID), Vec::new());
+            return (all(ErrorCode::InvalidGroupId), Vec::new());
         }
         let generation = req.generation_id_or_member_epoch;
         let verdict = match self.groups.get(&req.group_id) {
@@ -417,7 +424,7 @@ impl GroupCoordinator {
                 self.groups.insert(req.group_id.clone(), Group::Classic(g));
                 Ok(())
             }
-            None => Err(ILLEGAL_GENERATION),
+            None => Err(ErrorCode::IllegalGeneration),
             Some(Group::Classic(g)) => g.validate_offset_commit(
                 &req.member_id,
                 req.group_instance_id.as_deref(),
@@ -429,7 +436,7 @@ impl GroupCoordinator {
             return (all(code), Vec::new());
         }
         let records = self.record_commits(now_ms, req);
-        (all(NONE), records)
+        (all(ErrorCode::None), records)
     }
 
     /// Stores every offset of `req` and returns the records that persist them.
@@ -455,16 +462,16 @@ impl GroupCoordinator {
     /// producer outside group management) is not checked. The offsets are
     /// checked here, when they join the transaction, because they are
     /// applied later by [`Self::commit_txn_offsets`] without a check.
-    pub fn validate_txn_offset_commit(&self, req: &OffsetCommitRequest) -> i16 {
+    pub fn validate_txn_offset_commit(&self, req: &OffsetCommitRequest) -> ErrorCode {
         if req.group_id.is_empty() {
-            return INVALID_GROUP_ID;
+            return ErrorCode::InvalidGroupId;
         }
         let generation = req.generation_id_or_member_epoch;
         if generation < 0 && req.member_id.is_empty() && req.group_instance_id.is_none() {
-            return NONE;
+            return ErrorCode::None;
         }
         let verdict = match self.groups.get(&req.group_id) {
-            None => Err(ILLEGAL_GENERATION),
+            None => Err(ErrorCode::IllegalGeneration),
             Some(Group::Classic(g)) => g.validate_offset_commit(
                 &req.member_id,
                 req.group_instance_id.as_deref(),
@@ -472,7 +479,7 @@ impl GroupCoordinator {
             ),
             Some(Group::Consumer(g)) => g.validate_offset_commit(&req.member_id, generation),
         };
-        verdict.err().unwrap_or(NONE)
+        verdict.err().unwrap_or(ErrorCode::None)
     }
 
     /// Applies the offsets of a committed transaction (Kafka applies them
@@ -485,12 +492,12 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         req: &OffsetCommitRequest,
-    ) -> (Vec<(TopicPartition, i16)>, Vec<Record>) {
+    ) -> (Vec<(TopicPartition, ErrorCode)>, Vec<Record>) {
         if req.group_id.is_empty() {
             let rows = req
                 .offsets
                 .iter()
-                .map(|(tp, ..)| (tp.clone(), INVALID_GROUP_ID));
+                .map(|(tp, ..)| (tp.clone(), ErrorCode::InvalidGroupId));
             return (rows.collect(), Vec::new());
         }
         if !self.groups.contains_key(&req.group_id) {
@@ -499,7 +506,10 @@ impl GroupCoordinator {
             self.groups.insert(req.group_id.clone(), Group::Classic(g));
         }
         let records = self.record_commits(now_ms, req);
-        let rows = req.offsets.iter().map(|(tp, ..)| (tp.clone(), NONE));
+        let rows = req
+            .offsets
+            .iter()
+            .map(|(tp, ..)| (tp.clone(), ErrorCode::None));
         (rows.collect(), records)
     }
 
@@ -534,17 +544,17 @@ impl GroupCoordinator {
         &mut self,
         group_id: &str,
         partitions: &[TopicPartition],
-    ) -> (i16, Vec<(TopicPartition, i16)>, Vec<Record>) {
+    ) -> (ErrorCode, Vec<(TopicPartition, ErrorCode)>, Vec<Record>) {
         let subscribed = match self.groups.get(group_id) {
-            None => return (GROUP_ID_NOT_FOUND, Vec::new(), Vec::new()),
+            None => return (ErrorCode::GroupIdNotFound, Vec::new(), Vec::new()),
             Some(Group::Classic(g)) if g.state == ClassicState::Dead => {
-                return (GROUP_ID_NOT_FOUND, Vec::new(), Vec::new())
+                return (ErrorCode::GroupIdNotFound, Vec::new(), Vec::new())
             }
             Some(Group::Classic(g)) => match g.subscribed_topics() {
                 Some(topics) => topics,
                 // Kafka: a non-empty group of another protocol type cannot
                 // say what it consumes, so nothing may be deleted.
-                None if !g.is_empty() => return (NON_EMPTY_GROUP, Vec::new(), Vec::new()),
+                None if !g.is_empty() => return (ErrorCode::NonEmptyGroup, Vec::new(), Vec::new()),
                 None => Default::default(),
             },
             Some(Group::Consumer(g)) => g.subscribed_topics(),
@@ -553,27 +563,32 @@ impl GroupCoordinator {
         let mut records = Vec::new();
         for tp in partitions {
             if subscribed.contains(&tp.topic) {
-                codes.push((tp.clone(), GROUP_SUBSCRIBED_TO_TOPIC));
+                codes.push((tp.clone(), ErrorCode::GroupSubscribedToTopic));
                 continue;
             }
             records.extend(self.offsets.delete(group_id, tp));
-            codes.push((tp.clone(), NONE));
+            codes.push((tp.clone(), ErrorCode::None));
         }
-        (NONE, codes, records)
+        (ErrorCode::None, codes, records)
     }
 
     /// Handles DeleteGroups: one error code per group, and the tombstones.
-    pub fn delete_groups(&mut self, group_ids: &[String]) -> (Vec<(String, i16)>, Vec<Record>) {
+    pub fn delete_groups(
+        &mut self,
+        group_ids: &[String],
+    ) -> (Vec<(String, ErrorCode)>, Vec<Record>) {
         let mut codes = Vec::with_capacity(group_ids.len());
         let mut records = Vec::new();
         for id in group_ids {
             let code = match self.groups.get(id) {
-                None => GROUP_ID_NOT_FOUND,
-                Some(g) if !g.is_empty() => NON_EMPTY_GROUP,
-                Some(Group::Classic(g)) if g.state != ClassicState::Empty => NON_EMPTY_GROUP,
+                None => ErrorCode::GroupIdNotFound,
+                Some(g) if !g.is_empty() => ErrorCode::NonEmptyGroup,
+                Some(Group::Classic(g)) if g.state != ClassicState::Empty => {
+                    ErrorCode::NonEmptyGroup
+                }
                 Some(_) => {
                     records.extend(self.remove_group(id));
-                    NONE
+                    ErrorCode::None
                 }
             };
             codes.push((id.clone(), code));
@@ -620,7 +635,7 @@ impl GroupCoordinator {
     /// Handles DescribeGroups for one classic group.
     pub fn describe_group(&self, group_id: &str) -> DescribedGroup {
         let mut out = DescribedGroup {
-            error_code: NONE,
+            error_code: ErrorCode::None,
             group_id: group_id.to_string(),
             state: ClassicState::Dead.name().to_string(),
             protocol_type: String::new(),
@@ -649,7 +664,7 @@ impl GroupCoordinator {
                     })
                     .collect();
             }
-            Some(Group::Consumer(_)) => out.error_code = GROUP_ID_NOT_FOUND,
+            Some(Group::Consumer(_)) => out.error_code = ErrorCode::GroupIdNotFound,
             None => {}
         }
         out

@@ -15,7 +15,7 @@
 //! - [`offsets`]: committed offsets and their expiry.
 //! - [`records`]: the `__consumer_offsets` key and value formats.
 //! - [`coordinator`]: the per-shard coordinator tying the above together.
-//! - [`error`]: Kafka error codes and record decoding errors.
+//! - [`error`]: record decoding errors (Kafka codes are [`engine::ErrorCode`]).
 
 pub mod assignor;
 pub mod classic;

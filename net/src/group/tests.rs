@@ -1,11 +1,11 @@
 //! Scenario tests of the group coordinator: whole JoinGroup / SyncGroup /
 //! Heartbeat flows, KIP-848 reconciliation, offsets, and replay.
 
+use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::consumer::ConsumerHeartbeatRequest;
 use super::coordinator::{JoinOutcome, OffsetCommitRequest, SyncOutcome};
-use super::error::*;
 use super::*;
 
 const GROUP: &str = "g";
@@ -80,7 +80,7 @@ impl Harness {
         let JoinOutcome::Respond(r) = first else {
             panic!("first join must answer at once");
         };
-        assert_eq!(r.error_code, MEMBER_ID_REQUIRED);
+        assert_eq!(r.error_code, ErrorCode::MemberIdRequired);
         assert!(r.member_id.starts_with(client_id));
         let (token, outcome) = self.join(join_request(&r.member_id, client_id));
         (r.member_id, token, outcome)
@@ -107,7 +107,7 @@ impl Harness {
         (token, outcome)
     }
 
-    fn heartbeat(&mut self, member_id: &str, generation_id: i32) -> i16 {
+    fn heartbeat(&mut self, member_id: &str, generation_id: i32) -> ErrorCode {
         self.c.heartbeat(
             self.now_ms,
             &HeartbeatRequest {
@@ -135,7 +135,13 @@ impl Harness {
             .map_or(ClassicState::Dead, |g| g.state)
     }
 
-    fn commit(&mut self, member_id: &str, generation: i32, partition: i32, offset: i64) -> i16 {
+    fn commit(
+        &mut self,
+        member_id: &str,
+        generation: i32,
+        partition: i32,
+        offset: i64,
+    ) -> ErrorCode {
         let req = OffsetCommitRequest {
             group_id: GROUP.into(),
             generation_id_or_member_epoch: generation,
@@ -195,7 +201,10 @@ fn two_member_stable() -> (Harness, String, String, i32) {
     let out = h.responses();
     let ja = join_response(&out[&ta]);
     let jb = join_response(&out[&tb]);
-    assert_eq!((ja.error_code, jb.error_code), (NONE, NONE));
+    assert_eq!(
+        (ja.error_code, jb.error_code),
+        (ErrorCode::None, ErrorCode::None)
+    );
     assert_eq!(ja.generation_id, 1);
     assert_eq!(ja.leader, a);
     assert_eq!(ja.protocol_name.as_deref(), Some("range"));
@@ -214,8 +223,8 @@ fn two_member_stable() -> (Harness, String, String, i32) {
     let out = h.responses();
     assert_eq!(sync_response(&out[&tbs]).assignment, vec![2]);
     assert_eq!(h.state(), ClassicState::Stable);
-    assert_eq!(h.heartbeat(&a, 1), NONE);
-    assert_eq!(h.heartbeat(&b, 1), NONE);
+    assert_eq!(h.heartbeat(&a, 1), ErrorCode::None);
+    assert_eq!(h.heartbeat(&b, 1), ErrorCode::None);
     (h, a, b, 1)
 }
 
@@ -246,7 +255,7 @@ fn three_members_join_without_initial_delay() {
     // B joining forces a rebalance; it waits for A to rejoin.
     let (b, tb, ob) = h.join_new("b");
     assert_eq!(ob, JoinOutcome::Pending);
-    assert_eq!(h.heartbeat(&a, 1), REBALANCE_IN_PROGRESS);
+    assert_eq!(h.heartbeat(&a, 1), ErrorCode::RebalanceInProgress);
     let (c, tc, oc) = h.join_new("c");
     assert_eq!(oc, JoinOutcome::Pending);
     let (_, oa) = h.join(join_request(&a, "a"));
@@ -259,7 +268,7 @@ fn three_members_join_without_initial_delay() {
         let j = join_response(&out[&t]);
         assert_eq!(
             (j.error_code, j.generation_id, j.leader.as_str()),
-            (NONE, 2, a.as_str())
+            (ErrorCode::None, 2, a.as_str())
         );
     }
     let assignments = vec![
@@ -285,10 +294,10 @@ fn a_leaving_member_triggers_a_rebalance_with_a_new_generation() {
             group_instance_id: None,
         }],
     );
-    assert_eq!(codes, vec![NONE]);
+    assert_eq!(codes, vec![ErrorCode::None]);
     assert_eq!(h.state(), ClassicState::PreparingRebalance);
-    assert_eq!(h.heartbeat(&b, generation), REBALANCE_IN_PROGRESS);
-    assert_eq!(h.heartbeat(&a, generation), UNKNOWN_MEMBER_ID);
+    assert_eq!(h.heartbeat(&b, generation), ErrorCode::RebalanceInProgress);
+    assert_eq!(h.heartbeat(&a, generation), ErrorCode::UnknownMemberId);
     let (_, ob) = h.join(join_request(&b, "b"));
     let JoinOutcome::Respond(jb) = ob else {
         panic!("the only member rejoined: completes")
@@ -299,8 +308,11 @@ fn a_leaving_member_triggers_a_rebalance_with_a_new_generation() {
     assert!(matches!(sb, SyncOutcome::Respond(ref r) if r.assignment == vec![9]));
     assert_eq!(h.state(), ClassicState::Stable);
     // An old-generation commit is refused; a current one is accepted.
-    assert_eq!(h.commit(&b, generation, 0, 10), ILLEGAL_GENERATION);
-    assert_eq!(h.commit(&b, generation + 1, 0, 10), NONE);
+    assert_eq!(
+        h.commit(&b, generation, 0, 10),
+        ErrorCode::IllegalGeneration
+    );
+    assert_eq!(h.commit(&b, generation + 1, 0, 10), ErrorCode::None);
 }
 
 #[test]
@@ -309,7 +321,7 @@ fn a_member_whose_session_expires_is_removed() {
     // A heartbeats every 3 s; B never does; B's 10 s session ends.
     for _ in 0..3 {
         h.advance(3_000);
-        assert_eq!(h.heartbeat(&a, generation), NONE);
+        assert_eq!(h.heartbeat(&a, generation), ErrorCode::None);
     }
     assert_eq!(h.state(), ClassicState::Stable);
     let deadline = h.c.next_deadline_ms().unwrap();
@@ -350,9 +362,9 @@ fn static_member_restart_keeps_its_assignment_without_rebalance() {
     req.group_instance_id = Some("instance-1".into());
     let (_, o) = h.join(req.clone());
     let JoinOutcome::Respond(j) = o else {
-        panic!("a static member skips MEMBER_ID_REQUIRED")
+        panic!("a static member skips ErrorCode::MemberIdRequired")
     };
-    assert_eq!(j.error_code, NONE);
+    assert_eq!(j.error_code, ErrorCode::None);
     let old_id = j.member_id.clone();
     h.sync(&old_id, 1, vec![(old_id.clone(), vec![7])]);
     assert_eq!(h.state(), ClassicState::Stable);
@@ -364,7 +376,7 @@ fn static_member_restart_keeps_its_assignment_without_rebalance() {
     };
     assert_eq!(
         (j.error_code, j.generation_id),
-        (NONE, 1),
+        (ErrorCode::None, 1),
         "no new generation"
     );
     assert_ne!(j.member_id, old_id);
@@ -379,7 +391,7 @@ fn static_member_restart_keeps_its_assignment_without_rebalance() {
             group_instance_id: Some("instance-1".into()),
         },
     );
-    assert_eq!(old_heartbeat, FENCED_INSTANCE_ID);
+    assert_eq!(old_heartbeat, ErrorCode::FencedInstanceId);
     let token = h.token();
     let (o, _) = h.c.sync_group(
         h.now_ms,
@@ -410,16 +422,16 @@ fn inconsistent_protocols_are_refused() {
     req.protocols = vec![("roundrobin".into(), vec![])];
     let (_, o) = h.join(req);
     assert!(
-        matches!(o, JoinOutcome::Respond(ref r) if r.error_code == INCONSISTENT_GROUP_PROTOCOL)
+        matches!(o, JoinOutcome::Respond(ref r) if r.error_code == ErrorCode::InconsistentGroupProtocol)
     );
 }
 
 #[test]
 fn replay_rebuilds_offsets_and_groups() {
     let (mut h, a, b, generation) = two_member_stable();
-    assert_eq!(h.commit(&a, generation, 0, 100), NONE);
-    assert_eq!(h.commit(&b, generation, 1, 200), NONE);
-    assert_eq!(h.commit(&a, generation, 0, 150), NONE);
+    assert_eq!(h.commit(&a, generation, 0, 100), ErrorCode::None);
+    assert_eq!(h.commit(&b, generation, 1, 200), ErrorCode::None);
+    assert_eq!(h.commit(&a, generation, 0, 150), ErrorCode::None);
     // A simple (group-less) commit to another group.
     let (codes, records) = h.c.commit_offsets(
         h.now_ms,
@@ -430,7 +442,7 @@ fn replay_rebuilds_offsets_and_groups() {
             ..OffsetCommitRequest::default()
         },
     );
-    assert_eq!(codes[0].1, NONE);
+    assert_eq!(codes[0].1, ErrorCode::None);
     h.log.extend(records);
     let fresh = h.replayed();
     assert_eq!(fresh.offsets(), h.c.offsets());
@@ -449,7 +461,7 @@ fn replay_rebuilds_offsets_and_groups() {
 #[test]
 fn offsets_of_empty_groups_expire_and_the_group_goes() {
     let mut h = Harness::new(0);
-    assert_eq!(h.commit("", -1, 0, 5), NONE);
+    assert_eq!(h.commit("", -1, 0, 5), ErrorCode::None);
     assert_eq!(h.state(), ClassicState::Empty);
     h.advance(1);
     let retention_ms = h.c.config().offsets_retention_ms;
@@ -465,16 +477,16 @@ fn offsets_of_empty_groups_expire_and_the_group_goes() {
 #[test]
 fn offset_delete_and_group_delete_rules() {
     let (mut h, a, _, generation) = two_member_stable();
-    assert_eq!(h.commit(&a, generation, 0, 1), NONE);
+    assert_eq!(h.commit(&a, generation, 0, 1), ErrorCode::None);
     let (code, parts, _) = h.c.delete_offsets(GROUP, &[TopicPartition::new("t", 0)]);
-    assert_eq!(code, NONE);
-    assert_eq!(parts[0].1, GROUP_SUBSCRIBED_TO_TOPIC);
+    assert_eq!(code, ErrorCode::None);
+    assert_eq!(parts[0].1, ErrorCode::GroupSubscribedToTopic);
     let (codes, _) = h.c.delete_groups(&[GROUP.into(), "nope".into()]);
     assert_eq!(
         codes,
         vec![
-            (GROUP.into(), NON_EMPTY_GROUP),
-            ("nope".into(), GROUP_ID_NOT_FOUND)
+            (GROUP.into(), ErrorCode::NonEmptyGroup),
+            ("nope".into(), ErrorCode::GroupIdNotFound)
         ]
     );
 }
@@ -511,7 +523,7 @@ fn consumer_heartbeat(
         ..ConsumerHeartbeatRequest::default()
     };
     let (r, _) = c.consumer_heartbeat(now_ms, &req, &topics);
-    if r.error_code == NONE {
+    if r.error_code == ErrorCode::None {
         client.member_id = r.member_id.clone();
         client.epoch = r.member_epoch;
         if let Some(a) = &r.assignment {
@@ -550,7 +562,7 @@ fn kip848_three_members_converge_without_double_ownership() {
             owned: BTreeSet::new(),
         };
         let r = consumer_heartbeat(&mut c, now_ms, &mut client);
-        assert_eq!(r.error_code, NONE);
+        assert_eq!(r.error_code, ErrorCode::None);
         assert_eq!(r.heartbeat_interval_ms, 5_000);
         assert!(!client.member_id.is_empty());
         clients.push(client);
@@ -566,7 +578,7 @@ fn kip848_three_members_converge_without_double_ownership() {
         for i in 0..clients.len() {
             now_ms += 100;
             let r = consumer_heartbeat(&mut c, now_ms, &mut clients[i]);
-            assert_eq!(r.error_code, NONE);
+            assert_eq!(r.error_code, ErrorCode::None);
             assert_no_partition_owned_twice(&c, &clients);
         }
     }
@@ -585,13 +597,13 @@ fn kip848_three_members_converge_without_double_ownership() {
     };
     assert_eq!(
         consumer_heartbeat(&mut c, now_ms, &mut ghost).error_code,
-        FENCED_MEMBER_EPOCH
+        ErrorCode::FencedMemberEpoch
     );
     ghost.epoch = 1;
     ghost.owned = clients[1].owned.clone();
     assert_eq!(
         consumer_heartbeat(&mut c, now_ms, &mut ghost).error_code,
-        FENCED_MEMBER_EPOCH
+        ErrorCode::FencedMemberEpoch
     );
 
     // Offset commits check the member epoch.
@@ -609,9 +621,9 @@ fn kip848_three_members_converge_without_double_ownership() {
         codes[0].1
     };
     let epoch = clients[0].epoch;
-    assert_eq!(commit(&mut c, epoch), NONE);
-    assert_eq!(commit(&mut c, epoch - 1), STALE_MEMBER_EPOCH);
-    assert_eq!(commit(&mut c, epoch + 1), FENCED_MEMBER_EPOCH);
+    assert_eq!(commit(&mut c, epoch), ErrorCode::None);
+    assert_eq!(commit(&mut c, epoch - 1), ErrorCode::StaleMemberEpoch);
+    assert_eq!(commit(&mut c, epoch + 1), ErrorCode::FencedMemberEpoch);
 
     // A member leaves: the others take its partitions.
     let mut leaving = Client {
@@ -621,7 +633,7 @@ fn kip848_three_members_converge_without_double_ownership() {
     };
     assert_eq!(
         consumer_heartbeat(&mut c, now_ms, &mut leaving).error_code,
-        NONE
+        ErrorCode::None
     );
     clients.pop();
     for _ in 0..3 {
@@ -657,7 +669,7 @@ fn kip848_session_timeout_removes_a_member() {
     assert_eq!(g.members.len(), 1);
     assert_eq!(
         consumer_heartbeat(&mut c, 50_000, &mut b).error_code,
-        UNKNOWN_MEMBER_ID
+        ErrorCode::UnknownMemberId
     );
     consumer_heartbeat(&mut c, 50_100, &mut a);
     assert_eq!(a.owned.len(), 6);
@@ -674,7 +686,7 @@ fn kip848_unknown_assignor_is_refused() {
     };
     assert_eq!(
         c.consumer_heartbeat(0, &req, &topics).0.error_code,
-        UNSUPPORTED_ASSIGNOR
+        ErrorCode::UnsupportedAssignor
     );
 }
 
@@ -690,24 +702,27 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
     };
     assert_eq!(
         h.c.validate_txn_offset_commit(&req(&a, generation, 5)),
-        NONE
+        ErrorCode::None
     );
     assert_eq!(
         h.c.validate_txn_offset_commit(&req(&a, generation + 1, 5)),
-        ILLEGAL_GENERATION,
+        ErrorCode::IllegalGeneration,
         "a zombie's generation is refused"
     );
     assert_eq!(
         h.c.validate_txn_offset_commit(&req("nobody", generation, 5)),
-        UNKNOWN_MEMBER_ID
+        ErrorCode::UnknownMemberId
     );
     // No membership named (TxnOffsetCommit v0–v2): not checked, as in Kafka.
-    assert_eq!(h.c.validate_txn_offset_commit(&req("", -1, 5)), NONE);
+    assert_eq!(
+        h.c.validate_txn_offset_commit(&req("", -1, 5)),
+        ErrorCode::None
+    );
     // The check was made: the commit applies even to a non-member request,
     // twice (a re-forward after a crash) with the same result.
     for _ in 0..2 {
         let (codes, records) = h.c.commit_txn_offsets(h.now_ms, &req("", -1, 42));
-        assert_eq!(codes[0].1, NONE);
+        assert_eq!(codes[0].1, ErrorCode::None);
         h.log.extend(records);
     }
     assert_eq!(h.c.fetch_offsets(GROUP, None)[0].offset, 42);
@@ -716,6 +731,6 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
     let mut other = req("", -1, 3);
     other.group_id = "txn-only".into();
     let (codes, _) = h.c.commit_txn_offsets(h.now_ms, &other);
-    assert_eq!(codes[0].1, NONE);
+    assert_eq!(codes[0].1, ErrorCode::None);
     assert_eq!(h.c.fetch_offsets("txn-only", None)[0].offset, 3);
 }

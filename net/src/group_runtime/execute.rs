@@ -3,12 +3,12 @@
 //! rebalance completes).
 
 use super::persist::persist;
-use super::{now_ms, GroupReply, GroupRequest, GroupRuntime, COORDINATOR_NOT_AVAILABLE};
-use crate::codes;
+use super::{now_ms, GroupReply, GroupRequest, GroupRuntime};
 use crate::group::{
     GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken, SyncOutcome, TopicInfo,
 };
 use crate::shard::Shard;
+use engine::ErrorCode;
 use futures::channel::oneshot;
 use std::rc::Rc;
 
@@ -48,7 +48,7 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupRe
         Immediate::Later(receiver) => match receiver.await {
             Ok(GroupResponse::Join(r)) => GroupReply::Join(r),
             Ok(GroupResponse::Sync(r)) => GroupReply::Sync(r),
-            Err(_) => GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE),
+            Err(_) => GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
         },
     };
     match (persisted, reply) {
@@ -127,7 +127,7 @@ fn step(
         }
         GroupRequest::DeleteGroup(group_id) => {
             let (codes, records) = coordinator.delete_groups(std::slice::from_ref(&group_id));
-            let code = codes.first().map_or(codes::UNKNOWN_SERVER_ERROR, |c| c.1);
+            let code = codes.first().map_or(ErrorCode::UnknownServerError, |c| c.1);
             (reply(GroupReply::Code(code)), records)
         }
         GroupRequest::Describe(group_id) => (

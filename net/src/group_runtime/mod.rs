@@ -31,7 +31,6 @@ pub use replay::replay;
 pub use timer::run_timer;
 
 use crate::call::OwnerCall;
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::group::coordinator::DescribedGroup;
 use crate::group::{
@@ -41,6 +40,7 @@ use crate::group::{
     SyncResponse, TopicPartition,
 };
 use crate::shard::{Shard, ShardService};
+use engine::ErrorCode;
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -112,28 +112,28 @@ pub enum GroupRequest {
 #[derive(Debug)]
 pub enum GroupReply {
     /// The coordinator could not be reached or could not persist: the error
-    /// code to answer with (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR...).
-    Unavailable(i16),
+    /// code to answer with (ErrorCode::CoordinatorNotAvailable, NOT_COORDINATOR...).
+    Unavailable(ErrorCode),
     /// JoinGroup.
     Join(JoinResponse),
     /// SyncGroup.
     Sync(SyncResponse),
     /// Heartbeat, DeleteGroup.
-    Code(i16),
+    Code(ErrorCode),
     /// LeaveGroup: per member.
-    Codes(Vec<i16>),
+    Codes(Vec<ErrorCode>),
     /// ConsumerGroupHeartbeat.
     ConsumerHeartbeat(ConsumerHeartbeatResponse),
     /// OffsetCommit: per partition.
-    Committed(Vec<(TopicPartition, i16)>),
+    Committed(Vec<(TopicPartition, ErrorCode)>),
     /// OffsetFetch.
     Fetched(Vec<FetchedOffset>),
     /// OffsetDelete: group error and per partition.
-    DeletedOffsets(i16, Vec<(TopicPartition, i16)>),
+    DeletedOffsets(ErrorCode, Vec<(TopicPartition, ErrorCode)>),
     /// DescribeGroups.
     Described(DescribedGroup),
     /// ConsumerGroupDescribe.
-    DescribedConsumer(Result<Box<ConsumerGroup>, i16>),
+    DescribedConsumer(Result<Box<ConsumerGroup>, ErrorCode>),
     /// ListGroups.
     Listed(Vec<ListedGroup>),
 }
@@ -198,7 +198,7 @@ pub fn now_ms() -> i64 {
 
 /// The partition count of `__consumer_offsets`, creating it (compacted, with
 /// `offsets.topic.num.partitions` partitions) when it does not exist yet.
-pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
     if let Some(entry) = shard.topics.borrow().get(OFFSETS_TOPIC) {
         return Ok(entry.partitions);
     }
@@ -209,10 +209,10 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => {}
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
         Err((code, message)) => {
-            tracing::warn!(code, %message, "cannot create __consumer_offsets");
-            return Err(COORDINATOR_NOT_AVAILABLE);
+            tracing::warn!(%code, %message, "cannot create __consumer_offsets");
+            return Err(ErrorCode::CoordinatorNotAvailable);
         }
     }
     shard
@@ -220,10 +220,8 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, i16> {
         .borrow()
         .get(OFFSETS_TOPIC)
         .map(|e| e.partitions)
-        .ok_or(COORDINATOR_NOT_AVAILABLE)
+        .ok_or(ErrorCode::CoordinatorNotAvailable)
 }
-
-const COORDINATOR_NOT_AVAILABLE: i16 = crate::group::error::COORDINATOR_NOT_AVAILABLE;
 
 /// The shard coordinating `group_id`, given the partition count.
 pub fn coordinator_shard(shard: &Shard, group_id: &str, partitions: i32) -> usize {
@@ -247,7 +245,7 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: GroupRequest) -> 
         Ok(reply) => reply,
         Err(e) => {
             tracing::warn!(owner, error = %e, "group request not delivered");
-            GroupReply::Unavailable(COORDINATOR_NOT_AVAILABLE)
+            GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable)
         }
     }
 }

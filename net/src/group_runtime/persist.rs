@@ -1,19 +1,19 @@
 //! Appending the coordinator's records to the owned `__consumer_offsets`
 //! partitions, durably, before anything is answered.
 
-use super::{now_ms, COORDINATOR_NOT_AVAILABLE, OFFSETS_TOPIC};
-use crate::codes;
+use super::{now_ms, OFFSETS_TOPIC};
 use crate::group::records::{decode_key, RecordKey};
 use crate::group::{offsets_partition_for, Record};
 use crate::shard::Shard;
 use engine::batch::header::Compression;
 use engine::batch::BatchBuilder;
+use engine::ErrorCode;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// Appends `records` to the `__consumer_offsets` partitions of their groups
 /// (all owned by this shard) and waits until they are durable.
-pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), i16> {
+pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), ErrorCode> {
     if records.is_empty() {
         return Ok(());
     }
@@ -24,7 +24,7 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
         .map(|e| e.partitions)
     else {
         tracing::warn!("__consumer_offsets missing; group records not persisted");
-        return Err(COORDINATOR_NOT_AVAILABLE);
+        return Err(ErrorCode::CoordinatorNotAvailable);
     };
     let mut by_partition: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
     for record in records {
@@ -52,7 +52,7 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
                 partition,
                 "__consumer_offsets partition not on its owner shard"
             );
-            return Err(COORDINATOR_NOT_AVAILABLE);
+            return Err(ErrorCode::CoordinatorNotAvailable);
         };
         let mut builder = BatchBuilder::new(0, Compression::None);
         for (delta, (key, value)) in records.iter().enumerate() {
@@ -60,17 +60,17 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
         }
         let mut batch = builder.build().map_err(|e| {
             tracing::warn!(error = %e, "cannot build a __consumer_offsets batch");
-            codes::UNKNOWN_SERVER_ERROR
+            ErrorCode::UnknownServerError
         })?;
         let result = log
             .append(&mut batch, log.leader_epoch())
-            .map_err(|e| e.kafka_error_code())?;
+            .map_err(|e| e.error_code())?;
         appended.push((log, result.last_offset));
     }
     for (log, last_offset) in appended {
         log.wait_durable(last_offset)
             .await
-            .map_err(|e| e.kafka_error_code())?;
+            .map_err(|e| e.error_code())?;
     }
     Ok(())
 }

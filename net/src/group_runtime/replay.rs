@@ -75,7 +75,7 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
         (coordinator.tick(now), coordinator.take_responses())
     };
     if let Err(code) = persist(shard, records).await {
-        tracing::warn!(code, "records after replay not persisted");
+        tracing::warn!(%code, "records after replay not persisted");
     }
     deliver(&runtime, responses);
     if replayed > 0 {

@@ -32,7 +32,7 @@ pub async fn run_timer(shard: Rc<Shard>) {
             (records, coordinator.take_responses())
         };
         if let Err(code) = persist(&shard, records).await {
-            tracing::warn!(code, "group timer records not persisted");
+            tracing::warn!(%code, "group timer records not persisted");
         }
         deliver(&runtime, responses);
     }

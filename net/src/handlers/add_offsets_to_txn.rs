@@ -4,11 +4,11 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::offsets_partition_for;
 use crate::group_runtime;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey};
 use std::rc::Rc;
 
@@ -41,10 +41,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .await;
                 match reply {
                     TxnReply::Code(code) => fenced_for_version(code, request.version, 2),
-                    _ => codes::UNKNOWN_SERVER_ERROR,
+                    _ => ErrorCode::UnknownServerError,
                 }
             }
-        };
+        }
+        .code();
         request.respond(&response)
     })
 }

@@ -10,9 +10,9 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
@@ -27,9 +27,6 @@ pub const HANDLER: Handler = Handler {
     max_version: 4,
     handle,
 };
-
-/// Kafka's OPERATION_NOT_ATTEMPTED: another part of the request failed.
-const OPERATION_NOT_ATTEMPTED: i16 = 55;
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
@@ -94,7 +91,7 @@ async fn add_one(
             }
         }
     }
-    let codes_by_partition: Vec<i16> = if !unknown.is_empty() {
+    let codes_by_partition: Vec<ErrorCode> = if !unknown.is_empty() {
         topics
             .iter()
             .flat_map(|t| {
@@ -102,9 +99,10 @@ async fn add_one(
                 let unknown = &unknown;
                 t.partitions.iter().map(move |p| {
                     if unknown.contains(&(name.clone(), *p)) {
-                        codes::UNKNOWN_TOPIC_OR_PARTITION
+                        ErrorCode::UnknownTopicOrPartition
                     } else {
-                        OPERATION_NOT_ATTEMPTED
+                        // Another part of the request failed.
+                        ErrorCode::OperationNotAttempted
                     }
                 })
             })
@@ -127,10 +125,16 @@ async fn add_one(
             TxnReply::Verified(Ok(present)) => present
                 .into_iter()
                 // Kafka answers a partition not in the transaction with INVALID_TXN_STATE.
-                .map(|p| if p { codes::NONE } else { 48 })
+                .map(|p| {
+                    if p {
+                        ErrorCode::None
+                    } else {
+                        ErrorCode::InvalidTxnState
+                    }
+                })
                 .collect(),
             TxnReply::Verified(Err(code)) => vec![code; count],
-            _ => vec![codes::UNKNOWN_SERVER_ERROR; count],
+            _ => vec![ErrorCode::UnknownServerError; count],
         }
     };
     let mut results = codes_by_partition.into_iter();
@@ -145,7 +149,10 @@ async fn add_one(
                 .map(|&p| {
                     let mut r = AddPartitionsToTxnPartitionResult::default();
                     r.partition_index = p;
-                    r.partition_error_code = results.next().unwrap_or(codes::UNKNOWN_SERVER_ERROR);
+                    r.partition_error_code = results
+                        .next()
+                        .unwrap_or(ErrorCode::UnknownServerError)
+                        .code();
                     r
                 })
                 .collect();

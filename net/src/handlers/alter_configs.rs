@@ -3,9 +3,9 @@
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::controller::{self, ConfigOpKind, ControllerRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use std::rc::Rc;
@@ -46,16 +46,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     controller::submit(&shard, change).await.map(|_| ())
                 }
                 RESOURCE_BROKER => Err((
-                    codes::INVALID_REQUEST,
+                    ErrorCode::InvalidRequest,
                     String::from("broker settings are static in rill"),
                 )),
                 other => Err((
-                    codes::INVALID_REQUEST,
+                    ErrorCode::InvalidRequest,
                     format!("resource type {other} is not supported"),
                 )),
             };
             if let Err((code, message)) = outcome {
-                out.error_code = code;
+                out.error_code = code.code();
                 out.error_message = Some(str_bytes(message));
             }
             response.responses.push(out);

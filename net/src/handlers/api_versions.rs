@@ -1,9 +1,9 @@
 //! ApiVersions (key 18): the served APIs and versions, straight from the registry.
 
 use super::{encode_frame, Handler, HandlerFuture, Request, REGISTRY};
-use crate::codes;
 use crate::shard::Shard;
 use bytes::Bytes;
+use engine::ErrorCode;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use std::rc::Rc;
@@ -17,9 +17,9 @@ pub const HANDLER: Handler = Handler {
 };
 
 /// The ApiVersions body listing every handler in the registry.
-pub fn response_body(error_code: i16) -> ApiVersionsResponse {
+pub fn response_body(error_code: ErrorCode) -> ApiVersionsResponse {
     let mut body = ApiVersionsResponse::default();
-    body.error_code = error_code;
+    body.error_code = error_code.code();
     body.api_keys = REGISTRY
         .iter()
         .map(|h| {
@@ -39,7 +39,7 @@ pub fn unsupported_version_frame(correlation_id: i32) -> Result<Bytes, String> {
     encode_frame(
         correlation_id,
         0,
-        &response_body(codes::UNSUPPORTED_VERSION),
+        &response_body(ErrorCode::UnsupportedVersion),
         0,
     )
 }
@@ -48,7 +48,7 @@ fn handle(_shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         // The body only names the client software; decoding checks it is well formed.
         let _body: ApiVersionsRequest = request.decode()?;
-        request.respond(&response_body(codes::NONE))
+        request.respond(&response_body(ErrorCode::None))
     })
 }
 
@@ -59,7 +59,7 @@ mod tests {
 
     #[test]
     fn lists_exactly_the_registry() {
-        let body = response_body(0);
+        let body = response_body(ErrorCode::None);
         assert_eq!(body.api_keys.len(), REGISTRY.len());
         for (listed, h) in body.api_keys.iter().zip(REGISTRY) {
             assert_eq!(listed.api_key, h.api_key as i16);

@@ -2,10 +2,10 @@
 //! current and target assignments.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::assignor::MemberAssignment;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_describe_response::{
     Assignment, DescribedGroup, Member, TopicPartitions,
 };
@@ -70,9 +70,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .collect();
                 }
                 GroupReply::DescribedConsumer(Err(code)) | GroupReply::Unavailable(code) => {
-                    out.error_code = code
+                    out.error_code = code.code()
                 }
-                _ => out.error_code = codes::UNKNOWN_SERVER_ERROR,
+                _ => out.error_code = ErrorCode::UnknownServerError.code(),
             }
             response.groups.push(out);
         }

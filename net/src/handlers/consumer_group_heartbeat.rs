@@ -3,10 +3,10 @@
 //! works by name, so ids are mapped here with this shard's topic table.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::{ConsumerHeartbeatRequest, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
@@ -29,7 +29,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         response.member_id = Some(body.member_id.clone());
         response.member_epoch = body.member_epoch;
         if body.subscribed_topic_regex.is_some() && body.subscribed_topic_names.is_none() {
-            response.error_code = codes::INVALID_REQUEST;
+            response.error_code = ErrorCode::InvalidRequest.code();
             response.error_message = Some(str_bytes("regex subscriptions are not supported"));
             return request.respond(&response);
         }
@@ -72,7 +72,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         .await
         {
             GroupReply::ConsumerHeartbeat(r) => {
-                response.error_code = r.error_code;
+                response.error_code = r.error_code.code();
                 response.member_id = Some(str_bytes(r.member_id));
                 response.member_epoch = r.member_epoch;
                 response.heartbeat_interval_ms = r.heartbeat_interval_ms;
@@ -80,8 +80,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     .assignment
                     .map(|partitions| assignment(&shard, partitions));
             }
-            GroupReply::Unavailable(code) => response.error_code = code,
-            _ => response.error_code = codes::UNKNOWN_SERVER_ERROR,
+            GroupReply::Unavailable(code) => response.error_code = code.code(),
+            _ => response.error_code = ErrorCode::UnknownServerError.code(),
         }
         request.respond(&response)
     })

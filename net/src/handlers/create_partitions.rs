@@ -1,9 +1,9 @@
 //! CreatePartitions (key 37): grow a topic; the new partitions go to their owner shards.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 use std::rc::Rc;
@@ -25,7 +25,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.name = topic.name.clone();
             let outcome = if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
                 Err((
-                    codes::INVALID_REPLICA_ASSIGNMENT,
+                    ErrorCode::InvalidReplicaAssignment,
                     String::from("manual assignment is not supported"),
                 ))
             } else {
@@ -41,7 +41,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .map(|_| ())
             };
             if let Err((code, message)) = outcome {
-                result.error_code = code;
+                result.error_code = code.code();
                 result.error_message = Some(str_bytes(message));
             }
             results.push(result);

@@ -1,10 +1,10 @@
 //! CreateTopics (key 19): one controller change per topic; one bad topic does not fail the others.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::TopicUpdate;
+use engine::ErrorCode;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
@@ -32,7 +32,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.replication_factor = -1;
             let outcome = if topic.replication_factor != -1 && topic.replication_factor != 1 {
                 Err((
-                    codes::INVALID_REPLICATION_FACTOR,
+                    ErrorCode::InvalidReplicationFactor,
                     format!(
                         "replication factor {} on a single-node broker",
                         topic.replication_factor
@@ -40,7 +40,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 ))
             } else if !topic.assignments.is_empty() {
                 Err((
-                    codes::INVALID_REPLICA_ASSIGNMENT,
+                    ErrorCode::InvalidReplicaAssignment,
                     String::from("manual assignment is not supported"),
                 ))
             } else {
@@ -90,7 +90,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 }
                 Ok(TopicUpdate::Delete { .. }) => {}
                 Err((code, message)) => {
-                    result.error_code = code;
+                    result.error_code = code.code();
                     if version >= 1 {
                         result.error_message = Some(str_bytes(message));
                     }

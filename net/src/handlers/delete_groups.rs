@@ -4,6 +4,7 @@
 use super::{Handler, HandlerFuture, Request};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
 use std::rc::Rc;
@@ -28,8 +29,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 match group_runtime::call(&shard, &id, GroupRequest::DeleteGroup(id.clone())).await
                 {
                     GroupReply::Code(code) | GroupReply::Unavailable(code) => code,
-                    _ => crate::codes::UNKNOWN_SERVER_ERROR,
-                };
+                    _ => ErrorCode::UnknownServerError,
+                }
+                .code();
             response.results.push(result);
         }
         request.respond(&response)

@@ -1,10 +1,10 @@
 //! DeleteRecords (key 21): move each partition's log start offset forward.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -47,9 +47,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 match replies.next() {
                     Some(Ok(PartitionReply::DeleteRecords(Ok(low)))) => part.low_watermark = low,
                     Some(Ok(PartitionReply::DeleteRecords(Err(code)))) | Some(Err(code)) => {
-                        part.error_code = code
+                        part.error_code = code.code()
                     }
-                    _ => part.error_code = codes::UNKNOWN_SERVER_ERROR,
+                    _ => part.error_code = ErrorCode::UnknownServerError.code(),
                 }
                 out.partitions.push(part);
             }

@@ -1,9 +1,9 @@
 //! DeleteTopics (key 20): by name, or by topic id from v6.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use std::rc::Rc;
@@ -50,10 +50,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name })
                     .await
                     .map(|_| ()),
-                None => Err((codes::UNKNOWN_TOPIC_ID, String::from("unknown topic id"))),
+                None => Err((ErrorCode::UnknownTopicId, String::from("unknown topic id"))),
             };
             if let Err((code, message)) = outcome {
-                result.error_code = code;
+                result.error_code = code.code();
                 if version >= 5 {
                     result.error_message = Some(str_bytes(message));
                 }

@@ -2,9 +2,9 @@
 //! broker's settings.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::config::BrokerConfig;
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsResult,
 };
@@ -128,7 +128,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             }
                         }
                         None => {
-                            result.error_code = codes::UNKNOWN_TOPIC_OR_PARTITION;
+                            result.error_code = ErrorCode::UnknownTopicOrPartition.code();
                             result.error_message =
                                 Some(str_bytes(format!("unknown topic '{name}'")));
                         }
@@ -137,7 +137,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 RESOURCE_BROKER => {
                     let name = resource.resource_name.as_str();
                     if !name.is_empty() && name != shard.config.broker_id.to_string() {
-                        result.error_code = codes::INVALID_REQUEST;
+                        result.error_code = ErrorCode::InvalidRequest.code();
                         result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
                     } else {
                         for (config_name, value) in broker_entries(&shard.config)
@@ -154,7 +154,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     }
                 }
                 other => {
-                    result.error_code = codes::INVALID_REQUEST;
+                    result.error_code = ErrorCode::InvalidRequest.code();
                     result.error_message =
                         Some(str_bytes(format!("resource type {other} is not supported")));
                 }

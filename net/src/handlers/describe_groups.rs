@@ -4,6 +4,7 @@
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResponse};
 use std::rc::Rc;
@@ -30,7 +31,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             out.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
             match group_runtime::call(&shard, &id, GroupRequest::Describe(id.clone())).await {
                 GroupReply::Described(g) => {
-                    out.error_code = g.error_code;
+                    out.error_code = g.error_code.code();
                     out.group_state = str_bytes(g.state);
                     out.protocol_type = str_bytes(g.protocol_type);
                     out.protocol_data = str_bytes(g.protocol);
@@ -49,8 +50,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         })
                         .collect();
                 }
-                GroupReply::Unavailable(code) => out.error_code = code,
-                _ => out.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+                GroupReply::Unavailable(code) => out.error_code = code.code(),
+                _ => out.error_code = ErrorCode::UnknownServerError.code(),
             }
             response.groups.push(out);
         }

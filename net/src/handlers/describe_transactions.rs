@@ -2,10 +2,10 @@
 //! transactional id (asked of its coordinator shard).
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::shard::Shard;
-use crate::txn::{codes as txn_codes, records::group_by_topic};
+use crate::txn::records::group_by_topic;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::describe_transactions_response::{TopicData, TransactionState};
 use kafka_protocol::messages::{
     ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName,
@@ -54,10 +54,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .collect();
                 }
                 TxnReply::Described(None) => {
-                    state.error_code = txn_codes::TRANSACTIONAL_ID_NOT_FOUND
+                    state.error_code = ErrorCode::TransactionalIdNotFound.code()
                 }
-                TxnReply::Code(code) => state.error_code = code,
-                _ => state.error_code = codes::UNKNOWN_SERVER_ERROR,
+                TxnReply::Code(code) => state.error_code = code.code(),
+                _ => state.error_code = ErrorCode::UnknownServerError.code(),
             }
             state.transactional_id = id;
             response.transaction_states.push(state);

@@ -5,9 +5,9 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ProducerId};
 use std::rc::Rc;
 
@@ -37,8 +37,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         response.producer_epoch = -1;
         response.error_code = match reply {
             TxnReply::Code(code) => fenced_for_version(code, request.version, 2),
-            _ => codes::UNKNOWN_SERVER_ERROR,
-        };
+            _ => ErrorCode::UnknownServerError,
+        }
+        .code();
         request.respond(&response)
     })
 }

@@ -11,7 +11,6 @@
 //! sending full fetch requests, which Kafka allows.
 
 use super::{Handler, HandlerFuture, Request, Response};
-use crate::codes;
 use crate::fetch_response::{
     encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
     FETCH_VERSION_MAX, FETCH_VERSION_MIN,
@@ -20,6 +19,7 @@ use crate::routing::{run_on_owners, wait_for_any};
 use crate::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
 use crate::sendpath::SendPath;
 use crate::shard::Shard;
+use engine::ErrorCode;
 use engine::{FileSlice, ReadData, TopicPartition};
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use std::rc::Rc;
@@ -37,7 +37,7 @@ pub const HANDLER: Handler = Handler {
 const MAX_WAIT_MS_LIMIT: i32 = 300_000;
 
 /// A topic of the request: name (resolved from the id on v13+), id, error.
-type TopicSlot = (String, [u8; 16], i16);
+type TopicSlot = (String, [u8; 16], ErrorCode);
 
 /// One asked partition, resolved against the topic table.
 struct Wanted {
@@ -46,7 +46,7 @@ struct Wanted {
     fetch_offset: i64,
     partition_max_bytes: usize,
     /// Error found before reading (unknown topic or partition).
-    error_code: i16,
+    error_code: ErrorCode,
 }
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -72,7 +72,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let outcomes = loop {
             let outcomes = read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
             let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
-            let has_error = outcomes.iter().any(|o| o.error_code != codes::NONE);
+            let has_error = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
             let now = Instant::now();
             if ready >= min_bytes || has_error || now >= deadline {
                 break outcomes;
@@ -80,7 +80,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let waits = wanted
                 .iter()
                 .zip(&outcomes)
-                .filter(|(w, _)| w.error_code == codes::NONE)
+                .filter(|(w, _)| w.error_code == ErrorCode::None)
                 .map(|(w, o)| {
                     // Wait past what we already have: the offset after the
                     // ready data is unknown here, so wait on the high watermark.
@@ -115,25 +115,25 @@ fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<TopicSlot>,
         let (name, id, topic_error) = if version >= 13 {
             let id = *topic.topic_id.as_bytes();
             match table.by_id(&id) {
-                Some(entry) => (entry.name.clone(), id, codes::NONE),
-                None => (String::new(), id, codes::UNKNOWN_TOPIC_ID),
+                Some(entry) => (entry.name.clone(), id, ErrorCode::None),
+                None => (String::new(), id, ErrorCode::UnknownTopicId),
             }
         } else {
             let name = topic.topic.0.to_string();
             match table.get(&name) {
-                Some(entry) => (name, entry.topic_id, codes::NONE),
-                None => (name, [0; 16], codes::UNKNOWN_TOPIC_OR_PARTITION),
+                Some(entry) => (name, entry.topic_id, ErrorCode::None),
+                None => (name, [0; 16], ErrorCode::UnknownTopicOrPartition),
             }
         };
         let partitions = table.get(&name).map(|e| e.partitions).unwrap_or(0);
         let topic_index = topics.len();
         for p in &topic.partitions {
-            let error_code = if topic_error != codes::NONE {
+            let error_code = if topic_error != ErrorCode::None {
                 topic_error
             } else if p.partition < 0 || p.partition >= partitions {
-                codes::UNKNOWN_TOPIC_OR_PARTITION
+                ErrorCode::UnknownTopicOrPartition
             } else {
-                codes::NONE
+                ErrorCode::None
             };
             wanted.push(Wanted {
                 topic_index,
@@ -158,7 +158,7 @@ async fn read_all(
     let mut ops = Vec::new();
     let mut positions = Vec::with_capacity(wanted.len());
     for w in wanted {
-        if w.error_code != codes::NONE {
+        if w.error_code != ErrorCode::None {
             positions.push(None);
             continue;
         }
@@ -183,10 +183,10 @@ async fn read_all(
             match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
                 Some(PartitionReply::Read(outcome)) => outcome,
                 _ => ReadOutcome {
-                    error_code: if w.error_code != codes::NONE {
+                    error_code: if w.error_code != ErrorCode::None {
                         w.error_code
                     } else {
-                        codes::UNKNOWN_SERVER_ERROR
+                        ErrorCode::UnknownServerError
                     },
                     high_watermark: -1,
                     last_stable_offset: -1,
@@ -240,7 +240,7 @@ fn assemble(
     }
     FetchResponseData {
         throttle_time_ms: 0,
-        error_code: codes::NONE,
+        error_code: ErrorCode::None,
         session_id: 0,
         topics: out,
     }

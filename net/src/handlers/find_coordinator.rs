@@ -4,9 +4,9 @@
 //! as Kafka does, so that it exists before the first group call.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group_runtime;
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use std::rc::Rc;
@@ -27,23 +27,23 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: FindCoordinatorRequest = request.decode()?;
         let error_code = match body.key_type {
             KEY_TYPE_GROUP => match group_runtime::ensure_offsets_topic(&shard).await {
-                Ok(_) => codes::NONE,
+                Ok(_) => ErrorCode::None,
                 Err(code) => code,
             },
-            KEY_TYPE_TRANSACTION => codes::NONE,
-            _ => codes::INVALID_REQUEST,
+            KEY_TYPE_TRANSACTION => ErrorCode::None,
+            _ => ErrorCode::InvalidRequest,
         };
-        let node_id = BrokerId(if error_code == codes::NONE {
+        let node_id = BrokerId(if error_code == ErrorCode::None {
             shard.config.broker_id
         } else {
             -1
         });
-        let host = str_bytes(if error_code == codes::NONE {
+        let host = str_bytes(if error_code == ErrorCode::None {
             shard.config.advertised_host.clone()
         } else {
             String::new()
         });
-        let port = if error_code == codes::NONE {
+        let port = if error_code == ErrorCode::None {
             shard.config.advertised_port
         } else {
             -1
@@ -59,12 +59,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     c.node_id = node_id;
                     c.host = host.clone();
                     c.port = port;
-                    c.error_code = error_code;
+                    c.error_code = error_code.code();
                     c
                 })
                 .collect();
         } else {
-            response.error_code = error_code;
+            response.error_code = error_code.code();
             response.node_id = node_id;
             response.host = host;
             response.port = port;

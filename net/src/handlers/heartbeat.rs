@@ -5,6 +5,7 @@ use super::{Handler, HandlerFuture, Request};
 use crate::group::HeartbeatRequest as CoreHeartbeat;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
 use std::rc::Rc;
 
@@ -35,8 +36,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         .await
         {
             GroupReply::Code(code) | GroupReply::Unavailable(code) => code,
-            _ => crate::codes::UNKNOWN_SERVER_ERROR,
-        };
+            _ => ErrorCode::UnknownServerError,
+        }
+        .code();
         request.respond(&response)
     })
 }

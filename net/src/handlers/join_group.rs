@@ -5,6 +5,7 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::group::JoinRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{ApiKey, JoinGroupRequest, JoinGroupResponse};
 use std::rc::Rc;
@@ -50,7 +51,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         response.member_id = body.member_id;
         match group_runtime::call(&shard, &group_id, GroupRequest::Join(join)).await {
             GroupReply::Join(r) => {
-                response.error_code = r.error_code;
+                response.error_code = r.error_code.code();
                 response.generation_id = r.generation_id;
                 response.protocol_type = r.protocol_type.map(str_bytes);
                 if let Some(name) = r.protocol_name {
@@ -71,8 +72,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     })
                     .collect();
             }
-            GroupReply::Unavailable(code) => response.error_code = code,
-            _ => response.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+            GroupReply::Unavailable(code) => response.error_code = code.code(),
+            _ => response.error_code = ErrorCode::UnknownServerError.code(),
         }
         if version < 7 && response.protocol_name.is_none() {
             response.protocol_name = Some(str_bytes(""));

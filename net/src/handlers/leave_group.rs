@@ -2,10 +2,10 @@
 //! static members by instance id) leave at once.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::LeavingMember;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
 use std::rc::Rc;
@@ -45,10 +45,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let member_codes = match group_runtime::call(&shard, &group_id, leave).await {
             GroupReply::Codes(member_codes) => member_codes,
             GroupReply::Unavailable(code) => {
-                response.error_code = code;
+                response.error_code = code.code();
                 return request.respond(&response);
             }
-            _ => vec![codes::UNKNOWN_SERVER_ERROR; members.len()],
+            _ => vec![ErrorCode::UnknownServerError; members.len()],
         };
         if batch {
             response.members = members
@@ -58,12 +58,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     let mut r = MemberResponse::default();
                     r.member_id = str_bytes(m.member_id);
                     r.group_instance_id = m.group_instance_id.map(str_bytes);
-                    r.error_code = code;
+                    r.error_code = code.code();
                     r
                 })
                 .collect();
         } else {
-            response.error_code = member_codes.first().copied().unwrap_or(codes::NONE);
+            response.error_code = member_codes
+                .first()
+                .copied()
+                .unwrap_or(ErrorCode::None)
+                .code();
         }
         request.respond(&response)
     })

@@ -4,6 +4,7 @@
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{ApiKey, GroupId, ListGroupsRequest, ListGroupsResponse};
 use std::rc::Rc;
@@ -39,8 +40,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         response.groups.push(listed);
                     }
                 }
-                GroupReply::Unavailable(code) => response.error_code = code,
-                _ => response.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+                GroupReply::Unavailable(code) => response.error_code = code.code(),
+                _ => response.error_code = ErrorCode::UnknownServerError.code(),
             }
         }
         request.respond(&response)

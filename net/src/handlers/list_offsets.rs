@@ -6,6 +6,7 @@ use super::{Handler, HandlerFuture, Request};
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -69,9 +70,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         }
                     }
                     Some(Ok(PartitionReply::ListOffset(Err(code)))) | Some(Err(code)) => {
-                        part.error_code = code
+                        part.error_code = code.code()
                     }
-                    _ => part.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+                    _ => part.error_code = ErrorCode::UnknownServerError.code(),
                 }
                 out.partitions.push(part);
             }

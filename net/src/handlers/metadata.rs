@@ -2,10 +2,10 @@
 //! topic auto-creation when the client allows it and `auto.create.topics.enable` is set.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry};
+use engine::ErrorCode;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
@@ -85,13 +85,13 @@ async fn lookup_or_create(
         return topic_metadata(shard, &entry, version);
     }
     let Some(name) = name else {
-        return error_topic(None, id, codes::UNKNOWN_TOPIC_ID);
+        return error_topic(None, id, ErrorCode::UnknownTopicId);
     };
     if !valid_topic_name(&name) {
-        return error_topic(Some(name), id, codes::INVALID_TOPIC_EXCEPTION);
+        return error_topic(Some(name), id, ErrorCode::InvalidTopicException);
     }
     if !may_create {
-        return error_topic(Some(name), id, codes::UNKNOWN_TOPIC_OR_PARTITION);
+        return error_topic(Some(name), id, ErrorCode::UnknownTopicOrPartition);
     }
     let request = ControllerRequest::CreateTopic {
         name: name.clone(),
@@ -100,21 +100,22 @@ async fn lookup_or_create(
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => match shard.topics.borrow().get(&name) {
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => match shard.topics.borrow().get(&name) {
             Some(entry) => topic_metadata(shard, entry, version),
-            // Created by a racing request whose broadcast has not arrived yet.
-            None => error_topic(Some(name), id, 5), // LEADER_NOT_AVAILABLE: the client retries
+            // Created by a racing request whose broadcast has not arrived
+            // yet: LEADER_NOT_AVAILABLE, the client retries.
+            None => error_topic(Some(name), id, ErrorCode::LeaderNotAvailable),
         },
         Err((code, message)) => {
-            tracing::warn!(topic = %name, code, %message, "auto-creation failed");
+            tracing::warn!(topic = %name, %code, %message, "auto-creation failed");
             error_topic(Some(name), id, code)
         }
     }
 }
 
-fn error_topic(name: Option<String>, id: [u8; 16], error_code: i16) -> MetadataResponseTopic {
+fn error_topic(name: Option<String>, id: [u8; 16], error_code: ErrorCode) -> MetadataResponseTopic {
     let mut topic = MetadataResponseTopic::default();
-    topic.error_code = error_code;
+    topic.error_code = error_code.code();
     topic.name = Some(TopicName(str_bytes(name.unwrap_or_default())));
     topic.topic_id = uuid(id);
     topic

@@ -3,10 +3,10 @@
 //! `__consumer_offsets`. A fenced generation gets ILLEGAL_GENERATION.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::offset_commit_response::{
     OffsetCommitResponsePartition, OffsetCommitResponseTopic,
 };
@@ -24,7 +24,7 @@ pub const HANDLER: Handler = Handler {
 
 /// One partition of the request: its index and the error found up front
 /// (`None`: sent to the coordinator).
-type Slot = (i32, Option<i16>);
+type Slot = (i32, Option<ErrorCode>);
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
@@ -54,13 +54,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         ));
                         slots.push((p.partition_index, None));
                     } else {
-                        slots.push((p.partition_index, Some(codes::UNKNOWN_TOPIC_OR_PARTITION)));
+                        slots.push((p.partition_index, Some(ErrorCode::UnknownTopicOrPartition)));
                     }
                 }
                 layout.push((name, slots));
             }
         }
-        let mut answered: HashMap<TopicPartition, i16> = HashMap::new();
+        let mut answered: HashMap<TopicPartition, ErrorCode> = HashMap::new();
         if !offsets.is_empty() {
             let commit = CoreCommit {
                 group_id: group_id.clone(),
@@ -77,7 +77,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 _ => answered.extend(
                     offsets
                         .into_iter()
-                        .map(|(tp, ..)| (tp, codes::UNKNOWN_SERVER_ERROR)),
+                        .map(|(tp, ..)| (tp, ErrorCode::UnknownServerError)),
                 ),
             }
         }
@@ -91,12 +91,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     .map(|(index, early)| {
                         let mut p = OffsetCommitResponsePartition::default();
                         p.partition_index = index;
-                        p.error_code = early.unwrap_or_else(|| {
-                            answered
-                                .get(&TopicPartition::new(name.clone(), index))
-                                .copied()
-                                .unwrap_or(codes::UNKNOWN_SERVER_ERROR)
-                        });
+                        p.error_code = early
+                            .unwrap_or_else(|| {
+                                answered
+                                    .get(&TopicPartition::new(name.clone(), index))
+                                    .copied()
+                                    .unwrap_or(ErrorCode::UnknownServerError)
+                            })
+                            .code();
                         p
                     })
                     .collect();

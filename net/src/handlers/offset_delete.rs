@@ -2,10 +2,10 @@
 //! longer subscribes to.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::TopicPartition;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
@@ -39,26 +39,18 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             partitions: partitions.clone(),
         };
         let mut response = OffsetDeleteResponse::default();
-        let rows = match group_runtime::call(&shard, &group_id, call).await {
-            GroupReply::DeletedOffsets(code, rows) => {
-                response.error_code = code;
-                rows
-            }
-            GroupReply::Unavailable(code) => {
-                response.error_code = code;
-                Vec::new()
-            }
-            _ => {
-                response.error_code = codes::UNKNOWN_SERVER_ERROR;
-                Vec::new()
-            }
+        let (error_code, rows) = match group_runtime::call(&shard, &group_id, call).await {
+            GroupReply::DeletedOffsets(code, rows) => (code, rows),
+            GroupReply::Unavailable(code) => (code, Vec::new()),
+            _ => (ErrorCode::UnknownServerError, Vec::new()),
         };
-        if response.error_code == codes::NONE {
+        response.error_code = error_code.code();
+        if error_code == ErrorCode::None {
             let mut topics: Vec<OffsetDeleteResponseTopic> = Vec::new();
             for (tp, code) in rows {
                 let mut p = OffsetDeleteResponsePartition::default();
                 p.partition_index = tp.partition;
-                p.error_code = code;
+                p.error_code = code.code();
                 match topics.iter_mut().find(|t| t.name.0.as_str() == tp.topic) {
                     Some(topic) => topic.partitions.push(p),
                     None => {

@@ -2,10 +2,10 @@
 //! groups at once (v8+), each answered by its coordinator shard.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::group::{FetchedOffset, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
@@ -38,7 +38,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
                 let mut out = OffsetFetchResponseGroup::default();
                 out.group_id = group.group_id;
-                out.error_code = error_code;
+                out.error_code = error_code.code();
                 out.topics = by_topic(rows)
                     .into_iter()
                     .map(|(name, rows)| {
@@ -69,7 +69,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             });
             let group_id = body.group_id.0.to_string();
             let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
-            response.error_code = error_code;
+            response.error_code = error_code.code();
             response.topics = by_topic(rows)
                 .into_iter()
                 .map(|(name, rows)| {
@@ -85,9 +85,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             p.metadata = Some(str_bytes(r.metadata));
                             // v0/v1 carry errors per partition only.
                             p.error_code = if request.version < 2 {
-                                error_code
+                                error_code.code()
                             } else {
-                                codes::NONE
+                                ErrorCode::None.code()
                             };
                             p
                         })
@@ -105,14 +105,14 @@ async fn fetch(
     shard: &Rc<Shard>,
     group_id: &str,
     partitions: Option<Vec<TopicPartition>>,
-) -> (i16, Vec<FetchedOffset>) {
+) -> (ErrorCode, Vec<FetchedOffset>) {
     let asked = partitions.clone();
     let call = GroupRequest::Fetch {
         group_id: group_id.to_string(),
         partitions,
     };
     match group_runtime::call(shard, group_id, call).await {
-        GroupReply::Fetched(rows) => (codes::NONE, rows),
+        GroupReply::Fetched(rows) => (ErrorCode::None, rows),
         GroupReply::Unavailable(code) => {
             // Asked partitions are still listed, with no offset.
             let rows = asked
@@ -127,7 +127,7 @@ async fn fetch(
                 .collect();
             (code, rows)
         }
-        _ => (codes::UNKNOWN_SERVER_ERROR, Vec::new()),
+        _ => (ErrorCode::UnknownServerError, Vec::new()),
     }
 }
 

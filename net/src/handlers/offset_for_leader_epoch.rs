@@ -4,10 +4,10 @@
 //! log end offset, and the current epoch is reported.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
@@ -56,9 +56,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         }
                     }
                     Some(Ok(PartitionReply::Describe(Err(code)))) | Some(Err(code)) => {
-                        part.error_code = code
+                        part.error_code = code.code()
                     }
-                    _ => part.error_code = codes::UNKNOWN_SERVER_ERROR,
+                    _ => part.error_code = ErrorCode::UnknownServerError.code(),
                 }
                 out.partitions.push(part);
             }

@@ -3,12 +3,12 @@
 //! waits for durability, acks=1 for the write, acks=0 sends no response.
 
 use super::{Handler, HandlerFuture, Request, Response};
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::routing::run_on_owners;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use crate::topics::valid_topic_name;
+use engine::ErrorCode;
 use engine::TopicPartition;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
@@ -28,7 +28,7 @@ pub const HANDLER: Handler = Handler {
 /// Where one partition of the request stands before the append.
 enum Slot {
     /// Rejected up front with this error.
-    Rejected(i16),
+    Rejected(ErrorCode),
     /// Sent as the op at this position.
     Sent(usize),
 }
@@ -45,16 +45,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let partitions = if acks_valid {
                 topic_partitions(&shard, &name).await
             } else {
-                Err(codes::INVALID_REQUIRED_ACKS)
+                Err(ErrorCode::InvalidRequiredAcks)
             };
             let mut slots = Vec::with_capacity(topic.partition_data.len());
             for data in topic.partition_data {
                 let slot = match (&partitions, data.records) {
                     (Err(code), _) => Slot::Rejected(*code),
                     (Ok(count), _) if data.index < 0 || data.index >= *count => {
-                        Slot::Rejected(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                        Slot::Rejected(ErrorCode::UnknownTopicOrPartition)
                     }
-                    (Ok(_), None) => Slot::Rejected(codes::CORRUPT_MESSAGE),
+                    (Ok(_), None) => Slot::Rejected(ErrorCode::CorruptMessage),
                     (Ok(_), Some(records)) => {
                         ops.push(PartitionOp::Produce {
                             tp: TopicPartition::new(name.clone(), data.index),
@@ -105,7 +105,7 @@ fn partition_response(
         Slot::Rejected(code) => Err(code),
         Slot::Sent(position) => match replies.get(position) {
             Some(PartitionReply::Produce(outcome)) => *outcome,
-            _ => Err(codes::UNKNOWN_SERVER_ERROR),
+            _ => Err(ErrorCode::UnknownServerError),
         },
     };
     match outcome {
@@ -114,21 +114,21 @@ fn partition_response(
             p.log_append_time_ms = done.log_append_time_ms;
             p.log_start_offset = done.log_start_offset;
         }
-        Err(code) => p.error_code = code,
+        Err(code) => p.error_code = code.code(),
     }
     p
 }
 
 /// The partition count of a topic, auto-creating it as Kafka does when allowed.
-async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, i16> {
+async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, ErrorCode> {
     if let Some(entry) = shard.topics.borrow().get(name) {
         return Ok(entry.partitions);
     }
     if !valid_topic_name(name) {
-        return Err(codes::INVALID_TOPIC_EXCEPTION);
+        return Err(ErrorCode::InvalidTopicException);
     }
     if !shard.config.auto_create_topics_enable {
-        return Err(codes::UNKNOWN_TOPIC_OR_PARTITION);
+        return Err(ErrorCode::UnknownTopicOrPartition);
     }
     let request = ControllerRequest::CreateTopic {
         name: name.to_string(),
@@ -137,12 +137,12 @@ async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, i16> {
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => shard
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => shard
             .topics
             .borrow()
             .get(name)
             .map(|e| e.partitions)
-            .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION),
+            .ok_or(ErrorCode::UnknownTopicOrPartition),
         Err((code, _)) => Err(code),
     }
 }

@@ -5,6 +5,7 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::group::SyncRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
 use std::rc::Rc;
 
@@ -36,13 +37,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut response = SyncGroupResponse::default();
         match group_runtime::call(&shard, &group_id, GroupRequest::Sync(sync)).await {
             GroupReply::Sync(r) => {
-                response.error_code = r.error_code;
+                response.error_code = r.error_code.code();
                 response.protocol_type = r.protocol_type.map(str_bytes);
                 response.protocol_name = r.protocol_name.map(str_bytes);
                 response.assignment = r.assignment.into();
             }
-            GroupReply::Unavailable(code) => response.error_code = code,
-            _ => response.error_code = crate::codes::UNKNOWN_SERVER_ERROR,
+            GroupReply::Unavailable(code) => response.error_code = code.code(),
+            _ => response.error_code = ErrorCode::UnknownServerError.code(),
         }
         request.respond(&response)
     })

@@ -9,10 +9,10 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
-use crate::codes;
 use crate::shard::Shard;
 use crate::txn::PendingOffset;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
+use engine::ErrorCode;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
@@ -67,7 +67,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         .await;
         let code = match reply {
             TxnReply::Code(code) => fenced_for_version(code, request.version, 3),
-            _ => codes::UNKNOWN_SERVER_ERROR,
+            _ => ErrorCode::UnknownServerError,
         };
         let mut response = TxnOffsetCommitResponse::default();
         response.topics = body
@@ -81,7 +81,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     .map(|p| {
                         let mut r = TxnOffsetCommitResponsePartition::default();
                         r.partition_index = p.partition_index;
-                        r.error_code = code;
+                        r.error_code = code.code();
                         r
                     })
                     .collect();

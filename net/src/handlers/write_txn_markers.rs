@@ -7,6 +7,7 @@ use super::{Handler, HandlerFuture, Request};
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
+use engine::ErrorCode;
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
@@ -52,10 +53,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     let mut r = WritableTxnMarkerPartitionResult::default();
                     r.partition_index = p;
                     r.error_code = match replies.next() {
-                        Some(Ok(PartitionReply::Done(Ok(())))) => crate::codes::NONE,
+                        Some(Ok(PartitionReply::Done(Ok(())))) => ErrorCode::None,
                         Some(Ok(PartitionReply::Done(Err(code)))) | Some(Err(code)) => code,
-                        _ => crate::codes::UNKNOWN_SERVER_ERROR,
-                    };
+                        _ => ErrorCode::UnknownServerError,
+                    }
+                    .code();
                     out.partitions.push(r);
                 }
                 out.name = topic.name;

@@ -18,8 +18,8 @@ pub use ops::{PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadO
 pub use split::{join_by_position, split_by_owner};
 
 use crate::call::OwnerCall;
-use crate::codes;
 use crate::shard::Shard;
+use engine::ErrorCode;
 use engine::TopicPartition;
 use futures::future::join_all;
 use ops::OpKind;
@@ -66,7 +66,7 @@ pub async fn run_on_owners(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
     }
     let groups = join_all(pending).await;
     join_by_position(total, groups, |position| {
-        kinds[position].error_reply(codes::NOT_LEADER_OR_FOLLOWER)
+        kinds[position].error_reply(ErrorCode::NotLeaderOrFollower)
     })
 }
 
@@ -77,7 +77,7 @@ pub async fn run_checked(
     shard: &Rc<Shard>,
     pairs: &[(String, i32)],
     mut make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
-) -> Vec<Result<PartitionReply, i16>> {
+) -> Vec<Result<PartitionReply, ErrorCode>> {
     let mut ops = Vec::new();
     let mut positions = Vec::with_capacity(pairs.len());
     {
@@ -107,7 +107,7 @@ pub async fn run_checked(
         .map(|position| {
             position
                 .and_then(|p| replies.get_mut(p).and_then(Option::take))
-                .ok_or(codes::UNKNOWN_TOPIC_OR_PARTITION)
+                .ok_or(ErrorCode::UnknownTopicOrPartition)
         })
         .collect()
 }

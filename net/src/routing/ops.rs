@@ -2,6 +2,7 @@
 //! replies. All `Send`: they cross cores inside a [`crate::mesh::Envelope`].
 
 use bytes::Bytes;
+use engine::ErrorCode;
 use engine::{TopicConfig, TopicPartition};
 
 /// One unit of partition work, executed by the shard that owns the partition.
@@ -158,7 +159,7 @@ impl SendData {
 #[derive(Debug)]
 pub struct ReadOutcome {
     /// Kafka error code (0 on success).
-    pub error_code: i16,
+    pub error_code: ErrorCode,
     /// High watermark.
     pub high_watermark: i64,
     /// Last stable offset.
@@ -191,17 +192,17 @@ pub struct PartitionState {
 #[derive(Debug)]
 pub enum PartitionReply {
     /// Produce.
-    Produce(Result<ProduceOutcome, i16>),
+    Produce(Result<ProduceOutcome, ErrorCode>),
     /// Read.
     Read(ReadOutcome),
     /// ListOffset: (offset, timestamp) or none, with the leader epoch.
-    ListOffset(Result<(Option<(i64, i64)>, i32), i16>),
+    ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
     /// DeleteRecords: the new low watermark.
-    DeleteRecords(Result<i64, i16>),
+    DeleteRecords(Result<i64, ErrorCode>),
     /// Create, Delete, AlterConfig.
-    Done(Result<(), i16>),
+    Done(Result<(), ErrorCode>),
     /// Describe.
-    Describe(Result<PartitionState, i16>),
+    Describe(Result<PartitionState, ErrorCode>),
 }
 
 /// Which reply an operation expects (to build an error reply when its owner is gone).
@@ -230,7 +231,7 @@ impl OpKind {
         }
     }
 
-    pub(crate) fn error_reply(self, code: i16) -> PartitionReply {
+    pub(crate) fn error_reply(self, code: ErrorCode) -> PartitionReply {
         match self {
             OpKind::Produce => PartitionReply::Produce(Err(code)),
             OpKind::Read => PartitionReply::Read(ReadOutcome {

@@ -6,10 +6,10 @@
 use super::ops::{
     OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
 };
-use crate::codes;
 use crate::shard::Shard;
 use engine::log::ReadMode;
-use engine::{EngineError, ReadData};
+use engine::ErrorCode;
+use engine::ReadData;
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -31,25 +31,25 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 .create_partition(tp, topic_id, config)
                 .await
                 .map(|_| ())
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         PartitionOp::Delete { tp } => PartitionReply::Done(
             shard
                 .logs
                 .delete_partition(&tp)
                 .await
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
             shard
                 .logs
                 .alter_config(&tp, config)
                 .await
-                .map_err(|e| e.kafka_error_code()),
+                .map_err(|e| e.error_code()),
         ),
         op => {
             let Some(log) = shard.logs.get(op.topic_partition()) else {
-                return kind.error_reply(codes::UNKNOWN_TOPIC_OR_PARTITION);
+                return kind.error_reply(ErrorCode::UnknownTopicOrPartition);
             };
             match op {
                 PartitionOp::Produce { records, acks, .. } => {
@@ -72,7 +72,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
                         .await
                         .map(|found| (found, log.leader_epoch()))
-                        .map_err(|e| e.kafka_error_code()),
+                        .map_err(|e| e.error_code()),
                 ),
                 PartitionOp::DeleteRecords { offset, .. } => {
                     let offset = if offset == -1 {
@@ -81,12 +81,10 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                         offset
                     };
                     if offset > log.high_watermark() {
-                        return PartitionReply::DeleteRecords(Err(codes::OFFSET_OUT_OF_RANGE));
+                        return PartitionReply::DeleteRecords(Err(ErrorCode::OffsetOutOfRange));
                     }
                     PartitionReply::DeleteRecords(
-                        log.delete_records(offset)
-                            .await
-                            .map_err(|e| e.kafka_error_code()),
+                        log.delete_records(offset).await.map_err(|e| e.error_code()),
                     )
                 }
                 PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
@@ -106,7 +104,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     write_marker(&log, producer_id, producer_epoch, commit, coordinator_epoch)
                         .await,
                 ),
-                _ => kind.error_reply(codes::UNKNOWN_SERVER_ERROR),
+                _ => kind.error_reply(ErrorCode::UnknownServerError),
             }
         }
     }
@@ -116,17 +114,17 @@ async fn produce(
     log: &engine::PartitionLog,
     records: Vec<u8>,
     acks: i16,
-) -> Result<ProduceOutcome, i16> {
+) -> Result<ProduceOutcome, ErrorCode> {
     // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
         .append_owned(records, log.leader_epoch())
-        .map_err(|e| e.kafka_error_code())?;
+        .map_err(|e| e.error_code())?;
     let waited = match acks {
         -1 => log.wait_durable(appended.last_offset).await,
         1 => log.wait_written(appended.last_offset).await,
         _ => Ok(()),
     };
-    waited.map_err(|e| e.kafka_error_code())?;
+    waited.map_err(|e| e.error_code())?;
     Ok(ProduceOutcome {
         base_offset: appended.base_offset,
         log_append_time_ms: appended.log_append_time_ms,
@@ -146,7 +144,7 @@ async fn read(
     } else {
         ReadMode::CachedPiecesOrCopy
     };
-    let outcome = |error_code: i16, data: SendData| ReadOutcome {
+    let outcome = |error_code: ErrorCode, data: SendData| ReadOutcome {
         error_code,
         high_watermark: log.high_watermark(),
         last_stable_offset: log.last_stable_offset(),
@@ -175,12 +173,12 @@ async fn read(
                     },
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot duplicate segment descriptor");
-                        return outcome(codes::KAFKA_STORAGE_ERROR, SendData::Empty);
+                        return outcome(ErrorCode::KafkaStorageError, SendData::Empty);
                     }
                 },
             };
             ReadOutcome {
-                error_code: codes::NONE,
+                error_code: ErrorCode::None,
                 high_watermark: result.high_watermark,
                 last_stable_offset: result.last_stable_offset,
                 log_start_offset: result.log_start_offset,
@@ -188,10 +186,7 @@ async fn read(
                 aborted_transactions: result.aborted_transactions,
             }
         }
-        Err(e @ EngineError::OffsetOutOfRange { .. }) => {
-            outcome(e.kafka_error_code(), SendData::Empty)
-        }
-        Err(e) => outcome(e.kafka_error_code(), SendData::Empty),
+        Err(e) => outcome(e.error_code(), SendData::Empty),
     }
 }
 
@@ -203,11 +198,11 @@ async fn write_marker(
     producer_epoch: i16,
     commit: bool,
     coordinator_epoch: i32,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let appended = log
         .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
-        .map_err(|e| e.kafka_error_code())?;
+        .map_err(|e| e.error_code())?;
     log.wait_durable(appended.last_offset)
         .await
-        .map_err(|e| e.kafka_error_code())
+        .map_err(|e| e.error_code())
 }

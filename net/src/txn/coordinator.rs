@@ -24,7 +24,8 @@
 //! COMMIT marker there apply them; keeping them with the transaction keeps
 //! the group core unaware of transactions.)
 
-use super::{codes, TxnMetadata, TxnState, TXN_MAX_TIMEOUT_MS};
+use super::{TxnMetadata, TxnState, TXN_MAX_TIMEOUT_MS};
+use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One offset committed inside a transaction.
@@ -140,9 +141,9 @@ impl TxnCoordinator {
         expected: Option<(i64, i16)>,
         new_producer_id: i64,
         now_ms: i64,
-    ) -> Result<InitStep, i16> {
+    ) -> Result<InitStep, ErrorCode> {
         if timeout_ms <= 0 || timeout_ms > TXN_MAX_TIMEOUT_MS {
-            return Err(codes::INVALID_TRANSACTION_TIMEOUT);
+            return Err(ErrorCode::InvalidTransactionTimeout);
         }
         let Some(current) = self.txns.get(transactional_id) else {
             return Ok(InitStep::Ready(TxnMetadata {
@@ -158,12 +159,12 @@ impl TxnCoordinator {
         if let Some((producer_id, epoch)) = expected {
             // KIP-360: only the current producer may bump its own epoch.
             if producer_id != current.producer_id || epoch != current.producer_epoch {
-                return Err(codes::PRODUCER_FENCED);
+                return Err(ErrorCode::ProducerFenced);
             }
         }
         match current.state {
             TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
-                Err(codes::CONCURRENT_TRANSACTIONS)
+                Err(ErrorCode::ConcurrentTransactions)
             }
             TxnState::Ongoing => {
                 let mut abort = self.bumped(current, now_ms);
@@ -205,16 +206,16 @@ impl TxnCoordinator {
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
-    ) -> Result<&TxnMetadata, i16> {
+    ) -> Result<&TxnMetadata, ErrorCode> {
         let current = self
             .txns
             .get(transactional_id)
-            .ok_or(codes::INVALID_PRODUCER_ID_MAPPING)?;
+            .ok_or(ErrorCode::InvalidProducerIdMapping)?;
         if current.producer_id != producer_id {
-            return Err(codes::INVALID_PRODUCER_ID_MAPPING);
+            return Err(ErrorCode::InvalidProducerIdMapping);
         }
         if current.producer_epoch != producer_epoch {
-            return Err(codes::PRODUCER_FENCED);
+            return Err(ErrorCode::ProducerFenced);
         }
         Ok(current)
     }
@@ -229,13 +230,13 @@ impl TxnCoordinator {
         producer_epoch: i16,
         partitions: &[(String, i32)],
         now_ms: i64,
-    ) -> Result<Option<TxnMetadata>, i16> {
+    ) -> Result<Option<TxnMetadata>, ErrorCode> {
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         if current.state.is_prepare() {
-            return Err(codes::CONCURRENT_TRANSACTIONS);
+            return Err(ErrorCode::ConcurrentTransactions);
         }
         if current.state == TxnState::Dead {
-            return Err(codes::INVALID_TXN_STATE);
+            return Err(ErrorCode::InvalidTxnState);
         }
         let ongoing = current.state == TxnState::Ongoing;
         if ongoing && partitions.iter().all(|p| current.partitions.contains(p)) {
@@ -260,7 +261,7 @@ impl TxnCoordinator {
         producer_id: i64,
         producer_epoch: i16,
         partitions: &[(String, i32)],
-    ) -> Result<Vec<bool>, i16> {
+    ) -> Result<Vec<bool>, ErrorCode> {
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         Ok(partitions
             .iter()
@@ -277,10 +278,10 @@ impl TxnCoordinator {
         producer_epoch: i16,
         group: &str,
         offsets: Vec<PendingOffset>,
-    ) -> Result<PendingOffsets, i16> {
+    ) -> Result<PendingOffsets, ErrorCode> {
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         if current.state != TxnState::Ongoing {
-            return Err(codes::INVALID_TXN_STATE);
+            return Err(ErrorCode::InvalidTxnState);
         }
         let mut next = match self.pending_offsets.get(transactional_id) {
             Some(p) if p.belongs_to(current) => p.clone(),
@@ -343,7 +344,7 @@ impl TxnCoordinator {
         producer_epoch: i16,
         commit: bool,
         now_ms: i64,
-    ) -> Result<EndStep, i16> {
+    ) -> Result<EndStep, ErrorCode> {
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         match (current.state, commit) {
             (TxnState::Ongoing, _) => {
@@ -360,9 +361,9 @@ impl TxnCoordinator {
                 Ok(EndStep::AlreadyDone)
             }
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-                Err(codes::CONCURRENT_TRANSACTIONS)
+                Err(ErrorCode::ConcurrentTransactions)
             }
-            _ => Err(codes::INVALID_TXN_STATE),
+            _ => Err(ErrorCode::InvalidTxnState),
         }
     }
 
@@ -423,7 +424,7 @@ mod tests {
 
     const NOW: i64 = 1_000_000;
 
-    fn ready(step: Result<InitStep, i16>) -> TxnMetadata {
+    fn ready(step: Result<InitStep, ErrorCode>) -> TxnMetadata {
         match step {
             Ok(InitStep::Ready(meta)) => meta,
             other => panic!("expected Ready, got {other:?}"),
@@ -469,11 +470,11 @@ mod tests {
         // The old epoch is fenced.
         assert_eq!(
             c.add_partitions("t", 42, 0, &[tp("a", 0)], NOW),
-            Err(codes::PRODUCER_FENCED)
+            Err(ErrorCode::ProducerFenced)
         );
         assert_eq!(
             c.add_partitions("t", 7, 1, &[tp("a", 0)], NOW),
-            Err(codes::INVALID_PRODUCER_ID_MAPPING)
+            Err(ErrorCode::InvalidProducerIdMapping)
         );
     }
 
@@ -499,7 +500,7 @@ mod tests {
         assert_eq!(c.unfinished().len(), 1);
         assert_eq!(
             c.end_txn("t", 5, 0, true, NOW),
-            Err(codes::CONCURRENT_TRANSACTIONS)
+            Err(ErrorCode::ConcurrentTransactions)
         );
         let done = TxnCoordinator::complete(&prepared, NOW);
         assert_eq!(done.state, TxnState::CompleteCommit);
@@ -509,7 +510,7 @@ mod tests {
         assert_eq!(c.end_txn("t", 5, 0, true, NOW), Ok(EndStep::AlreadyDone));
         assert_eq!(
             c.end_txn("t", 5, 0, false, NOW),
-            Err(codes::INVALID_TXN_STATE)
+            Err(ErrorCode::InvalidTxnState)
         );
         // The next transaction starts afresh.
         let next = c
@@ -534,7 +535,7 @@ mod tests {
         c.apply("t", Some(abort.clone()));
         assert_eq!(
             c.init_producer_id("t", 60_000, None, 6, NOW),
-            Err(codes::CONCURRENT_TRANSACTIONS)
+            Err(ErrorCode::ConcurrentTransactions)
         );
         c.apply("t", Some(TxnCoordinator::complete(&abort, NOW)));
         let again = ready(c.init_producer_id("t", 60_000, None, 6, NOW));
@@ -558,7 +559,7 @@ mod tests {
         c.apply("t", Some(TxnCoordinator::complete(&abort, NOW + 2_001)));
         assert_eq!(
             c.end_txn("t", 5, 0, true, NOW + 3_000),
-            Err(codes::PRODUCER_FENCED)
+            Err(ErrorCode::ProducerFenced)
         );
     }
 
@@ -574,7 +575,7 @@ mod tests {
         };
         assert_eq!(
             c.add_offsets("t", 5, 0, "g", vec![offset.clone()]),
-            Err(codes::INVALID_TXN_STATE)
+            Err(ErrorCode::InvalidTxnState)
         );
         c.apply(
             "t",
@@ -668,11 +669,11 @@ mod tests {
         let mut c = TxnCoordinator::new();
         assert_eq!(
             c.init_producer_id("t", 0, None, 5, NOW),
-            Err(codes::INVALID_TRANSACTION_TIMEOUT)
+            Err(ErrorCode::InvalidTransactionTimeout)
         );
         assert_eq!(
             c.init_producer_id("t", TXN_MAX_TIMEOUT_MS + 1, None, 5, NOW),
-            Err(codes::INVALID_TRANSACTION_TIMEOUT)
+            Err(ErrorCode::InvalidTransactionTimeout)
         );
         c.apply(
             "t",
@@ -680,7 +681,7 @@ mod tests {
         );
         assert_eq!(
             c.init_producer_id("t", 60_000, Some((5, 3)), 6, NOW),
-            Err(codes::PRODUCER_FENCED)
+            Err(ErrorCode::ProducerFenced)
         );
         let bumped = ready(c.init_producer_id("t", 60_000, Some((5, 0)), 6, NOW));
         assert_eq!(bumped.producer_epoch, 1);

@@ -30,28 +30,6 @@ pub const TXN_STATE_PARTITIONS: i32 = 50;
 /// `transaction.max.timeout.ms` (Kafka's default, 15 minutes).
 pub const TXN_MAX_TIMEOUT_MS: i32 = 900_000;
 
-/// Kafka error codes of the transaction APIs.
-pub mod codes {
-    /// The coordinator is loading its state.
-    pub const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
-    /// The coordinator cannot serve now.
-    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
-    /// The producer epoch is older than the current one (pre-KIP-588 form).
-    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
-    /// The request does not fit the transaction's state.
-    pub const INVALID_TXN_STATE: i16 = 48;
-    /// The producer id is not the transactional id's.
-    pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
-    /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
-    pub const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
-    /// Another step of the transaction is in progress: retry.
-    pub const CONCURRENT_TRANSACTIONS: i16 = 51;
-    /// A newer producer with the same transactional id exists.
-    pub const PRODUCER_FENCED: i16 = 90;
-    /// DescribeTransactions: no such transactional id.
-    pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
-}
-
 /// `transaction.state.log` partition of a transactional id: Kafka's
 /// `Utils.abs(transactionalId.hashCode) % partitions`, the same placement as
 /// a group's `__consumer_offsets` partition.

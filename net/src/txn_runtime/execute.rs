@@ -8,9 +8,10 @@ use super::{
     ensure_txn_topic, now_ms, GroupMember, TxnReply, TxnRequest, TxnRuntime,
     FAULT_CRASH_AFTER_PREPARE,
 };
-use crate::codes;
+use crate::producer_ids::next_producer_id;
 use crate::shard::Shard;
-use crate::txn::{codes as txn_codes, EndStep, InitStep, PendingOffset};
+use crate::txn::{EndStep, InitStep, PendingOffset};
+use engine::ErrorCode;
 use glommio::sync::StaticPermit;
 use std::rc::Rc;
 
@@ -114,9 +115,9 @@ async fn add_partitions(
         now_ms(),
     );
     TxnReply::Code(match step {
-        Ok(None) => codes::NONE,
+        Ok(None) => ErrorCode::None,
         Ok(Some(next)) => match persist(shard, rt, transactional_id, Some(next)).await {
-            Ok(()) => codes::NONE,
+            Ok(()) => ErrorCode::None,
             Err(code) => code,
         },
         Err(code) => code,
@@ -146,12 +147,12 @@ async fn offset_commit(
         Err(code) => return TxnReply::Code(code),
     };
     let code = validate_member(shard, &group_id, member, &next).await;
-    if code != codes::NONE {
+    if code != ErrorCode::None {
         return TxnReply::Code(code);
     }
     TxnReply::Code(
         match persist_offsets(shard, rt, transactional_id, next).await {
-            Ok(()) => codes::NONE,
+            Ok(()) => ErrorCode::None,
             Err(code) => code,
         },
     )
@@ -164,9 +165,9 @@ async fn end_txn(
     transactional_id: &str,
     (producer_id, producer_epoch): (i64, i16),
     commit: bool,
-) -> i16 {
+) -> ErrorCode {
     let Some(_permit) = lock(rt, transactional_id).await else {
-        return txn_codes::COORDINATOR_NOT_AVAILABLE;
+        return ErrorCode::CoordinatorNotAvailable;
     };
     let step = rt.core.borrow().end_txn(
         transactional_id,
@@ -176,7 +177,7 @@ async fn end_txn(
         now_ms(),
     );
     let prepared = match step {
-        Ok(EndStep::AlreadyDone) => return codes::NONE,
+        Ok(EndStep::AlreadyDone) => return ErrorCode::None,
         Ok(EndStep::Prepare(prepared)) => prepared,
         Err(code) => return code,
     };
@@ -195,11 +196,11 @@ async fn end_txn(
     if let Err(code) = finish(shard, rt, transactional_id, prepared).await {
         tracing::warn!(
             transactional_id,
-            code,
+            %code,
             "transaction decided but not finished; the timer retries"
         );
     }
-    codes::NONE
+    ErrorCode::None
 }
 
 /// InitProducerId with a transactional id: fence the previous producer
@@ -210,16 +211,16 @@ async fn init_producer_id(
     transactional_id: &str,
     timeout_ms: i32,
     expected: Option<(i64, i16)>,
-) -> Result<(i64, i16), i16> {
+) -> Result<(i64, i16), ErrorCode> {
     ensure_txn_topic(shard).await?;
     let lock = rt.lock_for(transactional_id);
     let _permit = lock
         .acquire_permit(1)
         .await
-        .map_err(|_| txn_codes::COORDINATOR_NOT_AVAILABLE)?;
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
     // At most: abort the ongoing transaction, then initialize.
     for _ in 0..2 {
-        let new_producer_id = crate::handlers::init_producer_id::next_producer_id(shard.id);
+        let new_producer_id = next_producer_id(shard).await?;
         let step = rt.core.borrow().init_producer_id(
             transactional_id,
             timeout_ms,
@@ -239,7 +240,7 @@ async fn init_producer_id(
             }
         }
     }
-    Err(txn_codes::CONCURRENT_TRANSACTIONS)
+    Err(ErrorCode::ConcurrentTransactions)
 }
 
 /// Whether the [`FAULT_CRASH_AFTER_PREPARE`] point is armed; read once.

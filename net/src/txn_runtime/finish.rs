@@ -4,14 +4,12 @@
 
 use super::persist::persist_complete;
 use super::{now_ms, GroupMember, TxnRuntime, MARKER_ATTEMPTS};
-use crate::codes;
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::Shard;
-use crate::txn::{
-    codes as txn_codes, PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState,
-};
+use crate::txn::{PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState};
+use engine::ErrorCode;
 use engine::TopicPartition;
 use std::rc::Rc;
 use std::time::Duration;
@@ -23,10 +21,10 @@ pub(super) async fn validate_member(
     group: &str,
     member: GroupMember,
     pending: &PendingOffsets,
-) -> i16 {
+) -> ErrorCode {
     let (generation, member_id, instance_id) = member;
     if generation < 0 && member_id.is_empty() && instance_id.is_none() {
-        return codes::NONE;
+        return ErrorCode::None;
     }
     let request = OffsetCommitRequest {
         group_id: group.to_string(),
@@ -40,7 +38,7 @@ pub(super) async fn validate_member(
         GroupReply::Unavailable(code) => code,
         other => {
             tracing::warn!(group, reply = ?other, "unexpected answer to a membership check");
-            codes::UNKNOWN_SERVER_ERROR
+            ErrorCode::UnknownServerError
         }
     }
 }
@@ -54,7 +52,7 @@ pub(super) async fn finish(
     rt: &Rc<TxnRuntime>,
     transactional_id: &str,
     prepared: TxnMetadata,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let commit = prepared.state == TxnState::PrepareCommit;
     if commit {
         let pending = rt.core.borrow().offsets(transactional_id).cloned();
@@ -71,7 +69,7 @@ pub(super) async fn finish(
             Err(code) => {
                 tracing::debug!(
                     transactional_id,
-                    code,
+                    %code,
                     attempt,
                     "marker write failed; retrying"
                 );
@@ -110,7 +108,7 @@ async fn commit_group_offsets(
     shard: &Rc<Shard>,
     group: &str,
     offsets: Vec<PendingOffset>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let request = OffsetCommitRequest {
         group_id: group.to_string(),
         // Not checked by CommitTxn: the membership was checked at
@@ -122,10 +120,13 @@ async fn commit_group_offsets(
     };
     match group_runtime::call(shard, group, GroupRequest::CommitTxn(request)).await {
         GroupReply::Committed(results) => {
-            match results.into_iter().find(|(_, code)| *code != codes::NONE) {
+            match results
+                .into_iter()
+                .find(|(_, code)| *code != ErrorCode::None)
+            {
                 None => Ok(()),
                 Some((tp, code)) => {
-                    tracing::warn!(group, partition = ?tp, code,
+                    tracing::warn!(group, partition = ?tp, %code,
                         "transactional offset not committed yet; retrying later");
                     Err(code)
                 }
@@ -134,20 +135,24 @@ async fn commit_group_offsets(
         GroupReply::Unavailable(code) => {
             tracing::warn!(
                 group,
-                code,
+                %code,
                 "group coordinator unavailable for transactional offsets"
             );
             Err(code)
         }
         other => {
             tracing::warn!(group, reply = ?other, "unexpected answer to transactional offsets");
-            Err(codes::UNKNOWN_SERVER_ERROR)
+            Err(ErrorCode::UnknownServerError)
         }
     }
 }
 
 /// Writes the markers of `meta`'s partitions on their owners, each durable.
-async fn write_markers(shard: &Rc<Shard>, meta: &TxnMetadata, commit: bool) -> Result<(), i16> {
+async fn write_markers(
+    shard: &Rc<Shard>,
+    meta: &TxnMetadata,
+    commit: bool,
+) -> Result<(), ErrorCode> {
     let ops: Vec<PartitionOp> = meta
         .partitions
         .iter()
@@ -163,12 +168,12 @@ async fn write_markers(shard: &Rc<Shard>, meta: &TxnMetadata, commit: bool) -> R
         match reply {
             PartitionReply::Done(Ok(())) => {}
             // A deleted partition has no transaction left to end.
-            PartitionReply::Done(Err(codes::UNKNOWN_TOPIC_OR_PARTITION)) => {}
+            PartitionReply::Done(Err(ErrorCode::UnknownTopicOrPartition)) => {}
             // A newer epoch or coordinator already ended it there.
-            PartitionReply::Done(Err(txn_codes::INVALID_PRODUCER_EPOCH))
-            | PartitionReply::Done(Err(52)) => {}
+            PartitionReply::Done(Err(ErrorCode::InvalidProducerEpoch))
+            | PartitionReply::Done(Err(ErrorCode::TransactionCoordinatorFenced)) => {}
             PartitionReply::Done(Err(code)) => return Err(code),
-            _ => return Err(codes::UNKNOWN_SERVER_ERROR),
+            _ => return Err(ErrorCode::UnknownServerError),
         }
     }
     Ok(())

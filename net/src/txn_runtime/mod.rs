@@ -46,14 +46,14 @@ mod timer;
 pub use timer::run_timer;
 
 use crate::call::OwnerCall;
-use crate::codes;
 use crate::controller::{self, ControllerRequest};
 use crate::group_runtime;
 use crate::shard::{Shard, ShardService};
 use crate::txn::{
-    codes as txn_codes, txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata,
-    TXN_STATE_PARTITIONS, TXN_STATE_TOPIC,
+    txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
+    TXN_STATE_TOPIC,
 };
+use engine::ErrorCode;
 use engine::TopicPartition;
 use glommio::sync::Semaphore;
 use std::cell::{Cell, RefCell};
@@ -161,11 +161,11 @@ impl TxnRequest {
 #[derive(Debug, Clone)]
 pub enum TxnReply {
     /// InitProducerId: `(producer_id, epoch)`.
-    Init(Result<(i64, i16), i16>),
+    Init(Result<(i64, i16), ErrorCode>),
     /// A bare error code (0 on success).
-    Code(i16),
+    Code(ErrorCode),
     /// `verify_only`: whether each partition is in the transaction.
-    Verified(Result<Vec<bool>, i16>),
+    Verified(Result<Vec<bool>, ErrorCode>),
     /// Describe: the state, if the id is known.
     Described(Option<TxnMetadata>),
     /// List: every id with its state.
@@ -175,7 +175,7 @@ pub enum TxnReply {
 impl TxnReply {
     /// The error code of a reply that failed to arrive.
     fn unavailable() -> TxnReply {
-        TxnReply::Code(txn_codes::COORDINATOR_NOT_AVAILABLE)
+        TxnReply::Code(ErrorCode::CoordinatorNotAvailable)
     }
 }
 
@@ -253,7 +253,7 @@ impl OwnerCall for TxnRequest {
 }
 
 /// Creates `__transaction_state` (compacted, 50 partitions) if it does not exist.
-pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), i16> {
+pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
     if shard.topics.borrow().get(TXN_STATE_TOPIC).is_some() {
         return Ok(());
     }
@@ -270,10 +270,10 @@ pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), i16> {
         validate_only: false,
     };
     match controller::submit(shard, request).await {
-        Ok(_) | Err((codes::TOPIC_ALREADY_EXISTS, _)) => Ok(()),
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => Ok(()),
         Err((code, message)) => {
-            tracing::warn!(code, %message, "cannot create __transaction_state");
-            Err(txn_codes::COORDINATOR_NOT_AVAILABLE)
+            tracing::warn!(%code, %message, "cannot create __transaction_state");
+            Err(ErrorCode::CoordinatorNotAvailable)
         }
     }
 }

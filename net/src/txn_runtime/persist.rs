@@ -2,11 +2,11 @@
 //! is applied to the core.
 
 use super::{ensure_txn_topic, now_ms, TxnRuntime};
-use crate::codes;
 use crate::shard::Shard;
 use crate::txn::TXN_STATE_TOPIC;
-use crate::txn::{codes as txn_codes, records, txn_partition_for, PendingOffsets, TxnMetadata};
+use crate::txn::{records, txn_partition_for, PendingOffsets, TxnMetadata};
 use engine::batch::{BatchBuilder, Compression};
+use engine::ErrorCode;
 use engine::TopicPartition;
 use std::rc::Rc;
 
@@ -17,7 +17,7 @@ pub(super) async fn persist(
     rt: &Rc<TxnRuntime>,
     transactional_id: &str,
     meta: Option<TxnMetadata>,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let key = records::encode_key(transactional_id);
     let value = meta.as_ref().map(records::encode_value);
     append_durable(shard, transactional_id, &[(key, value)]).await?;
@@ -35,7 +35,7 @@ pub(super) async fn persist_complete(
     rt: &Rc<TxnRuntime>,
     transactional_id: &str,
     complete: TxnMetadata,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let offsets_tombstone = (records::encode_offsets_key(transactional_id), None);
     let state = (
         records::encode_key(transactional_id),
@@ -54,7 +54,7 @@ pub(super) async fn persist_offsets(
     rt: &Rc<TxnRuntime>,
     transactional_id: &str,
     pending: PendingOffsets,
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let record = (
         records::encode_offsets_key(transactional_id),
         Some(records::encode_offsets_value(&pending)),
@@ -72,7 +72,7 @@ pub(super) async fn append_durable(
     shard: &Rc<Shard>,
     transactional_id: &str,
     entries: &[(Vec<u8>, Option<Vec<u8>>)],
-) -> Result<(), i16> {
+) -> Result<(), ErrorCode> {
     let tp = TopicPartition::new(TXN_STATE_TOPIC, txn_partition_for(transactional_id));
     let log = match shard.logs.get(&tp) {
         Some(log) => log,
@@ -81,7 +81,7 @@ pub(super) async fn append_durable(
             shard
                 .logs
                 .get(&tp)
-                .ok_or(txn_codes::COORDINATOR_NOT_AVAILABLE)?
+                .ok_or(ErrorCode::CoordinatorNotAvailable)?
         }
     };
     let mut builder = BatchBuilder::new(0, Compression::None);
@@ -91,7 +91,7 @@ pub(super) async fn append_durable(
     }
     let mut bytes = builder.build().map_err(|e| {
         tracing::error!(error = %e, "cannot build a transaction log record");
-        codes::UNKNOWN_SERVER_ERROR
+        ErrorCode::UnknownServerError
     })?;
     let appended = log
         .append(&mut bytes, log.leader_epoch())
@@ -102,8 +102,8 @@ pub(super) async fn append_durable(
     Ok(())
 }
 
-fn persist_error(e: &engine::EngineError) -> i16 {
+fn persist_error(e: &engine::EngineError) -> ErrorCode {
     tracing::warn!(error = %e, "cannot persist transaction state");
     // Retriable for the client: it looks the coordinator up again and retries.
-    txn_codes::COORDINATOR_NOT_AVAILABLE
+    ErrorCode::CoordinatorNotAvailable
 }

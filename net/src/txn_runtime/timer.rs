@@ -41,7 +41,7 @@ async fn tick(shard: &Rc<Shard>, rt: &Rc<TxnRuntime>) {
         match finish(shard, rt, &id, prepared).await {
             Ok(()) => tracing::info!(transactional_id = %id, "unfinished transaction completed"),
             Err(code) => {
-                tracing::warn!(transactional_id = %id, code, "transaction still unfinished")
+                tracing::warn!(transactional_id = %id, %code, "transaction still unfinished")
             }
         }
     }
@@ -58,7 +58,7 @@ async fn tick(shard: &Rc<Shard>, rt: &Rc<TxnRuntime>) {
             "transaction timed out; aborting and fencing the producer");
         if persist(shard, rt, &id, Some(abort.clone())).await.is_ok() {
             if let Err(code) = finish(shard, rt, &id, abort).await {
-                tracing::warn!(transactional_id = %id, code, "timed-out transaction not finished yet");
+                tracing::warn!(transactional_id = %id, %code, "timed-out transaction not finished yet");
             }
         }
     }

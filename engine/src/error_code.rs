@@ -1,0 +1,219 @@
+//! [`ErrorCode`]: the one table of Kafka protocol error codes rill answers with.
+//!
+//! Every layer that reports an outcome to a client — the engine mapping its
+//! own errors, the group and transaction coordinator cores, the runtimes and
+//! the mesh replies between shards, the handlers — carries an `ErrorCode`; the
+//! number appears only where a response is encoded ([`ErrorCode::code`]).
+//!
+//! Why an enum of ours in the engine rather than kafka-protocol's
+//! `ResponseError`: the engine maps its errors to Kafka codes
+//! ([`crate::EngineError::error_code`]) and does not depend on the wire codec,
+//! and rill needs success (`None`, code 0) in the same type, since most
+//! responses carry "no error" in the same field as an error, whereas
+//! `ResponseError` has no variant for 0. The variants keep Kafka's names
+//! (CamelCase here, UPPER_SNAKE in [`Display`](std::fmt::Display)), and a test
+//! in the net crate checks every one against `ResponseError::try_from_code`,
+//! so this table cannot drift from Kafka's.
+
+/// Declares [`ErrorCode`] with, for each variant, its code, Kafka's
+/// UPPER_SNAKE name and its doc, so the numbers and names sit in one list.
+macro_rules! error_codes {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $name:literal; )*) => {
+        /// A Kafka protocol error code (Kafka's `Errors` enum), `None` being success.
+        ///
+        /// Only the codes rill answers with are listed; add one here (with
+        /// Kafka's name and number) before answering with it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(i16)]
+        pub enum ErrorCode {
+            $( $(#[doc = $doc])* $variant = $code, )*
+        }
+
+        impl ErrorCode {
+            /// Every variant, in declaration order (for tests and tables).
+            pub const ALL: &'static [ErrorCode] = &[$( ErrorCode::$variant, )*];
+
+            /// The variant with this numeric code, if rill knows it.
+            pub fn from_code(code: i16) -> Option<ErrorCode> {
+                match code {
+                    $( $code => Some(ErrorCode::$variant), )*
+                    _ => None,
+                }
+            }
+
+            /// Kafka's name for the code, e.g. `UNKNOWN_TOPIC_OR_PARTITION`.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $( ErrorCode::$variant => $name, )*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// No error.
+    None = 0, "NONE";
+    /// An unexpected broker-side error.
+    UnknownServerError = -1, "UNKNOWN_SERVER_ERROR";
+    /// The offset asked for is outside the log.
+    OffsetOutOfRange = 1, "OFFSET_OUT_OF_RANGE";
+    /// A record batch failed validation (CRC, framing, codec).
+    CorruptMessage = 2, "CORRUPT_MESSAGE";
+    /// The topic or partition does not exist.
+    UnknownTopicOrPartition = 3, "UNKNOWN_TOPIC_OR_PARTITION";
+    /// The partition has no leader yet (e.g. a topic created a moment ago):
+    /// the client retries.
+    LeaderNotAvailable = 5, "LEADER_NOT_AVAILABLE";
+    /// This broker does not lead the partition (or the log closed under us):
+    /// the client refreshes its metadata and retries.
+    NotLeaderOrFollower = 6, "NOT_LEADER_OR_FOLLOWER";
+    /// A request timed out.
+    RequestTimedOut = 7, "REQUEST_TIMED_OUT";
+    /// A batch is larger than `max.message.bytes`.
+    MessageTooLarge = 10, "MESSAGE_TOO_LARGE";
+    /// The coordinator is loading its state.
+    CoordinatorLoadInProgress = 14, "COORDINATOR_LOAD_IN_PROGRESS";
+    /// The coordinator cannot serve now (its state topic is missing, or the
+    /// group is being removed).
+    CoordinatorNotAvailable = 15, "COORDINATOR_NOT_AVAILABLE";
+    /// A topic name is not legal.
+    InvalidTopicException = 17, "INVALID_TOPIC_EXCEPTION";
+    /// `acks` is not -1, 0 or 1.
+    InvalidRequiredAcks = 21, "INVALID_REQUIRED_ACKS";
+    /// The generation id of the request is not the group's current one.
+    IllegalGeneration = 22, "ILLEGAL_GENERATION";
+    /// No protocol is supported by every member, or the protocol type differs.
+    InconsistentGroupProtocol = 23, "INCONSISTENT_GROUP_PROTOCOL";
+    /// The group id is empty.
+    InvalidGroupId = 24, "INVALID_GROUP_ID";
+    /// The member id is not a member of the group.
+    UnknownMemberId = 25, "UNKNOWN_MEMBER_ID";
+    /// The session timeout is outside the broker's bounds.
+    InvalidSessionTimeout = 26, "INVALID_SESSION_TIMEOUT";
+    /// The group is rebalancing; the member must rejoin.
+    RebalanceInProgress = 27, "REBALANCE_IN_PROGRESS";
+    /// The API version is not supported.
+    UnsupportedVersion = 35, "UNSUPPORTED_VERSION";
+    /// The topic already exists.
+    TopicAlreadyExists = 36, "TOPIC_ALREADY_EXISTS";
+    /// Partition count not acceptable.
+    InvalidPartitions = 37, "INVALID_PARTITIONS";
+    /// Replication factor not acceptable.
+    InvalidReplicationFactor = 38, "INVALID_REPLICATION_FACTOR";
+    /// Replica assignment not acceptable.
+    InvalidReplicaAssignment = 39, "INVALID_REPLICA_ASSIGNMENT";
+    /// A config name or value was refused.
+    InvalidConfig = 40, "INVALID_CONFIG";
+    /// A request was malformed.
+    InvalidRequest = 42, "INVALID_REQUEST";
+    /// The batch's format (magic) is not one rill stores.
+    UnsupportedForMessageFormat = 43, "UNSUPPORTED_FOR_MESSAGE_FORMAT";
+    /// A batch whose first sequence does not follow the producer's last one.
+    OutOfOrderSequenceNumber = 45, "OUT_OF_ORDER_SEQUENCE_NUMBER";
+    /// The producer epoch is older than the current one (pre-KIP-588 form of
+    /// fencing).
+    InvalidProducerEpoch = 47, "INVALID_PRODUCER_EPOCH";
+    /// The request does not fit the transaction's state.
+    InvalidTxnState = 48, "INVALID_TXN_STATE";
+    /// The producer id is not the transactional id's.
+    InvalidProducerIdMapping = 49, "INVALID_PRODUCER_ID_MAPPING";
+    /// `transaction.timeout.ms` above `transaction.max.timeout.ms`.
+    InvalidTransactionTimeout = 50, "INVALID_TRANSACTION_TIMEOUT";
+    /// Another step of the transaction is in progress: retry.
+    ConcurrentTransactions = 51, "CONCURRENT_TRANSACTIONS";
+    /// A transaction marker from a coordinator older than the last one seen.
+    TransactionCoordinatorFenced = 52, "TRANSACTION_COORDINATOR_FENCED";
+    /// The broker did not try this part of a batched request because another
+    /// part failed.
+    OperationNotAttempted = 55, "OPERATION_NOT_ATTEMPTED";
+    /// The disk failed, or the broker has no such log dir.
+    KafkaStorageError = 56, "KAFKA_STORAGE_ERROR";
+    /// The group still has members.
+    NonEmptyGroup = 68, "NON_EMPTY_GROUP";
+    /// The group does not exist.
+    GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
+    /// Topic deletion is disabled (`delete.topic.enable=false`).
+    TopicDeletionDisabled = 73, "TOPIC_DELETION_DISABLED";
+    /// Attribute bits name no compression codec Kafka defines.
+    UnsupportedCompressionType = 76, "UNSUPPORTED_COMPRESSION_TYPE";
+    /// DeleteRecords asked for an offset beyond the high watermark.
+    OffsetNotAvailable = 78, "OFFSET_NOT_AVAILABLE";
+    /// The first JoinGroup carried no member id: retry with the one returned.
+    MemberIdRequired = 79, "MEMBER_ID_REQUIRED";
+    /// The group already has `group.max.size` members.
+    GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
+    /// Another member with the same `group.instance.id` replaced this one.
+    FencedInstanceId = 82, "FENCED_INSTANCE_ID";
+    /// The group still subscribes to the topic whose offsets are to be deleted.
+    GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
+    /// A record inside a batch is malformed.
+    InvalidRecord = 87, "INVALID_RECORD";
+    /// A newer producer with the same transactional id exists.
+    ProducerFenced = 90, "PRODUCER_FENCED";
+    /// The partition exists but the operation cannot run on it right now.
+    InvalidUpdateVersion = 95, "INVALID_UPDATE_VERSION";
+    /// A request named a topic id this broker does not know.
+    UnknownTopicId = 100, "UNKNOWN_TOPIC_ID";
+    /// DescribeTransactions: no such transactional id.
+    TransactionalIdNotFound = 105, "TRANSACTIONAL_ID_NOT_FOUND";
+    /// The member epoch is ahead of, or unrelated to, the broker's.
+    FencedMemberEpoch = 110, "FENCED_MEMBER_EPOCH";
+    /// The static member's previous incarnation has not left yet.
+    UnreleasedInstanceId = 111, "UNRELEASED_INSTANCE_ID";
+    /// The server assignor named by the member is unknown.
+    UnsupportedAssignor = 112, "UNSUPPORTED_ASSIGNOR";
+    /// The member epoch is behind the broker's (commit with an old epoch).
+    StaleMemberEpoch = 113, "STALE_MEMBER_EPOCH";
+}
+
+impl ErrorCode {
+    /// The numeric code to put on the wire.
+    pub const fn code(self) -> i16 {
+        self as i16
+    }
+
+    /// Whether this is success (`None`).
+    pub const fn is_ok(self) -> bool {
+        matches!(self, ErrorCode::None)
+    }
+
+    /// Whether this is an error (anything but `None`).
+    pub const fn is_err(self) -> bool {
+        !self.is_ok()
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_distinct() {
+        let mut seen = std::collections::HashSet::new();
+        for &code in ErrorCode::ALL {
+            assert!(seen.insert(code.code()), "{code} listed twice");
+            assert_eq!(ErrorCode::from_code(code.code()), Some(code));
+        }
+        assert_eq!(ErrorCode::from_code(-2), None);
+        assert_eq!(ErrorCode::from_code(i16::MAX), None);
+    }
+
+    #[test]
+    fn success_is_zero_and_display_is_kafkas_name() {
+        assert_eq!(ErrorCode::None.code(), 0);
+        assert!(ErrorCode::None.is_ok() && !ErrorCode::None.is_err());
+        assert!(ErrorCode::UnknownServerError.is_err());
+        assert_eq!(ErrorCode::UnknownServerError.code(), -1);
+        assert_eq!(
+            ErrorCode::UnknownTopicOrPartition.to_string(),
+            "UNKNOWN_TOPIC_OR_PARTITION"
+        );
+    }
+}
