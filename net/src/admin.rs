@@ -8,7 +8,6 @@ use crate::metrics::{render, MetricsSnapshot};
 use crate::shard::Shard;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use std::future::Future;
 use std::rc::Rc;
 
 /// Largest HTTP request head read.
@@ -60,8 +59,8 @@ struct MetricsRequest;
 impl OwnerCall for MetricsRequest {
     type Reply = MetricsSnapshot;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = MetricsSnapshot> + 'static {
-        async move { local_snapshot(&shard) }
+    async fn run(self, shard: Rc<Shard>) -> MetricsSnapshot {
+        local_snapshot(&shard)
     }
 }
 

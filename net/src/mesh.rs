@@ -14,10 +14,13 @@
 
 use std::rc::Rc;
 
+/// A job for the receiving shard, given its context.
+type Job<C> = Box<dyn FnOnce(&Rc<C>) + Send>;
+
 /// One message from one shard to another: a job run on the receiver with its
 /// shard-local context `C` (the receiving shard).
 pub struct Envelope<C: 'static> {
-    job: Box<dyn FnOnce(&Rc<C>) + Send>,
+    job: Job<C>,
 }
 
 impl<C: 'static> Envelope<C> {

@@ -82,22 +82,20 @@ pub struct AllocateProducerIdBlock;
 impl OwnerCall for AllocateProducerIdBlock {
     type Reply = Result<ProducerIdBlock, ErrorCode>;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = Self::Reply> + 'static {
-        async move {
-            let Some(allocator) = shard.services.get::<ProducerIdAllocator>() else {
-                tracing::error!(shard = shard.id, "no producer-id block store on this shard");
-                return Err(ErrorCode::CoordinatorLoadInProgress);
-            };
-            let block = allocator
-                .store
-                .borrow_mut()
-                .allocate_block(PRODUCER_ID_BLOCK_SIZE);
-            block.map_err(|e| {
-                // Retriable for the client; the operator sees why in the log.
-                tracing::error!(error = %e, "cannot allocate a producer-id block");
-                ErrorCode::CoordinatorLoadInProgress
-            })
-        }
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let Some(allocator) = shard.services.get::<ProducerIdAllocator>() else {
+            tracing::error!(shard = shard.id, "no producer-id block store on this shard");
+            return Err(ErrorCode::CoordinatorLoadInProgress);
+        };
+        let block = allocator
+            .store
+            .borrow_mut()
+            .allocate_block(PRODUCER_ID_BLOCK_SIZE);
+        block.map_err(|e| {
+            // Retriable for the client; the operator sees why in the log.
+            tracing::error!(error = %e, "cannot allocate a producer-id block");
+            ErrorCode::CoordinatorLoadInProgress
+        })
     }
 }
 

@@ -260,8 +260,8 @@ fn strip_comments_and_strings(text: &str) -> String {
         if rest.starts_with("//") {
             let end = rest.find('\n').map_or(bytes.len(), |e| i + e);
             i = end;
-        } else if rest.starts_with("/*") {
-            let end = rest[2..].find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
+        } else if let Some(body) = rest.strip_prefix("/*") {
+            let end = body.find("*/").map_or(bytes.len(), |e| i + 2 + e + 2);
             i = end;
         } else if rest.starts_with("r#\"") || rest.starts_with("r\"") {
             let hashes = rest[1..].chars().take_while(|&c| c == '#').count();

@@ -19,7 +19,6 @@ use crate::shard::{Shard, ShardService};
 use crate::topics::TopicUpdate;
 use engine::ErrorCode;
 use std::cell::Cell;
-use std::future::Future;
 use std::rc::Rc;
 
 /// The shard that runs the controller.
@@ -98,8 +97,8 @@ impl ControllerState {
 impl OwnerCall for ControllerRequest {
     type Reply = ControllerReply;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = ControllerReply> + 'static {
-        async move { execute(&shard, self).await }
+    async fn run(self, shard: Rc<Shard>) -> ControllerReply {
+        execute(&shard, self).await
     }
 }
 

@@ -44,7 +44,6 @@ use engine::ErrorCode;
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::future::Future;
 use std::rc::Rc;
 
 /// The internal topic holding committed offsets and group metadata.
@@ -253,7 +252,7 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: GroupRequest) -> 
 impl OwnerCall for GroupRequest {
     type Reply = GroupReply;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = GroupReply> + 'static {
-        async move { execute::execute(&shard, self).await }
+    async fn run(self, shard: Rc<Shard>) -> GroupReply {
+        execute::execute(&shard, self).await
     }
 }

@@ -6,7 +6,6 @@ use crate::call::OwnerCall;
 use crate::shard::Shard;
 use engine::TopicPartition;
 use futures::future::{select, select_all};
-use std::future::Future;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -47,19 +46,17 @@ impl OwnerCall for WaitForData {
     type Reply = ();
     const CANCEL_WHEN_ASKER_GONE: bool = true;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = ()> + 'static {
-        async move {
-            let mut waits: Vec<futures::future::LocalBoxFuture<'static, ()>> = Vec::new();
-            for (tp, offset) in self.parts {
-                if let Some(log) = shard.logs.get(&tp) {
-                    waits.push(Box::pin(async move { log.wait_for_data(offset).await }));
-                }
+    async fn run(self, shard: Rc<Shard>) -> () {
+        let mut waits: Vec<futures::future::LocalBoxFuture<'static, ()>> = Vec::new();
+        for (tp, offset) in self.parts {
+            if let Some(log) = shard.logs.get(&tp) {
+                waits.push(Box::pin(async move { log.wait_for_data(offset).await }));
             }
-            if waits.is_empty() {
-                // Partitions gone: let the fetcher re-read and see the error.
-                return;
-            }
-            let _ = select_all(waits).await;
         }
+        if waits.is_empty() {
+            // Partitions gone: let the fetcher re-read and see the error.
+            return;
+        }
+        let _ = select_all(waits).await;
     }
 }

@@ -23,7 +23,6 @@ use engine::ErrorCode;
 use engine::TopicPartition;
 use futures::future::join_all;
 use ops::OpKind;
-use std::future::Future;
 use std::rc::Rc;
 
 /// Partition work for one owner shard; replies in the order of `ops`.
@@ -36,8 +35,8 @@ pub struct PartitionWork {
 impl OwnerCall for PartitionWork {
     type Reply = Vec<PartitionReply>;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = Self::Reply> + 'static {
-        async move { owner::execute_local(&shard, self.ops).await }
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        owner::execute_local(&shard, self.ops).await
     }
 }
 

@@ -58,7 +58,6 @@ use engine::TopicPartition;
 use glommio::sync::Semaphore;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::future::Future;
 use std::rc::Rc;
 
 /// How often timed-out transactions are aborted and unfinished ones retried
@@ -247,8 +246,8 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: TxnRequest) -> Tx
 impl OwnerCall for TxnRequest {
     type Reply = TxnReply;
 
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = TxnReply> + 'static {
-        async move { execute::execute(&shard, self).await }
+    async fn run(self, shard: Rc<Shard>) -> TxnReply {
+        execute::execute(&shard, self).await
     }
 }
 
