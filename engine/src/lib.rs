@@ -34,6 +34,7 @@
 pub mod appender;
 pub mod batch;
 pub mod cache;
+pub mod clock;
 pub mod compaction;
 pub mod config;
 pub mod error;
@@ -47,8 +48,11 @@ pub mod segment;
 pub mod shard;
 mod stream_writer;
 pub mod txn_index;
+pub mod types;
 
+pub use clock::Clock;
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
-pub use manager::{LogManager, TopicPartition};
+pub use manager::LogManager;
+pub use types::TopicPartition;

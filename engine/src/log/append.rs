@@ -2,7 +2,7 @@
 //! sequences, assign offsets in place, roll, queue for the flusher.
 
 use super::txn::{data_batch, parse_marker_batch};
-use super::{now_ms, AppendResult, PartitionLog, PendingChunk};
+use super::{AppendResult, PartitionLog, PendingChunk};
 use crate::batch::{self, BatchError, BatchHeader};
 use crate::error::EngineError;
 use crate::producer_state::{
@@ -16,7 +16,7 @@ use std::rc::Rc;
 const STREAM_APPEND_MAX_BYTES: usize = 4 << 10;
 
 /// A produce payload, lent or handed over.
-pub(crate) enum Payload<'a> {
+enum Payload<'a> {
     /// The caller keeps the buffer; the log copies the batches.
     Borrowed(&'a mut [u8]),
     /// The log keeps the buffer.
@@ -107,8 +107,19 @@ impl PartitionLog {
         self.append_inner(Payload::Owned(records), leader_epoch, false)
     }
 
+    /// Appends a control batch built by the log itself (a transaction
+    /// marker, see [`PartitionLog::append_control`]): the one way in for
+    /// control batches, which [`PartitionLog::append`] refuses.
+    pub(crate) fn append_control_batch(
+        &self,
+        batch: Vec<u8>,
+        leader_epoch: i32,
+    ) -> Result<AppendResult, EngineError> {
+        self.append_inner(Payload::Owned(batch), leader_epoch, true)
+    }
+
     /// [`PartitionLog::append`], taking control batches when `allow_control`.
-    pub(crate) fn append_inner(
+    fn append_inner(
         &self,
         mut payload: Payload<'_>,
         leader_epoch: i32,
@@ -139,7 +150,7 @@ impl PartitionLog {
         let validated =
             validate_payload(records, config.max_message_bytes as usize, allow_control)?;
         // One clock read serves the whole append (≈50 ns each on this VM).
-        let now_ms = now_ms();
+        let now_ms = self.now_ms();
         let log_append_time_ms = if config.log_append_time { now_ms } else { -1 };
 
         let mut state = self.state.borrow_mut();

@@ -5,7 +5,7 @@
 //! transactions along, a truncation rebuilds the producer state below the
 //! cut, and the retention tick expires idle producers.
 
-use super::{now_ms, PartitionLog};
+use super::PartitionLog;
 use crate::cache::BatchCache;
 use crate::error::EngineError;
 use crate::segment::write_file_synced;
@@ -69,7 +69,7 @@ impl PartitionLog {
     /// deleted.
     pub fn apply_retention(&self) -> Result<usize, EngineError> {
         // Producer expiry rides on the retention tick, as in Kafka.
-        let expired = self.expire_producers(now_ms());
+        let expired = self.expire_producers(self.now_ms());
         if expired > 0 {
             tracing::debug!(partition = %self.tp, expired, "idle producers expired");
         }
@@ -81,7 +81,7 @@ impl PartitionLog {
         if !config.cleanup_policy.delete {
             return Ok(below_start);
         }
-        let now = now_ms();
+        let now = self.now_ms();
         let hw = self.high_watermark.get();
         let mut delete_count = 0usize;
         {

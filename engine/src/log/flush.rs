@@ -24,7 +24,7 @@
 //! writer's turn comes, and without this the round's write would only start
 //! after the last of them. The writer skips what was streamed.
 
-use super::{now_ms, LogState, PartitionLog, PendingChunk};
+use super::{LogState, PartitionLog, PendingChunk};
 use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
 use crate::error::EngineError;
@@ -348,7 +348,7 @@ impl PartitionLog {
                     let mut state = self.state.borrow_mut();
                     state.messages_since_sync += batches_in_round;
                     state.messages_since_sync >= config.flush_messages
-                        || now_ms() - state.last_sync_ms >= config.flush_ms as i64
+                        || self.now_ms() - state.last_sync_ms >= config.flush_ms as i64
                 };
                 let mut commit = self.commit.borrow_mut();
                 commit.batches_unsynced += batches_in_round;
@@ -447,7 +447,7 @@ impl PartitionLog {
         stats.appends_covered += batches;
         let mut state = self.state.borrow_mut();
         state.messages_since_sync = 0;
-        state.last_sync_ms = now_ms();
+        state.last_sync_ms = self.now_ms();
         Ok(())
     }
 

@@ -15,12 +15,12 @@
 //! a replay of the batches after it (see [`super::txn`]).
 
 use super::watch::OffsetWatch;
-use super::{now_ms, LogContext, LogState, PartitionLog};
+use super::{LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
-use crate::manager::TopicPartition;
 use crate::recovery::recover_segment;
 use crate::segment::{parse_file_name, sync_dir, Segment};
+use crate::types::{TopicId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ impl PartitionLog {
         ctx: Rc<LogContext>,
         dir: PathBuf,
         tp: TopicPartition,
-        topic_id: [u8; 16],
+        topic_id: TopicId,
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
@@ -48,7 +48,7 @@ impl PartitionLog {
         bases.sort_unstable();
         let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
         let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
-        let now = now_ms();
+        let now = ctx.config.clock.now_ms();
 
         let mut segments: Vec<Rc<Segment>> = Vec::new();
         let mut min_offset = 0i64;
@@ -124,7 +124,7 @@ impl PartitionLog {
         }
         let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
         let log_start_offset = stored_start.max(first_base).min(log_end_offset);
-        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset)?;
+        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset, now)?;
         sync_dir(&dir)?;
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
