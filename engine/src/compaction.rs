@@ -28,7 +28,7 @@ pub struct CompactionStats {
 }
 
 /// Compacts the sealed segments of `log` once. It works through the log's
-/// [`Maintenance`] view only.
+/// maintenance view (`log/maintenance.rs`) only.
 pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineError> {
     let log = log.maintenance();
     let config = log.topic_config();

@@ -28,7 +28,7 @@
 //! - [`log`]: the partition log — append, read (copy or file slice), lookup by
 //!   offset and time, high watermark, truncation, delete-records, and the
 //!   pipelined group commit that makes appends durable. Its
-//!   `log/maintenance.rs` is the narrow view ([`log::Maintenance`], crate
+//!   `log/maintenance.rs` is the narrow view (`Maintenance`, crate
 //!   internal) through which compaction reads and rewrites sealed segments.
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,

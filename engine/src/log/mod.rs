@@ -14,7 +14,8 @@
 //! [`cleanup`] (delete-records, retention, truncation), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
 //! stable offset, the aborted-transaction index), [`watch`] (offsets that
-//! tasks wait on).
+//! tasks wait on), [`maintenance`] (the narrow view the background cleaners
+//! get). All time comes from the engine's [`crate::clock::Clock`].
 
 mod append;
 mod cleanup;

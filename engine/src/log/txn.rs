@@ -260,6 +260,8 @@ pub(crate) fn parse_marker_batch(bytes: &[u8]) -> Option<(bool, i32)> {
 
 /// Replays `[from_offset, end_offset)` of `segments` into `txn`: producer
 /// state always, aborted transactions into the index when `index_aborts`.
+/// Replayed producers count as last seen at `now_ms` (the clock at open or
+/// truncation).
 fn replay(
     txn: &mut TxnState,
     segments: &[Rc<Segment>],
