@@ -12,7 +12,7 @@
 
 use crate::batch::{self, BatchBuilder, BatchHeader};
 use crate::error::EngineError;
-use crate::log::PartitionLog;
+use crate::log::{Maintenance, PartitionLog};
 use crate::recovery::scan_segment;
 use crate::segment::{sync_dir, Segment};
 use std::collections::HashMap;
@@ -27,15 +27,13 @@ pub struct CompactionStats {
     pub records_removed: usize,
 }
 
-/// Compacts the sealed segments of `log` once.
+/// Compacts the sealed segments of `log` once. It works through the log's
+/// maintenance view (`log/maintenance.rs`) only.
 pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineError> {
-    let config = log.config();
-    let now = crate::log::now_ms_public();
-    let sealed: Vec<Rc<Segment>> = {
-        let all = log.segments_snapshot();
-        let n = all.len().saturating_sub(1);
-        all.into_iter().take(n).collect()
-    };
+    let log = log.maintenance();
+    let config = log.topic_config();
+    let now = log.now_ms();
+    let sealed = log.sealed_segments();
     let hw = log.high_watermark();
     let sealed: Vec<_> = sealed
         .into_iter()
@@ -50,7 +48,7 @@ pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineEr
     // Pass 1: newest offset per key over the sealed segments, and the
     // newest per key over the active segment (which wins over anything sealed).
     let mut newest: HashMap<Vec<u8>, i64> = HashMap::new();
-    for segment in log.segments_snapshot() {
+    for segment in log.segments() {
         let bytes = read_segment(&segment).await?;
         for item in batch::batches(&bytes) {
             let (header, range) = item?;
@@ -107,7 +105,7 @@ pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineEr
         if removed == 0 {
             continue;
         }
-        replace_segment(log, &segment, &out, &config).await?;
+        replace_segment(&log, &segment, &out, &config).await?;
         stats.segments_rewritten += 1;
         stats.records_removed += removed;
     }
@@ -154,7 +152,7 @@ async fn read_segment(segment: &Segment) -> Result<Vec<u8>, EngineError> {
 }
 
 async fn replace_segment(
-    log: &Rc<PartitionLog>,
+    log: &Maintenance<'_>,
     old: &Rc<Segment>,
     bytes: &[u8],
     config: &crate::config::TopicConfig,

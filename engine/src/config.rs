@@ -1,5 +1,6 @@
 //! Settings: per-topic configs with Kafka's names and defaults, and engine-wide settings.
 
+use crate::clock::Clock;
 use crate::error::EngineError;
 use std::path::PathBuf;
 
@@ -65,6 +66,9 @@ pub struct EngineConfig {
     /// appends wait for the writer, their whole blocks are written at once
     /// from the shard's stream-writer thread. 0 turns streaming off.
     pub stream_min_bytes: usize,
+    /// Where the engine's wall-clock time comes from (see [`crate::clock`]):
+    /// the system clock, or a manual one a test moves.
+    pub clock: Clock,
 }
 
 impl EngineConfig {
@@ -80,6 +84,7 @@ impl EngineConfig {
             retention_check_interval_ms: 300_000,
             producer_id_expiration_ms: 86_400_000,
             stream_min_bytes: 64 << 10,
+            clock: Clock::system(),
         }
     }
 }

@@ -11,6 +11,13 @@
 //! Map of the modules:
 //! - [`error_code`]: [`ErrorCode`], the one table of Kafka error codes,
 //!   success included, that every layer answers with.
+//! - [`types`]: plain types shared by every module and by `net`:
+//!   [`TopicPartition`] and the aliases naming Kafka's ids (`Offset`,
+//!   `ProducerId`, `ProducerEpoch`, `LeaderEpoch`, `TopicId`, ...). It
+//!   imports nothing from the crate.
+//! - [`clock`]: the one source of wall-clock time ([`Clock`]: the system
+//!   clock in production, a manual clock a test moves), carried in
+//!   [`EngineConfig::clock`].
 //! - [`batch`]: Kafka RecordBatch v2 — parse, validate (CRC32C), in-place
 //!   offset assignment, records, codecs, a builder.
 //! - [`config`]: per-topic settings with Kafka's names and defaults, and the
@@ -22,7 +29,9 @@
 //!   blocks streamed to the shard's stream-writer thread).
 //! - [`log`]: the partition log — append, read (copy or file slice), lookup by
 //!   offset and time, high watermark, truncation, delete-records, and the
-//!   pipelined group commit that makes appends durable.
+//!   pipelined group commit that makes appends durable. Its
+//!   `log/maintenance.rs` is the narrow view (`Maintenance`, crate
+//!   internal) through which compaction reads and rewrites sealed segments.
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.
@@ -30,14 +39,24 @@
 //!   producer-id blocks (KIP-730).
 //! - [`txn_index`]: the aborted-transaction index (`.txnindex`) that
 //!   `read_committed` fetches answer from.
-//! - [`retention`], [`compaction`]: background cleanup of old segments.
+//! - [`retention`]: the pure policy of which sealed segments are past
+//!   `retention.ms` / `retention.bytes` (the log deletes them).
+//! - [`compaction`]: the cleaner of `cleanup.policy=compact`, working
+//!   through the log's maintenance view only.
 //! - [`cache`]: the per-shard cache of recent batches.
 //! - [`manager`]: the shard's set of partitions.
 //! - [`shard`]: the pure partition → shard function.
+//!
+//! Imports run one way, with no cycle between files (`tests/src/layering.rs`
+//! checks it): `types` and `clock` at the bottom; `batch`, `index`,
+//! `segment`, `producer_state`, `txn_index`, `recovery`, `retention` above
+//! them; `log` on those; `compaction` on `log`'s maintenance view; `manager`
+//! on top.
 
 pub mod appender;
 pub mod batch;
 pub mod cache;
+pub mod clock;
 pub mod compaction;
 pub mod config;
 pub mod error;
@@ -53,10 +72,13 @@ pub mod segment;
 pub mod shard;
 mod stream_writer;
 pub mod txn_index;
+pub mod types;
 
+pub use clock::Clock;
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;
 pub use error_code::ErrorCode;
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
-pub use manager::{LogManager, TopicPartition};
+pub use manager::LogManager;
 pub use producer_ids::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};
+pub use types::TopicPartition;

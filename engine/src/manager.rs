@@ -12,63 +12,15 @@ use crate::error::EngineError;
 use crate::log::{LogContext, PartitionLog};
 use crate::segment::{sync_dir, write_file_synced};
 use crate::shard::shard_of;
+use crate::types::TopicId;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-/// A topic and one of its partitions.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition number.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// A topic-partition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        TopicPartition {
-            topic: topic.into(),
-            partition,
-        }
-    }
-
-    /// `<topic>-<partition>`, the directory name Kafka uses.
-    pub fn dir_name(&self) -> String {
-        format!("{}-{}", self.topic, self.partition)
-    }
-
-    /// Parses a directory name back (the partition follows the last `-`).
-    pub fn parse_dir_name(name: &str) -> Option<Self> {
-        let (topic, partition) = name.rsplit_once('-')?;
-        if topic.is_empty() || !is_valid_topic_name(topic) {
-            return None;
-        }
-        let partition: i32 = partition.parse().ok()?;
-        (partition >= 0 && partition.to_string() == name[topic.len() + 1..])
-            .then(|| TopicPartition::new(topic, partition))
-    }
-}
-
-impl std::fmt::Display for TopicPartition {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.topic, self.partition)
-    }
-}
-
-/// Kafka's rule: 1–249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn is_valid_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-}
+// Re-exported so `engine::manager::TopicPartition` (used by `net`) keeps working.
+pub use crate::types::{is_valid_topic_name, TopicPartition};
 
 /// A topic as found on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,7 +28,7 @@ pub struct TopicMeta {
     /// Partition count (highest partition directory + 1).
     pub partitions: i32,
     /// Kafka topic id.
-    pub topic_id: [u8; 16],
+    pub topic_id: TopicId,
     /// The topic's config (defaults plus stored overrides).
     pub config: TopicConfig,
 }
@@ -284,7 +236,7 @@ impl LogManager {
     pub async fn create_partition(
         &self,
         tp: TopicPartition,
-        topic_id: [u8; 16],
+        topic_id: TopicId,
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
         if self.logs.borrow().contains_key(&tp) {
@@ -399,18 +351,6 @@ impl LogManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dir_names_round_trip() {
-        let tp = TopicPartition::new("my-topic", 12);
-        assert_eq!(tp.dir_name(), "my-topic-12");
-        assert_eq!(TopicPartition::parse_dir_name("my-topic-12"), Some(tp));
-        assert_eq!(TopicPartition::parse_dir_name("my-topic-x"), None);
-        assert_eq!(TopicPartition::parse_dir_name("t-012"), None);
-        assert_eq!(TopicPartition::parse_dir_name("-1"), None);
-        assert!(!is_valid_topic_name("a/b"));
-        assert!(is_valid_topic_name("__consumer_offsets"));
-    }
 
     #[test]
     fn hex_round_trips() {

@@ -30,6 +30,7 @@
 //! [`ProducerAppend::recovered_data_batch`] / [`ProducerAppend::marker`].
 
 use crate::error::EngineError;
+use crate::types::{CoordinatorEpoch, Offset, ProducerEpoch, ProducerId, Sequence, TimestampMs};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Batches remembered per producer for duplicate detection (Kafka's 5, the
@@ -40,28 +41,28 @@ pub const BATCHES_PER_PRODUCER: usize = 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchMetadata {
     /// Sequence of the first record.
-    pub first_sequence: i32,
+    pub first_sequence: Sequence,
     /// Sequence of the last record.
-    pub last_sequence: i32,
+    pub last_sequence: Sequence,
     /// Offset of the first record.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// Offset of the last record.
-    pub last_offset: i64,
+    pub last_offset: Offset,
 }
 
 /// What the partition knows of one producer id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerEntry {
     /// Current epoch (-1 when only seen without one).
-    pub producer_epoch: i16,
+    pub producer_epoch: ProducerEpoch,
     /// Coordinator epoch of the last marker (-1 before any).
-    pub coordinator_epoch: i32,
+    pub coordinator_epoch: CoordinatorEpoch,
     /// The last batches, oldest first, at most [`BATCHES_PER_PRODUCER`].
     pub batches: VecDeque<BatchMetadata>,
     /// Broker wall clock of the last append, for `producer_id_expiration_ms`.
-    pub last_seen_ms: i64,
+    pub last_seen_ms: TimestampMs,
     /// First offset of the open transaction, if one is open.
-    pub current_txn_first_offset: Option<i64>,
+    pub current_txn_first_offset: Option<Offset>,
 }
 
 impl ProducerEntry {
@@ -104,15 +105,15 @@ impl ProducerEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataBatch {
     /// Producer id (>= 0).
-    pub producer_id: i64,
+    pub producer_id: ProducerId,
     /// Producer epoch.
-    pub producer_epoch: i16,
+    pub producer_epoch: ProducerEpoch,
     /// Sequence of the first record.
-    pub base_sequence: i32,
+    pub base_sequence: Sequence,
     /// Offset of the last record relative to the first.
     pub last_offset_delta: i32,
     /// Offset given to the first record.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// Part of a transaction.
     pub transactional: bool,
 }
@@ -142,11 +143,11 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompletedTxn {
     /// Producer id.
-    pub producer_id: i64,
+    pub producer_id: ProducerId,
     /// First offset of the transaction's data.
-    pub first_offset: i64,
+    pub first_offset: Offset,
     /// Offset of the marker.
-    pub last_offset: i64,
+    pub last_offset: Offset,
     /// ABORT (true) or COMMIT (false).
     pub aborted: bool,
 }

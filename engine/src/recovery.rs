@@ -155,89 +155,27 @@ fn scan_from(
     mut expected_min: i64,
     index_interval_bytes: u64,
 ) -> Result<ScanOutcome, EngineError> {
-    let mut file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
-    let file_bytes = file
-        .seek(SeekFrom::End(0))
-        .map_err(|e| EngineError::io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
     let start_position = meta.size_bytes;
+    let mut reader = ScanReader::new(file, path, start_position)?;
+    let file_bytes = reader.file_bytes;
     let segment = Segment::new(
         path.parent().unwrap_or(Path::new(".")),
         base_offset,
         meta,
         0,
     );
-    let mut window: Vec<u8> = Vec::with_capacity(SCAN_WINDOW_BYTES);
-    // Empty window: the first read fills it from `start_position`.
-    let mut window_start: u64 = start_position;
     let mut position: u64 = start_position;
     let mut stopped_because = None;
-    loop {
-        if position >= file_bytes {
-            break;
-        }
-        // Make sure the window holds the header at `position`.
-        let header = match fill_and_parse(
-            &mut file,
-            path,
-            &mut window,
-            &mut window_start,
-            position,
-            HEADER_BYTES,
-        )? {
-            Some(bytes) => match BatchHeader::parse(bytes) {
-                Ok(h) => h,
-                Err(e) => {
-                    if !is_zeroes(bytes) {
-                        stopped_because =
-                            Some(format!("invalid batch header at byte {position}: {e}"));
-                    }
-                    break;
-                }
-            },
-            None => {
-                stopped_because = trailing_reason(&window, window_start, position);
+    while position < file_bytes {
+        let header = match reader.next_batch(position, expected_min, base_offset)? {
+            NextBatch::Valid(header) => header,
+            NextBatch::Stop(reason) => {
+                stopped_because = reason;
                 break;
             }
         };
         let total = header.total_bytes();
-        if header.base_offset < expected_min || header.last_offset() < header.base_offset {
-            stopped_because = Some(format!(
-                "batch at byte {position} has offsets {}..={} but {expected_min} or more was expected",
-                header.base_offset,
-                header.last_offset()
-            ));
-            break;
-        }
-        if header.last_offset() - base_offset > i64::from(u32::MAX) {
-            stopped_because = Some(format!(
-                "batch at byte {position} is beyond the segment's offset range"
-            ));
-            break;
-        }
-        let bytes = match fill_and_parse(
-            &mut file,
-            path,
-            &mut window,
-            &mut window_start,
-            position,
-            total,
-        )? {
-            Some(bytes) => bytes,
-            None => {
-                stopped_because = Some(format!(
-                    "torn batch at byte {position}: {total} bytes announced, file ends first"
-                ));
-                break;
-            }
-        };
-        let crc = batch::compute_crc(bytes);
-        if crc != header.crc {
-            stopped_because = Some(format!(
-                "CRC mismatch at byte {position} (stored {:#010x}, computed {crc:#010x})",
-                header.crc
-            ));
-            break;
-        }
         segment.record_append(
             position,
             header.base_offset,
@@ -256,6 +194,125 @@ fn scan_from(
         stopped_because,
         file_bytes,
     })
+}
+
+/// What the scan found at a position.
+enum NextBatch {
+    /// A whole, valid batch with this header.
+    Valid(BatchHeader),
+    /// The valid prefix ends here; why, unless the rest is zeros
+    /// (preallocated space: a clean end, nothing to report).
+    Stop(Option<String>),
+}
+
+/// A segment file read through a window, batch by batch.
+struct ScanReader<'p> {
+    file: std::fs::File,
+    path: &'p Path,
+    /// Bytes in the file (including preallocated zeros).
+    file_bytes: u64,
+    window: Vec<u8>,
+    window_start: u64,
+}
+
+impl<'p> ScanReader<'p> {
+    /// A reader whose first read fills the window from `start_position`.
+    fn new(
+        mut file: std::fs::File,
+        path: &'p Path,
+        start_position: u64,
+    ) -> Result<Self, EngineError> {
+        let file_bytes = file
+            .seek(SeekFrom::End(0))
+            .map_err(|e| EngineError::io(path, e))?;
+        Ok(ScanReader {
+            file,
+            path,
+            file_bytes,
+            window: Vec::with_capacity(SCAN_WINDOW_BYTES),
+            // Empty window: the first read fills it from `start_position`.
+            window_start: start_position,
+        })
+    }
+
+    /// `length` bytes at `position`, or `None` when the file ends first.
+    fn bytes_at(&mut self, position: u64, length: usize) -> Result<Option<&[u8]>, EngineError> {
+        fill_and_parse(
+            &mut self.file,
+            self.path,
+            &mut self.window,
+            &mut self.window_start,
+            position,
+            length,
+        )
+    }
+
+    /// Checks the batch at `position`: a header that parses, offsets from
+    /// `expected_min` on and within the segment's range from `base_offset`,
+    /// every announced byte present, and a CRC32C that matches.
+    fn next_batch(
+        &mut self,
+        position: u64,
+        expected_min: i64,
+        base_offset: i64,
+    ) -> Result<NextBatch, EngineError> {
+        let header = match self.bytes_at(position, HEADER_BYTES)? {
+            Some(bytes) => match BatchHeader::parse(bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    let reason = (!is_zeroes(bytes))
+                        .then(|| format!("invalid batch header at byte {position}: {e}"));
+                    return Ok(NextBatch::Stop(reason));
+                }
+            },
+            None => {
+                let reason = trailing_reason(&self.window, self.window_start, position);
+                return Ok(NextBatch::Stop(reason));
+            }
+        };
+        if let Some(reason) = offsets_problem(&header, position, expected_min, base_offset) {
+            return Ok(NextBatch::Stop(Some(reason)));
+        }
+        let total = header.total_bytes();
+        let Some(bytes) = self.bytes_at(position, total)? else {
+            return Ok(NextBatch::Stop(Some(format!(
+                "torn batch at byte {position}: {total} bytes announced, file ends first"
+            ))));
+        };
+        let crc = batch::compute_crc(bytes);
+        if crc != header.crc {
+            return Ok(NextBatch::Stop(Some(format!(
+                "CRC mismatch at byte {position} (stored {:#010x}, computed {crc:#010x})",
+                header.crc
+            ))));
+        }
+        Ok(NextBatch::Valid(header))
+    }
+}
+
+/// Why the offsets of the batch at `position` cannot continue the log, if
+/// they cannot: they must start at `expected_min` or later, not run
+/// backwards, and stay within the 32-bit range of the segment's relative
+/// offsets from `base_offset`.
+fn offsets_problem(
+    header: &BatchHeader,
+    position: u64,
+    expected_min: i64,
+    base_offset: i64,
+) -> Option<String> {
+    if header.base_offset < expected_min || header.last_offset() < header.base_offset {
+        return Some(format!(
+            "batch at byte {position} has offsets {}..={} but {expected_min} or more was expected",
+            header.base_offset,
+            header.last_offset()
+        ));
+    }
+    if header.last_offset() - base_offset > i64::from(u32::MAX) {
+        return Some(format!(
+            "batch at byte {position} is beyond the segment's offset range"
+        ));
+    }
+    None
 }
 
 /// Returns `length` bytes at `position`, reading more of the file into the

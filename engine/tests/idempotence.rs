@@ -242,11 +242,8 @@ fn truncation_and_expiry_forget_producer_state() {
         assert_eq!(log.append(&mut next, 0).unwrap().base_offset, 60);
         // Not idle long enough: kept. Idle past the expiration: forgotten,
         // and the producer is then unknown (any sequence starts it).
-        assert_eq!(log.expire_producers(engine::log::now_ms_public()), 0);
-        assert_eq!(
-            log.expire_producers(engine::log::now_ms_public() + 60_000),
-            1
-        );
+        assert_eq!(log.expire_producers(log.clock().now_ms()), 0);
+        assert_eq!(log.expire_producers(log.clock().now_ms() + 60_000), 1);
         assert!(log.producer_entry(7).is_none());
         let mut b = producer_batch(7, 0, 500, 1);
         assert!(!log.append(&mut b, 0).unwrap().duplicate);

@@ -238,7 +238,7 @@ fn retention_drops_segments_left_below_the_start_by_delete_records() {
         let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", topic).await;
         // Fresh timestamps, so that retention.ms (7 days) dooms nothing; 100
         // records make a batch of about 3 KiB, so each batch rolls a segment.
-        let now_ms = engine::log::now_ms_public();
+        let now_ms = log.clock().now_ms();
         for first in [0, 100, 200] {
             append_durable(&log, batch(first, 100, now_ms)).await;
         }

@@ -2,7 +2,7 @@
 //! sequences, assign offsets in place, roll, queue for the flusher.
 
 use super::txn::{data_batch, parse_marker_batch};
-use super::{now_ms, AppendResult, PartitionLog, PendingChunk};
+use super::{AppendResult, LogState, PartitionLog, PendingChunk};
 use crate::batch::{self, BatchError, BatchHeader};
 use crate::error::EngineError;
 use crate::producer_state::{
@@ -16,7 +16,7 @@ use std::rc::Rc;
 const STREAM_APPEND_MAX_BYTES: usize = 4 << 10;
 
 /// A produce payload, lent or handed over.
-pub(crate) enum Payload<'a> {
+enum Payload<'a> {
     /// The caller keeps the buffer; the log copies the batches.
     Borrowed(&'a mut [u8]),
     /// The log keeps the buffer.
@@ -107,39 +107,37 @@ impl PartitionLog {
         self.append_inner(Payload::Owned(records), leader_epoch, false)
     }
 
+    /// Appends a control batch built by the log itself (a transaction
+    /// marker, see [`PartitionLog::append_control`]): the one way in for
+    /// control batches, which [`PartitionLog::append`] refuses.
+    pub(crate) fn append_control_batch(
+        &self,
+        batch: Vec<u8>,
+        leader_epoch: i32,
+    ) -> Result<AppendResult, EngineError> {
+        self.append_inner(Payload::Owned(batch), leader_epoch, true)
+    }
+
     /// [`PartitionLog::append`], taking control batches when `allow_control`.
-    pub(crate) fn append_inner(
+    ///
+    /// The steps, in order: refuse on a closed or failed log; validate the
+    /// payload; check the producers (a refused or duplicate payload leaves
+    /// no trace); write offsets into the batches; roll when due; index the
+    /// batches in the active segment; apply the producer changes; queue the
+    /// bytes for the flusher.
+    fn append_inner(
         &self,
         mut payload: Payload<'_>,
         leader_epoch: i32,
         allow_control: bool,
     ) -> Result<AppendResult, EngineError> {
+        self.check_appendable()?;
+        let config = self.append_settings();
         let records = payload.as_mut_slice();
-        if self.closed.get() {
-            return Err(EngineError::Closed);
-        }
-        if self.failed.get() {
-            return Err(EngineError::io(
-                &self.dir,
-                std::io::Error::other("partition offline after a disk error"),
-            ));
-        }
-        // The scalar settings this append needs (the config holds strings).
-        let config = {
-            let c = self.config.borrow();
-            AppendSettings {
-                max_message_bytes: c.max_message_bytes,
-                log_append_time: c.log_append_time,
-                segment_bytes: c.segment_bytes,
-                segment_ms: c.segment_ms,
-                segment_index_bytes: c.segment_index_bytes,
-                index_interval_bytes: c.index_interval_bytes,
-            }
-        };
         let validated =
             validate_payload(records, config.max_message_bytes as usize, allow_control)?;
         // One clock read serves the whole append (≈50 ns each on this VM).
-        let now_ms = now_ms();
+        let now_ms = self.now_ms();
         let log_append_time_ms = if config.log_append_time { now_ms } else { -1 };
 
         let mut state = self.state.borrow_mut();
@@ -153,89 +151,35 @@ impl PartitionLog {
         let producer_updates = match checked {
             Checked::Append(updates) => updates,
             Checked::Duplicate(first, last) => {
-                return Ok(AppendResult {
-                    base_offset: first.first_offset,
-                    last_offset: last.last_offset,
-                    log_append_time_ms: -1,
-                    log_start_offset: state.log_start_offset,
-                    record_count: 0,
-                    size_bytes: 0,
-                    duplicate: true,
-                });
+                return Ok(duplicate_result(first, last, state.log_start_offset));
             }
         };
-        let mut next_offset = base_offset;
-        for v in &validated {
-            let bytes = &mut records[v.range.clone()];
-            batch::set_base_offset(bytes, next_offset);
-            batch::set_partition_leader_epoch(bytes, leader_epoch.max(state.leader_epoch));
-            if log_append_time_ms >= 0 {
-                batch::set_log_append_time(bytes, log_append_time_ms);
-            }
-            next_offset += v.last_offset_delta + 1;
-        }
+        let batch_leader_epoch = leader_epoch.max(state.leader_epoch);
+        let next_offset = assign_offsets(
+            records,
+            &validated,
+            base_offset,
+            batch_leader_epoch,
+            log_append_time_ms,
+        );
         let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
-
-        // Roll before the payload when it would not fit, the segment is old, or its index is full.
-        // (The meta is only borrowed: it holds the segment's whole index.)
-        let needs_roll = match state.segments.last() {
-            None => true,
-            Some(active) => {
-                let meta = active.meta.borrow();
-                meta.size_bytes > 0
-                    && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
-                        || now_ms - meta.created_ms >= config.segment_ms
-                        || meta.index.size_bytes() + 8 > config.segment_index_bytes
-                        || next_offset - 1 - active.base_offset > i64::from(u32::MAX))
-            }
-        };
-        if needs_roll {
-            // The producer state is that of `base_offset` until this payload is applied.
-            self.checkpoint_at_roll(base_offset);
-            let segment = Rc::new(Segment::new(
-                &self.dir,
-                base_offset,
-                Segment::empty_meta(base_offset, now_ms),
-                0,
-            ));
-            state.segments.push(segment);
+        if needs_roll(&state, &config, total_bytes, next_offset, now_ms) {
+            self.roll(&mut state, base_offset, now_ms);
         }
         let segment = match state.segments.last() {
             Some(s) => s.clone(),
             None => unreachable!("a segment was just ensured"),
         };
         let position = segment.meta.borrow().size_bytes;
-        let mut batch_position = position;
-        let mut batch_base = base_offset;
-        for v in &validated {
-            let max_ts = if log_append_time_ms >= 0 {
-                log_append_time_ms
-            } else {
-                v.max_timestamp_ms
-            };
-            segment.record_append(
-                batch_position,
-                batch_base,
-                batch_base + v.last_offset_delta,
-                max_ts,
-                v.range.len() as u64,
-                config.index_interval_bytes,
-            );
-            batch_position += v.range.len() as u64;
-            batch_base += v.last_offset_delta + 1;
-        }
-        {
-            let mut txn = self.txn.borrow_mut();
-            let completed = if producer_updates.completed().is_empty() {
-                Vec::new()
-            } else {
-                producer_updates.completed().to_vec()
-            };
-            txn.producers.apply(producer_updates);
-            if !completed.is_empty() {
-                txn.record_completed(segment.base_offset, &completed);
-            }
-        }
+        index_batches(
+            &segment,
+            position,
+            base_offset,
+            &validated,
+            log_append_time_ms,
+            config.index_interval_bytes,
+        );
+        self.apply_producer_updates(segment.base_offset, producer_updates);
         state.pending.push_back(PendingChunk {
             segment,
             position,
@@ -245,16 +189,7 @@ impl PartitionLog {
             bytes: payload.into_vec(total_bytes),
         });
         state.log_end_offset = next_offset;
-        // Small appends accumulate for the writer; big ones are written well
-        // enough on their own.
-        let stream_min_bytes = self.ctx.config.stream_min_bytes;
-        if stream_min_bytes > 0 && total_bytes < STREAM_APPEND_MAX_BYTES {
-            state.stream_due_bytes += total_bytes;
-            if state.stream_due_bytes >= stream_min_bytes {
-                state.stream_due_bytes = 0;
-                self.stream_pending(&state);
-            }
-        }
+        self.count_stream_due(&mut state, total_bytes);
         let log_start_offset = state.log_start_offset;
         drop(state);
         self.kick_flusher();
@@ -267,6 +202,173 @@ impl PartitionLog {
             size_bytes: total_bytes,
             duplicate: false,
         })
+    }
+
+    /// Refuses appends to a closed log or one whose disk writes failed.
+    fn check_appendable(&self) -> Result<(), EngineError> {
+        if self.closed.get() {
+            return Err(EngineError::Closed);
+        }
+        if self.failed.get() {
+            return Err(EngineError::io(
+                &self.dir,
+                std::io::Error::other("partition offline after a disk error"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The scalar settings this append needs (the config holds strings).
+    fn append_settings(&self) -> AppendSettings {
+        let c = self.config.borrow();
+        AppendSettings {
+            max_message_bytes: c.max_message_bytes,
+            log_append_time: c.log_append_time,
+            segment_bytes: c.segment_bytes,
+            segment_ms: c.segment_ms,
+            segment_index_bytes: c.segment_index_bytes,
+            index_interval_bytes: c.index_interval_bytes,
+        }
+    }
+
+    /// Starts a new active segment at `base_offset`, snapshotting the
+    /// producer state first: it is that of `base_offset` until the payload
+    /// that rolls is applied.
+    fn roll(&self, state: &mut LogState, base_offset: i64, now_ms: i64) {
+        self.checkpoint_at_roll(base_offset);
+        let segment = Rc::new(Segment::new(
+            &self.dir,
+            base_offset,
+            Segment::empty_meta(base_offset, now_ms),
+            0,
+        ));
+        state.segments.push(segment);
+    }
+
+    /// Applies the checked producer changes, indexing the transactions they
+    /// abort in the segment based at `segment_base`.
+    fn apply_producer_updates(&self, segment_base: i64, updates: ProducerUpdates) {
+        let mut txn = self.txn.borrow_mut();
+        let completed = if updates.completed().is_empty() {
+            Vec::new()
+        } else {
+            updates.completed().to_vec()
+        };
+        txn.producers.apply(updates);
+        if !completed.is_empty() {
+            txn.record_completed(segment_base, &completed);
+        }
+    }
+
+    /// Small appends accumulate for the writer; once `stream_min_bytes` of
+    /// them wait, their whole blocks are streamed. Big ones are written well
+    /// enough on their own.
+    fn count_stream_due(&self, state: &mut LogState, total_bytes: usize) {
+        let stream_min_bytes = self.ctx.config.stream_min_bytes;
+        if stream_min_bytes > 0 && total_bytes < STREAM_APPEND_MAX_BYTES {
+            state.stream_due_bytes += total_bytes;
+            if state.stream_due_bytes >= stream_min_bytes {
+                state.stream_due_bytes = 0;
+                self.stream_pending(state);
+            }
+        }
+    }
+}
+
+/// The answer to a payload that resends batches already in the log: the
+/// offsets of the originals, nothing appended.
+fn duplicate_result(
+    first: BatchMetadata,
+    last: BatchMetadata,
+    log_start_offset: i64,
+) -> AppendResult {
+    AppendResult {
+        base_offset: first.first_offset,
+        last_offset: last.last_offset,
+        log_append_time_ms: -1,
+        log_start_offset,
+        record_count: 0,
+        size_bytes: 0,
+        duplicate: true,
+    }
+}
+
+/// Writes each batch's base offset, partition leader epoch and (under
+/// LogAppendTime, when `log_append_time_ms >= 0`) timestamp into its
+/// header. Returns the offset after the last batch.
+fn assign_offsets(
+    records: &mut [u8],
+    validated: &[Validated],
+    base_offset: i64,
+    leader_epoch: i32,
+    log_append_time_ms: i64,
+) -> i64 {
+    let mut next_offset = base_offset;
+    for v in validated {
+        let bytes = &mut records[v.range.clone()];
+        batch::set_base_offset(bytes, next_offset);
+        batch::set_partition_leader_epoch(bytes, leader_epoch);
+        if log_append_time_ms >= 0 {
+            batch::set_log_append_time(bytes, log_append_time_ms);
+        }
+        next_offset += v.last_offset_delta + 1;
+    }
+    next_offset
+}
+
+/// Whether the payload must start a new segment: it would not fit, the
+/// active segment is older than `segment.ms`, its index is full, or the
+/// payload's offsets would not fit its 32-bit relative offsets. An empty
+/// active segment never rolls. (The meta is only borrowed: it holds the
+/// segment's whole index.)
+fn needs_roll(
+    state: &LogState,
+    config: &AppendSettings,
+    total_bytes: usize,
+    next_offset: i64,
+    now_ms: i64,
+) -> bool {
+    match state.segments.last() {
+        None => true,
+        Some(active) => {
+            let meta = active.meta.borrow();
+            meta.size_bytes > 0
+                && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
+                    || now_ms - meta.created_ms >= config.segment_ms
+                    || meta.index.size_bytes() + 8 > config.segment_index_bytes
+                    || next_offset - 1 - active.base_offset > i64::from(u32::MAX))
+        }
+    }
+}
+
+/// Records the payload's batches, laid out from `position` with offsets
+/// from `base_offset`, in the segment's size, offsets and indexes.
+fn index_batches(
+    segment: &Segment,
+    position: u64,
+    base_offset: i64,
+    validated: &[Validated],
+    log_append_time_ms: i64,
+    index_interval_bytes: u64,
+) {
+    let mut batch_position = position;
+    let mut batch_base = base_offset;
+    for v in validated {
+        let max_ts = if log_append_time_ms >= 0 {
+            log_append_time_ms
+        } else {
+            v.max_timestamp_ms
+        };
+        segment.record_append(
+            batch_position,
+            batch_base,
+            batch_base + v.last_offset_delta,
+            max_ts,
+            v.range.len() as u64,
+            index_interval_bytes,
+        );
+        batch_position += v.range.len() as u64;
+        batch_base += v.last_offset_delta + 1;
     }
 }
 

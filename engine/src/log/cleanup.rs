@@ -5,9 +5,10 @@
 //! transactions along, a truncation rebuilds the producer state below the
 //! cut, and the retention tick expires idle producers.
 
-use super::{now_ms, PartitionLog};
+use super::PartitionLog;
 use crate::cache::BatchCache;
 use crate::error::EngineError;
+use crate::retention::{expired_prefix, RetentionLimits, SegmentSpan};
 use crate::segment::write_file_synced;
 use std::rc::Rc;
 
@@ -69,7 +70,7 @@ impl PartitionLog {
     /// deleted.
     pub fn apply_retention(&self) -> Result<usize, EngineError> {
         // Producer expiry rides on the retention tick, as in Kafka.
-        let expired = self.expire_producers(now_ms());
+        let expired = self.expire_producers(self.now_ms());
         if expired > 0 {
             tracing::debug!(partition = %self.tp, expired, "idle producers expired");
         }
@@ -81,34 +82,30 @@ impl PartitionLog {
         if !config.cleanup_policy.delete {
             return Ok(below_start);
         }
-        let now = now_ms();
+        let now = self.now_ms();
         let hw = self.high_watermark.get();
-        let mut delete_count = 0usize;
-        {
+        let delete_count = {
             let state = self.state.borrow();
             let sealed = state.segments.len().saturating_sub(1);
-            let mut total: i64 = state
+            let total_bytes: i64 = state
                 .segments
                 .iter()
                 .map(|s| s.meta.borrow().size_bytes as i64)
                 .sum();
-            for segment in state.segments.iter().take(sealed) {
-                let meta = segment.meta.borrow();
-                if meta.next_offset > hw {
-                    break;
+            let spans = state.segments[..sealed].iter().map(|s| {
+                let meta = s.meta.borrow();
+                SegmentSpan {
+                    next_offset: meta.next_offset,
+                    max_timestamp_ms: meta.max_timestamp_ms,
+                    size_bytes: meta.size_bytes,
                 }
-                let expired_by_time = config.retention_ms >= 0
-                    && meta.max_timestamp_ms >= 0
-                    && now - meta.max_timestamp_ms > config.retention_ms;
-                let expired_by_size = config.retention_bytes >= 0
-                    && total - meta.size_bytes as i64 >= config.retention_bytes;
-                if !(expired_by_time || expired_by_size) {
-                    break;
-                }
-                total -= meta.size_bytes as i64;
-                delete_count += 1;
-            }
-        }
+            });
+            let limits = RetentionLimits {
+                retention_ms: config.retention_ms,
+                retention_bytes: config.retention_bytes,
+            };
+            expired_prefix(spans, total_bytes, limits, now, hw)
+        };
         if delete_count == 0 {
             return Ok(below_start);
         }

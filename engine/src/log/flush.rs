@@ -24,7 +24,7 @@
 //! writer's turn comes, and without this the round's write would only start
 //! after the last of them. The writer skips what was streamed.
 
-use super::{now_ms, LogState, PartitionLog, PendingChunk};
+use super::{LogState, PartitionLog, PendingChunk};
 use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
 use crate::error::EngineError;
@@ -36,6 +36,8 @@ use std::time::Instant;
 
 /// A chunk's offsets `[first, next)`, end position and bytes.
 type WrittenPart = (i64, i64, u64, Bytes);
+/// A round's parts in one segment, with the file position of the first.
+type SegmentParts = (Rc<Segment>, u64, Vec<WrittenPart>);
 
 /// Appends below this size are joined with their neighbours for the batch
 /// cache; bigger ones are cached as they came. The join pays off where a
@@ -99,6 +101,26 @@ fn join(run: Vec<WrittenPart>, total_bytes: usize) -> Option<WrittenPart> {
         bytes.extend_from_slice(part);
     }
     Some((first, next, end, Bytes::from(bytes)))
+}
+
+/// A round's chunks grouped by segment, in order, each group with the file
+/// position of its first chunk; and the number of batches in the round.
+fn group_by_segment(round: Vec<PendingChunk>) -> (Vec<SegmentParts>, u64) {
+    let mut groups: Vec<SegmentParts> = Vec::new();
+    let mut batches_in_round = 0u64;
+    for chunk in round {
+        batches_in_round += chunk.batch_count;
+        let bytes = Bytes::from(chunk.bytes);
+        let end = chunk.position + bytes.len() as u64;
+        let part = (chunk.first_offset, chunk.next_offset, end, bytes);
+        match groups.last_mut() {
+            Some((segment, _, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
+                parts.push(part);
+            }
+            _ => groups.push((chunk.segment, chunk.position, vec![part])),
+        }
+    }
+    (groups, batches_in_round)
 }
 
 /// A round the writer completed, waiting to be published to readers.
@@ -257,51 +279,13 @@ impl PartitionLog {
         }
     }
 
+    /// Writes one round: one write per segment touched, then hands the
+    /// round on as the flush policy says (to the syncer under `fsync`,
+    /// straight to readers otherwise).
     async fn write_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
-        let policy = self.ctx.config.flush_policy;
-        // Group the round's chunks by segment, in order.
-        let mut groups: Vec<(Rc<Segment>, u64, Vec<WrittenPart>)> = Vec::new();
-        let mut batches_in_round = 0u64;
-        for chunk in round {
-            batches_in_round += chunk.batch_count;
-            let bytes = Bytes::from(chunk.bytes);
-            let end = chunk.position + bytes.len() as u64;
-            let part = (chunk.first_offset, chunk.next_offset, end, bytes);
-            match groups.last_mut() {
-                Some((segment, _, parts)) if Rc::ptr_eq(segment, &chunk.segment) => {
-                    parts.push(part);
-                }
-                _ => groups.push((chunk.segment, chunk.position, vec![part])),
-            }
-        }
+        let (groups, batches_in_round) = group_by_segment(round);
         for (segment, position, parts) in &groups {
-            self.ensure_appender(segment).await?;
-            let mut appender = match segment.appender.borrow_mut().take() {
-                Some(a) => a,
-                None => unreachable!("ensure_appender installed one"),
-            };
-            // Blocks streamed during the round are already on their way.
-            let streamed = appender.written_bytes().checked_sub(*position);
-            let Some(streamed) = streamed else {
-                panic!("writes are contiguous: the file ends before the round");
-            };
-            let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
-            let write_started = Instant::now();
-            let result = appender.write(&slices).await;
-            let write_us = write_started.elapsed().as_micros() as u64;
-            let handle = appender.sync_handle();
-            *segment.appender.borrow_mut() = Some(appender);
-            result?;
-            {
-                let mut stats = self.ctx.fsync_stats.borrow_mut();
-                stats.writes += 1;
-                stats.write_us_total += write_us;
-                stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
-            }
-            let mut commit = self.commit.borrow_mut();
-            if !commit.dirty.iter().any(|h| h.same_file(&handle)) {
-                commit.dirty.push(handle);
-            }
+            self.write_segment_parts(segment, *position, parts).await?;
         }
         let next_written = groups
             .last()
@@ -309,62 +293,110 @@ impl PartitionLog {
             .map(|p| p.1)
             .unwrap_or_else(|| self.written.get());
         self.written.set(next_written);
-        let mut written = WrittenRound {
+        let written = WrittenRound {
             next_offset: next_written,
             groups: groups.into_iter().map(|(s, _, parts)| (s, parts)).collect(),
         };
-        match policy {
-            FlushPolicy::Fsync => {
-                let joinable = written.joinable();
-                {
-                    let mut commit = self.commit.borrow_mut();
-                    commit.batches_unsynced += batches_in_round;
-                    commit.unsynced.push_back(written);
-                }
-                self.kick_syncer();
-                if !joinable {
-                    return Ok(());
-                }
-                // Join the round's parts for the cache while its fdatasync is
-                // in flight, not before it: the timer lets the executor submit
-                // the sync first. Should the sync complete before that, the
-                // round is published as it is.
-                glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
-                let mut commit = self.commit.borrow_mut();
-                if let Some(round) = commit
-                    .unsynced
-                    .iter_mut()
-                    .find(|r| r.next_offset == next_written)
-                {
-                    round.coalesce();
-                }
-            }
-            FlushPolicy::Interval => {
-                // Readers see written data; the sync only bounds the loss.
-                written.coalesce();
-                self.publish(written);
-                let config = self.config.borrow().clone();
-                let due = {
-                    let mut state = self.state.borrow_mut();
-                    state.messages_since_sync += batches_in_round;
-                    state.messages_since_sync >= config.flush_messages
-                        || now_ms() - state.last_sync_ms >= config.flush_ms as i64
-                };
-                let mut commit = self.commit.borrow_mut();
-                commit.batches_unsynced += batches_in_round;
-                if due {
-                    commit.sync_requested = true;
-                    drop(commit);
-                    self.kick_syncer();
-                }
-            }
+        match self.ctx.config.flush_policy {
+            FlushPolicy::Fsync => self.queue_for_sync(written, batches_in_round).await,
+            FlushPolicy::Interval => self.publish_then_sync_when_due(written, batches_in_round),
             FlushPolicy::Os => {
                 self.commit.borrow_mut().dirty.clear();
+                let mut written = written;
                 written.coalesce();
                 self.publish(written);
             }
         }
         Ok(())
+    }
+
+    /// Writes a round's `parts` of `segment`, which start at `position`,
+    /// skipping the blocks already streamed, and marks the file dirty for
+    /// the syncer.
+    async fn write_segment_parts(
+        &self,
+        segment: &Rc<Segment>,
+        position: u64,
+        parts: &[WrittenPart],
+    ) -> Result<(), EngineError> {
+        self.ensure_appender(segment).await?;
+        let mut appender = match segment.appender.borrow_mut().take() {
+            Some(a) => a,
+            None => unreachable!("ensure_appender installed one"),
+        };
+        // Blocks streamed during the round are already on their way.
+        let streamed = appender.written_bytes().checked_sub(position);
+        let Some(streamed) = streamed else {
+            panic!("writes are contiguous: the file ends before the round");
+        };
+        let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
+        let write_started = Instant::now();
+        let result = appender.write(&slices).await;
+        let write_us = write_started.elapsed().as_micros() as u64;
+        let handle = appender.sync_handle();
+        *segment.appender.borrow_mut() = Some(appender);
+        result?;
+        {
+            let mut stats = self.ctx.fsync_stats.borrow_mut();
+            stats.writes += 1;
+            stats.write_us_total += write_us;
+            stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
+        }
+        let mut commit = self.commit.borrow_mut();
+        if !commit.dirty.iter().any(|h| h.same_file(&handle)) {
+            commit.dirty.push(handle);
+        }
+        Ok(())
+    }
+
+    /// `fsync`: the round waits for the syncer before readers see it; its
+    /// small parts are joined for the cache while the fdatasync is in flight.
+    async fn queue_for_sync(&self, written: WrittenRound, batches_in_round: u64) {
+        let next_written = written.next_offset;
+        let joinable = written.joinable();
+        {
+            let mut commit = self.commit.borrow_mut();
+            commit.batches_unsynced += batches_in_round;
+            commit.unsynced.push_back(written);
+        }
+        self.kick_syncer();
+        if !joinable {
+            return;
+        }
+        // Join the round's parts for the cache while its fdatasync is
+        // in flight, not before it: the timer lets the executor submit
+        // the sync first. Should the sync complete before that, the
+        // round is published as it is.
+        glommio::timer::sleep(std::time::Duration::from_micros(1)).await;
+        let mut commit = self.commit.borrow_mut();
+        if let Some(round) = commit
+            .unsynced
+            .iter_mut()
+            .find(|r| r.next_offset == next_written)
+        {
+            round.coalesce();
+        }
+    }
+
+    /// `interval`: readers see written data at once; the sync only bounds
+    /// the loss, and runs once `flush.messages` or `flush.ms` is reached.
+    fn publish_then_sync_when_due(&self, mut written: WrittenRound, batches_in_round: u64) {
+        written.coalesce();
+        self.publish(written);
+        let config = self.config.borrow().clone();
+        let due = {
+            let mut state = self.state.borrow_mut();
+            state.messages_since_sync += batches_in_round;
+            state.messages_since_sync >= config.flush_messages
+                || self.now_ms() - state.last_sync_ms >= config.flush_ms as i64
+        };
+        let mut commit = self.commit.borrow_mut();
+        commit.batches_unsynced += batches_in_round;
+        if due {
+            commit.sync_requested = true;
+            drop(commit);
+            self.kick_syncer();
+        }
     }
 
     async fn sync_loop(self: Rc<Self>) {
@@ -447,7 +479,7 @@ impl PartitionLog {
         stats.appends_covered += batches;
         let mut state = self.state.borrow_mut();
         state.messages_since_sync = 0;
-        state.last_sync_ms = now_ms();
+        state.last_sync_ms = self.now_ms();
         Ok(())
     }
 

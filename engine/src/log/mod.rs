@@ -14,28 +14,32 @@
 //! [`cleanup`] (delete-records, retention, truncation), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
 //! stable offset, the aborted-transaction index), [`watch`] (offsets that
-//! tasks wait on).
+//! tasks wait on), [`maintenance`] (the narrow view the background cleaners
+//! get). All time comes from the engine's [`crate::clock::Clock`].
 
 mod append;
 mod cleanup;
 mod flush;
+mod maintenance;
 mod open;
 mod read;
 mod txn;
 pub mod watch;
 
 use crate::cache::{BatchCache, PartitionChunks};
+use crate::clock::Clock;
 use crate::config::{EngineConfig, FlushPolicy, TopicConfig};
 use crate::error::EngineError;
-use crate::manager::TopicPartition;
 use crate::segment::Segment;
 use crate::stream_writer::StreamWriter;
+use crate::types::{LeaderEpoch, Offset, TopicId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
 use watch::OffsetWatch;
 
+pub(crate) use maintenance::Maintenance;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
 
 /// What the shard's partitions share. Shard-local.
@@ -138,7 +142,7 @@ pub(crate) struct LogState {
     pub log_start_offset: i64,
     pub log_end_offset: i64,
     pub pending: VecDeque<PendingChunk>,
-    pub leader_epoch: i32,
+    pub leader_epoch: LeaderEpoch,
     /// Messages and time since the last sync, for the interval policy.
     pub messages_since_sync: u64,
     pub last_sync_ms: i64,
@@ -151,7 +155,7 @@ pub struct PartitionLog {
     pub(crate) me: std::rc::Weak<PartitionLog>,
     tp: TopicPartition,
     dir: PathBuf,
-    topic_id: [u8; 16],
+    topic_id: TopicId,
     config: RefCell<TopicConfig>,
     ctx: Rc<LogContext>,
     pub(crate) state: RefCell<LogState>,
@@ -168,13 +172,6 @@ pub struct PartitionLog {
     scanned_at_open_bytes: u64,
 }
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 impl PartitionLog {
     /// Topic and partition.
     pub fn topic_partition(&self) -> &TopicPartition {
@@ -182,7 +179,7 @@ impl PartitionLog {
     }
 
     /// The topic's id (Kafka's topic UUID).
-    pub fn topic_id(&self) -> [u8; 16] {
+    pub fn topic_id(&self) -> TopicId {
         self.topic_id
     }
 
@@ -206,33 +203,44 @@ impl PartitionLog {
         &self.ctx
     }
 
+    /// The clock this log reads its time from (the engine config's).
+    pub fn clock(&self) -> &Clock {
+        &self.ctx.config.clock
+    }
+
+    /// Wall-clock milliseconds from the engine's clock (see [`crate::clock`]).
+    #[inline]
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.ctx.config.clock.now_ms()
+    }
+
     /// First offset still in the log.
-    pub fn log_start_offset(&self) -> i64 {
+    pub fn log_start_offset(&self) -> Offset {
         self.state.borrow().log_start_offset
     }
 
     /// Next offset to be assigned.
-    pub fn log_end_offset(&self) -> i64 {
+    pub fn log_end_offset(&self) -> Offset {
         self.state.borrow().log_end_offset
     }
 
     /// What readers may see.
-    pub fn high_watermark(&self) -> i64 {
+    pub fn high_watermark(&self) -> Offset {
         self.high_watermark.get()
     }
 
     /// Everything below this offset survived an fdatasync.
-    pub fn durable_offset(&self) -> i64 {
+    pub fn durable_offset(&self) -> Offset {
         self.durable.get()
     }
 
     /// Leader epoch written into appended batches.
-    pub fn leader_epoch(&self) -> i32 {
+    pub fn leader_epoch(&self) -> LeaderEpoch {
         self.state.borrow().leader_epoch
     }
 
     /// Sets the leader epoch for later appends.
-    pub fn set_leader_epoch(&self, epoch: i32) {
+    pub fn set_leader_epoch(&self, epoch: LeaderEpoch) {
         self.state.borrow_mut().leader_epoch = epoch;
     }
 
@@ -248,7 +256,7 @@ impl PartitionLog {
     }
 
     /// Base offsets of the segments.
-    pub fn segment_base_offsets(&self) -> Vec<i64> {
+    pub fn segment_base_offsets(&self) -> Vec<Offset> {
         self.state
             .borrow()
             .segments
@@ -318,26 +326,5 @@ impl PartitionLog {
             Some(s) => s.clone(),
             None => unreachable!("a partition log always has an active segment"),
         }
-    }
-}
-
-/// Wall-clock milliseconds, for modules outside the log.
-pub fn now_ms_public() -> i64 {
-    now_ms()
-}
-
-impl PartitionLog {
-    /// The current segments, oldest first.
-    pub fn segments_snapshot(&self) -> Vec<Rc<Segment>> {
-        self.state.borrow().segments.clone()
-    }
-
-    /// Swaps a sealed segment for its compacted replacement.
-    pub(crate) fn replace_segment(&self, old: &Rc<Segment>, new: Rc<Segment>) {
-        let mut state = self.state.borrow_mut();
-        if let Some(slot) = state.segments.iter_mut().find(|s| Rc::ptr_eq(s, old)) {
-            *slot = new;
-        }
-        crate::cache::BatchCache::clear(&self.chunks);
     }
 }

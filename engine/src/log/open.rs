@@ -15,12 +15,12 @@
 //! a replay of the batches after it (see [`super::txn`]).
 
 use super::watch::OffsetWatch;
-use super::{now_ms, LogContext, LogState, PartitionLog};
+use super::{LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
-use crate::manager::TopicPartition;
 use crate::recovery::recover_segment;
 use crate::segment::{parse_file_name, sync_dir, Segment};
+use crate::types::{TopicId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -30,86 +30,41 @@ fn read_offset_file(path: &Path) -> Option<i64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
+/// What recovering the segment files found.
+struct Recovered {
+    /// The valid segments, oldest first (possibly none).
+    segments: Vec<Rc<Segment>>,
+    /// Log bytes read and checked batch by batch.
+    scanned_bytes: u64,
+}
+
 impl PartitionLog {
     /// Opens (creating when absent) the log in `dir`, recovering after a crash.
     pub async fn open(
         ctx: Rc<LogContext>,
         dir: PathBuf,
         tp: TopicPartition,
-        topic_id: [u8; 16],
+        topic_id: TopicId,
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
-        let mut bases: Vec<i64> = std::fs::read_dir(&dir)
-            .map_err(|e| EngineError::io(&dir, e))?
-            .filter_map(|entry| entry.ok())
-            .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
-            .collect();
-        bases.sort_unstable();
+        let bases = segment_bases(&dir)?;
         let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
         let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
-        let now = now_ms();
+        let now = ctx.config.clock.now_ms();
 
-        let mut segments: Vec<Rc<Segment>> = Vec::new();
-        let mut min_offset = 0i64;
-        let mut cut_from: Option<usize> = None;
-        let mut scanned_bytes = 0u64;
-        for (i, &base) in bases.iter().enumerate() {
-            let path = dir.join(crate::segment::file_name(base, "log"));
-            let is_last = i + 1 == bases.len();
-            let sealed_below_checkpoint =
-                bases.get(i + 1).is_some_and(|&next| next <= recovery_point);
-            let outcome = recover_segment(
-                &path,
-                base,
-                min_offset,
-                sealed_below_checkpoint,
-                config.index_interval_bytes,
-                now,
-            )?;
-            scanned_bytes += outcome.scanned_bytes;
-            let valid = outcome.meta.size_bytes;
-            if let Some(reason) = &outcome.stopped_because {
-                tracing::warn!(partition = %tp, segment = base, valid_bytes = valid, %reason,
-                    "recovery truncates the log at the first invalid batch");
-                if !is_last {
-                    cut_from = Some(i + 1);
-                }
-            }
-            if outcome.file_bytes > valid {
-                // Trim preallocated zeros or a torn tail so no stale bytes survive.
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&path)
-                    .map_err(|e| EngineError::io(&path, e))?;
-                file.set_len(valid).map_err(|e| EngineError::io(&path, e))?;
-                file.sync_all().map_err(|e| EngineError::io(&path, e))?;
-            }
-            let meta = outcome.meta;
-            min_offset = meta.next_offset;
-            let size = meta.size_bytes;
-            segments.push(Rc::new(Segment::new(&dir, base, meta, size)));
-            if cut_from.is_some() {
-                break;
-            }
-        }
-        if let Some(from) = cut_from {
-            for &base in &bases[from..] {
-                tracing::warn!(partition = %tp, segment = base, "recovery deletes a segment after the corruption point");
-                let doomed = Segment::new(&dir, base, Segment::empty_meta(base, now), 0);
-                doomed.delete_files()?;
-            }
-        }
-        // Drop empty trailing segments other than the first (a roll that never got data).
-        while segments.len() > 1
-            && segments
-                .last()
-                .is_some_and(|s| s.meta.borrow().size_bytes == 0)
-        {
-            if let Some(s) = segments.pop() {
-                s.delete_files()?;
-            }
-        }
+        let Recovered {
+            mut segments,
+            scanned_bytes,
+        } = recover_segments(
+            &dir,
+            &tp,
+            &bases,
+            recovery_point,
+            config.index_interval_bytes,
+            now,
+        )?;
+        drop_empty_trailing_segments(&mut segments)?;
         let log_end_offset = match segments.last() {
             Some(s) => s.meta.borrow().next_offset,
             None => recovery_point.max(stored_start),
@@ -124,7 +79,7 @@ impl PartitionLog {
         }
         let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
         let log_start_offset = stored_start.max(first_base).min(log_end_offset);
-        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset)?;
+        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset, now)?;
         sync_dir(&dir)?;
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
@@ -161,4 +116,102 @@ impl PartitionLog {
     pub(crate) fn self_rc(&self) -> Option<Rc<PartitionLog>> {
         self.me.upgrade()
     }
+}
+
+/// The base offsets of the `.log` files in `dir`, ascending.
+fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
+    let mut bases: Vec<i64> = std::fs::read_dir(dir)
+        .map_err(|e| EngineError::io(dir, e))?
+        .filter_map(|entry| entry.ok())
+        .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
+        .collect();
+    bases.sort_unstable();
+    Ok(bases)
+}
+
+/// Recovers the segments based at `bases` in order, each trimmed to its
+/// valid prefix. The first invalid batch ends the log: the segments after
+/// the one it is in are deleted.
+fn recover_segments(
+    dir: &Path,
+    tp: &TopicPartition,
+    bases: &[i64],
+    recovery_point: i64,
+    index_interval_bytes: u64,
+    now_ms: i64,
+) -> Result<Recovered, EngineError> {
+    let mut segments: Vec<Rc<Segment>> = Vec::new();
+    let mut min_offset = 0i64;
+    let mut cut_from: Option<usize> = None;
+    let mut scanned_bytes = 0u64;
+    for (i, &base) in bases.iter().enumerate() {
+        let path = dir.join(crate::segment::file_name(base, "log"));
+        let is_last = i + 1 == bases.len();
+        let sealed_below_checkpoint = bases.get(i + 1).is_some_and(|&next| next <= recovery_point);
+        let outcome = recover_segment(
+            &path,
+            base,
+            min_offset,
+            sealed_below_checkpoint,
+            index_interval_bytes,
+            now_ms,
+        )?;
+        scanned_bytes += outcome.scanned_bytes;
+        let valid = outcome.meta.size_bytes;
+        if let Some(reason) = &outcome.stopped_because {
+            tracing::warn!(partition = %tp, segment = base, valid_bytes = valid, %reason,
+                "recovery truncates the log at the first invalid batch");
+            if !is_last {
+                cut_from = Some(i + 1);
+            }
+        }
+        if outcome.file_bytes > valid {
+            trim_file(&path, valid)?;
+        }
+        let meta = outcome.meta;
+        min_offset = meta.next_offset;
+        let size = meta.size_bytes;
+        segments.push(Rc::new(Segment::new(dir, base, meta, size)));
+        if cut_from.is_some() {
+            break;
+        }
+    }
+    if let Some(from) = cut_from {
+        for &base in &bases[from..] {
+            tracing::warn!(partition = %tp, segment = base, "recovery deletes a segment after the corruption point");
+            let doomed = Segment::new(dir, base, Segment::empty_meta(base, now_ms), 0);
+            doomed.delete_files()?;
+        }
+    }
+    Ok(Recovered {
+        segments,
+        scanned_bytes,
+    })
+}
+
+/// Cuts the file at `path` to `valid_bytes` and syncs it: preallocated
+/// zeros or a torn tail must not survive to be read as stale bytes.
+fn trim_file(path: &Path, valid_bytes: u64) -> Result<(), EngineError> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| EngineError::io(path, e))?;
+    file.set_len(valid_bytes)
+        .map_err(|e| EngineError::io(path, e))?;
+    file.sync_all().map_err(|e| EngineError::io(path, e))
+}
+
+/// Deletes empty trailing segments other than the first (a roll that never
+/// got data).
+fn drop_empty_trailing_segments(segments: &mut Vec<Rc<Segment>>) -> Result<(), EngineError> {
+    while segments.len() > 1
+        && segments
+            .last()
+            .is_some_and(|s| s.meta.borrow().size_bytes == 0)
+    {
+        if let Some(s) = segments.pop() {
+            s.delete_files()?;
+        }
+    }
+    Ok(())
 }

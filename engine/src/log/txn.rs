@@ -17,7 +17,7 @@
 //! These small files are written with blocking I/O on the shard: at a roll
 //! (once per `segment.bytes`), at open and at truncation — never per append.
 
-use super::{now_ms, PartitionLog};
+use super::PartitionLog;
 use crate::batch::{self, BatchBuilder, BatchHeader, Compression, HEADER_BYTES};
 use crate::error::EngineError;
 use crate::producer_state::{
@@ -26,6 +26,7 @@ use crate::producer_state::{
 };
 use crate::segment::{file_name, parse_file_name, write_file_synced, Segment};
 use crate::txn_index::{self, AbortedTxn, TxnIndex};
+use crate::types::{CoordinatorEpoch, Offset, ProducerEpoch, ProducerId};
 use std::collections::BTreeSet;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -259,21 +260,23 @@ pub(crate) fn parse_marker_batch(bytes: &[u8]) -> Option<(bool, i32)> {
 
 /// Replays `[from_offset, end_offset)` of `segments` into `txn`: producer
 /// state always, aborted transactions into the index when `index_aborts`.
+/// Replayed producers count as last seen at `now_ms` (the clock at open or
+/// truncation).
 fn replay(
     txn: &mut TxnState,
     segments: &[Rc<Segment>],
     from_offset: i64,
     end_offset: i64,
     index_aborts: bool,
+    now_ms: i64,
 ) -> Result<(), EngineError> {
-    let now = now_ms();
     for segment in segments {
         if segment.meta.borrow().next_offset <= from_offset || segment.base_offset >= end_offset {
             continue;
         }
         let base = segment.base_offset;
         replay_segment(segment, from_offset, end_offset, |offset, replayed| {
-            let mut append = txn.producers.begin(now);
+            let mut append = txn.producers.begin(now_ms);
             match replayed {
                 Replayed::Data(batch) => append.recovered_data_batch(&batch),
                 Replayed::Marker {
@@ -313,6 +316,7 @@ pub(crate) fn rebuild_at_open(
     dir: &Path,
     segments: &[Rc<Segment>],
     log_end_offset: i64,
+    now_ms: i64,
 ) -> Result<TxnState, EngineError> {
     let mut txn = TxnState::default();
     let from_offset = match load_snapshot_at_or_below(dir, log_end_offset)? {
@@ -337,7 +341,14 @@ pub(crate) fn rebuild_at_open(
         }
         txn.aborted.set_segment(base, trusted);
     }
-    replay(&mut txn, segments, from_offset, log_end_offset, true)?;
+    replay(
+        &mut txn,
+        segments,
+        from_offset,
+        log_end_offset,
+        true,
+        now_ms,
+    )?;
     // The high watermark opens at the log end: every replayed marker is visible.
     txn.producers.prune_stable(log_end_offset);
     // A snapshot only when batches were replayed: a partition that opens at
@@ -358,7 +369,7 @@ impl PartitionLog {
     /// earliest transaction that is still open (or whose marker is not yet
     /// below the high watermark), whichever is lower — never below the log
     /// start. `read_committed` readers stop here.
-    pub fn last_stable_offset(&self) -> i64 {
+    pub fn last_stable_offset(&self) -> Offset {
         let hw = self.high_watermark.get();
         let start = self.state.borrow().log_start_offset;
         let unstable = self.txn.borrow().producers.first_unstable_offset(hw);
@@ -372,7 +383,7 @@ impl PartitionLog {
 
     /// ListOffsets `-1`: the last stable offset for `read_committed`, the
     /// high watermark otherwise.
-    pub fn latest_offset(&self, read_committed: bool) -> i64 {
+    pub fn latest_offset(&self, read_committed: bool) -> Offset {
         if read_committed {
             self.last_stable_offset()
         } else {
@@ -388,10 +399,10 @@ impl PartitionLog {
     /// for a producer with no open transaction is appended and ends nothing.
     pub fn append_control(
         &self,
-        producer_id: i64,
-        producer_epoch: i16,
+        producer_id: ProducerId,
+        producer_epoch: ProducerEpoch,
         commit: bool,
-        coordinator_epoch: i32,
+        coordinator_epoch: CoordinatorEpoch,
     ) -> Result<super::AppendResult, EngineError> {
         if producer_id < 0 {
             return Err(batch::BatchError::InvalidRecord {
@@ -403,19 +414,19 @@ impl PartitionLog {
         let mut builder = BatchBuilder::new(0, Compression::None)
             .producer(producer_id, producer_epoch, -1, true)
             .control(true);
-        builder.push(0, now_ms(), Some(&key), Some(&value), &[]);
+        builder.push(0, self.now_ms(), Some(&key), Some(&value), &[]);
         let bytes = builder.build()?;
         let leader_epoch = self.leader_epoch();
-        self.append_inner(super::append::Payload::Owned(bytes), leader_epoch, true)
+        self.append_control_batch(bytes, leader_epoch)
     }
 
     /// What this partition knows of a producer.
-    pub fn producer_entry(&self, producer_id: i64) -> Option<ProducerEntry> {
+    pub fn producer_entry(&self, producer_id: ProducerId) -> Option<ProducerEntry> {
         self.txn.borrow().producers.producer(producer_id).cloned()
     }
 
     /// Open transactions as `(producer_id, first_offset)`, by first offset.
-    pub fn open_transactions(&self) -> Vec<(i64, i64)> {
+    pub fn open_transactions(&self) -> Vec<(ProducerId, Offset)> {
         self.txn.borrow().producers.open_transactions()
     }
 
@@ -466,7 +477,7 @@ impl PartitionLog {
     /// marker is cut, and rebuilds the producer state from the newest
     /// snapshot at or below `offset` plus a replay up to it.
     pub(crate) fn truncate_transactions(&self, offset: i64) -> Result<(), EngineError> {
-        let segments = self.segments_snapshot();
+        let segments = self.state.borrow().segments.clone();
         let mut txn = self.txn.borrow_mut();
         let changed = txn.aborted.truncate_from(offset);
         txn.aborted
@@ -482,7 +493,14 @@ impl PartitionLog {
         txn.producers = producers;
         // The index keeps the aborts below the cut; the replay restores the
         // producers and the open transactions only.
-        replay(&mut txn, &segments, from_offset, offset, false)?;
+        replay(
+            &mut txn,
+            &segments,
+            from_offset,
+            offset,
+            false,
+            self.now_ms(),
+        )?;
         txn.producers.prune_stable(self.high_watermark.get());
         txn.write_dirty_indexes(&self.dir)
     }
