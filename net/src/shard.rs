@@ -63,6 +63,12 @@ impl Shard {
         engine::shard::shard_of(&tp.topic, tp.partition, self.count)
     }
 
+    /// Wall-clock milliseconds since the epoch, from the broker's one clock
+    /// (`engine::Clock`: the system clock, or a test's manual clock).
+    pub fn now_ms(&self) -> i64 {
+        self.config.engine.clock.now_ms()
+    }
+
     /// This shard's instance of service `T`, built on first use.
     pub fn service<T: ShardService>(&self) -> Rc<T> {
         self.services.get_or_build(|| T::build(self))

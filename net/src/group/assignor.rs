@@ -8,24 +8,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// One partition of one topic.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TopicPartition {
-    /// Topic name.
-    pub topic: String,
-    /// Partition index.
-    pub partition: i32,
-}
-
-impl TopicPartition {
-    /// Builds a topic-partition.
-    pub fn new(topic: impl Into<String>, partition: i32) -> Self {
-        Self {
-            topic: topic.into(),
-            partition,
-        }
-    }
-}
+/// One partition of one topic: the engine's shared type.
+pub use engine::TopicPartition;
 
 /// The partitions given to one member.
 pub type MemberAssignment = BTreeSet<TopicPartition>;

@@ -3,7 +3,7 @@
 //! rebalance completes).
 
 use super::persist::persist;
-use super::{now_ms, GroupReply, GroupRequest, GroupRuntime};
+use super::{GroupReply, GroupRequest, GroupRuntime};
 use crate::group::{
     GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken, SyncOutcome, TopicInfo,
 };
@@ -21,7 +21,7 @@ enum Immediate {
 /// Owner side: step the coordinator, persist, answer.
 pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
     let runtime = &*shard.service::<GroupRuntime>();
-    let now = now_ms();
+    let now = shard.now_ms();
     let token = runtime.take_token();
     let is_commit = matches!(
         request,

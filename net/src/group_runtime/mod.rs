@@ -145,16 +145,15 @@ pub struct GroupRuntime {
 }
 
 impl ShardService for GroupRuntime {
-    /// An empty runtime; member ids are seeded from the clock and the shard
-    /// id so that no two shards or starts hand out the same ids.
+    /// An empty runtime; member ids are seeded from 56 random bits and the
+    /// shard id, so that no two shards hand out the same ids and no two
+    /// starts (almost surely) either. Randomness rather than the clock: a
+    /// test's manual clock would repeat seeds across restarts.
     fn build(shard: &Shard) -> Self {
         let (config, shard_id) = (&shard.config, shard.id);
-        let clock_ns = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+        let random_bits = rand::random::<u64>() & ((1 << 56) - 1);
         let group_config = GroupConfig {
-            member_id_seed: clock_ns ^ ((shard_id as u64) << 56),
+            member_id_seed: random_bits | ((shard_id as u64) << 56),
             ..config.group.clone()
         };
         Self {
@@ -185,14 +184,6 @@ impl GroupRuntime {
         }
         rows
     }
-}
-
-/// Milliseconds since the epoch (the coordinator's clock).
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The partition count of `__consumer_offsets`, creating it (compacted, with

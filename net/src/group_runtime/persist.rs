@@ -1,7 +1,7 @@
 //! Appending the coordinator's records to the owned `__consumer_offsets`
 //! partitions, durably, before anything is answered.
 
-use super::{now_ms, OFFSETS_TOPIC};
+use super::OFFSETS_TOPIC;
 use crate::group::records::{decode_key, RecordKey};
 use crate::group::{offsets_partition_for, Record};
 use crate::shard::Shard;
@@ -43,7 +43,7 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
             .or_default()
             .push(record);
     }
-    let now = now_ms();
+    let now = shard.now_ms();
     let mut appended = Vec::with_capacity(by_partition.len());
     for (partition, records) in by_partition {
         let tp = engine::TopicPartition::new(OFFSETS_TOPIC, partition);

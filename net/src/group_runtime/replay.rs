@@ -3,7 +3,7 @@
 
 use super::execute::deliver;
 use super::persist::persist;
-use super::{now_ms, GroupRuntime, OFFSETS_TOPIC, REPLAY_READ_BYTES};
+use super::{GroupRuntime, OFFSETS_TOPIC, REPLAY_READ_BYTES};
 use crate::shard::Shard;
 use engine::batch::{batches, records};
 use engine::log::ReadMode;
@@ -68,7 +68,7 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
             }
         }
     }
-    let now = now_ms();
+    let now = shard.now_ms();
     let (records, responses) = {
         let mut coordinator = runtime.coordinator.borrow_mut();
         coordinator.finish_replay(now);

@@ -2,7 +2,7 @@
 
 use super::execute::deliver;
 use super::persist::persist;
-use super::{now_ms, GroupRuntime, TIMER_MAX_SLEEP_MS};
+use super::{GroupRuntime, TIMER_MAX_SLEEP_MS};
 use crate::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
@@ -11,13 +11,13 @@ use std::time::Duration;
 pub async fn run_timer(shard: Rc<Shard>) {
     let runtime = shard.service::<GroupRuntime>();
     loop {
-        let now = now_ms();
+        let now = shard.now_ms();
         let deadline = runtime.coordinator.borrow().next_deadline_ms();
         let sleep_ms = deadline
             .map_or(TIMER_MAX_SLEEP_MS, |d| d - now)
             .clamp(1, TIMER_MAX_SLEEP_MS);
         glommio::timer::sleep(Duration::from_millis(sleep_ms as u64)).await;
-        let now = now_ms();
+        let now = shard.now_ms();
         let due = runtime
             .coordinator
             .borrow()

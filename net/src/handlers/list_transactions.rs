@@ -32,7 +32,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
         }
         let producer_ids: Vec<i64> = body.producer_id_filters.iter().map(|p| p.0).collect();
-        let now_ms = crate::group_runtime::now_ms();
+        let now_ms = shard.now_ms();
         let min_duration_ms = if request.version >= 1 {
             body.duration_filter
         } else {

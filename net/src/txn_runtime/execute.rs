@@ -5,8 +5,7 @@ use super::finish::{finish, validate_member};
 use super::persist::{persist, persist_offsets};
 use super::replay::ensure_loaded;
 use super::{
-    ensure_txn_topic, now_ms, GroupMember, TxnReply, TxnRequest, TxnRuntime,
-    FAULT_CRASH_AFTER_PREPARE,
+    ensure_txn_topic, GroupMember, TxnReply, TxnRequest, TxnRuntime, FAULT_CRASH_AFTER_PREPARE,
 };
 use crate::producer_ids::next_producer_id;
 use crate::shard::Shard;
@@ -112,7 +111,7 @@ async fn add_partitions(
         producer_id,
         producer_epoch,
         &partitions,
-        now_ms(),
+        shard.now_ms(),
     );
     TxnReply::Code(match step {
         Ok(None) => ErrorCode::None,
@@ -174,7 +173,7 @@ async fn end_txn(
         producer_id,
         producer_epoch,
         commit,
-        now_ms(),
+        shard.now_ms(),
     );
     let prepared = match step {
         Ok(EndStep::AlreadyDone) => return ErrorCode::None,
@@ -226,7 +225,7 @@ async fn init_producer_id(
             timeout_ms,
             expected,
             new_producer_id,
-            now_ms(),
+            shard.now_ms(),
         )?;
         match step {
             InitStep::Ready(meta) => {

@@ -3,7 +3,7 @@
 //! then the Complete state. Also TxnOffsetCommit's membership check.
 
 use super::persist::persist_complete;
-use super::{now_ms, GroupMember, TxnRuntime, MARKER_ATTEMPTS};
+use super::{GroupMember, TxnRuntime, MARKER_ATTEMPTS};
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
@@ -81,7 +81,7 @@ pub(super) async fn finish(
         shard,
         rt,
         transactional_id,
-        TxnCoordinator::complete(&prepared, now_ms()),
+        TxnCoordinator::complete(&prepared, shard.now_ms()),
     )
     .await
 }

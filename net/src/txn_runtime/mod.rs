@@ -47,7 +47,6 @@ pub use timer::run_timer;
 
 use crate::call::OwnerCall;
 use crate::controller::{self, ControllerRequest};
-use crate::group_runtime;
 use crate::shard::{Shard, ShardService};
 use crate::txn::{
     txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
@@ -209,10 +208,6 @@ impl TxnRuntime {
             .or_insert_with(|| Rc::new(Semaphore::new(1)))
             .clone()
     }
-}
-
-fn now_ms() -> i64 {
-    group_runtime::now_ms()
 }
 
 /// The shard coordinating `transactional_id`.

@@ -1,7 +1,7 @@
 //! Appending transaction state to `__transaction_state`, durably, before it
 //! is applied to the core.
 
-use super::{ensure_txn_topic, now_ms, TxnRuntime};
+use super::{ensure_txn_topic, TxnRuntime};
 use crate::shard::Shard;
 use crate::txn::TXN_STATE_TOPIC;
 use crate::txn::{records, txn_partition_for, PendingOffsets, TxnMetadata};
@@ -85,7 +85,7 @@ pub(super) async fn append_durable(
         }
     };
     let mut builder = BatchBuilder::new(0, Compression::None);
-    let now = now_ms();
+    let now = shard.now_ms();
     for (delta, (key, value)) in entries.iter().enumerate() {
         builder.push(delta as i32, now, Some(key), value.as_deref(), &[]);
     }

@@ -3,7 +3,7 @@
 use super::finish::finish;
 use super::persist::persist;
 use super::replay::ensure_loaded;
-use super::{now_ms, TxnRuntime, TIMER_INTERVAL_MS};
+use super::{TxnRuntime, TIMER_INTERVAL_MS};
 use crate::shard::Shard;
 use crate::txn::TxnState;
 use std::rc::Rc;
@@ -45,13 +45,13 @@ async fn tick(shard: &Rc<Shard>, rt: &Rc<TxnRuntime>) {
             }
         }
     }
-    let expired = rt.core.borrow().expired(now_ms());
+    let expired = rt.core.borrow().expired(shard.now_ms());
     for id in expired {
         let lock = rt.lock_for(&id);
         let Ok(_permit) = lock.acquire_permit(1).await else {
             continue;
         };
-        let Some(abort) = rt.core.borrow().timeout_abort(&id, now_ms()) else {
+        let Some(abort) = rt.core.borrow().timeout_abort(&id, shard.now_ms()) else {
             continue;
         };
         tracing::info!(transactional_id = %id, producer_id = abort.producer_id,
