@@ -93,7 +93,7 @@ pub struct BrokerConfig {
     /// Engine settings (flush policy, topic defaults from the `log.*` keys).
     pub engine: EngineConfig,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`).
-    pub group: crate::group::GroupConfig,
+    pub group: GroupConfig,
 }
 
 impl BrokerConfig {
@@ -122,7 +122,7 @@ impl BrokerConfig {
             io_memory_bytes: 2 << 20,
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),
-            group: crate::group::GroupConfig::default(),
+            group: GroupConfig::default(),
         }
     }
 
@@ -569,3 +569,43 @@ pub fn load_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
     })?;
     parse_toml(&text)
 }
+
+/// Coordinator settings, with Kafka's names and defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// `group.initial.rebalance.delay.ms`.
+    pub initial_rebalance_delay_ms: i64,
+    /// `group.min.session.timeout.ms`.
+    pub min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`.
+    pub max_session_timeout_ms: i32,
+    /// `group.max.size`.
+    pub group_max_size: usize,
+    /// `group.consumer.session.timeout.ms`.
+    pub consumer_session_timeout_ms: i64,
+    /// `group.consumer.heartbeat.interval.ms`.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `offsets.retention.minutes`, in milliseconds.
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms`.
+    pub offsets_retention_check_interval_ms: i64,
+    /// Seed of the member-id generator (give each shard and start a different one).
+    pub member_id_seed: u64,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        Self {
+            initial_rebalance_delay_ms: 3_000,
+            min_session_timeout_ms: 6_000,
+            max_session_timeout_ms: 1_800_000,
+            group_max_size: i32::MAX as usize,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            offsets_retention_ms: 10_080 * 60_000,
+            offsets_retention_check_interval_ms: 600_000,
+            member_id_seed: 0x5eed,
+        }
+    }
+}
+

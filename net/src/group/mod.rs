@@ -52,44 +52,9 @@ pub enum GroupResponse {
     Sync(SyncResponse),
 }
 
-/// Coordinator settings, with Kafka's names and defaults.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupConfig {
-    /// `group.initial.rebalance.delay.ms`.
-    pub initial_rebalance_delay_ms: i64,
-    /// `group.min.session.timeout.ms`.
-    pub min_session_timeout_ms: i32,
-    /// `group.max.session.timeout.ms`.
-    pub max_session_timeout_ms: i32,
-    /// `group.max.size`.
-    pub group_max_size: usize,
-    /// `group.consumer.session.timeout.ms`.
-    pub consumer_session_timeout_ms: i64,
-    /// `group.consumer.heartbeat.interval.ms`.
-    pub consumer_heartbeat_interval_ms: i32,
-    /// `offsets.retention.minutes`, in milliseconds.
-    pub offsets_retention_ms: i64,
-    /// `offsets.retention.check.interval.ms`.
-    pub offsets_retention_check_interval_ms: i64,
-    /// Seed of the member-id generator (give each shard and start a different one).
-    pub member_id_seed: u64,
-}
-
-impl Default for GroupConfig {
-    fn default() -> Self {
-        Self {
-            initial_rebalance_delay_ms: 3_000,
-            min_session_timeout_ms: 6_000,
-            max_session_timeout_ms: 1_800_000,
-            group_max_size: i32::MAX as usize,
-            consumer_session_timeout_ms: 45_000,
-            consumer_heartbeat_interval_ms: 5_000,
-            offsets_retention_ms: 10_080 * 60_000,
-            offsets_retention_check_interval_ms: 600_000,
-            member_id_seed: 0x5eed,
-        }
-    }
-}
+/// Coordinator settings: part of the broker's settings (the broker config
+/// sits below every service), re-exported here for the core.
+pub use crate::config::GroupConfig;
 
 /// Generates member ids: deterministic from a seed so tests are reproducible;
 /// the caller seeds it from the clock or a random source in production.
