@@ -317,9 +317,11 @@ mod tests {
         run(async move {
             let pool = ProducerIdPool::new();
             let failed = pool
-                .next(|| async { Err::<ProducerIdBlock, i16>(15) })
+                .next(|| async {
+                    Err::<ProducerIdBlock, ErrorCode>(ErrorCode::CoordinatorNotAvailable)
+                })
                 .await;
-            assert_eq!(failed, Err(15));
+            assert_eq!(failed, Err(ErrorCode::CoordinatorNotAvailable));
             assert_eq!(pool.remaining(), 0);
             let store = open(&path);
             assert_eq!(take_ids(&pool, &store, 1000, 2).await, vec![0, 1]);
