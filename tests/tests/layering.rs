@@ -49,8 +49,8 @@ fn net_layer(module: &[String]) -> usize {
         // plain modules it is made of.
         None
         | Some(
-            "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath"
-            | "config" | "error" | "frame" | "fetch_response",
+            "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath" | "config"
+            | "error" | "frame" | "fetch_response",
         ) => 0,
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.
