@@ -133,16 +133,9 @@ impl TopicTable {
     }
 }
 
-/// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
-pub fn valid_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-}
+/// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`
+/// (the engine's, which also names partition directories by it).
+pub use engine::types::is_valid_topic_name as valid_topic_name;
 
 #[cfg(test)]
 mod tests {

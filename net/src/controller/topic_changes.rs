@@ -65,19 +65,7 @@ pub(super) async fn create_topic(
     if validate_only {
         return Ok(TopicUpdate::Upsert(entry));
     }
-    let ops = (0..partitions)
-        .map(|p| PartitionOp::Create {
-            tp: TopicPartition::new(name.clone(), p),
-            topic_id: entry.topic_id,
-            config: entry.config.clone(),
-        })
-        .collect();
-    first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry {
-        version: shard.service::<ControllerState>().take_version(),
-        ..entry
-    });
-    broadcast_update(shard, update.clone()).await;
+    let update = create_then_publish(shard, 0..partitions, entry).await?;
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(update)
 }
@@ -149,20 +137,7 @@ pub(super) async fn create_partitions(
             ..grown
         }));
     }
-    let ops = (entry.partitions..count)
-        .map(|p| PartitionOp::Create {
-            tp: TopicPartition::new(name.clone(), p),
-            topic_id: entry.topic_id,
-            config: entry.config.clone(),
-        })
-        .collect();
-    first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry {
-        version: shard.service::<ControllerState>().take_version(),
-        ..grown
-    });
-    broadcast_update(shard, update.clone()).await;
-    Ok(update)
+    create_then_publish(shard, entry.partitions..count, grown).await
 }
 
 pub(super) async fn alter_configs(
@@ -200,6 +175,29 @@ pub(super) async fn alter_configs(
     first_error(run_on_owners(shard, ops).await)?;
     let update = TopicUpdate::Upsert(TopicEntry {
         config,
+        version: shard.service::<ControllerState>().take_version(),
+        ..entry
+    });
+    broadcast_update(shard, update.clone()).await;
+    Ok(update)
+}
+
+/// Has the owners create `partitions` of `entry`'s topic, then gives the
+/// entry its version and broadcasts it (CreateTopics, CreatePartitions).
+async fn create_then_publish(
+    shard: &Rc<Shard>,
+    partitions: std::ops::Range<i32>,
+    entry: TopicEntry,
+) -> ControllerReply {
+    let ops = partitions
+        .map(|p| PartitionOp::Create {
+            tp: TopicPartition::new(entry.name.clone(), p),
+            topic_id: entry.topic_id,
+            config: entry.config.clone(),
+        })
+        .collect();
+    first_error(run_on_owners(shard, ops).await)?;
+    let update = TopicUpdate::Upsert(TopicEntry {
         version: shard.service::<ControllerState>().take_version(),
         ..entry
     });
