@@ -100,100 +100,7 @@ impl MetadataRecord {
     pub fn encode(&self) -> Vec<u8> {
         let mut body = Writer(Vec::with_capacity(64));
         body.u8(FORMAT_VERSION);
-        match self {
-            MetadataRecord::RegisterBroker {
-                broker_id,
-                incarnation_id,
-                broker_epoch,
-                listeners,
-                rack,
-            } => {
-                body.u8(RECORD_TYPE_REGISTER_BROKER);
-                body.i32(*broker_id);
-                body.bytes16(incarnation_id);
-                body.i64(*broker_epoch);
-                body.count(listeners.len());
-                for listener in listeners {
-                    body.string(&listener.name);
-                    body.string(&listener.host);
-                    body.u16(listener.port);
-                }
-                body.option_string(rack.as_deref());
-            }
-            MetadataRecord::UnregisterBroker {
-                broker_id,
-                broker_epoch,
-            } => body.broker_and_epoch(RECORD_TYPE_UNREGISTER_BROKER, *broker_id, *broker_epoch),
-            MetadataRecord::FenceBroker {
-                broker_id,
-                broker_epoch,
-            } => body.broker_and_epoch(RECORD_TYPE_FENCE_BROKER, *broker_id, *broker_epoch),
-            MetadataRecord::UnfenceBroker {
-                broker_id,
-                broker_epoch,
-            } => body.broker_and_epoch(RECORD_TYPE_UNFENCE_BROKER, *broker_id, *broker_epoch),
-            MetadataRecord::Topic {
-                name,
-                topic_id,
-                configs,
-            } => {
-                body.u8(RECORD_TYPE_TOPIC);
-                body.string(name);
-                body.bytes16(topic_id);
-                body.count(configs.len());
-                for (key, value) in configs {
-                    body.string(key);
-                    body.string(value);
-                }
-            }
-            MetadataRecord::RemoveTopic { topic_id } => {
-                body.u8(RECORD_TYPE_REMOVE_TOPIC);
-                body.bytes16(topic_id);
-            }
-            MetadataRecord::Partition(partition) => {
-                body.u8(RECORD_TYPE_PARTITION);
-                body.bytes16(&partition.topic_id);
-                body.i32(partition.partition);
-                body.brokers(&partition.replicas);
-                body.brokers(&partition.isr);
-                body.i32(partition.leader);
-                body.i32(partition.leader_epoch);
-                body.i32(partition.partition_epoch);
-            }
-            MetadataRecord::PartitionChange(change) => {
-                body.u8(RECORD_TYPE_PARTITION_CHANGE);
-                body.bytes16(&change.topic_id);
-                body.i32(change.partition);
-                body.flag(change.leader.is_some());
-                if let Some(leader) = change.leader {
-                    body.i32(leader);
-                }
-                body.flag(change.isr.is_some());
-                if let Some(isr) = &change.isr {
-                    body.brokers(isr);
-                }
-                body.flag(change.replicas.is_some());
-                if let Some(replicas) = &change.replicas {
-                    body.brokers(replicas);
-                }
-            }
-            MetadataRecord::ConfigChange { topic, key, value } => {
-                body.u8(RECORD_TYPE_CONFIG_CHANGE);
-                body.string(topic);
-                body.string(key);
-                body.option_string(value.as_deref());
-            }
-            MetadataRecord::ProducerIds {
-                broker_id,
-                broker_epoch,
-                next_block_start,
-            } => {
-                body.u8(RECORD_TYPE_PRODUCER_IDS);
-                body.i32(*broker_id);
-                body.i64(*broker_epoch);
-                body.i64(*next_block_start);
-            }
-        }
+        body.record(self);
         let body = body.0;
         let length = u32::try_from(body.len() + 4).unwrap_or(u32::MAX);
         assert!(
@@ -206,6 +113,10 @@ impl MetadataRecord {
         frame.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
         frame.extend_from_slice(&body);
         assert_eq!(frame.len(), body.len() + 8);
+        // Read back before it leaves (records are rare: the cost is nothing
+        // next to a Raft round trip), so an encoder bug stops here instead
+        // of in every node that applies the log.
+        assert_eq!(MetadataRecord::decode(&frame).as_ref(), Ok(self));
         frame
     }
 
@@ -286,6 +197,107 @@ impl Writer {
             self.i32(broker);
         }
     }
+    fn record(&mut self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                listeners,
+                rack,
+            } => {
+                self.u8(RECORD_TYPE_REGISTER_BROKER);
+                self.i32(*broker_id);
+                self.bytes16(incarnation_id);
+                self.i64(*broker_epoch);
+                self.count(listeners.len());
+                for listener in listeners {
+                    self.string(&listener.name);
+                    self.string(&listener.host);
+                    self.u16(listener.port);
+                }
+                self.option_string(rack.as_deref());
+            }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            } => self.broker_and_epoch(RECORD_TYPE_UNREGISTER_BROKER, *broker_id, *broker_epoch),
+            MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            } => self.broker_and_epoch(RECORD_TYPE_FENCE_BROKER, *broker_id, *broker_epoch),
+            MetadataRecord::UnfenceBroker {
+                broker_id,
+                broker_epoch,
+            } => self.broker_and_epoch(RECORD_TYPE_UNFENCE_BROKER, *broker_id, *broker_epoch),
+            MetadataRecord::Topic {
+                name,
+                topic_id,
+                configs,
+            } => {
+                self.u8(RECORD_TYPE_TOPIC);
+                self.string(name);
+                self.bytes16(topic_id);
+                self.count(configs.len());
+                for (key, value) in configs {
+                    self.string(key);
+                    self.string(value);
+                }
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                self.u8(RECORD_TYPE_REMOVE_TOPIC);
+                self.bytes16(topic_id);
+            }
+            MetadataRecord::Partition(partition) => self.partition(partition),
+            MetadataRecord::PartitionChange(change) => self.partition_change(change),
+            MetadataRecord::ConfigChange { topic, key, value } => {
+                self.u8(RECORD_TYPE_CONFIG_CHANGE);
+                self.string(topic);
+                self.string(key);
+                self.option_string(value.as_deref());
+            }
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_block_start,
+            } => {
+                self.u8(RECORD_TYPE_PRODUCER_IDS);
+                self.i32(*broker_id);
+                self.i64(*broker_epoch);
+                self.i64(*next_block_start);
+            }
+        }
+    }
+
+    fn partition(&mut self, partition: &PartitionRecord) {
+        self.u8(RECORD_TYPE_PARTITION);
+        self.bytes16(&partition.topic_id);
+        self.i32(partition.partition);
+        self.brokers(&partition.replicas);
+        self.brokers(&partition.isr);
+        self.i32(partition.leader);
+        self.i32(partition.leader_epoch);
+        self.i32(partition.partition_epoch);
+    }
+
+    fn partition_change(&mut self, change: &PartitionChangeRecord) {
+        self.u8(RECORD_TYPE_PARTITION_CHANGE);
+        self.bytes16(&change.topic_id);
+        self.i32(change.partition);
+        self.flag(change.leader.is_some());
+        if let Some(leader) = change.leader {
+            self.i32(leader);
+        }
+        self.flag(change.isr.is_some());
+        if let Some(isr) = &change.isr {
+            self.brokers(isr);
+        }
+        self.flag(change.replicas.is_some());
+        if let Some(replicas) = &change.replicas {
+            self.brokers(replicas);
+        }
+    }
+
     fn broker_and_epoch(&mut self, record_type: u8, broker_id: BrokerId, broker_epoch: i64) {
         self.u8(record_type);
         self.i32(broker_id);
@@ -381,28 +393,7 @@ impl<'a> Reader<'a> {
     fn record(&mut self) -> Result<MetadataRecord, DecodeError> {
         let record_type = self.u8()?;
         Ok(match record_type {
-            RECORD_TYPE_REGISTER_BROKER => {
-                let broker_id = self.i32()?;
-                let incarnation_id = self.array()?;
-                let broker_epoch = self.i64()?;
-                // name (4) + host (4) + port (2) at least.
-                let count = self.count(10)?;
-                let mut listeners = Vec::with_capacity(count);
-                for _ in 0..count {
-                    listeners.push(Endpoint {
-                        name: self.string()?,
-                        host: self.string()?,
-                        port: self.u16()?,
-                    });
-                }
-                MetadataRecord::RegisterBroker {
-                    broker_id,
-                    incarnation_id,
-                    broker_epoch,
-                    listeners,
-                    rack: self.option_string()?,
-                }
-            }
+            RECORD_TYPE_REGISTER_BROKER => self.register_broker()?,
             RECORD_TYPE_UNREGISTER_BROKER => MetadataRecord::UnregisterBroker {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,
@@ -415,25 +406,7 @@ impl<'a> Reader<'a> {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,
             },
-            RECORD_TYPE_TOPIC => {
-                let name = self.string()?;
-                let topic_id = self.array()?;
-                let count = self.count(8)?;
-                let mut configs = BTreeMap::new();
-                for _ in 0..count {
-                    let key = self.string()?;
-                    let value = self.string()?;
-                    if configs.contains_key(&key) {
-                        return Err(DecodeError::DuplicateConfigKey(key));
-                    }
-                    configs.insert(key, value);
-                }
-                MetadataRecord::Topic {
-                    name,
-                    topic_id,
-                    configs,
-                }
-            }
+            RECORD_TYPE_TOPIC => self.topic()?,
             RECORD_TYPE_REMOVE_TOPIC => MetadataRecord::RemoveTopic {
                 topic_id: self.array()?,
             },
@@ -446,32 +419,7 @@ impl<'a> Reader<'a> {
                 leader_epoch: self.i32()?,
                 partition_epoch: self.i32()?,
             }),
-            RECORD_TYPE_PARTITION_CHANGE => {
-                let topic_id = self.array()?;
-                let partition = self.i32()?;
-                let leader = if self.flag()? {
-                    Some(self.i32()?)
-                } else {
-                    None
-                };
-                let isr = if self.flag()? {
-                    Some(self.brokers()?)
-                } else {
-                    None
-                };
-                let replicas = if self.flag()? {
-                    Some(self.brokers()?)
-                } else {
-                    None
-                };
-                MetadataRecord::PartitionChange(PartitionChangeRecord {
-                    topic_id,
-                    partition,
-                    leader,
-                    isr,
-                    replicas,
-                })
-            }
+            RECORD_TYPE_PARTITION_CHANGE => self.partition_change()?,
             RECORD_TYPE_CONFIG_CHANGE => MetadataRecord::ConfigChange {
                 topic: self.string()?,
                 key: self.string()?,
@@ -484,6 +432,76 @@ impl<'a> Reader<'a> {
             },
             other => return Err(DecodeError::UnknownRecordType(other)),
         })
+    }
+
+    fn register_broker(&mut self) -> Result<MetadataRecord, DecodeError> {
+        let broker_id = self.i32()?;
+        let incarnation_id = self.array()?;
+        let broker_epoch = self.i64()?;
+        // name (4) + host (4) + port (2) at least.
+        let count = self.count(10)?;
+        let mut listeners = Vec::with_capacity(count);
+        for _ in 0..count {
+            listeners.push(Endpoint {
+                name: self.string()?,
+                host: self.string()?,
+                port: self.u16()?,
+            });
+        }
+        Ok(MetadataRecord::RegisterBroker {
+            broker_id,
+            incarnation_id,
+            broker_epoch,
+            listeners,
+            rack: self.option_string()?,
+        })
+    }
+
+    fn topic(&mut self) -> Result<MetadataRecord, DecodeError> {
+        let name = self.string()?;
+        let topic_id = self.array()?;
+        let count = self.count(8)?;
+        let mut configs = BTreeMap::new();
+        for _ in 0..count {
+            let key = self.string()?;
+            let value = self.string()?;
+            if configs.contains_key(&key) {
+                return Err(DecodeError::DuplicateConfigKey(key));
+            }
+            configs.insert(key, value);
+        }
+        Ok(MetadataRecord::Topic {
+            name,
+            topic_id,
+            configs,
+        })
+    }
+
+    fn partition_change(&mut self) -> Result<MetadataRecord, DecodeError> {
+        let topic_id = self.array()?;
+        let partition = self.i32()?;
+        let leader = if self.flag()? {
+            Some(self.i32()?)
+        } else {
+            None
+        };
+        let isr = if self.flag()? {
+            Some(self.brokers()?)
+        } else {
+            None
+        };
+        let replicas = if self.flag()? {
+            Some(self.brokers()?)
+        } else {
+            None
+        };
+        Ok(MetadataRecord::PartitionChange(PartitionChangeRecord {
+            topic_id,
+            partition,
+            leader,
+            isr,
+            replicas,
+        }))
     }
 }
 

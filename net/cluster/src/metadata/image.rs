@@ -446,6 +446,68 @@ impl MetadataImage {
     /// Changes the image; `validate` accepted the record.
     fn mutate(&mut self, offset: i64, record: &MetadataRecord) {
         match record {
+            MetadataRecord::RegisterBroker { .. }
+            | MetadataRecord::UnregisterBroker { .. }
+            | MetadataRecord::FenceBroker { .. }
+            | MetadataRecord::UnfenceBroker { .. } => self.mutate_broker(offset, record),
+            MetadataRecord::Topic {
+                name,
+                topic_id,
+                configs,
+            } => {
+                let topic = TopicImage {
+                    name: name.clone(),
+                    topic_id: *topic_id,
+                    configs: configs.clone(),
+                    partitions: BTreeMap::new(),
+                };
+                assert!(self.topics.insert(*topic_id, topic).is_none());
+                assert!(self.topic_ids.insert(name.clone(), *topic_id).is_none());
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                let removed = self.topics.remove(topic_id);
+                let Some(removed) = removed else {
+                    unreachable!("validated: topic {topic_id:?} exists")
+                };
+                assert_eq!(self.topic_ids.remove(&removed.name), Some(*topic_id));
+            }
+            MetadataRecord::Partition(record) => {
+                let state = PartitionState {
+                    replicas: record.replicas.clone(),
+                    isr: record.isr.clone(),
+                    leader: record.leader,
+                    leader_epoch: record.leader_epoch,
+                    partition_epoch: record.partition_epoch,
+                };
+                let topic = self.topic_mut(&record.topic_id);
+                assert!(topic.partitions.insert(record.partition, state).is_none());
+                assert_eq!(topic.partition_count(), record.partition + 1);
+            }
+            MetadataRecord::PartitionChange(change) => self.mutate_partition_change(change),
+            MetadataRecord::ConfigChange { topic, key, value } => {
+                let Some(topic_id) = self.topic_ids.get(topic).copied() else {
+                    unreachable!("validated: topic {topic:?} exists")
+                };
+                let configs = &mut self.topic_mut(&topic_id).configs;
+                match value {
+                    Some(value) => configs.insert(key.clone(), value.clone()),
+                    None => configs.remove(key),
+                };
+            }
+            MetadataRecord::ProducerIds {
+                next_block_start, ..
+            } => {
+                let before = self.producer_ids.next_block_start();
+                self.producer_ids = ProducerIdBlocks::new(*next_block_start);
+                assert!(self.producer_ids.next_block_start() > before);
+            }
+        }
+        self.assert_touched(record);
+    }
+
+    /// The broker records' part of [`MetadataImage::mutate`].
+    fn mutate_broker(&mut self, offset: i64, record: &MetadataRecord) {
+        match record {
             MetadataRecord::RegisterBroker {
                 broker_id,
                 incarnation_id,
@@ -483,75 +545,27 @@ impl MetadataImage {
                 assert_ne!(broker.fenced, fence);
                 broker.fenced = fence;
             }
-            MetadataRecord::Topic {
-                name,
-                topic_id,
-                configs,
-            } => {
-                let topic = TopicImage {
-                    name: name.clone(),
-                    topic_id: *topic_id,
-                    configs: configs.clone(),
-                    partitions: BTreeMap::new(),
-                };
-                assert!(self.topics.insert(*topic_id, topic).is_none());
-                assert!(self.topic_ids.insert(name.clone(), *topic_id).is_none());
-            }
-            MetadataRecord::RemoveTopic { topic_id } => {
-                let removed = self.topics.remove(topic_id);
-                let Some(removed) = removed else {
-                    unreachable!("validated: topic {topic_id:?} exists")
-                };
-                assert_eq!(self.topic_ids.remove(&removed.name), Some(*topic_id));
-            }
-            MetadataRecord::Partition(record) => {
-                let state = PartitionState {
-                    replicas: record.replicas.clone(),
-                    isr: record.isr.clone(),
-                    leader: record.leader,
-                    leader_epoch: record.leader_epoch,
-                    partition_epoch: record.partition_epoch,
-                };
-                let topic = self.topic_mut(&record.topic_id);
-                assert!(topic.partitions.insert(record.partition, state).is_none());
-                assert_eq!(topic.partition_count(), record.partition + 1);
-            }
-            MetadataRecord::PartitionChange(change) => {
-                let next = match self.changed_partition(change) {
-                    Ok(next) => next,
-                    Err(reason) => unreachable!("validated, yet: {reason}"),
-                };
-                let topic = self.topic_mut(&change.topic_id);
-                let Some(state) = topic.partitions.get_mut(&change.partition) else {
-                    unreachable!("validated: partition {} exists", change.partition)
-                };
-                assert_eq!(next.partition_epoch, state.partition_epoch + 1);
-                assert!(next.leader_epoch >= state.leader_epoch);
-                assert_eq!(
-                    next.leader_epoch > state.leader_epoch,
-                    change.leader.is_some()
-                );
-                *state = next;
-            }
-            MetadataRecord::ConfigChange { topic, key, value } => {
-                let Some(topic_id) = self.topic_ids.get(topic).copied() else {
-                    unreachable!("validated: topic {topic:?} exists")
-                };
-                let configs = &mut self.topic_mut(&topic_id).configs;
-                match value {
-                    Some(value) => configs.insert(key.clone(), value.clone()),
-                    None => configs.remove(key),
-                };
-            }
-            MetadataRecord::ProducerIds {
-                next_block_start, ..
-            } => {
-                let before = self.producer_ids.next_block_start();
-                self.producer_ids = ProducerIdBlocks::new(*next_block_start);
-                assert!(self.producer_ids.next_block_start() > before);
-            }
+            _ => unreachable!("not a broker record: {}", record.kind()),
         }
-        self.assert_touched(record);
+    }
+
+    /// A validated partition change: the new state, with its epochs bumped.
+    fn mutate_partition_change(&mut self, change: &PartitionChangeRecord) {
+        let next = match self.changed_partition(change) {
+            Ok(next) => next,
+            Err(reason) => unreachable!("validated, yet: {reason}"),
+        };
+        let topic = self.topic_mut(&change.topic_id);
+        let Some(state) = topic.partitions.get_mut(&change.partition) else {
+            unreachable!("validated: partition {} exists", change.partition)
+        };
+        assert_eq!(next.partition_epoch, state.partition_epoch + 1);
+        assert!(next.leader_epoch >= state.leader_epoch);
+        assert_eq!(
+            next.leader_epoch > state.leader_epoch,
+            change.leader.is_some()
+        );
+        *state = next;
     }
 
     fn topic_mut(&mut self, topic_id: &TopicId) -> &mut TopicImage {

@@ -15,6 +15,7 @@ use engine::types::TopicId;
 use crate::placement::BrokerId;
 
 use super::super::error::MetadataError;
+use super::super::image::PartitionState;
 use super::super::record::{MetadataRecord, PartitionChangeRecord};
 use super::{Controller, Proposal};
 
@@ -60,6 +61,48 @@ impl Controller<'_> {
         &self,
         request: &AlterPartitionRequest,
     ) -> Result<AlterPartitionOutcome, MetadataError> {
+        let state = self.check_alter_partition(request)?;
+        let (topic_id, partition) = (request.topic_id, request.partition);
+        let new_isr = &request.new_isr;
+        let distinct: BTreeSet<BrokerId> = new_isr.iter().copied().collect();
+        let current: BTreeSet<BrokerId> = state.isr.iter().copied().collect();
+        if distinct == current {
+            return Ok(AlterPartitionOutcome {
+                records: Vec::new(),
+                leader: state.leader,
+                leader_epoch: state.leader_epoch,
+                partition_epoch: state.partition_epoch,
+                isr: state.isr.clone(),
+            });
+        }
+        let mut proposal = Proposal::new(self.image);
+        proposal.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
+            topic_id,
+            partition,
+            leader: None,
+            isr: Some(new_isr.clone()),
+            replicas: None,
+        }));
+        let after = proposal.image().partition(&topic_id, partition).cloned();
+        let Some(after) = after else {
+            unreachable!("the partition was there before the change")
+        };
+        assert_eq!(after.partition_epoch, state.partition_epoch + 1);
+        assert_eq!(after.leader_epoch, state.leader_epoch);
+        Ok(AlterPartitionOutcome {
+            records: proposal.into_records(),
+            leader: after.leader,
+            leader_epoch: after.leader_epoch,
+            partition_epoch: after.partition_epoch,
+            isr: after.isr,
+        })
+    }
+
+    /// AlterPartition's checks, in KRaft's order; the partition if they pass.
+    fn check_alter_partition(
+        &self,
+        request: &AlterPartitionRequest,
+    ) -> Result<&PartitionState, MetadataError> {
         let broker =
             self.image
                 .broker(request.broker_id)
@@ -128,37 +171,7 @@ impl Controller<'_> {
                 broker_id: ineligible,
             });
         }
-        let current: BTreeSet<BrokerId> = state.isr.iter().copied().collect();
-        if distinct == current {
-            return Ok(AlterPartitionOutcome {
-                records: Vec::new(),
-                leader: state.leader,
-                leader_epoch: state.leader_epoch,
-                partition_epoch: state.partition_epoch,
-                isr: state.isr.clone(),
-            });
-        }
-        let mut proposal = Proposal::new(self.image);
-        proposal.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
-            topic_id,
-            partition,
-            leader: None,
-            isr: Some(new_isr.clone()),
-            replicas: None,
-        }));
-        let after = proposal.image().partition(&topic_id, partition).cloned();
-        let Some(after) = after else {
-            unreachable!("the partition was there before the change")
-        };
-        assert_eq!(after.partition_epoch, state.partition_epoch + 1);
-        assert_eq!(after.leader_epoch, state.leader_epoch);
-        Ok(AlterPartitionOutcome {
-            records: proposal.into_records(),
-            leader: after.leader,
-            leader_epoch: after.leader_epoch,
-            partition_epoch: after.partition_epoch,
-            isr: after.isr,
-        })
+        Ok(state)
     }
 
     /// Preferred-leader election over every partition: where the first
