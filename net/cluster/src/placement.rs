@@ -357,6 +357,23 @@ fn assign_rack_aware(
         .collect()
 }
 
+/// The replication factor of an internal topic (`__consumer_offsets`,
+/// `__transaction_state`): the configured one
+/// (`offsets.topic.replication.factor`,
+/// `transaction.state.log.replication.factor`, 3 by default) capped by the
+/// live brokers, so that a one- or two-node cluster can still create them
+/// (the issue asks for the cap; Kafka instead waits for enough brokers).
+pub fn internal_topic_replication_factor(configured: i16, live_brokers: usize) -> i16 {
+    assert!(
+        configured > 0,
+        "a replication factor is positive: {configured}"
+    );
+    let cap = i16::try_from(live_brokers).unwrap_or(i16::MAX).max(1);
+    let factor = configured.min(cap);
+    assert!(factor >= 1 && factor <= configured);
+    factor
+}
+
 /// Kafka's `getRackAlternatedBrokerList`: the brokers of each rack in id
 /// order, taken one rack at a time (racks in name order), e.g. racks
 /// `a: 0 1 2`, `b: 3 4 5`, `c: 6 7 8` give `0 3 6 1 4 7 2 5 8`.
@@ -729,6 +746,15 @@ mod tests {
             assert_eq!(got, Err(error.clone()), "{assignment:?}");
             assert_eq!(error.error_code(), ErrorCode::InvalidReplicaAssignment);
         }
+    }
+
+    #[test]
+    fn internal_topics_are_capped_by_the_live_brokers() {
+        assert_eq!(internal_topic_replication_factor(3, 1), 1);
+        assert_eq!(internal_topic_replication_factor(3, 2), 2);
+        assert_eq!(internal_topic_replication_factor(3, 5), 3);
+        // No live broker yet: 1, and placement will say what is missing.
+        assert_eq!(internal_topic_replication_factor(3, 0), 1);
     }
 
     fn leader_counts(assignment: &[Vec<BrokerId>]) -> BTreeMap<BrokerId, usize> {

@@ -60,6 +60,15 @@ pub enum MetadataError {
         /// The name.
         name: String,
     },
+    /// The name differs from an existing topic's only by `.` against `_`
+    /// (`INVALID_TOPIC_EXCEPTION`): both map to the same metric names.
+    #[error("topic {name:?} collides with existing topic {existing:?}")]
+    TopicNameCollision {
+        /// The name asked for.
+        name: String,
+        /// The existing topic.
+        existing: String,
+    },
     /// The topic exists already (`TOPIC_ALREADY_EXISTS`).
     #[error("topic {name:?} already exists")]
     TopicAlreadyExists {
@@ -183,7 +192,9 @@ impl MetadataError {
             | MetadataError::DuplicateBrokerRegistration { .. }
             | MetadataError::IneligibleReplica { .. }
             | MetadataError::FencedLeaderEpoch { .. } => None,
-            MetadataError::InvalidTopicName { .. } => Some(ErrorCode::InvalidTopicException),
+            MetadataError::InvalidTopicName { .. } | MetadataError::TopicNameCollision { .. } => {
+                Some(ErrorCode::InvalidTopicException)
+            }
             MetadataError::TopicAlreadyExists { .. } => Some(ErrorCode::TopicAlreadyExists),
             MetadataError::UnknownTopic { .. } | MetadataError::UnknownPartition { .. } => {
                 Some(ErrorCode::UnknownTopicOrPartition)

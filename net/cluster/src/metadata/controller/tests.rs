@@ -498,6 +498,7 @@ fn create_topic_with_an_explicit_assignment() {
 fn create_topic_refusals_carry_kafkas_codes() {
     let mut cluster = three_brokers();
     cluster.create("t", 1, 1, 1);
+    cluster.create("my.topic", 4, 1, 1);
     let base = CreateTopicRequest {
         name: "new".into(),
         topic_id: topic_id(9),
@@ -524,6 +525,18 @@ fn create_topic_refusals_carry_kafkas_codes() {
         ..base.clone()
     };
     assert_eq!(code(&bad_name), Some(ErrorCode::InvalidTopicException));
+    let colliding = CreateTopicRequest {
+        name: "my_topic".into(),
+        ..base.clone()
+    };
+    assert_eq!(
+        cluster.controller().create_topic(&colliding),
+        Err(MetadataError::TopicNameCollision {
+            name: "my_topic".into(),
+            existing: "my.topic".into()
+        })
+    );
+    assert_eq!(code(&colliding), Some(ErrorCode::InvalidTopicException));
     let taken_id = CreateTopicRequest {
         topic_id: topic_id(1),
         ..base.clone()
@@ -560,8 +573,8 @@ fn create_topic_refusals_carry_kafkas_codes() {
         ..base.clone()
     };
     assert_eq!(code(&bad_config), Some(ErrorCode::InvalidConfig));
-    // Nothing was proposed by any refusal: the image still has one topic.
-    assert_eq!(cluster.image.topics().len(), 1);
+    // Nothing was proposed by any refusal: the image still has two topics.
+    assert_eq!(cluster.image.topics().len(), 2);
 }
 
 #[test]

@@ -66,6 +66,19 @@ impl Controller<'_> {
         if self.image.topic_by_name(name).is_some() {
             return Err(MetadataError::TopicAlreadyExists { name: name.clone() });
         }
+        // Kafka's `Topic.hasCollision`: `a.b` and `a_b` share metric names.
+        let unified = |name: &str| name.replace('.', "_");
+        if let Some(existing) = self
+            .image
+            .topics()
+            .values()
+            .find(|topic| unified(&topic.name) == unified(name))
+        {
+            return Err(MetadataError::TopicNameCollision {
+                name: name.clone(),
+                existing: existing.name.clone(),
+            });
+        }
         if request.topic_id == [0; 16] || self.image.topic(&request.topic_id).is_some() {
             return Err(MetadataError::InvalidRequest {
                 reason: format!("topic id {:?} is zero or taken", request.topic_id),
