@@ -8,7 +8,7 @@
 //! and reverts to the last committed image if it loses leadership); the
 //! image a decision reads is therefore "committed + proposed by me".
 //!
-//! Every decision builds its records through a [`Proposal`], which applies
+//! Every decision builds its records through a `Proposal`, which applies
 //! each one to a scratch copy of the image as it is added: a decision that
 //! would propose a record `apply` refuses is a bug and stops the process
 //! here, at the decision, rather than on every node that applies it.
