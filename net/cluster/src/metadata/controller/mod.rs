@@ -1,0 +1,114 @@
+//! The active controller's decisions: pure functions of the image, the
+//! controller config and `now_ms`, each returning the records to propose.
+//!
+//! A decision changes nothing by itself: its records take effect when the
+//! quorum has committed them and every node applied them. So that two
+//! decisions in a row see each other, the controller applies its own
+//! proposals to its in-memory image as it makes them (KRaft does the same,
+//! and reverts to the last committed image if it loses leadership); the
+//! image a decision reads is therefore "committed + proposed by me".
+//!
+//! Every decision builds its records through a `Proposal`, which applies
+//! each one to a scratch copy of the image as it is added: a decision that
+//! would propose a record `apply` refuses is a bug and stops the process
+//! here, at the decision, rather than on every node that applies it.
+//!
+//! Files by responsibility:
+//! - [`election`]: choosing a partition's leader and ISR when brokers leave.
+//! - `brokers.rs`: registration, heartbeats, fencing, unfencing, controlled
+//!   shutdown, unregistration.
+//! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
+//! - `partitions.rs`: AlterPartition and preferred-leader election.
+//! - `producer_ids.rs`: producer-id blocks (KIP-730).
+
+mod brokers;
+pub mod election;
+mod partitions;
+mod producer_ids;
+mod topics;
+
+use super::heartbeats::DEFAULT_BROKER_SESSION_TIMEOUT_MS;
+use super::image::MetadataImage;
+use super::record::MetadataRecord;
+
+pub use brokers::{
+    BrokerHeartbeatRequest, BrokerRegistrationRequest, HeartbeatOutcome, RegisterOutcome,
+};
+pub use partitions::{AlterPartitionOutcome, AlterPartitionRequest};
+pub use topics::{CreateTopicRequest, TopicAssignment};
+
+/// The controller settings its decisions depend on (Kafka's names).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `broker.session.timeout.ms`: a broker not heard from for this long is
+    /// fenced.
+    pub broker_session_timeout_ms: i64,
+    /// `unclean.leader.election.enable`, the cluster default (a topic may
+    /// override it): whether an out-of-sync replica may lead when no ISR
+    /// member is alive, losing what only the ISR had.
+    pub unclean_leader_election_enable: bool,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            broker_session_timeout_ms: DEFAULT_BROKER_SESSION_TIMEOUT_MS,
+            unclean_leader_election_enable: false,
+        }
+    }
+}
+
+/// The decisions over one image and config.
+#[derive(Clone, Copy, Debug)]
+pub struct Controller<'a> {
+    /// The image decisions read (committed plus this controller's proposals).
+    pub image: &'a MetadataImage,
+    /// The settings.
+    pub config: &'a ControllerConfig,
+}
+
+impl<'a> Controller<'a> {
+    /// Decisions over `image` with `config`.
+    pub fn new(image: &'a MetadataImage, config: &'a ControllerConfig) -> Self {
+        Controller { image, config }
+    }
+}
+
+/// Records being proposed, each applied to a scratch image as it is added,
+/// so that later records of the same decision see earlier ones and an
+/// invalid record is caught where it is made.
+#[derive(Debug)]
+pub(crate) struct Proposal {
+    scratch: MetadataImage,
+    records: Vec<MetadataRecord>,
+}
+
+impl Proposal {
+    pub(crate) fn new(image: &MetadataImage) -> Self {
+        Proposal {
+            scratch: image.clone(),
+            records: Vec::new(),
+        }
+    }
+
+    /// The image with the records so far applied.
+    pub(crate) fn image(&self) -> &MetadataImage {
+        &self.scratch
+    }
+
+    /// Adds a record; panics if the image refuses it (a controller bug).
+    pub(crate) fn push(&mut self, record: MetadataRecord) {
+        let offset = self.scratch.last_applied_offset() + 1;
+        if let Err(error) = self.scratch.apply(offset, &record) {
+            panic!("the controller proposed a record the image refuses: {error}; {record:?}");
+        }
+        self.records.push(record);
+    }
+
+    pub(crate) fn into_records(self) -> Vec<MetadataRecord> {
+        self.records
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,288 @@
+//! Topic decisions: CreateTopics, DeleteTopics, CreatePartitions and topic
+//! config changes (IncrementalAlterConfigs on a topic).
+//!
+//! New partitions are placed over the live (registered, unfenced) brokers by
+//! [`crate::placement`], or take an explicit assignment checked against the
+//! registered brokers (KRaft accepts a fenced broker in an explicit
+//! assignment: it is a replica that will catch up). A new partition's ISR is
+//! its live replicas and its leader the first of them in replica order, so
+//! the preferred leader leads whenever it is alive; a partition with no live
+//! replica cannot be created (nobody could take a write).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use engine::types::{is_valid_topic_name, TopicId};
+
+use crate::placement::{
+    assign_replicas_to_brokers, validate_replica_assignment, BrokerId, PlacementBroker,
+    PlacementError, PlacementSeed,
+};
+
+use super::super::error::MetadataError;
+use super::super::image::{MetadataImage, UNCLEAN_LEADER_ELECTION_ENABLE};
+use super::super::record::{MetadataRecord, PartitionRecord};
+use super::{Controller, Proposal};
+
+/// How a new topic's replicas are chosen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopicAssignment {
+    /// Placed by [`assign_replicas_to_brokers`] over the live brokers.
+    Placed {
+        /// Partition count.
+        partitions: i32,
+        /// Replicas per partition.
+        replication_factor: i16,
+        /// The placement's random start and shift, drawn by the caller.
+        seed: PlacementSeed,
+    },
+    /// CreateTopics' `assignments`: (partition, replicas) pairs.
+    Explicit(Vec<(i32, Vec<BrokerId>)>),
+}
+
+/// A CreateTopics entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreateTopicRequest {
+    /// Topic name.
+    pub name: String,
+    /// Its id, drawn by the caller from its seeded source (never all zeros).
+    pub topic_id: TopicId,
+    /// Replica placement.
+    pub assignment: TopicAssignment,
+    /// Topic configs.
+    pub configs: BTreeMap<String, String>,
+}
+
+impl Controller<'_> {
+    /// CreateTopics: a `Topic` record and one `Partition` record per
+    /// partition.
+    pub fn create_topic(
+        &self,
+        request: &CreateTopicRequest,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let name = &request.name;
+        if !is_valid_topic_name(name) {
+            return Err(MetadataError::InvalidTopicName { name: name.clone() });
+        }
+        if self.image.topic_by_name(name).is_some() {
+            return Err(MetadataError::TopicAlreadyExists { name: name.clone() });
+        }
+        // Kafka's `Topic.hasCollision`: `a.b` and `a_b` share metric names.
+        let unified = |name: &str| name.replace('.', "_");
+        if let Some(existing) = self
+            .image
+            .topics()
+            .values()
+            .find(|topic| unified(&topic.name) == unified(name))
+        {
+            return Err(MetadataError::TopicNameCollision {
+                name: name.clone(),
+                existing: existing.name.clone(),
+            });
+        }
+        if request.topic_id == [0; 16] || self.image.topic(&request.topic_id).is_some() {
+            return Err(MetadataError::InvalidRequest {
+                reason: format!("topic id {:?} is zero or taken", request.topic_id),
+            });
+        }
+        for (key, value) in &request.configs {
+            check_config(key, Some(value))?;
+        }
+        let replicas = match &request.assignment {
+            TopicAssignment::Placed {
+                partitions,
+                replication_factor,
+                seed,
+            } => assign_replicas_to_brokers(
+                &live_brokers(self.image),
+                *partitions,
+                *replication_factor,
+                *seed,
+                0,
+            )?,
+            TopicAssignment::Explicit(assignment) => {
+                validate_replica_assignment(assignment, 0, None, &registered_brokers(self.image))?
+            }
+        };
+        let mut proposal = Proposal::new(self.image);
+        proposal.push(MetadataRecord::Topic {
+            name: name.clone(),
+            topic_id: request.topic_id,
+            configs: request.configs.clone(),
+        });
+        push_new_partitions(&mut proposal, request.topic_id, 0, replicas)?;
+        Ok(proposal.into_records())
+    }
+
+    /// DeleteTopics: removes the topic and its partitions.
+    pub fn delete_topic(&self, name: &str) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let topic = self
+            .image
+            .topic_by_name(name)
+            .ok_or_else(|| MetadataError::UnknownTopic {
+                name: name.to_owned(),
+            })?;
+        let mut proposal = Proposal::new(self.image);
+        proposal.push(MetadataRecord::RemoveTopic {
+            topic_id: topic.topic_id,
+        });
+        Ok(proposal.into_records())
+    }
+
+    /// CreatePartitions: grows the topic to `total_count` partitions, placed
+    /// (continuing the numbering, with partition 0's replica count) or given
+    /// as one replica list per new partition.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        total_count: i32,
+        assignment: Option<&[Vec<BrokerId>]>,
+        seed: PlacementSeed,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let topic = self
+            .image
+            .topic_by_name(name)
+            .ok_or_else(|| MetadataError::UnknownTopic {
+                name: name.to_owned(),
+            })?;
+        let current = topic.partition_count();
+        if total_count <= current {
+            return Err(MetadataError::PartitionCountNotIncreasing {
+                name: name.to_owned(),
+                current,
+                requested: total_count,
+            });
+        }
+        let replication_factor = topic
+            .partitions
+            .get(&0)
+            .map_or(0, |partition0| partition0.replicas.len());
+        assert!(replication_factor > 0, "topic {name} has no partition 0");
+        let added = total_count - current;
+        let replicas = match assignment {
+            Some(lists) => {
+                if usize::try_from(added).ok() != Some(lists.len()) {
+                    return Err(MetadataError::Placement(
+                        PlacementError::AssignmentCountMismatch {
+                            added,
+                            assignments: lists.len(),
+                        },
+                    ));
+                }
+                let numbered: Vec<(i32, Vec<BrokerId>)> =
+                    (current..).zip(lists.iter().cloned()).collect();
+                validate_replica_assignment(
+                    &numbered,
+                    current,
+                    Some(replication_factor),
+                    &registered_brokers(self.image),
+                )?
+            }
+            None => assign_replicas_to_brokers(
+                &live_brokers(self.image),
+                added,
+                i16::try_from(replication_factor).unwrap_or(i16::MAX),
+                seed,
+                current,
+            )?,
+        };
+        let mut proposal = Proposal::new(self.image);
+        push_new_partitions(&mut proposal, topic.topic_id, current, replicas)?;
+        Ok(proposal.into_records())
+    }
+
+    /// Sets (`Some`) or removes (`None`) a topic config.
+    pub fn alter_topic_config(
+        &self,
+        name: &str,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        if self.image.topic_by_name(name).is_none() {
+            return Err(MetadataError::UnknownTopic {
+                name: name.to_owned(),
+            });
+        }
+        check_config(key, value)?;
+        let mut proposal = Proposal::new(self.image);
+        proposal.push(MetadataRecord::ConfigChange {
+            topic: name.to_owned(),
+            key: key.to_owned(),
+            value: value.map(str::to_owned),
+        });
+        Ok(proposal.into_records())
+    }
+}
+
+/// The config checks the metadata layer owns: a name, and a boolean for the
+/// one config its elections read. (The engine checks the log configs.)
+fn check_config(key: &str, value: Option<&str>) -> Result<(), MetadataError> {
+    let refuse = |reason: &str| MetadataError::InvalidConfig {
+        key: key.to_owned(),
+        value: value.map(str::to_owned),
+        reason: reason.to_owned(),
+    };
+    if key.is_empty() {
+        return Err(refuse("empty config name"));
+    }
+    if key == UNCLEAN_LEADER_ELECTION_ENABLE
+        && !matches!(value, None | Some("true") | Some("false"))
+    {
+        return Err(refuse("must be true or false"));
+    }
+    Ok(())
+}
+
+/// Registered, unfenced brokers with their racks.
+fn live_brokers(image: &MetadataImage) -> Vec<PlacementBroker> {
+    image
+        .brokers()
+        .values()
+        .filter(|broker| !broker.fenced)
+        .map(|broker| PlacementBroker {
+            id: broker.broker_id,
+            rack: broker.rack.clone(),
+        })
+        .collect()
+}
+
+fn registered_brokers(image: &MetadataImage) -> BTreeSet<BrokerId> {
+    image.brokers().keys().copied().collect()
+}
+
+/// `Partition` records for new partitions numbered from `first`: ISR the
+/// live replicas, leader the first of them.
+fn push_new_partitions(
+    proposal: &mut Proposal,
+    topic_id: TopicId,
+    first: i32,
+    replicas: Vec<Vec<BrokerId>>,
+) -> Result<(), MetadataError> {
+    let mut records = Vec::with_capacity(replicas.len());
+    for (partition, replicas) in (first..).zip(replicas) {
+        let isr: Vec<BrokerId> = replicas
+            .iter()
+            .copied()
+            .filter(|&broker| proposal.image().is_live(broker))
+            .collect();
+        let Some(&leader) = isr.first() else {
+            return Err(MetadataError::NoLiveReplica {
+                partition,
+                replicas,
+            });
+        };
+        records.push(PartitionRecord {
+            topic_id,
+            partition,
+            replicas,
+            isr,
+            leader,
+            leader_epoch: 0,
+            partition_epoch: 0,
+        });
+    }
+    // All checked before the first is proposed: a refused request proposes nothing.
+    for record in records {
+        proposal.push(MetadataRecord::Partition(record));
+    }
+    Ok(())
+}

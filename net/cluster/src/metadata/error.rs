@@ -1,0 +1,228 @@
+//! [`MetadataError`]: why a controller decision was refused, or why a record
+//! could not be applied, each with the Kafka error code a client expects.
+//!
+//! Two kinds share the enum because the controller proposes records it has
+//! validated against the same rules that [`super::MetadataImage::apply`]
+//! checks: a request error (unknown topic, stale epoch) is an answer to a
+//! client, while [`MetadataError::InvalidRecord`] from `apply` means a
+//! controller proposed something it should not have (a bug to report, but
+//! not one that may corrupt the image: a refused record changes nothing).
+
+use engine::types::TopicId;
+use engine::ErrorCode;
+
+use crate::placement::{BrokerId, PlacementError};
+
+/// A refused decision or record.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MetadataError {
+    /// Replica placement or an explicit assignment was refused.
+    #[error(transparent)]
+    Placement(#[from] PlacementError),
+    /// The broker is not registered (Kafka's `BROKER_ID_NOT_REGISTERED`, 102).
+    #[error("broker {broker_id} is not registered")]
+    BrokerNotRegistered {
+        /// The broker.
+        broker_id: BrokerId,
+    },
+    /// A request from an old incarnation of a broker (Kafka's
+    /// `STALE_BROKER_EPOCH`, 77).
+    #[error("broker {broker_id} epoch {broker_epoch} is not its current epoch {current_epoch}")]
+    StaleBrokerEpoch {
+        /// The broker.
+        broker_id: BrokerId,
+        /// The epoch in the request.
+        broker_epoch: i64,
+        /// The registered epoch.
+        current_epoch: i64,
+    },
+    /// Another incarnation of the broker id is alive (Kafka's
+    /// `DUPLICATE_BROKER_REGISTRATION`, 101).
+    #[error("broker {broker_id} is already registered by a live incarnation")]
+    DuplicateBrokerRegistration {
+        /// The broker.
+        broker_id: BrokerId,
+    },
+    /// A new replica for the ISR is fenced, unregistered, or not a replica
+    /// (Kafka's `INELIGIBLE_REPLICA`, 107).
+    #[error("broker {broker_id} cannot join the ISR of {topic_id:?}-{partition}")]
+    IneligibleReplica {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The broker.
+        broker_id: BrokerId,
+    },
+    /// The topic name is not legal (`INVALID_TOPIC_EXCEPTION`).
+    #[error("invalid topic name {name:?}")]
+    InvalidTopicName {
+        /// The name.
+        name: String,
+    },
+    /// The name differs from an existing topic's only by `.` against `_`
+    /// (`INVALID_TOPIC_EXCEPTION`): both map to the same metric names.
+    #[error("topic {name:?} collides with existing topic {existing:?}")]
+    TopicNameCollision {
+        /// The name asked for.
+        name: String,
+        /// The existing topic.
+        existing: String,
+    },
+    /// The topic exists already (`TOPIC_ALREADY_EXISTS`).
+    #[error("topic {name:?} already exists")]
+    TopicAlreadyExists {
+        /// The name.
+        name: String,
+    },
+    /// The topic name is unknown (`UNKNOWN_TOPIC_OR_PARTITION`).
+    #[error("unknown topic {name:?}")]
+    UnknownTopic {
+        /// The name.
+        name: String,
+    },
+    /// The topic id is unknown (`UNKNOWN_TOPIC_ID`).
+    #[error("unknown topic id {topic_id:?}")]
+    UnknownTopicId {
+        /// The id.
+        topic_id: TopicId,
+    },
+    /// The partition does not exist (`UNKNOWN_TOPIC_OR_PARTITION`).
+    #[error("unknown partition {topic_id:?}-{partition}")]
+    UnknownPartition {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+    },
+    /// CreatePartitions asked for no more partitions than exist
+    /// (`INVALID_PARTITIONS`).
+    #[error("topic {name:?} has {current} partitions; {requested} would not be an increase")]
+    PartitionCountNotIncreasing {
+        /// The topic.
+        name: String,
+        /// Its partition count.
+        current: i32,
+        /// The count asked for.
+        requested: i32,
+    },
+    /// No replica of a new partition is alive to lead it
+    /// (`INVALID_REPLICA_ASSIGNMENT`, as KRaft answers).
+    #[error("every replica of new partition {partition} is fenced: {replicas:?}")]
+    NoLiveReplica {
+        /// The partition.
+        partition: i32,
+        /// Its replicas.
+        replicas: Vec<BrokerId>,
+    },
+    /// AlterPartition with a leader epoch that is not the partition's
+    /// (Kafka's `FENCED_LEADER_EPOCH`, 74).
+    #[error("leader epoch {leader_epoch} of {topic_id:?}-{partition} is not the current {current_leader_epoch}")]
+    FencedLeaderEpoch {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The epoch in the request.
+        leader_epoch: i32,
+        /// The partition's epoch.
+        current_leader_epoch: i32,
+    },
+    /// AlterPartition with a partition epoch that is not the partition's
+    /// (`INVALID_UPDATE_VERSION`).
+    #[error("partition epoch {partition_epoch} of {topic_id:?}-{partition} is not the current {current_partition_epoch}")]
+    InvalidUpdateVersion {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The epoch in the request.
+        partition_epoch: i32,
+        /// The partition's epoch.
+        current_partition_epoch: i32,
+    },
+    /// A malformed request: AlterPartition from a broker that does not lead
+    /// the partition, or an ISR without its leader (`INVALID_REQUEST`).
+    #[error("invalid request: {reason}")]
+    InvalidRequest {
+        /// What was wrong.
+        reason: String,
+    },
+    /// A topic config the metadata layer refuses (`INVALID_CONFIG`).
+    #[error("invalid config {key}={value:?}: {reason}")]
+    InvalidConfig {
+        /// Config name.
+        key: String,
+        /// Offered value.
+        value: Option<String>,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// Every producer id has been handed out.
+    #[error("producer ids exhausted at {next_block_start}")]
+    ProducerIdsExhausted {
+        /// Where the next block would start.
+        next_block_start: i64,
+    },
+    /// `apply` refused a record that breaks the image's rules; nothing was
+    /// changed.
+    #[error("invalid {kind} record at offset {offset}: {reason}")]
+    InvalidRecord {
+        /// The record type.
+        kind: &'static str,
+        /// Its log offset.
+        offset: i64,
+        /// The rule it breaks.
+        reason: String,
+    },
+}
+
+impl MetadataError {
+    /// The Kafka error code to answer with, or `None` where Kafka's code is
+    /// not (yet) in [`ErrorCode`]'s table: `BROKER_ID_NOT_REGISTERED` (102),
+    /// `STALE_BROKER_EPOCH` (77), `DUPLICATE_BROKER_REGISTRATION` (101),
+    /// `INELIGIBLE_REPLICA` (107) and `FENCED_LEADER_EPOCH` (74). The
+    /// variant docs give each number, so the table can grow without a guess
+    /// here; until then the caller answers those with the number.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self {
+            MetadataError::Placement(error) => Some(error.error_code()),
+            MetadataError::BrokerNotRegistered { .. }
+            | MetadataError::StaleBrokerEpoch { .. }
+            | MetadataError::DuplicateBrokerRegistration { .. }
+            | MetadataError::IneligibleReplica { .. }
+            | MetadataError::FencedLeaderEpoch { .. } => None,
+            MetadataError::InvalidTopicName { .. } | MetadataError::TopicNameCollision { .. } => {
+                Some(ErrorCode::InvalidTopicException)
+            }
+            MetadataError::TopicAlreadyExists { .. } => Some(ErrorCode::TopicAlreadyExists),
+            MetadataError::UnknownTopic { .. } | MetadataError::UnknownPartition { .. } => {
+                Some(ErrorCode::UnknownTopicOrPartition)
+            }
+            MetadataError::UnknownTopicId { .. } => Some(ErrorCode::UnknownTopicId),
+            MetadataError::PartitionCountNotIncreasing { .. } => Some(ErrorCode::InvalidPartitions),
+            MetadataError::NoLiveReplica { .. } => Some(ErrorCode::InvalidReplicaAssignment),
+            MetadataError::InvalidUpdateVersion { .. } => Some(ErrorCode::InvalidUpdateVersion),
+            MetadataError::InvalidRequest { .. } => Some(ErrorCode::InvalidRequest),
+            MetadataError::InvalidConfig { .. } => Some(ErrorCode::InvalidConfig),
+            MetadataError::ProducerIdsExhausted { .. } | MetadataError::InvalidRecord { .. } => {
+                Some(ErrorCode::UnknownServerError)
+            }
+        }
+    }
+
+    /// Kafka's numeric error code (what goes on the wire), including the
+    /// codes [`MetadataError::error_code`] cannot name yet.
+    pub fn kafka_code(&self) -> i16 {
+        match self {
+            MetadataError::BrokerNotRegistered { .. } => 102,
+            MetadataError::StaleBrokerEpoch { .. } => 77,
+            MetadataError::DuplicateBrokerRegistration { .. } => 101,
+            MetadataError::IneligibleReplica { .. } => 107,
+            MetadataError::FencedLeaderEpoch { .. } => 74,
+            other => other
+                .error_code()
+                .map_or(ErrorCode::UnknownServerError.code(), ErrorCode::code),
+        }
+    }
+}

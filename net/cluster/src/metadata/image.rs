@@ -1,0 +1,654 @@
+//! [`MetadataImage`]: the cluster metadata as of the last applied record.
+//!
+//! Every node (controller or broker) holds one and changes it only through
+//! [`MetadataImage::apply`], with the committed records in log order, so two
+//! nodes that applied the same prefix hold equal images (`BTreeMap`s
+//! throughout: no hash order can make them differ). `apply` validates a
+//! record before touching anything — a refused record leaves the image as it
+//! was — and asserts the invariants of what it changed afterwards:
+//!
+//! - a partition's ISR is a non-empty subset of its replicas, without
+//!   duplicates, and its leader is in the ISR or is [`NO_LEADER`];
+//! - a partition with a leader has only registered, unfenced brokers in its
+//!   ISR (leader included): fencing a broker takes it out of every ISR first;
+//!   a leaderless partition keeps its last ISR members, fenced or not;
+//! - leader epochs and partition epochs never go back, and every change of a
+//!   partition bumps its partition epoch;
+//! - broker epochs only grow; producer-id blocks only move forward;
+//! - a topic's partitions are numbered `0..n` and its name maps to its id.
+//!
+//! [`MetadataImage::check_invariants`] checks all of them over the whole
+//! image (the property tests run it after every step; `apply` checks only
+//! what the record touched, so that applying is not quadratic).
+
+use std::collections::BTreeMap;
+
+use engine::types::{is_valid_topic_name, TopicId};
+use engine::ProducerIdBlocks;
+
+use crate::placement::BrokerId;
+
+use super::error::MetadataError;
+use super::record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+
+/// The topic config that lets an out-of-sync replica lead (Kafka's name).
+pub const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
+
+/// A registered broker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerRegistration {
+    /// Broker id.
+    pub broker_id: BrokerId,
+    /// Incarnation (process) id.
+    pub incarnation_id: [u8; 16],
+    /// Current broker epoch.
+    pub broker_epoch: i64,
+    /// Client listeners.
+    pub listeners: Vec<Endpoint>,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// Fenced brokers lead nothing and join no ISR.
+    pub fenced: bool,
+    /// Log offset of its registration: it has caught up once its metadata
+    /// offset reaches this.
+    pub registered_at_offset: i64,
+}
+
+/// A partition's replicas, ISR, leader and epochs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionState {
+    /// Replicas, the first being the preferred leader.
+    pub replicas: Vec<BrokerId>,
+    /// In-sync replicas (never empty: when the last one fails it stays, so
+    /// that it can lead cleanly when it comes back).
+    pub isr: Vec<BrokerId>,
+    /// Leader or [`NO_LEADER`].
+    pub leader: BrokerId,
+    /// Leader epoch.
+    pub leader_epoch: i32,
+    /// Partition epoch.
+    pub partition_epoch: i32,
+}
+
+/// A topic with its configs and partitions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopicImage {
+    /// Name.
+    pub name: String,
+    /// Id.
+    pub topic_id: TopicId,
+    /// Configs set on the topic (the rest are defaults).
+    pub configs: BTreeMap<String, String>,
+    /// Partitions `0..n`.
+    pub partitions: BTreeMap<i32, PartitionState>,
+}
+
+impl TopicImage {
+    /// Partition count.
+    pub fn partition_count(&self) -> i32 {
+        i32::try_from(self.partitions.len()).unwrap_or(i32::MAX)
+    }
+
+    /// `unclean.leader.election.enable` on this topic, if set to a boolean.
+    pub fn unclean_leader_election(&self) -> Option<bool> {
+        match self.configs.get(UNCLEAN_LEADER_ELECTION_ENABLE)?.as_str() {
+            "true" => Some(true),
+            "false" => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// The applied cluster metadata.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataImage {
+    last_applied_offset: i64,
+    brokers: BTreeMap<BrokerId, BrokerRegistration>,
+    /// The highest broker epoch ever registered, so that an epoch is never
+    /// handed out twice, even after its broker unregistered.
+    last_broker_epoch: i64,
+    topics: BTreeMap<TopicId, TopicImage>,
+    topic_ids: BTreeMap<String, TopicId>,
+    producer_ids: ProducerIdBlocks,
+}
+
+impl Default for MetadataImage {
+    fn default() -> Self {
+        MetadataImage::new()
+    }
+}
+
+impl MetadataImage {
+    /// The image before the first record.
+    pub fn new() -> Self {
+        MetadataImage {
+            last_applied_offset: -1,
+            brokers: BTreeMap::new(),
+            last_broker_epoch: -1,
+            topics: BTreeMap::new(),
+            topic_ids: BTreeMap::new(),
+            producer_ids: ProducerIdBlocks::default(),
+        }
+    }
+
+    /// Offset of the last applied record (`-1`: none).
+    pub fn last_applied_offset(&self) -> i64 {
+        self.last_applied_offset
+    }
+
+    /// Registered brokers by id.
+    pub fn brokers(&self) -> &BTreeMap<BrokerId, BrokerRegistration> {
+        &self.brokers
+    }
+
+    /// One broker's registration.
+    pub fn broker(&self, broker_id: BrokerId) -> Option<&BrokerRegistration> {
+        self.brokers.get(&broker_id)
+    }
+
+    /// Whether the broker is registered and unfenced (may lead, may be in
+    /// a new ISR).
+    pub fn is_live(&self, broker_id: BrokerId) -> bool {
+        self.broker(broker_id).is_some_and(|broker| !broker.fenced)
+    }
+
+    /// The highest broker epoch handed out (`-1`: none).
+    pub fn last_broker_epoch(&self) -> i64 {
+        self.last_broker_epoch
+    }
+
+    /// Topics by id.
+    pub fn topics(&self) -> &BTreeMap<TopicId, TopicImage> {
+        &self.topics
+    }
+
+    /// A topic by id.
+    pub fn topic(&self, topic_id: &TopicId) -> Option<&TopicImage> {
+        self.topics.get(topic_id)
+    }
+
+    /// A topic by name.
+    pub fn topic_by_name(&self, name: &str) -> Option<&TopicImage> {
+        self.topics.get(self.topic_ids.get(name)?)
+    }
+
+    /// A partition.
+    pub fn partition(&self, topic_id: &TopicId, partition: i32) -> Option<&PartitionState> {
+        self.topic(topic_id)?.partitions.get(&partition)
+    }
+
+    /// Every partition, in (topic id, partition) order.
+    pub fn partitions(&self) -> impl Iterator<Item = (&TopicImage, i32, &PartitionState)> {
+        self.topics.values().flat_map(|topic| {
+            topic
+                .partitions
+                .iter()
+                .map(move |(&partition, state)| (topic, partition, state))
+        })
+    }
+
+    /// Where the next producer-id block starts.
+    pub fn next_producer_id_block_start(&self) -> i64 {
+        self.producer_ids.next_block_start()
+    }
+
+    /// Applies one committed record at `offset` (greater than the last).
+    ///
+    /// On `Err` the image is unchanged.
+    pub fn apply(&mut self, offset: i64, record: &MetadataRecord) -> Result<(), MetadataError> {
+        let refuse = |reason: String| MetadataError::InvalidRecord {
+            kind: record.kind(),
+            offset,
+            reason,
+        };
+        if offset <= self.last_applied_offset {
+            return Err(refuse(format!(
+                "offset not after the last applied {}",
+                self.last_applied_offset
+            )));
+        }
+        self.validate(record).map_err(refuse)?;
+        let before_offset = self.last_applied_offset;
+        self.mutate(offset, record);
+        self.last_applied_offset = offset;
+        assert!(self.last_applied_offset > before_offset);
+        Ok(())
+    }
+
+    /// Whether `record` may be applied now; the reason if not.
+    fn validate(&self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                broker_epoch,
+                ..
+            } => {
+                if *broker_id < 0 {
+                    return Err(format!("negative broker id {broker_id}"));
+                }
+                if *broker_epoch <= self.last_broker_epoch {
+                    return Err(format!(
+                        "broker epoch {broker_epoch} not above the last {}",
+                        self.last_broker_epoch
+                    ));
+                }
+                // A new incarnation starts fenced: the old one must lead nothing.
+                self.check_serves_nothing(*broker_id)
+            }
+            MetadataRecord::UnregisterBroker {
+                broker_id,
+                broker_epoch,
+            }
+            | MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                let broker = self.check_epoch(*broker_id, *broker_epoch)?;
+                if matches!(record, MetadataRecord::FenceBroker { .. }) && broker.fenced {
+                    return Err(format!("broker {broker_id} is fenced already"));
+                }
+                self.check_serves_nothing(*broker_id)
+            }
+            MetadataRecord::UnfenceBroker {
+                broker_id,
+                broker_epoch,
+            } => {
+                if !self.check_epoch(*broker_id, *broker_epoch)?.fenced {
+                    return Err(format!("broker {broker_id} is not fenced"));
+                }
+                Ok(())
+            }
+            MetadataRecord::Topic { name, topic_id, .. } => {
+                if !is_valid_topic_name(name) {
+                    return Err(format!("invalid topic name {name:?}"));
+                }
+                if self.topic_ids.contains_key(name) {
+                    return Err(format!("topic {name:?} exists"));
+                }
+                if *topic_id == [0; 16] || self.topics.contains_key(topic_id) {
+                    return Err(format!("topic id {topic_id:?} is zero or taken"));
+                }
+                Ok(())
+            }
+            MetadataRecord::RemoveTopic { topic_id } => self
+                .topic(topic_id)
+                .map(|_| ())
+                .ok_or_else(|| format!("unknown topic id {topic_id:?}")),
+            MetadataRecord::Partition(partition) => self.validate_partition(partition),
+            MetadataRecord::PartitionChange(change) => self.changed_partition(change).map(|_| ()),
+            MetadataRecord::ConfigChange { topic, key, .. } => {
+                if !self.topic_ids.contains_key(topic) {
+                    return Err(format!("unknown topic {topic:?}"));
+                }
+                if key.is_empty() {
+                    return Err("empty config name".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_block_start,
+            } => {
+                self.check_epoch(*broker_id, *broker_epoch)?;
+                if *next_block_start <= self.producer_ids.next_block_start() {
+                    return Err(format!(
+                        "next producer-id block start {next_block_start} not above {}",
+                        self.producer_ids.next_block_start()
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn check_epoch(
+        &self,
+        broker_id: BrokerId,
+        broker_epoch: i64,
+    ) -> Result<&BrokerRegistration, String> {
+        let broker = self
+            .broker(broker_id)
+            .ok_or_else(|| format!("broker {broker_id} is not registered"))?;
+        if broker.broker_epoch != broker_epoch {
+            return Err(format!(
+                "broker {broker_id} epoch {broker_epoch} is not the current {}",
+                broker.broker_epoch
+            ));
+        }
+        Ok(broker)
+    }
+
+    /// A broker about to be fenced, re-registered or unregistered must lead
+    /// nothing and be in no ISR of a partition that has a leader (the
+    /// leader would wait for it). It may stay in the ISR of a leaderless
+    /// partition: the last in-sync members are kept there.
+    fn check_serves_nothing(&self, broker_id: BrokerId) -> Result<(), String> {
+        let serves = |state: &PartitionState| {
+            state.leader == broker_id
+                || (state.leader != NO_LEADER && state.isr.contains(&broker_id))
+        };
+        match self.partitions().find(|(_, _, state)| serves(state)) {
+            Some((topic, partition, _)) => Err(format!(
+                "broker {broker_id} still leads or is in the ISR of {}-{partition}",
+                topic.name
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn validate_partition(&self, record: &PartitionRecord) -> Result<(), String> {
+        let topic = self
+            .topic(&record.topic_id)
+            .ok_or_else(|| format!("unknown topic id {:?}", record.topic_id))?;
+        if record.partition != topic.partition_count() {
+            return Err(format!(
+                "partition {} created where {} is next",
+                record.partition,
+                topic.partition_count()
+            ));
+        }
+        if record.leader_epoch < 0 || record.partition_epoch < 0 {
+            return Err("negative epoch".to_owned());
+        }
+        let state = PartitionState {
+            replicas: record.replicas.clone(),
+            isr: record.isr.clone(),
+            leader: record.leader,
+            leader_epoch: record.leader_epoch,
+            partition_epoch: record.partition_epoch,
+        };
+        self.check_partition_state(&state)
+    }
+
+    /// The partition as `change` leaves it, if that is allowed.
+    fn changed_partition(&self, change: &PartitionChangeRecord) -> Result<PartitionState, String> {
+        let current = self
+            .partition(&change.topic_id, change.partition)
+            .ok_or_else(|| {
+                format!(
+                    "unknown partition {:?}-{}",
+                    change.topic_id, change.partition
+                )
+            })?;
+        if change.leader.is_none() && change.isr.is_none() && change.replicas.is_none() {
+            return Err("a partition change that changes nothing".to_owned());
+        }
+        let bump = |epoch: i32| {
+            epoch
+                .checked_add(1)
+                .ok_or_else(|| "epoch overflow".to_owned())
+        };
+        let next = PartitionState {
+            replicas: change
+                .replicas
+                .clone()
+                .unwrap_or_else(|| current.replicas.clone()),
+            isr: change.isr.clone().unwrap_or_else(|| current.isr.clone()),
+            leader: change.leader.unwrap_or(current.leader),
+            leader_epoch: match change.leader {
+                Some(_) => bump(current.leader_epoch)?,
+                None => current.leader_epoch,
+            },
+            partition_epoch: bump(current.partition_epoch)?,
+        };
+        self.check_partition_state(&next)?;
+        Ok(next)
+    }
+
+    /// The rules every partition state obeys.
+    fn check_partition_state(&self, state: &PartitionState) -> Result<(), String> {
+        let distinct = |brokers: &[BrokerId]| {
+            brokers
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                == brokers.len()
+        };
+        if state.replicas.is_empty() || !distinct(&state.replicas) {
+            return Err(format!("replicas {:?} empty or repeated", state.replicas));
+        }
+        if state.replicas.iter().any(|&broker| broker < 0) {
+            return Err(format!(
+                "negative broker id in replicas {:?}",
+                state.replicas
+            ));
+        }
+        if state.isr.is_empty() || !distinct(&state.isr) {
+            return Err(format!("ISR {:?} empty or repeated", state.isr));
+        }
+        if !state
+            .isr
+            .iter()
+            .all(|broker| state.replicas.contains(broker))
+        {
+            return Err(format!(
+                "ISR {:?} not within replicas {:?}",
+                state.isr, state.replicas
+            ));
+        }
+        if state.leader != NO_LEADER {
+            if !state.isr.contains(&state.leader) {
+                return Err(format!(
+                    "leader {} not in ISR {:?}",
+                    state.leader, state.isr
+                ));
+            }
+            if let Some(stale) = state.isr.iter().find(|&&broker| !self.is_live(broker)) {
+                return Err(format!(
+                    "leader or ISR member {stale} of a led partition is fenced or unregistered"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the image; `validate` accepted the record.
+    fn mutate(&mut self, offset: i64, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::RegisterBroker { .. }
+            | MetadataRecord::UnregisterBroker { .. }
+            | MetadataRecord::FenceBroker { .. }
+            | MetadataRecord::UnfenceBroker { .. } => self.mutate_broker(offset, record),
+            MetadataRecord::Topic {
+                name,
+                topic_id,
+                configs,
+            } => {
+                let topic = TopicImage {
+                    name: name.clone(),
+                    topic_id: *topic_id,
+                    configs: configs.clone(),
+                    partitions: BTreeMap::new(),
+                };
+                assert!(self.topics.insert(*topic_id, topic).is_none());
+                assert!(self.topic_ids.insert(name.clone(), *topic_id).is_none());
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                let removed = self.topics.remove(topic_id);
+                let Some(removed) = removed else {
+                    unreachable!("validated: topic {topic_id:?} exists")
+                };
+                assert_eq!(self.topic_ids.remove(&removed.name), Some(*topic_id));
+            }
+            MetadataRecord::Partition(record) => {
+                let state = PartitionState {
+                    replicas: record.replicas.clone(),
+                    isr: record.isr.clone(),
+                    leader: record.leader,
+                    leader_epoch: record.leader_epoch,
+                    partition_epoch: record.partition_epoch,
+                };
+                let topic = self.topic_mut(&record.topic_id);
+                assert!(topic.partitions.insert(record.partition, state).is_none());
+                assert_eq!(topic.partition_count(), record.partition + 1);
+            }
+            MetadataRecord::PartitionChange(change) => self.mutate_partition_change(change),
+            MetadataRecord::ConfigChange { topic, key, value } => {
+                let Some(topic_id) = self.topic_ids.get(topic).copied() else {
+                    unreachable!("validated: topic {topic:?} exists")
+                };
+                let configs = &mut self.topic_mut(&topic_id).configs;
+                match value {
+                    Some(value) => configs.insert(key.clone(), value.clone()),
+                    None => configs.remove(key),
+                };
+            }
+            MetadataRecord::ProducerIds {
+                next_block_start, ..
+            } => {
+                let before = self.producer_ids.next_block_start();
+                self.producer_ids = ProducerIdBlocks::new(*next_block_start);
+                assert!(self.producer_ids.next_block_start() > before);
+            }
+        }
+        self.assert_touched(record);
+    }
+
+    /// The broker records' part of [`MetadataImage::mutate`].
+    fn mutate_broker(&mut self, offset: i64, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                listeners,
+                rack,
+            } => {
+                let registration = BrokerRegistration {
+                    broker_id: *broker_id,
+                    incarnation_id: *incarnation_id,
+                    broker_epoch: *broker_epoch,
+                    listeners: listeners.clone(),
+                    rack: rack.clone(),
+                    fenced: true,
+                    registered_at_offset: offset,
+                };
+                let previous = self.brokers.insert(*broker_id, registration);
+                if let Some(previous) = previous {
+                    assert!(previous.broker_epoch < *broker_epoch);
+                }
+                assert!(*broker_epoch > self.last_broker_epoch);
+                self.last_broker_epoch = *broker_epoch;
+            }
+            MetadataRecord::UnregisterBroker { broker_id, .. } => {
+                let removed = self.brokers.remove(broker_id);
+                assert!(removed.is_some());
+            }
+            MetadataRecord::FenceBroker { broker_id, .. }
+            | MetadataRecord::UnfenceBroker { broker_id, .. } => {
+                let fence = matches!(record, MetadataRecord::FenceBroker { .. });
+                let broker = self.brokers.get_mut(broker_id);
+                let Some(broker) = broker else {
+                    unreachable!("validated: broker {broker_id} is registered")
+                };
+                assert_ne!(broker.fenced, fence);
+                broker.fenced = fence;
+            }
+            _ => unreachable!("not a broker record: {}", record.kind()),
+        }
+    }
+
+    /// A validated partition change: the new state, with its epochs bumped.
+    fn mutate_partition_change(&mut self, change: &PartitionChangeRecord) {
+        let next = match self.changed_partition(change) {
+            Ok(next) => next,
+            Err(reason) => unreachable!("validated, yet: {reason}"),
+        };
+        let topic = self.topic_mut(&change.topic_id);
+        let Some(state) = topic.partitions.get_mut(&change.partition) else {
+            unreachable!("validated: partition {} exists", change.partition)
+        };
+        assert_eq!(next.partition_epoch, state.partition_epoch + 1);
+        assert!(next.leader_epoch >= state.leader_epoch);
+        assert_eq!(
+            next.leader_epoch > state.leader_epoch,
+            change.leader.is_some()
+        );
+        *state = next;
+    }
+
+    fn topic_mut(&mut self, topic_id: &TopicId) -> &mut TopicImage {
+        match self.topics.get_mut(topic_id) {
+            Some(topic) => topic,
+            None => unreachable!("validated: topic {topic_id:?} exists"),
+        }
+    }
+
+    /// The invariants of what `record` changed (after the change).
+    fn assert_touched(&self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::Partition(PartitionRecord {
+                topic_id,
+                partition,
+                ..
+            })
+            | MetadataRecord::PartitionChange(PartitionChangeRecord {
+                topic_id,
+                partition,
+                ..
+            }) => {
+                let state = self.partition(topic_id, *partition);
+                let checked = state.map(|state| self.check_partition_state(state));
+                assert_eq!(checked, Some(Ok(())), "{topic_id:?}-{partition}");
+            }
+            MetadataRecord::RegisterBroker { broker_id, .. }
+            | MetadataRecord::FenceBroker { broker_id, .. } => {
+                assert!(!self.is_live(*broker_id));
+                assert_eq!(self.check_serves_nothing(*broker_id), Ok(()));
+            }
+            MetadataRecord::UnregisterBroker { broker_id, .. } => {
+                assert!(self.broker(*broker_id).is_none());
+                assert_eq!(self.check_serves_nothing(*broker_id), Ok(()));
+            }
+            MetadataRecord::UnfenceBroker { broker_id, .. } => {
+                assert!(self.is_live(*broker_id));
+            }
+            MetadataRecord::Topic { name, topic_id, .. } => {
+                assert_eq!(self.topic_ids.get(name), Some(topic_id));
+            }
+            MetadataRecord::RemoveTopic { topic_id } => {
+                assert!(self.topic(topic_id).is_none());
+            }
+            MetadataRecord::ConfigChange { topic, key, value } => {
+                let now = self
+                    .topic_by_name(topic)
+                    .and_then(|topic| topic.configs.get(key));
+                assert_eq!(now, value.as_ref());
+            }
+            MetadataRecord::ProducerIds {
+                next_block_start, ..
+            } => {
+                assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+            }
+        }
+        assert_eq!(self.topics.len(), self.topic_ids.len());
+    }
+
+    /// Checks every invariant over the whole image; panics on a broken one
+    /// (a bug). Linear in the image's size.
+    pub fn check_invariants(&self) {
+        assert!(self.last_applied_offset >= -1);
+        assert_eq!(self.topics.len(), self.topic_ids.len());
+        for (id, broker) in &self.brokers {
+            assert_eq!(*id, broker.broker_id);
+            assert!(broker.broker_epoch <= self.last_broker_epoch);
+            assert!(broker.registered_at_offset <= self.last_applied_offset);
+        }
+        for (topic_id, topic) in &self.topics {
+            assert_eq!(*topic_id, topic.topic_id);
+            assert_eq!(self.topic_ids.get(&topic.name), Some(topic_id));
+            for (expected, (&partition, state)) in topic.partitions.iter().enumerate() {
+                assert_eq!(usize::try_from(partition).ok(), Some(expected));
+                assert_eq!(
+                    self.check_partition_state(state),
+                    Ok(()),
+                    "{}-{partition}",
+                    topic.name
+                );
+                assert!(state.leader_epoch >= 0 && state.partition_epoch >= 0);
+            }
+        }
+        assert!(self.producer_ids.next_block_start() >= 0);
+    }
+}

@@ -1,0 +1,46 @@
+//! The cluster metadata state machine (KRaft-like): what every node knows
+//! about the cluster, as the result of applying one replicated log.
+//!
+//! - The log's entries are [`MetadataRecord`]s (broker registrations and
+//!   fencing, topics, partitions with leader, epochs and ISR, topic configs,
+//!   producer-id blocks), encoded by [`codec`] into CRC-checked frames.
+//! - [`MetadataImage`] is the state after applying the committed records in
+//!   order; equal logs give equal images on every node.
+//! - [`Controller`] holds the active controller's decisions (register,
+//!   heartbeat, fence, unfence, create/delete topics and partitions,
+//!   AlterPartition, controlled shutdown, producer ids, preferred leaders):
+//!   pure functions of the image, a [`ControllerConfig`] and `now_ms` that
+//!   return records to propose — nothing changes until they are committed
+//!   and applied.
+//! - [`BrokerHeartbeats`] is the controller's in-memory record of when each
+//!   broker last heartbeated; it is deliberately not replicated.
+//!
+//! Nothing here does I/O: the quorum ([`crate::quorum`]) replicates the
+//! bytes, a runtime in `rill-net` steps the controller and applies records
+//! on every shard.
+//!
+//! Files: `record.rs` (the records), `codec.rs` (bytes), `image.rs` (apply
+//! and invariants), `heartbeats.rs`, `error.rs`, `controller/` (decisions,
+//! one file per area), `tests.rs` (property tests over random decision
+//! sequences).
+
+pub mod codec;
+pub mod controller;
+pub mod error;
+pub mod heartbeats;
+pub mod image;
+pub mod record;
+
+#[cfg(test)]
+mod tests;
+
+pub use codec::DecodeError;
+pub use controller::{
+    AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
+    BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest, HeartbeatOutcome,
+    RegisterOutcome, TopicAssignment,
+};
+pub use error::MetadataError;
+pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
+pub use image::{BrokerRegistration, MetadataImage, PartitionState, TopicImage};
+pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};

@@ -1,0 +1,163 @@
+//! [`MetadataRecord`]: the entries of the replicated metadata log.
+//!
+//! They are KRaft's records (`RegisterBrokerRecord`, `FenceBrokerRecord`,
+//! `TopicRecord`, `PartitionRecord`, `PartitionChangeRecord`,
+//! `ProducerIdsRecord`, …), trimmed to what rill uses. A record states a
+//! fact that the controller decided; every node applies the committed ones
+//! in log order ([`super::MetadataImage::apply`]) and so holds the same
+//! image. The byte format is in [`super::codec`].
+
+use std::collections::BTreeMap;
+
+use engine::types::TopicId;
+
+use crate::placement::BrokerId;
+
+/// "No leader": the partition cannot be produced to or fetched from until
+/// one of its ISR comes back (or an unclean election picks a replica).
+pub const NO_LEADER: BrokerId = -1;
+
+/// One listener a broker serves clients on (Kafka's `listeners` entry).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Endpoint {
+    /// Listener name, e.g. `PLAINTEXT`.
+    pub name: String,
+    /// Host clients connect to.
+    pub host: String,
+    /// Port clients connect to.
+    pub port: u16,
+}
+
+/// A partition as created (KRaft's `PartitionRecord`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionRecord {
+    /// The topic.
+    pub topic_id: TopicId,
+    /// Partition number; a topic's partitions are created as 0, 1, 2, …
+    pub partition: i32,
+    /// Replica brokers, the first being the preferred leader.
+    pub replicas: Vec<BrokerId>,
+    /// In-sync replicas: a non-empty subset of `replicas`.
+    pub isr: Vec<BrokerId>,
+    /// Leader, a member of `isr`, or [`NO_LEADER`].
+    pub leader: BrokerId,
+    /// Leader epoch (0 at creation).
+    pub leader_epoch: i32,
+    /// Partition epoch, bumped by every change (0 at creation).
+    pub partition_epoch: i32,
+}
+
+/// A change to an existing partition (KRaft's `PartitionChangeRecord`).
+///
+/// `None` fields stay as they are. Applying it always bumps the partition
+/// epoch, and bumps the leader epoch when `leader` is set (even to the same
+/// broker: that is how a controller fences a leader's in-flight requests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionChangeRecord {
+    /// The topic.
+    pub topic_id: TopicId,
+    /// Partition number.
+    pub partition: i32,
+    /// The new leader (a member of the new ISR, or [`NO_LEADER`]).
+    pub leader: Option<BrokerId>,
+    /// The new ISR.
+    pub isr: Option<Vec<BrokerId>>,
+    /// The new replica list (reassignment).
+    pub replicas: Option<Vec<BrokerId>>,
+}
+
+/// An entry of the metadata log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MetadataRecord {
+    /// A broker (re)registers: a new incarnation with a new broker epoch. It
+    /// starts fenced until it has caught up with the metadata log.
+    RegisterBroker {
+        /// Broker id.
+        broker_id: BrokerId,
+        /// Random id of this process incarnation (Kafka's `incarnationId`).
+        incarnation_id: [u8; 16],
+        /// The broker epoch, greater than any epoch given before.
+        broker_epoch: i64,
+        /// Where clients reach it.
+        listeners: Vec<Endpoint>,
+        /// `broker.rack`.
+        rack: Option<String>,
+    },
+    /// A broker leaves the cluster for good (decommission).
+    UnregisterBroker {
+        /// Broker id.
+        broker_id: BrokerId,
+        /// Its current epoch.
+        broker_epoch: i64,
+    },
+    /// A broker may no longer lead or join an ISR (session expired, or
+    /// controlled shutdown).
+    FenceBroker {
+        /// Broker id.
+        broker_id: BrokerId,
+        /// Its current epoch.
+        broker_epoch: i64,
+    },
+    /// A fenced broker has caught up and may serve again.
+    UnfenceBroker {
+        /// Broker id.
+        broker_id: BrokerId,
+        /// Its current epoch.
+        broker_epoch: i64,
+    },
+    /// A topic is created (its partitions follow as [`MetadataRecord::Partition`]).
+    Topic {
+        /// Topic name.
+        name: String,
+        /// Topic id (a UUID, never all zeros).
+        topic_id: TopicId,
+        /// Topic configs set at creation (Kafka names).
+        configs: BTreeMap<String, String>,
+    },
+    /// A topic and all its partitions are deleted.
+    RemoveTopic {
+        /// Topic id.
+        topic_id: TopicId,
+    },
+    /// A partition is created.
+    Partition(PartitionRecord),
+    /// A partition's leader, ISR or replicas change.
+    PartitionChange(PartitionChangeRecord),
+    /// A topic config is set (`Some`) or removed (`None`).
+    ConfigChange {
+        /// Topic name.
+        topic: String,
+        /// Config name.
+        key: String,
+        /// New value, or `None` to return to the default.
+        value: Option<String>,
+    },
+    /// A broker took the producer-id block that ends just below
+    /// `next_block_start` (KIP-730).
+    ProducerIds {
+        /// Broker that took the block.
+        broker_id: BrokerId,
+        /// Its epoch.
+        broker_epoch: i64,
+        /// Where the next block starts.
+        next_block_start: i64,
+    },
+}
+
+impl MetadataRecord {
+    /// The record's name, for logs and errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MetadataRecord::RegisterBroker { .. } => "RegisterBroker",
+            MetadataRecord::UnregisterBroker { .. } => "UnregisterBroker",
+            MetadataRecord::FenceBroker { .. } => "FenceBroker",
+            MetadataRecord::UnfenceBroker { .. } => "UnfenceBroker",
+            MetadataRecord::Topic { .. } => "Topic",
+            MetadataRecord::RemoveTopic { .. } => "RemoveTopic",
+            MetadataRecord::Partition(_) => "Partition",
+            MetadataRecord::PartitionChange(_) => "PartitionChange",
+            MetadataRecord::ConfigChange { .. } => "ConfigChange",
+            MetadataRecord::ProducerIds { .. } => "ProducerIds",
+        }
+    }
+}
