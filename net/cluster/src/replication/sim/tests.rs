@@ -26,6 +26,11 @@ fn many_seeds_keep_every_rule() {
             Err(violation) => panic!("{violation} (replay: simulate({seed}, {steps}))"),
         };
         assert_eq!(stats.steps, steps);
+        total.steps += stats.steps;
+        total.records_produced += stats.records_produced;
+        total.produces_abandoned += stats.produces_abandoned;
+        total.messages_delivered += stats.messages_delivered;
+        total.messages_dropped += stats.messages_dropped;
         total.records_acked += stats.records_acked;
         total.produces_refused += stats.produces_refused;
         total.elections += stats.elections;
@@ -75,6 +80,7 @@ fn auditor_catches_a_controller_that_elects_out_of_sync_replicas() {
         ..SimConfig::default()
     };
     let violation = first_violation(&config, 200).expect("the broken controller must be caught");
+    println!("caught as expected: {violation}");
     assert!(is_data_loss(violation.rule), "{violation}");
     // It reproduces from its seed.
     assert_eq!(
@@ -91,6 +97,7 @@ fn auditor_catches_followers_that_report_unsynced_offsets() {
     };
     let violation =
         first_violation(&config, 200).expect("unsynced follower offsets must be caught");
+    println!("caught as expected: {violation}");
     assert!(is_data_loss(violation.rule), "{violation}");
 }
 
@@ -101,5 +108,6 @@ fn unclean_election_can_lose_acknowledged_records() {
         ..SimConfig::default()
     };
     let violation = first_violation(&config, 200).expect("unclean election loses data somewhere");
+    println!("caught as expected: {violation}");
     assert!(is_data_loss(violation.rule), "{violation}");
 }
