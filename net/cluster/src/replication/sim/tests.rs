@@ -111,3 +111,143 @@ fn unclean_election_can_lose_acknowledged_records() {
     println!("caught as expected: {violation}");
     assert!(is_data_loss(violation.rule), "{violation}");
 }
+
+/// The auditor's rules one by one, on hand-built replicas.
+mod auditor_rules {
+    use std::collections::BTreeSet;
+
+    use super::super::auditor::{Acked, Auditor};
+    use super::super::network::Entry;
+    use super::super::node::Node;
+    use super::Rule;
+    use crate::replication::{LeaderConfig, LeaderInit, LeaderState};
+
+    fn entry(epoch: i32, id: u64) -> Entry {
+        Entry { epoch, id }
+    }
+
+    /// A replica with `log`, all durable, HW `high_watermark`, leading
+    /// `leader_epoch` if given.
+    fn node(id: i32, log: &[Entry], high_watermark: i64, leader_epoch: Option<i32>) -> Node {
+        let mut node = Node::new(id);
+        node.log = log.to_vec();
+        node.durable_len = log.len();
+        node.min_len_since_audit = log.len();
+        node.high_watermark = high_watermark;
+        node.leader = leader_epoch.map(|leader_epoch| {
+            LeaderState::new(
+                LeaderConfig::default(),
+                LeaderInit {
+                    leader: id,
+                    leader_epoch,
+                    partition_epoch: 0,
+                    replicas: vec![0, 1, 2],
+                    isr: [id].into_iter().collect(),
+                    log_end_offset: log.len() as i64,
+                    durable_offset: log.len() as i64,
+                    high_watermark,
+                },
+                0,
+            )
+            .unwrap()
+        });
+        node
+    }
+
+    fn isr(ids: &[i32]) -> BTreeSet<i32> {
+        ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn passes_a_consistent_cluster() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let mut nodes = vec![
+            node(0, &log, 2, Some(0)),
+            node(1, &log, 2, None),
+            node(2, &log[..1], 1, None),
+        ];
+        let acked = [Acked {
+            offset: 1,
+            entry: entry(0, 2),
+        }];
+        let mut auditor = Auditor::new(3);
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0, 1]), &acked), Ok(()));
+    }
+
+    #[test]
+    fn two_leaders_in_one_epoch() {
+        let log = [entry(0, 1)];
+        let mut nodes = vec![
+            node(0, &log, 0, Some(3)),
+            node(1, &log, 0, Some(3)),
+            node(2, &log, 0, None),
+        ];
+        let finding = Auditor::new(3).check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::TwoLeadersInOneEpoch));
+    }
+
+    #[test]
+    fn high_watermark_backwards() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let mut auditor = Auditor::new(1);
+        let mut nodes = vec![node(0, &log, 2, Some(0))];
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0]), &[]), Ok(()));
+        let mut nodes = vec![node(0, &log, 1, Some(0))];
+        let finding = auditor.check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::HighWatermarkBackwards));
+    }
+
+    #[test]
+    fn replica_disagrees_below_its_high_watermark() {
+        let mut nodes = vec![
+            node(0, &[entry(0, 1), entry(0, 2)], 2, Some(0)),
+            node(1, &[entry(0, 1), entry(0, 9)], 2, None),
+        ];
+        let finding = Auditor::new(2).check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(
+            finding.map_err(|f| f.0),
+            Err(Rule::ReplicaDisagreesBelowHighWatermark)
+        );
+    }
+
+    #[test]
+    fn a_later_leader_rewrites_the_committed_log() {
+        let mut auditor = Auditor::new(2);
+        let mut nodes = vec![
+            node(0, &[entry(0, 1), entry(0, 2)], 2, Some(0)),
+            node(1, &[], 0, None),
+        ];
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0]), &[]), Ok(()));
+        // Replica 1 leads epoch 1 with another record at offset 1.
+        nodes[1] = node(1, &[entry(0, 1), entry(1, 3)], 2, Some(1));
+        nodes[0].leader = None;
+        let finding = auditor.check(&mut nodes, &isr(&[1]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::CommittedPrefixDiverged));
+    }
+
+    #[test]
+    fn acknowledged_records_must_be_committed_and_on_the_isr() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let acked = [Acked {
+            offset: 1,
+            entry: entry(0, 2),
+        }];
+        // Acknowledged past the HW.
+        let mut nodes = vec![node(0, &log, 1, Some(0))];
+        let finding = Auditor::new(1).check(&mut nodes, &isr(&[0]), &acked);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::AckedRecordNotCommitted));
+        // Committed, but an ISR member (1) lacks it.
+        let mut nodes = vec![node(0, &log, 2, Some(0)), node(1, &log[..1], 1, None)];
+        let finding = Auditor::new(2).check(&mut nodes, &isr(&[0, 1]), &acked);
+        assert_eq!(
+            finding.map_err(|f| f.0),
+            Err(Rule::AckedRecordMissingFromIsr)
+        );
+        // Not in the ISR: allowed to lag.
+        let mut nodes = vec![node(0, &log, 2, Some(0)), node(1, &log[..1], 1, None)];
+        assert_eq!(
+            Auditor::new(2).check(&mut nodes, &isr(&[0]), &acked),
+            Ok(())
+        );
+    }
+}
