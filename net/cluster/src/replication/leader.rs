@@ -8,16 +8,19 @@
 //! end. A follower's term is the offset it fetches at (a fetch at X means it
 //! has everything below X); the follower runtime must make its log durable
 //! before it reports an offset, so that a follower crash cannot take back
-//! what the HW already counted.
+//! what the HW already counted (the simulation shows the loss when it does
+//! not). Under the `os` and `interval` flush policies the runtime calls
+//! [`LeaderState::on_local_durable`] with the log end right after each
+//! append, and the rule becomes Kafka's own.
 //!
 //! ISR changes are proposals: the leader sends AlterPartition to the
-//! controller and applies the ISR only once the controller commits it. Until
-//! then the HW is computed over the *maximal* ISR (KIP-497's rule, Kafka's
-//! `maximalIsr`): the committed ISR plus any member being added. During a
-//! pending shrink the removed follower still holds the HW back (the
-//! controller may yet refuse the shrink and elect that follower); during a
-//! pending expand the new member already counts (the controller may commit it
-//! and elect it).
+//! controller and applies the ISR only once the controller commits it.
+//! Until then the HW is computed over the *maximal* ISR (Kafka's
+//! `maximalIsr`, since AlterIsr, KIP-497): the committed ISR plus any member
+//! being added. During a pending shrink the removed follower still holds
+//! the HW back (the controller may yet refuse the shrink and elect that
+//! follower); during a pending expand the new member already counts (the
+//! controller may commit it and elect it).
 //!
 //! A new leader epoch means a new `LeaderState`: the runtime drops the old
 //! one and builds another with [`LeaderState::new`], as Kafka's `makeLeader`

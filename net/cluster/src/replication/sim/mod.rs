@@ -52,6 +52,10 @@ pub struct SimConfig {
     /// Followers fsync before they report a fetch offset (the rule the HW's
     /// durability depends on); `false` breaks it on purpose.
     pub follower_fsync_before_fetch: bool,
+    /// Leaders wait for the controller to commit an ISR change (the HW uses
+    /// the maximal ISR meanwhile); `true` breaks that on purpose: a leader
+    /// applies its own proposal at once.
+    pub leader_applies_isr_before_commit: bool,
     /// Bound on messages in flight.
     pub max_in_flight: usize,
     /// Records per fetch answer.
@@ -70,6 +74,7 @@ impl Default for SimConfig {
             },
             election: ElectionRule::Clean,
             follower_fsync_before_fetch: true,
+            leader_applies_isr_before_commit: false,
             max_in_flight: 64,
             max_entries_per_fetch: 4,
             max_time_step_ms: 10,
@@ -369,7 +374,8 @@ impl World {
             return Ok(());
         };
         let resend = self.rng.chance(30);
-        if let Some(message) = self.nodes[i].tick(self.now_ms, resend) {
+        let apply_before_commit = self.config.leader_applies_isr_before_commit;
+        if let Some(message) = self.nodes[i].tick(self.now_ms, resend, apply_before_commit)? {
             self.send(i as Endpoint, vec![message]);
         }
         Ok(())

@@ -210,14 +210,36 @@ impl Node {
 
     /// The leader's periodic ISR check; `resend` re-sends a pending
     /// AlterPartition whose answer may be lost.
-    pub(super) fn tick(&mut self, now_ms: i64, resend: bool) -> Option<(Endpoint, Payload)> {
-        let state = self.leader.as_mut()?;
+    ///
+    /// `apply_before_commit` breaks Kafka's rule on purpose: the leader
+    /// takes its own proposal as committed at once (a runtime bug the
+    /// maximal-ISR rule exists to prevent).
+    pub(super) fn tick(
+        &mut self,
+        now_ms: i64,
+        resend: bool,
+        apply_before_commit: bool,
+    ) -> Result<Option<(Endpoint, Payload)>, String> {
+        let Some(state) = self.leader.as_mut() else {
+            return Ok(None);
+        };
         if let Some(proposal) = state.tick(now_ms) {
+            if apply_before_commit {
+                state
+                    .on_isr_committed(
+                        proposal.leader_epoch,
+                        proposal.partition_epoch + 1,
+                        proposal.new_isr.clone(),
+                    )
+                    .map_err(|e| e.to_string())?;
+            }
             self.high_watermark = state.high_watermark();
-            return Some((CONTROLLER, Payload::AlterPartition(proposal)));
+            return Ok(Some((CONTROLLER, Payload::AlterPartition(proposal))));
         }
-        let pending = state.pending_alter_partition().filter(|_| resend)?;
-        Some((CONTROLLER, Payload::AlterPartition(pending.clone())))
+        Ok(state
+            .pending_alter_partition()
+            .filter(|_| resend)
+            .map(|pending| (CONTROLLER, Payload::AlterPartition(pending.clone()))))
     }
 
     /// A message for this replica.

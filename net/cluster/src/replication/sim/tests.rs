@@ -102,6 +102,18 @@ fn auditor_catches_followers_that_report_unsynced_offsets() {
 }
 
 #[test]
+fn auditor_catches_leaders_that_apply_isr_changes_before_the_controller() {
+    let config = SimConfig {
+        leader_applies_isr_before_commit: true,
+        ..SimConfig::default()
+    };
+    let violation =
+        first_violation(&config, 200).expect("ISR changes applied early must be caught");
+    println!("caught as expected: {violation}");
+    assert!(is_data_loss(violation.rule), "{violation}");
+}
+
+#[test]
 fn unclean_election_can_lose_acknowledged_records() {
     let config = SimConfig {
         election: ElectionRule::Unclean,
