@@ -1,0 +1,265 @@
+//! The simulation in CI: many seeds under the correct rules must pass, and
+//! the same simulation with a rule broken on purpose must fail — otherwise
+//! the auditor could be checking nothing.
+//!
+//! Longer runs: `RILL_REPLICATION_SIM_SEEDS=5000 RILL_REPLICATION_SIM_STEPS=10000
+//! cargo test -p rill-cluster --release many_seeds` (a failure prints its seed;
+//! `simulate(seed, steps)` replays it).
+
+use super::*;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn many_seeds_keep_every_rule() {
+    let seeds = env_or("RILL_REPLICATION_SIM_SEEDS", 200);
+    let steps = env_or("RILL_REPLICATION_SIM_STEPS", 2_000);
+    let mut total = SimStats::default();
+    for seed in 0..seeds {
+        let stats = match simulate(seed, steps) {
+            Ok(stats) => stats,
+            Err(violation) => panic!("{violation} (replay: simulate({seed}, {steps}))"),
+        };
+        assert_eq!(stats.steps, steps);
+        total.steps += stats.steps;
+        total.records_produced += stats.records_produced;
+        total.produces_abandoned += stats.produces_abandoned;
+        total.messages_delivered += stats.messages_delivered;
+        total.messages_dropped += stats.messages_dropped;
+        total.records_acked += stats.records_acked;
+        total.produces_refused += stats.produces_refused;
+        total.elections += stats.elections;
+        total.isr_shrinks += stats.isr_shrinks;
+        total.isr_expands += stats.isr_expands;
+        total.crashes += stats.crashes;
+        total.truncations += stats.truncations;
+        total.messages_duplicated += stats.messages_duplicated;
+        total.committed_records += stats.committed_records;
+    }
+    // The runs must have exercised what the rules are about.
+    println!("{total:?}");
+    assert!(total.records_acked > seeds * 10, "{total:?}");
+    assert!(total.elections > seeds, "{total:?}");
+    assert!(total.isr_shrinks > seeds, "{total:?}");
+    assert!(total.isr_expands > seeds, "{total:?}");
+    assert!(total.truncations > seeds, "{total:?}");
+    assert!(total.produces_refused > 0, "{total:?}");
+    assert!(total.messages_duplicated > 0, "{total:?}");
+}
+
+#[test]
+fn a_seed_replays_exactly() {
+    assert_eq!(simulate(42, 1_500), simulate(42, 1_500));
+    assert_ne!(simulate(42, 1_500), simulate(43, 1_500));
+}
+
+/// The first violation among `seeds` seeds of `config`.
+fn first_violation(config: &SimConfig, seeds: u64) -> Option<Violation> {
+    (0..seeds).find_map(|seed| simulate_with(config, seed, 2_000).err())
+}
+
+fn is_data_loss(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::AckedRecordMissingFromIsr
+            | Rule::AckedRecordNotCommitted
+            | Rule::CommittedPrefixDiverged
+            | Rule::ReplicaDisagreesBelowHighWatermark
+    )
+}
+
+#[test]
+fn auditor_catches_a_controller_that_elects_out_of_sync_replicas() {
+    let config = SimConfig {
+        election: ElectionRule::OutOfSyncFirst,
+        ..SimConfig::default()
+    };
+    let violation = first_violation(&config, 200).expect("the broken controller must be caught");
+    println!("caught as expected: {violation}");
+    assert!(is_data_loss(violation.rule), "{violation}");
+    // It reproduces from its seed.
+    assert_eq!(
+        simulate_with(&config, violation.seed, 2_000).err(),
+        Some(violation)
+    );
+}
+
+#[test]
+fn auditor_catches_followers_that_report_unsynced_offsets() {
+    let config = SimConfig {
+        follower_fsync_before_fetch: false,
+        ..SimConfig::default()
+    };
+    let violation =
+        first_violation(&config, 200).expect("unsynced follower offsets must be caught");
+    println!("caught as expected: {violation}");
+    assert!(is_data_loss(violation.rule), "{violation}");
+}
+
+#[test]
+fn auditor_catches_leaders_that_apply_isr_changes_before_the_controller() {
+    let config = SimConfig {
+        leader_applies_isr_before_commit: true,
+        ..SimConfig::default()
+    };
+    let violation =
+        first_violation(&config, 200).expect("ISR changes applied early must be caught");
+    println!("caught as expected: {violation}");
+    assert!(is_data_loss(violation.rule), "{violation}");
+}
+
+#[test]
+fn unclean_election_can_lose_acknowledged_records() {
+    let config = SimConfig {
+        election: ElectionRule::Unclean,
+        ..SimConfig::default()
+    };
+    let violation = first_violation(&config, 200).expect("unclean election loses data somewhere");
+    println!("caught as expected: {violation}");
+    assert!(is_data_loss(violation.rule), "{violation}");
+}
+
+/// The auditor's rules one by one, on hand-built replicas.
+mod auditor_rules {
+    use std::collections::BTreeSet;
+
+    use super::super::auditor::{Acked, Auditor};
+    use super::super::network::Entry;
+    use super::super::node::Node;
+    use super::Rule;
+    use crate::replication::{LeaderConfig, LeaderInit, LeaderState};
+
+    fn entry(epoch: i32, id: u64) -> Entry {
+        Entry { epoch, id }
+    }
+
+    /// A replica with `log`, all durable, HW `high_watermark`, leading
+    /// `leader_epoch` if given.
+    fn node(id: i32, log: &[Entry], high_watermark: i64, leader_epoch: Option<i32>) -> Node {
+        let mut node = Node::new(id);
+        node.log = log.to_vec();
+        node.durable_len = log.len();
+        node.min_len_since_audit = log.len();
+        node.high_watermark = high_watermark;
+        node.leader = leader_epoch.map(|leader_epoch| {
+            LeaderState::new(
+                LeaderConfig::default(),
+                LeaderInit {
+                    leader: id,
+                    leader_epoch,
+                    partition_epoch: 0,
+                    replicas: vec![0, 1, 2],
+                    isr: [id].into_iter().collect(),
+                    log_end_offset: log.len() as i64,
+                    durable_offset: log.len() as i64,
+                    high_watermark,
+                },
+                0,
+            )
+            .unwrap()
+        });
+        node
+    }
+
+    fn isr(ids: &[i32]) -> BTreeSet<i32> {
+        ids.iter().copied().collect()
+    }
+
+    #[test]
+    fn passes_a_consistent_cluster() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let mut nodes = vec![
+            node(0, &log, 2, Some(0)),
+            node(1, &log, 2, None),
+            node(2, &log[..1], 1, None),
+        ];
+        let acked = [Acked {
+            offset: 1,
+            entry: entry(0, 2),
+        }];
+        let mut auditor = Auditor::new(3);
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0, 1]), &acked), Ok(()));
+    }
+
+    #[test]
+    fn two_leaders_in_one_epoch() {
+        let log = [entry(0, 1)];
+        let mut nodes = vec![
+            node(0, &log, 0, Some(3)),
+            node(1, &log, 0, Some(3)),
+            node(2, &log, 0, None),
+        ];
+        let finding = Auditor::new(3).check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::TwoLeadersInOneEpoch));
+    }
+
+    #[test]
+    fn high_watermark_backwards() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let mut auditor = Auditor::new(1);
+        let mut nodes = vec![node(0, &log, 2, Some(0))];
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0]), &[]), Ok(()));
+        let mut nodes = vec![node(0, &log, 1, Some(0))];
+        let finding = auditor.check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::HighWatermarkBackwards));
+    }
+
+    #[test]
+    fn replica_disagrees_below_its_high_watermark() {
+        let mut nodes = vec![
+            node(0, &[entry(0, 1), entry(0, 2)], 2, Some(0)),
+            node(1, &[entry(0, 1), entry(0, 9)], 2, None),
+        ];
+        let finding = Auditor::new(2).check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(
+            finding.map_err(|f| f.0),
+            Err(Rule::ReplicaDisagreesBelowHighWatermark)
+        );
+    }
+
+    #[test]
+    fn a_later_leader_rewrites_the_committed_log() {
+        let mut auditor = Auditor::new(2);
+        let mut nodes = vec![
+            node(0, &[entry(0, 1), entry(0, 2)], 2, Some(0)),
+            node(1, &[], 0, None),
+        ];
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0]), &[]), Ok(()));
+        // Replica 1 leads epoch 1 with another record at offset 1.
+        nodes[1] = node(1, &[entry(0, 1), entry(1, 3)], 2, Some(1));
+        nodes[0].leader = None;
+        let finding = auditor.check(&mut nodes, &isr(&[1]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::CommittedPrefixDiverged));
+    }
+
+    #[test]
+    fn acknowledged_records_must_be_committed_and_on_the_isr() {
+        let log = [entry(0, 1), entry(0, 2)];
+        let acked = [Acked {
+            offset: 1,
+            entry: entry(0, 2),
+        }];
+        // Acknowledged past the HW.
+        let mut nodes = vec![node(0, &log, 1, Some(0))];
+        let finding = Auditor::new(1).check(&mut nodes, &isr(&[0]), &acked);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::AckedRecordNotCommitted));
+        // Committed, but an ISR member (1) lacks it.
+        let mut nodes = vec![node(0, &log, 2, Some(0)), node(1, &log[..1], 1, None)];
+        let finding = Auditor::new(2).check(&mut nodes, &isr(&[0, 1]), &acked);
+        assert_eq!(
+            finding.map_err(|f| f.0),
+            Err(Rule::AckedRecordMissingFromIsr)
+        );
+        // Not in the ISR: allowed to lag.
+        let mut nodes = vec![node(0, &log, 2, Some(0)), node(1, &log[..1], 1, None)];
+        assert_eq!(
+            Auditor::new(2).check(&mut nodes, &isr(&[0]), &acked),
+            Ok(())
+        );
+    }
+}
