@@ -79,6 +79,11 @@ error_codes! {
     CoordinatorNotAvailable = 15, "COORDINATOR_NOT_AVAILABLE";
     /// A topic name is not legal.
     InvalidTopicException = 17, "INVALID_TOPIC_EXCEPTION";
+    /// Fewer in-sync replicas than `min.insync.replicas`: an acks=all
+    /// produce is refused before it is written.
+    NotEnoughReplicas = 19, "NOT_ENOUGH_REPLICAS";
+    /// The ISR shrank below `min.insync.replicas` after the write.
+    NotEnoughReplicasAfterAppend = 20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND";
     /// `acks` is not -1, 0 or 1.
     InvalidRequiredAcks = 21, "INVALID_REQUIRED_ACKS";
     /// The generation id of the request is not the group's current one.
@@ -135,8 +140,14 @@ error_codes! {
     GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
     /// Topic deletion is disabled (`delete.topic.enable=false`).
     TopicDeletionDisabled = 73, "TOPIC_DELETION_DISABLED";
+    /// The request's leader epoch is older than the partition's.
+    FencedLeaderEpoch = 74, "FENCED_LEADER_EPOCH";
+    /// The request's leader epoch is newer than this broker knows.
+    UnknownLeaderEpoch = 75, "UNKNOWN_LEADER_EPOCH";
     /// Attribute bits name no compression codec Kafka defines.
     UnsupportedCompressionType = 76, "UNSUPPORTED_COMPRESSION_TYPE";
+    /// A broker request carried an epoch older than its registration's.
+    StaleBrokerEpoch = 77, "STALE_BROKER_EPOCH";
     /// DeleteRecords asked for an offset beyond the high watermark.
     OffsetNotAvailable = 78, "OFFSET_NOT_AVAILABLE";
     /// The first JoinGroup carried no member id: retry with the one returned.
@@ -155,8 +166,15 @@ error_codes! {
     InvalidUpdateVersion = 95, "INVALID_UPDATE_VERSION";
     /// A request named a topic id this broker does not know.
     UnknownTopicId = 100, "UNKNOWN_TOPIC_ID";
+    /// A broker id is registered by another live incarnation.
+    DuplicateBrokerRegistration = 101, "DUPLICATE_BROKER_REGISTRATION";
+    /// A broker request came from a broker id the controller does not know.
+    BrokerIdNotRegistered = 102, "BROKER_ID_NOT_REGISTERED";
     /// DescribeTransactions: no such transactional id.
     TransactionalIdNotFound = 105, "TRANSACTIONAL_ID_NOT_FOUND";
+    /// A new ISR names a replica that may not join it (fenced, or in
+    /// controlled shutdown).
+    IneligibleReplica = 107, "INELIGIBLE_REPLICA";
     /// The member epoch is ahead of, or unrelated to, the broker's.
     FencedMemberEpoch = 110, "FENCED_MEMBER_EPOCH";
     /// The static member's previous incarnation has not left yet.

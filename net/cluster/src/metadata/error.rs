@@ -178,51 +178,33 @@ pub enum MetadataError {
 }
 
 impl MetadataError {
-    /// The Kafka error code to answer with, or `None` where Kafka's code is
-    /// not (yet) in [`ErrorCode`]'s table: `BROKER_ID_NOT_REGISTERED` (102),
-    /// `STALE_BROKER_EPOCH` (77), `DUPLICATE_BROKER_REGISTRATION` (101),
-    /// `INELIGIBLE_REPLICA` (107) and `FENCED_LEADER_EPOCH` (74). The
-    /// variant docs give each number, so the table can grow without a guess
-    /// here; until then the caller answers those with the number.
-    pub fn error_code(&self) -> Option<ErrorCode> {
+    /// The Kafka error code to answer with.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            MetadataError::Placement(error) => Some(error.error_code()),
-            MetadataError::BrokerNotRegistered { .. }
-            | MetadataError::StaleBrokerEpoch { .. }
-            | MetadataError::DuplicateBrokerRegistration { .. }
-            | MetadataError::IneligibleReplica { .. }
-            | MetadataError::FencedLeaderEpoch { .. } => None,
+            MetadataError::Placement(error) => error.error_code(),
+            MetadataError::BrokerNotRegistered { .. } => ErrorCode::BrokerIdNotRegistered,
+            MetadataError::StaleBrokerEpoch { .. } => ErrorCode::StaleBrokerEpoch,
+            MetadataError::DuplicateBrokerRegistration { .. } => {
+                ErrorCode::DuplicateBrokerRegistration
+            }
+            MetadataError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
+            MetadataError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
             MetadataError::InvalidTopicName { .. } | MetadataError::TopicNameCollision { .. } => {
-                Some(ErrorCode::InvalidTopicException)
+                ErrorCode::InvalidTopicException
             }
-            MetadataError::TopicAlreadyExists { .. } => Some(ErrorCode::TopicAlreadyExists),
+            MetadataError::TopicAlreadyExists { .. } => ErrorCode::TopicAlreadyExists,
             MetadataError::UnknownTopic { .. } | MetadataError::UnknownPartition { .. } => {
-                Some(ErrorCode::UnknownTopicOrPartition)
+                ErrorCode::UnknownTopicOrPartition
             }
-            MetadataError::UnknownTopicId { .. } => Some(ErrorCode::UnknownTopicId),
-            MetadataError::PartitionCountNotIncreasing { .. } => Some(ErrorCode::InvalidPartitions),
-            MetadataError::NoLiveReplica { .. } => Some(ErrorCode::InvalidReplicaAssignment),
-            MetadataError::InvalidUpdateVersion { .. } => Some(ErrorCode::InvalidUpdateVersion),
-            MetadataError::InvalidRequest { .. } => Some(ErrorCode::InvalidRequest),
-            MetadataError::InvalidConfig { .. } => Some(ErrorCode::InvalidConfig),
+            MetadataError::UnknownTopicId { .. } => ErrorCode::UnknownTopicId,
+            MetadataError::PartitionCountNotIncreasing { .. } => ErrorCode::InvalidPartitions,
+            MetadataError::NoLiveReplica { .. } => ErrorCode::InvalidReplicaAssignment,
+            MetadataError::InvalidUpdateVersion { .. } => ErrorCode::InvalidUpdateVersion,
+            MetadataError::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+            MetadataError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
             MetadataError::ProducerIdsExhausted { .. } | MetadataError::InvalidRecord { .. } => {
-                Some(ErrorCode::UnknownServerError)
+                ErrorCode::UnknownServerError
             }
-        }
-    }
-
-    /// Kafka's numeric error code (what goes on the wire), including the
-    /// codes [`MetadataError::error_code`] cannot name yet.
-    pub fn kafka_code(&self) -> i16 {
-        match self {
-            MetadataError::BrokerNotRegistered { .. } => 102,
-            MetadataError::StaleBrokerEpoch { .. } => 77,
-            MetadataError::DuplicateBrokerRegistration { .. } => 101,
-            MetadataError::IneligibleReplica { .. } => 107,
-            MetadataError::FencedLeaderEpoch { .. } => 74,
-            other => other
-                .error_code()
-                .map_or(ErrorCode::UnknownServerError.code(), ErrorCode::code),
         }
     }
 }

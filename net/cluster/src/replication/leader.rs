@@ -759,6 +759,9 @@ mod tests {
                 min_insync_replicas: 3
             })
         );
+        let refused = l.produce_check(Acks::All).unwrap_err();
+        assert_eq!(refused.error_code(), engine::ErrorCode::NotEnoughReplicas);
+        assert_eq!(refused.error_code().code(), 19);
         assert_eq!(l.produce_check(Acks::Leader), Ok(()));
         assert_eq!(l.produce_check(Acks::None), Ok(()));
         assert_eq!(Acks::from_wire(-1), Ok(Acks::All));

@@ -42,6 +42,7 @@ pub use sim::{simulate, simulate_with, ElectionRule, Rule, SimConfig, SimStats, 
 pub use truncation::{diverging_epoch, truncation_offset, TruncationPoint};
 
 use engine::types::{LeaderEpoch, Offset};
+use engine::ErrorCode;
 
 /// A broker id as a partition's replica list names it (Kafka's `int32`
 /// broker ids).
@@ -164,4 +165,24 @@ pub enum ReplicationError {
         /// The start offset.
         start_offset: Offset,
     },
+}
+
+impl ReplicationError {
+    /// The Kafka error code a client or follower is answered with. Errors
+    /// that only the runtime sees (a stale AlterPartition answer, a bad
+    /// ISR or epoch entry from the controller) are broker-side failures.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            ReplicationError::NotEnoughReplicas { .. } => ErrorCode::NotEnoughReplicas,
+            ReplicationError::InvalidRequiredAcks { .. } => ErrorCode::InvalidRequiredAcks,
+            ReplicationError::NotAFollower { .. } => ErrorCode::NotLeaderOrFollower,
+            ReplicationError::FetchOffsetOutOfRange { .. }
+            | ReplicationError::UnknownLastFetchedEpoch { .. } => ErrorCode::OffsetOutOfRange,
+            ReplicationError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+            ReplicationError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+            ReplicationError::WrongLeaderEpoch { .. }
+            | ReplicationError::InvalidIsr { .. }
+            | ReplicationError::InvalidEpochEntry { .. } => ErrorCode::UnknownServerError,
+        }
+    }
 }

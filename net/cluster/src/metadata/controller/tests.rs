@@ -246,8 +246,8 @@ fn heartbeats_with_a_stale_epoch_or_unknown_id_are_refused() {
             current_epoch: 1
         }
     );
-    assert_eq!(error.kafka_code(), 77);
-    assert_eq!(error.error_code(), None);
+    assert_eq!(error.error_code().code(), 77);
+    assert_eq!(error.error_code(), ErrorCode::StaleBrokerEpoch);
     let unknown = BrokerHeartbeatRequest {
         broker_id: 9,
         ..stale
@@ -256,7 +256,7 @@ fn heartbeats_with_a_stale_epoch_or_unknown_id_are_refused() {
         .heartbeat(&mut cluster.heartbeats, &unknown, 1)
         .unwrap_err();
     assert_eq!(error, MetadataError::BrokerNotRegistered { broker_id: 9 });
-    assert_eq!(error.kafka_code(), 102);
+    assert_eq!(error.error_code().code(), 102);
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn a_second_incarnation_is_refused_while_the_first_has_a_session() {
         refused,
         Err(MetadataError::DuplicateBrokerRegistration { broker_id: 2 })
     );
-    assert_eq!(refused.unwrap_err().kafka_code(), 101);
+    assert_eq!(refused.unwrap_err().error_code().code(), 101);
     // Once the session has expired the new incarnation may register.
     let accepted = Controller::new(&cluster.image, &cluster.config)
         .register_broker(&mut cluster.heartbeats, &impostor, 9_000)
@@ -488,10 +488,7 @@ fn create_topic_with_an_explicit_assignment() {
         configs: BTreeMap::new(),
     };
     let error = cluster.controller().create_topic(&dead).unwrap_err();
-    assert_eq!(
-        error.error_code(),
-        Some(ErrorCode::InvalidReplicaAssignment)
-    );
+    assert_eq!(error.error_code(), ErrorCode::InvalidReplicaAssignment);
 }
 
 #[test]
@@ -519,12 +516,12 @@ fn create_topic_refusals_carry_kafkas_codes() {
         name: "t".into(),
         ..base.clone()
     };
-    assert_eq!(code(&exists), Some(ErrorCode::TopicAlreadyExists));
+    assert_eq!(code(&exists), ErrorCode::TopicAlreadyExists);
     let bad_name = CreateTopicRequest {
         name: "a/b".into(),
         ..base.clone()
     };
-    assert_eq!(code(&bad_name), Some(ErrorCode::InvalidTopicException));
+    assert_eq!(code(&bad_name), ErrorCode::InvalidTopicException);
     let colliding = CreateTopicRequest {
         name: "my_topic".into(),
         ..base.clone()
@@ -536,12 +533,12 @@ fn create_topic_refusals_carry_kafkas_codes() {
             existing: "my.topic".into()
         })
     );
-    assert_eq!(code(&colliding), Some(ErrorCode::InvalidTopicException));
+    assert_eq!(code(&colliding), ErrorCode::InvalidTopicException);
     let taken_id = CreateTopicRequest {
         topic_id: topic_id(1),
         ..base.clone()
     };
-    assert_eq!(code(&taken_id), Some(ErrorCode::InvalidRequest));
+    assert_eq!(code(&taken_id), ErrorCode::InvalidRequest);
     let too_many = CreateTopicRequest {
         assignment: TopicAssignment::Placed {
             partitions: 1,
@@ -550,7 +547,7 @@ fn create_topic_refusals_carry_kafkas_codes() {
         },
         ..base.clone()
     };
-    assert_eq!(code(&too_many), Some(ErrorCode::InvalidReplicationFactor));
+    assert_eq!(code(&too_many), ErrorCode::InvalidReplicationFactor);
     let no_partitions = CreateTopicRequest {
         assignment: TopicAssignment::Placed {
             partitions: 0,
@@ -559,20 +556,17 @@ fn create_topic_refusals_carry_kafkas_codes() {
         },
         ..base.clone()
     };
-    assert_eq!(code(&no_partitions), Some(ErrorCode::InvalidPartitions));
+    assert_eq!(code(&no_partitions), ErrorCode::InvalidPartitions);
     let unknown_broker = CreateTopicRequest {
         assignment: TopicAssignment::Explicit(vec![(0, vec![5])]),
         ..base.clone()
     };
-    assert_eq!(
-        code(&unknown_broker),
-        Some(ErrorCode::InvalidReplicaAssignment)
-    );
+    assert_eq!(code(&unknown_broker), ErrorCode::InvalidReplicaAssignment);
     let bad_config = CreateTopicRequest {
         configs: BTreeMap::from([(UNCLEAN_LEADER_ELECTION_ENABLE.to_owned(), "yes".to_owned())]),
         ..base.clone()
     };
-    assert_eq!(code(&bad_config), Some(ErrorCode::InvalidConfig));
+    assert_eq!(code(&bad_config), ErrorCode::InvalidConfig);
     // Nothing was proposed by any refusal: the image still has two topics.
     assert_eq!(cluster.image.topics().len(), 2);
 }
@@ -610,7 +604,7 @@ fn create_partitions_continues_the_numbering_with_the_same_replication_factor() 
         .controller()
         .create_partitions("t", 2, None, seed)
         .unwrap_err();
-    assert_eq!(error.error_code(), Some(ErrorCode::InvalidPartitions));
+    assert_eq!(error.error_code(), ErrorCode::InvalidPartitions);
     let records = cluster
         .controller()
         .create_partitions("t", 5, None, seed)
@@ -631,16 +625,13 @@ fn create_partitions_continues_the_numbering_with_the_same_replication_factor() 
         .unwrap_err();
     assert_eq!(
         wrong_count.error_code(),
-        Some(ErrorCode::InvalidReplicaAssignment)
+        ErrorCode::InvalidReplicaAssignment
     );
     let wrong_rf = cluster
         .controller()
         .create_partitions("t", 6, Some(&[vec![0]]), seed)
         .unwrap_err();
-    assert_eq!(
-        wrong_rf.error_code(),
-        Some(ErrorCode::InvalidReplicaAssignment)
-    );
+    assert_eq!(wrong_rf.error_code(), ErrorCode::InvalidReplicaAssignment);
     let records = cluster
         .controller()
         .create_partitions("t", 6, Some(&[vec![2, 0]]), seed)
@@ -706,7 +697,7 @@ fn alter_partition_refuses_stale_and_invalid_requests() {
             ..
         }
     ));
-    assert_eq!(stale_leader_epoch.kafka_code(), 74);
+    assert_eq!(stale_leader_epoch.error_code().code(), 74);
     let stale_partition_epoch = attempt(AlterPartitionRequest {
         partition_epoch: 0,
         ..current.clone()
@@ -714,7 +705,7 @@ fn alter_partition_refuses_stale_and_invalid_requests() {
     .unwrap_err();
     assert_eq!(
         stale_partition_epoch.error_code(),
-        Some(ErrorCode::InvalidUpdateVersion)
+        ErrorCode::InvalidUpdateVersion
     );
     let not_leader = attempt(AlterPartitionRequest {
         broker_id: 1,
@@ -722,25 +713,25 @@ fn alter_partition_refuses_stale_and_invalid_requests() {
         ..current.clone()
     })
     .unwrap_err();
-    assert_eq!(not_leader.error_code(), Some(ErrorCode::InvalidRequest));
+    assert_eq!(not_leader.error_code(), ErrorCode::InvalidRequest);
     let stale_broker = attempt(AlterPartitionRequest {
         broker_epoch: 99,
         ..current.clone()
     })
     .unwrap_err();
-    assert_eq!(stale_broker.kafka_code(), 77);
+    assert_eq!(stale_broker.error_code().code(), 77);
     let without_leader = attempt(AlterPartitionRequest {
         new_isr: vec![1],
         ..current.clone()
     })
     .unwrap_err();
-    assert_eq!(without_leader.error_code(), Some(ErrorCode::InvalidRequest));
+    assert_eq!(without_leader.error_code(), ErrorCode::InvalidRequest);
     let repeated = attempt(AlterPartitionRequest {
         new_isr: vec![0, 0],
         ..current.clone()
     })
     .unwrap_err();
-    assert_eq!(repeated.error_code(), Some(ErrorCode::InvalidRequest));
+    assert_eq!(repeated.error_code(), ErrorCode::InvalidRequest);
     let unknown_partition = attempt(AlterPartitionRequest {
         partition: 3,
         ..current.clone()
@@ -748,14 +739,14 @@ fn alter_partition_refuses_stale_and_invalid_requests() {
     .unwrap_err();
     assert_eq!(
         unknown_partition.error_code(),
-        Some(ErrorCode::UnknownTopicOrPartition)
+        ErrorCode::UnknownTopicOrPartition
     );
     let unknown_topic = attempt(AlterPartitionRequest {
         topic_id: topic_id(8),
         ..current.clone()
     })
     .unwrap_err();
-    assert_eq!(unknown_topic.error_code(), Some(ErrorCode::UnknownTopicId));
+    assert_eq!(unknown_topic.error_code(), ErrorCode::UnknownTopicId);
     // A fenced broker may not join the ISR.
     let shutdown = cluster
         .controller()
@@ -767,7 +758,7 @@ fn alter_partition_refuses_stale_and_invalid_requests() {
         fenced,
         MetadataError::IneligibleReplica { broker_id: 2, .. }
     ));
-    assert_eq!(fenced.kafka_code(), 107);
+    assert_eq!(fenced.error_code().code(), 107);
     // Nor may a broker that is not a replica.
     cluster.start_broker(5, None, 0);
     let stranger = cluster.alter(1, 0, vec![0, 5]).unwrap_err();
@@ -838,7 +829,7 @@ fn producer_id_blocks_are_monotonic_and_never_overlap() {
         .controller()
         .allocate_producer_ids(0, 77)
         .unwrap_err();
-    assert_eq!(stale.kafka_code(), 77);
+    assert_eq!(stale.error_code().code(), 77);
 }
 
 #[test]
