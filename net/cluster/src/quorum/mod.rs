@@ -42,7 +42,7 @@ pub use auditor::ViolationKind;
 pub use node::{Outgoing, QuorumConfig, QuorumNode, StateMachine};
 pub use raft::eraftpb::Message;
 pub use sim::{simulate, simulate_with, RecordingMachine, SimConfig, SimStats, Violation};
-pub use sim_storage::SimStorage;
+pub use sim_storage::{DiskFault, SimStorage};
 pub use storage::{FileStorage, LogStore};
 
 /// What can go wrong in the quorum: an operating error of the disk, a store

@@ -5,10 +5,9 @@
 //! simulation's steps) keeps every write and loses the node's volatile
 //! state — raft-rs's unstable log, unsent messages, the state machine.
 //!
-//! Its one fault, for the test that the auditor catches a broken disk:
-//! `forget_last_entry_on_restart` makes it lie about fsync — a restart
-//! finds the last log entry gone (and the commit index pulled back with
-//! it), as a disk that acknowledged a flush it never did would.
+//! Its faults, for the tests that the auditor catches a broken disk, make
+//! it lie about fsync: a restart finds the last log entry gone, as a disk
+//! that acknowledged a flush it never did would (see [`DiskFault`]).
 
 use raft::eraftpb::{Entry, HardState, Snapshot};
 use raft::{GetEntriesContext, RaftState};
@@ -17,11 +16,25 @@ use super::log_cache::LogCache;
 use super::storage::LogStore;
 use super::QuorumError;
 
+/// How a [`SimStorage`] lies about fsync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskFault {
+    /// An honest disk.
+    None,
+    /// A restart loses the last log entry, and the commit index is pulled
+    /// back with it (the node forgets it ever committed it).
+    ForgetLastEntry,
+    /// A restart loses the last log entry when it is above the commit
+    /// index: the node acknowledged it to the leader but never learnt it
+    /// was committed, so nothing local gives the loss away.
+    ForgetUncommittedLastEntry,
+}
+
 /// An in-memory [`LogStore`] (see the module doc).
 #[derive(Debug, Clone)]
 pub struct SimStorage {
     cache: LogCache,
-    forget_last_entry_on_restart: bool,
+    fault: DiskFault,
 }
 
 impl SimStorage {
@@ -29,25 +42,29 @@ impl SimStorage {
     pub fn new(voters: &[u64]) -> Self {
         SimStorage {
             cache: LogCache::new(voters),
-            forget_last_entry_on_restart: false,
+            fault: DiskFault::None,
         }
     }
 
-    /// Turns on the lying-fsync fault (see the module doc).
-    pub fn with_forget_last_entry_on_restart(mut self) -> Self {
-        self.forget_last_entry_on_restart = true;
+    /// Makes the store lie about fsync (see [`DiskFault`]).
+    pub fn with_fault(mut self, fault: DiskFault) -> Self {
+        self.fault = fault;
         self
     }
 
-    /// What a restart finds: everything written, unless the fault is on.
+    /// What a restart finds: everything written, unless a fault is on.
     pub fn restart(self) -> Self {
-        if !self.forget_last_entry_on_restart {
+        let last_index = self.cache.last_index();
+        let forget = match self.fault {
+            DiskFault::None => false,
+            DiskFault::ForgetLastEntry => last_index > self.cache.snapshot_index(),
+            DiskFault::ForgetUncommittedLastEntry => last_index > self.cache.hard_state().commit,
+        };
+        if !forget {
             return self;
         }
         let mut entries = self.cache.entries_slice().to_vec();
-        if entries.pop().is_none() {
-            return self;
-        }
+        entries.pop();
         let last_index = entries
             .last()
             .map_or(self.cache.snapshot_index(), |entry| entry.index);
@@ -62,7 +79,7 @@ impl SimStorage {
         .unwrap_or_else(|reason| panic!("dropping the last entry keeps the log whole: {reason}"));
         SimStorage {
             cache,
-            forget_last_entry_on_restart: true,
+            fault: self.fault,
         }
     }
 }
