@@ -459,4 +459,108 @@ mod tests {
             assert!((10..20).contains(&ticks), "timeout {ticks} in [10, 20)");
         }
     }
+
+    type FileNode = QuorumNode<Records>;
+
+    fn open_file_node(directory: &std::path::Path, id: u64) -> FileNode {
+        let mut config = QuorumConfig::new(id, 100 + id);
+        config.snapshot_interval_entries = 4;
+        let store = FileStorage::open(directory, &[1, 2, 3]).expect("store");
+        QuorumNode::open(config, store, Records::default()).expect("open")
+    }
+
+    /// Advances every running node and delivers what they send, in rounds,
+    /// until the network is quiet. Messages to a stopped node are lost.
+    fn pump(nodes: &mut [Option<FileNode>]) {
+        for _ in 0..100 {
+            let mut messages = Vec::new();
+            for node in nodes.iter_mut().flatten() {
+                messages.extend(node.advance().expect("advance").messages);
+            }
+            if messages.is_empty() {
+                return;
+            }
+            for message in messages {
+                if let Some(node) = nodes[(message.to - 1) as usize].as_mut() {
+                    node.step(message).expect("step");
+                }
+            }
+        }
+        panic!("the network did not quiet down");
+    }
+
+    fn leader(nodes: &[Option<FileNode>]) -> Option<usize> {
+        nodes
+            .iter()
+            .position(|node| node.as_ref().is_some_and(|node| node.is_leader()))
+    }
+
+    fn tick_until_leader(nodes: &mut [Option<FileNode>]) -> usize {
+        for _ in 0..200 {
+            if let Some(position) = leader(nodes) {
+                return position;
+            }
+            for node in nodes.iter_mut().flatten() {
+                node.tick();
+            }
+            pump(nodes);
+        }
+        panic!("no leader elected");
+    }
+
+    #[test]
+    fn three_members_on_files_and_a_lagging_one_catches_up_by_snapshot() {
+        let directories: Vec<_> = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
+            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
+            .collect();
+        let first_leader = tick_until_leader(&mut nodes);
+        // Stop a follower; the other two go on committing and compacting.
+        let stopped = (first_leader + 1) % 3;
+        nodes[stopped] = None;
+        for record in 0..12u32 {
+            let leader = tick_until_leader(&mut nodes);
+            let node = nodes[leader].as_mut().expect("leader runs");
+            node.propose(format!("r{record}").into_bytes())
+                .expect("propose");
+            pump(&mut nodes);
+        }
+        let leader = tick_until_leader(&mut nodes);
+        let expected = nodes[leader]
+            .as_ref()
+            .map(|node| node.state_machine().records.clone())
+            .unwrap_or_default();
+        assert_eq!(expected.len(), 12);
+        let leader_snapshot_index = nodes[leader]
+            .as_ref()
+            .map_or(0, |node| node.store().cache().snapshot_index());
+        assert!(
+            leader_snapshot_index >= 12,
+            "the leader compacted past the stopped node"
+        );
+
+        // The stopped follower comes back from its files; the leader's log
+        // no longer reaches back to it, so it must take a snapshot.
+        nodes[stopped] = Some(open_file_node(
+            directories[stopped].path(),
+            stopped as u64 + 1,
+        ));
+        for _ in 0..50 {
+            for node in nodes.iter_mut().flatten() {
+                node.tick();
+            }
+            pump(&mut nodes);
+        }
+        let caught_up = nodes[stopped].as_ref().expect("runs");
+        assert_eq!(caught_up.state_machine().records, expected);
+        assert!(caught_up.store().cache().snapshot_index() >= leader_snapshot_index);
+
+        // And a restart of it from disk rebuilds the same state.
+        nodes[stopped] = None;
+        let mut reopened = open_file_node(directories[stopped].path(), stopped as u64 + 1);
+        reopened.advance().expect("advance");
+        assert_eq!(reopened.state_machine().records, expected);
+    }
 }

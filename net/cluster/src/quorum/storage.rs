@@ -40,10 +40,11 @@ const SNAPSHOT_FILE: &str = "snapshot";
 /// write (votes, append acknowledgements) right after it, and a crash must
 /// not take back what a peer was told.
 ///
-/// Reads come from raft-rs's [`raft::Storage`], served from memory. An error
-/// from a write leaves the store as it was before the call or with the
-/// write's prefix durable; the node stops on it (raft-rs cannot go on with a
-/// log it is unsure of).
+/// Reads come from raft-rs's [`raft::Storage`], served from memory. After a
+/// write returns an error the in-memory view may be ahead of the disk: the
+/// node stops on it (raft-rs cannot go on with a log it is unsure of), and
+/// the runtime drops the store and reopens it, which reads back what is
+/// durable.
 pub trait LogStore: raft::Storage {
     /// Appends entries, dropping the suffix from `entries[0].index` on.
     fn append(&mut self, entries: &[Entry]) -> Result<(), QuorumError>;
