@@ -1,7 +1,8 @@
 //! Produce and consume through librdkafka against a real `rill serve`:
 //! every codec, every acks level, keyed partitioning, exact read-back with
 //! per-partition order; ListOffsets by time and watermarks; an oversize
-//! message; and the three fetch send paths returning identical data.
+//! message; acks=all refused under `min.insync.replicas`; and the three
+//! fetch send paths returning identical data.
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -188,6 +189,32 @@ async fn an_oversize_message_is_refused_and_the_broker_stays_up() {
         "the next message is accepted at offset 0"
     );
     assert!(broker.is_running());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_is_refused_when_min_insync_replicas_exceeds_the_isr() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    // One broker: every partition's ISR is that broker alone.
+    create_topic(&bootstrap, "guarded", 1, &[("min.insync.replicas", "2")]).await;
+    // No retries, so the broker's answer reaches the test instead of a timeout.
+    let all = producer(&bootstrap, &[("acks", "all"), ("retries", "0")]);
+    let record: FutureRecord<'_, (), [u8]> = FutureRecord::to("guarded").payload(b"durable?");
+    let err = all
+        .send(record, Duration::from_secs(10))
+        .await
+        .map_err(|(e, _)| e)
+        .expect_err("acks=all refused");
+    assert_eq!(
+        err,
+        KafkaError::MessageProduction(RDKafkaErrorCode::NotEnoughReplicas)
+    );
+    // acks=1 is not guarded, and the refused write left nothing behind:
+    // the accepted one is the first record of the log.
+    let one = producer(&bootstrap, &[("acks", "1")]);
+    let sent = produce_all(&one, "guarded", &[(None, b"written".to_vec())], None).await;
+    assert_eq!(sent, vec![(0, 0)]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -193,6 +193,12 @@ impl PartitionLog {
         self.config.borrow().clone()
     }
 
+    /// `min.insync.replicas` in force (read on every acks=all produce, so
+    /// without cloning the whole config).
+    pub fn min_insync_replicas(&self) -> i32 {
+        self.config.borrow().min_insync_replicas
+    }
+
     /// Replaces the topic config (the caller persists it).
     pub fn set_config(&self, config: TopicConfig) {
         *self.config.borrow_mut() = config;

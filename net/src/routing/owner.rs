@@ -110,11 +110,21 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     }
 }
 
+/// The in-sync replicas of a partition on a broker that runs alone: itself.
+/// (The replication runtime of #18 will answer with the leader's ISR.)
+const SINGLE_NODE_ISR_SIZE: i32 = 1;
+
 async fn produce(
     log: &engine::PartitionLog,
     records: Vec<u8>,
     acks: i16,
 ) -> Result<ProduceOutcome, ErrorCode> {
+    // Kafka refuses an acks=all write before appending it when the ISR is
+    // smaller than `min.insync.replicas`: the producer learns at once that
+    // the durability it asked for cannot be had (acks 0 and 1 still write).
+    if acks == -1 && SINGLE_NODE_ISR_SIZE < log.min_insync_replicas() {
+        return Err(ErrorCode::NotEnoughReplicas);
+    }
     // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
         .append_owned(records, log.leader_epoch())
