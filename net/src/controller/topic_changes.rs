@@ -77,12 +77,7 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
             String::from("delete.topic.enable is false"),
         ));
     }
-    let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((
-            ErrorCode::UnknownTopicOrPartition,
-            format!("unknown topic '{name}'"),
-        ));
-    };
+    let entry = existing_topic(shard, &name)?;
     let ops = (0..entry.partitions)
         .map(|p| PartitionOp::Delete {
             tp: TopicPartition::new(name.clone(), p),
@@ -112,12 +107,7 @@ pub(super) async fn create_partitions(
     count: i32,
     validate_only: bool,
 ) -> ControllerReply {
-    let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((
-            ErrorCode::UnknownTopicOrPartition,
-            format!("unknown topic '{name}'"),
-        ));
-    };
+    let entry = existing_topic(shard, &name)?;
     if count <= entry.partitions {
         return Err((
             ErrorCode::InvalidPartitions,
@@ -147,12 +137,7 @@ pub(super) async fn alter_configs(
     replace_all: bool,
     validate_only: bool,
 ) -> ControllerReply {
-    let Some(entry) = shard.topics.borrow().get(&name).cloned() else {
-        return Err((
-            ErrorCode::UnknownTopicOrPartition,
-            format!("unknown topic '{name}'"),
-        ));
-    };
+    let entry = existing_topic(shard, &name)?;
     let config = altered_config(
         shard.config.topic_defaults(),
         &entry.config,
@@ -203,6 +188,16 @@ async fn create_then_publish(
     });
     broadcast_update(shard, update.clone()).await;
     Ok(update)
+}
+
+/// The topic's entry, or UNKNOWN_TOPIC_OR_PARTITION.
+fn existing_topic(shard: &Shard, name: &str) -> Result<TopicEntry, (ErrorCode, String)> {
+    shard.topics.borrow().get(name).cloned().ok_or_else(|| {
+        (
+            ErrorCode::UnknownTopicOrPartition,
+            format!("unknown topic '{name}'"),
+        )
+    })
 }
 
 fn first_error(replies: Vec<PartitionReply>) -> Result<(), (ErrorCode, String)> {

@@ -26,6 +26,49 @@
 //! transport (Raft messages over the controller listener), and the wiring
 //! onto the metadata shard.
 
+/// Implements `raft::Storage` for a store whose `cache` field (a
+/// [`log_cache::LogCache`]) holds what raft-rs reads: the durable stores
+/// differ in how they write, never in how they are read.
+macro_rules! storage_served_by_cache {
+    ($store:ty) => {
+        impl raft::Storage for $store {
+            fn initial_state(&self) -> raft::Result<raft::RaftState> {
+                raft::Storage::initial_state(&self.cache)
+            }
+
+            fn entries(
+                &self,
+                low: u64,
+                high: u64,
+                max_size: impl Into<Option<u64>>,
+                context: raft::GetEntriesContext,
+            ) -> raft::Result<Vec<raft::eraftpb::Entry>> {
+                raft::Storage::entries(&self.cache, low, high, max_size, context)
+            }
+
+            fn term(&self, index: u64) -> raft::Result<u64> {
+                raft::Storage::term(&self.cache, index)
+            }
+
+            fn first_index(&self) -> raft::Result<u64> {
+                Ok(self.cache.first_index())
+            }
+
+            fn last_index(&self) -> raft::Result<u64> {
+                Ok(self.cache.last_index())
+            }
+
+            fn snapshot(
+                &self,
+                request_index: u64,
+                to: u64,
+            ) -> raft::Result<raft::eraftpb::Snapshot> {
+                raft::Storage::snapshot(&self.cache, request_index, to)
+            }
+        }
+    };
+}
+
 pub mod auditor;
 pub mod codec;
 pub mod log_cache;

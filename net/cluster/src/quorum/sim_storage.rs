@@ -10,7 +10,6 @@
 //! that acknowledged a flush it never did would (see [`DiskFault`]).
 
 use raft::eraftpb::{Entry, HardState, Snapshot};
-use raft::{GetEntriesContext, RaftState};
 
 use super::log_cache::LogCache;
 use super::storage::LogStore;
@@ -110,34 +109,6 @@ impl LogStore for SimStorage {
     }
 }
 
-impl raft::Storage for SimStorage {
-    fn initial_state(&self) -> raft::Result<RaftState> {
-        raft::Storage::initial_state(&self.cache)
-    }
-
-    fn entries(
-        &self,
-        low: u64,
-        high: u64,
-        max_size: impl Into<Option<u64>>,
-        context: GetEntriesContext,
-    ) -> raft::Result<Vec<Entry>> {
-        raft::Storage::entries(&self.cache, low, high, max_size, context)
-    }
-
-    fn term(&self, index: u64) -> raft::Result<u64> {
-        raft::Storage::term(&self.cache, index)
-    }
-
-    fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.cache.first_index())
-    }
-
-    fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.cache.last_index())
-    }
-
-    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        raft::Storage::snapshot(&self.cache, request_index, to)
-    }
-}
+// raft-rs reads the log through `raft::Storage`; every store serves those
+// reads from its in-memory `LogCache`.
+storage_served_by_cache!(SimStorage);

@@ -28,7 +28,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use raft::eraftpb::{Entry, HardState, Snapshot};
-use raft::{GetEntriesContext, RaftState};
 
 use super::codec::{self, FrameRead};
 use super::log_cache::LogCache;
@@ -277,37 +276,9 @@ impl LogStore for FileStorage {
     }
 }
 
-impl raft::Storage for FileStorage {
-    fn initial_state(&self) -> raft::Result<RaftState> {
-        raft::Storage::initial_state(&self.cache)
-    }
-
-    fn entries(
-        &self,
-        low: u64,
-        high: u64,
-        max_size: impl Into<Option<u64>>,
-        context: GetEntriesContext,
-    ) -> raft::Result<Vec<Entry>> {
-        raft::Storage::entries(&self.cache, low, high, max_size, context)
-    }
-
-    fn term(&self, index: u64) -> raft::Result<u64> {
-        raft::Storage::term(&self.cache, index)
-    }
-
-    fn first_index(&self) -> raft::Result<u64> {
-        Ok(self.cache.first_index())
-    }
-
-    fn last_index(&self) -> raft::Result<u64> {
-        Ok(self.cache.last_index())
-    }
-
-    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
-        raft::Storage::snapshot(&self.cache, request_index, to)
-    }
-}
+// raft-rs reads the log through `raft::Storage`; every store serves those
+// reads from its in-memory `LogCache`.
+storage_served_by_cache!(FileStorage);
 
 /// The entries of a log file, where each starts, and the length of the
 /// valid prefix (shorter than the file when its tail is torn).
@@ -425,6 +396,7 @@ mod tests {
     use raft::Storage;
 
     use super::*;
+    use raft::GetEntriesContext;
 
     fn entry(index: u64, term: u64) -> Entry {
         Entry {

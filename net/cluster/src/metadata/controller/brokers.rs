@@ -74,7 +74,7 @@ pub struct HeartbeatOutcome {
 
 impl Controller<'_> {
     /// The broker's registration, if `broker_epoch` is its current epoch.
-    fn registered(
+    pub(super) fn registered(
         &self,
         broker_id: BrokerId,
         broker_epoch: i64,

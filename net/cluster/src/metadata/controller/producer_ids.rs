@@ -24,17 +24,7 @@ impl Controller<'_> {
         broker_id: BrokerId,
         broker_epoch: i64,
     ) -> Result<(ProducerIdBlock, Vec<MetadataRecord>), MetadataError> {
-        let broker = self
-            .image
-            .broker(broker_id)
-            .ok_or(MetadataError::BrokerNotRegistered { broker_id })?;
-        if broker.broker_epoch != broker_epoch {
-            return Err(MetadataError::StaleBrokerEpoch {
-                broker_id,
-                broker_epoch,
-                current_epoch: broker.broker_epoch,
-            });
-        }
+        self.registered(broker_id, broker_epoch)?;
         let start = self.image.next_producer_id_block_start();
         let mut blocks = ProducerIdBlocks::new(start);
         let block = blocks.take_block(PRODUCER_ID_BLOCK_SIZE).map_err(|_| {
