@@ -111,7 +111,13 @@ fn partition_dirs(data_dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, Eng
         if !entry.path().is_dir() {
             continue;
         }
-        if let Some(tp) = TopicPartition::parse_dir_name(&entry.file_name().to_string_lossy()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // The metadata quorum's log lives beside the partitions, under
+        // Kafka's name for it, but it is not a partition of the engine.
+        if name == crate::types::CLUSTER_METADATA_DIR {
+            continue;
+        }
+        if let Some(tp) = TopicPartition::parse_dir_name(&name) {
             out.push((tp, entry.path()));
         }
     }

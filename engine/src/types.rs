@@ -68,6 +68,10 @@ impl std::fmt::Display for TopicPartition {
     }
 }
 
+/// The directory of the metadata quorum's log in a data dir (KRaft's name):
+/// never opened as a partition.
+pub const CLUSTER_METADATA_DIR: &str = "__cluster_metadata-0";
+
 /// Kafka's rule: 1–249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
 pub fn is_valid_topic_name(name: &str) -> bool {
     !name.is_empty()

@@ -7,6 +7,7 @@
 //! Kafka's dotted name. An unknown key stops the broker at start, because a
 //! silently ignored typo in a retention setting loses data.
 
+use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
 use crate::sendpath::SendPath;
 use engine::{EngineConfig, FlushPolicy, TopicConfig};
@@ -42,6 +43,17 @@ pub struct ServeArgs {
     /// Address of the admin HTTP listener serving /metrics (default 127.0.0.1:9644).
     #[arg(long)]
     pub admin_listen: Option<String>,
+    /// This node's id (`node.id`; default 0).
+    #[arg(long)]
+    pub node_id: Option<i32>,
+    /// The metadata quorum, `id@host:port,...` (`controller.quorum.voters`;
+    /// default none: a single node). Each voter's host:port is its
+    /// controller listener.
+    #[arg(long)]
+    pub controller_quorum_voters: Option<String>,
+    /// `broker,controller` (the default) or a subset (`process.roles`).
+    #[arg(long)]
+    pub process_roles: Option<String>,
     /// Log level or tracing filter (default info).
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -94,6 +106,8 @@ pub struct BrokerConfig {
     pub engine: EngineConfig,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`).
     pub group: GroupConfig,
+    /// Cluster membership: the quorum voters, roles, rack, session timings.
+    pub cluster: ClusterConfig,
 }
 
 impl BrokerConfig {
@@ -123,6 +137,7 @@ impl BrokerConfig {
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),
             group: GroupConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 
@@ -178,6 +193,23 @@ impl BrokerConfig {
         config.advertised_host = host;
         config.advertised_port = port;
         config.engine.data_dir = config.data_dir.clone();
+        if let Some(id) = args.node_id {
+            config.broker_id = id;
+        }
+        if let Some(text) = &args.controller_quorum_voters {
+            config.cluster.voters = parse_voters("--controller-quorum-voters", text)?;
+        }
+        if let Some(text) = &args.process_roles {
+            config.cluster.roles = parse_roles("--process-roles", text)?;
+        }
+        if config.broker_id < 0 {
+            return Err(ConfigError::invalid(
+                "node.id",
+                &config.broker_id.to_string(),
+                "a node id is a non-negative integer",
+            ));
+        }
+        config.cluster.validate(config.broker_id)?;
         Ok(config)
     }
 
@@ -238,6 +270,13 @@ impl BrokerConfig {
             "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
             "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
             "max.connections" => self.max_connections = num(name, value)?,
+            "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
+            "process.roles" => self.cluster.roles = parse_roles(name, value)?,
+            "broker.rack" => self.cluster.rack = Some(value.to_string()),
+            "broker.heartbeat.interval.ms" => {
+                self.cluster.heartbeat_interval_ms = num(name, value)?
+            }
+            "broker.session.timeout.ms" => self.cluster.session_timeout_ms = num(name, value)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -417,8 +456,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
-    "process.roles",
-    "controller.quorum.voters",
     "controller.listener.names",
     "inter.broker.listener.name",
     "listener.security.protocol.map",

@@ -24,7 +24,8 @@
 //! ```
 //!
 //! Map of the modules:
-//! - [`config`]: the `rill serve` flags and the broker TOML file (Kafka's names).
+//! - [`config`]: the `rill serve` flags and the broker TOML file (Kafka's names);
+//!   [`cluster_config`]: its cluster part (quorum voters, roles, sessions).
 //! - [`error`]: errors of this crate. Kafka error codes are
 //!   [`engine::ErrorCode`] everywhere, across the mesh too; the number appears
 //!   only where a response is encoded.
@@ -43,6 +44,8 @@
 //! - [`group`], [`group_runtime`]: the group coordinator — a pure core and
 //!   its per-shard runtime (placement by `__consumer_offsets` partition,
 //!   persistence, timers, replay).
+//! - [`cluster_runtime`]: the metadata quorum member on shard 0, its
+//!   transport, broker registration and heartbeats, every shard's view.
 //! - [`producer_ids`]: producer ids for InitProducerId, from persisted blocks
 //!   of 1000 (KIP-730) that shard 0 allocates and every shard draws from.
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
@@ -59,6 +62,8 @@
 
 pub mod admin;
 pub mod call;
+pub mod cluster_config;
+pub mod cluster_runtime;
 pub mod config;
 pub mod connection;
 pub mod controller;

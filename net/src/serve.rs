@@ -270,6 +270,9 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         services: Services::default(),
     });
     crate::producer_ids::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
+    crate::cluster_runtime::start(&shard)
+        .await
+        .map_err(|e| format!("shard {id}: {e}"))?;
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
     crate::group_runtime::replay(&shard)

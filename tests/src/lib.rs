@@ -217,5 +217,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
     out
 }
 
+pub mod cluster;
 pub mod kafka;
 pub mod layering;
+pub mod raw;

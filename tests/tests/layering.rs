@@ -50,13 +50,13 @@ fn net_layer(module: &[String]) -> usize {
         None
         | Some(
             "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath" | "config"
-            | "error" | "frame" | "fetch_response",
+            | "error" | "frame" | "fetch_response" | "cluster_config",
         ) => 0,
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.
         Some(
             "routing" | "controller" | "group" | "group_runtime" | "txn" | "txn_runtime"
-            | "producer_ids",
+            | "producer_ids" | "cluster_runtime",
         ) => 1,
         Some("handlers") => 2,
         // The process around them: accept, read frames, /metrics, start.

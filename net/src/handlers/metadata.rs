@@ -1,7 +1,10 @@
-//! Metadata (key 3): brokers (this one), topics and partitions, with Kafka's
+//! Metadata (key 3): the live brokers of the cluster (from the committed
+//! metadata image; this broker always, even before its registration is
+//! committed), the active controller, topics and partitions, with Kafka's
 //! topic auto-creation when the client allows it and `auto.create.topics.enable` is set.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime::ClusterView;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry};
@@ -51,23 +54,77 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
         }
         let mut response = MetadataResponse::default();
-        response.brokers = vec![this_broker(&shard)];
+        response.brokers = cluster_brokers(&shard)
+            .into_iter()
+            .map(|b| {
+                let mut broker = MetadataResponseBroker::default();
+                broker.node_id = BrokerId(b.node_id);
+                broker.host = str_bytes(b.host);
+                broker.port = b.port;
+                broker.rack = b.rack.map(str_bytes);
+                broker
+            })
+            .collect();
         if version >= 2 {
             response.cluster_id = Some(str_bytes(shard.config.cluster_id.clone()));
         }
-        response.controller_id = BrokerId(shard.config.broker_id);
+        response.controller_id = BrokerId(active_controller(&shard));
         response.topics = topics;
         request.respond(&response)
     })
 }
 
-/// This broker as Metadata and DescribeCluster list it.
-pub fn this_broker(shard: &Shard) -> MetadataResponseBroker {
-    let mut broker = MetadataResponseBroker::default();
-    broker.node_id = BrokerId(shard.config.broker_id);
-    broker.host = str_bytes(shard.config.advertised_host.clone());
-    broker.port = shard.config.advertised_port;
-    broker
+/// A broker as Metadata and DescribeCluster list it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedBroker {
+    /// `node.id`.
+    pub node_id: i32,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: i32,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+}
+
+/// The live (registered, unfenced) brokers of the committed image, in id
+/// order, and this broker: it serves the request, so it is alive, even
+/// while its own registration is being committed.
+pub fn cluster_brokers(shard: &Shard) -> Vec<ListedBroker> {
+    let image = shard.service::<ClusterView>().image();
+    let own = shard.config.broker_id;
+    let mut brokers: Vec<ListedBroker> = image
+        .brokers()
+        .values()
+        .filter(|b| !b.fenced && b.broker_id != own)
+        .filter_map(|b| {
+            let endpoint = b.listeners.first()?;
+            Some(ListedBroker {
+                node_id: b.broker_id,
+                host: endpoint.host.clone(),
+                port: i32::from(endpoint.port),
+                rack: b.rack.clone(),
+            })
+        })
+        .collect();
+    brokers.push(ListedBroker {
+        node_id: own,
+        host: shard.config.advertised_host.clone(),
+        port: shard.config.advertised_port,
+        rack: shard.config.cluster.rack.clone(),
+    });
+    brokers.sort_by_key(|b| b.node_id);
+    brokers
+}
+
+/// The active controller's id (the quorum leader), or this broker's while
+/// none is known (a client then retries here).
+pub fn active_controller(shard: &Shard) -> i32 {
+    shard
+        .service::<ClusterView>()
+        .quorum()
+        .leader_id
+        .unwrap_or(shard.config.broker_id)
 }
 
 async fn lookup_or_create(

@@ -33,6 +33,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_quorum;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
@@ -139,6 +140,7 @@ pub const REGISTRY: &[Handler] = &[
     create_partitions::HANDLER,
     incremental_alter_configs::HANDLER,
     describe_cluster::HANDLER,
+    describe_quorum::HANDLER,
     add_partitions_to_txn::HANDLER,
     add_offsets_to_txn::HANDLER,
     end_txn::HANDLER,
@@ -184,6 +186,7 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::CreatePartitions => "CreatePartitions",
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
+        ApiKey::DescribeQuorum => "DescribeQuorum",
         ApiKey::InitProducerId => "InitProducerId",
         ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
         ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",

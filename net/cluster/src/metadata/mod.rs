@@ -29,6 +29,7 @@ pub mod controller;
 pub mod error;
 pub mod heartbeats;
 pub mod image;
+pub mod machine;
 pub mod record;
 
 #[cfg(test)]
@@ -43,4 +44,5 @@ pub use controller::{
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
 pub use image::{BrokerRegistration, MetadataImage, PartitionState, TopicImage};
+pub use machine::MetadataMachine;
 pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};

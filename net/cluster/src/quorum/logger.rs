@@ -28,7 +28,9 @@ impl Drain for TracingDrain {
                 tracing::enabled!(target: "raft", tracing::Level::ERROR)
             }
             Level::Warning => tracing::enabled!(target: "raft", tracing::Level::WARN),
-            Level::Info => tracing::enabled!(target: "raft", tracing::Level::INFO),
+            // raft-rs's info lines narrate every election step; the broker
+            // logs the outcomes itself, so they are debug here.
+            Level::Info => tracing::enabled!(target: "raft", tracing::Level::DEBUG),
             Level::Debug => tracing::enabled!(target: "raft", tracing::Level::DEBUG),
             Level::Trace => tracing::enabled!(target: "raft", tracing::Level::TRACE),
         };
@@ -44,7 +46,7 @@ impl Drain for TracingDrain {
         match record.level() {
             Level::Critical | Level::Error => tracing::error!(target: "raft", "{message}{pairs}"),
             Level::Warning => tracing::warn!(target: "raft", "{message}{pairs}"),
-            Level::Info => tracing::info!(target: "raft", "{message}{pairs}"),
+            Level::Info => tracing::debug!(target: "raft", "{message}{pairs}"),
             Level::Debug => tracing::debug!(target: "raft", "{message}{pairs}"),
             Level::Trace => tracing::trace!(target: "raft", "{message}{pairs}"),
         }

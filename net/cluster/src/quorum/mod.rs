@@ -18,13 +18,14 @@
 //!   with a fault switch that makes it lie about fsync.
 //! - [`sim`]: a seeded simulation of 3 or 5 nodes over a faulty network with
 //!   crash-restarts; [`auditor`]: what it checks after every step.
+//! - [`wire`]: a Raft message as bytes between controllers.
 //! - [`logger`]: raft-rs logs through `slog`; this bridges it to `tracing`.
 //! - [`rng`]: the seeded generator that replaces raft-rs's `thread_rng` for
 //!   election timeouts, so a run is a function of its seed.
 //!
-//! Not here yet: membership changes (conf-change entries are refused), the
-//! transport (Raft messages over the controller listener), and the wiring
-//! onto the metadata shard.
+//! Not here yet: membership changes (conf-change entries are refused). The
+//! transport and the wiring onto the metadata shard are `rill-net`'s
+//! `cluster_runtime`.
 
 /// Implements `raft::Storage` for a store whose `cache` field (a
 /// [`log_cache::LogCache`]) holds what raft-rs reads: the durable stores
@@ -78,6 +79,7 @@ pub mod rng;
 pub mod sim;
 pub mod sim_storage;
 pub mod storage;
+pub mod wire;
 
 use std::path::PathBuf;
 

@@ -347,6 +347,41 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
         self.raw.raft.raft_log.committed
     }
 
+    /// The index of the last entry in this member's log: on the leader,
+    /// right after [`QuorumNode::propose`], the index the proposal got.
+    pub fn last_index(&self) -> u64 {
+        self.raw.raft.raft_log.last_index()
+    }
+
+    /// The voters with the highest index each is known to hold
+    /// (DescribeQuorum's `current_voters`): exact on the leader, which
+    /// tracks its followers; elsewhere only this member's own entry is known
+    /// (`None` for the others).
+    pub fn voter_progress(&self) -> Vec<(u64, Option<u64>)> {
+        let leader = self.is_leader();
+        let own = self.config.node_id;
+        let mut voters: Vec<(u64, Option<u64>)> = self
+            .raw
+            .store()
+            .cache()
+            .conf_state()
+            .voters
+            .iter()
+            .map(|&id| {
+                let matched = if id == own {
+                    Some(self.last_index())
+                } else if leader {
+                    self.raw.raft.prs().get(id).map(|progress| progress.matched)
+                } else {
+                    None
+                };
+                (id, matched)
+            })
+            .collect();
+        voters.sort_unstable();
+        voters
+    }
+
     /// The highest index applied to the state machine.
     pub fn applied_index(&self) -> u64 {
         self.applied_index

@@ -1,0 +1,234 @@
+//! The cluster settings of `rill serve`, with KRaft's names: `node.id`
+//! (kept in [`crate::config::BrokerConfig::broker_id`]),
+//! `controller.quorum.voters`, `process.roles`, `broker.rack` and the broker
+//! session timings.
+//!
+//! With no voters configured the broker is a single node: a one-member
+//! metadata quorum of itself, with no controller listener. Why keep the
+//! quorum even then: the single node and the cluster run the same
+//! registration and metadata path, so the whole test suite exercises it.
+
+use crate::error::ConfigError;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// One member of the metadata quorum (`id@host:port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    /// Its `node.id`.
+    pub node_id: i32,
+    /// Host of its controller listener.
+    pub host: String,
+    /// Port of its controller listener.
+    pub port: u16,
+}
+
+impl Voter {
+    /// The controller listener's address, resolved now (a host name may
+    /// resolve differently later, and each connection attempt resolves again).
+    pub fn resolve(&self) -> Result<SocketAddr, String> {
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}:{}: {e}", self.host, self.port))?
+            .next()
+            .ok_or_else(|| format!("{}:{} resolves to no address", self.host, self.port))
+    }
+}
+
+/// What a node does (`process.roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    /// Serves clients (`broker`).
+    pub broker: bool,
+    /// Is a metadata quorum voter (`controller`).
+    pub controller: bool,
+}
+
+/// The cluster part of the broker config.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// `controller.quorum.voters`; empty: a single node (a quorum of itself).
+    pub voters: Vec<Voter>,
+    /// `process.roles` (default `broker,controller`).
+    pub roles: Roles,
+    /// `broker.rack`.
+    pub rack: Option<String>,
+    /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the
+    /// active controller.
+    pub heartbeat_interval_ms: i64,
+    /// `broker.session.timeout.ms`: a broker not heard from for this long is
+    /// fenced and loses its leaderships.
+    pub session_timeout_ms: i64,
+    /// The quorum's tick; the election timeout is 10 ticks and a leader
+    /// heartbeats every 2.
+    pub quorum_tick_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    /// Kafka's heartbeat interval is 2 s and its session 9 s; rill fences a
+    /// silent broker within 2.5 s so that failover stays near a second.
+    fn default() -> Self {
+        ClusterConfig {
+            voters: Vec::new(),
+            roles: Roles {
+                broker: true,
+                controller: true,
+            },
+            rack: None,
+            heartbeat_interval_ms: 500,
+            session_timeout_ms: 2500,
+            quorum_tick_ms: 100,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// Whether this node is a single node (no voters configured).
+    pub fn is_single_node(&self) -> bool {
+        self.voters.is_empty()
+    }
+
+    /// The voter entry of `node_id`, if it is one.
+    pub fn voter(&self, node_id: i32) -> Option<&Voter> {
+        self.voters.iter().find(|voter| voter.node_id == node_id)
+    }
+
+    /// Checks the settings against this node's id; called once all are read.
+    pub fn validate(&self, node_id: i32) -> Result<(), ConfigError> {
+        if !self.roles.broker {
+            return Err(ConfigError::invalid(
+                "process.roles",
+                "controller",
+                "a controller-only node is not supported yet; use broker,controller",
+            ));
+        }
+        if self.is_single_node() {
+            return Ok(());
+        }
+        match (self.roles.controller, self.voter(node_id).is_some()) {
+            (true, true) => Ok(()),
+            (true, false) => Err(ConfigError::invalid(
+                "controller.quorum.voters",
+                &self.voters_text(),
+                &format!("node.id {node_id} has the controller role but is not a voter"),
+            )),
+            (false, _) => Err(ConfigError::invalid(
+                "process.roles",
+                "broker",
+                "a broker-only node (a quorum observer) is not supported yet; \
+                 make every node a voter with broker,controller",
+            )),
+        }
+    }
+
+    fn voters_text(&self) -> String {
+        self.voters
+            .iter()
+            .map(|v| format!("{}@{}:{}", v.node_id, v.host, v.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Parses `controller.quorum.voters`: `1@host:port,2@host:port,...`.
+pub fn parse_voters(name: &str, text: &str) -> Result<Vec<Voter>, ConfigError> {
+    let mut voters: Vec<Voter> = Vec::new();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let invalid = |reason: &str| ConfigError::invalid(name, text, reason);
+        let (id, address) = item
+            .split_once('@')
+            .ok_or_else(|| invalid("each voter is id@host:port"))?;
+        let node_id: i32 = id
+            .parse()
+            .map_err(|_| invalid("a voter id is a non-negative integer"))?;
+        if node_id < 0 {
+            return Err(invalid("a voter id is a non-negative integer"));
+        }
+        let (host, port) = address
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("each voter is id@host:port"))?;
+        let port: u16 = port.parse().map_err(|_| invalid("bad port"))?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(invalid("a voter needs a host"));
+        }
+        if voters.iter().any(|v| v.node_id == node_id) {
+            return Err(invalid("a voter id appears twice"));
+        }
+        voters.push(Voter {
+            node_id,
+            host: host.to_string(),
+            port,
+        });
+    }
+    Ok(voters)
+}
+
+/// Parses `process.roles`: `broker`, `controller`, or both, comma-separated.
+pub fn parse_roles(name: &str, text: &str) -> Result<Roles, ConfigError> {
+    let mut roles = Roles {
+        broker: false,
+        controller: false,
+    };
+    for role in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match role {
+            "broker" => roles.broker = true,
+            "controller" => roles.controller = true,
+            _ => {
+                return Err(ConfigError::invalid(
+                    name,
+                    text,
+                    "roles are broker and controller",
+                ))
+            }
+        }
+    }
+    if !roles.broker && !roles.controller {
+        return Err(ConfigError::invalid(name, text, "at least one role"));
+    }
+    Ok(roles)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn voters_parse_as_kraft_writes_them() {
+        let voters = parse_voters("v", "1@localhost:9093, 2@10.0.0.2:9093,3@[::1]:19093").unwrap();
+        assert_eq!(voters.len(), 3);
+        assert_eq!(voters[0].host, "localhost");
+        assert_eq!(voters[2].host, "::1");
+        assert_eq!(voters[2].port, 19093);
+        assert!(parse_voters("v", "1@a:1,1@b:2").is_err());
+        assert!(parse_voters("v", "a@b:1").is_err());
+        assert!(parse_voters("v", "1@b").is_err());
+        assert!(parse_voters("v", "-1@b:1").is_err());
+    }
+
+    #[test]
+    fn roles_and_their_checks() {
+        assert_eq!(
+            parse_roles("r", "broker,controller").unwrap(),
+            Roles {
+                broker: true,
+                controller: true
+            }
+        );
+        assert!(parse_roles("r", "zookeeper").is_err());
+        let mut config = ClusterConfig::default();
+        assert!(config.validate(0).is_ok(), "a single node");
+        config.voters = parse_voters("v", "1@h:1,2@h:2").unwrap();
+        assert!(config.validate(1).is_ok());
+        assert!(
+            config.validate(3).is_err(),
+            "a controller that is not a voter"
+        );
+        config.roles = parse_roles("r", "broker").unwrap();
+        assert!(
+            config.validate(3).is_err(),
+            "observers are not supported yet"
+        );
+        config.roles = parse_roles("r", "controller").unwrap();
+        assert!(config.validate(1).is_err());
+    }
+}

@@ -1,0 +1,124 @@
+//! The active controller's side of the brokers' requests, and its fencing
+//! timer: each decision is one of `rill-cluster`'s pure
+//! [`Controller`] functions over the committed image; its records are
+//! proposed and the answer waits until they are committed, so a broker is
+//! told "registered" only once the whole quorum knows it.
+//!
+//! Decisions run one at a time (`MetadataQuorum::decisions`), each reading
+//! the image with every earlier decision committed. A decision's records go
+//! in as separate entries; a leader lost in the middle may commit a prefix
+//! of them, which the image accepts (each record is valid on its own) and
+//! the broker's retry completes.
+
+use super::quorum::MetadataQuorum;
+use super::rpc::{ControllerReply, ControllerRpc};
+use crate::shard::Shard;
+use cluster::metadata::{Controller, MetadataRecord};
+use engine::ErrorCode;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Answers a broker's request (on the metadata shard).
+pub async fn handle(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> ControllerReply {
+    let _decision = quorum.decisions.lock().await;
+    if !quorum.is_leader() {
+        return ControllerReply::NotController {
+            leader: quorum.leader(),
+        };
+    }
+    let image = quorum.image();
+    let controller = Controller::new(&image, &quorum.controller_config);
+    let now_ms = shard.now_ms();
+    let decided = if let Some(registration) = request.registration() {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller
+            .register_broker(&mut heartbeats, &registration, now_ms)
+            .map(|outcome| {
+                let reply = ControllerReply::Registered {
+                    broker_epoch: outcome.broker_epoch,
+                };
+                (outcome.records, reply)
+            })
+    } else if let Some(heartbeat) = request.heartbeat() {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller
+            .heartbeat(&mut heartbeats, &heartbeat, now_ms)
+            .map(|outcome| {
+                let reply = ControllerReply::Heartbeat {
+                    is_caught_up: outcome.is_caught_up,
+                    is_fenced: outcome.is_fenced,
+                    should_shut_down: outcome.should_shut_down,
+                };
+                (outcome.records, reply)
+            })
+    } else {
+        return ControllerReply::error(ErrorCode::InvalidRequest, "unknown controller request");
+    };
+    match decided {
+        Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
+        Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
+    }
+}
+
+/// Proposes `records` and answers `reply` once they are committed.
+async fn commit(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    records: &[MetadataRecord],
+    reply: ControllerReply,
+) -> ControllerReply {
+    if records.is_empty() {
+        return reply;
+    }
+    let not_controller = || ControllerReply::NotController {
+        leader: quorum.leader(),
+    };
+    let Some(committed) = quorum.propose(shard, records) else {
+        return not_controller();
+    };
+    match committed.await {
+        Ok(true) => reply,
+        _ => not_controller(),
+    }
+}
+
+/// On the active controller, fences the brokers whose session expired;
+/// runs on the metadata shard for the life of the broker.
+pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
+    let interval_ms = (shard.config.cluster.session_timeout_ms / 5).max(50);
+    loop {
+        glommio::timer::sleep(Duration::from_millis(interval_ms as u64)).await;
+        if !quorum.is_leader() {
+            continue;
+        }
+        let _decision = quorum.decisions.lock().await;
+        let image = quorum.image();
+        let records = {
+            let controller = Controller::new(&image, &quorum.controller_config);
+            let mut heartbeats = quorum.heartbeats.borrow_mut();
+            controller.fence_stale_brokers(&mut heartbeats, shard.now_ms())
+        };
+        if records.is_empty() {
+            continue;
+        }
+        let fenced: Vec<i32> = records
+            .iter()
+            .filter_map(|record| match record {
+                MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
+                _ => None,
+            })
+            .collect();
+        tracing::warn!(brokers = ?fenced, "fencing brokers whose session expired");
+        let _ = commit(
+            &quorum,
+            &shard,
+            &records,
+            ControllerReply::NotController { leader: None },
+        )
+        .await;
+    }
+}

@@ -1,0 +1,104 @@
+//! The broker's side of its membership: register with the active
+//! controller, then heartbeat every `broker.heartbeat.interval.ms`
+//! reporting the metadata offset applied; register again when the
+//! controller no longer knows this epoch (it was fenced, or the cluster
+//! lost the registration). Runs on the metadata shard.
+//!
+//! The active controller is found from this node's own quorum member; when
+//! that is this node, the request is handled in place, without a socket.
+
+use super::controller_side;
+use super::quorum::MetadataQuorum;
+use super::rpc::{ControllerReply, ControllerRpc};
+use super::transport;
+use crate::shard::Shard;
+use engine::ErrorCode;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Sends `request` to the active controller.
+pub async fn call_controller(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> Result<ControllerReply, String> {
+    let Some(leader) = quorum.leader() else {
+        return Err(String::from("no active controller known"));
+    };
+    if leader == shard.config.broker_id {
+        return Ok(controller_side::handle(quorum, shard, request).await);
+    }
+    let voter = shard
+        .config
+        .cluster
+        .voter(leader)
+        .cloned()
+        .ok_or_else(|| format!("the active controller {leader} is not a configured voter"))?;
+    transport::call_remote(&voter, &request).await
+}
+
+/// Registers and heartbeats for the life of the broker.
+pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
+    let config = shard.config.clone();
+    let interval = Duration::from_millis(config.cluster.heartbeat_interval_ms.max(10) as u64);
+    let incarnation_id: [u8; 16] = rand::random();
+    let register = ControllerRpc::Register {
+        broker_id: config.broker_id,
+        incarnation_id,
+        listeners: vec![(
+            String::from("PLAINTEXT"),
+            config.advertised_host.clone(),
+            u16::try_from(config.advertised_port).unwrap_or(0),
+        )],
+        rack: config.cluster.rack.clone(),
+    };
+    loop {
+        let broker_epoch = match call_controller(&quorum, &shard, register.clone()).await {
+            Ok(ControllerReply::Registered { broker_epoch }) => {
+                tracing::info!(broker_epoch, "registered with the active controller");
+                broker_epoch
+            }
+            outcome => {
+                tracing::debug!(?outcome, "registration not done yet; retrying");
+                glommio::timer::sleep(interval).await;
+                continue;
+            }
+        };
+        heartbeat_until_lost(&quorum, &shard, broker_epoch, interval).await;
+    }
+}
+
+/// Heartbeats until the controller no longer knows `broker_epoch`.
+async fn heartbeat_until_lost(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    broker_epoch: i64,
+    interval: Duration,
+) {
+    let mut fenced = true;
+    loop {
+        let heartbeat = ControllerRpc::Heartbeat {
+            broker_id: shard.config.broker_id,
+            broker_epoch,
+            metadata_offset: quorum.applied_offset(),
+            want_shutdown: false,
+        };
+        match call_controller(quorum, shard, heartbeat).await {
+            Ok(ControllerReply::Heartbeat { is_fenced, .. }) => {
+                if fenced && !is_fenced {
+                    tracing::info!(broker_epoch, "unfenced: this broker is live in the cluster");
+                }
+                fenced = is_fenced;
+            }
+            Ok(ControllerReply::Error { code, message })
+                if code == ErrorCode::StaleBrokerEpoch.code()
+                    || code == ErrorCode::BrokerIdNotRegistered.code() =>
+            {
+                tracing::warn!(%message, "registration lost; registering again");
+                return;
+            }
+            outcome => tracing::debug!(?outcome, "heartbeat not answered"),
+        }
+        glommio::timer::sleep(interval).await;
+    }
+}

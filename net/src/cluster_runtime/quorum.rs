@@ -1,0 +1,320 @@
+//! [`MetadataQuorum`]: this node's member of the metadata quorum, on the
+//! metadata shard. It owns raft-rs's node (over the durable
+//! `FileStorage` in `<data-dir>/__cluster_metadata-0`) and a
+//! [`MetadataMachine`] that applies the committed records.
+//!
+//! Everything that touches the node is synchronous and short: a step, a
+//! tick or a proposal is followed by [`MetadataQuorum::pump`], which runs
+//! raft-rs's ready cycle (persist, fsync, then send, then apply), queues
+//! the messages to the peer links, resolves proposals that committed and
+//! publishes the new image to every shard. No borrow of the node is held
+//! across an await.
+//!
+//! The storage writes are blocking `std::fs` calls with fsync on this
+//! shard's thread. Metadata changes are rare (registrations, elections,
+//! topic changes), so this costs the shard's partitions a few stalls of a
+//! millisecond, not throughput.
+
+use super::raft_id;
+use super::view::{publish, QuorumStatus};
+use crate::shard::Shard;
+use cluster::metadata::{BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine};
+use cluster::quorum::node::{QuorumConfig, QuorumNode};
+use cluster::quorum::storage::{FileStorage, LogStore};
+use futures::channel::{mpsc, oneshot};
+use raft::eraftpb::Message;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The shard that runs the metadata quorum (and the active controller when
+/// this node leads it).
+pub const METADATA_SHARD: usize = 0;
+
+/// A proposal waiting to be committed.
+struct Waiter {
+    /// Index of its last entry.
+    index: u64,
+    /// Term it was proposed in: committed at that index in the same term
+    /// means it is ours (a leader never overwrites its own entries).
+    term: u64,
+    done: oneshot::Sender<bool>,
+}
+
+/// This node's quorum member (see the module doc).
+pub struct MetadataQuorum {
+    node: RefCell<QuorumNode<MetadataMachine>>,
+    /// Outgoing Raft frames per peer (raft id).
+    peers: RefCell<BTreeMap<u64, mpsc::UnboundedSender<Vec<u8>>>>,
+    waiters: RefCell<Vec<Waiter>>,
+    /// The active controller's record of broker heartbeats (not replicated).
+    pub(super) heartbeats: RefCell<BrokerHeartbeats>,
+    /// The settings controller decisions read.
+    pub(super) controller_config: ControllerConfig,
+    /// Held while a controller decision is made and committed, so each one
+    /// reads the image with every earlier decision applied.
+    pub(super) decisions: futures::lock::Mutex<()>,
+    was_leader: Cell<bool>,
+    published: RefCell<Option<(Arc<MetadataImage>, QuorumStatus)>>,
+    publications: Cell<u64>,
+}
+
+impl MetadataQuorum {
+    /// Opens the store and the node; the caller registers it as a service.
+    pub fn open(shard: &Shard) -> Result<MetadataQuorum, String> {
+        let config = &shard.config;
+        let own = raft_id(config.broker_id);
+        let voters: Vec<u64> = if config.cluster.is_single_node() {
+            vec![own]
+        } else {
+            config
+                .cluster
+                .voters
+                .iter()
+                .map(|v| raft_id(v.node_id))
+                .collect()
+        };
+        let directory = config.data_dir.join(engine::types::CLUSTER_METADATA_DIR);
+        let store = FileStorage::open(&directory, &voters).map_err(|e| {
+            format!(
+                "cannot open the metadata log in {}: {e}",
+                directory.display()
+            )
+        })?;
+        let mut stored: Vec<u64> = store.cache().conf_state().voters.clone();
+        stored.sort_unstable();
+        let mut wanted = voters.clone();
+        wanted.sort_unstable();
+        if stored != wanted {
+            let show = |ids: &[u64]| {
+                ids.iter()
+                    .map(|id| (id - 1).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            return Err(format!(
+                "the metadata log in {} belongs to a quorum of nodes [{}], but this node is \
+                 configured with [{}]; changing the voters of a quorum is not supported yet",
+                directory.display(),
+                show(&stored),
+                show(&wanted)
+            ));
+        }
+        let mut quorum_config = QuorumConfig::new(own, rand::random());
+        quorum_config.election_tick = 10;
+        quorum_config.heartbeat_tick = 2;
+        let node = QuorumNode::open(quorum_config, store, MetadataMachine::new())
+            .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
+        let controller_config = ControllerConfig {
+            broker_session_timeout_ms: config.cluster.session_timeout_ms,
+            unclean_leader_election_enable: config.topic_defaults().unclean_leader_election_enable,
+        };
+        Ok(MetadataQuorum {
+            node: RefCell::new(node),
+            peers: RefCell::new(BTreeMap::new()),
+            waiters: RefCell::new(Vec::new()),
+            heartbeats: RefCell::new(BrokerHeartbeats::new()),
+            controller_config,
+            decisions: futures::lock::Mutex::new(()),
+            was_leader: Cell::new(false),
+            published: RefCell::new(None),
+            publications: Cell::new(0),
+        })
+    }
+
+    /// Adds the outgoing queue of a peer.
+    pub fn add_peer(&self, peer_raft_id: u64, frames: mpsc::UnboundedSender<Vec<u8>>) {
+        self.peers.borrow_mut().insert(peer_raft_id, frames);
+    }
+
+    /// A message from a peer.
+    pub fn step(&self, shard: &Rc<Shard>, message: Message) {
+        let result = self.node.borrow_mut().step(message);
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "Raft message not stepped");
+        }
+        self.pump(shard);
+    }
+
+    /// One tick of the election and heartbeat timers.
+    pub fn tick(&self, shard: &Rc<Shard>) {
+        self.node.borrow_mut().tick();
+        self.pump(shard);
+    }
+
+    /// The link to a peer failed: raft-rs probes it instead of streaming.
+    pub fn peer_unreachable(&self, shard: &Rc<Shard>, peer_raft_id: u64) {
+        self.node.borrow_mut().report_unreachable(peer_raft_id);
+        self.pump(shard);
+    }
+
+    /// Proposes `records` (on the leader) and returns a receiver told whether
+    /// they committed in this leader's term; `None` when not the leader.
+    pub fn propose(
+        &self,
+        shard: &Rc<Shard>,
+        records: &[cluster::metadata::MetadataRecord],
+    ) -> Option<oneshot::Receiver<bool>> {
+        let receiver = {
+            let mut node = self.node.borrow_mut();
+            if !node.is_leader() {
+                return None;
+            }
+            for record in records {
+                if let Err(e) = node.propose(record.encode()) {
+                    tracing::warn!(error = %e, "metadata proposal dropped");
+                    return None;
+                }
+            }
+            let (done, receiver) = oneshot::channel();
+            self.waiters.borrow_mut().push(Waiter {
+                index: node.last_index(),
+                term: node.term(),
+                done,
+            });
+            receiver
+        };
+        self.pump(shard);
+        Some(receiver)
+    }
+
+    /// Runs raft-rs's ready cycle and hands out what it produced.
+    pub fn pump(&self, shard: &Rc<Shard>) {
+        let outgoing = match self.node.borrow_mut().advance() {
+            Ok(outgoing) => outgoing,
+            Err(e) => {
+                // The metadata log could not be written: this node cannot
+                // keep its promises to the quorum any more.
+                super::stop_broker(&format!("metadata quorum failed: {e}"));
+                return;
+            }
+        };
+        for message in outgoing.messages {
+            self.send(message);
+        }
+        let node = self.node.borrow();
+        let is_leader = node.is_leader();
+        if is_leader && !self.was_leader.get() {
+            tracing::info!(term = node.term(), "this node is the active controller");
+            self.heartbeats
+                .borrow_mut()
+                .start_sessions(node.state_machine().image(), shard.now_ms());
+        }
+        self.was_leader.set(is_leader);
+        let (applied, term) = (node.applied_index(), node.term());
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        let mut pending = Vec::with_capacity(waiters.len());
+        for waiter in waiters {
+            if term != waiter.term || !is_leader {
+                let _ = waiter.done.send(false);
+            } else if applied >= waiter.index {
+                let _ = waiter.done.send(true);
+            } else {
+                pending.push(waiter);
+            }
+        }
+        self.waiters.borrow_mut().extend(pending);
+        let status = QuorumStatus {
+            leader_id: node.leader_id().map(super::node_id),
+            term: node.term(),
+            commit_index: node.commit_index(),
+            applied_index: applied,
+        };
+        let mut published = self.published.borrow_mut();
+        let applied_offset = node.state_machine().image().last_applied_offset();
+        let (image_changed, status_changed) = match published.as_ref() {
+            None => (true, true),
+            Some((image, old)) => (
+                image.last_applied_offset() != applied_offset,
+                *old != status,
+            ),
+        };
+        if !image_changed && !status_changed {
+            return;
+        }
+        let image = match published.as_ref() {
+            Some((image, _)) if !image_changed => image.clone(),
+            _ => Arc::new(node.state_machine().image().clone()),
+        };
+        *published = Some((image.clone(), status.clone()));
+        let sequence = self.publications.get() + 1;
+        self.publications.set(sequence);
+        drop(published);
+        drop(node);
+        publish(shard, sequence, image, status);
+    }
+
+    fn send(&self, message: Message) {
+        let to = message.to;
+        let frame = match cluster::quorum::wire::encode_message(&message) {
+            Ok(body) => super::transport::frame(super::transport::KIND_RAFT, &body),
+            Err(e) => {
+                tracing::error!(error = %e, "Raft message not encodable");
+                return;
+            }
+        };
+        let sent = self
+            .peers
+            .borrow()
+            .get(&to)
+            .is_some_and(|queue| queue.unbounded_send(frame).is_ok());
+        if !sent {
+            self.node.borrow_mut().report_unreachable(to);
+        }
+    }
+
+    /// Whether this node leads the quorum (is the active controller).
+    pub fn is_leader(&self) -> bool {
+        self.node.borrow().is_leader()
+    }
+
+    /// The active controller's node id, if known.
+    pub fn leader(&self) -> Option<i32> {
+        self.node.borrow().leader_id().map(super::node_id)
+    }
+
+    /// The committed image, for a controller decision (a clone: decisions
+    /// run while the node keeps stepping).
+    pub fn image(&self) -> MetadataImage {
+        self.node.borrow().state_machine().image().clone()
+    }
+
+    /// The highest metadata offset this node has applied.
+    pub fn applied_offset(&self) -> i64 {
+        self.node
+            .borrow()
+            .state_machine()
+            .image()
+            .last_applied_offset()
+    }
+
+    /// DescribeQuorum's view from this member: (node id, log end offset or
+    /// -1 when unknown) per voter, leader, term, high watermark.
+    pub fn describe(&self) -> QuorumDescription {
+        let node = self.node.borrow();
+        QuorumDescription {
+            leader_id: node.leader_id().map(super::node_id),
+            term: node.term(),
+            high_watermark: node.commit_index(),
+            voters: node
+                .voter_progress()
+                .into_iter()
+                .map(|(id, matched)| (super::node_id(id), matched.map_or(-1, |m| m as i64)))
+                .collect(),
+        }
+    }
+}
+
+/// What DescribeQuorum reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumDescription {
+    /// The leader's node id, if known.
+    pub leader_id: Option<i32>,
+    /// The Raft term (KRaft's leader epoch).
+    pub term: u64,
+    /// The commit index (KRaft's high watermark).
+    pub high_watermark: u64,
+    /// (node id, log end offset; -1 unknown) per voter.
+    pub voters: Vec<(i32, i64)>,
+}

@@ -1,0 +1,158 @@
+//! What brokers ask the active controller, and its answers: Kafka's
+//! BrokerRegistration (62) and BrokerHeartbeat (63), carried between rill
+//! nodes on the controller listener as JSON bodies of
+//! [`super::transport`] frames. Why not Kafka's encodings: the controller
+//! listener speaks only to rill nodes of the same build, and these are
+//! small and rare (a heartbeat per broker per interval).
+
+use cluster::metadata::{BrokerHeartbeatRequest, BrokerRegistrationRequest, Endpoint};
+use engine::ErrorCode;
+use serde::{Deserialize, Serialize};
+
+/// A request for the active controller.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerRpc {
+    /// BrokerRegistration: a new broker epoch, fenced until caught up.
+    Register {
+        /// `node.id`.
+        broker_id: i32,
+        /// Random id of this process.
+        incarnation_id: [u8; 16],
+        /// Client listeners as (name, host, port).
+        listeners: Vec<(String, String, u16)>,
+        /// `broker.rack`.
+        rack: Option<String>,
+    },
+    /// BrokerHeartbeat: keeps the session, unfences once caught up.
+    Heartbeat {
+        /// `node.id`.
+        broker_id: i32,
+        /// The epoch its registration got.
+        broker_epoch: i64,
+        /// The highest metadata offset it has applied.
+        metadata_offset: i64,
+        /// It asks for a controlled shutdown.
+        want_shutdown: bool,
+    },
+}
+
+/// The active controller's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerReply {
+    /// Registered with this epoch (committed).
+    Registered {
+        /// The broker's new epoch.
+        broker_epoch: i64,
+    },
+    /// A heartbeat's outcome (its records committed).
+    Heartbeat {
+        /// The broker has applied the metadata up to its registration.
+        is_caught_up: bool,
+        /// The broker stays fenced.
+        is_fenced: bool,
+        /// A broker asking for shutdown may stop now.
+        should_shut_down: bool,
+    },
+    /// This node is not the active controller; ask `leader` (a node id), if known.
+    NotController {
+        /// The active controller this node knows of.
+        leader: Option<i32>,
+    },
+    /// Refused with a Kafka error code.
+    Error {
+        /// The code's number.
+        code: i16,
+        /// Why.
+        message: String,
+    },
+}
+
+impl ControllerReply {
+    /// A refusal with `code`.
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
+        ControllerReply::Error {
+            code: code.code(),
+            message: message.into(),
+        }
+    }
+}
+
+impl ControllerRpc {
+    /// The cluster core's registration request.
+    pub fn registration(&self) -> Option<BrokerRegistrationRequest> {
+        match self {
+            ControllerRpc::Register {
+                broker_id,
+                incarnation_id,
+                listeners,
+                rack,
+            } => Some(BrokerRegistrationRequest {
+                broker_id: *broker_id,
+                incarnation_id: *incarnation_id,
+                listeners: listeners
+                    .iter()
+                    .map(|(name, host, port)| Endpoint {
+                        name: name.clone(),
+                        host: host.clone(),
+                        port: *port,
+                    })
+                    .collect(),
+                rack: rack.clone(),
+            }),
+            ControllerRpc::Heartbeat { .. } => None,
+        }
+    }
+
+    /// The cluster core's heartbeat request.
+    pub fn heartbeat(&self) -> Option<BrokerHeartbeatRequest> {
+        match self {
+            ControllerRpc::Heartbeat {
+                broker_id,
+                broker_epoch,
+                metadata_offset,
+                want_shutdown,
+            } => Some(BrokerHeartbeatRequest {
+                broker_id: *broker_id,
+                broker_epoch: *broker_epoch,
+                current_metadata_offset: *metadata_offset,
+                want_fence: false,
+                want_shutdown: *want_shutdown,
+            }),
+            ControllerRpc::Register { .. } => None,
+        }
+    }
+}
+
+/// Encodes a request or reply as a frame body.
+pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(value).map_err(|e| e.to_string())
+}
+
+/// Decodes a frame body; bad bytes are an error, never a panic.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_round_trip() {
+        let register = ControllerRpc::Register {
+            broker_id: 2,
+            incarnation_id: [7; 16],
+            listeners: vec![("PLAINTEXT".into(), "10.0.0.2".into(), 9092)],
+            rack: Some("r1".into()),
+        };
+        let bytes = encode(&register).unwrap();
+        assert_eq!(decode::<ControllerRpc>(&bytes).unwrap(), register);
+        let core = register.registration().unwrap();
+        assert_eq!(core.listeners[0].port, 9092);
+        assert!(register.heartbeat().is_none());
+        let reply = ControllerReply::error(ErrorCode::StaleBrokerEpoch, "old");
+        let bytes = encode(&reply).unwrap();
+        assert_eq!(decode::<ControllerReply>(&bytes).unwrap(), reply);
+        assert!(decode::<ControllerReply>(b"{nope").is_err());
+    }
+}

@@ -1,0 +1,105 @@
+//! Several `rill serve` processes on loopback forming one cluster: each
+//! gets `--node-id`, the shared `--controller-quorum-voters` (controller
+//! listeners on free ports) and its own data dir and Kafka port.
+
+use crate::{data_dir, free_port, Broker};
+use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
+use kafka_protocol::messages::describe_cluster_response::DescribeClusterResponse;
+use kafka_protocol::messages::describe_quorum_request::{
+    DescribeQuorumRequest, PartitionData, TopicData,
+};
+use kafka_protocol::messages::describe_quorum_response::DescribeQuorumResponse;
+use kafka_protocol::messages::{ApiKey, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use std::time::{Duration, Instant};
+
+/// A cluster of brokers, node ids 1..=n.
+pub struct Cluster {
+    /// The brokers; `brokers[i]` has node id `i + 1`.
+    pub brokers: Vec<Broker>,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Cluster {
+    /// Starts `n` brokers (one shard each) that form one quorum.
+    pub fn start(binary: &str, n: usize, extra_args: &[&str]) -> Cluster {
+        let voters: Vec<String> = (1..=n)
+            .map(|id| format!("{id}@127.0.0.1:{}", free_port()))
+            .collect();
+        let voters = voters.join(",");
+        let dirs: Vec<tempfile::TempDir> = (0..n).map(|_| data_dir()).collect();
+        let brokers = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, dir)| {
+                let id = (i + 1).to_string();
+                let mut args = vec![
+                    "--cores",
+                    "1",
+                    "--node-id",
+                    id.as_str(),
+                    "--controller-quorum-voters",
+                    voters.as_str(),
+                ];
+                args.extend_from_slice(extra_args);
+                Broker::start(binary, dir.path(), &args)
+            })
+            .collect();
+        Cluster {
+            brokers,
+            _dirs: dirs,
+        }
+    }
+
+    /// The broker with `node_id`.
+    pub fn node(&mut self, node_id: i32) -> &mut Broker {
+        &mut self.brokers[(node_id - 1) as usize]
+    }
+
+    /// Bootstrap list of every broker.
+    pub fn bootstrap(&self) -> String {
+        self.brokers
+            .iter()
+            .map(Broker::bootstrap)
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// DescribeCluster v0 from `broker`: (controller id, sorted broker ids).
+pub fn describe_cluster(broker: &Broker) -> std::io::Result<(i32, Vec<i32>)> {
+    let response: DescribeClusterResponse = crate::raw::request(
+        broker.addr,
+        ApiKey::DescribeCluster,
+        0,
+        &DescribeClusterRequest::default(),
+    )?;
+    let mut ids: Vec<i32> = response.brokers.iter().map(|b| b.broker_id.0).collect();
+    ids.sort_unstable();
+    Ok((response.controller_id.0, ids))
+}
+
+/// DescribeQuorum v1 of `__cluster_metadata`-0 from `broker`.
+pub fn describe_quorum(broker: &Broker) -> std::io::Result<DescribeQuorumResponse> {
+    let mut partition = PartitionData::default();
+    partition.partition_index = 0;
+    let mut topic = TopicData::default();
+    topic.topic_name = TopicName(StrBytes::from_static_str("__cluster_metadata"));
+    topic.partitions = vec![partition];
+    let mut request = DescribeQuorumRequest::default();
+    request.topics = vec![topic];
+    crate::raw::request(broker.addr, ApiKey::DescribeQuorum, 1, &request)
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, or panics with
+/// `what` after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
