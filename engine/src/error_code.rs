@@ -77,6 +77,9 @@ error_codes! {
     /// The coordinator cannot serve now (its state topic is missing, or the
     /// group is being removed).
     CoordinatorNotAvailable = 15, "COORDINATOR_NOT_AVAILABLE";
+    /// This broker does not lead the coordinator's partition: the client
+    /// finds the coordinator again.
+    NotCoordinator = 16, "NOT_COORDINATOR";
     /// A topic name is not legal.
     InvalidTopicException = 17, "INVALID_TOPIC_EXCEPTION";
     /// Fewer in-sync replicas than `min.insync.replicas`: an acks=all
@@ -110,6 +113,8 @@ error_codes! {
     InvalidReplicaAssignment = 39, "INVALID_REPLICA_ASSIGNMENT";
     /// A config name or value was refused.
     InvalidConfig = 40, "INVALID_CONFIG";
+    /// The active controller could not be reached: the client retries.
+    NotController = 41, "NOT_CONTROLLER";
     /// A request was malformed.
     InvalidRequest = 42, "INVALID_REQUEST";
     /// The batch's format (magic) is not one rill stores.

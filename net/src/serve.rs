@@ -273,6 +273,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     crate::cluster_runtime::start(&shard)
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
+    crate::controller::start_reconciler(&shard);
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
     crate::group_runtime::replay(&shard)

@@ -205,3 +205,179 @@ fn cluster_settings_that_cannot_work_stop_the_broker_with_a_reason() {
         String::from_utf8_lossy(&other_quorum.stderr)
     );
 }
+
+/// Every partition's (leader, replicas) from `bootstrap`, by rdkafka.
+fn leaders(bootstrap: &str, topic: &str) -> Vec<(i32, Vec<i32>)> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap)
+        .create()
+        .expect("consumer");
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    let mut partitions: Vec<(i32, i32, Vec<i32>)> = metadata.topics()[0]
+        .partitions()
+        .iter()
+        .map(|p| (p.id(), p.leader(), p.replicas().to_vec()))
+        .collect();
+    partitions.sort_unstable();
+    partitions.into_iter().map(|(_, l, r)| (l, r)).collect()
+}
+
+#[test]
+fn topics_spread_over_the_cluster_and_clients_follow_the_leaders() {
+    use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+    use rdkafka::Message;
+    let mut cluster = Cluster::start(RILL, 3, &[]);
+    for node in 1..=3 {
+        wait_for("every broker to list all three", SETTLE, || {
+            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+            (brokers == vec![1, 2, 3]).then_some(())
+        });
+    }
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    // Created through broker 2; every broker then knows it.
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &cluster.node(2).bootstrap(),
+        "spread",
+        6,
+        &[],
+    ));
+    let placement = leaders(&cluster.node(1).bootstrap(), "spread");
+    assert_eq!(placement.len(), 6);
+    for (leader, replicas) in &placement {
+        assert_eq!(replicas, &vec![*leader], "one replica, the leader");
+    }
+    let mut per_broker = [0; 3];
+    for (leader, _) in &placement {
+        per_broker[(*leader - 1) as usize] += 1;
+    }
+    assert_eq!(
+        per_broker,
+        [2, 2, 2],
+        "Kafka's placement spreads leaders evenly"
+    );
+    assert_eq!(leaders(&cluster.node(3).bootstrap(), "spread"), placement);
+
+    // A broker that does not lead a partition says so (the client goes to
+    // the leader after a metadata refresh).
+    let (p, (leader, _)) = placement.iter().enumerate().next().expect("partition 0");
+    let other = (1..=3).find(|&n| n != *leader).expect("another broker");
+    assert_eq!(
+        list_offsets_error(cluster.node(other), "spread", p as i32),
+        6,
+        "NOT_LEADER_OR_FOLLOWER"
+    );
+    assert_eq!(
+        list_offsets_error(cluster.node(*leader), "spread", p as i32),
+        0
+    );
+
+    // Produce through one bootstrap broker: rdkafka sends each partition's
+    // batches to its leader.
+    let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..600)
+        .map(|i| {
+            (
+                Some(format!("k{i}").into_bytes()),
+                format!("v{i}").into_bytes(),
+            )
+        })
+        .collect();
+    let producer = rill_tests::kafka::producer(&cluster.node(1).bootstrap(), &[("acks", "all")]);
+    let delivered = runtime.block_on(rill_tests::kafka::produce_all(
+        &producer, "spread", &records, None,
+    ));
+    assert_eq!(delivered.len(), 600);
+
+    // A consumer group whose coordinator is whichever broker leads its
+    // __consumer_offsets partition: it reads everything and commits.
+    let group_consumer = |bootstrap: &str| -> BaseConsumer {
+        rill_tests::kafka::client_config(bootstrap)
+            .set("group.id", "spread-readers")
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .expect("consumer")
+    };
+    let consumer = group_consumer(&cluster.node(3).bootstrap());
+    consumer.subscribe(&["spread"]).expect("subscribe");
+    let mut values = std::collections::BTreeSet::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while values.len() < 600 && std::time::Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            values.insert(message.payload().expect("value").to_vec());
+        }
+    }
+    assert_eq!(values.len(), 600, "every record read back once");
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit");
+    drop(consumer);
+    let reader = group_consumer(&cluster.node(1).bootstrap());
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    for partition in 0..6 {
+        assignment.add_partition("spread", partition);
+    }
+    let committed = reader
+        .committed_offsets(assignment, Duration::from_secs(10))
+        .expect("committed offsets");
+    let total: i64 = committed
+        .elements()
+        .iter()
+        .map(|e| match e.offset() {
+            rdkafka::Offset::Offset(o) => o,
+            other => panic!("no committed offset: {other:?}"),
+        })
+        .sum();
+    assert_eq!(total, 600, "the group's commits add up to every record");
+
+    // Deleted through broker 3: every broker drops its replicas' files.
+    {
+        use rdkafka::admin::{AdminClient, AdminOptions};
+        use rdkafka::client::DefaultClientContext;
+        let admin: AdminClient<DefaultClientContext> =
+            rill_tests::kafka::client_config(&cluster.node(3).bootstrap())
+                .create()
+                .expect("admin");
+        let results = runtime
+            .block_on(admin.delete_topics(&["spread"], &AdminOptions::new()))
+            .expect("delete");
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+    }
+    for node in 1..=3 {
+        let dir = cluster.node(node).data_dir.clone();
+        wait_for(
+            "the partitions to be deleted on every broker",
+            SETTLE,
+            || {
+                let left = std::fs::read_dir(&dir)
+                    .ok()?
+                    .filter_map(Result::ok)
+                    .any(|e| e.file_name().to_string_lossy().starts_with("spread-"));
+                (!left).then_some(())
+            },
+        );
+    }
+}
+
+/// ListOffsets v1 (latest) of one partition from `broker`: its error code.
+fn list_offsets_error(broker: &Broker, topic: &str, partition: i32) -> i16 {
+    use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+    use kafka_protocol::messages::{
+        ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let mut wanted = ListOffsetsPartition::default();
+    wanted.partition_index = partition;
+    wanted.timestamp = -1;
+    let mut request_topic = ListOffsetsTopic::default();
+    request_topic.name = TopicName(StrBytes::from_string(topic.to_string()));
+    request_topic.partitions = vec![wanted];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.topics = vec![request_topic];
+    let response: ListOffsetsResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ListOffsets, 1, &request)
+            .expect("list offsets");
+    response.topics[0].partitions[0].error_code
+}

@@ -13,8 +13,11 @@
 use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::shard::Shard;
-use cluster::metadata::{Controller, MetadataRecord};
-use engine::ErrorCode;
+use cluster::metadata::{
+    Controller, CreateTopicRequest, MetadataError, MetadataRecord, TopicAssignment,
+};
+use cluster::placement::PlacementSeed;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -56,11 +59,80 @@ pub async fn handle(
                 (outcome.records, reply)
             })
     } else {
-        return ControllerReply::error(ErrorCode::InvalidRequest, "unknown controller request");
+        // A topic change: answered with the offset it committed at.
+        topic_change(&controller, &request)
+            .map(|records| (records, ControllerReply::Committed { offset: 0 }))
     };
     match decided {
         Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
         Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
+    }
+}
+
+/// The records of a topic change.
+fn topic_change(
+    controller: &Controller<'_>,
+    request: &ControllerRpc,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let seed = || PlacementSeed {
+        start_index: rand::random::<u16>() as usize,
+        shift: rand::random::<u16>() as usize,
+    };
+    match request {
+        ControllerRpc::CreateTopic {
+            name,
+            topic_id,
+            partitions,
+            replication_factor,
+            assignment,
+            configs,
+        } => {
+            let assignment = if assignment.is_empty() {
+                TopicAssignment::Placed {
+                    partitions: *partitions,
+                    replication_factor: *replication_factor,
+                    seed: seed(),
+                }
+            } else {
+                TopicAssignment::Explicit(assignment.clone())
+            };
+            controller.create_topic(&CreateTopicRequest {
+                name: name.clone(),
+                topic_id: *topic_id,
+                assignment,
+                configs: configs.iter().cloned().collect(),
+            })
+        }
+        ControllerRpc::DeleteTopic { name } => controller.delete_topic(name),
+        ControllerRpc::CreatePartitions { name, count } => {
+            controller.create_partitions(name, *count, None, seed())
+        }
+        ControllerRpc::SetTopicConfigs { name, configs } => {
+            let wanted: BTreeMap<&str, &str> = configs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let current = controller
+                .image
+                .topic_by_name(name)
+                .map(|topic| topic.configs.clone())
+                .unwrap_or_default();
+            let mut records = Vec::new();
+            for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
+                records.extend(controller.alter_topic_config(name, key, None)?);
+            }
+            for (key, value) in &wanted {
+                if current.get(*key).map(String::as_str) != Some(*value) {
+                    records.extend(controller.alter_topic_config(name, key, Some(value))?);
+                }
+            }
+            Ok(records)
+        }
+        ControllerRpc::Register { .. } | ControllerRpc::Heartbeat { .. } => {
+            Err(MetadataError::InvalidRequest {
+                reason: String::from("not a topic change"),
+            })
+        }
     }
 }
 
@@ -71,17 +143,23 @@ async fn commit(
     records: &[MetadataRecord],
     reply: ControllerReply,
 ) -> ControllerReply {
+    let reply_at = |offset: u64| match reply {
+        ControllerReply::Committed { .. } => ControllerReply::Committed {
+            offset: i64::try_from(offset).unwrap_or(i64::MAX),
+        },
+        other => other,
+    };
     if records.is_empty() {
-        return reply;
+        return reply_at(quorum.applied_index());
     }
     let not_controller = || ControllerReply::NotController {
         leader: quorum.leader(),
     };
-    let Some(committed) = quorum.propose(shard, records) else {
+    let Some((committed, index)) = quorum.propose(shard, records) else {
         return not_controller();
     };
     match committed.await {
-        Ok(true) => reply,
+        Ok(true) => reply_at(index),
         _ => not_controller(),
     }
 }

@@ -37,6 +37,44 @@ pub async fn call_controller(
     transport::call_remote(&voter, &request).await
 }
 
+/// How long a request keeps looking for the active controller (an election
+/// takes one to two seconds) before the client is told NOT_CONTROLLER.
+const FIND_CONTROLLER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sends `request` to the active controller, waiting through an election;
+/// a refusal is the controller's Kafka error.
+pub async fn call_controller_until_answered(
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> Result<ControllerReply, (ErrorCode, String)> {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return Err((
+            ErrorCode::NotController,
+            String::from("the metadata quorum runs on shard 0 only"),
+        ));
+    };
+    let deadline = std::time::Instant::now() + FIND_CONTROLLER_TIMEOUT;
+    loop {
+        let outcome = call_controller(&quorum, shard, request.clone()).await;
+        match outcome {
+            Ok(ControllerReply::Error { code, message }) => {
+                let code = ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError);
+                return Err((code, message));
+            }
+            Ok(ControllerReply::NotController { .. }) | Err(_) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err((
+                        ErrorCode::NotController,
+                        format!("no active controller answered: {outcome:?}"),
+                    ));
+                }
+                glommio::timer::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(reply) => return Ok(reply),
+        }
+    }
+}
+
 /// Registers and heartbeats for the life of the broker.
 pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let config = shard.config.clone();

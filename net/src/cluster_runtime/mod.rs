@@ -25,8 +25,10 @@ mod rpc;
 mod transport;
 mod view;
 
+pub use lifecycle::call_controller_until_answered;
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
-pub use view::{ClusterView, QuorumStatus};
+pub use rpc::{ControllerReply, ControllerRpc};
+pub use view::{leads, partition_leader, ClusterView, LeaderEndpoint, QuorumStatus};
 
 use crate::call::OwnerCall;
 use crate::shard::Shard;

@@ -58,6 +58,8 @@ pub struct MetadataQuorum {
     was_leader: Cell<bool>,
     published: RefCell<Option<(Arc<MetadataImage>, QuorumStatus)>>,
     publications: Cell<u64>,
+    /// The metadata log was empty when this process opened it.
+    started_fresh: bool,
 }
 
 impl MetadataQuorum {
@@ -104,6 +106,7 @@ impl MetadataQuorum {
         let mut quorum_config = QuorumConfig::new(own, rand::random());
         quorum_config.election_tick = 10;
         quorum_config.heartbeat_tick = 2;
+        let started_fresh = store.cache().last_index() == 0;
         let node = QuorumNode::open(quorum_config, store, MetadataMachine::new())
             .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
         let controller_config = ControllerConfig {
@@ -120,6 +123,7 @@ impl MetadataQuorum {
             was_leader: Cell::new(false),
             published: RefCell::new(None),
             publications: Cell::new(0),
+            started_fresh,
         })
     }
 
@@ -150,12 +154,13 @@ impl MetadataQuorum {
     }
 
     /// Proposes `records` (on the leader) and returns a receiver told whether
-    /// they committed in this leader's term; `None` when not the leader.
+    /// they committed in this leader's term, and the index of the last one;
+    /// `None` when not the leader.
     pub fn propose(
         &self,
         shard: &Rc<Shard>,
         records: &[cluster::metadata::MetadataRecord],
-    ) -> Option<oneshot::Receiver<bool>> {
+    ) -> Option<(oneshot::Receiver<bool>, u64)> {
         let receiver = {
             let mut node = self.node.borrow_mut();
             if !node.is_leader() {
@@ -168,12 +173,13 @@ impl MetadataQuorum {
                 }
             }
             let (done, receiver) = oneshot::channel();
+            let index = node.last_index();
             self.waiters.borrow_mut().push(Waiter {
-                index: node.last_index(),
+                index,
                 term: node.term(),
                 done,
             });
-            receiver
+            (receiver, index)
         };
         self.pump(shard);
         Some(receiver)
@@ -264,6 +270,12 @@ impl MetadataQuorum {
         }
     }
 
+    /// Whether the metadata log was empty when this process opened it (a new
+    /// node, or a single node's first start since it keeps metadata).
+    pub fn started_fresh(&self) -> bool {
+        self.started_fresh
+    }
+
     /// Whether this node leads the quorum (is the active controller).
     pub fn is_leader(&self) -> bool {
         self.node.borrow().is_leader()
@@ -278,6 +290,11 @@ impl MetadataQuorum {
     /// run while the node keeps stepping).
     pub fn image(&self) -> MetadataImage {
         self.node.borrow().state_machine().image().clone()
+    }
+
+    /// The highest log index applied to the image.
+    pub fn applied_index(&self) -> u64 {
+        self.node.borrow().applied_index()
     }
 
     /// The highest metadata offset this node has applied.

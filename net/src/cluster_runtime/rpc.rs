@@ -34,6 +34,43 @@ pub enum ControllerRpc {
         /// It asks for a controlled shutdown.
         want_shutdown: bool,
     },
+    /// CreateTopics (validated by the asking broker), or the adoption of a
+    /// topic a single node had on disk before it kept metadata (explicit
+    /// assignment and the topic's own id).
+    CreateTopic {
+        /// Name.
+        name: String,
+        /// Id (drawn by the asking broker; an adopted topic keeps its own).
+        topic_id: [u8; 16],
+        /// Partition count (placed) when `assignment` is empty.
+        partitions: i32,
+        /// Replicas per partition (placed).
+        replication_factor: i16,
+        /// Explicit (partition, replicas); empty: placed.
+        assignment: Vec<(i32, Vec<i32>)>,
+        /// Topic config overrides.
+        configs: Vec<(String, String)>,
+    },
+    /// DeleteTopics.
+    DeleteTopic {
+        /// Name.
+        name: String,
+    },
+    /// CreatePartitions: grow to `count`, placed.
+    CreatePartitions {
+        /// Name.
+        name: String,
+        /// New total.
+        count: i32,
+    },
+    /// AlterConfigs / IncrementalAlterConfigs: the topic's whole set of
+    /// overrides after the change.
+    SetTopicConfigs {
+        /// Name.
+        name: String,
+        /// Every override the topic keeps.
+        configs: Vec<(String, String)>,
+    },
 }
 
 /// The active controller's answer.
@@ -52,6 +89,11 @@ pub enum ControllerReply {
         is_fenced: bool,
         /// A broker asking for shutdown may stop now.
         should_shut_down: bool,
+    },
+    /// The change is committed at this metadata offset.
+    Committed {
+        /// Offset of its last record.
+        offset: i64,
     },
     /// This node is not the active controller; ask `leader` (a node id), if known.
     NotController {
@@ -99,7 +141,7 @@ impl ControllerRpc {
                     .collect(),
                 rack: rack.clone(),
             }),
-            ControllerRpc::Heartbeat { .. } => None,
+            _ => None,
         }
     }
 
@@ -118,7 +160,7 @@ impl ControllerRpc {
                 want_fence: false,
                 want_shutdown: *want_shutdown,
             }),
-            ControllerRpc::Register { .. } => None,
+            _ => None,
         }
     }
 }

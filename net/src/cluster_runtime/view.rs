@@ -9,6 +9,7 @@
 use crate::mesh::Envelope;
 use crate::shard::{Shard, ShardService};
 use cluster::metadata::MetadataImage;
+use futures::channel::oneshot;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -30,6 +31,8 @@ pub struct QuorumStatus {
 #[derive(Debug, Default)]
 pub struct ClusterView {
     current: RefCell<(u64, Arc<MetadataImage>, QuorumStatus)>,
+    /// Tasks waiting for the next publication.
+    watchers: RefCell<Vec<oneshot::Sender<()>>>,
 }
 
 impl ShardService for ClusterView {
@@ -49,10 +52,34 @@ impl ClusterView {
         self.current.borrow().2.clone()
     }
 
+    /// Waits for a publication newer than `sequence`; returns its sequence
+    /// and image.
+    pub async fn newer_than(&self, sequence: u64) -> (u64, Arc<MetadataImage>) {
+        loop {
+            {
+                let current = self.current.borrow();
+                if current.0 > sequence {
+                    return (current.0, current.1.clone());
+                }
+            }
+            let (wake, woken) = oneshot::channel();
+            self.watchers.borrow_mut().push(wake);
+            // A dropped sender (never: the view outlives its watchers) just
+            // loops back to the check.
+            let _ = woken.await;
+        }
+    }
+
     fn install(&self, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
-        let mut current = self.current.borrow_mut();
-        if sequence > current.0 {
+        {
+            let mut current = self.current.borrow_mut();
+            if sequence <= current.0 {
+                return;
+            }
             *current = (sequence, image, status);
+        }
+        for watcher in self.watchers.borrow_mut().drain(..) {
+            let _ = watcher.send(());
         }
     }
 }
@@ -77,4 +104,47 @@ pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, stat
         })
         .detach();
     }
+}
+
+/// Where a partition's leader serves clients: (node id, host, port).
+pub type LeaderEndpoint = (i32, String, i32);
+
+/// The leader of `topic`-`partition` from this shard's image. A topic the
+/// image does not know (a single node's topic not adopted yet) is served
+/// here. A partition without a leader is COORDINATOR_NOT_AVAILABLE (the
+/// callers are coordinators; clients retry it).
+pub fn partition_leader(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+) -> Result<LeaderEndpoint, engine::ErrorCode> {
+    let own = (
+        shard.config.broker_id,
+        shard.config.advertised_host.clone(),
+        shard.config.advertised_port,
+    );
+    let image = shard.service::<ClusterView>().image();
+    let Some(topic) = image.topic_by_name(topic) else {
+        return Ok(own);
+    };
+    let leader = topic
+        .partitions
+        .get(&partition)
+        .map_or(-1, |state| state.leader);
+    if leader == shard.config.broker_id {
+        return Ok(own);
+    }
+    image
+        .broker(leader)
+        .filter(|broker| !broker.fenced)
+        .and_then(|broker| broker.listeners.first())
+        .map(|endpoint| (leader, endpoint.host.clone(), i32::from(endpoint.port)))
+        .ok_or(engine::ErrorCode::CoordinatorNotAvailable)
+}
+
+/// Whether this broker leads `topic`-`partition` (or serves it alone: the
+/// image does not know the topic).
+pub fn leads(shard: &Shard, topic: &str, partition: i32) -> bool {
+    partition_leader(shard, topic, partition)
+        .is_ok_and(|(leader, _, _)| leader == shard.config.broker_id)
 }

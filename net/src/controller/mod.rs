@@ -1,24 +1,28 @@
-//! Topic create / delete / grow / reconfigure. Every change runs on shard 0,
-//! one at a time, like Kafka's controller: it validates against its topic
-//! table, has the owner shards create or change the partitions, then
-//! broadcasts the new entry to every shard. The asking shard also applies the
-//! returned update itself, so its own next request sees the change even if the
-//! broadcast is still in a queue.
+//! Topic create / delete / grow / reconfigure, as this broker asks them of
+//! the cluster, and the reconciler that applies the committed metadata to
+//! this broker's topic tables and partitions.
+//!
+//! A change runs on shard 0 (the metadata shard), one at a time: validated
+//! against the topic table, committed by the active controller through the
+//! metadata quorum, applied here by the reconciler, then answered. The
+//! asking shard also applies the returned update itself, so its own next
+//! request sees the change even if the broadcast is still in a queue.
 //!
 //! - [`topic_changes`]: the changes themselves.
+//! - [`reconcile`]: image → topic tables and local partitions.
 //! - [`config_ops`]: topic config edits (pure).
 
 mod config_ops;
+mod reconcile;
 mod topic_changes;
 
 pub use config_ops::{altered_config, ConfigOpKind};
+pub use reconcile::{start as start_reconciler, wait_reconciled, Reconciler};
 
 use crate::call::OwnerCall;
-use crate::mesh::Envelope;
 use crate::shard::{Shard, ShardService};
 use crate::topics::TopicUpdate;
 use engine::ErrorCode;
-use std::cell::Cell;
 use std::rc::Rc;
 
 /// The shard that runs the controller.
@@ -68,29 +72,18 @@ pub enum ControllerRequest {
 /// The controller's answer: the applied update, or a Kafka error with a message.
 pub type ControllerReply = Result<TopicUpdate, (ErrorCode, String)>;
 
-/// Controller bookkeeping (meaningful on the controller shard).
+/// Controller bookkeeping (meaningful on the controller shard): topic
+/// changes from this broker run one at a time.
 #[derive(Debug)]
 pub struct ControllerState {
-    next_version: Cell<u64>,
     lock: glommio::sync::Semaphore,
 }
 
 impl ShardService for ControllerState {
-    /// Starts numbering after the versions already in the table.
-    fn build(shard: &Shard) -> Self {
-        let first_version = shard.topics.borrow().max_version() + 1;
+    fn build(_shard: &Shard) -> Self {
         ControllerState {
-            next_version: Cell::new(first_version.max(1)),
             lock: glommio::sync::Semaphore::new(1),
         }
-    }
-}
-
-impl ControllerState {
-    fn take_version(&self) -> u64 {
-        let version = self.next_version.get();
-        self.next_version.set(version + 1);
-        version
     }
 }
 
@@ -144,20 +137,5 @@ async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerRep
             replace_all,
             validate_only,
         } => topic_changes::alter_configs(shard, name, ops, replace_all, validate_only).await,
-    }
-}
-
-/// Applies a change here and has every other shard apply it. The change is
-/// applied in the receiving shard's receive loop itself, not in a task of its
-/// own, so it takes effect in the order the mesh delivers it, before any
-/// later message from this shard.
-async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
-    shard.apply_update(&update);
-    for other in (0..shard.count).filter(|&s| s != shard.id) {
-        let update = update.clone();
-        let message = Envelope::new(move |receiver: &Rc<Shard>| receiver.apply_update(&update));
-        if let Err(e) = shard.send_to(other, message).await {
-            tracing::warn!(shard = other, error = %e, "topic update not delivered");
-        }
     }
 }

@@ -1,17 +1,24 @@
-//! The topic changes the controller makes: create, delete, grow, reconfigure.
-//! Each validates against the controller shard's topic table, has the owner
-//! shards create or change the partitions, then broadcasts the new entry.
+//! The topic changes a broker asks of the cluster: create, delete, grow,
+//! reconfigure. Each is validated here against the broker's settings and
+//! topic table (so a bad request is refused without a round trip), then
+//! sent to the active controller, which decides the records (placement,
+//! ids) and commits them through the metadata quorum. The answer waits
+//! until this broker's reconciler has applied that commit, so the client's
+//! next request here sees the change.
 
 use super::config_ops::{altered_config, ConfigOpKind};
-use super::{broadcast_update, ControllerReply, ControllerState};
-use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
+use super::reconcile::wait_reconciled;
+use super::ControllerReply;
+use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry, TopicUpdate};
 use engine::ErrorCode;
-use engine::TopicPartition;
 use std::rc::Rc;
 
-fn random_topic_id() -> [u8; 16] {
+/// The metadata log's name, which no topic may take.
+const METADATA_TOPIC: &str = "__cluster_metadata";
+
+pub(super) fn random_topic_id() -> [u8; 16] {
     let mut id: [u8; 16] = rand::random();
     // Kafka reserves the all-zero id (and ids starting with zero bits are fine).
     if id == [0; 16] {
@@ -33,6 +40,12 @@ pub(super) async fn create_topic(
             format!("illegal topic name '{name}'"),
         ));
     }
+    if name == METADATA_TOPIC {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!("creation of the internal topic {METADATA_TOPIC} is prohibited"),
+        ));
+    }
     if shard.topics.borrow().get(&name).is_some() {
         return Err((
             ErrorCode::TopicAlreadyExists,
@@ -50,9 +63,8 @@ pub(super) async fn create_topic(
             format!("partitions must be at least 1, got {partitions}"),
         ));
     }
-    let config = shard
-        .config
-        .topic_defaults()
+    let defaults = shard.config.topic_defaults();
+    let config = defaults
         .with_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
     let entry = TopicEntry {
@@ -65,7 +77,15 @@ pub(super) async fn create_topic(
     if validate_only {
         return Ok(TopicUpdate::Upsert(entry));
     }
-    let update = create_then_publish(shard, 0..partitions, entry).await?;
+    let request = ControllerRpc::CreateTopic {
+        name: name.clone(),
+        topic_id: entry.topic_id,
+        partitions,
+        replication_factor: 1,
+        assignment: Vec::new(),
+        configs: entry.config.overrides_against(defaults),
+    };
+    let update = commit_then_read(shard, request, &name).await?;
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(update)
 }
@@ -77,28 +97,13 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
             String::from("delete.topic.enable is false"),
         ));
     }
-    let entry = existing_topic(shard, &name)?;
-    let ops = (0..entry.partitions)
-        .map(|p| PartitionOp::Delete {
-            tp: TopicPartition::new(name.clone(), p),
-        })
-        .collect();
-    let replies = run_on_owners(shard, ops).await;
-    // A partition already gone is what we wanted.
-    for reply in replies {
-        if let PartitionReply::Done(Err(code)) = reply {
-            if code != ErrorCode::UnknownTopicOrPartition {
-                return Err((code, format!("deleting '{name}' failed")));
-            }
-        }
-    }
-    let update = TopicUpdate::Delete {
-        name: name.clone(),
-        version: shard.service::<ControllerState>().take_version(),
-    };
-    broadcast_update(shard, update.clone()).await;
+    existing_topic(shard, &name)?;
+    let offset = commit(shard, ControllerRpc::DeleteTopic { name: name.clone() }).await?;
     tracing::info!(topic = %name, "topic deleted");
-    Ok(update)
+    Ok(TopicUpdate::Delete {
+        name,
+        version: u64::try_from(offset).unwrap_or(0),
+    })
 }
 
 pub(super) async fn create_partitions(
@@ -117,17 +122,22 @@ pub(super) async fn create_partitions(
             ),
         ));
     }
-    let grown = TopicEntry {
-        partitions: count,
-        ..entry.clone()
-    };
     if validate_only {
         return Ok(TopicUpdate::Upsert(TopicEntry {
+            partitions: count,
             version: 0,
-            ..grown
+            ..entry
         }));
     }
-    create_then_publish(shard, entry.partitions..count, grown).await
+    commit_then_read(
+        shard,
+        ControllerRpc::CreatePartitions {
+            name: name.clone(),
+            count,
+        },
+        &name,
+    )
+    .await
 }
 
 pub(super) async fn alter_configs(
@@ -138,12 +148,8 @@ pub(super) async fn alter_configs(
     validate_only: bool,
 ) -> ControllerReply {
     let entry = existing_topic(shard, &name)?;
-    let config = altered_config(
-        shard.config.topic_defaults(),
-        &entry.config,
-        &ops,
-        replace_all,
-    )?;
+    let defaults = shard.config.topic_defaults();
+    let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
     if validate_only {
         return Ok(TopicUpdate::Upsert(TopicEntry {
             config,
@@ -151,43 +157,43 @@ pub(super) async fn alter_configs(
             ..entry
         }));
     }
-    let ops = (0..entry.partitions)
-        .map(|p| PartitionOp::AlterConfig {
-            tp: TopicPartition::new(name.clone(), p),
-            config: config.clone(),
-        })
-        .collect();
-    first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry {
-        config,
-        version: shard.service::<ControllerState>().take_version(),
-        ..entry
-    });
-    broadcast_update(shard, update.clone()).await;
-    Ok(update)
+    let request = ControllerRpc::SetTopicConfigs {
+        name: name.clone(),
+        configs: config.overrides_against(defaults),
+    };
+    commit_then_read(shard, request, &name).await
 }
 
-/// Has the owners create `partitions` of `entry`'s topic, then gives the
-/// entry its version and broadcasts it (CreateTopics, CreatePartitions).
-async fn create_then_publish(
+/// Has the controller commit `request` and waits until this broker has
+/// applied it; returns the commit's metadata offset.
+async fn commit(shard: &Rc<Shard>, request: ControllerRpc) -> Result<i64, (ErrorCode, String)> {
+    match call_controller_until_answered(shard, request).await? {
+        crate::cluster_runtime::ControllerReply::Committed { offset } => {
+            wait_reconciled(shard, offset).await;
+            Ok(offset)
+        }
+        other => Err((
+            ErrorCode::UnknownServerError,
+            format!("unexpected controller answer {other:?}"),
+        )),
+    }
+}
+
+/// [`commit`], then the topic's entry as this broker now has it.
+async fn commit_then_read(
     shard: &Rc<Shard>,
-    partitions: std::ops::Range<i32>,
-    entry: TopicEntry,
+    request: ControllerRpc,
+    name: &str,
 ) -> ControllerReply {
-    let ops = partitions
-        .map(|p| PartitionOp::Create {
-            tp: TopicPartition::new(entry.name.clone(), p),
-            topic_id: entry.topic_id,
-            config: entry.config.clone(),
-        })
-        .collect();
-    first_error(run_on_owners(shard, ops).await)?;
-    let update = TopicUpdate::Upsert(TopicEntry {
-        version: shard.service::<ControllerState>().take_version(),
-        ..entry
-    });
-    broadcast_update(shard, update.clone()).await;
-    Ok(update)
+    commit(shard, request).await?;
+    match shard.topics.borrow().get(name) {
+        Some(entry) => Ok(TopicUpdate::Upsert(entry.clone())),
+        // Deleted again by a later change, already applied.
+        None => Err((
+            ErrorCode::UnknownTopicOrPartition,
+            format!("topic '{name}' is gone"),
+        )),
+    }
 }
 
 /// The topic's entry, or UNKNOWN_TOPIC_OR_PARTITION.
@@ -198,13 +204,4 @@ fn existing_topic(shard: &Shard, name: &str) -> Result<TopicEntry, (ErrorCode, S
             format!("unknown topic '{name}'"),
         )
     })
-}
-
-fn first_error(replies: Vec<PartitionReply>) -> Result<(), (ErrorCode, String)> {
-    for reply in replies {
-        if let PartitionReply::Done(Err(code)) = reply {
-            return Err((code, String::from("partition operation failed")));
-        }
-    }
-    Ok(())
 }

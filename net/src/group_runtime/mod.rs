@@ -225,6 +225,11 @@ pub async fn call(shard: &Rc<Shard>, group_id: &str, request: GroupRequest) -> G
         Ok(partitions) => partitions,
         Err(code) => return GroupReply::Unavailable(code),
     };
+    let partition = offsets_partition_for(group_id, partitions);
+    if !crate::cluster_runtime::leads(shard, OFFSETS_TOPIC, partition) {
+        // Another broker leads this group's partition: the client finds it.
+        return GroupReply::Unavailable(ErrorCode::NotCoordinator);
+    }
     let owner = coordinator_shard(shard, group_id, partitions);
     call_on(shard, owner, request).await
 }

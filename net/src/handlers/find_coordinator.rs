@@ -1,14 +1,20 @@
-//! FindCoordinator (key 10): every coordinator (group or transaction) lives
-//! on this single node, so the answer is always this broker's advertised
-//! listener. For group keys `__consumer_offsets` is created here if needed,
-//! as Kafka does, so that it exists before the first group call.
+//! FindCoordinator (key 10): a group's coordinator is the leader of its
+//! `__consumer_offsets` partition, a transactional id's the leader of its
+//! `__transaction_state` partition (from the committed metadata image); the
+//! topic is created here if needed, as Kafka does, so that it exists before
+//! the first coordinator call.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::group_runtime;
+use crate::cluster_runtime::{partition_leader, LeaderEndpoint};
+use crate::group::offsets_partition_for;
+use crate::group_runtime::{self, OFFSETS_TOPIC};
 use crate::shard::Shard;
+use crate::txn::{txn_partition_for, TXN_STATE_TOPIC};
+use crate::txn_runtime;
 use engine::ErrorCode;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
 use std::rc::Rc;
 
 /// v0–v5 (v4 batches keys; v6 adds share-group keys, which rill lacks).
@@ -25,50 +31,66 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: FindCoordinatorRequest = request.decode()?;
-        let error_code = match body.key_type {
-            KEY_TYPE_GROUP => match group_runtime::ensure_offsets_topic(&shard).await {
-                Ok(_) => ErrorCode::None,
-                Err(code) => code,
-            },
-            KEY_TYPE_TRANSACTION => ErrorCode::None,
-            _ => ErrorCode::InvalidRequest,
+        let keys: Vec<StrBytes> = if request.version >= 4 {
+            body.coordinator_keys.clone()
+        } else {
+            vec![body.key.clone()]
         };
-        let node_id = BrokerId(if error_code == ErrorCode::None {
-            shard.config.broker_id
-        } else {
-            -1
-        });
-        let host = str_bytes(if error_code == ErrorCode::None {
-            shard.config.advertised_host.clone()
-        } else {
-            String::new()
-        });
-        let port = if error_code == ErrorCode::None {
-            shard.config.advertised_port
-        } else {
-            -1
-        };
+        let mut found = Vec::with_capacity(keys.len());
+        for key in &keys {
+            found.push(coordinator_of(&shard, body.key_type, key.as_str()).await);
+        }
         let mut response = FindCoordinatorResponse::default();
         if request.version >= 4 {
-            response.coordinators = body
-                .coordinator_keys
+            response.coordinators = keys
                 .into_iter()
-                .map(|key| {
+                .zip(found)
+                .map(|(key, outcome)| {
                     let mut c = Coordinator::default();
                     c.key = key;
+                    let (node_id, host, port, code) = answer(outcome);
                     c.node_id = node_id;
-                    c.host = host.clone();
+                    c.host = host;
                     c.port = port;
-                    c.error_code = error_code.code();
+                    c.error_code = code;
                     c
                 })
                 .collect();
-        } else {
-            response.error_code = error_code.code();
+        } else if let Some(outcome) = found.into_iter().next() {
+            let (node_id, host, port, code) = answer(outcome);
+            response.error_code = code;
             response.node_id = node_id;
             response.host = host;
             response.port = port;
         }
         request.respond(&response)
     })
+}
+
+/// The broker leading the key's coordinator partition, creating the
+/// coordinator's topic first if needed (as Kafka does), so that it exists
+/// before the first group or transaction call.
+async fn coordinator_of(
+    shard: &Rc<Shard>,
+    key_type: i8,
+    key: &str,
+) -> Result<LeaderEndpoint, ErrorCode> {
+    match key_type {
+        KEY_TYPE_GROUP => {
+            let partitions = group_runtime::ensure_offsets_topic(shard).await?;
+            partition_leader(shard, OFFSETS_TOPIC, offsets_partition_for(key, partitions))
+        }
+        KEY_TYPE_TRANSACTION => {
+            txn_runtime::ensure_txn_topic(shard).await?;
+            partition_leader(shard, TXN_STATE_TOPIC, txn_partition_for(key))
+        }
+        _ => Err(ErrorCode::InvalidRequest),
+    }
+}
+
+fn answer(outcome: Result<LeaderEndpoint, ErrorCode>) -> (BrokerId, StrBytes, i32, i16) {
+    match outcome {
+        Ok((node_id, host, port)) => (BrokerId(node_id), str_bytes(host), port, 0),
+        Err(code) => (BrokerId(-1), str_bytes(String::new()), -1, code.code()),
+    }
 }

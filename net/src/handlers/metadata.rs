@@ -179,7 +179,11 @@ fn error_topic(name: Option<String>, id: [u8; 16], error_code: ErrorCode) -> Met
 }
 
 fn topic_metadata(shard: &Shard, entry: &TopicEntry, version: i16) -> MetadataResponseTopic {
-    let broker = BrokerId(shard.config.broker_id);
+    let own = BrokerId(shard.config.broker_id);
+    let image = shard.service::<ClusterView>().image();
+    let placed = image
+        .topic_by_name(&entry.name)
+        .filter(|topic| topic.topic_id == entry.topic_id);
     let mut topic = MetadataResponseTopic::default();
     topic.name = Some(TopicName(str_bytes(entry.name.clone())));
     if version >= 10 {
@@ -190,10 +194,30 @@ fn topic_metadata(shard: &Shard, entry: &TopicEntry, version: i16) -> MetadataRe
         .map(|p| {
             let mut partition = MetadataResponsePartition::default();
             partition.partition_index = p;
-            partition.leader_id = broker;
-            partition.leader_epoch = 0;
-            partition.replica_nodes = vec![broker];
-            partition.isr_nodes = vec![broker];
+            match placed.and_then(|t| t.partitions.get(&p)) {
+                Some(state) => {
+                    partition.leader_id = BrokerId(state.leader);
+                    partition.leader_epoch = state.leader_epoch;
+                    partition.replica_nodes = state.replicas.iter().map(|&b| BrokerId(b)).collect();
+                    partition.isr_nodes = state.isr.iter().map(|&b| BrokerId(b)).collect();
+                    partition.offline_replicas = state
+                        .replicas
+                        .iter()
+                        .filter(|&&b| !image.is_live(b))
+                        .map(|&b| BrokerId(b))
+                        .collect();
+                    if state.leader < 0 {
+                        partition.error_code = ErrorCode::LeaderNotAvailable.code();
+                    }
+                }
+                // Not in the committed image (yet): served by this broker.
+                None => {
+                    partition.leader_id = own;
+                    partition.leader_epoch = 0;
+                    partition.replica_nodes = vec![own];
+                    partition.isr_nodes = vec![own];
+                }
+            }
             partition
         })
         .collect();

@@ -13,6 +13,22 @@ use engine::ReadData;
 use futures::future::join_all;
 use std::rc::Rc;
 
+/// Why a partition has no log here: it exists in the cluster on other
+/// brokers (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and
+/// goes to the leader), or it does not exist.
+fn missing_partition_error(shard: &Shard, tp: &engine::TopicPartition) -> ErrorCode {
+    let exists = shard
+        .topics
+        .borrow()
+        .get(&tp.topic)
+        .is_some_and(|entry| (0..entry.partitions).contains(&tp.partition));
+    if exists {
+        ErrorCode::NotLeaderOrFollower
+    } else {
+        ErrorCode::UnknownTopicOrPartition
+    }
+}
+
 /// Executes operations on this (owner) shard, concurrently, replies in order.
 pub(super) async fn execute_local(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<PartitionReply> {
     join_all(ops.into_iter().map(|op| execute_one(shard, op))).await
@@ -49,7 +65,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
         ),
         op => {
             let Some(log) = shard.logs.get(op.topic_partition()) else {
-                return kind.error_reply(ErrorCode::UnknownTopicOrPartition);
+                return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
             };
             match op {
                 PartitionOp::Produce { records, acks, .. } => {

@@ -221,7 +221,13 @@ pub fn coordinator_shard(shard: &Shard, transactional_id: &str) -> usize {
 /// Runs `request` on the coordinator shard of its transactional id.
 pub async fn call(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
     let owner = match request.transactional_id() {
-        Some(id) => coordinator_shard(shard, id),
+        Some(id) => {
+            if !crate::cluster_runtime::leads(shard, TXN_STATE_TOPIC, txn_partition_for(id)) {
+                // Another broker leads this id's partition: the client finds it.
+                return TxnReply::Code(ErrorCode::NotCoordinator);
+            }
+            coordinator_shard(shard, id)
+        }
         None => shard.id,
     };
     call_on(shard, owner, request).await
