@@ -139,6 +139,7 @@ mod tests {
     use super::*;
     use crate::metadata::record::{PartitionChangeRecord, PartitionRecord};
     use crate::quorum::node::{QuorumConfig, QuorumNode};
+    use crate::quorum::sim_storage::SimStorage;
     use crate::quorum::storage::{FileStorage, LogStore};
 
     const TOPIC_ID: [u8; 16] = [9; 16];
@@ -369,5 +370,96 @@ mod tests {
         settle(&mut node);
         assert!(node.state_machine().image().is_live(3));
         assert!(node.state_machine().image().last_applied_offset() > image.last_applied_offset());
+    }
+
+    type SimNode = QuorumNode<MetadataMachine, SimStorage>;
+
+    fn open_sim_node(id: u64, store: SimStorage) -> SimNode {
+        let mut config = QuorumConfig::new(id, 200 + id);
+        config.snapshot_interval_entries = 4;
+        QuorumNode::open(config, store, MetadataMachine::new()).expect("open")
+    }
+
+    /// Advances the running nodes and delivers their messages until the
+    /// network is quiet; a stopped node's messages are lost.
+    fn pump(nodes: &mut [Option<SimNode>]) {
+        for _ in 0..100 {
+            let mut messages = Vec::new();
+            for node in nodes.iter_mut().flatten() {
+                messages.extend(node.advance().expect("advance").messages);
+            }
+            if messages.is_empty() {
+                return;
+            }
+            for message in messages {
+                if let Some(node) = nodes[(message.to - 1) as usize].as_mut() {
+                    node.step(message).expect("step");
+                }
+            }
+        }
+        panic!("the network did not quiet down");
+    }
+
+    fn tick_until_leader(nodes: &mut [Option<SimNode>]) -> usize {
+        for _ in 0..200 {
+            let leader = nodes
+                .iter()
+                .position(|node| node.as_ref().is_some_and(|node| node.is_leader()));
+            if let Some(leader) = leader {
+                return leader;
+            }
+            for node in nodes.iter_mut().flatten() {
+                node.tick();
+            }
+            pump(nodes);
+        }
+        panic!("no leader elected");
+    }
+
+    #[test]
+    fn a_lagging_member_installs_the_leaders_snapshot_and_holds_the_same_image() {
+        let mut nodes: Vec<Option<SimNode>> = (1..=3u64)
+            .map(|id| Some(open_sim_node(id, SimStorage::new(&[1, 2, 3]))))
+            .collect();
+        let first_leader = tick_until_leader(&mut nodes);
+        let stopped = (first_leader + 1) % 3;
+        let stopped_store = nodes[stopped]
+            .take()
+            .map(|node| node.store().clone().restart())
+            .expect("ran");
+        let mut records = cluster_records();
+        records.extend([register(3, 2), unfence(3, 2), topic("twice")]);
+        for record in &records {
+            let leader = tick_until_leader(&mut nodes);
+            let node = nodes[leader].as_mut().expect("leader runs");
+            node.propose(record.encode()).expect("propose");
+            pump(&mut nodes);
+        }
+        let leader = tick_until_leader(&mut nodes);
+        let leader_node = nodes[leader].as_ref().expect("leader runs");
+        let image = leader_node.state_machine().image().clone();
+        assert_eq!(
+            leader_node.state_machine().skipped_records(),
+            1,
+            "topic id taken"
+        );
+        assert_eq!(image.brokers().len(), 3);
+        let leader_snapshot_index = leader_node.store().cache().snapshot_index();
+        assert!(leader_snapshot_index > stopped_store.cache().last_index());
+
+        // The stopped member comes back behind the leader's compacted log:
+        // it can only catch up by installing the leader's snapshot.
+        nodes[stopped] = Some(open_sim_node(stopped as u64 + 1, stopped_store));
+        for _ in 0..50 {
+            for node in nodes.iter_mut().flatten() {
+                node.tick();
+            }
+            pump(&mut nodes);
+        }
+        for node in nodes.iter().flatten() {
+            assert_eq!(node.state_machine().image(), &image);
+        }
+        let caught_up = nodes[stopped].as_ref().expect("runs");
+        assert!(caught_up.store().cache().snapshot_index() >= leader_snapshot_index);
     }
 }
