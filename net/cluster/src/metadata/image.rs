@@ -625,6 +625,56 @@ impl MetadataImage {
         assert_eq!(self.topics.len(), self.topic_ids.len());
     }
 
+    /// Sets what a snapshot carries beside its records
+    /// ([`super::snapshot`]): the image was rebuilt by applying the
+    /// snapshot's records at stand-in offsets, and this puts back the real
+    /// offsets and the high-water marks that no record states on its own.
+    /// Checks every value against the rebuilt image first; on `Err` nothing
+    /// changed.
+    pub(super) fn restore_snapshot_state(
+        &mut self,
+        last_applied_offset: i64,
+        last_broker_epoch: i64,
+        next_producer_id_block_start: i64,
+        registered_at_offsets: &BTreeMap<BrokerId, i64>,
+    ) -> Result<(), String> {
+        if last_applied_offset < -1 {
+            return Err(format!("last applied offset {last_applied_offset}"));
+        }
+        if last_broker_epoch < self.last_broker_epoch {
+            return Err(format!(
+                "last broker epoch {last_broker_epoch} below a registered epoch {}",
+                self.last_broker_epoch
+            ));
+        }
+        if next_producer_id_block_start < self.producer_ids.next_block_start() {
+            return Err(format!(
+                "next producer-id block start {next_producer_id_block_start} below {}",
+                self.producer_ids.next_block_start()
+            ));
+        }
+        if !registered_at_offsets.keys().eq(self.brokers.keys()) {
+            return Err("registration offsets do not list exactly the brokers".to_owned());
+        }
+        if let Some((broker_id, offset)) = registered_at_offsets
+            .iter()
+            .find(|(_, &offset)| !(0..=last_applied_offset).contains(&offset))
+        {
+            return Err(format!(
+                "broker {broker_id} registered at offset {offset}, not in [0, {last_applied_offset}]"
+            ));
+        }
+        for (broker_id, broker) in &mut self.brokers {
+            if let Some(&offset) = registered_at_offsets.get(broker_id) {
+                broker.registered_at_offset = offset;
+            }
+        }
+        self.last_applied_offset = last_applied_offset;
+        self.last_broker_epoch = last_broker_epoch;
+        self.producer_ids = ProducerIdBlocks::new(next_producer_id_block_start);
+        Ok(())
+    }
+
     /// Checks every invariant over the whole image; panics on a broken one
     /// (a bug). Linear in the image's size.
     pub fn check_invariants(&self) {

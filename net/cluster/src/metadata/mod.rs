@@ -14,15 +14,24 @@
 //!   and applied.
 //! - [`BrokerHeartbeats`] is the controller's in-memory record of when each
 //!   broker last heartbeated; it is deliberately not replicated.
+//! - [`MetadataImage::encode_snapshot`] and
+//!   [`MetadataImage::decode_snapshot`] turn a whole image into bytes and
+//!   back (the records that rebuild it, plus a header), for the quorum's
+//!   log compaction.
+//! - [`MetadataMachine`] is the image as the quorum's
+//!   [`crate::quorum::StateMachine`]: it applies committed entries (skipping,
+//!   deterministically, any that do not decode or are refused), snapshots
+//!   and restores, and tells the runtime what changed.
 //!
 //! Nothing here does I/O: the quorum ([`crate::quorum`]) replicates the
 //! bytes, a runtime in `rill-net` steps the controller and applies records
 //! on every shard.
 //!
 //! Files: `record.rs` (the records), `codec.rs` (bytes), `image.rs` (apply
-//! and invariants), `heartbeats.rs`, `error.rs`, `controller/` (decisions,
-//! one file per area), `tests.rs` (property tests over random decision
-//! sequences).
+//! and invariants), `snapshot.rs` (an image as bytes), `machine.rs` (the
+//! quorum's state machine), `heartbeats.rs`, `error.rs`, `controller/`
+//! (decisions, one file per area), `tests.rs` (property tests over random
+//! decision sequences).
 
 pub mod codec;
 pub mod controller;
@@ -31,6 +40,7 @@ pub mod heartbeats;
 pub mod image;
 pub mod machine;
 pub mod record;
+pub mod snapshot;
 
 #[cfg(test)]
 mod tests;
@@ -44,5 +54,6 @@ pub use controller::{
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
 pub use image::{BrokerRegistration, MetadataImage, PartitionState, TopicImage};
-pub use machine::MetadataMachine;
+pub use machine::{MetadataMachine, CHANGES_MAX};
 pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

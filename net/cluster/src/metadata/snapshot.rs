@@ -1,0 +1,578 @@
+//! A whole [`MetadataImage`] as bytes and back: what the metadata quorum
+//! stores when it compacts its log, and what a lagging member installs
+//! instead of replaying entries the leader no longer has.
+//!
+//! Why records rather than a dump of the image's maps: the image already
+//! knows how to check a record before it applies it, so a snapshot that is
+//! rebuilt by applying records gets every rule of [`MetadataImage::apply`]
+//! for free — a damaged or hostile snapshot is refused with an error, it
+//! cannot build an image that breaks an invariant. The records are the
+//! ones [`MetadataImage::snapshot_records`] derives from the image (brokers
+//! in epoch order, unfenced ones unfenced, then every topic with its
+//! configs and partitions), framed by the metadata [`super::codec`] (each
+//! with its own CRC). What no record states — the offset each broker
+//! registered at, the highest broker epoch ever handed out (its broker may
+//! be gone), where the next producer-id block starts (a `ProducerIds`
+//! record needs a registered broker), the last applied offset — sits in a
+//! header before them.
+//!
+//! The bytes, integers big-endian:
+//!
+//! ```text
+//! magic:   [u8; 4]  SNAPSHOT_MAGIC
+//! version: u16      SNAPSHOT_FORMAT_VERSION
+//! crc:     u32      CRC32C of everything after this field
+//! last_applied_offset:          i64
+//! last_broker_epoch:            i64
+//! next_producer_id_block_start: i64
+//! brokers: u32 count, then (broker_id: i32, registered_at_offset: i64),
+//!          broker ids strictly increasing
+//! records: u32 count, then one codec frame each (a frame starts with its
+//!          own u32 length)
+//! ```
+//!
+//! Size: a broker is ~60 bytes, a topic ~40 plus its configs, a partition
+//! with three replicas ~60; 10 brokers and 10 000 partitions make ~600 KB,
+//! written once per `snapshot_interval_entries` (1024) committed records.
+
+use std::collections::BTreeMap;
+
+use crate::placement::BrokerId;
+
+use super::codec::DecodeError;
+use super::error::MetadataError;
+use super::image::MetadataImage;
+use super::record::{MetadataRecord, PartitionRecord};
+
+/// The first bytes of every snapshot ("rill metadata snapshot").
+pub const SNAPSHOT_MAGIC: [u8; 4] = *b"RLMS";
+
+/// The format version this build writes and reads.
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+
+/// magic (4) + version (2) + crc (4).
+const PREAMBLE_BYTES: usize = 10;
+
+/// broker id (4) + registration offset (8).
+const BROKER_ENTRY_BYTES: usize = 12;
+
+/// The smallest codec frame: length, crc, version, type.
+const FRAME_BYTES_MIN: usize = 10;
+
+/// Why bytes are not a metadata snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotError {
+    /// Fewer bytes than a field needs.
+    #[error(
+        "truncated metadata snapshot: needed {needed} bytes at offset {at}, {available} available"
+    )]
+    Truncated {
+        /// Position of the field.
+        at: usize,
+        /// Bytes the field needs.
+        needed: usize,
+        /// Bytes left.
+        available: usize,
+    },
+    /// The bytes do not start with [`SNAPSHOT_MAGIC`].
+    #[error("not a metadata snapshot: magic {0:02x?}")]
+    NotASnapshot([u8; 4]),
+    /// A format version this build does not read.
+    #[error("unsupported metadata snapshot format version {0}")]
+    UnsupportedVersion(u16),
+    /// The CRC does not match: the bytes were damaged.
+    #[error("metadata snapshot CRC mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    CrcMismatch {
+        /// CRC in the snapshot.
+        stored: u32,
+        /// CRC of the bytes.
+        computed: u32,
+    },
+    /// A record's frame does not decode.
+    #[error("metadata snapshot record {index}: {source}")]
+    Record {
+        /// Position of the record in the snapshot.
+        index: usize,
+        /// Why.
+        #[source]
+        source: DecodeError,
+    },
+    /// A record the image refuses at its place in the snapshot.
+    #[error("metadata snapshot record {index} refused: {source}")]
+    Refused {
+        /// Position of the record in the snapshot.
+        index: usize,
+        /// Why.
+        #[source]
+        source: MetadataError,
+    },
+    /// The header does not fit the image the records built.
+    #[error("metadata snapshot header does not fit its records: {0}")]
+    InvalidHeader(String),
+    /// Bytes after the last record.
+    #[error("{0} bytes after the end of the metadata snapshot")]
+    TrailingBytes(usize),
+}
+
+/// A snapshot's header: what the records cannot state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Header {
+    last_applied_offset: i64,
+    last_broker_epoch: i64,
+    next_producer_id_block_start: i64,
+    registered_at_offsets: BTreeMap<BrokerId, i64>,
+}
+
+impl MetadataImage {
+    /// Records that rebuild this image when applied, in order, to an empty
+    /// one: every broker registered in epoch order (the order the image
+    /// accepts) and unfenced if it is, then each topic with its configs and
+    /// its partitions `0..n` as they stand now (epochs included). Unfencing
+    /// comes before any partition, so a led partition finds its ISR live.
+    ///
+    /// The records leave out what no record states; [`Self::encode_snapshot`]
+    /// carries that beside them.
+    pub fn snapshot_records(&self) -> Vec<MetadataRecord> {
+        let mut brokers: Vec<_> = self.brokers().values().collect();
+        brokers.sort_by_key(|broker| broker.broker_epoch);
+        let mut records = Vec::with_capacity(2 * brokers.len() + self.topics().len());
+        for broker in brokers {
+            records.push(MetadataRecord::RegisterBroker {
+                broker_id: broker.broker_id,
+                incarnation_id: broker.incarnation_id,
+                broker_epoch: broker.broker_epoch,
+                listeners: broker.listeners.clone(),
+                rack: broker.rack.clone(),
+            });
+            if !broker.fenced {
+                records.push(MetadataRecord::UnfenceBroker {
+                    broker_id: broker.broker_id,
+                    broker_epoch: broker.broker_epoch,
+                });
+            }
+        }
+        for topic in self.topics().values() {
+            records.push(MetadataRecord::Topic {
+                name: topic.name.clone(),
+                topic_id: topic.topic_id,
+                configs: topic.configs.clone(),
+            });
+            for (&partition, state) in &topic.partitions {
+                records.push(MetadataRecord::Partition(PartitionRecord {
+                    topic_id: topic.topic_id,
+                    partition,
+                    replicas: state.replicas.clone(),
+                    isr: state.isr.clone(),
+                    leader: state.leader,
+                    leader_epoch: state.leader_epoch,
+                    partition_epoch: state.partition_epoch,
+                }));
+            }
+        }
+        records
+    }
+
+    /// The whole image as snapshot bytes (see the module doc).
+    ///
+    /// Reads the bytes back and compares before it returns, as the record
+    /// codec does: an encoder bug stops here rather than on every member
+    /// that installs the snapshot. Snapshots are taken once per
+    /// `snapshot_interval_entries` records, so the second pass costs little.
+    pub fn encode_snapshot(&self) -> Vec<u8> {
+        let header = Header {
+            last_applied_offset: self.last_applied_offset(),
+            last_broker_epoch: self.last_broker_epoch(),
+            next_producer_id_block_start: self.next_producer_id_block_start(),
+            registered_at_offsets: self
+                .brokers()
+                .iter()
+                .map(|(&broker_id, broker)| (broker_id, broker.registered_at_offset))
+                .collect(),
+        };
+        let bytes = encode_parts(&header, &self.snapshot_records());
+        assert_eq!(
+            MetadataImage::decode_snapshot(&bytes).as_ref(),
+            Ok(self),
+            "a metadata snapshot reads back as its image"
+        );
+        bytes
+    }
+
+    /// The image that `bytes` (from [`Self::encode_snapshot`]) describe.
+    /// Damaged or inconsistent bytes give an error, never a panic, and never
+    /// an image that breaks an invariant.
+    pub fn decode_snapshot(bytes: &[u8]) -> Result<MetadataImage, SnapshotError> {
+        let mut reader = Reader { buf: bytes, at: 0 };
+        let magic = reader.array::<4>()?;
+        if magic != SNAPSHOT_MAGIC {
+            return Err(SnapshotError::NotASnapshot(magic));
+        }
+        let version = reader.u16()?;
+        if version != SNAPSHOT_FORMAT_VERSION {
+            return Err(SnapshotError::UnsupportedVersion(version));
+        }
+        let stored = reader.u32()?;
+        let computed = crc32c::crc32c(&bytes[PREAMBLE_BYTES..]);
+        if stored != computed {
+            return Err(SnapshotError::CrcMismatch { stored, computed });
+        }
+        let header = reader.header()?;
+        let mut image = MetadataImage::new();
+        let record_count = reader.count(FRAME_BYTES_MIN)?;
+        for index in 0..record_count {
+            let record = MetadataRecord::decode(reader.frame()?)
+                .map_err(|source| SnapshotError::Record { index, source })?;
+            // Stand-in offsets; the header puts the real ones back below.
+            let offset = i64::try_from(index).unwrap_or(i64::MAX);
+            image
+                .apply(offset, &record)
+                .map_err(|source| SnapshotError::Refused { index, source })?;
+        }
+        if reader.at != bytes.len() {
+            return Err(SnapshotError::TrailingBytes(bytes.len() - reader.at));
+        }
+        image
+            .restore_snapshot_state(
+                header.last_applied_offset,
+                header.last_broker_epoch,
+                header.next_producer_id_block_start,
+                &header.registered_at_offsets,
+            )
+            .map_err(SnapshotError::InvalidHeader)?;
+        // Applying checked each record; this checks the whole, header
+        // included (a failure is a bug in the checks above).
+        image.check_invariants();
+        Ok(image)
+    }
+}
+
+/// The snapshot bytes of a header and records, whatever they say (tests
+/// build inconsistent snapshots with it).
+fn encode_parts(header: &Header, records: &[MetadataRecord]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(64 + 64 * records.len());
+    body.extend_from_slice(&header.last_applied_offset.to_be_bytes());
+    body.extend_from_slice(&header.last_broker_epoch.to_be_bytes());
+    body.extend_from_slice(&header.next_producer_id_block_start.to_be_bytes());
+    put_count(&mut body, header.registered_at_offsets.len());
+    for (broker_id, offset) in &header.registered_at_offsets {
+        body.extend_from_slice(&broker_id.to_be_bytes());
+        body.extend_from_slice(&offset.to_be_bytes());
+    }
+    put_count(&mut body, records.len());
+    for record in records {
+        body.extend_from_slice(&record.encode());
+    }
+    let mut bytes = Vec::with_capacity(PREAMBLE_BYTES + body.len());
+    bytes.extend_from_slice(&SNAPSHOT_MAGIC);
+    bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_be_bytes());
+    bytes.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+    bytes.extend_from_slice(&body);
+    assert_eq!(bytes.len(), PREAMBLE_BYTES + body.len());
+    bytes
+}
+
+fn put_count(bytes: &mut Vec<u8>, count: usize) {
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    assert!(count < u32::MAX, "a metadata snapshot list of 2^32 items");
+    bytes.extend_from_slice(&count.to_be_bytes());
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn truncated(&self, needed: usize) -> SnapshotError {
+        SnapshotError::Truncated {
+            at: self.at,
+            needed,
+            available: self.buf.len() - self.at,
+        }
+    }
+
+    fn take(&mut self, needed: usize) -> Result<&'a [u8], SnapshotError> {
+        let end = self
+            .at
+            .checked_add(needed)
+            .filter(|&end| end <= self.buf.len())
+            .ok_or_else(|| self.truncated(needed))?;
+        let bytes = &self.buf[self.at..end];
+        self.at = end;
+        Ok(bytes)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn u16(&mut self) -> Result<u16, SnapshotError> {
+        Ok(u16::from_be_bytes(self.array()?))
+    }
+    fn u32(&mut self) -> Result<u32, SnapshotError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    fn i32(&mut self) -> Result<i32, SnapshotError> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+    fn i64(&mut self) -> Result<i64, SnapshotError> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+
+    /// A list count, refused when `count` items of at least `min_item_bytes`
+    /// each cannot fit in what is left (a damaged count reserves nothing).
+    fn count(&mut self, min_item_bytes: usize) -> Result<usize, SnapshotError> {
+        let count = usize::try_from(self.u32()?).unwrap_or(usize::MAX);
+        let needed = count.saturating_mul(min_item_bytes.max(1));
+        if needed > self.buf.len() - self.at {
+            return Err(self.truncated(needed));
+        }
+        Ok(count)
+    }
+
+    fn header(&mut self) -> Result<Header, SnapshotError> {
+        let last_applied_offset = self.i64()?;
+        let last_broker_epoch = self.i64()?;
+        let next_producer_id_block_start = self.i64()?;
+        let broker_count = self.count(BROKER_ENTRY_BYTES)?;
+        let mut registered_at_offsets = BTreeMap::new();
+        for _ in 0..broker_count {
+            let broker_id = self.i32()?;
+            let offset = self.i64()?;
+            if registered_at_offsets
+                .last_key_value()
+                .is_some_and(|(&last, _)| last >= broker_id)
+            {
+                return Err(SnapshotError::InvalidHeader(format!(
+                    "broker id {broker_id} out of order"
+                )));
+            }
+            registered_at_offsets.insert(broker_id, offset);
+        }
+        Ok(Header {
+            last_applied_offset,
+            last_broker_epoch,
+            next_producer_id_block_start,
+            registered_at_offsets,
+        })
+    }
+
+    /// One codec frame: its `u32` length and that many bytes after it.
+    fn frame(&mut self) -> Result<&'a [u8], SnapshotError> {
+        let start = self.at;
+        let length = usize::try_from(self.u32()?).unwrap_or(usize::MAX);
+        self.take(length)?;
+        Ok(&self.buf[start..self.at])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::record::Endpoint;
+
+    /// Two brokers (one fenced, one gone after taking a higher epoch),
+    /// a topic with configs and a led and a leaderless partition, a
+    /// producer-id block taken.
+    fn sample_image() -> MetadataImage {
+        let mut image = MetadataImage::new();
+        let register = |broker_id, broker_epoch| MetadataRecord::RegisterBroker {
+            broker_id,
+            incarnation_id: [broker_id as u8 + 1; 16],
+            broker_epoch,
+            listeners: vec![Endpoint {
+                name: "PLAINTEXT".to_owned(),
+                host: format!("host-{broker_id}"),
+                port: 9092,
+            }],
+            rack: (broker_id == 1).then(|| "rack-a".to_owned()),
+        };
+        let topic_id = [7; 16];
+        let records = vec![
+            register(1, 0),
+            register(2, 1),
+            register(3, 2),
+            MetadataRecord::UnfenceBroker {
+                broker_id: 1,
+                broker_epoch: 0,
+            },
+            MetadataRecord::UnregisterBroker {
+                broker_id: 3,
+                broker_epoch: 2,
+            },
+            MetadataRecord::Topic {
+                name: "orders".to_owned(),
+                topic_id,
+                configs: BTreeMap::from([("retention.ms".to_owned(), "1000".to_owned())]),
+            },
+            MetadataRecord::Partition(PartitionRecord {
+                topic_id,
+                partition: 0,
+                replicas: vec![1, 2],
+                isr: vec![1],
+                leader: 1,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            }),
+            MetadataRecord::Partition(PartitionRecord {
+                topic_id,
+                partition: 1,
+                replicas: vec![2, 3],
+                isr: vec![2, 3],
+                leader: crate::metadata::NO_LEADER,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            }),
+            MetadataRecord::PartitionChange(crate::metadata::PartitionChangeRecord {
+                topic_id,
+                partition: 0,
+                leader: Some(1),
+                isr: None,
+                replicas: None,
+            }),
+            MetadataRecord::ProducerIds {
+                broker_id: 1,
+                broker_epoch: 0,
+                next_block_start: 1000,
+            },
+            MetadataRecord::ConfigChange {
+                topic: "orders".to_owned(),
+                key: "cleanup.policy".to_owned(),
+                value: Some("compact".to_owned()),
+            },
+        ];
+        for (offset, record) in (3..).step_by(2).zip(&records) {
+            assert_eq!(image.apply(offset, record), Ok(()), "{record:?}");
+        }
+        image
+    }
+
+    #[test]
+    fn an_image_survives_its_snapshot() {
+        let image = sample_image();
+        assert_eq!(image.last_broker_epoch(), 2);
+        assert!(image.broker(3).is_none());
+        let bytes = image.encode_snapshot();
+        assert_eq!(&bytes[..4], &SNAPSHOT_MAGIC);
+        let restored = MetadataImage::decode_snapshot(&bytes);
+        assert_eq!(restored.as_ref(), Ok(&image));
+        let empty = MetadataImage::new();
+        assert_eq!(
+            MetadataImage::decode_snapshot(&empty.encode_snapshot()),
+            Ok(empty)
+        );
+    }
+
+    #[test]
+    fn every_damaged_byte_and_every_cut_is_an_error() {
+        let bytes = sample_image().encode_snapshot();
+        for at in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[at] ^= 0x5a;
+            assert!(
+                MetadataImage::decode_snapshot(&damaged).is_err(),
+                "byte {at}"
+            );
+            assert!(
+                MetadataImage::decode_snapshot(&bytes[..at]).is_err(),
+                "cut at {at}"
+            );
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(MetadataImage::decode_snapshot(&longer).is_err());
+    }
+
+    fn header_of(image: &MetadataImage) -> Header {
+        Header {
+            last_applied_offset: image.last_applied_offset(),
+            last_broker_epoch: image.last_broker_epoch(),
+            next_producer_id_block_start: image.next_producer_id_block_start(),
+            registered_at_offsets: image
+                .brokers()
+                .iter()
+                .map(|(&id, broker)| (id, broker.registered_at_offset))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_well_framed_snapshot_that_breaks_the_rules_is_refused() {
+        let image = sample_image();
+        let header = header_of(&image);
+        let records = image.snapshot_records();
+        let decode = |header: &Header, records: &[MetadataRecord]| {
+            MetadataImage::decode_snapshot(&encode_parts(header, records))
+        };
+        assert_eq!(decode(&header, &records).as_ref(), Ok(&image));
+
+        // Partitions before their brokers are unfenced: the led one refuses.
+        let mut reordered = records.clone();
+        let unfence = reordered
+            .iter()
+            .position(|record| matches!(record, MetadataRecord::UnfenceBroker { .. }))
+            .expect("an unfenced broker");
+        let unfence = reordered.remove(unfence);
+        reordered.push(unfence);
+        assert!(matches!(
+            decode(&header, &reordered),
+            Err(SnapshotError::Refused { .. })
+        ));
+
+        let broken_headers = [
+            Header {
+                last_applied_offset: -2,
+                ..header.clone()
+            },
+            Header {
+                last_broker_epoch: 0,
+                ..header.clone()
+            },
+            Header {
+                next_producer_id_block_start: -1,
+                ..header.clone()
+            },
+            Header {
+                registered_at_offsets: BTreeMap::new(),
+                ..header.clone()
+            },
+            Header {
+                registered_at_offsets: header
+                    .registered_at_offsets
+                    .keys()
+                    .map(|&id| (id, header.last_applied_offset + 1))
+                    .collect(),
+                ..header.clone()
+            },
+        ];
+        for broken in &broken_headers {
+            assert!(
+                matches!(
+                    decode(broken, &records),
+                    Err(SnapshotError::InvalidHeader(_))
+                ),
+                "{broken:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn foreign_bytes_are_not_a_snapshot() {
+        assert!(matches!(
+            MetadataImage::decode_snapshot(b"nope, not this"),
+            Err(SnapshotError::NotASnapshot(_))
+        ));
+        let mut bytes = MetadataImage::new().encode_snapshot();
+        bytes[5] = 9;
+        assert_eq!(
+            MetadataImage::decode_snapshot(&bytes),
+            Err(SnapshotError::UnsupportedVersion(9))
+        );
+        assert!(matches!(
+            MetadataImage::decode_snapshot(&[]),
+            Err(SnapshotError::Truncated { .. })
+        ));
+    }
+}
