@@ -91,7 +91,11 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
     let mut parts = first_line.split_whitespace();
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
-        ("GET", "/metrics") => ("200 OK", render(&collect(shard).await)),
+        ("GET", "/metrics") => {
+            let mut text = render(&collect(shard).await);
+            text.push_str(&crate::cluster_runtime::metrics::render(shard));
+            ("200 OK", text)
+        }
         ("GET", "/") => ("200 OK", String::from("rill admin: see /metrics\n")),
         ("GET", _) => ("404 Not Found", String::from("not found\n")),
         _ => ("405 Method Not Allowed", String::from("GET only\n")),

@@ -61,6 +61,9 @@ pub struct ClusterConfig {
     /// The quorum's tick; the election timeout is 10 ticks and a leader
     /// heartbeats every 2.
     pub quorum_tick_ms: u64,
+    /// `rill.metadata.snapshot.interval.entries`: applied metadata records
+    /// after which the quorum snapshots the image and trims its log.
+    pub snapshot_interval_entries: u64,
 }
 
 impl Default for ClusterConfig {
@@ -77,6 +80,7 @@ impl Default for ClusterConfig {
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
             quorum_tick_ms: 100,
+            snapshot_interval_entries: 1024,
         }
     }
 }

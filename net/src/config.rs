@@ -369,6 +369,12 @@ impl BrokerConfig {
                     return Err(ConfigError::invalid(name, value, "at least 1"));
                 }
             }
+            "rill.metadata.snapshot.interval.entries" => {
+                self.cluster.snapshot_interval_entries = num(name, value)?;
+                if self.cluster.snapshot_interval_entries == 0 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+            }
             "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
             "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
             "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,

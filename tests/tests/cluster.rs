@@ -110,6 +110,10 @@ fn three_nodes_elect_a_controller_and_survive_its_death() {
         partition.current_voters
     );
 
+    let metrics = rill_tests::http_get(cluster.node(controller).admin_addr, "/metrics");
+    assert!(metrics.contains("rill_active_controller 1"), "{metrics}");
+    assert!(metrics.contains("rill_brokers_live 3"), "{metrics}");
+
     // Metadata (rdkafka) from any broker lists all three.
     {
         use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -142,6 +146,10 @@ fn three_nodes_elect_a_controller_and_survive_its_death() {
         },
     );
     assert!(survivors.contains(&successor));
+    let metrics = rill_tests::http_get(cluster.node(successor).admin_addr, "/metrics");
+    assert!(metrics.contains("rill_active_controller 1"), "{metrics}");
+    assert!(metrics.contains("rill_brokers_live 2"), "{metrics}");
+    assert!(metrics.contains("rill_brokers_fenced 1"), "{metrics}");
 
     cluster.node(controller).restart();
     for node in 1..=3 {
@@ -380,4 +388,110 @@ fn list_offsets_error(broker: &Broker, topic: &str, partition: i32) -> i16 {
         rill_tests::raw::request(broker.addr, ApiKey::ListOffsets, 1, &request)
             .expect("list offsets");
     response.topics[0].partitions[0].error_code
+}
+
+/// The topics a broker lists, with their partition counts, by rdkafka.
+fn topics_of(bootstrap: &str) -> std::collections::BTreeMap<String, usize> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap)
+        .create()
+        .expect("consumer");
+    let metadata = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    metadata
+        .topics()
+        .iter()
+        .map(|t| (t.name().to_string(), t.partitions().len()))
+        .collect()
+}
+
+#[test]
+fn the_metadata_log_snapshots_and_a_restart_rebuilds_the_same_topics() {
+    let dir = data_dir();
+    let config = dir.path().join("rill.toml");
+    std::fs::write(&config, "\"rill.metadata.snapshot.interval.entries\" = 4\n").expect("config");
+    let config = config.to_string_lossy().to_string();
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "2", "--config", &config]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for i in 0..8 {
+        runtime.block_on(rill_tests::kafka::create_topic(
+            &broker.bootstrap(),
+            &format!("snap-{i}"),
+            1 + i % 3,
+            &[],
+        ));
+    }
+    let before = topics_of(&broker.bootstrap());
+    assert_eq!(before.len(), 8);
+    assert!(
+        dir.path().join("__cluster_metadata-0/snapshot").is_file(),
+        "more records than the interval were applied: the quorum snapshotted"
+    );
+    broker.stop();
+    broker.restart();
+    let after = wait_for("the topics back after the restart", SETTLE, || {
+        let topics = topics_of(&broker.bootstrap());
+        (topics.len() == 8).then_some(topics)
+    });
+    assert_eq!(after, before);
+}
+
+#[test]
+fn topics_on_disk_are_adopted_into_a_new_metadata_log() {
+    let dir = data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "2"]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &broker.bootstrap(),
+        "older",
+        3,
+        &[],
+    ));
+    let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..30)
+        .map(|i| (None, format!("v{i}").into_bytes()))
+        .collect();
+    let producer = rill_tests::kafka::producer(&broker.bootstrap(), &[]);
+    runtime.block_on(rill_tests::kafka::produce_all(
+        &producer, "older", &records, None,
+    ));
+    drop(producer);
+    broker.stop();
+    // As a data dir from before rill kept cluster metadata: partitions only.
+    std::fs::remove_dir_all(dir.path().join("__cluster_metadata-0")).expect("remove metadata log");
+    broker.restart();
+    wait_for(
+        "the topic adopted into the new metadata log",
+        SETTLE,
+        || {
+            let quorum = describe_quorum(&broker).ok()?;
+            let partition = quorum.topics.first()?.partitions.first()?.clone();
+            // Registration, unfencing, the topic and its three partitions.
+            (partition.high_watermark >= 6).then_some(())
+        },
+    );
+    assert_eq!(topics_of(&broker.bootstrap()).get("older"), Some(&3));
+    let read = rill_tests::kafka::consume_all(
+        &broker.bootstrap(),
+        "older",
+        3,
+        30,
+        Duration::from_secs(30),
+        &[],
+    );
+    assert_eq!(
+        read.len(),
+        30,
+        "every record of the adopted topic is served"
+    );
+    // The adopted topic is in the metadata log now: another restart keeps
+    // it without adopting anything.
+    broker.stop();
+    broker.restart();
+    assert_eq!(
+        wait_for("the adopted topic after another restart", SETTLE, || {
+            topics_of(&broker.bootstrap()).get("older").copied()
+        }),
+        3
+    );
 }

@@ -13,6 +13,7 @@
 //!   metadata core's decisions, and fencing silent brokers.
 //! - [`lifecycle`]: this broker registering and heartbeating.
 //! - [`view`]: every shard's copy of the committed image and quorum status.
+//! - [`metrics`]: the cluster gauges of `/metrics`.
 //!
 //! A single node (no `controller.quorum.voters`) runs all of it as a
 //! quorum of one, with no listener: its requests to the controller are
@@ -20,6 +21,7 @@
 
 mod controller_side;
 mod lifecycle;
+pub mod metrics;
 mod quorum;
 mod rpc;
 mod transport;

@@ -106,6 +106,7 @@ impl MetadataQuorum {
         let mut quorum_config = QuorumConfig::new(own, rand::random());
         quorum_config.election_tick = 10;
         quorum_config.heartbeat_tick = 2;
+        quorum_config.snapshot_interval_entries = config.cluster.snapshot_interval_entries;
         let started_fresh = store.cache().last_index() == 0;
         let node = QuorumNode::open(quorum_config, store, MetadataMachine::new())
             .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
