@@ -55,8 +55,15 @@ fn net_layer(module: &[String]) -> usize {
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.
         Some(
-            "routing" | "controller" | "group" | "group_runtime" | "txn" | "txn_runtime"
-            | "producer_ids" | "cluster_runtime",
+            "routing"
+            | "controller"
+            | "group"
+            | "group_runtime"
+            | "txn"
+            | "txn_runtime"
+            | "producer_ids"
+            | "cluster_runtime"
+            | "replication_runtime",
         ) => 1,
         Some("handlers") => 2,
         // The process around them: accept, read frames, /metrics, start.

@@ -14,7 +14,8 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::shard::Shard;
 use cluster::metadata::{
-    Controller, CreateTopicRequest, MetadataError, MetadataRecord, TopicAssignment,
+    AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataRecord,
+    TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -127,6 +128,31 @@ fn topic_change(
                 }
             }
             Ok(records)
+        }
+        ControllerRpc::AlterPartition {
+            broker_id,
+            topic_id,
+            partition,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        } => {
+            let broker_epoch = controller
+                .image
+                .broker(*broker_id)
+                .map_or(-1, |broker| broker.broker_epoch);
+            let request = AlterPartitionRequest {
+                broker_id: *broker_id,
+                broker_epoch,
+                topic_id: *topic_id,
+                partition: *partition,
+                leader_epoch: *leader_epoch,
+                partition_epoch: *partition_epoch,
+                new_isr: new_isr.clone(),
+            };
+            controller
+                .alter_partition(&request)
+                .map(|outcome| outcome.records)
         }
         ControllerRpc::Register { .. } | ControllerRpc::Heartbeat { .. } => {
             Err(MetadataError::InvalidRequest {

@@ -20,6 +20,7 @@
 //! handled in place.
 
 mod controller_side;
+mod frame;
 mod lifecycle;
 pub mod metrics;
 mod quorum;
@@ -148,5 +149,18 @@ impl OwnerCall for DescribeQuorum {
             .services
             .get::<MetadataQuorum>()
             .map(|quorum| quorum.describe())
+    }
+}
+
+/// A request for the active controller from any shard: the metadata shard
+/// sends it (waiting through an election) and returns the answer.
+#[derive(Debug)]
+pub struct SendToController(pub ControllerRpc);
+
+impl OwnerCall for SendToController {
+    type Reply = Result<ControllerReply, (engine::ErrorCode, String)>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        call_controller_until_answered(&shard, self.0).await
     }
 }

@@ -255,7 +255,7 @@ impl MetadataQuorum {
     fn send(&self, message: Message) {
         let to = message.to;
         let frame = match cluster::quorum::wire::encode_message(&message) {
-            Ok(body) => super::transport::frame(super::transport::KIND_RAFT, &body),
+            Ok(body) => super::frame::frame(super::frame::KIND_RAFT, &body),
             Err(e) => {
                 tracing::error!(error = %e, "Raft message not encodable");
                 return;

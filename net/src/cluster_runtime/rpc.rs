@@ -63,6 +63,21 @@ pub enum ControllerRpc {
         /// New total.
         count: i32,
     },
+    /// AlterPartition: a leader shrinks or expands a partition's ISR.
+    AlterPartition {
+        /// The leader asking.
+        broker_id: i32,
+        /// The topic.
+        topic_id: [u8; 16],
+        /// The partition.
+        partition: i32,
+        /// The leader epoch it leads in.
+        leader_epoch: i32,
+        /// The partition epoch its ISR is based on.
+        partition_epoch: i32,
+        /// The whole proposed ISR.
+        new_isr: Vec<i32>,
+    },
     /// AlterConfigs / IncrementalAlterConfigs: the topic's whole set of
     /// overrides after the change.
     SetTopicConfigs {

@@ -12,6 +12,7 @@
 //!   into the local quorum and answers requests.
 
 use super::controller_side;
+use super::frame::{frame, KIND_RAFT, KIND_REPLY, KIND_REQUEST};
 use super::quorum::MetadataQuorum;
 use super::rpc::{self, ControllerReply, ControllerRpc};
 use crate::cluster_config::Voter;
@@ -23,13 +24,6 @@ use glommio::net::TcpStream;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Frame kind: a Raft message (protobuf bytes).
-pub const KIND_RAFT: u8 = 1;
-/// Frame kind: a [`ControllerRpc`].
-pub const KIND_REQUEST: u8 = 2;
-/// Frame kind: a [`ControllerReply`].
-pub const KIND_REPLY: u8 = 3;
-
 /// The largest frame body accepted: a Raft append carries at most
 /// `max_size_per_msg` (1 MiB) of entries, a snapshot the whole metadata.
 const FRAME_BODY_BYTES_MAX: usize = 64 << 20;
@@ -39,16 +33,6 @@ const IO_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Pause after a failed connection before the next attempt.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(200);
-
-/// A frame of `kind` around `body`.
-pub fn frame(kind: u8, body: &[u8]) -> Vec<u8> {
-    let length = u32::try_from(body.len()).unwrap_or(u32::MAX);
-    let mut out = Vec::with_capacity(body.len() + 5);
-    out.extend_from_slice(&length.to_be_bytes());
-    out.push(kind);
-    out.extend_from_slice(body);
-    out
-}
 
 /// Reads one frame; `Ok(None)` at a clean end of stream.
 async fn read_frame(stream: &mut TcpStream) -> Result<Option<(u8, Vec<u8>)>, String> {
@@ -180,16 +164,5 @@ pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut 
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_frame_is_length_kind_body() {
-        let bytes = frame(KIND_REPLY, b"abc");
-        assert_eq!(bytes, [0, 0, 0, 3, KIND_REPLY, b'a', b'b', b'c']);
     }
 }

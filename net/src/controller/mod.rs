@@ -15,6 +15,7 @@
 mod config_ops;
 mod reconcile;
 mod topic_changes;
+mod topic_id;
 
 pub use config_ops::{altered_config, ConfigOpKind};
 pub use reconcile::{start as start_reconciler, wait_reconciled, Reconciler};

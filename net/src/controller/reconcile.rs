@@ -16,7 +16,7 @@
 //! Changes are applied in publication order by one task; a topic request
 //! waits for its commit's offset with [`wait_reconciled`].
 
-use super::topic_changes::random_topic_id;
+use super::topic_id::random_topic_id;
 use crate::cluster_runtime::{
     call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc, MetadataQuorum,
 };

@@ -8,6 +8,7 @@
 
 use super::config_ops::{altered_config, ConfigOpKind};
 use super::reconcile::wait_reconciled;
+use super::topic_id::random_topic_id;
 use super::ControllerReply;
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
 use crate::shard::Shard;
@@ -17,15 +18,6 @@ use std::rc::Rc;
 
 /// The metadata log's name, which no topic may take.
 const METADATA_TOPIC: &str = "__cluster_metadata";
-
-pub(super) fn random_topic_id() -> [u8; 16] {
-    let mut id: [u8; 16] = rand::random();
-    // Kafka reserves the all-zero id (and ids starting with zero bits are fine).
-    if id == [0; 16] {
-        id[15] = 1;
-    }
-    id
-}
 
 pub(super) async fn create_topic(
     shard: &Rc<Shard>,
