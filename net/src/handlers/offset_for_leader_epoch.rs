@@ -1,7 +1,17 @@
-//! OffsetForLeaderEpoch (key 23): the end offset of a leader epoch, which
-//! consumers use to detect log truncation (KIP-320). A single node never
-//! truncates under a consumer, so every epoch up to the current one ends at the
-//! log end offset, and the current epoch is reported.
+//! OffsetForLeaderEpoch (key 23): where a leader epoch ends in this log.
+//! Consumers ask it to detect log truncation (KIP-320: after a leader
+//! change, is my position still in the log?), followers to find how much of
+//! their log the leader never had (KIP-101) before they truncate.
+//!
+//! Each partition is answered on its owner shard from the partition's
+//! leader-epoch cache (`engine::PartitionLog::end_offset_for_epoch_checked`),
+//! with Kafka's rules: an unknown partition is UNKNOWN_TOPIC_OR_PARTITION; a
+//! `current_leader_epoch` (when not -1) older than the partition's is
+//! FENCED_LEADER_EPOCH and newer UNKNOWN_LEADER_EPOCH; otherwise the largest
+//! epoch ≤ the requested one and its end offset (the log end offset for the
+//! current epoch), or -1/-1 when the epoch is above every known one.
+//! `replica_id` (v3+; -1 for consumers) changes nothing on a broker that is
+//! the leader of all its partitions.
 
 use super::{Handler, HandlerFuture, Request};
 use crate::routing::run_checked;
@@ -14,7 +24,8 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use std::rc::Rc;
 
-/// v2–v4 (the codec's whole range).
+/// v2–v4 (the codec's whole range: v0 and v1 predate `current_leader_epoch`
+/// and kafka-protocol no longer decodes them).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::OffsetForLeaderEpoch,
     min_version: 2,
@@ -25,18 +36,24 @@ pub const HANDLER: Handler = Handler {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: OffsetForLeaderEpochRequest = request.decode()?;
-        let pairs: Vec<(String, i32)> = body
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .map(move |p| (t.topic.0.to_string(), p.partition))
-            })
-            .collect();
-        let mut replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp })
-            .await
-            .into_iter();
+        let mut pairs = Vec::new();
+        let mut epochs = Vec::new();
+        for topic in &body.topics {
+            for p in &topic.partitions {
+                pairs.push((topic.topic.0.to_string(), p.partition));
+                epochs.push((p.current_leader_epoch, p.leader_epoch));
+            }
+        }
+        let mut replies = run_checked(&shard, &pairs, |tp, i| {
+            let (current_leader_epoch, leader_epoch) = epochs[i];
+            PartitionOp::EpochEndOffset {
+                tp,
+                current_leader_epoch,
+                leader_epoch,
+            }
+        })
+        .await
+        .into_iter();
         let mut response = OffsetForLeaderEpochResponse::default();
         for topic in body.topics {
             let mut out = OffsetForLeaderTopicResult::default();
@@ -47,15 +64,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 part.leader_epoch = -1;
                 part.end_offset = -1;
                 match replies.next() {
-                    Some(Ok(PartitionReply::Describe(Ok(state)))) => {
-                        if p.leader_epoch > state.leader_epoch {
-                            // An epoch from the future: Kafka answers "undefined".
-                        } else {
-                            part.leader_epoch = state.leader_epoch;
-                            part.end_offset = state.log_end_offset;
-                        }
+                    Some(Ok(PartitionReply::EpochEndOffset(Ok((epoch, end_offset))))) => {
+                        part.leader_epoch = epoch;
+                        part.end_offset = end_offset;
                     }
-                    Some(Ok(PartitionReply::Describe(Err(code)))) | Some(Err(code)) => {
+                    Some(Ok(PartitionReply::EpochEndOffset(Err(code)))) | Some(Err(code)) => {
                         part.error_code = code.code()
                     }
                     _ => part.error_code = ErrorCode::UnknownServerError.code(),

@@ -73,6 +73,16 @@ pub enum PartitionOp {
         /// Partition.
         tp: TopicPartition,
     },
+    /// OffsetForLeaderEpoch: where `leader_epoch` ends in this log, once
+    /// `current_leader_epoch` (-1: unchecked) passed the fencing check.
+    EpochEndOffset {
+        /// Partition.
+        tp: TopicPartition,
+        /// The requester's view of the partition's leader epoch.
+        current_leader_epoch: i32,
+        /// The epoch whose end offset is asked for.
+        leader_epoch: i32,
+    },
     /// Append a transaction marker and wait until it is durable
     /// (WriteTxnMarkers; replies `Done`).
     WriteMarker {
@@ -101,6 +111,7 @@ impl PartitionOp {
             | PartitionOp::Delete { tp }
             | PartitionOp::AlterConfig { tp, .. }
             | PartitionOp::Describe { tp }
+            | PartitionOp::EpochEndOffset { tp, .. }
             | PartitionOp::WriteMarker { tp, .. } => tp,
         }
     }
@@ -203,6 +214,9 @@ pub enum PartitionReply {
     Done(Result<(), ErrorCode>),
     /// Describe.
     Describe(Result<PartitionState, ErrorCode>),
+    /// EpochEndOffset: (the epoch found, its end offset); `(-1, -1)` when
+    /// undefined.
+    EpochEndOffset(Result<(i32, i64), ErrorCode>),
 }
 
 /// Which reply an operation expects (to build an error reply when its owner is gone).
@@ -214,6 +228,7 @@ pub(crate) enum OpKind {
     DeleteRecords,
     Done,
     Describe,
+    EpochEndOffset,
 }
 
 impl OpKind {
@@ -228,6 +243,7 @@ impl OpKind {
             | PartitionOp::AlterConfig { .. }
             | PartitionOp::WriteMarker { .. } => OpKind::Done,
             PartitionOp::Describe { .. } => OpKind::Describe,
+            PartitionOp::EpochEndOffset { .. } => OpKind::EpochEndOffset,
         }
     }
 
@@ -246,6 +262,7 @@ impl OpKind {
             OpKind::DeleteRecords => PartitionReply::DeleteRecords(Err(code)),
             OpKind::Done => PartitionReply::Done(Err(code)),
             OpKind::Describe => PartitionReply::Describe(Err(code)),
+            OpKind::EpochEndOffset => PartitionReply::EpochEndOffset(Err(code)),
         }
     }
 }

@@ -110,6 +110,15 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     leader_epoch: log.leader_epoch(),
                     size_bytes: log.size_bytes(),
                 })),
+                PartitionOp::EpochEndOffset {
+                    current_leader_epoch,
+                    leader_epoch,
+                    ..
+                } => PartitionReply::EpochEndOffset(
+                    log.end_offset_for_epoch_checked(current_leader_epoch, leader_epoch)
+                        .map(|found| (found.epoch, found.end_offset))
+                        .map_err(|e| e.error_code()),
+                ),
                 PartitionOp::WriteMarker {
                     producer_id,
                     producer_epoch,
