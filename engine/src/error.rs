@@ -57,6 +57,28 @@ pub enum EngineError {
     /// The log was closed (topic deleted or broker shutting down).
     #[error("log closed")]
     Closed,
+    /// A request that names an older leader epoch than the partition's
+    /// (KIP-320): the sender's metadata is behind.
+    #[error("leader epoch {request_epoch} is older than the partition's {leader_epoch}")]
+    FencedLeaderEpoch {
+        /// The partition's leader epoch.
+        leader_epoch: i32,
+        /// The epoch the request named.
+        request_epoch: i32,
+    },
+    /// A request that names a newer leader epoch than the partition's
+    /// (KIP-320): this broker's metadata is behind.
+    #[error("leader epoch {request_epoch} is newer than the partition's {leader_epoch}")]
+    UnknownLeaderEpoch {
+        /// The partition's leader epoch.
+        leader_epoch: i32,
+        /// The epoch the request named.
+        request_epoch: i32,
+    },
+    /// The log is being truncated (a follower cutting back to its
+    /// leader): appends and other truncations are refused until it ends.
+    #[error("log is being truncated")]
+    Truncating,
     /// A batch or marker of a producer epoch older than the partition knows:
     /// a newer instance of the producer has fenced this one.
     #[error(
@@ -120,6 +142,10 @@ impl EngineError {
             EngineError::Io { .. } => ErrorCode::KafkaStorageError,
             // The client refreshes its metadata and finds the new owner.
             EngineError::Closed => ErrorCode::NotLeaderOrFollower,
+            EngineError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+            EngineError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
+            // Only a follower truncates: the client is at the wrong broker.
+            EngineError::Truncating => ErrorCode::NotLeaderOrFollower,
             EngineError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             EngineError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             EngineError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,

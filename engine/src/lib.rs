@@ -78,6 +78,7 @@ pub use clock::Clock;
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::EngineError;
 pub use error_code::ErrorCode;
+pub use log::epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
 pub use manager::LogManager;
 pub use producer_ids::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};

@@ -155,6 +155,9 @@ impl PartitionLog {
             }
         };
         let batch_leader_epoch = leader_epoch.max(state.leader_epoch);
+        // The last step that may refuse: a new epoch's checkpoint entry is
+        // durable before its first batch is in the log.
+        self.note_append_epoch(batch_leader_epoch, base_offset)?;
         let next_offset = assign_offsets(
             records,
             &validated,
@@ -205,9 +208,12 @@ impl PartitionLog {
     }
 
     /// Refuses appends to a closed log or one whose disk writes failed.
-    fn check_appendable(&self) -> Result<(), EngineError> {
+    pub(super) fn check_appendable(&self) -> Result<(), EngineError> {
         if self.closed.get() {
             return Err(EngineError::Closed);
+        }
+        if self.truncating.get() {
+            return Err(EngineError::Truncating);
         }
         if self.failed.get() {
             return Err(EngineError::io(

@@ -163,6 +163,19 @@ pub(crate) struct CommitState {
     /// `interval` policy: the writer found a sync due.
     sync_requested: bool,
     syncer_running: bool,
+    /// Truncations so far: a sync that started before one must not move
+    /// `durable` afterwards (the offsets it covered may be new data now).
+    truncations: u64,
+}
+
+impl CommitState {
+    /// After a truncation: rounds not yet published are past the cut (a
+    /// flush precedes every truncation, so there are none to lose), and an
+    /// fdatasync in flight covers bytes that are gone.
+    pub(crate) fn truncated(&mut self) {
+        self.unsynced.clear();
+        self.truncations += 1;
+    }
 }
 
 /// The slices after the first `skip` bytes of `parts`.
@@ -404,7 +417,7 @@ impl PartitionLog {
         loop {
             // Everything the writer has completed when the sync starts is
             // covered by it; taken in one step with the dirty files.
-            let (target, files, batches) = {
+            let (target, files, batches, truncations) = {
                 let mut commit = self.commit.borrow_mut();
                 let target = self.written.get();
                 let needed = !self.failed.get()
@@ -422,6 +435,7 @@ impl PartitionLog {
                     target,
                     std::mem::take(&mut commit.dirty),
                     std::mem::take(&mut commit.batches_unsynced),
+                    commit.truncations,
                 )
             };
             if let Err(e) = self.sync_files(&files, batches).await {
@@ -430,6 +444,11 @@ impl PartitionLog {
                 return;
             }
             drop(files);
+            if self.commit.borrow().truncations != truncations {
+                // The log was cut while this sync ran: what it covered is
+                // gone or rewritten; the next round syncs what is there now.
+                continue;
+            }
             if target > self.durable.get() {
                 self.durable.set(target);
             }

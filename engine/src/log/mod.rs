@@ -9,9 +9,12 @@
 //!   under the `fsync` policy (a consumer never sees a message that a crash
 //!   could take back) and `written` under `interval` and `os`.
 //!
-//! Submodules: [`append`] (validation, offsets, roll), [`flush`] (the
+//! Submodules: [`epoch_cache`] (Kafka's leader-epoch cache and its
+//! checkpoint text), `epochs` (the partition's `leader-epoch-checkpoint`,
+//! kept in step with the log), `truncate` (cutting the log's tail, crash
+//! safe, for replication), [`append`] (validation, offsets, roll), [`flush`] (the
 //! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
-//! [`cleanup`] (delete-records, retention, truncation), [`open`] (recovery at
+//! [`cleanup`] (delete-records, retention), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
 //! stable offset, the aborted-transaction index), [`watch`] (offsets that
 //! tasks wait on), [`maintenance`] (the narrow view the background cleaners
@@ -19,10 +22,13 @@
 
 mod append;
 mod cleanup;
+pub mod epoch_cache;
+mod epochs;
 mod flush;
 mod maintenance;
 mod open;
 mod read;
+mod truncate;
 mod txn;
 pub mod watch;
 
@@ -39,6 +45,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use watch::OffsetWatch;
 
+pub use epochs::CHECKPOINT_FILE_NAME as LEADER_EPOCH_CHECKPOINT_FILE_NAME;
 pub(crate) use maintenance::Maintenance;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
 
@@ -168,6 +175,11 @@ pub struct PartitionLog {
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,
     pub(crate) txn: RefCell<txn::TxnState>,
+    /// Leader epoch → first offset, as the `leader-epoch-checkpoint` says.
+    pub(crate) epochs: RefCell<epoch_cache::LeaderEpochCache>,
+    /// A truncation is under way: appends and other truncations are refused
+    /// until it ends.
+    pub(crate) truncating: Cell<bool>,
     /// Log bytes read and checked batch by batch when the log was opened.
     scanned_at_open_bytes: u64,
 }

@@ -48,6 +48,9 @@ impl PartitionLog {
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+        // A truncation that a crash interrupted is finished first, so that
+        // recovery sees the log it left, never a half-cut one.
+        super::truncate::finish_pending(&dir, &tp)?;
         let bases = segment_bases(&dir)?;
         let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
         let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
@@ -80,6 +83,12 @@ impl PartitionLog {
         let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
         let log_start_offset = stored_start.max(first_base).min(log_end_offset);
         let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset, now)?;
+        let epochs =
+            super::epochs::load_at_open(&dir, &segments, log_start_offset, log_end_offset)?;
+        // Appends go on in the newest epoch the log holds until the leader
+        // sets its own: a batch must never carry an older epoch than one
+        // before it.
+        let leader_epoch = epochs.latest_epoch().unwrap_or(0);
         sync_dir(&dir)?;
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
@@ -93,7 +102,7 @@ impl PartitionLog {
                 log_start_offset,
                 log_end_offset,
                 pending: VecDeque::new(),
-                leader_epoch: 0,
+                leader_epoch,
                 messages_since_sync: 0,
                 last_sync_ms: now,
                 stream_due_bytes: 0,
@@ -107,6 +116,8 @@ impl PartitionLog {
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
             txn: RefCell::new(txn),
+            epochs: RefCell::new(epochs),
+            truncating: Cell::new(false),
             scanned_at_open_bytes: scanned_bytes,
         });
         log.check_offsets();
@@ -119,7 +130,7 @@ impl PartitionLog {
 }
 
 /// The base offsets of the `.log` files in `dir`, ascending.
-fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
+pub(super) fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
     let mut bases: Vec<i64> = std::fs::read_dir(dir)
         .map_err(|e| EngineError::io(dir, e))?
         .filter_map(|entry| entry.ok())

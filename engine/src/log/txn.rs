@@ -110,6 +110,14 @@ fn remove_snapshot(dir: &Path, offset: i64) -> Result<(), EngineError> {
     }
 }
 
+/// Removes every producer-state snapshot (the log restarts empty).
+pub(crate) fn remove_all_snapshots(dir: &Path) -> Result<(), EngineError> {
+    for offset in snapshot_offsets(dir)? {
+        remove_snapshot(dir, offset)?;
+    }
+    Ok(())
+}
+
 fn prune_snapshots(dir: &Path) -> Result<(), EngineError> {
     let offsets = snapshot_offsets(dir)?;
     for &offset in offsets
