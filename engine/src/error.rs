@@ -75,6 +75,16 @@ pub enum EngineError {
         /// The epoch the request named.
         request_epoch: i32,
     },
+    /// A follower's copy of its leader's batches that does not start at
+    /// its log end or is not contiguous: a gap or an overlap. Nothing was
+    /// appended; the follower fetches again from its log end (or truncates).
+    #[error("replicated batch at offset {got} where {expected} was expected")]
+    ReplicaOffsetMismatch {
+        /// The offset the batch had to start at.
+        expected: i64,
+        /// The base offset it had.
+        got: i64,
+    },
     /// The log is being truncated (a follower cutting back to its
     /// leader): appends and other truncations are refused until it ends.
     #[error("log is being truncated")]
@@ -136,6 +146,9 @@ impl EngineError {
         match self {
             EngineError::Batch(e) => e.error_code(),
             EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            // Seen only by the follower's own fetcher, which, as after an
+            // out-of-range fetch, re-checks its position against the leader.
+            EngineError::ReplicaOffsetMismatch { .. } => ErrorCode::OffsetOutOfRange,
             EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
             EngineError::PartitionExists { .. } => ErrorCode::TopicAlreadyExists,
             EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,

@@ -29,7 +29,10 @@
 //!   blocks streamed to the shard's stream-writer thread).
 //! - [`log`]: the partition log — append, read (copy or file slice), lookup by
 //!   offset and time, high watermark, truncation, delete-records, and the
-//!   pipelined group commit that makes appends durable. Its
+//!   pipelined group commit that makes appends durable; for replication, a
+//!   follower's append of its leader's batches as they are
+//!   (`append_replicated`) and the high watermark capped by what the
+//!   in-sync replicas have (`set_replication_limit`). Its
 //!   `log/maintenance.rs` is the narrow view (`Maintenance`, crate
 //!   internal) through which compaction reads and rewrites sealed segments.
 //! - [`recovery`]: scanning and truncating after a crash.

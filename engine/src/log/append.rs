@@ -1,5 +1,10 @@
 //! Appends: validate every batch, check the producers' epochs and
 //! sequences, assign offsets in place, roll, queue for the flusher.
+//!
+//! One path serves the three origins of a payload ([`Origin`]): a client's
+//! produce and the log's own transaction markers get their offsets, leader
+//! epoch and (LogAppendTime) timestamps here; a follower's copy of its
+//! leader's batches (`replica.rs`) keeps all three as the leader wrote them.
 
 use super::txn::{data_batch, parse_marker_batch};
 use super::{AppendResult, LogState, PartitionLog, PendingChunk};
@@ -9,14 +14,37 @@ use crate::producer_state::{
     increment_sequence, BatchMetadata, ProducerStateManager, ProducerUpdates,
 };
 use crate::segment::Segment;
+use crate::types::LeaderEpoch;
 use std::rc::Rc;
 
 /// Appends up to this size count towards streaming their round's blocks
 /// early (see [`crate::stream_writer`]).
 const STREAM_APPEND_MAX_BYTES: usize = 4 << 10;
 
+/// Where an appended payload comes from, which decides what the log writes
+/// into its batches and what it checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// A producer's batches: offsets, the leader epoch and timestamps are
+    /// assigned; control batches are refused; producers are checked.
+    Client { leader_epoch: LeaderEpoch },
+    /// A control batch the log built itself (a transaction marker).
+    Control { leader_epoch: LeaderEpoch },
+    /// A leader's batches copied by a follower: offsets, epochs and
+    /// timestamps stay as the leader wrote them, and the producer state
+    /// follows them unchecked, as the replay at open does (the leader's log
+    /// is the truth; a check failing here would stop the follower for good).
+    Replica,
+}
+
+impl Origin {
+    fn allows_control(self) -> bool {
+        !matches!(self, Origin::Client { .. })
+    }
+}
+
 /// A produce payload, lent or handed over.
-enum Payload<'a> {
+pub(super) enum Payload<'a> {
     /// The caller keeps the buffer; the log copies the batches.
     Borrowed(&'a mut [u8]),
     /// The log keeps the buffer.
@@ -93,7 +121,7 @@ impl PartitionLog {
         records: &mut [u8],
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Borrowed(records), leader_epoch, false)
+        self.append_inner(Payload::Borrowed(records), Origin::Client { leader_epoch })
     }
 
     /// [`PartitionLog::append`] of a payload the caller hands over: the log
@@ -104,7 +132,7 @@ impl PartitionLog {
         records: Vec<u8>,
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Owned(records), leader_epoch, false)
+        self.append_inner(Payload::Owned(records), Origin::Client { leader_epoch })
     }
 
     /// Appends a control batch built by the log itself (a transaction
@@ -115,38 +143,57 @@ impl PartitionLog {
         batch: Vec<u8>,
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Owned(batch), leader_epoch, true)
+        self.append_inner(Payload::Owned(batch), Origin::Control { leader_epoch })
     }
 
-    /// [`PartitionLog::append`], taking control batches when `allow_control`.
+    /// [`PartitionLog::append`] of a payload of any [`Origin`].
     ///
     /// The steps, in order: refuse on a closed or failed log; validate the
-    /// payload; check the producers (a refused or duplicate payload leaves
-    /// no trace); write offsets into the batches; roll when due; index the
-    /// batches in the active segment; apply the producer changes; queue the
-    /// bytes for the flusher.
-    fn append_inner(
+    /// payload (a replica's must also start at the log end and be
+    /// contiguous); check the producers (a refused or duplicate payload
+    /// leaves no trace); note a new leader epoch; write offsets into the
+    /// batches (not a replica's); roll when due; index the batches in the
+    /// active segment; apply the producer changes; queue the bytes for the
+    /// flusher.
+    pub(super) fn append_inner(
         &self,
         mut payload: Payload<'_>,
-        leader_epoch: i32,
-        allow_control: bool,
+        origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.check_appendable()?;
         let config = self.append_settings();
         let records = payload.as_mut_slice();
-        let validated =
-            validate_payload(records, config.max_message_bytes as usize, allow_control)?;
+        // Kafka's follower ignores `max.message.bytes` too: its leader took
+        // the batch, maybe before the limit was lowered, and a follower
+        // refusing it could never catch up.
+        let max_batch_bytes = match origin {
+            Origin::Replica => usize::MAX,
+            Origin::Client { .. } | Origin::Control { .. } => config.max_message_bytes as usize,
+        };
+        let validated = validate_payload(records, max_batch_bytes, origin.allows_control())?;
         // One clock read serves the whole append (≈50 ns each on this VM).
         let now_ms = self.now_ms();
-        let log_append_time_ms = if config.log_append_time { now_ms } else { -1 };
+        let log_append_time_ms = if config.log_append_time && origin != Origin::Replica {
+            now_ms
+        } else {
+            -1
+        };
 
         let mut state = self.state.borrow_mut();
         let base_offset = state.log_end_offset;
+        if origin == Origin::Replica {
+            self.check_replica_offsets(
+                base_offset,
+                validated
+                    .iter()
+                    .map(|v| (v.header.base_offset, v.header.last_offset())),
+            )?;
+        }
         // Producer checks come before any change: a refused payload leaves no trace.
         let checked = {
             let mut txn = self.txn.borrow_mut();
             txn.producers.prune_stable(self.high_watermark.get());
-            check_producers(&txn.producers, &validated, base_offset, now_ms)?
+            check_producers(&txn.producers, &validated, base_offset, now_ms, origin)?
         };
         let producer_updates = match checked {
             Checked::Append(updates) => updates,
@@ -154,17 +201,31 @@ impl PartitionLog {
                 return Ok(duplicate_result(first, last, state.log_start_offset));
             }
         };
-        let batch_leader_epoch = leader_epoch.max(state.leader_epoch);
         // The last step that may refuse: a new epoch's checkpoint entry is
         // durable before its first batch is in the log.
-        self.note_append_epoch(batch_leader_epoch, base_offset)?;
-        let next_offset = assign_offsets(
-            records,
-            &validated,
-            base_offset,
-            batch_leader_epoch,
-            log_append_time_ms,
-        );
+        let next_offset = match origin {
+            Origin::Client { leader_epoch } | Origin::Control { leader_epoch } => {
+                let batch_leader_epoch = leader_epoch.max(state.leader_epoch);
+                self.note_append_epoch(batch_leader_epoch, base_offset)?;
+                assign_offsets(
+                    records,
+                    &validated,
+                    base_offset,
+                    batch_leader_epoch,
+                    log_append_time_ms,
+                )
+            }
+            Origin::Replica => {
+                self.note_replicated_epochs(
+                    validated
+                        .iter()
+                        .map(|v| (v.header.partition_leader_epoch, v.header.base_offset)),
+                )?;
+                validated
+                    .last()
+                    .map_or(base_offset, |v| v.header.last_offset() + 1)
+            }
+        };
         let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
         if needs_roll(&state, &config, total_bytes, next_offset, now_ms) {
             self.roll(&mut state, base_offset, now_ms);
@@ -385,7 +446,13 @@ fn check_producers(
     validated: &[Validated],
     base_offset: i64,
     now_ms: i64,
+    origin: Origin,
 ) -> Result<Checked, EngineError> {
+    if origin == Origin::Replica {
+        return Ok(Checked::Append(replay_producers(
+            producers, validated, now_ms,
+        )));
+    }
     let mut append = producers.begin(now_ms);
     let mut duplicates: Vec<(i64, i32, BatchMetadata)> = Vec::new();
     let mut fresh_count = 0usize;
@@ -429,6 +496,34 @@ fn check_producers(
         }
         _ => Ok(Checked::Append(append.into_updates())),
     }
+}
+
+/// A leader's batches as producer state changes, recorded unchecked at the
+/// offsets the leader gave them (see [`Origin::Replica`]), as the replay
+/// at open records the log's own batches.
+fn replay_producers(
+    producers: &ProducerStateManager,
+    validated: &[Validated],
+    now_ms: i64,
+) -> ProducerUpdates {
+    let mut append = producers.begin(now_ms);
+    for v in validated {
+        let header = &v.header;
+        if let Some((commit, coordinator_epoch)) = v.marker {
+            // Unchecked, it cannot fail: the marker stands as the leader wrote it.
+            let _ = append.marker(
+                header.producer_id,
+                header.producer_epoch,
+                coordinator_epoch,
+                commit,
+                header.base_offset,
+                false,
+            );
+        } else if header.producer_id >= 0 {
+            append.recovered_data_batch(&data_batch(header, header.base_offset));
+        }
+    }
+    append.into_updates()
 }
 
 /// The producer fields a client may not get wrong, and a control batch's marker.

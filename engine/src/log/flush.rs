@@ -29,6 +29,7 @@ use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
 use crate::error::EngineError;
 use crate::segment::{sync_dir, write_file_synced, Segment};
+use crate::types::Offset;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -166,6 +167,9 @@ pub(crate) struct CommitState {
     /// Truncations so far: a sync that started before one must not move
     /// `durable` afterwards (the offsets it covered may be new data now).
     truncations: u64,
+    /// The replication cap on the high watermark (`replica.rs`): `None` on
+    /// a single replica, where readers see whatever is published.
+    pub(crate) replication_limit: Option<Offset>,
 }
 
 impl CommitState {
@@ -479,10 +483,19 @@ impl PartitionLog {
                 self.ctx.cache.insert(&self.chunks, first, next, bytes);
             }
         }
-        if round.next_offset > self.high_watermark.get() {
-            self.high_watermark.set(round.next_offset);
-        }
+        self.raise_high_watermark(round.next_offset);
         self.check_offsets();
+    }
+
+    /// Moves the high watermark up to `published_offset` (everything below
+    /// it is readable here), or to the replication limit when that is
+    /// lower. It never moves back: only a truncation lowers it.
+    pub(crate) fn raise_high_watermark(&self, published_offset: Offset) {
+        let limit = self.commit.borrow().replication_limit;
+        let visible = limit.map_or(published_offset, |limit| published_offset.min(limit));
+        if visible > self.high_watermark.get() {
+            self.high_watermark.set(visible);
+        }
     }
 
     async fn sync_files(&self, files: &[SyncHandle], batches: u64) -> Result<(), EngineError> {

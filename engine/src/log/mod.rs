@@ -7,12 +7,17 @@
 //! - `durable`: everything below it survived an fdatasync.
 //! - `high_watermark`: what readers may see. On a single node it is `durable`
 //!   under the `fsync` policy (a consumer never sees a message that a crash
-//!   could take back) and `written` under `interval` and `os`.
+//!   could take back) and `written` under `interval` and `os`. A replicated
+//!   partition caps it further with what the in-sync replicas have
+//!   (`replica.rs`, which states the rule); it never moves back but by
+//!   truncation.
 //!
 //! Submodules: [`epoch_cache`] (Kafka's leader-epoch cache and its
 //! checkpoint text), `epochs` (the partition's `leader-epoch-checkpoint`,
 //! kept in step with the log), `truncate` (cutting the log's tail, crash
-//! safe, for replication), [`append`] (validation, offsets, roll), [`flush`] (the
+//! safe, for replication), `replica` (a follower's append of its leader's
+//! batches as they are, and the high watermark's replication cap),
+//! [`append`] (validation, offsets, roll), [`flush`] (the
 //! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
 //! [`cleanup`] (delete-records, retention), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
@@ -28,6 +33,7 @@ mod flush;
 mod maintenance;
 mod open;
 mod read;
+mod replica;
 mod truncate;
 mod txn;
 pub mod watch;

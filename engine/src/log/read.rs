@@ -160,10 +160,10 @@ impl PartitionLog {
         Ok(result)
     }
 
-    /// A read that stops before `limit_offset` (the high watermark, or the
-    /// last stable offset: both are batch boundaries). Also returns the
-    /// segment range of a file read.
-    async fn read_bounded(
+    /// A read that stops before `limit_offset` (the high watermark, the
+    /// last stable offset, or for a follower's fetch what is published: all
+    /// batch boundaries). Also returns the segment range of a file read.
+    pub(super) async fn read_bounded(
         &self,
         offset: i64,
         max_bytes: usize,
@@ -178,9 +178,12 @@ impl PartitionLog {
                 self.high_watermark.get(),
             )
         };
+        // The segments are readable up to here; a replication cap may hold
+        // the high watermark below it.
+        let published = self.published_offset();
         assert!(
-            limit_offset <= hw,
-            "reads stop at or below the high watermark"
+            limit_offset <= published,
+            "reads stop at or below what is published"
         );
         let mut result = ReadResult {
             high_watermark: hw,
@@ -222,7 +225,7 @@ impl PartitionLog {
                 max_bytes as u64,
             )
             .min(readable);
-        if limit_offset < hw {
+        if limit_offset < published {
             // The limit is the first offset of a batch: cut before it when it
             // lies in this segment.
             if let Some((limit_segment, limit_position, _)) = self.locate(limit_offset).await? {
