@@ -2,8 +2,9 @@
 //! leader log's batches with `append_replicated` and ends up equal to it
 //! (bytes, offsets, producer state, transactions, epoch cache), across
 //! segment rolls and a restart; a gap or an overlap is refused without a
-//! trace; and the high watermark's replication cap bounds what readers
-//! see and wakes the waiters when it moves.
+//! trace; a follower cuts its divergent tail and follows a new leader; and
+//! the high watermark's replication cap bounds what readers see and wakes
+//! the waiters when it moves.
 
 mod common;
 
@@ -493,5 +494,42 @@ fn waiting_for_the_high_watermark_ends_at_close() {
         glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
         log.close().await.unwrap();
         assert!(matches!(waiter.await, Err(EngineError::Closed)));
+    });
+}
+
+#[test]
+fn a_follower_truncates_its_divergent_tail_then_follows_the_new_leader() {
+    let (a_dir, b_dir, f_dir) = (tempdir(), tempdir(), tempdir());
+    run(async {
+        let (_am, old_leader) = open(a_dir.path()).await;
+        let (_bm, new_leader) = open(b_dir.path()).await;
+        let (_fm, follower) = open(f_dir.path()).await;
+        old_leader.set_leader_epoch(1);
+        append_durable_batches(&old_leader, 6).await;
+        // The new leader had copied only 0..20 when it took over in epoch 2.
+        let bytes = log_bytes(&old_leader, 0).await;
+        for b in split_batches(&bytes).into_iter().take(4) {
+            new_leader.append_replicated(b).unwrap();
+        }
+        new_leader.set_leader_epoch(2);
+        append_durable_batches(&new_leader, 3).await;
+        assert_eq!(new_leader.log_end_offset(), 35);
+        // The follower had all of the old leader's, committed up to 20.
+        follower.set_replication_limit(Some(20));
+        replicate(&old_leader, &follower).await;
+        assert_eq!(
+            (follower.log_end_offset(), follower.high_watermark()),
+            (30, 20)
+        );
+        // KIP-101: cut where epoch 1 ends on the new leader, then follow it.
+        let cut = new_leader.end_offset_for_epoch(1).end_offset;
+        assert_eq!(cut, 20);
+        assert!(follower.truncate_to(cut).await.unwrap());
+        assert_eq!(follower.high_watermark(), 20);
+        replicate(&new_leader, &follower).await;
+        assert_eq!(follower.high_watermark(), 20, "held by the cap");
+        follower.set_replication_limit(Some(new_leader.high_watermark()));
+        assert_same_log(&new_leader, &follower).await;
+        assert_eq!(epoch_pairs(&follower), vec![(1, 0), (2, 20)]);
     });
 }

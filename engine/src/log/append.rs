@@ -201,31 +201,14 @@ impl PartitionLog {
                 return Ok(duplicate_result(first, last, state.log_start_offset));
             }
         };
-        // The last step that may refuse: a new epoch's checkpoint entry is
-        // durable before its first batch is in the log.
-        let next_offset = match origin {
-            Origin::Client { leader_epoch } | Origin::Control { leader_epoch } => {
-                let batch_leader_epoch = leader_epoch.max(state.leader_epoch);
-                self.note_append_epoch(batch_leader_epoch, base_offset)?;
-                assign_offsets(
-                    records,
-                    &validated,
-                    base_offset,
-                    batch_leader_epoch,
-                    log_append_time_ms,
-                )
-            }
-            Origin::Replica => {
-                self.note_replicated_epochs(
-                    validated
-                        .iter()
-                        .map(|v| (v.header.partition_leader_epoch, v.header.base_offset)),
-                )?;
-                validated
-                    .last()
-                    .map_or(base_offset, |v| v.header.last_offset() + 1)
-            }
-        };
+        let next_offset = self.place_batches(
+            records,
+            &validated,
+            origin,
+            base_offset,
+            state.leader_epoch,
+            log_append_time_ms,
+        )?;
         let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
         if needs_roll(&state, &config, total_bytes, next_offset, now_ms) {
             self.roll(&mut state, base_offset, now_ms);
@@ -266,6 +249,45 @@ impl PartitionLog {
             size_bytes: total_bytes,
             duplicate: false,
         })
+    }
+
+    /// Notes a new leader epoch in the epoch cache, durable before its first
+    /// batch is in the log (the last step of an append that may refuse),
+    /// and writes the offsets, epoch and timestamps into the batches — but
+    /// a replica's, which keep the leader's. Returns the offset after the
+    /// last batch.
+    fn place_batches(
+        &self,
+        records: &mut [u8],
+        validated: &[Validated],
+        origin: Origin,
+        base_offset: i64,
+        log_leader_epoch: LeaderEpoch,
+        log_append_time_ms: i64,
+    ) -> Result<i64, EngineError> {
+        match origin {
+            Origin::Client { leader_epoch } | Origin::Control { leader_epoch } => {
+                let batch_leader_epoch = leader_epoch.max(log_leader_epoch);
+                self.note_append_epoch(batch_leader_epoch, base_offset)?;
+                Ok(assign_offsets(
+                    records,
+                    validated,
+                    base_offset,
+                    batch_leader_epoch,
+                    log_append_time_ms,
+                ))
+            }
+            Origin::Replica => {
+                self.note_replicated_epochs(
+                    validated
+                        .iter()
+                        .map(|v| (v.header.partition_leader_epoch, v.header.base_offset)),
+                )?;
+                Ok(validated
+                    .last()
+                    .map_or(base_offset, |v| v.header.last_offset() + 1))
+            }
+        }
     }
 
     /// Refuses appends to a closed log or one whose disk writes failed.
