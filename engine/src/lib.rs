@@ -35,6 +35,10 @@
 //!   in-sync replicas have (`set_replication_limit`). Its
 //!   `log/maintenance.rs` is the narrow view (`Maintenance`, crate
 //!   internal) through which compaction reads and rewrites sealed segments.
+//!   [`log::epoch_cache`] is Kafka's leader-epoch cache ([`LeaderEpochCache`],
+//!   pure), which each partition keeps durable as its
+//!   `leader-epoch-checkpoint` (`log/epochs.rs`) and cuts with the log
+//!   (`log/truncate.rs`: crash-safe `truncate_to` for replication).
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.

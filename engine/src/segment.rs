@@ -29,6 +29,17 @@ pub fn parse_file_name(name: &str, extension: &str) -> Option<i64> {
     stem.parse().ok()
 }
 
+/// The base offsets of the `.log` files in `dir`, ascending.
+pub fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
+    let mut bases: Vec<i64> = std::fs::read_dir(dir)
+        .map_err(|e| EngineError::io(dir, e))?
+        .filter_map(|entry| entry.ok())
+        .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
+        .collect();
+    bases.sort_unstable();
+    Ok(bases)
+}
+
 /// Mutable bookkeeping of a segment.
 #[derive(Debug, Clone)]
 pub struct SegmentMeta {

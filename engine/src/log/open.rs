@@ -19,7 +19,7 @@ use super::{LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::recovery::recover_segment;
-use crate::segment::{parse_file_name, sync_dir, Segment};
+use crate::segment::{segment_bases, sync_dir, Segment};
 use crate::types::{TopicId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -127,17 +127,6 @@ impl PartitionLog {
     pub(crate) fn self_rc(&self) -> Option<Rc<PartitionLog>> {
         self.me.upgrade()
     }
-}
-
-/// The base offsets of the `.log` files in `dir`, ascending.
-pub(super) fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
-    let mut bases: Vec<i64> = std::fs::read_dir(dir)
-        .map_err(|e| EngineError::io(dir, e))?
-        .filter_map(|entry| entry.ok())
-        .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
-        .collect();
-    bases.sort_unstable();
-    Ok(bases)
 }
 
 /// Recovers the segments based at `bases` in order, each trimmed to its

@@ -25,12 +25,12 @@
 //! ([`crate::EngineError::Truncating`]): only a follower truncates, and a
 //! follower takes no produce requests.
 
-use super::{open::segment_bases, PartitionLog};
+use super::PartitionLog;
 use crate::appender::Appender;
 use crate::batch::{BatchHeader, HEADER_BYTES};
 use crate::cache::BatchCache;
 use crate::error::EngineError;
-use crate::segment::{file_name, sync_dir, write_file_synced, Segment};
+use crate::segment::{file_name, segment_bases, sync_dir, write_file_synced, Segment};
 use crate::types::{Offset, TopicPartition};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -237,7 +237,8 @@ impl PartitionLog {
     /// pending writes first; appends are refused until it returns.
     ///
     /// Crash safe: reopening after a crash at any point yields a log that
-    /// ends at or before `offset` (see the module doc).
+    /// ends at or before `offset` (see the module doc). Run it to its end:
+    /// a future dropped midway leaves the cut for the next open to finish.
     pub async fn truncate_to(&self, offset: Offset) -> Result<bool, EngineError> {
         let _guard = self.begin_truncation(offset)?;
         self.flush().await?;
