@@ -106,6 +106,10 @@ pub struct BrokerConfig {
     pub engine: EngineConfig,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`).
     pub group: GroupConfig,
+    /// `offsets.topic.replication.factor` and
+    /// `transaction.state.log.replication.factor` (Kafka's 3), capped by the
+    /// live brokers when the topic is created.
+    pub internal_topics_replication_factor: i16,
     /// Cluster membership: the quorum voters, roles, rack, session timings.
     pub cluster: ClusterConfig,
 }
@@ -137,6 +141,7 @@ impl BrokerConfig {
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),
             group: GroupConfig::default(),
+            internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
         }
     }
@@ -305,6 +310,12 @@ impl BrokerConfig {
             "offsets.retention.check.interval.ms" => {
                 self.group.offsets_retention_check_interval_ms = num(name, value)?
             }
+            "offsets.topic.replication.factor" | "transaction.state.log.replication.factor" => {
+                self.internal_topics_replication_factor = num(name, value)?;
+                if self.internal_topics_replication_factor < 1 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+            }
             "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(name, value)?,
             _ => return Ok(false),
         }
@@ -458,8 +469,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "queued.max.requests",
-    "offsets.topic.replication.factor",
-    "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
     "controller.listener.names",

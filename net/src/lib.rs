@@ -46,6 +46,8 @@
 //!   persistence, timers, replay).
 //! - [`cluster_runtime`]: the metadata quorum member on shard 0, its
 //!   transport, broker registration and heartbeats, every shard's view.
+//! - [`replication_runtime`]: replicated partitions — the leader serving
+//!   followers and holding the HW, the followers' fetchers.
 //! - [`producer_ids`]: producer ids for InitProducerId, from persisted blocks
 //!   of 1000 (KIP-730) that shard 0 allocates and every shard draws from.
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
@@ -78,6 +80,7 @@ pub mod handlers;
 pub mod mesh;
 pub mod metrics;
 pub mod producer_ids;
+pub mod replication_runtime;
 pub mod routing;
 pub mod sendpath;
 pub mod serve;

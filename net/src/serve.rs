@@ -274,6 +274,22 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
     crate::controller::start_reconciler(&shard);
+    // A coordinator moves with its partition's leadership: load the groups
+    // of a `__consumer_offsets` partition this broker starts leading.
+    shard
+        .service::<crate::replication_runtime::ReplicaManager>()
+        .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
+            if tp.topic != crate::group_runtime::OFFSETS_TOPIC {
+                return;
+            }
+            let (shard, tp) = (shard.clone(), tp.clone());
+            glommio::spawn_local(async move {
+                if let Err(e) = crate::group_runtime::replay_partition(&shard, &tp).await {
+                    tracing::error!(%tp, error = %e, "cannot load the groups of a partition now led here");
+                }
+            })
+            .detach();
+        }));
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
     crate::group_runtime::replay(&shard)

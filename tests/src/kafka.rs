@@ -35,9 +35,24 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
 
 /// Creates a topic with the admin API and waits for the answer.
 pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    create_topic_replicated(bootstrap, name, partitions, 1, configs).await
+}
+
+/// [`create_topic`] with `replication_factor` replicas per partition.
+pub async fn create_topic_replicated(
+    bootstrap: &str,
+    name: &str,
+    partitions: i32,
+    replication_factor: i32,
+    configs: &[(&str, &str)],
+) {
     let admin: AdminClient<DefaultClientContext> =
         client_config(bootstrap).create().expect("admin client");
-    let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
+    let mut topic = NewTopic::new(
+        name,
+        partitions,
+        TopicReplication::Fixed(replication_factor),
+    );
     for (k, v) in configs {
         topic = topic.set(k, v);
     }

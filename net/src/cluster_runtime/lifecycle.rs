@@ -79,7 +79,7 @@ pub async fn call_controller_until_answered(
 pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let config = shard.config.clone();
     let interval = Duration::from_millis(config.cluster.heartbeat_interval_ms.max(10) as u64);
-    let incarnation_id: [u8; 16] = rand::random();
+    let incarnation_id = quorum.incarnation_id();
     let register = ControllerRpc::Register {
         broker_id: config.broker_id,
         incarnation_id,

@@ -60,6 +60,9 @@ pub struct MetadataQuorum {
     publications: Cell<u64>,
     /// The metadata log was empty when this process opened it.
     started_fresh: bool,
+    /// This process's random id, sent with its registration: an image whose
+    /// registration of this node carries it was made after this start.
+    incarnation_id: [u8; 16],
 }
 
 impl MetadataQuorum {
@@ -125,6 +128,7 @@ impl MetadataQuorum {
             published: RefCell::new(None),
             publications: Cell::new(0),
             started_fresh,
+            incarnation_id: rand::random(),
         })
     }
 
@@ -275,6 +279,11 @@ impl MetadataQuorum {
     /// node, or a single node's first start since it keeps metadata).
     pub fn started_fresh(&self) -> bool {
         self.started_fresh
+    }
+
+    /// This process's incarnation id (BrokerRegistration's).
+    pub fn incarnation_id(&self) -> [u8; 16] {
+        self.incarnation_id
     }
 
     /// Whether this node leads the quorum (is the active controller).

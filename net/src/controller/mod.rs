@@ -26,6 +26,12 @@ use crate::topics::TopicUpdate;
 use engine::ErrorCode;
 use std::rc::Rc;
 
+/// `replication_factor` of a CreateTopic that takes `default.replication.factor`.
+pub const DEFAULT_REPLICATION: i16 = -1;
+/// `replication_factor` of an internal topic (`offsets.topic.replication.factor`,
+/// `transaction.state.log.replication.factor`): Kafka's 3, capped by the live brokers.
+pub const INTERNAL_REPLICATION: i16 = -2;
+
 /// The shard that runs the controller.
 pub const CONTROLLER_SHARD: usize = 0;
 
@@ -40,6 +46,12 @@ pub enum ControllerRequest {
         partitions: i32,
         /// Topic config overrides.
         configs: Vec<(String, String)>,
+        /// Replicas per partition ([`DEFAULT_REPLICATION`]: the broker's
+        /// `default.replication.factor`; [`INTERNAL_REPLICATION`]: the
+        /// internal topics' factor, capped by the live brokers).
+        replication_factor: i16,
+        /// CreateTopics' explicit (partition, replicas); empty: placed.
+        assignment: Vec<(i32, Vec<i32>)>,
         /// Only check.
         validate_only: bool,
     },
@@ -124,8 +136,17 @@ async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerRep
             name,
             partitions,
             configs,
+            replication_factor,
+            assignment,
             validate_only,
-        } => topic_changes::create_topic(shard, name, partitions, configs, validate_only).await,
+        } => {
+            let placement = topic_changes::Placement {
+                partitions,
+                replication_factor,
+                assignment,
+            };
+            topic_changes::create_topic(shard, name, placement, configs, validate_only).await
+        }
         ControllerRequest::DeleteTopic { name } => topic_changes::delete_topic(shard, name).await,
         ControllerRequest::CreatePartitions {
             name,

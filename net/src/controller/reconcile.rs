@@ -21,13 +21,15 @@ use crate::cluster_runtime::{
     call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc, MetadataQuorum,
 };
 use crate::mesh::Envelope;
+use crate::replication_runtime::ApplyPartitionState;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::{Shard, ShardService};
 use crate::topics::{TopicEntry, TopicUpdate};
-use cluster::metadata::{MetadataImage, TopicImage};
+use cluster::metadata::{MetadataImage, PartitionState, TopicImage};
 use engine::{ErrorCode, TopicPartition};
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -39,6 +41,8 @@ pub struct Reconciler {
     waiters: RefCell<Vec<(i64, oneshot::Sender<()>)>>,
     /// Topics found on disk are being adopted: do not drop them yet.
     adopting: Cell<bool>,
+    /// The partition state last handed to each local replica's owner shard.
+    applied: RefCell<HashMap<(String, i32), PartitionState>>,
 }
 
 impl ShardService for Reconciler {
@@ -103,6 +107,7 @@ async fn run(shard: Rc<Shard>) {
         sequence = newer;
         if image.last_applied_offset() > reconciler.reconciled_offset.get() {
             reconcile(&shard, &image, reconciler.adopting.get()).await;
+            apply_partition_states(&shard, &reconciler, &image).await;
             reconciler.reconciled(image.last_applied_offset());
         }
     }
@@ -250,6 +255,68 @@ pub(super) async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
         let message = Envelope::new(move |receiver: &Rc<Shard>| receiver.apply_update(&update));
         if let Err(e) = shard.send_to(other, message).await {
             tracing::warn!(shard = other, error = %e, "topic update not delivered");
+        }
+    }
+}
+
+/// Hands each local replica whose committed state changed (leader, epochs,
+/// ISR, replicas) to its owner shard, which takes up its role.
+///
+/// Not before the image holds this process's own registration: an image
+/// replayed from the local metadata log at start can be older than the
+/// cluster (it may still name this broker leader of a partition that moved
+/// while it was down); every change after the registration record is one
+/// the controller made knowing this broker restarted.
+async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, image: &MetadataImage) {
+    let own = shard.config.broker_id;
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return;
+    };
+    let registered = image
+        .broker(own)
+        .is_some_and(|b| b.incarnation_id == quorum.incarnation_id());
+    if !registered {
+        return;
+    }
+    let mut changed = Vec::new();
+    {
+        let mut applied = reconciler.applied.borrow_mut();
+        applied.retain(|(topic, partition), _| {
+            image
+                .topic_by_name(topic)
+                .is_some_and(|t| t.partitions.contains_key(partition))
+        });
+        for topic in image.topics().values() {
+            let min_insync_replicas = shard
+                .topics
+                .borrow()
+                .get(&topic.name)
+                .map_or(1, |entry| entry.config.min_insync_replicas.max(1) as usize);
+            for (&partition, state) in &topic.partitions {
+                if !state.replicas.contains(&own) {
+                    continue;
+                }
+                let key = (topic.name.clone(), partition);
+                if applied.get(&key) == Some(state) {
+                    continue;
+                }
+                applied.insert(key, state.clone());
+                changed.push(ApplyPartitionState {
+                    tp: TopicPartition::new(topic.name.clone(), partition),
+                    replicas: state.replicas.clone(),
+                    isr: state.isr.clone(),
+                    leader: state.leader,
+                    leader_epoch: state.leader_epoch,
+                    partition_epoch: state.partition_epoch,
+                    min_insync_replicas,
+                });
+            }
+        }
+    }
+    for call in changed {
+        let owner = shard.owner(&call.tp);
+        if let Err(e) = shard.call(owner, call).await {
+            tracing::warn!(owner, error = %e, "partition state not delivered");
         }
     }
 }

@@ -9,23 +9,40 @@
 use super::config_ops::{altered_config, ConfigOpKind};
 use super::reconcile::wait_reconciled;
 use super::topic_id::random_topic_id;
-use super::ControllerReply;
+use super::{ControllerReply, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
+use crate::cluster_runtime::ClusterView;
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry, TopicUpdate};
+use cluster::placement::internal_topic_replication_factor;
 use engine::ErrorCode;
 use std::rc::Rc;
 
 /// The metadata log's name, which no topic may take.
 const METADATA_TOPIC: &str = "__cluster_metadata";
 
+/// Where a new topic's partitions go.
+pub(super) struct Placement {
+    /// Partition count (-1: `num.partitions`), when not assigned.
+    pub partitions: i32,
+    /// Replicas per partition, or [`DEFAULT_REPLICATION`] / [`INTERNAL_REPLICATION`].
+    pub replication_factor: i16,
+    /// Explicit (partition, replicas); empty: placed.
+    pub assignment: Vec<(i32, Vec<i32>)>,
+}
+
 pub(super) async fn create_topic(
     shard: &Rc<Shard>,
     name: String,
-    partitions: i32,
+    placement: Placement,
     configs: Vec<(String, String)>,
     validate_only: bool,
 ) -> ControllerReply {
+    let Placement {
+        partitions,
+        replication_factor,
+        assignment,
+    } = placement;
     if !valid_topic_name(&name) {
         return Err((
             ErrorCode::InvalidTopicException,
@@ -44,11 +61,36 @@ pub(super) async fn create_topic(
             format!("topic '{name}' already exists"),
         ));
     }
-    let partitions = if partitions == -1 {
+    let partitions = if !assignment.is_empty() {
+        i32::try_from(assignment.len()).unwrap_or(i32::MAX)
+    } else if partitions == -1 {
         shard.config.num_partitions
     } else {
         partitions
     };
+    let replication_factor = match replication_factor {
+        DEFAULT_REPLICATION => shard.config.default_replication_factor,
+        INTERNAL_REPLICATION => {
+            let live = shard
+                .service::<ClusterView>()
+                .image()
+                .brokers()
+                .values()
+                .filter(|b| !b.fenced)
+                .count();
+            internal_topic_replication_factor(
+                shard.config.internal_topics_replication_factor.max(1),
+                live,
+            )
+        }
+        factor => factor,
+    };
+    if assignment.is_empty() && replication_factor < 1 {
+        return Err((
+            ErrorCode::InvalidReplicationFactor,
+            format!("replication factor must be at least 1, got {replication_factor}"),
+        ));
+    }
     if partitions < 1 {
         return Err((
             ErrorCode::InvalidPartitions,
@@ -73,8 +115,8 @@ pub(super) async fn create_topic(
         name: name.clone(),
         topic_id: entry.topic_id,
         partitions,
-        replication_factor: 1,
-        assignment: Vec::new(),
+        replication_factor,
+        assignment,
         configs: entry.config.overrides_against(defaults),
     };
     let update = commit_then_read(shard, request, &name).await?;

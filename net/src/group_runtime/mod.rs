@@ -27,7 +27,7 @@ mod persist;
 mod replay;
 mod timer;
 
-pub use replay::replay;
+pub use replay::{replay, replay_partition};
 pub use timer::run_timer;
 
 use crate::call::OwnerCall;
@@ -196,6 +196,8 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
         name: OFFSETS_TOPIC.to_string(),
         partitions: shard.config.offsets_topic_num_partitions,
         configs: vec![("cleanup.policy".to_string(), "compact".to_string())],
+        replication_factor: controller::INTERNAL_REPLICATION,
+        assignment: Vec::new(),
         validate_only: false,
     };
     match controller::submit(shard, request).await {

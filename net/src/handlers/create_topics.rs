@@ -1,6 +1,7 @@
 //! CreateTopics (key 19): one controller change per topic; one bad topic does not fail the others.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime::ClusterView;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::TopicUpdate;
@@ -30,18 +31,25 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.name = topic.name.clone();
             result.num_partitions = -1;
             result.replication_factor = -1;
-            let outcome = if topic.replication_factor != -1 && topic.replication_factor != 1 {
+            let assignment: Vec<(i32, Vec<i32>)> = topic
+                .assignments
+                .iter()
+                .map(|a| {
+                    (
+                        a.partition_index,
+                        a.broker_ids.iter().map(|b| b.0).collect(),
+                    )
+                })
+                .collect();
+            let outcome = if !assignment.is_empty()
+                && (topic.num_partitions != -1 || topic.replication_factor != -1)
+            {
+                // Kafka: an explicit assignment says both, so neither may be set.
                 Err((
-                    ErrorCode::InvalidReplicationFactor,
-                    format!(
-                        "replication factor {} on a single-node broker",
-                        topic.replication_factor
+                    ErrorCode::InvalidRequest,
+                    String::from(
+                        "both numPartitions and replicationFactor must be -1 with a replica assignment",
                     ),
-                ))
-            } else if !topic.assignments.is_empty() {
-                Err((
-                    ErrorCode::InvalidReplicaAssignment,
-                    String::from("manual assignment is not supported"),
                 ))
             } else {
                 let configs = topic
@@ -59,6 +67,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         name: name.clone(),
                         partitions: topic.num_partitions,
                         configs,
+                        replication_factor: topic.replication_factor,
+                        assignment,
                         validate_only: body.validate_only,
                     },
                 )
@@ -71,7 +81,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     }
                     if version >= 5 {
                         result.num_partitions = entry.partitions;
-                        result.replication_factor = 1;
+                        // The committed replica count (validate-only: none yet).
+                        result.replication_factor = shard
+                            .service::<ClusterView>()
+                            .image()
+                            .topic_by_name(&entry.name)
+                            .and_then(|t| t.partitions.get(&0))
+                            .map_or(-1, |p| i16::try_from(p.replicas.len()).unwrap_or(-1));
                         result.configs = Some(
                             engine::TopicConfig::NAMES
                                 .iter()

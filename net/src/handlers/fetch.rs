@@ -53,6 +53,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: FetchRequest = request.decode()?;
         let version = request.version;
+        let replica = if version >= 15 {
+            body.replica_state.replica_id.0
+        } else {
+            body.replica_id.0
+        };
+        if replica >= 0 {
+            return super::fetch_follower::serve(&shard, &request, body, replica).await;
+        }
         let (topics, mut wanted) = resolve(&shard, &body, version);
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let min_bytes = body.min_bytes.max(0) as usize;

@@ -154,6 +154,8 @@ async fn lookup_or_create(
         name: name.clone(),
         partitions: -1,
         configs: Vec::new(),
+        replication_factor: controller::DEFAULT_REPLICATION,
+        assignment: Vec::new(),
         validate_only: false,
     };
     match controller::submit(shard, request).await {

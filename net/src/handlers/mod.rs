@@ -37,6 +37,7 @@ pub mod describe_quorum;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod fetch;
+mod fetch_follower;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod incremental_alter_configs;

@@ -134,6 +134,8 @@ async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, ErrorCod
         name: name.to_string(),
         partitions: -1,
         configs: Vec::new(),
+        replication_factor: controller::DEFAULT_REPLICATION,
+        assignment: Vec::new(),
         validate_only: false,
     };
     match controller::submit(shard, request).await {

@@ -6,10 +6,12 @@
 use super::ops::{
     OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
 };
+use crate::replication_runtime;
 use crate::shard::Shard;
 use engine::log::ReadMode;
 use engine::ErrorCode;
 use engine::ReadData;
+use engine::TopicPartition;
 use futures::future::join_all;
 use std::rc::Rc;
 
@@ -67,9 +69,15 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             let Some(log) = shard.logs.get(op.topic_partition()) else {
                 return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
             };
+            let tp = op.topic_partition().clone();
+            let describe = matches!(op, PartitionOp::Describe { .. });
+            if !describe && !replication_runtime::serves_clients(shard, &tp) {
+                // A follower (or offline) replica: clients go to the leader.
+                return kind.error_reply(ErrorCode::NotLeaderOrFollower);
+            }
             match op {
                 PartitionOp::Produce { records, acks, .. } => {
-                    PartitionReply::Produce(produce(&log, records, acks).await)
+                    PartitionReply::Produce(produce(shard, &tp, &log, records, acks).await)
                 }
                 PartitionOp::Read {
                     offset,
@@ -126,8 +134,15 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     coordinator_epoch,
                     ..
                 } => PartitionReply::Done(
-                    write_marker(&log, producer_id, producer_epoch, commit, coordinator_epoch)
-                        .await,
+                    write_marker(
+                        shard,
+                        &tp,
+                        &log,
+                        (producer_id, producer_epoch),
+                        commit,
+                        coordinator_epoch,
+                    )
+                    .await,
                 ),
                 _ => kind.error_reply(ErrorCode::UnknownServerError),
             }
@@ -135,20 +150,27 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     }
 }
 
-/// The in-sync replicas of a partition on a broker that runs alone: itself.
-/// (The replication runtime of #18 will answer with the leader's ISR.)
-const SINGLE_NODE_ISR_SIZE: i32 = 1;
+/// The in-sync replicas of a partition with one replica: itself.
+const SINGLE_REPLICA_ISR_SIZE: i32 = 1;
 
 async fn produce(
-    log: &engine::PartitionLog,
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<engine::PartitionLog>,
     records: Vec<u8>,
     acks: i16,
 ) -> Result<ProduceOutcome, ErrorCode> {
     // Kafka refuses an acks=all write before appending it when the ISR is
     // smaller than `min.insync.replicas`: the producer learns at once that
     // the durability it asked for cannot be had (acks 0 and 1 still write).
-    if acks == -1 && SINGLE_NODE_ISR_SIZE < log.min_insync_replicas() {
-        return Err(ErrorCode::NotEnoughReplicas);
+    if acks == -1 {
+        match replication_runtime::acks_all_check(shard, tp) {
+            Some(checked) => checked?,
+            None if SINGLE_REPLICA_ISR_SIZE < log.min_insync_replicas() => {
+                return Err(ErrorCode::NotEnoughReplicas)
+            }
+            None => {}
+        }
     }
     // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
@@ -160,6 +182,18 @@ async fn produce(
         _ => Ok(()),
     };
     waited.map_err(|e| e.error_code())?;
+    if acks == -1 {
+        // Replicated: complete once the ISR has it (the HW passed it).
+        replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, true).await?;
+    } else if replication_runtime::leader_state_of(shard, tp) {
+        // The HW still moves with this append once it is durable here.
+        let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
+        let last_offset = appended.last_offset;
+        glommio::spawn_local(async move {
+            let _ = replication_runtime::wait_acks_all(&shard, &tp, &log, last_offset, false).await;
+        })
+        .detach();
+    }
     Ok(ProduceOutcome {
         base_offset: appended.base_offset,
         log_append_time_ms: appended.log_append_time_ms,
@@ -226,11 +260,14 @@ async fn read(
 }
 
 /// Appends a transaction marker (WriteTxnMarkers, or the transaction
-/// coordinator ending a transaction) and waits until it is durable.
+/// coordinator ending a transaction) and waits until it is durable — on
+/// every ISR member when the partition is replicated, as Kafka writes
+/// markers with acks=all.
 async fn write_marker(
-    log: &engine::PartitionLog,
-    producer_id: i64,
-    producer_epoch: i16,
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<engine::PartitionLog>,
+    (producer_id, producer_epoch): (i64, i16),
     commit: bool,
     coordinator_epoch: i32,
 ) -> Result<(), ErrorCode> {
@@ -239,5 +276,6 @@ async fn write_marker(
         .map_err(|e| e.error_code())?;
     log.wait_durable(appended.last_offset)
         .await
-        .map_err(|e| e.error_code())
+        .map_err(|e| e.error_code())?;
+    replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, true).await
 }

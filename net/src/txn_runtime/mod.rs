@@ -267,6 +267,8 @@ pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
                 TXN_STATE_SEGMENT_BYTES.to_string(),
             ),
         ],
+        replication_factor: controller::INTERNAL_REPLICATION,
+        assignment: Vec::new(),
         validate_only: false,
     };
     match controller::submit(shard, request).await {

@@ -1,0 +1,255 @@
+//! The leader's side of replication, on the shard that owns the partition:
+//! a follower's fetch reports its log end and reads what the leader has
+//! made durable; the HW moves with the ISR's progress and is handed to the
+//! log as its replication limit, which wakes acks=all produces and
+//! consumers' long polls. A timer proposes ISR changes to the controller.
+
+use super::roles::{ReplicaManager, Role};
+use crate::call::OwnerCall;
+use crate::cluster_runtime::{ControllerReply, ControllerRpc, SendToController, METADATA_SHARD};
+use crate::shard::Shard;
+use bytes::Bytes;
+use cluster::replication::{Acks, AlterPartitionRejection, LeaderState};
+use engine::log::ReadMode;
+use engine::{ErrorCode, FlushPolicy, PartitionLog, ReadData, TopicPartition};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How often a leader checks its followers (ISR shrink and expand).
+const LEADER_TICK: Duration = Duration::from_millis(250);
+
+/// How long an acks=all produce waits for the ISR (Kafka bounds it by the
+/// request's `timeout_ms`; 30 s is its producer default).
+const ACKS_ALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Brings the leader state up to the log: its end and what is durable.
+fn sync(state: &RefCell<LeaderState>, log: &PartitionLog) {
+    let mut state = state.borrow_mut();
+    state.on_local_append(log.log_end_offset());
+    let durable = log.published_offset().min(log.log_end_offset());
+    if durable > state.durable_offset() {
+        if let Some(hw) = state.on_local_durable(durable) {
+            log.set_replication_limit(Some(hw));
+        }
+    }
+}
+
+/// Whether clients may produce to and read `tp` here: it is not
+/// replicated, or this broker leads it.
+pub fn serves_clients(shard: &Shard, tp: &TopicPartition) -> bool {
+    !matches!(
+        shard.service::<ReplicaManager>().role(tp),
+        Some((_, Role::Follower { .. } | Role::Offline))
+    )
+}
+
+/// Whether `tp` is a replicated partition this shard leads.
+pub fn leader_state_of(shard: &Shard, tp: &TopicPartition) -> bool {
+    shard.service::<ReplicaManager>().leader_state(tp).is_some()
+}
+
+/// Refuses acks=all when the ISR is smaller than `min.insync.replicas`
+/// (before anything is appended); `None` when the partition is not a
+/// replicated one this shard leads (the caller's single-node rules apply).
+pub fn acks_all_check(shard: &Shard, tp: &TopicPartition) -> Option<Result<(), ErrorCode>> {
+    let state = shard.service::<ReplicaManager>().leader_state(tp)?;
+    let checked = state.borrow().produce_check(Acks::All);
+    Some(checked.map_err(|e| e.error_code()))
+}
+
+/// After an append on a replicated leader: once it is durable here, the HW
+/// may move (a leader alone in its ISR moves it by itself), and an acks=all
+/// produce whose last record is `last_offset` completes when the HW passes
+/// it. Returns at once for a partition that is not replicated.
+pub async fn wait_acks_all(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<PartitionLog>,
+    last_offset: i64,
+    wait_for_isr: bool,
+) -> Result<(), ErrorCode> {
+    let Some(state) = shard.service::<ReplicaManager>().leader_state(tp) else {
+        return Ok(());
+    };
+    let _ = wait_published(shard, log, last_offset).await;
+    sync(&state, log);
+    if !wait_for_isr {
+        return Ok(());
+    }
+    let waited = glommio::timer::timeout(ACKS_ALL_TIMEOUT, async {
+        Ok(log.wait_high_watermark_past(last_offset).await)
+    })
+    .await;
+    match waited {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.error_code()),
+        Err(_) => Err(ErrorCode::RequestTimedOut),
+    }
+}
+
+/// A follower's fetch of one partition, served by its owner shard.
+#[derive(Debug, Clone)]
+pub struct ServeFollowerFetch {
+    /// The partition.
+    pub tp: TopicPartition,
+    /// The follower's node id.
+    pub replica: i32,
+    /// Its log end offset: where it fetches from.
+    pub fetch_offset: i64,
+    /// The leader epoch it follows.
+    pub current_leader_epoch: i32,
+    /// At most this many bytes.
+    pub max_bytes: usize,
+    /// How long to wait for new data when there is none.
+    pub max_wait: Duration,
+}
+
+/// What the leader answers a follower for one partition.
+#[derive(Debug, Clone)]
+pub struct FollowerFetchReply {
+    /// The error, or `None`.
+    pub error: ErrorCode,
+    /// The leader's HW.
+    pub high_watermark: i64,
+    /// The leader's log start.
+    pub log_start_offset: i64,
+    /// The batches from `fetch_offset`, as written.
+    pub records: Option<Bytes>,
+}
+
+impl FollowerFetchReply {
+    fn error(error: ErrorCode) -> Self {
+        FollowerFetchReply {
+            error,
+            high_watermark: -1,
+            log_start_offset: -1,
+            records: None,
+        }
+    }
+}
+
+impl OwnerCall for ServeFollowerFetch {
+    type Reply = FollowerFetchReply;
+
+    async fn run(self, shard: Rc<Shard>) -> FollowerFetchReply {
+        let Some(log) = shard.logs.get(&self.tp) else {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        };
+        let Some(state) = shard.service::<ReplicaManager>().leader_state(&self.tp) else {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        };
+        if let Err(e) = state.borrow().check_leader_epoch(self.current_leader_epoch) {
+            return FollowerFetchReply::error(e.error_code());
+        }
+        sync(&state, &log);
+        let moved =
+            state
+                .borrow_mut()
+                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
+        match moved {
+            Ok(Some(hw)) => log.set_replication_limit(Some(hw)),
+            Ok(None) => {}
+            Err(e) => return FollowerFetchReply::error(e.error_code()),
+        }
+        let mut read = log
+            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+            .await;
+        let empty = matches!(&read, Ok(r) if r.data.is_empty());
+        if empty && !self.max_wait.is_zero() {
+            let _ = glommio::timer::timeout(self.max_wait, async {
+                let _ = wait_published(&shard, &log, self.fetch_offset).await;
+                Ok(())
+            })
+            .await;
+            read = log
+                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+                .await;
+        }
+        match read {
+            Ok(result) => FollowerFetchReply {
+                error: ErrorCode::None,
+                high_watermark: state.borrow().high_watermark(),
+                log_start_offset: result.log_start_offset,
+                records: bytes_of(result.data),
+            },
+            Err(e) => FollowerFetchReply::error(e.error_code()),
+        }
+    }
+}
+
+/// Waits until what is published here (durable under the `fsync` policy,
+/// written otherwise) passes `offset`.
+async fn wait_published(
+    shard: &Shard,
+    log: &PartitionLog,
+    offset: i64,
+) -> Result<(), engine::EngineError> {
+    match shard.config.engine.flush_policy {
+        FlushPolicy::Fsync => log.wait_durable(offset).await,
+        FlushPolicy::Interval | FlushPolicy::Os => log.wait_written(offset).await,
+    }
+}
+
+fn bytes_of(data: ReadData) -> Option<Bytes> {
+    match data {
+        ReadData::Empty => None,
+        ReadData::Bytes(bytes) => Some(bytes),
+        ReadData::Pieces(pieces) => {
+            let mut joined = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+            for piece in pieces {
+                joined.extend_from_slice(&piece);
+            }
+            Some(Bytes::from(joined))
+        }
+        // A follower read is a copy read; a file range never comes back.
+        ReadData::File(_) => None,
+    }
+}
+
+/// The leader's timer for one partition, while `generation` is its role:
+/// keeps the HW up to the local log and proposes ISR changes.
+pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
+    let manager = shard.service::<ReplicaManager>();
+    let (topic_id, own) = match shard.topics.borrow().get(&tp.topic) {
+        Some(entry) => (entry.topic_id, shard.config.broker_id),
+        None => return,
+    };
+    loop {
+        glommio::timer::sleep(LEADER_TICK).await;
+        if !manager.is_current(&tp, generation) {
+            return;
+        }
+        let (Some((_, Role::Leader(state))), Some(log)) = (manager.role(&tp), shard.logs.get(&tp))
+        else {
+            return;
+        };
+        sync(&state, &log);
+        let proposal = state.borrow_mut().tick(shard.now_ms());
+        let Some(proposal) = proposal else {
+            continue;
+        };
+        tracing::info!(%tp, kind = ?proposal.kind, isr = ?proposal.new_isr, "proposing an ISR change");
+        let request = ControllerRpc::AlterPartition {
+            broker_id: own,
+            topic_id,
+            partition: tp.partition,
+            leader_epoch: proposal.leader_epoch,
+            partition_epoch: proposal.partition_epoch,
+            new_isr: proposal.new_isr.iter().copied().collect(),
+        };
+        let answer = shard.call(METADATA_SHARD, SendToController(request)).await;
+        let rejection = match answer {
+            // Committed: the reconciler brings the new ISR here.
+            Ok(Ok(ControllerReply::Committed { .. })) => continue,
+            Ok(Err((ErrorCode::InvalidRequest | ErrorCode::IneligibleReplica, _))) => {
+                AlterPartitionRejection::NotApplied
+            }
+            _ => AlterPartitionRejection::Unknown,
+        };
+        tracing::warn!(%tp, ?answer, "ISR change not committed");
+        state
+            .borrow_mut()
+            .on_alter_partition_rejected(proposal.proposal_id, rejection);
+    }
+}

@@ -1,0 +1,34 @@
+//! The replication runtime: each shard's view of the replicated partitions
+//! it owns, as leader or follower, driven by the committed metadata and by
+//! the followers' fetches. The decisions (ISR, high watermark, when to
+//! shrink or expand) are `rill-cluster`'s pure `LeaderState`; this module
+//! does the I/O around it, on the shard that owns the partition.
+//!
+//! - [`ReplicaManager`]: the roles of this shard's replicated partitions
+//!   (a partition with one replica has none: it behaves as on a single
+//!   node), changed by [`ApplyPartitionState`] from the reconciler.
+//! - [`leader`]: serving a follower's fetch (its offset is its log end; the
+//!   HW moves; acks=all produces and consumers' long polls wake), the
+//!   acks=all wait, and the leader's timer that proposes ISR changes.
+//! - [`follower`]: the fetcher a follower runs against its leader:
+//!   truncate to where the leader's log agrees (OffsetForLeaderEpoch), then
+//!   fetch, append as-is, fsync, and report by fetching again.
+//! - [`client`]: a Kafka request over a plain connection (the follower is
+//!   a client of the leader's Kafka listener).
+//!
+//! The HW a reader sees is the log's replication limit
+//! (`PartitionLog::set_replication_limit`): the leader's HW on the leader,
+//! min(leader's HW, own log end) on a follower.
+
+pub mod apply;
+pub mod client;
+pub mod follower;
+pub mod leader;
+pub mod roles;
+
+pub use apply::ApplyPartitionState;
+pub use leader::{
+    acks_all_check, leader_state_of, serves_clients, wait_acks_all, FollowerFetchReply,
+    ServeFollowerFetch,
+};
+pub use roles::{LeadershipHook, ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};

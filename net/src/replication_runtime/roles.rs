@@ -1,0 +1,93 @@
+//! [`ReplicaManager`]: the roles of one shard's replicated partitions, each
+//! with a generation so that a task started for a role stops when it ends.
+
+use crate::shard::{Shard, ShardService};
+use cluster::replication::LeaderState;
+use engine::TopicPartition;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// `replica.lag.time.max.ms`: a follower not caught up for this long leaves
+/// the ISR (Kafka's default is 30 s; rill fences a dead broker much sooner,
+/// so this only catches a live but slow one).
+pub const REPLICA_LAG_TIME_MAX_MS: i64 = 10_000;
+
+/// A replicated partition's role on this broker.
+#[derive(Clone)]
+pub enum Role {
+    /// This broker leads it.
+    Leader(Rc<RefCell<LeaderState>>),
+    /// This broker follows `leader` in `leader_epoch`.
+    Follower {
+        /// The leader's node id.
+        leader: i32,
+        /// Its epoch.
+        leader_epoch: i32,
+    },
+    /// No leader (every ISR member is down): nobody serves it.
+    Offline,
+}
+
+/// Called when this shard becomes the leader of a replicated partition
+/// (the coordinators load the state of their partitions this way).
+pub type LeadershipHook = Rc<dyn Fn(&Rc<Shard>, &TopicPartition)>;
+
+/// The roles of this shard's replicated partitions.
+#[derive(Default)]
+pub struct ReplicaManager {
+    roles: RefCell<HashMap<TopicPartition, (u64, Role)>>,
+    generation: Cell<u64>,
+    on_leadership: RefCell<Vec<LeadershipHook>>,
+}
+
+impl ShardService for ReplicaManager {
+    fn build(_shard: &Shard) -> Self {
+        ReplicaManager::default()
+    }
+}
+
+impl ReplicaManager {
+    /// The partition's role and its generation (a task started for a role
+    /// stops once the generation moves on), if it is replicated.
+    pub fn role(&self, tp: &TopicPartition) -> Option<(u64, Role)> {
+        self.roles.borrow().get(tp).cloned()
+    }
+
+    /// The leader state of a partition this shard leads, if replicated.
+    pub fn leader_state(&self, tp: &TopicPartition) -> Option<Rc<RefCell<LeaderState>>> {
+        match self.role(tp) {
+            Some((_, Role::Leader(state))) => Some(state),
+            _ => None,
+        }
+    }
+
+    /// Whether `generation` is still the partition's current role.
+    pub fn is_current(&self, tp: &TopicPartition, generation: u64) -> bool {
+        self.roles
+            .borrow()
+            .get(tp)
+            .is_some_and(|(current, _)| *current == generation)
+    }
+
+    pub(super) fn set(&self, tp: TopicPartition, role: Role) -> u64 {
+        let generation = self.generation.get() + 1;
+        self.generation.set(generation);
+        self.roles.borrow_mut().insert(tp, (generation, role));
+        generation
+    }
+
+    /// Registers a hook run each time this shard starts leading a
+    /// replicated partition (a new leader epoch).
+    pub fn on_leadership(&self, hook: LeadershipHook) {
+        self.on_leadership.borrow_mut().push(hook);
+    }
+
+    pub(super) fn leadership_hooks(&self) -> Vec<LeadershipHook> {
+        self.on_leadership.borrow().clone()
+    }
+
+    pub(super) fn forget(&self, tp: &TopicPartition) {
+        self.roles.borrow_mut().remove(tp);
+    }
+}

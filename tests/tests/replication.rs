@@ -1,0 +1,229 @@
+//! Replicated partitions with three real `rill` processes (one shard each)
+//! and librdkafka: RF=3, `min.insync.replicas=2`, an idempotent acks=all
+//! producer, while brokers are killed, stopped and restarted. Every
+//! acknowledged message must be read back exactly once, in order.
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rill_tests::cluster::{describe_cluster, wait_for, Cluster};
+use std::time::Duration;
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// An election, a session expiry (2.5 s) and a catch-up on a loaded
+/// two-core machine.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// Partition 0's (leader, replicas, isr) as `bootstrap` reports it.
+fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .ok()?;
+    let partition = metadata.topics().first()?.partitions().first()?;
+    let mut isr = partition.isr().to_vec();
+    isr.sort_unstable();
+    let mut replicas = partition.replicas().to_vec();
+    replicas.sort_unstable();
+    Some((partition.leader(), replicas, isr))
+}
+
+fn producer(bootstrap: &str) -> FutureProducer {
+    rill_tests::kafka::producer(
+        bootstrap,
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "true"),
+            ("message.timeout.ms", "60000"),
+            ("request.timeout.ms", "10000"),
+            ("retry.backoff.ms", "100"),
+            ("topic.metadata.refresh.interval.ms", "500"),
+        ],
+    )
+}
+
+/// Produces `values` one at a time (acks=all) and returns those acknowledged.
+async fn produce(producer: &FutureProducer, topic: &str, values: std::ops::Range<u32>) -> Vec<u32> {
+    let mut acknowledged = Vec::new();
+    for value in values {
+        let payload = value.to_string();
+        let record: FutureRecord<'_, (), String> =
+            FutureRecord::to(topic).payload(&payload).partition(0);
+        if producer.send(record, Duration::from_secs(60)).await.is_ok() {
+            acknowledged.push(value);
+        }
+    }
+    acknowledged
+}
+
+/// Every value of partition 0, from the beginning, by an assigned consumer.
+fn read_back(bootstrap: &str, topic: &str, expected: usize) -> Vec<u32> {
+    rill_tests::kafka::consume_all(bootstrap, topic, 1, expected, Duration::from_secs(60), &[])
+        .into_iter()
+        .map(|r| {
+            String::from_utf8(r.value.expect("a value"))
+                .expect("utf-8")
+                .parse()
+                .expect("a number")
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
+    let mut cluster = Cluster::start(RILL, 3, &[]);
+    for node in 1..=3 {
+        wait_for("every broker to list all three", SETTLE, || {
+            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+            (brokers == vec![1, 2, 3]).then_some(())
+        });
+    }
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "replicated",
+        1,
+        3,
+        &[("min.insync.replicas", "2")],
+    ));
+    let (leader, replicas, _) = wait_for("all three in the ISR", SETTLE, || {
+        let state = partition_state(&bootstrap, "replicated")?;
+        (state.2 == vec![1, 2, 3]).then_some(state)
+    });
+    assert_eq!(replicas, vec![1, 2, 3]);
+
+    let producer = producer(&bootstrap);
+    let mut acknowledged = runtime.block_on(produce(&producer, "replicated", 0..100));
+    assert_eq!(
+        acknowledged.len(),
+        100,
+        "all acknowledged with a healthy ISR"
+    );
+
+    // The leader dies: a new one comes from the ISR and the producer goes on.
+    cluster.node(leader).stop_with(libc::SIGKILL);
+    acknowledged.extend(runtime.block_on(produce(&producer, "replicated", 100..200)));
+    let (new_leader, _, isr) = wait_for("a new leader without the dead one", SETTLE, || {
+        let survivor = (1..=3).find(|&n| n != leader)?;
+        let state = partition_state(&cluster.node(survivor).bootstrap(), "replicated")?;
+        (state.0 != leader && state.0 > 0 && !state.2.contains(&leader)).then_some(state)
+    });
+    assert!(isr.len() >= 2, "min.insync.replicas holds: {isr:?}");
+
+    // The old leader comes back as a follower, catches up and rejoins.
+    cluster.node(leader).restart();
+    wait_for("the restarted broker back in the ISR", SETTLE, || {
+        let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
+        (state.2 == vec![1, 2, 3]).then_some(())
+    });
+
+    // A follower stops: it is fenced and leaves the ISR; acks go on with two.
+    let follower = (1..=3).find(|&n| n != new_leader).expect("a follower");
+    let pid = cluster.node(follower).pid().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+    }
+    wait_for("the stopped follower out of the ISR", SETTLE, || {
+        let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
+        (!state.2.contains(&follower)).then_some(())
+    });
+    acknowledged.extend(runtime.block_on(produce(&producer, "replicated", 200..300)));
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(pid, libc::SIGCONT);
+    }
+    wait_for("the resumed follower back in the ISR", SETTLE, || {
+        let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
+        (state.2 == vec![1, 2, 3]).then_some(())
+    });
+
+    assert!(
+        acknowledged.len() >= 250,
+        "most writes acknowledged: {}",
+        acknowledged.len()
+    );
+    let read = read_back(&bootstrap, "replicated", acknowledged.len());
+    let mut deduplicated = read.clone();
+    deduplicated.dedup();
+    assert_eq!(deduplicated, read, "no record twice (idempotent producer)");
+    let mut expected = acknowledged.clone();
+    expected.sort_unstable();
+    let mut sorted = read.clone();
+    sorted.sort_unstable();
+    for value in &expected {
+        assert!(
+            sorted.binary_search(value).is_ok(),
+            "acknowledged {value} was lost"
+        );
+    }
+    assert!(read.windows(2).all(|w| w[0] < w[1]), "in order: {read:?}");
+}
+
+#[test]
+fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_returns() {
+    let mut cluster = Cluster::start(RILL, 3, &[]);
+    for node in 1..=3 {
+        wait_for("every broker to list all three", SETTLE, || {
+            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+            (brokers == vec![1, 2, 3]).then_some(())
+        });
+    }
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "quorum-writes",
+        1,
+        3,
+        &[("min.insync.replicas", "2")],
+    ));
+    let (leader, _, _) = wait_for("all three in the ISR", SETTLE, || {
+        let state = partition_state(&bootstrap, "quorum-writes")?;
+        (state.2 == vec![1, 2, 3]).then_some(state)
+    });
+    let producer = producer(&bootstrap);
+    let first = runtime.block_on(produce(&producer, "quorum-writes", 0..20));
+    assert_eq!(first.len(), 20);
+    let down: Vec<i32> = (1..=3).filter(|&n| n != leader).collect();
+    for &node in &down {
+        cluster.node(node).stop_with(libc::SIGKILL);
+    }
+    // The metadata quorum lost its majority too (the three are also its
+    // voters), so nobody can shrink the ISR: as in Kafka, the leader holds
+    // acks=all writes until they time out, and acknowledges none of them.
+    let strict = rill_tests::kafka::producer(
+        &cluster.node(leader).bootstrap(),
+        &[
+            ("acks", "all"),
+            ("message.timeout.ms", "3000"),
+            ("retries", "0"),
+        ],
+    );
+    let payload = String::from("1000");
+    let record: FutureRecord<'_, (), String> = FutureRecord::to("quorum-writes")
+        .payload(&payload)
+        .partition(0);
+    let refused = runtime.block_on(strict.send(record, Duration::from_secs(10)));
+    assert!(
+        refused.is_err(),
+        "acks=all with one live replica of three is not acknowledged: {refused:?}"
+    );
+    // One comes back: it catches up, rejoins, and writes resume.
+    cluster.node(down[0]).restart();
+    wait_for("two in the ISR again", SETTLE, || {
+        let state = partition_state(&cluster.node(leader).bootstrap(), "quorum-writes")?;
+        (state.2.len() == 2).then_some(())
+    });
+    let later = runtime.block_on(produce(&producer, "quorum-writes", 20..40));
+    assert_eq!(later.len(), 20);
+    // The unacknowledged write may or may not have been committed since.
+    let bootstrap = cluster.node(leader).bootstrap();
+    let mut read = read_back(&bootstrap, "quorum-writes", 40);
+    if read.contains(&1000) {
+        read = read_back(&bootstrap, "quorum-writes", 41);
+    }
+    read.retain(|&v| v != 1000);
+    assert_eq!(read, (0..40).collect::<Vec<u32>>());
+}
