@@ -61,6 +61,12 @@ pub struct ClusterConfig {
     /// The quorum's tick; the election timeout is 10 ticks and a leader
     /// heartbeats every 2.
     pub quorum_tick_ms: u64,
+    /// `auto.leader.rebalance.enable`: the controller moves each partition's
+    /// leadership back to its preferred (first) replica when that one is in
+    /// the ISR.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms.
+    pub leader_imbalance_check_interval_ms: i64,
     /// `rill.metadata.snapshot.interval.entries`: applied metadata records
     /// after which the quorum snapshots the image and trims its log.
     pub snapshot_interval_entries: u64,
@@ -81,6 +87,8 @@ impl Default for ClusterConfig {
             session_timeout_ms: 2500,
             quorum_tick_ms: 100,
             snapshot_interval_entries: 1024,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
         }
     }
 }

@@ -282,6 +282,16 @@ impl BrokerConfig {
                 self.cluster.heartbeat_interval_ms = num(name, value)?
             }
             "broker.session.timeout.ms" => self.cluster.session_timeout_ms = num(name, value)?,
+            "auto.leader.rebalance.enable" => {
+                self.cluster.auto_leader_rebalance_enable = boolean(name, value)?
+            }
+            "leader.imbalance.check.interval.seconds" => {
+                let seconds: i64 = num(name, value)?;
+                if seconds < 1 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+                self.cluster.leader_imbalance_check_interval_ms = seconds.saturating_mul(1000);
+            }
             _ => return Ok(false),
         }
         Ok(true)

@@ -47,6 +47,23 @@ pub struct ShardMetrics {
     /// renderer joins because a group's coordinator and its partitions'
     /// owners are usually different shards.
     pub log_end_offsets: Vec<(String, i32, i64)>,
+    /// Replication counters of this shard's partitions (filled when a
+    /// snapshot is taken).
+    pub replication: ReplicationCounters,
+}
+
+/// What the replication runtime counts on one shard.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplicationCounters {
+    /// ISR shrinks this shard's leaders had committed.
+    pub isr_shrinks: u64,
+    /// ISR expansions this shard's leaders had committed.
+    pub isr_expands: u64,
+    /// Times this shard started leading a replicated partition.
+    pub leaderships_taken: u64,
+    /// Per followed partition `(topic, partition)`: the leader's HW minus
+    /// this replica's log end at its last fetch, in messages.
+    pub follower_lag: BTreeMap<(String, i32), i64>,
 }
 
 /// One shard's metrics as sent to the admin endpoint.
@@ -72,6 +89,7 @@ impl Default for ShardMetrics {
             group_commit: engine::log::FsyncStats::default(),
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
+            replication: ReplicationCounters::default(),
         }
     }
 }
@@ -203,7 +221,37 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     summary(&mut out, "rill_produce_latency_seconds", &produce);
     summary(&mut out, "rill_fetch_latency_seconds", &fetch);
     consumer_lag(&mut out, snapshots);
+    replication(&mut out, snapshots);
     out
+}
+
+/// The replication counters, summed over shards, and each followed
+/// partition's lag.
+fn replication(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    let total = |f: fn(&ReplicationCounters) -> u64| -> u64 {
+        snapshots.iter().map(|(_, m)| f(&m.replication)).sum()
+    };
+    let counters: [(&str, u64); 3] = [
+        ("rill_isr_shrinks_total", total(|r| r.isr_shrinks)),
+        ("rill_isr_expands_total", total(|r| r.isr_expands)),
+        (
+            "rill_leader_elections_total",
+            total(|r| r.leaderships_taken),
+        ),
+    ];
+    for (name, value) in counters {
+        let _ = writeln!(out, "# TYPE {name} counter");
+        let _ = writeln!(out, "{name} {value}");
+    }
+    let _ = writeln!(out, "# TYPE rill_replica_lag_messages gauge");
+    for (_, m) in snapshots {
+        for ((topic, partition), lag) in &m.replication.follower_lag {
+            let _ = writeln!(
+                out,
+                "rill_replica_lag_messages{{topic=\"{topic}\",partition=\"{partition}\"}} {lag}"
+            );
+        }
+    }
 }
 
 /// `rill_consumer_group_committed_offset` and `rill_consumer_group_lag`

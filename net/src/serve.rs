@@ -333,6 +333,11 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     let gate = Rc::new(glommio::sync::Gate::new());
     accept_loop(&shard, &listener, &gate, shutdown.clone()).await;
     drop(listener);
+    if id == crate::cluster_runtime::METADATA_SHARD {
+        // Hand the leaderships over while connections are still served, so
+        // that clients are redirected rather than cut off.
+        crate::cluster_runtime::controlled_shutdown(&shard).await;
+    }
 
     // Phase 1: finish in-flight requests on this shard.
     let closed = gate.close();

@@ -51,6 +51,25 @@ impl Cluster {
         }
     }
 
+    /// [`Cluster::start`], then waits (up to `timeout`) until every broker
+    /// lists all `n` as live.
+    pub fn start_settled(
+        binary: &str,
+        n: usize,
+        extra_args: &[&str],
+        timeout: Duration,
+    ) -> Cluster {
+        let mut cluster = Cluster::start(binary, n, extra_args);
+        let all: Vec<i32> = (1..=n as i32).collect();
+        for node in 1..=n as i32 {
+            wait_for("every broker to list all of them", timeout, || {
+                let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+                (brokers == all).then_some(())
+            });
+        }
+        cluster
+    }
+
     /// The broker with `node_id`.
     pub fn node(&mut self, node_id: i32) -> &mut Broker {
         &mut self.brokers[(node_id - 1) as usize]

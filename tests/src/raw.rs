@@ -1,6 +1,7 @@
-//! One Kafka request over a plain socket, encoded and decoded by the
+//! Kafka requests over a plain socket, encoded and decoded by the
 //! `kafka-protocol` crate: for the APIs rdkafka does not expose
-//! (DescribeQuorum, OffsetForLeaderEpoch, …) and for exact error codes.
+//! (DescribeQuorum, OffsetForLeaderEpoch, InitProducerId, …) and for exact
+//! error codes.
 
 use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
@@ -9,24 +10,24 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-/// Sends `request` as `api_key` v`version` to `addr` on a new connection and
-/// decodes the answer; an I/O error when the broker cannot be reached.
-pub fn request<Req, Resp>(
-    addr: SocketAddr,
+/// One request/response exchange on `socket`: the response body, decoded
+/// (a response that does not decode, or with trailing bytes, fails the
+/// test); an I/O error when the connection fails.
+pub fn exchange<Req, Resp>(
+    socket: &mut TcpStream,
     api_key: ApiKey,
     version: i16,
+    correlation_id: i32,
     request: &Req,
 ) -> std::io::Result<Resp>
 where
     Req: Encodable + HeaderVersion,
     Resp: Decodable + HeaderVersion,
 {
-    let mut socket = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
     let header = RequestHeader::default()
         .with_request_api_key(api_key as i16)
         .with_request_api_version(version)
-        .with_correlation_id(7)
+        .with_correlation_id(correlation_id)
         .with_client_id(Some(StrBytes::from_static_str("rill-tests")));
     let mut body = BytesMut::new();
     header
@@ -43,8 +44,29 @@ where
     let mut answer = bytes::Bytes::from(answer);
     let response_header = ResponseHeader::decode(&mut answer, Resp::header_version(version))
         .expect("response header decodes");
-    assert_eq!(response_header.correlation_id, 7);
-    let response = Resp::decode(&mut answer, version).expect("response decodes");
-    assert_eq!(answer.remaining(), 0, "trailing bytes in the response");
+    assert_eq!(response_header.correlation_id, correlation_id);
+    let response = Resp::decode(&mut answer, version)
+        .unwrap_or_else(|e| panic!("{api_key:?} v{version} response does not decode: {e}"));
+    assert_eq!(
+        answer.remaining(),
+        0,
+        "{api_key:?} v{version}: trailing bytes"
+    );
     Ok(response)
+}
+
+/// [`exchange`] on a new connection to `addr`.
+pub fn request<Req, Resp>(
+    addr: SocketAddr,
+    api_key: ApiKey,
+    version: i16,
+    request: &Req,
+) -> std::io::Result<Resp>
+where
+    Req: Encodable + HeaderVersion,
+    Resp: Decodable + HeaderVersion,
+{
+    let mut socket = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+    exchange(&mut socket, api_key, version, 7, request)
 }

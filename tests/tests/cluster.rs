@@ -73,13 +73,7 @@ fn rdkafka_metadata(bootstrap: &str) -> Vec<String> {
 
 #[test]
 fn three_nodes_elect_a_controller_and_survive_its_death() {
-    let mut cluster = Cluster::start(RILL, 3, &[]);
-    for node in 1..=3 {
-        wait_for("every broker to list all three", SETTLE, || {
-            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
-            (brokers == vec![1, 2, 3]).then_some(())
-        });
-    }
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
     let controller = wait_for("one controller that all agree on", SETTLE, || {
         let seen: Vec<i32> = (1..=3)
             .map(|n| describe_cluster(cluster.node(n)).map(|(c, _)| c))
@@ -236,13 +230,7 @@ fn leaders(bootstrap: &str, topic: &str) -> Vec<(i32, Vec<i32>)> {
 fn topics_spread_over_the_cluster_and_clients_follow_the_leaders() {
     use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
     use rdkafka::Message;
-    let mut cluster = Cluster::start(RILL, 3, &[]);
-    for node in 1..=3 {
-        wait_for("every broker to list all three", SETTLE, || {
-            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
-            (brokers == vec![1, 2, 3]).then_some(())
-        });
-    }
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     // Created through broker 2; every broker then knows it.
     runtime.block_on(rill_tests::kafka::create_topic(

@@ -8,18 +8,17 @@
 //! each partition directory holds Kafka's `leader-epoch-checkpoint` and the
 //! answers are the same.
 
-use bytes::{Buf, BytesMut};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, RequestHeader, ResponseHeader, TopicName,
+    OffsetForLeaderEpochResponse, TopicName,
 };
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use rill_tests::kafka::{create_topic, produce_all, producer};
+use rill_tests::raw::exchange;
 use rill_tests::{data_dir, Broker};
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,49 +27,6 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
-
-/// One request/response exchange on `socket`: the response body, decoded.
-fn exchange<Req, Resp>(
-    socket: &mut TcpStream,
-    api_key: ApiKey,
-    version: i16,
-    correlation_id: i32,
-    request: &Req,
-) -> std::io::Result<Resp>
-where
-    Req: Encodable + HeaderVersion,
-    Resp: Decodable + HeaderVersion,
-{
-    let header = RequestHeader::default()
-        .with_request_api_key(api_key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("leader-epochs")));
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, Req::header_version(version))
-        .expect("header encodes");
-    request.encode(&mut body, version).expect("body encodes");
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    socket.write_all(&frame)?;
-    let mut length = [0u8; 4];
-    socket.read_exact(&mut length)?;
-    let mut answer = vec![0u8; i32::from_be_bytes(length) as usize];
-    socket.read_exact(&mut answer)?;
-    let mut answer = bytes::Bytes::from(answer);
-    let response_header =
-        ResponseHeader::decode(&mut answer, Resp::header_version(version)).expect("header");
-    assert_eq!(response_header.correlation_id, correlation_id);
-    let response = Resp::decode(&mut answer, version)
-        .unwrap_or_else(|e| panic!("{api_key:?} v{version} response does not decode: {e}"));
-    assert_eq!(
-        answer.remaining(),
-        0,
-        "{api_key:?} v{version}: trailing bytes"
-    );
-    Ok(response)
-}
 
 /// A connection that answers, retried briefly: right after a restart the
 /// previous process's socket can outlive it for a few milliseconds.

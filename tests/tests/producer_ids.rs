@@ -8,15 +8,10 @@
 //! Holds for the clock-based ids (they grow with time) and for ids from
 //! persisted blocks (the next block starts after every block handed out).
 
-use bytes::{Buf, BytesMut};
-use kafka_protocol::messages::{
-    ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId, RequestHeader,
-    ResponseHeader,
-};
-use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+use rill_tests::raw::exchange;
 use rill_tests::{data_dir, Broker};
 use std::collections::HashSet;
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -35,37 +30,18 @@ fn init_producer_id(
     version: i16,
     correlation_id: i32,
 ) -> std::io::Result<i64> {
-    let header = RequestHeader::default()
-        .with_request_api_key(ApiKey::InitProducerId as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("producer-ids")));
     let request = InitProducerIdRequest::default()
         .with_transactional_id(None)
         .with_transaction_timeout_ms(60_000)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let mut body = BytesMut::new();
-    header
-        .encode(&mut body, InitProducerIdRequest::header_version(version))
-        .expect("header");
-    request.encode(&mut body, version).expect("body");
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    socket.write_all(&frame)?;
-
-    let mut length = [0u8; 4];
-    socket.read_exact(&mut length)?;
-    let mut answer = vec![0u8; i32::from_be_bytes(length) as usize];
-    socket.read_exact(&mut answer)?;
-    let mut answer = bytes::Bytes::from(answer);
-    let response_header =
-        ResponseHeader::decode(&mut answer, InitProducerIdResponse::header_version(version))
-            .expect("response header");
-    assert_eq!(response_header.correlation_id, correlation_id);
-    let response = InitProducerIdResponse::decode(&mut answer, version)
-        .unwrap_or_else(|e| panic!("v{version} response does not decode: {e}"));
-    assert_eq!(answer.remaining(), 0, "v{version}: trailing bytes");
+    let response: InitProducerIdResponse = exchange(
+        socket,
+        ApiKey::InitProducerId,
+        version,
+        correlation_id,
+        &request,
+    )?;
     assert_eq!(response.error_code, 0, "v{version}");
     assert_eq!(response.producer_epoch, 0, "a fresh id starts at epoch 0");
     assert!(response.producer_id.0 >= 0, "{:?}", response.producer_id);

@@ -5,7 +5,7 @@
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rill_tests::cluster::{describe_cluster, wait_for, Cluster};
+use rill_tests::cluster::{wait_for, Cluster};
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -71,13 +71,7 @@ fn read_back(bootstrap: &str, topic: &str, expected: usize) -> Vec<u32> {
 
 #[test]
 fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
-    let mut cluster = Cluster::start(RILL, 3, &[]);
-    for node in 1..=3 {
-        wait_for("every broker to list all three", SETTLE, || {
-            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
-            (brokers == vec![1, 2, 3]).then_some(())
-        });
-    }
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
     let bootstrap = cluster.bootstrap();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(rill_tests::kafka::create_topic_replicated(
@@ -138,6 +132,19 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
         (state.2 == vec![1, 2, 3]).then_some(())
     });
+    let metrics = rill_tests::http_get(cluster.node(new_leader).admin_addr, "/metrics");
+    for counter in [
+        "rill_isr_shrinks_total",
+        "rill_isr_expands_total",
+        "rill_leader_elections_total",
+    ] {
+        let value: u64 = metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{counter} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{counter} missing:\n{metrics}"));
+        assert!(value >= 1, "{counter} counted the changes: {value}");
+    }
 
     assert!(
         acknowledged.len() >= 250,
@@ -163,13 +170,7 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
 
 #[test]
 fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_returns() {
-    let mut cluster = Cluster::start(RILL, 3, &[]);
-    for node in 1..=3 {
-        wait_for("every broker to list all three", SETTLE, || {
-            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
-            (brokers == vec![1, 2, 3]).then_some(())
-        });
-    }
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
     let bootstrap = cluster.bootstrap();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(rill_tests::kafka::create_topic_replicated(
@@ -226,4 +227,149 @@ fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_ret
     }
     read.retain(|&v| v != 1000);
     assert_eq!(read, (0..40).collect::<Vec<u32>>());
+}
+
+/// Every partition's ISR of `topic`, sorted, as `bootstrap` reports it.
+fn all_isrs(bootstrap: &str, topic: &str) -> Option<Vec<Vec<i32>>> {
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .ok()?;
+    let mut partitions: Vec<(i32, Vec<i32>)> = metadata
+        .topics()
+        .first()?
+        .partitions()
+        .iter()
+        .map(|p| {
+            let mut isr = p.isr().to_vec();
+            isr.sort_unstable();
+            (p.id(), isr)
+        })
+        .collect();
+    partitions.sort_unstable();
+    Some(partitions.into_iter().map(|(_, isr)| isr).collect())
+}
+
+#[test]
+fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "rolling",
+        3,
+        3,
+        &[("min.insync.replicas", "2")],
+    ));
+    let healthy = |cluster: &mut Cluster| {
+        let bootstrap = cluster.bootstrap();
+        wait_for("every partition's ISR whole", SETTLE, || {
+            let isrs = all_isrs(&bootstrap, "rolling")?;
+            (isrs.len() == 3 && isrs.iter().all(|isr| *isr == vec![1, 2, 3])).then_some(())
+        });
+    };
+    healthy(&mut cluster);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::<u32>::new()));
+    let producing = {
+        let (stop, acknowledged, bootstrap) =
+            (stop.clone(), acknowledged.clone(), bootstrap.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().expect("runtime");
+            let producer = producer(&bootstrap);
+            let mut next = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                let payload = next.to_string();
+                let key = (next % 7).to_string();
+                let record: FutureRecord<'_, String, String> =
+                    FutureRecord::to("rolling").payload(&payload).key(&key);
+                if runtime
+                    .block_on(producer.send(record, Duration::from_secs(60)))
+                    .is_ok()
+                {
+                    acknowledged.lock().expect("lock").push(next);
+                }
+                next += 1;
+            }
+        })
+    };
+    let consumed = Arc::new(Mutex::new(std::collections::BTreeSet::<u32>::new()));
+    let stop_consuming = Arc::new(AtomicBool::new(false));
+    let consuming = {
+        let (stop, consumed, bootstrap) =
+            (stop_consuming.clone(), consumed.clone(), bootstrap.clone());
+        std::thread::spawn(move || {
+            use rdkafka::Message;
+            let consumer: BaseConsumer = rill_tests::kafka::client_config(&bootstrap)
+                .set("group.id", "rolling-readers")
+                .set("auto.offset.reset", "earliest")
+                .set("enable.auto.commit", "true")
+                .set("auto.commit.interval.ms", "500")
+                .set("session.timeout.ms", "10000")
+                .create()
+                .expect("consumer");
+            consumer.subscribe(&["rolling"]).expect("subscribe");
+            while !stop.load(Ordering::Acquire) {
+                if let Some(Ok(message)) = consumer.poll(Duration::from_millis(100)) {
+                    if let Some(Ok(text)) = message.payload_view::<str>() {
+                        if let Ok(value) = text.parse() {
+                            consumed.lock().expect("lock").insert(value);
+                        }
+                    }
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    for node in 1..=3 {
+        cluster.node(node).stop();
+        cluster.node(node).restart();
+        healthy(&mut cluster);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let written = acknowledged.lock().expect("lock").len();
+    assert!(
+        written > 20,
+        "the producer made progress through the restarts: {written}"
+    );
+    // Stop producing; the group, whose coordinator restarted with every
+    // broker, reads on until it has everything acknowledged.
+    stop.store(true, Ordering::Release);
+    producing.join().expect("producer thread");
+    let acknowledged = acknowledged.lock().expect("lock").clone();
+    wait_for(
+        "the group to read every acknowledged record",
+        SETTLE,
+        || {
+            let seen = consumed.lock().expect("lock");
+            acknowledged.iter().all(|v| seen.contains(v)).then_some(())
+        },
+    );
+    stop_consuming.store(true, Ordering::Release);
+    consuming.join().expect("consumer thread");
+    // And an assigned consumer reads each of them exactly once.
+    let total_read =
+        rill_tests::kafka::consume_all(&bootstrap, "rolling", 3, acknowledged.len(), SETTLE, &[]);
+    let mut values: Vec<u32> = total_read
+        .iter()
+        .filter_map(|r| String::from_utf8(r.value.clone()?).ok()?.parse().ok())
+        .collect();
+    let read_count = values.len();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(
+        values.len(),
+        read_count,
+        "no record twice (idempotent producer)"
+    );
+    for value in &acknowledged {
+        assert!(
+            values.binary_search(value).is_ok(),
+            "acknowledged {value} was lost"
+        );
+    }
 }

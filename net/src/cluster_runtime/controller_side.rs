@@ -190,10 +190,14 @@ async fn commit(
     }
 }
 
-/// On the active controller, fences the brokers whose session expired;
-/// runs on the metadata shard for the life of the broker.
+/// On the active controller, fences the brokers whose session expired and,
+/// every `leader.imbalance.check.interval.seconds`, moves leaderships back
+/// to preferred replicas (`auto.leader.rebalance.enable`); runs on the
+/// metadata shard for the life of the broker.
 pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
-    let interval_ms = (shard.config.cluster.session_timeout_ms / 5).max(50);
+    let cluster = &shard.config.cluster;
+    let interval_ms = (cluster.session_timeout_ms / 5).max(50);
+    let mut next_rebalance_ms = shard.now_ms() + cluster.leader_imbalance_check_interval_ms;
     loop {
         glommio::timer::sleep(Duration::from_millis(interval_ms as u64)).await;
         if !quorum.is_leader() {
@@ -201,22 +205,38 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         }
         let _decision = quorum.decisions.lock().await;
         let image = quorum.image();
-        let records = {
-            let controller = Controller::new(&image, &quorum.controller_config);
+        let now_ms = shard.now_ms();
+        let controller = Controller::new(&image, &quorum.controller_config);
+        let fenced_records = {
             let mut heartbeats = quorum.heartbeats.borrow_mut();
-            controller.fence_stale_brokers(&mut heartbeats, shard.now_ms())
+            controller.fence_stale_brokers(&mut heartbeats, now_ms)
+        };
+        let records = if !fenced_records.is_empty() {
+            let fenced: Vec<i32> = fenced_records
+                .iter()
+                .filter_map(|record| match record {
+                    MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
+                    _ => None,
+                })
+                .collect();
+            tracing::warn!(brokers = ?fenced, "fencing brokers whose session expired");
+            fenced_records
+        } else if cluster.auto_leader_rebalance_enable && now_ms >= next_rebalance_ms {
+            next_rebalance_ms = now_ms + cluster.leader_imbalance_check_interval_ms;
+            let moves = controller.preferred_leader_election();
+            if !moves.is_empty() {
+                tracing::info!(
+                    partitions = moves.len(),
+                    "moving leaderships back to preferred replicas"
+                );
+            }
+            moves
+        } else {
+            Vec::new()
         };
         if records.is_empty() {
             continue;
         }
-        let fenced: Vec<i32> = records
-            .iter()
-            .filter_map(|record| match record {
-                MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
-                _ => None,
-            })
-            .collect();
-        tracing::warn!(brokers = ?fenced, "fencing brokers whose session expired");
         let _ = commit(
             &quorum,
             &shard,

@@ -90,10 +90,11 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         )],
         rack: config.cluster.rack.clone(),
     };
-    loop {
+    while !quorum.shutting_down.get() {
         let broker_epoch = match call_controller(&quorum, &shard, register.clone()).await {
             Ok(ControllerReply::Registered { broker_epoch }) => {
                 tracing::info!(broker_epoch, "registered with the active controller");
+                quorum.broker_epoch.set(Some(broker_epoch));
                 broker_epoch
             }
             outcome => {
@@ -114,7 +115,7 @@ async fn heartbeat_until_lost(
     interval: Duration,
 ) {
     let mut fenced = true;
-    loop {
+    while !quorum.shutting_down.get() {
         let heartbeat = ControllerRpc::Heartbeat {
             broker_id: shard.config.broker_id,
             broker_epoch,
@@ -139,4 +140,47 @@ async fn heartbeat_until_lost(
         }
         glommio::timer::sleep(interval).await;
     }
+}
+
+/// How long a stopping broker waits for the controller to move its
+/// leaderships away before it stops anyway.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Kafka's controlled shutdown: asks the active controller (a heartbeat
+/// with `want_shutdown`) to move this broker's leaderships to other ISR
+/// members and fence it, and waits until it did, so that clients find the
+/// new leaders instead of timing out. A single node has nobody to hand
+/// its partitions to and returns at once.
+pub async fn controlled_shutdown(shard: &Rc<Shard>) {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return;
+    };
+    quorum.shutting_down.set(true);
+    let Some(broker_epoch) = quorum.broker_epoch.get() else {
+        return;
+    };
+    if shard.config.cluster.is_single_node() {
+        return;
+    }
+    let request = ControllerRpc::Heartbeat {
+        broker_id: shard.config.broker_id,
+        broker_epoch,
+        metadata_offset: quorum.applied_offset(),
+        want_shutdown: true,
+    };
+    let deadline = std::time::Instant::now() + CONTROLLED_SHUTDOWN_TIMEOUT;
+    while std::time::Instant::now() < deadline {
+        match call_controller(&quorum, shard, request.clone()).await {
+            Ok(ControllerReply::Heartbeat {
+                should_shut_down: true,
+                ..
+            }) => {
+                tracing::info!("controlled shutdown: leaderships moved away");
+                return;
+            }
+            outcome => tracing::debug!(?outcome, "controlled shutdown not done yet"),
+        }
+        glommio::timer::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::warn!("controlled shutdown timed out; stopping anyway");
 }

@@ -28,7 +28,7 @@ mod rpc;
 mod transport;
 mod view;
 
-pub use lifecycle::call_controller_until_answered;
+pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
 pub use rpc::{ControllerReply, ControllerRpc};
 pub use view::{leads, partition_leader, ClusterView, LeaderEndpoint, QuorumStatus};

@@ -63,6 +63,11 @@ pub struct MetadataQuorum {
     /// This process's random id, sent with its registration: an image whose
     /// registration of this node carries it was made after this start.
     incarnation_id: [u8; 16],
+    /// The broker epoch of this process's registration, once committed.
+    pub(super) broker_epoch: Cell<Option<i64>>,
+    /// A controlled shutdown started: the heartbeat loop stops, so that no
+    /// ordinary heartbeat unfences the broker again.
+    pub(super) shutting_down: Cell<bool>,
 }
 
 impl MetadataQuorum {
@@ -129,6 +134,8 @@ impl MetadataQuorum {
             publications: Cell::new(0),
             started_fresh,
             incarnation_id: rand::random(),
+            broker_epoch: Cell::new(None),
+            shutting_down: Cell::new(false),
         })
     }
 

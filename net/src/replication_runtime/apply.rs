@@ -57,9 +57,18 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
     }
     let isr: BTreeSet<i32> = state.isr.iter().copied().collect();
     let current = manager.role(&state.tp);
+    if !matches!(current, Some((_, Role::Follower { .. }))) || state.leader == own {
+        manager
+            .counters
+            .borrow_mut()
+            .follower_lag
+            .remove(&(state.tp.topic.clone(), state.tp.partition));
+    }
     if state.leader == own {
         if let Some((_, Role::Leader(leader))) = &current {
             if leader.borrow().leader_epoch() == state.leader_epoch {
+                let isr_before = leader.borrow().isr().len();
+                let isr_after = isr.len();
                 let moved = leader.borrow_mut().on_isr_committed(
                     state.leader_epoch,
                     state.partition_epoch,
@@ -71,6 +80,12 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
                     Err(e) => {
                         tracing::warn!(tp = %state.tp, error = %e, "committed ISR not applied")
                     }
+                }
+                let mut counters = manager.counters.borrow_mut();
+                if isr_after < isr_before {
+                    counters.isr_shrinks += 1;
+                } else if isr_after > isr_before {
+                    counters.isr_expands += 1;
                 }
                 return;
             }
@@ -97,6 +112,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
                     Role::Leader(Rc::new(RefCell::new(leader))),
                 );
                 tracing::info!(tp = %state.tp, epoch = state.leader_epoch, "leading");
+                manager.counters.borrow_mut().leaderships_taken += 1;
                 for hook in manager.leadership_hooks() {
                     hook(shard, &state.tp);
                 }

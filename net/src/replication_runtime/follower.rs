@@ -99,6 +99,10 @@ async fn follow(
                 .await
                 .map_err(|e| format!("the replica's disk failed: {e}"))?;
         }
+        manager.counters.borrow_mut().follower_lag.insert(
+            (tp.topic.clone(), tp.partition),
+            (fetched.high_watermark - log.log_end_offset()).max(0),
+        );
         let visible = fetched.high_watermark.min(log.log_end_offset());
         if visible > log.high_watermark() {
             log.set_replication_limit(Some(visible));
@@ -139,20 +143,33 @@ async fn fetch(
     let response: FetchResponse = connection
         .request(ApiKey::Fetch, FETCH_VERSION, &request)
         .await?;
-    let data = response
-        .responses
-        .into_iter()
-        .flat_map(|t| t.partitions)
-        .find(|p| p.partition_index == tp.partition)
-        .ok_or("the leader's answer lacks the partition")?;
-    if data.error_code != 0 {
-        let code = ErrorCode::from_code(data.error_code).unwrap_or(ErrorCode::UnknownServerError);
-        return Err(format!("the leader answered {code}"));
-    }
+    let data = answer_for(
+        response.responses.into_iter().flat_map(|t| t.partitions),
+        |p| (p.partition_index == tp.partition).then_some(p.error_code),
+    )?;
     Ok(Fetched {
         high_watermark: data.high_watermark,
         records: data.records,
     })
+}
+
+/// The leader's answer for our partition: `error_of` names the partition's
+/// entry (with its error code); an error code is an `Err` with its name.
+fn answer_for<P>(
+    partitions: impl IntoIterator<Item = P>,
+    error_of: impl Fn(&P) -> Option<i16>,
+) -> Result<P, String> {
+    for partition in partitions {
+        match error_of(&partition) {
+            Some(0) => return Ok(partition),
+            Some(code) => {
+                let code = ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError);
+                return Err(format!("the leader answered {code}"));
+            }
+            None => {}
+        }
+    }
+    Err(String::from("the leader's answer lacks the partition"))
 }
 
 /// Step 1 of the module doc.
@@ -183,16 +200,10 @@ async fn truncate_to_leader(
             &request,
         )
         .await?;
-    let answer = response
-        .topics
-        .into_iter()
-        .flat_map(|t| t.partitions)
-        .find(|p| p.partition == tp.partition)
-        .ok_or("the leader's answer lacks the partition")?;
-    if answer.error_code != 0 {
-        let code = ErrorCode::from_code(answer.error_code).unwrap_or(ErrorCode::UnknownServerError);
-        return Err(format!("OffsetForLeaderEpoch answered {code}"));
-    }
+    let answer = answer_for(
+        response.topics.into_iter().flat_map(|t| t.partitions),
+        |p| (p.partition == tp.partition).then_some(p.error_code),
+    )?;
     // Kafka's rule: the leader's end of our epoch, or — when the leader's
     // answer is an older epoch — the end of that one in our own log.
     let mut cut = answer.end_offset;

@@ -1,6 +1,7 @@
 //! [`ReplicaManager`]: the roles of one shard's replicated partitions, each
 //! with a generation so that a task started for a role stops when it ends.
 
+use crate::metrics::ReplicationCounters;
 use crate::shard::{Shard, ShardService};
 use cluster::replication::LeaderState;
 use engine::TopicPartition;
@@ -39,6 +40,8 @@ pub struct ReplicaManager {
     roles: RefCell<HashMap<TopicPartition, (u64, Role)>>,
     generation: Cell<u64>,
     on_leadership: RefCell<Vec<LeadershipHook>>,
+    /// What `/metrics` reports of this shard's replication.
+    pub counters: RefCell<ReplicationCounters>,
 }
 
 impl ShardService for ReplicaManager {
