@@ -58,6 +58,18 @@ impl Broker {
         envs: &[(&str, &str)],
     ) -> Broker {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        Broker::start_listening(binary, data_dir, addr, extra_args, envs)
+    }
+
+    /// Starts `binary serve` listening on `addr` (an address of another
+    /// network namespace, say).
+    pub fn start_listening(
+        binary: &str,
+        data_dir: &Path,
+        addr: SocketAddr,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Broker {
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let mut broker = Broker {
             binary: PathBuf::from(binary),

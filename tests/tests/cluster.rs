@@ -140,6 +140,23 @@ fn three_nodes_elect_a_controller_and_survive_its_death() {
         },
     );
     assert!(survivors.contains(&successor));
+    // Topic creation goes on through the new controller, from any survivor.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let other = survivors
+        .iter()
+        .copied()
+        .find(|&n| n != successor)
+        .unwrap_or(successor);
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &cluster.node(other).bootstrap(),
+        "after-failover",
+        2,
+        &[],
+    ));
+    assert_eq!(
+        topics_of(&cluster.node(successor).bootstrap()).get("after-failover"),
+        Some(&2)
+    );
     let metrics = rill_tests::http_get(cluster.node(successor).admin_addr, "/metrics");
     assert!(metrics.contains("rill_active_controller 1"), "{metrics}");
     assert!(metrics.contains("rill_brokers_live 2"), "{metrics}");
