@@ -62,6 +62,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             // place, so the records leave the shared frame here.
                             records: records.to_vec(),
                             acks,
+                            timeout_ms: body.timeout_ms,
                         });
                         Slot::Sent(ops.len() - 1)
                     }

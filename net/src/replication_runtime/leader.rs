@@ -19,10 +19,6 @@ use std::time::Duration;
 /// How often a leader checks its followers (ISR shrink and expand).
 const LEADER_TICK: Duration = Duration::from_millis(250);
 
-/// How long an acks=all produce waits for the ISR (Kafka bounds it by the
-/// request's `timeout_ms`; 30 s is its producer default).
-const ACKS_ALL_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Brings the leader state up to the log: its end and what is durable.
 fn sync(state: &RefCell<LeaderState>, log: &PartitionLog) {
     let mut state = state.borrow_mut();
@@ -61,23 +57,28 @@ pub fn acks_all_check(shard: &Shard, tp: &TopicPartition) -> Option<Result<(), E
 /// After an append on a replicated leader: once it is durable here, the HW
 /// may move (a leader alone in its ISR moves it by itself), and an acks=all
 /// produce whose last record is `last_offset` completes when the HW passes
-/// it. Returns at once for a partition that is not replicated.
+/// it, within `timeout` (the request's `timeout_ms`; REQUEST_TIMED_OUT
+/// past it; `None`: only the HW update, no wait). Returns at once for a
+/// partition that is not replicated.
 pub async fn wait_acks_all(
     shard: &Rc<Shard>,
     tp: &TopicPartition,
     log: &Rc<PartitionLog>,
     last_offset: i64,
-    wait_for_isr: bool,
+    timeout: Option<Duration>,
 ) -> Result<(), ErrorCode> {
     let Some(state) = shard.service::<ReplicaManager>().leader_state(tp) else {
         return Ok(());
     };
     let _ = wait_published(shard, log, last_offset).await;
     sync(&state, log);
-    if !wait_for_isr {
+    let Some(timeout) = timeout else {
+        return Ok(());
+    };
+    if log.high_watermark() > last_offset {
         return Ok(());
     }
-    let waited = glommio::timer::timeout(ACKS_ALL_TIMEOUT, async {
+    let waited = glommio::timer::timeout(timeout, async {
         Ok(log.wait_high_watermark_past(last_offset).await)
     })
     .await;

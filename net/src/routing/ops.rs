@@ -16,6 +16,9 @@ pub enum PartitionOp {
         records: Vec<u8>,
         /// -1 (durable), 1 (written) or 0 (no wait).
         acks: i16,
+        /// The request's `timeout_ms`: how long acks=all may wait for the
+        /// ISR before REQUEST_TIMED_OUT.
+        timeout_ms: i32,
     },
     /// Read whole batches from `offset`.
     Read {

@@ -14,6 +14,7 @@ use engine::ReadData;
 use engine::TopicPartition;
 use futures::future::join_all;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Why a partition has no log here: it exists in the cluster on other
 /// brokers (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and
@@ -76,9 +77,14 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 return kind.error_reply(ErrorCode::NotLeaderOrFollower);
             }
             match op {
-                PartitionOp::Produce { records, acks, .. } => {
-                    PartitionReply::Produce(produce(shard, &tp, &log, records, acks).await)
-                }
+                PartitionOp::Produce {
+                    records,
+                    acks,
+                    timeout_ms,
+                    ..
+                } => PartitionReply::Produce(
+                    produce(shard, &tp, &log, records, (acks, timeout_ms)).await,
+                ),
                 PartitionOp::Read {
                     offset,
                     max_bytes,
@@ -150,6 +156,10 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     }
 }
 
+/// How long a transaction marker waits for the ISR (Kafka's
+/// `request.timeout.ms` default).
+const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The in-sync replicas of a partition with one replica: itself.
 const SINGLE_REPLICA_ISR_SIZE: i32 = 1;
 
@@ -158,7 +168,7 @@ async fn produce(
     tp: &TopicPartition,
     log: &Rc<engine::PartitionLog>,
     records: Vec<u8>,
-    acks: i16,
+    (acks, timeout_ms): (i16, i32),
 ) -> Result<ProduceOutcome, ErrorCode> {
     // Kafka refuses an acks=all write before appending it when the ISR is
     // smaller than `min.insync.replicas`: the producer learns at once that
@@ -184,13 +194,14 @@ async fn produce(
     waited.map_err(|e| e.error_code())?;
     if acks == -1 {
         // Replicated: complete once the ISR has it (the HW passed it).
-        replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, true).await?;
+        let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
+        replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, timeout).await?;
     } else if replication_runtime::leader_state_of(shard, tp) {
         // The HW still moves with this append once it is durable here.
         let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
         let last_offset = appended.last_offset;
         glommio::spawn_local(async move {
-            let _ = replication_runtime::wait_acks_all(&shard, &tp, &log, last_offset, false).await;
+            let _ = replication_runtime::wait_acks_all(&shard, &tp, &log, last_offset, None).await;
         })
         .detach();
     }
@@ -277,5 +288,6 @@ async fn write_marker(
     log.wait_durable(appended.last_offset)
         .await
         .map_err(|e| e.error_code())?;
-    replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, true).await
+    replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, Some(MARKER_TIMEOUT))
+        .await
 }
