@@ -275,10 +275,15 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         .map_err(|e| format!("shard {id}: {e}"))?;
     crate::controller::start_reconciler(&shard);
     // A coordinator moves with its partition's leadership: load the groups
-    // of a `__consumer_offsets` partition this broker starts leading.
+    // of a `__consumer_offsets` partition this broker starts leading, and the
+    // transactions of a `__transaction_state` one.
     shard
         .service::<crate::replication_runtime::ReplicaManager>()
         .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
+            if tp.topic == crate::txn::TXN_STATE_TOPIC {
+                crate::txn_runtime::reload_on_leadership(shard);
+                return;
+            }
             if tp.topic != crate::group_runtime::OFFSETS_TOPIC {
                 return;
             }

@@ -41,6 +41,7 @@ mod execute;
 mod finish;
 mod persist;
 mod replay;
+pub use replay::reload_on_leadership;
 mod timer;
 
 pub use timer::run_timer;

@@ -9,6 +9,13 @@ use engine::log::ReadMode;
 use engine::{ReadData, TopicPartition};
 use std::rc::Rc;
 
+/// A `__transaction_state` partition came to be led here (its coordinator
+/// moved to this broker): the next request replays every partition of this
+/// shard again, the new one with what its previous leader wrote.
+pub fn reload_on_leadership(shard: &Shard) {
+    shard.service::<TxnRuntime>().loaded.set(false);
+}
+
 /// Replays this shard's `__transaction_state` partitions into the core, once.
 pub(super) async fn ensure_loaded(shard: &Rc<Shard>) {
     let rt = shard.service::<TxnRuntime>();
