@@ -22,6 +22,12 @@ pub struct WorkloadArgs {
     pub topics: Option<u32>,
     #[arg(long)]
     pub partitions: Option<u32>,
+    /// Replicas per partition (CreateTopics replication_factor).
+    #[arg(long)]
+    pub replication_factor: Option<i16>,
+    /// Topic config min.insync.replicas (acks=all is refused below it).
+    #[arg(long)]
+    pub min_insync_replicas: Option<u32>,
     /// Message size: `1024`, `1kb`, or a uniform range `100..2000`.
     #[arg(long)]
     pub message_size: Option<String>,
@@ -103,6 +109,12 @@ impl WorkloadArgs {
         }
         if let Some(v) = self.partitions {
             workload.partitions_per_topic = v;
+        }
+        if let Some(v) = self.replication_factor {
+            workload.replication_factor = v;
+        }
+        if let Some(v) = self.min_insync_replicas {
+            workload.min_insync_replicas = Some(v);
         }
         if let Some(v) = &self.message_size {
             workload.message_size = MessageSize::parse(v)?;
@@ -190,6 +202,8 @@ mod tests {
             compression: Some(CompressionArg::Zstd),
             duration_s: Some(3),
             message_size: Some("200..300".into()),
+            replication_factor: Some(3),
+            min_insync_replicas: Some(2),
             ..WorkloadArgs::default()
         };
         let workload = args.resolve().unwrap();
@@ -198,6 +212,8 @@ mod tests {
         assert_eq!(workload.acks, 1);
         assert_eq!(workload.compression, Compression::Zstd);
         assert_eq!(workload.test_duration_s, 3);
+        assert_eq!(workload.replication_factor, 3);
+        assert_eq!(workload.min_insync_replicas, Some(2));
         assert_eq!(workload.producer_rate_msgs_per_s, 0); // from the built-in
         assert_eq!(
             workload.message_size,

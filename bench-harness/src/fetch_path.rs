@@ -206,6 +206,8 @@ async fn fill_topic(addr: &str, workload: &Workload, fill_bytes: u64) -> Result<
     for id in 0..workload.producers_per_topic {
         producers.push(tokio::spawn(run_producer(ProducerSpec {
             id,
+            bootstrap: addr.to_string(),
+            refresh: Arc::new(AtomicBool::new(false)),
             topic: TOPIC.into(),
             leaders: metadata.topics[0].leaders.clone(),
             pool: ConnectionPool::new(format!("rill-bench-fill-{id}"), metadata.brokers.clone()),

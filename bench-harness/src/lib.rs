@@ -13,6 +13,8 @@
 //! - [`results`]: the JSON result of a run, with host facts.
 //! - [`report`]: text tables and self-contained HTML/SVG reports.
 //! - [`compare`]: one workload against several brokers, interleaved.
+//! - [`cluster`]: local rill clusters (N brokers on loopback) to measure.
+//! - [`failover`]: leader SIGKILL to the next acknowledged produce.
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
 //! - [`group`]: consumer groups: assignors, classic and KIP-848 membership.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
@@ -21,10 +23,12 @@
 //! - [`error`]: the crate's error type.
 
 pub mod cli;
+pub mod cluster;
 pub mod compare;
 pub mod disk;
 pub mod distribution;
 pub mod error;
+pub mod failover;
 pub mod fetch_path;
 pub mod group;
 pub mod kafka;

@@ -12,7 +12,7 @@ use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::{disk, fetch_path, null_sink, Result};
+use bench_harness::{cluster, disk, failover, fetch_path, null_sink, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -29,8 +29,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a workload against one broker.
+    /// Run a workload against a broker or a cluster.
     Run {
+        /// Bootstrap list `host:port[,host:port...]`; any broker that
+        /// answers gives the metadata, and each partition's traffic goes
+        /// to its leader.
         #[arg(long, default_value = "127.0.0.1:9092")]
         bootstrap: String,
         #[command(flatten)]
@@ -68,6 +71,14 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Start N local rill brokers as one cluster, print the bootstrap list,
+    /// stop them on Ctrl-C / SIGTERM (`bootstrap`, `pids`, `admin` files in
+    /// --dir for scripts).
+    Cluster(cluster::ClusterArgs),
+    /// Leader failover on a local cluster: SIGKILL the partition leader K
+    /// times, measure kill to the next acknowledged acks=all produce, check
+    /// nothing acknowledged is lost.
+    Failover(failover::FailoverArgs),
     /// Sequential vs random O_DIRECT writes through io_uring.
     Disk(disk::DiskArgs),
     /// rill's fetch send paths (copy, sendfile, splice) side by side.
@@ -149,6 +160,19 @@ fn dispatch(command: Command) -> Result<()> {
                 out.display(),
                 html_out.display()
             );
+        }
+        Command::Cluster(args) => runtime()?.block_on(cluster::serve(&args))?,
+        Command::Failover(args) => {
+            let report = runtime()?.block_on(failover::run(&args))?;
+            std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
+            println!("{}", failover::summary(&report));
+            eprintln!("result: {}", args.out.display());
+            if report.lost_records > 0 {
+                return Err(bench_harness::BenchError::Other(format!(
+                    "{} acknowledged records lost",
+                    report.lost_records
+                )));
+            }
         }
         Command::Disk(args) => disk::main(&args)?,
         Command::FetchPath(args) => {

@@ -114,7 +114,11 @@ pub struct Workload {
     pub name: String,
     pub topics: u32,
     pub partitions_per_topic: u32,
+    /// Replicas of each partition; -1 leaves it to the broker's default.
     pub replication_factor: i16,
+    /// Topic config `min.insync.replicas` sent with CreateTopics; unset
+    /// leaves the broker's default.
+    pub min_insync_replicas: Option<u32>,
     pub message_size: MessageSize,
     pub key_distribution: KeyDistribution,
     /// Number of distinct keys for `random` and `zipf`.
@@ -154,6 +158,7 @@ impl Default for Workload {
             topics: 1,
             partitions_per_topic: 16,
             replication_factor: 1,
+            min_insync_replicas: None,
             message_size: MessageSize::Fixed(1024),
             key_distribution: KeyDistribution::None,
             key_space: 10_000,
@@ -254,6 +259,14 @@ impl Workload {
         })
     }
 
+    /// Topic configs CreateTopics sends for this workload.
+    pub fn topic_configs(&self) -> Vec<(String, String)> {
+        self.min_insync_replicas
+            .map(|n| ("min.insync.replicas".to_string(), n.to_string()))
+            .into_iter()
+            .collect()
+    }
+
     /// Checks the invariants the load generator relies on.
     pub fn validate(&self) -> Result<()> {
         let fail = |message: &str| Err(BenchError::Workload(message.to_string()));
@@ -268,6 +281,12 @@ impl Workload {
         }
         if self.message_size.max_bytes() > 16 * 1024 * 1024 {
             return fail("message_size above 16 MiB");
+        }
+        if self.replication_factor == 0 || self.replication_factor < -1 {
+            return fail("replication_factor must be at least 1 (or -1, the broker's default)");
+        }
+        if self.min_insync_replicas == Some(0) {
+            return fail("min_insync_replicas must be at least 1");
         }
         if !matches!(self.acks, -1..=1) {
             return fail("acks must be -1 (all), 0 or 1");
@@ -398,6 +417,8 @@ mod tests {
         assert!(Workload::parse("acks: 7\n", "yaml").is_err());
         assert!(Workload::parse("no_such_field: 1\n", "yaml").is_err());
         assert!(Workload::parse("topics: 0\n", "yaml").is_err());
+        assert!(Workload::parse("replication_factor: 0\n", "yaml").is_err());
+        assert!(Workload::parse("min_insync_replicas: 0\n", "yaml").is_err());
     }
 
     #[test]
@@ -414,6 +435,18 @@ mod tests {
         assert_eq!(Workload::default().consumer_group, None);
         assert!(Workload::parse("assignor: cooperative\n", "yaml").is_err());
         assert!(Workload::parse("consumer_group: ''\n", "yaml").is_err());
+    }
+
+    #[test]
+    fn replication_fields_and_topic_configs() {
+        let workload =
+            Workload::parse("replication_factor: 3\nmin_insync_replicas: 2\n", "yaml").unwrap();
+        assert_eq!(workload.replication_factor, 3);
+        assert_eq!(
+            workload.topic_configs(),
+            vec![("min.insync.replicas".to_string(), "2".to_string())]
+        );
+        assert!(Workload::default().topic_configs().is_empty());
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! The cluster view a load generator needs: bootstrap, Metadata (brokers and
-//! partition leaders), CreateTopics and ListOffsets, and one connection per
-//! broker for each client that asks for its own.
+//! The cluster view a load generator needs: bootstrap (a comma-separated
+//! list, any one of which may answer), Metadata (brokers, partition leaders
+//! and ISRs), CreateTopics and ListOffsets, and one connection per broker
+//! for each client that asks for its own.
 
 use crate::error::{BenchError, Result};
 use crate::kafka::connection::Connection;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
@@ -17,6 +18,59 @@ use std::time::Duration;
 
 const TOPIC_ALREADY_EXISTS: i16 = 36;
 const NOT_CONTROLLER: i16 = 41;
+/// Error codes after which the client should ask Metadata again and retry:
+/// the partition's leadership is moving (5, 6), the ISR is below
+/// `min.insync.replicas` for a moment (19, 20), or the client's leader epoch
+/// is stale (74 FENCED_LEADER_EPOCH, 75 UNKNOWN_LEADER_EPOCH).
+pub const RETRIABLE_LEADER_ERRORS: [i16; 6] = [5, 6, 19, 20, 74, 75];
+
+/// Whether `error_code` means "refresh metadata and try again".
+pub fn is_retriable_leader_error(error_code: i16) -> bool {
+    RETRIABLE_LEADER_ERRORS.contains(&error_code)
+}
+
+/// Splits a bootstrap list `h1:p1,h2:p2` into addresses, rejecting empty
+/// entries and ones without a port.
+pub fn parse_bootstrap(list: &str) -> Result<Vec<String>> {
+    let addrs: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect();
+    if addrs.is_empty() {
+        return Err(BenchError::Other(format!("empty bootstrap list {list:?}")));
+    }
+    for addr in &addrs {
+        let port_ok = addr
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(BenchError::Other(format!(
+                "bootstrap address {addr:?} is not host:port"
+            )));
+        }
+    }
+    Ok(addrs)
+}
+
+/// Connects to the first broker of the bootstrap list that answers, so a
+/// run (or a metadata refresh) works while any one broker is down.
+pub async fn connect_any(
+    bootstrap: &str,
+    client_id: &str,
+    timeout: Duration,
+) -> Result<Arc<Connection>> {
+    let mut last_error = None;
+    for addr in parse_bootstrap(bootstrap)? {
+        match tokio::time::timeout(timeout, Connection::connect(&addr, client_id)).await {
+            Ok(Ok(connection)) => return Ok(connection),
+            Ok(Err(error)) => last_error = Some(error),
+            Err(_) => last_error = Some(BenchError::Timeout(format!("connect to {addr}"))),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| BenchError::Other("no bootstrap broker".into())))
+}
 /// ListOffsets timestamps with special meaning.
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -28,6 +82,8 @@ pub struct TopicLayout {
     /// Zero when the broker answers Metadata below v10.
     pub id: uuid::Uuid,
     pub leaders: Vec<i32>,
+    /// In-sync replicas of each partition, by partition index.
+    pub isr: Vec<Vec<i32>>,
 }
 
 /// Brokers and topic layouts known from the last Metadata response.
@@ -73,6 +129,7 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
             });
         }
         let mut leaders = vec![-1; topic.partitions.len()];
+        let mut isr = vec![Vec::new(); topic.partitions.len()];
         for partition in &topic.partitions {
             let index = partition.partition_index as usize;
             if index >= leaders.len() {
@@ -81,11 +138,13 @@ pub async fn fetch_metadata(connection: &Connection, topics: &[String]) -> Resul
                 )));
             }
             leaders[index] = partition.leader_id.0;
+            isr[index] = partition.isr_nodes.iter().map(|b| b.0).collect();
         }
         layouts.push(TopicLayout {
             name,
             id: topic.topic_id,
             leaders,
+            isr,
         });
     }
     Ok(ClusterMetadata {
@@ -135,6 +194,34 @@ pub async fn create_topics(
     partitions: u32,
     replication_factor: i16,
 ) -> Result<()> {
+    create_topics_with_configs(
+        bootstrap,
+        client_id,
+        names,
+        partitions,
+        replication_factor,
+        &[],
+    )
+    .await
+}
+
+/// [`create_topics`] with topic configs such as `min.insync.replicas`.
+pub async fn create_topics_with_configs(
+    bootstrap: &Connection,
+    client_id: &str,
+    names: &[String],
+    partitions: u32,
+    replication_factor: i16,
+    configs: &[(String, String)],
+) -> Result<()> {
+    let configs: Vec<CreatableTopicConfig> = configs
+        .iter()
+        .map(|(name, value)| {
+            CreatableTopicConfig::default()
+                .with_name(StrBytes::from_string(name.clone()))
+                .with_value(Some(StrBytes::from_string(value.clone())))
+        })
+        .collect();
     let request = CreateTopicsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(
@@ -145,6 +232,7 @@ pub async fn create_topics(
                         .with_name(topic_name(name))
                         .with_num_partitions(partitions as i32)
                         .with_replication_factor(replication_factor)
+                        .with_configs(configs.clone())
                 })
                 .collect(),
         );
@@ -250,6 +338,15 @@ impl ConnectionPool {
         }
     }
 
+    /// Replaces the broker addresses (after a metadata refresh), keeping
+    /// open connections to brokers whose address did not change.
+    pub fn update_brokers(&mut self, brokers: HashMap<i32, String>) {
+        self.connections.retain(|id, connection| {
+            brokers.get(id).map(String::as_str) == Some(connection.addr())
+        });
+        self.brokers = brokers;
+    }
+
     pub async fn get(&mut self, node_id: i32) -> Result<Arc<Connection>> {
         if let Some(connection) = self.connections.get(&node_id) {
             if !connection.is_closed() {
@@ -268,4 +365,33 @@ impl ConnectionPool {
 
 pub fn topic_name(name: &str) -> TopicName {
     TopicName(StrBytes::from_string(name.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_lists_split_and_validate() {
+        assert_eq!(
+            parse_bootstrap("127.0.0.1:9092, h2:19092,,h3:1").unwrap(),
+            vec!["127.0.0.1:9092", "h2:19092", "h3:1"]
+        );
+        assert_eq!(parse_bootstrap("a:1").unwrap(), vec!["a:1"]);
+        assert!(parse_bootstrap("").is_err());
+        assert!(parse_bootstrap(" , ").is_err());
+        assert!(parse_bootstrap("nohost").is_err());
+        assert!(parse_bootstrap("h:notaport").is_err());
+        assert!(parse_bootstrap(":9092").is_err());
+    }
+
+    #[test]
+    fn leader_errors_are_retriable_others_not() {
+        for code in [5, 6, 19, 20] {
+            assert!(is_retriable_leader_error(code));
+        }
+        for code in [0, 1, 3, 36, 87] {
+            assert!(!is_retriable_leader_error(code));
+        }
+    }
 }

@@ -14,10 +14,13 @@ use crate::group::member::{
     STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID,
 };
 use crate::kafka::batch::walk_batches;
-use crate::kafka::client::{list_offsets, ConnectionPool, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use crate::kafka::client::{
+    connect_any, list_offsets, ConnectionPool, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
+};
 use crate::kafka::connection::Connection;
 use crate::runner::consumer::fetch_request;
 use crate::runner::producer::now_us;
+use crate::runner::CONNECT_TIMEOUT;
 use crate::stats::Recorder;
 use crate::workload::{GroupProtocol, StartOffset, Workload};
 use std::collections::{BTreeMap, HashMap};
@@ -95,7 +98,7 @@ struct Positions {
 
 pub async fn run_group_consumer(spec: GroupConsumerSpec) -> Result<()> {
     let group = spec.settings.group_id.clone();
-    let bootstrap = Connection::connect(&spec.bootstrap, &spec.client_id).await?;
+    let bootstrap = connect_any(&spec.bootstrap, &spec.client_id, CONNECT_TIMEOUT).await?;
     let coordinator_addr = find_coordinator(&bootstrap, &group).await?;
     let coordinator = Connection::connect(&coordinator_addr, &spec.client_id).await?;
     let mut pool = ConnectionPool::new(spec.client_id.clone(), spec.brokers.clone());

@@ -14,8 +14,9 @@ pub mod progress;
 
 use crate::error::{BenchError, Result};
 use crate::group::member::GroupSettings;
-use crate::kafka::client::{create_topics, wait_for_leaders, ConnectionPool};
-use crate::kafka::connection::Connection;
+use crate::kafka::client::{
+    connect_any, create_topics_with_configs, wait_for_leaders, ConnectionPool,
+};
 use crate::results::{HostFacts, RunResult, Throughput};
 use crate::stats::{HistogramData, Percentiles, Recorder};
 use crate::workload::Workload;
@@ -30,6 +31,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// How long connecting to one bootstrap broker may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long consumers may take to catch up after producers stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a backlog may take to build before the run gives up.
@@ -69,22 +72,18 @@ pub async fn run_workload(
     workload.validate()?;
     let workload = Arc::new(workload.clone());
     let client_id = "rill-bench";
-    let connection = tokio::time::timeout(
-        Duration::from_secs(10),
-        Connection::connect(bootstrap, client_id),
-    )
-    .await
-    .map_err(|_| BenchError::Timeout(format!("connect to {bootstrap}")))??;
+    let connection = connect_any(bootstrap, client_id, CONNECT_TIMEOUT).await?;
     let topics = options.topics.clone().unwrap_or_else(|| {
         let tag = format!("{:08x}", rand::thread_rng().next_u32());
         topic_names(&workload, &tag)
     });
-    create_topics(
+    create_topics_with_configs(
         &connection,
         client_id,
         &topics,
         workload.partitions_per_topic,
         workload.replication_factor,
+        &workload.topic_configs(),
     )
     .await?;
     let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
@@ -207,6 +206,8 @@ pub async fn run_workload(
         let topic = &metadata.topics[(index % workload.topics) as usize];
         producers.push(tokio::spawn(run_producer(ProducerSpec {
             id: index,
+            bootstrap: bootstrap.to_string(),
+            refresh: Arc::new(AtomicBool::new(false)),
             topic: topic.name.clone(),
             leaders: topic.leaders.clone(),
             pool: ConnectionPool::new(

@@ -3,11 +3,19 @@
 //! batches, and sends all ready batches for a leader in one pipelined
 //! Produce request. Acknowledgements are awaited in spawned tasks, so the
 //! generator never waits for a round trip unless its window is full.
+//! A partition error that means "leadership moved" (NOT_LEADER_OR_FOLLOWER,
+//! LEADER_NOT_AVAILABLE, NOT_ENOUGH_REPLICAS, ...) or a closed connection
+//! makes the producer ask Metadata again and route later batches to the new
+//! leaders; the failed batch itself is counted as an error, not resent (a
+//! throughput run measures a steady cluster; `failover` measures the
+//! moving one with its own one-record-at-a-time producer).
 
 use crate::distribution::{KeyChooser, SizeChooser};
 use crate::error::{BenchError, Result};
 use crate::kafka::batch::BatchBuilder;
-use crate::kafka::client::{topic_name, ConnectionPool};
+use crate::kafka::client::{
+    connect_any, fetch_metadata, is_retriable_leader_error, topic_name, ConnectionPool,
+};
 use crate::kafka::connection::Connection;
 use crate::stats::Recorder;
 use crate::workload::Workload;
@@ -31,8 +39,14 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
+/// Least time between two metadata refreshes of one producer, so that a
+/// burst of failed acknowledgements does not become a burst of Metadata.
+const METADATA_REFRESH_MIN_INTERVAL: Duration = Duration::from_millis(200);
+
 pub struct ProducerSpec {
     pub id: u32,
+    /// Bootstrap list, asked again when leadership moves.
+    pub bootstrap: String,
     pub topic: String,
     /// Leader broker id of each partition.
     pub leaders: Vec<i32>,
@@ -42,6 +56,8 @@ pub struct ProducerSpec {
     pub rate_msgs_per_s: f64,
     pub recorder: Arc<Recorder>,
     pub stop: Arc<AtomicBool>,
+    /// Set by acknowledgement tasks when leadership seems to have moved.
+    pub refresh: Arc<AtomicBool>,
     /// Random bytes at least as long as the largest message.
     pub payload: Bytes,
 }
@@ -83,8 +99,21 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
     let started = Instant::now();
     let mut generated: u64 = 0;
     let mut payload_offset = 0usize;
+    let mut last_refresh = Instant::now();
 
     while !spec.stop.load(Ordering::Relaxed) {
+        if spec.refresh.load(Ordering::Relaxed)
+            && last_refresh.elapsed() >= METADATA_REFRESH_MIN_INTERVAL
+        {
+            last_refresh = Instant::now();
+            spec.refresh.store(false, Ordering::Relaxed);
+            if let Err(error) = refresh_leaders(&mut spec, &mut connections).await {
+                // Keep the old routes; the next failure asks again.
+                spec.recorder
+                    .record_error(format!("metadata refresh: {error}"));
+                spec.refresh.store(true, Ordering::Relaxed);
+            }
+        }
         let budget = if spec.rate_msgs_per_s > 0.0 {
             let due = (started.elapsed().as_secs_f64() * spec.rate_msgs_per_s) as u64;
             due.saturating_sub(generated).min(MESSAGES_PER_TURN_MAX)
@@ -178,6 +207,41 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
     Ok(())
 }
 
+/// Asks Metadata (through any bootstrap broker) for the topic's current
+/// leaders and reconnects the partitions whose leader changed.
+async fn refresh_leaders(
+    spec: &mut ProducerSpec,
+    connections: &mut [Arc<Connection>],
+) -> Result<()> {
+    let client_id = format!("rill-bench-producer-{}-metadata", spec.id);
+    let bootstrap = connect_any(&spec.bootstrap, &client_id, Duration::from_secs(2)).await?;
+    let metadata = fetch_metadata(&bootstrap, std::slice::from_ref(&spec.topic)).await?;
+    let layout = metadata
+        .topics
+        .iter()
+        .find(|t| t.name == spec.topic)
+        .ok_or_else(|| BenchError::Protocol(format!("topic {} not in metadata", spec.topic)))?;
+    if layout.leaders.len() != connections.len() {
+        return Err(BenchError::Protocol(format!(
+            "topic {} now has {} partitions, not {}",
+            spec.topic,
+            layout.leaders.len(),
+            connections.len()
+        )));
+    }
+    spec.pool.update_brokers(metadata.brokers.clone());
+    for (partition, &leader) in layout.leaders.iter().enumerate() {
+        if leader < 0 {
+            continue;
+        }
+        if leader != spec.leaders[partition] || connections[partition].is_closed() {
+            connections[partition] = spec.pool.get(leader).await?;
+            spec.leaders[partition] = leader;
+        }
+    }
+    Ok(())
+}
+
 /// Sends, per leader connection, one Produce request with every non-empty
 /// batch that `ready` selects.
 async fn send_ready(
@@ -252,6 +316,7 @@ async fn send_request(
             .with_name(topic_name(&spec.topic))
             .with_partition_data(partition_data)]);
     let recorder = spec.recorder.clone();
+    let refresh = spec.refresh.clone();
     if workload.acks == 0 {
         // No response will come: "acknowledged" when handed to the socket queue.
         connection.send_without_response(&request).await?;
@@ -268,6 +333,7 @@ async fn send_request(
         Ok(response) => response,
         Err(error) => {
             recorder.record_error(format!("produce send: {error}"));
+            refresh.store(true, Ordering::Relaxed);
             return Ok(());
         }
     };
@@ -281,7 +347,12 @@ async fn send_request(
                     .iter()
                     .flat_map(|topic| topic.partition_responses.iter())
                     .filter(|p| p.error_code != 0)
-                    .map(|p| format!("produce partition {}: error {}", p.index, p.error_code))
+                    .map(|p| {
+                        if is_retriable_leader_error(p.error_code) {
+                            refresh.store(true, Ordering::Relaxed);
+                        }
+                        format!("produce partition {}: error {}", p.index, p.error_code)
+                    })
                     .collect();
                 if failed.is_empty() {
                     recorder.record_produced(
@@ -295,7 +366,10 @@ async fn send_request(
                     }
                 }
             }
-            Err(error) => recorder.record_error(format!("produce: {error}")),
+            Err(error) => {
+                refresh.store(true, Ordering::Relaxed);
+                recorder.record_error(format!("produce: {error}"));
+            }
         }
         drop(permit);
     });

@@ -1,0 +1,463 @@
+//! Local rill clusters for measurements: `N` `rill serve` processes on
+//! loopback, node ids `1..=N`, each a broker and a metadata voter with one
+//! shard, on free ports, with its data dir and log under one directory.
+//! A node can be SIGKILLed and restarted on the same ports and data dir,
+//! which is what the failover measurement needs.
+//!
+//! Children get `PR_SET_PDEATHSIG` = SIGKILL, so a harness that dies (or is
+//! interrupted) does not leave brokers behind; they are spawned only from
+//! the thread that runs `main` (the future given to `block_on`), because
+//! the signal fires when the *spawning thread* exits.
+
+use crate::error::{BenchError, Result};
+use crate::kafka::client::fetch_metadata;
+use crate::kafka::connection::Connection;
+use clap::Args;
+use std::fs::{File, OpenOptions};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a graceful stop (SIGTERM) may take before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long brokers may take to form the cluster at start.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the brokers come from and how they are configured.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterArgs {
+    /// Number of brokers (each also a metadata voter).
+    #[arg(long, default_value_t = 3)]
+    pub brokers: u32,
+    /// The rill binary.
+    #[arg(long, default_value = "target/release/rill")]
+    pub rill: PathBuf,
+    /// Data dirs (`node-N/`), logs (`node-N.log`), the config file and the
+    /// `bootstrap`/`pids`/`admin` files go here.
+    #[arg(long, default_value = "/tmp/rill-bench-cluster")]
+    pub dir: PathBuf,
+    /// broker.session.timeout.ms: how long a silent broker keeps its
+    /// leaderships (rill's default is 2500).
+    #[arg(long)]
+    pub session_timeout_ms: Option<u32>,
+    /// broker.heartbeat.interval.ms (rill's default is 500).
+    #[arg(long)]
+    pub heartbeat_interval_ms: Option<u32>,
+}
+
+/// One node's addresses and paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec {
+    pub node_id: i32,
+    pub kafka_addr: String,
+    pub admin_addr: String,
+    pub controller_addr: String,
+    pub data_dir: PathBuf,
+    pub log_path: PathBuf,
+}
+
+struct Node {
+    spec: NodeSpec,
+    child: Option<Child>,
+}
+
+/// A running local cluster; dropping it stops every broker.
+pub struct LocalCluster {
+    rill: PathBuf,
+    voters: String,
+    config: Option<PathBuf>,
+    nodes: Vec<Node>,
+}
+
+/// `1@host:port,2@host:port,...`, the `--controller-quorum-voters` value.
+pub fn voters_list(nodes: &[NodeSpec]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}@{}", n.node_id, n.controller_addr))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The rill TOML config carrying the timing settings, or `None` when none
+/// is set (rill's defaults apply).
+pub fn config_toml(
+    session_timeout_ms: Option<u32>,
+    heartbeat_interval_ms: Option<u32>,
+) -> Option<String> {
+    let mut text = String::new();
+    if let Some(ms) = session_timeout_ms {
+        text.push_str(&format!("\"broker.session.timeout.ms\" = {ms}\n"));
+    }
+    if let Some(ms) = heartbeat_interval_ms {
+        text.push_str(&format!("\"broker.heartbeat.interval.ms\" = {ms}\n"));
+    }
+    (!text.is_empty()).then_some(text)
+}
+
+/// `count` distinct free loopback ports. All listeners are held until every
+/// port is chosen, so the kernel cannot hand out one twice.
+fn free_ports(count: usize) -> Result<Vec<u16>> {
+    let listeners = (0..count)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+impl LocalCluster {
+    /// Chooses ports, writes the config and starts every broker; see
+    /// [`LocalCluster::wait_ready`] for when they form a cluster.
+    pub fn start(args: &ClusterArgs) -> Result<LocalCluster> {
+        if args.brokers == 0 {
+            return Err(BenchError::Other("--brokers must be at least 1".into()));
+        }
+        if !args.rill.is_file() {
+            return Err(BenchError::Other(format!(
+                "rill binary {} not found (cargo build --release --bin rill)",
+                args.rill.display()
+            )));
+        }
+        std::fs::create_dir_all(&args.dir)?;
+        let ports = free_ports(3 * args.brokers as usize)?;
+        let specs: Vec<NodeSpec> = (0..args.brokers as usize)
+            .map(|i| NodeSpec {
+                node_id: i as i32 + 1,
+                kafka_addr: format!("127.0.0.1:{}", ports[3 * i]),
+                admin_addr: format!("127.0.0.1:{}", ports[3 * i + 1]),
+                controller_addr: format!("127.0.0.1:{}", ports[3 * i + 2]),
+                data_dir: args.dir.join(format!("node-{}", i + 1)),
+                log_path: args.dir.join(format!("node-{}.log", i + 1)),
+            })
+            .collect();
+        let config = match config_toml(args.session_timeout_ms, args.heartbeat_interval_ms) {
+            Some(text) => {
+                let path = args.dir.join("rill.toml");
+                std::fs::write(&path, text)?;
+                Some(path)
+            }
+            None => None,
+        };
+        let mut cluster = LocalCluster {
+            rill: args.rill.clone(),
+            voters: voters_list(&specs),
+            config,
+            nodes: specs
+                .into_iter()
+                .map(|spec| Node { spec, child: None })
+                .collect(),
+        };
+        for node_id in cluster.node_ids() {
+            cluster.spawn(node_id)?;
+        }
+        cluster.write_files(&args.dir)?;
+        Ok(cluster)
+    }
+
+    /// Node ids, `1..=N`.
+    pub fn node_ids(&self) -> Vec<i32> {
+        self.nodes.iter().map(|n| n.spec.node_id).collect()
+    }
+
+    /// Every node's spec.
+    pub fn specs(&self) -> Vec<NodeSpec> {
+        self.nodes.iter().map(|n| n.spec.clone()).collect()
+    }
+
+    /// The bootstrap list of every broker.
+    pub fn bootstrap(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.spec.kafka_addr.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Process ids of the running brokers.
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.child.as_ref().map(Child::id))
+            .collect()
+    }
+
+    /// `bootstrap`, `pids` and `admin` files in `dir`, for scripts.
+    fn write_files(&self, dir: &Path) -> Result<()> {
+        std::fs::write(dir.join("bootstrap"), format!("{}\n", self.bootstrap()))?;
+        let pids: Vec<String> = self.pids().iter().map(u32::to_string).collect();
+        std::fs::write(dir.join("pids"), format!("{}\n", pids.join(" ")))?;
+        let admin: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| n.spec.admin_addr.clone())
+            .collect();
+        std::fs::write(dir.join("admin"), format!("{}\n", admin.join(" ")))?;
+        Ok(())
+    }
+
+    fn node_mut(&mut self, node_id: i32) -> Result<&mut Node> {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.spec.node_id == node_id)
+            .ok_or_else(|| BenchError::Other(format!("no node {node_id} in this cluster")))
+    }
+
+    fn spawn(&mut self, node_id: i32) -> Result<()> {
+        let rill = self.rill.clone();
+        let voters = self.voters.clone();
+        let config = self.config.clone();
+        let node = self.node_mut(node_id)?;
+        std::fs::create_dir_all(&node.spec.data_dir)?;
+        let log: File = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&node.spec.log_path)?;
+        let mut command = Command::new(&rill);
+        command
+            .arg("serve")
+            .arg("--node-id")
+            .arg(node_id.to_string())
+            .arg("--controller-quorum-voters")
+            .arg(&voters)
+            .arg("--listen")
+            .arg(&node.spec.kafka_addr)
+            .arg("--admin-listen")
+            .arg(&node.spec.admin_addr)
+            .arg("--data-dir")
+            .arg(&node.spec.data_dir)
+            .arg("--cores")
+            .arg("1");
+        if let Some(config) = &config {
+            command.arg("--config").arg(config);
+        }
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log));
+        // SAFETY: prctl is async-signal-safe and touches no memory of ours;
+        // it runs in the forked child before exec.
+        unsafe {
+            command.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        node.child = Some(command.spawn()?);
+        Ok(())
+    }
+
+    /// Waits until every running broker answers Metadata listing `expected`
+    /// brokers.
+    pub async fn wait_brokers(&mut self, expected: usize, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let addrs: Vec<(i32, String)> = self
+            .nodes
+            .iter()
+            .filter(|n| n.child.is_some())
+            .map(|n| (n.spec.node_id, n.spec.kafka_addr.clone()))
+            .collect();
+        for (node_id, addr) in addrs {
+            loop {
+                if let Some(status) = self.exited(node_id)? {
+                    return Err(BenchError::Other(format!(
+                        "broker {node_id} exited ({status}) while starting; see its log"
+                    )));
+                }
+                if brokers_listed(&addr).await == Some(expected) {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    return Err(BenchError::Timeout(format!(
+                        "broker {node_id} at {addr} listing {expected} brokers"
+                    )));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every broker lists all of them.
+    pub async fn wait_ready(&mut self) -> Result<()> {
+        self.wait_brokers(self.nodes.len(), READY_TIMEOUT).await
+    }
+
+    /// The exit status of `node_id` if its process has ended.
+    fn exited(&mut self, node_id: i32) -> Result<Option<std::process::ExitStatus>> {
+        let node = self.node_mut(node_id)?;
+        match node.child.as_mut() {
+            Some(child) => Ok(child.try_wait()?),
+            None => Ok(None),
+        }
+    }
+
+    /// SIGKILLs `node_id` and reaps it.
+    pub fn kill(&mut self, node_id: i32) -> Result<()> {
+        let node = self.node_mut(node_id)?;
+        if let Some(mut child) = node.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Starts `node_id` again, same ports and data dir.
+    pub fn restart(&mut self, node_id: i32) -> Result<()> {
+        self.kill(node_id)?;
+        self.spawn(node_id)
+    }
+
+    /// SIGTERM to every broker, SIGKILL to any still running after
+    /// [`STOP_GRACE`].
+    pub fn stop(&mut self) {
+        for node in &self.nodes {
+            if let Some(child) = &node.child {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe {
+                    libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+                }
+            }
+        }
+        let deadline = Instant::now() + STOP_GRACE;
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                while Instant::now() < deadline {
+                    if matches!(child.try_wait(), Ok(Some(_))) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                if !matches!(child.try_wait(), Ok(Some(_))) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How many brokers `addr` lists in Metadata, `None` if it does not answer.
+async fn brokers_listed(addr: &str) -> Option<usize> {
+    let connect = Connection::connect(addr, "rill-bench-cluster");
+    let connection = tokio::time::timeout(Duration::from_secs(2), connect)
+        .await
+        .ok()?
+        .ok()?;
+    let metadata = tokio::time::timeout(Duration::from_secs(2), fetch_metadata(&connection, &[]))
+        .await
+        .ok()?
+        .ok()?;
+    Some(metadata.brokers.len())
+}
+
+/// Set from the SIGINT/SIGTERM handler of `rill-bench cluster`.
+static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP_REQUESTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `rill-bench cluster`: starts the brokers, prints the bootstrap list once
+/// they form a cluster, and stops them on SIGINT/SIGTERM.
+pub async fn serve(args: &ClusterArgs) -> Result<()> {
+    // SAFETY: installs a handler that only stores to an atomic.
+    unsafe {
+        let handler = on_stop_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    let mut cluster = LocalCluster::start(args)?;
+    cluster.wait_ready().await?;
+    println!("{}", cluster.bootstrap());
+    eprintln!(
+        "{} brokers up (pids {:?}); logs and data in {}; Ctrl-C stops them",
+        args.brokers,
+        cluster.pids(),
+        args.dir.display()
+    );
+    std::fs::write(args.dir.join("ready"), "")?;
+    while !STOP_REQUESTED.load(std::sync::atomic::Ordering::SeqCst) {
+        for node_id in cluster.node_ids() {
+            if let Some(status) = cluster.exited(node_id)? {
+                return Err(BenchError::Other(format!(
+                    "broker {node_id} exited ({status}); see its log"
+                )));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    cluster.stop();
+    let _ = std::fs::remove_file(args.dir.join("ready"));
+    eprintln!("brokers stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(node_id: i32, controller_port: u16) -> NodeSpec {
+        NodeSpec {
+            node_id,
+            kafka_addr: String::new(),
+            admin_addr: String::new(),
+            controller_addr: format!("127.0.0.1:{controller_port}"),
+            data_dir: PathBuf::new(),
+            log_path: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn voters_name_each_controller_listener() {
+        let nodes = [spec(1, 9093), spec(2, 9193), spec(3, 9293)];
+        assert_eq!(
+            voters_list(&nodes),
+            "1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293"
+        );
+    }
+
+    #[test]
+    fn config_carries_only_what_is_set() {
+        assert_eq!(config_toml(None, None), None);
+        assert_eq!(
+            config_toml(Some(1500), Some(300)).as_deref(),
+            Some("\"broker.session.timeout.ms\" = 1500\n\"broker.heartbeat.interval.ms\" = 300\n")
+        );
+        let text = config_toml(Some(1500), None).unwrap_or_default();
+        let parsed: toml::Table = toml::from_str(&text).unwrap();
+        assert_eq!(parsed["broker.session.timeout.ms"].as_integer(), Some(1500));
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let mut ports = free_ports(9).unwrap();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 9);
+    }
+
+    #[test]
+    fn missing_binary_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = ClusterArgs {
+            brokers: 3,
+            rill: dir.path().join("no-such-rill"),
+            dir: dir.path().join("c"),
+            session_timeout_ms: None,
+            heartbeat_interval_ms: None,
+        };
+        assert!(LocalCluster::start(&args).is_err());
+    }
+}
