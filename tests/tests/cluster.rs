@@ -52,23 +52,7 @@ fn a_single_node_is_a_quorum_of_one_across_restarts() {
         quorum.leader_epoch
     );
     // The metadata log is not a topic.
-    let metadata = rdkafka_metadata(&broker.bootstrap());
-    assert!(!metadata.contains(&String::from("__cluster_metadata")));
-}
-
-fn rdkafka_metadata(bootstrap: &str) -> Vec<String> {
-    use rdkafka::consumer::{BaseConsumer, Consumer};
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap)
-        .create()
-        .expect("consumer");
-    let metadata = consumer
-        .fetch_metadata(None, Duration::from_secs(10))
-        .expect("metadata");
-    metadata
-        .topics()
-        .iter()
-        .map(|t| t.name().to_string())
-        .collect()
+    assert!(!topics_of(&broker.bootstrap()).contains_key("__cluster_metadata"));
 }
 
 #[test]
