@@ -17,7 +17,8 @@
 # usage: bench-harness/scripts/cluster.sh [OUT_DIR]
 # env: DURATION_S (20), WARMUP_S (5), KILLS (10), SESSION_TIMEOUT_MS (1500),
 #      HEARTBEAT_INTERVAL_MS (300), BENCH_ARGS (the workload; default:
-#      6 partitions, 1 KiB, 1 producer, 1 consumer, unthrottled)
+#      6 partitions, 1 KiB, 1 producer, 1 consumer, unthrottled),
+#      KEEP_DATA=1 keeps the brokers' data dirs (several GB) for a look
 set -euo pipefail
 OUT=${1:-/var/tmp/rill-cluster-bench}
 RILL=${RILL:-target/release/rill}
@@ -114,4 +115,7 @@ trap - EXIT
 # (b) its own cluster, so that kills do not disturb (a)'s brokers.
 "$BENCH" failover --brokers 3 --rill "$RILL" --dir "$OUT/failover" "${TIMING[@]}" \
   --kills "$KILLS" --out "$OUT/failover.json" 2> "$OUT/failover.err" | tee -a "$OUT/summary.txt"
-echo "results in $OUT (summary.txt, rf3.json, rf1.json, failover.json)"
+if [ "${KEEP_DATA:-0}" != 1 ]; then
+  rm -rf "$OUT"/cluster/node-? "$OUT"/failover/node-?
+fi
+echo "results in $OUT (summary.txt, rf3.json, rf1.json, failover.json; broker logs in cluster/ and failover/)"

@@ -68,6 +68,10 @@ pub struct FailoverArgs {
 #[derive(Debug, Clone, Serialize)]
 pub struct KillResult {
     pub killed_node: i32,
+    /// The killed broker was also the active metadata controller (per
+    /// Metadata's controller_id): its failover waits for a controller
+    /// election as well as for the session timeout.
+    pub killed_controller: bool,
     /// Kill to the first acknowledgement of a produce sent after it.
     pub failover_ms: f64,
     pub new_leader: i32,
@@ -84,6 +88,10 @@ pub struct FailoverReport {
     pub kills: Vec<KillResult>,
     pub failover_ms_median: f64,
     pub failover_ms_max: f64,
+    /// Median over the kills of a leader that was not the controller.
+    pub failover_ms_median_leader_only: f64,
+    /// Median over the kills of a leader that was also the controller.
+    pub failover_ms_median_leader_and_controller: f64,
     pub rejoin_ms_median: f64,
     pub acknowledged_records: u64,
     pub read_back_records: u64,
@@ -439,6 +447,9 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
             (leader > 0 && isr == all).then_some((leader, isr))
         })
         .await?;
+        let killed_controller = leader_address(&bootstrap, &topic)
+            .await
+            .is_ok_and(|m| m.controller_id == leader);
         let killed_at = Instant::now();
         cluster.kill(leader)?;
         let ack = wait_until(
@@ -474,13 +485,19 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
         .await?;
         let rejoin_ms = restarted_at.elapsed().as_secs_f64() * 1000.0;
         eprintln!(
-            "kill {}/{}: node {leader} killed, failover {failover_ms:.0} ms (new leader {new_leader}, record {}), back in the ISR {rejoin_ms:.0} ms after restart",
+            "kill {}/{}: node {leader}{} killed, failover {failover_ms:.0} ms (new leader {new_leader}, record {}), back in the ISR {rejoin_ms:.0} ms after restart",
             round + 1,
             args.kills,
+            if killed_controller {
+                " (leader and controller)"
+            } else {
+                ""
+            },
             ack.seq
         );
         kills.push(KillResult {
             killed_node: leader,
+            killed_controller,
             failover_ms,
             new_leader,
             rejoin_ms,
@@ -509,12 +526,21 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
     cluster.stop();
     let failovers: Vec<f64> = kills.iter().map(|k| k.failover_ms).collect();
     let rejoins: Vec<f64> = kills.iter().map(|k| k.rejoin_ms).collect();
+    let failovers_where = |controller: bool| -> Vec<f64> {
+        kills
+            .iter()
+            .filter(|k| k.killed_controller == controller)
+            .map(|k| k.failover_ms)
+            .collect()
+    };
     Ok(FailoverReport {
         brokers: args.cluster.brokers,
         session_timeout_ms: args.cluster.session_timeout_ms,
         heartbeat_interval_ms: args.cluster.heartbeat_interval_ms,
         failover_ms_median: median(&failovers),
         failover_ms_max: max(&failovers),
+        failover_ms_median_leader_only: median(&failovers_where(false)),
+        failover_ms_median_leader_and_controller: median(&failovers_where(true)),
         rejoin_ms_median: median(&rejoins),
         kills,
         acknowledged_records: acknowledged.len() as u64,
@@ -529,6 +555,7 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
 pub fn summary(report: &FailoverReport) -> String {
     format!(
         "failover over {} kills: median {:.0} ms, max {:.0} ms (session timeout {}); rejoin median {:.0} ms\n\
+         median {:.0} ms over {} kills of a leader only, {:.0} ms over {} kills of the leader that was also the controller\n\
          records: {} acknowledged, {} read back, {} lost, {} duplicates (retries of unacknowledged sends), {} failed attempts",
         report.kills.len(),
         report.failover_ms_median,
@@ -537,6 +564,10 @@ pub fn summary(report: &FailoverReport) -> String {
             .session_timeout_ms
             .map_or("rill default".to_string(), |ms| format!("{ms} ms")),
         report.rejoin_ms_median,
+        report.failover_ms_median_leader_only,
+        report.kills.iter().filter(|k| !k.killed_controller).count(),
+        report.failover_ms_median_leader_and_controller,
+        report.kills.iter().filter(|k| k.killed_controller).count(),
         report.acknowledged_records,
         report.read_back_records,
         report.lost_records,
