@@ -123,7 +123,7 @@ impl MetadataRecord {
     /// Decodes one whole frame (exactly the bytes [`MetadataRecord::encode`]
     /// wrote: a Raft entry holds one record).
     pub fn decode(frame: &[u8]) -> Result<MetadataRecord, DecodeError> {
-        let mut header = Reader { buf: frame, at: 0 };
+        let mut header = Reader::new(frame, 0, truncated);
         if frame.len() < HEADER_BYTES {
             return Err(header.truncated(HEADER_BYTES));
         }
@@ -139,10 +139,7 @@ impl MetadataRecord {
         if stored != computed {
             return Err(DecodeError::CrcMismatch { stored, computed });
         }
-        let mut body = Reader {
-            buf: frame,
-            at: header.at,
-        };
+        let mut body = Reader::new(frame, header.at, truncated);
         let version = body.u8()?;
         if version != FORMAT_VERSION {
             return Err(DecodeError::UnsupportedVersion(version));
@@ -305,70 +302,24 @@ impl Writer {
     }
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    at: usize,
+/// The codec's reader: truncation is a [`DecodeError::Truncated`].
+type Reader<'a> = super::reader::Reader<'a, DecodeError>;
+
+fn truncated(at: usize, needed: usize, available: usize) -> DecodeError {
+    DecodeError::Truncated {
+        at,
+        needed,
+        available,
+    }
 }
 
-impl<'a> Reader<'a> {
-    fn truncated(&self, needed: usize) -> DecodeError {
-        DecodeError::Truncated {
-            at: self.at,
-            needed,
-            available: self.buf.len() - self.at,
-        }
-    }
-
-    fn take(&mut self, needed: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self
-            .at
-            .checked_add(needed)
-            .filter(|&end| end <= self.buf.len())
-            .ok_or_else(|| self.truncated(needed))?;
-        let bytes = &self.buf[self.at..end];
-        self.at = end;
-        Ok(bytes)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        Ok(self.array::<1>()?[0])
-    }
-    fn u16(&mut self) -> Result<u16, DecodeError> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-    fn u32(&mut self) -> Result<u32, DecodeError> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-    fn i32(&mut self) -> Result<i32, DecodeError> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-    fn i64(&mut self) -> Result<i64, DecodeError> {
-        Ok(i64::from_be_bytes(self.array()?))
-    }
+impl Reader<'_> {
     fn flag(&mut self) -> Result<bool, DecodeError> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
             other => Err(DecodeError::InvalidFlag(other)),
         }
-    }
-
-    /// A list count, refused when `count` items of at least `min_item_bytes`
-    /// each cannot fit in what is left (so a damaged count never makes us
-    /// reserve gigabytes).
-    fn count(&mut self, min_item_bytes: usize) -> Result<usize, DecodeError> {
-        let count = usize::try_from(self.u32()?).unwrap_or(usize::MAX);
-        let needed = count.saturating_mul(min_item_bytes.max(1));
-        if needed > self.buf.len() - self.at {
-            return Err(self.truncated(needed));
-        }
-        Ok(count)
     }
 
     fn string(&mut self) -> Result<String, DecodeError> {

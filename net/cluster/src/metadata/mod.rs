@@ -39,6 +39,7 @@ pub mod error;
 pub mod heartbeats;
 pub mod image;
 pub mod machine;
+mod reader;
 pub mod record;
 pub mod snapshot;
 

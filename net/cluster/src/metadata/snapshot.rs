@@ -202,7 +202,7 @@ impl MetadataImage {
     /// Damaged or inconsistent bytes give an error, never a panic, and never
     /// an image that breaks an invariant.
     pub fn decode_snapshot(bytes: &[u8]) -> Result<MetadataImage, SnapshotError> {
-        let mut reader = Reader { buf: bytes, at: 0 };
+        let mut reader = Reader::new(bytes, 0, truncated);
         let magic = reader.array::<4>()?;
         if magic != SNAPSHOT_MAGIC {
             return Err(SnapshotError::NotASnapshot(magic));
@@ -277,61 +277,18 @@ fn put_count(bytes: &mut Vec<u8>, count: usize) {
     bytes.extend_from_slice(&count.to_be_bytes());
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    at: usize,
+/// The snapshot's reader: truncation is a [`SnapshotError::Truncated`].
+type Reader<'a> = super::reader::Reader<'a, SnapshotError>;
+
+fn truncated(at: usize, needed: usize, available: usize) -> SnapshotError {
+    SnapshotError::Truncated {
+        at,
+        needed,
+        available,
+    }
 }
 
 impl<'a> Reader<'a> {
-    fn truncated(&self, needed: usize) -> SnapshotError {
-        SnapshotError::Truncated {
-            at: self.at,
-            needed,
-            available: self.buf.len() - self.at,
-        }
-    }
-
-    fn take(&mut self, needed: usize) -> Result<&'a [u8], SnapshotError> {
-        let end = self
-            .at
-            .checked_add(needed)
-            .filter(|&end| end <= self.buf.len())
-            .ok_or_else(|| self.truncated(needed))?;
-        let bytes = &self.buf[self.at..end];
-        self.at = end;
-        Ok(bytes)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn u16(&mut self) -> Result<u16, SnapshotError> {
-        Ok(u16::from_be_bytes(self.array()?))
-    }
-    fn u32(&mut self) -> Result<u32, SnapshotError> {
-        Ok(u32::from_be_bytes(self.array()?))
-    }
-    fn i32(&mut self) -> Result<i32, SnapshotError> {
-        Ok(i32::from_be_bytes(self.array()?))
-    }
-    fn i64(&mut self) -> Result<i64, SnapshotError> {
-        Ok(i64::from_be_bytes(self.array()?))
-    }
-
-    /// A list count, refused when `count` items of at least `min_item_bytes`
-    /// each cannot fit in what is left (a damaged count reserves nothing).
-    fn count(&mut self, min_item_bytes: usize) -> Result<usize, SnapshotError> {
-        let count = usize::try_from(self.u32()?).unwrap_or(usize::MAX);
-        let needed = count.saturating_mul(min_item_bytes.max(1));
-        if needed > self.buf.len() - self.at {
-            return Err(self.truncated(needed));
-        }
-        Ok(count)
-    }
-
     fn header(&mut self) -> Result<Header, SnapshotError> {
         let last_applied_offset = self.i64()?;
         let last_broker_epoch = self.i64()?;
