@@ -6,10 +6,12 @@
 
 use super::roles::{ReplicaManager, Role};
 use crate::call::OwnerCall;
-use crate::cluster_runtime::{ControllerReply, ControllerRpc, SendToController, METADATA_SHARD};
+use crate::cluster_runtime::{
+    ClusterView, ControllerReply, ControllerRpc, SendToController, METADATA_SHARD,
+};
 use crate::shard::Shard;
 use bytes::Bytes;
-use cluster::replication::{Acks, AlterPartitionRejection, LeaderState};
+use cluster::replication::{Acks, AlterPartitionRejection, IsrChangeKind, LeaderState};
 use engine::log::ReadMode;
 use engine::{ErrorCode, FlushPolicy, PartitionLog, ReadData, TopicPartition};
 use std::cell::RefCell;
@@ -230,6 +232,22 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
         let Some(proposal) = proposal else {
             continue;
         };
+        // KIP-841: a fenced broker may not join an ISR; the controller would
+        // refuse it, so do not ask (the proposal comes back next tick only
+        // while the follower still looks caught up).
+        let image = shard.service::<ClusterView>().image();
+        let ineligible = proposal.kind == IsrChangeKind::Expand
+            && proposal
+                .new_isr
+                .iter()
+                .any(|&replica| !image.is_live(replica));
+        if ineligible {
+            state.borrow_mut().on_alter_partition_rejected(
+                proposal.proposal_id,
+                AlterPartitionRejection::NotApplied,
+            );
+            continue;
+        }
         tracing::info!(%tp, kind = ?proposal.kind, isr = ?proposal.new_isr, "proposing an ISR change");
         let request = ControllerRpc::AlterPartition {
             broker_id: own,
