@@ -389,10 +389,6 @@ fn transaction_coordinator(bootstrap: &str, transactional_id: &str) -> Option<i3
 }
 
 #[test]
-#[ignore = "known gap (#18): a transaction coordinator writes markers only to partitions its \
-            own broker leads, so a commit whose partitions are led elsewhere stays prepared \
-            and read_committed readers stall; fails when the coordinator and the partition's \
-            leader are on different brokers"]
 fn transactions_go_on_when_their_coordinator_dies() {
     use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
     let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);

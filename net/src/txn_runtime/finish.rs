@@ -4,13 +4,24 @@
 
 use super::persist::persist_complete;
 use super::{GroupMember, TxnRuntime, MARKER_ATTEMPTS};
+use crate::cluster_runtime::partition_leader;
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::replication_runtime::client::KafkaConnection;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::Shard;
 use crate::txn::{PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState};
 use engine::ErrorCode;
 use engine::TopicPartition;
+use kafka_protocol::messages::write_txn_markers_request::{
+    WritableTxnMarker, WritableTxnMarkerTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, ProducerId, TopicName, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use std::collections::BTreeMap;
+use std::net::ToSocketAddrs;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -42,6 +53,9 @@ pub(super) async fn validate_member(
         }
     }
 }
+
+/// How long connecting to a partition's leader for its markers may take.
+const MARKER_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Completes a decided transaction: forwards its offsets (commit) or drops
 /// them (abort), writes the markers, persists the Complete state. Any
@@ -147,17 +161,32 @@ async fn commit_group_offsets(
     }
 }
 
-/// Writes the markers of `meta`'s partitions on their owners, each durable.
+/// Writes the markers of `meta`'s partitions, each durable: on their owner
+/// shards for the partitions this broker leads, with WriteTxnMarkers to the
+/// leader for the others (in a cluster the coordinator and a partition's
+/// leader are often different brokers).
 async fn write_markers(
     shard: &Rc<Shard>,
     meta: &TxnMetadata,
     commit: bool,
 ) -> Result<(), ErrorCode> {
-    let ops: Vec<PartitionOp> = meta
-        .partitions
-        .iter()
+    let mut local = Vec::new();
+    let mut remote: BTreeMap<(i32, String, i32), Vec<(String, i32)>> = BTreeMap::new();
+    for (topic, partition) in &meta.partitions {
+        match partition_leader(shard, topic, *partition) {
+            Ok((leader, host, port)) if leader != shard.config.broker_id => remote
+                .entry((leader, host, port))
+                .or_default()
+                .push((topic.clone(), *partition)),
+            // Led here, or its leader unknown: the local owner answers
+            // (NOT_LEADER_OR_FOLLOWER makes the caller retry later).
+            _ => local.push((topic.clone(), *partition)),
+        }
+    }
+    let ops: Vec<PartitionOp> = local
+        .into_iter()
         .map(|(topic, partition)| PartitionOp::WriteMarker {
-            tp: TopicPartition::new(topic.clone(), *partition),
+            tp: TopicPartition::new(topic, partition),
             producer_id: meta.producer_id,
             producer_epoch: meta.producer_epoch,
             commit,
@@ -167,13 +196,82 @@ async fn write_markers(
     for reply in run_on_owners(shard, ops).await {
         match reply {
             PartitionReply::Done(Ok(())) => {}
-            // A deleted partition has no transaction left to end.
-            PartitionReply::Done(Err(ErrorCode::UnknownTopicOrPartition)) => {}
-            // A newer epoch or coordinator already ended it there.
-            PartitionReply::Done(Err(ErrorCode::InvalidProducerEpoch))
-            | PartitionReply::Done(Err(ErrorCode::TransactionCoordinatorFenced)) => {}
-            PartitionReply::Done(Err(code)) => return Err(code),
+            PartitionReply::Done(Err(code)) => marker_outcome(code)?,
             _ => return Err(ErrorCode::UnknownServerError),
+        }
+    }
+    for ((leader, host, port), partitions) in remote {
+        write_remote_markers(shard, meta, commit, (leader, &host, port), partitions).await?;
+    }
+    Ok(())
+}
+
+/// Whether a partition's answer to a marker leaves the transaction ended there.
+fn marker_outcome(code: ErrorCode) -> Result<(), ErrorCode> {
+    match code {
+        ErrorCode::None => Ok(()),
+        // A deleted partition has no transaction left to end.
+        ErrorCode::UnknownTopicOrPartition => Ok(()),
+        // A newer epoch or coordinator already ended it there.
+        ErrorCode::InvalidProducerEpoch | ErrorCode::TransactionCoordinatorFenced => Ok(()),
+        code => Err(code),
+    }
+}
+
+/// WriteTxnMarkers (v1) to the broker leading `partitions`.
+async fn write_remote_markers(
+    shard: &Shard,
+    meta: &TxnMetadata,
+    commit: bool,
+    (leader, host, port): (i32, &str, i32),
+    partitions: Vec<(String, i32)>,
+) -> Result<(), ErrorCode> {
+    let address = (host, u16::try_from(port).unwrap_or(0))
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    let mut topics: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in partitions {
+        topics.entry(topic).or_default().push(partition);
+    }
+    let mut marker = WritableTxnMarker::default();
+    marker.producer_id = ProducerId(meta.producer_id);
+    marker.producer_epoch = meta.producer_epoch;
+    marker.transaction_result = commit;
+    marker.coordinator_epoch = 0;
+    marker.topics = topics
+        .into_iter()
+        .map(|(name, indexes)| {
+            let mut topic = WritableTxnMarkerTopic::default();
+            topic.name = TopicName(StrBytes::from_string(name));
+            topic.partition_indexes = indexes;
+            topic
+        })
+        .collect();
+    let mut request = WriteTxnMarkersRequest::default();
+    request.markers = vec![marker];
+    let client_id = format!("rill-txn-coordinator-{}", shard.config.broker_id);
+    let mut connection = KafkaConnection::connect(address, MARKER_CONNECT_TIMEOUT, client_id)
+        .await
+        .map_err(|e| {
+            tracing::debug!(leader, error = %e, "transaction markers not delivered");
+            ErrorCode::CoordinatorNotAvailable
+        })?;
+    let response: WriteTxnMarkersResponse = connection
+        .request(ApiKey::WriteTxnMarkers, 1, &request)
+        .await
+        .map_err(|e| {
+            tracing::debug!(leader, error = %e, "transaction markers not answered");
+            ErrorCode::CoordinatorNotAvailable
+        })?;
+    for result in response.markers {
+        for topic in result.topics {
+            for partition in topic.partitions {
+                let code = ErrorCode::from_code(partition.error_code)
+                    .unwrap_or(ErrorCode::UnknownServerError);
+                marker_outcome(code)?;
+            }
         }
     }
     Ok(())
