@@ -13,7 +13,7 @@ use crate::shard::Shard;
 use bytes::Bytes;
 use cluster::replication::{Acks, AlterPartitionRejection, IsrChangeKind, LeaderState};
 use engine::log::ReadMode;
-use engine::{ErrorCode, FlushPolicy, PartitionLog, ReadData, TopicPartition};
+use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -72,7 +72,9 @@ pub async fn wait_acks_all(
     let Some(state) = shard.service::<ReplicaManager>().leader_state(tp) else {
         return Ok(());
     };
-    let _ = wait_published(shard, log, last_offset).await;
+    // The engine's durability wait is on what is published here (durable
+    // under `fsync`, written otherwise): the offset the HW counts.
+    let _ = log.wait_durable(last_offset).await;
     sync(&state, log);
     let Some(timeout) = timeout else {
         return Ok(());
@@ -161,7 +163,7 @@ impl OwnerCall for ServeFollowerFetch {
         let empty = matches!(&read, Ok(r) if r.data.is_empty());
         if empty && !self.max_wait.is_zero() {
             let _ = glommio::timer::timeout(self.max_wait, async {
-                let _ = wait_published(&shard, &log, self.fetch_offset).await;
+                let _ = log.wait_durable(self.fetch_offset).await;
                 Ok(())
             })
             .await;
@@ -178,19 +180,6 @@ impl OwnerCall for ServeFollowerFetch {
             },
             Err(e) => FollowerFetchReply::error(e.error_code()),
         }
-    }
-}
-
-/// Waits until what is published here (durable under the `fsync` policy,
-/// written otherwise) passes `offset`.
-async fn wait_published(
-    shard: &Shard,
-    log: &PartitionLog,
-    offset: i64,
-) -> Result<(), engine::EngineError> {
-    match shard.config.engine.flush_policy {
-        FlushPolicy::Fsync => log.wait_durable(offset).await,
-        FlushPolicy::Interval | FlushPolicy::Os => log.wait_written(offset).await,
     }
 }
 
