@@ -161,6 +161,8 @@ error_codes! {
     GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
     /// Another member with the same `group.instance.id` replaced this one.
     FencedInstanceId = 82, "FENCED_INSTANCE_ID";
+    /// A reassignment was cancelled where none is in progress.
+    NoReassignmentInProgress = 85, "NO_REASSIGNMENT_IN_PROGRESS";
     /// The group still subscribes to the topic whose offsets are to be deleted.
     GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
     /// A record inside a batch is malformed.

@@ -154,6 +154,11 @@ fn topic_change(
                 .alter_partition(&request)
                 .map(|outcome| outcome.records)
         }
+        ControllerRpc::AlterReassignment {
+            topic,
+            partition,
+            target,
+        } => controller.alter_reassignment(topic, *partition, target.as_deref()),
         ControllerRpc::Register { .. } | ControllerRpc::Heartbeat { .. } => {
             Err(MetadataError::InvalidRequest {
                 reason: String::from("not a topic change"),
@@ -190,10 +195,11 @@ async fn commit(
     }
 }
 
-/// On the active controller, fences the brokers whose session expired and,
-/// every `leader.imbalance.check.interval.seconds`, moves leaderships back
-/// to preferred replicas (`auto.leader.rebalance.enable`); runs on the
-/// metadata shard for the life of the broker.
+/// On the active controller, fences the brokers whose session expired,
+/// every `leader.imbalance.check.interval.seconds` moves leaderships back
+/// to preferred replicas (`auto.leader.rebalance.enable`), and completes
+/// reassignments whose new replicas are in sync; runs on the metadata
+/// shard for the life of the broker.
 pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let cluster = &shard.config.cluster;
     let interval_ms = (cluster.session_timeout_ms / 5).max(50);
@@ -232,7 +238,10 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             }
             moves
         } else {
-            Vec::new()
+            // A reassignment whose new replicas joined the ISR completes
+            // in the AlterPartition that put them there; this catches the
+            // rest (a leader lost in between, a restarted controller).
+            controller.complete_reassignments()
         };
         if records.is_empty() {
             continue;

@@ -78,6 +78,16 @@ pub enum ControllerRpc {
         /// The whole proposed ISR.
         new_isr: Vec<i32>,
     },
+    /// AlterPartitionReassignments for one partition: move it to `target`,
+    /// or cancel the reassignment in progress (`None`).
+    AlterReassignment {
+        /// Topic name.
+        topic: String,
+        /// Partition.
+        partition: i32,
+        /// The replicas to move to; `None` cancels.
+        target: Option<Vec<i32>>,
+    },
     /// AlterConfigs / IncrementalAlterConfigs: the topic's whole set of
     /// overrides after the change.
     SetTopicConfigs {

@@ -7,7 +7,8 @@
 //!   overwrites a newer one).
 //! - The partitions this broker is a replica of exist on their owner shard,
 //!   with the topic's config; those of a topic the image removed are
-//!   deleted.
+//!   deleted, and so are those a reassignment moved off this broker (and,
+//!   once per start, any left on disk while it was down).
 //! - A topic found on disk at start that the image does not know is left
 //!   alone: adopted into the image when the metadata log is new (a single
 //!   node's data from before it kept metadata), otherwise only dropped from
@@ -26,10 +27,11 @@ use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::{Shard, ShardService};
 use crate::topics::{TopicEntry, TopicUpdate};
 use cluster::metadata::{MetadataImage, PartitionState, TopicImage};
+use engine::types::TopicId;
 use engine::{ErrorCode, TopicPartition};
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -43,6 +45,12 @@ pub struct Reconciler {
     adopting: Cell<bool>,
     /// The partition state last handed to each local replica's owner shard.
     applied: RefCell<HashMap<(String, i32), PartitionState>>,
+    /// The partitions this broker holds a replica of, by topic id (a topic
+    /// deleted and created again under the same name is another topic).
+    hosted: RefCell<HashSet<(TopicId, i32)>>,
+    /// Replicas on disk that the image assigns elsewhere have been looked
+    /// for (once per process, after its registration).
+    strays_checked: Cell<bool>,
 }
 
 impl ShardService for Reconciler {
@@ -107,7 +115,9 @@ async fn run(shard: Rc<Shard>) {
         sequence = newer;
         if image.last_applied_offset() > reconciler.reconciled_offset.get() {
             reconcile(&shard, &image, reconciler.adopting.get()).await;
+            create_local_replicas(&shard, &reconciler, &image).await;
             apply_partition_states(&shard, &reconciler, &image).await;
+            remove_unassigned_replicas(&shard, &reconciler, &image).await;
             reconciler.reconciled(image.last_applied_offset());
         }
     }
@@ -193,21 +203,6 @@ async fn upsert(shard: &Rc<Shard>, topic: &TopicImage, version: u64) {
         .filter(|(_, state)| state.replicas.contains(&own))
         .map(|(&partition, _)| partition)
         .collect();
-    let creates = mine
-        .iter()
-        .map(|&p| PartitionOp::Create {
-            tp: TopicPartition::new(topic.name.clone(), p),
-            topic_id: topic.topic_id,
-            config: entry.config.clone(),
-        })
-        .collect();
-    for reply in run_on_owners(shard, creates).await {
-        if let PartitionReply::Done(Err(code)) = reply {
-            if code != ErrorCode::TopicAlreadyExists {
-                tracing::error!(topic = %topic.name, %code, "cannot create a local replica");
-            }
-        }
-    }
     let config_changed = current
         .as_ref()
         .is_some_and(|c| c.topic_id == entry.topic_id && c.config != entry.config);
@@ -269,13 +264,7 @@ pub(super) async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
 /// the controller made knowing this broker restarted.
 async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, image: &MetadataImage) {
     let own = shard.config.broker_id;
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
-        return;
-    };
-    let registered = image
-        .broker(own)
-        .is_some_and(|b| b.incarnation_id == quorum.incarnation_id());
-    if !registered {
+    if !registered_here(shard, image) {
         return;
     }
     let mut changed = Vec::new();
@@ -293,14 +282,20 @@ async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, imag
                 .get(&topic.name)
                 .map_or(1, |entry| entry.config.min_insync_replicas.max(1) as usize);
             for (&partition, state) in &topic.partitions {
-                if !state.replicas.contains(&own) {
+                let key = (topic.name.clone(), partition);
+                if !state.replicas.contains(&own) && !applied.contains_key(&key) {
                     continue;
                 }
-                let key = (topic.name.clone(), partition);
+                // A replica moved off this broker gets its last state (its
+                // shard drops the role) and leaves the map.
                 if applied.get(&key) == Some(state) {
                     continue;
                 }
-                applied.insert(key, state.clone());
+                if state.replicas.contains(&own) {
+                    applied.insert(key, state.clone());
+                } else {
+                    applied.remove(&key);
+                }
                 changed.push(ApplyPartitionState {
                     tp: TopicPartition::new(topic.name.clone(), partition),
                     replicas: state.replicas.clone(),
@@ -319,6 +314,132 @@ async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, imag
             tracing::warn!(owner, error = %e, "partition state not delivered");
         }
     }
+}
+
+/// Creates, on their owner shards, the replicas the image newly assigns to
+/// this broker (a new topic or partition, or a reassignment onto it).
+async fn create_local_replicas(shard: &Rc<Shard>, reconciler: &Reconciler, image: &MetadataImage) {
+    let own = shard.config.broker_id;
+    let mut creates = Vec::new();
+    {
+        let hosted = reconciler.hosted.borrow();
+        let topics = shard.topics.borrow();
+        for topic in image.topics().values() {
+            let Some(entry) = topics.get(&topic.name) else {
+                continue;
+            };
+            for (&partition, state) in &topic.partitions {
+                let key = (topic.topic_id, partition);
+                if state.replicas.contains(&own) && !hosted.contains(&key) {
+                    creates.push(PartitionOp::Create {
+                        tp: TopicPartition::new(topic.name.clone(), partition),
+                        topic_id: topic.topic_id,
+                        config: entry.config.clone(),
+                    });
+                }
+            }
+        }
+    }
+    if creates.is_empty() {
+        return;
+    }
+    let keys: Vec<(TopicId, i32, String)> = creates
+        .iter()
+        .filter_map(|op| match op {
+            PartitionOp::Create { tp, topic_id, .. } => {
+                Some((*topic_id, tp.partition, tp.topic.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    let replies = run_on_owners(shard, creates).await;
+    let mut hosted = reconciler.hosted.borrow_mut();
+    for ((topic_id, partition, topic), reply) in keys.into_iter().zip(replies) {
+        match reply {
+            PartitionReply::Done(Ok(()))
+            | PartitionReply::Done(Err(ErrorCode::TopicAlreadyExists)) => {
+                hosted.insert((topic_id, partition));
+            }
+            other => {
+                tracing::error!(%topic, partition, reply = ?other, "cannot create a local replica")
+            }
+        }
+    }
+}
+
+/// Deletes the local replicas of partitions the image no longer assigns to
+/// this broker (a completed or cancelled reassignment), once their owner
+/// shard has dropped its role ([`apply_partition_states`] ran first). On
+/// the first image after this process registered, also the replicas left
+/// on disk while it was down that the image assigns elsewhere.
+async fn remove_unassigned_replicas(
+    shard: &Rc<Shard>,
+    reconciler: &Reconciler,
+    image: &MetadataImage,
+) {
+    let own = shard.config.broker_id;
+    if !registered_here(shard, image) {
+        // An image replayed from the local log may be older than the
+        // cluster: deleting by it could drop a replica that still counts.
+        return;
+    }
+    let mut deletes = Vec::new();
+    {
+        let mut hosted = reconciler.hosted.borrow_mut();
+        let before = hosted.len();
+        hosted.retain(|(topic_id, partition)| {
+            let Some(topic) = image.topic(topic_id) else {
+                // A removed topic: `reconcile` deleted it already.
+                return false;
+            };
+            match topic.partitions.get(partition) {
+                Some(state) if !state.replicas.contains(&own) => {
+                    deletes.push(TopicPartition::new(topic.name.clone(), *partition));
+                    false
+                }
+                _ => true,
+            }
+        });
+        assert!(hosted.len() <= before);
+        if !reconciler.strays_checked.replace(true) {
+            for topic in image.topics().values() {
+                for (&partition, state) in &topic.partitions {
+                    let tp = TopicPartition::new(topic.name.clone(), partition);
+                    let on_disk = shard.config.data_dir.join(tp.dir_name()).is_dir();
+                    if !state.replicas.contains(&own) && on_disk && !deletes.contains(&tp) {
+                        deletes.push(tp);
+                    }
+                }
+            }
+        }
+    }
+    if deletes.is_empty() {
+        return;
+    }
+    let ops = deletes
+        .iter()
+        .map(|tp| PartitionOp::Delete { tp: tp.clone() })
+        .collect();
+    for (tp, reply) in deletes.iter().zip(run_on_owners(shard, ops).await) {
+        match reply {
+            PartitionReply::Done(Ok(())) => {
+                tracing::info!(%tp, "replica moved off this broker; its files are deleted")
+            }
+            PartitionReply::Done(Err(ErrorCode::UnknownTopicOrPartition)) => {}
+            other => tracing::error!(%tp, reply = ?other, "cannot delete a moved replica"),
+        }
+    }
+}
+
+/// Whether `image` holds this process's own registration (was made after
+/// this start).
+fn registered_here(shard: &Rc<Shard>, image: &MetadataImage) -> bool {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return false;
+    };
+    image
+        .broker(shard.config.broker_id)
+        .is_some_and(|b| b.incarnation_id == quorum.incarnation_id())
 }
 
 /// Proposes the topics found on disk (a single node's data from before it

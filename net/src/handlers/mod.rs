@@ -21,6 +21,7 @@ use std::time::Instant;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
@@ -46,6 +47,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
@@ -142,6 +144,8 @@ pub const REGISTRY: &[Handler] = &[
     incremental_alter_configs::HANDLER,
     describe_cluster::HANDLER,
     describe_quorum::HANDLER,
+    alter_partition_reassignments::HANDLER,
+    list_partition_reassignments::HANDLER,
     add_partitions_to_txn::HANDLER,
     add_offsets_to_txn::HANDLER,
     end_txn::HANDLER,
@@ -188,6 +192,8 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::IncrementalAlterConfigs => "IncrementalAlterConfigs",
         ApiKey::DescribeCluster => "DescribeCluster",
         ApiKey::DescribeQuorum => "DescribeQuorum",
+        ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
+        ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
         ApiKey::InitProducerId => "InitProducerId",
         ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
         ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",

@@ -1,7 +1,8 @@
 //! [`ApplyPartitionState`]: the committed state of a partition (from the
 //! reconciler) becomes this shard's role for it — leader (a fresh
-//! `LeaderState` for a new epoch, or the committed ISR for the current one),
-//! follower (a fetcher for the new leader or epoch), or offline.
+//! `LeaderState` for a new epoch, or the committed ISR and replicas for the
+//! current one), follower (a fetcher for the new leader or epoch), offline,
+//! or none (a reassignment moved the replica off this broker).
 
 use super::roles::{ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};
 use super::{follower, leader};
@@ -49,6 +50,19 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
     if state.leader == own {
         log.set_leader_epoch(state.leader_epoch.max(log.leader_epoch()));
     }
+    if !state.replicas.contains(&own) {
+        // Moved off this broker by a reassignment: the reconciler deletes
+        // the replica next; its fetcher or leader timer stops with the role.
+        manager.forget(&state.tp);
+        manager
+            .counters
+            .borrow_mut()
+            .follower_lag
+            .remove(&(state.tp.topic.clone(), state.tp.partition));
+        log.set_replication_limit(Some(log.high_watermark()));
+        tracing::info!(tp = %state.tp, "no longer a replica here");
+        return;
+    }
     if state.replicas.len() <= 1 {
         // One replica: the single-node rules (HW = what is durable here).
         manager.forget(&state.tp);
@@ -69,10 +83,12 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
             if leader.borrow().leader_epoch() == state.leader_epoch {
                 let isr_before = leader.borrow().isr().len();
                 let isr_after = isr.len();
-                let moved = leader.borrow_mut().on_isr_committed(
+                let moved = leader.borrow_mut().on_partition_committed(
                     state.leader_epoch,
                     state.partition_epoch,
+                    &state.replicas,
                     isr,
+                    shard.now_ms(),
                 );
                 match moved {
                     Ok(Some(hw)) => log.set_replication_limit(Some(hw)),

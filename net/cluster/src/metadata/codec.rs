@@ -43,6 +43,7 @@ const RECORD_TYPE_PARTITION: u8 = 7;
 const RECORD_TYPE_PARTITION_CHANGE: u8 = 8;
 const RECORD_TYPE_CONFIG_CHANGE: u8 = 9;
 const RECORD_TYPE_PRODUCER_IDS: u8 = 10;
+const RECORD_TYPE_REASSIGNMENT: u8 = 11;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -247,6 +248,18 @@ impl Writer {
             }
             MetadataRecord::Partition(partition) => self.partition(partition),
             MetadataRecord::PartitionChange(change) => self.partition_change(change),
+            MetadataRecord::Reassignment {
+                topic_id,
+                partition,
+                adding,
+                removing,
+            } => {
+                self.u8(RECORD_TYPE_REASSIGNMENT);
+                self.bytes16(topic_id);
+                self.i32(*partition);
+                self.brokers(adding);
+                self.brokers(removing);
+            }
             MetadataRecord::ConfigChange { topic, key, value } => {
                 self.u8(RECORD_TYPE_CONFIG_CHANGE);
                 self.string(topic);
@@ -371,6 +384,12 @@ impl Reader<'_> {
                 partition_epoch: self.i32()?,
             }),
             RECORD_TYPE_PARTITION_CHANGE => self.partition_change()?,
+            RECORD_TYPE_REASSIGNMENT => MetadataRecord::Reassignment {
+                topic_id: self.array()?,
+                partition: self.i32()?,
+                adding: self.brokers()?,
+                removing: self.brokers()?,
+            },
             RECORD_TYPE_CONFIG_CHANGE => MetadataRecord::ConfigChange {
                 topic: self.string()?,
                 key: self.string()?,

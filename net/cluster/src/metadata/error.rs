@@ -148,6 +148,22 @@ pub enum MetadataError {
         /// What was wrong.
         reason: String,
     },
+    /// A reassignment's target replicas are unusable
+    /// (`INVALID_REPLICA_ASSIGNMENT`).
+    #[error("invalid replica assignment: {reason}")]
+    InvalidReplicaAssignment {
+        /// What was wrong.
+        reason: String,
+    },
+    /// A reassignment cancelled where none is in progress
+    /// (`NO_REASSIGNMENT_IN_PROGRESS`).
+    #[error("no reassignment in progress for {topic}-{partition}")]
+    NoReassignmentInProgress {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
     /// A topic config the metadata layer refuses (`INVALID_CONFIG`).
     #[error("invalid config {key}={value:?}: {reason}")]
     InvalidConfig {
@@ -201,6 +217,8 @@ impl MetadataError {
             MetadataError::NoLiveReplica { .. } => ErrorCode::InvalidReplicaAssignment,
             MetadataError::InvalidUpdateVersion { .. } => ErrorCode::InvalidUpdateVersion,
             MetadataError::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+            MetadataError::InvalidReplicaAssignment { .. } => ErrorCode::InvalidReplicaAssignment,
+            MetadataError::NoReassignmentInProgress { .. } => ErrorCode::NoReassignmentInProgress,
             MetadataError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
             MetadataError::ProducerIdsExhausted { .. } | MetadataError::InvalidRecord { .. } => {
                 ErrorCode::UnknownServerError

@@ -68,6 +68,28 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Partition epoch.
     pub partition_epoch: i32,
+    /// Replicas being added by an ongoing reassignment (empty: none).
+    pub adding_replicas: Vec<BrokerId>,
+    /// Replicas an ongoing reassignment removes once the added ones are in
+    /// sync (empty: none).
+    pub removing_replicas: Vec<BrokerId>,
+}
+
+impl PartitionState {
+    /// Whether a reassignment is in progress.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas a reassignment moves to: every replica but the ones
+    /// being removed (all of them when none is in progress).
+    pub fn target_replicas(&self) -> Vec<BrokerId> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.removing_replicas.contains(r))
+            .collect()
+    }
 }
 
 /// A topic with its configs and partitions.
@@ -276,6 +298,14 @@ impl MetadataImage {
                 .ok_or_else(|| format!("unknown topic id {topic_id:?}")),
             MetadataRecord::Partition(partition) => self.validate_partition(partition),
             MetadataRecord::PartitionChange(change) => self.changed_partition(change).map(|_| ()),
+            MetadataRecord::Reassignment {
+                topic_id,
+                partition,
+                adding,
+                removing,
+            } => self
+                .reassigned_partition(topic_id, *partition, adding, removing)
+                .map(|_| ()),
             MetadataRecord::ConfigChange { topic, key, .. } => {
                 if !self.topic_ids.contains_key(topic) {
                     return Err(format!("unknown topic {topic:?}"));
@@ -357,6 +387,8 @@ impl MetadataImage {
             leader: record.leader,
             leader_epoch: record.leader_epoch,
             partition_epoch: record.partition_epoch,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         };
         self.check_partition_state(&state)
     }
@@ -391,6 +423,38 @@ impl MetadataImage {
                 None => current.leader_epoch,
             },
             partition_epoch: bump(current.partition_epoch)?,
+            // New replicas end a reassignment; anything else keeps it.
+            adding_replicas: match change.replicas {
+                Some(_) => Vec::new(),
+                None => current.adding_replicas.clone(),
+            },
+            removing_replicas: match change.replicas {
+                Some(_) => Vec::new(),
+                None => current.removing_replicas.clone(),
+            },
+        };
+        self.check_partition_state(&next)?;
+        Ok(next)
+    }
+
+    /// The partition as a `Reassignment` record leaves it, if allowed.
+    fn reassigned_partition(
+        &self,
+        topic_id: &TopicId,
+        partition: i32,
+        adding: &[BrokerId],
+        removing: &[BrokerId],
+    ) -> Result<PartitionState, String> {
+        let current = self
+            .partition(topic_id, partition)
+            .ok_or_else(|| format!("unknown partition {topic_id:?}-{partition}"))?;
+        if adding.is_empty() && removing.is_empty() {
+            return Err("a reassignment that adds and removes nothing".to_owned());
+        }
+        let next = PartitionState {
+            adding_replicas: adding.to_vec(),
+            removing_replicas: removing.to_vec(),
+            ..current.clone()
         };
         self.check_partition_state(&next)?;
         Ok(next)
@@ -425,6 +489,23 @@ impl MetadataImage {
             return Err(format!(
                 "ISR {:?} not within replicas {:?}",
                 state.isr, state.replicas
+            ));
+        }
+        let reassigning = state.adding_replicas.iter().chain(&state.removing_replicas);
+        let within = |brokers: &[BrokerId]| brokers.iter().all(|b| state.replicas.contains(b));
+        if !distinct(&reassigning.copied().collect::<Vec<_>>())
+            || !within(&state.adding_replicas)
+            || !within(&state.removing_replicas)
+        {
+            return Err(format!(
+                "adding {:?} and removing {:?} overlap, repeat or leave replicas {:?}",
+                state.adding_replicas, state.removing_replicas, state.replicas
+            ));
+        }
+        if state.removing_replicas.len() >= state.replicas.len() {
+            return Err(format!(
+                "a reassignment removes every replica of {:?}",
+                state.replicas
             ));
         }
         if state.leader != NO_LEADER {
@@ -478,12 +559,31 @@ impl MetadataImage {
                     leader: record.leader,
                     leader_epoch: record.leader_epoch,
                     partition_epoch: record.partition_epoch,
+                    adding_replicas: Vec::new(),
+                    removing_replicas: Vec::new(),
                 };
                 let topic = self.topic_mut(&record.topic_id);
                 assert!(topic.partitions.insert(record.partition, state).is_none());
                 assert_eq!(topic.partition_count(), record.partition + 1);
             }
             MetadataRecord::PartitionChange(change) => self.mutate_partition_change(change),
+            MetadataRecord::Reassignment {
+                topic_id,
+                partition,
+                adding,
+                removing,
+            } => {
+                let next = match self.reassigned_partition(topic_id, *partition, adding, removing) {
+                    Ok(next) => next,
+                    Err(reason) => unreachable!("validated, yet: {reason}"),
+                };
+                let topic = self.topic_mut(topic_id);
+                let Some(state) = topic.partitions.get_mut(partition) else {
+                    unreachable!("validated: partition {partition} exists")
+                };
+                assert_eq!(next.partition_epoch, state.partition_epoch);
+                *state = next;
+            }
             MetadataRecord::ConfigChange { topic, key, value } => {
                 let Some(topic_id) = self.topic_ids.get(topic).copied() else {
                     unreachable!("validated: topic {topic:?} exists")
@@ -587,7 +687,12 @@ impl MetadataImage {
                 topic_id,
                 partition,
                 ..
-            }) => {
+            })
+            | MetadataRecord::Reassignment {
+                topic_id,
+                partition,
+                ..
+            } => {
                 let state = self.partition(topic_id, *partition);
                 let checked = state.map(|state| self.check_partition_state(state));
                 assert_eq!(checked, Some(Ok(())), "{topic_id:?}-{partition}");

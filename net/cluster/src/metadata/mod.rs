@@ -48,9 +48,9 @@ mod tests;
 
 pub use codec::DecodeError;
 pub use controller::{
-    AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
+    ongoing_reassignments, AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
     BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest, HeartbeatOutcome,
-    RegisterOutcome, TopicAssignment,
+    OngoingReassignment, RegisterOutcome, TopicAssignment,
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};

@@ -121,8 +121,27 @@ pub enum MetadataRecord {
     },
     /// A partition is created.
     Partition(PartitionRecord),
-    /// A partition's leader, ISR or replicas change.
+    /// A partition's leader, ISR or replicas change. A change that sets
+    /// `replicas` also ends any reassignment the partition was in (it is
+    /// how a reassignment completes or is cancelled).
     PartitionChange(PartitionChangeRecord),
+    /// A partition reassignment starts (KRaft keeps these as the
+    /// `addingReplicas` / `removingReplicas` of its partition records): the
+    /// replicas being added and those to remove once the added ones are in
+    /// sync. Both are subsets of the partition's replicas (which the
+    /// preceding `PartitionChange` grew to old ∪ new). Changes no epoch: it
+    /// is bookkeeping for the controller and for
+    /// ListPartitionReassignments, not a change of who serves what.
+    Reassignment {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// Replicas being added (catching up as followers).
+        adding: Vec<BrokerId>,
+        /// Replicas removed once every adding one is in the ISR.
+        removing: Vec<BrokerId>,
+    },
     /// A topic config is set (`Some`) or removed (`None`).
     ConfigChange {
         /// Topic name.
@@ -156,6 +175,7 @@ impl MetadataRecord {
             MetadataRecord::RemoveTopic { .. } => "RemoveTopic",
             MetadataRecord::Partition(_) => "Partition",
             MetadataRecord::PartitionChange(_) => "PartitionChange",
+            MetadataRecord::Reassignment { .. } => "Reassignment",
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
         }

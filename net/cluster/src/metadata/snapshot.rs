@@ -9,7 +9,8 @@
 //! cannot build an image that breaks an invariant. The records are the
 //! ones [`MetadataImage::snapshot_records`] derives from the image (brokers
 //! in epoch order, unfenced ones unfenced, then every topic with its
-//! configs and partitions), framed by the metadata [`super::codec`] (each
+//! configs and partitions, each followed by its reassignment if one is in
+//! progress), framed by the metadata [`super::codec`] (each
 //! with its own CRC). What no record states — the offset each broker
 //! registered at, the highest broker epoch ever handed out (its broker may
 //! be gone), where the next producer-id block starts (a `ProducerIds`
@@ -167,6 +168,14 @@ impl MetadataImage {
                     leader_epoch: state.leader_epoch,
                     partition_epoch: state.partition_epoch,
                 }));
+                if state.is_reassigning() {
+                    records.push(MetadataRecord::Reassignment {
+                        topic_id: topic.topic_id,
+                        partition,
+                        adding: state.adding_replicas.clone(),
+                        removing: state.removing_replicas.clone(),
+                    });
+                }
             }
         }
         records

@@ -466,6 +466,22 @@ impl LeaderState {
         partition_epoch: i32,
         isr: BTreeSet<ReplicaId>,
     ) -> Result<Option<Offset>, ReplicationError> {
+        let replicas = self.replicas.clone();
+        self.on_partition_committed(leader_epoch, partition_epoch, &replicas, isr, 0)
+    }
+
+    /// [`Self::on_isr_committed`] with the replicas too (a reassignment
+    /// adds or removes some under the same leader): an added follower
+    /// starts out of sync with an unknown log end, a removed one is
+    /// forgotten. `now_ms` starts the added ones' lag clocks.
+    pub fn on_partition_committed(
+        &mut self,
+        leader_epoch: LeaderEpoch,
+        partition_epoch: i32,
+        replicas: &[ReplicaId],
+        isr: BTreeSet<ReplicaId>,
+        now_ms: i64,
+    ) -> Result<Option<Offset>, ReplicationError> {
         if leader_epoch != self.leader_epoch {
             return Err(ReplicationError::WrongLeaderEpoch {
                 current: self.leader_epoch,
@@ -475,8 +491,18 @@ impl LeaderState {
         if partition_epoch <= self.partition_epoch {
             return Ok(None);
         }
-        check_isr(self.leader, &self.replicas, &isr)?;
+        check_isr(self.leader, replicas, &isr)?;
         let high_watermark_before = self.high_watermark;
+        if replicas != self.replicas.as_slice() {
+            self.followers
+                .retain(|replica, _| replicas.contains(replica));
+            for &replica in replicas.iter().filter(|&&r| r != self.leader) {
+                self.followers
+                    .entry(replica)
+                    .or_insert_with(|| FollowerView::new(false, now_ms));
+            }
+            self.replicas = replicas.to_vec();
+        }
         self.isr = isr;
         self.partition_epoch = partition_epoch;
         self.pending = None;
@@ -797,6 +823,40 @@ mod tests {
 
     /// Random operations: the HW never moves back, never passes the durable
     /// offset, and never passes any maximal-ISR follower's log end.
+    #[test]
+    fn reassigned_replicas_join_as_out_of_sync_followers_and_removed_ones_are_forgotten() {
+        let mut l = leader(1);
+        assert_eq!(
+            l.on_follower_fetch(4, 10, 1),
+            Err(ReplicationError::NotAFollower { replica: 4 })
+        );
+        // Replica 4 is added under the same leader epoch.
+        let added = l.on_partition_committed(5, 8, &[4, 1, 2, 3], set(&[1, 2, 3]), 1);
+        assert_eq!(added, Ok(None));
+        assert_eq!(l.replicas(), &[4, 1, 2, 3]);
+        l.on_local_append(12);
+        assert_eq!(
+            l.on_follower_fetch(4, 12, 2),
+            Ok(None),
+            "not in the ISR: no say in the HW"
+        );
+        assert!(l.follower(4).is_some());
+        // 4 caught up: the leader proposes it for the ISR.
+        l.on_follower_fetch(2, 12, 2).unwrap();
+        l.on_follower_fetch(3, 12, 2).unwrap();
+        let proposal = l.tick(3).unwrap();
+        assert_eq!(proposal.new_isr, set(&[1, 2, 3, 4]));
+        // The reassignment completes: 3 removed.
+        let done = l.on_partition_committed(5, 10, &[4, 1, 2], set(&[1, 2, 4]), 4);
+        assert_eq!(done, Ok(None));
+        assert!(l.follower(3).is_none());
+        assert_eq!(l.isr(), &set(&[1, 2, 4]));
+        // An ISR outside the replicas is still refused.
+        assert!(l
+            .on_partition_committed(5, 11, &[4, 1], set(&[1, 2]), 5)
+            .is_err());
+    }
+
     #[test]
     fn random_operations_keep_the_hw_rules() {
         use rand::{Rng, SeedableRng};

@@ -20,11 +20,14 @@
 //! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
 //! - `partitions.rs`: AlterPartition and preferred-leader election.
 //! - `producer_ids.rs`: producer-id blocks (KIP-730).
+//! - `reassignments.rs`: AlterPartitionReassignments (KIP-455): start,
+//!   complete once the added replicas are in sync, cancel.
 
 mod brokers;
 pub mod election;
 mod partitions;
 mod producer_ids;
+mod reassignments;
 mod topics;
 
 use super::heartbeats::DEFAULT_BROKER_SESSION_TIMEOUT_MS;
@@ -35,6 +38,7 @@ pub use brokers::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, HeartbeatOutcome, RegisterOutcome,
 };
 pub use partitions::{AlterPartitionOutcome, AlterPartitionRequest};
+pub use reassignments::{ongoing_reassignments, OngoingReassignment};
 pub use topics::{CreateTopicRequest, TopicAssignment};
 
 /// The controller settings its decisions depend on (Kafka's names).
@@ -110,5 +114,7 @@ impl Proposal {
     }
 }
 
+#[cfg(test)]
+mod reassignment_tests;
 #[cfg(test)]
 pub(crate) mod tests;

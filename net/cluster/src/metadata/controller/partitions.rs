@@ -89,6 +89,20 @@ impl Controller<'_> {
         };
         assert_eq!(after.partition_epoch, state.partition_epoch + 1);
         assert_eq!(after.leader_epoch, state.leader_epoch);
+        // The replica this ISR takes in may be the last a reassignment
+        // waited for: complete it in the same decision.
+        let done = super::reassignments::completion(proposal.image(), &topic_id, partition);
+        let after = match done {
+            Some(done) => {
+                proposal.push(MetadataRecord::PartitionChange(done));
+                let after = proposal.image().partition(&topic_id, partition).cloned();
+                let Some(after) = after else {
+                    unreachable!("the partition was there before the change")
+                };
+                after
+            }
+            None => after,
+        };
         Ok(AlterPartitionOutcome {
             records: proposal.into_records(),
             leader: after.leader,

@@ -1,0 +1,281 @@
+//! Partition reassignment (AlterPartitionReassignments / ListPartitionReassignments,
+//! KIP-455) across real `rill` processes: a partition's replicas move onto
+//! another broker while an idempotent acks=all producer runs; nothing
+//! acknowledged is lost, the reassignment is listed while it runs, and the
+//! replica left behind has its files deleted.
+
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rill_tests::cluster::{wait_for, Cluster};
+use rill_tests::Broker;
+use std::time::Duration;
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// An election, a session expiry (2.5 s) and a catch-up on a loaded
+/// two-core machine.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// Partition 0's (leader, replicas as listed, sorted isr).
+fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .ok()?;
+    let partition = metadata.topics().first()?.partitions().first()?;
+    let mut isr = partition.isr().to_vec();
+    isr.sort_unstable();
+    Some((partition.leader(), partition.replicas().to_vec(), isr))
+}
+
+/// Creates `topic` with one partition on exactly `replicas`.
+async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
+    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(bootstrap)
+        .create()
+        .expect("admin client");
+    let assignment = [replicas];
+    let new_topic = NewTopic::new(topic, 1, TopicReplication::Variable(&assignment));
+    let results = admin
+        .create_topics(
+            &[new_topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create_topics request");
+    for result in results {
+        result.expect("topic created");
+    }
+}
+
+/// AlterPartitionReassignments v0 of partition 0 to `target` (`None`:
+/// cancel); the partition's error code.
+fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
+    let mut partition = ReassignablePartition::default();
+    partition.partition_index = 0;
+    partition.replicas = target.map(|t| t.iter().map(|&b| BrokerId(b)).collect());
+    let mut reassignable = ReassignableTopic::default();
+    reassignable.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    reassignable.partitions = vec![partition];
+    let mut request = AlterPartitionReassignmentsRequest::default();
+    request.timeout_ms = 30_000;
+    request.topics = vec![reassignable];
+    let response: AlterPartitionReassignmentsResponse = rill_tests::raw::request(
+        broker.addr,
+        ApiKey::AlterPartitionReassignments,
+        0,
+        &request,
+    )
+    .expect("AlterPartitionReassignments answered");
+    assert_eq!(response.error_code, 0);
+    response.responses[0].partitions[0].error_code
+}
+
+/// ListPartitionReassignments v0 of partition 0: (replicas, adding,
+/// removing) if a reassignment is in progress.
+fn listed(broker: &Broker, topic: &str) -> Option<(Vec<i32>, Vec<i32>, Vec<i32>)> {
+    let mut wanted = ListPartitionReassignmentsTopics::default();
+    wanted.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    wanted.partition_indexes = vec![0];
+    let mut request = ListPartitionReassignmentsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topics = Some(vec![wanted]);
+    let response: ListPartitionReassignmentsResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ListPartitionReassignments, 0, &request)
+            .expect("ListPartitionReassignments answered");
+    assert_eq!(response.error_code, 0);
+    let partition = response.topics.first()?.partitions.first()?;
+    let ids = |brokers: &[BrokerId]| brokers.iter().map(|b| b.0).collect::<Vec<_>>();
+    Some((
+        ids(&partition.replicas),
+        ids(&partition.adding_replicas),
+        ids(&partition.removing_replicas),
+    ))
+}
+
+fn producer(bootstrap: &str) -> FutureProducer {
+    rill_tests::kafka::producer(
+        bootstrap,
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "true"),
+            ("message.timeout.ms", "60000"),
+            ("request.timeout.ms", "10000"),
+            ("retry.backoff.ms", "100"),
+            ("topic.metadata.refresh.interval.ms", "500"),
+        ],
+    )
+}
+
+/// Produces `values` one at a time (acks=all) and returns those acknowledged.
+async fn produce(
+    producer: FutureProducer,
+    topic: String,
+    values: std::ops::Range<u32>,
+) -> Vec<u32> {
+    let mut acknowledged = Vec::new();
+    for value in values {
+        let payload = value.to_string();
+        let record: FutureRecord<'_, (), String> =
+            FutureRecord::to(&topic).payload(&payload).partition(0);
+        if producer.send(record, Duration::from_secs(60)).await.is_ok() {
+            acknowledged.push(value);
+        }
+    }
+    acknowledged
+}
+
+fn send_signal(broker: &mut Broker, signal: i32) {
+    let pid = broker.pid().expect("pid") as i32;
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
+
+/// Moves partition 0 of a topic on `from` to `to` while a producer runs;
+/// `moved_in` is the broker `to` adds and `moved_out` the one it drops.
+fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i32, moved_out: i32) {
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(create_assigned(&bootstrap, "moving", from));
+    let mut sorted_from = from.to_vec();
+    sorted_from.sort_unstable();
+    wait_for("the first replicas in sync", SETTLE, || {
+        let state = partition_state(&bootstrap, "moving")?;
+        (state.2 == sorted_from).then_some(())
+    });
+
+    let load = runtime.spawn(produce(producer(&bootstrap), "moving".into(), 0..1500));
+    std::thread::sleep(Duration::from_secs(1));
+
+    // The new replica is stopped, so the reassignment stays in progress
+    // until it runs again: ListPartitionReassignments must show it.
+    send_signal(cluster.node(moved_in), libc::SIGSTOP);
+    let asked = (1..=cluster.brokers.len() as i32)
+        .find(|&n| n != moved_in)
+        .expect("another broker");
+    assert_eq!(reassign(cluster.node(asked), "moving", Some(to)), 0);
+    let (replicas, adding, removing) =
+        listed(cluster.node(asked), "moving").expect("the reassignment is listed");
+    assert_eq!((adding, removing), (vec![moved_in], vec![moved_out]));
+    let mut all: Vec<i32> = replicas.clone();
+    all.sort_unstable();
+    let mut expected_all: Vec<i32> = from.iter().chain(to).copied().collect();
+    expected_all.sort_unstable();
+    expected_all.dedup();
+    assert_eq!(all, expected_all, "replicas are old ∪ new while it runs");
+    send_signal(cluster.node(moved_in), libc::SIGCONT);
+
+    let mut sorted_to = to.to_vec();
+    sorted_to.sort_unstable();
+    let state = wait_for("the reassignment to complete", SETTLE, || {
+        let state = partition_state(&bootstrap, "moving")?;
+        let mut replicas = state.1.clone();
+        replicas.sort_unstable();
+        (replicas == sorted_to && state.2 == sorted_to).then_some(state)
+    });
+    assert!(
+        to.contains(&state.0),
+        "the leader is a target replica: {state:?}"
+    );
+    wait_for("no reassignment listed", SETTLE, || {
+        listed(cluster.node(asked), "moving")
+            .is_none()
+            .then_some(())
+    });
+    let new_files = cluster.node(moved_in).data_dir.join("moving-0");
+    assert!(
+        new_files.is_dir(),
+        "the new replica's files are in {new_files:?}"
+    );
+    let old_files = cluster.node(moved_out).data_dir.join("moving-0");
+    wait_for("the moved-out replica's files deleted", SETTLE, || {
+        (!old_files.exists()).then_some(())
+    });
+
+    let acknowledged = runtime.block_on(load).expect("producer task");
+    assert!(
+        acknowledged.len() >= 1400,
+        "writes went on during the move: {} acknowledged",
+        acknowledged.len()
+    );
+    let read: Vec<u32> =
+        rill_tests::kafka::consume_all(&bootstrap, "moving", 1, acknowledged.len(), SETTLE, &[])
+            .into_iter()
+            .map(|r| {
+                String::from_utf8(r.value.expect("a value"))
+                    .expect("utf-8")
+                    .parse()
+                    .expect("a number")
+            })
+            .collect();
+    let mut deduplicated = read.clone();
+    deduplicated.dedup();
+    assert_eq!(deduplicated, read, "no record twice (idempotent producer)");
+    for value in &acknowledged {
+        assert!(read.contains(value), "acknowledged {value} was lost");
+    }
+    assert!(read.windows(2).all(|w| w[0] < w[1]), "in order");
+}
+
+#[test]
+fn a_partition_moves_to_another_broker_under_load_and_its_old_replica_is_deleted() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    // The leader (first replica, 1) moves out: leadership passes to a
+    // target replica when the move completes.
+    move_under_load(&mut cluster, &[1, 2], &[3, 2], 3, 1);
+}
+
+#[test]
+fn reassignments_are_validated_and_can_be_cancelled() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(create_assigned(&bootstrap, "held", &[1, 2]));
+    wait_for("the replicas in sync", SETTLE, || {
+        let state = partition_state(&bootstrap, "held")?;
+        (state.2 == vec![1, 2]).then_some(())
+    });
+    // INVALID_REPLICA_ASSIGNMENT: an unknown broker, a repeated one.
+    assert_eq!(reassign(cluster.node(1), "held", Some(&[1, 9])), 39);
+    assert_eq!(reassign(cluster.node(1), "held", Some(&[2, 2])), 39);
+    // UNKNOWN_TOPIC_OR_PARTITION.
+    assert_eq!(reassign(cluster.node(1), "absent", Some(&[1, 2])), 3);
+    // NO_REASSIGNMENT_IN_PROGRESS.
+    assert_eq!(reassign(cluster.node(1), "held", None), 85);
+
+    // Broker 3 cannot catch up while stopped: cancel the move to it.
+    send_signal(cluster.node(3), libc::SIGSTOP);
+    assert_eq!(reassign(cluster.node(2), "held", Some(&[3, 2])), 0);
+    assert!(listed(cluster.node(1), "held").is_some());
+    assert_eq!(reassign(cluster.node(2), "held", None), 0);
+    assert!(listed(cluster.node(1), "held").is_none());
+    send_signal(cluster.node(3), libc::SIGCONT);
+    let state = wait_for("the original replicas back", SETTLE, || {
+        let state = partition_state(&bootstrap, "held")?;
+        let mut replicas = state.1.clone();
+        replicas.sort_unstable();
+        (replicas == vec![1, 2]).then_some(state)
+    });
+    assert_eq!(state.2, vec![1, 2]);
+    let kept_files = cluster.node(1).data_dir.join("held-0");
+    assert!(
+        kept_files.is_dir(),
+        "a kept replica's files are in {kept_files:?}"
+    );
+    let added_files = cluster.node(3).data_dir.join("held-0");
+    wait_for("the cancelled replica's files deleted", SETTLE, || {
+        (!added_files.exists()).then_some(())
+    });
+}
