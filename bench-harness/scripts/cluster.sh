@@ -6,9 +6,10 @@
 #      processes from /proc before and after each run, warm-up included, so
 #      the bytes are every byte produced in that span);
 #  (b) leader failover: `rill-bench failover`, 10 SIGKILLs of the leader;
-#  (c) replication lag under load, cheaply: rill_under_replicated_partitions
-#      summed over the brokers' /metrics, sampled once a second during the
-#      RF=3 run.
+#  (c) replication lag under load, cheaply, sampled once a second during
+#      the RF=3 run from the brokers' /metrics: rill_under_replicated_partitions
+#      summed over the brokers, and the largest rill_replica_lag_messages
+#      (how many messages a follower is behind its leader's log end).
 # Run from the repository root after
 #   cargo build --release --bin rill --bin rill-bench
 # The brokers and the load generator share this host's cores: the figures
@@ -66,14 +67,16 @@ cpu_ticks() { # utime + stime (fields 14, 15) summed over the brokers
   echo "$total"
 }
 
-under_replicated() { # summed over the brokers (each counts what it leads)
-  local total=0 addr value
+replication_sample() { # "under-replicated (summed) largest-follower-lag"
+  local total=0 lag=0 addr metrics value
   for addr in "${admins[@]}"; do
-    value=$(curl -s --max-time 1 "http://$addr/metrics" \
-      | awk '/^rill_under_replicated_partitions/ {print $2}' | head -n 1)
+    metrics=$(curl -s --max-time 1 "http://$addr/metrics" || true)
+    value=$(awk '/^rill_under_replicated_partitions/ {print $2}' <<< "$metrics" | head -n 1)
     total=$((total + ${value:-0}))
+    value=$(awk '/^rill_replica_lag_messages/ {if ($2 > m) m = $2} END {print m + 0}' <<< "$metrics")
+    [ "${value:-0}" -gt "$lag" ] && lag=$value
   done
-  echo "$total"
+  echo "$total $lag"
 }
 
 run_rf() { # rf extra-args...
@@ -89,7 +92,7 @@ run_rf() { # rf extra-args...
 }
 
 # (c) runs beside (a)'s RF=3 run.
-(while true; do under_replicated; sleep 1; done) > "$OUT/under_replicated.rf3" &
+(while true; do replication_sample; sleep 1; done) > "$OUT/replication.rf3" &
 sampler_pid=$!
 run_rf 3 --min-insync-replicas 2
 kill "$sampler_pid" 2>/dev/null || true
@@ -105,8 +108,8 @@ run_rf 1
       | "RF=\($rf): produce \(.produce.mb_per_s * 100 | round / 100) MB/s, consume \(.consume.mb_per_s * 100 | round / 100) MB/s, publish p50 \(.publish_latency_us.p50_us) us p99 \(.publish_latency_us.p99_us) us, errors \(.errors), brokers CPU \($ticks / $hz) s for \($bytes / 1e9 * 1000 | round / 1000) GB = \(($ticks / $hz) / ($bytes / 1e9) * 10 | round / 10) CPU s/GB"' \
       "$OUT/rf$rf.json"
   done
-  awk '{ n++; s += $1; if ($1 > m) m = $1 } END { printf "under-replicated partitions during RF=3 (1 s samples): %d samples, mean %.2f, max %d\n", n, (n ? s / n : 0), m }' \
-    "$OUT/under_replicated.rf3"
+  awk '{ n++; s += $1; if ($1 > m) m = $1; l += $2; if ($2 > x) x = $2 } END { printf "during RF=3 (1 s samples, %d): under-replicated partitions mean %.2f max %d; largest follower lag mean %.0f max %d messages\n", n, (n ? s / n : 0), m, (n ? l / n : 0), x }' \
+    "$OUT/replication.rf3"
 } | tee "$OUT/summary.txt"
 
 cleanup

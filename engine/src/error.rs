@@ -75,12 +75,12 @@ pub enum EngineError {
         /// The epoch the request named.
         request_epoch: i32,
     },
-    /// A follower's copy of its leader's batches that does not start at
-    /// its log end or is not contiguous: a gap or an overlap. Nothing was
-    /// appended; the follower fetches again from its log end (or truncates).
-    #[error("replicated batch at offset {got} where {expected} was expected")]
+    /// A follower's copy of its leader's batches that starts below its
+    /// log end or overlaps itself. Nothing was appended; the follower
+    /// fetches again from its log end (or truncates).
+    #[error("replicated batch at offset {got} where at least {expected} was expected")]
     ReplicaOffsetMismatch {
-        /// The offset the batch had to start at.
+        /// The lowest offset the batch could start at.
         expected: i64,
         /// The base offset it had.
         got: i64,

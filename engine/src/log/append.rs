@@ -180,7 +180,12 @@ impl PartitionLog {
         };
 
         let mut state = self.state.borrow_mut();
-        let base_offset = state.log_end_offset;
+        // A replica's batches keep the leader's offsets, which may start
+        // past the log end (compaction left a gap there).
+        let base_offset = match (origin, validated.first()) {
+            (Origin::Replica, Some(first)) => first.header.base_offset.max(state.log_end_offset),
+            _ => state.log_end_offset,
+        };
         if origin == Origin::Replica {
             self.check_replica_offsets(
                 base_offset,
@@ -223,6 +228,7 @@ impl PartitionLog {
             position,
             base_offset,
             &validated,
+            origin == Origin::Replica,
             log_append_time_ms,
             config.index_interval_bytes,
         );
@@ -437,12 +443,18 @@ fn index_batches(
     position: u64,
     base_offset: i64,
     validated: &[Validated],
+    leaders_offsets: bool,
     log_append_time_ms: i64,
     index_interval_bytes: u64,
 ) {
     let mut batch_position = position;
     let mut batch_base = base_offset;
     for v in validated {
+        if leaders_offsets {
+            // A replica's batches are indexed where the leader put them,
+            // gaps (compacted-away offsets) included.
+            batch_base = v.header.base_offset;
+        }
         let max_ts = if log_append_time_ms >= 0 {
             log_append_time_ms
         } else {

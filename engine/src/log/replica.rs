@@ -48,10 +48,11 @@ impl PartitionLog {
     /// timestamps are not rewritten.
     ///
     /// Checked like a produce (framing, CRC32C, record counts; not
-    /// `max.message.bytes`, which the leader already applied), and the first
-    /// batch must start at the log end and each next one right after the
-    /// previous: a gap or an overlap is
-    /// [`EngineError::ReplicaOffsetMismatch`]. Either every batch is
+    /// `max.message.bytes`, which the leader already applied), and no batch
+    /// may start below the log end or the previous batch's end: an overlap
+    /// is [`EngineError::ReplicaOffsetMismatch`]. A gap is taken as it
+    /// comes (Kafka's follower rule): the leader's compaction removed the
+    /// offsets in it, and the log end moves past them. Either every batch is
     /// appended or none is, and a refused payload leaves no trace.
     ///
     /// Like an append, it rolls, indexes, records the producers (markers
@@ -128,8 +129,8 @@ impl PartitionLog {
     }
 
     /// Refuses a replicated payload whose batches, as `(base_offset,
-    /// last_offset)`, do not start at `log_end_offset` and follow one
-    /// another without a gap.
+    /// last_offset)`, start below `log_end_offset` or below the previous
+    /// batch's end (gaps, left by the leader's compaction, are fine).
     pub(super) fn check_replica_offsets(
         &self,
         log_end_offset: Offset,
@@ -137,7 +138,7 @@ impl PartitionLog {
     ) -> Result<(), EngineError> {
         let mut expected = log_end_offset;
         for (base_offset, last_offset) in batches {
-            if base_offset != expected {
+            if base_offset < expected || last_offset < base_offset {
                 return Err(EngineError::ReplicaOffsetMismatch {
                     expected,
                     got: base_offset,
