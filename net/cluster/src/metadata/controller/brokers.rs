@@ -208,6 +208,41 @@ impl Controller<'_> {
         proposal.into_records()
     }
 
+    /// Fences the given unfenced brokers now, before their session expires:
+    /// the controller knows their process is gone (its connection to them
+    /// is refused, which only a dead or restarting process answers). Their
+    /// leaderships move and they leave every ISR, as at a session expiry;
+    /// their sessions end so that a heartbeat from the same epoch does not
+    /// count as alive. Brokers unknown or fenced already are skipped.
+    pub fn fence_brokers_now(
+        &self,
+        heartbeats: &mut BrokerHeartbeats,
+        broker_ids: &[BrokerId],
+    ) -> Vec<MetadataRecord> {
+        let leaving: BTreeSet<BrokerId> = broker_ids
+            .iter()
+            .copied()
+            .filter(|&id| self.image.is_live(id))
+            .collect();
+        if leaving.is_empty() {
+            return Vec::new();
+        }
+        let mut proposal = Proposal::new(self.image);
+        move_away(&mut proposal, self.config, &leaving);
+        for &broker_id in &leaving {
+            let broker_epoch = proposal
+                .image()
+                .broker(broker_id)
+                .map_or(-1, |broker| broker.broker_epoch);
+            proposal.push(MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            });
+            heartbeats.forget(broker_id);
+        }
+        proposal.into_records()
+    }
+
     /// Unfences a fenced broker and gives it the leadership of every
     /// leaderless partition it can now lead. Nothing if it is not fenced.
     pub fn unfence_broker(

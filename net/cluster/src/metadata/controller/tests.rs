@@ -891,3 +891,34 @@ fn a_new_controller_gives_every_broker_a_full_session() {
     assert!(fresh.fence_stale(50_000).is_empty());
     assert_eq!(fresh.fence_stale(59_000).len(), 3);
 }
+
+#[test]
+fn a_broker_known_dead_is_fenced_at_once_and_a_live_one_comes_back_by_heartbeat() {
+    let mut cluster = three_brokers();
+    cluster.create("t", 1, 3, 3);
+    let leaders: Vec<BrokerId> = (0..3).map(|p| cluster.state(1, p).leader).collect();
+    assert!(leaders.contains(&0));
+    let records = {
+        let controller = Controller::new(&cluster.image, &cluster.config);
+        controller.fence_brokers_now(&mut cluster.heartbeats, &[0, 7])
+    };
+    cluster.commit(&records);
+    assert!(
+        !cluster.image.is_live(0),
+        "fenced without waiting for its session"
+    );
+    for p in 0..3 {
+        let state = cluster.state(1, p);
+        assert_ne!(state.leader, 0);
+        assert!(!state.isr.contains(&0));
+    }
+    assert_eq!(cluster.heartbeats.last_heartbeat_ms(0), None);
+    // Fencing it again is nothing.
+    let again = Controller::new(&cluster.image, &cluster.config)
+        .fence_brokers_now(&mut cluster.heartbeats, &[0]);
+    assert!(again.is_empty());
+    // It was alive after all: its next heartbeat unfences it.
+    let beat = cluster.beat(0, 10).unwrap();
+    assert!(!beat.is_fenced);
+    assert!(cluster.image.is_live(0));
+}
