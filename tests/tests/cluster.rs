@@ -484,3 +484,57 @@ fn topics_on_disk_are_adopted_into_a_new_metadata_log() {
         3
     );
 }
+
+#[test]
+fn a_killed_broker_is_fenced_long_before_its_session_expires() {
+    // A session far longer than the test waits: only the controller
+    // noticing that the dead broker's port refuses connections can fence
+    // it in time.
+    let config_dir = data_dir();
+    let config = config_dir.path().join("rill.toml");
+    std::fs::write(&config, "\"broker.session.timeout.ms\" = 120000\n").expect("config");
+    let config = config.to_str().expect("utf-8 path").to_owned();
+    let mut cluster = Cluster::start_settled(RILL, 3, &["--config", &config], SETTLE);
+    let controller = wait_for("a controller", SETTLE, || {
+        let (controller, _) = describe_cluster(cluster.node(1)).ok()?;
+        (1..=3).contains(&controller).then_some(controller)
+    });
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &cluster.bootstrap(),
+        "fast-fence",
+        3,
+        3,
+        &[],
+    ));
+    let victim = (1..=3)
+        .find(|&n| n != controller)
+        .expect("a non-controller");
+    let killed_at = std::time::Instant::now();
+    cluster.node(victim).stop_with(libc::SIGKILL);
+    let survivors: Vec<i32> = (1..=3).filter(|&n| n != victim).collect();
+    wait_for(
+        "the dead broker fenced without waiting 120 s",
+        Duration::from_secs(30),
+        || {
+            let (_, brokers) = describe_cluster(cluster.node(controller)).ok()?;
+            (brokers == survivors).then_some(())
+        },
+    );
+    assert!(killed_at.elapsed() < Duration::from_secs(30));
+    // Its leaderships moved: every partition is led by a survivor.
+    let led = wait_for("every partition led by a survivor", SETTLE, || {
+        let leaders = leaders(&cluster.node(controller).bootstrap(), "fast-fence");
+        leaders
+            .iter()
+            .all(|(leader, _)| survivors.contains(leader))
+            .then_some(leaders)
+    });
+    assert_eq!(led.len(), 3);
+    // Back, it registers again and is listed.
+    cluster.node(victim).restart();
+    wait_for("the restarted broker listed again", SETTLE, || {
+        let (_, brokers) = describe_cluster(cluster.node(controller)).ok()?;
+        (brokers == vec![1, 2, 3]).then_some(())
+    });
+}

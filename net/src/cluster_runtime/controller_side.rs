@@ -255,3 +255,37 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         .await;
     }
 }
+
+/// The active controller's connection to voter `node_id` was refused: no
+/// process listens there, so the broker of that id is dead (or between a
+/// crash and its restart). It is fenced now rather than after
+/// `broker.session.timeout.ms`, so its leaderships move within a Raft
+/// heartbeat interval of its death. A false alarm costs only a leadership
+/// move: a live broker's next heartbeat unfences it. A stopped or cut-off
+/// broker does not refuse connections and is still found by its session.
+pub async fn fence_refused_peer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, node_id: i32) {
+    if !quorum.is_leader() || !quorum.image().is_live(node_id) {
+        return;
+    }
+    let _decision = quorum.decisions.lock().await;
+    let image = quorum.image();
+    let controller = Controller::new(&image, &quorum.controller_config);
+    let records = {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller.fence_brokers_now(&mut heartbeats, &[node_id])
+    };
+    if records.is_empty() || !quorum.is_leader() {
+        return;
+    }
+    tracing::warn!(
+        broker = node_id,
+        "fencing a broker whose controller listener refuses connections (its process is gone)"
+    );
+    let _ = commit(
+        &quorum,
+        &shard,
+        &records,
+        ControllerReply::NotController { leader: None },
+    )
+    .await;
+}

@@ -55,12 +55,24 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Option<(u8, Vec<u8>)>, Str
 }
 
 async fn connect(voter: &Voter) -> Result<TcpStream, String> {
-    let address = voter.resolve()?;
+    connect_or_refused(voter).await.map_err(|(e, _)| e)
+}
+
+/// [`connect`], telling apart a refused connection (`true`: nothing
+/// listens there, the process is gone) from other failures.
+async fn connect_or_refused(voter: &Voter) -> Result<TcpStream, (String, bool)> {
+    let address = voter.resolve().map_err(|e| (e, false))?;
     let connecting = TcpStream::connect_timeout(address, IO_TIMEOUT);
-    let stream = connecting
-        .await
-        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    let stream = connecting.await.map_err(|e| {
+        let refused = matches!(
+            &e,
+            glommio::GlommioError::IoError(io) if io.kind() == std::io::ErrorKind::ConnectionRefused
+        );
+        (format!("cannot connect to {address}: {e}"), refused)
+    })?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| (e.to_string(), false))?;
     Ok(stream)
 }
 
@@ -75,11 +87,19 @@ pub async fn run_peer_link(
     let mut stream: Option<TcpStream> = None;
     while let Some(frame) = frames.next().await {
         if stream.is_none() {
-            match connect(&voter).await {
+            match connect_or_refused(&voter).await {
                 Ok(connected) => stream = Some(connected),
-                Err(e) => {
+                Err((e, refused)) => {
                     tracing::debug!(peer = voter.node_id, error = %e, "quorum peer unreachable");
                     quorum.peer_unreachable(&shard, peer_raft_id);
+                    if refused {
+                        glommio::spawn_local(controller_side::fence_refused_peer(
+                            quorum.clone(),
+                            shard.clone(),
+                            voter.node_id,
+                        ))
+                        .detach();
+                    }
                     // Drop what queued meanwhile: raft-rs resends after probing.
                     while frames.try_recv().is_ok() {}
                     glommio::timer::sleep(RECONNECT_BACKOFF).await;
