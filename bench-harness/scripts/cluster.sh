@@ -11,7 +11,7 @@
 #      summed over the brokers, and the largest rill_replica_lag_messages
 #      (how many messages a follower is behind its leader's log end).
 # Run from the repository root after
-#   cargo build --release --bin rill --bin rill-bench
+#   cargo build --release -p rill -p rill-bench
 # The brokers and the load generator share this host's cores: the figures
 # are ratios for one host, not a cluster's capacity.
 #
@@ -32,7 +32,7 @@ HEARTBEAT_INTERVAL_MS=${HEARTBEAT_INTERVAL_MS:-300}
 BENCH_ARGS=${BENCH_ARGS:---topics 1 --partitions 6 --message-size 1024 --producers 1 --consumers 1 --rate 0 --acks all}
 TIMING=(--session-timeout-ms "$SESSION_TIMEOUT_MS" --heartbeat-interval-ms "$HEARTBEAT_INTERVAL_MS")
 for binary in "$RILL" "$BENCH"; do
-  [ -x "$binary" ] || { echo "missing $binary: cargo build --release --bin rill --bin rill-bench" >&2; exit 1; }
+  [ -x "$binary" ] || { echo "missing $binary: cargo build --release -p rill -p rill-bench" >&2; exit 1; }
 done
 rm -rf "$OUT"
 mkdir -p "$OUT"
