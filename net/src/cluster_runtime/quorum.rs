@@ -64,9 +64,10 @@ struct Observed {
     voters: Vec<i32>,
 }
 
-/// A voter or an observer (see the module doc).
+/// A voter or an observer (see the module doc). The Raft member is boxed:
+/// it is ~1.4 KB and made once per process.
 enum Member {
-    Voter(RaftMember),
+    Voter(Box<RaftMember>),
     Observer(RefCell<Observed>),
 }
 
@@ -142,12 +143,12 @@ impl MetadataQuorum {
         let started_fresh = store.cache().last_index() == 0;
         let node = QuorumNode::open(quorum_config, store, MetadataMachine::new())
             .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
-        let member = Member::Voter(RaftMember {
+        let member = Member::Voter(Box::new(RaftMember {
             node: RefCell::new(node),
             peers: RefCell::new(BTreeMap::new()),
             waiters: RefCell::new(Vec::new()),
             was_leader: Cell::new(false),
-        });
+        }));
         Ok(MetadataQuorum::with_member(shard, member, started_fresh))
     }
 
@@ -196,11 +197,6 @@ impl MetadataQuorum {
             Member::Voter(voter) => Some(voter),
             Member::Observer(_) => None,
         }
-    }
-
-    /// Whether this node is a broker-only observer of the quorum.
-    pub fn is_observer(&self) -> bool {
-        self.voter().is_none()
     }
 
     /// Adds the outgoing queue of a peer (a voter's; an observer has none).

@@ -70,10 +70,11 @@ impl ClusterView {
                 }
             }
             let (wake, woken) = oneshot::channel();
-            let mut watchers = self.watchers.borrow_mut();
-            watchers.retain(|watcher| !watcher.is_canceled());
-            watchers.push(wake);
-            drop(watchers);
+            {
+                let mut watchers = self.watchers.borrow_mut();
+                watchers.retain(|watcher| !watcher.is_canceled());
+                watchers.push(wake);
+            }
             // A dropped sender (never: the view outlives its watchers) just
             // loops back to the check.
             let _ = woken.await;
