@@ -661,3 +661,43 @@ fn a_broker_only_node_joins_a_running_cluster_and_leads_a_partition() {
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_broker_only_node_follows_the_quorum_through_a_controller_failover() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    cluster.add_broker(RILL, 4, &[]);
+    let controller = wait_for(
+        "the observer registered and naming the controller",
+        SETTLE,
+        || {
+            let (seen, brokers) = describe_cluster(cluster.node(4)).ok()?;
+            (brokers == vec![1, 2, 3, 4] && (1..=3).contains(&seen)).then_some(seen)
+        },
+    );
+    // The observer's voter (it asks the controller) dies: it falls back to
+    // the other voters and learns the successor from them.
+    cluster.node(controller).stop_with(libc::SIGKILL);
+    let survivors: Vec<i32> = (1..=3).filter(|&n| n != controller).collect();
+    let mut expected = survivors.clone();
+    expected.push(4);
+    let successor = wait_for("the observer to name the new controller", SETTLE, || {
+        let (seen, brokers) = describe_cluster(cluster.node(4)).ok()?;
+        (survivors.contains(&seen) && brokers == expected).then_some(seen)
+    });
+    // Its requests for the controller reach the successor.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &cluster.node(4).bootstrap(),
+        "after-observed-failover",
+        2,
+        &[],
+    ));
+    assert_eq!(
+        topics_of(&cluster.node(successor).bootstrap()).get("after-observed-failover"),
+        Some(&2)
+    );
+    wait_for("the observer to see the new topic", SETTLE, || {
+        let topics = topics_of(&cluster.node(4).bootstrap());
+        (topics.get("after-observed-failover") == Some(&2)).then_some(())
+    });
+}
