@@ -4,7 +4,9 @@
 //! session timings.
 //!
 //! With no voters configured the broker is a single node: a one-member
-//! metadata quorum of itself, with no controller listener. Why keep the
+//! metadata quorum of itself, with no controller listener. A node whose id
+//! is not among the voters is a broker-only node: an observer of the
+//! quorum that fetches the committed metadata from a voter. Why keep the
 //! quorum even then: the single node and the cluster run the same
 //! registration and metadata path, so the whole test suite exercises it.
 
@@ -48,8 +50,9 @@ pub struct Roles {
 pub struct ClusterConfig {
     /// `controller.quorum.voters`; empty: a single node (a quorum of itself).
     pub voters: Vec<Voter>,
-    /// `process.roles` (default `broker,controller`).
-    pub roles: Roles,
+    /// `process.roles` as set; `None`: not set, which means
+    /// `broker,controller` for a voter and `broker` for any other node.
+    pub roles: Option<Roles>,
     /// `broker.rack`.
     pub rack: Option<String>,
     /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the
@@ -78,10 +81,7 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
             voters: Vec::new(),
-            roles: Roles {
-                broker: true,
-                controller: true,
-            },
+            roles: None,
             rack: None,
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
@@ -104,31 +104,59 @@ impl ClusterConfig {
         self.voters.iter().find(|voter| voter.node_id == node_id)
     }
 
+    /// Whether `node_id` runs as a broker-only node, an observer of the
+    /// metadata quorum (it is not among the voters of a cluster). Only
+    /// meaningful once [`ClusterConfig::validate`] accepted the settings.
+    pub fn is_observer(&self, node_id: i32) -> bool {
+        !self.is_single_node() && self.voter(node_id).is_none()
+    }
+
     /// Checks the settings against this node's id; called once all are read.
+    ///
+    /// A node outside the voters with `process.roles` unset starts as a
+    /// broker-only observer. Kafka would refuse the implied combined roles;
+    /// rill takes the unset roles to mean "whatever this node can be",
+    /// because the voter list already says which nodes vote. Roles that
+    /// were set explicitly must agree with the voter list.
     pub fn validate(&self, node_id: i32) -> Result<(), ConfigError> {
-        if !self.roles.broker {
+        let roles = self.roles.unwrap_or(Roles {
+            broker: true,
+            controller: true,
+        });
+        if !roles.broker {
             return Err(ConfigError::invalid(
                 "process.roles",
                 "controller",
-                "a controller-only node is not supported yet; use broker,controller",
+                "a controller-only node is not supported yet; use broker,controller \
+                 (a voter) or broker (an observer)",
             ));
         }
-        if self.is_single_node() {
-            return Ok(());
-        }
-        match (self.roles.controller, self.voter(node_id).is_some()) {
-            (true, true) => Ok(()),
-            (true, false) => Err(ConfigError::invalid(
-                "controller.quorum.voters",
-                &self.voters_text(),
-                &format!("node.id {node_id} has the controller role but is not a voter"),
-            )),
-            (false, _) => Err(ConfigError::invalid(
+        let explicit_controller = self.roles.is_some_and(|r| r.controller);
+        match (self.is_single_node(), self.voter(node_id).is_some()) {
+            (true, _) if !roles.controller => Err(ConfigError::invalid(
                 "process.roles",
                 "broker",
-                "a broker-only node (a quorum observer) is not supported yet; \
-                 make every node a voter with broker,controller",
+                "a broker-only node needs controller.quorum.voters to find the quorum",
             )),
+            (true, _) => Ok(()),
+            (false, true) if !roles.controller => Err(ConfigError::invalid(
+                "process.roles",
+                "broker",
+                &format!(
+                    "node.id {node_id} is one of controller.quorum.voters, so it needs the \
+                     controller role (broker,controller)"
+                ),
+            )),
+            (false, true) => Ok(()),
+            (false, false) if explicit_controller => Err(ConfigError::invalid(
+                "controller.quorum.voters",
+                &self.voters_text(),
+                &format!(
+                    "node.id {node_id} has the controller role but is not a voter; \
+                     use --process-roles broker to join as a broker-only node"
+                ),
+            )),
+            (false, false) => Ok(()),
         }
     }
 
@@ -231,16 +259,27 @@ mod tests {
         assert!(config.validate(0).is_ok(), "a single node");
         config.voters = parse_voters("v", "1@h:1,2@h:2").unwrap();
         assert!(config.validate(1).is_ok());
+        assert!(config.validate(3).is_ok(), "unset roles: an observer");
+        assert!(config.is_observer(3));
+        assert!(!config.is_observer(1));
+        config.roles = Some(parse_roles("r", "broker,controller").unwrap());
         assert!(
             config.validate(3).is_err(),
             "a controller that is not a voter"
         );
-        config.roles = parse_roles("r", "broker").unwrap();
+        config.roles = Some(parse_roles("r", "broker").unwrap());
+        assert!(config.validate(3).is_ok(), "a broker-only observer");
         assert!(
-            config.validate(3).is_err(),
-            "observers are not supported yet"
+            config.validate(1).is_err(),
+            "a voter needs the controller role"
         );
-        config.roles = parse_roles("r", "controller").unwrap();
+        config.roles = Some(parse_roles("r", "controller").unwrap());
         assert!(config.validate(1).is_err());
+        let single = ClusterConfig {
+            roles: Some(parse_roles("r", "broker").unwrap()),
+            ..ClusterConfig::default()
+        };
+        assert!(single.validate(0).is_err(), "an observer of nothing");
+        assert!(!single.is_observer(0));
     }
 }

@@ -51,7 +51,8 @@ pub struct ServeArgs {
     /// controller listener.
     #[arg(long)]
     pub controller_quorum_voters: Option<String>,
-    /// `broker,controller` (the default) or a subset (`process.roles`).
+    /// `broker,controller` or `broker` (`process.roles`; default: a voter
+    /// has both, a node outside the voters is a broker-only observer).
     #[arg(long)]
     pub process_roles: Option<String>,
     /// Log level or tracing filter (default info).
@@ -205,7 +206,7 @@ impl BrokerConfig {
             config.cluster.voters = parse_voters("--controller-quorum-voters", text)?;
         }
         if let Some(text) = &args.process_roles {
-            config.cluster.roles = parse_roles("--process-roles", text)?;
+            config.cluster.roles = Some(parse_roles("--process-roles", text)?);
         }
         if config.broker_id < 0 {
             return Err(ConfigError::invalid(
@@ -276,7 +277,7 @@ impl BrokerConfig {
             "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
             "max.connections" => self.max_connections = num(name, value)?,
             "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
-            "process.roles" => self.cluster.roles = parse_roles(name, value)?,
+            "process.roles" => self.cluster.roles = Some(parse_roles(name, value)?),
             "broker.rack" => self.cluster.rack = Some(value.to_string()),
             "broker.heartbeat.interval.ms" => {
                 self.cluster.heartbeat_interval_ms = num(name, value)?

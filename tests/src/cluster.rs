@@ -1,6 +1,8 @@
 //! Several `rill serve` processes on loopback forming one cluster: each
 //! gets `--node-id`, the shared `--controller-quorum-voters` (controller
-//! listeners on free ports) and its own data dir and Kafka port.
+//! listeners on free ports) and its own data dir and Kafka port. Voters
+//! are nodes 1..=n; [`Cluster::add_broker`] adds broker-only nodes
+//! (observers of the quorum) with other ids.
 
 use crate::{data_dir, free_port, Broker};
 use kafka_protocol::messages::describe_cluster_request::DescribeClusterRequest;
@@ -13,10 +15,16 @@ use kafka_protocol::messages::{ApiKey, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use std::time::{Duration, Instant};
 
-/// A cluster of brokers, node ids 1..=n.
+/// A cluster of brokers: voters with node ids 1..=n, then any added
+/// broker-only nodes.
 pub struct Cluster {
-    /// The brokers; `brokers[i]` has node id `i + 1`.
+    /// The brokers in start order: `brokers[i]` has node id `ids[i]` (the
+    /// voters first, so `brokers[i]` is node `i + 1` for them).
     pub brokers: Vec<Broker>,
+    /// The node id of each of `brokers`.
+    pub ids: Vec<i32>,
+    /// `--controller-quorum-voters` of every node.
+    pub voters: String,
     _dirs: Vec<tempfile::TempDir>,
 }
 
@@ -47,8 +55,39 @@ impl Cluster {
             .collect();
         Cluster {
             brokers,
+            ids: (1..=n as i32).collect(),
+            voters,
             _dirs: dirs,
         }
+    }
+
+    /// Starts a broker-only node `node_id` (one shard, `--process-roles
+    /// broker`) with this cluster's voters and its own data dir; it is
+    /// then `cluster.node(node_id)`. Returns once it listens, not once it
+    /// is registered.
+    pub fn add_broker(&mut self, binary: &str, node_id: i32, extra_args: &[&str]) -> &mut Broker {
+        assert!(
+            !self.ids.contains(&node_id),
+            "node {node_id} is already in the cluster"
+        );
+        let dir = data_dir();
+        let id = node_id.to_string();
+        let mut args = vec![
+            "--cores",
+            "1",
+            "--node-id",
+            id.as_str(),
+            "--controller-quorum-voters",
+            self.voters.as_str(),
+            "--process-roles",
+            "broker",
+        ];
+        args.extend_from_slice(extra_args);
+        let broker = Broker::start(binary, dir.path(), &args);
+        self._dirs.push(dir);
+        self.brokers.push(broker);
+        self.ids.push(node_id);
+        self.node(node_id)
     }
 
     /// [`Cluster::start`], then waits (up to `timeout`) until every broker
@@ -72,7 +111,10 @@ impl Cluster {
 
     /// The broker with `node_id`.
     pub fn node(&mut self, node_id: i32) -> &mut Broker {
-        &mut self.brokers[(node_id - 1) as usize]
+        let Some(index) = self.ids.iter().position(|&id| id == node_id) else {
+            panic!("no node {node_id} in the cluster (nodes {:?})", self.ids);
+        };
+        &mut self.brokers[index]
     }
 
     /// Bootstrap list of every broker.

@@ -2,7 +2,8 @@
 //! one; three nodes elect a controller, register, list each other in
 //! DescribeCluster and Metadata, and survive the active controller's
 //! SIGKILL (another is elected, the dead broker is fenced, and it rejoins
-//! when it restarts).
+//! when it restarts). A broker-only node joins a running cluster as an
+//! observer of the quorum and leads partitions like any broker.
 
 use rill_tests::cluster::{describe_cluster, describe_quorum, wait_for, Cluster};
 use rill_tests::{data_dir, free_port, Broker};
@@ -176,19 +177,40 @@ fn cluster_settings_that_cannot_work_stop_the_broker_with_a_reason() {
             .output()
             .expect("rill runs")
     };
-    let broker_only = run(&[
+    // A node outside the voters that claims the controller role is refused
+    // (it would be one without a vote); with the roles unset it would start
+    // as a broker-only node instead (see the observer test).
+    let not_a_voter = run(&[
         "--node-id",
         "2",
         "--controller-quorum-voters",
         &voters,
         "--process-roles",
-        "broker",
+        "broker,controller",
     ]);
-    assert_eq!(broker_only.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&broker_only.stderr).contains("process.roles"));
-    let not_a_voter = run(&["--node-id", "2", "--controller-quorum-voters", &voters]);
     assert_eq!(not_a_voter.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&not_a_voter.stderr).contains("not a voter"));
+    // A voter without the controller role would leave its quorum short.
+    let voter_without_vote = run(&[
+        "--node-id",
+        "1",
+        "--controller-quorum-voters",
+        &voters,
+        "--process-roles",
+        "broker",
+    ]);
+    assert_eq!(voter_without_vote.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&voter_without_vote.stderr).contains("controller role"));
+    let controller_only = run(&[
+        "--node-id",
+        "1",
+        "--controller-quorum-voters",
+        &voters,
+        "--process-roles",
+        "controller",
+    ]);
+    assert_eq!(controller_only.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&controller_only.stderr).contains("controller-only"));
 
     // A data dir made by a single node (quorum {0}) refuses another quorum.
     let mut single = Broker::start(RILL, dir.path(), &["--cores", "1"]);
@@ -536,5 +558,200 @@ fn a_killed_broker_is_fenced_long_before_its_session_expires() {
     wait_for("the restarted broker listed again", SETTLE, || {
         let (_, brokers) = describe_cluster(cluster.node(controller)).ok()?;
         (brokers == vec![1, 2, 3]).then_some(())
+    });
+}
+
+#[test]
+fn a_broker_only_node_joins_a_running_cluster_and_leads_a_partition() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    cluster.add_broker(RILL, 4, &[]);
+    for node in 1..=4 {
+        wait_for("every broker to list the broker-only node", SETTLE, || {
+            let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+            (brokers == vec![1, 2, 3, 4]).then_some(())
+        });
+    }
+    let log = cluster.node(4).log();
+    assert!(log.contains("broker-only"), "{log}");
+    assert!(
+        !cluster
+            .node(4)
+            .data_dir
+            .join("__cluster_metadata-0")
+            .exists(),
+        "an observer keeps no metadata log"
+    );
+    // It knows the controller and the voters, and is not one of them.
+    let (controller, _) = describe_cluster(cluster.node(1)).expect("describe cluster");
+    assert!((1..=3).contains(&controller));
+    wait_for("the observer to name the controller", SETTLE, || {
+        let (seen, _) = describe_cluster(cluster.node(4)).ok()?;
+        (seen == controller).then_some(())
+    });
+    let quorum = describe_quorum(cluster.node(4)).expect("describe quorum");
+    let partition = &quorum.topics[0].partitions[0];
+    assert_eq!(partition.leader_id.0, controller);
+    let mut voters: Vec<i32> = partition
+        .current_voters
+        .iter()
+        .map(|v| v.replica_id.0)
+        .collect();
+    voters.sort_unstable();
+    assert_eq!(voters, vec![1, 2, 3]);
+
+    // A topic placed on it (created through it: its request goes to the
+    // active controller), led by it.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        use rdkafka::client::DefaultClientContext;
+        let admin: AdminClient<DefaultClientContext> =
+            rill_tests::kafka::client_config(&cluster.node(4).bootstrap())
+                .create()
+                .expect("admin client");
+        let assignment: &[&[i32]] = &[&[4, 1, 2]];
+        let topic = NewTopic::new("observed", 1, TopicReplication::Variable(assignment));
+        let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+        for result in admin
+            .create_topics(&[topic], &options)
+            .await
+            .expect("create_topics request")
+        {
+            result.expect("topic created");
+        }
+    });
+    for node in 1..=4 {
+        let bootstrap = cluster.node(node).bootstrap();
+        wait_for("broker 4 to lead the partition", SETTLE, || {
+            (leaders(&bootstrap, "observed") == vec![(4, vec![4, 1, 2])]).then_some(())
+        });
+    }
+    let records = |from: usize, count: usize| -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
+        (from..from + count)
+            .map(|i| (None, format!("observed-{i}").into_bytes()))
+            .collect()
+    };
+    let producer = rill_tests::kafka::producer(&cluster.bootstrap(), &[("acks", "all")]);
+    let delivered = runtime.block_on(rill_tests::kafka::produce_all(
+        &producer,
+        "observed",
+        &records(0, 50),
+        Some(0),
+    ));
+    assert_eq!(delivered.len(), 50);
+    assert_eq!(delivered.last(), Some(&(0, 49)));
+    let consumed = rill_tests::kafka::consume_all(
+        &cluster.node(4).bootstrap(),
+        "observed",
+        1,
+        50,
+        SETTLE,
+        &[],
+    );
+    let values: Vec<Vec<u8>> = consumed.into_iter().filter_map(|r| r.value).collect();
+    assert_eq!(
+        values,
+        records(0, 50)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>()
+    );
+
+    // Killed, it is fenced and its partition fails over; restarted, it
+    // fetches the image again, registers and follows the new leader.
+    cluster.node(4).stop_with(libc::SIGKILL);
+    wait_for("the killed observer fenced", SETTLE, || {
+        let (_, brokers) = describe_cluster(cluster.node(1)).ok()?;
+        (brokers == vec![1, 2, 3]).then_some(())
+    });
+    cluster.node(4).restart();
+    for node in 1..=4 {
+        wait_for(
+            "every broker to list the restarted observer",
+            SETTLE,
+            || {
+                let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+                (brokers == vec![1, 2, 3, 4]).then_some(())
+            },
+        );
+    }
+    let delivered = runtime.block_on(rill_tests::kafka::produce_all(
+        &producer,
+        "observed",
+        &records(50, 50),
+        Some(0),
+    ));
+    assert_eq!(delivered.last(), Some(&(0, 99)));
+    let bootstrap = cluster.node(1).bootstrap();
+    wait_for("the restarted observer back in the ISR", SETTLE, || {
+        let consumer: BaseConsumer = rill_tests::kafka::client_config(&bootstrap).create().ok()?;
+        let metadata = consumer
+            .fetch_metadata(Some("observed"), Duration::from_secs(5))
+            .ok()?;
+        let isr = metadata
+            .topics()
+            .first()?
+            .partitions()
+            .first()?
+            .isr()
+            .to_vec();
+        isr.contains(&4).then_some(())
+    });
+    let consumed = rill_tests::kafka::consume_all(
+        &cluster.node(4).bootstrap(),
+        "observed",
+        1,
+        100,
+        SETTLE,
+        &[],
+    );
+    let values: Vec<Vec<u8>> = consumed.into_iter().filter_map(|r| r.value).collect();
+    assert_eq!(
+        values,
+        records(0, 100)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_broker_only_node_follows_the_quorum_through_a_controller_failover() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    cluster.add_broker(RILL, 4, &[]);
+    let controller = wait_for(
+        "the observer registered and naming the controller",
+        SETTLE,
+        || {
+            let (seen, brokers) = describe_cluster(cluster.node(4)).ok()?;
+            (brokers == vec![1, 2, 3, 4] && (1..=3).contains(&seen)).then_some(seen)
+        },
+    );
+    // The observer's voter (it asks the controller) dies: it falls back to
+    // the other voters and learns the successor from them.
+    cluster.node(controller).stop_with(libc::SIGKILL);
+    let survivors: Vec<i32> = (1..=3).filter(|&n| n != controller).collect();
+    let mut expected = survivors.clone();
+    expected.push(4);
+    let successor = wait_for("the observer to name the new controller", SETTLE, || {
+        let (seen, brokers) = describe_cluster(cluster.node(4)).ok()?;
+        (survivors.contains(&seen) && brokers == expected).then_some(seen)
+    });
+    // Its requests for the controller reach the successor.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &cluster.node(4).bootstrap(),
+        "after-observed-failover",
+        2,
+        &[],
+    ));
+    assert_eq!(
+        topics_of(&cluster.node(successor).bootstrap()).get("after-observed-failover"),
+        Some(&2)
+    );
+    wait_for("the observer to see the new topic", SETTLE, || {
+        let topics = topics_of(&cluster.node(4).bootstrap());
+        (topics.get("after-observed-failover") == Some(&2)).then_some(())
     });
 }

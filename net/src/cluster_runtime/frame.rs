@@ -6,6 +6,10 @@ pub const KIND_RAFT: u8 = 1;
 pub const KIND_REQUEST: u8 = 2;
 /// Frame kind: the controller's reply.
 pub const KIND_REPLY: u8 = 3;
+/// Frame kind: an observer's FetchMetadata (JSON; see `metadata_fetch`).
+pub const KIND_FETCH_METADATA: u8 = 4;
+/// Frame kind: a voter's answer to FetchMetadata (header and snapshot).
+pub const KIND_METADATA: u8 = 5;
 
 /// A frame of `kind` around `body`.
 pub fn frame(kind: u8, body: &[u8]) -> Vec<u8> {

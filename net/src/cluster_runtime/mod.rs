@@ -2,13 +2,18 @@
 //! membership in the cluster, wired onto the shards. The decisions and the
 //! consensus are `rill-cluster`'s pure cores; this module does their I/O.
 //!
-//! - [`quorum`]: [`MetadataQuorum`] on the metadata shard — raft-rs's node
-//!   over the durable metadata log in `<data-dir>/__cluster_metadata-0`,
-//!   its ready cycle, proposals that wait for commit.
+//! - [`quorum`]: [`MetadataQuorum`] on the metadata shard — a voter's
+//!   raft-rs node over the durable metadata log in
+//!   `<data-dir>/__cluster_metadata-0`, its ready cycle, proposals that
+//!   wait for commit; or a broker-only node's observed image.
 //! - [`transport`]: the controller listener and the links to the other
-//!   voters (Raft messages, broker requests), as length-prefixed frames.
+//!   voters (Raft messages, broker requests, FetchMetadata), as
+//!   length-prefixed frames.
 //! - [`rpc`]: what brokers ask the active controller (registration,
 //!   heartbeat) and its answers.
+//! - [`metadata_fetch`]: FetchMetadata, any voter's answer to an observer
+//!   (the committed image as snapshot bytes, long-polled).
+//! - [`observer`]: a broker-only node's fetch loop.
 //! - [`controller_side`]: the active controller answering them with the
 //!   metadata core's decisions, and fencing silent brokers.
 //! - [`lifecycle`]: this broker registering and heartbeating.
@@ -17,12 +22,15 @@
 //!
 //! A single node (no `controller.quorum.voters`) runs all of it as a
 //! quorum of one, with no listener: its requests to the controller are
-//! handled in place.
+//! handled in place. A broker-only node (not among the voters) runs no
+//! Raft node and no listener: it observes, registers and heartbeats.
 
 mod controller_side;
 mod frame;
 mod lifecycle;
+mod metadata_fetch;
 pub mod metrics;
+mod observer;
 mod quorum;
 mod rpc;
 mod transport;
@@ -65,9 +73,13 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
     if shard.id != METADATA_SHARD {
         return Ok(());
     }
+    let config = shard.config.clone();
+    if config.cluster.is_observer(config.broker_id) {
+        start_observer(shard);
+        return Ok(());
+    }
     let quorum = MetadataQuorum::open(shard)?;
     let quorum = shard.services.get_or_build(|| quorum);
-    let config = shard.config.clone();
     if !config.cluster.is_single_node() {
         let own = config
             .cluster
@@ -107,6 +119,25 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
     .detach();
     glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
     Ok(())
+}
+
+/// A broker-only node: the observer's fetch loop and the broker's
+/// registration, no Raft node, no listener, no controller timers.
+fn start_observer(shard: &Rc<Shard>) {
+    let config = &shard.config;
+    let why = if config.cluster.roles.is_some() {
+        "process.roles=broker"
+    } else {
+        "its node.id is not among controller.quorum.voters and process.roles is unset"
+    };
+    tracing::info!(
+        node_id = config.broker_id,
+        "starting as a broker-only node, an observer of the metadata quorum: {why}"
+    );
+    let quorum = MetadataQuorum::observer(shard);
+    let quorum = shard.services.get_or_build(|| quorum);
+    glommio::spawn_local(observer::run(quorum.clone(), shard.clone())).detach();
+    glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
 }
 
 async fn accept(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, listener: glommio::net::TcpListener) {

@@ -8,11 +8,16 @@
 //!   tolerates loss, so no queue grows while a peer is down).
 //! - A request to the active controller opens its own connection and waits
 //!   for one reply frame ([`call_remote`]).
+//! - An observer keeps one connection to a voter and long-polls it with
+//!   FetchMetadata ([`fetch_metadata`]; see [`super::metadata_fetch`]).
 //! - [`serve_connection`] reads what a peer sends: it steps Raft messages
 //!   into the local quorum and answers requests.
 
 use super::controller_side;
-use super::frame::{frame, KIND_RAFT, KIND_REPLY, KIND_REQUEST};
+use super::frame::{
+    frame, KIND_FETCH_METADATA, KIND_METADATA, KIND_RAFT, KIND_REPLY, KIND_REQUEST,
+};
+use super::metadata_fetch::{self, FetchMetadata, MetadataReply};
 use super::quorum::MetadataQuorum;
 use super::rpc::{self, ControllerReply, ControllerRpc};
 use crate::cluster_config::Voter;
@@ -54,7 +59,8 @@ async fn read_frame(stream: &mut TcpStream) -> Result<Option<(u8, Vec<u8>)>, Str
     Ok(Some((header[4], body)))
 }
 
-async fn connect(voter: &Voter) -> Result<TcpStream, String> {
+/// Opens a connection to `voter`'s controller listener.
+pub async fn connect(voter: &Voter) -> Result<TcpStream, String> {
     connect_or_refused(voter).await.map_err(|(e, _)| e)
 }
 
@@ -144,6 +150,34 @@ pub async fn call_remote(
     }
 }
 
+/// Sends a FetchMetadata on an observer's open connection and waits for
+/// the answer: up to the voter's long poll plus the usual I/O allowance.
+/// An error leaves the connection unusable; the caller drops it.
+pub async fn fetch_metadata(
+    stream: &mut TcpStream,
+    request: &FetchMetadata,
+) -> Result<MetadataReply, String> {
+    let body = rpc::encode(request)?;
+    let exchange = async {
+        stream
+            .write_all(&frame(KIND_FETCH_METADATA, &body))
+            .await
+            .map_err(|e| e.to_string())?;
+        match read_frame(stream).await? {
+            Some((KIND_METADATA, body)) => MetadataReply::decode(&body),
+            Some((kind, _)) => Err(format!("unexpected frame kind {kind}")),
+            None => Err(String::from("connection closed before the metadata")),
+        }
+    };
+    let limit = metadata_fetch::LONG_POLL + IO_TIMEOUT;
+    match glommio::timer::timeout(limit, async { Ok(exchange.await) }).await {
+        Ok(result) => result,
+        Err(_) => Err(String::from(
+            "the voter did not answer FetchMetadata in time",
+        )),
+    }
+}
+
 /// Serves one connection to the controller listener until it closes.
 pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut stream: TcpStream) {
     loop {
@@ -176,6 +210,29 @@ pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut 
                     }
                 };
                 if stream.write_all(&frame(KIND_REPLY, &bytes)).await.is_err() {
+                    return;
+                }
+            }
+            KIND_FETCH_METADATA => {
+                let reply = match rpc::decode::<FetchMetadata>(&body) {
+                    Ok(request) => metadata_fetch::answer(&shard, &request).await,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "undecodable FetchMetadata; closing");
+                        return;
+                    }
+                };
+                let bytes = match reply.encode() {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        tracing::error!(error = %e, "metadata reply not encodable");
+                        return;
+                    }
+                };
+                if stream
+                    .write_all(&frame(KIND_METADATA, &bytes))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

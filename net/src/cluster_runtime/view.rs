@@ -52,8 +52,15 @@ impl ClusterView {
         self.current.borrow().2.clone()
     }
 
+    /// The last publication here: (sequence, image, quorum status).
+    pub fn current(&self) -> (u64, Arc<MetadataImage>, QuorumStatus) {
+        self.current.borrow().clone()
+    }
+
     /// Waits for a publication newer than `sequence`; returns its sequence
-    /// and image.
+    /// and image. A waiter given up on (a timed-out long poll) leaves a
+    /// cancelled slot behind; each new waiter clears those, so the list
+    /// stays as long as the live waiters.
     pub async fn newer_than(&self, sequence: u64) -> (u64, Arc<MetadataImage>) {
         loop {
             {
@@ -63,7 +70,11 @@ impl ClusterView {
                 }
             }
             let (wake, woken) = oneshot::channel();
-            self.watchers.borrow_mut().push(wake);
+            {
+                let mut watchers = self.watchers.borrow_mut();
+                watchers.retain(|watcher| !watcher.is_canceled());
+                watchers.push(wake);
+            }
             // A dropped sender (never: the view outlives its watchers) just
             // loops back to the check.
             let _ = woken.await;

@@ -6,7 +6,8 @@
 //! Asked of any broker: the metadata shard answers from this node's quorum
 //! member. The leader knows every voter's progress; a follower knows only
 //! its own and reports -1 for the others (ask the leader for the whole
-//! picture). The quorum's partition is `__cluster_metadata`-0; any other is
+//! picture). A broker-only node (an observer) reports the leader, term and
+//! commit index a voter last told it, and -1 for every voter. The quorum's partition is `__cluster_metadata`-0; any other is
 //! UNKNOWN_TOPIC_OR_PARTITION.
 
 use super::{Handler, HandlerFuture, Request};
