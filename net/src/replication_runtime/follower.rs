@@ -35,7 +35,8 @@ use std::net::ToSocketAddrs;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Fetch v12: replica id in the body, current leader epoch, topic names.
+/// Fetch v12: replica id in the body, current leader epoch, topic names, and
+/// the first version with `last_fetched_epoch` / `diverging_epoch`.
 const FETCH_VERSION: i16 = 12;
 /// How long the leader may hold a fetch with nothing new.
 const FETCH_MAX_WAIT_MS: i32 = 500;
