@@ -61,6 +61,9 @@ pub struct ReplicationCounters {
     pub isr_expands: u64,
     /// Times this shard started leading a replicated partition.
     pub leaderships_taken: u64,
+    /// Times this shard's followers truncated their log because the
+    /// leader's fetch answer named a diverging epoch (KIP-595).
+    pub diverging_epoch_truncations: u64,
     /// Per followed partition `(topic, partition)`: the leader's HW minus
     /// this replica's log end at its last fetch, in messages.
     pub follower_lag: BTreeMap<(String, i32), i64>,
@@ -231,12 +234,16 @@ fn replication(out: &mut String, snapshots: &[MetricsSnapshot]) {
     let total = |f: fn(&ReplicationCounters) -> u64| -> u64 {
         snapshots.iter().map(|(_, m)| f(&m.replication)).sum()
     };
-    let counters: [(&str, u64); 3] = [
+    let counters: [(&str, u64); 4] = [
         ("rill_isr_shrinks_total", total(|r| r.isr_shrinks)),
         ("rill_isr_expands_total", total(|r| r.isr_expands)),
         (
             "rill_leader_elections_total",
             total(|r| r.leaderships_taken),
+        ),
+        (
+            "rill_diverging_epoch_truncations_total",
+            total(|r| r.diverging_epoch_truncations),
         ),
     ];
     for (name, value) in counters {

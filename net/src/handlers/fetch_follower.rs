@@ -4,6 +4,10 @@
 //! this leader has made durable — past the HW, which consumers stop at.
 //! Partitions are fetched one after another; a follower asks for one per
 //! request (rill's fetchers run one per partition).
+//!
+//! v12+ carries the follower's `last_fetched_epoch`; when its log parts
+//! from the leader's, the partition is answered with no records and
+//! `diverging_epoch` (KIP-595), and the follower truncates.
 
 use super::{Request, Response};
 use crate::error::RequestError;
@@ -46,6 +50,7 @@ pub async fn serve(
                 replica,
                 fetch_offset: partition.fetch_offset,
                 current_leader_epoch: partition.current_leader_epoch,
+                last_fetched_epoch: partition.last_fetched_epoch,
                 max_bytes: partition.partition_max_bytes.max(0) as usize,
                 max_wait,
             };
@@ -57,6 +62,10 @@ pub async fn serve(
             data.last_stable_offset = reply.high_watermark;
             data.log_start_offset = reply.log_start_offset;
             data.records = reply.records;
+            if let Some(diverging) = reply.diverging_epoch {
+                data.diverging_epoch.epoch = diverging.epoch;
+                data.diverging_epoch.end_offset = diverging.end_offset;
+            }
             answer.partitions.push(data);
         }
         response.responses.push(answer);

@@ -11,7 +11,10 @@ use crate::cluster_runtime::{
 };
 use crate::shard::Shard;
 use bytes::Bytes;
-use cluster::replication::{Acks, AlterPartitionRejection, IsrChangeKind, LeaderState};
+use cluster::replication::{
+    diverging_epoch_of_answer, last_fetched_epoch_from_wire, Acks, AlterPartitionRejection,
+    EpochEndOffset, IsrChangeKind, LeaderState, ReplicationError,
+};
 use engine::log::ReadMode;
 use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
 use std::cell::RefCell;
@@ -104,6 +107,9 @@ pub struct ServeFollowerFetch {
     pub fetch_offset: i64,
     /// The leader epoch it follows.
     pub current_leader_epoch: i32,
+    /// The epoch of the last batch in its log (Fetch v12+; -1: none, or
+    /// an older version): checked against this log's epochs.
+    pub last_fetched_epoch: i32,
     /// At most this many bytes.
     pub max_bytes: usize,
     /// How long to wait for new data when there is none.
@@ -121,6 +127,10 @@ pub struct FollowerFetchReply {
     pub log_start_offset: i64,
     /// The batches from `fetch_offset`, as written.
     pub records: Option<Bytes>,
+    /// Where the follower's log diverges from this one (KIP-595): this
+    /// log's largest epoch ≤ the follower's last fetched one and its end.
+    /// Comes with no records; the follower truncates and fetches again.
+    pub diverging_epoch: Option<EpochEndOffset>,
 }
 
 impl FollowerFetchReply {
@@ -130,8 +140,26 @@ impl FollowerFetchReply {
             high_watermark: -1,
             log_start_offset: -1,
             records: None,
+            diverging_epoch: None,
         }
     }
+}
+
+/// Kafka's `Partition.validateFetchOffsetAndMaybeGetDivergingEpoch`: where
+/// the follower's log (ending at `fetch_offset`, its last batch of
+/// `last_fetched_epoch`) parts from this one, if it does. The log answers
+/// for the epoch rather than its bare cache, so that a leader that has not
+/// written in its own epoch yet answers as Kafka's (which assigns the epoch
+/// when it is elected).
+fn diverging_epoch_of(
+    log: &PartitionLog,
+    fetch_offset: i64,
+    last_fetched_epoch: i32,
+) -> Result<Option<EpochEndOffset>, ReplicationError> {
+    let Some(epoch) = last_fetched_epoch_from_wire(last_fetched_epoch) else {
+        return Ok(None);
+    };
+    diverging_epoch_of_answer(log.end_offset_for_epoch(epoch), fetch_offset, epoch)
 }
 
 impl OwnerCall for ServeFollowerFetch {
@@ -147,7 +175,27 @@ impl OwnerCall for ServeFollowerFetch {
         if let Err(e) = state.borrow().check_leader_epoch(self.current_leader_epoch) {
             return FollowerFetchReply::error(e.error_code());
         }
+        if state.borrow().follower(self.replica).is_none() {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        }
         sync(&state, &log);
+        // A diverging follower's fetch offset names records this log does
+        // not have: it is not its log end here (Kafka skips
+        // `updateFollowerFetchState`), so neither the HW nor the ISR hears
+        // of it.
+        match diverging_epoch_of(&log, self.fetch_offset, self.last_fetched_epoch) {
+            Ok(None) => {}
+            Ok(Some(diverging)) => {
+                return FollowerFetchReply {
+                    error: ErrorCode::None,
+                    high_watermark: state.borrow().high_watermark(),
+                    log_start_offset: log.log_start_offset(),
+                    records: None,
+                    diverging_epoch: Some(diverging),
+                }
+            }
+            Err(e) => return FollowerFetchReply::error(e.error_code()),
+        }
         let moved =
             state
                 .borrow_mut()
@@ -177,6 +225,7 @@ impl OwnerCall for ServeFollowerFetch {
                 high_watermark: state.borrow().high_watermark(),
                 log_start_offset: result.log_start_offset,
                 records: bytes_of(result.data),
+                diverging_epoch: None,
             },
             Err(e) => FollowerFetchReply::error(e.error_code()),
         }

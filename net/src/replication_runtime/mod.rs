@@ -10,9 +10,12 @@
 //! - [`leader`]: serving a follower's fetch (its offset is its log end; the
 //!   HW moves; acks=all produces and consumers' long polls wake), the
 //!   acks=all wait, and the leader's timer that proposes ISR changes.
-//! - [`follower`]: the fetcher a follower runs against its leader:
-//!   truncate to where the leader's log agrees (OffsetForLeaderEpoch), then
-//!   fetch, append as-is, fsync, and report by fetching again.
+//! - [`follower`]: the fetcher a follower runs against its leader: fetch
+//!   with its last fetched epoch, append as-is, fsync, and report by
+//!   fetching again; truncate where the leader says the logs diverge.
+//! - [`truncation`]: the follower's truncation I/O (on a fetch answer's
+//!   `diverging_epoch`, or after OffsetForLeaderEpoch), deciding with
+//!   `rill-cluster`'s pure truncation rule.
 //! - [`client`]: a Kafka request over a plain connection (the follower is
 //!   a client of the leader's Kafka listener).
 //!
@@ -25,6 +28,7 @@ pub mod client;
 pub mod follower;
 pub mod leader;
 pub mod roles;
+pub mod truncation;
 
 pub use apply::ApplyPartitionState;
 pub use leader::{

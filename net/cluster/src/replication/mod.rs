@@ -39,7 +39,10 @@ pub use leader::{
     LeaderState,
 };
 pub use sim::{simulate, simulate_with, ElectionRule, Rule, SimConfig, SimStats, Violation};
-pub use truncation::{diverging_epoch, truncation_offset, TruncationPoint};
+pub use truncation::{
+    diverging_epoch, diverging_epoch_from_wire, diverging_epoch_of_answer,
+    last_fetched_epoch_from_wire, truncation_offset, TruncationPoint,
+};
 
 use engine::types::{LeaderEpoch, Offset};
 use engine::ErrorCode;

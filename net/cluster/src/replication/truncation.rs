@@ -117,6 +117,20 @@ pub fn diverging_epoch(
         return Ok(None);
     };
     let answer = leader_cache.end_offset_for(last_fetched_epoch, leader_log_end_offset);
+    diverging_epoch_of_answer(answer, fetch_offset, last_fetched_epoch)
+}
+
+/// [`diverging_epoch`] once the leader has looked up `last_fetched_epoch`
+/// in its log: `leader_answer` is its end offset for that epoch (Kafka's
+/// `Log.endOffsetForEpoch`). The runtime asks its log rather than a bare
+/// cache, because the log counts its current epoch as started at its end
+/// before the epoch's first batch (Kafka's leader assigns it on election).
+pub fn diverging_epoch_of_answer(
+    leader_answer: EpochEndOffset,
+    fetch_offset: Offset,
+    last_fetched_epoch: LeaderEpoch,
+) -> Result<Option<EpochEndOffset>, ReplicationError> {
+    let answer = leader_answer;
     if answer.epoch == UNDEFINED_EPOCH || answer.end_offset == UNDEFINED_EPOCH_OFFSET {
         return Err(ReplicationError::UnknownLastFetchedEpoch { last_fetched_epoch });
     }
@@ -124,6 +138,20 @@ pub fn diverging_epoch(
         return Ok(Some(answer));
     }
     Ok(None)
+}
+
+/// A Fetch v12+ partition's `last_fetched_epoch` as the leader reads it:
+/// a negative value (the wire's `-1`, also what older versions decode to)
+/// means the follower's log has no epoch, and the fetch is not checked.
+pub fn last_fetched_epoch_from_wire(last_fetched_epoch: i32) -> Option<LeaderEpoch> {
+    (last_fetched_epoch >= 0).then_some(last_fetched_epoch)
+}
+
+/// A Fetch response partition's `diverging_epoch` as the follower reads
+/// it: present only with an epoch ≥ 0 (Kafka's `FetchResponse.isDivergingEpoch`;
+/// the field's default is -1/-1, which every answer without one carries).
+pub fn diverging_epoch_from_wire(epoch: i32, end_offset: i64) -> Option<EpochEndOffset> {
+    (epoch >= 0).then_some(EpochEndOffset { epoch, end_offset })
 }
 
 #[cfg(test)]
@@ -238,6 +266,80 @@ mod tests {
         );
         // An epoch above the leader's: the leader cannot answer.
         assert!(diverging_epoch(&leader, 15, 16, Some(4)).is_err());
+    }
+
+    /// The leader's check from its log's answer, as Kafka's
+    /// `Partition.validateFetchOffsetAndMaybeGetDivergingEpoch`.
+    #[test]
+    fn leader_checks_its_own_answer() {
+        // Same epoch, the follower ahead of the leader's end of it.
+        assert_eq!(
+            diverging_epoch_of_answer(answer(3, 15), 16, 3),
+            Ok(Some(answer(3, 15)))
+        );
+        // Same epoch, at or behind the leader's end: consistent.
+        assert_eq!(diverging_epoch_of_answer(answer(3, 15), 15, 3), Ok(None));
+        assert_eq!(diverging_epoch_of_answer(answer(3, 15), 2, 3), Ok(None));
+        // The leader never had the follower's epoch 2: diverging even when
+        // the follower is behind the end of the leader's epoch 1.
+        assert_eq!(
+            diverging_epoch_of_answer(answer(1, 10), 4, 2),
+            Ok(Some(answer(1, 10)))
+        );
+        // The leader cannot place the epoch: OFFSET_OUT_OF_RANGE.
+        let unknown = diverging_epoch_of_answer(EpochEndOffset::UNDEFINED, 4, 7);
+        assert_eq!(
+            unknown.map_err(|e| e.error_code()),
+            Err(engine::ErrorCode::OffsetOutOfRange)
+        );
+    }
+
+    #[test]
+    fn wire_values() {
+        assert_eq!(last_fetched_epoch_from_wire(-1), None);
+        assert_eq!(last_fetched_epoch_from_wire(0), Some(0));
+        assert_eq!(last_fetched_epoch_from_wire(9), Some(9));
+        assert_eq!(diverging_epoch_from_wire(-1, -1), None);
+        assert_eq!(diverging_epoch_from_wire(0, 12), Some(answer(0, 12)));
+    }
+
+    /// The follower's answer to a `diverging_epoch` (KIP-595): the leader
+    /// names the largest epoch it has ≤ the follower's last fetched one and
+    /// where it ends; the follower cuts at the smaller of that and its own
+    /// end of the epoch.
+    #[test]
+    fn follower_truncates_on_a_diverging_epoch() {
+        // Old leader A wrote 0..10 in epoch 0 and, unreplicated, 10..14
+        // still in epoch 0; B took over at 10 with epoch 1.
+        let leader = cache(&[(0, 0), (1, 10)]);
+        let follower = cache(&[(0, 0)]);
+        let diverging = diverging_epoch(&leader, 18, 14, follower.latest_epoch())
+            .unwrap()
+            .unwrap();
+        assert_eq!(diverging, answer(0, 10));
+        assert_eq!(
+            truncation_offset(&follower, 14, 8, diverging),
+            point(10, true)
+        );
+        // A follower with an epoch 2 the leader (epoch 3 from 10) never
+        // had, whose epoch 0 ran past the leader's: the leader answers its
+        // epoch 1, the follower cuts its epoch 2 and learns on the next fetch
+        // where epoch 0 ends (KIP-279's second round).
+        let leader = cache(&[(0, 0), (1, 9), (3, 10)]);
+        let mut follower = cache(&[(0, 0), (2, 12)]);
+        let first = diverging_epoch(&leader, 15, 16, follower.latest_epoch())
+            .unwrap()
+            .unwrap();
+        assert_eq!(first, answer(1, 10));
+        let cut = truncation_offset(&follower, 16, 8, first);
+        assert_eq!(cut, point(12, false));
+        follower.truncate_from_end(cut.offset);
+        let second = diverging_epoch(&leader, 15, 12, follower.latest_epoch())
+            .unwrap()
+            .unwrap();
+        assert_eq!(second, answer(0, 9));
+        assert_eq!(truncation_offset(&follower, 12, 8, second), point(9, true));
+        assert_eq!(diverging_epoch(&leader, 15, 9, Some(0)), Ok(None));
     }
 
     /// The follower's two-step loop against a leader ends at the longest
