@@ -19,6 +19,9 @@
 //! reach it with the owner call ([`AllocateProducerIdBlock`]).
 
 use crate::call::OwnerCall;
+use crate::cluster_runtime::{
+    call_controller_until_answered, ControllerReply, ControllerRpc, MetadataQuorum,
+};
 use crate::shard::{Shard, ShardService};
 use engine::producer_ids::PRODUCER_ID_BLOCK_SIZE;
 use engine::{ErrorCode, ProducerIdBlock, ProducerIdStore};
@@ -83,6 +86,9 @@ impl OwnerCall for AllocateProducerIdBlock {
     type Reply = Result<ProducerIdBlock, ErrorCode>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        if !shard.config.cluster.is_single_node() {
+            return allocate_from_quorum(&shard).await;
+        }
         let Some(allocator) = shard.services.get::<ProducerIdAllocator>() else {
             tracing::error!(shard = shard.id, "no producer-id block store on this shard");
             return Err(ErrorCode::CoordinatorLoadInProgress);
@@ -96,6 +102,35 @@ impl OwnerCall for AllocateProducerIdBlock {
             tracing::error!(error = %e, "cannot allocate a producer-id block");
             ErrorCode::CoordinatorLoadInProgress
         })
+    }
+}
+
+/// A block from the active controller (AllocateProducerIds, KIP-730): in
+/// a cluster, ids must be unique across brokers, not only across this
+/// broker's shards and restarts — two producers with one id writing to the
+/// same partition would have each other's batches taken for duplicates.
+/// The block's end is committed in the metadata log before it is handed
+/// out, so no later block overlaps it, whichever controller gives it.
+async fn allocate_from_quorum(shard: &Rc<Shard>) -> Result<ProducerIdBlock, ErrorCode> {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return Err(ErrorCode::CoordinatorLoadInProgress);
+    };
+    // Not registered yet: the client retries.
+    let broker_epoch = quorum
+        .registered_epoch()
+        .ok_or(ErrorCode::CoordinatorLoadInProgress)?;
+    let request = ControllerRpc::AllocateProducerIds {
+        broker_id: shard.config.broker_id,
+        broker_epoch,
+    };
+    match call_controller_until_answered(shard, request).await {
+        Ok(ControllerReply::ProducerIds { first, last }) if first <= last => {
+            Ok(ProducerIdBlock { first, last })
+        }
+        outcome => {
+            tracing::warn!(?outcome, "no producer-id block from the controller");
+            Err(ErrorCode::CoordinatorLoadInProgress)
+        }
     }
 }
 

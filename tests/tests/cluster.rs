@@ -755,3 +755,38 @@ fn a_broker_only_node_follows_the_quorum_through_a_controller_failover() {
         (topics.get("after-observed-failover") == Some(&2)).then_some(())
     });
 }
+
+#[test]
+fn producer_ids_are_unique_across_the_brokers_of_a_cluster() {
+    use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let mut ids = Vec::new();
+    for round in 0..2 {
+        for node in 1..=3 {
+            let request = InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1);
+            let response: InitProducerIdResponse = wait_for("a producer id", SETTLE, || {
+                let response: InitProducerIdResponse = rill_tests::raw::request(
+                    cluster.node(node).addr,
+                    kafka_protocol::messages::ApiKey::InitProducerId,
+                    4,
+                    &request,
+                )
+                .ok()?;
+                (response.error_code == 0).then_some(response)
+            });
+            ids.push((round, node, response.producer_id.0));
+        }
+    }
+    let mut distinct: Vec<i64> = ids.iter().map(|&(_, _, id)| id).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        ids.len(),
+        "every InitProducerId got its own id, whichever broker answered: {ids:?}"
+    );
+}

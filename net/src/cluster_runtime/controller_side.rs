@@ -59,6 +59,20 @@ pub async fn handle(
                 };
                 (outcome.records, reply)
             })
+    } else if let ControllerRpc::AllocateProducerIds {
+        broker_id,
+        broker_epoch,
+    } = &request
+    {
+        controller
+            .allocate_producer_ids(*broker_id, *broker_epoch)
+            .map(|(block, records)| {
+                let reply = ControllerReply::ProducerIds {
+                    first: block.first,
+                    last: block.last,
+                };
+                (records, reply)
+            })
     } else {
         // A topic change: answered with the offset it committed at.
         topic_change(&controller, &request)
@@ -159,11 +173,11 @@ fn topic_change(
             partition,
             target,
         } => controller.alter_reassignment(topic, *partition, target.as_deref()),
-        ControllerRpc::Register { .. } | ControllerRpc::Heartbeat { .. } => {
-            Err(MetadataError::InvalidRequest {
-                reason: String::from("not a topic change"),
-            })
-        }
+        ControllerRpc::Register { .. }
+        | ControllerRpc::Heartbeat { .. }
+        | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {
+            reason: String::from("not a topic change"),
+        }),
     }
 }
 

@@ -425,6 +425,11 @@ impl MetadataQuorum {
         self.started_fresh
     }
 
+    /// The broker epoch of this process's registration, once committed.
+    pub fn registered_epoch(&self) -> Option<i64> {
+        self.broker_epoch.get()
+    }
+
     /// This process's incarnation id (BrokerRegistration's).
     pub fn incarnation_id(&self) -> [u8; 16] {
         self.incarnation_id

@@ -88,6 +88,14 @@ pub enum ControllerRpc {
         /// The replicas to move to; `None` cancels.
         target: Option<Vec<i32>>,
     },
+    /// AllocateProducerIds (KIP-730): the next block of producer ids for
+    /// this broker, unique in the cluster.
+    AllocateProducerIds {
+        /// `node.id`.
+        broker_id: i32,
+        /// The epoch its registration got.
+        broker_epoch: i64,
+    },
     /// AlterConfigs / IncrementalAlterConfigs: the topic's whole set of
     /// overrides after the change.
     SetTopicConfigs {
@@ -114,6 +122,13 @@ pub enum ControllerReply {
         is_fenced: bool,
         /// A broker asking for shutdown may stop now.
         should_shut_down: bool,
+    },
+    /// A producer-id block, taken (committed) for the asking broker.
+    ProducerIds {
+        /// First id of the block.
+        first: i64,
+        /// Last id of the block (inclusive).
+        last: i64,
     },
     /// The change is committed at this metadata offset.
     Committed {
