@@ -1,6 +1,7 @@
 //! Partition reassignment (AlterPartitionReassignments / ListPartitionReassignments,
 //! KIP-455) across real `rill` processes: a partition's replicas move onto
-//! another broker while an idempotent acks=all producer runs; nothing
+//! another broker — one of the voters, or a fourth, broker-only node that
+//! joins the running cluster — while an idempotent acks=all producer runs; nothing
 //! acknowledged is lost, the reassignment is listed while it runs, and the
 //! replica left behind has its files deleted.
 
@@ -163,7 +164,7 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
     // until it runs again: ListPartitionReassignments must show it.
     send_signal(cluster.node(moved_in), libc::SIGSTOP);
     let asked = (1..=cluster.brokers.len() as i32)
-        .find(|&n| n != moved_in)
+        .find(|&n| n != moved_in && n != moved_out)
         .expect("another broker");
     assert_eq!(reassign(cluster.node(asked), "moving", Some(to)), 0);
     let (replicas, adding, removing) =
@@ -235,6 +236,20 @@ fn a_partition_moves_to_another_broker_under_load_and_its_old_replica_is_deleted
     // The leader (first replica, 1) moves out: leadership passes to a
     // target replica when the move completes.
     move_under_load(&mut cluster, &[1, 2], &[3, 2], 3, 1);
+}
+
+#[test]
+fn a_new_broker_joins_and_takes_over_a_replica_under_load() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    cluster.add_broker(RILL, 4, &[]);
+    for node in 1..=4 {
+        wait_for("every broker to list the new one", SETTLE, || {
+            let (_, brokers) = rill_tests::cluster::describe_cluster(cluster.node(node)).ok()?;
+            (brokers == vec![1, 2, 3, 4]).then_some(())
+        });
+    }
+    // RF=3 on the three voters; the first (the leader) moves to broker 4.
+    move_under_load(&mut cluster, &[1, 2, 3], &[4, 2, 3], 4, 1);
 }
 
 #[test]
