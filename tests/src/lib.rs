@@ -233,3 +233,4 @@ pub mod cluster;
 pub mod kafka;
 pub mod layering;
 pub mod raw;
+pub mod replicated;

@@ -4,8 +4,9 @@
 //! acknowledged message must be read back exactly once, in order.
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::FutureRecord;
 use rill_tests::cluster::{wait_for, Cluster};
+use rill_tests::replicated::{idempotent_producer, partition_view, produce_numbers, read_numbers};
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -14,59 +15,9 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 /// two-core machine.
 const SETTLE: Duration = Duration::from_secs(60);
 
-/// Partition 0's (leader, replicas, isr) as `bootstrap` reports it.
+/// Partition 0's (leader, sorted replicas, sorted ISR) as `bootstrap` reports it.
 fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(5))
-        .ok()?;
-    let partition = metadata.topics().first()?.partitions().first()?;
-    let mut isr = partition.isr().to_vec();
-    isr.sort_unstable();
-    let mut replicas = partition.replicas().to_vec();
-    replicas.sort_unstable();
-    Some((partition.leader(), replicas, isr))
-}
-
-fn producer(bootstrap: &str) -> FutureProducer {
-    rill_tests::kafka::producer(
-        bootstrap,
-        &[
-            ("acks", "all"),
-            ("enable.idempotence", "true"),
-            ("message.timeout.ms", "60000"),
-            ("request.timeout.ms", "10000"),
-            ("retry.backoff.ms", "100"),
-            ("topic.metadata.refresh.interval.ms", "500"),
-        ],
-    )
-}
-
-/// Produces `values` one at a time (acks=all) and returns those acknowledged.
-async fn produce(producer: &FutureProducer, topic: &str, values: std::ops::Range<u32>) -> Vec<u32> {
-    let mut acknowledged = Vec::new();
-    for value in values {
-        let payload = value.to_string();
-        let record: FutureRecord<'_, (), String> =
-            FutureRecord::to(topic).payload(&payload).partition(0);
-        if producer.send(record, Duration::from_secs(60)).await.is_ok() {
-            acknowledged.push(value);
-        }
-    }
-    acknowledged
-}
-
-/// Every value of partition 0, from the beginning, by an assigned consumer.
-fn read_back(bootstrap: &str, topic: &str, expected: usize) -> Vec<u32> {
-    rill_tests::kafka::consume_all(bootstrap, topic, 1, expected, Duration::from_secs(60), &[])
-        .into_iter()
-        .map(|r| {
-            String::from_utf8(r.value.expect("a value"))
-                .expect("utf-8")
-                .parse()
-                .expect("a number")
-        })
-        .collect()
+    partition_view(bootstrap, topic).map(|view| (view.leader, view.sorted_replicas(), view.isr))
 }
 
 #[test]
@@ -87,8 +38,8 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
     });
     assert_eq!(replicas, vec![1, 2, 3]);
 
-    let producer = producer(&bootstrap);
-    let mut acknowledged = runtime.block_on(produce(&producer, "replicated", 0..100));
+    let producer = idempotent_producer(&bootstrap);
+    let mut acknowledged = runtime.block_on(produce_numbers(&producer, "replicated", 0..100));
     assert_eq!(
         acknowledged.len(),
         100,
@@ -97,7 +48,7 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
 
     // The leader dies: a new one comes from the ISR and the producer goes on.
     cluster.node(leader).stop_with(libc::SIGKILL);
-    acknowledged.extend(runtime.block_on(produce(&producer, "replicated", 100..200)));
+    acknowledged.extend(runtime.block_on(produce_numbers(&producer, "replicated", 100..200)));
     let (new_leader, _, isr) = wait_for("a new leader without the dead one", SETTLE, || {
         let survivor = (1..=3).find(|&n| n != leader)?;
         let state = partition_state(&cluster.node(survivor).bootstrap(), "replicated")?;
@@ -123,7 +74,7 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
         (!state.2.contains(&follower)).then_some(())
     });
-    acknowledged.extend(runtime.block_on(produce(&producer, "replicated", 200..300)));
+    acknowledged.extend(runtime.block_on(produce_numbers(&producer, "replicated", 200..300)));
     // SAFETY: as above.
     unsafe {
         libc::kill(pid, libc::SIGCONT);
@@ -151,7 +102,7 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         "most writes acknowledged: {}",
         acknowledged.len()
     );
-    let read = read_back(&bootstrap, "replicated", acknowledged.len());
+    let read = read_numbers(&bootstrap, "replicated", acknowledged.len());
     let mut deduplicated = read.clone();
     deduplicated.dedup();
     assert_eq!(deduplicated, read, "no record twice (idempotent producer)");
@@ -184,8 +135,8 @@ fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_ret
         let state = partition_state(&bootstrap, "quorum-writes")?;
         (state.2 == vec![1, 2, 3]).then_some(state)
     });
-    let producer = producer(&bootstrap);
-    let first = runtime.block_on(produce(&producer, "quorum-writes", 0..20));
+    let producer = idempotent_producer(&bootstrap);
+    let first = runtime.block_on(produce_numbers(&producer, "quorum-writes", 0..20));
     assert_eq!(first.len(), 20);
     let down: Vec<i32> = (1..=3).filter(|&n| n != leader).collect();
     for &node in &down {
@@ -217,13 +168,13 @@ fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_ret
         let state = partition_state(&cluster.node(leader).bootstrap(), "quorum-writes")?;
         (state.2.len() == 2).then_some(())
     });
-    let later = runtime.block_on(produce(&producer, "quorum-writes", 20..40));
+    let later = runtime.block_on(produce_numbers(&producer, "quorum-writes", 20..40));
     assert_eq!(later.len(), 20);
     // The unacknowledged write may or may not have been committed since.
     let bootstrap = cluster.node(leader).bootstrap();
-    let mut read = read_back(&bootstrap, "quorum-writes", 40);
+    let mut read = read_numbers(&bootstrap, "quorum-writes", 40);
     if read.contains(&1000) {
-        read = read_back(&bootstrap, "quorum-writes", 41);
+        read = read_numbers(&bootstrap, "quorum-writes", 41);
     }
     read.retain(|&v| v != 1000);
     assert_eq!(read, (0..40).collect::<Vec<u32>>());
@@ -280,7 +231,7 @@ fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
             (stop.clone(), acknowledged.clone(), bootstrap.clone());
         std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().expect("runtime");
-            let producer = producer(&bootstrap);
+            let producer = idempotent_producer(&bootstrap);
             let mut next = 0u32;
             while !stop.load(Ordering::Acquire) {
                 let payload = next.to_string();

@@ -193,9 +193,15 @@ impl Controller<'_> {
             return Vec::new();
         }
         let leaving: BTreeSet<BrokerId> = expired.into_iter().collect();
+        self.fence(&leaving)
+    }
+
+    /// The records fencing `leaving`: their leaderships and ISR places
+    /// first, then each broker.
+    fn fence(&self, leaving: &BTreeSet<BrokerId>) -> Vec<MetadataRecord> {
         let mut proposal = Proposal::new(self.image);
-        move_away(&mut proposal, self.config, &leaving);
-        for &broker_id in &leaving {
+        move_away(&mut proposal, self.config, leaving);
+        for &broker_id in leaving {
             let broker_epoch = proposal
                 .image()
                 .broker(broker_id)
@@ -227,20 +233,10 @@ impl Controller<'_> {
         if leaving.is_empty() {
             return Vec::new();
         }
-        let mut proposal = Proposal::new(self.image);
-        move_away(&mut proposal, self.config, &leaving);
         for &broker_id in &leaving {
-            let broker_epoch = proposal
-                .image()
-                .broker(broker_id)
-                .map_or(-1, |broker| broker.broker_epoch);
-            proposal.push(MetadataRecord::FenceBroker {
-                broker_id,
-                broker_epoch,
-            });
             heartbeats.forget(broker_id);
         }
-        proposal.into_records()
+        self.fence(&leaving)
     }
 
     /// Unfences a fenced broker and gives it the leadership of every

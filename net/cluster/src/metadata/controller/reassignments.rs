@@ -77,24 +77,13 @@ impl Controller<'_> {
                         partition,
                     });
                 }
-                let original: Vec<BrokerId> = state
-                    .replicas
-                    .iter()
-                    .copied()
-                    .filter(|r| !state.adding_replicas.contains(r))
-                    .collect();
+                let original = original_replicas(state);
                 let change = self.shrink_to(&topic_id, partition, state, &original)?;
                 proposal.push(MetadataRecord::PartitionChange(change));
             }
             Some(target) => {
                 self.check_target(target)?;
-                // The replicas as they were before any reassignment.
-                let original: Vec<BrokerId> = state
-                    .replicas
-                    .iter()
-                    .copied()
-                    .filter(|r| !state.adding_replicas.contains(r))
-                    .collect();
+                let original = original_replicas(state);
                 let mut merged: Vec<BrokerId> = target.to_vec();
                 merged.extend(original.iter().filter(|r| !target.contains(r)));
                 let adding: Vec<BrokerId> = target
@@ -207,6 +196,17 @@ impl Controller<'_> {
             }
         })
     }
+}
+
+/// The replicas as they were before the reassignment in progress (all of
+/// them when none is), in their current order.
+fn original_replicas(state: &PartitionState) -> Vec<BrokerId> {
+    state
+        .replicas
+        .iter()
+        .copied()
+        .filter(|r| !state.adding_replicas.contains(r))
+        .collect()
 }
 
 /// Every reassignment in progress in `image`.

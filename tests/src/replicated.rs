@@ -1,0 +1,104 @@
+//! What the replicated-partition tests share: a partition's state as a
+//! client sees it in Metadata, an idempotent acks=all producer of numbered
+//! records, and signals to a broker process.
+
+use crate::Broker;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use std::time::Duration;
+
+/// Partition 0 of a topic as Metadata shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionView {
+    /// The leader (-1: none).
+    pub leader: i32,
+    /// The replicas, in assignment order.
+    pub replicas: Vec<i32>,
+    /// The ISR, sorted.
+    pub isr: Vec<i32>,
+}
+
+impl PartitionView {
+    /// The replicas, sorted.
+    pub fn sorted_replicas(&self) -> Vec<i32> {
+        let mut replicas = self.replicas.clone();
+        replicas.sort_unstable();
+        replicas
+    }
+}
+
+/// Partition 0 of `topic` as `bootstrap` reports it (`None` while the
+/// request fails).
+pub fn partition_view(bootstrap: &str, topic: &str) -> Option<PartitionView> {
+    let consumer: BaseConsumer = crate::kafka::client_config(bootstrap).create().ok()?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(5))
+        .ok()?;
+    let partition = metadata.topics().first()?.partitions().first()?;
+    let mut isr = partition.isr().to_vec();
+    isr.sort_unstable();
+    Some(PartitionView {
+        leader: partition.leader(),
+        replicas: partition.replicas().to_vec(),
+        isr,
+    })
+}
+
+/// An idempotent acks=all producer that rides out failovers: long message
+/// timeout, short retry backoff, frequent metadata refresh.
+pub fn idempotent_producer(bootstrap: &str) -> FutureProducer {
+    crate::kafka::producer(
+        bootstrap,
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "true"),
+            ("message.timeout.ms", "60000"),
+            ("request.timeout.ms", "10000"),
+            ("retry.backoff.ms", "100"),
+            ("topic.metadata.refresh.interval.ms", "500"),
+        ],
+    )
+}
+
+/// Produces `values` (as decimal strings) to partition 0 one at a time and
+/// returns those acknowledged.
+pub async fn produce_numbers(
+    producer: &FutureProducer,
+    topic: &str,
+    values: std::ops::Range<u32>,
+) -> Vec<u32> {
+    let mut acknowledged = Vec::new();
+    for value in values {
+        let payload = value.to_string();
+        let record: FutureRecord<'_, (), String> =
+            FutureRecord::to(topic).payload(&payload).partition(0);
+        match producer.send(record, Duration::from_secs(60)).await {
+            Ok(_) => acknowledged.push(value),
+            // Shown in the test's output: why a write was not acknowledged.
+            Err((error, _)) => eprintln!("record {value} to {topic} not acknowledged: {error}"),
+        }
+    }
+    acknowledged
+}
+
+/// Every value of partition 0 of `topic`, from the beginning, as numbers.
+pub fn read_numbers(bootstrap: &str, topic: &str, expected: usize) -> Vec<u32> {
+    crate::kafka::consume_all(bootstrap, topic, 1, expected, Duration::from_secs(60), &[])
+        .into_iter()
+        .map(|r| {
+            String::from_utf8(r.value.expect("a value"))
+                .expect("utf-8")
+                .parse()
+                .expect("a number")
+        })
+        .collect()
+}
+
+/// Sends `signal` (SIGSTOP, SIGCONT) to the broker's process.
+pub fn signal(broker: &Broker, signal: i32) {
+    let pid = broker.pid().expect("a running broker") as i32;
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, signal);
+    }
+}
