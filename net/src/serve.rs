@@ -295,6 +295,19 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
             })
             .detach();
         }));
+    // A transaction's offsets staged by the group coordinator (its
+    // transaction coordinator being another broker) resolve with the
+    // transaction's marker on their `__consumer_offsets` partition.
+    shard.service::<crate::routing::MarkerHooks>().add(Rc::new(
+        |shard, tp, producer_id, commit| {
+            Box::pin(crate::group_runtime::on_txn_marker(
+                shard,
+                tp,
+                producer_id,
+                commit,
+            ))
+        },
+    ));
     // Before any message or connection is served, so no group call sees a
     // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
     crate::group_runtime::replay(&shard)

@@ -327,12 +327,17 @@ fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
 
 /// The broker coordinating `transactional_id` (FindCoordinator, key type 1).
 fn transaction_coordinator(bootstrap: &str, transactional_id: &str) -> Option<i32> {
+    coordinator(bootstrap, transactional_id, 1)
+}
+
+/// FindCoordinator v4 of `key` (key type 0: group, 1: transactional id).
+fn coordinator(bootstrap: &str, key: &str, key_type: i8) -> Option<i32> {
     use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
     use kafka_protocol::protocol::StrBytes;
     let address = bootstrap.split(',').next()?.parse().ok()?;
     let mut request = FindCoordinatorRequest::default();
-    request.key_type = 1;
-    request.coordinator_keys = vec![StrBytes::from_string(transactional_id.to_string())];
+    request.key_type = key_type;
+    request.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
     let response: FindCoordinatorResponse =
         rill_tests::raw::request(address, ApiKey::FindCoordinator, 4, &request).ok()?;
     let coordinator = response.coordinators.first()?;
@@ -395,4 +400,128 @@ fn transactions_go_on_when_their_coordinator_dies() {
         .filter_map(|r| String::from_utf8(r.value.clone()?).ok()?.parse().ok())
         .collect();
     assert_eq!(values, (0..20).collect::<Vec<u32>>());
+}
+
+#[test]
+fn offsets_sent_to_a_transaction_commit_when_its_group_has_another_coordinator() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    use rdkafka::{Offset, TopicPartitionList};
+    let cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for topic in ["eos-in", "eos-out"] {
+        runtime.block_on(rill_tests::kafka::create_topic_replicated(
+            &bootstrap,
+            topic,
+            1,
+            3,
+            &[],
+        ));
+    }
+    let timeout = Duration::from_secs(60);
+    // Both internal topics exist once one transactional producer started
+    // and one group was looked up.
+    let warm_up: BaseProducer = rill_tests::kafka::client_config(&bootstrap)
+        .set("transactional.id", "eos-warm-up")
+        .create()
+        .expect("producer");
+    warm_up
+        .init_transactions(timeout)
+        .expect("init_transactions");
+    wait_for("a group coordinator", SETTLE, || {
+        coordinator(&bootstrap, "eos-g0", 0)
+    });
+    // A group and a transactional id whose coordinators are two brokers.
+    let (group, transactional_id) = wait_for("coordinators on two brokers", SETTLE, || {
+        (0..40).find_map(|i| {
+            let group = format!("eos-g{i}");
+            let transactional_id = format!("eos-t{i}");
+            let g = coordinator(&bootstrap, &group, 0)?;
+            let t = coordinator(&bootstrap, &transactional_id, 1)?;
+            (g != t).then_some((group, transactional_id))
+        })
+    });
+
+    let producer: BaseProducer = rill_tests::kafka::client_config(&bootstrap)
+        .set("transactional.id", &transactional_id)
+        .set("transaction.timeout.ms", "60000")
+        .create()
+        .expect("producer");
+    producer
+        .init_transactions(timeout)
+        .expect("init_transactions");
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(&bootstrap)
+        .set("group.id", &group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let consumed_up_to = |offset: i64| {
+        let mut offsets = TopicPartitionList::new();
+        offsets
+            .add_partition_offset("eos-in", 0, Offset::Offset(offset))
+            .expect("offset");
+        offsets
+    };
+    // Two transactions in a row, each writing output and the consumed
+    // offset: the second can only begin once the first completed, which
+    // needs the group's coordinator to take the first one's marker.
+    for (round, offset) in [(0u32, 10i64), (1, 20)] {
+        producer.begin_transaction().expect("begin");
+        let payload = round.to_string();
+        let record: BaseRecord<'_, (), String> =
+            BaseRecord::to("eos-out").payload(&payload).partition(0);
+        producer.send(record).map_err(|(e, _)| e).expect("send");
+        let metadata = consumer.group_metadata().expect("group metadata");
+        producer
+            .send_offsets_to_transaction(&consumed_up_to(offset), &metadata, timeout)
+            .expect("send_offsets_to_transaction");
+        producer.commit_transaction(timeout).expect("commit");
+        let committed = wait_for(
+            "the transaction's offset committed in the group",
+            SETTLE,
+            || {
+                let mut wanted = TopicPartitionList::new();
+                wanted.add_partition("eos-in", 0);
+                let committed = consumer
+                    .committed_offsets(wanted, Duration::from_secs(5))
+                    .ok()?;
+                let offset_now = committed.elements().first()?.offset();
+                (offset_now == Offset::Offset(offset)).then_some(offset_now)
+            },
+        );
+        assert_eq!(committed, Offset::Offset(offset));
+    }
+    // An aborted transaction's offset is not committed.
+    producer.begin_transaction().expect("begin");
+    let metadata = consumer.group_metadata().expect("group metadata");
+    producer
+        .send_offsets_to_transaction(&consumed_up_to(99), &metadata, timeout)
+        .expect("send_offsets_to_transaction");
+    producer.abort_transaction(timeout).expect("abort");
+    producer
+        .begin_transaction()
+        .expect("a transaction after the abort");
+    producer
+        .commit_transaction(timeout)
+        .expect("commit an empty one");
+    let mut wanted = TopicPartitionList::new();
+    wanted.add_partition("eos-in", 0);
+    let committed = consumer
+        .committed_offsets(wanted, Duration::from_secs(10))
+        .expect("committed offsets");
+    assert_eq!(
+        committed.elements().first().map(|e| e.offset()),
+        Some(Offset::Offset(20)),
+        "the aborted transaction's offset 99 was dropped"
+    );
+    let read = rill_tests::kafka::consume_all(
+        &bootstrap,
+        "eos-out",
+        1,
+        2,
+        SETTLE,
+        &[("isolation.level", "read_committed")],
+    );
+    assert_eq!(read.len(), 2, "both committed transactions' output");
 }

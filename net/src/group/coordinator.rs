@@ -155,6 +155,9 @@ pub struct GroupCoordinator {
     outbox: Vec<(RequestToken, GroupResponse)>,
     ids: IdGenerator,
     next_expiry_check_ms: i64,
+    /// Transactional offset commits waiting for their transaction's marker,
+    /// by producer id (see [`Self::stage_txn_offsets`]).
+    pending_txn: BTreeMap<i64, BTreeMap<(String, TopicPartition), OffsetCommitValue>>,
 }
 
 impl GroupCoordinator {
@@ -168,6 +171,7 @@ impl GroupCoordinator {
             outbox: Vec::new(),
             ids,
             next_expiry_check_ms: i64::MIN,
+            pending_txn: BTreeMap::new(),
         }
     }
 
@@ -513,6 +517,104 @@ impl GroupCoordinator {
         (rows.collect(), records)
     }
 
+    /// TxnOffsetCommit when the transaction's coordinator is another broker
+    /// (Kafka's way): the offsets wait here, persisted under the producer
+    /// id, until the transaction's marker reaches this group's
+    /// `__consumer_offsets` partition ([`Self::complete_txn`]). The
+    /// membership check is [`Self::validate_txn_offset_commit`]'s.
+    pub fn stage_txn_offsets(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        req: &OffsetCommitRequest,
+    ) -> (Vec<(TopicPartition, ErrorCode)>, Vec<Record>) {
+        let code = self.validate_txn_offset_commit(req);
+        let rows = |code: ErrorCode| {
+            req.offsets
+                .iter()
+                .map(|(tp, ..)| (tp.clone(), code))
+                .collect::<Vec<_>>()
+        };
+        if code != ErrorCode::None {
+            return (rows(code), Vec::new());
+        }
+        let pending = self.pending_txn.entry(producer_id).or_default();
+        let mut records = Vec::with_capacity(req.offsets.len());
+        for (tp, offset, leader_epoch, metadata) in &req.offsets {
+            let value = OffsetCommitValue {
+                offset: *offset,
+                leader_epoch: *leader_epoch,
+                metadata: metadata.clone(),
+                commit_timestamp_ms: now_ms,
+            };
+            let key = records::encode_pending_txn_offset_key(
+                producer_id,
+                &req.group_id,
+                &tp.topic,
+                tp.partition,
+            );
+            records.push((key, Some(records::encode_offset_commit_value(&value))));
+            pending.insert((req.group_id.clone(), tp.clone()), value);
+        }
+        (rows(ErrorCode::None), records)
+    }
+
+    /// The marker of `producer_id`'s transaction reached the partition of
+    /// the groups `in_partition` accepts: on commit its staged offsets
+    /// become the groups' committed offsets (no membership check: the
+    /// transaction is decided), on abort they are dropped; either way the
+    /// staged records are deleted. A marker with nothing staged (the
+    /// transaction's coordinator is on this broker, or a resent marker)
+    /// changes nothing.
+    pub fn complete_txn(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        commit: bool,
+        in_partition: &dyn Fn(&str) -> bool,
+    ) -> Vec<Record> {
+        let Some(pending) = self.pending_txn.get_mut(&producer_id) else {
+            return Vec::new();
+        };
+        let done: Vec<(String, TopicPartition)> = pending
+            .keys()
+            .filter(|(group, _)| in_partition(group))
+            .cloned()
+            .collect();
+        let mut records = Vec::with_capacity(2 * done.len());
+        for (group, tp) in done {
+            let Some(value) = pending.remove(&(group.clone(), tp.clone())) else {
+                continue;
+            };
+            records.push((
+                records::encode_pending_txn_offset_key(
+                    producer_id,
+                    &group,
+                    &tp.topic,
+                    tp.partition,
+                ),
+                None,
+            ));
+            if commit {
+                if !self.groups.contains_key(&group) {
+                    // A group used only to store offsets, as for a simple commit.
+                    let g = ClassicGroup::new(&group, now_ms);
+                    self.groups.insert(group.clone(), Group::Classic(g));
+                }
+                records.push(self.offsets.commit(&group, tp, value));
+            }
+        }
+        if pending.is_empty() {
+            self.pending_txn.remove(&producer_id);
+        }
+        records
+    }
+
+    /// Staged transactional offsets of a producer, for tests and metrics.
+    pub fn pending_txn_offsets(&self, producer_id: i64) -> usize {
+        self.pending_txn.get(&producer_id).map_or(0, BTreeMap::len)
+    }
+
     /// Handles an OffsetFetch: the listed partitions (-1 when none committed)
     /// or, with `None`, every committed partition of the group.
     pub fn fetch_offsets(
@@ -776,6 +878,30 @@ impl GroupCoordinator {
                     }
                 }
             },
+            RecordKey::PendingTxnOffset {
+                producer_id,
+                group,
+                topic,
+                partition,
+            } => {
+                let key = (group, TopicPartition::new(topic, partition));
+                match value.map(records::decode_offset_commit_value).transpose()? {
+                    Some(value) => {
+                        self.pending_txn
+                            .entry(producer_id)
+                            .or_default()
+                            .insert(key, value);
+                    }
+                    None => {
+                        if let Some(pending) = self.pending_txn.get_mut(&producer_id) {
+                            pending.remove(&key);
+                            if pending.is_empty() {
+                                self.pending_txn.remove(&producer_id);
+                            }
+                        }
+                    }
+                }
+            }
             RecordKey::Other { .. } => {}
         }
         Ok(())

@@ -2,7 +2,9 @@
 //!
 //! Every key and value starts with a big-endian `int16` schema version. Keys:
 //! - versions 0 and 1: `OffsetCommitKey {group, topic, partition}` (we write 1);
-//! - version 2: `GroupMetadataKey {group}`.
+//! - version 2: `GroupMetadataKey {group}`;
+//! - version 32000 (rill's own): a transactional offset commit waiting for
+//!   its transaction's marker, `{producer_id, group, topic, partition}`.
 //!
 //! Values: `OffsetCommitValue` v3 `{offset, leader_epoch, metadata,
 //! commit_timestamp}` and `GroupMetadataValue` v3 `{protocol_type, generation,
@@ -20,6 +22,13 @@ use super::error::RecordError;
 pub const OFFSET_COMMIT_KEY_VERSION: i16 = 1;
 /// Key version of group metadata.
 pub const GROUP_METADATA_KEY_VERSION: i16 = 2;
+/// Key version of a transactional offset commit that waits for its
+/// transaction's marker (rill's own schema, far above Kafka's: Kafka keeps
+/// these as transactional offset-commit records that the marker resolves;
+/// rill keeps them as plain records under this key, with the producer id,
+/// and writes the offset commit, or nothing, when the marker comes). Its
+/// value is an `OffsetCommitValue`.
+pub const PENDING_TXN_OFFSET_KEY_VERSION: i16 = 32_000;
 /// Value version written for offset commits.
 pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
 /// Value version written for group metadata.
@@ -41,6 +50,17 @@ pub enum RecordKey {
     GroupMetadata {
         /// Group id.
         group: String,
+    },
+    /// A transactional offset commit waiting for its transaction's marker.
+    PendingTxnOffset {
+        /// The transaction's producer id.
+        producer_id: i64,
+        /// Group id.
+        group: String,
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
     },
     /// A key of a schema this broker does not replay (KIP-848 records).
     Other {
@@ -136,6 +156,22 @@ fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
 pub fn encode_offset_commit_key(group: &str, topic: &str, partition: i32) -> Vec<u8> {
     let mut out = Vec::with_capacity(8 + group.len() + topic.len());
     put_i16(&mut out, OFFSET_COMMIT_KEY_VERSION);
+    put_str(&mut out, group);
+    put_str(&mut out, topic);
+    put_i32(&mut out, partition);
+    out
+}
+
+/// Encodes the key of a pending transactional offset commit.
+pub fn encode_pending_txn_offset_key(
+    producer_id: i64,
+    group: &str,
+    topic: &str,
+    partition: i32,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + group.len() + topic.len());
+    put_i16(&mut out, PENDING_TXN_OFFSET_KEY_VERSION);
+    put_i64(&mut out, producer_id);
     put_str(&mut out, group);
     put_str(&mut out, topic);
     put_i32(&mut out, partition);
@@ -250,6 +286,12 @@ pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
         }),
         2 => Ok(RecordKey::GroupMetadata {
             group: r.str("group")?,
+        }),
+        PENDING_TXN_OFFSET_KEY_VERSION => Ok(RecordKey::PendingTxnOffset {
+            producer_id: r.i64("producer_id")?,
+            group: r.str("group")?,
+            topic: r.str("topic")?,
+            partition: r.i32("partition")?,
         }),
         v if v > 2 => Ok(RecordKey::Other { version: v }),
         v => Err(RecordError::UnsupportedVersion {

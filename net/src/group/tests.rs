@@ -734,3 +734,57 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
     assert_eq!(codes[0].1, ErrorCode::None);
     assert_eq!(h.c.fetch_offsets("txn-only", None)[0].offset, 3);
 }
+
+#[test]
+fn staged_txn_offsets_wait_for_the_marker_and_survive_a_replay() {
+    let (mut h, a, _, generation) = two_member_stable();
+    let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        group_id: GROUP.into(),
+        generation_id_or_member_epoch: generation,
+        member_id: member.into(),
+        group_instance_id: None,
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+    };
+    let everywhere = |_: &str| true;
+    // A zombie's stage is refused like its TxnOffsetCommit would be.
+    let (codes, records) =
+        h.c.stage_txn_offsets(h.now_ms, 7, &req(&a, generation + 1, 5));
+    assert_eq!(codes[0].1, ErrorCode::IllegalGeneration);
+    assert!(records.is_empty());
+    // Staged: not visible to OffsetFetch, but in the log.
+    let (codes, records) = h.c.stage_txn_offsets(h.now_ms, 7, &req(&a, generation, 12));
+    assert_eq!(codes[0].1, ErrorCode::None);
+    h.log.extend(records);
+    assert_eq!(h.c.fetch_offsets(GROUP, None).len(), 0);
+    assert_eq!(h.c.pending_txn_offsets(7), 1);
+    // A restart before the marker keeps them staged.
+    let mut restarted = h.replayed();
+    assert_eq!(restarted.pending_txn_offsets(7), 1);
+    // Another producer's marker, or one for another partition, changes nothing.
+    assert!(h.c.complete_txn(h.now_ms, 8, true, &everywhere).is_empty());
+    assert!(h
+        .c
+        .complete_txn(h.now_ms, 7, true, &|_: &str| false)
+        .is_empty());
+    // The commit marker applies them and deletes the staged record.
+    let records = h.c.complete_txn(h.now_ms, 7, true, &everywhere);
+    assert_eq!(records.len(), 2, "a tombstone and the offset commit");
+    h.log.extend(records);
+    assert_eq!(h.c.fetch_offsets(GROUP, None)[0].offset, 12);
+    assert_eq!(h.c.pending_txn_offsets(7), 0);
+    let replayed = h.replayed();
+    assert_eq!(replayed.fetch_offsets(GROUP, None)[0].offset, 12);
+    assert_eq!(replayed.pending_txn_offsets(7), 0);
+    // The restarted coordinator completes what it loaded the same way.
+    let records = restarted.complete_txn(h.now_ms, 7, true, &everywhere);
+    assert_eq!(records.len(), 2);
+    assert_eq!(restarted.fetch_offsets(GROUP, None)[0].offset, 12);
+    // An abort marker drops staged offsets.
+    let (_, records) = h.c.stage_txn_offsets(h.now_ms, 7, &req(&a, generation, 30));
+    h.log.extend(records);
+    let records = h.c.complete_txn(h.now_ms, 7, false, &everywhere);
+    assert_eq!(records.len(), 1, "only the tombstone");
+    h.log.extend(records);
+    assert_eq!(h.c.fetch_offsets(GROUP, None)[0].offset, 12);
+    assert_eq!(h.replayed().pending_txn_offsets(7), 0);
+}

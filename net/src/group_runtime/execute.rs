@@ -25,8 +25,21 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupRe
     let token = runtime.take_token();
     let is_commit = matches!(
         request,
-        GroupRequest::Commit(_) | GroupRequest::CommitTxn(_)
+        GroupRequest::Commit(_) | GroupRequest::CommitTxn(_) | GroupRequest::StageTxn { .. }
     );
+    let completes = matches!(request, GroupRequest::CompleteTxn { .. });
+    if let GroupRequest::StageTxn {
+        producer_id,
+        producer_epoch,
+        request: commit,
+    } = &request
+    {
+        if let Some(code) = fenced_producer(shard, &commit.group_id, *producer_id, *producer_epoch)
+        {
+            let rows = commit.offsets.iter().map(|(tp, ..)| (tp.clone(), code));
+            return GroupReply::Committed(rows.collect());
+        }
+    }
     let (immediate, records, responses) = {
         let table = shard.topics.borrow();
         let topics = |name: &str| {
@@ -56,6 +69,8 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupRe
         (Err(code), GroupReply::Committed(rows)) if is_commit => {
             GroupReply::Committed(rows.into_iter().map(|(tp, _)| (tp, code)).collect())
         }
+        // Nor a marker whose offsets did not: the coordinator resends it.
+        (Err(code), _) if completes => GroupReply::Code(code),
         (_, reply) => reply,
     }
 }
@@ -105,6 +120,25 @@ fn step(
             )),
             Vec::new(),
         ),
+        GroupRequest::StageTxn {
+            producer_id,
+            request,
+            ..
+        } => {
+            let (codes, records) = coordinator.stage_txn_offsets(now, producer_id, &request);
+            (reply(GroupReply::Committed(codes)), records)
+        }
+        GroupRequest::CompleteTxn {
+            partition,
+            producer_id,
+            commit,
+        } => {
+            let partitions = topics(super::OFFSETS_TOPIC).map_or(0, |t| t.partitions);
+            let in_partition =
+                |group: &str| crate::group::offsets_partition_for(group, partitions) == partition;
+            let records = coordinator.complete_txn(now, producer_id, commit, &in_partition);
+            (reply(GroupReply::Code(ErrorCode::None)), records)
+        }
         GroupRequest::CommitTxn(req) => {
             let (codes, records) = coordinator.commit_txn_offsets(now, &req);
             (reply(GroupReply::Committed(codes)), records)
@@ -158,4 +192,27 @@ pub(super) fn deliver(runtime: &GroupRuntime, responses: Vec<(RequestToken, Grou
             let _ = sender.send(response);
         }
     }
+}
+
+/// A TxnOffsetCommit's producer epoch older than the one the group's
+/// `__consumer_offsets` partition has seen in a marker: a fenced producer
+/// (a zombie of a restarted application) may not stage offsets.
+fn fenced_producer(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Option<ErrorCode> {
+    let partitions = shard
+        .topics
+        .borrow()
+        .get(super::OFFSETS_TOPIC)
+        .map(|e| e.partitions)?;
+    let partition = crate::group::offsets_partition_for(group_id, partitions);
+    let log = shard.logs.get(&engine::TopicPartition::new(
+        super::OFFSETS_TOPIC,
+        partition,
+    ))?;
+    let entry = log.producer_entry(producer_id)?;
+    (entry.producer_epoch > producer_epoch).then_some(ErrorCode::ProducerFenced)
 }

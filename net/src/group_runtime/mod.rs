@@ -83,6 +83,28 @@ pub enum GroupRequest {
     /// The offsets of a committed transaction, applied without a membership
     /// check (made at TxnOffsetCommit): answers [`GroupReply::Committed`].
     CommitTxn(OffsetCommitRequest),
+    /// TxnOffsetCommit when the transaction's coordinator is another
+    /// broker: the offsets wait here for the transaction's marker. Answers
+    /// [`GroupReply::Committed`].
+    StageTxn {
+        /// The transaction's producer id.
+        producer_id: i64,
+        /// Its epoch (an older one than the partition has seen is fenced).
+        producer_epoch: i16,
+        /// The group, member and offsets.
+        request: OffsetCommitRequest,
+    },
+    /// A transaction marker reached `__consumer_offsets` partition
+    /// `partition`: its staged offsets are committed or dropped. Answers
+    /// [`GroupReply::Code`].
+    CompleteTxn {
+        /// The `__consumer_offsets` partition.
+        partition: i32,
+        /// The transaction's producer id.
+        producer_id: i64,
+        /// Commit (or abort).
+        commit: bool,
+    },
     /// OffsetFetch of one group (`None`: every committed partition).
     Fetch {
         /// Group id.
@@ -252,5 +274,32 @@ impl OwnerCall for GroupRequest {
 
     async fn run(self, shard: Rc<Shard>) -> GroupReply {
         execute::execute(&shard, self).await
+    }
+}
+
+/// A transaction marker is durable on `tp` (a [`crate::routing::MarkerHook`],
+/// on its owner shard): on a `__consumer_offsets` partition, the offsets
+/// staged under `producer_id` for its groups are committed or dropped.
+pub async fn on_txn_marker(
+    shard: Rc<Shard>,
+    tp: engine::TopicPartition,
+    producer_id: i64,
+    commit: bool,
+) -> Result<(), ErrorCode> {
+    if tp.topic != OFFSETS_TOPIC {
+        return Ok(());
+    }
+    let request = GroupRequest::CompleteTxn {
+        partition: tp.partition,
+        producer_id,
+        commit,
+    };
+    match execute::execute(&shard, request).await {
+        GroupReply::Code(ErrorCode::None) => Ok(()),
+        GroupReply::Code(code) | GroupReply::Unavailable(code) => Err(code),
+        other => {
+            tracing::warn!(reply = ?other, "unexpected answer to a transaction marker");
+            Err(ErrorCode::UnknownServerError)
+        }
     }
 }

@@ -29,11 +29,11 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
     let mut by_partition: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
     for record in records {
         let group = match decode_key(&record.0) {
-            Ok(RecordKey::OffsetCommit { group, .. }) | Ok(RecordKey::GroupMetadata { group }) => {
-                group
-            }
+            Ok(RecordKey::OffsetCommit { group, .. })
+            | Ok(RecordKey::GroupMetadata { group })
+            | Ok(RecordKey::PendingTxnOffset { group, .. }) => group,
             other => {
-                // The coordinator only writes the two key kinds above.
+                // The coordinator only writes the key kinds above.
                 tracing::warn!(?other, "group record with an unexpected key dropped");
                 continue;
             }

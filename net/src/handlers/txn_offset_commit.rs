@@ -1,16 +1,26 @@
-//! TxnOffsetCommit (key 28): offsets consumed inside a transaction. They go
-//! to the transaction coordinator of the transactional id, which has the
-//! group coordinator check the membership the consumer sent (generation,
-//! member id, instance id — none for v0–v2), persists them with the
-//! transaction, and holds them until it ends: on commit it applies them to
-//! the group, on abort it drops them. OffsetFetch therefore sees them only
-//! once the transaction has committed, and a crash after the commit is
-//! decided does not lose them (see [`crate::txn_runtime`]).
+//! TxnOffsetCommit (key 28): offsets consumed inside a transaction, sent to
+//! the group's coordinator (this broker). Two ways, by where the
+//! transaction's coordinator is:
+//! - On this broker too: they go to it, which has the group coordinator
+//!   check the membership the consumer sent (generation, member id,
+//!   instance id — none for v0–v2), persists them with the transaction and
+//!   holds them until it ends: on commit it applies them to the group, on
+//!   abort it drops them (see [`crate::txn_runtime`]).
+//! - On another broker (Kafka's way): the group coordinator checks the
+//!   membership and stages them, durably, under the producer id; the
+//!   transaction's marker on the group's `__consumer_offsets` partition
+//!   commits or drops them ([`crate::group_runtime::on_txn_marker`]).
+//!
+//! Either way OffsetFetch sees them only once the transaction has committed,
+//! and a crash after the commit is decided does not lose them.
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime::partition_leader;
+use crate::group::OffsetCommitRequest;
+use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
-use crate::txn::PendingOffset;
+use crate::txn::{txn_partition_for, PendingOffset, TXN_STATE_TOPIC};
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
 use engine::ErrorCode;
 use kafka_protocol::messages::txn_offset_commit_response::{
@@ -53,22 +63,37 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         } else {
             (-1, String::new(), None)
         };
-        let reply = txn_runtime::call(
-            &shard,
-            TxnRequest::OffsetCommit {
-                transactional_id: body.transactional_id.0.to_string(),
-                producer_id: body.producer_id.0,
-                producer_epoch: body.producer_epoch,
-                group_id: body.group_id.0.to_string(),
+        let transactional_id = body.transactional_id.0.to_string();
+        let group_id = body.group_id.0.to_string();
+        let code = if coordinated_elsewhere(&shard, &transactional_id) {
+            stage_here(
+                &shard,
+                group_id,
+                body.producer_id.0,
+                body.producer_epoch,
                 member,
                 offsets,
-            },
-        )
-        .await;
-        let code = match reply {
-            TxnReply::Code(code) => fenced_for_version(code, request.version, 3),
-            _ => ErrorCode::UnknownServerError,
+            )
+            .await
+        } else {
+            let reply = txn_runtime::call(
+                &shard,
+                TxnRequest::OffsetCommit {
+                    transactional_id,
+                    producer_id: body.producer_id.0,
+                    producer_epoch: body.producer_epoch,
+                    group_id,
+                    member,
+                    offsets,
+                },
+            )
+            .await;
+            match reply {
+                TxnReply::Code(code) => code,
+                _ => ErrorCode::UnknownServerError,
+            }
         };
+        let code = fenced_for_version(code, request.version, 3);
         let mut response = TxnOffsetCommitResponse::default();
         response.topics = body
             .topics
@@ -91,4 +116,62 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .collect();
         request.respond(&response)
     })
+}
+
+/// Whether the transaction's coordinator (the leader of its
+/// `__transaction_state` partition) is another broker.
+fn coordinated_elsewhere(shard: &Shard, transactional_id: &str) -> bool {
+    let partition = txn_partition_for(transactional_id);
+    partition_leader(shard, TXN_STATE_TOPIC, partition)
+        .is_ok_and(|(leader, _, _)| leader != shard.config.broker_id)
+}
+
+/// Kafka's way, for a transaction coordinated by another broker: this
+/// broker, the group's coordinator, checks the membership and keeps the
+/// offsets (durably) until the transaction's marker reaches the group's
+/// `__consumer_offsets` partition, which commits or drops them.
+async fn stage_here(
+    shard: &Rc<Shard>,
+    group_id: String,
+    producer_id: i64,
+    producer_epoch: i16,
+    (generation, member_id, instance_id): (i32, String, Option<String>),
+    offsets: Vec<PendingOffset>,
+) -> ErrorCode {
+    let request = OffsetCommitRequest {
+        group_id: group_id.clone(),
+        generation_id_or_member_epoch: generation,
+        member_id,
+        group_instance_id: instance_id,
+        offsets: offsets
+            .into_iter()
+            .map(|o| {
+                (
+                    crate::group::TopicPartition::new(o.topic, o.partition),
+                    o.offset,
+                    o.leader_epoch,
+                    o.metadata.unwrap_or_default(),
+                )
+            })
+            .collect(),
+    };
+    let staged = group_runtime::call(
+        shard,
+        &group_id,
+        GroupRequest::StageTxn {
+            producer_id,
+            producer_epoch,
+            request,
+        },
+    )
+    .await;
+    match staged {
+        GroupReply::Committed(rows) => rows
+            .into_iter()
+            .map(|(_, code)| code)
+            .find(|code| *code != ErrorCode::None)
+            .unwrap_or(ErrorCode::None),
+        GroupReply::Unavailable(code) | GroupReply::Code(code) => code,
+        _ => ErrorCode::UnknownServerError,
+    }
 }

@@ -7,13 +7,16 @@
 //! - [`split`]: split by owner, join by position (pure).
 //! - [`owner`]: what the owner shard does for each operation.
 //! - [`long_poll`]: fetch long polls on the owners.
+//! - `marker_hooks.rs`: what runs once a transaction marker is durable.
 
 mod long_poll;
+mod marker_hooks;
 mod ops;
 mod owner;
 mod split;
 
 pub use long_poll::{wait_for_any, WaitForData};
+pub use marker_hooks::{MarkerHook, MarkerHooks};
 pub use ops::{PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData};
 pub use split::{join_by_position, split_by_owner};
 

@@ -289,5 +289,6 @@ async fn write_marker(
         .await
         .map_err(|e| e.error_code())?;
     replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, Some(MARKER_TIMEOUT))
-        .await
+        .await?;
+    super::marker_hooks::MarkerHooks::run(shard, tp, producer_id, commit).await
 }
