@@ -8,8 +8,9 @@
 #  (b) leader failover: `rill-bench failover`, 10 SIGKILLs of the leader;
 #  (c) replication lag under load, cheaply, sampled once a second during
 #      the RF=3 run from the brokers' /metrics: rill_under_replicated_partitions
-#      summed over the brokers, and the largest rill_replica_lag_messages
-#      (how many messages a follower is behind its leader's log end).
+#      summed over the brokers, and the largest
+#      rill_follower_lag_at_leader_messages (how many messages a follower
+#      was behind its leader's log end at its last fetch).
 # Run from the repository root after
 #   cargo build --release -p rill -p rill-bench
 # The brokers and the load generator share this host's cores: the figures
@@ -73,7 +74,7 @@ replication_sample() { # "under-replicated (summed) largest-follower-lag"
     metrics=$(curl -s --max-time 1 "http://$addr/metrics" || true)
     value=$(awk '/^rill_under_replicated_partitions/ {print $2}' <<< "$metrics" | head -n 1)
     total=$((total + ${value:-0}))
-    value=$(awk '/^rill_replica_lag_messages/ {if ($2 > m) m = $2} END {print m + 0}' <<< "$metrics")
+    value=$(awk '/^rill_follower_lag_at_leader_messages/ {if ($2 > m) m = $2} END {print m + 0}' <<< "$metrics")
     [ "${value:-0}" -gt "$lag" ] && lag=$value
   done
   echo "$total $lag"

@@ -40,11 +40,9 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     metrics.partitions = shard.logs.partitions().len() as u64;
     metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
-    metrics.replication = shard
-        .service::<crate::replication_runtime::ReplicaManager>()
-        .counters
-        .borrow()
-        .clone();
+    let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();
+    metrics.replication = replicas.counters.borrow().clone();
+    metrics.replication.lag_at_leader = replicas.lag_at_leader();
     metrics.log_end_offsets = shard
         .logs
         .partitions()

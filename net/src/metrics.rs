@@ -67,6 +67,10 @@ pub struct ReplicationCounters {
     /// Per followed partition `(topic, partition)`: the leader's HW minus
     /// this replica's log end at its last fetch, in messages.
     pub follower_lag: BTreeMap<(String, i32), i64>,
+    /// Per led partition and follower `(topic, partition, follower, lag)`:
+    /// the leader's log end minus the follower's at its last fetch, in
+    /// messages (filled when a snapshot is taken).
+    pub lag_at_leader: Vec<(String, i32, i32, i64)>,
 }
 
 /// One shard's metrics as sent to the admin endpoint.
@@ -249,6 +253,15 @@ fn replication(out: &mut String, snapshots: &[MetricsSnapshot]) {
     for (name, value) in counters {
         let _ = writeln!(out, "# TYPE {name} counter");
         let _ = writeln!(out, "{name} {value}");
+    }
+    let _ = writeln!(out, "# TYPE rill_follower_lag_at_leader_messages gauge");
+    for (_, m) in snapshots {
+        for (topic, partition, follower, lag) in &m.replication.lag_at_leader {
+            let _ = writeln!(
+                out,
+                "rill_follower_lag_at_leader_messages{{topic=\"{topic}\",partition=\"{partition}\",follower=\"{follower}\"}} {lag}"
+            );
+        }
     }
     let _ = writeln!(out, "# TYPE rill_replica_lag_messages gauge");
     for (_, m) in snapshots {

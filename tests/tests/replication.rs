@@ -96,6 +96,22 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
             .unwrap_or_else(|| panic!("{counter} missing:\n{metrics}"));
         assert!(value >= 1, "{counter} counted the changes: {value}");
     }
+    // The leader reports each follower's distance from its log end.
+    let lags: Vec<&str> = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("rill_follower_lag_at_leader_messages{topic=\"replicated\"")
+        })
+        .collect();
+    assert_eq!(lags.len(), 2, "one line per follower:\n{metrics}");
+    for line in lags {
+        let lag: i64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("a number in {line}"));
+        assert!(lag >= 0, "{line}");
+    }
 
     assert!(
         acknowledged.len() >= 250,

@@ -90,6 +90,32 @@ impl ReplicaManager {
         self.on_leadership.borrow().clone()
     }
 
+    /// For each partition this shard leads, each follower's distance from
+    /// the leader's log end, in messages, as of its last fetch: `(topic,
+    /// partition, follower, lag)`. A follower that has not fetched from
+    /// this leader yet is left out.
+    pub fn lag_at_leader(&self) -> Vec<(String, i32, i32, i64)> {
+        let roles = self.roles.borrow();
+        let mut rows = Vec::new();
+        for (tp, (_, role)) in roles.iter() {
+            let Role::Leader(state) = role else {
+                continue;
+            };
+            let state = state.borrow();
+            for &replica in state.replicas() {
+                let Some(view) = state.follower(replica) else {
+                    continue;
+                };
+                if view.log_end_offset >= 0 {
+                    let lag = (state.log_end_offset() - view.log_end_offset).max(0);
+                    rows.push((tp.topic.clone(), tp.partition, replica, lag));
+                }
+            }
+        }
+        rows.sort();
+        rows
+    }
+
     pub(super) fn forget(&self, tp: &TopicPartition) {
         self.roles.borrow_mut().remove(tp);
     }
