@@ -60,23 +60,6 @@ pub fn idempotent_producer(bootstrap: &str) -> FutureProducer {
     )
 }
 
-/// [`idempotent_producer`] without idempotence: a retried send whose first
-/// acknowledgement was lost may be written twice.
-pub fn acks_all_producer(bootstrap: &str) -> FutureProducer {
-    crate::kafka::producer(
-        bootstrap,
-        &[
-            ("acks", "all"),
-            ("enable.idempotence", "false"),
-            ("max.in.flight.requests.per.connection", "1"),
-            ("message.timeout.ms", "60000"),
-            ("request.timeout.ms", "10000"),
-            ("retry.backoff.ms", "100"),
-            ("topic.metadata.refresh.interval.ms", "500"),
-        ],
-    )
-}
-
 /// Produces `values` (as decimal strings) to partition 0 one at a time and
 /// returns those acknowledged.
 pub async fn produce_numbers(

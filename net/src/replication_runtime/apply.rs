@@ -53,7 +53,10 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
     if !state.replicas.contains(&own) {
         // Moved off this broker by a reassignment: the reconciler deletes
         // the replica next; its fetcher or leader timer stops with the role.
-        manager.forget(&state.tp);
+        // Offline, not forgotten, until then: a partition without a role
+        // follows the single-replica rules and would take (and acknowledge)
+        // produces that the new leader never sees.
+        manager.set(state.tp.clone(), Role::Offline);
         manager
             .counters
             .borrow_mut()

@@ -116,6 +116,11 @@ impl ReplicaManager {
         rows
     }
 
+    /// Drops a deleted partition's role.
+    pub fn forget_deleted(&self, tp: &TopicPartition) {
+        self.forget(tp);
+    }
+
     pub(super) fn forget(&self, tp: &TopicPartition) {
         self.roles.borrow_mut().remove(tp);
     }

@@ -52,13 +52,15 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 .map(|_| ())
                 .map_err(|e| e.error_code()),
         ),
-        PartitionOp::Delete { tp } => PartitionReply::Done(
-            shard
-                .logs
-                .delete_partition(&tp)
-                .await
-                .map_err(|e| e.error_code()),
-        ),
+        PartitionOp::Delete { tp } => {
+            let deleted = shard.logs.delete_partition(&tp).await;
+            if deleted.is_ok() {
+                shard
+                    .service::<replication_runtime::ReplicaManager>()
+                    .forget_deleted(&tp);
+            }
+            PartitionReply::Done(deleted.map_err(|e| e.error_code()))
+        }
         PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
             shard
                 .logs
