@@ -4,7 +4,7 @@
 
 use crate::Broker;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use std::time::Duration;
 
 /// Partition 0 of a topic as Metadata shows it.
@@ -75,7 +75,15 @@ pub async fn produce_numbers(
         match producer.send(record, Duration::from_secs(60)).await {
             Ok(_) => acknowledged.push(value),
             // Shown in the test's output: why a write was not acknowledged.
-            Err((error, _)) => eprintln!("record {value} to {topic} not acknowledged: {error}"),
+            Err((error, _)) => {
+                eprintln!("record {value} to {topic} not acknowledged: {error}");
+                // A fatal error (idempotence broken) ends the producer: say
+                // why once rather than fail every later record the same way.
+                if let Some((code, reason)) = producer.client().fatal_error() {
+                    eprintln!("the producer stopped on a fatal error: {code:?}: {reason}");
+                    break;
+                }
+            }
         }
     }
     acknowledged

@@ -63,7 +63,12 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
             .follower_lag
             .remove(&(state.tp.topic.clone(), state.tp.partition));
         log.set_replication_limit(Some(log.high_watermark()));
-        tracing::info!(tp = %state.tp, "no longer a replica here");
+        tracing::info!(
+            tp = %state.tp,
+            log_end_offset = log.log_end_offset(),
+            high_watermark = log.high_watermark(),
+            "no longer a replica here"
+        );
         return;
     }
     if state.replicas.len() <= 1 {
@@ -130,7 +135,13 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
                     state.tp.clone(),
                     Role::Leader(Rc::new(RefCell::new(leader))),
                 );
-                tracing::info!(tp = %state.tp, epoch = state.leader_epoch, "leading");
+                tracing::info!(
+                    tp = %state.tp,
+                    epoch = state.leader_epoch,
+                    log_end_offset = log.log_end_offset(),
+                    high_watermark = log.high_watermark(),
+                    "leading"
+                );
                 manager.counters.borrow_mut().leaderships_taken += 1;
                 for hook in manager.leadership_hooks() {
                     hook(shard, &state.tp);

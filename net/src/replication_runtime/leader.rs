@@ -45,53 +45,89 @@ pub fn serves_clients(shard: &Shard, tp: &TopicPartition) -> bool {
     )
 }
 
-/// Whether `tp` is a replicated partition this shard leads.
-pub fn leader_state_of(shard: &Shard, tp: &TopicPartition) -> bool {
-    shard.service::<ReplicaManager>().leader_state(tp).is_some()
+/// The leader role an append was made under: its acks=all wait completes
+/// only while that same role lasts. Taken before the append.
+pub struct Leadership {
+    generation: u64,
+    state: Rc<RefCell<LeaderState>>,
 }
 
-/// Refuses acks=all when the ISR is smaller than `min.insync.replicas`
-/// (before anything is appended); `None` when the partition is not a
-/// replicated one this shard leads (the caller's single-node rules apply).
-pub fn acks_all_check(shard: &Shard, tp: &TopicPartition) -> Option<Result<(), ErrorCode>> {
-    let state = shard.service::<ReplicaManager>().leader_state(tp)?;
-    let checked = state.borrow().produce_check(Acks::All);
-    Some(checked.map_err(|e| e.error_code()))
+/// This shard's leadership of `tp` now, if it is a replicated partition
+/// this shard leads (`None`: not replicated, the single-node rules apply).
+pub fn leadership(shard: &Shard, tp: &TopicPartition) -> Option<Leadership> {
+    match shard.service::<ReplicaManager>().role(tp) {
+        Some((generation, Role::Leader(state))) => Some(Leadership { generation, state }),
+        _ => None,
+    }
 }
 
-/// After an append on a replicated leader: once it is durable here, the HW
-/// may move (a leader alone in its ISR moves it by itself), and an acks=all
-/// produce whose last record is `last_offset` completes when the HW passes
-/// it, within `timeout` (the request's `timeout_ms`; REQUEST_TIMED_OUT
-/// past it; `None`: only the HW update, no wait). Returns at once for a
-/// partition that is not replicated.
+impl Leadership {
+    /// Refuses acks=all when the ISR is smaller than `min.insync.replicas`
+    /// (before anything is appended).
+    pub fn acks_all_check(&self) -> Result<(), ErrorCode> {
+        self.state
+            .borrow()
+            .produce_check(Acks::All)
+            .map_err(|e| e.error_code())
+    }
+}
+
+/// After an append made under `leadership`: once it is durable here, the
+/// HW may move (a leader alone in its ISR moves it by itself), and an
+/// acks=all produce whose last record is `last_offset` completes when the
+/// HW passes it, within `timeout` (the request's `timeout_ms`;
+/// REQUEST_TIMED_OUT past it; `None`: only the HW update, no wait).
+///
+/// Only while the same role lasts: once this broker no longer leads the
+/// partition in that epoch (it follows, is offline, or was moved off), the
+/// wait ends with NOT_LEADER_OR_FOLLOWER, as Kafka completes its delayed
+/// produces when leadership moves. The new leader may not have the
+/// records, and the local log's HW no longer says what the ISR holds; an
+/// acknowledgement then would be a lost write (an idempotent producer
+/// sees it as OUT_OF_ORDER_SEQUENCE_NUMBER on its next batch).
 pub async fn wait_acks_all(
     shard: &Rc<Shard>,
     tp: &TopicPartition,
     log: &Rc<PartitionLog>,
     last_offset: i64,
     timeout: Option<Duration>,
+    leadership: &Leadership,
 ) -> Result<(), ErrorCode> {
-    let Some(state) = shard.service::<ReplicaManager>().leader_state(tp) else {
-        return Ok(());
-    };
+    let manager = shard.service::<ReplicaManager>();
+    let current = || manager.is_current(tp, leadership.generation);
     // The engine's durability wait is on what is published here (durable
     // under `fsync`, written otherwise): the offset the HW counts.
     let _ = log.wait_durable(last_offset).await;
-    sync(&state, log);
+    if !current() {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    sync(&leadership.state, log);
     let Some(timeout) = timeout else {
         return Ok(());
     };
-    if log.high_watermark() > last_offset {
-        return Ok(());
-    }
     let waited = glommio::timer::timeout(timeout, async {
-        Ok(log.wait_high_watermark_past(last_offset).await)
+        loop {
+            if !current() {
+                return Ok(Err(ErrorCode::NotLeaderOrFollower));
+            }
+            if log.high_watermark() > last_offset {
+                return Ok(Ok(()));
+            }
+            let role_changed = async {
+                manager.next_change().await;
+                Ok::<(), engine::EngineError>(())
+            };
+            if let Err(e) =
+                futures_lite::future::or(log.wait_high_watermark_past(last_offset), role_changed)
+                    .await
+            {
+                return Ok(Err(e.error_code()));
+            }
+        }
     })
     .await;
     match waited {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(e.error_code()),
+        Ok(outcome) => outcome,
         Err(_) => Err(ErrorCode::RequestTimedOut),
     }
 }

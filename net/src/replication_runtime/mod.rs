@@ -32,7 +32,6 @@ pub mod truncation;
 
 pub use apply::ApplyPartitionState;
 pub use leader::{
-    acks_all_check, leader_state_of, serves_clients, wait_acks_all, FollowerFetchReply,
-    ServeFollowerFetch,
+    leadership, serves_clients, wait_acks_all, FollowerFetchReply, Leadership, ServeFollowerFetch,
 };
 pub use roles::{LeadershipHook, ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};

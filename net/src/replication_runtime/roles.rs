@@ -4,6 +4,7 @@
 use crate::metrics::ReplicationCounters;
 use crate::shard::{Shard, ShardService};
 use cluster::replication::LeaderState;
+use engine::log::watch::OffsetWatch;
 use engine::TopicPartition;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -35,13 +36,28 @@ pub enum Role {
 pub type LeadershipHook = Rc<dyn Fn(&Rc<Shard>, &TopicPartition)>;
 
 /// The roles of this shard's replicated partitions.
-#[derive(Default)]
 pub struct ReplicaManager {
     roles: RefCell<HashMap<TopicPartition, (u64, Role)>>,
     generation: Cell<u64>,
+    /// Counts role changes (set or forgotten): a task that must stop when
+    /// its role ends (an acks=all produce waiting on its leader's HW)
+    /// waits on this besides its own condition.
+    changes: OffsetWatch,
     on_leadership: RefCell<Vec<LeadershipHook>>,
     /// What `/metrics` reports of this shard's replication.
     pub counters: RefCell<ReplicationCounters>,
+}
+
+impl Default for ReplicaManager {
+    fn default() -> Self {
+        ReplicaManager {
+            roles: RefCell::default(),
+            generation: Cell::new(0),
+            changes: OffsetWatch::new(0),
+            on_leadership: RefCell::default(),
+            counters: RefCell::default(),
+        }
+    }
 }
 
 impl ShardService for ReplicaManager {
@@ -77,7 +93,21 @@ impl ReplicaManager {
         let generation = self.generation.get() + 1;
         self.generation.set(generation);
         self.roles.borrow_mut().insert(tp, (generation, role));
+        self.changed();
         generation
+    }
+
+    /// Resolves at the next role change on this shard (any partition's)
+    /// after this call.
+    pub fn next_change(&self) -> impl std::future::Future<Output = ()> + '_ {
+        let seen = self.changes.get();
+        async move {
+            let _ = self.changes.wait_past(seen).await;
+        }
+    }
+
+    fn changed(&self) {
+        self.changes.set(self.changes.get() + 1);
     }
 
     /// Registers a hook run each time this shard starts leading a
@@ -122,6 +152,8 @@ impl ReplicaManager {
     }
 
     pub(super) fn forget(&self, tp: &TopicPartition) {
-        self.roles.borrow_mut().remove(tp);
+        if self.roles.borrow_mut().remove(tp).is_some() {
+            self.changed();
+        }
     }
 }

@@ -172,12 +172,15 @@ async fn produce(
     records: Vec<u8>,
     (acks, timeout_ms): (i16, i32),
 ) -> Result<ProduceOutcome, ErrorCode> {
+    // The role the append is made under: an acks=all wait completes only
+    // while it lasts.
+    let leadership = replication_runtime::leadership(shard, tp);
     // Kafka refuses an acks=all write before appending it when the ISR is
     // smaller than `min.insync.replicas`: the producer learns at once that
     // the durability it asked for cannot be had (acks 0 and 1 still write).
     if acks == -1 {
-        match replication_runtime::acks_all_check(shard, tp) {
-            Some(checked) => checked?,
+        match &leadership {
+            Some(leading) => leading.acks_all_check()?,
             None if SINGLE_REPLICA_ISR_SIZE < log.min_insync_replicas() => {
                 return Err(ErrorCode::NotEnoughReplicas)
             }
@@ -187,25 +190,52 @@ async fn produce(
     // The records were cut out of the request frame once; the log keeps that buffer.
     let appended = log
         .append_owned(records, log.leader_epoch())
-        .map_err(|e| e.error_code())?;
+        .map_err(|e| {
+            // The producer takes this as fatal (its idempotence is broken):
+            // the operator needs the sequences to tell why.
+            if matches!(e, engine::EngineError::OutOfOrderSequence { .. }) {
+                tracing::warn!(%tp, error = %e, log_end_offset = log.log_end_offset(), "produce refused");
+            }
+            e.error_code()
+        })?;
     let waited = match acks {
         -1 => log.wait_durable(appended.last_offset).await,
         1 => log.wait_written(appended.last_offset).await,
         _ => Ok(()),
     };
     waited.map_err(|e| e.error_code())?;
-    if acks == -1 {
-        // Replicated: complete once the ISR has it (the HW passed it).
-        let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
-        replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, timeout).await?;
-    } else if replication_runtime::leader_state_of(shard, tp) {
-        // The HW still moves with this append once it is durable here.
-        let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
-        let last_offset = appended.last_offset;
-        glommio::spawn_local(async move {
-            let _ = replication_runtime::wait_acks_all(&shard, &tp, &log, last_offset, None).await;
-        })
-        .detach();
+    match (acks, leadership) {
+        (-1, Some(leading)) => {
+            // Replicated: complete once the ISR has it (the HW passed it).
+            let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
+            replication_runtime::wait_acks_all(
+                shard,
+                tp,
+                log,
+                appended.last_offset,
+                timeout,
+                &leading,
+            )
+            .await?;
+        }
+        (_, Some(leading)) => {
+            // The HW still moves with this append once it is durable here.
+            let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
+            let last_offset = appended.last_offset;
+            glommio::spawn_local(async move {
+                let _ = replication_runtime::wait_acks_all(
+                    &shard,
+                    &tp,
+                    &log,
+                    last_offset,
+                    None,
+                    &leading,
+                )
+                .await;
+            })
+            .detach();
+        }
+        (_, None) => {}
     }
     Ok(ProduceOutcome {
         base_offset: appended.base_offset,
@@ -284,13 +314,23 @@ async fn write_marker(
     commit: bool,
     coordinator_epoch: i32,
 ) -> Result<(), ErrorCode> {
+    let leadership = replication_runtime::leadership(shard, tp);
     let appended = log
         .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
         .map_err(|e| e.error_code())?;
     log.wait_durable(appended.last_offset)
         .await
         .map_err(|e| e.error_code())?;
-    replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, Some(MARKER_TIMEOUT))
+    if let Some(leading) = leadership {
+        replication_runtime::wait_acks_all(
+            shard,
+            tp,
+            log,
+            appended.last_offset,
+            Some(MARKER_TIMEOUT),
+            &leading,
+        )
         .await?;
+    }
     super::marker_hooks::MarkerHooks::run(shard, tp, producer_id, commit).await
 }
