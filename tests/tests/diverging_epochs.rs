@@ -24,10 +24,10 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::raw::request;
+use rill_tests::replicated::{partition_view, signal};
 use rill_tests::Broker;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,15 +44,8 @@ const FENCED_LEADER_EPOCH: i16 = 74;
 const UNKNOWN_LEADER_EPOCH: i16 = 75;
 
 /// Partition 0's (leader, sorted ISR) as `bootstrap` reports it.
-fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(5))
-        .ok()?;
-    let partition = metadata.topics().first()?.partitions().first()?;
-    let mut isr = partition.isr().to_vec();
-    isr.sort_unstable();
-    Some((partition.leader(), isr))
+fn partition_state_of(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
+    partition_view(bootstrap, topic).map(|view| (view.leader, view.isr))
 }
 
 /// Partition 0's leader epoch as `broker` reports it (Metadata v9).
@@ -169,7 +162,7 @@ fn two_epochs(cluster: &mut Cluster, topic: &str, first: u32, second: u32) -> (i
         &[],
     ));
     let (old_leader, _) = wait_for("all three in the ISR", SETTLE, || {
-        partition_state(&bootstrap, topic).filter(|s| s.1 == vec![1, 2, 3])
+        partition_state_of(&bootstrap, topic).filter(|s| s.1 == vec![1, 2, 3])
     });
     let first_epoch = wait_for("the leader epoch", SETTLE, || {
         leader_epoch(cluster.node(old_leader), topic)
@@ -179,7 +172,7 @@ fn two_epochs(cluster: &mut Cluster, topic: &str, first: u32, second: u32) -> (i
     let survivor = (1..=3).find(|&n| n != old_leader).expect("a survivor");
     let survivor_bootstrap = cluster.node(survivor).bootstrap();
     let (new_leader, _) = wait_for("a new leader", SETTLE, || {
-        partition_state(&survivor_bootstrap, topic)
+        partition_state_of(&survivor_bootstrap, topic)
             .filter(|s| s.0 > 0 && s.0 != old_leader && !s.1.contains(&old_leader))
     });
     let new_bootstrap = cluster.node(new_leader).bootstrap();
@@ -282,15 +275,6 @@ fn a_leader_answers_a_diverging_follower_fetch_with_its_epoch_end() {
     );
 }
 
-/// Sends `signal` to broker `node`'s process.
-fn signal(cluster: &mut Cluster, node: i32, signal: i32) {
-    let pid = cluster.node(node).pid().expect("a running broker") as i32;
-    // SAFETY: kill(2) on our own child.
-    unsafe {
-        libc::kill(pid, signal);
-    }
-}
-
 /// The directory of partition `name` (`<topic>-<partition>`) under `root`.
 fn partition_dir(root: &Path, name: &str) -> Option<PathBuf> {
     let mut pending = vec![root.to_path_buf()];
@@ -358,7 +342,7 @@ fn a_resumed_old_leader_cuts_what_it_alone_wrote_when_its_fetch_diverges() {
         &[],
     ));
     let (old_leader, _) = wait_for("all three in the ISR", SETTLE, || {
-        partition_state(&bootstrap, topic).filter(|s| s.1 == vec![1, 2, 3])
+        partition_state_of(&bootstrap, topic).filter(|s| s.1 == vec![1, 2, 3])
     });
     let followers: Vec<i32> = (1..=3).filter(|&n| n != old_leader).collect();
     runtime.block_on(produce(&producer(&bootstrap, "all"), topic, 0..10));
@@ -366,15 +350,15 @@ fn a_resumed_old_leader_cuts_what_it_alone_wrote_when_its_fetch_diverges() {
     // Both followers stop; the leader alone takes acks=1 writes 100..105
     // (the controller quorum is stopped too, so nothing moves meanwhile).
     for &f in &followers {
-        signal(&mut cluster, f, libc::SIGSTOP);
+        signal(cluster.node(f), libc::SIGSTOP);
     }
     let alone = cluster.node(old_leader).bootstrap();
     runtime.block_on(produce(&producer(&alone, "1"), topic, 100..105));
     // The leader stops, the followers resume: one of them takes over with
     // a new epoch once the stopped leader's session expires.
-    signal(&mut cluster, old_leader, libc::SIGSTOP);
+    signal(cluster.node(old_leader), libc::SIGSTOP);
     for &f in &followers {
-        signal(&mut cluster, f, libc::SIGCONT);
+        signal(cluster.node(f), libc::SIGCONT);
     }
     let survivors = followers
         .iter()
@@ -382,7 +366,7 @@ fn a_resumed_old_leader_cuts_what_it_alone_wrote_when_its_fetch_diverges() {
         .collect::<Vec<_>>()
         .join(",");
     let (new_leader, _) = wait_for("a new leader among the resumed", SETTLE, || {
-        partition_state(&survivors, topic)
+        partition_state_of(&survivors, topic)
             .filter(|s| followers.contains(&s.0) && !s.1.contains(&old_leader))
     });
     runtime.block_on(produce(&producer(&survivors, "all"), topic, 10..13));
@@ -401,9 +385,9 @@ fn a_resumed_old_leader_cuts_what_it_alone_wrote_when_its_fetch_diverges() {
     // The old leader resumes as a follower: its log (0..15, the last five
     // only its own, all in the old epoch) diverges from the new leader's
     // (0..13, the new epoch from 10), and its first fetch says so.
-    signal(&mut cluster, old_leader, libc::SIGCONT);
+    signal(cluster.node(old_leader), libc::SIGCONT);
     wait_for("the old leader back in the ISR", SETTLE, || {
-        partition_state(&cluster.node(new_leader).bootstrap(), topic)
+        partition_state_of(&cluster.node(new_leader).bootstrap(), topic)
             .filter(|s| s.0 == new_leader && s.1 == vec![1, 2, 3])
     });
     assert!(
