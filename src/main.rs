@@ -28,6 +28,24 @@ enum Command {
     Iotune(tuning::cli::IotuneArgs),
 }
 
+/// Log output that never fails: a line that cannot be written (stdout on
+/// a full disk, a closed pipe) is dropped. tracing-subscriber reports a
+/// failed write with `eprintln!`, which panics when stderr fails as well:
+/// a broker must not die because its log has no room.
+struct LossyStdout;
+
+impl std::io::Write for LossyStdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stdout().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stdout().flush();
+        Ok(())
+    }
+}
+
 fn init_logging(filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(filter))
@@ -35,6 +53,7 @@ fn init_logging(filter: &str) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_writer(|| LossyStdout)
         .init();
 }
 

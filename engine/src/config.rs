@@ -69,6 +69,11 @@ pub struct EngineConfig {
     /// Where the engine's wall-clock time comes from (see [`crate::clock`]):
     /// the system clock, or a manual one a test moves.
     pub clock: Clock,
+    /// Appends are refused (`KAFKA_STORAGE_ERROR`) while the data dir's
+    /// file system has less free space than this (see
+    /// [`crate::disk_space`]); `None`: 1 GiB capped at 5% of the file
+    /// system; `Some(0)`: never.
+    pub min_free_bytes: Option<u64>,
 }
 
 impl EngineConfig {
@@ -85,6 +90,7 @@ impl EngineConfig {
             producer_id_expiration_ms: 86_400_000,
             stream_min_bytes: 64 << 10,
             clock: Clock::system(),
+            min_free_bytes: None,
         }
     }
 }

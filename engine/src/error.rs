@@ -102,6 +102,14 @@ pub enum EngineError {
         /// Epoch the partition knows.
         current_epoch: i16,
     },
+    /// The data dir's file system is below its free-space reserve.
+    #[error("disk almost full: {free_bytes} bytes free, below the {min_free_bytes}-byte reserve")]
+    DiskFull {
+        /// Free bytes at the last check.
+        free_bytes: u64,
+        /// The reserve.
+        min_free_bytes: u64,
+    },
     /// A batch whose first sequence does not follow the producer's last one.
     #[error("producer {producer_id}: sequence {received} where {expected} was expected")]
     OutOfOrderSequence {
@@ -152,7 +160,7 @@ impl EngineError {
             EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
             EngineError::PartitionExists { .. } => ErrorCode::TopicAlreadyExists,
             EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
-            EngineError::Io { .. } => ErrorCode::KafkaStorageError,
+            EngineError::Io { .. } | EngineError::DiskFull { .. } => ErrorCode::KafkaStorageError,
             // The client refreshes its metadata and finds the new owner.
             EngineError::Closed => ErrorCode::NotLeaderOrFollower,
             EngineError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,

@@ -66,6 +66,7 @@ pub mod cache;
 pub mod clock;
 pub mod compaction;
 pub mod config;
+pub mod disk_space;
 pub mod error;
 pub mod error_code;
 pub mod index;

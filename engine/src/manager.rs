@@ -8,6 +8,7 @@
 //! metadata store on a single node.
 
 use crate::config::{EngineConfig, TopicConfig};
+use crate::disk_space::{SpaceChange, SPACE_CHECK_INTERVAL};
 use crate::error::EngineError;
 use crate::log::{LogContext, PartitionLog};
 use crate::segment::{sync_dir, write_file_synced};
@@ -21,6 +22,10 @@ use std::time::Duration;
 
 // Re-exported so `engine::manager::TopicPartition` (used by `net`) keeps working.
 pub use crate::types::{is_valid_topic_name, TopicPartition};
+
+/// Free space (above the reserve) before a partition that a failed disk
+/// write took offline is reopened, at least.
+const REOPEN_MIN_ROOM_BYTES: u64 = 1 << 20;
 
 /// A topic as found on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -338,7 +343,93 @@ impl LogManager {
         deleted
     }
 
+    /// Refreshes the shard's free-space flag (see [`crate::disk_space`]);
+    /// once space is above the reserve, reopens the partitions a failed
+    /// disk write took offline.
+    pub async fn check_space_once(&self) {
+        let config = &self.ctx.config;
+        match self
+            .ctx
+            .space
+            .refresh(&config.data_dir, config.min_free_bytes)
+        {
+            SpaceChange::BecameLow => tracing::warn!(
+                shard = self.shard_id,
+                free_bytes = self.ctx.space.free_bytes(),
+                reserve_bytes = self.ctx.space.reserve_bytes(),
+                "data dir almost full: appends refused (KAFKA_STORAGE_ERROR) until space is freed"
+            ),
+            SpaceChange::Recovered => tracing::info!(
+                shard = self.shard_id,
+                free_bytes = self.ctx.space.free_bytes(),
+                "data dir has space again: appends taken"
+            ),
+            SpaceChange::Same => {}
+        }
+        // Room for the reserve and a new segment's preallocation, or a
+        // reopened partition would fail again at its next write (and each
+        // reopen re-reads its active segment).
+        let room_bytes = self
+            .ctx
+            .space
+            .reserve_bytes()
+            .saturating_add(config.preallocate_bytes.max(REOPEN_MIN_ROOM_BYTES));
+        if !self.ctx.space.is_low() && self.ctx.space.free_bytes() >= room_bytes {
+            self.reopen_offline().await;
+        }
+    }
+
+    /// Reopens each unreplicated partition a failed disk write took
+    /// offline: it is closed as a crash would leave it and opened again
+    /// (recovery keeps every whole batch on disk, which includes everything
+    /// acknowledged). A replicated one is left offline: its replication
+    /// state counted the lost tail, so it needs the broker's restart (its
+    /// followers and leader election carry on meanwhile).
+    async fn reopen_offline(&self) {
+        let offline: Vec<Rc<PartitionLog>> = self
+            .logs
+            .borrow()
+            .values()
+            .filter(|log| log.is_offline() && log.replication_limit().is_none())
+            .cloned()
+            .collect();
+        for log in offline {
+            let tp = log.topic_partition().clone();
+            log.abandon();
+            let dir = log.dir().to_path_buf();
+            match PartitionLog::open(
+                self.ctx.clone(),
+                dir,
+                tp.clone(),
+                log.topic_id(),
+                log.config(),
+            )
+            .await
+            {
+                Ok(reopened) => {
+                    tracing::info!(partition = %tp, log_end_offset = reopened.log_end_offset(), "partition reopened after a disk error");
+                    self.logs.borrow_mut().insert(tp, reopened);
+                }
+                Err(e) => {
+                    tracing::warn!(partition = %tp, error = %e, "partition still offline: reopening failed")
+                }
+            }
+        }
+    }
+
     fn spawn_background(self: &Rc<Self>) {
+        let space_weak = Rc::downgrade(self);
+        glommio::spawn_local(async move {
+            loop {
+                let Some(manager) = space_weak.upgrade() else {
+                    return;
+                };
+                manager.check_space_once().await;
+                drop(manager);
+                glommio::timer::sleep(SPACE_CHECK_INTERVAL).await;
+            }
+        })
+        .detach();
         let weak = Rc::downgrade(self);
         let interval_ms = self.ctx.config.retention_check_interval_ms.max(10);
         glommio::spawn_local(async move {

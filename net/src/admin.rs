@@ -39,6 +39,15 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
     metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
+    let space = &shard.logs.context().space;
+    metrics.disk_free_bytes = space.free_bytes();
+    metrics.disk_low = space.is_low();
+    metrics.partitions_offline = shard
+        .logs
+        .partitions()
+        .iter()
+        .filter(|tp| shard.logs.get(tp).is_some_and(|log| log.is_offline()))
+        .count() as u64;
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();
     metrics.replication = replicas.counters.borrow().clone();

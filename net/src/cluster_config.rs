@@ -73,6 +73,11 @@ pub struct ClusterConfig {
     /// `rill.metadata.snapshot.interval.entries`: applied metadata records
     /// after which the quorum snapshots the image and trims its log.
     pub snapshot_interval_entries: u64,
+    /// `metadata.log.dir`: where the metadata quorum's log lives; `None`:
+    /// `__cluster_metadata-0` under the data dir. On a disk of its own it
+    /// keeps writing when the data disk fills (a failed metadata write
+    /// stops the broker, as in Kafka).
+    pub metadata_log_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for ClusterConfig {
@@ -89,6 +94,7 @@ impl Default for ClusterConfig {
             snapshot_interval_entries: 1024,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
+            metadata_log_dir: None,
         }
     }
 }

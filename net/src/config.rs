@@ -283,6 +283,7 @@ impl BrokerConfig {
                 self.cluster.heartbeat_interval_ms = num(name, value)?
             }
             "broker.session.timeout.ms" => self.cluster.session_timeout_ms = num(name, value)?,
+            "metadata.log.dir" => self.cluster.metadata_log_dir = Some(value.into()),
             "auto.leader.rebalance.enable" => {
                 self.cluster.auto_leader_rebalance_enable = boolean(name, value)?
             }
@@ -400,6 +401,7 @@ impl BrokerConfig {
             "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
             "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
             "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
+            "rill.storage.min.free.bytes" => self.engine.min_free_bytes = Some(num(name, value)?),
             "rill.fetch.send.path" | "fetch.send.path" => {
                 self.send_path = parse_send_path(name, value)?
             }

@@ -39,6 +39,15 @@ pub struct ShardMetrics {
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
     pub group_commit: engine::log::FsyncStats,
+    /// Free bytes of the data dir's file system at the shard's last check,
+    /// and whether that is below the reserve (appends refused); filled when
+    /// a snapshot is taken.
+    pub disk_free_bytes: u64,
+    /// See `disk_free_bytes`.
+    pub disk_low: bool,
+    /// Partitions a failed disk write took offline (filled when a snapshot
+    /// is taken).
+    pub partitions_offline: u64,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -94,6 +103,9 @@ impl Default for ShardMetrics {
             protocol_errors: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
+            disk_free_bytes: 0,
+            disk_low: false,
+            partitions_offline: 0,
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -166,8 +178,17 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 14] = [
+    let gauges: [Gauge; 17] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
+        // Below the reserve (`rill.storage.min.free.bytes`) appends are
+        // refused with KAFKA_STORAGE_ERROR until space is freed.
+        ("rill_disk_free_bytes", "gauge", |m| {
+            m.disk_free_bytes as i64
+        }),
+        ("rill_disk_low", "gauge", |m| i64::from(m.disk_low)),
+        ("rill_partitions_offline", "gauge", |m| {
+            m.partitions_offline as i64
+        }),
         ("rill_connections_accepted_total", "counter", |m| {
             m.connections_accepted as i64
         }),

@@ -61,6 +61,30 @@ impl Broker {
         Broker::start_listening(binary, data_dir, addr, extra_args, envs)
     }
 
+    /// [`Broker::start`] with the broker's output kept in `log_dir` rather
+    /// than its data dir (a data dir on a file system a test fills).
+    pub fn start_logging_to(
+        binary: &str,
+        data_dir: &Path,
+        log_dir: &Path,
+        extra_args: &[&str],
+    ) -> Broker {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
+        let mut broker = Broker {
+            binary: PathBuf::from(binary),
+            child: None,
+            addr,
+            admin_addr,
+            data_dir: data_dir.to_path_buf(),
+            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            envs: Vec::new(),
+            log_path: log_dir.join("broker.log"),
+        };
+        broker.spawn();
+        broker
+    }
+
     /// Starts `binary serve` listening on `addr` (an address of another
     /// network namespace, say).
     pub fn start_listening(
@@ -234,3 +258,4 @@ pub mod kafka;
 pub mod layering;
 pub mod raw;
 pub mod replicated;
+pub mod small_fs;

@@ -161,6 +161,15 @@ impl PartitionLog {
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.check_appendable()?;
+        // Below the free-space reserve nothing new is taken (a truncation,
+        // which frees space, still may be).
+        let space = &self.ctx.space;
+        if space.is_low() {
+            return Err(EngineError::DiskFull {
+                free_bytes: space.free_bytes(),
+                min_free_bytes: space.reserve_bytes(),
+            });
+        }
         let config = self.append_settings();
         let records = payload.as_mut_slice();
         // Kafka's follower ignores `max.message.bytes` too: its leader took

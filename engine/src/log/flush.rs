@@ -270,6 +270,25 @@ impl PartitionLog {
         .detach();
     }
 
+    /// Whether a failed disk write took this partition offline (appends
+    /// are refused until it is reopened).
+    pub fn is_offline(&self) -> bool {
+        self.failed.get()
+    }
+
+    /// Closes an offline partition without writing anything: its files are
+    /// left as a crash would leave them (what was taken but not written is
+    /// not in them, and the open that follows recovers as after a crash).
+    /// [`Self::close`] would write the in-memory indexes and producer state,
+    /// which may name batches the failed write never put on disk.
+    pub(crate) fn abandon(&self) {
+        self.closed.set(true);
+        self.active_segment().appender.borrow_mut().take();
+        self.written.close();
+        self.durable.close();
+        self.high_watermark.close();
+    }
+
     fn fail_commit(&self, what: &str, error: &EngineError) {
         tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline");
         self.failed.set(true);

@@ -66,6 +66,9 @@ pub struct LogContext {
     /// The shard's stream writer, started on first use (`None` inside if it
     /// could not start: the rounds then write everything themselves).
     stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
+    /// Whether the data dir's free space is below the reserve (appends are
+    /// then refused); the log manager refreshes it.
+    pub space: crate::disk_space::LowSpace,
 }
 
 /// Counters of the group commit, for metrics.
@@ -101,6 +104,7 @@ impl LogContext {
             cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
             stream_writer: std::cell::OnceCell::new(),
+            space: crate::disk_space::LowSpace::default(),
         })
     }
 

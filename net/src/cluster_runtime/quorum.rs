@@ -110,7 +110,12 @@ impl MetadataQuorum {
                 .map(|v| raft_id(v.node_id))
                 .collect()
         };
-        let directory = config.data_dir.join(engine::types::CLUSTER_METADATA_DIR);
+        let directory = config
+            .cluster
+            .metadata_log_dir
+            .as_ref()
+            .unwrap_or(&config.data_dir)
+            .join(engine::types::CLUSTER_METADATA_DIR);
         let store = FileStorage::open(&directory, &voters).map_err(|e| {
             format!(
                 "cannot open the metadata log in {}: {e}",

@@ -1,0 +1,158 @@
+//! Free space on the data dir's file system, and the low-space guard.
+//!
+//! Why a guard: a write that meets a full disk (ENOSPC) fails the
+//! partition's group commit, and a failed partition can take no more
+//! appends (what it had taken but not written is lost, and only the
+//! acknowledged part is known to be safe). Refusing appends *before* the
+//! disk is full keeps partitions healthy: producers get
+//! `KAFKA_STORAGE_ERROR` (retriable) at once, readers go on, and appends
+//! resume by themselves once retention, a topic deletion or the operator
+//! frees space — Redpanda's `storage_min_free_bytes` rule.
+//!
+//! Each shard's log manager checks the file system every
+//! [`SPACE_CHECK_INTERVAL`] ([`LowSpace::refresh`]); appends read the
+//! shard-local flag ([`LowSpace::is_low`]). A write that still meets ENOSPC
+//! (a burst larger than the reserve) takes its partition offline as before;
+//! the manager reopens an unreplicated one once space is back.
+
+use std::cell::Cell;
+use std::path::Path;
+use std::time::Duration;
+
+/// How often each shard looks at the free space.
+pub const SPACE_CHECK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The reserve when none is configured: 1 GiB, but at most 5% of the file
+/// system (a small test or edge file system would otherwise never write).
+pub const DEFAULT_MIN_FREE_BYTES: u64 = 1 << 30;
+
+/// The default reserve's cap, in percent of the file system's size.
+const DEFAULT_MIN_FREE_PERCENT: u64 = 5;
+
+/// (total, available to unprivileged users) bytes of the file system
+/// holding `path`.
+pub fn file_system_bytes(path: &Path) -> std::io::Result<(u64, u64)> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: all-zero bytes are a valid `statvfs` (plain integers).
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c_path is a valid NUL-terminated string and stat a valid out pointer.
+    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let block_bytes = stat.f_frsize;
+    Ok((
+        stat.f_blocks.saturating_mul(block_bytes),
+        stat.f_bavail.saturating_mul(block_bytes),
+    ))
+}
+
+/// The reserve for a file system of `total_bytes`: the configured one, or
+/// the default (1 GiB capped at 5% of the file system).
+pub fn min_free_bytes(configured: Option<u64>, total_bytes: u64) -> u64 {
+    configured
+        .unwrap_or_else(|| DEFAULT_MIN_FREE_BYTES.min(total_bytes / 100 * DEFAULT_MIN_FREE_PERCENT))
+}
+
+/// One shard's view of the data dir's free space.
+#[derive(Debug, Default)]
+pub struct LowSpace {
+    low: Cell<bool>,
+    free_bytes: Cell<u64>,
+    min_free_bytes: Cell<u64>,
+}
+
+/// What a refresh saw change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceChange {
+    /// Free space fell below the reserve: appends are refused from now on.
+    BecameLow,
+    /// Free space is back above the reserve: appends are taken again.
+    Recovered,
+    /// No change.
+    Same,
+}
+
+impl LowSpace {
+    /// Whether free space is below the reserve (appends are refused).
+    pub fn is_low(&self) -> bool {
+        self.low.get()
+    }
+
+    /// Free bytes at the last check.
+    pub fn free_bytes(&self) -> u64 {
+        self.free_bytes.get()
+    }
+
+    /// The reserve in force at the last check.
+    pub fn reserve_bytes(&self) -> u64 {
+        self.min_free_bytes.get()
+    }
+
+    /// Records a check's result: `free_bytes` of `total_bytes` available.
+    pub fn update(
+        &self,
+        free_bytes: u64,
+        total_bytes: u64,
+        configured: Option<u64>,
+    ) -> SpaceChange {
+        let reserve = min_free_bytes(configured, total_bytes);
+        self.free_bytes.set(free_bytes);
+        self.min_free_bytes.set(reserve);
+        let low = free_bytes < reserve;
+        let was_low = self.low.replace(low);
+        match (was_low, low) {
+            (false, true) => SpaceChange::BecameLow,
+            (true, false) => SpaceChange::Recovered,
+            _ => SpaceChange::Same,
+        }
+    }
+
+    /// Looks at the file system holding `data_dir`. A failed `statvfs`
+    /// changes nothing (the disk-error path still guards the data).
+    pub fn refresh(&self, data_dir: &Path, configured: Option<u64>) -> SpaceChange {
+        match file_system_bytes(data_dir) {
+            Ok((total, free)) => self.update(free, total, configured),
+            Err(e) => {
+                tracing::debug!(dir = %data_dir.display(), error = %e, "statvfs failed");
+                SpaceChange::Same
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_reserve_is_a_gibibyte_capped_at_five_percent() {
+        assert_eq!(min_free_bytes(None, 1 << 40), 1 << 30);
+        assert_eq!(min_free_bytes(None, 100 << 20), 5 << 20);
+        assert_eq!(min_free_bytes(Some(7), 1 << 40), 7);
+        assert_eq!(min_free_bytes(Some(0), 1 << 40), 0);
+    }
+
+    #[test]
+    fn crossing_the_reserve_is_reported_once_each_way() {
+        let space = LowSpace::default();
+        assert_eq!(space.update(100, 1000, Some(50)), SpaceChange::Same);
+        assert!(!space.is_low());
+        assert_eq!(space.update(40, 1000, Some(50)), SpaceChange::BecameLow);
+        assert_eq!(space.update(30, 1000, Some(50)), SpaceChange::Same);
+        assert!(space.is_low());
+        assert_eq!(space.free_bytes(), 30);
+        assert_eq!(space.update(50, 1000, Some(50)), SpaceChange::Recovered);
+        assert!(!space.is_low());
+        // A reserve of 0 never refuses.
+        assert_eq!(space.update(0, 1000, Some(0)), SpaceChange::Same);
+    }
+
+    #[test]
+    fn the_file_system_of_a_real_dir_is_seen() {
+        let dir = std::env::temp_dir();
+        let (total, free) = file_system_bytes(&dir).expect("statvfs");
+        assert!(total > 0 && free <= total);
+        assert!(file_system_bytes(Path::new("/no/such/dir/here")).is_err());
+    }
+}

@@ -1,0 +1,290 @@
+//! A full disk, on a real `rill` whose data dir is a small ext4 file system
+//! (a loop mount: root only; skipped with a message elsewhere).
+//!
+//! What must hold: producers get KAFKA_STORAGE_ERROR promptly (no hang),
+//! reads keep working, nothing acknowledged is lost, and produce resumes
+//! by itself once space returns — with the free-space reserve
+//! (`rill.storage.min.free.bytes`) refusing appends before the disk is
+//! full, and without it (the write itself meets ENOSPC).
+
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::types::RDKafkaErrorCode;
+use rill_tests::small_fs::SmallFs;
+use rill_tests::Broker;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// Each record's value: its number, padded to this many bytes.
+const VALUE_BYTES: usize = 16 << 10;
+
+/// Records sent at once while filling the disk.
+const IN_FLIGHT: u32 = 16;
+
+const MIB: u64 = 1 << 20;
+
+/// A broker whose data dir is on `fs`; its metadata log stays on the
+/// main disk (`metadata.log.dir`): a failed metadata write stops a broker
+/// (as in Kafka), so a data disk that really fills must not hold it.
+fn broker_on(fs: &SmallFs, config_dir: &Path, min_free_bytes: u64) -> Broker {
+    let config = config_dir.join("rill.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "\"rill.storage.min.free.bytes\" = {min_free_bytes}\n\
+             \"rill.preallocate_bytes\" = {}\n\
+             \"log.segment.bytes\" = {}\n\
+             \"metadata.log.dir\" = {:?}\n",
+            MIB,
+            2 * MIB,
+            config_dir.join("metadata").to_string_lossy()
+        ),
+    )
+    .expect("config");
+    let config = config.to_string_lossy().to_string();
+    Broker::start_logging_to(RILL, &fs.dir("data"), config_dir, &["--config", &config])
+}
+
+/// A producer that reports a refused write at once (no retries), so the
+/// test sees the broker's error code.
+fn producer(bootstrap: &str) -> FutureProducer {
+    rill_tests::kafka::producer(
+        bootstrap,
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "false"),
+            ("retries", "0"),
+            ("linger.ms", "0"),
+            ("message.timeout.ms", "15000"),
+            ("request.timeout.ms", "10000"),
+        ],
+    )
+}
+
+fn value_of(number: u32) -> Vec<u8> {
+    let mut value = format!("{number}:").into_bytes();
+    value.resize(VALUE_BYTES, b'.');
+    value
+}
+
+fn number_of(value: &[u8]) -> u32 {
+    let text = String::from_utf8_lossy(value);
+    text.split(':')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("a numbered value")
+}
+
+/// Sends `numbers` at once; (acknowledged, refusals' errors).
+async fn send(
+    producer: &FutureProducer,
+    numbers: std::ops::Range<u32>,
+) -> (Vec<u32>, Vec<KafkaError>) {
+    let values: Vec<(u32, Vec<u8>)> = numbers.map(|n| (n, value_of(n))).collect();
+    let mut pending = Vec::new();
+    for (number, value) in &values {
+        let record: FutureRecord<'_, (), Vec<u8>> =
+            FutureRecord::to("full").payload(value).partition(0);
+        pending.push((*number, producer.send(record, Duration::from_secs(15))));
+    }
+    let mut acknowledged = Vec::new();
+    let mut refused = Vec::new();
+    for (number, delivery) in pending {
+        match delivery.await {
+            Ok(_) => acknowledged.push(number),
+            Err((e, _)) => refused.push(e),
+        }
+    }
+    (acknowledged, refused)
+}
+
+fn is_storage_error(e: &KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(RDKafkaErrorCode::KafkaStorageError)
+}
+
+/// The value of an unlabelled-but-shard metric line `name{shard="0"}`.
+fn metric(broker: &Broker, name: &str) -> Option<i64> {
+    let text = rill_tests::http_get(broker.admin_addr, "/metrics");
+    let prefix = format!("{name}{{shard=\"0\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Fills the disk through the broker, frees it, and checks the rules.
+fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
+    let fs = match SmallFs::mount(64) {
+        Ok(fs) => fs,
+        Err(why) => {
+            eprintln!("skipped: no small file system here ({why})");
+            return;
+        }
+    };
+    let config_dir = rill_tests::data_dir();
+    let broker = broker_on(&fs, config_dir.path(), min_free_bytes);
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(&bootstrap, "full", 1, &[]));
+    let producer = producer(&bootstrap);
+
+    // A few records with room to spare, then the ballast.
+    let (mut acknowledged, refused) = runtime.block_on(send(&producer, 0..IN_FLIGHT));
+    assert!(
+        refused.is_empty(),
+        "refused with room to spare: {refused:?}"
+    );
+    let ballast = fs.fill_leaving(leave_bytes);
+
+    // Write until the broker refuses: every refusal is a storage error,
+    // answered (not timed out).
+    let mut next = IN_FLIGHT;
+    let mut refusals = Vec::new();
+    let started = Instant::now();
+    while refusals.is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "{} acknowledged and still no refusal with {} bytes free",
+            acknowledged.len(),
+            fs.free_bytes()
+        );
+        let (ok, refused) = runtime.block_on(send(&producer, next..next + IN_FLIGHT));
+        acknowledged.extend(ok);
+        refusals = refused;
+        next += IN_FLIGHT;
+    }
+    for e in &refusals {
+        assert!(
+            is_storage_error(e),
+            "refused with {e}, not KAFKA_STORAGE_ERROR"
+        );
+    }
+    if min_free_bytes > 0 {
+        assert_eq!(metric(&broker, "rill_disk_low"), Some(1));
+    }
+
+    // Reads go on: everything acknowledged is there, once.
+    let read = |expected: usize| -> Vec<u32> {
+        rill_tests::kafka::consume_all(
+            &bootstrap,
+            "full",
+            1,
+            expected,
+            Duration::from_secs(30),
+            &[],
+        )
+        .into_iter()
+        .map(|r| number_of(&r.value.expect("a value")))
+        .collect()
+    };
+    let before = read(acknowledged.len());
+    for number in &acknowledged {
+        assert!(
+            before.contains(number),
+            "acknowledged {number} not readable on a full disk"
+        );
+    }
+
+    // Space returns: writes resume by themselves.
+    std::fs::remove_file(&ballast).expect("ballast removed");
+    let resumed = Instant::now();
+    loop {
+        let (ok, refused) = runtime.block_on(send(&producer, next..next + 1));
+        next += 1;
+        if !ok.is_empty() {
+            acknowledged.extend(ok);
+            break;
+        }
+        for e in &refused {
+            assert!(
+                is_storage_error(e),
+                "refused with {e}, not KAFKA_STORAGE_ERROR"
+            );
+        }
+        assert!(
+            resumed.elapsed() < Duration::from_secs(30),
+            "writes did not resume within 30 s of freeing space:\n{}",
+            broker.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (ok, refused) = runtime.block_on(send(&producer, next..next + IN_FLIGHT));
+    assert!(
+        refused.is_empty(),
+        "refused after space returned: {refused:?}"
+    );
+    acknowledged.extend(ok);
+    assert_eq!(metric(&broker, "rill_disk_low"), Some(0));
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(0));
+
+    let after = read(acknowledged.len());
+    for number in &acknowledged {
+        assert!(after.contains(number), "acknowledged {number} was lost");
+    }
+    if min_free_bytes == 0 {
+        // The disk really filled: the write failed, the partition went
+        // offline, and it was reopened once space returned.
+        let log = broker.log();
+        assert!(
+            log.contains("partition taken offline") && log.contains("reopened after a disk error"),
+            "the failed-write path was not taken:\n{log}"
+        );
+    }
+    let mut sorted = after.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), after.len(), "a record was stored twice");
+}
+
+#[test]
+fn below_the_reserve_produce_is_refused_and_resumes_when_space_returns() {
+    // 16 MiB reserve, 20 MiB left: the guard trips well before ENOSPC.
+    fill_refuse_resume(16 * MIB, 20 * MIB);
+}
+
+#[test]
+fn a_write_that_meets_a_full_disk_is_refused_and_the_partition_comes_back() {
+    // No reserve: the disk really fills.
+    fill_refuse_resume(0, 3 * MIB);
+}
+
+#[test]
+fn a_broker_whose_log_output_fails_keeps_serving() {
+    // stdout and stderr on /dev/full: every log line fails to be written
+    // (before, tracing's fallback report panicked the broker).
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full here");
+        return;
+    };
+    let dir = rill_tests::data_dir();
+    let port = rill_tests::free_port();
+    let admin_port = rill_tests::free_port();
+    let mut child = std::process::Command::new(RILL)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .stdout(full.try_clone().expect("/dev/full"))
+        .stderr(full)
+        .spawn()
+        .expect("rill starts");
+    let bootstrap = format!("127.0.0.1:{port}");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let started = Instant::now();
+    while std::net::TcpStream::connect(&bootstrap).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "rill did not listen"
+        );
+        assert!(child.try_wait().expect("status").is_none(), "rill exited");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    runtime.block_on(rill_tests::kafka::create_topic(&bootstrap, "full", 1, &[]));
+    let (acknowledged, refused) = runtime.block_on(send(&producer(&bootstrap), 0..IN_FLIGHT));
+    assert!(refused.is_empty(), "refused: {refused:?}");
+    assert_eq!(acknowledged.len(), IN_FLIGHT as usize);
+    assert!(child.try_wait().expect("status").is_none(), "rill exited");
+    let _ = child.kill();
+    let _ = child.wait();
+}
