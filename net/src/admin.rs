@@ -39,6 +39,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
     metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
+    metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();
     metrics.replication = replicas.counters.borrow().clone();

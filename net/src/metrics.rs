@@ -39,6 +39,9 @@ pub struct ShardMetrics {
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
     pub group_commit: engine::log::FsyncStats,
+    /// Client batches the engine rewrote in their topic's
+    /// `compression.type` (filled when a snapshot is taken).
+    pub recompressed_batches: u64,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -94,6 +97,7 @@ impl Default for ShardMetrics {
             protocol_errors: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
+            recompressed_batches: 0,
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -166,7 +170,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 14] = [
+    let gauges: [Gauge; 15] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         ("rill_connections_accepted_total", "counter", |m| {
             m.connections_accepted as i64
@@ -211,6 +215,11 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_disk_streamed_bytes_total", "counter", |m| {
             m.group_commit.streamed_bytes as i64
+        }),
+        // Batches rewritten because their codec was not the topic's
+        // `compression.type`: each cost a decompress and a compress.
+        ("rill_recompressed_batches_total", "counter", |m| {
+            m.recompressed_batches as i64
         }),
     ];
     for (name, kind, get) in gauges {
