@@ -164,8 +164,10 @@ impl PartitionLog {
     /// [`PartitionLog::append`] of a payload of any [`Origin`].
     ///
     /// The steps, in order: refuse on a closed or failed log; validate the
-    /// payload (a replica's must also start at the log end and be
-    /// contiguous); check the producers (a refused or duplicate payload
+    /// payload; rewrite a client's batches in the topic's codec when
+    /// `compression.type` asks (and validate them again); check that a
+    /// replica's payload starts at the log end and is contiguous; check the
+    /// producers (a refused or duplicate payload
     /// leaves no trace); note a new leader epoch; write offsets into the
     /// batches (not a replica's); roll when due; index the batches in the
     /// active segment; apply the producer changes; queue the bytes for the
