@@ -2,12 +2,13 @@
 //! setting (producer, uncompressed, gzip, snappy, lz4, zstd) and every
 //! librdkafka `compression.codec` (none, gzip, snappy, lz4, zstd), records
 //! read back equal (keys, values, headers) and the batches a raw Fetch
-//! returns carry the topic's codec (the producer's under `producer`);
+//! returns carry the topic's codec (the producer's under `producer`), from
+//! an idempotent producer;
 //! `rill_recompressed_batches_total` counts the rewrites; AlterConfigs
 //! changes the codec of the next batch; the KIP-390 levels are shown by
 //! DescribeConfigs and bad ones refused with INVALID_CONFIG.
 
-use engine::batch::{batches, Compression};
+use engine::batch::{batches, BatchHeader, Compression};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
@@ -132,6 +133,14 @@ fn consume(bootstrap: &str, topics: &[String], expected: usize) -> BTreeMap<Stri
 
 /// The codec of every batch of partition 0 of `topic`, by a raw Fetch v12.
 fn stored_codecs(broker: &Broker, topic: &str) -> Vec<Compression> {
+    stored_headers(broker, topic)
+        .iter()
+        .map(|header| header.compression().expect("a known codec"))
+        .collect()
+}
+
+/// The header of every batch of partition 0 of `topic`, by a raw Fetch v12.
+fn stored_headers(broker: &Broker, topic: &str) -> Vec<BatchHeader> {
     let mut partition = FetchPartition::default();
     partition.partition = 0;
     partition.fetch_offset = 0;
@@ -157,16 +166,15 @@ fn stored_codecs(broker: &Broker, topic: &str) -> Vec<Compression> {
     assert_eq!(answer.error_code, 0, "{topic}: fetch error");
     let records = answer.records.unwrap_or_default();
     let mut iter = batches(&records);
-    let codecs: Vec<Compression> = iter
+    let headers: Vec<BatchHeader> = iter
         .by_ref()
         .map(|item| {
-            let (header, range) = item.expect("whole batches");
-            engine::batch::validate_batch(&records[range], usize::MAX).expect("a valid batch");
-            header.compression().expect("a known codec")
+            let (_, range) = item.expect("whole batches");
+            engine::batch::validate_batch(&records[range], usize::MAX).expect("a valid batch")
         })
         .collect();
     assert_eq!(iter.remainder_bytes(), 0, "{topic}: whole batches");
-    codecs
+    headers
 }
 
 /// Sum of a per-shard counter in the broker's /metrics.
@@ -201,7 +209,16 @@ async fn every_topic_type_and_producer_codec() {
     }
     let mut sent: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     for codec in PRODUCER_CODECS {
-        let p = producer(&bootstrap, &[("compression.codec", codec), ("acks", "all")]);
+        // Idempotent: the sequence checks read the header fields a
+        // rewrite keeps.
+        let p = producer(
+            &bootstrap,
+            &[
+                ("compression.codec", codec),
+                ("acks", "all"),
+                ("enable.idempotence", "true"),
+            ],
+        );
         for topic_type in TOPIC_TYPES {
             let topic = case_topic(topic_type, codec);
             let records = case_records(&topic);
@@ -218,8 +235,14 @@ async fn every_topic_type_and_producer_codec() {
             let topic = case_topic(topic_type, codec);
             let produced = Compression::from_name(codec).expect("a codec");
             let expected = Compression::from_name(topic_type).unwrap_or(produced);
-            let codecs = stored_codecs(&broker, &topic);
-            assert!(!codecs.is_empty(), "{topic}: batches stored");
+            let headers = stored_headers(&broker, &topic);
+            assert!(!headers.is_empty(), "{topic}: batches stored");
+            assert!(
+                headers.iter().all(|h| h.producer_id >= 0),
+                "{topic}: idempotent batches"
+            );
+            let codecs: Vec<Compression> =
+                headers.iter().map(|h| h.compression().unwrap()).collect();
             assert!(
                 codecs.iter().all(|&c| c == expected),
                 "{topic}: stored {codecs:?}, expected {expected:?}"
