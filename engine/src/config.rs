@@ -1,5 +1,6 @@
 //! Settings: per-topic configs with Kafka's names and defaults, and engine-wide settings.
 
+use crate::batch::CompressionLevels;
 use crate::clock::Clock;
 use crate::error::EngineError;
 use std::path::PathBuf;
@@ -134,7 +135,11 @@ pub struct TopicConfig {
     /// `message.timestamp.type`: CreateTime (false) or LogAppendTime (true).
     pub log_append_time: bool,
     /// `compression.type`: producer, uncompressed, gzip, snappy, lz4, zstd.
+    /// A codec makes the log rewrite producers' batches in another codec.
     pub compression_type: String,
+    /// KIP-390 `compression.gzip.level`, `compression.lz4.level` and
+    /// `compression.zstd.level`, used when the log recompresses.
+    pub compression_levels: CompressionLevels,
     /// `min.insync.replicas` (default 1).
     pub min_insync_replicas: i32,
     /// `unclean.leader.election.enable` (default false).
@@ -161,6 +166,7 @@ impl Default for TopicConfig {
             flush_ms: i64::MAX as u64,
             log_append_time: false,
             compression_type: String::from("producer"),
+            compression_levels: CompressionLevels::default(),
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
         }
@@ -186,7 +192,10 @@ impl TopicConfig {
     /// The topic-level config names rill understands, as Kafka spells them.
     pub const NAMES: &'static [&'static str] = &[
         "cleanup.policy",
+        "compression.gzip.level",
+        "compression.lz4.level",
         "compression.type",
+        "compression.zstd.level",
         "delete.retention.ms",
         "flush.messages",
         "flush.ms",
@@ -256,6 +265,19 @@ impl TopicConfig {
                 }
                 _ => return Err(invalid(name, value, "unknown compression type")),
             },
+            "compression.gzip.level" => {
+                let v: i32 = parse_num(name, value)?;
+                if !CompressionLevels::gzip_level_valid(v) {
+                    return Err(invalid(name, value, "must be -1 or 1..=9"));
+                }
+                self.compression_levels.gzip = v;
+            }
+            "compression.lz4.level" => {
+                self.compression_levels.lz4 = in_range(name, value, CompressionLevels::LZ4_RANGE)?
+            }
+            "compression.zstd.level" => {
+                self.compression_levels.zstd = in_range(name, value, CompressionLevels::ZSTD_RANGE)?
+            }
             "min.insync.replicas" => {
                 let v: i32 = parse_num(name, value)?;
                 if v < 1 {
@@ -302,6 +324,9 @@ impl TopicConfig {
             }
             .to_string(),
             "compression.type" => self.compression_type.clone(),
+            "compression.gzip.level" => self.compression_levels.gzip.to_string(),
+            "compression.lz4.level" => self.compression_levels.lz4.to_string(),
+            "compression.zstd.level" => self.compression_levels.zstd.to_string(),
             "min.insync.replicas" => self.min_insync_replicas.to_string(),
             "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
             _ => return None,
@@ -346,6 +371,19 @@ fn non_negative(name: &str, value: &str) -> Result<i64, EngineError> {
     let v: i64 = parse_num(name, value)?;
     if v < 0 {
         return Err(invalid(name, value, "must not be negative"));
+    }
+    Ok(v)
+}
+
+fn in_range(
+    name: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<i32>,
+) -> Result<i32, EngineError> {
+    let v: i32 = parse_num(name, value)?;
+    if !range.contains(&v) {
+        let reason = format!("must be in {}..={}", range.start(), range.end());
+        return Err(invalid(name, value, &reason));
     }
     Ok(v)
 }
@@ -395,12 +433,42 @@ mod tests {
     }
 
     #[test]
+    fn compression_levels_follow_kip_390() {
+        let mut c = TopicConfig::default();
+        assert_eq!(c.get("compression.gzip.level").as_deref(), Some("-1"));
+        assert_eq!(c.get("compression.lz4.level").as_deref(), Some("9"));
+        assert_eq!(c.get("compression.zstd.level").as_deref(), Some("3"));
+        c.set("compression.gzip.level", "9").unwrap();
+        c.set("compression.lz4.level", "17").unwrap();
+        c.set("compression.zstd.level", "-131072").unwrap();
+        assert_eq!(
+            c.compression_levels,
+            CompressionLevels {
+                gzip: 9,
+                lz4: 17,
+                zstd: -131_072
+            }
+        );
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         let mut c = TopicConfig::default();
         assert!(c.set("segment.bytes", "x").is_err());
         assert!(c.set("cleanup.policy", "forever").is_err());
         assert!(c.set("no.such.thing", "1").is_err());
         assert!(c.set("retention.ms", "-2").is_err());
+        for (name, bad) in [
+            ("compression.gzip.level", "0"),
+            ("compression.gzip.level", "10"),
+            ("compression.lz4.level", "0"),
+            ("compression.lz4.level", "18"),
+            ("compression.zstd.level", "23"),
+            ("compression.zstd.level", "-131073"),
+            ("compression.zstd.level", "x"),
+        ] {
+            assert!(c.set(name, bad).is_err(), "{name}={bad}");
+        }
         assert_eq!(c, TopicConfig::default());
     }
 }

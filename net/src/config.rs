@@ -370,6 +370,9 @@ impl BrokerConfig {
                 self.engine.retention_check_interval_ms = num(name, value)?
             }
             "compression.type" => self.set_topic("compression.type", name, value)?,
+            "compression.gzip.level" | "compression.lz4.level" | "compression.zstd.level" => {
+                self.set_topic(name, name, value)?
+            }
             "min.insync.replicas" => self.set_topic("min.insync.replicas", name, value)?,
             "unclean.leader.election.enable" => {
                 self.set_topic("unclean.leader.election.enable", name, value)?

@@ -48,6 +48,9 @@ pub struct ShardMetrics {
     /// Partitions a failed disk write took offline (filled when a snapshot
     /// is taken).
     pub partitions_offline: u64,
+    /// Client batches the engine rewrote in their topic's
+    /// `compression.type` (filled when a snapshot is taken).
+    pub recompressed_batches: u64,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -106,6 +109,7 @@ impl Default for ShardMetrics {
             disk_free_bytes: 0,
             disk_low: false,
             partitions_offline: 0,
+            recompressed_batches: 0,
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -178,7 +182,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 17] = [
+    let gauges: [Gauge; 18] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -232,6 +236,11 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_disk_streamed_bytes_total", "counter", |m| {
             m.group_commit.streamed_bytes as i64
+        }),
+        // Batches rewritten because their codec was not the topic's
+        // `compression.type`: each cost a decompress and a compress.
+        ("rill_recompressed_batches_total", "counter", |m| {
+            m.recompressed_batches as i64
         }),
     ];
     for (name, kind, get) in gauges {

@@ -77,6 +77,26 @@ fn retention_ms_wins_over_hours() {
 }
 
 #[test]
+fn compression_type_and_levels_are_broker_defaults() {
+    let (args, _file) = args_with_file(
+        "\"compression.type\" = \"zstd\"\n\"compression.zstd.level\" = 7\n\"compression.gzip.level\" = 1\n",
+    );
+    let c = BrokerConfig::from_args(&args).unwrap();
+    let t = &c.engine.topic_defaults;
+    assert_eq!(t.compression_type, "zstd");
+    assert_eq!(
+        (t.compression_levels.zstd, t.compression_levels.gzip),
+        (7, 1)
+    );
+    assert_eq!(t.compression_levels.lz4, 9, "Kafka's default");
+    let (args, _file) = args_with_file("\"compression.lz4.level\" = 18\n");
+    assert!(matches!(
+        BrokerConfig::from_args(&args),
+        Err(ConfigError::Invalid { .. })
+    ));
+}
+
+#[test]
 fn unknown_keys_are_an_error() {
     let (args, _file) = args_with_file("\"log.retention.hourz\" = 1\n");
     match BrokerConfig::from_args(&args) {

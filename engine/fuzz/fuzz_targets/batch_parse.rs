@@ -1,5 +1,6 @@
 //! Fuzz the RecordBatch v2 decoders: header parse, the batch iterator,
-//! validation, record decoding and every codec's decompressor.
+//! validation, record decoding, every codec's decompressor and broker-side
+//! recompression.
 //!
 //! Run: `cd engine/fuzz && cargo +nightly fuzz run batch_parse corpus/batch_parse`.
 //! The body matches `exercise` in `engine/tests/batch_corpus.rs`, which
@@ -7,7 +8,10 @@
 
 #![no_main]
 
-use engine::batch::{batches, decompress, records, validate_batch, BatchHeader, Compression};
+use engine::batch::{
+    batches, decompress, records, recompress, validate_batch, BatchHeader, Compression,
+    CompressionLevels,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -28,6 +32,16 @@ fuzz_target!(|data: &[u8]| {
             if header.compression() == Ok(Compression::None) {
                 let decoded = decoded.expect("validated uncompressed batch must decode");
                 assert_eq!(decoded.len(), header.records_count as usize);
+            }
+            // Broker-side recompression: when it takes the batch, the new
+            // one validates and holds the same records.
+            for target in Compression::ALL {
+                if let Ok(rewritten) = recompress(batch, target, &CompressionLevels::default()) {
+                    let after = validate_batch(&rewritten, usize::MAX)
+                        .expect("a recompressed batch validates");
+                    assert_eq!(after.compression(), Ok(target));
+                    assert_eq!(records(&rewritten).ok(), records(batch).ok());
+                }
             }
         }
     }

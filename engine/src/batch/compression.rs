@@ -12,6 +12,11 @@
 //! Decompressed output is capped at [`MAX_DECOMPRESSED_BYTES`]: a batch is
 //! at most a few MiB, so anything larger is a zip bomb, refused before it can
 //! take the memory.
+//!
+//! Levels follow KIP-390 ([`CompressionLevels`]): `compression.gzip.level`,
+//! `compression.lz4.level` and `compression.zstd.level`, with Kafka's ranges
+//! and defaults. lz4's is accepted and kept but has no effect: `lz4_flex`
+//! has one (fast) encoder, and every lz4 decoder reads its frames.
 
 use std::io::{Read, Write};
 
@@ -28,8 +33,48 @@ const SNAPPY_XERIAL_HEADER_BYTES: usize = 16;
 const SNAPPY_XERIAL_CHUNK_BYTES: usize = 32 * 1024;
 /// zstd windows beyond this are refused: 2^26 = 64 MiB matches the output cap.
 const ZSTD_WINDOW_LOG_MAX: u32 = 26;
-/// Level Kafka uses by default for zstd (`compression.zstd.level`).
-const ZSTD_LEVEL: i32 = 3;
+/// KIP-390 compression levels, one per codec that has them (Kafka's
+/// `compression.<codec>.level` topic and broker configs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressionLevels {
+    /// `compression.gzip.level`: 1..=9, or -1 for zlib's default (6).
+    pub gzip: i32,
+    /// `compression.lz4.level`: 1..=17 (recorded; see the module doc).
+    pub lz4: i32,
+    /// `compression.zstd.level`: -131072..=22.
+    pub zstd: i32,
+}
+
+impl CompressionLevels {
+    /// Kafka's `compression.gzip.level` default: zlib's own default level.
+    pub const GZIP_DEFAULT: i32 = -1;
+    /// Kafka's `compression.gzip.level` range (besides -1).
+    pub const GZIP_RANGE: std::ops::RangeInclusive<i32> = 1..=9;
+    /// Kafka's `compression.lz4.level` default.
+    pub const LZ4_DEFAULT: i32 = 9;
+    /// Kafka's `compression.lz4.level` range.
+    pub const LZ4_RANGE: std::ops::RangeInclusive<i32> = 1..=17;
+    /// Kafka's `compression.zstd.level` default.
+    pub const ZSTD_DEFAULT: i32 = 3;
+    /// Kafka's `compression.zstd.level` range (zstd's negative "fast"
+    /// levels down to -131072, up to 22).
+    pub const ZSTD_RANGE: std::ops::RangeInclusive<i32> = -131_072..=22;
+
+    /// Whether `level` is a valid `compression.gzip.level`.
+    pub fn gzip_level_valid(level: i32) -> bool {
+        level == Self::GZIP_DEFAULT || Self::GZIP_RANGE.contains(&level)
+    }
+}
+
+impl Default for CompressionLevels {
+    fn default() -> Self {
+        CompressionLevels {
+            gzip: Self::GZIP_DEFAULT,
+            lz4: Self::LZ4_DEFAULT,
+            zstd: Self::ZSTD_DEFAULT,
+        }
+    }
+}
 
 fn codec_error(codec: Compression, reason: impl ToString) -> BatchError {
     BatchError::Compression {
@@ -45,13 +90,27 @@ fn too_large(codec: Compression) -> BatchError {
     )
 }
 
-/// Compress `raw` records with `codec`. `Compression::None` copies.
+/// Compress `raw` records with `codec` at Kafka's default levels.
+/// `Compression::None` copies.
 pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, BatchError> {
+    compress_with_levels(codec, raw, &CompressionLevels::default())
+}
+
+/// Compress `raw` records with `codec` at `levels` (a level out of its
+/// range falls back to the codec's default). `Compression::None` copies.
+pub fn compress_with_levels(
+    codec: Compression,
+    raw: &[u8],
+    levels: &CompressionLevels,
+) -> Result<Vec<u8>, BatchError> {
     match codec {
         Compression::None => Ok(raw.to_vec()),
         Compression::Gzip => {
-            let mut encoder =
-                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            let level = u32::try_from(levels.gzip)
+                .ok()
+                .filter(|level| (1..=9).contains(level))
+                .map_or_else(flate2::Compression::default, flate2::Compression::new);
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
             encoder
                 .write_all(raw)
                 .map_err(|error| codec_error(codec, error))?;
@@ -69,7 +128,12 @@ pub fn compress(codec: Compression, raw: &[u8]) -> Result<Vec<u8>, BatchError> {
             encoder.finish().map_err(|error| codec_error(codec, error))
         }
         Compression::Zstd => {
-            zstd::bulk::compress(raw, ZSTD_LEVEL).map_err(|error| codec_error(codec, error))
+            let level = if CompressionLevels::ZSTD_RANGE.contains(&levels.zstd) {
+                levels.zstd
+            } else {
+                CompressionLevels::ZSTD_DEFAULT
+            };
+            zstd::bulk::compress(raw, level).map_err(|error| codec_error(codec, error))
         }
     }
 }
@@ -198,6 +262,35 @@ mod tests {
                 b""
             );
         }
+    }
+
+    #[test]
+    fn levels_change_the_output_and_still_round_trip() {
+        let raw = sample_records();
+        for (codec, low, high) in [
+            (Compression::Gzip, 1, 9),
+            (Compression::Zstd, -5, 19),
+            (Compression::Lz4, 1, 17),
+        ] {
+            let at = |level| {
+                let levels = CompressionLevels {
+                    gzip: level,
+                    lz4: level,
+                    zstd: level,
+                };
+                compress_with_levels(codec, &raw, &levels).unwrap()
+            };
+            let (fast, small) = (at(low), at(high));
+            for packed in [&fast, &small] {
+                assert_eq!(decompress(codec, packed).unwrap(), raw, "{codec:?}");
+            }
+            if codec != Compression::Lz4 {
+                assert!(small.len() < fast.len(), "{codec:?}: level {high} smaller");
+            }
+        }
+        assert!(CompressionLevels::gzip_level_valid(-1));
+        assert!(!CompressionLevels::gzip_level_valid(0));
+        assert!(!CompressionLevels::gzip_level_valid(10));
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! - [`records`]: decoding the records of a batch ([`records`]), used by
 //!   compaction, internal topics and tests — never on the append hot path.
 //! - [`compression`]: gzip, snappy (xerial-framed and raw), lz4 (frame) and
-//!   zstd, with a hard bound on decompressed size.
+//!   zstd, with a hard bound on decompressed size, and KIP-390 levels.
+//! - [`recompress`]: a batch rewritten in another codec, the broker-side
+//!   `compression.type`.
 //! - [`builder`]: [`BatchBuilder`], which writes a batch from records.
 //! - [`varint`]: Kafka's zigzag varints.
 //! - [`error`]: [`BatchError`] and its Kafka error codes.
@@ -25,16 +27,20 @@ pub mod builder;
 pub mod compression;
 pub mod error;
 pub mod header;
+pub mod recompress;
 pub mod records;
 pub mod validate;
 pub mod varint;
 
 pub use builder::BatchBuilder;
-pub use compression::{compress, decompress, MAX_DECOMPRESSED_BYTES};
+pub use compression::{
+    compress, compress_with_levels, decompress, CompressionLevels, MAX_DECOMPRESSED_BYTES,
+};
 pub use error::BatchError;
 pub use header::{
     compute_crc, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
     Compression, HEADER_BYTES, LOG_OVERHEAD_BYTES, MAGIC_V2,
 };
+pub use recompress::{needs_recompression, recompress};
 pub use records::{records, Record};
 pub use validate::{batches, validate_batch, BatchIter};

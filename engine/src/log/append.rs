@@ -5,10 +5,15 @@
 //! produce and the log's own transaction markers get their offsets, leader
 //! epoch and (LogAppendTime) timestamps here; a follower's copy of its
 //! leader's batches (`replica.rs`) keeps all three as the leader wrote them.
+//!
+//! A client's batches are also where the topic's `compression.type` applies:
+//! one in another codec is rewritten ([`crate::batch::recompress`]) before
+//! anything else looks at it, so the new bytes are what is offset, indexed,
+//! cached, written and replicated (followers copy them as they are).
 
 use super::txn::{data_batch, parse_marker_batch};
 use super::{AppendResult, LogState, PartitionLog, PendingChunk};
-use crate::batch::{self, BatchError, BatchHeader};
+use crate::batch::{self, BatchError, BatchHeader, Compression, CompressionLevels};
 use crate::error::EngineError;
 use crate::producer_state::{
     increment_sequence, BatchMetadata, ProducerStateManager, ProducerUpdates,
@@ -52,6 +57,13 @@ pub(super) enum Payload<'a> {
 }
 
 impl Payload<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Payload::Borrowed(bytes) => bytes,
+            Payload::Owned(bytes) => bytes.as_slice(),
+        }
+    }
+
     fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             Payload::Borrowed(bytes) => bytes,
@@ -79,6 +91,9 @@ struct AppendSettings {
     segment_ms: i64,
     segment_index_bytes: u64,
     index_interval_bytes: u64,
+    /// `compression.type` when it names a codec; `None` for `producer`.
+    compression: Option<Compression>,
+    compression_levels: CompressionLevels,
 }
 
 /// One validated batch of a produce payload.
@@ -149,15 +164,17 @@ impl PartitionLog {
     /// [`PartitionLog::append`] of a payload of any [`Origin`].
     ///
     /// The steps, in order: refuse on a closed or failed log; validate the
-    /// payload (a replica's must also start at the log end and be
-    /// contiguous); check the producers (a refused or duplicate payload
+    /// payload; rewrite a client's batches in the topic's codec when
+    /// `compression.type` asks (and validate them again); check that a
+    /// replica's payload starts at the log end and is contiguous; check the
+    /// producers (a refused or duplicate payload
     /// leaves no trace); note a new leader epoch; write offsets into the
     /// batches (not a replica's); roll when due; index the batches in the
     /// active segment; apply the producer changes; queue the bytes for the
     /// flusher.
     pub(super) fn append_inner(
         &self,
-        mut payload: Payload<'_>,
+        payload: Payload<'_>,
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.check_appendable()?;
@@ -171,7 +188,6 @@ impl PartitionLog {
             });
         }
         let config = self.append_settings();
-        let records = payload.as_mut_slice();
         // Kafka's follower ignores `max.message.bytes` too: its leader took
         // the batch, maybe before the limit was lowered, and a follower
         // refusing it could never catch up.
@@ -179,7 +195,15 @@ impl PartitionLog {
             Origin::Replica => usize::MAX,
             Origin::Client { .. } | Origin::Control { .. } => config.max_message_bytes as usize,
         };
-        let validated = validate_payload(records, max_batch_bytes, origin.allows_control())?;
+        let validated =
+            validate_payload(payload.as_slice(), max_batch_bytes, origin.allows_control())?;
+        let (mut payload, validated) = match (origin, config.compression) {
+            (Origin::Client { .. }, Some(target)) => {
+                self.recompressed(payload, validated, target, &config, max_batch_bytes)?
+            }
+            _ => (payload, validated),
+        };
+        let records = payload.as_mut_slice();
         // One clock read serves the whole append (≈50 ns each on this VM).
         let now_ms = self.now_ms();
         let log_append_time_ms = if config.log_append_time && origin != Origin::Replica {
@@ -266,6 +290,46 @@ impl PartitionLog {
         })
     }
 
+    /// The payload with every data batch whose codec is not `target`
+    /// rewritten in `target` (the topic's `compression.type`), validated
+    /// again — `max.message.bytes` included, as Kafka checks the batch it
+    /// stores. A payload with nothing to rewrite is handed back as it came.
+    fn recompressed<'a>(
+        &self,
+        payload: Payload<'a>,
+        validated: Vec<Validated>,
+        target: Compression,
+        config: &AppendSettings,
+        max_batch_bytes: usize,
+    ) -> Result<(Payload<'a>, Vec<Validated>), EngineError> {
+        let rewrite_count = validated
+            .iter()
+            .filter(|v| batch::needs_recompression(&v.header, target))
+            .count();
+        if rewrite_count == 0 {
+            return Ok((payload, validated));
+        }
+        let bytes = payload.as_slice();
+        let mut rewritten = Vec::with_capacity(bytes.len());
+        for v in &validated {
+            let original = &bytes[v.range.clone()];
+            if batch::needs_recompression(&v.header, target) {
+                rewritten.extend_from_slice(&batch::recompress(
+                    original,
+                    target,
+                    &config.compression_levels,
+                )?);
+            } else {
+                rewritten.extend_from_slice(original);
+            }
+        }
+        let revalidated = validate_payload(&rewritten, max_batch_bytes, false)?;
+        debug_assert_eq!(revalidated.len(), validated.len());
+        let counter = &self.ctx.recompressed_batches;
+        counter.set(counter.get() + rewrite_count as u64);
+        Ok((Payload::Owned(rewritten), revalidated))
+    }
+
     /// Notes a new leader epoch in the epoch cache, durable before its first
     /// batch is in the log (the last step of an append that may refuse),
     /// and writes the offsets, epoch and timestamps into the batches — but
@@ -332,6 +396,8 @@ impl PartitionLog {
             segment_ms: c.segment_ms,
             segment_index_bytes: c.segment_index_bytes,
             index_interval_bytes: c.index_interval_bytes,
+            compression: Compression::from_name(&c.compression_type),
+            compression_levels: c.compression_levels,
         }
     }
 

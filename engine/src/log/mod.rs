@@ -63,6 +63,8 @@ pub struct LogContext {
     pub cache: BatchCache,
     /// fdatasync latency histogram source: (count, total µs, max µs).
     pub fsync_stats: RefCell<FsyncStats>,
+    /// Client batches rewritten in their topic's `compression.type`.
+    pub recompressed_batches: Cell<u64>,
     /// The shard's stream writer, started on first use (`None` inside if it
     /// could not start: the rounds then write everything themselves).
     stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
@@ -103,6 +105,7 @@ impl LogContext {
             config,
             cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
+            recompressed_batches: Cell::new(0),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
         })

@@ -79,6 +79,9 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
         ("log.flush.interval.ms", "flush.ms"),
         ("log.flush.interval.messages", "flush.messages"),
         ("compression.type", "compression.type"),
+        ("compression.gzip.level", "compression.gzip.level"),
+        ("compression.lz4.level", "compression.lz4.level"),
+        ("compression.zstd.level", "compression.zstd.level"),
         ("min.insync.replicas", "min.insync.replicas"),
     ];
     for (broker_name, topic_name) in log_names {
