@@ -149,6 +149,23 @@ impl EngineError {
         }
     }
 
+    /// Whether this is a write that found no space (ENOSPC, or EDQUOT: a
+    /// quota): the disk is fine and the data may be written once space
+    /// is freed.
+    pub fn is_out_of_space(&self) -> bool {
+        // glommio's I/O errors reach us as `io::Error`s that keep the
+        // kind but not the OS error code.
+        matches!(
+            self,
+            EngineError::Io { source, .. }
+                if matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+                    || matches!(
+                        source.kind(),
+                        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                    )
+        )
+    }
+
     /// The Kafka protocol error code for this error.
     pub fn error_code(&self) -> ErrorCode {
         match self {
@@ -178,10 +195,27 @@ impl EngineError {
 }
 
 impl From<glommio::GlommioError<()>> for EngineError {
+    /// Keeps the OS error of an I/O failure (a full disk is told from a
+    /// failing one by it) and names the file and operation in the path.
     fn from(e: glommio::GlommioError<()>) -> Self {
-        EngineError::Io {
-            path: String::from("<glommio>"),
-            source: std::io::Error::other(e.to_string()),
+        match e {
+            glommio::GlommioError::IoError(source) => EngineError::Io {
+                path: String::from("<glommio>"),
+                source,
+            },
+            glommio::GlommioError::EnhancedIoError {
+                source, op, path, ..
+            } => EngineError::Io {
+                path: match path {
+                    Some(path) => format!("{} ({op})", path.display()),
+                    None => format!("<glommio> ({op})"),
+                },
+                source,
+            },
+            other => EngineError::Io {
+                path: String::from("<glommio>"),
+                source: std::io::Error::other(other.to_string()),
+            },
         }
     }
 }

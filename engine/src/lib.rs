@@ -69,6 +69,7 @@ pub mod config;
 pub mod disk_space;
 pub mod error;
 pub mod error_code;
+pub mod fault;
 pub mod index;
 pub mod log;
 pub mod manager;

@@ -379,8 +379,10 @@ impl LogManager {
         }
     }
 
-    /// Reopens each unreplicated partition a failed disk write took
-    /// offline: it is closed as a crash would leave it and opened again
+    /// Reopens each unreplicated partition a write that found no space
+    /// took offline (a failing disk, EIO, keeps its partitions offline
+    /// until the broker restarts, as Kafka keeps a failed log dir offline):
+    /// it is closed as a crash would leave it and opened again
     /// (recovery keeps every whole batch on disk, which includes everything
     /// acknowledged). A replicated one is left offline: its replication
     /// state counted the lost tail, so it needs the broker's restart (its
@@ -390,7 +392,7 @@ impl LogManager {
             .logs
             .borrow()
             .values()
-            .filter(|log| log.is_offline() && log.replication_limit().is_none())
+            .filter(|log| log.is_offline_for_space() && log.replication_limit().is_none())
             .cloned()
             .collect();
         for log in offline {

@@ -276,6 +276,12 @@ impl PartitionLog {
         self.failed.get()
     }
 
+    /// Whether it went offline because its disk had no space (not because
+    /// the disk failed): reopening it can then succeed.
+    pub fn is_offline_for_space(&self) -> bool {
+        self.failed.get() && self.failed_for_space.get()
+    }
+
     /// Closes an offline partition without writing anything: its files are
     /// left as a crash would leave them (what was taken but not written is
     /// not in them, and the open that follows recovers as after a crash).
@@ -290,7 +296,12 @@ impl PartitionLog {
     }
 
     fn fail_commit(&self, what: &str, error: &EngineError) {
-        tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline");
+        if error.is_out_of_space() {
+            tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline until space is freed");
+            self.failed_for_space.set(true);
+        } else {
+            tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline until the broker restarts");
+        }
         self.failed.set(true);
         self.written.fail();
         self.durable.fail();
@@ -319,6 +330,12 @@ impl PartitionLog {
     /// round on as the flush policy says (to the syncer under `fsync`,
     /// straight to readers otherwise).
     async fn write_round(&self, round: Vec<PendingChunk>) -> Result<(), EngineError> {
+        if crate::fault::eio_armed_for(&self.tp.dir_name()) {
+            return Err(EngineError::io(
+                &self.dir,
+                std::io::Error::from_raw_os_error(libc::EIO),
+            ));
+        }
         let (groups, batches_in_round) = group_by_segment(round);
         for (segment, position, parts) in &groups {
             self.write_segment_parts(segment, *position, parts).await?;

@@ -185,6 +185,8 @@ pub struct PartitionLog {
     pub(crate) flusher_running: Cell<bool>,
     pub(crate) commit: RefCell<flush::CommitState>,
     pub(crate) failed: Cell<bool>,
+    /// The failure was a full disk (ENOSPC/EDQUOT), not a failing one.
+    pub(crate) failed_for_space: Cell<bool>,
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,
     pub(crate) txn: RefCell<txn::TxnState>,

@@ -113,6 +113,7 @@ impl PartitionLog {
             flusher_running: Cell::new(false),
             commit: RefCell::new(Default::default()),
             failed: Cell::new(false),
+            failed_for_space: Cell::new(false),
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
             txn: RefCell::new(txn),

@@ -1,5 +1,7 @@
-//! A full disk, on a real `rill` whose data dir is a small ext4 file system
-//! (a loop mount: root only; skipped with a message elsewhere).
+//! Disk faults on a real `rill`: a full disk, on a data dir that is a small
+//! ext4 file system (a loop mount: root only; skipped with a message
+//! elsewhere); a failing disk (EIO on one partition's writes, injected);
+//! log output that cannot be written.
 //!
 //! What must hold: producers get KAFKA_STORAGE_ERROR promptly (no hang),
 //! reads keep working, nothing acknowledged is lost, and produce resumes
@@ -82,11 +84,20 @@ async fn send(
     producer: &FutureProducer,
     numbers: std::ops::Range<u32>,
 ) -> (Vec<u32>, Vec<KafkaError>) {
+    send_to(producer, "full", numbers).await
+}
+
+/// [`send`] to `topic`.
+async fn send_to(
+    producer: &FutureProducer,
+    topic: &str,
+    numbers: std::ops::Range<u32>,
+) -> (Vec<u32>, Vec<KafkaError>) {
     let values: Vec<(u32, Vec<u8>)> = numbers.map(|n| (n, value_of(n))).collect();
     let mut pending = Vec::new();
     for (number, value) in &values {
         let record: FutureRecord<'_, (), Vec<u8>> =
-            FutureRecord::to("full").payload(value).partition(0);
+            FutureRecord::to(topic).payload(value).partition(0);
         pending.push((*number, producer.send(record, Duration::from_secs(15))));
     }
     let mut acknowledged = Vec::new();
@@ -100,17 +111,42 @@ async fn send(
     (acknowledged, refused)
 }
 
+/// `text` without its ANSI colour sequences (the broker's log colours its
+/// field names).
+fn without_colours(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ ... final byte in '@'..='~'.
+            for next in chars.by_ref() {
+                if ('@'..='~').contains(&next) && next != '[' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn is_storage_error(e: &KafkaError) -> bool {
     e.rdkafka_error_code() == Some(RDKafkaErrorCode::KafkaStorageError)
 }
 
-/// The value of an unlabelled-but-shard metric line `name{shard="0"}`.
+/// A per-shard metric `name{shard="…"}`, summed over the shards (`None`
+/// when no line has it).
 fn metric(broker: &Broker, name: &str) -> Option<i64> {
     let text = rill_tests::http_get(broker.admin_addr, "/metrics");
-    let prefix = format!("{name}{{shard=\"0\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&prefix))
-        .and_then(|v| v.trim().parse().ok())
+    let prefix = format!("{name}{{shard=\"");
+    let values: Vec<i64> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|rest| rest.split_once("} "))
+        .filter_map(|(_, v)| v.trim().parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum())
 }
 
 /// Fills the disk through the broker, frees it, and checks the rules.
@@ -161,7 +197,7 @@ fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
         );
     }
     if min_free_bytes > 0 {
-        assert_eq!(metric(&broker, "rill_disk_low"), Some(1));
+        assert!(metric(&broker, "rill_disk_low") >= Some(1), "rill_disk_low");
     }
 
     // Reads go on: everything acknowledged is there, once.
@@ -225,7 +261,7 @@ fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
     if min_free_bytes == 0 {
         // The disk really filled: the write failed, the partition went
         // offline, and it was reopened once space returned.
-        let log = broker.log();
+        let log = without_colours(&broker.log());
         assert!(
             log.contains("partition taken offline") && log.contains("reopened after a disk error"),
             "the failed-write path was not taken:\n{log}"
@@ -287,4 +323,89 @@ fn a_broker_whose_log_output_fails_keeps_serving() {
     assert!(child.try_wait().expect("status").is_none(), "rill exited");
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[test]
+fn a_failing_disk_takes_one_partition_offline_and_the_others_keep_serving() {
+    // Every write of `broken-0` fails with EIO (the injected fault), as on
+    // a failing disk; `healthy-0` is unaffected.
+    let dir = rill_tests::data_dir();
+    let mut broker = Broker::start_with_env(
+        RILL,
+        dir.path(),
+        &["--cores", "1"],
+        &[(engine::fault::FAULT_EIO_PARTITION, "broken-0")],
+    );
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &bootstrap,
+        "broken",
+        1,
+        &[],
+    ));
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &bootstrap,
+        "healthy",
+        1,
+        &[],
+    ));
+    let producer = producer(&bootstrap);
+
+    let (ok, refused) = runtime.block_on(send_to(&producer, "broken", 0..4));
+    assert!(
+        ok.is_empty(),
+        "a write to the failing disk was acknowledged"
+    );
+    assert!(!refused.is_empty());
+    for e in &refused {
+        assert!(
+            is_storage_error(e),
+            "refused with {e}, not KAFKA_STORAGE_ERROR"
+        );
+    }
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(1));
+    let log = without_colours(&broker.log());
+    assert!(
+        log.contains("partition taken offline until the broker restarts")
+            && log.contains("partition=broken-0"),
+        "no clear log line for the failed partition:\n{log}"
+    );
+
+    // The other partition goes on, and stays on.
+    let (acknowledged, refused) = runtime.block_on(send_to(&producer, "healthy", 0..IN_FLIGHT));
+    assert!(
+        refused.is_empty(),
+        "the healthy partition refused: {refused:?}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let (ok, refused) = runtime.block_on(send_to(&producer, "broken", 100..101));
+    assert!(
+        ok.is_empty() && refused.iter().all(is_storage_error),
+        "{refused:?}"
+    );
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(1));
+
+    // A restart with the disk "replaced" (the fault gone): both serve, and
+    // everything acknowledged is there.
+    drop(producer);
+    broker.stop();
+    broker.clear_env();
+    broker.restart();
+    let producer = self::producer(&bootstrap);
+    let (ok, refused) = runtime.block_on(send_to(&producer, "broken", 200..204));
+    assert!(refused.is_empty() && ok.len() == 4, "{refused:?}");
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(0));
+    let read: Vec<u32> = rill_tests::kafka::consume_all(
+        &bootstrap,
+        "healthy",
+        1,
+        acknowledged.len(),
+        Duration::from_secs(30),
+        &[],
+    )
+    .into_iter()
+    .map(|r| number_of(&r.value.expect("a value")))
+    .collect();
+    assert_eq!(read, acknowledged);
 }
