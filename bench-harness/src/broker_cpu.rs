@@ -136,7 +136,8 @@ pub async fn scrape_metrics(url: &str) -> Result<String> {
     };
     let response = tokio::time::timeout(SCRAPE_TIMEOUT, scrape)
         .await
-        .map_err(|_| BenchError::Timeout(format!("scraping {url}")))??;
+        .map_err(|_| BenchError::Timeout(format!("scraping {url}")))?
+        .map_err(|error| BenchError::BrokerCpu(format!("scraping {url}: {error}")))?;
     let text = String::from_utf8_lossy(&response);
     let (head, body) = text
         .split_once("\r\n\r\n")
