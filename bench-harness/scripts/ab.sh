@@ -1,44 +1,89 @@
 #!/usr/bin/env bash
 # A/B comparison of two rill builds on the same load, interleaved (A, B, A,
 # B, ...) so that a change's effect is a ratio from one sitting on a noisy
-# host. Each run starts the broker on a fresh data dir, runs rill-bench, and
-# reads the broker's CPU time from /proc before stopping it.
+# host. Each run starts the broker on a fresh data dir and free ports, runs
+# rill-bench with --broker-pid (the broker's CPU over the measurement window
+# only), and stops the broker. Prints each run's figures, each round's B/A
+# ratios and their medians.
 #
 # usage: ab.sh RILL_A RILL_B RILL_BENCH OUT_DIR [ROUNDS]
+#   RILL_A, RILL_B: rill binaries (build each revision first, e.g. in a git
+#   worktree with `cargo build --release -p rill`).
 # env: BENCH_ARGS (the workload; default: 8 partitions, 1 KiB, 2 producers,
 #      2 consumers, acks=all, unthrottled), RILL_ARGS (extra broker flags),
-#      DURATION_S (default 15)
+#      WARMUP_S (default 3), DURATION_S (default 15)
 set -euo pipefail
+if [ $# -lt 4 ]; then sed -n '2,15p' "$0"; exit 2; fi
 A=$1; B=$2; BENCH=$3; OUT=$4; ROUNDS=${5:-3}
 BENCH_ARGS=${BENCH_ARGS:---topics 1 --partitions 8 --message-size 1024 --producers 2 --consumers 2 --rate 0 --acks all}
+for bin in "$A" "$B" "$BENCH"; do
+  [ -x "$bin" ] || { echo "ab.sh: $bin is not an executable" >&2; exit 2; }
+done
 mkdir -p "$OUT"
-ticks=$(getconf CLK_TCK)
+broker_pid=""
+data=""
+cleanup() {
+  if [ -n "$broker_pid" ]; then kill -TERM "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
+  if [ -n "$data" ]; then rm -rf "$data"; fi
+  broker_pid=""; data=""
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 run_one() { # label binary round
-  local label=$1 bin=$2 round=$3
-  local data; data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-ab-XXXX")
-  "$bin" serve --data-dir "$data" --listen 127.0.0.1:39092 --admin-listen 127.0.0.1:39644 \
+  local label=$1 bin=$2 round=$3 port admin tries=0
+  port=$(free_port); admin=$(free_port)
+  data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-ab-XXXX")
+  "$bin" serve --data-dir "$data" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
     --log-level warn ${RILL_ARGS:-} > "$OUT/rill-$label-$round.log" 2>&1 &
-  local pid=$!
-  sleep 2
-  "$BENCH" run --bootstrap 127.0.0.1:39092 $BENCH_ARGS --warmup-s 3 \
-    --duration-s "${DURATION_S:-15}" --topic-prefix "ab$label$round" \
-    --out "$OUT/$label-$round.json" --label "$label-$round" --quiet > "$OUT/bench-$label-$round.out" 2>&1 || true
-  # utime + stime of the broker, in clock ticks (fields 14 and 15).
-  local cpu; cpu=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  kill -TERM "$pid" || true
-  wait "$pid" || true
-  rm -rf "$data"
-  python3 - "$OUT/$label-$round.json" "$cpu" "$ticks" "$label" "$round" <<'PY'
-import json, sys
-path, cpu, ticks, label, rnd = sys.argv[1:]
-r = json.load(open(path)); s = r.get('summary', r)
-cpu_s = float(cpu) / float(ticks)
-lat = s['publish_latency_us']
-print(f"{label} round {rnd}: produce {s['produce']['mb_per_s']:.1f} MB/s, consume {s['consume']['mb_per_s']:.1f} MB/s, "
-      f"publish p50 {lat['p50_us']} us p99 {lat['p99_us']} us, broker CPU {cpu_s:.1f} s (whole run incl. warm-up)")
+  broker_pid=$!
+  # Ready when the Kafka port accepts (at most 30 s).
+  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 300 ] || ! kill -0 "$broker_pid" 2>/dev/null; then
+      echo "$label round $round: broker did not start (see $OUT/rill-$label-$round.log)"; cleanup; return
+    fi
+    sleep 0.1
+  done
+  if ! "$BENCH" run --bootstrap "127.0.0.1:$port" $BENCH_ARGS --warmup-s "${WARMUP_S:-3}" \
+      --duration-s "${DURATION_S:-15}" --broker-pid "$broker_pid" --label "$label-$round" \
+      --out "$OUT/$label-$round.json" --quiet > "$OUT/bench-$label-$round.out" 2>&1; then
+    echo "$label round $round: rill-bench failed:"; tail -n 3 "$OUT/bench-$label-$round.out"
+    rm -f "$OUT/$label-$round.json"
+  fi
+  cleanup
+  python3 - "$OUT/$label-$round.json" "$label" "$round" <<'PY'
+import json, os, sys
+path, label, rnd = sys.argv[1:]
+if os.path.exists(path):
+    r = json.load(open(path)); cpu = r.get('broker_cpu') or {}
+    print(f"{label} round {rnd}: produce {r['produce']['mb_per_s']:.1f} MB/s, consume {r['consume']['mb_per_s']:.1f} MB/s, "
+          f"publish p50 {r['publish_latency_us']['p50_us']} us p99 {r['publish_latency_us']['p99_us']} us, "
+          f"broker CPU {cpu.get('cpu_s', 0):.1f} s = {cpu.get('cpu_s_per_gb_produced') or 0:.2f} s/GB produced, errors {r['errors']}")
 PY
 }
 for round in $(seq 1 "$ROUNDS"); do
   run_one A "$A" "$round"
   run_one B "$B" "$round"
 done
+python3 - "$OUT" "$ROUNDS" <<'PY'
+import json, os, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def figures(label, rnd):
+    path = os.path.join(out, f"{label}-{rnd}.json")
+    if not os.path.exists(path):
+        return None
+    r = json.load(open(path)); cpu = r.get('broker_cpu') or {}
+    return {'throughput': r['produce']['mb_per_s'], 'cpu_per_gb': cpu.get('cpu_s_per_gb_produced'),
+            'p99': r['publish_latency_us']['p99_us']}
+ratios = {'throughput': [], 'cpu_per_gb': [], 'p99': []}
+for rnd in range(1, rounds + 1):
+    a, b = figures('A', rnd), figures('B', rnd)
+    if not a or not b:
+        print(f"round {rnd}: B/A missing (a run failed)"); continue
+    row = {k: b[k] / a[k] for k in ratios if a[k] and b[k] is not None}
+    for k, v in row.items():
+        ratios[k].append(v)
+    print(f"round {rnd}: B/A " + ", ".join(f"{k} {v:.3f}x" for k, v in row.items()))
+print("median B/A over rounds: " + ", ".join(
+    f"{k} {statistics.median(v):.3f}x" if v else f"{k} -" for k, v in ratios.items()))
+PY

@@ -4,6 +4,7 @@
 //! Rounds of one target are combined: counts and durations add, latency
 //! histograms merge.
 
+use crate::broker_cpu::BrokerCpu;
 use crate::error::{BenchError, Result};
 use crate::results::{RunResult, Throughput};
 use crate::runner::{run_workload, RunOptions};
@@ -66,6 +67,7 @@ pub async fn compare(
             label: Some(target.label.clone()),
             topics: None,
             quiet,
+            broker_cpu: None,
         };
         per_target[index].push(run_workload(&target.bootstrap, workload, &options).await?);
     }
@@ -163,8 +165,20 @@ pub fn combine(runs: &[RunResult]) -> Option<RunResult> {
         }));
         offset_s += run.measured_duration_s;
     }
+    // CPU adds up like the counts, where every round measured it.
+    let cpus: Option<Vec<&BrokerCpu>> = runs.iter().map(|r| r.broker_cpu.as_ref()).collect();
+    let broker_cpu = cpus.and_then(|cpus| {
+        Some(BrokerCpu::new(
+            cpus.first()?.source.clone(),
+            cpus.iter().map(|c| c.cpu_s).sum(),
+            cpus.iter().map(|c| c.wall_s).sum(),
+            sum(&|r| r.produce.bytes),
+            sum(&|r| r.consume.bytes),
+        ))
+    });
     Some(RunResult {
         measured_duration_s: duration_s,
+        broker_cpu,
         produce: Throughput::new(
             sum(&|r| r.produce.messages),
             sum(&|r| r.produce.bytes),

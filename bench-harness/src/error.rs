@@ -32,6 +32,8 @@ pub enum BenchError {
     Json(#[from] serde_json::Error),
     #[error("disk benchmark: {0}")]
     Disk(String),
+    #[error("broker CPU: {0}")]
+    BrokerCpu(String),
     #[error("{0}")]
     Other(String),
 }

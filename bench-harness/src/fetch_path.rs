@@ -7,6 +7,7 @@
 //! (`syscr + syscw`, which counts read, write, sendfile and splice calls;
 //! omitted when unreadable).
 
+use crate::broker_cpu::process_cpu_s;
 use crate::error::{BenchError, Result};
 use crate::kafka::client::{
     create_topics, list_offsets, wait_for_leaders, ConnectionPool, LATEST_TIMESTAMP,
@@ -70,33 +71,6 @@ pub struct PathResult {
     pub broker_cpu_s_per_gb: Option<f64>,
     pub broker_syscalls_per_gb: Option<f64>,
     pub cold: bool,
-}
-
-/// CPU seconds (utime + stime) of a process from /proc/PID/stat.
-pub fn process_cpu_s(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_cpu_ticks(&stat).map(|ticks| ticks as f64 / clock_ticks_per_s())
-}
-
-/// utime + stime in clock ticks. Fields after the `(comm)`, which may hold
-/// spaces, so split after the last `)`.
-pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); utime is field 14, stime 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 {
-        ticks as f64
-    } else {
-        100.0
-    }
 }
 
 /// `syscr + syscw` from /proc/PID/io, if readable.
@@ -424,14 +398,6 @@ pub fn table(results: &[PathResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_proc_stat_with_spaces_in_comm() {
-        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
-        let stat = "1234 (rill serve) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0";
-        assert_eq!(parse_stat_cpu_ticks(stat), Some(300));
-        assert!(process_cpu_s(std::process::id()).is_some());
-    }
 
     #[test]
     fn parses_proc_io() {

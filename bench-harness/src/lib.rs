@@ -11,6 +11,8 @@
 //! - [`stats`]: counters, hdrhistogram latencies, per-second samples.
 //! - [`runner`]: producers, consumers and the progress line for one run.
 //! - [`results`]: the JSON result of a run, with host facts.
+//! - [`broker_cpu`]: the broker's CPU seconds per GB, from its `/metrics`
+//!   or `/proc`.
 //! - [`report`]: text tables and self-contained HTML/SVG reports.
 //! - [`compare`]: one workload against several brokers, interleaved.
 //! - [`cluster`]: local rill clusters (N brokers on loopback) to measure.
@@ -18,10 +20,13 @@
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
 //! - [`group`]: consumer groups: assignors, classic and KIP-848 membership.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
+//! - [`floor`]: a run against the broker and against a null-sink child,
+//!   and the broker's ratio to that floor.
 //! - [`null_sink`]: a Kafka-protocol server that discards everything, to
 //!   measure the harness's own ceiling.
 //! - [`error`]: the crate's error type.
 
+pub mod broker_cpu;
 pub mod cli;
 pub mod cluster;
 pub mod compare;
@@ -30,6 +35,7 @@ pub mod distribution;
 pub mod error;
 pub mod failover;
 pub mod fetch_path;
+pub mod floor;
 pub mod group;
 pub mod kafka;
 pub mod null_sink;

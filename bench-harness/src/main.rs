@@ -8,11 +8,12 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use bench_harness::broker_cpu::CpuSource;
 use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::{cluster, disk, failover, fetch_path, null_sink, Result};
+use bench_harness::{cluster, disk, failover, fetch_path, floor, null_sink, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -48,6 +49,17 @@ enum Command {
         label: Option<String>,
         #[arg(long)]
         quiet: bool,
+        /// Broker CPU per GB from /proc/PID/stat of this local process.
+        #[arg(long, conflicts_with = "broker_metrics")]
+        broker_pid: Option<u32>,
+        /// Broker CPU per GB from `process_cpu_seconds_total` at
+        /// http://ADDR/metrics (rill: its --admin-listen address).
+        #[arg(long, value_name = "ADDR")]
+        broker_metrics: Option<String>,
+        /// Then the same workload against a null-sink child process, and
+        /// the broker's ratio to it (CPU/GB, publish p50/p99/p99.9).
+        #[arg(long)]
+        against_null_sink: bool,
     },
     /// Compare result JSON files: text table on stdout, HTML report.
     Report {
@@ -111,16 +123,35 @@ fn dispatch(command: Command) -> Result<()> {
             html: html_out,
             label,
             quiet,
+            broker_pid,
+            broker_metrics,
+            against_null_sink,
         } => {
             let workload = workload.resolve()?;
             let options = RunOptions {
                 label,
                 topics: None,
                 quiet,
+                broker_cpu: broker_pid
+                    .map(CpuSource::Pid)
+                    .or(broker_metrics.map(CpuSource::Metrics)),
             };
+            if against_null_sink {
+                let report = runtime()?.block_on(floor::run_against_null_sink(
+                    &bootstrap, &workload, &options,
+                ))?;
+                std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
+                println!("{}", text::table(&report.runs));
+                println!("{}", floor::summary(&report));
+                eprintln!("result: {}", out.display());
+                return Ok(());
+            }
             let result = runtime()?.block_on(run_workload(&bootstrap, &workload, &options))?;
             result.save(&out)?;
             println!("{}", text::table(std::slice::from_ref(&result)));
+            if let Some(line) = text::broker_cpu_line(&result) {
+                println!("{line}");
+            }
             if let Some(path) = html_out {
                 std::fs::write(
                     &path,

@@ -2,6 +2,7 @@
 //! /proc), throughput, latency percentiles and histograms, and the
 //! per-second series.
 
+use crate::broker_cpu::BrokerCpu;
 use crate::error::Result;
 use crate::stats::{HistogramData, Percentiles, SecondSample};
 use crate::workload::Workload;
@@ -97,6 +98,9 @@ pub struct RunResult {
     pub errors: u64,
     pub error_samples: Vec<String>,
     pub series: Vec<SecondSample>,
+    /// The broker's CPU over the measurement window, when a source
+    /// (`--broker-pid`, `--broker-metrics`) was given.
+    pub broker_cpu: Option<BrokerCpu>,
 }
 
 impl RunResult {

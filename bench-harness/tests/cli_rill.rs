@@ -292,3 +292,65 @@ fn fetch_path_all_three_send_paths() {
         }
     }
 }
+
+/// The broker's CPU over a run's window: more than nothing, less than the
+/// window's wall time on every core, and per-GB figures that follow.
+fn check_broker_cpu(result: &Value) {
+    let cpu_s = f64_at(result, "/broker_cpu/cpu_s");
+    let wall_s = f64_at(result, "/broker_cpu/wall_s");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    assert!(
+        cpu_s > 0.0 && cpu_s < wall_s * cores,
+        "CPU {cpu_s} s in {wall_s} s on {cores} cores"
+    );
+    let gb = u64_at(result, "/produce/bytes") as f64 / 1e9;
+    let per_gb = f64_at(result, "/broker_cpu/cpu_s_per_gb_produced");
+    assert!((per_gb - cpu_s / gb).abs() <= 1e-6 * per_gb, "{per_gb}");
+}
+
+#[test]
+fn broker_cpu_per_gb_and_the_null_sink_floor() {
+    let rill = start_rill();
+    let dir = scratch_dir();
+    // CPU from /proc/PID/stat of the local broker.
+    let mut args = run_args(&rill.addr, dir.path(), "pid");
+    args.extend(["--broker-pid".to_string(), rill.pid().to_string()]);
+    let output = bench(&args);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("s/GB produced"));
+    let result = read_json(&dir.path().join("pid.json"));
+    check_run_result(&result, "pid");
+    check_broker_cpu(&result);
+    assert!(f64_at(&result, "/broker_cpu/cpu_s_per_gb_consumed") > 0.0);
+
+    // CPU from the broker's /metrics, then the same load against a
+    // null-sink child: both sides measured, every ratio finite.
+    let mut args = run_args(&rill.addr, dir.path(), "rill");
+    args.extend(["--broker-metrics", &rill.admin, "--against-null-sink"].map(String::from));
+    let output = bench(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("vs null-sink"), "{stdout}");
+    let report = read_json(&dir.path().join("rill.json"));
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    check_run_result(&runs[0], "rill");
+    check_broker_cpu(&runs[0]);
+    assert_eq!(runs[1]["label"], "null-sink");
+    assert_eq!(
+        u64_at(&runs[1], "/errors"),
+        0,
+        "{}",
+        runs[1]["error_samples"]
+    );
+    assert!(u64_at(&runs[1], "/produce/messages") > 0);
+    check_broker_cpu(&runs[1]);
+    for field in [
+        "produce_throughput",
+        "cpu_s_per_gb_produced",
+        "publish_p50",
+        "publish_p99",
+        "publish_p99_9",
+    ] {
+        let ratio = f64_at(&report, &format!("/ratios/{field}"));
+        assert!(ratio.is_finite() && ratio > 0.0, "{field}: {ratio}");
+    }
+}

@@ -107,6 +107,7 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
         ("GET", "/metrics") => {
             let mut text = render(&collect(shard).await);
             text.push_str(&crate::cluster_runtime::metrics::render(shard));
+            text.push_str(&crate::process_stats::ProcessStats::read().render());
             ("200 OK", text)
         }
         ("GET", "/") => ("200 OK", String::from("rill admin: see /metrics\n")),

@@ -57,7 +57,8 @@
 //! - [`handlers`]: one file per Kafka API, and the registry that drives both
 //!   dispatch and the ApiVersions answer.
 //! - [`metrics`], [`admin`]: Prometheus counters and histograms, and the HTTP
-//!   `/metrics` responder.
+//!   `/metrics` responder; [`process_stats`]: the process's CPU and RSS
+//!   under Prometheus's standard names.
 //! - [`serve`]: `rill serve` — start the shards, handle signals, shut down.
 //! - [`fetch_response`], [`sendpath`]: the hand-written Fetch response encoder
 //!   and the copy / sendfile / splice send paths.
@@ -79,6 +80,7 @@ pub mod group_runtime;
 pub mod handlers;
 pub mod mesh;
 pub mod metrics;
+pub mod process_stats;
 pub mod producer_ids;
 pub mod replication_runtime;
 pub mod routing;

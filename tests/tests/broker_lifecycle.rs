@@ -31,6 +31,13 @@ fn metric_total(metrics: &str, name: &str) -> i64 {
         .sum()
 }
 
+/// The value of an unlabelled series (the process metrics).
+fn metric_value(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} "))?.trim().parse().ok())
+}
+
 /// Sorted values of every record of `topic`, which must hold `expected`.
 fn consumed_values(bootstrap: &str, topic: &str, partitions: i32, expected: usize) -> Vec<Vec<u8>> {
     let got = consume_all(
@@ -133,11 +140,17 @@ async fn streamed_small_batches_survive_a_kill() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_topics_are_gone_and_metrics_are_served() {
     let dir = data_dir();
+    let started = std::time::Instant::now();
     let broker = Broker::start(RILL, dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "doomed", 2, &[]).await;
     let p = producer(&bootstrap, &[("acks", "1")]);
     produce_all(&p, "doomed", &values("d", 50), None).await;
+    let cpu_first_s = metric_value(
+        &http_get(broker.admin_addr, "/metrics"),
+        "process_cpu_seconds_total",
+    )
+    .expect("process_cpu_seconds_total served");
     assert!(dir.path().join("doomed-0").exists());
     let admin: AdminClient<DefaultClientContext> =
         client_config(&bootstrap).create().expect("admin");
@@ -174,6 +187,28 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
     assert!(
         total("rill_disk_write_microseconds_total") > 0,
         "write time exported: {metrics}"
+    );
+    // The process metrics, under Prometheus's standard names: a resident
+    // set between 1 MiB and 64 GiB, a CPU counter that grew while the broker
+    // deleted a topic and answered Metadata, and no more CPU than the wall
+    // time since start on every core.
+    assert!(metrics.contains("# TYPE process_cpu_seconds_total counter"));
+    assert!(metrics.contains("# TYPE process_resident_memory_bytes gauge"));
+    let rss_bytes = metric_value(&metrics, "process_resident_memory_bytes").expect("RSS served");
+    assert!(
+        (1_048_576.0..68_719_476_736.0).contains(&rss_bytes),
+        "RSS {rss_bytes}"
+    );
+    let cpu_s = metric_value(&metrics, "process_cpu_seconds_total").expect("CPU served");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    assert!(
+        cpu_first_s > 0.0 && cpu_s > cpu_first_s,
+        "CPU {cpu_first_s} s then {cpu_s} s"
+    );
+    assert!(
+        cpu_s < started.elapsed().as_secs_f64() * cores,
+        "CPU {cpu_s} s in {:?} on {cores} cores",
+        started.elapsed()
     );
 }
 

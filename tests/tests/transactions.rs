@@ -5,7 +5,8 @@
 //! zombie producer, the coordinator's timeout abort, a crash right after
 //! a commit, and consume-transform-produce offsets across a kill after the
 //! commit and across a crash between PrepareCommit and forwarding the
-//! offsets. The last test measures transactional against plain produce.
+//! offsets. The last test times transactional against plain produce and
+//! reads every committed record back exactly once.
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -513,18 +514,32 @@ async fn ctp_offsets_survive_a_crash_between_prepare_and_forward() {
     assert_eq!(values(&got).len(), 10, "no duplicate output");
 }
 
+/// Distinct 1 KiB values `{tag}-{transaction}-{index}` padded with `x`, so
+/// that reading back can tell a lost or duplicated record.
+fn kib_values(tag: &str, transaction: usize, count: usize) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let mut v = format!("{tag}-{transaction}-{i}-");
+            v.push_str(&"x".repeat(1024 - v.len()));
+            v
+        })
+        .collect()
+}
+
 /// Transactional produce (100 × 1 KiB per transaction) against plain
-/// acks=all produce, and commit latency; prints the figures.
+/// acks=all produce, and commit latency. The figures are printed; what is
+/// asserted is that every committed record reads back exactly once under
+/// read_committed, and that no transaction was left open or aborted (a
+/// read_uncommitted consumer sees the same records).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn transactional_throughput_against_plain_produce() {
+async fn transactional_produce_reads_back_exactly_against_plain_produce() {
     let dir = data_dir();
     let broker = Broker::start(RILL, dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "bench-plain", 3, &[]).await;
     create_topic(&bootstrap, "bench-txn", 3, &[]).await;
-    let payload = "x".repeat(1024);
     let transactions = 50;
-    let messages: Vec<String> = (0..100).map(|_| payload.clone()).collect();
+    let per_transaction = 100;
 
     let plain: BaseProducer = {
         let mut c = client_config(&bootstrap);
@@ -532,15 +547,25 @@ async fn transactional_throughput_against_plain_produce() {
         c.create().expect("plain producer")
     };
     let start = Instant::now();
-    for _ in 0..transactions {
-        send_values(&plain, "bench-plain", 3, &messages);
+    for t in 0..transactions {
+        send_values(
+            &plain,
+            "bench-plain",
+            3,
+            &kib_values("plain", t, per_transaction),
+        );
     }
     plain.flush(TIMEOUT).expect("flush");
     let plain_s = start.elapsed().as_secs_f64();
     // The same, waiting for each batch of 100 like a transaction does.
     let start = Instant::now();
-    for _ in 0..transactions {
-        send_values(&plain, "bench-plain", 3, &messages);
+    for t in 0..transactions {
+        send_values(
+            &plain,
+            "bench-plain",
+            3,
+            &kib_values("flushed", t, per_transaction),
+        );
         plain.flush(TIMEOUT).expect("flush");
     }
     let plain_batched_s = start.elapsed().as_secs_f64();
@@ -548,8 +573,10 @@ async fn transactional_throughput_against_plain_produce() {
     let p = txn_producer(&bootstrap, "bench-id", &[]);
     let mut commits_ms = Vec::new();
     let mut sends_ms = Vec::new();
+    let mut sent = BTreeSet::new();
     let start = Instant::now();
-    for _ in 0..transactions {
+    for t in 0..transactions {
+        let messages = kib_values("txn", t, per_transaction);
         p.begin_transaction().expect("begin");
         let sending = Instant::now();
         send_values(&p, "bench-txn", 3, &messages);
@@ -559,25 +586,42 @@ async fn transactional_throughput_against_plain_produce() {
         let commit = Instant::now();
         p.commit_transaction(TIMEOUT).expect("commit");
         commits_ms.push(commit.elapsed().as_secs_f64() * 1000.0);
+        sent.extend(messages);
     }
     let txn_s = start.elapsed().as_secs_f64();
+
+    let total = transactions * per_transaction;
+    let committed = consume_exactly(&bootstrap, "bench-txn", 3, total, COMMITTED);
+    assert_eq!(committed.len(), total, "read_committed: every record once");
+    assert_eq!(values(&committed), sent, "read_committed: the records sent");
+    // A duplicate among the first `total` would leave the set short.
+    let uncommitted = consume_all(&bootstrap, "bench-txn", 3, total, TIMEOUT, UNCOMMITTED);
+    assert_eq!(
+        values(&uncommitted),
+        sent,
+        "read_uncommitted: nothing aborted or extra"
+    );
+    let plain_read = consume_all(&bootstrap, "bench-plain", 3, 2 * total, TIMEOUT, &[]);
+    assert_eq!(plain_read.len(), 2 * total, "plain: every record once");
+    assert_eq!(values(&plain_read).len(), 2 * total);
+
     commits_ms.sort_by(f64::total_cmp);
     sends_ms.sort_by(f64::total_cmp);
+    let p50 = commits_ms[commits_ms.len() / 2];
+    let p99 = commits_ms[(commits_ms.len() * 99 / 100).min(commits_ms.len() - 1)];
+    assert!(commits_ms.iter().all(|&ms| ms > 0.0 && ms < 30_000.0));
     println!(
         "send+flush per transaction: p50 {:.2} ms",
         sends_ms[sends_ms.len() / 2]
     );
-    let total = (transactions * messages.len()) as f64;
-    let p50 = commits_ms[commits_ms.len() / 2];
-    let p99 = commits_ms[(commits_ms.len() * 99 / 100).min(commits_ms.len() - 1)];
     println!(
         "plain acks=all flushed per 100: {:.0} msg/s",
-        total / plain_batched_s
+        total as f64 / plain_batched_s
     );
     println!(
         "plain acks=all: {:.0} msg/s; transactional: {:.0} msg/s ({:.2}x); commit p50 {p50:.2} ms, p99 {p99:.2} ms",
-        total / plain_s,
-        total / txn_s,
+        total as f64 / plain_s,
+        total as f64 / txn_s,
         plain_s / txn_s
     );
 }

@@ -13,6 +13,22 @@ pub fn ratio(value: f64, base: f64) -> String {
     }
 }
 
+/// `broker CPU: 12.3 s in 20.0 s (0.62 cores), 1.85 s/GB produced, 1.85
+/// s/GB consumed`, when the run measured it.
+pub fn broker_cpu_line(run: &RunResult) -> Option<String> {
+    let cpu = run.broker_cpu.as_ref()?;
+    let per_gb = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.2}"));
+    Some(format!(
+        "broker CPU ({}): {:.2} s in {:.1} s ({:.2} cores), {} s/GB produced, {} s/GB consumed",
+        cpu.source,
+        cpu.cpu_s,
+        cpu.wall_s,
+        cpu.cores_busy,
+        per_gb(cpu.cpu_s_per_gb_produced),
+        per_gb(cpu.cpu_s_per_gb_consumed)
+    ))
+}
+
 /// One row per run; the `vs first` columns divide by the first run.
 pub fn table(runs: &[RunResult]) -> String {
     let mut out = String::new();

@@ -12,6 +12,7 @@ pub mod group_consumer;
 pub mod producer;
 pub mod progress;
 
+use crate::broker_cpu::{BrokerCpu, CpuSource};
 use crate::error::{BenchError, Result};
 use crate::group::member::GroupSettings;
 use crate::kafka::client::{
@@ -53,6 +54,9 @@ pub struct RunOptions {
     pub topics: Option<Vec<String>>,
     /// Suppress the progress line (tests, compare's summary mode).
     pub quiet: bool,
+    /// Read the broker's CPU seconds here at the start and end of the
+    /// measurement window (the result's `broker_cpu`).
+    pub broker_cpu: Option<CpuSource>,
 }
 
 /// Topic names for a run: `{prefix}-{tag}-{index}`, a fresh tag per run so
@@ -70,6 +74,10 @@ pub async fn run_workload(
     options: &RunOptions,
 ) -> Result<RunResult> {
     workload.validate()?;
+    if let Some(source) = &options.broker_cpu {
+        // A wrong pid or address fails now, not after the run.
+        source.cpu_s().await?;
+    }
     let workload = Arc::new(workload.clone());
     let client_id = "rill-bench";
     let connection = connect_any(bootstrap, client_id, CONNECT_TIMEOUT).await?;
@@ -257,6 +265,11 @@ pub async fn run_workload(
     } else {
         None
     };
+    let mut cpu_start_s = if warmup.is_zero() {
+        read_cpu(options, &recorder).await
+    } else {
+        None
+    };
     let mut series = Vec::new();
     let mut backlog_max: i64 = 0;
     loop {
@@ -307,6 +320,7 @@ pub async fn run_workload(
             recorder.reset_totals();
             baseline = counters;
             measure_start = Some(now);
+            cpu_start_s = read_cpu(options, &recorder).await;
         }
         previous = counters;
         previous_at = now;
@@ -315,6 +329,20 @@ pub async fn run_workload(
     let measured = recorder.counters().minus(&baseline);
     let measured_duration_s =
         measure_start.map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
+    let cpu_end_s = read_cpu(options, &recorder).await;
+    let broker_cpu = options
+        .broker_cpu
+        .as_ref()
+        .zip(cpu_start_s.zip(cpu_end_s))
+        .map(|(source, (start_s, end_s))| {
+            BrokerCpu::new(
+                source.describe(),
+                end_s - start_s,
+                measured_duration_s,
+                measured.produced_bytes,
+                measured.consumed_bytes,
+            )
+        });
     let (publish_histogram, end_to_end_histogram) = recorder.totals();
 
     producers_stop.store(true, Ordering::Relaxed);
@@ -376,7 +404,20 @@ pub async fn run_workload(
         errors: totals.errors,
         error_samples: recorder.error_samples(),
         series,
+        broker_cpu,
     })
+}
+
+/// The broker's CPU seconds now, if a source was given; a failed read is
+/// counted as an error of the run (and leaves `broker_cpu` out).
+async fn read_cpu(options: &RunOptions, recorder: &Recorder) -> Option<f64> {
+    match options.broker_cpu.as_ref()?.cpu_s().await {
+        Ok(cpu_s) => Some(cpu_s),
+        Err(error) => {
+            recorder.record_error(format!("{error}"));
+            None
+        }
+    }
 }
 
 /// Waits until the group's members together own every partition once.

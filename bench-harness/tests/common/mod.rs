@@ -53,7 +53,15 @@ pub fn free_port() -> u16 {
 pub struct Rill {
     child: Child,
     pub addr: String,
+    /// The admin listener (`/metrics`).
+    pub admin: String,
     _data_dir: tempfile::TempDir,
+}
+
+impl Rill {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Rill {
@@ -94,6 +102,7 @@ pub fn start_rill() -> Rill {
     let mut rill = Rill {
         child,
         addr,
+        admin,
         _data_dir: data_dir,
     };
     let deadline = Instant::now() + Duration::from_secs(30);

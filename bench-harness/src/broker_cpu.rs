@@ -1,0 +1,192 @@
+//! The measured broker's CPU time over a run's measurement window, as CPU
+//! seconds per GB produced and per GB consumed. Two sources: the broker's
+//! own `process_cpu_seconds_total` on its Prometheus `/metrics` (any broker
+//! that exports it, local or not), or `/proc/PID/stat` for a local process
+//! (utime + stime, clock-tick resolution). GB is 10^9 bytes of record
+//! values, as MB is 10^6 in the throughput figures.
+
+use crate::error::{BenchError, Result};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// How long one `/metrics` scrape may take.
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest `/metrics` response read (a broker with many partitions lists
+/// per-partition series).
+const SCRAPE_MAX_BYTES: u64 = 64 << 20;
+
+/// Where the broker's CPU seconds come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuSource {
+    /// utime + stime of a local process.
+    Pid(u32),
+    /// `process_cpu_seconds_total` at `http://ADDR/metrics` (`ADDR` is
+    /// `host:port`; an `http://` prefix and a path are accepted).
+    Metrics(String),
+}
+
+impl CpuSource {
+    /// The process's CPU seconds so far.
+    pub async fn cpu_s(&self) -> Result<f64> {
+        match self {
+            CpuSource::Pid(pid) => process_cpu_s(*pid)
+                .ok_or_else(|| BenchError::BrokerCpu(format!("/proc/{pid}/stat unreadable"))),
+            CpuSource::Metrics(addr) => {
+                let text = scrape_metrics(addr).await?;
+                metric_value(&text, "process_cpu_seconds_total").ok_or_else(|| {
+                    BenchError::BrokerCpu(format!("no process_cpu_seconds_total at {addr}"))
+                })
+            }
+        }
+    }
+
+    /// For results: `pid 123` or `metrics 127.0.0.1:9644`.
+    pub fn describe(&self) -> String {
+        match self {
+            CpuSource::Pid(pid) => format!("pid {pid}"),
+            CpuSource::Metrics(addr) => format!("metrics {addr}"),
+        }
+    }
+}
+
+/// The broker's CPU over one measurement window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BrokerCpu {
+    pub source: String,
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    /// cpu_s / wall_s: how many cores the broker kept busy.
+    pub cores_busy: f64,
+    /// `None` when nothing was produced (consumed) in the window.
+    pub cpu_s_per_gb_produced: Option<f64>,
+    pub cpu_s_per_gb_consumed: Option<f64>,
+}
+
+impl BrokerCpu {
+    pub fn new(
+        source: String,
+        cpu_s: f64,
+        wall_s: f64,
+        produced_bytes: u64,
+        consumed_bytes: u64,
+    ) -> Self {
+        let per_gb = |bytes: u64| (bytes > 0).then(|| cpu_s / (bytes as f64 / 1e9));
+        BrokerCpu {
+            source,
+            cpu_s,
+            wall_s,
+            cores_busy: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 },
+            cpu_s_per_gb_produced: per_gb(produced_bytes),
+            cpu_s_per_gb_consumed: per_gb(consumed_bytes),
+        }
+    }
+}
+
+/// CPU seconds (utime + stime) of a process from /proc/PID/stat.
+pub fn process_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu_ticks(&stat).map(|ticks| ticks as f64 / clock_ticks_per_s())
+}
+
+/// utime + stime in clock ticks. Fields after the `(comm)`, which may hold
+/// spaces, so split after the last `)`.
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state); utime is field 14, stime 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+/// `host:port` and path of `http://host:port/path`, `host:port/path` or
+/// `host:port` (path `/metrics`).
+fn split_url(url: &str) -> (&str, &str) {
+    let rest = url.strip_prefix("http://").unwrap_or(url);
+    match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, "/metrics"),
+    }
+}
+
+/// The body of `GET /metrics` (HTTP/1.1, `Connection: close`).
+pub async fn scrape_metrics(url: &str) -> Result<String> {
+    let (addr, path) = split_url(url);
+    let scrape = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = Vec::new();
+        stream
+            .take(SCRAPE_MAX_BYTES)
+            .read_to_end(&mut response)
+            .await?;
+        Ok::<_, std::io::Error>(response)
+    };
+    let response = tokio::time::timeout(SCRAPE_TIMEOUT, scrape)
+        .await
+        .map_err(|_| BenchError::Timeout(format!("scraping {url}")))?
+        .map_err(|error| BenchError::BrokerCpu(format!("scraping {url}: {error}")))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| BenchError::BrokerCpu(format!("{url}: not an HTTP response")))?;
+    if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+        let status = head.lines().next().unwrap_or_default();
+        return Err(BenchError::BrokerCpu(format!("{url}: {status}")));
+    }
+    Ok(body.to_string())
+}
+
+/// The value of an unlabelled series in Prometheus text.
+pub fn metric_value(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.split_once(' ')?;
+            (series == name).then(|| value.split_whitespace().next()?.parse().ok())?
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_stat_with_spaces_in_comm() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+        let stat = "1234 (rill serve) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0";
+        assert_eq!(parse_stat_cpu_ticks(stat), Some(300));
+        assert!(process_cpu_s(std::process::id()).is_some());
+    }
+
+    #[test]
+    fn prometheus_values_and_urls() {
+        let text = "# HELP process_cpu_seconds_total x\n# TYPE process_cpu_seconds_total counter\n\
+                    process_cpu_seconds_total_extra 9\nprocess_cpu_seconds_total 12.5\n\
+                    rill_x{shard=\"0\"} 3\n";
+        assert_eq!(metric_value(text, "process_cpu_seconds_total"), Some(12.5));
+        assert_eq!(metric_value(text, "missing"), None);
+        assert_eq!(split_url("127.0.0.1:9644"), ("127.0.0.1:9644", "/metrics"));
+        assert_eq!(split_url("http://h:1/m"), ("h:1", "/m"));
+    }
+
+    #[test]
+    fn per_gb_figures() {
+        let cpu = BrokerCpu::new("pid 1".into(), 3.0, 10.0, 2_000_000_000, 0);
+        assert_eq!(cpu.cpu_s_per_gb_produced, Some(1.5));
+        assert_eq!(cpu.cpu_s_per_gb_consumed, None);
+        assert!((cpu.cores_busy - 0.3).abs() < 1e-9);
+    }
+}
