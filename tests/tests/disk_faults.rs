@@ -409,3 +409,71 @@ fn a_failing_disk_takes_one_partition_offline_and_the_others_keep_serving() {
     .collect();
     assert_eq!(read, acknowledged);
 }
+
+#[test]
+fn a_damaged_data_dir_recovers_what_is_whole_and_says_what_it_dropped() {
+    let dir = rill_tests::data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(&bootstrap, "full", 1, &[]));
+    let producer = producer(&bootstrap);
+    // One record per batch: 20 batches.
+    let mut acknowledged = Vec::new();
+    for number in 0..20 {
+        let (ok, refused) = runtime.block_on(send(&producer, number..number + 1));
+        assert!(refused.is_empty(), "{refused:?}");
+        acknowledged.extend(ok);
+    }
+    drop(producer);
+    broker.stop();
+
+    // The damage: the last batch cut in half, garbage checkpoints, index,
+    // time index, leader-epoch checkpoint and producer snapshot.
+    let partition = dir.path().join("full-0");
+    let segment = partition.join("00000000000000000000.log");
+    let length = std::fs::metadata(&segment).expect("segment").len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("segment");
+    file.set_len(length - (VALUE_BYTES as u64) / 2)
+        .expect("cut");
+    drop(file);
+    for name in [
+        "recovery-point",
+        "log-start-offset",
+        "leader-epoch-checkpoint",
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ] {
+        std::fs::write(partition.join(name), b"\x07garbage\xff").expect("damage");
+    }
+    for entry in std::fs::read_dir(&partition).expect("partition dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "snapshot") {
+            std::fs::write(&path, b"\x01\x02").expect("damage");
+        }
+    }
+
+    broker.restart();
+    // Everything but the cut batch is there, in order, and writes go on
+    // after it.
+    let read: Vec<u32> =
+        rill_tests::kafka::consume_all(&bootstrap, "full", 1, 19, Duration::from_secs(30), &[])
+            .into_iter()
+            .map(|r| number_of(&r.value.expect("a value")))
+            .collect();
+    assert_eq!(read, acknowledged[..19].to_vec());
+    let (ok, refused) = runtime.block_on(send(&self::producer(&bootstrap), 100..101));
+    assert!(refused.is_empty() && ok == vec![100], "{refused:?}");
+    let log = without_colours(&broker.log());
+    for said in [
+        "recovery truncates the log at the first invalid batch",
+        "recovery-point error=",
+        "checkpoint ignored",
+        "rebuilt from the batch headers",
+    ] {
+        assert!(log.contains(said), "the log does not say {said:?}:\n{log}");
+    }
+}

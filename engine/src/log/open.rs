@@ -26,8 +26,25 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+/// An offset checkpoint (`recovery-point`, `log-start-offset`); a file
+/// that is there but unreadable is reported and taken as absent (recovery
+/// then checks more of the log, and the start comes from the segments).
 fn read_offset_file(path: &Path) -> Option<i64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "unreadable checkpoint ignored");
+            return None;
+        }
+    };
+    match text.trim().parse() {
+        Ok(offset) => Some(offset),
+        Err(_) => {
+            tracing::warn!(path = %path.display(), content = %text.trim(), "malformed checkpoint ignored");
+            None
+        }
+    }
 }
 
 /// What recovering the segment files found.
