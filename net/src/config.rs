@@ -93,6 +93,8 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`: broker-wide connection limit.
     pub max_connections: usize,
+    /// Per-address and idle limits (`max.connections.per.ip`, …).
+    pub connection_limits: crate::conn_limits::ConnectionLimitsConfig,
     /// `rill.max.in.flight.requests.per.connection`: pipelined requests per connection.
     pub max_in_flight_per_connection: usize,
     /// `offsets.topic.num.partitions`.
@@ -135,6 +137,7 @@ impl BrokerConfig {
             default_replication_factor: 1,
             socket_request_max_bytes: 104_857_600,
             max_connections: 2_147_483_647,
+            connection_limits: crate::conn_limits::ConnectionLimitsConfig::default(),
             max_in_flight_per_connection: 64,
             offsets_topic_num_partitions: 50,
             spin_before_park_us: 100,
@@ -233,7 +236,8 @@ impl BrokerConfig {
             let known = self.apply_broker_setting(name, value, &mut applied)?
                 || self.apply_group_setting(name, value)?
                 || self.apply_log_setting(name, value, &mut units)?
-                || self.apply_rill_setting(name, value)?;
+                || self.apply_rill_setting(name, value)?
+                || self.connection_limits.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {

@@ -12,6 +12,7 @@
 //! API key or a body that does not decode closes this connection with a log
 //! line; an unsupported ApiVersions version gets Kafka's v0 error answer.
 
+use crate::conn_limits::LogLimiter;
 use crate::error::{FrameError, RequestError};
 use crate::fetch_response::OutChunk;
 use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
@@ -24,10 +25,11 @@ use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::task::JoinHandle;
 use kafka_protocol::messages::ApiKey;
+use std::cell::Cell;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Smallest read into the connection buffer.
 const READ_CHUNK_BYTES: usize = 64 << 10;
@@ -50,8 +52,54 @@ enum Work {
     Running(JoinHandle<Result<Response, RequestError>>),
 }
 
-/// Serves one connection until the peer closes, bad input, or shutdown.
-pub async fn serve(shard: Rc<Shard>, stream: TcpStream, shutdown: ShutdownSignal) {
+/// What the idle watch knows of a connection (shard-local).
+struct Activity {
+    /// When a request last arrived or a response last left.
+    last: Cell<Instant>,
+    /// Requests read and not yet answered: a connection waiting on one
+    /// (a long poll, a rebalance) is not idle.
+    in_flight: Cell<usize>,
+    /// The connection is over; its descriptor may be gone.
+    ended: Cell<bool>,
+}
+
+impl Activity {
+    fn touch(&self) {
+        self.last.set(Instant::now());
+    }
+}
+
+/// Closes the connection once nothing has happened on it for `max_idle`
+/// (`connections.max.idle.ms`): a timer per connection, not per read, so
+/// the request path pays only a clock read.
+async fn watch_idle(
+    activity: Rc<Activity>,
+    fd: std::os::fd::RawFd,
+    max_idle: Duration,
+    peer: String,
+) {
+    loop {
+        let since = activity.last.get().elapsed();
+        glommio::timer::sleep(max_idle.saturating_sub(since).max(Duration::from_millis(1))).await;
+        if activity.ended.get() {
+            return;
+        }
+        if activity.in_flight.get() == 0 && activity.last.get().elapsed() >= max_idle {
+            tracing::debug!(%peer, ?max_idle, "idle past connections.max.idle.ms; closing");
+            // SAFETY: shutdown(2) on the connection's descriptor, which is
+            // still open: `serve` owns the stream and sets `ended` before
+            // dropping it, and nothing awaits between that check and this.
+            unsafe {
+                libc::shutdown(fd, libc::SHUT_RDWR);
+            }
+            return;
+        }
+    }
+}
+
+/// Serves one connection until the peer closes, bad input, idleness
+/// (`connections.max.idle.ms`) or shutdown.
+pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, shutdown: ShutdownSignal) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -68,6 +116,18 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, shutdown: ShutdownSignal
             return;
         }
     };
+    let activity = Rc::new(Activity {
+        last: Cell::new(Instant::now()),
+        in_flight: Cell::new(0),
+        ended: Cell::new(false),
+    });
+    let watcher = glommio::spawn_local(watch_idle(
+        activity.clone(),
+        stream.as_raw_fd(),
+        shard.config.connection_limits.max_idle(),
+        peer.clone(),
+    ))
+    .detach();
     let (queue, pending) =
         glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
     let writer = glommio::spawn_local(write_responses(
@@ -75,9 +135,13 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream, shutdown: ShutdownSignal
         writer_stream,
         pending,
         peer.clone(),
+        activity.clone(),
     ));
-    read_requests(&shard, stream, queue, shutdown, &peer).await;
+    read_requests(&shard, &mut stream, queue, shutdown, &peer, &activity).await;
     writer.await;
+    activity.ended.set(true);
+    watcher.cancel();
+    drop(stream);
 }
 
 fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
@@ -93,10 +157,11 @@ fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
 
 async fn read_requests(
     shard: &Rc<Shard>,
-    mut stream: TcpStream,
+    stream: &mut TcpStream,
     queue: glommio::channels::local_channel::LocalSender<Pending>,
     shutdown: ShutdownSignal,
     peer: &str,
+    activity: &Activity,
 ) {
     let max_bytes = shard.config.socket_request_max_bytes;
     let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
@@ -108,7 +173,7 @@ async fn read_requests(
                 let start = buf.len();
                 buf.resize(start + want, 0);
                 let outcome = {
-                    let read = read_some(&mut stream, &mut buf[start..]);
+                    let read = read_some(stream, &mut buf[start..]);
                     futures::pin_mut!(read);
                     match select(read, shutdown.clone()).await {
                         Either::Left((outcome, _)) => Some(outcome),
@@ -131,7 +196,10 @@ async fn read_requests(
                         }
                         break;
                     }
-                    Ok(n) => buf.truncate(start + n),
+                    Ok(n) => {
+                        activity.touch();
+                        buf.truncate(start + n);
+                    }
                     Err(e) => {
                         tracing::debug!(%peer, error = %e, "read failed; closing");
                         break;
@@ -151,6 +219,7 @@ async fn read_requests(
                 break;
             }
         };
+        activity.in_flight.set(activity.in_flight.get() + 1);
         if queue.send(pending).await.is_err() {
             // The writer stopped (socket error or a request that must close us).
             break;
@@ -163,9 +232,18 @@ async fn read_some(stream: &mut TcpStream, into: &mut [u8]) -> std::io::Result<u
     futures_lite::future::poll_fn(|cx| Pin::new(&mut *stream).poll_read(cx, into)).await
 }
 
+thread_local! {
+    /// One line a second at most for bad requests: a flood of malformed
+    /// frames must not flood the log (each is still counted in
+    /// `rill_protocol_errors_total`).
+    static PROTOCOL_ERROR_LOG: LogLimiter = const { LogLimiter::new(Duration::from_secs(1)) };
+}
+
 fn log_protocol_error(shard: &Shard, peer: &str, reason: &str) {
     shard.metrics.borrow_mut().protocol_errors += 1;
-    tracing::warn!(%peer, shard = shard.id, %reason, "bad request; closing connection");
+    if let Some(suppressed) = PROTOCOL_ERROR_LOG.with(|l| l.admit(Instant::now())) {
+        tracing::warn!(%peer, shard = shard.id, %reason, suppressed, "bad request; closing connection");
+    }
 }
 
 /// Turns a frame into queued work, or the reason to close the connection.
@@ -218,8 +296,13 @@ async fn write_responses(
     stream: TcpStream,
     pending: glommio::channels::local_channel::LocalReceiver<Pending>,
     peer: String,
+    activity: Rc<Activity>,
 ) {
     while let Some(item) = pending.recv().await {
+        activity
+            .in_flight
+            .set(activity.in_flight.get().saturating_sub(1));
+        activity.touch();
         let Pending {
             api_key,
             request_bytes,

@@ -68,6 +68,7 @@ pub mod call;
 pub mod cluster_config;
 pub mod cluster_runtime;
 pub mod config;
+pub mod conn_limits;
 pub mod connection;
 pub mod controller;
 pub mod error;

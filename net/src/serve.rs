@@ -13,6 +13,7 @@
 
 use crate::admin;
 use crate::config::{BrokerConfig, ServeArgs};
+use crate::conn_limits::{LogLimiter, PerIpConnections};
 use crate::connection::{self, ShutdownSignal};
 use crate::metrics::ShardMetrics;
 use crate::sendpath::Sender;
@@ -28,7 +29,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Longest wait for connections to finish their in-flight requests at shutdown.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -103,6 +104,7 @@ fn start(
     });
     let drained = Arc::new(AtomicUsize::new(0));
     let open_connections = Arc::new(AtomicUsize::new(0));
+    let per_ip_connections = Arc::new(crate::conn_limits::PerIpConnections::default());
     let cpus: Vec<usize> = core_affinity::get_core_ids()
         .map(|ids| ids.into_iter().map(|c| c.id).collect())
         .unwrap_or_default();
@@ -120,6 +122,7 @@ fn start(
             shutdown,
             drained: drained.clone(),
             open_connections: open_connections.clone(),
+            per_ip_connections: per_ip_connections.clone(),
         };
         let handle = LocalExecutorBuilder::new(placement)
             .name(&format!("rill-shard-{index}"))
@@ -214,6 +217,7 @@ struct ShardInput {
     shutdown: oneshot::Receiver<()>,
     drained: Arc<AtomicUsize>,
     open_connections: Arc<AtomicUsize>,
+    per_ip_connections: Arc<crate::conn_limits::PerIpConnections>,
 }
 
 /// Runs one shard; if it cannot start, the whole broker stops (a broker
@@ -267,6 +271,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         sender,
         metrics: RefCell::new(ShardMetrics::default()),
         open_connections: input.open_connections,
+        per_ip_connections: input.per_ip_connections,
         services: Services::default(),
     });
     crate::producer_ids::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
@@ -376,6 +381,12 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     Ok(())
 }
 
+thread_local! {
+    /// One line a second at most for refused connections (a client in a
+    /// connect loop would flood the log); each refusal is still counted.
+    static REFUSAL_LOG: LogLimiter = const { LogLimiter::new(Duration::from_secs(1)) };
+}
+
 async fn accept_loop(
     shard: &Rc<Shard>,
     listener: &glommio::net::TcpListener,
@@ -404,14 +415,42 @@ async fn accept_loop(
         if open > shard.config.max_connections {
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_refused += 1;
-            tracing::warn!(
-                shard = shard.id,
-                limit = shard.config.max_connections,
-                "max.connections reached; refusing"
-            );
+            if let Some(suppressed) = REFUSAL_LOG.with(|l| l.admit(Instant::now())) {
+                tracing::warn!(
+                    shard = shard.id,
+                    limit = shard.config.max_connections,
+                    suppressed,
+                    "max.connections reached; refusing"
+                );
+            }
             drop(stream);
             continue;
         }
+        let ip_slot = match stream.peer_addr() {
+            Ok(peer) => {
+                let limit = shard.config.connection_limits.limit_for(peer.ip());
+                let slot =
+                    PerIpConnections::try_acquire(&shard.per_ip_connections, peer.ip(), limit);
+                if slot.is_none() {
+                    shard.open_connections.fetch_sub(1, Ordering::AcqRel);
+                    shard.metrics.borrow_mut().connections_refused += 1;
+                    if let Some(suppressed) = REFUSAL_LOG.with(|l| l.admit(Instant::now())) {
+                        tracing::warn!(
+                            shard = shard.id,
+                            %peer,
+                            limit,
+                            suppressed,
+                            "max.connections.per.ip reached; refusing"
+                        );
+                    }
+                    drop(stream);
+                    continue;
+                }
+                slot
+            }
+            // No peer address (already closed): nothing to count it under.
+            Err(_) => None,
+        };
         {
             let mut metrics = shard.metrics.borrow_mut();
             metrics.connections_accepted += 1;
@@ -425,6 +464,7 @@ async fn accept_loop(
         let shutdown = shutdown.clone();
         glommio::spawn_local(async move {
             connection::serve(shard.clone(), stream, shutdown).await;
+            drop(ip_slot);
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_open -= 1;
             drop(pass);

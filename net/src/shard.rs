@@ -53,6 +53,9 @@ pub struct Shard {
     /// Open connections of the whole broker (for `max.connections`): an
     /// atomic touched once per accept and close, never on the request path.
     pub open_connections: Arc<AtomicUsize>,
+    /// Open connections per client address, of the whole broker (for
+    /// `max.connections.per.ip`).
+    pub per_ip_connections: Arc<crate::conn_limits::PerIpConnections>,
     /// This shard's services, by type.
     pub services: Services,
 }
