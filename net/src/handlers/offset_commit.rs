@@ -2,7 +2,7 @@
 //! shard; acknowledged only once the records are durable in
 //! `__consumer_offsets`. A fenced generation gets ILLEGAL_GENERATION.
 
-use super::{Handler, HandlerFuture, Request};
+use super::{legacy, Handler, HandlerFuture, Request};
 use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
@@ -14,10 +14,11 @@ use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// v2–v9 (v10 names topics by id).
+/// v0–v9 (v10 names topics by id; v0/v1 are decoded by `legacy`, their
+/// responses are v2's layout).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::OffsetCommit,
-    min_version: 2,
+    min_version: 0,
     max_version: 9,
     handle,
 };
@@ -28,7 +29,12 @@ type Slot = (i32, Option<ErrorCode>);
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetCommitRequest = request.decode()?;
+        let body: OffsetCommitRequest = if request.version < 2 {
+            legacy::offset_commit::decode(request.body.clone(), request.version)
+                .map_err(|e| request.decode_error(e))?
+        } else {
+            request.decode()?
+        };
         let group_id = body.group_id.0.to_string();
         // Per (topic, partition): the error found up front, or None when sent.
         let mut layout: Vec<(String, Vec<Slot>)> = Vec::new();
@@ -106,6 +112,6 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 topic
             })
             .collect();
-        request.respond(&response)
+        request.respond_as(&response, request.version.max(2))
     })
 }
