@@ -5,7 +5,7 @@ decoder written independently of rill's), driven by tests/tests/old_clients.rs.
     old_versions.py BOOTSTRAP
 
 Expects topic `old` (2 partitions) with 10 records in partition 0 and none
-in partition 1. Each check prints `ok <name>`; the first failing one raises
+in partition 1, and a broker that checks offset expiry every 200 ms. Each check prints `ok <name>`; the first failing one raises
 (exit status 1). A response that does not decode to its last byte fails.
 """
 
@@ -13,6 +13,7 @@ import io
 import socket
 import struct
 import sys
+import time
 
 from kafka.protocol.old import admin, commit, find_coordinator, group, list_offsets, metadata
 from kafka.protocol.old import offset_for_leader_epoch as ofle
@@ -136,6 +137,26 @@ def check_simple_commits(c):
     ok("OffsetCommit v1 without a generation")
 
 
+def commit_v2(c, group_id, retention_ms, offset):
+    r = c.call(commit.OffsetCommitRequest_v2(
+        group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+        retention_time_ms=retention_ms, topics=[("old", [(0, offset, "m2")])]),
+        commit.OffsetCommitResponse_v2)
+    return r["topics"][0]["partitions"][0]["error_code"]
+
+
+def check_retention(c):
+    # v2-v4's retention_time_ms sets the offsets' own expiry; -1 keeps the
+    # broker's (a week).
+    assert commit_v2(c, "short-lived", 1000, 3) == NONE
+    assert commit_v2(c, "kept", -1, 3) == NONE
+    assert fetch_offsets(c, "short-lived", 1)[0] == (3, NONE)
+    time.sleep(2.5)
+    assert fetch_offsets(c, "short-lived", 1)[0] == (-1, NONE), "expired after 1 s"
+    assert fetch_offsets(c, "kept", 1)[0] == (3, NONE)
+    ok("OffsetCommit v2 retention_time_ms")
+
+
 def check_group_cycle(c, port):
     r = c.call(find_coordinator.FindCoordinatorRequest_v0(key="old-group"),
                find_coordinator.FindCoordinatorResponse_v0)
@@ -218,6 +239,7 @@ def main():
     check_topics(c)
     check_list_offsets(c)
     check_simple_commits(c)
+    check_retention(c)
     check_group_cycle(c, port)
     check_admin(c)
 

@@ -9,7 +9,8 @@
 //! - `tests/python/old_versions.py`: every version Kafka 4.0 dropped that a
 //!   client may send (OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0,
 //!   CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0,
-//!   DescribeLogDirs v0, OffsetForLeaderEpoch v0/v1) and a JoinGroup v0 →
+//!   DescribeLogDirs v0, OffsetForLeaderEpoch v0/v1), OffsetCommit v2's
+//!   `retention_time_ms` (the offsets expire on their own), and a JoinGroup v0 →
 //!   SyncGroup v0 → Heartbeat v0 → OffsetCommit v1 → LeaveGroup v0 cycle,
 //!   encoded and decoded by kafka-python's own old definitions.
 //! - Whole old clients that produce, read part of a topic in a group,
@@ -58,7 +59,12 @@ fn expected_min(api_key: i16) -> i16 {
 async fn kafka_3_9_request_versions_are_served() {
     require_kafka_python();
     let dir = data_dir();
-    let broker = Broker::start(RILL, dir.path(), &[]);
+    // Offsets committed with a retention (OffsetCommit v2–v4) expire within
+    // a check interval.
+    let config = dir.path().join("rill.toml");
+    std::fs::write(&config, "\"offsets.retention.check.interval.ms\" = 200\n").expect("config");
+    let config = config.to_string_lossy().to_string();
+    let broker = Broker::start(RILL, dir.path(), &["--config", &config]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "old", 2, &[]).await;
     let p = producer(&bootstrap, &[("acks", "all")]);
@@ -171,6 +177,7 @@ async fn kafka_3_9_request_versions_are_served() {
         "ListOffsets v0",
         "OffsetCommit v0 then OffsetFetch v0/v1",
         "OffsetCommit v1 without a generation",
+        "OffsetCommit v2 retention_time_ms",
         "FindCoordinator v0",
         "JoinGroup/SyncGroup/Heartbeat v0",
         "OffsetCommit v1 in a generation",

@@ -84,6 +84,10 @@ pub struct OffsetCommitRequest {
     pub group_instance_id: Option<String>,
     /// Partition, offset, leader epoch, metadata.
     pub offsets: Vec<(TopicPartition, i64, i32, String)>,
+    /// OffsetCommit v2–v4's `retention_time_ms`: the offsets expire that
+    /// long after the commit; -1 (and every other version): the broker's
+    /// `offsets.retention.minutes` applies.
+    pub retention_ms: i64,
 }
 
 /// One partition's answer to OffsetFetch.
@@ -453,6 +457,8 @@ impl GroupCoordinator {
                     leader_epoch: *leader_epoch,
                     metadata: metadata.clone(),
                     commit_timestamp_ms: now_ms,
+                    expire_timestamp_ms: (req.retention_ms != -1)
+                        .then(|| now_ms.saturating_add(req.retention_ms)),
                 };
                 self.offsets.commit(&req.group_id, tp.clone(), value)
             })
@@ -546,6 +552,7 @@ impl GroupCoordinator {
                 leader_epoch: *leader_epoch,
                 metadata: metadata.clone(),
                 commit_timestamp_ms: now_ms,
+                expire_timestamp_ms: None,
             };
             let key = records::encode_pending_txn_offset_key(
                 producer_id,

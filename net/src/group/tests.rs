@@ -143,6 +143,7 @@ impl Harness {
         offset: i64,
     ) -> ErrorCode {
         let req = OffsetCommitRequest {
+            retention_ms: -1,
             group_id: GROUP.into(),
             generation_id_or_member_epoch: generation,
             member_id: member_id.into(),
@@ -436,6 +437,7 @@ fn replay_rebuilds_offsets_and_groups() {
     let (codes, records) = h.c.commit_offsets(
         h.now_ms,
         &OffsetCommitRequest {
+            retention_ms: -1,
             group_id: "simple".into(),
             generation_id_or_member_epoch: -1,
             offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new())],
@@ -611,6 +613,7 @@ fn kip848_three_members_converge_without_double_ownership() {
         let (codes, _) = c.commit_offsets(
             now_ms,
             &OffsetCommitRequest {
+                retention_ms: -1,
                 group_id: "cg".into(),
                 generation_id_or_member_epoch: epoch,
                 member_id: clients[0].member_id.clone(),
@@ -694,6 +697,7 @@ fn kip848_unknown_assignor_is_refused() {
 fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
     let (mut h, a, _, generation) = two_member_stable();
     let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        retention_ms: -1,
         group_id: GROUP.into(),
         generation_id_or_member_epoch: generation,
         member_id: member.into(),
@@ -739,6 +743,7 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
 fn staged_txn_offsets_wait_for_the_marker_and_survive_a_replay() {
     let (mut h, a, _, generation) = two_member_stable();
     let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        retention_ms: -1,
         group_id: GROUP.into(),
         generation_id_or_member_epoch: generation,
         member_id: member.into(),

@@ -74,6 +74,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 member_id: body.member_id.to_string(),
                 group_instance_id: body.group_instance_id.map(|s| s.to_string()),
                 offsets: offsets.clone(),
+                // v2–v4 may ask for their own retention (v5 dropped it).
+                retention_ms: if (2..=4).contains(&request.version) {
+                    body.retention_time_ms
+                } else {
+                    -1
+                },
             };
             match group_runtime::call(&shard, &group_id, GroupRequest::Commit(commit)).await {
                 GroupReply::Committed(rows) => answered.extend(rows),

@@ -38,6 +38,7 @@ pub(super) async fn validate_member(
         return ErrorCode::None;
     }
     let request = OffsetCommitRequest {
+        retention_ms: -1,
         group_id: group.to_string(),
         generation_id_or_member_epoch: generation,
         member_id,
@@ -124,6 +125,7 @@ async fn commit_group_offsets(
     offsets: Vec<PendingOffset>,
 ) -> Result<(), ErrorCode> {
     let request = OffsetCommitRequest {
+        retention_ms: -1,
         group_id: group.to_string(),
         // Not checked by CommitTxn: the membership was checked at
         // TxnOffsetCommit.
