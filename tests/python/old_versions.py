@@ -120,10 +120,10 @@ def commit_v0(c, group_id, offset):
     return r["topics"][0]["partitions"][0]["error_code"]
 
 
-def commit_v1(c, group_id, generation, member, offset):
+def commit_v1(c, group_id, generation, member, offset, timestamp_ms=-1):
     r = c.call(commit.OffsetCommitRequest_v1(
         group_id=group_id, generation_id_or_member_epoch=generation, member_id=member,
-        topics=[("old", [(0, offset, -1, "m1")])]), commit.OffsetCommitResponse_v1)
+        topics=[("old", [(0, offset, timestamp_ms, "m1")])]), commit.OffsetCommitResponse_v1)
     return r["topics"][0]["partitions"][0]["error_code"]
 
 
@@ -150,11 +150,16 @@ def check_retention(c):
     # broker's (a week).
     assert commit_v2(c, "short-lived", 1000, 3) == NONE
     assert commit_v2(c, "kept", -1, 3) == NONE
+    # v1's commit timestamp is the commit's time: eight days ago is past the
+    # broker's week of retention for a group that only stores offsets.
+    eight_days_ago_ms = int(time.time() * 1000) - 8 * 24 * 3600 * 1000
+    assert commit_v1(c, "stamped", -1, "", 3, eight_days_ago_ms) == NONE
     assert fetch_offsets(c, "short-lived", 1)[0] == (3, NONE)
     time.sleep(2.5)
     assert fetch_offsets(c, "short-lived", 1)[0] == (-1, NONE), "expired after 1 s"
+    assert fetch_offsets(c, "stamped", 1)[0] == (-1, NONE), "expired: committed 8 days ago"
     assert fetch_offsets(c, "kept", 1)[0] == (3, NONE)
-    ok("OffsetCommit v2 retention_time_ms")
+    ok("OffsetCommit v2 retention_time_ms, v1 commit timestamp")
 
 
 def check_group_cycle(c, port):

@@ -10,7 +10,8 @@
 //!   client may send (OffsetCommit v0/v1, OffsetFetch v0, ListOffsets v0,
 //!   CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0,
 //!   DescribeLogDirs v0, OffsetForLeaderEpoch v0/v1), OffsetCommit v2's
-//!   `retention_time_ms` (the offsets expire on their own), and a JoinGroup v0 →
+//!   `retention_time_ms` and v1's commit timestamp (expiry counts from
+//!   them), and a JoinGroup v0 →
 //!   SyncGroup v0 → Heartbeat v0 → OffsetCommit v1 → LeaveGroup v0 cycle,
 //!   encoded and decoded by kafka-python's own old definitions.
 //! - Whole old clients that produce, read part of a topic in a group,
@@ -177,7 +178,7 @@ async fn kafka_3_9_request_versions_are_served() {
         "ListOffsets v0",
         "OffsetCommit v0 then OffsetFetch v0/v1",
         "OffsetCommit v1 without a generation",
-        "OffsetCommit v2 retention_time_ms",
+        "OffsetCommit v2 retention_time_ms, v1 commit timestamp",
         "FindCoordinator v0",
         "JoinGroup/SyncGroup/Heartbeat v0",
         "OffsetCommit v1 in a generation",

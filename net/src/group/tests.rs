@@ -148,7 +148,13 @@ impl Harness {
             generation_id_or_member_epoch: generation,
             member_id: member_id.into(),
             group_instance_id: None,
-            offsets: vec![(TopicPartition::new("t", partition), offset, 0, "m".into())],
+            offsets: vec![(
+                TopicPartition::new("t", partition),
+                offset,
+                0,
+                "m".into(),
+                -1,
+            )],
         };
         let (codes, records) = self.c.commit_offsets(self.now_ms, &req);
         self.log.extend(records);
@@ -440,7 +446,7 @@ fn replay_rebuilds_offsets_and_groups() {
             retention_ms: -1,
             group_id: "simple".into(),
             generation_id_or_member_epoch: -1,
-            offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new())],
+            offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new(), -1)],
             ..OffsetCommitRequest::default()
         },
     );
@@ -618,7 +624,7 @@ fn kip848_three_members_converge_without_double_ownership() {
                 generation_id_or_member_epoch: epoch,
                 member_id: clients[0].member_id.clone(),
                 group_instance_id: None,
-                offsets: vec![(TopicPartition::new("t", 0), 1, 0, String::new())],
+                offsets: vec![(TopicPartition::new("t", 0), 1, 0, String::new(), -1)],
             },
         );
         codes[0].1
@@ -702,7 +708,7 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
         generation_id_or_member_epoch: generation,
         member_id: member.into(),
         group_instance_id: None,
-        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new(), -1)],
     };
     assert_eq!(
         h.c.validate_txn_offset_commit(&req(&a, generation, 5)),
@@ -748,7 +754,7 @@ fn staged_txn_offsets_wait_for_the_marker_and_survive_a_replay() {
         generation_id_or_member_epoch: generation,
         member_id: member.into(),
         group_instance_id: None,
-        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new(), -1)],
     };
     let everywhere = |_: &str| true;
     // A zombie's stage is refused like its TxnOffsetCommit would be.

@@ -29,12 +29,14 @@ type Slot = (i32, Option<ErrorCode>);
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetCommitRequest = if request.version < 2 {
+        let (body, timestamps): (OffsetCommitRequest, Vec<i64>) = if request.version < 2 {
             legacy::offset_commit::decode(request.body.clone(), request.version)
                 .map_err(|e| request.decode_error(e))?
         } else {
-            request.decode()?
+            (request.decode()?, Vec::new())
         };
+        // v1's commit timestamps, in request order (-1: the time of the commit).
+        let mut timestamps = timestamps.into_iter();
         let group_id = body.group_id.0.to_string();
         // Per (topic, partition): the error found up front, or None when sent.
         let mut layout: Vec<(String, Vec<Slot>)> = Vec::new();
@@ -46,6 +48,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let count = table.get(&name).map(|e| e.partitions);
                 let mut slots = Vec::with_capacity(topic.partitions.len());
                 for p in &topic.partitions {
+                    let commit_timestamp_ms = timestamps.next().unwrap_or(-1);
                     let known =
                         count.is_some_and(|c| p.partition_index >= 0 && p.partition_index < c);
                     if known {
@@ -57,6 +60,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 .as_ref()
                                 .map(|m| m.to_string())
                                 .unwrap_or_default(),
+                            commit_timestamp_ms,
                         ));
                         slots.push((p.partition_index, None));
                     } else {

@@ -152,6 +152,7 @@ async fn stage_here(
                     o.offset,
                     o.leader_epoch,
                     o.metadata.unwrap_or_default(),
+                    -1,
                 )
             })
             .collect(),

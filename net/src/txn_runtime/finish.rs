@@ -103,7 +103,7 @@ pub(super) async fn finish(
 
 fn group_offsets(
     offsets: Vec<PendingOffset>,
-) -> Vec<(crate::group::TopicPartition, i64, i32, String)> {
+) -> Vec<(crate::group::TopicPartition, i64, i32, String, i64)> {
     offsets
         .into_iter()
         .map(|o| {
@@ -112,6 +112,7 @@ fn group_offsets(
                 o.offset,
                 o.leader_epoch,
                 o.metadata.unwrap_or_default(),
+                -1,
             )
         })
         .collect()

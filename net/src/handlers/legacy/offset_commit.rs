@@ -4,8 +4,9 @@
 //! member: a "simple" commit, which Kafka treats as generation -1 (accepted
 //! for a group without live members, refused for an active one).
 //! v1: `group_id generation member_id [topic [partition offset timestamp
-//! metadata]]` — the per-partition commit timestamp is read and dropped:
-//! rill stamps every commit with the time it stores it.
+//! metadata]]` — a per-partition commit timestamp other than -1 is kept as
+//! the commit's time (as Kafka 3.9 does; a simple group's retention counts
+//! from it).
 
 use super::{Reader, WireError};
 use bytes::Bytes;
@@ -16,9 +17,11 @@ use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
 /// Decodes a v0 or v1 body as the codec's request (v2's meaning:
-/// `retention_time_ms` -1, the broker's retention).
-pub fn decode(body: Bytes, version: i16) -> Result<OffsetCommitRequest, WireError> {
+/// `retention_time_ms` -1, the broker's retention) and each partition's
+/// commit timestamp in request order (-1 for v0).
+pub fn decode(body: Bytes, version: i16) -> Result<(OffsetCommitRequest, Vec<i64>), WireError> {
     let mut r = Reader::new(body);
+    let mut timestamps = Vec::new();
     let mut out = OffsetCommitRequest::default();
     out.group_id = GroupId(r.string("group_id")?);
     out.generation_id_or_member_epoch = -1;
@@ -36,16 +39,18 @@ pub fn decode(body: Bytes, version: i16) -> Result<OffsetCommitRequest, WireErro
             p.partition_index = r.i32("partition_index")?;
             p.committed_offset = r.i64("committed_offset")?;
             p.committed_leader_epoch = -1;
-            if version >= 1 {
-                r.i64("commit_timestamp")?;
-            }
+            timestamps.push(if version >= 1 {
+                r.i64("commit_timestamp")?
+            } else {
+                -1
+            });
             p.committed_metadata = r.nullable_string("committed_metadata")?;
             Ok(p)
         })?;
         Ok(topic)
     })?;
     r.finish()?;
-    Ok(out)
+    Ok((out, timestamps))
 }
 
 #[cfg(test)]
@@ -64,9 +69,10 @@ mod tests {
         w.array_len(1);
         w.i32(3);
         w.i64(42);
-        w.i64(-1);
+        w.i64(1_500);
         w.nullable_string(Some("meta"));
-        let req = decode(w.finish(), 1).unwrap();
+        let (req, timestamps) = decode(w.finish(), 1).unwrap();
+        assert_eq!(timestamps, vec![1_500]);
         assert_eq!(req.generation_id_or_member_epoch, 7);
         assert_eq!(req.member_id.as_str(), "m-1");
         let p = &req.topics[0].partitions[0];
@@ -84,7 +90,8 @@ mod tests {
         w.i32(0);
         w.i64(5);
         w.nullable_string(None);
-        let req = decode(w.finish(), 0).unwrap();
+        let (req, timestamps) = decode(w.finish(), 0).unwrap();
+        assert_eq!(timestamps, vec![-1]);
         assert_eq!(req.generation_id_or_member_epoch, -1);
         assert_eq!(req.member_id.as_str(), "");
         assert_eq!(req.topics[0].partitions[0].committed_offset, 5);
