@@ -16,7 +16,8 @@
 //!   encoded and decoded by kafka-python's own old definitions.
 //! - Whole old clients that produce, read part of a topic in a group,
 //!   commit, close and resume from the commit: kafka-python pinned to
-//!   `api_version=(0, 11)`, and Debian's sarama 1.22 set to Kafka 2.2 (its
+//!   `api_version=(0, 11)` (also a committed and an aborted transaction, with
+//!   the transaction APIs at v0), and Debian's sarama 1.22 set to Kafka 2.2 (its
 //!   commits are OffsetCommit v1; skipped with a message when `go` or
 //!   `golang-github-shopify-sarama-dev` is missing). The broker logs each
 //!   request's version at debug; the tests print what each client sent.
@@ -220,9 +221,25 @@ fn kafka_python_pinned_to_kafka_0_11_resumes_from_its_commit() {
     let (first, second) = offsets_read(&stdout, "\"first\": [", "\"second\": [");
     assert_eq!(first, (0..12).collect::<Vec<_>>(), "first read: {stdout}");
     assert_eq!(second, (12..20).collect::<Vec<_>>(), "resumed: {stdout}");
+    // The transactions: only the committed one is read, and its offset landed.
+    assert!(
+        stdout.contains(
+            r#""committed": ["kept-0", "kept-1", "kept-2", "kept-3", "kept-4"], "txn_offset": 3"#
+        ),
+        "transactions: {stdout}"
+    );
     let sent = versions_sent(&broker.log());
     eprintln!("kafka-python api_version=(0, 11) sent: {sent:?}");
-    for expected in [("Produce", 3), ("OffsetCommit", 3), ("JoinGroup", 2)] {
+    for expected in [
+        ("Produce", 3),
+        ("OffsetCommit", 3),
+        ("JoinGroup", 2),
+        ("InitProducerId", 0),
+        ("AddPartitionsToTxn", 0),
+        ("AddOffsetsToTxn", 0),
+        ("TxnOffsetCommit", 0),
+        ("EndTxn", 0),
+    ] {
         assert!(
             sent.contains(&(expected.0.to_string(), expected.1)),
             "{expected:?} in {sent:?}"
