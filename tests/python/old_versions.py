@@ -237,6 +237,40 @@ def check_admin(c):
     ok("OffsetForLeaderEpoch v0/v1")
 
 
+def check_admin_changes(c):
+    """Last: they change `old` (a config, its log start, its partitions)."""
+    r = c.call(admin.AlterConfigsRequest_v0(
+        resources=[(2, "old", [("retention.ms", "86400000")])], validate_only=False),
+        admin.AlterConfigsResponse_v0)
+    assert [(e["error_code"], e["resource_name"]) for e in r["responses"]] == [(NONE, "old")], r
+    r = c.call(admin.DescribeConfigsRequest_v0(resources=[(2, "old", ["retention.ms"])]),
+               admin.DescribeConfigsResponse_v0)
+    (entry,) = r["results"][0]["configs"]
+    assert entry["value"] == "86400000" and not entry["is_default"], entry
+    ok("AlterConfigs v0, then DescribeConfigs v0 shows the override")
+    r = c.call(admin.DeleteRecordsRequest_v0(topics=[("old", [(0, 2)])], timeout_ms=10000),
+               admin.DeleteRecordsResponse_v0)
+    p = r["topics"][0]["partitions"][0]
+    assert (p["error_code"], p["low_watermark"]) == (NONE, 2), p
+    r = c.call(list_offsets.ListOffsetsRequest_v0(replica_id=-1, topics=[("old", [(0, -2, 1)])]),
+               list_offsets.ListOffsetsResponse_v0)
+    assert r["topics"][0]["partitions"][0]["old_style_offsets"] == [2], r
+    ok("DeleteRecords v0, then ListOffsets v0 earliest")
+    r = c.call(admin.CreatePartitionsRequest_v0(topics=[("old", (3, None))], timeout_ms=10000,
+                                                validate_only=False),
+               admin.CreatePartitionsResponse_v0)
+    assert [(e["name"], e["error_code"]) for e in r["results"]] == [("old", NONE)], r
+    r = c.call(metadata.MetadataRequest_v0(topics=["old"]), metadata.MetadataResponse_v0)
+    assert len(r["topics"][0]["partitions"]) == 3, r
+    ok("CreatePartitions v0")
+    r = c.call(admin.DeleteGroupsRequest_v0(groups_names=["simple", "no-such-group"]),
+               admin.DeleteGroupsResponse_v0)
+    codes = {e["group_id"]: e["error_code"] for e in r["results"]}
+    assert codes["simple"] == NONE and codes["no-such-group"] != NONE, codes
+    assert fetch_offsets(c, "simple", 0)[0] == (-1, NONE)
+    ok("DeleteGroups v0")
+
+
 def main():
     bootstrap = sys.argv[1]
     port = int(bootstrap.rsplit(":", 1)[1])
@@ -247,6 +281,7 @@ def main():
     check_retention(c)
     check_group_cycle(c, port)
     check_admin(c)
+    check_admin_changes(c)
 
 
 if __name__ == "__main__":

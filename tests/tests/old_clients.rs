@@ -11,7 +11,8 @@
 //!   CreateTopics v0/v1, DeleteTopics v0, DescribeConfigs v0,
 //!   DescribeLogDirs v0, OffsetForLeaderEpoch v0/v1), OffsetCommit v2's
 //!   `retention_time_ms` and v1's commit timestamp (expiry counts from
-//!   them), and a JoinGroup v0 →
+//!   them), the v0 of AlterConfigs, DeleteRecords, CreatePartitions and
+//!   DeleteGroups (which Kafka 4.0 kept), and a JoinGroup v0 →
 //!   SyncGroup v0 → Heartbeat v0 → OffsetCommit v1 → LeaveGroup v0 cycle,
 //!   encoded and decoded by kafka-python's own old definitions.
 //! - Whole old clients that produce, read part of a topic in a group,
@@ -188,6 +189,10 @@ async fn kafka_3_9_request_versions_are_served() {
         "DescribeConfigs v0",
         "DescribeLogDirs v0",
         "OffsetForLeaderEpoch v0/v1",
+        "AlterConfigs v0, then DescribeConfigs v0 shows the override",
+        "DeleteRecords v0, then ListOffsets v0 earliest",
+        "CreatePartitions v0",
+        "DeleteGroups v0",
     ] {
         assert!(
             stdout.lines().any(|l| l == format!("ok {check}")),
