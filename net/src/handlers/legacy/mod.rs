@@ -64,7 +64,7 @@ pub fn with_trailing_false(body: &Bytes) -> Bytes {
 
 /// `body` encoded as `layout_version` without its leading
 /// `throttle_time_ms`: an old response that is a later version minus that
-/// first field (DeleteTopics v0, CreateTopics v1, OffsetForLeaderEpoch v1).
+/// first field (DeleteTopics v0).
 pub fn without_throttle<T: Encodable>(body: &T, layout_version: i16) -> Result<Bytes, String> {
     let mut out = BytesMut::new();
     body.encode(&mut out, layout_version)
