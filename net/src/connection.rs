@@ -253,6 +253,12 @@ fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Pending, String> {
     let prefix = peek_header(&frame).map_err(|e| e.to_string())?;
     let handler = handlers::find(prefix.api_key)
         .ok_or_else(|| format!("unknown API key {}", prefix.api_key))?;
+    // Which versions clients send (`RUST_LOG=rill_net::connection=debug`).
+    tracing::debug!(
+        api = handlers::api_name(handler.api_key),
+        version = prefix.api_version,
+        "request"
+    );
     let supported =
         handler.min_version <= prefix.api_version && prefix.api_version <= handler.max_version;
     if !supported {

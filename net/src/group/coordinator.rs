@@ -82,8 +82,13 @@ pub struct OffsetCommitRequest {
     pub member_id: String,
     /// `group.instance.id`.
     pub group_instance_id: Option<String>,
-    /// Partition, offset, leader epoch, metadata.
-    pub offsets: Vec<(TopicPartition, i64, i32, String)>,
+    /// Partition, offset, leader epoch, metadata, commit timestamp
+    /// (OffsetCommit v1's per-partition one; -1: the time of the commit).
+    pub offsets: Vec<(TopicPartition, i64, i32, String, i64)>,
+    /// OffsetCommit v2–v4's `retention_time_ms`: the offsets expire that
+    /// long after the commit; -1 (and every other version): the broker's
+    /// `offsets.retention.minutes` applies.
+    pub retention_ms: i64,
 }
 
 /// One partition's answer to OffsetFetch.
@@ -447,15 +452,25 @@ impl GroupCoordinator {
     fn record_commits(&mut self, now_ms: i64, req: &OffsetCommitRequest) -> Vec<Record> {
         req.offsets
             .iter()
-            .map(|(tp, offset, leader_epoch, metadata)| {
-                let value = OffsetCommitValue {
-                    offset: *offset,
-                    leader_epoch: *leader_epoch,
-                    metadata: metadata.clone(),
-                    commit_timestamp_ms: now_ms,
-                };
-                self.offsets.commit(&req.group_id, tp.clone(), value)
-            })
+            .map(
+                |(tp, offset, leader_epoch, metadata, commit_timestamp_ms)| {
+                    let value = OffsetCommitValue {
+                        offset: *offset,
+                        leader_epoch: *leader_epoch,
+                        metadata: metadata.clone(),
+                        // Kafka keeps a timestamp the client gave; it is where a
+                        // simple group's retention counts from.
+                        commit_timestamp_ms: if *commit_timestamp_ms == -1 {
+                            now_ms
+                        } else {
+                            *commit_timestamp_ms
+                        },
+                        expire_timestamp_ms: (req.retention_ms != -1)
+                            .then(|| now_ms.saturating_add(req.retention_ms)),
+                    };
+                    self.offsets.commit(&req.group_id, tp.clone(), value)
+                },
+            )
             .collect()
     }
 
@@ -540,12 +555,13 @@ impl GroupCoordinator {
         }
         let pending = self.pending_txn.entry(producer_id).or_default();
         let mut records = Vec::with_capacity(req.offsets.len());
-        for (tp, offset, leader_epoch, metadata) in &req.offsets {
+        for (tp, offset, leader_epoch, metadata, _) in &req.offsets {
             let value = OffsetCommitValue {
                 offset: *offset,
                 leader_epoch: *leader_epoch,
                 metadata: metadata.clone(),
                 commit_timestamp_ms: now_ms,
+                expire_timestamp_ms: None,
             };
             let key = records::encode_pending_txn_offset_key(
                 producer_id,

@@ -97,7 +97,7 @@ impl OffsetStore {
     }
 
     /// Expires the offsets of `group` whose base timestamp plus retention has
-    /// passed. `base_timestamp_ms` maps an offset to the time its retention
+    /// passed, or whose own expiry (OffsetCommit v2–v4) has. `base_timestamp_ms` maps an offset to the time its retention
     /// counts from: Kafka counts from the moment the group became empty when
     /// that is known, else from the commit.
     pub fn expire(
@@ -109,7 +109,11 @@ impl OffsetStore {
     ) -> Vec<Record> {
         let expired: Vec<TopicPartition> = self
             .all(group)
-            .filter(|(_, v)| now_ms - base_timestamp_ms(v) >= retention_ms)
+            .filter(|(_, v)| match v.expire_timestamp_ms {
+                // An expiry the commit asked for (OffsetCommit v2–v4).
+                Some(expire_ms) => now_ms >= expire_ms,
+                None => now_ms - base_timestamp_ms(v) >= retention_ms,
+            })
             .map(|(tp, _)| tp.clone())
             .collect();
         expired
@@ -126,7 +130,10 @@ impl OffsetStore {
         base_timestamp_ms: impl Fn(&OffsetCommitValue) -> i64,
     ) -> Option<i64> {
         self.all(group)
-            .map(|(_, v)| base_timestamp_ms(v).saturating_add(retention_ms))
+            .map(|(_, v)| {
+                v.expire_timestamp_ms
+                    .unwrap_or_else(|| base_timestamp_ms(v).saturating_add(retention_ms))
+            })
             .min()
     }
 }
@@ -141,7 +148,24 @@ mod tests {
             leader_epoch: -1,
             metadata: String::new(),
             commit_timestamp_ms: at_ms,
+            expire_timestamp_ms: None,
         }
+    }
+
+    #[test]
+    fn an_expiry_set_by_the_commit_wins_over_the_retention() {
+        let mut s = OffsetStore::default();
+        let mut early = value(1, 0);
+        early.expire_timestamp_ms = Some(30);
+        s.commit("g", TopicPartition::new("t", 0), early);
+        s.commit("g", TopicPartition::new("t", 1), value(1, 0));
+        assert_eq!(
+            s.next_expiry_ms("g", 100, |v| v.commit_timestamp_ms),
+            Some(30)
+        );
+        assert_eq!(s.expire("g", 30, 100, |v| v.commit_timestamp_ms).len(), 1);
+        assert!(s.get("g", &TopicPartition::new("t", 0)).is_none());
+        assert!(s.get("g", &TopicPartition::new("t", 1)).is_some());
     }
 
     #[test]

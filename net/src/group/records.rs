@@ -80,6 +80,9 @@ pub struct OffsetCommitValue {
     pub metadata: String,
     /// When the commit was accepted.
     pub commit_timestamp_ms: i64,
+    /// When it expires, set by an OffsetCommit v2–v4 `retention_time_ms`
+    /// (value version 1); `None`: the broker's retention applies.
+    pub expire_timestamp_ms: Option<i64>,
 }
 
 /// One member inside a [`GroupMetadataValue`].
@@ -188,7 +191,16 @@ pub fn encode_group_metadata_key(group: &str) -> Vec<u8> {
 
 /// Encodes an `OffsetCommitValue` (version 3).
 pub fn encode_offset_commit_value(value: &OffsetCommitValue) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + value.metadata.len());
+    let mut out = Vec::with_capacity(32 + value.metadata.len());
+    if let Some(expire_timestamp_ms) = value.expire_timestamp_ms {
+        // Kafka's version 1, the one that carries an expiry (no leader epoch).
+        put_i16(&mut out, 1);
+        put_i64(&mut out, value.offset);
+        put_str(&mut out, &value.metadata);
+        put_i64(&mut out, value.commit_timestamp_ms);
+        put_i64(&mut out, expire_timestamp_ms);
+        return out;
+    }
     put_i16(&mut out, OFFSET_COMMIT_VALUE_VERSION);
     put_i64(&mut out, value.offset);
     put_i32(&mut out, value.leader_epoch);
@@ -310,11 +322,17 @@ pub fn decode_offset_commit_value(value: &[u8]) -> Result<OffsetCommitValue, Rec
             let offset = r.i64("offset")?;
             let metadata = r.str("metadata")?;
             let commit_timestamp_ms = r.i64("commit_timestamp")?;
+            let expire_timestamp_ms = if version == 1 {
+                Some(r.i64("expire_timestamp")?)
+            } else {
+                None
+            };
             Ok(OffsetCommitValue {
                 offset,
                 leader_epoch: -1,
                 metadata,
                 commit_timestamp_ms,
+                expire_timestamp_ms,
             })
         }
         3 => Ok(OffsetCommitValue {
@@ -322,6 +340,7 @@ pub fn decode_offset_commit_value(value: &[u8]) -> Result<OffsetCommitValue, Rec
             leader_epoch: r.i32("leader_epoch")?,
             metadata: r.str("metadata")?,
             commit_timestamp_ms: r.i64("commit_timestamp")?,
+            expire_timestamp_ms: None,
         }),
         v => Err(RecordError::UnsupportedVersion {
             what: "offset commit value",
@@ -421,11 +440,24 @@ mod tests {
             leader_epoch: 3,
             metadata: "m".into(),
             commit_timestamp_ms: 1000,
+            expire_timestamp_ms: None,
         };
         let bytes = encode_offset_commit_value(&value);
         assert_eq!(&bytes[..2], &[0, 3]);
         assert_eq!(bytes.len(), 2 + 8 + 4 + 3 + 8);
         assert_eq!(decode_offset_commit_value(&bytes), Ok(value));
+        // An explicit expiry is Kafka's version 1, which has no leader epoch.
+        let expiring = OffsetCommitValue {
+            offset: 42,
+            leader_epoch: -1,
+            metadata: "m".into(),
+            commit_timestamp_ms: 1000,
+            expire_timestamp_ms: Some(61_000),
+        };
+        let bytes = encode_offset_commit_value(&expiring);
+        assert_eq!(&bytes[..2], &[0, 1]);
+        assert_eq!(bytes.len(), 2 + 8 + 3 + 8 + 8);
+        assert_eq!(decode_offset_commit_value(&bytes), Ok(expiring));
     }
 
     #[test]
@@ -496,6 +528,7 @@ mod tests {
             leader_epoch: 1,
             metadata: "abc".into(),
             commit_timestamp_ms: 1,
+            expire_timestamp_ms: None,
         });
         for n in 0..v.len() {
             assert!(decode_offset_commit_value(&v[..n]).is_err());

@@ -143,11 +143,18 @@ impl Harness {
         offset: i64,
     ) -> ErrorCode {
         let req = OffsetCommitRequest {
+            retention_ms: -1,
             group_id: GROUP.into(),
             generation_id_or_member_epoch: generation,
             member_id: member_id.into(),
             group_instance_id: None,
-            offsets: vec![(TopicPartition::new("t", partition), offset, 0, "m".into())],
+            offsets: vec![(
+                TopicPartition::new("t", partition),
+                offset,
+                0,
+                "m".into(),
+                -1,
+            )],
         };
         let (codes, records) = self.c.commit_offsets(self.now_ms, &req);
         self.log.extend(records);
@@ -436,9 +443,10 @@ fn replay_rebuilds_offsets_and_groups() {
     let (codes, records) = h.c.commit_offsets(
         h.now_ms,
         &OffsetCommitRequest {
+            retention_ms: -1,
             group_id: "simple".into(),
             generation_id_or_member_epoch: -1,
-            offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new())],
+            offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new(), -1)],
             ..OffsetCommitRequest::default()
         },
     );
@@ -611,11 +619,12 @@ fn kip848_three_members_converge_without_double_ownership() {
         let (codes, _) = c.commit_offsets(
             now_ms,
             &OffsetCommitRequest {
+                retention_ms: -1,
                 group_id: "cg".into(),
                 generation_id_or_member_epoch: epoch,
                 member_id: clients[0].member_id.clone(),
                 group_instance_id: None,
-                offsets: vec![(TopicPartition::new("t", 0), 1, 0, String::new())],
+                offsets: vec![(TopicPartition::new("t", 0), 1, 0, String::new(), -1)],
             },
         );
         codes[0].1
@@ -694,11 +703,12 @@ fn kip848_unknown_assignor_is_refused() {
 fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
     let (mut h, a, _, generation) = two_member_stable();
     let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        retention_ms: -1,
         group_id: GROUP.into(),
         generation_id_or_member_epoch: generation,
         member_id: member.into(),
         group_instance_id: None,
-        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new(), -1)],
     };
     assert_eq!(
         h.c.validate_txn_offset_commit(&req(&a, generation, 5)),
@@ -739,11 +749,12 @@ fn txn_offsets_are_checked_at_txn_offset_commit_and_applied_unchecked() {
 fn staged_txn_offsets_wait_for_the_marker_and_survive_a_replay() {
     let (mut h, a, _, generation) = two_member_stable();
     let req = |member: &str, generation: i32, offset: i64| OffsetCommitRequest {
+        retention_ms: -1,
         group_id: GROUP.into(),
         generation_id_or_member_epoch: generation,
         member_id: member.into(),
         group_instance_id: None,
-        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new())],
+        offsets: vec![(TopicPartition::new("t", 0), offset, -1, String::new(), -1)],
     };
     let everywhere = |_: &str| true;
     // A zombie's stage is refused like its TxnOffsetCommit would be.

@@ -1,6 +1,6 @@
 //! CreateTopics (key 19): one controller change per topic; one bad topic does not fail the others.
 
-use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
 use crate::cluster_runtime::ClusterView;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
@@ -12,17 +12,25 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use std::rc::Rc;
 
-/// v2–v7 (the codec's whole range).
+/// v0–v7 (v0/v1 through `legacy`).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::CreateTopics,
-    min_version: 2,
+    min_version: 0,
     max_version: 7,
     handle,
 };
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: CreateTopicsRequest = request.decode()?;
+        let body: CreateTopicsRequest = match request.version {
+            // v0 is v1 without `validate_only`, and v1 is v2's layout.
+            0 => {
+                request.body = legacy::with_trailing_false(&request.body);
+                request.decode_as(2)?
+            }
+            1 => request.decode_as(2)?,
+            _ => request.decode()?,
+        };
         let version = request.version;
         let mut results = Vec::with_capacity(body.topics.len());
         for topic in body.topics {
@@ -116,6 +124,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         let mut response = CreateTopicsResponse::default();
         response.topics = results;
+        if version < 2 {
+            return request.respond_raw(&legacy::create_topics::encode(&response, version));
+        }
         request.respond(&response)
     })
 }

@@ -1,6 +1,6 @@
 //! DeleteTopics (key 20): by name, or by topic id from v6.
 
-use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -8,17 +8,17 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use std::rc::Rc;
 
-/// v1–v6 (the codec's whole range).
+/// v0–v6 (v0 is v1 without the response's `throttle_time_ms`).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::DeleteTopics,
-    min_version: 1,
+    min_version: 0,
     max_version: 6,
     handle,
 };
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DeleteTopicsRequest = request.decode()?;
+        let body: DeleteTopicsRequest = request.decode_as(request.version.max(1))?;
         let version = request.version;
         // v0-v5 list names; v6 lists (name or id) states.
         let mut wanted: Vec<(Option<String>, [u8; 16])> = body
@@ -62,6 +62,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         let mut response = DeleteTopicsResponse::default();
         response.responses = responses;
+        if version == 0 {
+            let body =
+                legacy::without_throttle(&response, 1).map_err(|e| request.encode_error(e))?;
+            return request.respond_raw(&body);
+        }
         request.respond(&response)
     })
 }

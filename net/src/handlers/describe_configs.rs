@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32): topic configs (overrides marked dynamic) and the
 //! broker's settings.
 
-use super::{str_bytes, Handler, HandlerFuture, Request};
+use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
 use crate::config::BrokerConfig;
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -11,10 +11,10 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use std::rc::Rc;
 
-/// v1–v4 (the codec's whole range).
+/// v0–v4 (v0 through `legacy`: `is_default` instead of `config_source`).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::DescribeConfigs,
-    min_version: 1,
+    min_version: 0,
     max_version: 4,
     handle,
 };
@@ -94,7 +94,13 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DescribeConfigsRequest = request.decode()?;
+        let body: DescribeConfigsRequest = if request.version == 0 {
+            // v1 without `include_synonyms`.
+            request.body = legacy::with_trailing_false(&request.body);
+            request.decode_as(1)?
+        } else {
+            request.decode()?
+        };
         let mut response = DescribeConfigsResponse::default();
         for resource in body.resources {
             let mut result = DescribeConfigsResult::default();
@@ -163,6 +169,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 }
             }
             response.results.push(result);
+        }
+        if request.version == 0 {
+            return request.respond_raw(&legacy::describe_configs::encode(&response));
         }
         request.respond(&response)
     })

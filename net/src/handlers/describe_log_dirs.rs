@@ -12,10 +12,10 @@ use kafka_protocol::messages::{
 };
 use std::rc::Rc;
 
-/// v1–v4 (the codec's whole range).
+/// v0–v4 (v0 is v1's layout both ways).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::DescribeLogDirs,
-    min_version: 1,
+    min_version: 0,
     max_version: 4,
     handle,
 };
@@ -36,7 +36,8 @@ fn disk_bytes(path: &std::path::Path) -> (i64, i64) {
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DescribeLogDirsRequest = request.decode()?;
+        let layout = request.version.max(1);
+        let body: DescribeLogDirsRequest = request.decode_as(layout)?;
         let pairs: Vec<(String, i32)> = match body.topics {
             None => shard
                 .topics
@@ -86,6 +87,6 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         let mut response = DescribeLogDirsResponse::default();
         response.results.push(result);
-        request.respond(&response)
+        request.respond_as(&response, layout)
     })
 }

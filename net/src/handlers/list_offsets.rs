@@ -2,7 +2,7 @@
 //! Under `isolation_level=1` (read_committed, v2+) latest is the last stable
 //! offset and a lookup by time never answers an offset at or past it.
 
-use super::{Handler, HandlerFuture, Request};
+use super::{legacy, Handler, HandlerFuture, Request};
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
@@ -13,10 +13,10 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 use std::rc::Rc;
 
-/// v1–v8 (v9+ add tiered-storage timestamps).
+/// v0–v8 (v9+ add tiered-storage timestamps; v0 through `legacy`).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::ListOffsets,
-    min_version: 1,
+    min_version: 0,
     max_version: 8,
     handle,
 };
@@ -32,7 +32,12 @@ fn engine_timestamp(timestamp: i64) -> i64 {
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: ListOffsetsRequest = request.decode()?;
+        let (body, max_counts): (ListOffsetsRequest, Vec<i32>) = if request.version == 0 {
+            legacy::list_offsets::decode(request.body.clone())
+                .map_err(|e| request.decode_error(e))?
+        } else {
+            (request.decode()?, Vec::new())
+        };
         let read_committed = request.version >= 2 && body.isolation_level == 1;
         let mut pairs = Vec::new();
         let mut timestamps = Vec::new();
@@ -78,6 +83,50 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
             response.topics.push(out);
         }
+        if request.version == 0 {
+            let latest = latest_where_missing(&shard, &pairs, &response).await;
+            return request.respond_raw(&legacy::list_offsets::encode(
+                &response,
+                &latest,
+                &max_counts,
+            ));
+        }
         request.respond(&response)
     })
+}
+
+/// v0 answers a time past the last record with the latest offset (Kafka's
+/// list of offsets before that time starts at the log end): the latest
+/// offset of each partition answered without error and without an offset,
+/// -1 for the others, in request order.
+async fn latest_where_missing(
+    shard: &Rc<Shard>,
+    pairs: &[(String, i32)],
+    response: &ListOffsetsResponse,
+) -> Vec<i64> {
+    let answered: Vec<&ListOffsetsPartitionResponse> = response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .collect();
+    let missing: Vec<usize> = (0..answered.len())
+        .filter(|&i| answered[i].error_code == 0 && answered[i].offset < 0)
+        .collect();
+    let mut latest = vec![-1; answered.len()];
+    if missing.is_empty() {
+        return latest;
+    }
+    let asked: Vec<(String, i32)> = missing.iter().map(|&i| pairs[i].clone()).collect();
+    let replies = run_checked(shard, &asked, |tp, _| PartitionOp::ListOffset {
+        tp,
+        timestamp_ms: -1,
+        read_committed: false,
+    })
+    .await;
+    for (&i, reply) in missing.iter().zip(replies) {
+        if let Ok(PartitionReply::ListOffset(Ok((Some((offset, _)), _)))) = reply {
+            latest[i] = offset;
+        }
+    }
+    latest
 }

@@ -2,7 +2,7 @@
 //! shard; acknowledged only once the records are durable in
 //! `__consumer_offsets`. A fenced generation gets ILLEGAL_GENERATION.
 
-use super::{Handler, HandlerFuture, Request};
+use super::{legacy, Handler, HandlerFuture, Request};
 use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
@@ -14,10 +14,11 @@ use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// v2–v9 (v10 names topics by id).
+/// v0–v9 (v10 names topics by id; v0/v1 are decoded by `legacy`, their
+/// responses are v2's layout).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::OffsetCommit,
-    min_version: 2,
+    min_version: 0,
     max_version: 9,
     handle,
 };
@@ -28,7 +29,14 @@ type Slot = (i32, Option<ErrorCode>);
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetCommitRequest = request.decode()?;
+        let (body, timestamps): (OffsetCommitRequest, Vec<i64>) = if request.version < 2 {
+            legacy::offset_commit::decode(request.body.clone(), request.version)
+                .map_err(|e| request.decode_error(e))?
+        } else {
+            (request.decode()?, Vec::new())
+        };
+        // v1's commit timestamps, in request order (-1: the time of the commit).
+        let mut timestamps = timestamps.into_iter();
         let group_id = body.group_id.0.to_string();
         // Per (topic, partition): the error found up front, or None when sent.
         let mut layout: Vec<(String, Vec<Slot>)> = Vec::new();
@@ -40,6 +48,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let count = table.get(&name).map(|e| e.partitions);
                 let mut slots = Vec::with_capacity(topic.partitions.len());
                 for p in &topic.partitions {
+                    let commit_timestamp_ms = timestamps.next().unwrap_or(-1);
                     let known =
                         count.is_some_and(|c| p.partition_index >= 0 && p.partition_index < c);
                     if known {
@@ -51,6 +60,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 .as_ref()
                                 .map(|m| m.to_string())
                                 .unwrap_or_default(),
+                            commit_timestamp_ms,
                         ));
                         slots.push((p.partition_index, None));
                     } else {
@@ -68,6 +78,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 member_id: body.member_id.to_string(),
                 group_instance_id: body.group_instance_id.map(|s| s.to_string()),
                 offsets: offsets.clone(),
+                // v2–v4 may ask for their own retention (v5 dropped it).
+                retention_ms: if (2..=4).contains(&request.version) {
+                    body.retention_time_ms
+                } else {
+                    -1
+                },
             };
             match group_runtime::call(&shard, &group_id, GroupRequest::Commit(commit)).await {
                 GroupReply::Committed(rows) => answered.extend(rows),
@@ -106,6 +122,6 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 topic
             })
             .collect();
-        request.respond(&response)
+        request.respond_as(&response, request.version.max(2))
     })
 }

@@ -14,17 +14,19 @@ use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// v1–v9 (v8 batches groups; v10 names topics by id).
+/// v0–v9 (v8 batches groups; v10 names topics by id). v0 is v1's layout
+/// and, as in Kafka 3.9 without ZooKeeper, reads the same committed offsets.
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::OffsetFetch,
-    min_version: 1,
+    min_version: 0,
     max_version: 9,
     handle,
 };
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetFetchRequest = request.decode()?;
+        let layout = request.version.max(1);
+        let body: OffsetFetchRequest = request.decode_as(layout)?;
         let mut response = OffsetFetchResponse::default();
         if request.version >= 8 {
             for group in body.groups {
@@ -96,7 +98,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 })
                 .collect();
         }
-        request.respond(&response)
+        request.respond_as(&response, layout)
     })
 }
 

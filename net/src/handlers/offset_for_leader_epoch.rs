@@ -13,7 +13,7 @@
 //! `replica_id` (v3+; -1 for consumers) changes nothing on a broker that is
 //! the leader of all its partitions.
 
-use super::{Handler, HandlerFuture, Request};
+use super::{legacy, Handler, HandlerFuture, Request};
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::shard::Shard;
@@ -24,18 +24,23 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use std::rc::Rc;
 
-/// v2–v4 (the codec's whole range: v0 and v1 predate `current_leader_epoch`
-/// and kafka-protocol no longer decodes them).
+/// v0–v4 (v0 and v1 predate `current_leader_epoch` and kafka-protocol no
+/// longer decodes them: `legacy` does).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::OffsetForLeaderEpoch,
-    min_version: 2,
+    min_version: 0,
     max_version: 4,
     handle,
 };
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetForLeaderEpochRequest = request.decode()?;
+        let body: OffsetForLeaderEpochRequest = if request.version < 2 {
+            legacy::offset_for_leader_epoch::decode(request.body.clone())
+                .map_err(|e| request.decode_error(e))?
+        } else {
+            request.decode()?
+        };
         let mut pairs = Vec::new();
         let mut epochs = Vec::new();
         for topic in &body.topics {
@@ -76,6 +81,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 out.partitions.push(part);
             }
             response.topics.push(out);
+        }
+        if request.version < 2 {
+            let body = legacy::offset_for_leader_epoch::encode(&response, request.version);
+            return request.respond_raw(&body);
         }
         request.respond(&response)
     })

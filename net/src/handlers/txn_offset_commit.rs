@@ -139,6 +139,7 @@ async fn stage_here(
     offsets: Vec<PendingOffset>,
 ) -> ErrorCode {
     let request = OffsetCommitRequest {
+        retention_ms: -1,
         group_id: group_id.clone(),
         generation_id_or_member_epoch: generation,
         member_id,
@@ -151,6 +152,7 @@ async fn stage_here(
                     o.offset,
                     o.leader_epoch,
                     o.metadata.unwrap_or_default(),
+                    -1,
                 )
             })
             .collect(),

@@ -38,6 +38,7 @@ pub(super) async fn validate_member(
         return ErrorCode::None;
     }
     let request = OffsetCommitRequest {
+        retention_ms: -1,
         group_id: group.to_string(),
         generation_id_or_member_epoch: generation,
         member_id,
@@ -102,7 +103,7 @@ pub(super) async fn finish(
 
 fn group_offsets(
     offsets: Vec<PendingOffset>,
-) -> Vec<(crate::group::TopicPartition, i64, i32, String)> {
+) -> Vec<(crate::group::TopicPartition, i64, i32, String, i64)> {
     offsets
         .into_iter()
         .map(|o| {
@@ -111,6 +112,7 @@ fn group_offsets(
                 o.offset,
                 o.leader_epoch,
                 o.metadata.unwrap_or_default(),
+                -1,
             )
         })
         .collect()
@@ -124,6 +126,7 @@ async fn commit_group_offsets(
     offsets: Vec<PendingOffset>,
 ) -> Result<(), ErrorCode> {
     let request = OffsetCommitRequest {
+        retention_ms: -1,
         group_id: group.to_string(),
         // Not checked by CommitTxn: the membership was checked at
         // TxnOffsetCommit.
