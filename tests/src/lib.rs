@@ -70,19 +70,7 @@ impl Broker {
         extra_args: &[&str],
     ) -> Broker {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
-        let mut broker = Broker {
-            binary: PathBuf::from(binary),
-            child: None,
-            addr,
-            admin_addr,
-            data_dir: data_dir.to_path_buf(),
-            extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
-            envs: Vec::new(),
-            log_path: log_dir.join("broker.log"),
-        };
-        broker.spawn();
-        broker
+        Broker::launch(binary, data_dir, addr, extra_args, &[], log_dir)
     }
 
     /// Starts `binary serve` listening on `addr` (an address of another
@@ -93,6 +81,17 @@ impl Broker {
         addr: SocketAddr,
         extra_args: &[&str],
         envs: &[(&str, &str)],
+    ) -> Broker {
+        Broker::launch(binary, data_dir, addr, extra_args, envs, data_dir)
+    }
+
+    fn launch(
+        binary: &str,
+        data_dir: &Path,
+        addr: SocketAddr,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+        log_dir: &Path,
     ) -> Broker {
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let mut broker = Broker {
@@ -106,7 +105,7 @@ impl Broker {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            log_path: data_dir.join("broker.log"),
+            log_path: log_dir.join("broker.log"),
         };
         broker.spawn();
         broker
@@ -256,6 +255,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
 pub mod cluster;
 pub mod kafka;
 pub mod layering;
+pub mod python;
 pub mod raw;
 pub mod replicated;
 pub mod small_fs;

@@ -19,10 +19,11 @@ use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use rill_tests::kafka::{client_config, create_topic, produce_all, producer};
+use rill_tests::python::{python_script, require_kafka_python};
 use rill_tests::{data_dir, http_get, Broker};
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
@@ -316,28 +317,6 @@ async fn consumer_protocol_end_to_end() {
     }
     a.commit(&tpl, CommitMode::Sync)
         .expect("commit with member epoch");
-}
-
-/// A script under `tests/python/`.
-fn python_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
-}
-
-/// Fails (never skips) when `python3` or kafka-python is missing.
-fn require_kafka_python() {
-    let found = Command::new("python3")
-        .args(["-c", "import kafka"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "these tests need python3 with kafka-python: pip install kafka-python"
-    );
 }
 
 /// A `python3 tests/python/<script>` child whose stdout lines arrive on a

@@ -29,6 +29,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use rill_tests::kafka::{create_topic, produce_all, producer};
+use rill_tests::python::{python_script, require_kafka_python};
 use rill_tests::raw::{exchange, request};
 use rill_tests::{data_dir, Broker};
 use std::collections::BTreeSet;
@@ -313,26 +314,6 @@ fn is_refused(broker: &Broker, api_key: i16, version: i16) -> bool {
 /// Runs `command` to completion, its output captured.
 fn run(command: &mut Command) -> Output {
     command.output().expect("the client starts")
-}
-
-fn python_script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(name)
-}
-
-/// Fails (never skips) when `python3` or kafka-python is missing, as the
-/// group tests do.
-fn require_kafka_python() {
-    let found = Command::new("python3")
-        .args(["-c", "import kafka"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "these tests need python3 with kafka-python: pip install kafka-python"
-    );
 }
 
 /// The two offset lists a client printed after `first` and `second`.

@@ -16,12 +16,12 @@
 
 use std::borrow::Cow;
 
-use super::compression::{compress_with_levels, decompress, CompressionLevels};
+use super::compression::{compress_with_levels, CompressionLevels};
 use super::error::BatchError;
 use super::header::{
     attribute, compute_crc, offset, BatchHeader, Compression, HEADER_BYTES, LOG_OVERHEAD_BYTES,
 };
-use super::records::check_records;
+use super::records::{check_records, records_section};
 
 /// Whether a batch with `header` must be rewritten for a topic whose
 /// `compression.type` is the codec `target`: a data batch whose codec
@@ -40,17 +40,7 @@ pub fn recompress(
     target: Compression,
     levels: &CompressionLevels,
 ) -> Result<Vec<u8>, BatchError> {
-    let header = BatchHeader::parse(batch)?;
-    let total_bytes = header.total_bytes();
-    let body = batch
-        .get(HEADER_BYTES..total_bytes)
-        .ok_or(BatchError::Incomplete {
-            needed_bytes: total_bytes,
-        })?;
-    let raw: Cow<'_, [u8]> = match header.compression()? {
-        Compression::None => Cow::Borrowed(body),
-        codec => Cow::Owned(decompress(codec, body)?),
-    };
+    let (header, raw) = records_section(batch)?;
     check_records(&raw, header.records_count, header.last_offset_delta)?;
     let packed: Cow<'_, [u8]> = match target {
         Compression::None => raw,

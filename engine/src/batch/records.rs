@@ -10,6 +10,7 @@
 //! headersCount varint | [keyLength varint | key | valueLength varint (-1 null) | value]*
 //! ```
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use bytes::Bytes;
@@ -182,6 +183,18 @@ pub(crate) fn parse_records(data: &Bytes, records_count: i32) -> Result<Vec<Reco
 /// start with the batch; bytes past its `batch_length` are ignored. The CRC
 /// is not checked here: see [`super::validate_batch`].
 pub fn records(batch: &[u8]) -> Result<Vec<Record>, BatchError> {
+    let (header, section) = records_section(batch)?;
+    let data = match section {
+        Cow::Borrowed(raw) => Bytes::copy_from_slice(raw),
+        Cow::Owned(raw) => Bytes::from(raw),
+    };
+    parse_records(&data, header.records_count)
+}
+
+/// The batch's header and its records section, decompressed (borrowed
+/// from `batch` when it is not compressed). Bytes past `batch_length` are
+/// ignored; the CRC is not checked.
+pub(crate) fn records_section(batch: &[u8]) -> Result<(BatchHeader, Cow<'_, [u8]>), BatchError> {
     let header = BatchHeader::parse(batch)?;
     let total_bytes = header.total_bytes();
     let body = batch
@@ -189,11 +202,11 @@ pub fn records(batch: &[u8]) -> Result<Vec<Record>, BatchError> {
         .ok_or(BatchError::Incomplete {
             needed_bytes: total_bytes,
         })?;
-    let data = match header.compression()? {
-        Compression::None => Bytes::copy_from_slice(body),
-        codec => Bytes::from(decompress(codec, body)?),
+    let section = match header.compression()? {
+        Compression::None => Cow::Borrowed(body),
+        codec => Cow::Owned(decompress(codec, body)?),
     };
-    parse_records(&data, header.records_count)
+    Ok((header, section))
 }
 
 fn field_length(length: usize) -> Result<i32, BatchError> {

@@ -1,0 +1,29 @@
+//! Helpers for tests that drive Python Kafka clients (kafka-python) from
+//! scripts under `tests/python/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A script under `tests/python/`.
+pub fn python_script(name: &str) -> PathBuf {
+    // This crate's manifest is `tests/Cargo.toml`.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("python")
+        .join(name)
+}
+
+/// Fails (never skips) when `python3` or kafka-python is missing: CI
+/// installs both, so a missing one is a broken setup, not a reason to pass.
+pub fn require_kafka_python() {
+    let found = Command::new("python3")
+        .args(["-c", "import kafka"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "these tests need python3 with kafka-python: pip install kafka-python"
+    );
+}
