@@ -70,3 +70,33 @@ where
     socket.set_read_timeout(Some(Duration::from_secs(10)))?;
     exchange(&mut socket, api_key, version, 7, request)
 }
+
+/// Fetch v12 of one partition of `topic` (by name) from `addr` as
+/// `replica_id` (-1: a consumer), without waiting for data: the
+/// partition's answer.
+pub fn fetch_v12(
+    addr: SocketAddr,
+    topic: &str,
+    replica_id: i32,
+    partition: kafka_protocol::messages::fetch_request::FetchPartition,
+) -> kafka_protocol::messages::fetch_response::PartitionData {
+    use kafka_protocol::messages::fetch_request::FetchTopic;
+    use kafka_protocol::messages::{BrokerId, FetchRequest, FetchResponse, TopicName};
+    let mut fetched = FetchTopic::default();
+    fetched.topic = TopicName(StrBytes::from_string(topic.to_string()));
+    fetched.partitions = vec![partition];
+    let mut body = FetchRequest::default();
+    body.replica_id = BrokerId(replica_id);
+    body.max_wait_ms = 0;
+    body.min_bytes = 1;
+    body.max_bytes = 1 << 20;
+    body.session_epoch = -1;
+    body.topics = vec![fetched];
+    let response: FetchResponse = request(addr, ApiKey::Fetch, 12, &body).expect("Fetch answered");
+    response
+        .responses
+        .into_iter()
+        .flat_map(|t| t.partitions)
+        .next()
+        .expect("an answer for the partition")
+}

@@ -10,11 +10,8 @@
 
 use engine::batch::{batches, BatchHeader, Compression};
 use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::{
-    AlterConfigsRequest, AlterConfigsResponse, ApiKey, BrokerId, FetchRequest, FetchResponse,
-    TopicName,
-};
+use kafka_protocol::messages::fetch_request::FetchPartition;
+use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
@@ -145,24 +142,7 @@ fn stored_headers(broker: &Broker, topic: &str) -> Vec<BatchHeader> {
     partition.partition = 0;
     partition.fetch_offset = 0;
     partition.partition_max_bytes = 1 << 20;
-    let mut fetched = FetchTopic::default();
-    fetched.topic = TopicName(StrBytes::from_string(topic.to_string()));
-    fetched.partitions = vec![partition];
-    let mut body = FetchRequest::default();
-    body.replica_id = BrokerId(-1);
-    body.max_wait_ms = 0;
-    body.min_bytes = 1;
-    body.max_bytes = 1 << 20;
-    body.session_epoch = -1;
-    body.topics = vec![fetched];
-    let response: FetchResponse =
-        request(broker.addr, ApiKey::Fetch, 12, &body).expect("Fetch answered");
-    let answer = response
-        .responses
-        .into_iter()
-        .flat_map(|t| t.partitions)
-        .next()
-        .expect("an answer for the partition");
+    let answer = rill_tests::raw::fetch_v12(broker.addr, topic, -1, partition);
     assert_eq!(answer.error_code, 0, "{topic}: fetch error");
     let records = answer.records.unwrap_or_default();
     let mut iter = batches(&records);

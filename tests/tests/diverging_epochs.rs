@@ -12,16 +12,15 @@
 //!   alone had, and its log becomes the leader's.
 
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, FetchRequest, FetchResponse,
-    MetadataRequest, MetadataResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
-    TopicName,
+    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, MetadataRequest,
+    MetadataResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -107,24 +106,7 @@ fn follower_fetch(leader: &Broker, topic: &str, replica: i32, ask: Ask) -> Parti
     partition.fetch_offset = ask.fetch_offset;
     partition.last_fetched_epoch = ask.last_fetched_epoch;
     partition.partition_max_bytes = 1 << 20;
-    let mut fetched = FetchTopic::default();
-    fetched.topic = TopicName(StrBytes::from_string(topic.to_string()));
-    fetched.partitions = vec![partition];
-    let mut body = FetchRequest::default();
-    body.replica_id = BrokerId(replica);
-    body.max_wait_ms = 0;
-    body.min_bytes = 1;
-    body.max_bytes = 1 << 20;
-    body.session_epoch = -1;
-    body.topics = vec![fetched];
-    let response: FetchResponse =
-        request(leader.addr, ApiKey::Fetch, 12, &body).expect("Fetch answered");
-    response
-        .responses
-        .into_iter()
-        .flat_map(|t| t.partitions)
-        .next()
-        .expect("an answer for the partition")
+    rill_tests::raw::fetch_v12(leader.addr, topic, replica, partition)
 }
 
 /// The leader's OffsetForLeaderEpoch answer (epoch, end offset) for
