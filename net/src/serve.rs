@@ -42,7 +42,7 @@ pub fn run(args: ServeArgs) -> i32 {
 /// (the `rill` binary passes the tuning crate's startup checks).
 pub fn run_with_checks(
     args: ServeArgs,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
+    checks: &dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>,
 ) -> i32 {
     let config = match BrokerConfig::from_args(&args) {
         Ok(config) => Arc::new(config),
@@ -62,16 +62,33 @@ pub fn run_with_checks(
     }
 }
 
+/// One line for the host's tuning recommendations, so that they do not
+/// bury the start-up log; each one's detail is at debug level and in `rill
+/// tune check`.
+fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)]) {
+    for (_, detail) in recommendations {
+        tracing::debug!("{detail}");
+    }
+    if recommendations.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = recommendations.iter().map(|(n, _)| n.as_str()).collect();
+    tracing::warn!(
+        "host tuning: {} recommendations ({}); see `rill tune check --data-dir {}`",
+        recommendations.len(),
+        names.join(", "),
+        config.data_dir.display()
+    );
+}
+
 fn start(
     config: Arc<BrokerConfig>,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
+    checks: &dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>,
 ) -> Result<(), String> {
     raise_memlock_limit();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
-    for warning in checks(&config.data_dir, config.cores) {
-        tracing::warn!("{warning}");
-    }
+    log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let scanned = engine::manager::scan_topics(&config.data_dir, config.topic_defaults())
         .map_err(|e| format!("cannot read topics in {}: {e}", config.data_dir.display()))?;
     let entries: Arc<Vec<TopicEntry>> = Arc::new(

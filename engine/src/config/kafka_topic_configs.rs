@@ -36,6 +36,13 @@ pub enum ConfigKind {
     },
     /// `true` or `false` (any case, as Kafka's BOOLEAN).
     Bool,
+    /// A boolean whose feature rill does not have: `false` is accepted,
+    /// `true` refused with the reason (as Kafka refuses
+    /// `remote.storage.enable=true` on a broker without tiered storage).
+    OffOnly {
+        /// Why `true` is refused.
+        reason: &'static str,
+    },
     /// One of the given strings.
     OneOf(&'static [&'static str]),
     /// A comma list of the given strings (Kafka's LIST with `ValidList.in`).
@@ -263,7 +270,16 @@ pub const SPECS: [TopicConfigSpec; 33] = {
         spec("preallocate", Bool, "false", Some("log.preallocate"), false),
         spec("remote.log.copy.disable", Bool, "false", None, false),
         spec("remote.log.delete.on.disable", Bool, "false", None, false),
-        spec("remote.storage.enable", Bool, "false", None, false),
+        spec(
+            "remote.storage.enable",
+            OffOnly {
+                reason: "tiered storage is not available in rill (Kafka answers the same \
+                         when remote.log.storage.system.enable is false)",
+            },
+            "false",
+            None,
+            false,
+        ),
         // Kafka puts no lower bound on retention.bytes (any negative is "no limit").
         spec(
             "retention.bytes",
@@ -390,6 +406,11 @@ pub fn validate(spec: &TopicConfigSpec, value: &str) -> Result<String, EngineErr
             "false" => Ok("false".into()),
             _ => Err(refuse("expected true or false")),
         },
+        ConfigKind::OffOnly { reason } => match value.to_ascii_lowercase().as_str() {
+            "false" => Ok("false".into()),
+            "true" => Err(refuse(reason)),
+            _ => Err(refuse("expected true or false")),
+        },
         ConfigKind::OneOf(allowed) => {
             if allowed.contains(&value) {
                 Ok(value.to_string())
@@ -495,6 +516,8 @@ mod tests {
         );
         assert!(check("leader.replication.throttled.replicas", "0-1").is_err());
         assert!(check("message.timestamp.type", "Now").is_err());
+        assert!(check("remote.storage.enable", "true").is_err());
+        assert_eq!(check("remote.storage.enable", "FALSE").unwrap(), "false");
         assert!(spec_of("message.downconversion.enable").is_none());
         assert_eq!(
             spec_of_broker_name("log.cleaner.min.cleanable.ratio").map(|s| s.name),
