@@ -38,12 +38,13 @@ pub fn run(args: ServeArgs) -> i32 {
     run_with_checks(args, &|_, _| Vec::new())
 }
 
+/// The host checks `rill serve` runs at start: (data dir, cores) → each
+/// recommendation as (check name, one-line detail).
+pub type HostChecks = dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>;
+
 /// Like [`run`], logging the host warnings `checks(data_dir, cores)` returns
 /// (the `rill` binary passes the tuning crate's startup checks).
-pub fn run_with_checks(
-    args: ServeArgs,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>,
-) -> i32 {
+pub fn run_with_checks(args: ServeArgs, checks: &HostChecks) -> i32 {
     let config = match BrokerConfig::from_args(&args) {
         Ok(config) => Arc::new(config),
         Err(e) => {
@@ -81,10 +82,7 @@ fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)
     );
 }
 
-fn start(
-    config: Arc<BrokerConfig>,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>,
-) -> Result<(), String> {
+fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;

@@ -227,6 +227,11 @@ async fn stock_server_properties_starts_rill() {
         described["log.retention.ms"].0.as_deref(),
         Some("604800000")
     );
+    // Broker-wide defaults of the inert topic configs are described too.
+    assert_eq!(
+        described["log.cleaner.min.cleanable.ratio"].0.as_deref(),
+        Some("0.5")
+    );
     let log = broker.log();
     assert!(
         log.contains("unknown broker setting") && log.contains("some.plugin.setting.rill.never"),

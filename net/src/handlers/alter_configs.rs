@@ -1,5 +1,5 @@
 //! AlterConfigs (key 33): replace a topic's overrides with the given set.
-//! Broker settings are static (the TOML file) and refused here.
+//! Broker settings are static (the config file) and refused here.
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};

@@ -68,21 +68,11 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
         ),
         ("log.dirs", config.data_dir.display().to_string()),
     ];
+    // Every broker-wide topic default, by Kafka's synonyms (`log.retention.ms`,
+    // `log.cleaner.min.cleanable.ratio`, ...).
     let t = &config.engine.topic_defaults;
-    let log_names = [
-        ("message.max.bytes", "max.message.bytes"),
-        ("log.retention.ms", "retention.ms"),
-        ("log.retention.bytes", "retention.bytes"),
-        ("log.segment.bytes", "segment.bytes"),
-        ("log.roll.ms", "segment.ms"),
-        ("log.cleanup.policy", "cleanup.policy"),
-        ("log.flush.interval.ms", "flush.ms"),
-        ("log.flush.interval.messages", "flush.messages"),
-        ("compression.type", "compression.type"),
-        ("min.insync.replicas", "min.insync.replicas"),
-    ];
-    for (broker_name, topic_name) in log_names {
-        if let Some(value) = t.get(topic_name) {
+    for spec in &engine::config::kafka_topic_configs::SPECS {
+        if let (Some(broker_name), Some(value)) = (spec.broker_name, t.get(spec.name)) {
             out.push((broker_name, value));
         }
     }

@@ -1,5 +1,6 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
-//! topic configs. Broker settings are static (the TOML file) and refused here.
+//! topic configs. Broker settings are static (the config file) and refused
+//! here.
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
@@ -71,7 +72,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 }
                 RESOURCE_BROKER => Err((
                     ErrorCode::InvalidRequest,
-                    String::from("broker settings are static in rill"),
+                    String::from(
+                        "broker settings are read from the config file at start in rill; \
+                         dynamic broker configs are not supported yet (set topic configs \
+                         per topic instead)",
+                    ),
                 )),
                 other => Err((
                     ErrorCode::InvalidRequest,
