@@ -270,3 +270,110 @@ fn net_host_name() -> String {
         .trim()
         .to_string()
 }
+
+/// IncrementalAlterConfigs on the BROKER resource `broker` ("": every
+/// broker's default): the error code of each (name, value) set.
+fn alter_broker(addr: SocketAddr, broker: &str, configs: &[(&str, &str)]) -> i16 {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    use kafka_protocol::protocol::StrBytes;
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = 4;
+    resource.resource_name = StrBytes::from_string(broker.to_string());
+    for (name, value) in configs {
+        let mut config = AlterableConfig::default();
+        config.name = StrBytes::from_string(name.to_string());
+        config.config_operation = 0;
+        config.value = Some(StrBytes::from_string(value.to_string()));
+        resource.configs.push(config);
+    }
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources.push(resource);
+    let response: IncrementalAlterConfigsResponse =
+        rill_tests::raw::request(addr, ApiKey::IncrementalAlterConfigs, 0, &request)
+            .expect("IncrementalAlterConfigs");
+    response.responses[0].error_code
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_log_retention_changes_at_runtime() {
+    use rdkafka::admin::ConfigSource;
+    let dir = data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "2"]);
+    let admin = self::admin(&broker.bootstrap());
+    let mut plain = NewTopic::new("plain", 2, TopicReplication::Fixed(1));
+    plain = plain.set("segment.bytes", "1048576");
+    let own = NewTopic::new("own", 1, TopicReplication::Fixed(1)).set("retention.ms", "1000");
+    for r in admin
+        .create_topics(&[plain, own], &options())
+        .await
+        .expect("create")
+    {
+        r.expect("created");
+    }
+    // Refused: a bad value (INVALID_CONFIG), a key Kafka does not change at
+    // runtime (INVALID_REQUEST).
+    assert_eq!(
+        alter_broker(broker.addr, "", &[("log.retention.ms", "-5")]),
+        40
+    );
+    assert_eq!(
+        alter_broker(broker.addr, "", &[("num.io.threads", "4")]),
+        42
+    );
+    assert_eq!(
+        alter_broker(
+            broker.addr,
+            "",
+            &[
+                ("log.retention.ms", "3600000"),
+                ("log.cleaner.min.cleanable.ratio", "0.3")
+            ]
+        ),
+        0
+    );
+    let described = describe(&admin, ResourceSpecifier::Broker(0)).await;
+    assert_eq!(
+        described["log.retention.ms"],
+        (
+            Some("3600000".to_string()),
+            ConfigSource::DynamicDefaultBroker
+        )
+    );
+    assert_eq!(described["log.segment.bytes"].1, ConfigSource::StaticBroker);
+    // Applied to the topics without an override, on every shard's partitions.
+    let plain = describe(&admin, ResourceSpecifier::Topic("plain")).await;
+    assert_eq!(plain["retention.ms"].0.as_deref(), Some("3600000"));
+    assert_eq!(plain["min.cleanable.dirty.ratio"].0.as_deref(), Some("0.3"));
+    let own = describe(&admin, ResourceSpecifier::Topic("own")).await;
+    assert_eq!(own["retention.ms"].0.as_deref(), Some("1000"));
+    for partition in ["plain-0", "plain-1"] {
+        let stored = std::fs::read_to_string(dir.path().join(partition).join("topic.config"))
+            .expect("topic.config");
+        assert!(
+            stored.contains("retention.ms=3600000"),
+            "{partition}: {stored}"
+        );
+    }
+    // This broker's own value wins over the cluster-wide default; both
+    // outlive a restart (they are in the metadata log).
+    assert_eq!(
+        alter_broker(broker.addr, "0", &[("log.retention.ms", "7200000")]),
+        0
+    );
+    drop(admin);
+    broker.stop();
+    broker.restart();
+    let client = self::admin(&broker.bootstrap());
+    let described = describe(&client, ResourceSpecifier::Broker(0)).await;
+    assert_eq!(
+        described["log.retention.ms"],
+        (Some("7200000".to_string()), ConfigSource::DynamicBroker)
+    );
+    let plain = describe(&client, ResourceSpecifier::Topic("plain")).await;
+    assert_eq!(plain["retention.ms"].0.as_deref(), Some("7200000"));
+}
