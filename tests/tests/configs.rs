@@ -377,3 +377,67 @@ async fn broker_log_retention_changes_at_runtime() {
     let plain = describe(&client, ResourceSpecifier::Topic("plain")).await;
     assert_eq!(plain["retention.ms"].0.as_deref(), Some("7200000"));
 }
+
+/// In a cluster, a cluster-wide dynamic default set through one broker holds
+/// on every broker and reaches their partitions; a per-broker one only on
+/// its broker.
+#[test]
+fn dynamic_broker_configs_hold_across_a_cluster() {
+    use rdkafka::admin::ConfigSource;
+    use rill_tests::cluster::{wait_for, Cluster};
+    let settle = Duration::from_secs(30);
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], settle);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &cluster.node(1).bootstrap(),
+        "spread",
+        3,
+        &[],
+    ));
+    let via = cluster.node(2).addr;
+    assert_eq!(
+        alter_broker(via, "", &[("log.retention.bytes", "123456789")]),
+        0
+    );
+    assert_eq!(
+        alter_broker(via, "1", &[("log.segment.bytes", "2097152")]),
+        0
+    );
+    let mut partitions_checked = 0;
+    for node in 1..=3 {
+        let broker = cluster.node(node);
+        let client = admin(&broker.bootstrap());
+        let described = wait_for("the dynamic default on every broker", settle, || {
+            let d = runtime.block_on(describe(&client, ResourceSpecifier::Broker(node)));
+            (d["log.retention.bytes"].0.as_deref() == Some("123456789")).then_some(d)
+        });
+        assert_eq!(
+            described["log.retention.bytes"].1,
+            ConfigSource::DynamicDefaultBroker
+        );
+        let segment = if node == 1 { "2097152" } else { "1073741824" };
+        assert_eq!(
+            described["log.segment.bytes"].0.as_deref(),
+            Some(segment),
+            "node {node}"
+        );
+        // Each broker's own partitions of the topic got the new default.
+        let dir = broker.data_dir.clone();
+        for entry in std::fs::read_dir(&dir).expect("data dir").flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with("spread-") {
+                let config = entry.path().join("topic.config");
+                wait_for("the partition's config", settle, || {
+                    std::fs::read_to_string(&config)
+                        .ok()
+                        .filter(|c| c.contains("retention.bytes=123456789"))
+                });
+                partitions_checked += 1;
+            }
+        }
+    }
+    assert_eq!(
+        partitions_checked, 3,
+        "every partition of the topic checked"
+    );
+}
