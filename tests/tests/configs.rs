@@ -347,7 +347,15 @@ async fn broker_log_retention_changes_at_runtime() {
     assert_eq!(described["log.segment.bytes"].1, ConfigSource::StaticBroker);
     // Applied to the topics without an override, on every shard's partitions.
     let plain = describe(&admin, ResourceSpecifier::Topic("plain")).await;
-    assert_eq!(plain["retention.ms"].0.as_deref(), Some("3600000"));
+    assert_eq!(
+        plain["retention.ms"],
+        (
+            Some("3600000".to_string()),
+            ConfigSource::DynamicDefaultBroker
+        )
+    );
+    assert_eq!(plain["segment.bytes"].1, ConfigSource::DynamicTopic);
+    assert_eq!(plain["segment.ms"].1, ConfigSource::Default);
     assert_eq!(plain["min.cleanable.dirty.ratio"].0.as_deref(), Some("0.3"));
     let own = describe(&admin, ResourceSpecifier::Topic("own")).await;
     assert_eq!(own["retention.ms"].0.as_deref(), Some("1000"));
@@ -359,6 +367,29 @@ async fn broker_log_retention_changes_at_runtime() {
             "{partition}: {stored}"
         );
     }
+    // AlterConfigs (rdkafka's alter_configs) on broker 0's own resource; the
+    // cluster-wide default stays under it.
+    let change = rdkafka::admin::AlterConfig::new(ResourceSpecifier::Broker(0))
+        .set("log.retention.bytes", "987654321");
+    for r in admin
+        .alter_configs(&[change], &options())
+        .await
+        .expect("alter_configs")
+    {
+        r.expect("broker 0 altered");
+    }
+    let described = describe(&admin, ResourceSpecifier::Broker(0)).await;
+    assert_eq!(
+        described["log.retention.bytes"],
+        (Some("987654321".to_string()), ConfigSource::DynamicBroker)
+    );
+    assert_eq!(
+        described["log.retention.ms"],
+        (
+            Some("3600000".to_string()),
+            ConfigSource::DynamicDefaultBroker
+        )
+    );
     // This broker's own value wins over the cluster-wide default; both
     // outlive a restart (they are in the metadata log).
     assert_eq!(
@@ -374,8 +405,28 @@ async fn broker_log_retention_changes_at_runtime() {
         described["log.retention.ms"],
         (Some("7200000".to_string()), ConfigSource::DynamicBroker)
     );
+    assert_eq!(
+        described["log.retention.bytes"].0.as_deref(),
+        Some("987654321")
+    );
     let plain = describe(&client, ResourceSpecifier::Topic("plain")).await;
     assert_eq!(plain["retention.ms"].0.as_deref(), Some("7200000"));
+    // AlterConfigs replaces the resource's whole set: what it leaves out
+    // returns to the file's value.
+    let change = rdkafka::admin::AlterConfig::new(ResourceSpecifier::Broker(0))
+        .set("log.retention.ms", "7200000");
+    for r in client
+        .alter_configs(&[change], &options())
+        .await
+        .expect("alter_configs")
+    {
+        r.expect("broker 0 altered");
+    }
+    let described = describe(&client, ResourceSpecifier::Broker(0)).await;
+    assert_eq!(
+        described["log.retention.bytes"],
+        (Some("-1".to_string()), ConfigSource::StaticBroker)
+    );
 }
 
 /// In a cluster, a cluster-wide dynamic default set through one broker holds

@@ -73,6 +73,9 @@ pub struct AlterBrokerConfigs {
     pub broker: String,
     /// The changes.
     pub ops: Vec<(String, Option<String>, ConfigOpKind)>,
+    /// AlterConfigs semantics: the given set replaces every dynamic config
+    /// of the resource.
+    pub replace_all: bool,
     /// Only check.
     pub validate_only: bool,
 }
@@ -93,7 +96,12 @@ impl OwnerCall for AlterBrokerConfigs {
             .get(&self.broker)
             .cloned()
             .unwrap_or_default();
-        let configs = altered_broker_configs(&current, &self.ops)?;
+        let start = if self.replace_all {
+            BTreeMap::new()
+        } else {
+            current.clone()
+        };
+        let configs = altered_broker_configs(&start, &self.ops)?;
         if self.validate_only || configs == current {
             return Ok(());
         }

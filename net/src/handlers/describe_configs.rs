@@ -71,6 +71,24 @@ fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
     out
 }
 
+/// Where each topic config without an override gets its value, as Kafka
+/// reports it: this broker's dynamic config, the cluster-wide dynamic
+/// default, the config file, else (absent here) Kafka's default.
+fn inherited_sources(shard: &Shard) -> std::collections::HashMap<&'static str, i8> {
+    let static_defaults = shard.config.topic_defaults();
+    dynamic_entries(shard)
+        .into_iter()
+        .filter_map(|(broker_name, _, source)| {
+            let spec = engine::config::kafka_topic_configs::spec_of_broker_name(broker_name)?;
+            let from_file = static_defaults.get(spec.name).as_deref() != Some(spec.default);
+            match source {
+                SOURCE_STATIC_BROKER if !from_file => None,
+                source => Some((spec.name, source)),
+            }
+        })
+        .collect()
+}
+
 /// Broker settings reported under the broker resource (static: read from
 /// the file at start).
 fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
@@ -123,6 +141,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     match shard.topics.borrow().get(&name) {
                         Some(topic) => {
                             let defaults = &topic_defaults::topic_defaults(&shard);
+                            let inherited = inherited_sources(&shard);
                             for config_name in
                                 engine::TopicConfig::NAMES.iter().filter(|n| wanted(n))
                             {
@@ -132,7 +151,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 let source = if defaults.get(config_name).as_deref()
                                     == Some(value.as_str())
                                 {
-                                    SOURCE_DEFAULT
+                                    inherited
+                                        .get(config_name)
+                                        .copied()
+                                        .unwrap_or(SOURCE_DEFAULT)
                                 } else {
                                     SOURCE_DYNAMIC_TOPIC
                                 };

@@ -74,6 +74,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         let change = AlterBrokerConfigs {
                             broker: resource.resource_name.to_string(),
                             ops,
+                            replace_all: false,
                             validate_only: body.validate_only,
                         };
                         broker_configs::submit(&shard, change).await
