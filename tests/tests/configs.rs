@@ -400,7 +400,17 @@ async fn broker_log_retention_changes_at_runtime() {
     broker.stop();
     broker.restart();
     let client = self::admin(&broker.bootstrap());
-    let described = describe(&client, ResourceSpecifier::Broker(0)).await;
+    // The broker listens before its metadata log is replayed: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let described = loop {
+        let described = describe(&client, ResourceSpecifier::Broker(0)).await;
+        if described["log.retention.ms"].1 != ConfigSource::StaticBroker
+            || std::time::Instant::now() > deadline
+        {
+            break described;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(
         described["log.retention.ms"],
         (Some("7200000".to_string()), ConfigSource::DynamicBroker)
