@@ -23,9 +23,15 @@ use engine::{ErrorCode, TopicConfig};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
+/// Broker synonyms of topic configs that stay static: the controller's
+/// elections read the file's `unclean.leader.election.enable` default (see
+/// `cluster_runtime::quorum`), so a dynamic value would be described but not
+/// obeyed.
+const STATIC_ONLY: &[&str] = &["unclean.leader.election.enable"];
+
 /// Whether `key` is a broker config rill changes at runtime.
 pub fn is_dynamic(key: &str) -> bool {
-    spec_of_broker_name(key).is_some()
+    spec_of_broker_name(key).is_some() && !STATIC_ONLY.contains(&key)
 }
 
 /// The new set of dynamic configs of a resource after `ops` (pure).
@@ -35,7 +41,7 @@ pub fn altered_broker_configs(
 ) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
     let mut configs = current.clone();
     for (key, value, kind) in ops {
-        let Some(spec) = spec_of_broker_name(key) else {
+        let Some(spec) = spec_of_broker_name(key).filter(|_| is_dynamic(key)) else {
             return Err((
                 ErrorCode::InvalidRequest,
                 format!("broker config '{key}' cannot be changed at runtime in rill"),
@@ -157,6 +163,12 @@ mod tests {
         );
         assert_eq!(
             altered_broker_configs(&current, &[set("num.io.threads", "4")])
+                .unwrap_err()
+                .0,
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            altered_broker_configs(&current, &[set("unclean.leader.election.enable", "true")])
                 .unwrap_err()
                 .0,
             ErrorCode::InvalidRequest

@@ -4,7 +4,7 @@
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::cluster_runtime::ClusterView;
 use crate::config::BrokerConfig;
-use crate::controller::topic_defaults;
+use crate::controller::{broker_configs, topic_defaults};
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
@@ -46,8 +46,8 @@ fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConf
 }
 
 /// The broker-wide topic defaults, by Kafka's synonyms (`log.retention.ms`,
-/// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): these
-/// change at runtime (IncrementalAlterConfigs).
+/// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): most
+/// change at runtime (see `controller::broker_configs`).
 fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
     let image = shard.service::<ClusterView>().image();
     let dynamic = image.broker_configs();
@@ -191,9 +191,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             .into_iter()
                             .filter(|(n, _, _)| wanted(n))
                         {
+                            let read_only = !broker_configs::is_dynamic(config_name);
                             result
                                 .configs
-                                .push(entry(config_name, value, source, false));
+                                .push(entry(config_name, value, source, read_only));
                         }
                     }
                 }
