@@ -260,9 +260,9 @@ impl BrokerConfig {
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {
                     tracing::info!(key = other, "Kafka setting has no effect on rill; ignored");
                 }
-                other => {
-                    tracing::warn!(key = other, value, "unknown broker setting; ignored")
-                }
+                // The value is not logged: an unknown key may hold a secret
+                // (a SASL or keystore password), as Kafka also leaves it out.
+                other => tracing::warn!(key = other, "unknown broker setting; ignored"),
             }
         }
         self.apply_time_units(&units)?;

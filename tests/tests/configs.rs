@@ -237,6 +237,12 @@ async fn stock_server_properties_starts_rill() {
         log.contains("unknown broker setting") && log.contains("some.plugin.setting.rill.never"),
         "{log}"
     );
+    // The host tuning advice is one line at most (details at debug level).
+    assert!(log.matches("host tuning:").count() <= 1, "{log}");
+    assert!(
+        !log.contains("tune warn:") && !log.contains("tune fail:"),
+        "{log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
