@@ -3,7 +3,12 @@
 use crate::batch::CompressionLevels;
 use crate::clock::Clock;
 use crate::error::EngineError;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+pub mod kafka_topic_configs;
+
+use kafka_topic_configs::spec_of;
 
 /// How appends become durable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +149,9 @@ pub struct TopicConfig {
     pub min_insync_replicas: i32,
     /// `unclean.leader.election.enable` (default false).
     pub unclean_leader_election_enable: bool,
+    /// The configs rill accepts but does not act on (see
+    /// [`kafka_topic_configs`]), by name, every one present with its value.
+    pub inert: BTreeMap<&'static str, String>,
 }
 
 impl Default for TopicConfig {
@@ -169,6 +177,11 @@ impl Default for TopicConfig {
             compression_levels: CompressionLevels::default(),
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
+            inert: kafka_topic_configs::SPECS
+                .iter()
+                .filter(|s| !s.applied)
+                .map(|s| (s.name, s.default.to_string()))
+                .collect(),
         }
     }
 }
@@ -189,31 +202,25 @@ fn invalid(name: &str, value: &str, reason: &str) -> EngineError {
 }
 
 impl TopicConfig {
-    /// The topic-level config names rill understands, as Kafka spells them.
-    pub const NAMES: &'static [&'static str] = &[
-        "cleanup.policy",
-        "compression.gzip.level",
-        "compression.lz4.level",
-        "compression.type",
-        "compression.zstd.level",
-        "delete.retention.ms",
-        "flush.messages",
-        "flush.ms",
-        "index.interval.bytes",
-        "max.message.bytes",
-        "message.timestamp.type",
-        "min.compaction.lag.ms",
-        "min.insync.replicas",
-        "retention.bytes",
-        "retention.ms",
-        "segment.bytes",
-        "segment.index.bytes",
-        "segment.ms",
-        "unclean.leader.election.enable",
-    ];
+    /// Every topic-level config name of Kafka 4.x, sorted (the table is
+    /// [`kafka_topic_configs::SPECS`]); those rill does not act on are
+    /// accepted and described all the same.
+    pub const NAMES: &'static [&'static str] = &kafka_topic_configs::NAMES;
 
     /// Sets one config by its Kafka name, validating the value.
+    /// Every name is first checked against Kafka's type and range; an
+    /// unknown name is refused (Kafka answers INVALID_CONFIG too).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), EngineError> {
+        let Some(spec) = spec_of(name) else {
+            return Err(invalid(name, value, "unknown topic config"));
+        };
+        let value = kafka_topic_configs::validate(spec, value)?;
+        let value = value.as_str();
+        if !spec.applied {
+            kafka_topic_configs::warn_inert_once(spec, value);
+            self.inert.insert(spec.name, value.to_string());
+            return Ok(());
+        }
         match name {
             "segment.bytes" => {
                 let v: u64 = parse_num(name, value)?;
@@ -329,7 +336,7 @@ impl TopicConfig {
             "compression.zstd.level" => self.compression_levels.zstd.to_string(),
             "min.insync.replicas" => self.min_insync_replicas.to_string(),
             "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
-            _ => return None,
+            _ => return self.inert.get(name).cloned(),
         })
     }
 
@@ -452,6 +459,32 @@ mod tests {
     }
 
     #[test]
+    fn inert_configs_are_stored_and_persisted_as_overrides() {
+        let defaults = TopicConfig::default();
+        let config = defaults
+            .with_overrides([
+                ("min.cleanable.dirty.ratio", "0.1"),
+                ("max.compaction.lag.ms", "60000"),
+            ])
+            .unwrap();
+        assert_eq!(config.get("min.cleanable.dirty.ratio").unwrap(), "0.1");
+        assert_eq!(config.get("preallocate").unwrap(), "false");
+        let mut o = config.overrides_against(&defaults);
+        o.sort();
+        assert_eq!(
+            o,
+            vec![
+                ("max.compaction.lag.ms".into(), "60000".into()),
+                ("min.cleanable.dirty.ratio".into(), "0.1".into())
+            ]
+        );
+        let back = defaults
+            .with_overrides(o.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap();
+        assert_eq!(back, config);
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         let mut c = TopicConfig::default();
         assert!(c.set("segment.bytes", "x").is_err());
@@ -469,6 +502,8 @@ mod tests {
         ] {
             assert!(c.set(name, bad).is_err(), "{name}={bad}");
         }
+        assert!(c.set("min.cleanable.dirty.ratio", "2").is_err());
+        assert!(c.set("message.timestamp.difference.max.ms", "1").is_err());
         assert_eq!(c, TopicConfig::default());
     }
 }

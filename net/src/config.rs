@@ -1,16 +1,27 @@
-//! `rill serve` settings: command-line flags, the broker TOML file with Kafka's
+//! `rill serve` settings: command-line flags, the broker file with Kafka's
 //! names and defaults, and the resolved [`BrokerConfig`] every shard reads.
 //!
-//! Precedence: an explicit flag, then the TOML file, then Kafka's default.
-//! The TOML file may spell a key dotted (`log.retention.ms = 1000`), quoted
-//! (`"log.retention.ms" = 1000`) or as nested tables; all are flattened back to
-//! Kafka's dotted name. An unknown key stops the broker at start, because a
-//! silently ignored typo in a retention setting loses data.
+//! Precedence: an explicit flag, then the file, then Kafka's default.
+//! The file is Kafka's `server.properties` syntax ([`properties`]; chosen by a
+//! `.properties` extension, or by content TOML cannot parse) or TOML. A TOML
+//! key may be dotted (`log.retention.ms = 1000`), quoted
+//! (`"log.retention.ms" = 1000`) or nested tables; all are flattened back to
+//! Kafka's dotted name. An unknown key is logged as a warning and ignored, as
+//! Kafka does, so that a stock `server.properties` starts rill; a bad value
+//! for a known key stops the broker at start.
+//!
+//! - [`properties`]: the Java properties syntax.
+//! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
+//!   advertised host of a wildcard bind.
+
+pub mod listeners;
+pub mod properties;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
 use crate::sendpath::SendPath;
 use engine::{EngineConfig, FlushPolicy, TopicConfig};
+use listeners::{advertised_for, client_listener, default_advertised_host, parse_listeners};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -25,13 +36,13 @@ pub struct ServeArgs {
     #[arg(long)]
     pub listen: Option<String>,
     /// host:port advertised to clients in Metadata (default: the listen
-    /// address, 0.0.0.0 replaced by 127.0.0.1).
+    /// address; for a wildcard bind, the host's name, as Kafka).
     #[arg(long)]
     pub advertised_listener: Option<String>,
     /// Number of shards, one per core (default: all cores).
     #[arg(long)]
     pub cores: Option<usize>,
-    /// Broker settings file (Kafka's names).
+    /// Broker settings file (Kafka's names): `server.properties` syntax or TOML.
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// How fetch responses leave: copy, sendfile or splice (default splice).
@@ -160,10 +171,13 @@ impl BrokerConfig {
                 path: path.display().to_string(),
                 source,
             })?;
-            let settings = parse_toml(&text)?;
+            let settings = if properties::looks_like_properties(path, &text) {
+                properties::parse_properties(&text)
+            } else {
+                parse_toml(&text)?
+            };
             let applied = config.apply_settings(&settings)?;
-            listen_text = applied.listen;
-            advertised_text = applied.advertised;
+            (listen_text, advertised_text) = applied.resolve()?;
         }
         if let Some(dir) = &args.data_dir {
             config.data_dir = dir.clone();
@@ -194,10 +208,17 @@ impl BrokerConfig {
             .or(advertised_text.as_ref())
         {
             Some(text) => split_host_port("--advertised-listener", text)?,
-            None => (
-                advertised_host_for(&config.listen),
-                i32::from(config.listen.port()),
-            ),
+            None => {
+                let (host, why) = default_advertised_host(&config.listen);
+                let port = i32::from(config.listen.port());
+                tracing::info!(
+                    advertised = %format!("{host}:{port}"),
+                    listen = %config.listen,
+                    "advertising {why} to clients (set --advertised-listener or \
+                     advertised.listeners to choose)"
+                );
+                (host, port)
+            }
         };
         config.advertised_host = host;
         config.advertised_port = port;
@@ -243,7 +264,9 @@ impl BrokerConfig {
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {
                     tracing::info!(key = other, "Kafka setting has no effect on rill; ignored");
                 }
-                other => return Err(ConfigError::UnknownKey(other.to_string())),
+                // The value is not logged: an unknown key may hold a secret
+                // (a SASL or keystore password), as Kafka also leaves it out.
+                other => tracing::warn!(key = other, "unknown broker setting; ignored"),
             }
         }
         self.apply_time_units(&units)?;
@@ -266,8 +289,15 @@ impl BrokerConfig {
                 let first = value.split(',').next().unwrap_or(value).trim();
                 self.data_dir = PathBuf::from(first);
             }
-            "listeners" => applied.listen = Some(strip_listener_scheme(value)),
-            "advertised.listeners" => applied.advertised = Some(strip_listener_scheme(value)),
+            "listeners" => applied.listeners = Some(value.to_string()),
+            "advertised.listeners" => applied.advertised = Some(value.to_string()),
+            "controller.listener.names" => {
+                applied.controller_names = value
+                    .split(',')
+                    .map(|n| n.trim().to_ascii_uppercase())
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            }
             "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
             "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
             "num.partitions" => {
@@ -381,7 +411,12 @@ impl BrokerConfig {
             "unclean.leader.election.enable" => {
                 self.set_topic("unclean.leader.election.enable", name, value)?
             }
-            _ => return Ok(false),
+            _ => match engine::config::kafka_topic_configs::spec_of_broker_name(name) {
+                // Every other broker-wide topic default (`log.preallocate`,
+                // `log.cleaner.min.cleanable.ratio`, ...), by Kafka's synonyms.
+                Some(spec) => self.set_topic(spec.name, name, value)?,
+                None => return Ok(false),
+            },
         }
         Ok(true)
     }
@@ -458,13 +493,39 @@ impl BrokerConfig {
     }
 }
 
-/// Listener texts found in the file (`listeners`, `advertised.listeners`).
+/// Listener texts found in the file, resolved once every key is read.
 #[derive(Debug, Default)]
 pub struct AppliedListeners {
-    /// `listeners`, scheme removed.
-    pub listen: Option<String>,
-    /// `advertised.listeners`, scheme removed.
+    /// `listeners`.
+    pub listeners: Option<String>,
+    /// `advertised.listeners`.
     pub advertised: Option<String>,
+    /// `controller.listener.names`: listeners that are not for clients.
+    pub controller_names: Vec<String>,
+}
+
+impl AppliedListeners {
+    /// The client listener's `host:port` to bind and to advertise (either
+    /// may be absent). Kafka's `listeners=PLAINTEXT://:9092,CONTROLLER://:9093`
+    /// binds every interface on 9092; the CONTROLLER entry is not served
+    /// (rill's Raft traffic goes to the voters' addresses).
+    pub fn resolve(&self) -> Result<(Option<String>, Option<String>), ConfigError> {
+        let listeners = match &self.listeners {
+            Some(text) => parse_listeners("listeners", text)?,
+            None => Vec::new(),
+        };
+        let chosen = client_listener(&listeners, &self.controller_names);
+        let advertised = match &self.advertised {
+            Some(text) => parse_listeners("advertised.listeners", text)?,
+            None => Vec::new(),
+        };
+        let name = chosen.map_or("PLAINTEXT", |l| l.name.as_str());
+        let advertised = advertised_for(&advertised, name, &self.controller_names);
+        Ok((
+            chosen.map(listeners::Listener::bind_text),
+            advertised.map(listeners::Listener::bind_text),
+        ))
+    }
 }
 
 /// The retention and roll settings in each unit, kept until every key is
@@ -491,10 +552,11 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "queued.max.requests",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
-    "controller.listener.names",
     "inter.broker.listener.name",
+    "controller.quorum.bootstrap.servers",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
     "listener.security.protocol.map",
-    "log.segment.delete.delay.ms",
     "log.cleaner.enable",
     "log.cleaner.threads",
     "zookeeper.connect",
@@ -585,15 +647,6 @@ fn boolean(name: &str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
-/// `PLAINTEXT://host:9092` → `host:9092` (the first listener of a list).
-fn strip_listener_scheme(value: &str) -> String {
-    let first = value.split(',').next().unwrap_or(value).trim();
-    match first.split_once("://") {
-        Some((_, rest)) => rest.to_string(),
-        None => first.to_string(),
-    }
-}
-
 fn resolve_addr(name: &str, text: &str) -> Result<SocketAddr, ConfigError> {
     text.to_socket_addrs()
         .ok()
@@ -616,16 +669,6 @@ pub fn split_host_port(name: &str, text: &str) -> Result<(String, i32), ConfigEr
     Ok((host.to_string(), i32::from(port)))
 }
 
-/// The host clients should dial when the broker listens on `listen`: a
-/// wildcard address is not dialable, so it becomes loopback.
-pub fn advertised_host_for(listen: &SocketAddr) -> String {
-    if listen.ip().is_unspecified() {
-        String::from("127.0.0.1")
-    } else {
-        listen.ip().to_string()
-    }
-}
-
 /// Cores this process may run on.
 pub fn available_cores() -> usize {
     std::thread::available_parallelism()
@@ -633,13 +676,17 @@ pub fn available_cores() -> usize {
         .unwrap_or(1)
 }
 
-/// Reads a TOML file (used by tests and tools).
+/// Reads a settings file, properties or TOML (used by tests and tools).
 pub fn load_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.display().to_string(),
         source,
     })?;
-    parse_toml(&text)
+    if properties::looks_like_properties(path, &text) {
+        Ok(properties::parse_properties(&text))
+    } else {
+        parse_toml(&text)
+    }
 }
 
 /// Coordinator settings, with Kafka's names and defaults.

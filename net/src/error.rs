@@ -15,9 +15,6 @@ pub enum ConfigError {
     /// The config file is not valid TOML.
     #[error("config file is not valid TOML: {0}")]
     Toml(String),
-    /// A key rill does not know (a typo would otherwise be silently ignored).
-    #[error("unknown broker setting '{0}'")]
-    UnknownKey(String),
     /// A value was refused.
     #[error("invalid value '{value}' for {name}: {reason}")]
     Invalid {

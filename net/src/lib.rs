@@ -24,7 +24,7 @@
 //! ```
 //!
 //! Map of the modules:
-//! - [`config`]: the `rill serve` flags and the broker TOML file (Kafka's names);
+//! - [`config`]: the `rill serve` flags and the broker file (`server.properties` or TOML, Kafka's names);
 //!   [`cluster_config`]: its cluster part (quorum voters, roles, sessions).
 //! - [`error`]: errors of this crate. Kafka error codes are
 //!   [`engine::ErrorCode`] everywhere, across the mesh too; the number appears

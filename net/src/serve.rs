@@ -39,12 +39,13 @@ pub fn run(args: ServeArgs) -> i32 {
     run_with_checks(args, &|_, _| Vec::new())
 }
 
+/// The host checks `rill serve` runs at start: (data dir, cores) → each
+/// recommendation as (check name, one-line detail).
+pub type HostChecks = dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>;
+
 /// Like [`run`], logging the host warnings `checks(data_dir, cores)` returns
 /// (the `rill` binary passes the tuning crate's startup checks).
-pub fn run_with_checks(
-    args: ServeArgs,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
-) -> i32 {
+pub fn run_with_checks(args: ServeArgs, checks: &HostChecks) -> i32 {
     let config = match BrokerConfig::from_args(&args) {
         Ok(config) => Arc::new(config),
         Err(e) => {
@@ -63,16 +64,30 @@ pub fn run_with_checks(
     }
 }
 
-fn start(
-    config: Arc<BrokerConfig>,
-    checks: &dyn Fn(&std::path::Path, usize) -> Vec<String>,
-) -> Result<(), String> {
+/// One line for the host's tuning recommendations, so that they do not
+/// bury the start-up log; each one's detail is at debug level and in `rill
+/// tune check`.
+fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)]) {
+    for (_, detail) in recommendations {
+        tracing::debug!("{detail}");
+    }
+    if recommendations.is_empty() {
+        return;
+    }
+    let names: Vec<&str> = recommendations.iter().map(|(n, _)| n.as_str()).collect();
+    tracing::warn!(
+        "host tuning: {} recommendations ({}); see `rill tune check --data-dir {}`",
+        recommendations.len(),
+        names.join(", "),
+        config.data_dir.display()
+    );
+}
+
+fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
-    for warning in checks(&config.data_dir, config.cores) {
-        tracing::warn!("{warning}");
-    }
+    log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let scanned = engine::manager::scan_topics(&config.data_dir, config.topic_defaults())
         .map_err(|e| format!("cannot read topics in {}: {e}", config.data_dir.display()))?;
     let entries: Arc<Vec<TopicEntry>> = Arc::new(

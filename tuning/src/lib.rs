@@ -41,21 +41,23 @@ pub fn check_report(root: &Path, data_dir: &Path, cores: usize) -> Report {
     checks::run_all(&context)
 }
 
-/// One line per failing or warning check, for `rill serve` to log once at start.
-pub fn startup_warnings(data_dir: &Path, cores: usize) -> Vec<String> {
+/// Each failing or warning check as (name, one-line detail), for `rill
+/// serve` to summarise in one line at start (details at debug level).
+pub fn startup_warnings(data_dir: &Path, cores: usize) -> Vec<(String, String)> {
     check_report(Path::new("/"), data_dir, cores)
         .checks
         .iter()
         .filter(|c| matches!(c.status, Status::Warn | Status::Fail))
         .map(|c| {
-            format!(
+            let detail = format!(
                 "tune {}: {} is {} (recommended {}): {}",
                 c.status.label(),
                 c.name,
                 c.current,
                 c.recommended,
                 c.why
-            )
+            );
+            (c.name.to_string(), detail)
         })
         .collect()
 }

@@ -143,6 +143,28 @@ fn topic_change(
             }
             Ok(records)
         }
+        ControllerRpc::SetBrokerConfigs { broker, configs } => {
+            let wanted: BTreeMap<&str, &str> = configs
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let current = controller
+                .image
+                .broker_configs()
+                .get(broker)
+                .cloned()
+                .unwrap_or_default();
+            let mut records = Vec::new();
+            for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
+                records.extend(controller.alter_broker_config(broker, key, None)?);
+            }
+            for (key, value) in &wanted {
+                if current.get(*key).map(String::as_str) != Some(*value) {
+                    records.extend(controller.alter_broker_config(broker, key, Some(value))?);
+                }
+            }
+            Ok(records)
+        }
         ControllerRpc::AlterPartition {
             broker_id,
             topic_id,

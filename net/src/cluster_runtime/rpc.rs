@@ -104,6 +104,14 @@ pub enum ControllerRpc {
         /// Every override the topic keeps.
         configs: Vec<(String, String)>,
     },
+    /// IncrementalAlterConfigs on a BROKER resource: its whole set of
+    /// dynamic configs after the change.
+    SetBrokerConfigs {
+        /// `""` (every broker's default) or a broker id.
+        broker: String,
+        /// Every dynamic config the resource keeps.
+        configs: Vec<(String, String)>,
+    },
 }
 
 /// The active controller's answer.

@@ -11,10 +11,14 @@
 //! - [`topic_changes`]: the changes themselves.
 //! - [`reconcile`]: image → topic tables and local partitions.
 //! - [`config_ops`]: topic config edits (pure).
+//! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
+//! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 
+pub mod broker_configs;
 mod config_ops;
 mod reconcile;
 mod topic_changes;
+pub mod topic_defaults;
 mod topic_id;
 
 pub use config_ops::{altered_config, ConfigOpKind};

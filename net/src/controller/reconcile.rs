@@ -28,7 +28,7 @@ use crate::shard::{Shard, ShardService};
 use crate::topics::{TopicEntry, TopicUpdate};
 use cluster::metadata::{MetadataImage, PartitionState, TopicImage};
 use engine::types::TopicId;
-use engine::{ErrorCode, TopicPartition};
+use engine::{ErrorCode, TopicConfig, TopicPartition};
 use futures::channel::oneshot;
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -126,8 +126,10 @@ async fn run(shard: Rc<Shard>) {
 /// Applies `image` to this broker (see the module doc).
 async fn reconcile(shard: &Rc<Shard>, image: &MetadataImage, adopting: bool) {
     let version = u64::try_from(image.last_applied_offset()).unwrap_or(0);
+    let defaults =
+        super::topic_defaults::effective_topic_defaults(&shard.config, image.broker_configs());
     for topic in image.topics().values() {
-        upsert(shard, topic, version).await;
+        upsert(shard, topic, version, &defaults).await;
     }
     let gone: Vec<TopicEntry> = shard
         .topics
@@ -167,8 +169,7 @@ async fn reconcile(shard: &Rc<Shard>, image: &MetadataImage, adopting: bool) {
     }
 }
 
-async fn upsert(shard: &Rc<Shard>, topic: &TopicImage, version: u64) {
-    let defaults = shard.config.topic_defaults();
+async fn upsert(shard: &Rc<Shard>, topic: &TopicImage, version: u64, defaults: &TopicConfig) {
     let config = defaults
         .with_overrides(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .unwrap_or_else(|e| {
@@ -462,7 +463,7 @@ async fn adopt_topics_on_disk(shard: Rc<Shard>) {
         .filter(|e| e.version == 0)
         .cloned()
         .collect();
-    let defaults = shard.config.topic_defaults().clone();
+    let defaults = super::topic_defaults::topic_defaults(&shard);
     for entry in found {
         let topic_id = if entry.topic_id == [0; 16] {
             random_topic_id()

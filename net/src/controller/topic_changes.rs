@@ -97,7 +97,7 @@ pub(super) async fn create_topic(
             format!("partitions must be at least 1, got {partitions}"),
         ));
     }
-    let defaults = shard.config.topic_defaults();
+    let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = defaults
         .with_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
@@ -182,7 +182,7 @@ pub(super) async fn alter_configs(
     validate_only: bool,
 ) -> ControllerReply {
     let entry = existing_topic(shard, &name)?;
-    let defaults = shard.config.topic_defaults();
+    let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
     if validate_only {
         return Ok(TopicUpdate::Upsert(TopicEntry {

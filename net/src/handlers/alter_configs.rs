@@ -1,8 +1,9 @@
-//! AlterConfigs (key 33): replace a topic's overrides with the given set.
-//! Broker settings are static (the TOML file) and refused here.
+//! AlterConfigs (key 33): replace a topic's overrides, or a broker
+//! resource's dynamic configs, with the given set.
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::controller::broker_configs::{self, AlterBrokerConfigs};
 use crate::controller::{self, ConfigOpKind, ControllerRequest};
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -26,17 +27,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut out = AlterConfigsResourceResponse::default();
             out.resource_type = resource.resource_type;
             out.resource_name = resource.resource_name.clone();
+            let ops: Vec<_> = resource
+                .configs
+                .iter()
+                .filter_map(|c| {
+                    c.value
+                        .as_ref()
+                        .map(|v| (c.name.to_string(), Some(v.to_string()), ConfigOpKind::Set))
+                })
+                .collect();
             let outcome = match resource.resource_type {
                 RESOURCE_TOPIC => {
-                    let ops = resource
-                        .configs
-                        .iter()
-                        .filter_map(|c| {
-                            c.value.as_ref().map(|v| {
-                                (c.name.to_string(), Some(v.to_string()), ConfigOpKind::Set)
-                            })
-                        })
-                        .collect();
                     let change = ControllerRequest::AlterConfigs {
                         name: resource.resource_name.to_string(),
                         ops,
@@ -45,10 +46,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     };
                     controller::submit(&shard, change).await.map(|_| ())
                 }
-                RESOURCE_BROKER => Err((
-                    ErrorCode::InvalidRequest,
-                    String::from("broker settings are static in rill"),
-                )),
+                RESOURCE_BROKER => {
+                    let change = AlterBrokerConfigs {
+                        broker: resource.resource_name.to_string(),
+                        ops,
+                        replace_all: true,
+                        validate_only: body.validate_only,
+                    };
+                    broker_configs::submit(&shard, change).await
+                }
                 other => Err((
                     ErrorCode::InvalidRequest,
                     format!("resource type {other} is not supported"),

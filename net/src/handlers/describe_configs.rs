@@ -2,7 +2,9 @@
 //! broker's settings.
 
 use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime::ClusterView;
 use crate::config::BrokerConfig;
+use crate::controller::{broker_configs, topic_defaults};
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
@@ -25,6 +27,10 @@ pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
 /// Kafka's `ConfigSource`: a topic override.
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka's `ConfigSource`: a dynamic config of this broker.
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
+/// Kafka's `ConfigSource`: a dynamic default of every broker.
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 /// Kafka's `ConfigSource`: from the broker's file.
 const SOURCE_STATIC_BROKER: i8 = 4;
 /// Kafka's `ConfigSource`: a default.
@@ -39,9 +45,54 @@ fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConf
     c
 }
 
-/// Broker settings reported under the broker resource.
+/// The broker-wide topic defaults, by Kafka's synonyms (`log.retention.ms`,
+/// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): most
+/// change at runtime (see `controller::broker_configs`).
+fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
+    let image = shard.service::<ClusterView>().image();
+    let dynamic = image.broker_configs();
+    let defaults = topic_defaults::effective_topic_defaults(&shard.config, dynamic);
+    let own = dynamic.get(&shard.config.broker_id.to_string());
+    let cluster_wide = dynamic.get("");
+    let mut out = Vec::new();
+    for spec in &engine::config::kafka_topic_configs::SPECS {
+        let (Some(name), Some(value)) = (spec.broker_name, defaults.get(spec.name)) else {
+            continue;
+        };
+        let source = if own.is_some_and(|c| c.contains_key(name)) {
+            SOURCE_DYNAMIC_BROKER
+        } else if cluster_wide.is_some_and(|c| c.contains_key(name)) {
+            SOURCE_DYNAMIC_DEFAULT_BROKER
+        } else {
+            SOURCE_STATIC_BROKER
+        };
+        out.push((name, value, source));
+    }
+    out
+}
+
+/// Where each topic config without an override gets its value, as Kafka
+/// reports it: this broker's dynamic config, the cluster-wide dynamic
+/// default, the config file, else (absent here) Kafka's default.
+fn inherited_sources(shard: &Shard) -> std::collections::HashMap<&'static str, i8> {
+    let static_defaults = shard.config.topic_defaults();
+    dynamic_entries(shard)
+        .into_iter()
+        .filter_map(|(broker_name, _, source)| {
+            let spec = engine::config::kafka_topic_configs::spec_of_broker_name(broker_name)?;
+            let from_file = static_defaults.get(spec.name).as_deref() != Some(spec.default);
+            match source {
+                SOURCE_STATIC_BROKER if !from_file => None,
+                source => Some((spec.name, source)),
+            }
+        })
+        .collect()
+}
+
+/// Broker settings reported under the broker resource (static: read from
+/// the file at start).
 fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
-    let mut out = vec![
+    vec![
         ("broker.id", config.broker_id.to_string()),
         ("node.id", config.broker_id.to_string()),
         (
@@ -67,29 +118,7 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
             config.offsets_topic_num_partitions.to_string(),
         ),
         ("log.dirs", config.data_dir.display().to_string()),
-    ];
-    let t = &config.engine.topic_defaults;
-    let log_names = [
-        ("message.max.bytes", "max.message.bytes"),
-        ("log.retention.ms", "retention.ms"),
-        ("log.retention.bytes", "retention.bytes"),
-        ("log.segment.bytes", "segment.bytes"),
-        ("log.roll.ms", "segment.ms"),
-        ("log.cleanup.policy", "cleanup.policy"),
-        ("log.flush.interval.ms", "flush.ms"),
-        ("log.flush.interval.messages", "flush.messages"),
-        ("compression.type", "compression.type"),
-        ("compression.gzip.level", "compression.gzip.level"),
-        ("compression.lz4.level", "compression.lz4.level"),
-        ("compression.zstd.level", "compression.zstd.level"),
-        ("min.insync.replicas", "min.insync.replicas"),
-    ];
-    for (broker_name, topic_name) in log_names {
-        if let Some(value) = t.get(topic_name) {
-            out.push((broker_name, value));
-        }
-    }
-    out
+    ]
 }
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -117,7 +146,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     let name = resource.resource_name.to_string();
                     match shard.topics.borrow().get(&name) {
                         Some(topic) => {
-                            let defaults = shard.config.topic_defaults();
+                            let defaults = &topic_defaults::topic_defaults(&shard);
+                            let inherited = inherited_sources(&shard);
                             for config_name in
                                 engine::TopicConfig::NAMES.iter().filter(|n| wanted(n))
                             {
@@ -127,7 +157,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 let source = if defaults.get(config_name).as_deref()
                                     == Some(value.as_str())
                                 {
-                                    SOURCE_DEFAULT
+                                    inherited
+                                        .get(config_name)
+                                        .copied()
+                                        .unwrap_or(SOURCE_DEFAULT)
                                 } else {
                                     SOURCE_DYNAMIC_TOPIC
                                 };
@@ -159,6 +192,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 SOURCE_STATIC_BROKER,
                                 true,
                             ));
+                        }
+                        for (config_name, value, source) in dynamic_entries(&shard)
+                            .into_iter()
+                            .filter(|(n, _, _)| wanted(n))
+                        {
+                            let read_only = !broker_configs::is_dynamic(config_name);
+                            result
+                                .configs
+                                .push(entry(config_name, value, source, read_only));
                         }
                     }
                 }

@@ -1,8 +1,10 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
-//! topic configs. Broker settings are static (the TOML file) and refused here.
+//! topic configs; set / delete the dynamic broker configs (the broker-wide
+//! topic defaults, see `controller::broker_configs`).
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::controller::broker_configs::{self, AlterBrokerConfigs};
 use crate::controller::{self, ConfigOpKind, ControllerRequest};
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -38,41 +40,50 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut out = AlterConfigsResourceResponse::default();
             out.resource_type = resource.resource_type;
             out.resource_name = resource.resource_name.clone();
+            let ops: Option<Vec<_>> = resource
+                .configs
+                .iter()
+                .map(|c| {
+                    op_kind(c.config_operation).map(|kind| {
+                        (
+                            c.name.to_string(),
+                            c.value.as_ref().map(|v| v.to_string()),
+                            kind,
+                        )
+                    })
+                })
+                .collect();
             let outcome = match resource.resource_type {
-                RESOURCE_TOPIC => {
-                    let ops: Option<Vec<_>> = resource
-                        .configs
-                        .iter()
-                        .map(|c| {
-                            op_kind(c.config_operation).map(|kind| {
-                                (
-                                    c.name.to_string(),
-                                    c.value.as_ref().map(|v| v.to_string()),
-                                    kind,
-                                )
-                            })
-                        })
-                        .collect();
-                    match ops {
-                        Some(ops) => {
-                            let change = ControllerRequest::AlterConfigs {
-                                name: resource.resource_name.to_string(),
-                                ops,
-                                replace_all: false,
-                                validate_only: body.validate_only,
-                            };
-                            controller::submit(&shard, change).await.map(|_| ())
-                        }
-                        None => Err((
-                            ErrorCode::InvalidRequest,
-                            String::from("unknown config operation"),
-                        )),
+                RESOURCE_TOPIC => match ops {
+                    Some(ops) => {
+                        let change = ControllerRequest::AlterConfigs {
+                            name: resource.resource_name.to_string(),
+                            ops,
+                            replace_all: false,
+                            validate_only: body.validate_only,
+                        };
+                        controller::submit(&shard, change).await.map(|_| ())
                     }
-                }
-                RESOURCE_BROKER => Err((
-                    ErrorCode::InvalidRequest,
-                    String::from("broker settings are static in rill"),
-                )),
+                    None => Err((
+                        ErrorCode::InvalidRequest,
+                        String::from("unknown config operation"),
+                    )),
+                },
+                RESOURCE_BROKER => match ops {
+                    Some(ops) => {
+                        let change = AlterBrokerConfigs {
+                            broker: resource.resource_name.to_string(),
+                            ops,
+                            replace_all: false,
+                            validate_only: body.validate_only,
+                        };
+                        broker_configs::submit(&shard, change).await
+                    }
+                    None => Err((
+                        ErrorCode::InvalidRequest,
+                        String::from("unknown config operation"),
+                    )),
+                },
                 other => Err((
                     ErrorCode::InvalidRequest,
                     format!("resource type {other} is not supported"),

@@ -44,6 +44,7 @@ const RECORD_TYPE_PARTITION_CHANGE: u8 = 8;
 const RECORD_TYPE_CONFIG_CHANGE: u8 = 9;
 const RECORD_TYPE_PRODUCER_IDS: u8 = 10;
 const RECORD_TYPE_REASSIGNMENT: u8 = 11;
+const RECORD_TYPE_BROKER_CONFIG_CHANGE: u8 = 12;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -266,6 +267,12 @@ impl Writer {
                 self.string(key);
                 self.option_string(value.as_deref());
             }
+            MetadataRecord::BrokerConfigChange { broker, key, value } => {
+                self.u8(RECORD_TYPE_BROKER_CONFIG_CHANGE);
+                self.string(broker);
+                self.string(key);
+                self.option_string(value.as_deref());
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -392,6 +399,11 @@ impl Reader<'_> {
             },
             RECORD_TYPE_CONFIG_CHANGE => MetadataRecord::ConfigChange {
                 topic: self.string()?,
+                key: self.string()?,
+                value: self.option_string()?,
+            },
+            RECORD_TYPE_BROKER_CONFIG_CHANGE => MetadataRecord::BrokerConfigChange {
+                broker: self.string()?,
                 key: self.string()?,
                 value: self.option_string()?,
             },

@@ -132,6 +132,9 @@ pub struct MetadataImage {
     topics: BTreeMap<TopicId, TopicImage>,
     topic_ids: BTreeMap<String, TopicId>,
     producer_ids: ProducerIdBlocks,
+    /// Dynamic broker configs by resource name (`""`: every broker's
+    /// default; else a broker id), each `key -> value`.
+    broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Default for MetadataImage {
@@ -150,7 +153,14 @@ impl MetadataImage {
             topics: BTreeMap::new(),
             topic_ids: BTreeMap::new(),
             producer_ids: ProducerIdBlocks::default(),
+            broker_configs: BTreeMap::new(),
         }
+    }
+
+    /// Dynamic broker configs by resource name (`""`: the cluster-wide
+    /// default; else a broker id in decimal).
+    pub fn broker_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
+        &self.broker_configs
     }
 
     /// Offset of the last applied record (`-1`: none).
@@ -309,6 +319,15 @@ impl MetadataImage {
             MetadataRecord::ConfigChange { topic, key, .. } => {
                 if !self.topic_ids.contains_key(topic) {
                     return Err(format!("unknown topic {topic:?}"));
+                }
+                if key.is_empty() {
+                    return Err("empty config name".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::BrokerConfigChange { broker, key, .. } => {
+                if !broker.is_empty() && broker.parse::<BrokerId>().is_err() {
+                    return Err(format!("broker resource {broker:?} is not an id"));
                 }
                 if key.is_empty() {
                     return Err("empty config name".to_owned());
@@ -584,6 +603,16 @@ impl MetadataImage {
                 assert_eq!(next.partition_epoch, state.partition_epoch);
                 *state = next;
             }
+            MetadataRecord::BrokerConfigChange { broker, key, value } => {
+                let configs = self.broker_configs.entry(broker.clone()).or_default();
+                match value {
+                    Some(value) => configs.insert(key.clone(), value.clone()),
+                    None => configs.remove(key),
+                };
+                if configs.is_empty() {
+                    self.broker_configs.remove(broker);
+                }
+            }
             MetadataRecord::ConfigChange { topic, key, value } => {
                 let Some(topic_id) = self.topic_ids.get(topic).copied() else {
                     unreachable!("validated: topic {topic:?} exists")
@@ -714,6 +743,13 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 assert!(self.topic(topic_id).is_none());
+            }
+            MetadataRecord::BrokerConfigChange { broker, key, value } => {
+                let now = self
+                    .broker_configs
+                    .get(broker)
+                    .and_then(|configs| configs.get(key));
+                assert_eq!(now, value.as_ref());
             }
             MetadataRecord::ConfigChange { topic, key, value } => {
                 let now = self

@@ -151,6 +151,17 @@ pub enum MetadataRecord {
         /// New value, or `None` to return to the default.
         value: Option<String>,
     },
+    /// A dynamic broker config is set (`Some`) or removed (`None`): Kafka's
+    /// ConfigRecord on a BROKER resource, `broker` being its name (empty:
+    /// the cluster-wide default of every broker; else one broker's id).
+    BrokerConfigChange {
+        /// `""` or a broker id in decimal.
+        broker: String,
+        /// Config name (a broker key, such as `log.retention.ms`).
+        key: String,
+        /// New value, or `None` to return to the static setting.
+        value: Option<String>,
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -177,6 +188,7 @@ impl MetadataRecord {
             MetadataRecord::PartitionChange(_) => "PartitionChange",
             MetadataRecord::Reassignment { .. } => "Reassignment",
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
+            MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
         }
     }

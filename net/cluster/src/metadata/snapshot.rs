@@ -152,6 +152,15 @@ impl MetadataImage {
                 });
             }
         }
+        for (broker, configs) in self.broker_configs() {
+            for (key, value) in configs {
+                records.push(MetadataRecord::BrokerConfigChange {
+                    broker: broker.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),

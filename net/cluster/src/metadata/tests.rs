@@ -521,6 +521,9 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         partition_change().prop_map(MetadataRecord::PartitionChange),
         (text, text, prop::option::of(text))
             .prop_map(|(topic, key, value)| MetadataRecord::ConfigChange { topic, key, value }),
+        (text, text, prop::option::of(text)).prop_map(|(broker, key, value)| {
+            MetadataRecord::BrokerConfigChange { broker, key, value }
+        }),
         (any::<i32>(), any::<i64>(), any::<i64>()).prop_map(
             |(broker_id, broker_epoch, next_block_start)| {
                 MetadataRecord::ProducerIds {

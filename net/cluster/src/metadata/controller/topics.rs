@@ -190,6 +190,32 @@ impl Controller<'_> {
         Ok(proposal.into_records())
     }
 
+    /// Sets (`Some`) or removes (`None`) a dynamic broker config of
+    /// `broker` (`""`: every broker's default). The broker layer checks the
+    /// key and value against its own settings first.
+    pub fn alter_broker_config(
+        &self,
+        broker: &str,
+        key: &str,
+        value: Option<&str>,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        check_config(key, value)?;
+        if !broker.is_empty() && broker.parse::<BrokerId>().is_err() {
+            return Err(MetadataError::InvalidConfig {
+                key: key.to_owned(),
+                value: value.map(str::to_owned),
+                reason: format!("broker resource {broker:?} is not a broker id"),
+            });
+        }
+        let mut proposal = Proposal::new(self.image);
+        proposal.push(MetadataRecord::BrokerConfigChange {
+            broker: broker.to_owned(),
+            key: key.to_owned(),
+            value: value.map(str::to_owned),
+        });
+        Ok(proposal.into_records())
+    }
+
     /// Sets (`Some`) or removes (`None`) a topic config.
     pub fn alter_topic_config(
         &self,
