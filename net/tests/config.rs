@@ -103,6 +103,7 @@ fn compression_type_and_levels_are_broker_defaults() {
     ));
 }
 
+#[test]
 fn unknown_keys_are_ignored() {
     let (args, _file) = args_with_file("\"log.retention.hourz\" = 1\n\"num.partitions\" = 4\n");
     let c = BrokerConfig::from_args(&args).unwrap();
