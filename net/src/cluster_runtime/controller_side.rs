@@ -84,6 +84,30 @@ pub async fn handle(
     }
 }
 
+/// The records that make a config set (a topic's, a broker's) `wanted`
+/// where it is `current` now: a delete for each key no longer wanted, a set
+/// for each new or changed one (AlterConfigs replaces the whole set).
+fn replace_configs<'a>(
+    current: &BTreeMap<String, String>,
+    wanted: impl IntoIterator<Item = &'a (String, String)>,
+    mut alter: impl FnMut(&str, Option<&str>) -> Result<Vec<MetadataRecord>, MetadataError>,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let wanted: BTreeMap<&str, &str> = wanted
+        .into_iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut records = Vec::new();
+    for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
+        records.extend(alter(key, None)?);
+    }
+    for (key, value) in &wanted {
+        if current.get(*key).map(String::as_str) != Some(*value) {
+            records.extend(alter(key, Some(value))?);
+        }
+    }
+    Ok(records)
+}
+
 /// The records of a topic change.
 fn topic_change(
     controller: &Controller<'_>,
@@ -123,47 +147,25 @@ fn topic_change(
             controller.create_partitions(name, *count, None, seed())
         }
         ControllerRpc::SetTopicConfigs { name, configs } => {
-            let wanted: BTreeMap<&str, &str> = configs
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
             let current = controller
                 .image
                 .topic_by_name(name)
                 .map(|topic| topic.configs.clone())
                 .unwrap_or_default();
-            let mut records = Vec::new();
-            for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
-                records.extend(controller.alter_topic_config(name, key, None)?);
-            }
-            for (key, value) in &wanted {
-                if current.get(*key).map(String::as_str) != Some(*value) {
-                    records.extend(controller.alter_topic_config(name, key, Some(value))?);
-                }
-            }
-            Ok(records)
+            replace_configs(&current, configs, |key, value| {
+                controller.alter_topic_config(name, key, value)
+            })
         }
         ControllerRpc::SetBrokerConfigs { broker, configs } => {
-            let wanted: BTreeMap<&str, &str> = configs
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
             let current = controller
                 .image
                 .broker_configs()
                 .get(broker)
                 .cloned()
                 .unwrap_or_default();
-            let mut records = Vec::new();
-            for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
-                records.extend(controller.alter_broker_config(broker, key, None)?);
-            }
-            for (key, value) in &wanted {
-                if current.get(*key).map(String::as_str) != Some(*value) {
-                    records.extend(controller.alter_broker_config(broker, key, Some(value))?);
-                }
-            }
-            Ok(records)
+            replace_configs(&current, configs, |key, value| {
+                controller.alter_broker_config(broker, key, value)
+            })
         }
         ControllerRpc::AlterPartition {
             broker_id,
