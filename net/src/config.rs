@@ -19,9 +19,12 @@ pub mod properties;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
+use crate::security::SecurityProtocol;
 use crate::sendpath::SendPath;
 use engine::{EngineConfig, FlushPolicy, TopicConfig};
-use listeners::{advertised_for, client_listener, default_advertised_host, parse_listeners};
+use listeners::{
+    advertised_for, client_listeners, default_advertised_host, parse_listeners, protocol_of,
+};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -76,12 +79,16 @@ pub struct ServeArgs {
 pub struct BrokerConfig {
     /// Root of the partition directories.
     pub data_dir: PathBuf,
-    /// Kafka listener address.
+    /// The first client listener's address (the one brokers reach each
+    /// other on).
     pub listen: SocketAddr,
-    /// Host advertised in Metadata.
+    /// Host advertised in Metadata for the first listener.
     pub advertised_host: String,
-    /// Port advertised in Metadata.
+    /// Port advertised in Metadata for the first listener.
     pub advertised_port: i32,
+    /// Every client listener (`listeners`), the first being the one above;
+    /// each answers Metadata with its own advertised address.
+    pub listeners: Vec<ClientListener>,
     /// Number of shards.
     pub cores: usize,
     /// Fetch send path.
@@ -137,6 +144,13 @@ impl BrokerConfig {
             listen,
             advertised_host: String::from("127.0.0.1"),
             advertised_port: 9092,
+            listeners: vec![ClientListener {
+                name: String::from("PLAINTEXT"),
+                protocol: SecurityProtocol::Plaintext,
+                bind: listen,
+                advertised_host: String::from("127.0.0.1"),
+                advertised_port: 9092,
+            }],
             cores: available_cores(),
             send_path: SendPath::Splice,
             admin_listen: SocketAddr::from(([127, 0, 0, 1], 9644)),
@@ -164,8 +178,7 @@ impl BrokerConfig {
     /// Resolves flags, the optional TOML file and defaults.
     pub fn from_args(args: &ServeArgs) -> Result<Self, ConfigError> {
         let mut config = BrokerConfig::defaults();
-        let mut listen_text = None;
-        let mut advertised_text = None;
+        let mut specs = Vec::new();
         if let Some(path) = &args.config {
             let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                 path: path.display().to_string(),
@@ -177,13 +190,10 @@ impl BrokerConfig {
                 parse_toml(&text)?
             };
             let applied = config.apply_settings(&settings)?;
-            (listen_text, advertised_text) = applied.resolve()?;
+            specs = applied.resolve()?;
         }
         if let Some(dir) = &args.data_dir {
             config.data_dir = dir.clone();
-        }
-        if let Some(text) = args.listen.as_ref().or(listen_text.as_ref()) {
-            config.listen = resolve_addr("--listen", text)?;
         }
         if let Some(text) = args.admin_listen.as_ref() {
             config.admin_listen = resolve_addr("--admin-listen", text)?;
@@ -202,26 +212,26 @@ impl BrokerConfig {
                 .parse::<FlushPolicy>()
                 .map_err(|reason| ConfigError::invalid("--flush-policy", text, &reason))?;
         }
-        let (host, port) = match args
-            .advertised_listener
-            .as_ref()
-            .or(advertised_text.as_ref())
+        config.listeners = resolve_listeners(specs, args)?;
+        if let Some(first) = config.listeners.first() {
+            config.listen = first.bind;
+            config.advertised_host = first.advertised_host.clone();
+            config.advertised_port = first.advertised_port;
+        }
+        if let Some(l) = config
+            .listeners
+            .iter()
+            .find(|l| l.protocol != SecurityProtocol::Plaintext)
         {
-            Some(text) => split_host_port("--advertised-listener", text)?,
-            None => {
-                let (host, why) = default_advertised_host(&config.listen);
-                let port = i32::from(config.listen.port());
-                tracing::info!(
-                    advertised = %format!("{host}:{port}"),
-                    listen = %config.listen,
-                    "advertising {why} to clients (set --advertised-listener or \
-                     advertised.listeners to choose)"
-                );
-                (host, port)
-            }
-        };
-        config.advertised_host = host;
-        config.advertised_port = port;
+            return Err(ConfigError::invalid(
+                "listeners",
+                &format!("{}://{}", l.name, l.bind),
+                &format!(
+                    "security protocol {} is not supported yet; only PLAINTEXT listeners serve",
+                    l.protocol
+                ),
+            ));
+        }
         config.engine.data_dir = config.data_dir.clone();
         if let Some(id) = args.node_id {
             config.broker_id = id;
@@ -291,6 +301,7 @@ impl BrokerConfig {
             }
             "listeners" => applied.listeners = Some(value.to_string()),
             "advertised.listeners" => applied.advertised = Some(value.to_string()),
+            "listener.security.protocol.map" => applied.protocol_map = Some(value.to_string()),
             "controller.listener.names" => {
                 applied.controller_names = value
                     .split(',')
@@ -487,10 +498,49 @@ impl BrokerConfig {
             .map_err(|e| ConfigError::invalid(broker_name, value, &e.to_string()))
     }
 
+    /// The listener brokers reach each other on (replication, transaction
+    /// markers): the first of `listeners`.
+    pub fn inter_broker_listener(&self) -> &str {
+        self.listeners
+            .first()
+            .map_or("PLAINTEXT", |l| l.name.as_str())
+    }
+
     /// The topic defaults (from the `log.*` keys).
     pub fn topic_defaults(&self) -> &TopicConfig {
         &self.engine.topic_defaults
     }
+}
+
+/// A listener clients connect to, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientListener {
+    /// Its name (`PLAINTEXT`, `SASL_SSL`, `INTERNAL`, ...): the key of
+    /// `listener.security.protocol.map` and of the brokers' registered
+    /// endpoints, so that a client is told the addresses of the listener it
+    /// came in on.
+    pub name: String,
+    /// How its connections are secured.
+    pub protocol: SecurityProtocol,
+    /// Address bound.
+    pub bind: SocketAddr,
+    /// Host advertised in Metadata.
+    pub advertised_host: String,
+    /// Port advertised in Metadata.
+    pub advertised_port: i32,
+}
+
+/// A client listener as the file gives it, before the flags and DNS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerSpec {
+    /// Listener name.
+    pub name: String,
+    /// Its security protocol.
+    pub protocol: SecurityProtocol,
+    /// `host:port` to bind.
+    pub bind: String,
+    /// `host:port` to advertise, when `advertised.listeners` names one.
+    pub advertised: Option<String>,
 }
 
 /// Listener texts found in the file, resolved once every key is read.
@@ -500,32 +550,118 @@ pub struct AppliedListeners {
     pub listeners: Option<String>,
     /// `advertised.listeners`.
     pub advertised: Option<String>,
+    /// `listener.security.protocol.map`.
+    pub protocol_map: Option<String>,
     /// `controller.listener.names`: listeners that are not for clients.
     pub controller_names: Vec<String>,
 }
 
 impl AppliedListeners {
-    /// The client listener's `host:port` to bind and to advertise (either
-    /// may be absent). Kafka's `listeners=PLAINTEXT://:9092,CONTROLLER://:9093`
-    /// binds every interface on 9092; the CONTROLLER entry is not served
-    /// (rill's Raft traffic goes to the voters' addresses).
-    pub fn resolve(&self) -> Result<(Option<String>, Option<String>), ConfigError> {
+    /// The client listeners, in file order: every entry of `listeners` that
+    /// is not a controller listener (rill's Raft traffic goes to the voters'
+    /// addresses), with its protocol and advertised address. A name the
+    /// protocol map does not know is an error, never a silent PLAINTEXT.
+    pub fn resolve(&self) -> Result<Vec<ListenerSpec>, ConfigError> {
         let listeners = match &self.listeners {
             Some(text) => parse_listeners("listeners", text)?,
             None => Vec::new(),
         };
-        let chosen = client_listener(&listeners, &self.controller_names);
         let advertised = match &self.advertised {
             Some(text) => parse_listeners("advertised.listeners", text)?,
             None => Vec::new(),
         };
-        let name = chosen.map_or("PLAINTEXT", |l| l.name.as_str());
-        let advertised = advertised_for(&advertised, name, &self.controller_names);
-        Ok((
-            chosen.map(listeners::Listener::bind_text),
-            advertised.map(listeners::Listener::bind_text),
-        ))
+        let map = self.protocol_map.as_deref();
+        let chosen = client_listeners(&listeners, &self.controller_names);
+        let mut specs = Vec::with_capacity(chosen.len());
+        for listener in chosen {
+            if specs.iter().any(|s: &ListenerSpec| s.name == listener.name) {
+                return Err(ConfigError::invalid(
+                    "listeners",
+                    self.listeners.as_deref().unwrap_or(""),
+                    &format!("listener name {} appears twice", listener.name),
+                ));
+            }
+            // The first listener also takes an unnamed advertised entry
+            // (`advertised.listeners=host:9092`); the others only their own.
+            let ad = if specs.is_empty() {
+                advertised_for(&advertised, &listener.name, &self.controller_names)
+            } else {
+                advertised
+                    .iter()
+                    .find(|l| l.name == listener.name && !l.host.is_empty())
+            };
+            specs.push(ListenerSpec {
+                name: listener.name.clone(),
+                protocol: protocol_of(&listener.name, map)?,
+                bind: listener.bind_text(),
+                advertised: ad.map(listeners::Listener::bind_text),
+            });
+        }
+        Ok(specs)
     }
+}
+
+/// The client listeners from the file's `specs` and the flags: `--listen`
+/// and `--advertised-listener` set the first listener's addresses (a
+/// PLAINTEXT one when the file names none). Each listener's advertised host
+/// defaults to its bind address, or the host's name for a wildcard bind.
+fn resolve_listeners(
+    mut specs: Vec<ListenerSpec>,
+    args: &ServeArgs,
+) -> Result<Vec<ClientListener>, ConfigError> {
+    if specs.is_empty() {
+        specs.push(ListenerSpec {
+            name: String::from("PLAINTEXT"),
+            protocol: SecurityProtocol::Plaintext,
+            bind: String::from("0.0.0.0:9092"),
+            advertised: None,
+        });
+    }
+    if let Some(text) = &args.listen {
+        specs[0].bind = text.clone();
+    }
+    if let Some(text) = &args.advertised_listener {
+        specs[0].advertised = Some(text.clone());
+    }
+    let mut out: Vec<ClientListener> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let key = if out.is_empty() {
+            "--listen"
+        } else {
+            "listeners"
+        };
+        let bind = resolve_addr(key, &spec.bind)?;
+        if let Some(other) = out.iter().find(|l| l.bind.port() == bind.port()) {
+            return Err(ConfigError::invalid(
+                "listeners",
+                &spec.bind,
+                &format!("port {} is already listener {}'s", bind.port(), other.name),
+            ));
+        }
+        let (advertised_host, advertised_port) = match &spec.advertised {
+            Some(text) => split_host_port("--advertised-listener", text)?,
+            None => {
+                let (host, why) = default_advertised_host(&bind);
+                let port = i32::from(bind.port());
+                tracing::info!(
+                    listener = %spec.name,
+                    advertised = %format!("{host}:{port}"),
+                    listen = %bind,
+                    "advertising {why} to clients (set --advertised-listener or \
+                     advertised.listeners to choose)"
+                );
+                (host, port)
+            }
+        };
+        out.push(ClientListener {
+            name: spec.name,
+            protocol: spec.protocol,
+            bind,
+            advertised_host,
+            advertised_port,
+        });
+    }
+    Ok(out)
 }
 
 /// The retention and roll settings in each unit, kept until every key is
@@ -556,7 +692,6 @@ const IGNORED_KAFKA_KEYS: &[&str] = &[
     "controller.quorum.bootstrap.servers",
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
-    "listener.security.protocol.map",
     "log.cleaner.enable",
     "log.cleaner.threads",
     "zookeeper.connect",

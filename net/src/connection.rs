@@ -17,6 +17,7 @@ use crate::error::{FrameError, RequestError};
 use crate::fetch_response::OutChunk;
 use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
 use crate::handlers::{self, api_versions, Request, Response};
+use crate::security::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
 use futures::channel::oneshot;
@@ -99,7 +100,12 @@ async fn watch_idle(
 
 /// Serves one connection until the peer closes, bad input, idleness
 /// (`connections.max.idle.ms`) or shutdown.
-pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, shutdown: ShutdownSignal) {
+pub async fn serve(
+    shard: Rc<Shard>,
+    mut stream: TcpStream,
+    session: Rc<Session>,
+    shutdown: ShutdownSignal,
+) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -137,7 +143,16 @@ pub async fn serve(shard: Rc<Shard>, mut stream: TcpStream, shutdown: ShutdownSi
         peer.clone(),
         activity.clone(),
     ));
-    read_requests(&shard, &mut stream, queue, shutdown, &peer, &activity).await;
+    read_requests(
+        &shard,
+        &mut stream,
+        queue,
+        shutdown,
+        &session,
+        &peer,
+        &activity,
+    )
+    .await;
     writer.await;
     activity.ended.set(true);
     watcher.cancel();
@@ -160,6 +175,7 @@ async fn read_requests(
     stream: &mut TcpStream,
     queue: glommio::channels::local_channel::LocalSender<Pending>,
     shutdown: ShutdownSignal,
+    session: &Rc<Session>,
     peer: &str,
     activity: &Activity,
 ) {
@@ -212,7 +228,7 @@ async fn read_requests(
                 break;
             }
         };
-        let pending = match dispatch(shard, frame) {
+        let pending = match dispatch(shard, session, frame) {
             Ok(pending) => pending,
             Err(reason) => {
                 log_protocol_error(shard, peer, &reason);
@@ -247,7 +263,7 @@ fn log_protocol_error(shard: &Shard, peer: &str, reason: &str) {
 }
 
 /// Turns a frame into queued work, or the reason to close the connection.
-fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Pending, String> {
+fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Result<Pending, String> {
     let received = Instant::now();
     let request_bytes = frame.len() + 4;
     let prefix = peek_header(&frame).map_err(|e| e.to_string())?;
@@ -287,6 +303,7 @@ fn dispatch(shard: &Rc<Shard>, mut frame: Bytes) -> Result<Pending, String> {
         header,
         body: frame,
         received,
+        session: session.clone(),
     };
     let task = glommio::spawn_local((handler.handle)(shard.clone(), request)).detach();
     Ok(Pending {

@@ -53,6 +53,8 @@
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
 //!   its per-shard runtime (placement by `__transaction_state` partition,
 //!   persistence, markers, timeouts, replay).
+//! - [`security`]: security protocols and each connection's session
+//!   (listener, peer, authenticated principal).
 //! - [`connection`]: one client connection: pipelined requests, ordered responses.
 //! - [`handlers`]: one file per Kafka API, and the registry that drives both
 //!   dispatch and the ApiVersions answer.
@@ -85,6 +87,7 @@ pub mod process_stats;
 pub mod producer_ids;
 pub mod replication_runtime;
 pub mod routing;
+pub mod security;
 pub mod sendpath;
 pub mod serve;
 pub mod services;

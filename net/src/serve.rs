@@ -12,10 +12,11 @@
 //! checkpoints its logs (`LogManager::shutdown`) and its executor ends.
 
 use crate::admin;
-use crate::config::{BrokerConfig, ServeArgs};
+use crate::config::{BrokerConfig, ClientListener, ServeArgs};
 use crate::conn_limits::{LogLimiter, PerIpConnections};
 use crate::connection::{self, ShutdownSignal};
 use crate::metrics::ShardMetrics;
+use crate::security::{Principal, Session};
 use crate::sendpath::Sender;
 use crate::services::Services;
 use crate::shard::{Shard, ShardMessage};
@@ -363,14 +364,31 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     }
     // glommio's bind sets SO_REUSEPORT, so every shard binds the same port
     // and the kernel spreads connections across shards.
-    let listener = glommio::net::TcpListener::bind(config.listen)
-        .map_err(|e| format!("shard {id}: cannot listen on {}: {e}", config.listen))?;
-    tracing::info!(shard = id, listen = %config.listen, "shard serving");
+    let mut bound = Vec::with_capacity(config.listeners.len());
+    for spec in &config.listeners {
+        let listener = glommio::net::TcpListener::bind(spec.bind).map_err(|e| {
+            format!(
+                "shard {id}: cannot listen on {} (listener {}): {e}",
+                spec.bind, spec.name
+            )
+        })?;
+        tracing::info!(
+            shard = id,
+            listener = %spec.name,
+            protocol = %spec.protocol,
+            listen = %spec.bind,
+            "shard serving"
+        );
+        bound.push((Rc::new(spec.clone()), listener));
+    }
 
     let shutdown: ShutdownSignal = input.shutdown.shared();
     let gate = Rc::new(glommio::sync::Gate::new());
-    accept_loop(&shard, &listener, &gate, shutdown.clone()).await;
-    drop(listener);
+    futures::future::join_all(bound.iter().map(|(spec, listener)| {
+        accept_loop(&shard, spec.clone(), listener, &gate, shutdown.clone())
+    }))
+    .await;
+    drop(bound);
     if id == crate::cluster_runtime::METADATA_SHARD {
         // Hand the leaderships over while connections are still served, so
         // that clients are redirected rather than cut off.
@@ -404,6 +422,7 @@ thread_local! {
 
 async fn accept_loop(
     shard: &Rc<Shard>,
+    spec: Rc<ClientListener>,
     listener: &glommio::net::TcpListener,
     gate: &Rc<glommio::sync::Gate>,
     shutdown: ShutdownSignal,
@@ -475,10 +494,16 @@ async fn accept_loop(
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             return;
         };
+        let session = Rc::new(Session::new(
+            &spec.name,
+            spec.protocol,
+            stream.peer_addr().ok().map(|a| a.ip()),
+            Principal::anonymous(),
+        ));
         let shard = shard.clone();
         let shutdown = shutdown.clone();
         glommio::spawn_local(async move {
-            connection::serve(shard.clone(), stream, shutdown).await;
+            connection::serve(shard.clone(), stream, session, shutdown).await;
             drop(ip_slot);
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_open -= 1;

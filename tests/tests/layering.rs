@@ -50,7 +50,7 @@ fn net_layer(module: &[String]) -> usize {
         None
         | Some(
             "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath" | "config"
-            | "error" | "frame" | "fetch_response" | "cluster_config" | "conn_limits",
+            | "error" | "frame" | "fetch_response" | "cluster_config" | "conn_limits" | "security",
         ) => 0,
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.

@@ -83,11 +83,17 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let register = ControllerRpc::Register {
         broker_id: config.broker_id,
         incarnation_id,
-        listeners: vec![(
-            String::from("PLAINTEXT"),
-            config.advertised_host.clone(),
-            u16::try_from(config.advertised_port).unwrap_or(0),
-        )],
+        listeners: config
+            .listeners
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    l.advertised_host.clone(),
+                    u16::try_from(l.advertised_port).unwrap_or(0),
+                )
+            })
+            .collect(),
         rack: config.cluster.rack.clone(),
     };
     while !quorum.shutting_down.get() {

@@ -39,7 +39,10 @@ mod view;
 pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
 pub use rpc::{ControllerReply, ControllerRpc};
-pub use view::{leads, partition_leader, ClusterView, LeaderEndpoint, QuorumStatus};
+pub use view::{
+    leads, own_endpoint, partition_leader, partition_leader_on, ClusterView, LeaderEndpoint,
+    QuorumStatus,
+};
 
 use crate::call::OwnerCall;
 use crate::shard::Shard;

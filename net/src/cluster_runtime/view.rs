@@ -129,11 +129,25 @@ pub fn partition_leader(
     topic: &str,
     partition: i32,
 ) -> Result<LeaderEndpoint, engine::ErrorCode> {
-    let own = (
-        shard.config.broker_id,
-        shard.config.advertised_host.clone(),
-        shard.config.advertised_port,
-    );
+    partition_leader_on(
+        shard,
+        topic,
+        partition,
+        shard.config.inter_broker_listener(),
+    )
+}
+
+/// [`partition_leader`], with the leader's address on listener `listener`
+/// (the one a client came in on: Kafka answers each listener's clients with
+/// that listener's addresses).
+pub fn partition_leader_on(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+    listener: &str,
+) -> Result<LeaderEndpoint, engine::ErrorCode> {
+    let (host, port) = own_endpoint(shard, listener);
+    let own = (shard.config.broker_id, host, port);
     let image = shard.service::<ClusterView>().image();
     let Some(topic) = image.topic_by_name(topic) else {
         return Ok(own);
@@ -148,9 +162,19 @@ pub fn partition_leader(
     image
         .broker(leader)
         .filter(|broker| !broker.fenced)
-        .and_then(|broker| broker.listeners.first())
+        .and_then(|broker| broker.listeners.iter().find(|e| e.name == listener))
         .map(|endpoint| (leader, endpoint.host.clone(), i32::from(endpoint.port)))
         .ok_or(engine::ErrorCode::CoordinatorNotAvailable)
+}
+
+/// This broker's advertised `(host, port)` on listener `listener` (the
+/// first listener's when it has none of that name).
+pub fn own_endpoint(shard: &Shard, listener: &str) -> (String, i32) {
+    let config = &shard.config;
+    match config.listeners.iter().find(|l| l.name == listener) {
+        Some(chosen) => (chosen.advertised_host.clone(), chosen.advertised_port),
+        None => (config.advertised_host.clone(), config.advertised_port),
+    }
 }
 
 /// Whether this broker leads `topic`-`partition` (or serves it alone: the

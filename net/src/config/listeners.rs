@@ -1,8 +1,10 @@
 //! Kafka's `listeners` / `advertised.listeners` lists
-//! (`NAME://host:port,...`), the choice of the client listener among them,
-//! and the host advertised when the broker binds a wildcard address.
+//! (`NAME://host:port,...`), the client listeners among them and their
+//! security protocols (`listener.security.protocol.map`), and the host
+//! advertised when the broker binds a wildcard address.
 
 use crate::error::ConfigError;
+use crate::security::SecurityProtocol;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// One entry of a listener list.
@@ -64,6 +66,47 @@ pub fn client_listener<'a>(
         !controller_names
             .iter()
             .any(|c| c.eq_ignore_ascii_case(&l.name))
+    })
+}
+
+/// Every client listener: those that are not controller listeners.
+pub fn client_listeners<'a>(
+    listeners: &'a [Listener],
+    controller_names: &[String],
+) -> Vec<&'a Listener> {
+    listeners
+        .iter()
+        .filter(|l| {
+            !controller_names
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&l.name))
+        })
+        .collect()
+}
+
+/// The security protocol of listener `name`: from `map`
+/// (`listener.security.protocol.map`, `NAME:PROTOCOL,...`) when given, else
+/// Kafka's default map, in which each protocol's own name maps to itself.
+pub fn protocol_of(name: &str, map: Option<&str>) -> Result<SecurityProtocol, ConfigError> {
+    const KEY: &str = "listener.security.protocol.map";
+    if let Some(map) = map {
+        for entry in map.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (listener, protocol) = entry
+                .split_once(':')
+                .ok_or_else(|| ConfigError::invalid(KEY, map, "expected NAME:PROTOCOL,..."))?;
+            if listener.trim().eq_ignore_ascii_case(name) {
+                return protocol
+                    .parse()
+                    .map_err(|reason: String| ConfigError::invalid(KEY, map, &reason));
+            }
+        }
+    }
+    name.parse().map_err(|_| {
+        ConfigError::invalid(
+            KEY,
+            map.unwrap_or(""),
+            &format!("listener {name} has no security protocol; map it, e.g. {name}:SASL_SSL"),
+        )
     })
 }
 
@@ -158,6 +201,31 @@ mod tests {
             parse_listeners("listeners", "127.0.0.1:9000").unwrap()[0].name,
             "PLAINTEXT"
         );
+    }
+
+    #[test]
+    fn protocols_come_from_the_map_or_the_name() {
+        assert_eq!(
+            protocol_of("SASL_SSL", None).unwrap(),
+            SecurityProtocol::SaslSsl
+        );
+        let map = "INTERNAL:PLAINTEXT, EXTERNAL:SASL_SSL";
+        assert_eq!(
+            protocol_of("EXTERNAL", Some(map)).unwrap(),
+            SecurityProtocol::SaslSsl
+        );
+        assert_eq!(
+            protocol_of("INTERNAL", Some(map)).unwrap(),
+            SecurityProtocol::Plaintext
+        );
+        assert!(protocol_of("OTHER", Some(map)).is_err());
+        assert!(protocol_of("EXTERNAL", Some("EXTERNAL:TLS")).is_err());
+        let l = parse_listeners("listeners", "A://:1,CONTROLLER://:2,B://:3").unwrap();
+        let names: Vec<&str> = client_listeners(&l, &[String::from("CONTROLLER")])
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect();
+        assert_eq!(names, ["A", "B"]);
     }
 
     #[test]

@@ -25,7 +25,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if request.version >= 1 {
             response.endpoint_type = body.endpoint_type;
         }
-        for listed in cluster_brokers(&shard) {
+        for listed in cluster_brokers(&shard, &request.session.listener) {
             let mut broker = DescribeClusterBroker::default();
             broker.broker_id = BrokerId(listed.node_id);
             broker.host = str_bytes(listed.host);

@@ -5,7 +5,7 @@
 //! the first coordinator call.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::{partition_leader, LeaderEndpoint};
+use crate::cluster_runtime::{partition_leader_on, LeaderEndpoint};
 use crate::group::offsets_partition_for;
 use crate::group_runtime::{self, OFFSETS_TOPIC};
 use crate::shard::Shard;
@@ -38,7 +38,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         };
         let mut found = Vec::with_capacity(keys.len());
         for key in &keys {
-            found.push(coordinator_of(&shard, body.key_type, key.as_str()).await);
+            found.push(
+                coordinator_of(
+                    &shard,
+                    body.key_type,
+                    key.as_str(),
+                    &request.session.listener,
+                )
+                .await,
+            );
         }
         let mut response = FindCoordinatorResponse::default();
         if request.version >= 4 {
@@ -74,15 +82,21 @@ async fn coordinator_of(
     shard: &Rc<Shard>,
     key_type: i8,
     key: &str,
+    listener: &str,
 ) -> Result<LeaderEndpoint, ErrorCode> {
     match key_type {
         KEY_TYPE_GROUP => {
             let partitions = group_runtime::ensure_offsets_topic(shard).await?;
-            partition_leader(shard, OFFSETS_TOPIC, offsets_partition_for(key, partitions))
+            partition_leader_on(
+                shard,
+                OFFSETS_TOPIC,
+                offsets_partition_for(key, partitions),
+                listener,
+            )
         }
         KEY_TYPE_TRANSACTION => {
             txn_runtime::ensure_txn_topic(shard).await?;
-            partition_leader(shard, TXN_STATE_TOPIC, txn_partition_for(key))
+            partition_leader_on(shard, TXN_STATE_TOPIC, txn_partition_for(key), listener)
         }
         _ => Err(ErrorCode::InvalidRequest),
     }

@@ -4,7 +4,7 @@
 //! topic auto-creation when the client allows it and `auto.create.topics.enable` is set.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::ClusterView;
+use crate::cluster_runtime::{own_endpoint, ClusterView};
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry};
@@ -54,7 +54,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
         }
         let mut response = MetadataResponse::default();
-        response.brokers = cluster_brokers(&shard)
+        response.brokers = cluster_brokers(&shard, &request.session.listener)
             .into_iter()
             .map(|b| {
                 let mut broker = MetadataResponseBroker::default();
@@ -88,9 +88,9 @@ pub struct ListedBroker {
 }
 
 /// The live (registered, unfenced) brokers of the committed image, in id
-/// order, and this broker: it serves the request, so it is alive, even
+/// order, with their addresses on listener `listener`, and this broker: it serves the request, so it is alive, even
 /// while its own registration is being committed.
-pub fn cluster_brokers(shard: &Shard) -> Vec<ListedBroker> {
+pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
     let image = shard.service::<ClusterView>().image();
     let own = shard.config.broker_id;
     let mut brokers: Vec<ListedBroker> = image
@@ -98,7 +98,7 @@ pub fn cluster_brokers(shard: &Shard) -> Vec<ListedBroker> {
         .values()
         .filter(|b| !b.fenced && b.broker_id != own)
         .filter_map(|b| {
-            let endpoint = b.listeners.first()?;
+            let endpoint = b.listeners.iter().find(|e| e.name == listener)?;
             Some(ListedBroker {
                 node_id: b.broker_id,
                 host: endpoint.host.clone(),
@@ -107,10 +107,11 @@ pub fn cluster_brokers(shard: &Shard) -> Vec<ListedBroker> {
             })
         })
         .collect();
+    let (host, port) = own_endpoint(shard, listener);
     brokers.push(ListedBroker {
         node_id: own,
-        host: shard.config.advertised_host.clone(),
-        port: shard.config.advertised_port,
+        host,
+        port,
         rack: shard.config.cluster.rack.clone(),
     });
     brokers.sort_by_key(|b| b.node_id);

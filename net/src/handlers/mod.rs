@@ -10,6 +10,7 @@
 
 use crate::error::RequestError;
 use crate::fetch_response::OutChunk;
+use crate::security::Session;
 use crate::shard::Shard;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::LocalBoxFuture;
@@ -72,6 +73,8 @@ pub struct Request {
     pub body: Bytes,
     /// When the frame was complete (for latency metrics).
     pub received: Instant,
+    /// The connection's listener and principal (for authorization).
+    pub session: Rc<Session>,
 }
 
 impl Request {

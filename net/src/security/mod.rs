@@ -1,0 +1,12 @@
+//! Who is on the other end of a connection, and how it reached the broker.
+//!
+//! - [`protocol`]: Kafka's security protocols (`PLAINTEXT`, `SSL`,
+//!   `SASL_PLAINTEXT`, `SASL_SSL`) as named in `listener.security.protocol.map`.
+//! - [`session`]: one connection's listener, peer and authenticated
+//!   principal, carried by every request so that handlers can authorize it.
+
+pub mod protocol;
+pub mod session;
+
+pub use protocol::SecurityProtocol;
+pub use session::{Principal, Session};
