@@ -133,6 +133,10 @@ pub struct BrokerConfig {
     pub internal_topics_replication_factor: i16,
     /// Cluster membership: the quorum voters, roles, rack, session timings.
     pub cluster: ClusterConfig,
+    /// `quota.window.num`: samples in a client quota's rate window.
+    pub quota_window_num: usize,
+    /// `quota.window.size.seconds`: length of one sample.
+    pub quota_window_size_seconds: u64,
 }
 
 impl BrokerConfig {
@@ -172,6 +176,8 @@ impl BrokerConfig {
             group: GroupConfig::default(),
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
+            quota_window_num: 11,
+            quota_window_size_seconds: 1,
         }
     }
 
@@ -321,6 +327,17 @@ impl BrokerConfig {
             "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
             "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
             "max.connections" => self.max_connections = num(name, value)?,
+            "quota.window.num" | "quota.window.size.seconds" => {
+                let n: u64 = num(name, value)?;
+                if n < 1 {
+                    return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+                if name == "quota.window.num" {
+                    self.quota_window_num = n as usize;
+                } else {
+                    self.quota_window_size_seconds = n;
+                }
+            }
             "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
             "process.roles" => self.cluster.roles = Some(parse_roles(name, value)?),
             "broker.rack" => self.cluster.rack = Some(value.to_string()),

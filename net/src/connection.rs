@@ -17,6 +17,7 @@ use crate::error::{FrameError, RequestError};
 use crate::fetch_response::OutChunk;
 use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
 use crate::handlers::{self, api_versions, Request, Response};
+use crate::quotas::{self, QuotaKind};
 use crate::security::Session;
 use crate::shard::Shard;
 use bytes::{Bytes, BytesMut};
@@ -228,6 +229,15 @@ async fn read_requests(
                 break;
             }
         };
+        // A client over its quota reads nothing more until its throttle
+        // ends (KIP-219); its response already left with the throttle time.
+        if let Some(wait) = session.take_mute() {
+            let pause = glommio::timer::sleep(wait);
+            futures::pin_mut!(pause);
+            if let Either::Right(_) = select(pause, shutdown.clone()).await {
+                break;
+            }
+        }
         let pending = match dispatch(shard, session, frame) {
             Ok(pending) => pending,
             Err(reason) => {
@@ -297,6 +307,16 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
     }
     let header = decode_header(handler.api_key, prefix.api_version, &mut frame)
         .map_err(|e| e.to_string())?;
+    // A produce quota is counted as requests are read, one after another,
+    // as Kafka counts them: a pipelining client cannot slip a burst of
+    // requests past the throttle that the first of them earned. Requests
+    // read after this one wait out the throttle (see `read_requests`).
+    let quota_throttle_ms = if handler.api_key == ApiKey::Produce {
+        let client_id = header.client_id.as_deref().unwrap_or("");
+        quotas::enforce::record(shard, session, client_id, QuotaKind::Produce, request_bytes)
+    } else {
+        0
+    };
     let request = Request {
         api_key: handler.api_key,
         version: prefix.api_version,
@@ -304,6 +324,7 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
         body: frame,
         received,
         session: session.clone(),
+        quota_throttle_ms,
     };
     let task = glommio::spawn_local((handler.handle)(shard.clone(), request)).detach();
     Ok(Pending {

@@ -53,6 +53,8 @@
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
 //!   its per-shard runtime (placement by `__transaction_state` partition,
 //!   persistence, markers, timeouts, replay).
+//! - [`quotas`]: client quotas (produce/fetch byte rates per user and
+//!   client id): the windowed rates shared by the shards, and throttling.
 //! - [`security`]: security protocols and each connection's session
 //!   (listener, peer, authenticated principal).
 //! - [`connection`]: one client connection: pipelined requests, ordered responses.
@@ -85,6 +87,7 @@ pub mod mesh;
 pub mod metrics;
 pub mod process_stats;
 pub mod producer_ids;
+pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;
 pub mod security;

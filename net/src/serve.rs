@@ -28,7 +28,7 @@ use glommio::channels::channel_mesh::{Full, MeshBuilder};
 use glommio::{LocalExecutorBuilder, Placement};
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,8 +119,13 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
         MeshBuilder::<ShardMessage, Full>::full(config.cores, config.mesh_channel_capacity)
     });
     let drained = Arc::new(AtomicUsize::new(0));
+    let startup_offset = Arc::new(AtomicI64::new(STARTUP_OFFSET_UNKNOWN));
     let open_connections = Arc::new(AtomicUsize::new(0));
     let per_ip_connections = Arc::new(crate::conn_limits::PerIpConnections::default());
+    let quota_sensors = Arc::new(crate::quotas::Sensors::new(
+        config.quota_window_num,
+        config.quota_window_size_seconds.saturating_mul(1000),
+    ));
     let cpus: Vec<usize> = core_affinity::get_core_ids()
         .map(|ids| ids.into_iter().map(|c| c.id).collect())
         .unwrap_or_default();
@@ -137,8 +142,10 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
             entries: entries.clone(),
             shutdown,
             drained: drained.clone(),
+            startup_offset: startup_offset.clone(),
             open_connections: open_connections.clone(),
             per_ip_connections: per_ip_connections.clone(),
+            quota_sensors: quota_sensors.clone(),
         };
         let handle = LocalExecutorBuilder::new(placement)
             .name(&format!("rill-shard-{index}"))
@@ -234,6 +241,44 @@ struct ShardInput {
     drained: Arc<AtomicUsize>,
     open_connections: Arc<AtomicUsize>,
     per_ip_connections: Arc<crate::conn_limits::PerIpConnections>,
+    quota_sensors: Arc<crate::quotas::Sensors>,
+    /// The metadata offset this node had committed before it stopped, once
+    /// shard 0 has opened the metadata log ([`STARTUP_OFFSET_UNKNOWN`]
+    /// before): no shard serves clients before its image reaches it.
+    startup_offset: Arc<AtomicI64>,
+}
+
+/// [`ShardInput::startup_offset`] before shard 0 has read it.
+const STARTUP_OFFSET_UNKNOWN: i64 = i64::MIN;
+/// Longest wait for a shard's image to catch up at start.
+const STARTUP_CATCH_UP: Duration = Duration::from_secs(10);
+
+/// Waits until this shard's copy of the metadata image holds what the node
+/// had committed before it stopped, so that a restarted broker never serves
+/// a request under an older image: client quotas, credentials or ACLs not
+/// yet replayed would otherwise be missing for the first few milliseconds.
+async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
+    let started = Instant::now();
+    loop {
+        let target = startup_offset.load(Ordering::Acquire);
+        let have = shard
+            .service::<crate::cluster_runtime::ClusterView>()
+            .image()
+            .last_applied_offset();
+        if target != STARTUP_OFFSET_UNKNOWN && have >= target {
+            return;
+        }
+        if started.elapsed() > STARTUP_CATCH_UP {
+            tracing::warn!(
+                shard = shard.id,
+                have,
+                target,
+                "metadata image still behind the log after 10 s; serving anyway"
+            );
+            return;
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// Runs one shard; if it cannot start, the whole broker stops (a broker
@@ -290,11 +335,23 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         per_ip_connections: input.per_ip_connections,
         services: Services::default(),
     });
+    shard
+        .services
+        .get_or_build(|| crate::quotas::QuotaManager::new(input.quota_sensors.clone()));
     crate::producer_ids::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
     crate::cluster_runtime::start(&shard)
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
     crate::controller::start_reconciler(&shard);
+    if id == crate::cluster_runtime::METADATA_SHARD {
+        // An observer has no log of its own: it serves what it fetches.
+        let offset = shard
+            .services
+            .get::<crate::cluster_runtime::MetadataQuorum>()
+            .filter(|_| !config.cluster.is_observer(config.broker_id))
+            .map_or(-1, |quorum| quorum.applied_offset());
+        input.startup_offset.store(offset, Ordering::Release);
+    }
     // A coordinator moves with its partition's leadership: load the groups
     // of a `__consumer_offsets` partition this broker starts leading, and the
     // transactions of a `__transaction_state` one.
@@ -364,6 +421,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     }
     // glommio's bind sets SO_REUSEPORT, so every shard binds the same port
     // and the kernel spreads connections across shards.
+    wait_for_startup_image(&shard, &input.startup_offset).await;
     let mut bound = Vec::with_capacity(config.listeners.len());
     for spec in &config.listeners {
         let listener = glommio::net::TcpListener::bind(spec.bind).map_err(|e| {

@@ -207,6 +207,16 @@ impl Broker {
         self.spawn();
     }
 
+    /// A counter or gauge of `/metrics` summed over its label sets (the
+    /// shards, say).
+    pub fn metric_sum(&self, name: &str) -> i64 {
+        http_get(self.admin_addr, "/metrics")
+            .lines()
+            .filter(|line| line.starts_with(&format!("{name}{{")))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<i64>().ok())
+            .sum()
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut() {

@@ -24,7 +24,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::TopicPartitionList;
 use rill_tests::kafka::{client_config, create_topic, producer};
 use rill_tests::raw::request;
-use rill_tests::{data_dir, http_get, Broker};
+use rill_tests::{data_dir, Broker};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -159,11 +159,7 @@ fn stored_headers(broker: &Broker, topic: &str) -> Vec<BatchHeader> {
 
 /// Sum of a per-shard counter in the broker's /metrics.
 fn metric_total(broker: &Broker, name: &str) -> u64 {
-    http_get(broker.admin_addr, "/metrics")
-        .lines()
-        .filter(|line| line.starts_with(&format!("{name}{{")))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
+    broker.metric_sum(name).max(0) as u64
 }
 
 fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {

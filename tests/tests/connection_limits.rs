@@ -48,13 +48,7 @@ fn closed_by_broker(socket: &mut TcpStream) -> bool {
 
 /// A per-shard counter, summed over the shards.
 fn metric(broker: &Broker, name: &str) -> i64 {
-    let text = rill_tests::http_get(broker.admin_addr, "/metrics");
-    let prefix = format!("{name}{{shard=\"");
-    text.lines()
-        .filter_map(|l| l.strip_prefix(&prefix))
-        .filter_map(|rest| rest.split_once("} "))
-        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
-        .sum()
+    broker.metric_sum(name)
 }
 
 #[test]

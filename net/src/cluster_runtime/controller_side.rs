@@ -197,6 +197,26 @@ fn topic_change(
             partition,
             target,
         } => controller.alter_reassignment(topic, *partition, target.as_deref()),
+        ControllerRpc::AlterClientQuotas { entity, changes } => {
+            let mut parsed = Vec::with_capacity(changes.len());
+            for (key, value) in changes {
+                let value = match value {
+                    None => None,
+                    Some(text) => {
+                        Some(
+                            text.parse::<f64>()
+                                .map_err(|_| MetadataError::InvalidConfig {
+                                    key: key.clone(),
+                                    value: Some(text.clone()),
+                                    reason: String::from("not a number"),
+                                })?,
+                        )
+                    }
+                };
+                parsed.push((key.clone(), value));
+            }
+            controller.alter_client_quotas(entity, &parsed)
+        }
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {

@@ -104,6 +104,14 @@ pub enum ControllerRpc {
         /// Every override the topic keeps.
         configs: Vec<(String, String)>,
     },
+    /// AlterClientQuotas: set (`Some`, decimal text) or remove (`None`)
+    /// quotas of one entity.
+    AlterClientQuotas {
+        /// The entity's (type, name) parts, `None` for a default entity.
+        entity: Vec<(String, Option<String>)>,
+        /// The changes.
+        changes: Vec<(String, Option<String>)>,
+    },
     /// IncrementalAlterConfigs on a BROKER resource: its whole set of
     /// dynamic configs after the change.
     SetBrokerConfigs {

@@ -12,9 +12,11 @@
 //! - [`reconcile`]: image → topic tables and local partitions.
 //! - [`config_ops`]: topic config edits (pure).
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
+//! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 
 pub mod broker_configs;
+pub mod client_quotas;
 mod config_ops;
 mod reconcile;
 mod topic_changes;

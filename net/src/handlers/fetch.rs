@@ -15,6 +15,7 @@ use crate::fetch_response::{
     encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
     FETCH_VERSION_MAX, FETCH_VERSION_MIN,
 };
+use crate::quotas::{self, QuotaKind};
 use crate::routing::{run_on_owners, wait_for_any};
 use crate::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
 use crate::sendpath::SendPath;
@@ -61,6 +62,28 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if replica >= 0 {
             return super::fetch_follower::serve(&shard, &request, body, replica).await;
         }
+        // A consumer over its quota is answered at once, empty, with the
+        // throttle time (Kafka's throttled fetch response).
+        let client_id = request
+            .header
+            .client_id
+            .as_deref()
+            .unwrap_or("")
+            .to_string();
+        let owed = quotas::enforce::owed(&shard, &request.session, &client_id, QuotaKind::Fetch);
+        if owed > 0 {
+            let data = FetchResponseData {
+                throttle_time_ms: owed,
+                error_code: ErrorCode::None,
+                session_id: 0,
+                topics: Vec::new(),
+            };
+            return Ok(Response::Chunks(encode_fetch_response(
+                request.header.correlation_id,
+                version,
+                &data,
+            )));
+        }
         let (topics, mut wanted) = resolve(&shard, &body, version);
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let min_bytes = body.min_bytes.max(0) as usize;
@@ -105,7 +128,19 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 break read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
             }
         };
-        let data = assemble(&topics, wanted, outcomes, max_bytes);
+        let mut data = assemble(&topics, wanted, outcomes, max_bytes);
+        let chunks = encode_fetch_response(request.header.correlation_id, version, &data);
+        let response_bytes: usize = chunks.iter().map(|c| c.len()).sum();
+        data.throttle_time_ms = quotas::enforce::record(
+            &shard,
+            &request.session,
+            &client_id,
+            QuotaKind::Fetch,
+            response_bytes,
+        );
+        if data.throttle_time_ms == 0 {
+            return Ok(Response::Chunks(chunks));
+        }
         Ok(Response::Chunks(encode_fetch_response(
             request.header.correlation_id,
             version,

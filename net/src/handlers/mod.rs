@@ -21,6 +21,7 @@ use std::time::Instant;
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod api_versions;
@@ -31,6 +32,7 @@ pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -75,6 +77,9 @@ pub struct Request {
     pub received: Instant,
     /// The connection's listener and principal (for authorization).
     pub session: Rc<Session>,
+    /// The quota throttle this request earned when it was read (a Produce
+    /// over its client's `producer_byte_rate`), for `throttle_time_ms`.
+    pub quota_throttle_ms: i32,
 }
 
 impl Request {
@@ -196,6 +201,8 @@ pub const REGISTRY: &[Handler] = &[
     create_partitions::HANDLER,
     incremental_alter_configs::HANDLER,
     describe_cluster::HANDLER,
+    describe_client_quotas::HANDLER,
+    alter_client_quotas::HANDLER,
     describe_quorum::HANDLER,
     alter_partition_reassignments::HANDLER,
     list_partition_reassignments::HANDLER,

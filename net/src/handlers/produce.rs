@@ -76,6 +76,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             return Ok(Response::Nothing);
         }
         let mut response = ProduceResponse::default();
+        // Counted when the request was read (`connection::dispatch`).
+        response.throttle_time_ms = request.quota_throttle_ms;
         response.responses = layout
             .into_iter()
             .map(|(name, slots)| {

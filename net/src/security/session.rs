@@ -5,6 +5,7 @@ use super::SecurityProtocol;
 use std::cell::RefCell;
 use std::fmt;
 use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 /// An authenticated identity, as ACLs and quotas name it (`User:alice`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +62,9 @@ pub struct Session {
     /// Whether the client may make requests beyond the SASL exchange: at once
     /// on PLAINTEXT and SSL, after SaslAuthenticate succeeds on SASL ones.
     authenticated: std::cell::Cell<bool>,
+    /// Until when the connection reads no request (a quota throttle,
+    /// KIP-219's muted channel).
+    muted_until: std::cell::Cell<Option<Instant>>,
 }
 
 impl Session {
@@ -78,6 +82,7 @@ impl Session {
             peer,
             principal: RefCell::new(principal),
             authenticated: std::cell::Cell::new(!protocol.uses_sasl()),
+            muted_until: std::cell::Cell::new(None),
         }
     }
 
@@ -100,6 +105,23 @@ impl Session {
     /// Whether requests beyond the SASL exchange are allowed.
     pub fn is_authenticated(&self) -> bool {
         self.authenticated.get()
+    }
+
+    /// Reads no further request for `ms` (a quota throttle); a longer
+    /// mute already in force stays.
+    pub fn mute_for(&self, ms: u64) {
+        let until = Instant::now() + Duration::from_millis(ms);
+        if self.muted_until.get().is_none_or(|now| now < until) {
+            self.muted_until.set(Some(until));
+        }
+    }
+
+    /// How long the connection must still wait before reading, clearing
+    /// the mute.
+    pub fn take_mute(&self) -> Option<Duration> {
+        let until = self.muted_until.take()?;
+        let left = until.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
     }
 
     /// SASL authentication succeeded as `principal`.

@@ -45,6 +45,7 @@ const RECORD_TYPE_CONFIG_CHANGE: u8 = 9;
 const RECORD_TYPE_PRODUCER_IDS: u8 = 10;
 const RECORD_TYPE_REASSIGNMENT: u8 = 11;
 const RECORD_TYPE_BROKER_CONFIG_CHANGE: u8 = 12;
+const RECORD_TYPE_CLIENT_QUOTA: u8 = 20;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -273,6 +274,16 @@ impl Writer {
                 self.string(key);
                 self.option_string(value.as_deref());
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                self.u8(RECORD_TYPE_CLIENT_QUOTA);
+                self.count(entity.len());
+                for (kind, name) in entity {
+                    self.string(kind);
+                    self.option_string(name.as_deref());
+                }
+                self.string(key);
+                self.option_string(value.as_deref());
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -407,6 +418,19 @@ impl Reader<'_> {
                 key: self.string()?,
                 value: self.option_string()?,
             },
+            RECORD_TYPE_CLIENT_QUOTA => {
+                // Each part is at least a string length and a flag.
+                let parts = self.count(5)?;
+                let mut entity = Vec::with_capacity(parts);
+                for _ in 0..parts {
+                    entity.push((self.string()?, self.option_string()?));
+                }
+                MetadataRecord::ClientQuota {
+                    entity,
+                    key: self.string()?,
+                    value: self.option_string()?,
+                }
+            }
             RECORD_TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,

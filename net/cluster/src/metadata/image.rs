@@ -135,7 +135,16 @@ pub struct MetadataImage {
     /// Dynamic broker configs by resource name (`""`: every broker's
     /// default; else a broker id), each `key -> value`.
     broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Client quotas by entity, each `key -> value` (decimal text).
+    client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, String>>,
 }
+
+/// A client-quota entity: its (type, name) parts, a `None` name being the
+/// type's default entity.
+pub type QuotaEntity = Vec<(String, Option<String>)>;
+
+/// Entity types of client quotas (Kafka's `user`, `client-id`, `ip`).
+pub const QUOTA_ENTITY_TYPES: [&str; 3] = ["user", "client-id", "ip"];
 
 impl Default for MetadataImage {
     fn default() -> Self {
@@ -154,6 +163,7 @@ impl MetadataImage {
             topic_ids: BTreeMap::new(),
             producer_ids: ProducerIdBlocks::default(),
             broker_configs: BTreeMap::new(),
+            client_quotas: BTreeMap::new(),
         }
     }
 
@@ -161,6 +171,11 @@ impl MetadataImage {
     /// default; else a broker id in decimal).
     pub fn broker_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
         &self.broker_configs
+    }
+
+    /// Client quotas by entity.
+    pub fn client_quotas(&self) -> &BTreeMap<QuotaEntity, BTreeMap<String, String>> {
+        &self.client_quotas
     }
 
     /// Offset of the last applied record (`-1`: none).
@@ -324,6 +339,17 @@ impl MetadataImage {
                     return Err("empty config name".to_owned());
                 }
                 Ok(())
+            }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                check_quota_entity(entity)?;
+                if key.is_empty() {
+                    return Err("empty quota name".to_owned());
+                }
+                match value.as_deref().map(str::parse::<f64>) {
+                    None => Ok(()),
+                    Some(Ok(v)) if v.is_finite() && v > 0.0 => Ok(()),
+                    Some(_) => Err(format!("quota {key} is not a positive number")),
+                }
             }
             MetadataRecord::BrokerConfigChange { broker, key, .. } => {
                 if !broker.is_empty() && broker.parse::<BrokerId>().is_err() {
@@ -603,6 +629,16 @@ impl MetadataImage {
                 assert_eq!(next.partition_epoch, state.partition_epoch);
                 *state = next;
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                let quotas = self.client_quotas.entry(entity.clone()).or_default();
+                match value {
+                    Some(value) => quotas.insert(key.clone(), value.clone()),
+                    None => quotas.remove(key),
+                };
+                if quotas.is_empty() {
+                    self.client_quotas.remove(entity);
+                }
+            }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let configs = self.broker_configs.entry(broker.clone()).or_default();
                 match value {
@@ -744,6 +780,13 @@ impl MetadataImage {
             MetadataRecord::RemoveTopic { topic_id } => {
                 assert!(self.topic(topic_id).is_none());
             }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                let now = self
+                    .client_quotas
+                    .get(entity)
+                    .and_then(|quotas| quotas.get(key));
+                assert_eq!(now, value.as_ref());
+            }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let now = self
                     .broker_configs
@@ -842,4 +885,23 @@ impl MetadataImage {
         }
         assert!(self.producer_ids.next_block_start() >= 0);
     }
+}
+
+/// A quota entity has one to three parts of distinct known types.
+pub(crate) fn check_quota_entity(entity: &QuotaEntity) -> Result<(), String> {
+    if entity.is_empty() || entity.len() > QUOTA_ENTITY_TYPES.len() {
+        return Err(format!("quota entity of {} parts", entity.len()));
+    }
+    for (i, (kind, name)) in entity.iter().enumerate() {
+        if !QUOTA_ENTITY_TYPES.contains(&kind.as_str()) {
+            return Err(format!("unknown quota entity type {kind:?}"));
+        }
+        if entity[..i].iter().any(|(other, _)| other == kind) {
+            return Err(format!("quota entity type {kind:?} twice"));
+        }
+        if name.as_deref() == Some("") {
+            return Err(format!("empty {kind} name in a quota entity"));
+        }
+    }
+    Ok(())
 }

@@ -54,7 +54,9 @@ pub use controller::{
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
-pub use image::{BrokerRegistration, MetadataImage, PartitionState, TopicImage};
+pub use image::{
+    BrokerRegistration, MetadataImage, PartitionState, QuotaEntity, TopicImage, QUOTA_ENTITY_TYPES,
+};
 pub use machine::{MetadataMachine, CHANGES_MAX};
 pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

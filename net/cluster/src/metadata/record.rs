@@ -162,6 +162,18 @@ pub enum MetadataRecord {
         /// New value, or `None` to return to the static setting.
         value: Option<String>,
     },
+    /// A client quota is set (`Some`) or removed (`None`): Kafka's
+    /// ClientQuotaRecord. `entity` is its (type, name) parts in order, types
+    /// `user`, `client-id` or `ip`, a `None` name being the type's default
+    /// entity (`<default>`).
+    ClientQuota {
+        /// The entity, e.g. `[("user", Some("alice")), ("client-id", None)]`.
+        entity: Vec<(String, Option<String>)>,
+        /// Quota name (`producer_byte_rate`, `consumer_byte_rate`, ...).
+        key: String,
+        /// The value as decimal text, or `None` to remove it.
+        value: Option<String>,
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -190,6 +202,7 @@ impl MetadataRecord {
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
+            MetadataRecord::ClientQuota { .. } => "ClientQuota",
         }
     }
 }

@@ -161,6 +161,15 @@ impl MetadataImage {
                 });
             }
         }
+        for (entity, quotas) in self.client_quotas() {
+            for (key, value) in quotas {
+                records.push(MetadataRecord::ClientQuota {
+                    entity: entity.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),

@@ -524,6 +524,16 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         (text, text, prop::option::of(text)).prop_map(|(broker, key, value)| {
             MetadataRecord::BrokerConfigChange { broker, key, value }
         }),
+        (
+            prop::collection::vec((text, prop::option::of(text)), 0..3),
+            text,
+            prop::option::of(text)
+        )
+            .prop_map(|(entity, key, value)| MetadataRecord::ClientQuota {
+                entity,
+                key,
+                value
+            }),
         (any::<i32>(), any::<i64>(), any::<i64>()).prop_map(
             |(broker_id, broker_epoch, next_block_start)| {
                 MetadataRecord::ProducerIds {

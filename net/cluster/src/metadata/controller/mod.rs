@@ -20,6 +20,7 @@
 //! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
 //! - `partitions.rs`: AlterPartition and preferred-leader election.
 //! - `producer_ids.rs`: producer-id blocks (KIP-730).
+//! - `quotas.rs`: AlterClientQuotas.
 //! - `reassignments.rs`: AlterPartitionReassignments (KIP-455): start,
 //!   complete once the added replicas are in sync, cancel.
 
@@ -27,6 +28,7 @@ mod brokers;
 pub mod election;
 mod partitions;
 mod producer_ids;
+mod quotas;
 mod reassignments;
 mod topics;
 
