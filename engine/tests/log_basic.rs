@@ -183,6 +183,86 @@ fn survives_restart_and_keeps_appending() {
     });
 }
 
+/// The inode of each checkpoint file in the partition's dir (a rewrite
+/// goes through a new file and a rename, so it changes the inode).
+fn checkpoint_inodes(dir: &std::path::Path) -> Vec<(String, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut files: Vec<(String, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let keep = name == "recovery-point"
+                || [".snapshot", ".index", ".timeindex"]
+                    .iter()
+                    .any(|ext| name.ends_with(ext));
+            keep.then(|| (name, e.metadata().unwrap().ino()))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn closing_an_idle_partition_writes_nothing() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    let p = path.clone();
+    let partition_dir = run(async move {
+        let (m, log) = open_fsync_log(&p).await;
+        for i in 0..5 {
+            append_durable(&log, batch(i * 3, 3, 1_000 + i as i64)).await;
+        }
+        let partition_dir = log.dir().to_path_buf();
+        m.shutdown().await.unwrap();
+        partition_dir
+    });
+    let written = checkpoint_inodes(&partition_dir);
+    assert!(
+        written.iter().any(|(name, _)| name == "recovery-point"),
+        "{written:?}"
+    );
+    assert!(
+        written.iter().any(|(name, _)| name.ends_with(".snapshot")),
+        "{written:?}"
+    );
+    // Opened and closed without a write: every checkpoint stays as it was.
+    let p = path.clone();
+    run(async move {
+        let (m, log) = open_fsync_log(&p).await;
+        assert_eq!(log.log_end_offset(), 15);
+        m.shutdown().await.unwrap();
+    });
+    assert_eq!(checkpoint_inodes(&partition_dir), written);
+    // One append, and the close writes them again.
+    let p = path.clone();
+    run(async move {
+        let (m, log) = open_fsync_log(&p).await;
+        append_durable(&log, batch(15, 3, 2_000)).await;
+        m.shutdown().await.unwrap();
+    });
+    let rewritten = checkpoint_inodes(&partition_dir);
+    let recovery = |files: &[(String, u64)]| {
+        files
+            .iter()
+            .find(|(name, _)| name == "recovery-point")
+            .map(|(_, ino)| *ino)
+    };
+    assert_ne!(recovery(&rewritten), recovery(&written));
+    assert!(
+        rewritten
+            .iter()
+            .any(|(name, _)| name == "00000000000000000018.snapshot"),
+        "{rewritten:?}"
+    );
+    let p = path.clone();
+    run(async move {
+        let (_m, log) = open_fsync_log(&p).await;
+        assert_eq!(log.log_end_offset(), 18);
+        assert_eq!(read_all(&log, 0).await.len(), 18);
+    });
+}
+
 #[test]
 fn rolls_segments_and_applies_retention_and_delete_records() {
     let dir = tempdir();

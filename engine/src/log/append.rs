@@ -178,6 +178,7 @@ impl PartitionLog {
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.check_appendable()?;
+        self.mutated.set(true);
         // Below the free-space reserve nothing new is taken (a truncation,
         // which frees space, still may be).
         let space = &self.ctx.space;

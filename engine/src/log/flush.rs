@@ -626,6 +626,14 @@ impl PartitionLog {
         self.closed.set(true);
         let active = self.active_segment();
         let appender = active.appender.borrow_mut().take();
+        let txn_dirty = !self.txn.borrow().dirty_segments.is_empty();
+        if appender.is_none() && !self.mutated.get() && !txn_dirty {
+            // Nothing written since the open: its checkpoints stand.
+            self.written.close();
+            self.durable.close();
+            self.high_watermark.close();
+            return flushed;
+        }
         if let Some(appender) = appender {
             appender.seal().await?;
         }

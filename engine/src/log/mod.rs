@@ -195,6 +195,11 @@ pub struct PartitionLog {
     /// A truncation is under way: appends and other truncations are refused
     /// until it ends.
     pub(crate) truncating: Cell<bool>,
+    /// Something was appended or truncated since the log was opened (or
+    /// the open found checkpoints behind the log): `close` must write the
+    /// checkpoints. An idle partition's close writes nothing, which keeps
+    /// the shutdown of a broker with many idle partitions short.
+    pub(crate) mutated: Cell<bool>,
     /// Log bytes read and checked batch by batch when the log was opened.
     scanned_at_open_bytes: u64,
 }

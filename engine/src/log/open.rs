@@ -107,6 +107,14 @@ impl PartitionLog {
         // before it.
         let leader_epoch = epochs.latest_epoch().unwrap_or(0);
         sync_dir(&dir)?;
+        // The checkpoints the last close wrote still describe the log: the
+        // recovery point is its end, and the producer state of that end is
+        // in a snapshot (an empty log needs none).
+        let checkpoints_behind = recovery_point != log_end_offset
+            || (log_end_offset > 0
+                && !dir
+                    .join(crate::segment::file_name(log_end_offset, "snapshot"))
+                    .exists());
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
             tp,
@@ -136,6 +144,7 @@ impl PartitionLog {
             txn: RefCell::new(txn),
             epochs: RefCell::new(epochs),
             truncating: Cell::new(false),
+            mutated: Cell::new(checkpoints_behind),
             scanned_at_open_bytes: scanned_bytes,
         });
         log.check_offsets();

@@ -291,6 +291,7 @@ impl PartitionLog {
         }
         self.check_appendable()?;
         self.truncating.set(true);
+        self.mutated.set(true);
         Ok(TruncatingGuard(self))
     }
 
