@@ -13,9 +13,12 @@
 //! - [`properties`]: the Java properties syntax.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
+//! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
+//!   and each TLS listener's certificate, truststore and client auth.
 
 pub mod listeners;
 pub mod properties;
+pub mod tls;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
@@ -28,6 +31,7 @@ use listeners::{
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Flags of `rill serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -133,6 +137,9 @@ pub struct BrokerConfig {
     pub internal_topics_replication_factor: i16,
     /// Cluster membership: the quorum voters, roles, rack, session timings.
     pub cluster: ClusterConfig,
+    /// The `ssl.*` keys as given; each TLS listener's resolved TLS is in
+    /// [`ClientListener::tls`].
+    pub tls: tls::TlsSettings,
 }
 
 impl BrokerConfig {
@@ -150,6 +157,7 @@ impl BrokerConfig {
                 bind: listen,
                 advertised_host: String::from("127.0.0.1"),
                 advertised_port: 9092,
+                tls: None,
             }],
             cores: available_cores(),
             send_path: SendPath::Splice,
@@ -172,6 +180,7 @@ impl BrokerConfig {
             group: GroupConfig::default(),
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
+            tls: tls::TlsSettings::default(),
         }
     }
 
@@ -218,16 +227,13 @@ impl BrokerConfig {
             config.advertised_host = first.advertised_host.clone();
             config.advertised_port = first.advertised_port;
         }
-        if let Some(l) = config
-            .listeners
-            .iter()
-            .find(|l| l.protocol != SecurityProtocol::Plaintext)
-        {
+        config.attach_tls()?;
+        if let Some(l) = config.listeners.iter().find(|l| l.protocol.uses_sasl()) {
             return Err(ConfigError::invalid(
                 "listeners",
                 &format!("{}://{}", l.name, l.bind),
                 &format!(
-                    "security protocol {} is not supported yet; only PLAINTEXT listeners serve",
+                    "security protocol {} is not supported yet; only PLAINTEXT and SSL listeners serve",
                     l.protocol
                 ),
             ));
@@ -268,7 +274,8 @@ impl BrokerConfig {
                 || self.apply_group_setting(name, value)?
                 || self.apply_log_setting(name, value, &mut units)?
                 || self.apply_rill_setting(name, value)?
-                || self.connection_limits.apply(name, value)?;
+                || self.connection_limits.apply(name, value)?
+                || self.tls.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {
@@ -498,6 +505,19 @@ impl BrokerConfig {
             .map_err(|e| ConfigError::invalid(broker_name, value, &e.to_string()))
     }
 
+    /// Reads and checks the TLS of every listener whose protocol uses TLS
+    /// (SSL, SASL_SSL): a missing certificate or a bad file stops the broker.
+    fn attach_tls(&mut self) -> Result<(), ConfigError> {
+        for listener in &mut self.listeners {
+            listener.tls = if listener.protocol.uses_tls() {
+                Some(Arc::new(self.tls.listener_tls(&listener.name)?))
+            } else {
+                None
+            };
+        }
+        Ok(())
+    }
+
     /// The listener brokers reach each other on (replication, transaction
     /// markers): the first of `listeners`.
     pub fn inter_broker_listener(&self) -> &str {
@@ -528,6 +548,9 @@ pub struct ClientListener {
     pub advertised_host: String,
     /// Port advertised in Metadata.
     pub advertised_port: i32,
+    /// Its TLS acceptor, on a listener whose protocol uses TLS; shared by
+    /// every shard.
+    pub tls: Option<Arc<crate::security::tls::ListenerTls>>,
 }
 
 /// A client listener as the file gives it, before the flags and DNS.
@@ -659,6 +682,7 @@ fn resolve_listeners(
             bind,
             advertised_host,
             advertised_port,
+            tls: None,
         });
     }
     Ok(out)

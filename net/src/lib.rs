@@ -53,9 +53,10 @@
 //! - [`txn`], [`txn_runtime`]: the transaction coordinator — a pure core and
 //!   its per-shard runtime (placement by `__transaction_state` partition,
 //!   persistence, markers, timeouts, replay).
-//! - [`security`]: security protocols and each connection's session
-//!   (listener, peer, authenticated principal).
-//! - [`connection`]: one client connection: pipelined requests, ordered responses.
+//! - [`security`]: security protocols, each connection's session
+//!   (listener, peer, authenticated principal), TLS with rustls.
+//! - [`connection`]: one client connection: pipelined requests, ordered
+//!   responses, over plain TCP or TLS (`connection::transport`).
 //! - [`handlers`]: one file per Kafka API, and the registry that drives both
 //!   dispatch and the ApiVersions answer.
 //! - [`metrics`], [`admin`]: Prometheus counters and histograms, and the HTTP

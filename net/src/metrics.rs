@@ -35,6 +35,10 @@ pub struct ShardMetrics {
     pub connections_refused: u64,
     /// Connections closed because of bad input.
     pub protocol_errors: u64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: u64,
+    /// TLS handshakes failed (not TLS, refused certificate, timeout).
+    pub tls_handshake_failures: u64,
     /// Partitions owned (filled when a snapshot is taken).
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
@@ -104,6 +108,8 @@ impl Default for ShardMetrics {
             connections_open: 0,
             connections_refused: 0,
             protocol_errors: 0,
+            tls_handshakes: 0,
+            tls_handshake_failures: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
             disk_free_bytes: 0,
@@ -182,7 +188,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 18] = [
+    let gauges: [Gauge; 20] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -201,6 +207,12 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_protocol_errors_total", "counter", |m| {
             m.protocol_errors as i64
+        }),
+        ("rill_tls_handshakes_total", "counter", |m| {
+            m.tls_handshakes as i64
+        }),
+        ("rill_tls_handshake_failures_total", "counter", |m| {
+            m.tls_handshake_failures as i64
         }),
         ("rill_partitions", "gauge", |m| m.partitions as i64),
         // Group commit: appends per fdatasync is appends_covered / fsyncs,
