@@ -337,15 +337,21 @@ fn kafka_python_produces_and_consumes_over_ssl() {
         &[(DnType::CommonName, "broker")],
         ExtendedKeyUsagePurpose::ServerAuth,
     );
-    // The two-file form (rill's ssl.certificate.location / ssl.key.location).
+    // The two-file form (rill's ssl.certificate.location / ssl.key.location);
+    // client certificates requested, so a client without one is admitted
+    // (as User:ANONYMOUS).
+    let ca = pki.ca_file();
     let (_broker, ssl) = start_with_ssl(
         dir.path(),
-        &format!("ssl.certificate.location={cert}\nssl.key.location={key}\n"),
+        &format!(
+            "ssl.certificate.location={cert}\nssl.key.location={key}\n\
+             ssl.client.auth=requested\nssl.truststore.location={ca}\n"
+        ),
         &[],
     );
     let out = Command::new("python3")
         .arg(python_script("tls_client.py"))
-        .args([&format!("localhost:{ssl}"), &pki.ca_file(), "py-tls", "30"])
+        .args([&format!("localhost:{ssl}"), &ca, "py-tls", "30"])
         .output()
         .expect("python3 runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -359,6 +365,40 @@ fn kafka_python_produces_and_consumes_over_ssl() {
         stdout.contains(&format!("[{}]", expected.join(", "))),
         "{stdout}"
     );
+}
+
+#[test]
+fn a_silent_client_is_dropped_at_the_handshake_timeout() {
+    use std::io::Read;
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let keystore = pki.broker_keystore();
+    let (broker, ssl) = start_with_ssl(
+        dir.path(),
+        &format!("ssl.keystore.location={keystore}\nrill.ssl.handshake.timeout.ms=300\n"),
+        &[],
+    );
+    let mut silent = std::net::TcpStream::connect(("127.0.0.1", ssl)).expect("connect");
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let started = std::time::Instant::now();
+    let mut byte = [0u8; 1];
+    // The broker closes the connection (end of file or a reset), long
+    // before the 10 s read timeout.
+    let outcome = silent.read(&mut byte);
+    assert!(
+        matches!(outcome, Ok(0))
+            || matches!(&outcome, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{outcome:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(metric(&broker, "rill_tls_handshake_failures_total"), 1);
+    assert!(broker.log().contains("TLS handshake not finished"));
 }
 
 /// Runs `rill serve` with `properties`; it must exit at start with code 2
