@@ -256,6 +256,7 @@ impl BrokerConfig {
             ));
         }
         config.cluster.validate(config.broker_id)?;
+        config.check_inter_broker_listener()?;
         Ok(config)
     }
 
@@ -516,6 +517,30 @@ impl BrokerConfig {
             };
         }
         Ok(())
+    }
+
+    /// In a cluster, brokers reach each other (replication, transaction
+    /// markers) on the first listener, with rill's own client, which speaks
+    /// neither TLS nor SASL: such a first listener would leave every
+    /// follower unable to fetch, so it stops the start instead.
+    fn check_inter_broker_listener(&self) -> Result<(), ConfigError> {
+        match self.listeners.first() {
+            Some(first)
+                if !self.cluster.is_single_node()
+                    && first.protocol != SecurityProtocol::Plaintext =>
+            {
+                Err(ConfigError::invalid(
+                    "listeners",
+                    &format!("{}://{}", first.name, first.bind),
+                    &format!(
+                        "the first listener carries traffic between brokers, which rill sends \
+                         in plaintext; put a PLAINTEXT listener first (this one is {})",
+                        first.protocol
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The listener brokers reach each other on (replication, transaction

@@ -462,4 +462,15 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
         &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/\n"),
         &["ssl.principal.mapping.rules", "only DEFAULT"],
     );
+    // In a cluster the first listener carries replication, in plaintext.
+    let keystore = pki.broker_keystore();
+    refuses_to_start(
+        dir.path(),
+        &format!(
+            "{listeners}ssl.keystore.location={keystore}\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{}\n",
+            free_port()
+        ),
+        &["put a PLAINTEXT listener first"],
+    );
 }

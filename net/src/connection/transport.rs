@@ -104,11 +104,7 @@ pub async fn open(
         tracing::debug!(%peer, error = %e, "TCP_NODELAY not set");
     }
     let fd = stream.as_raw_fd();
-    let Some(tls) = listener
-        .tls
-        .as_ref()
-        .filter(|_| listener.protocol.uses_tls())
-    else {
+    if !listener.protocol.uses_tls() {
         // The writer needs `&TcpStream` while the reader needs `&mut`: the
         // writer gets its own stream on a duplicate of the descriptor.
         let writer = match duplicate(&stream) {
@@ -125,6 +121,13 @@ pub async fn open(
             peer,
             principal: None,
         });
+    }
+    // Never a silent plaintext downgrade: a TLS listener without its
+    // acceptor (a config not built by `BrokerConfig::from_args`) serves
+    // nobody.
+    let Some(tls) = listener.tls.as_ref() else {
+        tracing::error!(listener = %listener.name, protocol = %listener.protocol, "TLS listener has no acceptor; closing");
+        return None;
     };
     let outcome = {
         let handshake = tls.handshake(stream);
