@@ -236,7 +236,8 @@ pub fn parse_certificates(pem: &str) -> Result<Vec<CertificateDer<'static>>, Str
 
 /// The (unencrypted) private key of a PEM text: PKCS#8, PKCS#1 or SEC1.
 pub fn parse_private_key(pem: &str) -> Result<PrivateKeyDer<'static>, String> {
-    if pem.contains("ENCRYPTED PRIVATE KEY") {
+    // PKCS#8 `ENCRYPTED PRIVATE KEY`, or a legacy `Proc-Type: 4,ENCRYPTED` header.
+    if pem.contains("ENCRYPTED") {
         return Err(String::from(
             "the private key is encrypted; rill reads unencrypted PEM keys only",
         ));
