@@ -26,6 +26,8 @@ use std::path::PathBuf;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    security: bench_harness::kafka::tls::SecurityArgs,
 }
 
 #[derive(Subcommand)]
@@ -102,7 +104,9 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    if let Err(error) = dispatch(cli.command) {
+    let outcome =
+        bench_harness::kafka::tls::configure(&cli.security).and_then(|()| dispatch(cli.command));
+    if let Err(error) = outcome {
         eprintln!("rill-bench: {error}");
         std::process::exit(1);
     }

@@ -13,9 +13,12 @@
 //! - [`properties`]: the Java properties syntax.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
+//! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
+//!   and each TLS listener's certificate, truststore and client auth.
 
 pub mod listeners;
 pub mod properties;
+pub mod tls;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
@@ -28,6 +31,7 @@ use listeners::{
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Flags of `rill serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -137,6 +141,9 @@ pub struct BrokerConfig {
     pub quota_window_num: usize,
     /// `quota.window.size.seconds`: length of one sample.
     pub quota_window_size_seconds: u64,
+    /// The `ssl.*` keys as given; each TLS listener's resolved TLS is in
+    /// [`ClientListener::tls`].
+    pub tls: tls::TlsSettings,
 }
 
 impl BrokerConfig {
@@ -154,6 +161,7 @@ impl BrokerConfig {
                 bind: listen,
                 advertised_host: String::from("127.0.0.1"),
                 advertised_port: 9092,
+                tls: None,
             }],
             cores: available_cores(),
             send_path: SendPath::Splice,
@@ -178,6 +186,7 @@ impl BrokerConfig {
             cluster: ClusterConfig::default(),
             quota_window_num: 11,
             quota_window_size_seconds: 1,
+            tls: tls::TlsSettings::default(),
         }
     }
 
@@ -224,16 +233,13 @@ impl BrokerConfig {
             config.advertised_host = first.advertised_host.clone();
             config.advertised_port = first.advertised_port;
         }
-        if let Some(l) = config
-            .listeners
-            .iter()
-            .find(|l| l.protocol != SecurityProtocol::Plaintext)
-        {
+        config.attach_tls()?;
+        if let Some(l) = config.listeners.iter().find(|l| l.protocol.uses_sasl()) {
             return Err(ConfigError::invalid(
                 "listeners",
                 &format!("{}://{}", l.name, l.bind),
                 &format!(
-                    "security protocol {} is not supported yet; only PLAINTEXT listeners serve",
+                    "security protocol {} is not supported yet; only PLAINTEXT and SSL listeners serve",
                     l.protocol
                 ),
             ));
@@ -256,6 +262,7 @@ impl BrokerConfig {
             ));
         }
         config.cluster.validate(config.broker_id)?;
+        config.check_inter_broker_listener()?;
         Ok(config)
     }
 
@@ -274,7 +281,8 @@ impl BrokerConfig {
                 || self.apply_group_setting(name, value)?
                 || self.apply_log_setting(name, value, &mut units)?
                 || self.apply_rill_setting(name, value)?
-                || self.connection_limits.apply(name, value)?;
+                || self.connection_limits.apply(name, value)?
+                || self.tls.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {
@@ -515,6 +523,43 @@ impl BrokerConfig {
             .map_err(|e| ConfigError::invalid(broker_name, value, &e.to_string()))
     }
 
+    /// Reads and checks the TLS of every listener whose protocol uses TLS
+    /// (SSL, SASL_SSL): a missing certificate or a bad file stops the broker.
+    fn attach_tls(&mut self) -> Result<(), ConfigError> {
+        for listener in &mut self.listeners {
+            listener.tls = if listener.protocol.uses_tls() {
+                Some(Arc::new(self.tls.listener_tls(&listener.name)?))
+            } else {
+                None
+            };
+        }
+        Ok(())
+    }
+
+    /// In a cluster, brokers reach each other (replication, transaction
+    /// markers) on the first listener, with rill's own client, which speaks
+    /// neither TLS nor SASL: such a first listener would leave every
+    /// follower unable to fetch, so it stops the start instead.
+    fn check_inter_broker_listener(&self) -> Result<(), ConfigError> {
+        match self.listeners.first() {
+            Some(first)
+                if !self.cluster.is_single_node()
+                    && first.protocol != SecurityProtocol::Plaintext =>
+            {
+                Err(ConfigError::invalid(
+                    "listeners",
+                    &format!("{}://{}", first.name, first.bind),
+                    &format!(
+                        "the first listener carries traffic between brokers, which rill sends \
+                         in plaintext; put a PLAINTEXT listener first (this one is {})",
+                        first.protocol
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The listener brokers reach each other on (replication, transaction
     /// markers): the first of `listeners`.
     pub fn inter_broker_listener(&self) -> &str {
@@ -545,6 +590,9 @@ pub struct ClientListener {
     pub advertised_host: String,
     /// Port advertised in Metadata.
     pub advertised_port: i32,
+    /// Its TLS acceptor, on a listener whose protocol uses TLS; shared by
+    /// every shard.
+    pub tls: Option<Arc<crate::security::tls::ListenerTls>>,
 }
 
 /// A client listener as the file gives it, before the flags and DNS.
@@ -676,6 +724,7 @@ fn resolve_listeners(
             bind,
             advertised_host,
             advertised_port,
+            tls: None,
         });
     }
     Ok(out)

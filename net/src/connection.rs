@@ -5,8 +5,12 @@
 //! tasks go into a bounded queue (`rill.max.in.flight.requests.per.connection`)
 //! whose fullness stops the reader — backpressure without a counter. A writer
 //! awaits the tasks in queue order, so responses leave in request order as
-//! Kafka requires, and sends every response through the shard's
-//! [`crate::sendpath::Sender`] (the only writer of this socket).
+//! Kafka requires, and sends every response through the connection's
+//! [`transport::Writer`] (the only writer of this socket): the shard's
+//! [`crate::sendpath::Sender`] on plain TCP, rustls on TLS.
+//!
+//! - [`transport`]: plain TCP or TLS (the handshake, and the read and write
+//!   sides of each).
 //!
 //! Bad input never panics: an impossible length, a truncated frame, an unknown
 //! API key or a body that does not decode closes this connection with a log
@@ -24,12 +28,13 @@ use bytes::{Bytes, BytesMut};
 use futures::channel::oneshot;
 use futures::future::{select, Either, Shared};
 use futures_lite::io::AsyncRead;
-use glommio::net::TcpStream;
 use glommio::task::JoinHandle;
 use kafka_protocol::messages::ApiKey;
 use std::cell::Cell;
-use std::os::fd::{AsRawFd, FromRawFd};
 use std::pin::Pin;
+use transport::{Reader, Transport, Writer};
+
+pub mod transport;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -103,26 +108,17 @@ async fn watch_idle(
 /// (`connections.max.idle.ms`) or shutdown.
 pub async fn serve(
     shard: Rc<Shard>,
-    mut stream: TcpStream,
+    transport: Transport,
     session: Rc<Session>,
     shutdown: ShutdownSignal,
 ) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, error = %e, "TCP_NODELAY not set");
-    }
-    // The writer needs `&TcpStream` while the reader needs `&mut`: the writer
-    // gets its own stream on a duplicate of the socket's descriptor.
-    let writer_stream = match duplicate(&stream) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(%peer, error = %e, "cannot duplicate socket; closing");
-            return;
-        }
-    };
+    let Transport {
+        reader: mut stream,
+        writer: writer_stream,
+        fd,
+        peer,
+        principal: _,
+    } = transport;
     let activity = Rc::new(Activity {
         last: Cell::new(Instant::now()),
         in_flight: Cell::new(0),
@@ -130,7 +126,7 @@ pub async fn serve(
     });
     let watcher = glommio::spawn_local(watch_idle(
         activity.clone(),
-        stream.as_raw_fd(),
+        fd,
         shard.config.connection_limits.max_idle(),
         peer.clone(),
     ))
@@ -160,20 +156,9 @@ pub async fn serve(
     drop(stream);
 }
 
-fn duplicate(stream: &TcpStream) -> std::io::Result<TcpStream> {
-    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor `stream` owns; it returns
-    // a new descriptor (or -1) and touches no memory.
-    let fd = unsafe { libc::fcntl(stream.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: `fd` was just created by us and is owned by nothing else.
-    Ok(unsafe { TcpStream::from_raw_fd(fd) })
-}
-
 async fn read_requests(
     shard: &Rc<Shard>,
-    stream: &mut TcpStream,
+    stream: &mut Reader,
     queue: glommio::channels::local_channel::LocalSender<Pending>,
     shutdown: ShutdownSignal,
     session: &Rc<Session>,
@@ -254,7 +239,7 @@ async fn read_requests(
     // Dropping `queue` lets the writer finish what is in flight, then stop.
 }
 
-async fn read_some(stream: &mut TcpStream, into: &mut [u8]) -> std::io::Result<usize> {
+async fn read_some(stream: &mut Reader, into: &mut [u8]) -> std::io::Result<usize> {
     futures_lite::future::poll_fn(|cx| Pin::new(&mut *stream).poll_read(cx, into)).await
 }
 
@@ -337,7 +322,7 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
 
 async fn write_responses(
     shard: Rc<Shard>,
-    stream: TcpStream,
+    mut stream: Writer,
     pending: glommio::channels::local_channel::LocalReceiver<Pending>,
     peer: String,
     activity: Rc<Activity>,
@@ -370,14 +355,14 @@ async fn write_responses(
             }
             Err(e) => {
                 log_protocol_error(&shard, &peer, &e.to_string());
-                close(&stream);
+                stream.close();
                 break;
             }
         };
         let response_bytes: usize = chunks.iter().map(chunk_len).sum();
-        if let Err(e) = shard.sender.send(&stream, chunks).await {
+        if let Err(e) = stream.send(&shard, chunks).await {
             tracing::debug!(%peer, error = %e, "write failed; closing");
-            close(&stream);
+            stream.close();
             break;
         }
         record(&shard, &done, response_bytes);
@@ -404,12 +389,4 @@ fn record(shard: &Shard, item: &Done, response_bytes: usize) {
     let mut metrics = shard.metrics.borrow_mut();
     metrics.record_request(item.api_key, item.request_bytes, response_bytes);
     metrics.record_latency(item.api_key, item.received.elapsed().as_micros() as u64);
-}
-
-/// Shuts both directions so the reader, blocked in a read, sees end-of-file.
-fn close(stream: &TcpStream) {
-    // SAFETY: shutdown(2) on a descriptor `stream` owns; touches no memory.
-    unsafe {
-        libc::shutdown(stream.as_raw_fd(), libc::SHUT_RDWR);
-    }
 }

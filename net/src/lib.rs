@@ -55,9 +55,10 @@
 //!   persistence, markers, timeouts, replay).
 //! - [`quotas`]: client quotas (produce/fetch byte rates per user and
 //!   client id): the windowed rates shared by the shards, and throttling.
-//! - [`security`]: security protocols and each connection's session
-//!   (listener, peer, authenticated principal).
-//! - [`connection`]: one client connection: pipelined requests, ordered responses.
+//! - [`security`]: security protocols, each connection's session
+//!   (listener, peer, authenticated principal), TLS with rustls.
+//! - [`connection`]: one client connection: pipelined requests, ordered
+//!   responses, over plain TCP or TLS (`connection::transport`).
 //! - [`handlers`]: one file per Kafka API, and the registry that drives both
 //!   dispatch and the ApiVersions answer.
 //! - [`metrics`], [`admin`]: Prometheus counters and histograms, and the HTTP

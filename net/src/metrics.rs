@@ -39,6 +39,10 @@ pub struct ShardMetrics {
     pub quota_throttled_requests: u64,
     /// Throttle time handed out, in ms.
     pub quota_throttle_ms: u64,
+    /// TLS handshakes completed.
+    pub tls_handshakes: u64,
+    /// TLS handshakes failed (not TLS, refused certificate, timeout).
+    pub tls_handshake_failures: u64,
     /// Partitions owned (filled when a snapshot is taken).
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
@@ -110,6 +114,8 @@ impl Default for ShardMetrics {
             protocol_errors: 0,
             quota_throttled_requests: 0,
             quota_throttle_ms: 0,
+            tls_handshakes: 0,
+            tls_handshake_failures: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
             disk_free_bytes: 0,
@@ -188,7 +194,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 20] = [
+    let gauges: [Gauge; 22] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -214,6 +220,12 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_quota_throttle_ms_total", "counter", |m| {
             m.quota_throttle_ms as i64
+        }),
+        ("rill_tls_handshakes_total", "counter", |m| {
+            m.tls_handshakes as i64
+        }),
+        ("rill_tls_handshake_failures_total", "counter", |m| {
+            m.tls_handshake_failures as i64
         }),
         ("rill_partitions", "gauge", |m| m.partitions as i64),
         // Group commit: appends per fdatasync is appends_covered / fsyncs,

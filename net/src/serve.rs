@@ -14,7 +14,7 @@
 use crate::admin;
 use crate::config::{BrokerConfig, ClientListener, ServeArgs};
 use crate::conn_limits::{LogLimiter, PerIpConnections};
-use crate::connection::{self, ShutdownSignal};
+use crate::connection::{self, transport, ShutdownSignal};
 use crate::metrics::ShardMetrics;
 use crate::security::{Principal, Session};
 use crate::sendpath::Sender;
@@ -552,16 +552,22 @@ async fn accept_loop(
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             return;
         };
-        let session = Rc::new(Session::new(
-            &spec.name,
-            spec.protocol,
-            stream.peer_addr().ok().map(|a| a.ip()),
-            Principal::anonymous(),
-        ));
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         let shard = shard.clone();
         let shutdown = shutdown.clone();
+        let spec = spec.clone();
         glommio::spawn_local(async move {
-            connection::serve(shard.clone(), stream, session, shutdown).await;
+            // The TLS handshake runs here, in the connection's own task, so
+            // a slow client never holds up the accept loop.
+            if let Some(transport) = transport::open(&shard, &spec, stream, &shutdown).await {
+                // SASL listeners replace the principal once SASL succeeds.
+                let principal = transport
+                    .principal
+                    .clone()
+                    .unwrap_or_else(Principal::anonymous);
+                let session = Rc::new(Session::new(&spec.name, spec.protocol, peer, principal));
+                connection::serve(shard.clone(), transport, session, shutdown).await;
+            }
             drop(ip_slot);
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_open -= 1;

@@ -4,6 +4,9 @@
 //! frames and hands each to the waiter registered under its correlation id.
 //! Decoding happens in the waiter's task, so one connection's reader does not
 //! become the bottleneck of a busy load generator.
+//!
+//! With `--security-protocol SSL` ([`crate::kafka::tls`]) the stream is TLS;
+//! the reader and writer then work on its split halves.
 
 use crate::error::{BenchError, Result};
 use crate::kafka::framing::{decode_response, encode_request, peek_correlation_id, split_frame};
@@ -16,7 +19,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -73,17 +76,34 @@ impl Connection {
             .await
             .map_err(|_| BenchError::Timeout(format!("connect to {addr}")))??;
         stream.set_nodelay(true)?;
-        let (read_half, write_half) = stream.into_split();
         let pending: PendingMap = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let (outgoing, outgoing_rx) = mpsc::channel(OUTGOING_QUEUE_FRAMES);
-        tokio::spawn(write_loop(
-            write_half,
-            outgoing_rx,
-            pending.clone(),
-            closed.clone(),
-        ));
-        tokio::spawn(read_loop(read_half, pending, closed.clone()));
+        match crate::kafka::tls::connector_for(addr)? {
+            None => {
+                let (read_half, write_half) = stream.into_split();
+                tokio::spawn(write_loop(
+                    write_half,
+                    outgoing_rx,
+                    pending.clone(),
+                    closed.clone(),
+                ));
+                tokio::spawn(read_loop(read_half, pending, closed.clone()));
+            }
+            Some((connector, name)) => {
+                let tls = tokio::time::timeout(REQUEST_TIMEOUT, connector.connect(name, stream))
+                    .await
+                    .map_err(|_| BenchError::Timeout(format!("TLS handshake with {addr}")))??;
+                let (read_half, write_half) = tokio::io::split(tls);
+                tokio::spawn(write_loop(
+                    write_half,
+                    outgoing_rx,
+                    pending.clone(),
+                    closed.clone(),
+                ));
+                tokio::spawn(read_loop(read_half, pending, closed.clone()));
+            }
+        }
         let mut connection = Connection {
             addr: addr.to_string(),
             client_id: StrBytes::from_string(client_id.to_string()),
@@ -210,7 +230,7 @@ impl Connection {
 }
 
 async fn write_loop(
-    write_half: tokio::net::tcp::OwnedWriteHalf,
+    write_half: impl AsyncWrite + Unpin,
     mut outgoing: mpsc::Receiver<Outgoing>,
     pending: PendingMap,
     closed: Arc<AtomicBool>,
@@ -240,7 +260,7 @@ async fn write_loop(
 }
 
 async fn read_loop(
-    mut read_half: tokio::net::tcp::OwnedReadHalf,
+    mut read_half: impl AsyncRead + Unpin,
     pending: PendingMap,
     closed: Arc<AtomicBool>,
 ) {

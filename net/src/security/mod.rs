@@ -4,9 +4,12 @@
 //!   `SASL_PLAINTEXT`, `SASL_SSL`) as named in `listener.security.protocol.map`.
 //! - [`session`]: one connection's listener, peer and authenticated
 //!   principal, carried by every request so that handlers can authorize it.
+//! - [`tls`]: TLS listeners with rustls: the acceptor, the handshake and the
+//!   principal of a client certificate.
 
 pub mod protocol;
 pub mod session;
+pub mod tls;
 
 pub use protocol::SecurityProtocol;
 pub use session::{Principal, Session};

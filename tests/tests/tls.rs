@@ -1,0 +1,476 @@
+//! TLS client listeners (`SSL`), with certificates made here by rcgen: real
+//! clients (librdkafka over OpenSSL, kafka-python over Python's ssl) produce
+//! and consume through them; mutual TLS (`ssl.client.auth=required`) admits a
+//! certificate of the truststore's CA and refuses none or another CA's; a
+//! TLS listener without its key stops the broker at start.
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rill_tests::kafka::{client_config, consume_all, produce_all, producer};
+use rill_tests::python::{python_script, require_kafka_python};
+use rill_tests::{data_dir, free_port, http_get, raw, Broker};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// A CA and what it signed, as PEM files in a directory.
+struct Pki {
+    dir: PathBuf,
+    ca: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Pki {
+    fn new(dir: &Path, name: &str) -> Pki {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name = DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("{name} CA"));
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("ca key"))
+            .expect("ca certificate");
+        let dir = dir.join(name);
+        std::fs::create_dir_all(&dir).expect("pki dir");
+        std::fs::write(dir.join("ca.pem"), ca.pem()).expect("write ca");
+        Pki { dir, ca }
+    }
+
+    fn ca_file(&self) -> String {
+        self.dir.join("ca.pem").display().to_string()
+    }
+
+    /// Signs a certificate; writes `<file>.crt` and `<file>.key`; returns
+    /// their paths.
+    fn issue(
+        &self,
+        file: &str,
+        names: &[&str],
+        dn: &[(DnType, &str)],
+        usage: ExtendedKeyUsagePurpose,
+    ) -> (String, String) {
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("params");
+        params.distinguished_name = DistinguishedName::new();
+        for (kind, value) in dn {
+            params.distinguished_name.push(kind.clone(), *value);
+        }
+        params.extended_key_usages = vec![usage];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.ca).expect("signed");
+        let cert_path = self.dir.join(format!("{file}.crt"));
+        let key_path = self.dir.join(format!("{file}.key"));
+        std::fs::write(&cert_path, cert.pem()).expect("write cert");
+        std::fs::write(&key_path, key.serialize_pem()).expect("write key");
+        (
+            cert_path.display().to_string(),
+            key_path.display().to_string(),
+        )
+    }
+
+    /// The broker's certificate (localhost and 127.0.0.1) as one PEM file
+    /// holding the key and the chain (`ssl.keystore.location`).
+    fn broker_keystore(&self) -> String {
+        let (cert, key) = self.issue(
+            "broker",
+            &["localhost", "127.0.0.1"],
+            &[(DnType::CommonName, "broker")],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        );
+        let both = format!(
+            "{}{}",
+            std::fs::read_to_string(key).expect("key"),
+            std::fs::read_to_string(cert).expect("cert")
+        );
+        let path = self.dir.join("broker-keystore.pem");
+        std::fs::write(&path, both).expect("write keystore");
+        path.display().to_string()
+    }
+}
+
+/// A broker with a PLAINTEXT listener (first, the one `Broker` waits on) and
+/// an SSL listener configured by `ssl_lines`; returns it and the SSL port.
+fn start_with_ssl(dir: &Path, ssl_lines: &str, extra_args: &[&str]) -> (Broker, u16) {
+    let (plain, ssl) = (free_port(), free_port());
+    let file = dir.join("server.properties");
+    std::fs::write(
+        &file,
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl}\n\
+             advertised.listeners=PLAINTEXT://127.0.0.1:{plain},SSL://localhost:{ssl}\n\
+             {ssl_lines}\n"
+        ),
+    )
+    .expect("write server.properties");
+    let addr: SocketAddr = format!("127.0.0.1:{plain}").parse().expect("addr");
+    let mut args = vec!["--cores", "2", "--config", file.to_str().expect("utf-8")];
+    args.extend_from_slice(extra_args);
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let broker = Broker::start_listening(RILL, &data, addr, &args, &[]);
+    (broker, ssl)
+}
+
+/// The sum over shards of a counter in `/metrics`.
+fn metric(broker: &Broker, name: &str) -> i64 {
+    http_get(broker.admin_addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+        .sum()
+}
+
+fn ssl_settings<'a>(ca: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut settings = vec![("security.protocol", "ssl"), ("ssl.ca.location", ca)];
+    settings.extend_from_slice(extra);
+    settings
+}
+
+fn ssl_client(bootstrap: &str, settings: &[(&str, &str)]) -> ClientConfig {
+    let mut config = client_config(bootstrap);
+    for (k, v) in settings {
+        config.set(*k, *v);
+    }
+    config
+}
+
+/// (host, port) of the brokers a Metadata answer through `config` names.
+fn advertised_through(config: &ClientConfig) -> Result<Vec<(String, i32)>, String> {
+    let consumer: BaseConsumer = config.create().map_err(|e| e.to_string())?;
+    let metadata = consumer
+        .fetch_metadata(None, Duration::from_secs(5))
+        .map_err(|e| e.to_string())?;
+    Ok(metadata
+        .brokers()
+        .iter()
+        .map(|b| (b.host().to_string(), b.port()))
+        .collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_produces_and_consumes_over_ssl_beside_plaintext() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let keystore = pki.broker_keystore();
+    let (mut broker, ssl) = start_with_ssl(
+        dir.path(),
+        &format!("ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n"),
+        &[],
+    );
+    let ca = pki.ca_file();
+    let settings = ssl_settings(&ca, &[]);
+    let secure = format!("localhost:{ssl}");
+
+    // Each listener answers Metadata with its own address.
+    assert_eq!(
+        advertised_through(&ssl_client(&secure, &settings)).expect("metadata over TLS"),
+        [(String::from("localhost"), i32::from(ssl))]
+    );
+    let plain: kafka_protocol::messages::MetadataResponse = raw::request(
+        broker.addr,
+        kafka_protocol::messages::ApiKey::Metadata,
+        12,
+        &kafka_protocol::messages::MetadataRequest::default(),
+    )
+    .expect("metadata over plaintext");
+    assert_eq!(plain.brokers.len(), 1);
+    assert_eq!(plain.brokers[0].port, i32::from(broker.addr.port()));
+
+    // Produce over TLS, large enough values that a fetch spans many chunks.
+    let p = producer(&secure, &settings);
+    let records: Vec<_> = (0..200)
+        .map(|i| {
+            (
+                Some(format!("k{i}").into_bytes()),
+                vec![b'a' + (i % 26) as u8; 3000],
+            )
+        })
+        .collect();
+    produce_all(&p, "over-tls", &records, None).await;
+    drop(p);
+    let got = consume_all(
+        &secure,
+        "over-tls",
+        1,
+        200,
+        Duration::from_secs(30),
+        &settings,
+    );
+    assert_eq!(got.len(), 200);
+    assert!(got
+        .iter()
+        .enumerate()
+        .all(|(i, r)| r.value.as_deref() == Some(&records[i].1[..])));
+
+    // After a restart the batch cache is empty: the fetch is served from the
+    // segment files, which TLS sends by reading them into memory.
+    assert_eq!(broker.stop(), Some(0));
+    broker.restart();
+    let again = consume_all(
+        &secure,
+        "over-tls",
+        1,
+        200,
+        Duration::from_secs(30),
+        &settings,
+    );
+    assert_eq!(again, got);
+    // The PLAINTEXT listener serves the same data.
+    let plain_read = consume_all(
+        &broker.bootstrap(),
+        "over-tls",
+        1,
+        200,
+        Duration::from_secs(30),
+        &[],
+    );
+    assert_eq!(plain_read, got);
+    assert!(metric(&broker, "rill_tls_handshakes_total") >= 1);
+    assert_eq!(metric(&broker, "rill_tls_handshake_failures_total"), 0);
+
+    // A plaintext client on the TLS port is not served (and is counted).
+    let wrong = advertised_through(
+        &client_config(&secure)
+            .set("socket.timeout.ms", "3000")
+            .clone(),
+    );
+    assert!(wrong.is_err(), "{wrong:?}");
+    assert!(metric(&broker, "rill_tls_handshake_failures_total") >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutual_tls_admits_the_truststores_clients_only() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let other = Pki::new(dir.path(), "other");
+    let keystore = pki.broker_keystore();
+    let ca = pki.ca_file();
+    // Per-listener keys, as Kafka names them.
+    let (broker, ssl) = start_with_ssl(
+        dir.path(),
+        &format!(
+            "listener.name.ssl.ssl.keystore.location={keystore}\n\
+             listener.name.ssl.ssl.truststore.type=PEM\n\
+             listener.name.ssl.ssl.truststore.location={ca}\n\
+             listener.name.ssl.ssl.client.auth=required\n\
+             ssl.principal.mapping.rules=DEFAULT\n"
+        ),
+        &["--log-level", "info,net::connection::transport=debug"],
+    );
+    let secure = format!("localhost:{ssl}");
+    let (alice_cert, alice_key) = pki.issue(
+        "alice",
+        &[],
+        &[
+            (DnType::OrganizationalUnitName, "eng"),
+            (DnType::CommonName, "alice"),
+        ],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    let (mallory_cert, mallory_key) = other.issue(
+        "mallory",
+        &[],
+        &[(DnType::CommonName, "mallory")],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+
+    let alice = ssl_settings(
+        &ca,
+        &[
+            ("ssl.certificate.location", &alice_cert),
+            ("ssl.key.location", &alice_key),
+        ],
+    );
+    let p = producer(&secure, &alice);
+    let records: Vec<_> = (0..20)
+        .map(|i| (None, format!("m{i}").into_bytes()))
+        .collect();
+    produce_all(&p, "mtls", &records, None).await;
+    let got = consume_all(&secure, "mtls", 1, 20, Duration::from_secs(30), &alice);
+    assert_eq!(got.len(), 20);
+    let log = broker.log();
+    assert!(
+        log.contains("User:CN=alice,OU=eng"),
+        "the session's principal is the certificate's subject:\n{log}"
+    );
+    let admitted = metric(&broker, "rill_tls_handshakes_total");
+    assert!(admitted >= 1);
+
+    // No certificate, or one from another CA: refused.
+    let quick = [("socket.timeout.ms", "3000")];
+    let anonymous = ssl_settings(&ca, &quick);
+    assert!(advertised_through(&ssl_client(&secure, &anonymous)).is_err());
+    let mallory = ssl_settings(
+        &ca,
+        &[
+            ("ssl.certificate.location", &mallory_cert),
+            ("ssl.key.location", &mallory_key),
+            ("socket.timeout.ms", "3000"),
+        ],
+    );
+    assert!(advertised_through(&ssl_client(&secure, &mallory)).is_err());
+    assert!(metric(&broker, "rill_tls_handshake_failures_total") >= 2);
+    assert!(!broker.log().contains("User:CN=mallory"));
+}
+
+#[test]
+fn kafka_python_produces_and_consumes_over_ssl() {
+    require_kafka_python();
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let (cert, key) = pki.issue(
+        "broker",
+        &["localhost", "127.0.0.1"],
+        &[(DnType::CommonName, "broker")],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    // The two-file form (rill's ssl.certificate.location / ssl.key.location);
+    // client certificates requested, so a client without one is admitted
+    // (as User:ANONYMOUS).
+    let ca = pki.ca_file();
+    let (_broker, ssl) = start_with_ssl(
+        dir.path(),
+        &format!(
+            "ssl.certificate.location={cert}\nssl.key.location={key}\n\
+             ssl.client.auth=requested\nssl.truststore.location={ca}\n"
+        ),
+        &[],
+    );
+    let out = Command::new("python3")
+        .arg(python_script("tls_client.py"))
+        .args([&format!("localhost:{ssl}"), &ca, "py-tls", "30"])
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tls_client.py failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: Vec<String> = (0..30).map(|i| format!("\"v{i}\"")).collect();
+    assert!(
+        stdout.contains(&format!("[{}]", expected.join(", "))),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_silent_client_is_dropped_at_the_handshake_timeout() {
+    use std::io::Read;
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let keystore = pki.broker_keystore();
+    let (broker, ssl) = start_with_ssl(
+        dir.path(),
+        &format!("ssl.keystore.location={keystore}\nrill.ssl.handshake.timeout.ms=300\n"),
+        &[],
+    );
+    let mut silent = std::net::TcpStream::connect(("127.0.0.1", ssl)).expect("connect");
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let started = std::time::Instant::now();
+    let mut byte = [0u8; 1];
+    // The broker closes the connection (end of file or a reset), long
+    // before the 10 s read timeout.
+    let outcome = silent.read(&mut byte);
+    assert!(
+        matches!(outcome, Ok(0))
+            || matches!(&outcome, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{outcome:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(metric(&broker, "rill_tls_handshake_failures_total"), 1);
+    assert!(broker.log().contains("TLS handshake not finished"));
+}
+
+/// Runs `rill serve` with `properties`; it must exit at start with code 2
+/// and `reason` in its output.
+fn refuses_to_start(dir: &Path, properties: &str, reason: &[&str]) {
+    let file = dir.join("server.properties");
+    std::fs::write(&file, properties).expect("write server.properties");
+    let output = Command::new(RILL)
+        .args([
+            "serve",
+            "--admin-listen",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .expect("rill runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    for part in reason {
+        assert!(text.contains(part), "wanted {part:?} in:\n{text}");
+    }
+    assert!(!text.contains("panicked"), "{text}");
+}
+
+#[test]
+fn a_tls_listener_without_a_usable_key_stops_the_broker() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "main");
+    let (cert, _) = pki.issue(
+        "broker",
+        &["localhost"],
+        &[(DnType::CommonName, "broker")],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
+    let listeners = format!("listeners=SSL://127.0.0.1:{}\n", free_port());
+    let missing = dir.path().join("no-such-key.pem").display().to_string();
+    refuses_to_start(
+        dir.path(),
+        &format!("{listeners}ssl.certificate.location={cert}\nssl.key.location={missing}\n"),
+        &["ssl.key.location", "cannot read", "no-such-key.pem"],
+    );
+    refuses_to_start(
+        dir.path(),
+        &listeners,
+        &["TLS listener SSL has no certificate"],
+    );
+    refuses_to_start(
+        dir.path(),
+        &format!("{listeners}ssl.certificate.location={cert}\nssl.key.location={cert}\n"),
+        &["ssl.key.location", "no PEM private key"],
+    );
+    refuses_to_start(
+        dir.path(),
+        &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/\n"),
+        &["ssl.principal.mapping.rules", "only DEFAULT"],
+    );
+    // In a cluster the first listener carries replication, in plaintext.
+    let keystore = pki.broker_keystore();
+    refuses_to_start(
+        dir.path(),
+        &format!(
+            "{listeners}ssl.keystore.location={keystore}\nnode.id=1\n\
+             controller.quorum.voters=1@127.0.0.1:{}\n",
+            free_port()
+        ),
+        &["put a PLAINTEXT listener first"],
+    );
+}
