@@ -4,8 +4,11 @@
 //!   `SASL_PLAINTEXT`, `SASL_SSL`) as named in `listener.security.protocol.map`.
 //! - [`session`]: one connection's listener, peer and authenticated
 //!   principal, carried by every request so that handlers can authorize it.
+//! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512) as pure state
+//!   machines.
 
 pub mod protocol;
+pub mod sasl;
 pub mod session;
 
 pub use protocol::SecurityProtocol;
