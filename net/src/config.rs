@@ -13,9 +13,12 @@
 //! - [`properties`]: the Java properties syntax.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
+//! - [`sasl`]: SASL mechanisms, JAAS users, re-authentication, bootstrap
+//!   SCRAM users.
 
 pub mod listeners;
 pub mod properties;
+pub mod sasl;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
@@ -133,6 +136,8 @@ pub struct BrokerConfig {
     pub internal_topics_replication_factor: i16,
     /// Cluster membership: the quorum voters, roles, rack, session timings.
     pub cluster: ClusterConfig,
+    /// SASL mechanisms, users and timings (`sasl.*`, `listener.name.*.sasl.*`).
+    pub sasl: sasl::SaslConfig,
 }
 
 impl BrokerConfig {
@@ -172,6 +177,7 @@ impl BrokerConfig {
             group: GroupConfig::default(),
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
+            sasl: sasl::SaslConfig::default(),
         }
     }
 
@@ -218,16 +224,13 @@ impl BrokerConfig {
             config.advertised_host = first.advertised_host.clone();
             config.advertised_port = first.advertised_port;
         }
-        if let Some(l) = config
-            .listeners
-            .iter()
-            .find(|l| l.protocol != SecurityProtocol::Plaintext)
-        {
+        // SASL runs on plain TCP here; TLS (SSL, SASL_SSL) is not served yet.
+        if let Some(l) = config.listeners.iter().find(|l| l.protocol.uses_tls()) {
             return Err(ConfigError::invalid(
                 "listeners",
                 &format!("{}://{}", l.name, l.bind),
                 &format!(
-                    "security protocol {} is not supported yet; only PLAINTEXT listeners serve",
+                    "security protocol {} is not supported yet; PLAINTEXT and SASL_PLAINTEXT listeners serve",
                     l.protocol
                 ),
             ));
@@ -268,7 +271,8 @@ impl BrokerConfig {
                 || self.apply_group_setting(name, value)?
                 || self.apply_log_setting(name, value, &mut units)?
                 || self.apply_rill_setting(name, value)?
-                || self.connection_limits.apply(name, value)?;
+                || self.connection_limits.apply(name, value)?
+                || self.sasl.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {

@@ -295,6 +295,12 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
     crate::controller::start_reconciler(&shard);
+    if id == crate::cluster_runtime::METADATA_SHARD {
+        glommio::spawn_local(crate::controller::scram_credentials::bootstrap(
+            shard.clone(),
+        ))
+        .detach();
+    }
     // A coordinator moves with its partition's leadership: load the groups
     // of a `__consumer_offsets` partition this broker starts leading, and the
     // transactions of a `__transaction_state` one.

@@ -13,10 +13,13 @@
 //! - [`config_ops`]: topic config edits (pure).
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
+//! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
+//!   bootstrap users).
 
 pub mod broker_configs;
 mod config_ops;
 mod reconcile;
+pub mod scram_credentials;
 mod topic_changes;
 pub mod topic_defaults;
 mod topic_id;
