@@ -88,7 +88,7 @@ fn utf8(message: &[u8]) -> Result<&str, SaslError> {
 }
 
 /// A `key=value` attribute with a one-letter key.
-fn attribute<'a>(part: &'a str, key: char) -> Result<&'a str, SaslError> {
+fn attribute(part: &str, key: char) -> Result<&str, SaslError> {
     let mut chars = part.chars();
     if chars.next() == Some(key) && chars.next() == Some('=') {
         Ok(&part[2..])
@@ -338,16 +338,20 @@ enum State {
     /// Waiting for the client-first message.
     Initial,
     /// Server-first sent; waiting for the client-final message.
-    SentFirst {
-        first: ClientFirst,
-        server_first: String,
-        nonce: String,
-        credential: ScramCredential,
-        /// The user exists (else the credential is made up).
-        known: bool,
-    },
+    SentFirst(Box<SentFirst>),
     /// Over (success or failure).
     Done,
+}
+
+/// What the final message is checked against.
+#[derive(Debug)]
+struct SentFirst {
+    first: ClientFirst,
+    server_first: String,
+    nonce: String,
+    credential: ScramCredential,
+    /// The user exists (else the credential is made up).
+    known: bool,
 }
 
 /// The server side of one SCRAM exchange.
@@ -398,13 +402,7 @@ impl ScramServer {
     ) -> Result<Step, SaslError> {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Initial => self.first(message, credentials),
-            State::SentFirst {
-                first,
-                server_first,
-                nonce,
-                credential,
-                known,
-            } => self.last(message, &first, &server_first, &nonce, &credential, known),
+            State::SentFirst(sent) => self.last(message, &sent),
             State::Done => Err(SaslError::IllegalState {
                 mechanism: self.mechanism.name(),
             }),
@@ -451,30 +449,30 @@ impl ScramServer {
             credential.iterations
         );
         let reply = server_first.clone().into_bytes();
-        self.state = State::SentFirst {
+        self.state = State::SentFirst(Box::new(SentFirst {
             first,
             server_first,
             nonce,
             credential,
             known,
-        };
+        }));
         Ok(Step::Continue(reply))
     }
 
-    fn last(
-        &mut self,
-        message: &[u8],
-        first: &ClientFirst,
-        server_first: &str,
-        nonce: &str,
-        credential: &ScramCredential,
-        known: bool,
-    ) -> Result<Step, SaslError> {
+    fn last(&mut self, message: &[u8], sent: &SentFirst) -> Result<Step, SaslError> {
+        let SentFirst {
+            first,
+            server_first,
+            nonce,
+            credential,
+            known,
+        } = sent;
+        let known = *known;
         let last = parse_client_final(message)?;
         if last.channel_binding != first.gs2_header.as_bytes() {
             return Err(self.error("channel-bindings-dont-match"));
         }
-        if last.nonce != nonce {
+        if last.nonce != *nonce {
             return Err(self.error("other-error"));
         }
         let auth_message = format!("{},{server_first},{}", first.bare, last.without_proof);
