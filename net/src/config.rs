@@ -253,6 +253,19 @@ impl BrokerConfig {
             ));
         }
         config.cluster.validate(config.broker_id)?;
+        // Brokers replicate from each other on the first listener as plain
+        // Kafka clients, without SASL: a SASL first listener would refuse
+        // every follower's fetch.
+        if let Some(first) = config.listeners.first() {
+            if first.protocol.uses_sasl() && config.cluster.voters.len() > 1 {
+                return Err(ConfigError::invalid(
+                    "listeners",
+                    &format!("{}://{}", first.name, first.bind),
+                    "brokers reach each other on the first listener, without SASL: \
+                     put a PLAINTEXT listener first",
+                ));
+            }
+        }
         Ok(config)
     }
 
