@@ -101,6 +101,11 @@ error_codes! {
     InvalidSessionTimeout = 26, "INVALID_SESSION_TIMEOUT";
     /// The group is rebalancing; the member must rejoin.
     RebalanceInProgress = 27, "REBALANCE_IN_PROGRESS";
+    /// SaslHandshake named a mechanism the listener does not offer.
+    UnsupportedSaslMechanism = 33, "UNSUPPORTED_SASL_MECHANISM";
+    /// A SASL request out of order (SaslAuthenticate before SaslHandshake,
+    /// SaslHandshake on a listener without SASL).
+    IllegalSaslState = 34, "ILLEGAL_SASL_STATE";
     /// The API version is not supported.
     UnsupportedVersion = 35, "UNSUPPORTED_VERSION";
     /// The topic already exists.
@@ -139,6 +144,8 @@ error_codes! {
     OperationNotAttempted = 55, "OPERATION_NOT_ATTEMPTED";
     /// The disk failed, or the broker has no such log dir.
     KafkaStorageError = 56, "KAFKA_STORAGE_ERROR";
+    /// SASL authentication failed (wrong user or password, bad proof).
+    SaslAuthenticationFailed = 58, "SASL_AUTHENTICATION_FAILED";
     /// The group still has members.
     NonEmptyGroup = 68, "NON_EMPTY_GROUP";
     /// The group does not exist.
@@ -169,6 +176,12 @@ error_codes! {
     InvalidRecord = 87, "INVALID_RECORD";
     /// A newer producer with the same transactional id exists.
     ProducerFenced = 90, "PRODUCER_FENCED";
+    /// A SCRAM credential to delete or describe does not exist.
+    ResourceNotFound = 91, "RESOURCE_NOT_FOUND";
+    /// The same user appears twice in one SCRAM credentials request.
+    DuplicateResource = 92, "DUPLICATE_RESOURCE";
+    /// A SCRAM credential was refused (iterations out of range, empty name).
+    UnacceptableCredential = 93, "UNACCEPTABLE_CREDENTIAL";
     /// The partition exists but the operation cannot run on it right now.
     InvalidUpdateVersion = 95, "INVALID_UPDATE_VERSION";
     /// A request named a topic id this broker does not know.

@@ -13,11 +13,14 @@
 //! - [`properties`]: the Java properties syntax.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
+//! - [`sasl`]: SASL mechanisms, JAAS users, re-authentication, bootstrap
+//!   SCRAM users.
 //! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
 //!   and each TLS listener's certificate, truststore and client auth.
 
 pub mod listeners;
 pub mod properties;
+pub mod sasl;
 pub mod tls;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
@@ -144,6 +147,8 @@ pub struct BrokerConfig {
     /// The `ssl.*` keys as given; each TLS listener's resolved TLS is in
     /// [`ClientListener::tls`].
     pub tls: tls::TlsSettings,
+    /// SASL mechanisms, users and timings (`sasl.*`, `listener.name.*.sasl.*`).
+    pub sasl: sasl::SaslConfig,
 }
 
 impl BrokerConfig {
@@ -187,6 +192,7 @@ impl BrokerConfig {
             quota_window_num: 11,
             quota_window_size_seconds: 1,
             tls: tls::TlsSettings::default(),
+            sasl: sasl::SaslConfig::default(),
         }
     }
 
@@ -233,17 +239,9 @@ impl BrokerConfig {
             config.advertised_host = first.advertised_host.clone();
             config.advertised_port = first.advertised_port;
         }
+        // Every security protocol is served: TLS for SSL and SASL_SSL (the
+        // acceptors are built here, once), SASL for SASL_*.
         config.attach_tls()?;
-        if let Some(l) = config.listeners.iter().find(|l| l.protocol.uses_sasl()) {
-            return Err(ConfigError::invalid(
-                "listeners",
-                &format!("{}://{}", l.name, l.bind),
-                &format!(
-                    "security protocol {} is not supported yet; only PLAINTEXT and SSL listeners serve",
-                    l.protocol
-                ),
-            ));
-        }
         config.engine.data_dir = config.data_dir.clone();
         if let Some(id) = args.node_id {
             config.broker_id = id;
@@ -282,7 +280,8 @@ impl BrokerConfig {
                 || self.apply_log_setting(name, value, &mut units)?
                 || self.apply_rill_setting(name, value)?
                 || self.connection_limits.apply(name, value)?
-                || self.tls.apply(name, value)?;
+                || self.tls.apply(name, value)?
+                || self.sasl.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {

@@ -104,6 +104,29 @@ async fn watch_idle(
     }
 }
 
+/// Closes a SASL listener's connection that has not authenticated within
+/// `timeout` (`rill.sasl.handshake.timeout.ms`): an unauthenticated client
+/// may hold a socket only that long, whatever it sends.
+async fn watch_handshake(
+    activity: Rc<Activity>,
+    session: Rc<Session>,
+    fd: std::os::fd::RawFd,
+    timeout: Duration,
+    peer: String,
+) {
+    glommio::timer::sleep(timeout).await;
+    if activity.ended.get() || session.is_authenticated() {
+        return;
+    }
+    tracing::debug!(%peer, ?timeout, "not authenticated within rill.sasl.handshake.timeout.ms; closing");
+    // SAFETY: as in `watch_idle`: the descriptor is still open, `serve`
+    // sets `ended` before dropping the stream and nothing awaits between
+    // that check and this call.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
 /// Serves one connection until the peer closes, bad input, idleness
 /// (`connections.max.idle.ms`) or shutdown.
 pub async fn serve(
@@ -131,6 +154,16 @@ pub async fn serve(
         peer.clone(),
     ))
     .detach();
+    let handshake_watch = session.protocol.uses_sasl().then(|| {
+        glommio::spawn_local(watch_handshake(
+            activity.clone(),
+            session.clone(),
+            fd,
+            Duration::from_millis(shard.config.sasl.handshake_timeout_ms),
+            peer.clone(),
+        ))
+        .detach()
+    });
     let (queue, pending) =
         glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
     let writer = glommio::spawn_local(write_responses(
@@ -153,6 +186,9 @@ pub async fn serve(
     writer.await;
     activity.ended.set(true);
     watcher.cancel();
+    if let Some(handshake_watch) = handshake_watch {
+        handshake_watch.cancel();
+    }
     drop(stream);
 }
 
@@ -270,6 +306,9 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
         version = prefix.api_version,
         "request"
     );
+    if let Some(reason) = sasl_gate(session, handler.api_key, received) {
+        return Err(reason);
+    }
     let supported =
         handler.min_version <= prefix.api_version && prefix.api_version <= handler.max_version;
     if !supported {
@@ -320,6 +359,34 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
     })
 }
 
+/// On a SASL listener, only ApiVersions, SaslHandshake and SaslAuthenticate
+/// are served before authentication, and after the session's lifetime
+/// (`connections.max.reauth.ms`) until a re-authentication; anything else
+/// closes the connection, as Kafka does. `Some(reason)` to close.
+fn sasl_gate(session: &Session, api_key: ApiKey, now: Instant) -> Option<String> {
+    if !session.protocol.uses_sasl()
+        || matches!(
+            api_key,
+            ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+        )
+    {
+        return None;
+    }
+    if !session.is_authenticated() {
+        return Some(format!(
+            "{} before SASL authentication on listener {}",
+            handlers::api_name(api_key),
+            session.listener
+        ));
+    }
+    session.is_expired(now).then(|| {
+        format!(
+            "{} after the SASL session expired (connections.max.reauth.ms) without re-authentication",
+            handlers::api_name(api_key)
+        )
+    })
+}
+
 async fn write_responses(
     shard: Rc<Shard>,
     mut stream: Writer,
@@ -347,8 +414,13 @@ async fn write_responses(
             Work::Ready(frame) => Ok(Response::Chunks(vec![OutChunk::Bytes(frame)])),
             Work::Running(task) => task.await.unwrap_or(Err(RequestError::ShardGone(shard.id))),
         };
+        let mut close_after = false;
         let chunks = match outcome {
             Ok(Response::Chunks(chunks)) => chunks,
+            Ok(Response::ChunksThenClose(chunks)) => {
+                close_after = true;
+                chunks
+            }
             Ok(Response::Nothing) => {
                 record(&shard, &done, 0);
                 continue;
@@ -366,6 +438,10 @@ async fn write_responses(
             break;
         }
         record(&shard, &done, response_bytes);
+        if close_after {
+            stream.close();
+            break;
+        }
     }
     // Anything still queued is dropped: its tasks were detached and finish on
     // their own, their responses have nowhere to go.

@@ -70,6 +70,8 @@ pub struct ShardMetrics {
     /// Replication counters of this shard's partitions (filled when a
     /// snapshot is taken).
     pub replication: ReplicationCounters,
+    /// SASL authentications by (mechanism, succeeded).
+    pub sasl_authentications: BTreeMap<(&'static str, bool), u64>,
 }
 
 /// What the replication runtime counts on one shard.
@@ -125,6 +127,7 @@ impl Default for ShardMetrics {
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
+            sasl_authentications: BTreeMap::new(),
         }
     }
 }
@@ -136,6 +139,14 @@ impl ShardMetrics {
         counters.requests += 1;
         counters.bytes_in += bytes_in as u64;
         counters.bytes_out += bytes_out as u64;
+    }
+
+    /// Counts one SASL authentication (or re-authentication) of `mechanism`.
+    pub fn record_sasl(&mut self, mechanism: &'static str, succeeded: bool) {
+        *self
+            .sasl_authentications
+            .entry((mechanism, succeeded))
+            .or_default() += 1;
     }
 
     /// Records a latency (saturating at the histogram's bound).
@@ -284,7 +295,27 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     summary(&mut out, "rill_fetch_latency_seconds", &fetch);
     consumer_lag(&mut out, snapshots);
     replication(&mut out, snapshots);
+    sasl(&mut out, snapshots);
     out
+}
+
+/// `rill_sasl_authentications_total{mechanism,result}`, summed over shards:
+/// a rise of `failed` is a wrong password or someone guessing.
+fn sasl(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    let mut totals: BTreeMap<(&str, bool), u64> = BTreeMap::new();
+    for (_, m) in snapshots {
+        for (key, count) in &m.sasl_authentications {
+            *totals.entry(*key).or_default() += count;
+        }
+    }
+    let _ = writeln!(out, "# TYPE rill_sasl_authentications_total counter");
+    for ((mechanism, succeeded), count) in totals {
+        let result = if succeeded { "succeeded" } else { "failed" };
+        let _ = writeln!(
+            out,
+            "rill_sasl_authentications_total{{mechanism=\"{mechanism}\",result=\"{result}\"}} {count}"
+        );
+    }
 }
 
 /// The replication counters, summed over shards, and each followed
@@ -378,6 +409,19 @@ mod tests {
         assert!(text.contains("rill_requests_total{api=\"Produce\",shard=\"1\"} 1"));
         assert!(text.contains("rill_produce_latency_seconds_count 2"));
         assert!(text.contains("rill_produce_latency_seconds{quantile=\"0.99\"} 0.0015"));
+    }
+
+    #[test]
+    fn sasl_counters_sum_over_shards() {
+        let mut m = ShardMetrics::default();
+        m.record_sasl("PLAIN", true);
+        m.record_sasl("PLAIN", false);
+        let text = render(&[(0, m.clone()), (1, m)]);
+        assert!(text.contains(
+            "rill_sasl_authentications_total{mechanism=\"PLAIN\",result=\"succeeded\"} 2"
+        ));
+        assert!(text
+            .contains("rill_sasl_authentications_total{mechanism=\"PLAIN\",result=\"failed\"} 2"));
     }
 
     #[test]

@@ -351,6 +351,10 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
             .filter(|_| !config.cluster.is_observer(config.broker_id))
             .map_or(-1, |quorum| quorum.applied_offset());
         input.startup_offset.store(offset, Ordering::Release);
+        glommio::spawn_local(crate::controller::scram_credentials::bootstrap(
+            shard.clone(),
+        ))
+        .detach();
     }
     // A coordinator moves with its partition's leadership: load the groups
     // of a `__consumer_offsets` partition this broker starts leading, and the

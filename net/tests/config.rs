@@ -193,3 +193,29 @@ fn wildcard_listen_advertises_the_host_name() {
     let expected = if resolves { name } else { "127.0.0.1".into() };
     assert_eq!((c.advertised_host, c.advertised_port), (expected, 29092));
 }
+
+#[test]
+fn sasl_listeners_serve_and_a_sasl_first_listener_needs_a_single_node() {
+    let listeners = "listeners=PLAINTEXT://127.0.0.1:19092,SASL_PLAINTEXT://127.0.0.1:19094\n\
+                     listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\
+                     sasl.enabled.mechanisms=SCRAM-SHA-512\n";
+    let (args, _file) = args_with_named_file(listeners, ".properties");
+    let c = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(c.listeners.len(), 2);
+    assert_eq!(c.sasl.mechanisms_for("SASL_PLAINTEXT").len(), 1);
+    let (args, _file) = args_with_named_file(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:19094\n\
+         listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT\n\
+         controller.quorum.voters=0@127.0.0.1:19093,1@127.0.0.1:19095\n",
+        ".properties",
+    );
+    let err = BrokerConfig::from_args(&args).unwrap_err().to_string();
+    assert!(err.contains("PLAINTEXT listener first"), "{err}");
+    let (args, _file) = args_with_named_file(
+        "listeners=SSL://127.0.0.1:19096\nlistener.security.protocol.map=SSL:SSL\n",
+        ".properties",
+    );
+    assert!(BrokerConfig::from_args(&args).is_err());
+    let (args, _file) = args_with_named_file("sasl.enabled.mechanisms=GSSAPI\n", ".properties");
+    assert!(BrokerConfig::from_args(&args).is_err());
+}

@@ -14,8 +14,8 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::shard::Shard;
 use cluster::metadata::{
-    AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataRecord,
-    TopicAssignment,
+    AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
+    MetadataRecord, ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -217,12 +217,47 @@ fn topic_change(
             }
             controller.alter_client_quotas(entity, &parsed)
         }
+        ControllerRpc::AlterScramCredentials { upserts, deletions } => {
+            Ok(scram_records(controller.image, upserts, deletions))
+        }
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {
             reason: String::from("not a topic change"),
         }),
     }
+}
+
+/// The records of a SCRAM credentials change: a delete of a credential
+/// the image does not hold is dropped (the asking broker checked; a
+/// concurrent delete won), as the image would refuse it.
+fn scram_records(
+    image: &MetadataImage,
+    upserts: &[super::rpc::ScramUpsert],
+    deletions: &[(String, u8)],
+) -> Vec<MetadataRecord> {
+    let mut records = Vec::with_capacity(upserts.len() + deletions.len());
+    for (name, mechanism) in deletions {
+        if image.scram_credential(name, *mechanism).is_some() {
+            records.push(MetadataRecord::RemoveUserScramCredential {
+                name: name.clone(),
+                mechanism: *mechanism,
+            });
+        }
+    }
+    for (name, mechanism, salt, iterations, stored_key, server_key) in upserts {
+        records.push(MetadataRecord::UserScramCredential {
+            name: name.clone(),
+            mechanism: *mechanism,
+            credential: ScramCredential {
+                salt: salt.clone(),
+                iterations: *iterations,
+                stored_key: stored_key.clone(),
+                server_key: server_key.clone(),
+            },
+        });
+    }
+    records
 }
 
 /// Proposes `records` and answers `reply` once they are committed.

@@ -120,7 +120,19 @@ pub enum ControllerRpc {
         /// Every dynamic config the resource keeps.
         configs: Vec<(String, String)>,
     },
+    /// AlterUserScramCredentials (and the bootstrap users): SCRAM
+    /// credentials to create or replace, and to delete.
+    AlterScramCredentials {
+        /// (user, mechanism number, salt, iterations, StoredKey, ServerKey).
+        upserts: Vec<ScramUpsert>,
+        /// (user, mechanism number); one that does not exist is skipped.
+        deletions: Vec<(String, u8)>,
+    },
 }
+
+/// A SCRAM credential in a controller request: (user, mechanism number,
+/// salt, iterations, StoredKey, ServerKey).
+pub type ScramUpsert = (String, u8, Vec<u8>, i32, Vec<u8>, Vec<u8>);
 
 /// The active controller's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

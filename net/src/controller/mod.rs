@@ -14,11 +14,14 @@
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
+//! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
+//!   bootstrap users).
 
 pub mod broker_configs;
 pub mod client_quotas;
 mod config_ops;
 mod reconcile;
+pub mod scram_credentials;
 mod topic_changes;
 pub mod topic_defaults;
 mod topic_id;

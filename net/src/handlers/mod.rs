@@ -24,6 +24,7 @@ pub mod add_partitions_to_txn;
 pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
@@ -39,6 +40,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_quorum;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
 pub mod end_txn;
 pub mod fetch;
 mod fetch_follower;
@@ -59,6 +61,8 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod write_txn_markers;
@@ -165,6 +169,9 @@ pub enum Response {
     Chunks(Vec<OutChunk>),
     /// No response at all (Produce with acks=0).
     Nothing,
+    /// A complete framed response, after which the connection closes (a
+    /// failed SASL authentication, as Kafka does).
+    ChunksThenClose(Vec<OutChunk>),
 }
 
 /// The future of one request.
@@ -226,6 +233,10 @@ pub const REGISTRY: &[Handler] = &[
     offset_delete::HANDLER,
     offset_fetch::HANDLER,
     sync_group::HANDLER,
+    sasl_handshake::HANDLER,
+    sasl_authenticate::HANDLER,
+    describe_user_scram_credentials::HANDLER,
+    alter_user_scram_credentials::HANDLER,
 ];
 
 /// The handler of an API key.
@@ -275,6 +286,10 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DeleteGroups => "DeleteGroups",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::SaslHandshake => "SaslHandshake",
+        ApiKey::SaslAuthenticate => "SaslAuthenticate",
+        ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
+        ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
         _ => "Other",
     }
 }

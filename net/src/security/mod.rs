@@ -6,8 +6,11 @@
 //!   principal, carried by every request so that handlers can authorize it.
 //! - [`tls`]: TLS listeners with rustls: the acceptor, the handshake and the
 //!   principal of a client certificate.
+//! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512) as pure state
+//!   machines.
 
 pub mod protocol;
+pub mod sasl;
 pub mod session;
 pub mod tls;
 

@@ -1,8 +1,9 @@
 //! One connection's identity: the listener it came in on, its peer, and the
 //! principal it authenticated as (Kafka's `KafkaPrincipal`, `User:name`).
 
+use super::sasl::{CredentialSource, Mechanism, SaslError, SaslServer, Step};
 use super::SecurityProtocol;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -61,10 +62,16 @@ pub struct Session {
     principal: RefCell<Principal>,
     /// Whether the client may make requests beyond the SASL exchange: at once
     /// on PLAINTEXT and SSL, after SaslAuthenticate succeeds on SASL ones.
-    authenticated: std::cell::Cell<bool>,
+    authenticated: Cell<bool>,
+    /// The SASL exchange in progress (after SaslHandshake, until
+    /// SaslAuthenticate succeeds or fails).
+    exchange: RefCell<Option<SaslServer>>,
+    /// When the authentication stops holding (`connections.max.reauth.ms`,
+    /// KIP-368): past it, only a re-authentication is served.
+    expires_at: Cell<Option<Instant>>,
     /// Until when the connection reads no request (a quota throttle,
     /// KIP-219's muted channel).
-    muted_until: std::cell::Cell<Option<Instant>>,
+    muted_until: Cell<Option<Instant>>,
 }
 
 impl Session {
@@ -81,8 +88,10 @@ impl Session {
             protocol,
             peer,
             principal: RefCell::new(principal),
-            authenticated: std::cell::Cell::new(!protocol.uses_sasl()),
-            muted_until: std::cell::Cell::new(None),
+            authenticated: Cell::new(!protocol.uses_sasl()),
+            exchange: RefCell::new(None),
+            expires_at: Cell::new(None),
+            muted_until: Cell::new(None),
         }
     }
 
@@ -129,6 +138,43 @@ impl Session {
         *self.principal.borrow_mut() = principal;
         self.authenticated.set(true);
     }
+
+    /// SaslHandshake chose `mechanism`: a new exchange starts (and any
+    /// unfinished one is dropped).
+    pub fn start_sasl(&self, mechanism: Mechanism) {
+        *self.exchange.borrow_mut() = Some(SaslServer::new(mechanism));
+    }
+
+    /// The mechanism of the exchange in progress.
+    pub fn sasl_mechanism(&self) -> Option<Mechanism> {
+        self.exchange.borrow().as_ref().map(SaslServer::mechanism)
+    }
+
+    /// Feeds one SaslAuthenticate token to the exchange in progress; `None`
+    /// when no SaslHandshake started one. The exchange ends (is dropped)
+    /// when it succeeds or fails.
+    pub fn sasl_step(
+        &self,
+        token: &[u8],
+        credentials: &dyn CredentialSource,
+    ) -> Option<Result<Step, SaslError>> {
+        let mut exchange = self.exchange.borrow_mut();
+        let outcome = exchange.as_mut()?.step(token, credentials);
+        if !matches!(outcome, Ok(Step::Continue(_))) {
+            *exchange = None;
+        }
+        Some(outcome)
+    }
+
+    /// Sets when the authentication stops holding (`None`: never).
+    pub fn set_expiry(&self, expires_at: Option<Instant>) {
+        self.expires_at.set(expires_at);
+    }
+
+    /// Whether the authentication no longer holds at `now` (KIP-368).
+    pub fn is_expired(&self, now: Instant) -> bool {
+        self.expires_at.get().is_some_and(|at| now >= at)
+    }
 }
 
 #[cfg(test)]
@@ -156,5 +202,42 @@ mod tests {
         assert!(sasl.is_authenticated());
         assert_eq!(sasl.principal(), Principal::parse("User:alice").unwrap());
         assert_eq!(Principal::parse("nocolon"), None);
+    }
+
+    #[test]
+    fn an_exchange_runs_until_it_ends_and_sessions_expire() {
+        use crate::security::sasl::ScramCredential;
+        struct Users;
+        impl CredentialSource for Users {
+            fn plain_password(&self, user: &str) -> Option<String> {
+                (user == "alice").then(|| String::from("pw"))
+            }
+            fn scram(
+                &self,
+                _: &str,
+                _: crate::security::sasl::ScramMechanism,
+            ) -> Option<ScramCredential> {
+                None
+            }
+        }
+        let sasl = Session::new(
+            "SASL_PLAINTEXT",
+            SecurityProtocol::SaslPlaintext,
+            None,
+            Principal::anonymous(),
+        );
+        assert!(sasl.sasl_step(b"\0alice\0pw", &Users).is_none());
+        sasl.start_sasl(Mechanism::Plain);
+        assert_eq!(sasl.sasl_mechanism(), Some(Mechanism::Plain));
+        assert!(matches!(
+            sasl.sasl_step(b"\0alice\0pw", &Users),
+            Some(Ok(Step::Done { .. }))
+        ));
+        assert_eq!(sasl.sasl_mechanism(), None);
+        let now = Instant::now();
+        assert!(!sasl.is_expired(now));
+        sasl.set_expiry(Some(now));
+        assert!(sasl.is_expired(now));
+        assert!(!sasl.is_expired(now - std::time::Duration::from_millis(1)));
     }
 }

@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 
 use crate::placement::BrokerId;
 
-use super::record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord};
+use super::record::{
+    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
+};
 
 /// Version byte written in every frame.
 pub const FORMAT_VERSION: u8 = 1;
@@ -46,6 +48,8 @@ const RECORD_TYPE_PRODUCER_IDS: u8 = 10;
 const RECORD_TYPE_REASSIGNMENT: u8 = 11;
 const RECORD_TYPE_BROKER_CONFIG_CHANGE: u8 = 12;
 const RECORD_TYPE_CLIENT_QUOTA: u8 = 20;
+const RECORD_TYPE_USER_SCRAM_CREDENTIAL: u8 = 13;
+const RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 14;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -185,6 +189,10 @@ impl Writer {
         self.count(value.len());
         self.0.extend_from_slice(value.as_bytes());
     }
+    fn blob(&mut self, value: &[u8]) {
+        self.count(value.len());
+        self.0.extend_from_slice(value);
+    }
     fn option_string(&mut self, value: Option<&str>) {
         self.flag(value.is_some());
         if let Some(value) = value {
@@ -284,6 +292,24 @@ impl Writer {
                 self.string(key);
                 self.option_string(value.as_deref());
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                self.u8(RECORD_TYPE_USER_SCRAM_CREDENTIAL);
+                self.string(name);
+                self.u8(*mechanism);
+                self.blob(&credential.salt);
+                self.i32(credential.iterations);
+                self.blob(&credential.stored_key);
+                self.blob(&credential.server_key);
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                self.u8(RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL);
+                self.string(name);
+                self.u8(*mechanism);
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -359,6 +385,11 @@ impl Reader<'_> {
         String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::InvalidUtf8)
     }
 
+    fn blob(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let length = self.count(1)?;
+        Ok(self.take(length)?.to_vec())
+    }
+
     fn option_string(&mut self) -> Result<Option<String>, DecodeError> {
         Ok(if self.flag()? {
             Some(self.string()?)
@@ -431,6 +462,20 @@ impl Reader<'_> {
                     value: self.option_string()?,
                 }
             }
+            RECORD_TYPE_USER_SCRAM_CREDENTIAL => MetadataRecord::UserScramCredential {
+                name: self.string()?,
+                mechanism: self.u8()?,
+                credential: ScramCredential {
+                    salt: self.blob()?,
+                    iterations: self.i32()?,
+                    stored_key: self.blob()?,
+                    server_key: self.blob()?,
+                },
+            },
+            RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL => MetadataRecord::RemoveUserScramCredential {
+                name: self.string()?,
+                mechanism: self.u8()?,
+            },
             RECORD_TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,
@@ -554,6 +599,31 @@ mod tests {
                     MetadataRecord::decode(&damaged).is_err(),
                     "flip of bit {bit} in byte {byte} went unnoticed"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn scram_credential_records_round_trip() {
+        let upsert = MetadataRecord::UserScramCredential {
+            name: "alice".into(),
+            mechanism: 2,
+            credential: ScramCredential {
+                salt: vec![1, 2, 3],
+                iterations: 4096,
+                stored_key: vec![4; 64],
+                server_key: vec![5; 64],
+            },
+        };
+        let remove = MetadataRecord::RemoveUserScramCredential {
+            name: "alice".into(),
+            mechanism: 1,
+        };
+        for record in [upsert, remove] {
+            let frame = record.encode();
+            assert_eq!(MetadataRecord::decode(&frame), Ok(record));
+            for length in 0..frame.len() {
+                assert!(MetadataRecord::decode(&frame[..length]).is_err());
             }
         }
     }

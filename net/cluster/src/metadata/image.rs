@@ -29,7 +29,10 @@ use engine::ProducerIdBlocks;
 use crate::placement::BrokerId;
 
 use super::error::MetadataError;
-use super::record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+use super::record::{
+    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential, NO_LEADER,
+    SCRAM_MECHANISMS,
+};
 
 /// The topic config that lets an out-of-sync replica lead (Kafka's name).
 pub const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
@@ -137,6 +140,8 @@ pub struct MetadataImage {
     broker_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Client quotas by entity, each `key -> value` (decimal text).
     client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, String>>,
+    /// SCRAM credentials by (user, mechanism number).
+    scram_credentials: BTreeMap<(String, u8), ScramCredential>,
 }
 
 /// A client-quota entity: its (type, name) parts, a `None` name being the
@@ -164,6 +169,7 @@ impl MetadataImage {
             producer_ids: ProducerIdBlocks::default(),
             broker_configs: BTreeMap::new(),
             client_quotas: BTreeMap::new(),
+            scram_credentials: BTreeMap::new(),
         }
     }
 
@@ -176,6 +182,17 @@ impl MetadataImage {
     /// Client quotas by entity.
     pub fn client_quotas(&self) -> &BTreeMap<QuotaEntity, BTreeMap<String, String>> {
         &self.client_quotas
+    }
+
+    /// SCRAM credentials by (user, mechanism number: 1 = SCRAM-SHA-256,
+    /// 2 = SCRAM-SHA-512).
+    pub fn scram_credentials(&self) -> &BTreeMap<(String, u8), ScramCredential> {
+        &self.scram_credentials
+    }
+
+    /// One user's SCRAM credential for a mechanism.
+    pub fn scram_credential(&self, name: &str, mechanism: u8) -> Option<&ScramCredential> {
+        self.scram_credentials.get(&(name.to_owned(), mechanism))
     }
 
     /// Offset of the last applied record (`-1`: none).
@@ -357,6 +374,31 @@ impl MetadataImage {
                 }
                 if key.is_empty() {
                     return Err("empty config name".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                check_scram_user(name, *mechanism)?;
+                if credential.salt.is_empty()
+                    || credential.iterations <= 0
+                    || credential.stored_key.is_empty()
+                    || credential.server_key.is_empty()
+                {
+                    return Err(format!("incomplete SCRAM credential of {name:?}"));
+                }
+                Ok(())
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                check_scram_user(name, *mechanism)?;
+                if !self
+                    .scram_credentials
+                    .contains_key(&(name.clone(), *mechanism))
+                {
+                    return Err(format!("{name:?} has no SCRAM credential {mechanism}"));
                 }
                 Ok(())
             }
@@ -639,6 +681,17 @@ impl MetadataImage {
                     self.client_quotas.remove(entity);
                 }
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                self.scram_credentials
+                    .insert((name.clone(), *mechanism), credential.clone());
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                self.scram_credentials.remove(&(name.clone(), *mechanism));
+            }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let configs = self.broker_configs.entry(broker.clone()).or_default();
                 match value {
@@ -787,6 +840,16 @@ impl MetadataImage {
                     .and_then(|quotas| quotas.get(key));
                 assert_eq!(now, value.as_ref());
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                assert_eq!(self.scram_credential(name, *mechanism), Some(credential));
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                assert!(self.scram_credential(name, *mechanism).is_none());
+            }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let now = self
                     .broker_configs
@@ -902,6 +965,17 @@ pub(crate) fn check_quota_entity(entity: &QuotaEntity) -> Result<(), String> {
         if name.as_deref() == Some("") {
             return Err(format!("empty {kind} name in a quota entity"));
         }
+    }
+    Ok(())
+}
+
+/// A SCRAM record names a user and a known mechanism.
+fn check_scram_user(name: &str, mechanism: u8) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("empty SCRAM user name".to_owned());
+    }
+    if !SCRAM_MECHANISMS.contains(&mechanism) {
+        return Err(format!("unknown SCRAM mechanism {mechanism}"));
     }
     Ok(())
 }

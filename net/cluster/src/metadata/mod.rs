@@ -58,5 +58,8 @@ pub use image::{
     BrokerRegistration, MetadataImage, PartitionState, QuotaEntity, TopicImage, QUOTA_ENTITY_TYPES,
 };
 pub use machine::{MetadataMachine, CHANGES_MAX};
-pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+pub use record::{
+    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential, NO_LEADER,
+    SCRAM_MECHANISMS,
+};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

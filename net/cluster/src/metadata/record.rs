@@ -66,6 +66,26 @@ pub struct PartitionChangeRecord {
     pub replicas: Option<Vec<BrokerId>>,
 }
 
+/// A SASL/SCRAM credential as stored (Kafka's `UserScramCredentialRecord`):
+/// never the password, only what RFC 5802 lets a server verify a proof
+/// with — the salt, the iteration count, `StoredKey = H(ClientKey)` and
+/// `ServerKey`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScramCredential {
+    /// Salt of the salted password.
+    pub salt: Vec<u8>,
+    /// PBKDF2 iterations of the salted password.
+    pub iterations: i32,
+    /// `H(HMAC(SaltedPassword, "Client Key"))`.
+    pub stored_key: Vec<u8>,
+    /// `HMAC(SaltedPassword, "Server Key")`.
+    pub server_key: Vec<u8>,
+}
+
+/// SCRAM mechanism numbers, as Kafka's `ScramMechanism` (and its admin
+/// API) numbers them: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512.
+pub const SCRAM_MECHANISMS: [u8; 2] = [1, 2];
+
 /// An entry of the metadata log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetadataRecord {
@@ -174,6 +194,24 @@ pub enum MetadataRecord {
         /// The value as decimal text, or `None` to remove it.
         value: Option<String>,
     },
+    /// A user's SCRAM credential for one mechanism is created or replaced
+    /// (Kafka's `UserScramCredentialRecord`).
+    UserScramCredential {
+        /// User name.
+        name: String,
+        /// Mechanism, one of [`SCRAM_MECHANISMS`].
+        mechanism: u8,
+        /// The credential.
+        credential: ScramCredential,
+    },
+    /// A user's SCRAM credential for one mechanism is deleted (Kafka's
+    /// `RemoveUserScramCredentialRecord`).
+    RemoveUserScramCredential {
+        /// User name.
+        name: String,
+        /// Mechanism, one of [`SCRAM_MECHANISMS`].
+        mechanism: u8,
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -203,6 +241,8 @@ impl MetadataRecord {
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
             MetadataRecord::ClientQuota { .. } => "ClientQuota",
+            MetadataRecord::UserScramCredential { .. } => "UserScramCredential",
+            MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredential",
         }
     }
 }

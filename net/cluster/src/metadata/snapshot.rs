@@ -170,6 +170,13 @@ impl MetadataImage {
                 });
             }
         }
+        for ((name, mechanism), credential) in self.scram_credentials() {
+            records.push(MetadataRecord::UserScramCredential {
+                name: name.clone(),
+                mechanism: *mechanism,
+                credential: credential.clone(),
+            });
+        }
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),
@@ -426,6 +433,16 @@ mod tests {
                 key: "cleanup.policy".to_owned(),
                 value: Some("compact".to_owned()),
             },
+            MetadataRecord::UserScramCredential {
+                name: "alice".to_owned(),
+                mechanism: 2,
+                credential: crate::metadata::ScramCredential {
+                    salt: vec![1; 16],
+                    iterations: 4096,
+                    stored_key: vec![2; 64],
+                    server_key: vec![3; 64],
+                },
+            },
         ];
         for (offset, record) in (3..).step_by(2).zip(&records) {
             assert_eq!(image.apply(offset, record), Ok(()), "{record:?}");
@@ -434,8 +451,29 @@ mod tests {
     }
 
     #[test]
+    fn scram_credentials_are_kept_replaced_and_removed() {
+        let mut image = sample_image();
+        let offset = image.last_applied_offset();
+        assert_eq!(
+            image.scram_credential("alice", 2).map(|c| c.iterations),
+            Some(4096)
+        );
+        let remove = |mechanism| MetadataRecord::RemoveUserScramCredential {
+            name: "alice".to_owned(),
+            mechanism,
+        };
+        // Only an existing credential of a known mechanism can go.
+        assert!(image.apply(offset + 1, &remove(1)).is_err());
+        assert!(image.apply(offset + 1, &remove(7)).is_err());
+        assert_eq!(image.apply(offset + 1, &remove(2)), Ok(()));
+        assert!(image.scram_credential("alice", 2).is_none());
+        assert!(image.scram_credentials().is_empty());
+    }
+
+    #[test]
     fn an_image_survives_its_snapshot() {
         let image = sample_image();
+        assert_eq!(image.scram_credentials().len(), 1);
         assert_eq!(image.last_broker_epoch(), 2);
         assert!(image.broker(3).is_none());
         let bytes = image.encode_snapshot();

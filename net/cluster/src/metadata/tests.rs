@@ -534,6 +534,28 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
                 key,
                 value
             }),
+        (
+            text,
+            any::<u8>(),
+            prop::collection::vec(any::<u8>(), 0..8),
+            any::<i32>(),
+            prop::collection::vec(any::<u8>(), 0..8),
+        )
+            .prop_map(|(name, mechanism, salt, iterations, key)| {
+                MetadataRecord::UserScramCredential {
+                    name,
+                    mechanism,
+                    credential: crate::metadata::ScramCredential {
+                        salt,
+                        iterations,
+                        stored_key: key.clone(),
+                        server_key: key,
+                    },
+                }
+            }),
+        (text, any::<u8>()).prop_map(|(name, mechanism)| {
+            MetadataRecord::RemoveUserScramCredential { name, mechanism }
+        }),
         (any::<i32>(), any::<i64>(), any::<i64>()).prop_map(
             |(broker_id, broker_epoch, next_block_start)| {
                 MetadataRecord::ProducerIds {

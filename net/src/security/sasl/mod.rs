@@ -1,0 +1,287 @@
+//! SASL mechanisms as pure state machines: bytes from the client in, bytes
+//! for the client (or a verdict) out; no I/O, no clock, no broker state
+//! beyond the credentials a [`CredentialSource`] hands over.
+//!
+//! - [`plain`]: PLAIN (RFC 4616), checked against the JAAS users of the
+//!   listener or, failing that, a user's stored SCRAM credential.
+//! - [`scram`]: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677)
+//!   without channel binding, as Kafka offers them.
+//!
+//! The client messages are parsed by pure functions
+//! ([`plain::parse`], [`scram::parse_client_first`],
+//! [`scram::parse_client_final`]) that never panic on any input: the fuzz
+//! targets call them directly.
+
+pub mod plain;
+pub mod scram;
+
+pub use cluster::metadata::ScramCredential;
+use std::fmt;
+use std::str::FromStr;
+
+/// A SASL mechanism rill serves, by Kafka's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mechanism {
+    /// `PLAIN`: user name and password in the clear (use it over TLS).
+    Plain,
+    /// `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    Scram(ScramMechanism),
+}
+
+/// The SCRAM hash functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ScramMechanism {
+    /// `SCRAM-SHA-256` (Kafka's number 1).
+    Sha256,
+    /// `SCRAM-SHA-512` (Kafka's number 2).
+    Sha512,
+}
+
+/// Kafka's smallest accepted SCRAM iteration count.
+pub const SCRAM_MIN_ITERATIONS: i32 = 4096;
+/// Kafka's largest accepted SCRAM iteration count.
+pub const SCRAM_MAX_ITERATIONS: i32 = 16384;
+
+impl ScramMechanism {
+    /// Both, strongest first.
+    pub const ALL: [ScramMechanism; 2] = [ScramMechanism::Sha512, ScramMechanism::Sha256];
+
+    /// Kafka's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScramMechanism::Sha256 => "SCRAM-SHA-256",
+            ScramMechanism::Sha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    /// Kafka's number (`ScramMechanism` in the admin API and the metadata
+    /// records).
+    pub fn kafka_type(self) -> i8 {
+        match self {
+            ScramMechanism::Sha256 => 1,
+            ScramMechanism::Sha512 => 2,
+        }
+    }
+
+    /// The mechanism of Kafka's number.
+    pub fn from_kafka_type(number: i8) -> Option<ScramMechanism> {
+        match number {
+            1 => Some(ScramMechanism::Sha256),
+            2 => Some(ScramMechanism::Sha512),
+            _ => None,
+        }
+    }
+
+    /// The mechanism number as the metadata records store it.
+    pub fn record_type(self) -> u8 {
+        self.kafka_type().unsigned_abs()
+    }
+}
+
+impl Mechanism {
+    /// Every mechanism, in the order rill offers them by default.
+    pub const ALL: [Mechanism; 3] = [
+        Mechanism::Plain,
+        Mechanism::Scram(ScramMechanism::Sha256),
+        Mechanism::Scram(ScramMechanism::Sha512),
+    ];
+
+    /// Kafka's name (`SCRAM-SHA-512`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(m) => m.name(),
+        }
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Mechanism {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let wanted = text.trim();
+        if let Some(m) = Mechanism::ALL.into_iter().find(|m| m.name() == wanted) {
+            return Ok(m);
+        }
+        Err(match wanted {
+            "GSSAPI" | "OAUTHBEARER" => {
+                format!("SASL mechanism {wanted} is not supported by rill (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)")
+            }
+            _ => {
+                format!("unknown SASL mechanism {wanted:?} (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+            }
+        })
+    }
+}
+
+/// Where the mechanisms find users: the listener's JAAS users (PLAIN) and
+/// the metadata image's SCRAM credentials.
+pub trait CredentialSource {
+    /// The password of a user the JAAS config names (`user_<name>=...`).
+    fn plain_password(&self, user: &str) -> Option<String>;
+    /// A user's stored SCRAM credential for a mechanism.
+    fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+}
+
+/// Why an exchange failed. The text goes to the client in SaslAuthenticate's
+/// `error_message` (with SASL_AUTHENTICATION_FAILED or ILLEGAL_SASL_STATE),
+/// so it never says whether the user exists.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SaslError {
+    /// The client's message is not what the mechanism expects.
+    #[error("malformed {mechanism} message: {reason}")]
+    Malformed {
+        /// The mechanism.
+        mechanism: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Wrong user name or password (or proof).
+    #[error("Authentication failed: Invalid username or password ({mechanism})")]
+    InvalidCredentials {
+        /// The mechanism.
+        mechanism: &'static str,
+    },
+    /// A SCRAM error named by RFC 5802's `server-error-value`.
+    #[error("{mechanism} authentication failed: e={value}")]
+    Scram {
+        /// The mechanism.
+        mechanism: &'static str,
+        /// RFC 5802's `server-error-value` (`invalid-proof`, ...).
+        value: &'static str,
+    },
+    /// A message after the exchange ended.
+    #[error("unexpected {mechanism} message: the exchange is over")]
+    IllegalState {
+        /// The mechanism.
+        mechanism: &'static str,
+    },
+}
+
+impl SaslError {
+    /// Whether Kafka answers it ILLEGAL_SASL_STATE rather than
+    /// SASL_AUTHENTICATION_FAILED.
+    pub fn is_illegal_state(&self) -> bool {
+        matches!(self, SaslError::IllegalState { .. })
+    }
+}
+
+/// What one client message leads to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Send these bytes; the exchange goes on.
+    Continue(Vec<u8>),
+    /// Authenticated as `user`; send `response` (empty for PLAIN).
+    Done {
+        /// The authenticated user name.
+        user: String,
+        /// The last server message.
+        response: Vec<u8>,
+    },
+}
+
+/// One connection's server side of an exchange.
+pub enum SaslServer {
+    /// PLAIN: one message.
+    Plain(plain::PlainServer),
+    /// SCRAM: two messages.
+    Scram(scram::ScramServer),
+}
+
+impl fmt::Debug for SaslServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The exchange holds nonces and keys: only its mechanism is shown.
+        write!(f, "SaslServer({})", self.mechanism())
+    }
+}
+
+impl SaslServer {
+    /// A new exchange of `mechanism`.
+    pub fn new(mechanism: Mechanism) -> SaslServer {
+        match mechanism {
+            Mechanism::Plain => SaslServer::Plain(plain::PlainServer::default()),
+            Mechanism::Scram(m) => SaslServer::Scram(scram::ScramServer::new(m)),
+        }
+    }
+
+    /// The mechanism.
+    pub fn mechanism(&self) -> Mechanism {
+        match self {
+            SaslServer::Plain(_) => Mechanism::Plain,
+            SaslServer::Scram(s) => Mechanism::Scram(s.mechanism()),
+        }
+    }
+
+    /// Handles the client's next message.
+    pub fn step(
+        &mut self,
+        message: &[u8],
+        credentials: &dyn CredentialSource,
+    ) -> Result<Step, SaslError> {
+        match self {
+            SaslServer::Plain(s) => s.step(message, credentials),
+            SaslServer::Scram(s) => s.step(message, credentials),
+        }
+    }
+}
+
+/// Compares two secrets in time that depends only on their lengths.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Credentials held in maps.
+    #[derive(Default)]
+    pub struct Users {
+        pub plain: BTreeMap<String, String>,
+        pub scram: BTreeMap<(String, ScramMechanism), ScramCredential>,
+    }
+
+    impl CredentialSource for Users {
+        fn plain_password(&self, user: &str) -> Option<String> {
+            self.plain.get(user).cloned()
+        }
+        fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
+            self.scram.get(&(user.to_string(), mechanism)).cloned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_numbers_are_kafkas() {
+        for m in Mechanism::ALL {
+            assert_eq!(m.name().parse::<Mechanism>(), Ok(m));
+        }
+        assert!("GSSAPI"
+            .parse::<Mechanism>()
+            .unwrap_err()
+            .contains("not supported"));
+        assert!("scram-sha-256".parse::<Mechanism>().is_err());
+        for m in ScramMechanism::ALL {
+            assert_eq!(ScramMechanism::from_kafka_type(m.kafka_type()), Some(m));
+        }
+        assert_eq!(ScramMechanism::Sha512.record_type(), 2);
+        assert_eq!(ScramMechanism::from_kafka_type(0), None);
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+}

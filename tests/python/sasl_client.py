@@ -1,0 +1,53 @@
+"""kafka-python over SASL_PLAINTEXT, driven by tests/tests/sasl.rs.
+
+    sasl_client.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC COUNT
+
+Produces COUNT records to TOPIC (which exists) as USER with MECHANISM
+(PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), then reads them back from the
+beginning with an assigned consumer. Prints one JSON line:
+{"produced": n, "consumed": [values]} — or {"error": "<exception class>:
+<message>"} when the client cannot authenticate.
+"""
+
+import json
+import sys
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+
+def main():
+    bootstrap, mechanism, user, password, topic, count = sys.argv[1:7]
+    count = int(count)
+    sasl = dict(
+        bootstrap_servers=bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism=mechanism,
+        sasl_plain_username=user,
+        sasl_plain_password=password,
+        request_timeout_ms=10000,
+    )
+    try:
+        producer = KafkaProducer(max_block_ms=10000, **sasl)
+        for i in range(count):
+            producer.send(topic, value=("%s-%d" % (user, i)).encode()).get(timeout=20)
+        producer.close()
+        consumer = KafkaConsumer(
+            enable_auto_commit=False, fetch_max_wait_ms=100, **sasl
+        )
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        values = []
+        deadline = time.monotonic() + 30
+        while len(values) < count and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                values.extend(r.value.decode() for r in records)
+        consumer.close()
+        print(json.dumps({"produced": count, "consumed": values}))
+    except Exception as e:  # the test reads the class and message
+        print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,630 @@
+//! SASL authentication, Kafka's way: a SASL_PLAINTEXT listener beside a
+//! PLAINTEXT one, PLAIN users from a JAAS config, SCRAM users in the
+//! metadata quorum (bootstrap users and AlterUserScramCredentials), real
+//! clients (librdkafka, kafka-python) and raw requests for the exact
+//! answers: the gate before authentication, failures that close, the
+//! handshake timeout, KIP-368 re-authentication.
+
+use kafka_protocol::messages::alter_user_scram_credentials_request::{
+    ScramCredentialDeletion, ScramCredentialUpsertion,
+};
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
+    ApiVersionsRequest, ApiVersionsResponse, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse, MetadataRequest, MetadataResponse,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::TopicPartitionList;
+use rill_tests::kafka::{client_config, consume_all, create_topic, produce_all, producer};
+use rill_tests::python::{python_script, require_kafka_python};
+use rill_tests::{data_dir, free_port, raw, Broker};
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#;
+
+/// A broker with a PLAINTEXT listener (first: the test harness's) and a
+/// SASL_PLAINTEXT one.
+struct SaslBroker {
+    broker: Broker,
+    plain: SocketAddr,
+    sasl: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl SaslBroker {
+    fn sasl_bootstrap(&self) -> String {
+        self.sasl.to_string()
+    }
+}
+
+/// Starts a broker with the JAAS users admin and alice, the bootstrap
+/// SCRAM user `root` (both mechanisms) and `extra` properties; returns once
+/// the bootstrap user is in the quorum.
+fn start(extra: &str) -> SaslBroker {
+    let dir = data_dir();
+    let (plain_port, sasl_port) = (free_port(), free_port());
+    let file = dir.path().join("server.properties");
+    std::fs::write(
+        &file,
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n\
+             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\
+             listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n\
+             rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=root,password=root-secret];SCRAM-SHA-256=[name=root,password=root-secret]\n\
+             {extra}\n"
+        ),
+    )
+    .expect("write server.properties");
+    let plain: SocketAddr = format!("127.0.0.1:{plain_port}").parse().expect("addr");
+    let sasl: SocketAddr = format!("127.0.0.1:{sasl_port}").parse().expect("addr");
+    let broker = Broker::start_listening(
+        RILL,
+        dir.path(),
+        plain,
+        &[
+            "--cores",
+            "2",
+            "--config",
+            file.to_str().expect("utf-8 path"),
+        ],
+        &[],
+    );
+    let b = SaslBroker {
+        broker,
+        plain,
+        sasl,
+        _dir: dir,
+    };
+    wait_for_user(&b, "root", 2);
+    b
+}
+
+/// Waits until `user` has `mechanisms` SCRAM credentials (bootstrap users
+/// are written just after start).
+fn wait_for_user(b: &SaslBroker, user: &str, mechanisms: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = describe(b.plain, &[])
+            .results
+            .iter()
+            .find(|r| r.user.as_str() == user)
+            .map_or(0, |r| r.credential_infos.len());
+        if found == mechanisms {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{user} has {found} SCRAM credentials, wanted {mechanisms}:\n{}",
+            b.broker.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn describe(addr: SocketAddr, users: &[&str]) -> DescribeUserScramCredentialsResponse {
+    let mut request = DescribeUserScramCredentialsRequest::default();
+    if !users.is_empty() {
+        request.users = Some(
+            users
+                .iter()
+                .map(|u| {
+                    let mut name = UserName::default();
+                    name.name = StrBytes::from_string(u.to_string());
+                    name
+                })
+                .collect(),
+        );
+    }
+    raw::request(addr, ApiKey::DescribeUserScramCredentials, 0, &request).expect("describe")
+}
+
+/// librdkafka settings for SASL_PLAINTEXT.
+fn sasl<'a>(mechanism: &'a str, user: &'a str, password: &'a str) -> [(&'a str, &'a str); 4] {
+    [
+        ("security.protocol", "SASL_PLAINTEXT"),
+        ("sasl.mechanism", mechanism),
+        ("sasl.username", user),
+        ("sasl.password", password),
+    ]
+}
+
+/// A per-shard counter or the SASL counter, summed over its lines.
+fn metric(broker: &Broker, prefix: &str) -> i64 {
+    rill_tests::http_get(broker.admin_addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
+        .sum()
+}
+
+/// Records the errors librdkafka reports.
+#[derive(Clone, Default)]
+struct Errors(Arc<Mutex<Vec<String>>>);
+
+impl ClientContext for Errors {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.0
+            .lock()
+            .expect("errors lock")
+            .push(format!("{error:?}: {reason}"));
+    }
+}
+
+impl ConsumerContext for Errors {}
+
+/// Whether a librdkafka client logs in (a Metadata request succeeds).
+fn can_log_in(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> bool {
+    let mut config = client_config(bootstrap);
+    for (k, v) in sasl(mechanism, user, password) {
+        config.set(k, v);
+    }
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    consumer
+        .fetch_metadata(None, Duration::from_secs(5))
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_produces_and_consumes_with_plain_and_both_scram_mechanisms() {
+    let b = start("");
+    create_topic(&b.plain.to_string(), "sasl-data", 1, &[]).await;
+    let mut total = 0;
+    for (mechanism, user, password) in [
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-512", "root", "root-secret"),
+        ("SCRAM-SHA-256", "root", "root-secret"),
+        // PLAIN also takes a SCRAM user's password.
+        ("PLAIN", "root", "root-secret"),
+    ] {
+        let settings = sasl(mechanism, user, password);
+        let p = producer(&b.sasl_bootstrap(), &settings);
+        let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..5)
+            .map(|i| (None, format!("{mechanism}/{user}/{i}").into_bytes()))
+            .collect();
+        produce_all(&p, "sasl-data", &records, None).await;
+        total += records.len();
+        let got = consume_all(
+            &b.sasl_bootstrap(),
+            "sasl-data",
+            1,
+            total,
+            Duration::from_secs(30),
+            &settings,
+        );
+        assert_eq!(got.len(), total, "{mechanism} as {user}");
+        let last = got.last().and_then(|r| r.value.clone()).expect("a value");
+        assert_eq!(last, format!("{mechanism}/{user}/4").into_bytes());
+    }
+    for mechanism in ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] {
+        let succeeded = metric(
+            &b.broker,
+            &format!(
+                "rill_sasl_authentications_total{{mechanism=\"{mechanism}\",result=\"succeeded\"}}"
+            ),
+        );
+        assert!(succeeded >= 2, "{mechanism}: {succeeded} authentications");
+    }
+    assert_eq!(
+        metric(
+            &b.broker,
+            "rill_sasl_authentications_total{mechanism=\"SCRAM-SHA-512\",result=\"failed\"}"
+        ),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_gets_an_authentication_error_and_no_data() {
+    let b = start("");
+    create_topic(&b.plain.to_string(), "sasl-secret", 1, &[]).await;
+    let p = producer(&b.plain.to_string(), &[]);
+    produce_all(&p, "sasl-secret", &[(None, b"secret".to_vec())], None).await;
+    for (mechanism, user) in [
+        ("PLAIN", "alice"),
+        ("SCRAM-SHA-512", "root"),
+        ("SCRAM-SHA-256", "nobody"),
+    ] {
+        let errors = Errors::default();
+        let mut config = client_config(&b.sasl_bootstrap());
+        config
+            .set("group.id", "sasl-wrong")
+            .set("enable.auto.commit", "false");
+        for (k, v) in sasl(mechanism, user, "wrong-password") {
+            config.set(k, v);
+        }
+        let consumer: BaseConsumer<Errors> = config
+            .create_with_context(errors.clone())
+            .expect("consumer");
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset("sasl-secret", 0, rdkafka::Offset::Beginning)
+            .expect("partition");
+        consumer.assign(&tpl).expect("assign");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+                panic!("{mechanism}: data with a wrong password: {message:?}");
+            }
+        }
+        let seen = errors.0.lock().expect("errors lock").clone();
+        assert!(
+            seen.iter()
+                .any(|e| e.contains("Authentication") || e.contains("SASL")),
+            "{mechanism}: no authentication error in {seen:?}"
+        );
+    }
+    let failed = metric(
+        &b.broker,
+        "rill_sasl_authentications_total{mechanism=\"PLAIN\",result=\"failed\"}",
+    );
+    assert!(failed >= 1, "{failed}");
+}
+
+/// Runs `tests/python/sasl_client.py`; its JSON line.
+fn python_client(
+    b: &SaslBroker,
+    mechanism: &str,
+    user: &str,
+    password: &str,
+    topic: &str,
+) -> String {
+    let output = Command::new("python3")
+        .arg(python_script("sasl_client.py"))
+        .args([&b.sasl_bootstrap(), mechanism, user, password, topic, "3"])
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_logs_in_with_scram_sha_512_and_plain() {
+    require_kafka_python();
+    let b = start("");
+    for (mechanism, user, password, topic) in [
+        ("SCRAM-SHA-512", "root", "root-secret", "py-scram"),
+        ("PLAIN", "alice", "alice-secret", "py-plain"),
+    ] {
+        create_topic(&b.plain.to_string(), topic, 1, &[]).await;
+        let line = python_client(&b, mechanism, user, password, topic);
+        assert!(line.contains("\"produced\": 3"), "{mechanism}: {line}");
+        for i in 0..3 {
+            assert!(
+                line.contains(&format!("\"{user}-{i}\"")),
+                "{mechanism}: {line}"
+            );
+        }
+    }
+    let line = python_client(&b, "SCRAM-SHA-512", "root", "wrong", "py-scram");
+    assert!(line.contains("\"error\""), "{line}");
+    assert!(!line.contains("root-0"), "{line}");
+}
+
+fn connect(addr: SocketAddr) -> TcpStream {
+    let socket = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    socket
+}
+
+/// Whether the broker closed `socket` (end of file or reset).
+fn closed(socket: &mut TcpStream) -> bool {
+    let mut byte = [0u8; 1];
+    matches!(socket.read(&mut byte), Ok(0) | Err(_))
+}
+
+fn handshake(socket: &mut TcpStream, mechanism: &str) -> SaslHandshakeResponse {
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_string(mechanism.to_string());
+    raw::exchange(socket, ApiKey::SaslHandshake, 1, 1, &request).expect("handshake")
+}
+
+/// SaslHandshake + SaslAuthenticate (v1) with PLAIN.
+fn plain_login(socket: &mut TcpStream, user: &str, password: &str) -> SaslAuthenticateResponse {
+    assert_eq!(handshake(socket, "PLAIN").error_code, 0);
+    let mut request = SaslAuthenticateRequest::default();
+    request.auth_bytes = format!("\0{user}\0{password}").into_bytes().into();
+    raw::exchange(socket, ApiKey::SaslAuthenticate, 1, 2, &request).expect("authenticate")
+}
+
+fn metadata(socket: &mut TcpStream) -> std::io::Result<MetadataResponse> {
+    raw::exchange(socket, ApiKey::Metadata, 12, 3, &MetadataRequest::default())
+}
+
+#[test]
+fn only_the_sasl_exchange_is_served_before_authentication() {
+    let b = start("rill.sasl.handshake.timeout.ms=1500\n");
+    // ApiVersions is served, and advertises the SASL APIs.
+    let mut socket = connect(b.sasl);
+    let versions: ApiVersionsResponse = raw::exchange(
+        &mut socket,
+        ApiKey::ApiVersions,
+        3,
+        1,
+        &ApiVersionsRequest::default(),
+    )
+    .expect("api versions");
+    let range = |key: ApiKey| {
+        versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .map(|k| (k.min_version, k.max_version))
+    };
+    assert_eq!(range(ApiKey::SaslHandshake), Some((1, 1)));
+    assert_eq!(range(ApiKey::SaslAuthenticate), Some((0, 2)));
+    assert_eq!(range(ApiKey::DescribeUserScramCredentials), Some((0, 0)));
+    assert_eq!(range(ApiKey::AlterUserScramCredentials), Some((0, 0)));
+    // An unknown mechanism is refused with the list of those offered.
+    let refused = handshake(&mut socket, "GSSAPI");
+    assert_eq!(refused.error_code, 33, "UNSUPPORTED_SASL_MECHANISM");
+    let offered: Vec<&str> = refused.mechanisms.iter().map(|m| m.as_str()).collect();
+    assert_eq!(offered, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]);
+    // Metadata before authenticating closes the connection.
+    assert!(metadata(&mut socket).is_err());
+    assert!(closed(&mut socket));
+    // A wrong password answers SASL_AUTHENTICATION_FAILED, then closes.
+    let mut socket = connect(b.sasl);
+    let failed = plain_login(&mut socket, "alice", "nope");
+    assert_eq!(failed.error_code, 58, "SASL_AUTHENTICATION_FAILED");
+    assert!(failed
+        .error_message
+        .as_ref()
+        .is_some_and(|m| m.contains("Authentication failed")));
+    assert!(closed(&mut socket));
+    // The right one authenticates the connection.
+    let mut socket = connect(b.sasl);
+    let ok = plain_login(&mut socket, "alice", "alice-secret");
+    assert_eq!(ok.error_code, 0);
+    assert_eq!(ok.session_lifetime_ms, 0, "no connections.max.reauth.ms");
+    assert!(!metadata(&mut socket).expect("metadata").brokers.is_empty());
+    // The PLAINTEXT listener needs no SASL, and refuses it.
+    let mut plain = connect(b.plain);
+    assert!(metadata(&mut plain).is_ok());
+    assert_eq!(
+        handshake(&mut plain, "PLAIN").error_code,
+        34,
+        "ILLEGAL_SASL_STATE"
+    );
+    // A connection that does not authenticate is closed after the handshake timeout.
+    let mut idle = connect(b.sasl);
+    let started = Instant::now();
+    assert!(closed(&mut idle));
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1000) && waited < Duration::from_millis(4500),
+        "{waited:?}"
+    );
+    // An authenticated one is not.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(metadata(&mut socket).is_ok());
+}
+
+/// Kafka's admin-side SCRAM math: the salted password for an upsertion.
+fn salted_sha256(password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
+    pbkdf2::pbkdf2_hmac_array::<sha2::Sha256, 32>(password.as_bytes(), salt, iterations).to_vec()
+}
+
+fn upsertion(
+    name: &str,
+    mechanism: i8,
+    iterations: i32,
+    password: &str,
+) -> ScramCredentialUpsertion {
+    let salt = format!("{name}-salt").into_bytes();
+    let mut u = ScramCredentialUpsertion::default();
+    u.name = StrBytes::from_string(name.to_string());
+    u.mechanism = mechanism;
+    u.iterations = iterations;
+    u.salted_password = salted_sha256(password, &salt, iterations.max(1).unsigned_abs()).into();
+    u.salt = salt.into();
+    u
+}
+
+fn deletion(name: &str, mechanism: i8) -> ScramCredentialDeletion {
+    let mut d = ScramCredentialDeletion::default();
+    d.name = StrBytes::from_string(name.to_string());
+    d.mechanism = mechanism;
+    d
+}
+
+fn alter(
+    addr: SocketAddr,
+    upsertions: Vec<ScramCredentialUpsertion>,
+    deletions: Vec<ScramCredentialDeletion>,
+) -> Vec<(String, i16)> {
+    let mut request = AlterUserScramCredentialsRequest::default();
+    request.upsertions = upsertions;
+    request.deletions = deletions;
+    let response: AlterUserScramCredentialsResponse =
+        raw::request(addr, ApiKey::AlterUserScramCredentials, 0, &request).expect("alter");
+    response
+        .results
+        .iter()
+        .map(|r| (r.user.to_string(), r.error_code))
+        .collect()
+}
+
+#[test]
+fn scram_users_are_created_described_kept_across_restarts_and_deleted() {
+    let mut b = start("");
+    let results = alter(
+        b.plain,
+        vec![
+            upsertion("bob", 1, 8192, "bob-secret"),
+            upsertion("carol", 1, 100, "carol-secret"),
+            upsertion("dave", 9, 4096, "dave-secret"),
+        ],
+        vec![deletion("nobody", 2)],
+    );
+    let code = |name: &str| {
+        results
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| *c)
+            .unwrap_or_else(|| panic!("no result for {name}: {results:?}"))
+    };
+    assert_eq!(code("bob"), 0);
+    assert_eq!(code("carol"), 93, "UNACCEPTABLE_CREDENTIAL");
+    assert_eq!(code("dave"), 33, "UNSUPPORTED_SASL_MECHANISM");
+    assert_eq!(code("nobody"), 91, "RESOURCE_NOT_FOUND");
+    // Describe: mechanisms and iterations, nothing else.
+    let described = describe(b.plain, &["bob", "ghost"]);
+    assert_eq!(described.results.len(), 2);
+    let bob = &described.results[0];
+    assert_eq!((bob.user.as_str(), bob.error_code), ("bob", 0));
+    let infos: Vec<(i8, i32)> = bob
+        .credential_infos
+        .iter()
+        .map(|i| (i.mechanism, i.iterations))
+        .collect();
+    assert_eq!(infos, [(1, 8192)]);
+    assert_eq!(described.results[1].error_code, 91, "RESOURCE_NOT_FOUND");
+    let everyone = describe(b.plain, &[]);
+    let users: Vec<&str> = everyone.results.iter().map(|r| r.user.as_str()).collect();
+    assert_eq!(users, ["bob", "root"]);
+    // bob logs in with SCRAM-SHA-256 (and PLAIN), not with a wrong password.
+    assert!(can_log_in(
+        &b.sasl_bootstrap(),
+        "SCRAM-SHA-256",
+        "bob",
+        "bob-secret"
+    ));
+    assert!(can_log_in(
+        &b.sasl_bootstrap(),
+        "PLAIN",
+        "bob",
+        "bob-secret"
+    ));
+    assert!(!can_log_in(
+        &b.sasl_bootstrap(),
+        "SCRAM-SHA-256",
+        "bob",
+        "bob-secreT"
+    ));
+    // The credential is in the metadata log: it survives a restart.
+    assert_eq!(b.broker.stop(), Some(0));
+    b.broker.restart();
+    wait_for_user(&b, "bob", 1);
+    assert!(can_log_in(
+        &b.sasl_bootstrap(),
+        "SCRAM-SHA-256",
+        "bob",
+        "bob-secret"
+    ));
+    // Deleted, it no longer logs in; a second delete finds nothing.
+    assert_eq!(
+        alter(b.plain, vec![], vec![deletion("bob", 1)]),
+        [("bob".to_string(), 0)]
+    );
+    assert!(!can_log_in(
+        &b.sasl_bootstrap(),
+        "SCRAM-SHA-256",
+        "bob",
+        "bob-secret"
+    ));
+    assert_eq!(
+        alter(b.plain, vec![], vec![deletion("bob", 1)]),
+        [("bob".to_string(), 91)]
+    );
+    // The same user twice in one request is DUPLICATE_RESOURCE.
+    assert_eq!(
+        alter(
+            b.plain,
+            vec![upsertion("erin", 1, 4096, "x")],
+            vec![deletion("erin", 2)]
+        ),
+        [("erin".to_string(), 92)]
+    );
+}
+
+#[test]
+fn an_expired_session_is_closed_unless_it_re_authenticates() {
+    let b = start("connections.max.reauth.ms=1500\n");
+    let mut socket = connect(b.sasl);
+    let ok = plain_login(&mut socket, "alice", "alice-secret");
+    assert_eq!((ok.error_code, ok.session_lifetime_ms), (0, 1500));
+    assert!(metadata(&mut socket).is_ok());
+    std::thread::sleep(Duration::from_millis(1800));
+    assert!(
+        metadata(&mut socket).is_err(),
+        "served past the session lifetime"
+    );
+    // Re-authenticating on the same connection extends the session.
+    let mut socket = connect(b.sasl);
+    assert_eq!(
+        plain_login(&mut socket, "alice", "alice-secret").error_code,
+        0
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(
+        plain_login(&mut socket, "alice", "alice-secret").error_code,
+        0
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(
+        metadata(&mut socket).is_ok(),
+        "re-authentication did not extend the session"
+    );
+    // ... as the same principal only.
+    let other = plain_login(&mut socket, "admin", "admin-secret");
+    assert_eq!(other.error_code, 58);
+    assert!(closed(&mut socket));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_re_authenticates_and_keeps_producing_past_the_lifetime() {
+    let b = start("connections.max.reauth.ms=2000\n");
+    create_topic(&b.plain.to_string(), "sasl-reauth", 1, &[]).await;
+    let errors_before = metric(&b.broker, "rill_protocol_errors_total");
+    let accepted_before = metric(&b.broker, "rill_connections_accepted_total");
+    let settings = sasl("SCRAM-SHA-512", "root", "root-secret");
+    let p = producer(&b.sasl_bootstrap(), &settings);
+    let started = Instant::now();
+    let mut sent = 0;
+    while started.elapsed() < Duration::from_secs(7) {
+        let record = vec![(None, format!("r{sent}").into_bytes())];
+        produce_all(&p, "sasl-reauth", &record, None).await;
+        sent += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let succeeded = metric(
+        &b.broker,
+        "rill_sasl_authentications_total{mechanism=\"SCRAM-SHA-512\",result=\"succeeded\"}",
+    );
+    let accepted = metric(&b.broker, "rill_connections_accepted_total") - accepted_before;
+    let errors = metric(&b.broker, "rill_protocol_errors_total");
+    let got = consume_all(
+        &b.plain.to_string(),
+        "sasl-reauth",
+        1,
+        sent,
+        Duration::from_secs(20),
+        &[],
+    );
+    assert_eq!(got.len(), sent);
+    // No connection was closed for an expired session: the producer
+    // re-authenticated on its connections instead of opening new ones.
+    assert_eq!(errors, errors_before);
+    assert!(
+        succeeded > accepted,
+        "{succeeded} authentications on {accepted} connections: no re-authentication"
+    );
+}
