@@ -11,9 +11,11 @@
 //! for a known key stops the broker at start.
 //!
 //! - [`properties`]: the Java properties syntax.
+//! - [`authorizer`]: `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
 
+pub mod authorizer;
 pub mod listeners;
 pub mod properties;
 
@@ -133,6 +135,8 @@ pub struct BrokerConfig {
     pub internal_topics_replication_factor: i16,
     /// Cluster membership: the quorum voters, roles, rack, session timings.
     pub cluster: ClusterConfig,
+    /// ACL enforcement (`authorizer.class.name`, `super.users`, ...).
+    pub authorizer: authorizer::AuthorizerConfig,
 }
 
 impl BrokerConfig {
@@ -172,6 +176,7 @@ impl BrokerConfig {
             group: GroupConfig::default(),
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
+            authorizer: authorizer::AuthorizerConfig::default(),
         }
     }
 
@@ -268,7 +273,8 @@ impl BrokerConfig {
                 || self.apply_group_setting(name, value)?
                 || self.apply_log_setting(name, value, &mut units)?
                 || self.apply_rill_setting(name, value)?
-                || self.connection_limits.apply(name, value)?;
+                || self.connection_limits.apply(name, value)?
+                || self.authorizer.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {

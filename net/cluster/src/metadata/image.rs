@@ -29,7 +29,9 @@ use engine::ProducerIdBlocks;
 use crate::placement::BrokerId;
 
 use super::error::MetadataError;
-use super::record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+use super::record::{
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER,
+};
 
 /// The topic config that lets an out-of-sync replica lead (Kafka's name).
 pub const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
@@ -135,6 +137,8 @@ pub struct MetadataImage {
     /// Dynamic broker configs by resource name (`""`: every broker's
     /// default; else a broker id), each `key -> value`.
     broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// ACLs by id (Kafka's AccessControlEntryRecords).
+    acls: BTreeMap<[u8; 16], AclRecord>,
 }
 
 impl Default for MetadataImage {
@@ -154,7 +158,13 @@ impl MetadataImage {
             topic_ids: BTreeMap::new(),
             producer_ids: ProducerIdBlocks::default(),
             broker_configs: BTreeMap::new(),
+            acls: BTreeMap::new(),
         }
+    }
+
+    /// ACLs by id.
+    pub fn acls(&self) -> &BTreeMap<[u8; 16], AclRecord> {
+        &self.acls
     }
 
     /// Dynamic broker configs by resource name (`""`: the cluster-wide
@@ -334,6 +344,20 @@ impl MetadataImage {
                 }
                 Ok(())
             }
+            MetadataRecord::AccessControlEntry(acl) => {
+                if acl.id == [0; 16] || self.acls.contains_key(&acl.id) {
+                    return Err(format!("ACL id {:?} is zero or taken", acl.id));
+                }
+                if acl.resource_name.is_empty() || acl.principal.is_empty() || acl.host.is_empty() {
+                    return Err("ACL with an empty resource name, principal or host".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => self
+                .acls
+                .get(id)
+                .map(|_| ())
+                .ok_or_else(|| format!("unknown ACL id {id:?}")),
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -623,6 +647,12 @@ impl MetadataImage {
                     None => configs.remove(key),
                 };
             }
+            MetadataRecord::AccessControlEntry(acl) => {
+                assert!(self.acls.insert(acl.id, acl.clone()).is_none());
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                assert!(self.acls.remove(id).is_some());
+            }
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -761,6 +791,12 @@ impl MetadataImage {
                 next_block_start, ..
             } => {
                 assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+            }
+            MetadataRecord::AccessControlEntry(acl) => {
+                assert_eq!(self.acls.get(&acl.id), Some(acl));
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                assert!(!self.acls.contains_key(id));
             }
         }
         assert_eq!(self.topics.len(), self.topic_ids.len());

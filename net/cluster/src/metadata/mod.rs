@@ -56,5 +56,7 @@ pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
 pub use image::{BrokerRegistration, MetadataImage, PartitionState, TopicImage};
 pub use machine::{MetadataMachine, CHANGES_MAX};
-pub use record::{Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+pub use record::{
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER,
+};
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

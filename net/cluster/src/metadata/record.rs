@@ -66,6 +66,42 @@ pub struct PartitionChangeRecord {
     pub replicas: Option<Vec<BrokerId>>,
 }
 
+/// One ACL as the metadata log keeps it (Kafka's AccessControlEntryRecord),
+/// with Kafka's codes for the resource type, pattern type, operation and
+/// permission (the broker's `security::acl` model gives them meaning).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AclRecord {
+    /// The ACL's id (a UUID, never all zeros).
+    pub id: [u8; 16],
+    /// Kafka's `ResourceType` code.
+    pub resource_type: i8,
+    /// The resource name (`*` for every one).
+    pub resource_name: String,
+    /// Kafka's `PatternType` code (LITERAL or PREFIXED).
+    pub pattern_type: i8,
+    /// `User:name` or `User:*`.
+    pub principal: String,
+    /// A client address or `*`.
+    pub host: String,
+    /// Kafka's `AclOperation` code.
+    pub operation: i8,
+    /// Kafka's `AclPermissionType` code (ALLOW or DENY).
+    pub permission_type: i8,
+}
+
+impl AclRecord {
+    /// Whether two records state the same ACL (ids aside).
+    pub fn same_binding(&self, other: &AclRecord) -> bool {
+        AclRecord {
+            id: [0; 16],
+            ..self.clone()
+        } == AclRecord {
+            id: [0; 16],
+            ..other.clone()
+        }
+    }
+}
+
 /// An entry of the metadata log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetadataRecord {
@@ -162,6 +198,13 @@ pub enum MetadataRecord {
         /// New value, or `None` to return to the static setting.
         value: Option<String>,
     },
+    /// An ACL is created (Kafka's AccessControlEntryRecord).
+    AccessControlEntry(AclRecord),
+    /// An ACL is deleted (Kafka's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry {
+        /// The ACL's id.
+        id: [u8; 16],
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -190,6 +233,8 @@ impl MetadataRecord {
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
+            MetadataRecord::AccessControlEntry(_) => "AccessControlEntry",
+            MetadataRecord::RemoveAccessControlEntry { .. } => "RemoveAccessControlEntry",
         }
     }
 }

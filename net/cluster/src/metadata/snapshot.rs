@@ -161,6 +161,9 @@ impl MetadataImage {
                 });
             }
         }
+        for acl in self.acls().values() {
+            records.push(MetadataRecord::AccessControlEntry(acl.clone()));
+        }
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),
@@ -417,6 +420,16 @@ mod tests {
                 key: "cleanup.policy".to_owned(),
                 value: Some("compact".to_owned()),
             },
+            MetadataRecord::AccessControlEntry(crate::metadata::AclRecord {
+                id: [5; 16],
+                resource_type: 2,
+                resource_name: "orders".to_owned(),
+                pattern_type: 3,
+                principal: "User:alice".to_owned(),
+                host: "*".to_owned(),
+                operation: 3,
+                permission_type: 3,
+            }),
         ];
         for (offset, record) in (3..).step_by(2).zip(&records) {
             assert_eq!(image.apply(offset, record), Ok(()), "{record:?}");
@@ -429,6 +442,7 @@ mod tests {
         let image = sample_image();
         assert_eq!(image.last_broker_epoch(), 2);
         assert!(image.broker(3).is_none());
+        assert_eq!(image.acls().len(), 1);
         let bytes = image.encode_snapshot();
         assert_eq!(&bytes[..4], &SNAPSHOT_MAGIC);
         let restored = MetadataImage::decode_snapshot(&bytes);
