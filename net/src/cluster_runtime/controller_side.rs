@@ -14,8 +14,8 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::shard::Shard;
 use cluster::metadata::{
-    AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataRecord,
-    TopicAssignment,
+    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError,
+    MetadataRecord, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -197,6 +197,11 @@ fn topic_change(
             partition,
             target,
         } => controller.alter_reassignment(topic, *partition, target.as_deref()),
+        ControllerRpc::CreateAcls { acls } => {
+            let acls: Vec<AclRecord> = acls.iter().map(AclRecord::from).collect();
+            controller.create_acls(&acls)
+        }
+        ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {

@@ -11,9 +11,11 @@
 //! - [`topic_changes`]: the changes themselves.
 //! - [`reconcile`]: image → topic tables and local partitions.
 //! - [`config_ops`]: topic config edits (pure).
+//! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 
+pub mod acls;
 pub mod broker_configs;
 mod config_ops;
 mod reconcile;

@@ -26,11 +26,14 @@ pub mod alter_partition_reassignments;
 pub mod api_versions;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
+pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -197,6 +200,9 @@ pub const REGISTRY: &[Handler] = &[
     incremental_alter_configs::HANDLER,
     describe_cluster::HANDLER,
     describe_quorum::HANDLER,
+    describe_acls::HANDLER,
+    create_acls::HANDLER,
+    delete_acls::HANDLER,
     alter_partition_reassignments::HANDLER,
     list_partition_reassignments::HANDLER,
     add_partitions_to_txn::HANDLER,
@@ -268,6 +274,9 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DeleteGroups => "DeleteGroups",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::DescribeAcls => "DescribeAcls",
+        ApiKey::CreateAcls => "CreateAcls",
+        ApiKey::DeleteAcls => "DeleteAcls",
         _ => "Other",
     }
 }

@@ -4,7 +4,10 @@
 //!   `SASL_PLAINTEXT`, `SASL_SSL`) as named in `listener.security.protocol.map`.
 //! - [`session`]: one connection's listener, peer and authenticated
 //!   principal, carried by every request so that handlers can authorize it.
+//! - [`acl`]: ACLs (Kafka's model), the standard authorizer, and the
+//!   per-request checks handlers make.
 
+pub mod acl;
 pub mod protocol;
 pub mod session;
 

@@ -144,7 +144,9 @@ impl Authorizer {
         let denies: Vec<&AclBinding> = all
             .iter()
             .copied()
-            .filter(|acl| acl.permission == Permission::Deny && acl.operation.deny_refuses(operation))
+            .filter(|acl| {
+                acl.permission == Permission::Deny && acl.operation.deny_refuses(operation)
+            })
             .collect();
         let denied = |acl: &AclBinding| {
             denies.iter().any(|deny| match deny.pattern_type {
@@ -229,52 +231,275 @@ mod tests {
             // No ACL at all: denied (allow.everyone off).
             (vec![], Read, Topic, "t", false),
             // Exact literal ALLOW.
-            (vec![a(Topic, "t", Literal, Read, Allow)], Read, Topic, "t", true),
+            (
+                vec![a(Topic, "t", Literal, Read, Allow)],
+                Read,
+                Topic,
+                "t",
+                true,
+            ),
             // Another operation is not granted.
-            (vec![a(Topic, "t", Literal, Read, Allow)], Write, Topic, "t", false),
+            (
+                vec![a(Topic, "t", Literal, Read, Allow)],
+                Write,
+                Topic,
+                "t",
+                false,
+            ),
             // Another resource is not granted (and has no ACL: denied).
-            (vec![a(Topic, "t", Literal, Read, Allow)], Read, Topic, "u", false),
+            (
+                vec![a(Topic, "t", Literal, Read, Allow)],
+                Read,
+                Topic,
+                "u",
+                false,
+            ),
             // Another resource type.
-            (vec![a(Topic, "t", Literal, Read, Allow)], Read, Group, "t", false),
+            (
+                vec![a(Topic, "t", Literal, Read, Allow)],
+                Read,
+                Group,
+                "t",
+                false,
+            ),
             // Wildcard resource name.
-            (vec![a(Topic, "*", Literal, Read, Allow)], Read, Topic, "any", true),
+            (
+                vec![a(Topic, "*", Literal, Read, Allow)],
+                Read,
+                Topic,
+                "any",
+                true,
+            ),
             // Prefixed.
-            (vec![a(Topic, "pay", Prefixed, Write, Allow)], Write, Topic, "payments", true),
-            (vec![a(Topic, "pay", Prefixed, Write, Allow)], Write, Topic, "pa", false),
+            (
+                vec![a(Topic, "pay", Prefixed, Write, Allow)],
+                Write,
+                Topic,
+                "payments",
+                true,
+            ),
+            (
+                vec![a(Topic, "pay", Prefixed, Write, Allow)],
+                Write,
+                Topic,
+                "pa",
+                false,
+            ),
             // A literal name is not a prefix.
-            (vec![a(Topic, "pay", Literal, Write, Allow)], Write, Topic, "payments", false),
+            (
+                vec![a(Topic, "pay", Literal, Write, Allow)],
+                Write,
+                Topic,
+                "payments",
+                false,
+            ),
             // ALL grants everything.
-            (vec![a(Cluster, "kafka-cluster", Literal, All, Allow)], ClusterAction, Cluster, "kafka-cluster", true),
+            (
+                vec![a(Cluster, "kafka-cluster", Literal, All, Allow)],
+                ClusterAction,
+                Cluster,
+                "kafka-cluster",
+                true,
+            ),
             // Implied DESCRIBE.
-            (vec![a(Topic, "t", Literal, Read, Allow)], Describe, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Write, Allow)], Describe, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Delete, Allow)], Describe, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Alter, Allow)], Describe, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Create, Allow)], Describe, Topic, "t", false),
-            (vec![a(Topic, "t", Literal, AlterConfigs, Allow)], DescribeConfigs, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, DescribeConfigs, Allow)], AlterConfigs, Topic, "t", false),
+            (
+                vec![a(Topic, "t", Literal, Read, Allow)],
+                Describe,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![a(Topic, "t", Literal, Write, Allow)],
+                Describe,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![a(Topic, "t", Literal, Delete, Allow)],
+                Describe,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![a(Topic, "t", Literal, Alter, Allow)],
+                Describe,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![a(Topic, "t", Literal, Create, Allow)],
+                Describe,
+                Topic,
+                "t",
+                false,
+            ),
+            (
+                vec![a(Topic, "t", Literal, AlterConfigs, Allow)],
+                DescribeConfigs,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![a(Topic, "t", Literal, DescribeConfigs, Allow)],
+                AlterConfigs,
+                Topic,
+                "t",
+                false,
+            ),
             // DESCRIBE does not imply READ.
-            (vec![a(Topic, "t", Literal, Describe, Allow)], Read, Topic, "t", false),
+            (
+                vec![a(Topic, "t", Literal, Describe, Allow)],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
             // DENY wins over ALLOW, whatever the patterns.
-            (vec![a(Topic, "t", Literal, Read, Allow), a(Topic, "t", Literal, Read, Deny)], Read, Topic, "t", false),
-            (vec![a(Topic, "t", Literal, Read, Allow), a(Topic, "*", Literal, Read, Deny)], Read, Topic, "t", false),
-            (vec![a(Topic, "*", Literal, All, Allow), a(Topic, "t", Prefixed, All, Deny)], Write, Topic, "tx", false),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    a(Topic, "t", Literal, Read, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    a(Topic, "*", Literal, Read, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
+            (
+                vec![
+                    a(Topic, "*", Literal, All, Allow),
+                    a(Topic, "t", Prefixed, All, Deny),
+                ],
+                Write,
+                Topic,
+                "tx",
+                false,
+            ),
             // A DENY of READ does not imply a DENY of DESCRIBE.
-            (vec![a(Topic, "t", Literal, All, Allow), a(Topic, "t", Literal, Read, Deny)], Describe, Topic, "t", true),
+            (
+                vec![
+                    a(Topic, "t", Literal, All, Allow),
+                    a(Topic, "t", Literal, Read, Deny),
+                ],
+                Describe,
+                Topic,
+                "t",
+                true,
+            ),
             // A DENY of another operation does not refuse.
-            (vec![a(Topic, "t", Literal, Read, Allow), a(Topic, "t", Literal, Write, Deny)], Read, Topic, "t", true),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    a(Topic, "t", Literal, Write, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                true,
+            ),
             // DENY ALL refuses everything.
-            (vec![a(Topic, "t", Literal, Read, Allow), a(Topic, "t", Literal, All, Deny)], Read, Topic, "t", false),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    a(Topic, "t", Literal, All, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
             // ACLs of someone else: the resource has ACLs, so denied.
-            (vec![acl(Topic, "t", Literal, "User:bob", "*", Read, Allow)], Read, Topic, "t", false),
+            (
+                vec![acl(Topic, "t", Literal, "User:bob", "*", Read, Allow)],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
             // Wildcard principal.
-            (vec![acl(Topic, "t", Literal, "User:*", "*", Read, Allow)], Read, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Read, Allow), acl(Topic, "t", Literal, "User:*", "*", Read, Deny)], Read, Topic, "t", false),
+            (
+                vec![acl(Topic, "t", Literal, "User:*", "*", Read, Allow)],
+                Read,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    acl(Topic, "t", Literal, "User:*", "*", Read, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
             // Host.
-            (vec![acl(Topic, "t", Literal, "User:alice", "10.0.0.1", Read, Allow)], Read, Topic, "t", true),
-            (vec![acl(Topic, "t", Literal, "User:alice", "10.0.0.2", Read, Allow)], Read, Topic, "t", false),
-            (vec![a(Topic, "t", Literal, Read, Allow), acl(Topic, "t", Literal, "User:alice", "10.0.0.2", Read, Deny)], Read, Topic, "t", true),
-            (vec![a(Topic, "t", Literal, Read, Allow), acl(Topic, "t", Literal, "User:alice", "10.0.0.1", Read, Deny)], Read, Topic, "t", false),
+            (
+                vec![acl(
+                    Topic,
+                    "t",
+                    Literal,
+                    "User:alice",
+                    "10.0.0.1",
+                    Read,
+                    Allow,
+                )],
+                Read,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![acl(
+                    Topic,
+                    "t",
+                    Literal,
+                    "User:alice",
+                    "10.0.0.2",
+                    Read,
+                    Allow,
+                )],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    acl(Topic, "t", Literal, "User:alice", "10.0.0.2", Read, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                true,
+            ),
+            (
+                vec![
+                    a(Topic, "t", Literal, Read, Allow),
+                    acl(Topic, "t", Literal, "User:alice", "10.0.0.1", Read, Deny),
+                ],
+                Read,
+                Topic,
+                "t",
+                false,
+            ),
         ];
         for (i, (acls, op, resource_type, name, expected)) in table.into_iter().enumerate() {
             let authorizer = Authorizer::new(Vec::new(), false, acls);
@@ -290,7 +515,7 @@ mod tests {
     fn allow_everyone_if_no_acl_found_applies_only_to_resources_without_acls() {
         let acls = vec![acl(Topic, "t", Literal, "User:bob", "*", Read, Allow)];
         let authorizer = Authorizer::new(Vec::new(), true, acls);
-        assert!(authorizer.authorize(&alice(), None, Write, Topic, "other", ));
+        assert!(authorizer.authorize(&alice(), None, Write, Topic, "other",));
         assert!(authorizer.authorize(&alice(), None, Create, Cluster, "kafka-cluster"));
         // `t` has an ACL (bob's): alice is denied, bob is allowed.
         assert!(!authorizer.authorize(&alice(), None, Read, Topic, "t"));
@@ -308,7 +533,13 @@ mod tests {
         let authorizer = Authorizer::new(vec!["User:admin".to_string()], false, acls);
         assert!(authorizer.is_super_user(&Principal::user("admin")));
         assert!(authorizer.authorize(&Principal::user("admin"), None, Write, Topic, "t"));
-        assert!(authorizer.authorize(&Principal::user("admin"), None, Alter, Cluster, "kafka-cluster"));
+        assert!(authorizer.authorize(
+            &Principal::user("admin"),
+            None,
+            Alter,
+            Cluster,
+            "kafka-cluster"
+        ));
         assert!(!authorizer.authorize(&alice(), None, Write, Topic, "t"));
         // Principal types differ: `Group:admin` is not `User:admin`.
         let other = Principal::parse("Group:admin").unwrap();
@@ -324,11 +555,37 @@ mod tests {
             (vec![a("t", Literal, Write, Allow)], false, true),
             (vec![a("t", Prefixed, All, Allow)], false, true),
             (vec![a("t", Literal, Read, Allow)], false, false),
-            (vec![a("t", Literal, Write, Allow), a("*", Literal, Write, Deny)], false, false),
-            (vec![a("t", Literal, Write, Allow), a("t", Literal, Write, Deny)], false, false),
-            (vec![a("tx", Literal, Write, Allow), a("t", Prefixed, Write, Deny)], false, false),
-            (vec![a("tx", Literal, Write, Allow), a("u", Prefixed, Write, Deny)], false, true),
-            (vec![acl(Topic, "t", Literal, "User:bob", "*", Write, Allow)], false, false),
+            (
+                vec![a("t", Literal, Write, Allow), a("*", Literal, Write, Deny)],
+                false,
+                false,
+            ),
+            (
+                vec![a("t", Literal, Write, Allow), a("t", Literal, Write, Deny)],
+                false,
+                false,
+            ),
+            (
+                vec![
+                    a("tx", Literal, Write, Allow),
+                    a("t", Prefixed, Write, Deny),
+                ],
+                false,
+                false,
+            ),
+            (
+                vec![
+                    a("tx", Literal, Write, Allow),
+                    a("u", Prefixed, Write, Deny),
+                ],
+                false,
+                true,
+            ),
+            (
+                vec![acl(Topic, "t", Literal, "User:bob", "*", Write, Allow)],
+                false,
+                false,
+            ),
         ];
         for (i, (acls, allow_everyone, expected)) in table.into_iter().enumerate() {
             let authorizer = Authorizer::new(Vec::new(), allow_everyone, acls);

@@ -421,17 +421,17 @@ mod tests {
         assert!(ok(2, "a", 3, "User:alice", "*", 3, 3).is_ok());
         assert!(ok(4, "kafka-cluster", 3, "User:*", "10.0.0.1", 2, 2).is_ok());
         let bad = [
-            (1, "a", 3, "User:alice", "*", 3, 3),            // ANY type
-            (0, "a", 3, "User:alice", "*", 3, 3),            // UNKNOWN type
-            (2, "a", 2, "User:alice", "*", 3, 3),            // MATCH pattern
-            (2, "a", 1, "User:alice", "*", 3, 3),            // ANY pattern
-            (2, "a", 3, "User:alice", "*", 1, 3),            // ANY operation
-            (2, "a", 3, "User:alice", "*", 3, 1),            // ANY permission
-            (2, "", 3, "User:alice", "*", 3, 3),             // empty name
-            (4, "other", 3, "User:alice", "*", 3, 3),        // cluster name
-            (2, "a", 3, "alice", "*", 3, 3),                 // principal
-            (2, "a", 3, "User:", "*", 3, 3),                 // empty principal name
-            (2, "a", 3, "User:alice", "", 3, 3),             // host
+            (1, "a", 3, "User:alice", "*", 3, 3),     // ANY type
+            (0, "a", 3, "User:alice", "*", 3, 3),     // UNKNOWN type
+            (2, "a", 2, "User:alice", "*", 3, 3),     // MATCH pattern
+            (2, "a", 1, "User:alice", "*", 3, 3),     // ANY pattern
+            (2, "a", 3, "User:alice", "*", 1, 3),     // ANY operation
+            (2, "a", 3, "User:alice", "*", 3, 1),     // ANY permission
+            (2, "", 3, "User:alice", "*", 3, 3),      // empty name
+            (4, "other", 3, "User:alice", "*", 3, 3), // cluster name
+            (2, "a", 3, "alice", "*", 3, 3),          // principal
+            (2, "a", 3, "User:", "*", 3, 3),          // empty principal name
+            (2, "a", 3, "User:alice", "", 3, 3),      // host
         ];
         for (t, name, p, principal, host, op, perm) in bad {
             assert!(

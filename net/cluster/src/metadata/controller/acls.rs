@@ -70,7 +70,7 @@ mod tests {
     fn acls_are_created_once_and_deleted() {
         let config = ControllerConfig::default();
         let mut image = MetadataImage::new();
-        let mut apply = |image: &mut MetadataImage, records: Vec<MetadataRecord>| {
+        let apply = |image: &mut MetadataImage, records: Vec<MetadataRecord>| {
             for record in records {
                 let offset = image.last_applied_offset() + 1;
                 image.apply(offset, &record).unwrap();
