@@ -13,7 +13,9 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     ApiKey, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest, CreateTopicsResponse,
     DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, TopicName,
+    FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName,
+    TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -42,7 +44,9 @@ const ALLOW: i8 = 3;
 
 const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 const INVALID_REQUEST: i16 = 42;
+const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 const SECURITY_DISABLED: i16 = 54;
 
 /// A broker with `settings` in its server.properties.
@@ -392,6 +396,24 @@ fn without_acls_and_without_allow_everyone_an_anonymous_client_is_refused() {
     );
     assert_eq!(describe_acls(addr).0, CLUSTER_AUTHORIZATION_FAILED);
     assert!(metadata(addr, None).is_empty());
+    // Groups, transactional ids and idempotent producers are refused too.
+    let mut find = FindCoordinatorRequest::default();
+    find.key = StrBytes::from_static_str("some-group");
+    let found: FindCoordinatorResponse =
+        raw::request(addr, ApiKey::FindCoordinator, 3, &find).expect("FindCoordinator answered");
+    assert_eq!(found.error_code, GROUP_AUTHORIZATION_FAILED);
+    let mut init = InitProducerIdRequest::default();
+    init.transactional_id = Some(TransactionalId(StrBytes::from_static_str("some-txn")));
+    init.transaction_timeout_ms = 10_000;
+    init.producer_id = ProducerId(-1);
+    init.producer_epoch = -1;
+    let answer: InitProducerIdResponse =
+        raw::request(addr, ApiKey::InitProducerId, 4, &init).expect("InitProducerId answered");
+    assert_eq!(answer.error_code, TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    init.transactional_id = None;
+    let answer: InitProducerIdResponse =
+        raw::request(addr, ApiKey::InitProducerId, 4, &init).expect("InitProducerId answered");
+    assert_eq!(answer.error_code, CLUSTER_AUTHORIZATION_FAILED);
 }
 
 #[test]

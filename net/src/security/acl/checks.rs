@@ -127,6 +127,24 @@ impl Authz {
         self.topic(Operation::Create, name)
     }
 
+    /// DescribeConfigs / AlterConfigs / IncrementalAlterConfigs on a config
+    /// resource (Kafka's `ConfigResource.Type` code): `operation` on the
+    /// topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger
+    /// resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED). Other types
+    /// are left to the handler.
+    pub fn config_resource(
+        &self,
+        operation: Operation,
+        config_resource_type: i8,
+        name: &str,
+    ) -> Result<(), ErrorCode> {
+        match config_resource_type {
+            2 => self.topic(operation, name),
+            4 | 8 => self.cluster(operation),
+            _ => Ok(()),
+        }
+    }
+
     /// An idempotent producer without a transactional id (InitProducerId):
     /// IDEMPOTENT_WRITE on the cluster or WRITE on some topic, or
     /// CLUSTER_AUTHORIZATION_FAILED.
