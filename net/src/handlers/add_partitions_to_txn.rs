@@ -42,8 +42,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 &authz,
                 version,
                 body.v3_and_below_transactional_id.0.to_string(),
-                body.v3_and_below_producer_id.0,
-                body.v3_and_below_producer_epoch,
+                (
+                    body.v3_and_below_producer_id.0,
+                    body.v3_and_below_producer_epoch,
+                ),
                 &body.v3_and_below_topics,
                 false,
             )
@@ -56,8 +58,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     &authz,
                     version,
                     txn.transactional_id.0.to_string(),
-                    txn.producer_id.0,
-                    txn.producer_epoch,
+                    (txn.producer_id.0, txn.producer_epoch),
                     &txn.topics,
                     txn.verify_only,
                 )
@@ -76,8 +77,7 @@ async fn add_one(
     authz: &Authz,
     version: i16,
     transactional_id: String,
-    producer_id: i64,
-    producer_epoch: i16,
+    (producer_id, producer_epoch): (i64, i16),
     topics: &[AddPartitionsToTxnTopic],
     verify_only: bool,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
