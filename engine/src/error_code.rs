@@ -101,6 +101,12 @@ error_codes! {
     InvalidSessionTimeout = 26, "INVALID_SESSION_TIMEOUT";
     /// The group is rebalancing; the member must rejoin.
     RebalanceInProgress = 27, "REBALANCE_IN_PROGRESS";
+    /// The principal may not act on the topic (ACLs).
+    TopicAuthorizationFailed = 29, "TOPIC_AUTHORIZATION_FAILED";
+    /// The principal may not act on the group (ACLs).
+    GroupAuthorizationFailed = 30, "GROUP_AUTHORIZATION_FAILED";
+    /// The principal may not act on the cluster (ACLs).
+    ClusterAuthorizationFailed = 31, "CLUSTER_AUTHORIZATION_FAILED";
     /// SaslHandshake named a mechanism the listener does not offer.
     UnsupportedSaslMechanism = 33, "UNSUPPORTED_SASL_MECHANISM";
     /// A SASL request out of order (SaslAuthenticate before SaslHandshake,
@@ -139,6 +145,10 @@ error_codes! {
     ConcurrentTransactions = 51, "CONCURRENT_TRANSACTIONS";
     /// A transaction marker from a coordinator older than the last one seen.
     TransactionCoordinatorFenced = 52, "TRANSACTION_COORDINATOR_FENCED";
+    /// The principal may not use the transactional id (ACLs).
+    TransactionalIdAuthorizationFailed = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    /// ACL requests on a broker without an authorizer.
+    SecurityDisabled = 54, "SECURITY_DISABLED";
     /// The broker did not try this part of a batched request because another
     /// part failed.
     OperationNotAttempted = 55, "OPERATION_NOT_ATTEMPTED";

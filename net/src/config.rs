@@ -11,6 +11,7 @@
 //! for a known key stops the broker at start.
 //!
 //! - [`properties`]: the Java properties syntax.
+//! - [`authorizer`]: `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
 //! - [`sasl`]: SASL mechanisms, JAAS users, re-authentication, bootstrap
@@ -18,6 +19,7 @@
 //! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
 //!   and each TLS listener's certificate, truststore and client auth.
 
+pub mod authorizer;
 pub mod listeners;
 pub mod properties;
 pub mod sasl;
@@ -149,6 +151,8 @@ pub struct BrokerConfig {
     pub tls: tls::TlsSettings,
     /// SASL mechanisms, users and timings (`sasl.*`, `listener.name.*.sasl.*`).
     pub sasl: sasl::SaslConfig,
+    /// ACL enforcement (`authorizer.class.name`, `super.users`, ...).
+    pub authorizer: authorizer::AuthorizerConfig,
 }
 
 impl BrokerConfig {
@@ -193,6 +197,7 @@ impl BrokerConfig {
             quota_window_size_seconds: 1,
             tls: tls::TlsSettings::default(),
             sasl: sasl::SaslConfig::default(),
+            authorizer: authorizer::AuthorizerConfig::default(),
         }
     }
 
@@ -281,7 +286,8 @@ impl BrokerConfig {
                 || self.apply_rill_setting(name, value)?
                 || self.connection_limits.apply(name, value)?
                 || self.tls.apply(name, value)?
-                || self.sasl.apply(name, value)?;
+                || self.sasl.apply(name, value)?
+                || self.authorizer.apply(name, value)?;
             match name.as_str() {
                 _ if known => {}
                 other if IGNORED_KAFKA_KEYS.contains(&other) => {

@@ -14,7 +14,7 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::shard::Shard;
 use cluster::metadata::{
-    AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
+    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
     MetadataRecord, ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
@@ -220,6 +220,11 @@ fn topic_change(
         ControllerRpc::AlterScramCredentials { upserts, deletions } => {
             Ok(scram_records(controller.image, upserts, deletions))
         }
+        ControllerRpc::CreateAcls { acls } => {
+            let acls: Vec<AclRecord> = acls.iter().map(AclRecord::from).collect();
+            controller.create_acls(&acls)
+        }
+        ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {

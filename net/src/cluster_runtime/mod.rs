@@ -18,6 +18,8 @@
 //!   metadata core's decisions, and fencing silent brokers.
 //! - [`lifecycle`]: this broker registering and heartbeating.
 //! - [`view`]: every shard's copy of the committed image and quorum status.
+//! - [`acls`]: every shard's authorizer over the image's ACLs, and
+//!   [`authz`], the checks a handler makes.
 //! - [`metrics`]: the cluster gauges of `/metrics`.
 //!
 //! A single node (no `controller.quorum.voters`) runs all of it as a
@@ -25,6 +27,7 @@
 //! handled in place. A broker-only node (not among the voters) runs no
 //! Raft node and no listener: it observes, registers and heartbeats.
 
+pub mod acls;
 mod controller_side;
 mod frame;
 mod lifecycle;
@@ -36,9 +39,10 @@ mod rpc;
 mod transport;
 mod view;
 
+pub use acls::{authz, AclView};
 pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
-pub use rpc::{ControllerReply, ControllerRpc};
+pub use rpc::{ControllerReply, ControllerRpc, WireAcl};
 pub use view::{
     leads, own_endpoint, partition_leader, partition_leader_on, ClusterView, LeaderEndpoint,
     QuorumStatus,

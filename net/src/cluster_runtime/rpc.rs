@@ -5,7 +5,7 @@
 //! listener speaks only to rill nodes of the same build, and these are
 //! small and rare (a heartbeat per broker per interval).
 
-use cluster::metadata::{BrokerHeartbeatRequest, BrokerRegistrationRequest, Endpoint};
+use cluster::metadata::{AclRecord, BrokerHeartbeatRequest, BrokerRegistrationRequest, Endpoint};
 use engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +128,67 @@ pub enum ControllerRpc {
         /// (user, mechanism number); one that does not exist is skipped.
         deletions: Vec<(String, u8)>,
     },
+    /// CreateAcls: the ACLs to add (checked, each with a new id).
+    CreateAcls {
+        /// The ACLs.
+        acls: Vec<WireAcl>,
+    },
+    /// DeleteAcls: the ids of the ACLs the filters matched.
+    DeleteAcls {
+        /// The ids.
+        ids: Vec<[u8; 16]>,
+    },
+}
+
+/// An ACL as [`ControllerRpc::CreateAcls`] carries it ([`AclRecord`]'s fields).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireAcl {
+    /// Id.
+    pub id: [u8; 16],
+    /// Kafka's resource type code.
+    pub resource_type: i8,
+    /// Resource name.
+    pub resource_name: String,
+    /// Kafka's pattern type code.
+    pub pattern_type: i8,
+    /// `User:name`.
+    pub principal: String,
+    /// Address or `*`.
+    pub host: String,
+    /// Kafka's operation code.
+    pub operation: i8,
+    /// Kafka's permission type code.
+    pub permission_type: i8,
+}
+
+impl From<&AclRecord> for WireAcl {
+    fn from(r: &AclRecord) -> Self {
+        WireAcl {
+            id: r.id,
+            resource_type: r.resource_type,
+            resource_name: r.resource_name.clone(),
+            pattern_type: r.pattern_type,
+            principal: r.principal.clone(),
+            host: r.host.clone(),
+            operation: r.operation,
+            permission_type: r.permission_type,
+        }
+    }
+}
+
+impl From<&WireAcl> for AclRecord {
+    fn from(w: &WireAcl) -> Self {
+        AclRecord {
+            id: w.id,
+            resource_type: w.resource_type,
+            resource_name: w.resource_name.clone(),
+            pattern_type: w.pattern_type,
+            principal: w.principal.clone(),
+            host: w.host.clone(),
+            operation: w.operation,
+            permission_type: w.permission_type,
+        }
+    }
 }
 
 /// A SCRAM credential in a controller request: (user, mechanism number,

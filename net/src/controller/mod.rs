@@ -11,12 +11,14 @@
 //! - [`topic_changes`]: the changes themselves.
 //! - [`reconcile`]: image → topic tables and local partitions.
 //! - [`config_ops`]: topic config edits (pure).
+//! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 //! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
 //!   bootstrap users).
 
+pub mod acls;
 pub mod broker_configs;
 pub mod client_quotas;
 mod config_ops;

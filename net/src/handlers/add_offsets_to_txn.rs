@@ -4,8 +4,10 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::offsets_partition_for;
 use crate::group_runtime;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
 use engine::ErrorCode;
@@ -24,6 +26,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: AddOffsetsToTxnRequest = request.decode()?;
         let mut response = AddOffsetsToTxnResponse::default();
+        // WRITE on the transactional id, READ on the group, as Kafka.
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let refused = authz
+            .transactional_id(Operation::Write, &body.transactional_id)
+            .and_then(|()| authz.group(Operation::Read, &body.group_id));
+        if let Err(code) = refused {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         response.error_code = match group_runtime::ensure_offsets_topic(&shard).await {
             Err(code) => code,
             Ok(partitions) => {

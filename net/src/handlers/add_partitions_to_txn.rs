@@ -10,6 +10,8 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
+use crate::security::acl::{Authz, Operation};
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
 use engine::ErrorCode;
@@ -33,13 +35,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: AddPartitionsToTxnRequest = request.decode()?;
         let version = request.version;
         let mut response = AddPartitionsToTxnResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         if version <= 3 {
             response.results_by_topic_v3_and_below = add_one(
                 &shard,
+                &authz,
                 version,
                 body.v3_and_below_transactional_id.0.to_string(),
-                body.v3_and_below_producer_id.0,
-                body.v3_and_below_producer_epoch,
+                (
+                    body.v3_and_below_producer_id.0,
+                    body.v3_and_below_producer_epoch,
+                ),
                 &body.v3_and_below_topics,
                 false,
             )
@@ -49,10 +55,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let mut result = AddPartitionsToTxnResult::default();
                 result.topic_results = add_one(
                     &shard,
+                    &authz,
                     version,
                     txn.transactional_id.0.to_string(),
-                    txn.producer_id.0,
-                    txn.producer_epoch,
+                    (txn.producer_id.0, txn.producer_epoch),
                     &txn.topics,
                     txn.verify_only,
                 )
@@ -68,25 +74,33 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 /// One transaction's partitions: per-partition codes.
 async fn add_one(
     shard: &Rc<Shard>,
+    authz: &Authz,
     version: i16,
     transactional_id: String,
-    producer_id: i64,
-    producer_epoch: i16,
+    (producer_id, producer_epoch): (i64, i16),
     topics: &[AddPartitionsToTxnTopic],
     verify_only: bool,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let mut partitions = Vec::new();
-    let mut unknown = Vec::new();
+    // Partitions refused up front, with their code: WRITE on the
+    // transactional id and on each topic (Kafka's checks), then existence.
+    let mut unknown: Vec<((String, i32), ErrorCode)> = Vec::new();
+    let txn_refused = authz
+        .transactional_id(Operation::Write, &transactional_id)
+        .err();
     {
         let table = shard.topics.borrow();
         for topic in topics {
             let name = topic.name.0.to_string();
             let count = table.get(&name).map_or(0, |e| e.partitions);
+            let refused = txn_refused.or_else(|| authz.topic(Operation::Write, &name).err());
             for &p in &topic.partitions {
-                if p >= 0 && p < count {
+                if let Some(code) = refused {
+                    unknown.push(((name.clone(), p), code));
+                } else if p >= 0 && p < count {
                     partitions.push((name.clone(), p));
                 } else {
-                    unknown.push((name.clone(), p));
+                    unknown.push(((name.clone(), p), ErrorCode::UnknownTopicOrPartition));
                 }
             }
         }
@@ -98,12 +112,12 @@ async fn add_one(
                 let name = t.name.0.to_string();
                 let unknown = &unknown;
                 t.partitions.iter().map(move |p| {
-                    if unknown.contains(&(name.clone(), *p)) {
-                        ErrorCode::UnknownTopicOrPartition
-                    } else {
+                    let key = (name.clone(), *p);
+                    unknown.iter().find(|(failed, _)| *failed == key).map_or(
                         // Another part of the request failed.
-                        ErrorCode::OperationNotAttempted
-                    }
+                        ErrorCode::OperationNotAttempted,
+                        |(_, code)| *code,
+                    )
                 })
             })
             .collect()

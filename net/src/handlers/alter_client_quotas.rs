@@ -4,8 +4,10 @@
 //! they survive restarts. Each entry is answered on its own.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::controller::client_quotas::{self, AlterClientQuotas};
 use crate::quotas::normalize;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::alter_client_quotas_request::EntryData;
@@ -37,6 +39,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: AlterClientQuotasRequest = request.decode()?;
         let mut response = AlterClientQuotasResponse::default();
+        // Kafka: ALTER_CONFIGS on the cluster, else every entry is refused.
+        let allowed =
+            cluster_runtime::authz(&shard, &request.session).cluster(Operation::AlterConfigs);
         for entry in body.entries {
             let mut answer = AnsweredEntry::default();
             answer.entity = entry
@@ -49,13 +54,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     out
                 })
                 .collect();
-            let outcome = match checked(&entry) {
-                Ok(change) if body.validate_only => {
-                    let _ = change;
-                    Ok(())
-                }
-                Ok(change) => client_quotas::submit(&shard, change).await,
-                Err(reason) => Err((ErrorCode::InvalidRequest, reason)),
+            let outcome = match allowed.map(|()| checked(&entry)) {
+                Err(code) => Err((code, String::from("not authorized to alter client quotas"))),
+                Ok(checked) => match checked {
+                    Ok(change) if body.validate_only => {
+                        let _ = change;
+                        Ok(())
+                    }
+                    Ok(change) => client_quotas::submit(&shard, change).await,
+                    Err(reason) => Err((ErrorCode::InvalidRequest, reason)),
+                },
             };
             if let Err((code, message)) = outcome {
                 answer.error_code = code.code();

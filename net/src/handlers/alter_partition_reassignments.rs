@@ -10,8 +10,10 @@
 //! completes it (ListPartitionReassignments shows it until then).
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::METADATA_SHARD;
 use crate::cluster_runtime::{ClusterView, ControllerReply, ControllerRpc, SendToController};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::alter_partition_reassignments_response::{
@@ -38,6 +40,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut response = AlterPartitionReassignmentsResponse::default();
         if request.version >= 1 {
             response.allow_replication_factor_change = body.allow_replication_factor_change;
+        }
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.cluster(Operation::Alter) {
+            response.error_code = code.code();
+            return request.respond(&response);
         }
         for topic in body.topics {
             let name = topic.name.0.to_string();

@@ -11,8 +11,9 @@
 //! exist. The valid changes of a request are committed together.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::ClusterView;
+use crate::cluster_runtime::{self, ClusterView};
 use crate::controller::scram_credentials::{self, AlterScramCredentials, Upsert};
+use crate::security::acl::Operation;
 use crate::security::sasl::{scram, ScramMechanism, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS};
 use crate::shard::Shard;
 use cluster::metadata::MetadataImage;
@@ -182,7 +183,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: AlterUserScramCredentialsRequest = request.decode()?;
         let image = shard.service::<ClusterView>().image();
         let (mut outcomes, change) = plan(&image, &body);
-        if !change.upserts.is_empty() || !change.deletions.is_empty() {
+        // Kafka: ALTER on the cluster, else every user is refused.
+        let allowed = cluster_runtime::authz(&shard, &request.session).cluster(Operation::Alter);
+        if let Err(code) = allowed {
+            for (_, refusal) in outcomes.iter_mut() {
+                *refusal = Some((
+                    code,
+                    String::from("not authorized to alter SCRAM credentials"),
+                ));
+            }
+        } else if !change.upserts.is_empty() || !change.deletions.is_empty() {
             if let Err((code, message)) = scram_credentials::submit(&shard, change).await {
                 // Nothing was committed: every user the change held fails alike.
                 for (_, refusal) in outcomes.iter_mut().filter(|(_, r)| r.is_none()) {

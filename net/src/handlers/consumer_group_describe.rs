@@ -2,8 +2,10 @@
 //! current and target assignments.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::assignor::MemberAssignment;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_describe_response::{
@@ -32,13 +34,20 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: ConsumerGroupDescribeRequest = request.decode()?;
         let mut response = ConsumerGroupDescribeResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         for group_id in body.group_ids {
             let id = group_id.0.to_string();
             let mut out = DescribedGroup::default();
             out.group_id = group_id;
             out.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
-            match group_runtime::call(&shard, &id, GroupRequest::DescribeConsumer(id.clone())).await
-            {
+            let reply = match authz.group(Operation::Describe, &id) {
+                Err(code) => GroupReply::Unavailable(code),
+                Ok(()) => {
+                    group_runtime::call(&shard, &id, GroupRequest::DescribeConsumer(id.clone()))
+                        .await
+                }
+            };
+            match reply {
                 GroupReply::DescribedConsumer(Ok(g)) => {
                     out.group_state = str_bytes(g.state().name());
                     out.group_epoch = g.group_epoch;

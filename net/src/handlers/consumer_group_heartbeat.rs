@@ -3,8 +3,10 @@
 //! works by name, so ids are mapped here with this shard's topic table.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::{ConsumerHeartbeatRequest, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -31,6 +33,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if body.subscribed_topic_regex.is_some() && body.subscribed_topic_names.is_none() {
             response.error_code = ErrorCode::InvalidRequest.code();
             response.error_message = Some(str_bytes("regex subscriptions are not supported"));
+            return request.respond(&response);
+        }
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &body.group_id) {
+            response.error_code = code.code();
             return request.respond(&response);
         }
         let owned = body.topic_partitions.map(|topics| {

@@ -1,7 +1,9 @@
 //! CreatePartitions (key 37): grow a topic; the new partitions go to their owner shards.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::controller::{self, ControllerRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
@@ -19,11 +21,14 @@ pub const HANDLER: Handler = Handler {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: CreatePartitionsRequest = request.decode()?;
+        let authz = cluster_runtime::authz(&shard, &request.session);
         let mut results = Vec::with_capacity(body.topics.len());
         for topic in body.topics {
             let mut result = CreatePartitionsTopicResult::default();
             result.name = topic.name.clone();
-            let outcome = if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
+            let outcome = if let Err(code) = authz.topic(Operation::Alter, &topic.name) {
+                Err((code, String::from("ALTER on the topic is needed")))
+            } else if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
                 Err((
                     ErrorCode::InvalidReplicaAssignment,
                     String::from("manual assignment is not supported"),

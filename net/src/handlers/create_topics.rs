@@ -1,6 +1,7 @@
 //! CreateTopics (key 19): one controller change per topic; one bad topic does not fail the others.
 
 use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::ClusterView;
 use crate::controller::{self, ControllerRequest};
 use crate::shard::Shard;
@@ -32,6 +33,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             _ => request.decode()?,
         };
         let version = request.version;
+        let authz = cluster_runtime::authz(&shard, &request.session);
         let mut results = Vec::with_capacity(body.topics.len());
         for topic in body.topics {
             let name = topic.name.0.to_string();
@@ -58,6 +60,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     String::from(
                         "both numPartitions and replicationFactor must be -1 with a replica assignment",
                     ),
+                ))
+            } else if let Err(code) = authz.create_topic(&name) {
+                Err((
+                    code,
+                    String::from("CREATE on the cluster or the topic is needed"),
                 ))
             } else {
                 let configs = topic

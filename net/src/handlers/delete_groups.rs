@@ -2,7 +2,9 @@
 //! in `__consumer_offsets`, so compaction drops them).
 
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
@@ -21,10 +23,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DeleteGroupsRequest = request.decode()?;
         let mut response = DeleteGroupsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+
         for group_id in body.groups_names {
             let id = group_id.0.to_string();
             let mut result = DeletableGroupResult::default();
             result.group_id = group_id;
+            if let Err(code) = authz.group(Operation::Delete, &id) {
+                result.error_code = code.code();
+                response.results.push(result);
+                continue;
+            }
             result.error_code =
                 match group_runtime::call(&shard, &id, GroupRequest::DeleteGroup(id.clone())).await
                 {

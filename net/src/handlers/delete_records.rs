@@ -1,8 +1,10 @@
 //! DeleteRecords (key 21): move each partition's log start offset forward.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::routing::run_checked;
+use crate::cluster_runtime;
+use crate::routing::run_authorized;
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::delete_records_response::{
@@ -30,9 +32,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 offsets.push(p.offset);
             }
         }
-        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::DeleteRecords {
-            tp,
-            offset: offsets[i],
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let deletable = |topic: &str| authz.allows_topic(Operation::Delete, topic);
+        let mut replies = run_authorized(&shard, &pairs, deletable, |tp, i| {
+            PartitionOp::DeleteRecords {
+                tp,
+                offset: offsets[i],
+            }
         })
         .await
         .into_iter();

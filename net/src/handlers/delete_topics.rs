@@ -1,7 +1,9 @@
 //! DeleteTopics (key 20): by name, or by topic id from v6.
 
 use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::controller::{self, ControllerRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -32,6 +34,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 *t.topic_id.as_bytes(),
             )
         }));
+        let authz = cluster_runtime::authz(&shard, &request.session);
         let mut responses = Vec::with_capacity(wanted.len());
         for (name, id) in wanted {
             let resolved = match &name {
@@ -47,6 +50,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 result.topic_id = uuid(known.unwrap_or(id));
             }
             let outcome = match resolved {
+                Some(name) if !authz.allows_topic(Operation::Delete, &name) => Err((
+                    ErrorCode::TopicAuthorizationFailed,
+                    String::from("DELETE on the topic is needed"),
+                )),
                 Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name })
                     .await
                     .map(|_| ()),

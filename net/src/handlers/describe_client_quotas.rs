@@ -5,7 +5,8 @@
 //! beyond the filter's.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::ClusterView;
+use crate::cluster_runtime::{self, ClusterView};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
@@ -29,6 +30,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DescribeClientQuotasRequest = request.decode()?;
         let mut response = DescribeClientQuotasResponse::default();
+        // Kafka: DESCRIBE_CONFIGS on the cluster.
+        if let Err(code) =
+            cluster_runtime::authz(&shard, &request.session).cluster(Operation::DescribeConfigs)
+        {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         if let Err(reason) = check_filter(&body.components) {
             response.error_code = ErrorCode::InvalidRequest.code();
             response.error_message = Some(str_bytes(reason));

@@ -2,9 +2,11 @@
 //! broker's settings.
 
 use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::ClusterView;
 use crate::config::BrokerConfig;
 use crate::controller::{broker_configs, topic_defaults};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
@@ -131,10 +133,20 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             request.decode()?
         };
         let mut response = DescribeConfigsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         for resource in body.resources {
             let mut result = DescribeConfigsResult::default();
             result.resource_type = resource.resource_type;
             result.resource_name = resource.resource_name.clone();
+            if let Err(code) = authz.config_resource(
+                Operation::DescribeConfigs,
+                resource.resource_type,
+                &resource.resource_name,
+            ) {
+                result.error_code = code.code();
+                response.results.push(result);
+                continue;
+            }
             let wanted = |name: &str| {
                 resource
                     .configuration_keys

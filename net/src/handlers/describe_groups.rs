@@ -2,7 +2,9 @@
 //! answered by its coordinator shard.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
@@ -24,12 +26,20 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DescribeGroupsRequest = request.decode()?;
         let mut response = DescribeGroupsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+
         for group_id in body.groups {
             let id = group_id.0.to_string();
             let mut out = DescribedGroup::default();
             out.group_id = group_id;
             out.authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
-            match group_runtime::call(&shard, &id, GroupRequest::Describe(id.clone())).await {
+            let reply = match authz.group(Operation::Describe, &id) {
+                Err(code) => GroupReply::Unavailable(code),
+                Ok(()) => {
+                    group_runtime::call(&shard, &id, GroupRequest::Describe(id.clone())).await
+                }
+            };
+            match reply {
                 GroupReply::Described(g) => {
                     out.error_code = g.error_code.code();
                     out.group_state = str_bytes(g.state);

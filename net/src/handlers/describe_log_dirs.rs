@@ -1,8 +1,10 @@
 //! DescribeLogDirs (key 35): the one data dir, its partitions and their sizes.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use kafka_protocol::messages::describe_log_dirs_response::{
     DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -38,6 +40,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let layout = request.version.max(1);
         let body: DescribeLogDirsRequest = request.decode_as(layout)?;
+        // DESCRIBE on the cluster; without it Kafka answers with no dirs.
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.cluster(Operation::Describe) {
+            let mut response = DescribeLogDirsResponse::default();
+            if request.version >= 3 {
+                response.error_code = code.code();
+            }
+            return request.respond_as(&response, layout);
+        }
         let pairs: Vec<(String, i32)> = match body.topics {
             None => shard
                 .topics

@@ -11,7 +11,9 @@
 //! UNKNOWN_TOPIC_OR_PARTITION.
 
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::{DescribeQuorum, METADATA_SHARD};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
@@ -38,6 +40,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .ok()
             .flatten();
         let mut response = DescribeQuorumResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.cluster(Operation::Describe) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         for topic in body.topics {
             let mut topic_data = TopicData::default();
             let is_metadata_topic = topic.topic_name.0.as_str() == METADATA_TOPIC;

@@ -2,6 +2,8 @@
 //! transactional id (asked of its coordinator shard).
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn::records::group_by_topic;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
@@ -24,7 +26,18 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DescribeTransactionsRequest = request.decode()?;
         let mut response = DescribeTransactionsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         for id in body.transactional_ids {
+            if let Err(code) = authz.transactional_id(Operation::Describe, &id) {
+                let mut state = TransactionState::default();
+                state.transactional_id = id;
+                state.producer_id = ProducerId(-1);
+                state.producer_epoch = -1;
+                state.transaction_start_time_ms = -1;
+                state.error_code = code.code();
+                response.transaction_states.push(state);
+                continue;
+            }
             let reply = txn_runtime::call(
                 &shard,
                 TxnRequest::Describe {

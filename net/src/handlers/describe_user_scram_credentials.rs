@@ -6,7 +6,8 @@
 //! DUPLICATE_RESOURCE, as Kafka answers.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::ClusterView;
+use crate::cluster_runtime::{self, ClusterView};
+use crate::security::acl::Operation;
 use crate::security::sasl::ScramMechanism;
 use crate::shard::Shard;
 use cluster::metadata::MetadataImage;
@@ -66,6 +67,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result
         };
         let mut response = DescribeUserScramCredentialsResponse::default();
+        // Kafka: DESCRIBE on the cluster.
+        if let Err(code) =
+            cluster_runtime::authz(&shard, &request.session).cluster(Operation::Describe)
+        {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         let named: Vec<String> = body
             .users
             .unwrap_or_default()

@@ -5,6 +5,8 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
 use engine::ErrorCode;
@@ -22,6 +24,14 @@ pub const HANDLER: Handler = Handler {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: EndTxnRequest = request.decode()?;
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.transactional_id(Operation::Write, &body.transactional_id) {
+            let mut response = EndTxnResponse::default();
+            response.producer_id = ProducerId(-1);
+            response.producer_epoch = -1;
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         let reply = txn_runtime::call(
             &shard,
             TxnRequest::EndTxn {

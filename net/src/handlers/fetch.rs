@@ -11,6 +11,7 @@
 //! sending full fetch requests, which Kafka allows.
 
 use super::{Handler, HandlerFuture, Request, Response};
+use crate::cluster_runtime;
 use crate::fetch_response::{
     encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
     FETCH_VERSION_MAX, FETCH_VERSION_MIN,
@@ -18,6 +19,7 @@ use crate::fetch_response::{
 use crate::quotas::{self, QuotaKind};
 use crate::routing::{run_on_owners, wait_for_any};
 use crate::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
+use crate::security::acl::Operation;
 use crate::sendpath::SendPath;
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -59,7 +61,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         } else {
             body.replica_id.0
         };
-        if replica >= 0 {
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        // A follower needs CLUSTER_ACTION; without it every partition is
+        // TOPIC_AUTHORIZATION_FAILED, as Kafka answers.
+        let follower_refused = replica >= 0 && !authz.allows_cluster(Operation::ClusterAction);
+        if replica >= 0 && !follower_refused {
             return super::fetch_follower::serve(&shard, &request, body, replica).await;
         }
         // A consumer over its quota is answered at once, empty, with the
@@ -85,6 +91,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             )));
         }
         let (topics, mut wanted) = resolve(&shard, &body, version);
+        for w in &mut wanted {
+            let name = &topics[w.topic_index].0;
+            if follower_refused || (!name.is_empty() && !authz.allows_topic(Operation::Read, name))
+            {
+                w.error_code = ErrorCode::TopicAuthorizationFailed;
+            }
+        }
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let min_bytes = body.min_bytes.max(0) as usize;
         let max_bytes = if body.max_bytes <= 0 {

@@ -5,9 +5,11 @@
 //! the first coordinator call.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::{partition_leader_on, LeaderEndpoint};
 use crate::group::offsets_partition_for;
 use crate::group_runtime::{self, OFFSETS_TOPIC};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn::{txn_partition_for, TXN_STATE_TOPIC};
 use crate::txn_runtime;
@@ -36,8 +38,21 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         } else {
             vec![body.key.clone()]
         };
+        let authz = cluster_runtime::authz(&shard, &request.session);
         let mut found = Vec::with_capacity(keys.len());
         for key in &keys {
+            // DESCRIBE on the group or the transactional id, as Kafka.
+            let refused = if body.key_type == KEY_TYPE_GROUP {
+                authz.group(Operation::Describe, key.as_str()).err()
+            } else {
+                authz
+                    .transactional_id(Operation::Describe, key.as_str())
+                    .err()
+            };
+            if let Some(code) = refused {
+                found.push(Err(code));
+                continue;
+            }
             found.push(
                 coordinator_of(
                     &shard,

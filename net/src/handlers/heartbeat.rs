@@ -2,8 +2,10 @@
 //! when a rebalance started.
 
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::HeartbeatRequest as CoreHeartbeat;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
@@ -28,6 +30,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             group_instance_id: body.group_instance_id.map(|s| s.to_string()),
         };
         let mut response = HeartbeatResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         response.error_code = match group_runtime::call(
             &shard,
             &group_id,

@@ -4,8 +4,10 @@
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::controller::broker_configs::{self, AlterBrokerConfigs};
 use crate::controller::{self, ConfigOpKind, ControllerRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -36,10 +38,20 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: IncrementalAlterConfigsRequest = request.decode()?;
         let mut response = IncrementalAlterConfigsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         for resource in body.resources {
             let mut out = AlterConfigsResourceResponse::default();
             out.resource_type = resource.resource_type;
             out.resource_name = resource.resource_name.clone();
+            if let Err(code) = authz.config_resource(
+                Operation::AlterConfigs,
+                resource.resource_type,
+                &resource.resource_name,
+            ) {
+                out.error_code = code.code();
+                response.responses.push(out);
+                continue;
+            }
             let ops: Option<Vec<_>> = resource
                 .configs
                 .iter()

@@ -13,7 +13,9 @@
 //! (KIP-730, [`crate::producer_ids`]).
 
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::producer_ids::next_producer_id;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
 use engine::ErrorCode;
@@ -36,6 +38,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         response.producer_epoch = -1;
         let expected = (body.producer_id.0 >= 0 && body.producer_epoch >= 0)
             .then_some((body.producer_id.0, body.producer_epoch));
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let refused = match &body.transactional_id {
+            Some(id) => authz.transactional_id(Operation::Write, id).err(),
+            None => authz.idempotent_write().err(),
+        };
+        if let Some(code) = refused {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         match body.transactional_id {
             Some(id) => {
                 let reply = txn_runtime::call(

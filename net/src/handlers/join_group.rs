@@ -2,8 +2,10 @@
 //! usually waits until every member has joined or the rebalance times out.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::JoinRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -49,6 +51,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         // Non-nullable before v7.
         response.protocol_name = Some(str_bytes(""));
         response.member_id = body.member_id;
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         match group_runtime::call(&shard, &group_id, GroupRequest::Join(join)).await {
             GroupReply::Join(r) => {
                 response.error_code = r.error_code.code();

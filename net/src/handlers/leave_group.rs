@@ -2,8 +2,10 @@
 //! static members by instance id) leave at once.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::LeavingMember;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
@@ -42,6 +44,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             members: members.clone(),
         };
         let mut response = LeaveGroupResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         let member_codes = match group_runtime::call(&shard, &group_id, leave).await {
             GroupReply::Codes(member_codes) => member_codes,
             GroupReply::Unavailable(code) => {

@@ -2,7 +2,9 @@
 //! and the lists are joined.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
@@ -23,10 +25,17 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let states: Vec<String> = body.states_filter.iter().map(|s| s.to_string()).collect();
         let types: Vec<String> = body.types_filter.iter().map(|s| s.to_string()).collect();
         let mut response = ListGroupsResponse::default();
+        // DESCRIBE on the cluster lists every group; else the ones the
+        // caller may DESCRIBE, as Kafka.
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let all = authz.allows_cluster(Operation::Describe);
         for target in 0..shard.count {
             match group_runtime::call_on(&shard, target, GroupRequest::List(states.clone())).await {
                 GroupReply::Listed(groups) => {
                     for g in groups {
+                        if !all && !authz.allows_group(Operation::Describe, &g.group_id) {
+                            continue;
+                        }
                         if !types.is_empty()
                             && !types.iter().any(|t| t.eq_ignore_ascii_case(&g.group_type))
                         {

@@ -3,8 +3,10 @@
 //! offset and a lookup by time never answers an offset at or past it.
 
 use super::{legacy, Handler, HandlerFuture, Request};
-use crate::routing::run_checked;
+use crate::cluster_runtime;
+use crate::routing::{run_authorized, run_checked};
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::list_offsets_response::{
@@ -47,13 +49,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 timestamps.push(engine_timestamp(p.timestamp));
             }
         }
-        let mut replies = run_checked(&shard, &pairs, |tp, i| PartitionOp::ListOffset {
-            tp,
-            timestamp_ms: timestamps[i],
-            read_committed,
-        })
-        .await
-        .into_iter();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let described = |topic: &str| authz.allows_topic(Operation::Describe, topic);
+        let mut replies =
+            run_authorized(&shard, &pairs, described, |tp, i| PartitionOp::ListOffset {
+                tp,
+                timestamp_ms: timestamps[i],
+                read_committed,
+            })
+            .await
+            .into_iter();
         let mut response = ListOffsetsResponse::default();
         for topic in body.topics {
             let mut out = ListOffsetsTopicResponse::default();

@@ -5,7 +5,9 @@
 //! broker's copy of the committed metadata image.
 
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::ClusterView;
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use cluster::metadata::ongoing_reassignments;
 use kafka_protocol::messages::list_partition_reassignments_response::{
@@ -40,6 +42,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         };
         let brokers = |ids: &[i32]| ids.iter().map(|&id| BrokerId(id)).collect::<Vec<_>>();
         let mut response = ListPartitionReassignmentsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.cluster(Operation::Describe) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         for ongoing in ongoing_reassignments(&image) {
             if !wanted(&ongoing.topic, ongoing.partition) {
                 continue;

@@ -3,6 +3,8 @@
 //! transaction has been open.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
+use crate::security::acl::{Operation, ResourceType};
 use crate::shard::Shard;
 use crate::txn::TxnState;
 use crate::txn_runtime;
@@ -38,7 +40,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         } else {
             -1
         };
+        // Only the transactional ids the caller may DESCRIBE, as Kafka.
+        let authz = cluster_runtime::authz(&shard, &request.session);
         for (id, meta) in txn_runtime::list_all(&shard).await {
+            if !authz.allows(Operation::Describe, ResourceType::TransactionalId, &id) {
+                continue;
+            }
             let state_ok = body.state_filters.is_empty() || states.contains(&meta.state);
             let producer_ok = producer_ids.is_empty() || producer_ids.contains(&meta.producer_id);
             // KIP-994: only transactions open at least this long.

@@ -4,8 +4,9 @@
 //! topic auto-creation when the client allows it and `auto.create.topics.enable` is set.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use crate::cluster_runtime::{own_endpoint, ClusterView};
+use crate::cluster_runtime::{self, own_endpoint, ClusterView};
 use crate::controller::{self, ControllerRequest};
+use crate::security::acl::{Authz, Operation};
 use crate::shard::Shard;
 use crate::topics::{valid_topic_name, TopicEntry};
 use engine::ErrorCode;
@@ -41,15 +42,24 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         // Kafka auto-creates for v0-v3 always, later only if the client allows it.
         let may_create = shard.config.auto_create_topics_enable
             && (version < 4 || body.allow_auto_topic_creation);
+        let authz = cluster_runtime::authz(&shard, &request.session);
         let mut topics = Vec::new();
         match wanted {
             None => {
-                let entries: Vec<TopicEntry> = shard.topics.borrow().iter().cloned().collect();
+                // Topics the caller may not DESCRIBE are left out, as Kafka does.
+                let entries: Vec<TopicEntry> = shard
+                    .topics
+                    .borrow()
+                    .iter()
+                    .filter(|e| authz.allows_topic(Operation::Describe, &e.name))
+                    .cloned()
+                    .collect();
                 topics.extend(entries.iter().map(|e| topic_metadata(&shard, e, version)));
             }
             Some(wanted) => {
                 for (name, id) in wanted {
-                    topics.push(lookup_or_create(&shard, name, id, may_create, version).await);
+                    let topic = lookup_or_create(&shard, name, id, may_create, version, &authz);
+                    topics.push(topic.await);
                 }
             }
         }
@@ -134,13 +144,24 @@ async fn lookup_or_create(
     id: [u8; 16],
     may_create: bool,
     version: i16,
+    authz: &Authz,
 ) -> MetadataResponseTopic {
     let found = match &name {
         Some(name) => shard.topics.borrow().get(name).cloned(),
         None => shard.topics.borrow().by_id(&id).cloned(),
     };
     if let Some(entry) = found {
+        if !authz.allows_topic(Operation::Describe, &entry.name) {
+            return error_topic(name, id, ErrorCode::TopicAuthorizationFailed);
+        }
         return topic_metadata(shard, &entry, version);
+    }
+    if let Some(name) = &name {
+        // Kafka answers an unknown topic the caller may not describe as
+        // unauthorized, so that names do not leak.
+        if !authz.allows_topic(Operation::Describe, name) {
+            return error_topic(Some(name.clone()), id, ErrorCode::TopicAuthorizationFailed);
+        }
     }
     let Some(name) = name else {
         return error_topic(None, id, ErrorCode::UnknownTopicId);
@@ -150,6 +171,9 @@ async fn lookup_or_create(
     }
     if !may_create {
         return error_topic(Some(name), id, ErrorCode::UnknownTopicOrPartition);
+    }
+    if let Err(code) = authz.create_topic(&name) {
+        return error_topic(Some(name), id, code);
     }
     let request = ControllerRequest::CreateTopic {
         name: name.clone(),

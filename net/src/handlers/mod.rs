@@ -28,11 +28,14 @@ pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
+pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_configs;
@@ -211,6 +214,9 @@ pub const REGISTRY: &[Handler] = &[
     describe_client_quotas::HANDLER,
     alter_client_quotas::HANDLER,
     describe_quorum::HANDLER,
+    describe_acls::HANDLER,
+    create_acls::HANDLER,
+    delete_acls::HANDLER,
     alter_partition_reassignments::HANDLER,
     list_partition_reassignments::HANDLER,
     add_partitions_to_txn::HANDLER,
@@ -290,6 +296,9 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::SaslAuthenticate => "SaslAuthenticate",
         ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
         ApiKey::AlterUserScramCredentials => "AlterUserScramCredentials",
+        ApiKey::DescribeAcls => "DescribeAcls",
+        ApiKey::CreateAcls => "CreateAcls",
+        ApiKey::DeleteAcls => "DeleteAcls",
         _ => "Other",
     }
 }

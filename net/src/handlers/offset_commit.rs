@@ -3,8 +3,10 @@
 //! `__consumer_offsets`. A fenced generation gets ILLEGAL_GENERATION.
 
 use super::{legacy, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::offset_commit_response::{
@@ -40,6 +42,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let group_id = body.group_id.0.to_string();
         // Per (topic, partition): the error found up front, or None when sent.
         let mut layout: Vec<(String, Vec<Slot>)> = Vec::new();
+        // READ on the group, then READ on each topic (Kafka's order).
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let group_refused = authz.group(Operation::Read, &group_id).err();
         let mut offsets = Vec::new();
         {
             let table = shard.topics.borrow();
@@ -49,6 +54,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 let mut slots = Vec::with_capacity(topic.partitions.len());
                 for p in &topic.partitions {
                     let commit_timestamp_ms = timestamps.next().unwrap_or(-1);
+                    let refused =
+                        group_refused.or_else(|| authz.topic(Operation::Read, &name).err());
+                    if let Some(code) = refused {
+                        slots.push((p.partition_index, Some(code)));
+                        continue;
+                    }
                     let known =
                         count.is_some_and(|c| p.partition_index >= 0 && p.partition_index < c);
                     if known {

@@ -2,8 +2,10 @@
 //! longer subscribes to.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::TopicPartition;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::offset_delete_response::{
@@ -39,6 +41,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             partitions: partitions.clone(),
         };
         let mut response = OffsetDeleteResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Delete, &group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         let (error_code, rows) = match group_runtime::call(&shard, &group_id, call).await {
             GroupReply::DeletedOffsets(code, rows) => (code, rows),
             GroupReply::Unavailable(code) => (code, Vec::new()),

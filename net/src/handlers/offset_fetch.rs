@@ -2,8 +2,10 @@
 //! groups at once (v8+), each answered by its coordinator shard.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::{FetchedOffset, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::{Authz, Operation};
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::offset_fetch_response::{
@@ -28,6 +30,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let layout = request.version.max(1);
         let body: OffsetFetchRequest = request.decode_as(layout)?;
         let mut response = OffsetFetchResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
         if request.version >= 8 {
             for group in body.groups {
                 let partitions = group.topics.map(|topics| {
@@ -37,7 +40,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .collect::<Vec<_>>()
                 });
                 let group_id = group.group_id.0.to_string();
-                let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
+                let (error_code, rows) = fetch(&shard, &authz, &group_id, partitions).await;
                 let mut out = OffsetFetchResponseGroup::default();
                 out.group_id = group.group_id;
                 out.error_code = error_code.code();
@@ -70,7 +73,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     .collect::<Vec<_>>()
             });
             let group_id = body.group_id.0.to_string();
-            let (error_code, rows) = fetch(&shard, &group_id, partitions).await;
+            let (error_code, rows) = fetch(&shard, &authz, &group_id, partitions).await;
             response.error_code = error_code.code();
             response.topics = by_topic(rows)
                 .into_iter()
@@ -105,10 +108,27 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 /// One group's committed offsets from its coordinator: (group error, rows).
 async fn fetch(
     shard: &Rc<Shard>,
+    authz: &Authz,
     group_id: &str,
     partitions: Option<Vec<TopicPartition>>,
 ) -> (ErrorCode, Vec<FetchedOffset>) {
     let asked = partitions.clone();
+    // DESCRIBE on the group; the offsets of topics the caller may not
+    // DESCRIBE are left out.
+    if let Err(code) = authz.group(Operation::Describe, group_id) {
+        return (code, Vec::new());
+    }
+    let (code, mut rows) = fetch_allowed(shard, group_id, partitions, asked).await;
+    rows.retain(|row| authz.allows_topic(Operation::Describe, &row.partition.topic));
+    (code, rows)
+}
+
+async fn fetch_allowed(
+    shard: &Rc<Shard>,
+    group_id: &str,
+    partitions: Option<Vec<TopicPartition>>,
+    asked: Option<Vec<TopicPartition>>,
+) -> (ErrorCode, Vec<FetchedOffset>) {
     let call = GroupRequest::Fetch {
         group_id: group_id.to_string(),
         partitions,

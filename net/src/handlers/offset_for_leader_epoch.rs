@@ -14,8 +14,10 @@
 //! the leader of all its partitions.
 
 use super::{legacy, Handler, HandlerFuture, Request};
-use crate::routing::run_checked;
+use crate::cluster_runtime;
+use crate::routing::run_authorized;
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::offset_for_leader_epoch_response::{
@@ -49,7 +51,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 epochs.push((p.current_leader_epoch, p.leader_epoch));
             }
         }
-        let mut replies = run_checked(&shard, &pairs, |tp, i| {
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let described = |topic: &str| authz.allows_topic(Operation::Describe, topic);
+        let mut replies = run_authorized(&shard, &pairs, described, |tp, i| {
             let (current_leader_epoch, leader_epoch) = epochs[i];
             PartitionOp::EpochEndOffset {
                 tp,

@@ -3,9 +3,11 @@
 //! waits for durability, acks=1 for the write, acks=0 sends no response.
 
 use super::{Handler, HandlerFuture, Request, Response};
+use crate::cluster_runtime;
 use crate::controller::{self, ControllerRequest};
 use crate::routing::run_on_owners;
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::{Authz, Operation};
 use crate::shard::Shard;
 use crate::topics::valid_topic_name;
 use engine::ErrorCode;
@@ -38,12 +40,23 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: ProduceRequest = request.decode()?;
         let acks = body.acks;
         let acks_valid = matches!(acks, -1..=1);
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        // A transactional producer needs WRITE on its transactional id;
+        // every partition is refused without it, as Kafka answers.
+        let txn_refused = body
+            .transactional_id
+            .as_ref()
+            .and_then(|id| authz.transactional_id(Operation::Write, id).err());
         let mut ops = Vec::new();
         let mut layout: Vec<(kafka_protocol::messages::TopicName, Vec<(i32, Slot)>)> = Vec::new();
         for topic in body.topic_data {
             let name = topic.name.0.to_string();
-            let partitions = if acks_valid {
-                topic_partitions(&shard, &name).await
+            let partitions = if let Some(code) = txn_refused {
+                Err(code)
+            } else if let Err(code) = authz.topic(Operation::Write, &name) {
+                Err(code)
+            } else if acks_valid {
+                topic_partitions(&shard, &name, &authz).await
             } else {
                 Err(ErrorCode::InvalidRequiredAcks)
             };
@@ -122,8 +135,9 @@ fn partition_response(
     p
 }
 
-/// The partition count of a topic, auto-creating it as Kafka does when allowed.
-async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, ErrorCode> {
+/// The partition count of a topic, auto-creating it as Kafka does when allowed
+/// (by `auto.create.topics.enable` and by CREATE on the cluster or topic).
+async fn topic_partitions(shard: &Rc<Shard>, name: &str, authz: &Authz) -> Result<i32, ErrorCode> {
     if let Some(entry) = shard.topics.borrow().get(name) {
         return Ok(entry.partitions);
     }
@@ -133,6 +147,7 @@ async fn topic_partitions(shard: &Rc<Shard>, name: &str) -> Result<i32, ErrorCod
     if !shard.config.auto_create_topics_enable {
         return Err(ErrorCode::UnknownTopicOrPartition);
     }
+    authz.create_topic(name)?;
     let request = ControllerRequest::CreateTopic {
         name: name.to_string(),
         partitions: -1,

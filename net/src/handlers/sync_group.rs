@@ -2,8 +2,10 @@
 //! waits on the coordinator shard until it is there.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::group::SyncRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
@@ -35,6 +37,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .collect(),
         };
         let mut response = SyncGroupResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
         match group_runtime::call(&shard, &group_id, GroupRequest::Sync(sync)).await {
             GroupReply::Sync(r) => {
                 response.error_code = r.error_code.code();

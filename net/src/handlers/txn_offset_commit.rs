@@ -16,9 +16,11 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use crate::cluster_runtime;
 use crate::cluster_runtime::partition_leader;
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use crate::txn::{txn_partition_for, PendingOffset, TXN_STATE_TOPIC};
 use crate::txn_runtime::{self, TxnReply, TxnRequest};
@@ -65,7 +67,19 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         };
         let transactional_id = body.transactional_id.0.to_string();
         let group_id = body.group_id.0.to_string();
-        let code = if coordinated_elsewhere(&shard, &transactional_id) {
+        // WRITE on the transactional id, READ on the group and topics.
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let refused = authz
+            .transactional_id(Operation::Write, &transactional_id)
+            .and_then(|()| authz.group(Operation::Read, &group_id))
+            .and_then(|()| {
+                body.topics
+                    .iter()
+                    .try_for_each(|t| authz.topic(Operation::Read, &t.name))
+            });
+        let code = if let Err(code) = refused {
+            code
+        } else if coordinated_elsewhere(&shard, &transactional_id) {
             stage_here(
                 &shard,
                 group_id,

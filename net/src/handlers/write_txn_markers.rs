@@ -4,8 +4,10 @@
 //! same operation to a peer or a tool, each marker waited durable.
 
 use super::{Handler, HandlerFuture, Request};
-use crate::routing::run_checked;
+use crate::cluster_runtime;
+use crate::routing::run_authorized;
 use crate::routing::{PartitionOp, PartitionReply};
+use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::write_txn_markers_response::{
@@ -26,6 +28,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: WriteTxnMarkersRequest = request.decode()?;
         let mut response = WriteTxnMarkersResponse::default();
+        // An inter-broker API: CLUSTER_ACTION on the cluster, as Kafka.
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let allowed = authz.allows_cluster(Operation::ClusterAction);
         for marker in body.markers {
             let pairs: Vec<(String, i32)> = marker
                 .topics
@@ -36,13 +41,18 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         .map(|&p| (t.name.0.to_string(), p))
                 })
                 .collect();
-            let mut replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::WriteMarker {
-                tp,
-                producer_id: marker.producer_id.0,
-                producer_epoch: marker.producer_epoch,
-                commit: marker.transaction_result,
-                coordinator_epoch: marker.coordinator_epoch,
-            })
+            let mut replies = run_authorized(
+                &shard,
+                &pairs,
+                |_| allowed,
+                |tp, _| PartitionOp::WriteMarker {
+                    tp,
+                    producer_id: marker.producer_id.0,
+                    producer_epoch: marker.producer_epoch,
+                    commit: marker.transaction_result,
+                    coordinator_epoch: marker.coordinator_epoch,
+                },
+            )
             .await
             .into_iter();
             let mut result = WritableTxnMarkerResult::default();
@@ -53,6 +63,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     let mut r = WritableTxnMarkerPartitionResult::default();
                     r.partition_index = p;
                     r.error_code = match replies.next() {
+                        Some(Err(_)) if !allowed => ErrorCode::ClusterAuthorizationFailed,
                         Some(Ok(PartitionReply::Done(Ok(())))) => ErrorCode::None,
                         Some(Ok(PartitionReply::Done(Err(code)))) | Some(Err(code)) => code,
                         _ => ErrorCode::UnknownServerError,

@@ -78,13 +78,31 @@ pub async fn run_on_owners(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
 pub async fn run_checked(
     shard: &Rc<Shard>,
     pairs: &[(String, i32)],
+    make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
+) -> Vec<Result<PartitionReply, ErrorCode>> {
+    run_authorized(shard, pairs, |_| true, make_op).await
+}
+
+/// [`run_checked`] for a caller who may act only on the topics
+/// `authorized` accepts (its ACLs): the others are answered
+/// TOPIC_AUTHORIZATION_FAILED, whether they exist or not, as Kafka does.
+pub async fn run_authorized(
+    shard: &Rc<Shard>,
+    pairs: &[(String, i32)],
+    authorized: impl Fn(&str) -> bool,
     mut make_op: impl FnMut(TopicPartition, usize) -> PartitionOp,
 ) -> Vec<Result<PartitionReply, ErrorCode>> {
     let mut ops = Vec::new();
     let mut positions = Vec::with_capacity(pairs.len());
+    let mut refused = vec![false; pairs.len()];
     {
         let table = shard.topics.borrow();
         for (index, (topic, partition)) in pairs.iter().enumerate() {
+            if !authorized(topic) {
+                refused[index] = true;
+                positions.push(None);
+                continue;
+            }
             let exists = table
                 .get(topic)
                 .is_some_and(|e| *partition >= 0 && *partition < e.partitions);
@@ -106,7 +124,11 @@ pub async fn run_checked(
         .collect();
     positions
         .into_iter()
-        .map(|position| {
+        .zip(refused)
+        .map(|(position, refused)| {
+            if refused {
+                return Err(ErrorCode::TopicAuthorizationFailed);
+            }
             position
                 .and_then(|p| replies.get_mut(p).and_then(Option::take))
                 .ok_or(ErrorCode::UnknownTopicOrPartition)

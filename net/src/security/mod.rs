@@ -8,7 +8,10 @@
 //!   principal of a client certificate.
 //! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512) as pure state
 //!   machines.
+//! - [`acl`]: ACLs (Kafka's model), the standard authorizer, and the
+//!   per-request checks handlers make.
 
+pub mod acl;
 pub mod protocol;
 pub mod sasl;
 pub mod session;

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use crate::placement::BrokerId;
 
 use super::record::{
-    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
 };
 
 /// Version byte written in every frame.
@@ -47,9 +47,11 @@ const RECORD_TYPE_CONFIG_CHANGE: u8 = 9;
 const RECORD_TYPE_PRODUCER_IDS: u8 = 10;
 const RECORD_TYPE_REASSIGNMENT: u8 = 11;
 const RECORD_TYPE_BROKER_CONFIG_CHANGE: u8 = 12;
-const RECORD_TYPE_CLIENT_QUOTA: u8 = 20;
 const RECORD_TYPE_USER_SCRAM_CREDENTIAL: u8 = 13;
 const RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 14;
+const RECORD_TYPE_ACCESS_CONTROL_ENTRY: u8 = 15;
+const RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY: u8 = 16;
+const RECORD_TYPE_CLIENT_QUOTA: u8 = 17;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -164,6 +166,9 @@ struct Writer(Vec<u8>);
 impl Writer {
     fn u8(&mut self, value: u8) {
         self.0.push(value);
+    }
+    fn i8(&mut self, value: i8) {
+        self.0.extend_from_slice(&value.to_be_bytes());
     }
     fn u16(&mut self, value: u16) {
         self.0.extend_from_slice(&value.to_be_bytes());
@@ -310,6 +315,21 @@ impl Writer {
                 self.string(name);
                 self.u8(*mechanism);
             }
+            MetadataRecord::AccessControlEntry(acl) => {
+                self.u8(RECORD_TYPE_ACCESS_CONTROL_ENTRY);
+                self.bytes16(&acl.id);
+                self.i8(acl.resource_type);
+                self.string(&acl.resource_name);
+                self.i8(acl.pattern_type);
+                self.string(&acl.principal);
+                self.string(&acl.host);
+                self.i8(acl.operation);
+                self.i8(acl.permission_type);
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                self.u8(RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY);
+                self.bytes16(id);
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -377,6 +397,10 @@ impl Reader<'_> {
             1 => Ok(true),
             other => Err(DecodeError::InvalidFlag(other)),
         }
+    }
+
+    fn i8(&mut self) -> Result<i8, DecodeError> {
+        Ok(i8::from_be_bytes([self.u8()?]))
     }
 
     fn string(&mut self) -> Result<String, DecodeError> {
@@ -481,6 +505,19 @@ impl Reader<'_> {
                 broker_epoch: self.i64()?,
                 next_block_start: self.i64()?,
             },
+            RECORD_TYPE_ACCESS_CONTROL_ENTRY => MetadataRecord::AccessControlEntry(AclRecord {
+                id: self.array()?,
+                resource_type: self.i8()?,
+                resource_name: self.string()?,
+                pattern_type: self.i8()?,
+                principal: self.string()?,
+                host: self.string()?,
+                operation: self.i8()?,
+                permission_type: self.i8()?,
+            }),
+            RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY => {
+                MetadataRecord::RemoveAccessControlEntry { id: self.array()? }
+            }
             other => return Err(DecodeError::UnknownRecordType(other)),
         })
     }
@@ -586,6 +623,28 @@ mod tests {
             MetadataRecord::decode(&frame),
             Ok(MetadataRecord::RemoveTopic { topic_id: [9; 16] })
         );
+    }
+
+    #[test]
+    fn acl_records_round_trip() {
+        let acl = MetadataRecord::AccessControlEntry(AclRecord {
+            id: [3; 16],
+            resource_type: 2,
+            resource_name: "orders".into(),
+            pattern_type: 4,
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: 3,
+            permission_type: -1,
+        });
+        let frame = acl.encode();
+        assert_eq!(frame[9], RECORD_TYPE_ACCESS_CONTROL_ENTRY);
+        assert_eq!(MetadataRecord::decode(&frame), Ok(acl));
+        let remove = MetadataRecord::RemoveAccessControlEntry { id: [4; 16] };
+        assert_eq!(MetadataRecord::decode(&remove.encode()), Ok(remove));
+        for length in 0..frame.len() {
+            assert!(MetadataRecord::decode(&frame[..length]).is_err());
+        }
     }
 
     #[test]

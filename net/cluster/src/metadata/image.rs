@@ -30,8 +30,8 @@ use crate::placement::BrokerId;
 
 use super::error::MetadataError;
 use super::record::{
-    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential, NO_LEADER,
-    SCRAM_MECHANISMS,
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
+    NO_LEADER, SCRAM_MECHANISMS,
 };
 
 /// The topic config that lets an out-of-sync replica lead (Kafka's name).
@@ -142,6 +142,8 @@ pub struct MetadataImage {
     client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, String>>,
     /// SCRAM credentials by (user, mechanism number).
     scram_credentials: BTreeMap<(String, u8), ScramCredential>,
+    /// ACLs by id (Kafka's AccessControlEntryRecords).
+    acls: BTreeMap<[u8; 16], AclRecord>,
 }
 
 /// A client-quota entity: its (type, name) parts, a `None` name being the
@@ -170,7 +172,13 @@ impl MetadataImage {
             broker_configs: BTreeMap::new(),
             client_quotas: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
+            acls: BTreeMap::new(),
         }
+    }
+
+    /// ACLs by id.
+    pub fn acls(&self) -> &BTreeMap<[u8; 16], AclRecord> {
+        &self.acls
     }
 
     /// Dynamic broker configs by resource name (`""`: the cluster-wide
@@ -402,6 +410,20 @@ impl MetadataImage {
                 }
                 Ok(())
             }
+            MetadataRecord::AccessControlEntry(acl) => {
+                if acl.id == [0; 16] || self.acls.contains_key(&acl.id) {
+                    return Err(format!("ACL id {:?} is zero or taken", acl.id));
+                }
+                if acl.resource_name.is_empty() || acl.principal.is_empty() || acl.host.is_empty() {
+                    return Err("ACL with an empty resource name, principal or host".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => self
+                .acls
+                .get(id)
+                .map(|_| ())
+                .ok_or_else(|| format!("unknown ACL id {id:?}")),
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -712,6 +734,12 @@ impl MetadataImage {
                     None => configs.remove(key),
                 };
             }
+            MetadataRecord::AccessControlEntry(acl) => {
+                assert!(self.acls.insert(acl.id, acl.clone()).is_none());
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                assert!(self.acls.remove(id).is_some());
+            }
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -867,6 +895,12 @@ impl MetadataImage {
                 next_block_start, ..
             } => {
                 assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+            }
+            MetadataRecord::AccessControlEntry(acl) => {
+                assert_eq!(self.acls.get(&acl.id), Some(acl));
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                assert!(!self.acls.contains_key(id));
             }
         }
         assert_eq!(self.topics.len(), self.topic_ids.len());

@@ -59,7 +59,7 @@ pub use image::{
 };
 pub use machine::{MetadataMachine, CHANGES_MAX};
 pub use record::{
-    Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential, NO_LEADER,
-    SCRAM_MECHANISMS,
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
+    NO_LEADER, SCRAM_MECHANISMS,
 };
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

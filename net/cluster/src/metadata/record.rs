@@ -86,6 +86,42 @@ pub struct ScramCredential {
 /// API) numbers them: 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512.
 pub const SCRAM_MECHANISMS: [u8; 2] = [1, 2];
 
+/// One ACL as the metadata log keeps it (Kafka's AccessControlEntryRecord),
+/// with Kafka's codes for the resource type, pattern type, operation and
+/// permission (the broker's `security::acl` model gives them meaning).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AclRecord {
+    /// The ACL's id (a UUID, never all zeros).
+    pub id: [u8; 16],
+    /// Kafka's `ResourceType` code.
+    pub resource_type: i8,
+    /// The resource name (`*` for every one).
+    pub resource_name: String,
+    /// Kafka's `PatternType` code (LITERAL or PREFIXED).
+    pub pattern_type: i8,
+    /// `User:name` or `User:*`.
+    pub principal: String,
+    /// A client address or `*`.
+    pub host: String,
+    /// Kafka's `AclOperation` code.
+    pub operation: i8,
+    /// Kafka's `AclPermissionType` code (ALLOW or DENY).
+    pub permission_type: i8,
+}
+
+impl AclRecord {
+    /// Whether two records state the same ACL (ids aside).
+    pub fn same_binding(&self, other: &AclRecord) -> bool {
+        AclRecord {
+            id: [0; 16],
+            ..self.clone()
+        } == AclRecord {
+            id: [0; 16],
+            ..other.clone()
+        }
+    }
+}
+
 /// An entry of the metadata log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MetadataRecord {
@@ -212,6 +248,13 @@ pub enum MetadataRecord {
         /// Mechanism, one of [`SCRAM_MECHANISMS`].
         mechanism: u8,
     },
+    /// An ACL is created (Kafka's AccessControlEntryRecord).
+    AccessControlEntry(AclRecord),
+    /// An ACL is deleted (Kafka's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry {
+        /// The ACL's id.
+        id: [u8; 16],
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -243,6 +286,8 @@ impl MetadataRecord {
             MetadataRecord::ClientQuota { .. } => "ClientQuota",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredential",
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredential",
+            MetadataRecord::AccessControlEntry(_) => "AccessControlEntry",
+            MetadataRecord::RemoveAccessControlEntry { .. } => "RemoveAccessControlEntry",
         }
     }
 }

@@ -177,6 +177,9 @@ impl MetadataImage {
                 credential: credential.clone(),
             });
         }
+        for acl in self.acls().values() {
+            records.push(MetadataRecord::AccessControlEntry(acl.clone()));
+        }
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),
@@ -443,6 +446,16 @@ mod tests {
                     server_key: vec![3; 64],
                 },
             },
+            MetadataRecord::AccessControlEntry(crate::metadata::AclRecord {
+                id: [5; 16],
+                resource_type: 2,
+                resource_name: "orders".to_owned(),
+                pattern_type: 3,
+                principal: "User:alice".to_owned(),
+                host: "*".to_owned(),
+                operation: 3,
+                permission_type: 3,
+            }),
         ];
         for (offset, record) in (3..).step_by(2).zip(&records) {
             assert_eq!(image.apply(offset, record), Ok(()), "{record:?}");
@@ -476,6 +489,7 @@ mod tests {
         assert_eq!(image.scram_credentials().len(), 1);
         assert_eq!(image.last_broker_epoch(), 2);
         assert!(image.broker(3).is_none());
+        assert_eq!(image.acls().len(), 1);
         let bytes = image.encode_snapshot();
         assert_eq!(&bytes[..4], &SNAPSHOT_MAGIC);
         let restored = MetadataImage::decode_snapshot(&bytes);

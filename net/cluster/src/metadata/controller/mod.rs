@@ -15,6 +15,7 @@
 //!
 //! Files by responsibility:
 //! - [`election`]: choosing a partition's leader and ISR when brokers leave.
+//! - `acls.rs`: CreateAcls and DeleteAcls.
 //! - `brokers.rs`: registration, heartbeats, fencing, unfencing, controlled
 //!   shutdown, unregistration.
 //! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
@@ -24,6 +25,7 @@
 //! - `reassignments.rs`: AlterPartitionReassignments (KIP-455): start,
 //!   complete once the added replicas are in sync, cancel.
 
+mod acls;
 mod brokers;
 pub mod election;
 mod partitions;
