@@ -62,6 +62,7 @@ fn net_layer(module: &[String]) -> usize {
             | "txn"
             | "txn_runtime"
             | "producer_ids"
+            | "quotas"
             | "cluster_runtime"
             | "replication_runtime",
         ) => 1,
