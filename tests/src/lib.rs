@@ -262,6 +262,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
     out
 }
 
+pub mod acl;
 pub mod cluster;
 pub mod kafka;
 pub mod layering;

@@ -4,22 +4,21 @@
 //! groups and CreateTopics without a restart, and their survival across
 //! one. Every client here is `User:ANONYMOUS` (PLAINTEXT).
 
-use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteAclsRequest, DeleteAclsResponse, DescribeAclsRequest, DescribeAclsResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, InitProducerIdRequest, InitProducerIdResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName,
-    TransactionalId,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    InitProducerIdRequest, InitProducerIdResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::Message;
+use rill_tests::acl::{create_acls, creation, LITERAL};
 use rill_tests::kafka::{client_config, create_topic};
 use rill_tests::{data_dir, raw, Broker};
 use std::net::SocketAddr;
@@ -35,7 +34,6 @@ const GROUP: i8 = 3;
 const CLUSTER: i8 = 4;
 const ANY: i8 = 1;
 const MATCH: i8 = 2;
-const LITERAL: i8 = 3;
 const ALL: i8 = 2;
 const READ: i8 = 3;
 const DESCRIBE: i8 = 8;
@@ -63,33 +61,6 @@ fn broker(dir: &std::path::Path, settings: &str) -> Broker {
             file.to_str().expect("utf-8 path"),
         ],
     )
-}
-
-fn creation(
-    resource_type: i8,
-    name: &str,
-    principal: &str,
-    operation: i8,
-    permission: i8,
-) -> AclCreation {
-    let mut c = AclCreation::default();
-    c.resource_type = resource_type;
-    c.resource_name = StrBytes::from_string(name.to_string());
-    c.resource_pattern_type = LITERAL;
-    c.principal = StrBytes::from_string(principal.to_string());
-    c.host = StrBytes::from_static_str("*");
-    c.operation = operation;
-    c.permission_type = permission;
-    c
-}
-
-/// CreateAcls: each creation's error code.
-fn create_acls(addr: SocketAddr, creations: Vec<AclCreation>) -> Vec<i16> {
-    let mut request = CreateAclsRequest::default();
-    request.creations = creations;
-    let response: CreateAclsResponse =
-        raw::request(addr, ApiKey::CreateAcls, 3, &request).expect("CreateAcls answered");
-    response.results.iter().map(|r| r.error_code).collect()
 }
 
 /// An ACL as the tests compare them: (type, name, principal, operation, permission).

@@ -19,6 +19,8 @@ use kafka_protocol::protocol::StrBytes;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
+use rdkafka::producer::FutureRecord;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::TopicPartitionList;
 use rill_tests::kafka::{client_config, consume_all, create_topic, produce_all, producer};
 use rill_tests::python::{python_script, require_kafka_python};
@@ -627,4 +629,165 @@ async fn librdkafka_re_authenticates_and_keeps_producing_past_the_lifetime() {
         succeeded > accepted,
         "{succeeded} authentications on {accepted} connections: no re-authentication"
     );
+}
+
+/// The issue's ACL check with real users: alice (SASL) may only read topic
+/// A through group G; the super user admin may do everything; a grant takes
+/// effect at once and survives a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acls_hold_per_authenticated_user() {
+    use rill_tests::acl::{create_acls, creation};
+    const TOPIC: i8 = 2;
+    const GROUP: i8 = 3;
+    const READ: i8 = 3;
+    const WRITE: i8 = 4;
+    const ALLOW: i8 = 3;
+    let mut b = start(
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         super.users=User:admin;User:ANONYMOUS\n",
+    );
+    let sasl_bootstrap = b.sasl_bootstrap();
+    let as_user = |user: &'static str, password: &'static str| {
+        sasl("PLAIN", user, password)
+            .iter()
+            .map(|(k, v)| (*k, *v))
+            .collect::<Vec<_>>()
+    };
+    let admin = as_user("admin", "admin-secret");
+    let alice = as_user("alice", "alice-secret");
+    // The super user creates and fills both topics over SASL.
+    create_topic_as(&sasl_bootstrap, &admin, "topic-a").await;
+    create_topic_as(&sasl_bootstrap, &admin, "topic-b").await;
+    let records: Vec<_> = (0..10)
+        .map(|i| (None, format!("v{i}").into_bytes()))
+        .collect();
+    let p = producer(&sasl_bootstrap, &with(&admin, &[("acks", "all")]));
+    produce_all(&p, "topic-a", &records, None).await;
+    produce_all(&p, "topic-b", &records, None).await;
+    // Without an ACL alice sees nothing.
+    assert!(topics_seen(&sasl_bootstrap, &alice).is_empty());
+    assert_eq!(
+        create_acls(
+            b.plain,
+            vec![
+                creation(TOPIC, "topic-a", "User:alice", READ, ALLOW),
+                creation(GROUP, "group-g", "User:alice", READ, ALLOW),
+            ]
+        ),
+        [0, 0]
+    );
+    // READ implies DESCRIBE: A is listed, B is not.
+    assert_eq!(topics_seen(&sasl_bootstrap, &alice), ["topic-a"]);
+    assert_eq!(
+        consume_in_group(&sasl_bootstrap, &alice, "topic-a", "group-g", 10),
+        10
+    );
+    let refused = producer(
+        &sasl_bootstrap,
+        &with(&alice, &[("acks", "all"), ("message.timeout.ms", "5000")]),
+    );
+    let outcome = refused
+        .send(
+            FutureRecord::<(), _>::to("topic-a").payload("no"),
+            Duration::from_secs(5),
+        )
+        .await;
+    let err = outcome.expect_err("alice may not write topic-a").0;
+    assert_eq!(
+        err.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::TopicAuthorizationFailed),
+        "{err:?}"
+    );
+    // A grant takes effect without a restart, and survives one.
+    assert_eq!(
+        create_acls(
+            b.plain,
+            vec![creation(TOPIC, "topic-a", "User:alice", WRITE, ALLOW)]
+        ),
+        [0]
+    );
+    let writer = producer(&sasl_bootstrap, &with(&alice, &[("acks", "all")]));
+    produce_all(&writer, "topic-a", &records[..1], None).await;
+    b.broker.stop();
+    b.broker.restart();
+    assert_eq!(topics_seen(&sasl_bootstrap, &alice), ["topic-a"]);
+    let writer = producer(&sasl_bootstrap, &with(&alice, &[("acks", "all")]));
+    produce_all(&writer, "topic-a", &records[..1], None).await;
+    assert_eq!(
+        consume_in_group(&sasl_bootstrap, &alice, "topic-a", "group-g", 2),
+        2
+    );
+}
+
+fn with<'a>(base: &[(&'a str, &'a str)], extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    base.iter().chain(extra).copied().collect()
+}
+
+async fn create_topic_as(bootstrap: &str, user: &[(&str, &str)], name: &str) {
+    let mut config = client_config(bootstrap);
+    for (k, v) in user {
+        config.set(*k, *v);
+    }
+    let admin: rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext> =
+        config.create().expect("admin client");
+    let topic = rdkafka::admin::NewTopic::new(name, 1, rdkafka::admin::TopicReplication::Fixed(1));
+    let results = admin
+        .create_topics(
+            &[topic],
+            &rdkafka::admin::AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create_topics");
+    for r in results {
+        r.expect("topic created");
+    }
+}
+
+/// The topics a Metadata request for all topics lists to `user`.
+fn topics_seen(bootstrap: &str, user: &[(&str, &str)]) -> Vec<String> {
+    let mut config = client_config(bootstrap);
+    for (k, v) in user {
+        config.set(*k, *v);
+    }
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    let metadata = consumer
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("metadata");
+    let mut names: Vec<String> = metadata
+        .topics()
+        .iter()
+        .map(|t| t.name().to_string())
+        .filter(|n| !n.starts_with("__"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Reads `topic` through consumer group `group` as `user` until `expected`
+/// records came (or 30 s); how many came.
+fn consume_in_group(
+    bootstrap: &str,
+    user: &[(&str, &str)],
+    topic: &str,
+    group: &str,
+    expected: usize,
+) -> usize {
+    let mut config = client_config(bootstrap);
+    for (k, v) in user {
+        config.set(*k, *v);
+    }
+    config
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    consumer.subscribe(&[topic]).expect("subscribe");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut got = 0;
+    while got < expected && Instant::now() < deadline {
+        if let Some(Ok(_)) = consumer.poll(Duration::from_millis(200)) {
+            got += 1;
+        }
+    }
+    got
 }
