@@ -5,6 +5,7 @@ use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
 use crate::cluster_runtime::ClusterView;
 use crate::config::BrokerConfig;
 use crate::controller::{broker_configs, topic_defaults};
+use crate::error::RequestError;
 use crate::shard::Shard;
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
@@ -121,15 +122,21 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<DescribeConfigsRequest, RequestError> {
+    if request.version == 0 {
+        // v1 without `include_synonyms`.
+        request.body = legacy::with_trailing_false(&request.body);
+        request.decode_as(1)
+    } else {
+        request.decode()
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DescribeConfigsRequest = if request.version == 0 {
-            // v1 without `include_synonyms`.
-            request.body = legacy::with_trailing_false(&request.body);
-            request.decode_as(1)?
-        } else {
-            request.decode()?
-        };
+        let body = decode_body(&mut request)?;
         let mut response = DescribeConfigsResponse::default();
         for resource in body.resources {
             let mut result = DescribeConfigsResult::default();

@@ -2,6 +2,7 @@
 //! groups at once (v8+), each answered by its coordinator shard.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
+use crate::error::RequestError;
 use crate::group::{FetchedOffset, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::shard::Shard;
@@ -23,10 +24,17 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<OffsetFetchRequest, RequestError> {
+    let layout = request.version.max(1);
+    request.decode_as(layout)
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let layout = request.version.max(1);
-        let body: OffsetFetchRequest = request.decode_as(layout)?;
+        let body = decode_body(&mut request)?;
         let mut response = OffsetFetchResponse::default();
         if request.version >= 8 {
             for group in body.groups {
