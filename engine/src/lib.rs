@@ -20,6 +20,8 @@
 //!   [`EngineConfig::clock`].
 //! - [`batch`]: Kafka RecordBatch v2 — parse, validate (CRC32C), in-place
 //!   offset assignment, records, codecs, a builder.
+//! - [`fuzzing`]: the produce path's batch checks as one never-panicking entry
+//!   point, shared by the cargo-fuzz targets (`fuzz/`) and the corpus replay test.
 //! - [`config`]: per-topic settings with Kafka's names and defaults, and the
 //!   engine-wide settings (data dir, flush policy, cache size).
 //! - [`index`]: the sparse offset index and the time index of one segment.
@@ -70,6 +72,7 @@ pub mod disk_space;
 pub mod error;
 pub mod error_code;
 pub mod fault;
+pub mod fuzzing;
 pub mod index;
 pub mod log;
 pub mod manager;

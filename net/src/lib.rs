@@ -30,6 +30,9 @@
 //!   [`engine::ErrorCode`] everywhere, across the mesh too; the number appears
 //!   only where a response is encoded.
 //! - [`frame`]: length-prefixed frames and request headers (pure decoders).
+//! - [`fuzzing`]: the request path up to each handler's decoded body, as
+//!   never-panicking entry points for the fuzz targets (`fuzz/`) and the
+//!   corpus replay test.
 //! - [`topics`]: the per-shard copy of the topic table.
 //! - [`shard`]: one shard's state, and the [`shard::ShardService`] trait by
 //!   which every per-shard runtime is built and found.
@@ -81,6 +84,7 @@ pub mod error;
 mod error_codes_check;
 pub mod fetch_response;
 pub mod frame;
+pub mod fuzzing;
 pub mod group;
 pub mod group_runtime;
 pub mod handlers;

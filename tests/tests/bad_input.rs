@@ -99,6 +99,39 @@ async fn malformed_frames_never_hurt_the_broker() {
         .expect("write");
     let _ = read_frame(&mut s);
 
+    // 8. Arrays declaring ~2^31 elements in a few bytes (found by the
+    //    `request_frame` fuzz target, docs/fuzzing.md): the decoder sized
+    //    its vector from the count and the failed allocation aborted the
+    //    process. Now a decode error → closed. DeleteRecords v1 and
+    //    Metadata v1, i32::MAX topics; Fetch v12 (flexible header v2: an
+    //    empty tag buffer first), u32::MAX - 1 topics in a compact array.
+    for frame in [
+        request(21, 1, 9, &i32::MAX.to_be_bytes()),
+        request(3, 1, 10, &i32::MAX.to_be_bytes()),
+        request(
+            1,
+            12,
+            11,
+            &[
+                &[0u8][..],                      // header tagged fields
+                &[0xff; 4],                      // replica id
+                &[0, 0, 0, 0],                   // max wait
+                &[0, 0, 0, 1],                   // min bytes
+                &[0, 0, 0, 1],                   // max bytes
+                &[0],                            // isolation level
+                &[0, 0, 0, 0],                   // session id
+                &[0xff; 4],                      // session epoch
+                &[0xff, 0xff, 0xff, 0xff, 0x0f], // topics: compact length
+            ]
+            .concat(),
+        ),
+    ] {
+        let mut s = connect(&broker);
+        s.write_all(&frame).expect("write");
+        assert!(read_frame(&mut s).is_none(), "an impossible array closes");
+        assert!(broker.is_running(), "broker alive:\n{}", broker.log());
+    }
+
     // The broker still serves, and the data is intact.
     assert!(broker.is_running(), "broker alive:\n{}", broker.log());
     let got = consume_all(

@@ -672,6 +672,20 @@ fn check_producer_fields(
     Ok(None)
 }
 
+/// What the produce path accepts of a payload, without a log: each batch's
+/// range and header after the same checks as an append (for
+/// [`crate::fuzzing`], which feeds it arbitrary bytes).
+pub(crate) fn validated_batches(
+    records: &[u8],
+    max_message_bytes: usize,
+    allow_control: bool,
+) -> Result<Vec<(std::ops::Range<usize>, BatchHeader)>, EngineError> {
+    Ok(validate_payload(records, max_message_bytes, allow_control)?
+        .into_iter()
+        .map(|v| (v.range, v.header))
+        .collect())
+}
+
 fn validate_payload(
     records: &[u8],
     max_message_bytes: usize,

@@ -51,6 +51,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use watch::OffsetWatch;
 
+pub(crate) use append::validated_batches;
 pub use epochs::CHECKPOINT_FILE_NAME as LEADER_EPOCH_CHECKPOINT_FILE_NAME;
 pub(crate) use maintenance::Maintenance;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};

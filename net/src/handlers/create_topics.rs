@@ -4,6 +4,7 @@ use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
 use crate::cluster_runtime::ClusterView;
 use crate::controller::{self, ControllerRequest};
+use crate::error::RequestError;
 use crate::shard::Shard;
 use crate::topics::TopicUpdate;
 use engine::ErrorCode;
@@ -21,17 +22,23 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<CreateTopicsRequest, RequestError> {
+    match request.version {
+        // v0 is v1 without `validate_only`, and v1 is v2's layout.
+        0 => {
+            request.body = legacy::with_trailing_false(&request.body);
+            request.decode_as(2)
+        }
+        1 => request.decode_as(2),
+        _ => request.decode(),
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: CreateTopicsRequest = match request.version {
-            // v0 is v1 without `validate_only`, and v1 is v2's layout.
-            0 => {
-                request.body = legacy::with_trailing_false(&request.body);
-                request.decode_as(2)?
-            }
-            1 => request.decode_as(2)?,
-            _ => request.decode()?,
-        };
+        let body = decode_body(&mut request)?;
         let version = request.version;
         let authz = cluster_runtime::authz(&shard, &request.session);
         let mut results = Vec::with_capacity(body.topics.len());

@@ -3,6 +3,7 @@
 use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
 use crate::controller::{self, ControllerRequest};
+use crate::error::RequestError;
 use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -18,9 +19,15 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<DeleteTopicsRequest, RequestError> {
+    request.decode_as(request.version.max(1))
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DeleteTopicsRequest = request.decode_as(request.version.max(1))?;
+        let body = decode_body(&mut request)?;
         let version = request.version;
         // v0-v5 list names; v6 lists (name or id) states.
         let mut wanted: Vec<(Option<String>, [u8; 16])> = body

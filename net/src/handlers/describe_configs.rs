@@ -6,6 +6,7 @@ use crate::cluster_runtime;
 use crate::cluster_runtime::ClusterView;
 use crate::config::BrokerConfig;
 use crate::controller::{broker_configs, topic_defaults};
+use crate::error::RequestError;
 use crate::security::acl::Operation;
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -123,15 +124,21 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<DescribeConfigsRequest, RequestError> {
+    if request.version == 0 {
+        // v1 without `include_synonyms`.
+        request.body = legacy::with_trailing_false(&request.body);
+        request.decode_as(1)
+    } else {
+        request.decode()
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: DescribeConfigsRequest = if request.version == 0 {
-            // v1 without `include_synonyms`.
-            request.body = legacy::with_trailing_false(&request.body);
-            request.decode_as(1)?
-        } else {
-            request.decode()?
-        };
+        let body = decode_body(&mut request)?;
         let mut response = DescribeConfigsResponse::default();
         let authz = cluster_runtime::authz(&shard, &request.session);
         for resource in body.resources {

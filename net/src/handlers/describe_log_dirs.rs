@@ -2,6 +2,7 @@
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
+use crate::error::RequestError;
 use crate::routing::run_checked;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::security::acl::Operation;
@@ -36,10 +37,17 @@ fn disk_bytes(path: &std::path::Path) -> (i64, i64) {
     (stat.f_blocks as i64 * block, stat.f_bavail as i64 * block)
 }
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<DescribeLogDirsRequest, RequestError> {
+    let layout = request.version.max(1);
+    request.decode_as(layout)
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let layout = request.version.max(1);
-        let body: DescribeLogDirsRequest = request.decode_as(layout)?;
+        let body = decode_body(&mut request)?;
         // DESCRIBE on the cluster; without it Kafka answers with no dirs.
         let authz = cluster_runtime::authz(&shard, &request.session);
         if let Err(code) = authz.cluster(Operation::Describe) {

@@ -4,6 +4,7 @@
 
 use super::{legacy, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
+use crate::error::RequestError;
 use crate::routing::{run_authorized, run_checked};
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::security::acl::Operation;
@@ -32,14 +33,21 @@ fn engine_timestamp(timestamp: i64) -> i64 {
     }
 }
 
+/// The request body as this version lays it out, with v0's max counts
+/// (also the fuzzed decoder, see [`crate::fuzzing`]).
+pub(crate) fn decode_body(
+    request: &mut Request,
+) -> Result<(ListOffsetsRequest, Vec<i32>), RequestError> {
+    if request.version == 0 {
+        legacy::list_offsets::decode(request.body.clone()).map_err(|e| request.decode_error(e))
+    } else {
+        Ok((request.decode()?, Vec::new()))
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let (body, max_counts): (ListOffsetsRequest, Vec<i32>) = if request.version == 0 {
-            legacy::list_offsets::decode(request.body.clone())
-                .map_err(|e| request.decode_error(e))?
-        } else {
-            (request.decode()?, Vec::new())
-        };
+        let (body, max_counts) = decode_body(&mut request)?;
         let read_committed = request.version >= 2 && body.isolation_level == 1;
         let mut pairs = Vec::new();
         let mut timestamps = Vec::new();

@@ -4,6 +4,7 @@
 
 use super::{legacy, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
+use crate::error::RequestError;
 use crate::group::{OffsetCommitRequest as CoreCommit, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::security::acl::Operation;
@@ -29,14 +30,22 @@ pub const HANDLER: Handler = Handler {
 /// (`None`: sent to the coordinator).
 type Slot = (i32, Option<ErrorCode>);
 
+/// The request body as this version lays it out, with v1's commit
+/// timestamps (also the fuzzed decoder, see [`crate::fuzzing`]).
+pub(crate) fn decode_body(
+    request: &mut Request,
+) -> Result<(OffsetCommitRequest, Vec<i64>), RequestError> {
+    if request.version < 2 {
+        legacy::offset_commit::decode(request.body.clone(), request.version)
+            .map_err(|e| request.decode_error(e))
+    } else {
+        Ok((request.decode()?, Vec::new()))
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let (body, timestamps): (OffsetCommitRequest, Vec<i64>) = if request.version < 2 {
-            legacy::offset_commit::decode(request.body.clone(), request.version)
-                .map_err(|e| request.decode_error(e))?
-        } else {
-            (request.decode()?, Vec::new())
-        };
+        let (body, timestamps) = decode_body(&mut request)?;
         // v1's commit timestamps, in request order (-1: the time of the commit).
         let mut timestamps = timestamps.into_iter();
         let group_id = body.group_id.0.to_string();

@@ -3,6 +3,7 @@
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
+use crate::error::RequestError;
 use crate::group::{FetchedOffset, TopicPartition};
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::security::acl::{Authz, Operation};
@@ -25,10 +26,17 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<OffsetFetchRequest, RequestError> {
+    let layout = request.version.max(1);
+    request.decode_as(layout)
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let layout = request.version.max(1);
-        let body: OffsetFetchRequest = request.decode_as(layout)?;
+        let body = decode_body(&mut request)?;
         let mut response = OffsetFetchResponse::default();
         let authz = cluster_runtime::authz(&shard, &request.session);
         if request.version >= 8 {

@@ -15,6 +15,7 @@
 
 use super::{legacy, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
+use crate::error::RequestError;
 use crate::routing::run_authorized;
 use crate::routing::{PartitionOp, PartitionReply};
 use crate::security::acl::Operation;
@@ -35,14 +36,22 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(
+    request: &mut Request,
+) -> Result<OffsetForLeaderEpochRequest, RequestError> {
+    if request.version < 2 {
+        legacy::offset_for_leader_epoch::decode(request.body.clone())
+            .map_err(|e| request.decode_error(e))
+    } else {
+        request.decode()
+    }
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: OffsetForLeaderEpochRequest = if request.version < 2 {
-            legacy::offset_for_leader_epoch::decode(request.body.clone())
-                .map_err(|e| request.decode_error(e))?
-        } else {
-            request.decode()?
-        };
+        let body = decode_body(&mut request)?;
         let mut pairs = Vec::new();
         let mut epochs = Vec::new();
         for topic in &body.topics {
