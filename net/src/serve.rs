@@ -86,6 +86,7 @@ fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)
 
 fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
+    raise_open_files_limit();
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
@@ -196,6 +197,34 @@ fn raise_memlock_limit() {
             tracing::debug!(
                 limit_bytes = current.rlim_max,
                 "RLIMIT_MEMLOCK raised to the hard limit"
+            );
+        }
+    }
+}
+
+/// Raises the soft limit on open descriptors to the hard one (as Kafka's
+/// packaging and Go's runtime do): every connection and every segment file
+/// holds one, and the common soft default of 1024 would refuse clients long
+/// before `max.connections`.
+fn raise_open_files_limit() {
+    let mut current = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read/write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut current) != 0
+            || current.rlim_cur >= current.rlim_max
+        {
+            return;
+        }
+        let soft = current.rlim_cur;
+        current.rlim_cur = current.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &current) == 0 {
+            tracing::debug!(
+                from = soft,
+                to = current.rlim_max,
+                "RLIMIT_NOFILE raised to the hard limit"
             );
         }
     }

@@ -791,3 +791,82 @@ fn consume_in_group(
     }
     got
 }
+
+/// Raises this process's open-file limit to the hard one; the soft limit now.
+fn raise_open_files() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read/write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur = limit.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            let _ = libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        }
+    }
+    limit.rlim_cur
+}
+
+/// The broker's resident memory (`process_resident_memory_bytes`).
+fn rss_bytes(broker: &Broker) -> i64 {
+    rill_tests::http_get(broker.admin_addr, "/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as i64)
+}
+
+/// Issue #19's check: 10,000 connections that never authenticate hold
+/// little memory, do not stop an authenticated client from producing, and
+/// are closed at the handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_unauthenticated_connections_do_not_stop_a_client() {
+    let limit = raise_open_files();
+    // Both ends of each connection are in this machine's table; keep room.
+    let wanted = 10_000usize.min((limit as usize).saturating_sub(1_000));
+    if wanted < 10_000 {
+        eprintln!("RLIMIT_NOFILE is {limit}: opening {wanted} connections, not 10,000");
+    }
+    let b = start("rill.sasl.handshake.timeout.ms=5000\n");
+    let before = rss_bytes(&b.broker);
+    let mut idle = Vec::with_capacity(wanted);
+    for _ in 0..wanted {
+        idle.push(TcpStream::connect(b.sasl).expect("connect"));
+    }
+    let p = producer(
+        &b.sasl_bootstrap(),
+        &with(
+            &sasl("SCRAM-SHA-512", "root", "root-secret"),
+            &[("acks", "all")],
+        ),
+    );
+    let records: Vec<_> = (0..50)
+        .map(|i| (None, format!("v{i}").into_bytes()))
+        .collect();
+    let delivered = produce_all(&p, "crowded", &records, None).await;
+    assert_eq!(delivered.len(), 50);
+    let grown = rss_bytes(&b.broker) - before;
+    eprintln!(
+        "{wanted} unauthenticated connections: broker RSS grew {} MiB",
+        grown >> 20
+    );
+    assert!(
+        grown < 200 << 20,
+        "{wanted} idle connections grew the broker by {} MiB",
+        grown >> 20
+    );
+    // The handshake timeout closes every one of them.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while b.broker.metric_sum("rill_connections_open") > 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(b.broker.metric_sum("rill_connections_open") <= 10);
+    let sample = &mut idle[wanted / 2];
+    sample
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut byte = [0u8; 1];
+    assert!(matches!(sample.read(&mut byte), Ok(0) | Err(_)));
+}
