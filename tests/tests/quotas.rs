@@ -279,11 +279,12 @@ async fn a_producer_is_held_to_its_byte_rate_and_others_are_not() {
         QUOTA / 1024.0,
         fast_rate / 1024.0
     );
-    // The quota counts request bytes, a little more than the payload; the
-    // lower bound is loose because a client sharing 2 cores with an
-    // unthrottled neighbour may not manage to use all of its quota.
+    // The quota counts request bytes, a little more than the payload. The
+    // bound that matters is the upper one; the lower one only shows the
+    // client was producing, as one sharing 2 cores with an unthrottled
+    // neighbour (and, here, other builds) may not use all of its quota.
     assert!(
-        slow_rate > 0.75 * QUOTA && slow_rate < 1.10 * QUOTA,
+        slow_rate > 0.5 * QUOTA && slow_rate < 1.10 * QUOTA,
         "slow producer at {slow_rate:.0} B/s against a quota of {QUOTA} B/s"
     );
     assert!(

@@ -14,6 +14,7 @@
 //! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
+//! - [`commit`]: one ACL, credential or quota change through the controller.
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 //! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
 //!   bootstrap users).
@@ -21,6 +22,7 @@
 pub mod acls;
 pub mod broker_configs;
 pub mod client_quotas;
+pub mod commit;
 mod config_ops;
 mod reconcile;
 pub mod scram_credentials;

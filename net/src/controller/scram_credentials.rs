@@ -7,11 +7,8 @@
 //! StoredKey, ServerKey); a bootstrap password is salted here, on the
 //! broker that read it from its file.
 
-use super::CONTROLLER_SHARD;
-use crate::call::OwnerCall;
-use crate::cluster_runtime::{
-    call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc, MetadataQuorum,
-};
+use super::commit::commit;
+use crate::cluster_runtime::{ClusterView, ControllerRpc, MetadataQuorum};
 use crate::security::sasl::{scram, ScramCredential, ScramMechanism};
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -57,45 +54,13 @@ impl AlterScramCredentials {
     }
 }
 
-impl OwnerCall for AlterScramCredentials {
-    /// The metadata offset the change committed at.
-    type Reply = Result<i64, (ErrorCode, String)>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        match call_controller_until_answered(&shard, self.rpc()).await? {
-            ControllerReply::Committed { offset } => Ok(offset),
-            other => Err((
-                ErrorCode::UnknownServerError,
-                format!("unexpected controller answer {other:?}"),
-            )),
-        }
-    }
-}
-
-/// How long a credential change waits to be visible on the asking shard
-/// before it is answered anyway.
-const VISIBLE_WAIT: Duration = Duration::from_secs(5);
-
 /// Commits a change from any shard and waits until this shard's view has
 /// it, so that the client's next login or describe sees it.
 pub async fn submit(
     shard: &Rc<Shard>,
     request: AlterScramCredentials,
 ) -> Result<(), (ErrorCode, String)> {
-    let offset = shard
-        .call(CONTROLLER_SHARD, request)
-        .await
-        .map_err(|e| (ErrorCode::NotController, e.to_string()))??;
-    let view = shard.service::<ClusterView>();
-    let _ = glommio::timer::timeout(VISIBLE_WAIT, async {
-        let (mut sequence, mut image, _) = view.current();
-        while image.last_applied_offset() < offset {
-            (sequence, image) = view.newer_than(sequence).await;
-        }
-        Ok(())
-    })
-    .await;
-    Ok(())
+    commit(shard, request.rpc()).await
 }
 
 /// Writes the `rill.sasl.bootstrap.scram` users that have no credential of

@@ -24,22 +24,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: CreateAclsRequest = request.decode()?;
         let authz = cluster_runtime::authz(&shard, &request.session);
-        let refusal = if !authz.enabled() {
-            Some((ErrorCode::SecurityDisabled, "no authorizer is configured"))
-        } else if authz.cluster(Operation::Alter).is_err() {
-            Some((
-                ErrorCode::ClusterAuthorizationFailed,
-                "ALTER on the cluster is needed to create ACLs",
-            ))
-        } else {
-            None
-        };
+        let refusal = authz.acl_api_refusal(Operation::Alter);
         // Each creation's outcome; the valid ones are committed together.
         let mut outcomes: Vec<Result<(), (ErrorCode, String)>> = Vec::new();
         let mut valid = Vec::new();
         for creation in &body.creations {
-            if let Some((code, message)) = refusal {
-                outcomes.push(Err((code, message.to_string())));
+            if let Some((code, message)) = &refusal {
+                outcomes.push(Err((*code, message.clone())));
                 continue;
             }
             match AclBinding::from_codes(

@@ -28,16 +28,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DeleteAclsRequest = request.decode()?;
         let authz = cluster_runtime::authz(&shard, &request.session);
-        let refusal = if !authz.enabled() {
-            Some((ErrorCode::SecurityDisabled, "no authorizer is configured"))
-        } else if authz.cluster(Operation::Alter).is_err() {
-            Some((
-                ErrorCode::ClusterAuthorizationFailed,
-                "ALTER on the cluster is needed to delete ACLs",
-            ))
-        } else {
-            None
-        };
+        let refusal = authz.acl_api_refusal(Operation::Alter);
         let image = shard.service::<ClusterView>().image();
         let mut results = Vec::with_capacity(body.filters.len());
         let mut ids = BTreeSet::new();
@@ -52,8 +43,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 wire.operation,
                 wire.permission_type,
             );
-            let filter = match (refusal, filter) {
-                (Some((code, message)), _) => Err((code, message.to_string())),
+            let filter = match (&refusal, filter) {
+                (Some((code, message)), _) => Err((*code, message.clone())),
                 (None, filter) => filter.map_err(|reason| (ErrorCode::InvalidRequest, reason)),
             };
             match filter {

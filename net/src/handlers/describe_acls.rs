@@ -35,16 +35,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             body.operation,
             body.permission_type,
         );
-        let outcome = if !authz.enabled() {
-            Err((
-                ErrorCode::SecurityDisabled,
-                "no authorizer is configured".to_string(),
-            ))
-        } else if authz.cluster(Operation::Describe).is_err() {
-            Err((
-                ErrorCode::ClusterAuthorizationFailed,
-                "DESCRIBE on the cluster is needed to list ACLs".to_string(),
-            ))
+        let outcome = if let Some(refusal) = authz.acl_api_refusal(Operation::Describe) {
+            Err(refusal)
         } else {
             filter.map_err(|reason| (ErrorCode::InvalidRequest, reason))
         };

@@ -103,6 +103,24 @@ impl Authz {
             .ok_or(ErrorCode::GroupAuthorizationFailed)
     }
 
+    /// Why an ACL API (CreateAcls, DeleteAcls, DescribeAcls) is refused:
+    /// no authorizer configured (SECURITY_DISABLED), or no `operation` on
+    /// the cluster (CLUSTER_AUTHORIZATION_FAILED); `None` when it may run.
+    pub fn acl_api_refusal(&self, operation: Operation) -> Option<(ErrorCode, String)> {
+        if !self.enabled() {
+            return Some((
+                ErrorCode::SecurityDisabled,
+                String::from("no authorizer is configured"),
+            ));
+        }
+        self.cluster(operation).err().map(|code| {
+            (
+                code,
+                format!("{operation:?} on the cluster is needed for this ACL request"),
+            )
+        })
+    }
+
     /// `operation` on the cluster, or CLUSTER_AUTHORIZATION_FAILED.
     pub fn cluster(&self, operation: Operation) -> Result<(), ErrorCode> {
         self.allows_cluster(operation)
