@@ -1,8 +1,9 @@
 //! TLS client listeners (`SSL`), with certificates made here by rcgen: real
 //! clients (librdkafka over OpenSSL, kafka-python over Python's ssl) produce
 //! and consume through them; mutual TLS (`ssl.client.auth=required`) admits a
-//! certificate of the truststore's CA and refuses none or another CA's; a
-//! TLS listener without its key stops the broker at start.
+//! certificate of the truststore's CA and refuses none or another CA's;
+//! `SASL_SSL` logs in with PLAIN and SCRAM over TLS; a TLS listener without
+//! its key stops the broker at start.
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
@@ -473,4 +474,83 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
         ),
         &["put a PLAINTEXT listener first"],
     );
+}
+
+/// SASL over TLS (`SASL_SSL`): librdkafka logs in with PLAIN (a JAAS user)
+/// and SCRAM-SHA-512 (a bootstrap user) through TLS, produces and reads
+/// back; a wrong password gets no metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sasl_ssl_logs_in_with_plain_and_scram_over_tls() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "sasl");
+    let keystore = pki.broker_keystore();
+    let (plain, secure) = (free_port(), free_port());
+    let file = dir.path().join("server.properties");
+    std::fs::write(
+        &file,
+        format!(
+            "listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secure}\n\
+             advertised.listeners=PLAINTEXT://127.0.0.1:{plain},SASL_SSL://localhost:{secure}\n\
+             ssl.keystore.type=PEM\n\
+             ssl.keystore.location={keystore}\n\
+             listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\";\n\
+             rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=bob,password=bob-secret]\n"
+        ),
+    )
+    .expect("write server.properties");
+    let addr: SocketAddr = format!("127.0.0.1:{plain}").parse().expect("addr");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    let _broker = Broker::start_listening(
+        RILL,
+        &data,
+        addr,
+        &["--cores", "2", "--config", file.to_str().expect("utf-8")],
+        &[],
+    );
+    let ca = pki.ca_file();
+    let bootstrap = format!("localhost:{secure}");
+    let login = |mechanism: &'static str, user: &'static str, password: &'static str| {
+        vec![
+            ("security.protocol", "SASL_SSL"),
+            ("ssl.ca.location", ca.as_str()),
+            ("sasl.mechanism", mechanism),
+            ("sasl.username", user),
+            ("sasl.password", password),
+        ]
+    };
+    for (mechanism, user, password) in [
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-512", "bob", "bob-secret"),
+    ] {
+        let settings = login(mechanism, user, password);
+        // The bootstrap SCRAM user is written just after start.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while advertised_through(&ssl_client(&bootstrap, &settings)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{user} cannot log in with {mechanism} over TLS"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let topic = format!("sasl-ssl-{user}");
+        let p = producer(&bootstrap, &settings);
+        let records: Vec<_> = (0..20)
+            .map(|i| (None, format!("{user}-{i}").into_bytes()))
+            .collect();
+        produce_all(&p, &topic, &records, None).await;
+        let got = consume_all(
+            &bootstrap,
+            &topic,
+            1,
+            20,
+            Duration::from_secs(30),
+            &settings,
+        );
+        assert_eq!(got.len(), 20, "{mechanism}");
+    }
+    let wrong = login("SCRAM-SHA-512", "bob", "not-bobs");
+    let refused =
+        advertised_through(ssl_client(&bootstrap, &wrong).set("socket.timeout.ms", "3000"));
+    assert!(refused.is_err(), "{refused:?}");
 }
