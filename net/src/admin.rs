@@ -42,6 +42,10 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let space = &shard.logs.context().space;
     metrics.disk_free_bytes = space.free_bytes();
     metrics.disk_low = space.is_low();
+    metrics.queued_request_bytes = shard
+        .service::<crate::connection::ShardRequestBytes>()
+        .0
+        .in_use();
     metrics.partitions_offline = shard
         .logs
         .partitions()

@@ -1,7 +1,9 @@
 //! Limits against abusive clients, Kafka's names: `max.connections.per.ip`
 //! (with `max.connections.per.ip.overrides`), `connections.max.idle.ms`,
-//! and a rate limit on the log line each bad request causes (every bad
-//! frame still counts in `rill_protocol_errors_total`).
+//! the request bytes read and not yet answered (`queued.max.request.bytes`
+//! for the broker, `rill.queued.max.request.bytes.per.connection`), and a
+//! rate limit on the log line each bad request causes (every bad frame
+//! still counts in `rill_protocol_errors_total`).
 //!
 //! Why: a client that opens connections in a loop, holds them open without
 //! a request, or sends garbage must not take descriptors, memory or the
@@ -25,6 +27,13 @@ pub struct ConnectionLimitsConfig {
     /// `connections.max.idle.ms`: a connection with no request or response
     /// for this long is closed.
     pub max_idle_ms: u64,
+    /// `queued.max.request.bytes`: request bytes read and not yet answered,
+    /// the whole broker (shared evenly by the shards); `None` (Kafka's -1):
+    /// no limit.
+    pub queued_max_request_bytes: Option<u64>,
+    /// `rill.queued.max.request.bytes.per.connection`: the same for one
+    /// connection; `None`: no limit.
+    pub queued_max_request_bytes_per_connection: Option<u64>,
 }
 
 impl Default for ConnectionLimitsConfig {
@@ -33,6 +42,8 @@ impl Default for ConnectionLimitsConfig {
             max_per_ip: 2_147_483_647,
             per_ip_overrides: HashMap::new(),
             max_idle_ms: 600_000,
+            queued_max_request_bytes: None,
+            queued_max_request_bytes_per_connection: None,
         }
     }
 }
@@ -59,6 +70,24 @@ impl ConnectionLimitsConfig {
                 self.max_idle_ms = number(value)?;
                 if self.max_idle_ms == 0 {
                     return Err(ConfigError::invalid(name, value, "at least 1"));
+                }
+            }
+            "queued.max.request.bytes" | "rill.queued.max.request.bytes.per.connection" => {
+                let limit = match value.trim().parse::<i64>() {
+                    Ok(-1) => None,
+                    Ok(n) if n > 0 => Some(n as u64),
+                    _ => {
+                        return Err(ConfigError::invalid(
+                            name,
+                            value,
+                            "-1 (no limit) or a positive byte count",
+                        ))
+                    }
+                };
+                if name == "queued.max.request.bytes" {
+                    self.queued_max_request_bytes = limit;
+                } else {
+                    self.queued_max_request_bytes_per_connection = limit;
                 }
             }
             _ => return Ok(false),
@@ -183,9 +212,85 @@ impl LogLimiter {
     }
 }
 
+/// A budget of request bytes read and not yet answered: reading a frame
+/// takes its size, the answer leaving gives it back, and a reader finding
+/// the budget spent waits. A frame larger than the whole budget takes all
+/// of it (it is let through alone rather than never). Unlimited: nothing is
+/// counted.
+#[derive(Debug, Clone)]
+pub struct RequestBytes {
+    budget: Option<(std::rc::Rc<glommio::sync::Semaphore>, u64)>,
+}
+
+impl RequestBytes {
+    /// A budget of `limit` bytes, or none.
+    pub fn new(limit: Option<u64>) -> RequestBytes {
+        RequestBytes {
+            budget: limit.map(|l| (std::rc::Rc::new(glommio::sync::Semaphore::new(l)), l)),
+        }
+    }
+
+    /// Waits until `bytes` are free and takes them until the returned
+    /// permit is dropped; `None` at once when unlimited (or closed).
+    pub async fn take(&self, bytes: usize) -> Option<glommio::sync::StaticPermit> {
+        let (semaphore, limit) = self.budget.as_ref()?;
+        let units = (bytes as u64).clamp(1, *limit);
+        semaphore.acquire_static_permit(units).await.ok()
+    }
+
+    /// Bytes taken now (0 when unlimited).
+    pub fn in_use(&self) -> u64 {
+        self.budget
+            .as_ref()
+            .map_or(0, |(semaphore, limit)| limit - semaphore.available())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spent_budget_holds_readers_until_bytes_come_back() {
+        let mut config = ConnectionLimitsConfig::default();
+        assert!(config.apply("queued.max.request.bytes", "-1").unwrap());
+        assert_eq!(config.queued_max_request_bytes, None);
+        assert!(config.apply("queued.max.request.bytes", "0").is_err());
+        assert!(config
+            .apply("rill.queued.max.request.bytes.per.connection", "100")
+            .unwrap());
+        let limit = config.queued_max_request_bytes_per_connection;
+        glommio::LocalExecutorBuilder::default()
+            .io_memory(1 << 20)
+            .make()
+            .unwrap()
+            .run(async move {
+                assert!(RequestBytes::new(None).take(1 << 30).await.is_none());
+                let budget = RequestBytes::new(limit);
+                let first = budget.take(60).await;
+                assert_eq!(budget.in_use(), 60);
+                let done = std::rc::Rc::new(Cell::new(false));
+                let waiter = {
+                    let (budget, done) = (budget.clone(), done.clone());
+                    glommio::spawn_local(async move {
+                        let held = budget.take(60).await;
+                        done.set(true);
+                        held
+                    })
+                };
+                glommio::timer::sleep(Duration::from_millis(20)).await;
+                assert!(!done.get(), "60 + 60 bytes fit a budget of 100");
+                drop(first);
+                let second = waiter.await;
+                assert!(done.get());
+                // A frame larger than the whole budget takes all of it.
+                drop(second);
+                let big = budget.take(1000).await;
+                assert_eq!(budget.in_use(), 100);
+                drop(big);
+                assert_eq!(budget.in_use(), 0);
+            });
+    }
 
     #[test]
     fn settings_parse_with_kafka_names() {

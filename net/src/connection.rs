@@ -16,7 +16,7 @@
 //! API key or a body that does not decode closes this connection with a log
 //! line; an unsupported ApiVersions version gets Kafka's v0 error answer.
 
-use crate::conn_limits::LogLimiter;
+use crate::conn_limits::{LogLimiter, RequestBytes};
 use crate::error::{FrameError, RequestError};
 use crate::fetch_response::OutChunk;
 use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
@@ -24,10 +24,12 @@ use crate::handlers::{self, api_versions, Request, Response};
 use crate::quotas::{self, QuotaKind};
 use crate::security::Session;
 use crate::shard::Shard;
+use crate::shard::ShardService;
 use bytes::{Bytes, BytesMut};
 use futures::channel::oneshot;
 use futures::future::{select, Either, Shared};
 use futures_lite::io::AsyncRead;
+use glommio::sync::StaticPermit;
 use glommio::task::JoinHandle;
 use kafka_protocol::messages::ApiKey;
 use std::cell::Cell;
@@ -55,6 +57,25 @@ struct Pending {
     request_bytes: usize,
     received: Instant,
     work: Work,
+    /// The request's bytes in the shard's and the connection's budgets
+    /// (`queued.max.request.bytes`), given back when its answer has left.
+    held: Held,
+}
+
+/// Budget permits a request holds (none where unlimited).
+type Held = (Option<StaticPermit>, Option<StaticPermit>);
+
+/// This shard's share of `queued.max.request.bytes`.
+pub struct ShardRequestBytes(pub RequestBytes);
+
+impl ShardService for ShardRequestBytes {
+    fn build(shard: &Shard) -> Self {
+        let limits = &shard.config.connection_limits;
+        let share = limits
+            .queued_max_request_bytes
+            .map(|bytes| (bytes / shard.count.max(1) as u64).max(1));
+        ShardRequestBytes(RequestBytes::new(share))
+    }
 }
 
 enum Work {
@@ -207,6 +228,13 @@ async fn read_requests(
     activity: &Activity,
 ) {
     let max_bytes = shard.config.socket_request_max_bytes;
+    let shard_budget = shard.service::<ShardRequestBytes>();
+    let connection_budget = RequestBytes::new(
+        shard
+            .config
+            .connection_limits
+            .queued_max_request_bytes_per_connection,
+    );
     let mut chunk = FIRST_READ_CHUNK_BYTES;
     let mut buf = BytesMut::with_capacity(chunk);
     loop {
@@ -268,8 +296,26 @@ async fn read_requests(
                 break;
             }
         }
+        // Wait for room in the connection's, then the shard's, budget of
+        // unanswered request bytes (`queued.max.request.bytes`).
+        let frame_bytes = frame.len() + 4;
+        let held: Held = {
+            let take = async {
+                let own = connection_budget.take(frame_bytes).await;
+                let shared = shard_budget.0.take(frame_bytes).await;
+                (shared, own)
+            };
+            futures::pin_mut!(take);
+            match select(take, shutdown.clone()).await {
+                Either::Left((held, _)) => held,
+                Either::Right(_) => break,
+            }
+        };
         let pending = match dispatch(shard, session, frame) {
-            Ok(pending) => pending,
+            Ok(mut pending) => {
+                pending.held = held;
+                pending
+            }
             Err(reason) => {
                 log_protocol_error(shard, peer, &reason);
                 break;
@@ -328,6 +374,7 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
                 request_bytes,
                 received,
                 work: Work::Ready(answer),
+                held: (None, None),
             });
         }
         return Err(format!(
@@ -365,6 +412,7 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
         request_bytes,
         received,
         work: Work::Running(task),
+        held: (None, None),
     })
 }
 
@@ -408,11 +456,14 @@ async fn write_responses(
             .in_flight
             .set(activity.in_flight.get().saturating_sub(1));
         activity.touch();
+        // `_held` lives to the end of this turn: the budget is given back
+        // once the answer has left.
         let Pending {
             api_key,
             request_bytes,
             received,
             work,
+            held: _held,
         } = item;
         let done = Done {
             api_key,

@@ -35,6 +35,10 @@ pub struct ShardMetrics {
     pub connections_refused: u64,
     /// Connections closed because of bad input.
     pub protocol_errors: u64,
+    /// Request bytes read and not yet answered, against this shard's share
+    /// of `queued.max.request.bytes` (0 when it is unlimited; filled when a
+    /// snapshot is taken).
+    pub queued_request_bytes: u64,
     /// Requests answered with a quota throttle.
     pub quota_throttled_requests: u64,
     /// Throttle time handed out, in ms.
@@ -114,6 +118,7 @@ impl Default for ShardMetrics {
             connections_open: 0,
             connections_refused: 0,
             protocol_errors: 0,
+            queued_request_bytes: 0,
             quota_throttled_requests: 0,
             quota_throttle_ms: 0,
             tls_handshakes: 0,
@@ -205,7 +210,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 22] = [
+    let gauges: [Gauge; 23] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -224,6 +229,9 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_protocol_errors_total", "counter", |m| {
             m.protocol_errors as i64
+        }),
+        ("rill_queued_request_bytes", "gauge", |m| {
+            m.queued_request_bytes as i64
         }),
         // Client quotas: requests throttled and the throttle time given.
         ("rill_quota_throttled_requests_total", "counter", |m| {

@@ -141,3 +141,52 @@ fn a_flood_of_malformed_requests_is_counted_not_logged_line_by_line() {
     let mut good = connect(&broker);
     assert!(answered(&mut good), "a good client is still served");
 }
+
+/// `queued.max.request.bytes` and its per-connection cousin: producers whose
+/// requests together exceed both budgets wait for room, are never refused,
+/// and every record arrives; the budget is all given back afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_bytes_budgets_hold_producers_back_without_losing_anything() {
+    let dir = rill_tests::data_dir();
+    let broker = broker_with(
+        dir.path(),
+        "\"queued.max.request.bytes\" = 65536\n\
+         \"rill.queued.max.request.bytes.per.connection\" = 32768\n",
+    );
+    let bootstrap = broker.bootstrap();
+    let records: Vec<_> = (0..400)
+        .map(|i| (None, vec![(i % 251) as u8; 4096]))
+        .collect();
+    // Two producers at once, batches of up to 64 KiB: more than either
+    // budget is asked for at a time.
+    let settings = [
+        ("acks", "all"),
+        ("batch.size", "65536"),
+        ("linger.ms", "20"),
+    ];
+    let (a, b) = (
+        rill_tests::kafka::producer(&bootstrap, &settings),
+        rill_tests::kafka::producer(&bootstrap, &settings),
+    );
+    let (left, right) = tokio::join!(
+        rill_tests::kafka::produce_all(&a, "budgeted", &records, Some(0)),
+        rill_tests::kafka::produce_all(&b, "budgeted", &records, Some(0)),
+    );
+    assert_eq!(left.len() + right.len(), 800);
+    let got = rill_tests::kafka::consume_all(
+        &bootstrap,
+        "budgeted",
+        1,
+        800,
+        Duration::from_secs(30),
+        &[],
+    );
+    assert_eq!(got.len(), 800);
+    drop((a, b));
+    // Every answered request gave its bytes back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while broker.metric_sum("rill_queued_request_bytes") != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(broker.metric_sum("rill_queued_request_bytes"), 0);
+}
