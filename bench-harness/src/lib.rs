@@ -22,6 +22,7 @@
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
 //! - [`floor`]: a run against the broker and against a null-sink child,
 //!   and the broker's ratio to that floor.
+//! - [`handshakes`]: connection setup rate (TCP, TLS, SASL) per protocol.
 //! - [`null_sink`]: a Kafka-protocol server that discards everything, to
 //!   measure the harness's own ceiling.
 //! - [`error`]: the crate's error type.
@@ -37,6 +38,7 @@ pub mod failover;
 pub mod fetch_path;
 pub mod floor;
 pub mod group;
+pub mod handshakes;
 pub mod kafka;
 pub mod null_sink;
 pub mod report;

@@ -13,7 +13,7 @@ use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::{cluster, disk, failover, fetch_path, floor, null_sink, Result};
+use bench_harness::{cluster, disk, failover, fetch_path, floor, handshakes, null_sink, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -27,7 +27,7 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     #[command(flatten)]
-    security: bench_harness::kafka::tls::SecurityArgs,
+    security: bench_harness::kafka::security::SecurityArgs,
 }
 
 #[derive(Subcommand)]
@@ -97,6 +97,9 @@ enum Command {
     Disk(disk::DiskArgs),
     /// rill's fetch send paths (copy, sendfile, splice) side by side.
     FetchPath(fetch_path::FetchPathArgs),
+    /// Connection setup rate with the security flags in force (TCP, TLS
+    /// handshake, ApiVersions, SASL), each connection then closed.
+    Handshakes(handshakes::HandshakesArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -104,8 +107,8 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let outcome =
-        bench_harness::kafka::tls::configure(&cli.security).and_then(|()| dispatch(cli.command));
+    let outcome = bench_harness::kafka::security::configure(&cli.security)
+        .and_then(|()| dispatch(cli.command, &cli.security.security_protocol));
     if let Err(error) = outcome {
         eprintln!("rill-bench: {error}");
         std::process::exit(1);
@@ -118,7 +121,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-fn dispatch(command: Command) -> Result<()> {
+fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
     match command {
         Command::Run {
             bootstrap,
@@ -141,6 +144,13 @@ fn dispatch(command: Command) -> Result<()> {
                     .or(broker_metrics.map(CpuSource::Metrics)),
             };
             if against_null_sink {
+                // The sink child speaks PLAINTEXT only, and every connection
+                // of this process speaks the chosen protocol.
+                if !security_protocol.eq_ignore_ascii_case("PLAINTEXT") {
+                    return Err(bench_harness::BenchError::Other(format!(
+                        "--against-null-sink needs --security-protocol PLAINTEXT, not {security_protocol}"
+                    )));
+                }
                 let report = runtime()?.block_on(floor::run_against_null_sink(
                     &bootstrap, &workload, &options,
                 ))?;
@@ -212,6 +222,10 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Disk(args) => disk::main(&args)?,
         Command::FetchPath(args) => {
             let report = runtime()?.block_on(fetch_path::run(&args))?;
+            println!("{report}");
+        }
+        Command::Handshakes(args) => {
+            let report = runtime()?.block_on(handshakes::run(&args, security_protocol))?;
             println!("{report}");
         }
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,

@@ -1,6 +1,9 @@
-"""kafka-python over SASL_PLAINTEXT, driven by tests/tests/sasl.rs.
+"""kafka-python over SASL_PLAINTEXT or SASL_SSL, driven by
+tests/tests/sasl.rs and tests/tests/tls.rs.
 
-    sasl_client.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC COUNT
+    sasl_client.py BOOTSTRAP MECHANISM USER PASSWORD TOPIC COUNT [CAFILE]
+
+With CAFILE the connection is SASL_SSL, trusting that CA.
 
 Produces COUNT records to TOPIC (which exists) as USER with MECHANISM
 (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), then reads them back from the
@@ -19,13 +22,16 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 def main():
     bootstrap, mechanism, user, password, topic, count = sys.argv[1:7]
     count = int(count)
+    cafile = sys.argv[7] if len(sys.argv) > 7 else None
+    tls = dict(ssl_cafile=cafile, ssl_check_hostname=True) if cafile else {}
     sasl = dict(
         bootstrap_servers=bootstrap,
-        security_protocol="SASL_PLAINTEXT",
+        security_protocol="SASL_SSL" if cafile else "SASL_PLAINTEXT",
         sasl_mechanism=mechanism,
         sasl_plain_username=user,
         sasl_plain_password=password,
         request_timeout_ms=10000,
+        **tls
     )
     try:
         producer = KafkaProducer(max_block_ms=10000, **sasl)

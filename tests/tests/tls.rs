@@ -553,4 +553,39 @@ async fn sasl_ssl_logs_in_with_plain_and_scram_over_tls() {
     let refused =
         advertised_through(ssl_client(&bootstrap, &wrong).set("socket.timeout.ms", "3000"));
     assert!(refused.is_err(), "{refused:?}");
+
+    // kafka-python over SASL_SSL, both mechanisms, then a wrong password.
+    require_kafka_python();
+    let python = |mechanism: &str, user: &str, password: &str, topic: &str| {
+        let out = Command::new("python3")
+            .arg(python_script("sasl_client.py"))
+            .args([&bootstrap, mechanism, user, password, topic, "3", &ca])
+            .output()
+            .expect("python3 runs");
+        let line = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{line}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        line
+    };
+    for (mechanism, user, password) in [
+        ("PLAIN", "alice", "alice-secret"),
+        ("SCRAM-SHA-512", "bob", "bob-secret"),
+    ] {
+        let topic = format!("py-sasl-ssl-{user}");
+        rill_tests::kafka::create_topic(&addr.to_string(), &topic, 1, &[]).await;
+        let line = python(mechanism, user, password, &topic);
+        assert!(line.contains("\"produced\": 3"), "{mechanism}: {line}");
+        for i in 0..3 {
+            assert!(
+                line.contains(&format!("\"{user}-{i}\"")),
+                "{mechanism}: {line}"
+            );
+        }
+    }
+    let line = python("SCRAM-SHA-512", "bob", "not-bobs", "py-sasl-ssl-bob");
+    assert!(line.contains("\"error\""), "{line}");
+    assert!(!line.contains("bob-0"), "{line}");
 }

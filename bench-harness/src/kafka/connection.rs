@@ -6,7 +6,8 @@
 //! become the bottleneck of a busy load generator.
 //!
 //! With `--security-protocol SSL` ([`crate::kafka::tls`]) the stream is TLS;
-//! the reader and writer then work on its split halves.
+//! the reader and writer then work on its split halves. With SASL
+//! ([`crate::kafka::sasl`]) the connection authenticates after ApiVersions.
 
 use crate::error::{BenchError, Result};
 use crate::kafka::framing::{decode_response, encode_request, peek_correlation_id, split_frame};
@@ -114,6 +115,7 @@ impl Connection {
         };
         let response = connection.api_versions().await?;
         connection.versions = negotiate(addr, &response.api_keys);
+        crate::kafka::sasl::authenticate_if_configured(&connection).await?;
         Ok(Arc::new(connection))
     }
 

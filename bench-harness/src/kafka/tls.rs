@@ -1,51 +1,21 @@
-//! TLS to the broker (`--security-protocol SSL --ssl-ca-location FILE`), with
-//! rustls, so that a TLS listener's throughput can be compared with a
-//! PLAINTEXT one.
-//!
-//! The choice is process-wide (set once by `main` before any connection):
-//! every connection the harness opens then speaks it, which is what a run
-//! against one listener wants, and it spares threading a setting through
-//! every place that connects.
+//! TLS to the broker (`--security-protocol SSL|SASL_SSL --ssl-ca-location
+//! FILE`, see [`crate::kafka::security`]), with rustls, so that a TLS
+//! listener's throughput can be compared with a PLAINTEXT one.
 
 use crate::error::{BenchError, Result};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 static CLIENT: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
 
-/// The harness's security flags (global: any subcommand accepts them).
-#[derive(Debug, Clone, clap::Args)]
-pub struct SecurityArgs {
-    /// PLAINTEXT or SSL (Kafka's `security.protocol`).
-    #[arg(long, global = true, default_value = "PLAINTEXT")]
-    pub security_protocol: String,
-    /// PEM bundle of the CAs the broker's certificate must chain to
-    /// (Kafka's `ssl.ca.location`); required with SSL.
-    #[arg(long, global = true)]
-    pub ssl_ca_location: Option<PathBuf>,
-}
-
-/// Applies the flags: with SSL, every later connection is TLS.
-pub fn configure(args: &SecurityArgs) -> Result<()> {
-    match args.security_protocol.to_ascii_uppercase().as_str() {
-        "PLAINTEXT" => Ok(()),
-        "SSL" => {
-            let ca = args.ssl_ca_location.as_deref().ok_or_else(|| {
-                BenchError::Other(String::from(
-                    "--security-protocol SSL needs --ssl-ca-location FILE",
-                ))
-            })?;
-            let config = client_config(ca)?;
-            CLIENT
-                .set(Arc::new(config))
-                .map_err(|_| BenchError::Other(String::from("TLS configured twice")))
-        }
-        other => Err(BenchError::Other(format!(
-            "--security-protocol {other}: PLAINTEXT or SSL"
-        ))),
-    }
+/// Every later connection is TLS, trusting the CAs in `ca` (PEM).
+pub(crate) fn configure(ca: &Path) -> Result<()> {
+    let config = client_config(ca)?;
+    CLIENT
+        .set(Arc::new(config))
+        .map_err(|_| BenchError::Other(String::from("TLS configured twice")))
 }
 
 fn client_config(ca: &Path) -> Result<rustls::ClientConfig> {
@@ -112,21 +82,5 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("no PEM certificate"));
-        let plain = SecurityArgs {
-            security_protocol: String::from("plaintext"),
-            ssl_ca_location: None,
-        };
-        assert!(configure(&plain).is_ok());
-        assert!(connector_for("127.0.0.1:9092").unwrap().is_none());
-        let ssl_without_ca = SecurityArgs {
-            security_protocol: String::from("SSL"),
-            ssl_ca_location: None,
-        };
-        assert!(configure(&ssl_without_ca).is_err());
-        let sasl = SecurityArgs {
-            security_protocol: String::from("SASL_SSL"),
-            ssl_ca_location: None,
-        };
-        assert!(configure(&sasl).is_err());
     }
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 pub const API_VERSIONS_KEY: i16 = 18;
 
 /// `(api key, our min, our max)`.
-pub const SUPPORTED_RANGES: [(i16, i16, i16); 14] = [
+pub const SUPPORTED_RANGES: [(i16, i16, i16); 16] = [
     (0, 3, 9),  // Produce
     (1, 4, 11), // Fetch
     (2, 1, 5),  // ListOffsets
@@ -22,8 +22,10 @@ pub const SUPPORTED_RANGES: [(i16, i16, i16); 14] = [
     (12, 1, 4), // Heartbeat
     (13, 1, 5), // LeaveGroup
     (14, 1, 5), // SyncGroup
+    (17, 1, 1), // SaslHandshake (v1: tokens in SaslAuthenticate)
     (18, 0, 3), // ApiVersions
     (19, 2, 5), // CreateTopics
+    (36, 0, 2), // SaslAuthenticate
     (68, 0, 1), // ConsumerGroupHeartbeat (KIP-848)
 ];
 

@@ -79,6 +79,12 @@ impl Drop for Rill {
 /// Starts rill on free ports and waits until it accepts connections.
 /// Its log level is `warn`, or `$RILL_TEST_LOG_LEVEL` (e.g. `debug`) when set.
 pub fn start_rill() -> Rill {
+    start_rill_with(&[])
+}
+
+/// [`start_rill`] with more `rill serve` arguments (e.g. `--config FILE`
+/// adding listeners beside the PLAINTEXT one this waits on).
+pub fn start_rill_with(extra_args: &[&str]) -> Rill {
     let bin = rill_bin();
     let data_dir = scratch_dir();
     let addr = format!("127.0.0.1:{}", free_port());
@@ -95,6 +101,7 @@ pub fn start_rill() -> Rill {
             "--data-dir",
         ])
         .arg(data_dir.path())
+        .args(extra_args)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
