@@ -40,5 +40,5 @@ $R/rill-bench handshakes --bootstrap 127.0.0.1:19092 --out $D/h-p.json
 $R/rill-bench --security-protocol SSL $TLS handshakes --bootstrap localhost:19093 --out $D/h-t.json
 $R/rill-bench --security-protocol SASL_PLAINTEXT $PLAIN handshakes --bootstrap 127.0.0.1:19095 --label SASL_PLAINTEXT-PLAIN --out $D/h-sp.json
 $R/rill-bench --security-protocol SASL_PLAINTEXT $SCRAM handshakes --bootstrap 127.0.0.1:19095 --label SASL_PLAINTEXT-SCRAM-SHA-512 --out $D/h-ss.json
-$R/rill-bench --security-protocol SASL_SSL $SCRAM handshakes --bootstrap localhost:19094 --label SASL_SSL-SCRAM-SHA-512 --out $D/h-s.json
+$R/rill-bench --security-protocol SASL_SSL $TLS $SCRAM handshakes --bootstrap localhost:19094 --label SASL_SSL-SCRAM-SHA-512 --out $D/h-s.json
 kill $BROKER; wait $BROKER 2>/dev/null

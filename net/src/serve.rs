@@ -86,7 +86,17 @@ fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)
 
 fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
-    raise_open_files_limit();
+    let open_files = raise_open_files_limit();
+    DESCRIPTOR_CONNECTION_CAP.store(descriptor_connection_cap(open_files), Ordering::Relaxed);
+    let cap = effective_max_connections(config.max_connections);
+    if cap < config.max_connections {
+        tracing::info!(
+            max_connections = cap,
+            rlimit_nofile = open_files,
+            "connections capped by the descriptor limit (2 per connection, a quarter \
+             kept for log files): raise `ulimit -n` for more"
+        );
+    }
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
@@ -206,17 +216,18 @@ fn raise_memlock_limit() {
 /// packaging and Go's runtime do): every connection and every segment file
 /// holds one, and the common soft default of 1024 would refuse clients long
 /// before `max.connections`.
-fn raise_open_files_limit() {
+fn raise_open_files_limit() -> u64 {
     let mut current = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit/setrlimit only read/write the struct passed.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut current) != 0
-            || current.rlim_cur >= current.rlim_max
-        {
-            return;
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut current) != 0 {
+            return u64::MAX;
+        }
+        if current.rlim_cur >= current.rlim_max {
+            return current.rlim_cur;
         }
         let soft = current.rlim_cur;
         current.rlim_cur = current.rlim_max;
@@ -226,8 +237,29 @@ fn raise_open_files_limit() {
                 to = current.rlim_max,
                 "RLIMIT_NOFILE raised to the hard limit"
             );
+            return current.rlim_max;
         }
+        soft
     }
+}
+
+/// Connections the descriptor limit allows: a flood of connections must
+/// never take the descriptors the logs need (an `EMFILE` on a segment
+/// write takes its partition offline). A plaintext connection holds two
+/// descriptors (its reader and its writer's duplicate); a quarter of the
+/// limit, at least 1,024, stays for segment and index files.
+fn descriptor_connection_cap(open_files_limit: u64) -> usize {
+    let reserve = (open_files_limit / 4).max(1024);
+    let cap = open_files_limit.saturating_sub(reserve) / 2;
+    usize::try_from(cap).unwrap_or(usize::MAX).max(16)
+}
+
+/// Set once at start from RLIMIT_NOFILE; `usize::MAX` until then.
+static DESCRIPTOR_CONNECTION_CAP: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// `max.connections`, or fewer when the descriptor limit says so.
+fn effective_max_connections(configured: usize) -> usize {
+    configured.min(DESCRIPTOR_CONNECTION_CAP.load(Ordering::Relaxed))
 }
 
 /// Starts the thread that turns SIGINT/SIGTERM into a shutdown of every shard;
@@ -537,15 +569,16 @@ async fn accept_loop(
             }
         };
         let open = shard.open_connections.fetch_add(1, Ordering::AcqRel) + 1;
-        if open > shard.config.max_connections {
+        let max_connections = effective_max_connections(shard.config.max_connections);
+        if open > max_connections {
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             shard.metrics.borrow_mut().connections_refused += 1;
             if let Some(suppressed) = REFUSAL_LOG.with(|l| l.admit(Instant::now())) {
                 tracing::warn!(
                     shard = shard.id,
-                    limit = shard.config.max_connections,
+                    limit = max_connections,
                     suppressed,
-                    "max.connections reached; refusing"
+                    "max.connections (or the descriptor limit) reached; refusing"
                 );
             }
             drop(stream);
@@ -607,5 +640,20 @@ async fn accept_loop(
             drop(pass);
         })
         .detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_descriptor_limit_caps_connections_and_keeps_a_reserve() {
+        // 20,000 descriptors: 5,000 kept, 7,500 connections of two each.
+        assert_eq!(descriptor_connection_cap(20_000), 7_500);
+        // A small limit still keeps 1,024 for files.
+        assert_eq!(descriptor_connection_cap(2_048), 512);
+        assert_eq!(descriptor_connection_cap(1_024), 16);
+        assert!(descriptor_connection_cap(u64::MAX) > 1 << 40);
     }
 }
