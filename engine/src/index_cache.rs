@@ -221,7 +221,8 @@ async fn load(segment: &Segment) -> Option<LoadedIndexes> {
     let time = TimeIndex::from_bytes(&time_bytes)?;
     // Entries must name offsets inside the segment.
     let inside = |relative: u32| i64::from(relative) < relative_end.max(1);
-    if !offset.last().is_none_or(|(o, _)| inside(o)) || !time.last().is_none_or(|(_, o)| inside(o)) {
+    if !offset.last().is_none_or(|(o, _)| inside(o)) || !time.last().is_none_or(|(_, o)| inside(o))
+    {
         return None;
     }
     Some(LoadedIndexes { offset, time })
@@ -337,7 +338,10 @@ mod tests {
         assert!(cache.touch(3).is_none());
         assert!(cache.touch(1).is_some() && cache.touch(4).is_some());
         let stats = cache.stats();
-        assert_eq!((stats.evictions, stats.entries, stats.bytes), (2, 3, one * 3));
+        assert_eq!(
+            (stats.evictions, stats.entries, stats.bytes),
+            (2, 3, one * 3)
+        );
         // Larger than the whole cap: not kept, nothing evicted for it.
         cache.insert(6, indexes(1000));
         assert!(cache.touch(6).is_none());

@@ -82,7 +82,8 @@ impl SegmentMeta {
     /// The time-index entry of the largest timestamp so far: `(timestamp,
     /// relative offset of the batch that first reached it)`.
     pub fn max_timestamp_entry(&self, segment_base: i64) -> (i64, u32) {
-        let relative = (self.max_timestamp_batch_offset - segment_base).clamp(0, i64::from(u32::MAX));
+        let relative =
+            (self.max_timestamp_batch_offset - segment_base).clamp(0, i64::from(u32::MAX));
         (self.max_timestamp_ms, relative as u32)
     }
 }
@@ -309,9 +310,14 @@ mod tests {
         assert!(meta.time_index.len() <= meta.index.len());
         assert!(meta.time_index.len() >= 10);
         assert_eq!(meta.max_timestamp_ms, 1_000 + 198 * 10);
-        for target in [0, 10, 11, 999, 1_000, 1_001, 1_045, 1_500, 2_970, 2_980, 2_981] {
+        for target in [
+            0, 10, 11, 999, 1_000, 1_001, 1_045, 1_500, 2_970, 2_980, 2_981,
+        ] {
             let from = 1000 + i64::from(meta.time_index.lookup(target));
-            let first = batches.iter().find(|&&(_, ts)| ts >= target).map(|&(o, _)| o);
+            let first = batches
+                .iter()
+                .find(|&&(_, ts)| ts >= target)
+                .map(|&(o, _)| o);
             match first {
                 Some(first) => assert!(from <= first, "target {target}: {from} > {first}"),
                 None => assert!(target > meta.max_timestamp_ms),

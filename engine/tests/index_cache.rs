@@ -62,7 +62,10 @@ fn write_log(path: &Path) {
 
 /// What the reads and lookups answer: the first key read from every offset,
 /// and the answer of a lookup by time for each target.
-async fn answers(log: &engine::PartitionLog, targets: &[i64]) -> (Vec<String>, Vec<Option<(i64, i64)>>) {
+async fn answers(
+    log: &engine::PartitionLog,
+    targets: &[i64],
+) -> (Vec<String>, Vec<Option<(i64, i64)>>) {
     let end = (BATCHES * PER_BATCH) as i64;
     let mut first_keys = Vec::new();
     // Backwards and strided, so the cache keeps missing when it is small.
@@ -152,7 +155,10 @@ fn a_tiny_index_cache_answers_what_a_large_one_does() {
     let (tiny, tiny_stats) = answers_with_cap(dir.path(), 500);
     assert_eq!(tiny, want, "tiny cache against the model");
     assert!(tiny_stats.evictions > 20, "{tiny_stats:?}");
-    assert!(tiny_stats.bytes <= 500 && tiny_stats.entries > 0, "{tiny_stats:?}");
+    assert!(
+        tiny_stats.bytes <= 500 && tiny_stats.entries > 0,
+        "{tiny_stats:?}"
+    );
     // A zero cap keeps nothing and still answers.
     let (none, none_stats) = answers_with_cap(dir.path(), 0);
     assert_eq!(none, want, "no cache against the model");
@@ -172,7 +178,10 @@ fn the_time_index_is_sparse() {
             let log_bytes = std::fs::metadata(path.with_extension("log")).unwrap().len();
             let entries = std::fs::metadata(&path).unwrap().len() / 12;
             // One per 400 bytes of log at most, plus the sealing entry.
-            assert!(entries <= log_bytes / 400 + 1, "{path:?}: {entries} entries for {log_bytes} bytes");
+            assert!(
+                entries <= log_bytes / 400 + 1,
+                "{path:?}: {entries} entries for {log_bytes} bytes"
+            );
             checked += 1;
         }
     }
@@ -196,7 +205,10 @@ fn lost_or_garbled_index_files_are_rebuilt_on_demand() {
         let mut files: Vec<_> = std::fs::read_dir(&part)
             .unwrap()
             .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "index" || e == "timeindex"))
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == "index" || e == "timeindex")
+            })
             .collect();
         files.sort();
         for (i, file) in files.iter().enumerate() {
@@ -212,6 +224,54 @@ fn lost_or_garbled_index_files_are_rebuilt_on_demand() {
         assert_eq!(got, want);
         let stats = manager.context().index_cache.stats();
         assert!(stats.rebuilds > 0, "{stats:?}");
+        manager.shutdown().await.unwrap();
+    });
+}
+
+#[test]
+fn truncating_into_a_sealed_segment_brings_its_indexes_back_and_keeps_lookups_right() {
+    let dir = tempdir();
+    write_log(dir.path());
+    let path = dir.path().to_path_buf();
+    // Cut at batch 159: the largest timestamp left is batch 148's (ahead).
+    let cut = (159 * PER_BATCH) as i64;
+    let kept: Vec<(i64, i64)> = model().into_iter().filter(|&(o, _)| o < cut).collect();
+    run(async move {
+        let mut config = config(&path, FlushPolicy::Fsync);
+        config.index_cache_bytes = 500;
+        config.batch_cache_bytes = 0;
+        let (manager, log) = open_log(config, "t", topic()).await;
+        // Fill the cache with the segment about to be cut.
+        assert_eq!(
+            log.offset_for_timestamp(batch_timestamp(159))
+                .await
+                .unwrap(),
+            Some((cut, batch_timestamp(159)))
+        );
+        assert!(log.truncate_to(cut + 2).await.unwrap());
+        assert_eq!(log.log_end_offset(), cut);
+        let max = kept
+            .iter()
+            .fold(kept[0], |best, &r| if r.1 > best.1 { r } else { best });
+        assert_eq!(log.offset_for_timestamp(-3).await.unwrap(), Some(max));
+        for target in targets() {
+            let want = kept.iter().find(|&&(_, ts)| ts >= target).copied();
+            assert_eq!(
+                log.offset_for_timestamp(target).await.unwrap(),
+                want,
+                "target {target}"
+            );
+        }
+        // Appends go on in the cut segment, now the active one.
+        for k in 159..170 {
+            append_durable(&log, batch(k * PER_BATCH, PER_BATCH, batch_timestamp(k))).await;
+        }
+        for offset in (0..170 * PER_BATCH as i64).step_by(7) {
+            assert_eq!(
+                read_all_once(&log, offset).await[0],
+                format!("key-{offset}")
+            );
+        }
         manager.shutdown().await.unwrap();
     });
 }

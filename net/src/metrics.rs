@@ -292,7 +292,9 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         // Sealed segments' indexes held in memory, against the shard's share
         // of `rill.cache.index.max.bytes`; misses read the index files.
-        ("rill_index_cache_bytes", "gauge", |m| m.index_cache.bytes as i64),
+        ("rill_index_cache_bytes", "gauge", |m| {
+            m.index_cache.bytes as i64
+        }),
         ("rill_index_cache_max_bytes", "gauge", |m| {
             m.index_cache.max_bytes as i64
         }),

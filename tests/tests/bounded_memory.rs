@@ -68,7 +68,6 @@ fn consumer(bootstrap: &str) -> BaseConsumer {
     c.set("group.id", "bounded-unused")
         .set("enable.auto.commit", "false")
         .set("fetch.wait.max.ms", "100")
-        .set("fetch.max.bytes", "4096")
         .set("max.partition.fetch.bytes", "2048");
     c.create().expect("consumer")
 }
@@ -83,12 +82,19 @@ fn read_from(bootstrap: &str, partition: i32, offset: i64, count: i64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut next = offset;
     while next < offset + count {
-        assert!(Instant::now() < deadline, "partition {partition}: stuck at {next}");
+        assert!(
+            Instant::now() < deadline,
+            "partition {partition}: stuck at {next}"
+        );
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(m)) => {
                 assert_eq!(m.offset(), next, "partition {partition}");
                 let got = std::str::from_utf8(m.payload().expect("payload")).expect("utf8");
-                assert_eq!(got, value(partition, next), "partition {partition} offset {next}");
+                assert_eq!(
+                    got,
+                    value(partition, next),
+                    "partition {partition} offset {next}"
+                );
                 assert_eq!(m.timestamp().to_millis(), Some(timestamp(next)));
                 next += 1;
             }
@@ -119,7 +125,13 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
     .await;
     let p = producer(
         &bootstrap,
-        &[("acks", "all"), ("linger.ms", "2"), ("enable.idempotence", "true")],
+        // Batches of a few records: many batches, and index entries, per segment.
+        &[
+            ("acks", "all"),
+            ("linger.ms", "2"),
+            ("batch.size", "1000"),
+            ("enable.idempotence", "true"),
+        ],
     );
     // Enqueued at once (send_result), awaited in groups: batches of several
     // records per partition.
@@ -145,7 +157,11 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
         }
     }
     for delivery in pending.drain(..) {
-        delivery.await.expect("not cancelled").map_err(|(e, _)| e).expect("delivered");
+        delivery
+            .await
+            .expect("not cancelled")
+            .map_err(|(e, _)| e)
+            .expect("delivered");
     }
     rdkafka::producer::Producer::flush(&p, Duration::from_secs(30)).expect("flush");
     let segments = std::fs::read_dir(dir.path())
@@ -204,17 +220,30 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
                 .offset();
             match want {
                 Some(want) => {
-                    assert_eq!(offset, rdkafka::Offset::Offset(want), "partition {partition} time {target}");
+                    assert_eq!(
+                        offset,
+                        rdkafka::Offset::Offset(want),
+                        "partition {partition} time {target}"
+                    );
                     read_from(&bootstrap, partition, want, 20);
                 }
-                None => assert_eq!(offset, rdkafka::Offset::End, "partition {partition} past the end"),
+                None => assert_eq!(
+                    offset,
+                    rdkafka::Offset::End,
+                    "partition {partition} past the end"
+                ),
             }
             assert_within_cap(&broker);
         }
     }
+    let cache_lines: Vec<String> = http_get(broker.admin_addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with("rill_index_cache"))
+        .map(str::to_string)
+        .collect();
     assert!(
         broker.metric_sum("rill_index_cache_evictions_total") > 0,
-        "the small cap evicted"
+        "the small cap evicted: {cache_lines:#?}"
     );
     assert!(broker.metric_sum("rill_index_cache_misses_total") > 0);
     assert_eq!(broker.metric_sum("rill_index_cache_rebuilds_total"), 0);

@@ -89,7 +89,9 @@ impl Maintenance<'_> {
             // resident, which is only memory).
             match new.write_indexes() {
                 Ok(()) => new.release_indexes(),
-                Err(e) => tracing::warn!(error = %e, "index files of a compacted segment not written; its indexes stay in memory"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "index files of a compacted segment not written; its indexes stay in memory")
+                }
             }
             *slot = new;
         }

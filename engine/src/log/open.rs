@@ -85,13 +85,6 @@ impl PartitionLog {
             now,
         )?;
         drop_empty_trailing_segments(&mut segments)?;
-        // Sealed segments' indexes are on disk (written above when they
-        // were not read from there): lookups go through the index cache.
-        if let Some((_, sealed)) = segments.split_last() {
-            for segment in sealed {
-                segment.release_indexes();
-            }
-        }
         let log_end_offset = match segments.last() {
             Some(s) => s.meta.borrow().next_offset,
             None => recovery_point.max(stored_start),
@@ -122,6 +115,14 @@ impl PartitionLog {
                 && !dir
                     .join(crate::segment::file_name(log_end_offset, "snapshot"))
                     .exists());
+        // Sealed segments' indexes are on disk (written above when they
+        // were not read from there): lookups go through the index cache
+        // (after the replays above, which use them).
+        if let Some((_, sealed)) = segments.split_last() {
+            for segment in sealed {
+                segment.release_indexes();
+            }
+        }
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
             tp,

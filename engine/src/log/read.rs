@@ -315,7 +315,10 @@ impl PartitionLog {
         f: impl FnOnce(&crate::index::OffsetIndex, &crate::index::TimeIndex) -> R,
     ) -> R {
         let interval = self.config.borrow().index_interval_bytes;
-        self.ctx.index_cache.with_indexes(segment, interval, f).await
+        self.ctx
+            .index_cache
+            .with_indexes(segment, interval, f)
+            .await
     }
 
     /// End of a whole-batch range from `position` of about `max_bytes`.
