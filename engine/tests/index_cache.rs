@@ -42,6 +42,9 @@ fn model() -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// The first key read from each probed offset, and each lookup by time's answer.
+type Answers = (Vec<String>, Vec<Option<(i64, i64)>>);
+
 fn topic() -> TopicConfig {
     TopicConfig::default()
         .with_overrides([("segment.bytes", "2048"), ("index.interval.bytes", "400")])
@@ -62,10 +65,7 @@ fn write_log(path: &Path) {
 
 /// What the reads and lookups answer: the first key read from every offset,
 /// and the answer of a lookup by time for each target.
-async fn answers(
-    log: &engine::PartitionLog,
-    targets: &[i64],
-) -> (Vec<String>, Vec<Option<(i64, i64)>>) {
+async fn answers(log: &engine::PartitionLog, targets: &[i64]) -> Answers {
     let end = (BATCHES * PER_BATCH) as i64;
     let mut first_keys = Vec::new();
     // Backwards and strided, so the cache keeps missing when it is small.
@@ -104,7 +104,7 @@ fn targets() -> Vec<i64> {
     targets
 }
 
-fn expected(targets: &[i64]) -> (Vec<String>, Vec<Option<(i64, i64)>>) {
+fn expected(targets: &[i64]) -> Answers {
     let records = model();
     let end = records.len() as i64;
     let keys = (0..end)
@@ -121,13 +121,7 @@ fn expected(targets: &[i64]) -> (Vec<String>, Vec<Option<(i64, i64)>>) {
 
 /// Opens the written log with an index cache of `cap` bytes and returns
 /// its answers and the cache's stats.
-fn answers_with_cap(
-    path: &Path,
-    cap: u64,
-) -> (
-    (Vec<String>, Vec<Option<(i64, i64)>>),
-    engine::index_cache::IndexCacheStats,
-) {
+fn answers_with_cap(path: &Path, cap: u64) -> (Answers, engine::index_cache::IndexCacheStats) {
     let path = path.to_path_buf();
     run(async move {
         let mut config = config(&path, FlushPolicy::Fsync);

@@ -392,27 +392,29 @@ impl PartitionLog {
             *segment.appender.borrow_mut() = Some(appender);
             result?;
         }
-        let mut meta = segment.meta.borrow_mut();
-        let relative = (cut - segment.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        meta.index.truncate_to_offset(relative);
-        meta.time_index.truncate_to_offset(relative);
-        meta.size_bytes = position;
-        meta.next_offset = cut;
-        let last_entry_position = meta.index.last().map_or(0, |(_, p)| u64::from(p));
-        meta.bytes_since_index_entry = position.saturating_sub(last_entry_position);
-        let max_cut_off = meta.max_timestamp_batch_offset >= cut;
-        if max_cut_off {
-            // The sparse time index's last entry is the largest timestamp up
-            // to the last offset-index entry (or later); the batches from
-            // there to the cut are read for theirs.
-            let (max_timestamp_ms, batch_offset) = match meta.time_index.last() {
-                Some((t, o)) => (t, segment.base_offset + i64::from(o)),
-                None => (-1, segment.base_offset),
-            };
-            meta.max_timestamp_ms = max_timestamp_ms;
-            meta.max_timestamp_batch_offset = batch_offset;
-        }
-        drop(meta);
+        let (max_cut_off, last_entry_position) = {
+            let mut meta = segment.meta.borrow_mut();
+            let relative = (cut - segment.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
+            meta.index.truncate_to_offset(relative);
+            meta.time_index.truncate_to_offset(relative);
+            meta.size_bytes = position;
+            meta.next_offset = cut;
+            let last_entry_position = meta.index.last().map_or(0, |(_, p)| u64::from(p));
+            meta.bytes_since_index_entry = position.saturating_sub(last_entry_position);
+            let max_cut_off = meta.max_timestamp_batch_offset >= cut;
+            if max_cut_off {
+                // The sparse time index's last entry is the largest timestamp up
+                // to the last offset-index entry (or later); the batches from
+                // there to the cut are read for theirs.
+                let (max_timestamp_ms, batch_offset) = match meta.time_index.last() {
+                    Some((t, o)) => (t, segment.base_offset + i64::from(o)),
+                    None => (-1, segment.base_offset),
+                };
+                meta.max_timestamp_ms = max_timestamp_ms;
+                meta.max_timestamp_batch_offset = batch_offset;
+            }
+            (max_cut_off, last_entry_position)
+        };
         if max_cut_off && position > last_entry_position {
             let length = (position - last_entry_position) as usize;
             let bytes = segment.read_bytes(last_entry_position, length).await?;
