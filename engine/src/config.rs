@@ -58,6 +58,10 @@ pub struct EngineConfig {
     pub topic_defaults: TopicConfig,
     /// Bytes of recent batches each shard keeps in memory for tailing readers.
     pub batch_cache_bytes: usize,
+    /// `rill.cache.index.max.bytes` (default 64 MiB): bytes of sealed
+    /// segments' indexes the broker keeps in memory, split evenly across
+    /// the shards (see [`crate::index_cache`]).
+    pub index_cache_bytes: u64,
     /// How many partitions a shard opens concurrently at start.
     pub open_concurrency: usize,
     /// Preallocation step of the segment files, in bytes.
@@ -90,6 +94,7 @@ impl EngineConfig {
             flush_policy: FlushPolicy::Fsync,
             topic_defaults: TopicConfig::default(),
             batch_cache_bytes: 64 << 20,
+            index_cache_bytes: 64 << 20,
             open_concurrency: 16,
             preallocate_bytes: 32 << 20,
             retention_check_interval_ms: 300_000,

@@ -3,11 +3,15 @@
 //! Both follow Kafka's file formats so that operators' tools read them:
 //! `.index` holds 8-byte entries (relative offset u32, file position u32),
 //! `.timeindex` 12-byte entries (timestamp i64, relative offset u32), all
-//! big-endian. An entry is added every `index.interval.bytes` of log data, so
-//! lookups are a binary search here and a short forward scan of the log.
-//! The indexes live in memory while the segment is open (a few KiB per GiB of
-//! log) and are written out when the segment is sealed or the broker stops;
-//! a missing or inconsistent file is rebuilt from the log (see `recovery`).
+//! big-endian. As in Kafka, both get an entry only once `index.interval.bytes`
+//! of log data were appended since the last one (the time index's entry is
+//! the largest timestamp so far and the batch that first reached it), plus a
+//! last time entry when the segment is sealed, so lookups are a binary search
+//! here and a short forward scan of the log.
+//! The active segment's indexes live in memory (see `segment`); a sealed
+//! segment's are written out and read back on demand through the shard's
+//! bounded [`crate::index_cache`]. A missing or inconsistent file is rebuilt
+//! from the log (see `recovery` at open, `index_cache` on demand).
 
 /// Bytes of one `.index` entry.
 pub const OFFSET_ENTRY_BYTES: usize = 8;
@@ -39,6 +43,16 @@ impl OffsetIndex {
     /// Bytes the index takes on disk.
     pub fn size_bytes(&self) -> u64 {
         (self.entries.len() * OFFSET_ENTRY_BYTES) as u64
+    }
+
+    /// Bytes the entries take in memory.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.entries.capacity() * std::mem::size_of::<(u32, u32)>()) as u64
+    }
+
+    /// The newest entry.
+    pub fn last(&self) -> Option<(u32, u32)> {
+        self.entries.last().copied()
     }
 
     /// Adds an entry; entries must grow in both offset and position.
@@ -136,6 +150,11 @@ impl TimeIndex {
         (self.entries.len() * TIME_ENTRY_BYTES) as u64
     }
 
+    /// Bytes the entries take in memory.
+    pub fn heap_bytes(&self) -> u64 {
+        (self.entries.capacity() * std::mem::size_of::<(i64, u32)>()) as u64
+    }
+
     /// Adds an entry when `timestamp_ms` is larger than the last one.
     pub fn maybe_append(&mut self, timestamp_ms: i64, relative_offset: u32) {
         match self.entries.last() {
@@ -146,7 +165,9 @@ impl TimeIndex {
 
     /// The relative offset from which to scan for the first batch with a
     /// timestamp `>= timestamp_ms`: the offset of the last entry whose
-    /// timestamp is below it (or 0).
+    /// timestamp is below it (or 0). Sound for a sparse index: an entry
+    /// `(t, o)` says batch `o` is the first whose max timestamp reached `t`,
+    /// so every batch before `o` stays below `t < timestamp_ms`.
     pub fn lookup(&self, timestamp_ms: i64) -> u32 {
         let idx = self.entries.partition_point(|&(t, _)| t < timestamp_ms);
         if idx == 0 {

@@ -74,6 +74,7 @@ pub mod error_code;
 pub mod fault;
 pub mod fuzzing;
 pub mod index;
+pub mod index_cache;
 pub mod log;
 pub mod manager;
 pub mod producer_ids;

@@ -172,7 +172,7 @@ impl LogManager {
         std::fs::create_dir_all(&config.data_dir)
             .map_err(|e| EngineError::io(&config.data_dir, e))?;
         crate::appender::prime_iopoll_probe(&config.data_dir).await?;
-        let ctx = LogContext::new(config);
+        let ctx = LogContext::for_shard(config, shard_count);
         let manager = Rc::new(LogManager {
             ctx: ctx.clone(),
             shard_id,

@@ -36,6 +36,9 @@ pub struct ScanOutcome {
     pub file_bytes: u64,
     /// Bytes read and checked batch by batch.
     pub scanned_bytes: u64,
+    /// The indexes came from the segment's index files (which therefore
+    /// exist and agree with it), not from a whole scan.
+    pub indexes_from_files: bool,
 }
 
 /// Scans the `.log` file at `path` (base offset `base_offset`) from the start.
@@ -143,7 +146,10 @@ fn open_sealed_segment(
     let complete = outcome.stopped_because.is_none()
         && outcome.meta.size_bytes == file_bytes
         && outcome.meta.size_bytes > u64::from(position);
-    Ok(complete.then_some(outcome))
+    Ok(complete.then_some(ScanOutcome {
+        indexes_from_files: true,
+        ..outcome
+    }))
 }
 
 /// Scans from `meta.size_bytes` (a batch start) to the end of the file,
@@ -193,6 +199,7 @@ fn scan_from(
         meta,
         stopped_because,
         file_bytes,
+        indexes_from_files: false,
     })
 }
 

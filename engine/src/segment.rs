@@ -6,6 +6,13 @@
 //! watermark, always already written to the file). Readers use two handles:
 //! a DMA file for the copy path (async reads through io_uring) and a plain
 //! file descriptor whose byte ranges the zero-copy send paths splice out.
+//!
+//! Only the active segment keeps its indexes in `SegmentMeta`. Once a
+//! segment is sealed and its index files written, [`Segment::release_indexes`]
+//! empties them and later lookups go through the shard's bounded
+//! [`crate::index_cache`], so memory does not grow with retained data. An
+//! empty index is never wrong, only slower (lookups scan from the start of
+//! the segment): code that reads `meta.index` directly stays correct.
 
 use crate::appender::Appender;
 use crate::error::EngineError;
@@ -14,6 +21,16 @@ use glommio::io::{DmaFile, OpenOptions};
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Source of [`Segment::index_key`]s: unique in the process, so a cache
+/// entry can never be taken for another segment (or another sealing of the
+/// same one, after a truncation reopened it).
+static NEXT_INDEX_KEY: AtomicU64 = AtomicU64::new(1);
+
+fn next_index_key() -> u64 {
+    NEXT_INDEX_KEY.fetch_add(1, Ordering::Relaxed)
+}
 
 /// `00000000000000170410.log`: the base offset in 20 digits, as Kafka names files.
 pub fn file_name(base_offset: i64, extension: &str) -> String {
@@ -61,6 +78,16 @@ pub struct SegmentMeta {
     pub created_ms: i64,
 }
 
+impl SegmentMeta {
+    /// The time-index entry of the largest timestamp so far: `(timestamp,
+    /// relative offset of the batch that first reached it)`.
+    pub fn max_timestamp_entry(&self, segment_base: i64) -> (i64, u32) {
+        let relative =
+            (self.max_timestamp_batch_offset - segment_base).clamp(0, i64::from(u32::MAX));
+        (self.max_timestamp_ms, relative as u32)
+    }
+}
+
 /// One segment of a partition log. Shard-local.
 pub struct Segment {
     /// First offset the segment may hold.
@@ -75,6 +102,11 @@ pub struct Segment {
     readers: RefCell<Option<(Rc<DmaFile>, Rc<std::fs::File>)>>,
     /// Set once the files are removed; reads then fail over to the next segment.
     pub deleted: Cell<bool>,
+    /// The indexes are in the `.index`/`.timeindex` files only (the meta's
+    /// are empty): lookups go through the index cache.
+    indexes_on_disk: Cell<bool>,
+    /// This segment's key in the index cache; a new one at every release.
+    index_key: Cell<u64>,
 }
 
 impl Segment {
@@ -88,7 +120,38 @@ impl Segment {
             appender: RefCell::new(None),
             readers: RefCell::new(None),
             deleted: Cell::new(false),
+            indexes_on_disk: Cell::new(false),
+            index_key: Cell::new(next_index_key()),
         }
+    }
+
+    /// Whether the indexes are on disk only (see [`Segment::release_indexes`]).
+    pub fn indexes_on_disk(&self) -> bool {
+        self.indexes_on_disk.get()
+    }
+
+    /// The segment's key in the index cache.
+    pub fn index_key(&self) -> u64 {
+        self.index_key.get()
+    }
+
+    /// Drops the in-memory indexes of a sealed segment whose index files
+    /// are written: lookups then read them through the index cache.
+    pub fn release_indexes(&self) {
+        let mut meta = self.meta.borrow_mut();
+        meta.index = OffsetIndex::new();
+        meta.time_index = TimeIndex::new();
+        self.indexes_on_disk.set(true);
+        self.index_key.set(next_index_key());
+    }
+
+    /// Puts indexes back in memory (a truncation reopens a sealed segment).
+    pub fn restore_indexes(&self, index: OffsetIndex, time_index: TimeIndex) {
+        let mut meta = self.meta.borrow_mut();
+        meta.index = index;
+        meta.time_index = time_index;
+        self.indexes_on_disk.set(false);
+        self.index_key.set(next_index_key());
     }
 
     /// Empty bookkeeping for a new segment.
@@ -129,14 +192,18 @@ impl Segment {
         assert_eq!(meta.size_bytes, position, "appends are contiguous");
         assert!(base_offset >= meta.next_offset, "offsets only grow");
         let relative = (base_offset - self.base_offset) as u32;
-        if meta.bytes_since_index_entry >= index_interval_bytes && position > 0 {
-            meta.index.append(relative, position as u32);
-            meta.bytes_since_index_entry = 0;
-        }
         if max_timestamp_ms > meta.max_timestamp_ms {
             meta.max_timestamp_ms = max_timestamp_ms;
             meta.max_timestamp_batch_offset = base_offset;
-            meta.time_index.maybe_append(max_timestamp_ms, relative);
+        }
+        // Kafka's sparse indexes: both get an entry only every
+        // `index.interval.bytes`; the time entry is the largest timestamp so
+        // far and the first batch that reached it.
+        if meta.bytes_since_index_entry >= index_interval_bytes && position > 0 {
+            meta.index.append(relative, position as u32);
+            let (max_ts, max_ts_relative) = meta.max_timestamp_entry(self.base_offset);
+            meta.time_index.maybe_append(max_ts, max_ts_relative);
+            meta.bytes_since_index_entry = 0;
         }
         meta.bytes_since_index_entry += size_bytes;
         meta.size_bytes += size_bytes;
@@ -170,9 +237,20 @@ impl Segment {
         Ok(result.to_vec())
     }
 
-    /// Writes the index files (segment sealed or broker stopping).
+    /// Writes the index files (segment sealed or broker stopping), with a
+    /// last time entry for the segment's largest timestamp, as Kafka adds
+    /// when a segment stops being active: the file's last entry is then the
+    /// segment's max timestamp, which the next open reads from it.
     pub fn write_indexes(&self) -> Result<(), EngineError> {
-        let meta = self.meta.borrow();
+        if self.indexes_on_disk.get() {
+            // The files already hold them; the meta's are empty.
+            return Ok(());
+        }
+        let mut meta = self.meta.borrow_mut();
+        if meta.max_timestamp_ms >= 0 {
+            let (max_ts, max_ts_relative) = meta.max_timestamp_entry(self.base_offset);
+            meta.time_index.maybe_append(max_ts, max_ts_relative);
+        }
         write_file_synced(&self.path("index"), &meta.index.to_bytes())?;
         write_file_synced(&self.path("timeindex"), &meta.time_index.to_bytes())
     }
@@ -215,6 +293,48 @@ pub fn sync_dir(dir: &Path) -> Result<(), EngineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_indexes_are_sparse_and_time_lookups_land_before_the_answer() {
+        let segment = Segment::new(Path::new("."), 1000, Segment::empty_meta(1000, 0), 0);
+        // 100-byte batches of 2 offsets; timestamps rise but dip every 5th.
+        let mut batches = Vec::new();
+        for k in 0..200i64 {
+            let ts = if k % 5 == 4 { 10 } else { 1_000 + k * 10 };
+            batches.push((1000 + 2 * k, ts));
+            segment.record_append(k as u64 * 100, 1000 + 2 * k, 1001 + 2 * k, ts, 100, 1000);
+        }
+        let meta = segment.meta.borrow().clone();
+        // An entry every 1000 bytes (10 batches), the time index no denser.
+        assert_eq!(meta.index.len(), 19);
+        assert!(meta.time_index.len() <= meta.index.len());
+        assert!(meta.time_index.len() >= 10);
+        assert_eq!(meta.max_timestamp_ms, 1_000 + 198 * 10);
+        for target in [
+            0, 10, 11, 999, 1_000, 1_001, 1_045, 1_500, 2_970, 2_980, 2_981,
+        ] {
+            let from = 1000 + i64::from(meta.time_index.lookup(target));
+            let first = batches
+                .iter()
+                .find(|&&(_, ts)| ts >= target)
+                .map(|&(o, _)| o);
+            match first {
+                Some(first) => assert!(from <= first, "target {target}: {from} > {first}"),
+                None => assert!(target > meta.max_timestamp_ms),
+            }
+        }
+        // Sealing adds the largest timestamp as the last entry.
+        drop(meta);
+        let dir = tempfile::tempdir().unwrap();
+        let sealed = Segment::new(dir.path(), 1000, segment.meta.borrow().clone(), 0);
+        sealed.write_indexes().unwrap();
+        let last = sealed.meta.borrow().time_index.last();
+        assert_eq!(last, Some((2_980, 2 * 198)));
+        let bytes = std::fs::read(sealed.path("timeindex")).unwrap();
+        assert_eq!(TimeIndex::from_bytes(&bytes).and_then(|t| t.last()), last);
+        sealed.release_indexes();
+        assert!(sealed.indexes_on_disk() && sealed.meta.borrow().index.is_empty());
+    }
 
     #[test]
     fn names_round_trip() {

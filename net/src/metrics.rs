@@ -63,6 +63,9 @@ pub struct ShardMetrics {
     /// Client batches the engine rewrote in their topic's
     /// `compression.type` (filled when a snapshot is taken).
     pub recompressed_batches: u64,
+    /// The shard's cache of sealed segments' indexes (filled when a
+    /// snapshot is taken).
+    pub index_cache: engine::index_cache::IndexCacheStats,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -129,6 +132,7 @@ impl Default for ShardMetrics {
             disk_low: false,
             partitions_offline: 0,
             recompressed_batches: 0,
+            index_cache: Default::default(),
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -210,7 +214,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 23] = [
+    let gauges: [Gauge; 30] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -285,6 +289,29 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         // `compression.type`: each cost a decompress and a compress.
         ("rill_recompressed_batches_total", "counter", |m| {
             m.recompressed_batches as i64
+        }),
+        // Sealed segments' indexes held in memory, against the shard's share
+        // of `rill.cache.index.max.bytes`; misses read the index files.
+        ("rill_index_cache_bytes", "gauge", |m| {
+            m.index_cache.bytes as i64
+        }),
+        ("rill_index_cache_max_bytes", "gauge", |m| {
+            m.index_cache.max_bytes as i64
+        }),
+        ("rill_index_cache_segments", "gauge", |m| {
+            m.index_cache.entries as i64
+        }),
+        ("rill_index_cache_hits_total", "counter", |m| {
+            m.index_cache.hits as i64
+        }),
+        ("rill_index_cache_misses_total", "counter", |m| {
+            m.index_cache.misses as i64
+        }),
+        ("rill_index_cache_evictions_total", "counter", |m| {
+            m.index_cache.evictions as i64
+        }),
+        ("rill_index_cache_rebuilds_total", "counter", |m| {
+            m.index_cache.rebuilds as i64
         }),
     ];
     for (name, kind, get) in gauges {

@@ -507,6 +507,7 @@ fn needs_roll(
                 && (meta.size_bytes + total_bytes as u64 > config.segment_bytes
                     || now_ms - meta.created_ms >= config.segment_ms
                     || meta.index.size_bytes() + 8 > config.segment_index_bytes
+                    || meta.time_index.size_bytes() + 12 > config.segment_index_bytes
                     || next_offset - 1 - active.base_offset > i64::from(u32::MAX))
         }
     }

@@ -58,6 +58,7 @@ impl PartitionLog {
             state.segments.drain(..keep_from).collect()
         };
         for segment in &doomed {
+            self.ctx.index_cache.remove(segment.index_key());
             segment.delete_files()?;
         }
         Ok(doomed.len())
@@ -137,6 +138,7 @@ impl PartitionLog {
         self.forget_deleted_segments();
         for segment in &doomed {
             tracing::info!(partition = %self.tp, base_offset = segment.base_offset, "retention deletes segment");
+            self.ctx.index_cache.remove(segment.index_key());
             segment.delete_files()?;
         }
         Ok(below_start + doomed.len())

@@ -589,6 +589,9 @@ impl PartitionLog {
             appender.seal().await?;
         }
         segment.write_indexes()?;
+        // Its indexes are on disk now: lookups read them through the
+        // shard's bounded index cache instead of keeping them resident.
+        segment.release_indexes();
         let next = segment.meta.borrow().next_offset;
         self.write_recovery_point(next)?;
         Ok(())

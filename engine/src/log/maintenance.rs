@@ -83,6 +83,16 @@ impl Maintenance<'_> {
             .iter_mut()
             .find(|s| Rc::ptr_eq(s, old))
         {
+            // Sealed: its indexes go through the index cache like every
+            // sealed segment's, once files that match it are written here
+            // (whatever the compaction wrote before; unwritten, they stay
+            // resident, which is only memory).
+            match new.write_indexes() {
+                Ok(()) => new.release_indexes(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "index files of a compacted segment not written; its indexes stay in memory")
+                }
+            }
             *slot = new;
         }
         crate::cache::BatchCache::clear(&self.log.chunks);

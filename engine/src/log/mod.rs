@@ -62,6 +62,8 @@ pub struct LogContext {
     pub config: EngineConfig,
     /// The shard's cache of recent batches.
     pub cache: BatchCache,
+    /// The shard's cache of sealed segments' indexes.
+    pub index_cache: crate::index_cache::IndexCache,
     /// fdatasync latency histogram source: (count, total µs, max µs).
     pub fsync_stats: RefCell<FsyncStats>,
     /// Client batches rewritten in their topic's `compression.type`.
@@ -99,12 +101,22 @@ pub struct FsyncStats {
 }
 
 impl LogContext {
-    /// A context for one shard.
+    /// A context for the only shard.
     pub fn new(config: EngineConfig) -> Rc<Self> {
+        Self::for_shard(config, 1)
+    }
+
+    /// A context for one of `shard_count` shards: its share of the
+    /// broker-wide index cache.
+    pub fn for_shard(config: EngineConfig, shard_count: usize) -> Rc<Self> {
         let cache = BatchCache::new(config.batch_cache_bytes);
+        let index_cache = crate::index_cache::IndexCache::new(
+            config.index_cache_bytes / shard_count.max(1) as u64,
+        );
         Rc::new(LogContext {
             config,
             cache,
+            index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
             recompressed_batches: Cell::new(0),
             stream_writer: std::cell::OnceCell::new(),

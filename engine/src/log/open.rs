@@ -115,6 +115,14 @@ impl PartitionLog {
                 && !dir
                     .join(crate::segment::file_name(log_end_offset, "snapshot"))
                     .exists());
+        // Sealed segments' indexes are on disk (written above when they
+        // were not read from there): lookups go through the index cache
+        // (after the replays above, which use them).
+        if let Some((_, sealed)) = segments.split_last() {
+            for segment in sealed {
+                segment.release_indexes();
+            }
+        }
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
             tp,
@@ -198,7 +206,13 @@ fn recover_segments(
         let meta = outcome.meta;
         min_offset = meta.next_offset;
         let size = meta.size_bytes;
-        segments.push(Rc::new(Segment::new(dir, base, meta, size)));
+        let segment = Rc::new(Segment::new(dir, base, meta, size));
+        if !is_last && cut_from.is_none() && !outcome.indexes_from_files {
+            // A sealed segment rebuilt by a scan: its files may be missing
+            // or stale, and its indexes will be read from them.
+            segment.write_indexes()?;
+        }
+        segments.push(segment);
         if cut_from.is_some() {
             break;
         }

@@ -6,6 +6,8 @@
 //! (one small DMA read per index interval). The end of the range is a batch
 //! boundary that the bookkeeping already knows — an index entry, or the end
 //! of what is readable — so no further I/O is needed to cut whole batches.
+//! A sealed segment's indexes come from the shard's index cache
+//! ([`crate::index_cache`]), the active segment's from its meta.
 
 use super::PartitionLog;
 use crate::batch::{self, BatchHeader, HEADER_BYTES};
@@ -224,6 +226,7 @@ impl PartitionLog {
                 header.total_bytes() as u64,
                 max_bytes as u64,
             )
+            .await
             .min(readable);
         if limit_offset < published {
             // The limit is the first offset of a batch: cut before it when it
@@ -271,7 +274,10 @@ impl PartitionLog {
             let readable = segment.readable_bytes.get();
             let mut position = if offset > segment.base_offset {
                 let relative = (offset - segment.base_offset).min(i64::from(u32::MAX)) as u32;
-                u64::from(segment.meta.borrow().index.lookup(relative).1)
+                let found = self
+                    .with_indexes(&segment, |index, _| index.lookup(relative).1)
+                    .await;
+                u64::from(found)
             } else {
                 0
             };
@@ -301,8 +307,22 @@ impl PartitionLog {
         Ok(None)
     }
 
+    /// Calls `f` with the segment's offset and time indexes (its own while
+    /// active, the index cache's once sealed).
+    pub(crate) async fn with_indexes<R>(
+        &self,
+        segment: &Segment,
+        f: impl FnOnce(&crate::index::OffsetIndex, &crate::index::TimeIndex) -> R,
+    ) -> R {
+        let interval = self.config.borrow().index_interval_bytes;
+        self.ctx
+            .index_cache
+            .with_indexes(segment, interval, f)
+            .await
+    }
+
     /// End of a whole-batch range from `position` of about `max_bytes`.
-    fn range_end(
+    async fn range_end(
         &self,
         segment: &Segment,
         position: u64,
@@ -315,11 +335,10 @@ impl PartitionLog {
         if readable <= limit {
             return readable.max(first_end);
         }
-        let known = segment
-            .meta
-            .borrow()
-            .index
-            .largest_position_at_most(limit.min(u64::from(u32::MAX)) as u32)
+        let limit = limit.min(u64::from(u32::MAX)) as u32;
+        let known = self
+            .with_indexes(segment, |index, _| index.largest_position_at_most(limit))
+            .await
             .map(u64::from)
             .unwrap_or(0);
         known.max(first_end)
@@ -342,13 +361,15 @@ impl PartitionLog {
         let start = self.log_start_offset();
         let segments = self.segments_from(start);
         for segment in segments {
-            let (max_ts, from_relative) = {
-                let meta = segment.meta.borrow();
-                (meta.max_timestamp_ms, meta.time_index.lookup(timestamp_ms))
-            };
+            let max_ts = segment.meta.borrow().max_timestamp_ms;
             if max_ts < timestamp_ms {
                 continue;
             }
+            // The sparse time index lands at or before the first batch whose
+            // max timestamp reaches the target; the scan below goes on from there.
+            let from_relative = self
+                .with_indexes(&segment, |_, time| time.lookup(timestamp_ms))
+                .await;
             let from = (segment.base_offset + i64::from(from_relative)).max(start);
             let mut cursor = from;
             while cursor < hw {

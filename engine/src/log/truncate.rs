@@ -365,6 +365,17 @@ impl PartitionLog {
         position: u64,
         cut: Offset,
     ) -> Result<(), EngineError> {
+        if segment.indexes_on_disk() {
+            // A sealed segment becomes the active one again: its indexes
+            // come back into its meta (from the index cache or the files).
+            let interval = self.config.borrow().index_interval_bytes;
+            let (index, time_index) = self
+                .ctx
+                .index_cache
+                .take_for_restore(segment, interval)
+                .await;
+            segment.restore_indexes(index, time_index);
+        }
         if segment.appender.borrow().is_none() {
             let size_bytes = segment.meta.borrow().size_bytes;
             let appender = Appender::open(
@@ -381,23 +392,41 @@ impl PartitionLog {
             *segment.appender.borrow_mut() = Some(appender);
             result?;
         }
-        let mut meta = segment.meta.borrow_mut();
-        let relative = (cut - segment.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
-        meta.index.truncate_to_offset(relative);
-        meta.time_index.truncate_to_offset(relative);
-        meta.size_bytes = position;
-        meta.next_offset = cut;
-        meta.bytes_since_index_entry = 0;
-        if meta.max_timestamp_batch_offset >= cut {
-            // The largest timestamp left is the time index's last entry.
-            let (max_timestamp_ms, batch_offset) = match meta.time_index.last() {
-                Some((t, o)) => (t, segment.base_offset + i64::from(o)),
-                None => (-1, segment.base_offset),
-            };
-            meta.max_timestamp_ms = max_timestamp_ms;
-            meta.max_timestamp_batch_offset = batch_offset;
+        let (max_cut_off, last_entry_position) = {
+            let mut meta = segment.meta.borrow_mut();
+            let relative = (cut - segment.base_offset).clamp(0, i64::from(u32::MAX)) as u32;
+            meta.index.truncate_to_offset(relative);
+            meta.time_index.truncate_to_offset(relative);
+            meta.size_bytes = position;
+            meta.next_offset = cut;
+            let last_entry_position = meta.index.last().map_or(0, |(_, p)| u64::from(p));
+            meta.bytes_since_index_entry = position.saturating_sub(last_entry_position);
+            let max_cut_off = meta.max_timestamp_batch_offset >= cut;
+            if max_cut_off {
+                // The sparse time index's last entry is the largest timestamp up
+                // to the last offset-index entry (or later); the batches from
+                // there to the cut are read for theirs.
+                let (max_timestamp_ms, batch_offset) = match meta.time_index.last() {
+                    Some((t, o)) => (t, segment.base_offset + i64::from(o)),
+                    None => (-1, segment.base_offset),
+                };
+                meta.max_timestamp_ms = max_timestamp_ms;
+                meta.max_timestamp_batch_offset = batch_offset;
+            }
+            (max_cut_off, last_entry_position)
+        };
+        if max_cut_off && position > last_entry_position {
+            let length = (position - last_entry_position) as usize;
+            let bytes = segment.read_bytes(last_entry_position, length).await?;
+            let mut meta = segment.meta.borrow_mut();
+            for item in crate::batch::batches(&bytes) {
+                let Ok((header, _)) = item else { break };
+                if header.max_timestamp > meta.max_timestamp_ms {
+                    meta.max_timestamp_ms = header.max_timestamp;
+                    meta.max_timestamp_batch_offset = header.base_offset;
+                }
+            }
         }
-        drop(meta);
         segment
             .readable_bytes
             .set(position.min(segment.readable_bytes.get()));
