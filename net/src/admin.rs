@@ -53,6 +53,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .filter(|tp| shard.logs.get(tp).is_some_and(|log| log.is_offline()))
         .count() as u64;
     metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
+    metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();
     metrics.replication = replicas.counters.borrow().clone();

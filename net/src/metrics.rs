@@ -63,6 +63,8 @@ pub struct ShardMetrics {
     /// Client batches the engine rewrote in their topic's
     /// `compression.type` (filled when a snapshot is taken).
     pub recompressed_batches: u64,
+    /// The shard's log cleaner counters (filled when a snapshot is taken).
+    pub cleaner: engine::compaction::CleanerStats,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -129,6 +131,7 @@ impl Default for ShardMetrics {
             disk_low: false,
             partitions_offline: 0,
             recompressed_batches: 0,
+            cleaner: engine::compaction::CleanerStats::default(),
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -285,6 +288,27 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         // `compression.type`: each cost a decompress and a compress.
         ("rill_recompressed_batches_total", "counter", |m| {
             m.recompressed_batches as i64
+        }),
+        // The log cleaner (cleanup.policy=compact): passes, bytes read by
+        // them (the "cleaned" bytes of Kafka's cleaner), bytes and records
+        // they removed, and the last pass's duration.
+        ("rill_cleaner_passes_total", "counter", |m| {
+            m.cleaner.passes as i64
+        }),
+        ("rill_cleaner_cleaned_bytes_total", "counter", |m| {
+            m.cleaner.bytes_read as i64
+        }),
+        ("rill_cleaner_removed_bytes_total", "counter", |m| {
+            m.cleaner.bytes_removed as i64
+        }),
+        ("rill_cleaner_removed_records_total", "counter", |m| {
+            m.cleaner.records_removed as i64
+        }),
+        ("rill_cleaner_last_pass_duration_ms", "gauge", |m| {
+            m.cleaner.last_pass_ms as i64
+        }),
+        ("rill_cleaner_pass_duration_ms_total", "counter", |m| {
+            m.cleaner.pass_ms_total as i64
         }),
     ];
     for (name, kind, get) in gauges {
