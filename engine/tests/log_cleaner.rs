@@ -436,24 +436,62 @@ fn a_crash_at_any_point_of_the_swap_leaves_old_or_new_segments() {
         );
 
         // Each case: the old dir plus the files a crash leaves, reopened.
-        let cases: [(&str, &str, Vec<u8>, bool); 3] = [
-            // Killed while writing the cleaned file: torn, discarded.
+        let stem = first_log.trim_end_matches(".log");
+        let new_file = |ext: &str| std::fs::read(after.join(format!("{stem}.{ext}"))).unwrap();
+        let torn = cleaned_bytes[..cleaned_bytes.len() / 2].to_vec();
+        type Case = (&'static str, Vec<(&'static str, Vec<u8>)>, bool);
+        let cases: Vec<Case> = vec![
+            // Killed while writing the cleaned log: torn, discarded.
+            ("cleaned-torn", vec![("log.cleaned", torn)], false),
+            // Killed after the syncs, before any rename: discarded.
             (
-                "cleaned-torn",
-                ".cleaned",
-                cleaned_bytes[..cleaned_bytes.len() / 2].to_vec(),
+                "cleaned-whole",
+                vec![
+                    ("log.cleaned", cleaned_bytes.clone()),
+                    ("index.cleaned", new_file("index")),
+                    ("timeindex.cleaned", new_file("timeindex")),
+                ],
                 false,
             ),
-            // Killed after the sync, before the rename to .swap: discarded.
-            ("cleaned-whole", ".cleaned", cleaned_bytes.clone(), false),
-            // Killed after the rename to .swap: completed.
-            ("swap", ".swap", cleaned_bytes.clone(), true),
+            // Killed after the indexes' renames, before the log's (the
+            // commit point): discarded, the old indexes kept.
+            (
+                "index-swapped",
+                vec![
+                    ("log.cleaned", cleaned_bytes.clone()),
+                    ("index.swap", new_file("index")),
+                    ("timeindex.swap", new_file("timeindex")),
+                ],
+                false,
+            ),
+            // Killed after the rename to .log.swap: completed.
+            (
+                "swap",
+                vec![
+                    ("log.swap", cleaned_bytes.clone()),
+                    ("index.swap", new_file("index")),
+                    ("timeindex.swap", new_file("timeindex")),
+                ],
+                true,
+            ),
+            // Killed after the indexes moved over, before the log did.
+            (
+                "swap-indexes-done",
+                vec![
+                    ("log.swap", cleaned_bytes.clone()),
+                    ("index", new_file("index")),
+                    ("timeindex", new_file("timeindex")),
+                ],
+                true,
+            ),
         ];
-        for (name, suffix, bytes, completes) in cases {
+        for (name, files, completes) in cases {
             let data = root.join(name);
             let target = data.join(part.file_name().unwrap());
             copy_dir(&before, &target);
-            std::fs::write(target.join(format!("{first_log}{suffix}")), &bytes).unwrap();
+            for (ext, bytes) in &files {
+                std::fs::write(target.join(format!("{stem}.{ext}")), bytes).unwrap();
+            }
             let (m, log) = open_log(config(&data, FlushPolicy::Fsync), "t", compacted(&[])).await;
             let records = read_records(&log).await;
             assert_eq!(

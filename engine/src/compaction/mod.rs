@@ -203,7 +203,7 @@ pub async fn clean(
         // Retention or a truncation changed the section meanwhile: the
         // rewrites may hold data that is gone; the next tick starts over.
         for (_, c) in &pairs {
-            let _ = std::fs::remove_file(&c.cleaned_path);
+            swap::discard(&c.log_path);
         }
         return Ok(CompactionStats::default());
     }
@@ -213,10 +213,9 @@ pub async fn clean(
         ..CompactionStats::default()
     };
     for (i, (old, cleaned)) in pairs.iter().enumerate() {
-        let result = swap::swap_in(log.dir(), &old.log_path(), &cleaned.cleaned_path);
-        if let Err(e) = result {
+        if let Err(e) = swap::swap_in(&old.log_path()) {
             for (_, c) in &pairs[i..] {
-                let _ = std::fs::remove_file(&c.cleaned_path);
+                swap::discard(&c.log_path);
             }
             return Err(e);
         }
@@ -227,19 +226,25 @@ pub async fn clean(
             cleaned.meta.clone(),
             size,
         ));
-        replacement.write_indexes()?;
         log.replace_segment(old, replacement);
         stats.segments_rewritten += 1;
     }
     write_checkpoint(log.dir(), outcome.end_offset)?;
     let elapsed_ms = started.elapsed().as_millis() as u64;
-    let mut counters = log.context().cleaner.borrow_mut();
-    counters.passes += 1;
-    counters.bytes_read += outcome.bytes_read;
-    counters.bytes_removed += outcome.bytes_before.saturating_sub(outcome.bytes_after);
-    counters.records_removed += outcome.records_removed as u64;
-    counters.last_pass_ms = elapsed_ms;
-    counters.pass_ms_total += elapsed_ms;
+    {
+        let mut counters = log.context().cleaner.borrow_mut();
+        counters.passes += 1;
+        counters.bytes_read += outcome.bytes_read;
+        counters.bytes_removed += outcome.bytes_before.saturating_sub(outcome.bytes_after);
+        counters.records_removed += outcome.records_removed as u64;
+        counters.last_pass_ms = elapsed_ms;
+        counters.pass_ms_total += elapsed_ms;
+    }
+    if stats.segments_rewritten > 0 {
+        // The renames made durable, off the shard.
+        let dir = log.dir().to_path_buf();
+        on_cleaner_thread(move || crate::segment::sync_dir(&dir)).await?;
+    }
     Ok(stats)
 }
 
@@ -253,14 +258,23 @@ pub async fn clean(
 /// `std::fs`), stall every partition of the core. On its own thread the
 /// pass touches no shard state (it gets paths, sizes and the aborted
 /// transactions, and hands back the `.cleaned` files with their bookkeeping
-/// over a oneshot channel); the shard only renames them in. One thread per
-/// pass: passes are minutes apart, and a spawn costs microseconds.
+/// over a oneshot channel); the shard only renames them in (no fsync on
+/// the shard: the directory sync after the renames is the thread's too).
+/// One thread per pass: passes are minutes apart, and a spawn costs
+/// microseconds.
 async fn run_pass(job: rewrite::Job) -> Result<rewrite::Outcome, EngineError> {
+    on_cleaner_thread(move || rewrite::run(&job)).await
+}
+
+/// Runs `work` on a new cleaner thread and awaits its answer.
+async fn on_cleaner_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, EngineError> {
     let (done, outcome) = futures::channel::oneshot::channel();
     std::thread::Builder::new()
         .name("rill-cleaner".into())
         .spawn(move || {
-            let _ = done.send(rewrite::run(&job));
+            let _ = done.send(work());
         })
         .map_err(|e| EngineError::io("rill-cleaner thread", e))?;
     outcome.await.map_err(|_| {

@@ -49,11 +49,12 @@ pub struct Job {
     pub index_interval_bytes: u64,
 }
 
-/// A rewritten segment waiting to be swapped in.
+/// A rewritten segment waiting to be swapped in: `<base>.log.cleaned` and
+/// its `.index.cleaned` / `.timeindex.cleaned` next to `log_path`.
 #[derive(Debug)]
 pub struct Cleaned {
     pub base_offset: i64,
-    pub cleaned_path: PathBuf,
+    pub log_path: PathBuf,
     pub meta: SegmentMeta,
 }
 
@@ -95,14 +96,14 @@ pub fn run(job: &Job) -> Result<Outcome, EngineError> {
         match result {
             Ok(Some(meta)) => outcome.cleaned.push(Cleaned {
                 base_offset: segment.base_offset,
-                cleaned_path,
+                log_path: segment.path.clone(),
                 meta,
             }),
             Ok(None) => {}
             Err(e) => {
-                let _ = std::fs::remove_file(&cleaned_path);
+                super::swap::discard(&segment.path);
                 for c in &outcome.cleaned {
-                    let _ = std::fs::remove_file(&c.cleaned_path);
+                    super::swap::discard(&c.log_path);
                 }
                 return Err(e);
             }
@@ -258,6 +259,18 @@ fn clean_segment(
     let mut meta = scan.meta;
     // The segment keeps its offset range even when its last records went.
     meta.next_offset = segment.next_offset;
+    // Its indexes too, written beside it now so that the shard only renames
+    // them in with the log (`swap.rs`).
+    for (extension, bytes) in [
+        ("index", meta.index.to_bytes()),
+        ("timeindex", meta.time_index.to_bytes()),
+    ] {
+        let path = super::swap::cleaned_path_of(&segment.path, extension);
+        let mut file = std::fs::File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| EngineError::io(&path, e))?;
+    }
     outcome.bytes_before += segment.size_bytes;
     outcome.bytes_after += written;
     outcome.records_removed += removed;
