@@ -213,7 +213,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 23] = [
+    let gauges: [Gauge; 29] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
