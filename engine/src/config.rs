@@ -84,6 +84,10 @@ pub struct EngineConfig {
     /// [`crate::disk_space`]); `None`: 1 GiB capped at 5% of the file
     /// system; `Some(0)`: never.
     pub min_free_bytes: Option<u64>,
+    /// Kafka's `log.cleaner.dedupe.buffer.size` (default 128 MiB): the
+    /// memory of one compaction pass's key map (see
+    /// [`crate::compaction::offset_map`]); each shard runs one pass at a time.
+    pub cleaner_dedupe_buffer_bytes: usize,
 }
 
 impl EngineConfig {
@@ -102,6 +106,7 @@ impl EngineConfig {
             stream_min_bytes: 64 << 10,
             clock: Clock::system(),
             min_free_bytes: None,
+            cleaner_dedupe_buffer_bytes: 128 << 20,
         }
     }
 }
@@ -134,8 +139,15 @@ pub struct TopicConfig {
     pub cleanup_policy: CleanupPolicy,
     /// `delete.retention.ms` (default 1 day): how long tombstones survive compaction.
     pub delete_retention_ms: i64,
-    /// `min.compaction.lag.ms` (default 0).
+    /// `min.compaction.lag.ms` (default 0): data younger than this is not
+    /// compacted.
     pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms` (default Long.MAX): dirty data older than
+    /// this is compacted whatever the dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `min.cleanable.dirty.ratio` (default 0.5): a log is compacted once
+    /// this share of its cleanable bytes is dirty.
+    pub min_cleanable_dirty_ratio: f64,
     /// `max.message.bytes` (default 1048588).
     pub max_message_bytes: u64,
     /// `flush.messages` (interval policy).
@@ -174,6 +186,8 @@ impl Default for TopicConfig {
             },
             delete_retention_ms: 24 * 3_600_000,
             min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            min_cleanable_dirty_ratio: 0.5,
             max_message_bytes: 1_048_588,
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX as u64,
@@ -261,6 +275,14 @@ impl TopicConfig {
             }
             "delete.retention.ms" => self.delete_retention_ms = non_negative(name, value)?,
             "min.compaction.lag.ms" => self.min_compaction_lag_ms = non_negative(name, value)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = positive(name, value)?,
+            "min.cleanable.dirty.ratio" => {
+                let v: f64 = parse_num(name, value)?;
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(invalid(name, value, "must be between 0 and 1"));
+                }
+                self.min_cleanable_dirty_ratio = v;
+            }
             "max.message.bytes" => self.max_message_bytes = parse_num(name, value)?,
             "flush.messages" => self.flush_messages = parse_num(name, value)?,
             "flush.ms" => self.flush_ms = parse_num(name, value)?,
@@ -326,6 +348,8 @@ impl TopicConfig {
             }
             "delete.retention.ms" => self.delete_retention_ms.to_string(),
             "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
             "max.message.bytes" => self.max_message_bytes.to_string(),
             "flush.messages" => self.flush_messages.to_string(),
             "flush.ms" => self.flush_ms.to_string(),
@@ -468,19 +492,19 @@ mod tests {
         let defaults = TopicConfig::default();
         let config = defaults
             .with_overrides([
-                ("min.cleanable.dirty.ratio", "0.1"),
-                ("max.compaction.lag.ms", "60000"),
+                ("local.retention.ms", "1000"),
+                ("message.timestamp.before.max.ms", "60000"),
             ])
             .unwrap();
-        assert_eq!(config.get("min.cleanable.dirty.ratio").unwrap(), "0.1");
+        assert_eq!(config.get("local.retention.ms").unwrap(), "1000");
         assert_eq!(config.get("preallocate").unwrap(), "false");
         let mut o = config.overrides_against(&defaults);
         o.sort();
         assert_eq!(
             o,
             vec![
-                ("max.compaction.lag.ms".into(), "60000".into()),
-                ("min.cleanable.dirty.ratio".into(), "0.1".into())
+                ("local.retention.ms".into(), "1000".into()),
+                ("message.timestamp.before.max.ms".into(), "60000".into())
             ]
         );
         let back = defaults

@@ -333,12 +333,25 @@ impl LogManager {
                     tracing::warn!(partition = %log.topic_partition(), error = %e, "retention failed")
                 }
             }
-            if log.config().cleanup_policy.compact {
-                if let Err(e) = crate::compaction::compact(&log).await {
-                    tracing::warn!(partition = %log.topic_partition(), error = %e, "compaction failed");
-                }
-            }
             glommio::yield_if_needed().await;
+        }
+        // Kafka's cleaner takes the dirtiest log first; a tick cleans every
+        // log that is due, in that order (overdue ones first).
+        let mut due: Vec<_> = self
+            .logs
+            .borrow()
+            .values()
+            .filter_map(|log| Some((log.clone(), crate::compaction::candidate(log, false)?)))
+            .collect();
+        due.sort_by(|(_, a), (_, b)| {
+            b.overdue
+                .cmp(&a.overdue)
+                .then(b.dirty_ratio.total_cmp(&a.dirty_ratio))
+        });
+        for (log, candidate) in due {
+            if let Err(e) = crate::compaction::clean(&log, candidate).await {
+                tracing::warn!(partition = %log.topic_partition(), error = %e, "compaction failed");
+            }
         }
         deleted
     }

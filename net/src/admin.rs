@@ -54,6 +54,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .count() as u64;
     metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
     metrics.index_cache = shard.logs.context().index_cache.stats();
+    metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();
     metrics.replication = replicas.counters.borrow().clone();

@@ -126,6 +126,13 @@ pub struct BrokerConfig {
     pub max_in_flight_per_connection: usize,
     /// `offsets.topic.num.partitions`.
     pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.segment.bytes` (Kafka's default, 100 MiB): the
+    /// `segment.bytes` `__consumer_offsets` is created with, small enough
+    /// for its segments to seal and be compacted.
+    pub offsets_topic_segment_bytes: u64,
+    /// `transaction.state.log.segment.bytes` (Kafka's default, 100 MiB):
+    /// the same for `__transaction_state`.
+    pub txn_state_segment_bytes: u64,
     /// `rill.spin_before_park_us`: how long an idle shard spins before parking.
     pub spin_before_park_us: u64,
     /// `rill.io_memory_bytes`: glommio locked I/O memory per shard.
@@ -186,6 +193,8 @@ impl BrokerConfig {
             connection_limits: crate::conn_limits::ConnectionLimitsConfig::default(),
             max_in_flight_per_connection: 64,
             offsets_topic_num_partitions: 50,
+            offsets_topic_segment_bytes: 104_857_600,
+            txn_state_segment_bytes: 104_857_600,
             spin_before_park_us: 100,
             io_memory_bytes: 2 << 20,
             mesh_channel_capacity: 1024,
@@ -404,6 +413,10 @@ impl BrokerConfig {
                 }
             }
             "offsets.topic.num.partitions" => self.offsets_topic_num_partitions = num(name, value)?,
+            "offsets.topic.segment.bytes" => self.offsets_topic_segment_bytes = num(name, value)?,
+            "transaction.state.log.segment.bytes" => {
+                self.txn_state_segment_bytes = num(name, value)?
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -440,6 +453,9 @@ impl BrokerConfig {
             }
             "log.cleaner.min.compaction.lag.ms" => {
                 self.set_topic("min.compaction.lag.ms", name, value)?
+            }
+            "log.cleaner.dedupe.buffer.size" => {
+                self.engine.cleaner_dedupe_buffer_bytes = num(name, value)?
             }
             "log.retention.check.interval.ms" => {
                 self.engine.retention_check_interval_ms = num(name, value)?

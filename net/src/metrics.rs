@@ -66,6 +66,8 @@ pub struct ShardMetrics {
     /// The shard's cache of sealed segments' indexes (filled when a
     /// snapshot is taken).
     pub index_cache: engine::index_cache::IndexCacheStats,
+    /// The shard's log cleaner counters (filled when a snapshot is taken).
+    pub cleaner: engine::compaction::CleanerStats,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -133,6 +135,7 @@ impl Default for ShardMetrics {
             partitions_offline: 0,
             recompressed_batches: 0,
             index_cache: Default::default(),
+            cleaner: engine::compaction::CleanerStats::default(),
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -214,7 +217,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 30] = [
+    let gauges: [Gauge; 36] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -312,6 +315,27 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_index_cache_rebuilds_total", "counter", |m| {
             m.index_cache.rebuilds as i64
+        }),
+        // The log cleaner (cleanup.policy=compact): passes, bytes read by
+        // them (the "cleaned" bytes of Kafka's cleaner), bytes and records
+        // they removed, and the last pass's duration.
+        ("rill_cleaner_passes_total", "counter", |m| {
+            m.cleaner.passes as i64
+        }),
+        ("rill_cleaner_cleaned_bytes_total", "counter", |m| {
+            m.cleaner.bytes_read as i64
+        }),
+        ("rill_cleaner_removed_bytes_total", "counter", |m| {
+            m.cleaner.bytes_removed as i64
+        }),
+        ("rill_cleaner_removed_records_total", "counter", |m| {
+            m.cleaner.records_removed as i64
+        }),
+        ("rill_cleaner_last_pass_duration_ms", "gauge", |m| {
+            m.cleaner.last_pass_ms as i64
+        }),
+        ("rill_cleaner_pass_duration_ms_total", "counter", |m| {
+            m.cleaner.pass_ms_total as i64
         }),
     ];
     for (name, kind, get) in gauges {

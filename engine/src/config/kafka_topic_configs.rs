@@ -208,7 +208,7 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             Long { min: 1 },
             LONG_MAX,
             Some("log.cleaner.max.compaction.lag.ms"),
-            false,
+            true,
         ),
         spec(
             "max.message.bytes",
@@ -247,7 +247,7 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             Double { min: 0.0, max: 1.0 },
             "0.5",
             Some("log.cleaner.min.cleanable.ratio"),
-            false,
+            true,
         ),
         spec(
             "min.compaction.lag.ms",

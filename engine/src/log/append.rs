@@ -94,6 +94,8 @@ struct AppendSettings {
     /// `compression.type` when it names a codec; `None` for `producer`.
     compression: Option<Compression>,
     compression_levels: CompressionLevels,
+    /// `cleanup.policy` includes `compact`: every record needs a key.
+    compact: bool,
 }
 
 /// One validated batch of a produce payload.
@@ -198,6 +200,9 @@ impl PartitionLog {
         };
         let validated =
             validate_payload(payload.as_slice(), max_batch_bytes, origin.allows_control())?;
+        if config.compact && matches!(origin, Origin::Client { .. }) {
+            require_keys(payload.as_slice(), &validated)?;
+        }
         let (mut payload, validated) = match (origin, config.compression) {
             (Origin::Client { .. }, Some(target)) => {
                 self.recompressed(payload, validated, target, &config, max_batch_bytes)?
@@ -399,6 +404,7 @@ impl PartitionLog {
             index_interval_bytes: c.index_interval_bytes,
             compression: Compression::from_name(&c.compression_type),
             compression_levels: c.compression_levels,
+            compact: c.cleanup_policy.compact,
         }
     }
 
@@ -685,6 +691,22 @@ pub(crate) fn validated_batches(
         .into_iter()
         .map(|v| (v.range, v.header))
         .collect())
+}
+
+/// Kafka's `LogValidator.validateKey`: a compacted topic keeps the newest
+/// record per key, so a record without a key could never be cleaned and is
+/// refused (`INVALID_RECORD`). Decodes the records (decompressing them),
+/// which only compacted topics pay for.
+fn require_keys(payload: &[u8], validated: &[Validated]) -> Result<(), BatchError> {
+    for v in validated.iter().filter(|v| !v.header.is_control()) {
+        let records = batch::records(&payload[v.range.clone()])?;
+        if records.iter().any(|r| r.key.is_none()) {
+            return Err(BatchError::InvalidRecord {
+                reason: "compacted topic has a record without a key",
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_payload(

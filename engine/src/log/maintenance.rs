@@ -19,6 +19,7 @@
 use super::PartitionLog;
 use crate::config::TopicConfig;
 use crate::segment::Segment;
+use crate::txn_index::AbortedTxn;
 use crate::types::{Offset, TimestampMs};
 use std::path::Path;
 use std::rc::Rc;
@@ -32,6 +33,11 @@ impl PartitionLog {
     /// The narrow view the background cleaners work through.
     pub(crate) fn maintenance(&self) -> Maintenance<'_> {
         Maintenance { log: self }
+    }
+
+    /// The counters of this shard's log cleaner (shared by its partitions).
+    pub fn cleaner_stats(&self) -> std::cell::Ref<'_, crate::compaction::CleanerStats> {
+        self.ctx.cleaner.borrow()
     }
 }
 
@@ -51,14 +57,45 @@ impl Maintenance<'_> {
         self.log.high_watermark()
     }
 
+    /// The cleaner stops below this: transactions below it are complete, so
+    /// their fate (commit or abort) is known.
+    pub fn last_stable_offset(&self) -> Offset {
+        self.log.last_stable_offset()
+    }
+
+    /// The first offset of the log.
+    pub fn log_start_offset(&self) -> Offset {
+        self.log.log_start_offset()
+    }
+
+    /// The aborted transactions of the log, in marker order.
+    pub fn aborted_transactions(&self) -> Vec<AbortedTxn> {
+        self.log.txn.borrow().aborted.all()
+    }
+
+    /// The shard's cleaner counters and the engine's settings.
+    pub fn context(&self) -> &super::LogContext {
+        &self.log.ctx
+    }
+
+    /// Whether `segment` is still a sealed segment of the log with the
+    /// offset range it had (not deleted by retention, not cut by a
+    /// truncation, none of which a cleaner pass holds off).
+    pub fn holds_sealed(&self, segment: &Rc<Segment>, next_offset: Offset) -> bool {
+        if self.log.truncating.get() || segment.deleted.get() {
+            return false;
+        }
+        let state = self.log.state.borrow();
+        let sealed = state.segments.len().saturating_sub(1);
+        state.segments[..sealed]
+            .iter()
+            .any(|s| Rc::ptr_eq(s, segment))
+            && segment.meta.borrow().next_offset == next_offset
+    }
+
     /// The partition directory (for the cleaner's temporary files).
     pub fn dir(&self) -> &Path {
         self.log.dir()
-    }
-
-    /// Every segment, oldest first; the last is the active one.
-    pub fn segments(&self) -> Vec<Rc<Segment>> {
-        self.log.state.borrow().segments.clone()
     }
 
     /// The sealed segments (all but the active one), oldest first.
@@ -94,6 +131,8 @@ impl Maintenance<'_> {
                 }
             }
             *slot = new;
+            // The old segment's cached indexes describe bytes that are gone.
+            self.log.ctx.index_cache.remove(old.index_key());
         }
         crate::cache::BatchCache::clear(&self.log.chunks);
     }

@@ -53,7 +53,6 @@ use watch::OffsetWatch;
 
 pub(crate) use append::validated_batches;
 pub use epochs::CHECKPOINT_FILE_NAME as LEADER_EPOCH_CHECKPOINT_FILE_NAME;
-pub(crate) use maintenance::Maintenance;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
 
 /// What the shard's partitions share. Shard-local.
@@ -68,6 +67,8 @@ pub struct LogContext {
     pub fsync_stats: RefCell<FsyncStats>,
     /// Client batches rewritten in their topic's `compression.type`.
     pub recompressed_batches: Cell<u64>,
+    /// What the shard's log cleaner did (see [`crate::compaction`]).
+    pub cleaner: RefCell<crate::compaction::CleanerStats>,
     /// The shard's stream writer, started on first use (`None` inside if it
     /// could not start: the rounds then write everything themselves).
     stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
@@ -119,6 +120,7 @@ impl LogContext {
             index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
             recompressed_batches: Cell::new(0),
+            cleaner: RefCell::new(crate::compaction::CleanerStats::default()),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
         })

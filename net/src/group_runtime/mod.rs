@@ -217,7 +217,16 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
     let request = ControllerRequest::CreateTopic {
         name: OFFSETS_TOPIC.to_string(),
         partitions: shard.config.offsets_topic_num_partitions,
-        configs: vec![("cleanup.policy".to_string(), "compact".to_string())],
+        configs: vec![
+            ("cleanup.policy".to_string(), "compact".to_string()),
+            // Kafka's offsets.topic.segment.bytes: with the 1 GiB topic
+            // default a partition's segment would rarely seal, so rarely
+            // be compacted.
+            (
+                "segment.bytes".to_string(),
+                shard.config.offsets_topic_segment_bytes.to_string(),
+            ),
+        ],
         replication_factor: controller::INTERNAL_REPLICATION,
         assignment: Vec::new(),
         validate_only: false,

@@ -64,8 +64,6 @@ use std::rc::Rc;
 /// (Kafka's `transaction.abort.timed.out.transaction.cleanup.interval.ms`
 /// is 10 s; a shorter tick makes a timeout take effect close to its value).
 pub const TIMER_INTERVAL_MS: u64 = 500;
-/// `transaction.state.log.segment.bytes` (Kafka's default, 100 MiB).
-const TXN_STATE_SEGMENT_BYTES: &str = "104857600";
 /// Attempts at writing the markers of a transaction within one step.
 const MARKER_ATTEMPTS: u32 = 5;
 /// Fault-injection point for crash tests: when this environment variable is
@@ -265,7 +263,8 @@ pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
             (String::from("cleanup.policy"), String::from("compact")),
             (
                 String::from("segment.bytes"),
-                TXN_STATE_SEGMENT_BYTES.to_string(),
+                // `transaction.state.log.segment.bytes`.
+                shard.config.txn_state_segment_bytes.to_string(),
             ),
         ],
         replication_factor: controller::INTERNAL_REPLICATION,

@@ -1,0 +1,306 @@
+//! Log compaction for `cleanup.policy=compact`, as Kafka's log cleaner does
+//! it: keep the newest record per key.
+//!
+//! - Which logs: each tick, every compacted log whose *cleanable section*
+//!   (the sealed segments below the last stable offset and older than
+//!   `min.compaction.lag.ms`) has a dirty ratio (bytes not yet cleaned over
+//!   the section's bytes) of at least `min.cleanable.dirty.ratio`, or whose
+//!   oldest dirty data is past `max.compaction.lag.ms`; dirtiest first
+//!   ([`candidate`], used by the manager's tick).
+//! - The *first dirty offset* is kept per partition in
+//!   `cleaner-offset-checkpoint` (Kafka's cleaner-offset-checkpoint), so the
+//!   key map is built over the new data only, never over what a previous
+//!   pass already took in.
+//! - The key map ([`offset_map`]) lives in a fixed buffer of
+//!   `log.cleaner.dedupe.buffer.size` bytes (key hash and offset per key);
+//!   when the dirty section has more keys, the pass cleans up to the offset
+//!   the map covers and leaves the rest dirty for the next pass.
+//! - The files are read batch by batch and the survivors written through
+//!   buffered files on a cleaner thread ([`rewrite`]); see [`run_pass`] for
+//!   why a thread.
+//! - A rewritten batch keeps its base offset and each record its offset, as
+//!   in Kafka. Tombstones and transaction markers stay for
+//!   `delete.retention.ms` after a pass first saw them; aborted transactional
+//!   data goes in the first pass (the transaction index says which), its
+//!   marker once no data of its transaction is left before it.
+//! - Rewritten segments are swapped in crash-safely ([`swap`]).
+
+pub mod offset_map;
+pub mod rewrite;
+pub mod swap;
+
+use crate::error::EngineError;
+use crate::log::PartitionLog;
+use crate::segment::Segment;
+use std::path::Path;
+use std::rc::Rc;
+
+/// The file holding a partition's first dirty offset.
+pub const CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+
+/// What one compaction pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionStats {
+    /// Segments rewritten.
+    pub segments_rewritten: usize,
+    /// Records dropped.
+    pub records_removed: usize,
+    /// The first dirty offset after the pass.
+    pub end_offset: i64,
+}
+
+/// The shard's cleaner counters, for `/metrics`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CleanerStats {
+    /// Passes run.
+    pub passes: u64,
+    /// Bytes the passes read (key maps and rewrites).
+    pub bytes_read: u64,
+    /// Bytes the rewrites removed from the logs.
+    pub bytes_removed: u64,
+    /// Records removed.
+    pub records_removed: u64,
+    /// Duration of the last pass, ms.
+    pub last_pass_ms: u64,
+    /// Total time in passes, ms.
+    pub pass_ms_total: u64,
+}
+
+/// A log worth a pass, and what the pass covers.
+pub struct Candidate {
+    /// Dirty bytes over the cleanable section's bytes.
+    pub dirty_ratio: f64,
+    /// The oldest dirty data is past `max.compaction.lag.ms`.
+    pub overdue: bool,
+    first_dirty: i64,
+    section: Vec<Rc<Segment>>,
+}
+
+/// Whether `log` is due for a pass (`force`: whatever its dirty ratio, as
+/// long as something is dirty).
+pub fn candidate(log: &PartitionLog, force: bool) -> Option<Candidate> {
+    let log = log.maintenance();
+    let config = log.topic_config();
+    if !config.cleanup_policy.compact {
+        return None;
+    }
+    let now = log.now_ms();
+    // Complete transactions only (their commit or abort is known), and
+    // nothing younger than min.compaction.lag.ms (a prefix, as in Kafka:
+    // the first too-young segment ends the section).
+    let bound = log.last_stable_offset().min(log.high_watermark());
+    let section: Vec<Rc<Segment>> = log
+        .sealed_segments()
+        .into_iter()
+        .take_while(|s| {
+            let m = s.meta.borrow();
+            m.next_offset <= bound
+                && now.saturating_sub(m.max_timestamp_ms.max(0)) >= config.min_compaction_lag_ms
+        })
+        .collect();
+    let first = section.first()?.base_offset;
+    let end = section.last()?.meta.borrow().next_offset;
+    let first_dirty = read_checkpoint(log.dir())
+        .unwrap_or(first)
+        .max(first)
+        .max(log.log_start_offset().min(end));
+    if first_dirty >= end {
+        return None;
+    }
+    let (mut clean_bytes, mut dirty_bytes) = (0u64, 0u64);
+    let mut first_dirty_segment = None;
+    for s in &section {
+        let m = s.meta.borrow();
+        if m.next_offset <= first_dirty {
+            clean_bytes += m.size_bytes;
+        } else {
+            dirty_bytes += m.size_bytes;
+            first_dirty_segment.get_or_insert(m.max_timestamp_ms);
+        }
+    }
+    let total = clean_bytes + dirty_bytes;
+    let dirty_ratio = if total == 0 {
+        0.0
+    } else {
+        dirty_bytes as f64 / total as f64
+    };
+    // Kafka measures the lag from the first dirty segment's earliest
+    // timestamp; the segment keeps its largest only, so this may be late by
+    // up to one segment's time span, never early.
+    let overdue = first_dirty_segment
+        .is_some_and(|ts| now.saturating_sub(ts.max(0)) > config.max_compaction_lag_ms);
+    if !force && !overdue && dirty_ratio < config.min_cleanable_dirty_ratio {
+        return None;
+    }
+    Some(Candidate {
+        dirty_ratio,
+        overdue,
+        first_dirty,
+        section,
+    })
+}
+
+/// Compacts `log` once if anything in it is dirty, whatever the ratio.
+pub async fn compact(log: &Rc<PartitionLog>) -> Result<CompactionStats, EngineError> {
+    match candidate(log, true) {
+        Some(c) => clean(log, c).await,
+        None => Ok(CompactionStats::default()),
+    }
+}
+
+/// Runs one pass over `candidate`'s section and swaps the rewritten
+/// segments in.
+pub async fn clean(
+    log: &Rc<PartitionLog>,
+    candidate: Candidate,
+) -> Result<CompactionStats, EngineError> {
+    let started = std::time::Instant::now();
+    let job = {
+        let log = log.maintenance();
+        let config = log.topic_config();
+        rewrite::Job {
+            segments: candidate
+                .section
+                .iter()
+                .map(|s| {
+                    let m = s.meta.borrow();
+                    rewrite::SegmentFile {
+                        base_offset: s.base_offset,
+                        path: s.log_path(),
+                        size_bytes: s.readable_bytes.get().min(m.size_bytes),
+                        next_offset: m.next_offset,
+                        max_timestamp_ms: m.max_timestamp_ms,
+                    }
+                })
+                .collect(),
+            first_dirty: candidate.first_dirty,
+            map_bytes: log.context().config.cleaner_dedupe_buffer_bytes,
+            aborted: log.aborted_transactions(),
+            now_ms: log.now_ms(),
+            delete_retention_ms: config.delete_retention_ms,
+            index_interval_bytes: config.index_interval_bytes,
+        }
+    };
+    let outcome = run_pass(job).await?;
+    let log = log.maintenance();
+    // No await from here on: the checks and the swaps see one state of the log.
+    let pairs: Vec<(Rc<Segment>, rewrite::Cleaned)> = outcome
+        .cleaned
+        .into_iter()
+        .filter_map(|c| {
+            let old = candidate
+                .section
+                .iter()
+                .find(|s| s.base_offset == c.base_offset)?;
+            Some((old.clone(), c))
+        })
+        .collect();
+    let unchanged = candidate.section.iter().all(|s| {
+        let next = s.meta.borrow().next_offset;
+        log.holds_sealed(s, next)
+    });
+    if !unchanged {
+        // Retention or a truncation changed the section meanwhile: the
+        // rewrites may hold data that is gone; the next tick starts over.
+        for (_, c) in &pairs {
+            swap::discard(&c.log_path);
+        }
+        return Ok(CompactionStats::default());
+    }
+    let mut stats = CompactionStats {
+        end_offset: outcome.end_offset,
+        records_removed: outcome.records_removed,
+        ..CompactionStats::default()
+    };
+    for (i, (old, cleaned)) in pairs.iter().enumerate() {
+        if let Err(e) = swap::swap_in(&old.log_path()) {
+            for (_, c) in &pairs[i..] {
+                swap::discard(&c.log_path);
+            }
+            return Err(e);
+        }
+        let size = cleaned.meta.size_bytes;
+        let replacement = Rc::new(Segment::new(
+            log.dir(),
+            old.base_offset,
+            cleaned.meta.clone(),
+            size,
+        ));
+        log.replace_segment(old, replacement);
+        stats.segments_rewritten += 1;
+    }
+    write_checkpoint(log.dir(), outcome.end_offset)?;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    {
+        let mut counters = log.context().cleaner.borrow_mut();
+        counters.passes += 1;
+        counters.bytes_read += outcome.bytes_read;
+        counters.bytes_removed += outcome.bytes_before.saturating_sub(outcome.bytes_after);
+        counters.records_removed += outcome.records_removed as u64;
+        counters.last_pass_ms = elapsed_ms;
+        counters.pass_ms_total += elapsed_ms;
+    }
+    if stats.segments_rewritten > 0 {
+        // The renames made durable, off the shard.
+        let dir = log.dir().to_path_buf();
+        on_cleaner_thread(move || crate::segment::sync_dir(&dir)).await?;
+    }
+    Ok(stats)
+}
+
+/// Runs the file work of a pass on a cleaner thread and waits for it
+/// without blocking the shard.
+///
+/// Why a thread and not glommio files with `yield_if_needed`: the pass is
+/// mostly sequential reads and writes of whole segments plus an fsync of
+/// each rewrite; on the shard those would take the reactor's io_uring
+/// slots and, for the fsyncs and the rescans of `scan_segment` (plain
+/// `std::fs`), stall every partition of the core. On its own thread the
+/// pass touches no shard state (it gets paths, sizes and the aborted
+/// transactions, and hands back the `.cleaned` files with their bookkeeping
+/// over a oneshot channel); the shard only renames them in (no fsync on
+/// the shard: the directory sync after the renames is the thread's too).
+/// One thread per pass: passes are minutes apart, and a spawn costs
+/// microseconds.
+async fn run_pass(job: rewrite::Job) -> Result<rewrite::Outcome, EngineError> {
+    on_cleaner_thread(move || rewrite::run(&job)).await
+}
+
+/// Runs `work` on a new cleaner thread and awaits its answer.
+async fn on_cleaner_thread<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, EngineError> {
+    let (done, outcome) = futures::channel::oneshot::channel();
+    std::thread::Builder::new()
+        .name("rill-cleaner".into())
+        .spawn(move || {
+            let _ = done.send(work());
+        })
+        .map_err(|e| EngineError::io("rill-cleaner thread", e))?;
+    outcome.await.map_err(|_| {
+        EngineError::io(
+            "rill-cleaner thread",
+            std::io::Error::other("the cleaner thread ended without an answer"),
+        )
+    })?
+}
+
+/// The stored first dirty offset; `None` when absent or unreadable (the
+/// pass then starts from the log start, which is only slower).
+pub fn read_checkpoint(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(CHECKPOINT_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Stores the first dirty offset. Through a temporary file and a rename
+/// (a crash leaves the old or the new value) but not synced: a lost update
+/// only makes the next pass read more.
+fn write_checkpoint(dir: &Path, offset: i64) -> Result<(), EngineError> {
+    let path = dir.join(CHECKPOINT_FILE);
+    let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
+    std::fs::write(&tmp, format!("{offset}\n")).map_err(|e| EngineError::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| EngineError::io(&path, e))
+}

@@ -1,0 +1,392 @@
+//! One cleaning pass over files, run on a cleaner thread (see `mod.rs` for
+//! why a thread): build the key map over the dirty section, then rewrite
+//! each segment below the map's end into `<base>.log.cleaned` (synced), and
+//! hand back what was written. Files are read batch by batch through a
+//! 1 MiB buffered reader and written through a buffered writer, so a pass
+//! holds one batch and its survivors in memory, never a segment.
+//!
+//! Nothing here touches the live log: the shard swaps the `.cleaned` files
+//! in (`swap.rs`) once it has checked that the segments are still the ones
+//! that were read.
+
+use super::offset_map::OffsetMap;
+use crate::batch::{self, BatchBuilder, BatchHeader, HEADER_BYTES};
+use crate::error::EngineError;
+use crate::recovery::scan_segment;
+use crate::segment::SegmentMeta;
+use crate::txn_index::AbortedTxn;
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Read and write buffer of the pass.
+const IO_BUFFER_BYTES: usize = 1 << 20;
+
+/// One sealed segment of the cleanable section, as the thread sees it.
+#[derive(Debug, Clone)]
+pub struct SegmentFile {
+    pub base_offset: i64,
+    pub path: PathBuf,
+    /// Valid bytes (the file may be longer: preallocation).
+    pub size_bytes: u64,
+    pub next_offset: i64,
+    pub max_timestamp_ms: i64,
+}
+
+/// What one pass gets.
+#[derive(Debug)]
+pub struct Job {
+    /// The cleanable section, oldest first (contiguous sealed segments).
+    pub segments: Vec<SegmentFile>,
+    /// First offset not yet taken into a key map (the checkpoint).
+    pub first_dirty: i64,
+    /// `log.cleaner.dedupe.buffer.size` for this pass.
+    pub map_bytes: usize,
+    /// Aborted transactions of the log (from the transaction index).
+    pub aborted: Vec<AbortedTxn>,
+    pub now_ms: i64,
+    pub delete_retention_ms: i64,
+    pub index_interval_bytes: u64,
+}
+
+/// A rewritten segment waiting to be swapped in: `<base>.log.cleaned` and
+/// its `.index.cleaned` / `.timeindex.cleaned` next to `log_path`.
+#[derive(Debug)]
+pub struct Cleaned {
+    pub base_offset: i64,
+    pub log_path: PathBuf,
+    pub meta: SegmentMeta,
+}
+
+/// What one pass did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The new first dirty offset: everything below was in the key map.
+    pub end_offset: i64,
+    pub cleaned: Vec<Cleaned>,
+    /// Bytes read (map building and rewriting).
+    pub bytes_read: u64,
+    /// Bytes of the segments rewritten, before and after.
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub records_removed: usize,
+}
+
+/// Runs one pass. Any error leaves no `.cleaned` file behind.
+pub fn run(job: &Job) -> Result<Outcome, EngineError> {
+    let aborted = AbortedSet::new(&job.aborted);
+    let mut outcome = Outcome::default();
+    let mut map = OffsetMap::new(job.map_bytes);
+    outcome.end_offset = build_map(job, &aborted, &mut map, &mut outcome.bytes_read)?;
+    let mut txn_data: HashMap<i64, bool> = HashMap::new();
+    for segment in &job.segments {
+        if segment.base_offset >= outcome.end_offset {
+            break;
+        }
+        let cleaned_path = super::swap::cleaned_path(&segment.path);
+        let result = clean_segment(
+            job,
+            segment,
+            &map,
+            &aborted,
+            &mut txn_data,
+            &cleaned_path,
+            &mut outcome,
+        );
+        match result {
+            Ok(Some(meta)) => outcome.cleaned.push(Cleaned {
+                base_offset: segment.base_offset,
+                log_path: segment.path.clone(),
+                meta,
+            }),
+            Ok(None) => {}
+            Err(e) => {
+                super::swap::discard(&segment.path);
+                for c in &outcome.cleaned {
+                    super::swap::discard(&c.log_path);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// Puts the keys of the dirty section into `map`, oldest first, and returns
+/// the offset the map covers up to (exclusive): the section's end, or the
+/// first record whose key did not fit (Kafka cleans up to there and leaves
+/// the rest dirty for the next pass).
+fn build_map(
+    job: &Job,
+    aborted: &AbortedSet,
+    map: &mut OffsetMap,
+    bytes_read: &mut u64,
+) -> Result<i64, EngineError> {
+    let end = job
+        .segments
+        .last()
+        .map_or(job.first_dirty, |s| s.next_offset);
+    for segment in job
+        .segments
+        .iter()
+        .filter(|s| s.next_offset > job.first_dirty)
+    {
+        let mut reader = BatchReader::open(segment)?;
+        while let Some((header, bytes)) = reader.next_batch()? {
+            if header.last_offset() < job.first_dirty
+                || header.is_control()
+                || aborted.contains(&header)
+            {
+                continue;
+            }
+            for record in batch::records(bytes)? {
+                let offset = header.base_offset + i64::from(record.offset_delta);
+                if offset < job.first_dirty {
+                    continue;
+                }
+                if let Some(key) = &record.key {
+                    if !map.put(key, offset) {
+                        *bytes_read += reader.read_bytes;
+                        return Ok(offset);
+                    }
+                }
+            }
+        }
+        *bytes_read += reader.read_bytes;
+    }
+    Ok(end)
+}
+
+/// Rewrites one segment into `cleaned_path`; `None` (and no file) when
+/// nothing in it goes.
+fn clean_segment(
+    job: &Job,
+    segment: &SegmentFile,
+    map: &OffsetMap,
+    aborted: &AbortedSet,
+    txn_data: &mut HashMap<i64, bool>,
+    cleaned_path: &Path,
+    outcome: &mut Outcome,
+) -> Result<Option<SegmentMeta>, EngineError> {
+    // Tombstones and transaction markers outlive one pass: they go only from
+    // the clean section (a previous pass saw them, so every reader that
+    // started within `delete.retention.ms` had its chance to see them) and
+    // once the segment is older than `delete.retention.ms`.
+    let in_clean_section = segment.next_offset <= job.first_dirty;
+    let expire_deletes = in_clean_section
+        && job.now_ms.saturating_sub(segment.max_timestamp_ms.max(0)) > job.delete_retention_ms;
+    let file = std::fs::File::create(cleaned_path).map_err(|e| EngineError::io(cleaned_path, e))?;
+    let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
+    let mut reader = BatchReader::open(segment)?;
+    let mut removed = 0usize;
+    let mut written = 0u64;
+    while let Some((header, bytes)) = reader.next_batch()? {
+        let kept: Option<Vec<u8>> = if header.is_control() {
+            // A marker goes once no data of its transaction is left before
+            // it (Kafka's rule): a reader could otherwise meet data whose
+            // transaction never ends.
+            let has_data = txn_data.remove(&header.producer_id).unwrap_or(false);
+            if expire_deletes && !has_data {
+                removed += header.records_count.max(0) as usize;
+                None
+            } else {
+                Some(bytes.to_vec())
+            }
+        } else if aborted.contains(&header) {
+            // Aborted data is never read by read_committed consumers and
+            // skipped by the rest: it goes in the first pass that sees it.
+            removed += header.records_count.max(0) as usize;
+            None
+        } else {
+            let records = batch::records(bytes)?;
+            let keep: Vec<&batch::Record> = records
+                .iter()
+                .filter(|r| {
+                    let offset = header.base_offset + i64::from(r.offset_delta);
+                    match &r.key {
+                        None => true,
+                        Some(key) => {
+                            map.get(key).is_none_or(|newest| offset >= newest)
+                                && !(r.value.is_none() && expire_deletes)
+                        }
+                    }
+                })
+                .collect();
+            removed += records.len() - keep.len();
+            if header.is_transactional() && !keep.is_empty() {
+                txn_data.insert(header.producer_id, true);
+            }
+            if keep.len() == records.len() {
+                Some(bytes.to_vec())
+            } else if keep.is_empty() {
+                None
+            } else {
+                Some(rebuild(&header, &keep)?)
+            }
+        };
+        if let Some(b) = kept {
+            out.write_all(&b)
+                .map_err(|e| EngineError::io(cleaned_path, e))?;
+            written += b.len() as u64;
+        }
+    }
+    outcome.bytes_read += reader.read_bytes;
+    if removed == 0 {
+        drop(out);
+        let _ = std::fs::remove_file(cleaned_path);
+        return Ok(None);
+    }
+    let file = out
+        .into_inner()
+        .map_err(|e| EngineError::io(cleaned_path, e.into_error()))?;
+    file.sync_all()
+        .map_err(|e| EngineError::io(cleaned_path, e))?;
+    drop(file);
+    // The rewritten file's bookkeeping and indexes, from the file itself.
+    let scan = scan_segment(
+        cleaned_path,
+        segment.base_offset,
+        segment.base_offset,
+        job.index_interval_bytes,
+        job.now_ms,
+    )?;
+    if let Some(reason) = scan.stopped_because {
+        return Err(EngineError::io(
+            cleaned_path,
+            std::io::Error::other(format!("cleaned segment invalid: {reason}")),
+        ));
+    }
+    let mut meta = scan.meta;
+    // The segment keeps its offset range even when its last records went.
+    meta.next_offset = segment.next_offset;
+    // Its indexes too, written beside it now so that the shard only renames
+    // them in with the log (`swap.rs`).
+    for (extension, bytes) in [
+        ("index", meta.index.to_bytes()),
+        ("timeindex", meta.time_index.to_bytes()),
+    ] {
+        let path = super::swap::cleaned_path_of(&segment.path, extension);
+        let mut file = std::fs::File::create(&path).map_err(|e| EngineError::io(&path, e))?;
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| EngineError::io(&path, e))?;
+    }
+    outcome.bytes_before += segment.size_bytes;
+    outcome.bytes_after += written;
+    outcome.records_removed += removed;
+    Ok(Some(meta))
+}
+
+/// Rebuilds a batch with the records kept, keeping the batch's base offset,
+/// producer fields and each record's offset and timestamp, as Kafka does.
+fn rebuild(header: &BatchHeader, keep: &[&batch::Record]) -> Result<Vec<u8>, EngineError> {
+    let mut builder = BatchBuilder::new(header.base_offset, header.compression()?)
+        .producer(
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.is_transactional(),
+        )
+        .partition_leader_epoch(header.partition_leader_epoch);
+    for r in keep {
+        let headers: Vec<(&[u8], Option<&[u8]>)> = r
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_deref()))
+            .collect();
+        builder.push(
+            r.offset_delta,
+            header.base_timestamp + r.timestamp_delta,
+            r.key.as_deref(),
+            r.value.as_deref(),
+            &headers,
+        );
+    }
+    let mut built = builder.build()?;
+    // Keep LogAppendTime batches' timestamps as they were.
+    if header.timestamp_type_log_append() {
+        batch::set_log_append_time(&mut built, header.max_timestamp);
+    }
+    Ok(built)
+}
+
+/// The aborted transactions by producer, as offset ranges (first data
+/// offset to marker offset).
+struct AbortedSet {
+    by_producer: HashMap<i64, Vec<(i64, i64)>>,
+}
+
+impl AbortedSet {
+    fn new(entries: &[AbortedTxn]) -> AbortedSet {
+        let mut by_producer: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for e in entries {
+            by_producer
+                .entry(e.producer_id)
+                .or_default()
+                .push((e.first_offset, e.last_offset));
+        }
+        AbortedSet { by_producer }
+    }
+
+    /// A transactional data batch of an aborted transaction.
+    fn contains(&self, header: &BatchHeader) -> bool {
+        header.is_transactional()
+            && !header.is_control()
+            && self.by_producer.get(&header.producer_id).is_some_and(|r| {
+                r.iter()
+                    .any(|&(first, last)| first <= header.base_offset && header.base_offset <= last)
+            })
+    }
+}
+
+/// Reads a segment batch by batch through a bounded buffer.
+struct BatchReader {
+    reader: BufReader<std::fs::File>,
+    path: PathBuf,
+    remaining: u64,
+    buf: Vec<u8>,
+    read_bytes: u64,
+}
+
+impl BatchReader {
+    fn open(segment: &SegmentFile) -> Result<BatchReader, EngineError> {
+        let file =
+            std::fs::File::open(&segment.path).map_err(|e| EngineError::io(&segment.path, e))?;
+        Ok(BatchReader {
+            reader: BufReader::with_capacity(IO_BUFFER_BYTES, file),
+            path: segment.path.clone(),
+            remaining: segment.size_bytes,
+            buf: Vec::new(),
+            read_bytes: 0,
+        })
+    }
+
+    /// The next whole batch, or `None` at the segment's valid end.
+    fn next_batch(&mut self) -> Result<Option<(BatchHeader, &[u8])>, EngineError> {
+        // Base offset (8) and batch length (4) give the batch's size.
+        const PREFIX: usize = 12;
+        if self.remaining < HEADER_BYTES as u64 {
+            return Ok(None);
+        }
+        self.buf.resize(PREFIX, 0);
+        self.reader
+            .read_exact(&mut self.buf)
+            .map_err(|e| EngineError::io(&self.path, e))?;
+        let length = i32::from_be_bytes([self.buf[8], self.buf[9], self.buf[10], self.buf[11]]);
+        let total = PREFIX as u64 + u64::try_from(length).unwrap_or(0);
+        if total < HEADER_BYTES as u64 || total > self.remaining {
+            return Err(EngineError::io(
+                &self.path,
+                std::io::Error::other("segment holds a batch the cleaner cannot frame"),
+            ));
+        }
+        self.buf.resize(total as usize, 0);
+        self.reader
+            .read_exact(&mut self.buf[PREFIX..])
+            .map_err(|e| EngineError::io(&self.path, e))?;
+        self.remaining -= total;
+        self.read_bytes += total;
+        let header = BatchHeader::parse(&self.buf)?;
+        Ok(Some((header, &self.buf)))
+    }
+}
