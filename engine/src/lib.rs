@@ -26,6 +26,8 @@
 //!   engine-wide settings (data dir, flush policy, cache size).
 //! - [`index`]: the sparse offset index and the time index of one segment.
 //! - [`segment`]: one `.log` file with its indexes; naming by base offset.
+//! - [`segment_swap`]: the crash-safe swap of a cleaned segment, and its
+//!   recovery at open.
 //! - [`appender`]: the direct-IO writer (O_DIRECT, aligned DMA buffers, tail
 //!   page kept in memory, preallocation ahead of the write position, whole
 //!   blocks streamed to the shard's stream-writer thread).
@@ -58,8 +60,8 @@
 //!
 //! Imports run one way, with no cycle between files (`tests/src/layering.rs`
 //! checks it): `types` and `clock` at the bottom; `batch`, `index`,
-//! `segment`, `producer_state`, `txn_index`, `recovery`, `retention` above
-//! them; `log` on those; `compaction` on `log`'s maintenance view; `manager`
+//! `segment`, `segment_swap`, `producer_state`, `txn_index`, `recovery`,
+//! `retention` above them; `log` on those; `compaction` on `log`'s maintenance view; `manager`
 //! on top.
 
 pub mod appender;
@@ -82,6 +84,7 @@ pub mod producer_state;
 pub mod recovery;
 pub mod retention;
 pub mod segment;
+pub mod segment_swap;
 pub mod shard;
 mod stream_writer;
 pub mod txn_index;

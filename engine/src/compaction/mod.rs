@@ -27,9 +27,12 @@
 
 pub mod offset_map;
 pub mod rewrite;
-pub mod swap;
+// The swap lives beside the segments (the log's open recovers it, and
+// `log` must not depend on `compaction`); re-exported under its old name.
+pub use crate::segment_swap as swap;
 
 use crate::error::EngineError;
+pub use crate::log::CleanerStats;
 use crate::log::PartitionLog;
 use crate::segment::Segment;
 use std::path::Path;
@@ -47,23 +50,6 @@ pub struct CompactionStats {
     pub records_removed: usize,
     /// The first dirty offset after the pass.
     pub end_offset: i64,
-}
-
-/// The shard's cleaner counters, for `/metrics`.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct CleanerStats {
-    /// Passes run.
-    pub passes: u64,
-    /// Bytes the passes read (key maps and rewrites).
-    pub bytes_read: u64,
-    /// Bytes the rewrites removed from the logs.
-    pub bytes_removed: u64,
-    /// Records removed.
-    pub records_removed: u64,
-    /// Duration of the last pass, ms.
-    pub last_pass_ms: u64,
-    /// Total time in passes, ms.
-    pub pass_ms_total: u64,
 }
 
 /// A log worth a pass, and what the pass covers.

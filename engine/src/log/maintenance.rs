@@ -36,7 +36,7 @@ impl PartitionLog {
     }
 
     /// The counters of this shard's log cleaner (shared by its partitions).
-    pub fn cleaner_stats(&self) -> std::cell::Ref<'_, crate::compaction::CleanerStats> {
+    pub fn cleaner_stats(&self) -> std::cell::Ref<'_, super::CleanerStats> {
         self.ctx.cleaner.borrow()
     }
 }

@@ -68,7 +68,7 @@ pub struct LogContext {
     /// Client batches rewritten in their topic's `compression.type`.
     pub recompressed_batches: Cell<u64>,
     /// What the shard's log cleaner did (see [`crate::compaction`]).
-    pub cleaner: RefCell<crate::compaction::CleanerStats>,
+    pub cleaner: RefCell<CleanerStats>,
     /// The shard's stream writer, started on first use (`None` inside if it
     /// could not start: the rounds then write everything themselves).
     stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
@@ -120,7 +120,7 @@ impl LogContext {
             index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
             recompressed_batches: Cell::new(0),
-            cleaner: RefCell::new(crate::compaction::CleanerStats::default()),
+            cleaner: RefCell::new(CleanerStats::default()),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
         })
@@ -380,4 +380,21 @@ impl PartitionLog {
             None => unreachable!("a partition log always has an active segment"),
         }
     }
+}
+
+/// The shard's cleaner counters, for `/metrics`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CleanerStats {
+    /// Passes run.
+    pub passes: u64,
+    /// Bytes the passes read (key maps and rewrites).
+    pub bytes_read: u64,
+    /// Bytes the rewrites removed from the logs.
+    pub bytes_removed: u64,
+    /// Records removed.
+    pub records_removed: u64,
+    /// Duration of the last pass, ms.
+    pub last_pass_ms: u64,
+    /// Total time in passes, ms.
+    pub pass_ms_total: u64,
 }

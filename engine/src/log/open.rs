@@ -69,7 +69,7 @@ impl PartitionLog {
         // recovery sees the log it left, never a half-cut one.
         super::truncate::finish_pending(&dir, &tp)?;
         // Likewise a log cleaner's swap: the old or the new segments, whole.
-        crate::compaction::swap::recover(&dir)?;
+        crate::segment_swap::recover(&dir)?;
         let bases = segment_bases(&dir)?;
         let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
         let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
