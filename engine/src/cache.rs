@@ -50,6 +50,11 @@ impl BatchCache {
         }
     }
 
+    /// The budget, in bytes.
+    pub fn capacity_bytes(&self) -> usize {
+        self.capacity_bytes
+    }
+
     /// Bytes held now.
     pub fn used_bytes(&self) -> usize {
         self.used_bytes.get()

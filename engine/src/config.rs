@@ -56,8 +56,13 @@ pub struct EngineConfig {
     pub flush_policy: FlushPolicy,
     /// Defaults for topics that do not override a setting.
     pub topic_defaults: TopicConfig,
-    /// Bytes of recent batches each shard keeps in memory for tailing readers.
+    /// Bytes of recent batches each shard keeps in memory for tailing
+    /// readers (`rill.batch_cache_bytes`); see `batch_cache_max_bytes`.
     pub batch_cache_bytes: usize,
+    /// `rill.cache.batch.max.bytes`: the same cap for the whole broker,
+    /// split evenly across the shards; when set it wins over the per-shard
+    /// `batch_cache_bytes`.
+    pub batch_cache_max_bytes: Option<u64>,
     /// `rill.cache.index.max.bytes` (default 64 MiB): bytes of sealed
     /// segments' indexes the broker keeps in memory, split evenly across
     /// the shards (see [`crate::index_cache`]).
@@ -98,6 +103,7 @@ impl EngineConfig {
             flush_policy: FlushPolicy::Fsync,
             topic_defaults: TopicConfig::default(),
             batch_cache_bytes: 64 << 20,
+            batch_cache_max_bytes: None,
             index_cache_bytes: 64 << 20,
             open_concurrency: 16,
             preallocate_bytes: 32 << 20,

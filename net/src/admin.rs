@@ -54,6 +54,12 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .count() as u64;
     metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
     metrics.index_cache = shard.logs.context().index_cache.stats();
+    metrics.batch_cache_bytes = shard.logs.context().cache.used_bytes() as u64;
+    metrics.batch_cache_max_bytes = shard.logs.context().cache.capacity_bytes() as u64;
+    metrics.connection_read_buffer_bytes = shard
+        .service::<crate::connection::ReadBufferBytes>()
+        .0
+        .get();
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();

@@ -499,6 +499,9 @@ impl BrokerConfig {
             }
             "rill.batch_cache_bytes" => self.engine.batch_cache_bytes = num(name, value)?,
             "rill.cache.index.max.bytes" => self.engine.index_cache_bytes = num(name, value)?,
+            "rill.cache.batch.max.bytes" => {
+                self.engine.batch_cache_max_bytes = Some(num(name, value)?)
+            }
             "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
             "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
             "rill.storage.min.free.bytes" => self.engine.min_free_bytes = Some(num(name, value)?),

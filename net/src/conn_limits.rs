@@ -72,7 +72,11 @@ impl ConnectionLimitsConfig {
                     return Err(ConfigError::invalid(name, value, "at least 1"));
                 }
             }
-            "queued.max.request.bytes" | "rill.queued.max.request.bytes.per.connection" => {
+            // `rill.cache.connection.max.bytes` is the per-connection cap
+            // under the name of rill's other memory caps (`rill.cache.*`).
+            "queued.max.request.bytes"
+            | "rill.queued.max.request.bytes.per.connection"
+            | "rill.cache.connection.max.bytes" => {
                 let limit = match value.trim().parse::<i64>() {
                     Ok(-1) => None,
                     Ok(n) if n > 0 => Some(n as u64),

@@ -62,6 +62,37 @@ struct Pending {
     held: Held,
 }
 
+/// Bytes of this shard's connections' read buffers, for `/metrics`.
+#[derive(Default)]
+pub struct ReadBufferBytes(pub Cell<u64>);
+
+impl ShardService for ReadBufferBytes {
+    fn build(_: &Shard) -> Self {
+        ReadBufferBytes::default()
+    }
+}
+
+/// One connection's share of [`ReadBufferBytes`]: follows its buffer's
+/// capacity and gives it back when the connection ends.
+struct ReadBufferAccount {
+    shard: Rc<ReadBufferBytes>,
+    held: u64,
+}
+
+impl ReadBufferAccount {
+    fn set(&mut self, capacity: usize) {
+        let total = &self.shard.0;
+        total.set(total.get() - self.held + capacity as u64);
+        self.held = capacity as u64;
+    }
+}
+
+impl Drop for ReadBufferAccount {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
 /// Budget permits a request holds (none where unlimited).
 type Held = (Option<StaticPermit>, Option<StaticPermit>);
 
@@ -237,7 +268,12 @@ async fn read_requests(
     );
     let mut chunk = FIRST_READ_CHUNK_BYTES;
     let mut buf = BytesMut::with_capacity(chunk);
+    let mut account = ReadBufferAccount {
+        shard: shard.service::<ReadBufferBytes>(),
+        held: 0,
+    };
     loop {
+        account.set(buf.capacity());
         let frame = match try_split_frame(&mut buf, max_bytes) {
             Ok(Some(frame)) => frame,
             Ok(None) => {

@@ -63,6 +63,14 @@ pub struct ShardMetrics {
     /// Client batches the engine rewrote in their topic's
     /// `compression.type` (filled when a snapshot is taken).
     pub recompressed_batches: u64,
+    /// The shard's cache of recent batches: bytes held and its cap
+    /// (filled when a snapshot is taken).
+    pub batch_cache_bytes: u64,
+    /// See `batch_cache_bytes`.
+    pub batch_cache_max_bytes: u64,
+    /// Bytes of the shard's connections' read buffers (filled when a
+    /// snapshot is taken).
+    pub connection_read_buffer_bytes: u64,
     /// The shard's cache of sealed segments' indexes (filled when a
     /// snapshot is taken).
     pub index_cache: engine::index_cache::IndexCacheStats,
@@ -134,6 +142,9 @@ impl Default for ShardMetrics {
             disk_low: false,
             partitions_offline: 0,
             recompressed_batches: 0,
+            batch_cache_bytes: 0,
+            batch_cache_max_bytes: 0,
+            connection_read_buffer_bytes: 0,
             index_cache: Default::default(),
             cleaner: engine::compaction::CleanerStats::default(),
             committed_offsets: Vec::new(),
@@ -217,7 +228,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 36] = [
+    let gauges: &[Gauge] = &[
         ("rill_connections_open", "gauge", |m| m.connections_open),
         // Below the reserve (`rill.storage.min.free.bytes`) appends are
         // refused with KAFKA_STORAGE_ERROR until space is freed.
@@ -239,6 +250,20 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_queued_request_bytes", "gauge", |m| {
             m.queued_request_bytes as i64
+        }),
+        // Connection read buffers: 4 KiB for a connection that never filled
+        // one, then 64 KiB or the frame being read; their bytes are not in
+        // rill_queued_request_bytes until a frame is whole.
+        ("rill_connection_read_buffer_bytes", "gauge", |m| {
+            m.connection_read_buffer_bytes as i64
+        }),
+        // Recent batches kept for tailing readers, against the shard's share
+        // of `rill.cache.batch.max.bytes`.
+        ("rill_batch_cache_bytes", "gauge", |m| {
+            m.batch_cache_bytes as i64
+        }),
+        ("rill_batch_cache_max_bytes", "gauge", |m| {
+            m.batch_cache_max_bytes as i64
         }),
         // Client quotas: requests throttled and the throttle time given.
         ("rill_quota_throttled_requests_total", "counter", |m| {
@@ -338,7 +363,7 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             m.cleaner.pass_ms_total as i64
         }),
     ];
-    for (name, kind, get) in gauges {
+    for &(name, kind, get) in gauges {
         let _ = writeln!(out, "# TYPE {name} {kind}");
         for (shard, m) in snapshots {
             let _ = writeln!(out, "{name}{{shard=\"{shard}\"}} {}", get(m));

@@ -248,3 +248,64 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
     assert!(broker.metric_sum("rill_index_cache_misses_total") > 0);
     assert_eq!(broker.metric_sum("rill_index_cache_rebuilds_total"), 0);
 }
+
+/// `rill.cache.batch.max.bytes` caps the batch cache for the whole broker
+/// (split across the shards) and `/metrics` shows it; a connection's read
+/// buffer is counted while it is open and given back when it closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_cache_and_read_buffers_show_on_metrics_within_their_caps() {
+    const BATCH_CAP: i64 = 256 << 10;
+    let dir = data_dir();
+    let config = dir.path().join("rill.toml");
+    std::fs::write(
+        &config,
+        format!("\"rill.cache.batch.max.bytes\" = {BATCH_CAP}\n"),
+    )
+    .expect("config");
+    let config = config.to_string_lossy().to_string();
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "2", "--config", &config]);
+    assert_eq!(broker.metric_sum("rill_batch_cache_max_bytes"), BATCH_CAP);
+    let idle_buffers = broker.metric_sum("rill_connection_read_buffer_bytes");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "cached", 4, &[]).await;
+    let p = producer(&bootstrap, &[("acks", "all"), ("linger.ms", "5")]);
+    // 2 MiB in all, eight times the cap.
+    let payload = "c".repeat(1024);
+    let mut pending = Vec::new();
+    for i in 0..2048 {
+        let record: FutureRecord<'_, (), String> = FutureRecord::to("cached")
+            .partition(i % 4)
+            .payload(&payload);
+        pending.push(p.send_result(record).map_err(|(e, _)| e).expect("enqueued"));
+    }
+    for delivery in pending {
+        delivery
+            .await
+            .expect("not cancelled")
+            .map_err(|(e, _)| e)
+            .expect("delivered");
+    }
+    let cached = broker.metric_sum("rill_batch_cache_bytes");
+    assert!(
+        cached > 0 && cached <= BATCH_CAP,
+        "batch cache {cached} within (0, {BATCH_CAP}]"
+    );
+    let open_buffers = broker.metric_sum("rill_connection_read_buffer_bytes");
+    assert!(
+        open_buffers > idle_buffers,
+        "the producer's connections hold read buffers: {open_buffers} > {idle_buffers}"
+    );
+    drop(p);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = broker.metric_sum("rill_connection_read_buffer_bytes");
+        if now <= idle_buffers {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "read buffers given back after the producer left: {now} > {idle_buffers}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -282,6 +282,13 @@ fn net_host_name() -> String {
 /// IncrementalAlterConfigs on the BROKER resource `broker` ("": every
 /// broker's default): the error code of each (name, value) set.
 fn alter_broker(addr: SocketAddr, broker: &str, configs: &[(&str, &str)]) -> i16 {
+    let sets: Vec<_> = configs.iter().map(|&(n, v)| (n, v, 0)).collect();
+    alter_broker_ops(addr, broker, &sets)
+}
+
+/// As [`alter_broker`], with each config's operation (0 SET, 1 DELETE,
+/// 2 APPEND, 3 SUBTRACT).
+fn alter_broker_ops(addr: SocketAddr, broker: &str, configs: &[(&str, &str, i8)]) -> i16 {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -292,10 +299,10 @@ fn alter_broker(addr: SocketAddr, broker: &str, configs: &[(&str, &str)]) -> i16
     let mut resource = AlterConfigsResource::default();
     resource.resource_type = 4;
     resource.resource_name = StrBytes::from_string(broker.to_string());
-    for (name, value) in configs {
+    for (name, value, operation) in configs {
         let mut config = AlterableConfig::default();
         config.name = StrBytes::from_string(name.to_string());
-        config.config_operation = 0;
+        config.config_operation = *operation;
         config.value = Some(StrBytes::from_string(value.to_string()));
         resource.configs.push(config);
     }
@@ -367,6 +374,32 @@ async fn broker_log_retention_changes_at_runtime() {
     assert_eq!(plain["min.cleanable.dirty.ratio"].0.as_deref(), Some("0.3"));
     let own = describe(&admin, ResourceSpecifier::Topic("own")).await;
     assert_eq!(own["retention.ms"].0.as_deref(), Some("1000"));
+    // APPEND and SUBTRACT edit a LIST config from its file value; on any
+    // other type they are INVALID_CONFIG, as in Kafka.
+    let policy = |described: &BTreeMap<String, (Option<String>, ConfigSource)>| {
+        described["cleanup.policy"].0.clone()
+    };
+    assert_eq!(
+        alter_broker_ops(broker.addr, "", &[("log.cleanup.policy", "compact", 2)]),
+        0
+    );
+    let described = describe(&admin, ResourceSpecifier::Broker(0)).await;
+    assert_eq!(
+        described["log.cleanup.policy"].0.as_deref(),
+        Some("delete,compact")
+    );
+    let plain_now = describe(&admin, ResourceSpecifier::Topic("plain")).await;
+    assert_eq!(policy(&plain_now).as_deref(), Some("delete,compact"));
+    assert_eq!(
+        alter_broker_ops(broker.addr, "", &[("log.cleanup.policy", "compact", 3)]),
+        0
+    );
+    let plain_now = describe(&admin, ResourceSpecifier::Topic("plain")).await;
+    assert_eq!(policy(&plain_now).as_deref(), Some("delete"));
+    assert_eq!(
+        alter_broker_ops(broker.addr, "", &[("log.retention.ms", "5", 2)]),
+        40
+    );
     for partition in ["plain-0", "plain-1"] {
         let stored = std::fs::read_to_string(dir.path().join(partition).join("topic.config"))
             .expect("topic.config");

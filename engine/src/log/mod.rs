@@ -110,7 +110,11 @@ impl LogContext {
     /// A context for one of `shard_count` shards: its share of the
     /// broker-wide index cache.
     pub fn for_shard(config: EngineConfig, shard_count: usize) -> Rc<Self> {
-        let cache = BatchCache::new(config.batch_cache_bytes);
+        let batch_cache_bytes = match config.batch_cache_max_bytes {
+            Some(broker_bytes) => (broker_bytes / shard_count.max(1) as u64) as usize,
+            None => config.batch_cache_bytes,
+        };
+        let cache = BatchCache::new(batch_cache_bytes);
         let index_cache = crate::index_cache::IndexCache::new(
             config.index_cache_bytes / shard_count.max(1) as u64,
         );

@@ -10,7 +10,7 @@
 //! topic's config when the metadata changes, so a new default reaches the
 //! partitions that do not override it.
 
-use super::config_ops::ConfigOpKind;
+use super::config_ops::{edit_list, ConfigOpKind};
 use super::reconcile::wait_reconciled;
 use super::{ControllerState, CONTROLLER_SHARD};
 use crate::call::OwnerCall;
@@ -35,9 +35,13 @@ pub fn is_dynamic(key: &str) -> bool {
 }
 
 /// The new set of dynamic configs of a resource after `ops` (pure).
+/// `static_value` gives a key's value where no dynamic one is set (the
+/// config file's, or Kafka's default): APPEND and SUBTRACT edit that, as
+/// Kafka's do.
 pub fn altered_broker_configs(
     current: &BTreeMap<String, String>,
     ops: &[(String, Option<String>, ConfigOpKind)],
+    static_value: impl Fn(&str) -> String,
 ) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
     let mut configs = current.clone();
     for (key, value, kind) in ops {
@@ -60,11 +64,16 @@ pub fn altered_broker_configs(
             (ConfigOpKind::Delete, _) => {
                 configs.remove(key);
             }
-            (ConfigOpKind::Append | ConfigOpKind::Subtract, _) => {
-                return Err((
-                    ErrorCode::InvalidRequest,
-                    format!("{key}: APPEND and SUBTRACT are not supported on broker configs"),
-                ));
+            (ConfigOpKind::Append | ConfigOpKind::Subtract, given) => {
+                let base = configs
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| static_value(spec.name));
+                let edited = edit_list(spec.name, &base, given.as_deref(), *kind)?;
+                TopicConfig::default()
+                    .set(spec.name, &edited)
+                    .map_err(|e| (ErrorCode::InvalidConfig, format!("{key}: {e}")))?;
+                configs.insert(key.clone(), edited);
             }
         }
     }
@@ -107,7 +116,10 @@ impl OwnerCall for AlterBrokerConfigs {
         } else {
             current.clone()
         };
-        let configs = altered_broker_configs(&start, &self.ops)?;
+        let file_defaults = &shard.config.engine.topic_defaults;
+        let configs = altered_broker_configs(&start, &self.ops, |name| {
+            file_defaults.get(name).unwrap_or_default()
+        })?;
         if self.validate_only || configs == current {
             return Ok(());
         }
@@ -143,34 +155,79 @@ pub async fn submit(
 mod tests {
     use super::*;
 
+    fn none(_: &str) -> String {
+        String::new()
+    }
+
+    #[test]
+    fn append_and_subtract_edit_lists_from_the_static_value() {
+        let op = |k: &str, v: &str, kind| (k.to_string(), Some(v.to_string()), kind);
+        let file = |name: &str| {
+            assert_eq!(name, "cleanup.policy");
+            "delete".to_string()
+        };
+        let current = BTreeMap::new();
+        let c = altered_broker_configs(
+            &current,
+            &[op("log.cleanup.policy", "compact", ConfigOpKind::Append)],
+            file,
+        )
+        .unwrap();
+        assert_eq!(c["log.cleanup.policy"], "delete,compact");
+        let c = altered_broker_configs(
+            &c,
+            &[op("log.cleanup.policy", "delete", ConfigOpKind::Subtract)],
+            file,
+        )
+        .unwrap();
+        assert_eq!(c["log.cleanup.policy"], "compact");
+        let refused = altered_broker_configs(
+            &c,
+            &[op("log.cleanup.policy", "bogus", ConfigOpKind::Append)],
+            file,
+        );
+        assert_eq!(refused.unwrap_err().0, ErrorCode::InvalidConfig);
+        let not_a_list = altered_broker_configs(
+            &c,
+            &[op("log.retention.ms", "5", ConfigOpKind::Append)],
+            none,
+        );
+        assert_eq!(not_a_list.unwrap_err().0, ErrorCode::InvalidConfig);
+    }
+
     #[test]
     fn only_dynamic_keys_with_valid_values_change() {
         let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()), ConfigOpKind::Set);
         let current = BTreeMap::new();
-        let c = altered_broker_configs(&current, &[set("log.retention.ms", "1000")]).unwrap();
+        let c = altered_broker_configs(&current, &[set("log.retention.ms", "1000")], none).unwrap();
         assert_eq!(c["log.retention.ms"], "1000");
         let c = altered_broker_configs(
             &c,
             &[("log.retention.ms".into(), None, ConfigOpKind::Delete)],
+            none,
         )
         .unwrap();
         assert!(c.is_empty());
         assert_eq!(
-            altered_broker_configs(&current, &[set("log.retention.ms", "-5")])
+            altered_broker_configs(&current, &[set("log.retention.ms", "-5")], none)
                 .unwrap_err()
                 .0,
             ErrorCode::InvalidConfig
         );
         assert_eq!(
-            altered_broker_configs(&current, &[set("num.io.threads", "4")])
+            altered_broker_configs(&current, &[set("num.io.threads", "4")], none)
                 .unwrap_err()
                 .0,
             ErrorCode::InvalidRequest
         );
         assert_eq!(
-            altered_broker_configs(&current, &[set("unclean.leader.election.enable", "true")])
-                .unwrap_err()
-                .0,
+            altered_broker_configs(
+                &current,
+                &[set("unclean.leader.election.enable", "true")],
+                none
+            )
+            .unwrap_err()
+            .0,
             ErrorCode::InvalidRequest
         );
     }

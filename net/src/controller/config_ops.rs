@@ -48,31 +48,55 @@ pub fn altered_config(
             }
             ConfigOpKind::Append | ConfigOpKind::Subtract => {
                 let current = config.get(name).unwrap_or_default();
-                let mut items: Vec<String> = current
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect();
-                let given: Vec<&str> = value
-                    .as_deref()
-                    .unwrap_or_default()
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                if *kind == ConfigOpKind::Append {
-                    for item in given {
-                        if !items.iter().any(|i| i == item) {
-                            items.push(item.to_string());
-                        }
-                    }
-                } else {
-                    items.retain(|i| !given.contains(&i.as_str()));
-                }
-                config.set(name, &items.join(",")).map_err(invalid)?
+                let edited = edit_list(name, &current, value.as_deref(), *kind)?;
+                config.set(name, &edited).map_err(invalid)?
             }
         }
     }
     Ok(config)
+}
+
+/// APPEND or SUBTRACT on a LIST config (`cleanup.policy` and the throttled
+/// replica lists): `current` with `given`'s items added (once each) or
+/// removed. Kafka refuses both on any other type with INVALID_CONFIG.
+pub fn edit_list(
+    name: &str,
+    current: &str,
+    given: Option<&str>,
+    kind: ConfigOpKind,
+) -> Result<String, (ErrorCode, String)> {
+    use engine::config::kafka_topic_configs::{spec_of, ConfigKind};
+    let is_list = spec_of(name).is_some_and(|spec| {
+        matches!(
+            spec.kind,
+            ConfigKind::ListOf(_) | ConfigKind::ThrottledReplicas
+        )
+    });
+    if !is_list {
+        return Err((
+            ErrorCode::InvalidConfig,
+            format!("config value append or subtract is not allowed for config key: {name}"),
+        ));
+    }
+    let items = |text: &str| -> Vec<String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let mut list = items(current);
+    let given = items(given.unwrap_or_default());
+    if kind == ConfigOpKind::Append {
+        for item in given {
+            if !list.contains(&item) {
+                list.push(item);
+            }
+        }
+    } else {
+        list.retain(|i| !given.contains(i));
+    }
+    Ok(list.join(","))
 }
 
 #[cfg(test)]
@@ -97,6 +121,24 @@ mod tests {
         let c = altered_config(&defaults, &c, &append, false).unwrap();
         assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
         assert_eq!(c.retention_ms, 1000);
+        let subtract = [(
+            "cleanup.policy".to_string(),
+            Some("delete".to_string()),
+            ConfigOpKind::Subtract,
+        )];
+        let compact_only = altered_config(&defaults, &c, &subtract, false).unwrap();
+        assert!(compact_only.cleanup_policy.compact && !compact_only.cleanup_policy.delete);
+        let not_a_list = [(
+            "retention.ms".to_string(),
+            Some("5".to_string()),
+            ConfigOpKind::Append,
+        )];
+        assert_eq!(
+            altered_config(&defaults, &c, &not_a_list, false)
+                .unwrap_err()
+                .0,
+            ErrorCode::InvalidConfig
+        );
         let reset = [("retention.ms".to_string(), None, ConfigOpKind::Delete)];
         let c = altered_config(&defaults, &c, &reset, false).unwrap();
         assert_eq!(c.retention_ms, defaults.retention_ms);
