@@ -51,12 +51,11 @@ pub struct ShardMetrics {
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
     pub group_commit: engine::log::FsyncStats,
-    /// Free bytes of the data dir's file system at the shard's last check,
-    /// and whether that is below the reserve (appends refused); filled when
-    /// a snapshot is taken.
-    pub disk_free_bytes: u64,
-    /// See `disk_free_bytes`.
-    pub disk_low: bool,
+    /// Per data dir (`log.dirs`, in order): its path, the free bytes of its
+    /// file system at the shard's last check, and whether that is below the
+    /// reserve (appends to its partitions refused); filled when a snapshot
+    /// is taken.
+    pub disk_dirs: Vec<DirSpace>,
     /// Partitions a failed disk write took offline (filled when a snapshot
     /// is taken).
     pub partitions_offline: u64,
@@ -130,8 +129,7 @@ impl Default for ShardMetrics {
             tls_handshake_failures: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
-            disk_free_bytes: 0,
-            disk_low: false,
+            disk_dirs: Vec::new(),
             partitions_offline: 0,
             recompressed_batches: 0,
             index_cache: Default::default(),
@@ -217,14 +215,9 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
-    let gauges: [Gauge; 36] = [
+    disk_dirs(&mut out, snapshots);
+    let gauges: [Gauge; 34] = [
         ("rill_connections_open", "gauge", |m| m.connections_open),
-        // Below the reserve (`rill.storage.min.free.bytes`) appends are
-        // refused with KAFKA_STORAGE_ERROR until space is freed.
-        ("rill_disk_free_bytes", "gauge", |m| {
-            m.disk_free_bytes as i64
-        }),
-        ("rill_disk_low", "gauge", |m| i64::from(m.disk_low)),
         ("rill_partitions_offline", "gauge", |m| {
             m.partitions_offline as i64
         }),
@@ -356,6 +349,53 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     replication(&mut out, snapshots);
     sasl(&mut out, snapshots);
     out
+}
+
+/// One data dir's free space as one shard last saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirSpace {
+    /// The dir as configured.
+    pub dir: String,
+    /// Free bytes of its file system.
+    pub free_bytes: u64,
+    /// Below the reserve: appends to its partitions are refused.
+    pub low: bool,
+}
+
+/// `text` as a Prometheus label value (backslash, quote and newline escaped).
+fn label_value(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// `rill_disk_free_bytes{shard,dir}` and `rill_disk_low{shard,dir}`: below
+/// the reserve (`rill.storage.min.free.bytes`) a dir's partitions refuse
+/// appends with KAFKA_STORAGE_ERROR until space is freed; other dirs'
+/// partitions go on.
+fn disk_dirs(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    let _ = writeln!(out, "# TYPE rill_disk_free_bytes gauge");
+    for (shard, m) in snapshots {
+        for d in &m.disk_dirs {
+            let dir = label_value(&d.dir);
+            let _ = writeln!(
+                out,
+                "rill_disk_free_bytes{{shard=\"{shard}\",dir=\"{dir}\"}} {}",
+                d.free_bytes
+            );
+        }
+    }
+    let _ = writeln!(out, "# TYPE rill_disk_low gauge");
+    for (shard, m) in snapshots {
+        for d in &m.disk_dirs {
+            let dir = label_value(&d.dir);
+            let _ = writeln!(
+                out,
+                "rill_disk_low{{shard=\"{shard}\",dir=\"{dir}\"}} {}",
+                i64::from(d.low)
+            );
+        }
+    }
 }
 
 /// `rill_sasl_authentications_total{mechanism,result}`, summed over shards:
