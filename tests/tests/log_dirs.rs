@@ -323,6 +323,42 @@ fn partitions_spread_over_two_dirs_and_read_back_after_a_restart() {
     }
 }
 
+/// Starts `rill serve` on `dirs`, which must refuse to start: what it said.
+fn refused_start(dirs: &Path, log_dir: &Path) -> String {
+    let log_path = log_dir.join("refused.log");
+    let log = std::fs::File::create(&log_path).expect("log");
+    let mut child = Command::new(RILL)
+        .args(["serve", "--listen"])
+        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
+        .arg("--admin-listen")
+        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
+        .arg("--data-dir")
+        .arg(dirs)
+        .stdout(Stdio::from(log.try_clone().expect("log clone")))
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("rill starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "rill started on {}:\n{}",
+                dirs.display(),
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+    assert!(!status.success(), "{said}");
+    said
+}
+
 #[test]
 fn a_partition_in_two_dirs_refuses_the_start() {
     let root = rill_tests::data_dir();
@@ -355,39 +391,25 @@ fn a_partition_in_two_dirs_refuses_the_start() {
         std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
     }
 
-    let log_path = root.path().join("refused.log");
-    let log = std::fs::File::create(&log_path).expect("log");
-    let mut child = Command::new(RILL)
-        .args(["serve", "--listen"])
-        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
-        .arg("--admin-listen")
-        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
-        .arg("--data-dir")
-        .arg(&dirs)
-        .stdout(Stdio::from(log.try_clone().expect("log clone")))
-        .stderr(Stdio::from(log))
-        .spawn()
-        .expect("rill starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "rill started with a partition in two dirs:\n{}",
-                std::fs::read_to_string(&log_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert!(!status.success());
-    let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let said = refused_start(&dirs, root.path());
     assert!(said.contains("two data dirs"), "{said}");
     assert!(said.contains(&from.display().to_string()), "{said}");
     assert!(said.contains(&to.display().to_string()), "{said}");
+}
+
+#[test]
+fn a_dir_that_cannot_be_created_refuses_the_start_naming_it() {
+    let root = rill_tests::data_dir();
+    let good = root.path().join("good");
+    // A dir under a regular file cannot be created (by root either).
+    let blocker = root.path().join("blocker");
+    std::fs::write(&blocker, b"not a dir").expect("file");
+    let bad = blocker.join("data");
+    let said = refused_start(&dir_list(&[&good, &bad]), root.path());
+    assert!(
+        said.contains(&format!("cannot create data dir {}", bad.display())),
+        "{said}"
+    );
 }
 
 fn is_storage_error(e: &KafkaError) -> bool {
