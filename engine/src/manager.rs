@@ -247,15 +247,28 @@ impl LogManager {
                 reason: String::from("invalid topic name or partition"),
             });
         }
-        // Kafka's placement: the data dir with the fewest partitions.
+        // Kafka's placement: the data dir with the fewest partitions. A
+        // directory of the partition already on disk (a delete that could
+        // not finish, say) is used where it is, as with one dir: a second
+        // copy elsewhere would stop the next start.
         let data_dirs = self.ctx.config.data_dirs();
-        let dir_index = self.ctx.config.dir_load.place(data_dirs.len());
+        let load = &self.ctx.config.dir_load;
+        let dir_index = match data_dirs
+            .iter()
+            .position(|d| d.join(tp.dir_name()).is_dir())
+        {
+            Some(found) => {
+                load.add(found);
+                found
+            }
+            None => load.place(data_dirs.len()),
+        };
         let data_dir = data_dirs
             .get(dir_index)
             .unwrap_or(&self.ctx.config.data_dir);
         let created = self.create_in(data_dir, tp, topic_id, config).await;
         if created.is_err() {
-            self.ctx.config.dir_load.remove(dir_index);
+            load.remove(dir_index);
         }
         created
     }
