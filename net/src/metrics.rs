@@ -511,6 +511,30 @@ mod tests {
     }
 
     #[test]
+    fn disk_space_has_a_series_per_shard_and_dir() {
+        let m = ShardMetrics {
+            disk_dirs: vec![
+                DirSpace {
+                    dir: String::from("/a"),
+                    free_bytes: 10,
+                    low: false,
+                },
+                DirSpace {
+                    dir: String::from("/b\"c"),
+                    free_bytes: 3,
+                    low: true,
+                },
+            ],
+            ..ShardMetrics::default()
+        };
+        let text = render(&[(0, m.clone()), (1, m)]);
+        assert!(text.contains("rill_disk_free_bytes{shard=\"1\",dir=\"/a\"} 10"));
+        assert!(text.contains("rill_disk_low{shard=\"0\",dir=\"/a\"} 0"));
+        assert!(text.contains("rill_disk_low{shard=\"0\",dir=\"/b\\\"c\"} 1"));
+        assert_eq!(text.matches("# TYPE rill_disk_free_bytes gauge").count(), 1);
+    }
+
+    #[test]
     fn sasl_counters_sum_over_shards() {
         let mut m = ShardMetrics::default();
         m.record_sasl("PLAIN", true);
