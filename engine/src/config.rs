@@ -50,8 +50,14 @@ impl std::fmt::Display for FlushPolicy {
 /// Engine-wide settings of one broker (the same on every shard).
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Root of the partition directories.
+    /// Root of the partition directories: the first of Kafka's `log.dirs`,
+    /// which also keeps the broker-wide files.
     pub data_dir: PathBuf,
+    /// The other data dirs of `log.dirs` (JBOD), in order: partitions are
+    /// spread over `data_dir` and these (see [`crate::log_dirs`]).
+    pub more_data_dirs: Vec<PathBuf>,
+    /// Partitions per data dir, shared by the shards (placement).
+    pub dir_load: crate::log_dirs::DirLoad,
     /// Durability policy of appends.
     pub flush_policy: FlushPolicy,
     /// Defaults for topics that do not override a setting.
@@ -96,10 +102,19 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// Every data dir, `data_dir` first.
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(self.data_dir.clone())
+            .chain(self.more_data_dirs.iter().cloned())
+            .collect()
+    }
+
     /// Defaults for a data dir.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         EngineConfig {
             data_dir: data_dir.into(),
+            more_data_dirs: Vec::new(),
+            dir_load: crate::log_dirs::DirLoad::default(),
             flush_policy: FlushPolicy::Fsync,
             topic_defaults: TopicConfig::default(),
             batch_cache_bytes: 64 << 20,

@@ -110,6 +110,17 @@ pub enum EngineError {
         /// The reserve.
         min_free_bytes: u64,
     },
+    /// A partition found in two data dirs at start (which copy is right
+    /// cannot be known: the broker does not start, as Kafka's).
+    #[error("partition {partition} is in two data dirs, {first} and {second}: remove one copy")]
+    DuplicatePartition {
+        /// The partition.
+        partition: String,
+        /// One copy.
+        first: String,
+        /// The other.
+        second: String,
+    },
     /// A batch whose first sequence does not follow the producer's last one.
     #[error("producer {producer_id}: sequence {received} where {expected} was expected")]
     OutOfOrderSequence {
@@ -177,7 +188,9 @@ impl EngineError {
             EngineError::UnknownPartition { .. } => ErrorCode::UnknownTopicOrPartition,
             EngineError::PartitionExists { .. } => ErrorCode::TopicAlreadyExists,
             EngineError::InvalidConfig { .. } => ErrorCode::InvalidConfig,
-            EngineError::Io { .. } | EngineError::DiskFull { .. } => ErrorCode::KafkaStorageError,
+            EngineError::Io { .. }
+            | EngineError::DiskFull { .. }
+            | EngineError::DuplicatePartition { .. } => ErrorCode::KafkaStorageError,
             // The client refreshes its metadata and finds the new owner.
             EngineError::Closed => ErrorCode::NotLeaderOrFollower,
             EngineError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,

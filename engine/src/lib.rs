@@ -56,6 +56,8 @@
 //!   through the log's maintenance view only.
 //! - [`cache`]: the per-shard cache of recent batches.
 //! - [`manager`]: the shard's set of partitions.
+//! - [`log_dirs`]: several data dirs (Kafka's `log.dirs`): which dir a new
+//!   partition goes to, and finding the partitions of every dir at start.
 //! - [`shard`]: the pure partition → shard function.
 //!
 //! Imports run one way, with no cycle between files (`tests/src/layering.rs`
@@ -78,6 +80,7 @@ pub mod fuzzing;
 pub mod index;
 pub mod index_cache;
 pub mod log;
+pub mod log_dirs;
 pub mod manager;
 pub mod producer_ids;
 pub mod producer_state;

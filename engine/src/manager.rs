@@ -1,6 +1,7 @@
 //! The shard-local log manager: the partitions one shard owns.
 //!
-//! A partition lives in `<data-dir>/<topic>-<partition>/` with its segments,
+//! A partition lives in `<data-dir>/<topic>-<partition>/` (in one of the
+//! data dirs, see [`crate::log_dirs`]) with its segments,
 //! `partition.metadata` (topic id, as Kafka keeps it) and `topic.config`
 //! (the topic's overrides of the broker defaults, `name=value` lines). The
 //! directory names alone tell every shard which topics exist and how many
@@ -11,6 +12,7 @@ use crate::config::{EngineConfig, TopicConfig};
 use crate::disk_space::{SpaceChange, SPACE_CHECK_INTERVAL};
 use crate::error::EngineError;
 use crate::log::{LogContext, PartitionLog};
+use crate::log_dirs::{find_partitions, FoundPartition};
 use crate::segment::{sync_dir, write_file_synced, DeferredSyncs};
 use crate::shard::shard_of;
 use crate::types::TopicId;
@@ -108,38 +110,14 @@ fn write_config_file(
     write_file_synced(&dir.join("topic.config"), text.as_bytes())
 }
 
-/// The partition directories of a data dir.
-fn partition_dirs(data_dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, EngineError> {
-    if !data_dir.exists() {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
-        let entry = entry.map_err(|e| EngineError::io(data_dir, e))?;
-        if !entry.path().is_dir() {
-            continue;
-        }
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // The metadata quorum's log lives beside the partitions, under
-        // Kafka's name for it, but it is not a partition of the engine.
-        if name == crate::types::CLUSTER_METADATA_DIR {
-            continue;
-        }
-        if let Some(tp) = TopicPartition::parse_dir_name(&name) {
-            out.push((tp, entry.path()));
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// Topics with partition count, id and config, from the directories of a data dir.
+/// Topics with partition count, id and config, from the partition
+/// directories of every data dir (a partition in two dirs is an error).
 pub fn scan_topics(
-    data_dir: &Path,
+    data_dirs: &[PathBuf],
     defaults: &TopicConfig,
 ) -> Result<BTreeMap<String, TopicMeta>, EngineError> {
     let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
-    for (tp, dir) in partition_dirs(data_dir)? {
+    for FoundPartition { tp, dir, .. } in find_partitions(data_dirs)? {
         let entry = topics.entry(tp.topic.clone()).or_insert_with(|| TopicMeta {
             partitions: 0,
             topic_id: [0; 16],
@@ -164,7 +142,7 @@ pub struct LogManager {
 }
 
 impl LogManager {
-    /// Opens (recovering) every partition of `config.data_dir` that this
+    /// Opens (recovering) every partition of the data dirs that this
     /// shard owns, `open_concurrency` at a time, and starts the background
     /// retention task. Must run inside a glommio executor.
     pub async fn open(
@@ -172,8 +150,10 @@ impl LogManager {
         shard_id: usize,
         shard_count: usize,
     ) -> Result<Rc<LogManager>, EngineError> {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|e| EngineError::io(&config.data_dir, e))?;
+        let data_dirs = config.data_dirs();
+        for dir in &data_dirs {
+            std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
+        }
         crate::appender::prime_iopoll_probe(&config.data_dir).await?;
         let ctx = LogContext::for_shard(config, shard_count);
         let manager = Rc::new(LogManager {
@@ -182,9 +162,13 @@ impl LogManager {
             shard_count,
             logs: RefCell::new(HashMap::new()),
         });
-        let mine: Vec<_> = partition_dirs(&ctx.config.data_dir)?
+        let mine: Vec<_> = find_partitions(&data_dirs)?
             .into_iter()
-            .filter(|(tp, _)| shard_of(&tp.topic, tp.partition, shard_count) == shard_id)
+            .filter(|f| shard_of(&f.tp.topic, f.tp.partition, shard_count) == shard_id)
+            .map(|f| {
+                ctx.config.dir_load.add(f.dir_index);
+                (f.tp, f.dir)
+            })
             .collect();
         for group in mine.chunks(ctx.config.open_concurrency.max(1)) {
             let tasks: Vec<_> = group
@@ -266,10 +250,43 @@ impl LogManager {
                 reason: String::from("invalid topic name or partition"),
             });
         }
-        let dir = self.ctx.config.data_dir.join(tp.dir_name());
+        // Kafka's placement: the data dir with the fewest partitions. A
+        // directory of the partition already on disk (a delete that could
+        // not finish, say) is used where it is, as with one dir: a second
+        // copy elsewhere would stop the next start.
+        let data_dirs = self.ctx.config.data_dirs();
+        let load = &self.ctx.config.dir_load;
+        let dir_index = match data_dirs
+            .iter()
+            .position(|d| d.join(tp.dir_name()).is_dir())
+        {
+            Some(found) => {
+                load.add(found);
+                found
+            }
+            None => load.place(data_dirs.len()),
+        };
+        let data_dir = data_dirs
+            .get(dir_index)
+            .unwrap_or(&self.ctx.config.data_dir);
+        let created = self.create_in(data_dir, tp, topic_id, config).await;
+        if created.is_err() {
+            load.remove(dir_index);
+        }
+        created
+    }
+
+    async fn create_in(
+        &self,
+        data_dir: &Path,
+        tp: TopicPartition,
+        topic_id: TopicId,
+        config: TopicConfig,
+    ) -> Result<Rc<PartitionLog>, EngineError> {
+        let dir = data_dir.join(tp.dir_name());
         std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
         write_partition_files(&dir, topic_id, &config, &self.ctx.config.topic_defaults)?;
-        sync_dir(&self.ctx.config.data_dir)?;
+        sync_dir(data_dir)?;
         let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
         self.logs.borrow_mut().insert(tp, log.clone());
         Ok(log)
@@ -287,9 +304,14 @@ impl LogManager {
         if let Err(e) = log.close().await {
             tracing::warn!(partition = %tp, error = %e, "closing a deleted partition failed");
         }
+        self.ctx.config.dir_load.remove(log.log_dir_index());
+        // The partition's files are in whichever data dir holds it.
         let dir = log.dir().to_path_buf();
         std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
-        sync_dir(&self.ctx.config.data_dir)
+        match dir.parent() {
+            Some(data_dir) => sync_dir(data_dir),
+            None => Ok(()),
+        }
     }
 
     /// Replaces a partition's topic config and persists it.
@@ -376,39 +398,36 @@ impl LogManager {
         deleted
     }
 
-    /// Refreshes the shard's free-space flag (see [`crate::disk_space`]);
-    /// once space is above the reserve, reopens the partitions a failed
-    /// disk write took offline.
+    /// Refreshes the shard's free-space flag of each data dir (see
+    /// [`crate::disk_space`]); once a dir's space is above the reserve,
+    /// reopens its partitions that a failed disk write took offline.
     pub async fn check_space_once(&self) {
         let config = &self.ctx.config;
-        match self
-            .ctx
-            .space
-            .refresh(&config.data_dir, config.min_free_bytes)
-        {
-            SpaceChange::BecameLow => tracing::warn!(
-                shard = self.shard_id,
-                free_bytes = self.ctx.space.free_bytes(),
-                reserve_bytes = self.ctx.space.reserve_bytes(),
-                "data dir almost full: appends refused (KAFKA_STORAGE_ERROR) until space is freed"
-            ),
-            SpaceChange::Recovered => tracing::info!(
-                shard = self.shard_id,
-                free_bytes = self.ctx.space.free_bytes(),
-                "data dir has space again: appends taken"
-            ),
-            SpaceChange::Same => {}
-        }
         // Room for the reserve and a new segment's preallocation, or a
         // reopened partition would fail again at its next write (and each
         // reopen re-reads its active segment).
-        let room_bytes = self
-            .ctx
-            .space
-            .reserve_bytes()
-            .saturating_add(config.preallocate_bytes.max(REOPEN_MIN_ROOM_BYTES));
-        if !self.ctx.space.is_low() && self.ctx.space.free_bytes() >= room_bytes {
-            self.reopen_offline().await;
+        let room = config.preallocate_bytes.max(REOPEN_MIN_ROOM_BYTES);
+        for (dir_index, data_dir) in config.data_dirs().iter().enumerate() {
+            let space = self.ctx.space_of(dir_index);
+            match space.refresh(data_dir, config.min_free_bytes) {
+                SpaceChange::BecameLow => tracing::warn!(
+                    shard = self.shard_id,
+                    dir = %data_dir.display(),
+                    free_bytes = space.free_bytes(),
+                    reserve_bytes = space.reserve_bytes(),
+                    "data dir almost full: appends refused (KAFKA_STORAGE_ERROR) until space is freed"
+                ),
+                SpaceChange::Recovered => tracing::info!(
+                    shard = self.shard_id,
+                    dir = %data_dir.display(),
+                    free_bytes = space.free_bytes(),
+                    "data dir has space again: appends taken"
+                ),
+                SpaceChange::Same => {}
+            }
+            if !space.is_low() && space.free_bytes() >= space.reserve_bytes().saturating_add(room) {
+                self.reopen_offline(dir_index).await;
+            }
         }
     }
 
@@ -420,12 +439,16 @@ impl LogManager {
     /// acknowledged). A replicated one is left offline: its replication
     /// state counted the lost tail, so it needs the broker's restart (its
     /// followers and leader election carry on meanwhile).
-    async fn reopen_offline(&self) {
+    async fn reopen_offline(&self, dir_index: usize) {
         let offline: Vec<Rc<PartitionLog>> = self
             .logs
             .borrow()
             .values()
-            .filter(|log| log.is_offline_for_space() && log.replication_limit().is_none())
+            .filter(|log| {
+                log.log_dir_index() == dir_index
+                    && log.is_offline_for_space()
+                    && log.replication_limit().is_none()
+            })
             .cloned()
             .collect();
         for log in offline {

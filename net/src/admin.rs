@@ -39,9 +39,21 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
     metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
-    let space = &shard.logs.context().space;
-    metrics.disk_free_bytes = space.free_bytes();
-    metrics.disk_low = space.is_low();
+    let ctx = shard.logs.context();
+    metrics.disk_dirs = ctx
+        .config
+        .data_dirs()
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let space = ctx.space_of(i);
+            crate::metrics::DirSpace {
+                dir: dir.display().to_string(),
+                free_bytes: space.free_bytes(),
+                low: space.is_low(),
+            }
+        })
+        .collect();
     metrics.queued_request_bytes = shard
         .service::<crate::connection::ShardRequestBytes>()
         .0

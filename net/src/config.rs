@@ -41,7 +41,8 @@ use std::sync::Arc;
 /// Flags of `rill serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
-    /// Directory of the partition logs (default ./rill-data).
+    /// Directory of the partition logs (default ./rill-data); a comma
+    /// list spreads the partitions over several (Kafka's `log.dirs`).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Address the Kafka listener binds (default 0.0.0.0:9092).
@@ -228,7 +229,7 @@ impl BrokerConfig {
             specs = applied.resolve()?;
         }
         if let Some(dir) = &args.data_dir {
-            config.data_dir = dir.clone();
+            config.set_data_dirs("--data-dir", &dir.to_string_lossy())?;
         }
         if let Some(text) = args.admin_listen.as_ref() {
             config.admin_listen = resolve_addr("--admin-listen", text)?;
@@ -278,6 +279,25 @@ impl BrokerConfig {
         Ok(config)
     }
 
+    /// Every data dir (Kafka's `log.dirs`), the first one (`data_dir`, which
+    /// keeps the broker-wide files) first.
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(self.data_dir.clone())
+            .chain(self.engine.more_data_dirs.iter().cloned())
+            .collect()
+    }
+
+    /// Sets the data dirs from a comma list (`log.dirs`, `--data-dir`).
+    fn set_data_dirs(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let dirs = parse_data_dirs(name, value)?;
+        let mut dirs = dirs.into_iter();
+        if let Some(first) = dirs.next() {
+            self.data_dir = first;
+        }
+        self.engine.more_data_dirs = dirs.collect();
+        Ok(())
+    }
+
     /// Applies flattened `name -> value` settings; returns the listener texts,
     /// which are resolved after the flags are known.
     pub fn apply_settings(
@@ -322,11 +342,7 @@ impl BrokerConfig {
         match name {
             "broker.id" | "node.id" => self.broker_id = num(name, value)?,
             "rill.cluster.id" | "cluster.id" => self.cluster_id = value.to_string(),
-            "log.dirs" | "log.dir" => {
-                // Kafka takes a comma list; rill keeps one data dir per broker.
-                let first = value.split(',').next().unwrap_or(value).trim();
-                self.data_dir = PathBuf::from(first);
-            }
+            "log.dirs" | "log.dir" => self.set_data_dirs(name, value)?,
             "listeners" => applied.listeners = Some(value.to_string()),
             "advertised.listeners" => applied.advertised = Some(value.to_string()),
             "listener.security.protocol.map" => applied.protocol_map = Some(value.to_string()),
@@ -951,5 +967,57 @@ impl Default for GroupConfig {
             offsets_retention_check_interval_ms: 600_000,
             member_id_seed: 0x5eed,
         }
+    }
+}
+
+/// A comma list of data dirs: at least one, none twice (Kafka refuses a
+/// dir listed twice: both entries would hold the same partitions).
+fn parse_data_dirs(name: &str, value: &str) -> Result<Vec<PathBuf>, ConfigError> {
+    let dirs: Vec<PathBuf> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    if dirs.is_empty() {
+        return Err(ConfigError::invalid(name, value, "no data dir"));
+    }
+    for (i, dir) in dirs.iter().enumerate() {
+        if dirs[..i].contains(dir) {
+            return Err(ConfigError::invalid(
+                name,
+                value,
+                &format!("{} is listed twice", dir.display()),
+            ));
+        }
+    }
+    Ok(dirs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_dirs_is_a_comma_list_first_dir_first() {
+        let mut config = BrokerConfig::defaults();
+        config
+            .set_data_dirs("log.dirs", "/a, /b,/c,")
+            .expect("three dirs");
+        assert_eq!(config.data_dir, PathBuf::from("/a"));
+        assert_eq!(
+            config.data_dirs(),
+            vec![
+                PathBuf::from("/a"),
+                PathBuf::from("/b"),
+                PathBuf::from("/c")
+            ]
+        );
+        config
+            .set_data_dirs("--data-dir", "/only")
+            .expect("one dir");
+        assert_eq!(config.data_dirs(), vec![PathBuf::from("/only")]);
+        assert!(config.set_data_dirs("log.dirs", " , ").is_err());
+        assert!(config.set_data_dirs("log.dirs", "/a,/b,/a").is_err());
     }
 }

@@ -51,12 +51,11 @@ pub struct ShardMetrics {
     pub partitions: u64,
     /// The engine's group-commit counters (filled when a snapshot is taken).
     pub group_commit: engine::log::FsyncStats,
-    /// Free bytes of the data dir's file system at the shard's last check,
-    /// and whether that is below the reserve (appends refused); filled when
-    /// a snapshot is taken.
-    pub disk_free_bytes: u64,
-    /// See `disk_free_bytes`.
-    pub disk_low: bool,
+    /// Per data dir (`log.dirs`, in order): its path, the free bytes of its
+    /// file system at the shard's last check, and whether that is below the
+    /// reserve (appends to its partitions refused); filled when a snapshot
+    /// is taken.
+    pub disk_dirs: Vec<DirSpace>,
     /// Partitions a failed disk write took offline (filled when a snapshot
     /// is taken).
     pub partitions_offline: u64,
@@ -138,8 +137,7 @@ impl Default for ShardMetrics {
             tls_handshake_failures: 0,
             partitions: 0,
             group_commit: engine::log::FsyncStats::default(),
-            disk_free_bytes: 0,
-            disk_low: false,
+            disk_dirs: Vec::new(),
             partitions_offline: 0,
             recompressed_batches: 0,
             batch_cache_bytes: 0,
@@ -228,14 +226,9 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
             );
         }
     }
+    disk_dirs(&mut out, snapshots);
     let gauges: &[Gauge] = &[
         ("rill_connections_open", "gauge", |m| m.connections_open),
-        // Below the reserve (`rill.storage.min.free.bytes`) appends are
-        // refused with KAFKA_STORAGE_ERROR until space is freed.
-        ("rill_disk_free_bytes", "gauge", |m| {
-            m.disk_free_bytes as i64
-        }),
-        ("rill_disk_low", "gauge", |m| i64::from(m.disk_low)),
         ("rill_partitions_offline", "gauge", |m| {
             m.partitions_offline as i64
         }),
@@ -383,6 +376,53 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     out
 }
 
+/// One data dir's free space as one shard last saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DirSpace {
+    /// The dir as configured.
+    pub dir: String,
+    /// Free bytes of its file system.
+    pub free_bytes: u64,
+    /// Below the reserve: appends to its partitions are refused.
+    pub low: bool,
+}
+
+/// `text` as a Prometheus label value (backslash, quote and newline escaped).
+fn label_value(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// `rill_disk_free_bytes{shard,dir}` and `rill_disk_low{shard,dir}`: below
+/// the reserve (`rill.storage.min.free.bytes`) a dir's partitions refuse
+/// appends with KAFKA_STORAGE_ERROR until space is freed; other dirs'
+/// partitions go on.
+fn disk_dirs(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    let _ = writeln!(out, "# TYPE rill_disk_free_bytes gauge");
+    for (shard, m) in snapshots {
+        for d in &m.disk_dirs {
+            let dir = label_value(&d.dir);
+            let _ = writeln!(
+                out,
+                "rill_disk_free_bytes{{shard=\"{shard}\",dir=\"{dir}\"}} {}",
+                d.free_bytes
+            );
+        }
+    }
+    let _ = writeln!(out, "# TYPE rill_disk_low gauge");
+    for (shard, m) in snapshots {
+        for d in &m.disk_dirs {
+            let dir = label_value(&d.dir);
+            let _ = writeln!(
+                out,
+                "rill_disk_low{{shard=\"{shard}\",dir=\"{dir}\"}} {}",
+                i64::from(d.low)
+            );
+        }
+    }
+}
+
 /// `rill_sasl_authentications_total{mechanism,result}`, summed over shards:
 /// a rise of `failed` is a wrong password or someone guessing.
 fn sasl(out: &mut String, snapshots: &[MetricsSnapshot]) {
@@ -493,6 +533,30 @@ mod tests {
         assert!(text.contains("rill_requests_total{api=\"Produce\",shard=\"1\"} 1"));
         assert!(text.contains("rill_produce_latency_seconds_count 2"));
         assert!(text.contains("rill_produce_latency_seconds{quantile=\"0.99\"} 0.0015"));
+    }
+
+    #[test]
+    fn disk_space_has_a_series_per_shard_and_dir() {
+        let m = ShardMetrics {
+            disk_dirs: vec![
+                DirSpace {
+                    dir: String::from("/a"),
+                    free_bytes: 10,
+                    low: false,
+                },
+                DirSpace {
+                    dir: String::from("/b\"c"),
+                    free_bytes: 3,
+                    low: true,
+                },
+            ],
+            ..ShardMetrics::default()
+        };
+        let text = render(&[(0, m.clone()), (1, m)]);
+        assert!(text.contains("rill_disk_free_bytes{shard=\"1\",dir=\"/a\"} 10"));
+        assert!(text.contains("rill_disk_low{shard=\"0\",dir=\"/a\"} 0"));
+        assert!(text.contains("rill_disk_low{shard=\"0\",dir=\"/b\\\"c\"} 1"));
+        assert_eq!(text.matches("# TYPE rill_disk_free_bytes gauge").count(), 1);
     }
 
     #[test]

@@ -84,6 +84,20 @@ fn log_tuning_summary(config: &BrokerConfig, recommendations: &[(String, String)
     );
 }
 
+/// Creates a data dir and checks that a file can be written in it. A dir
+/// that cannot be used refuses the start, naming it (Kafka would start
+/// with that dir offline; rill keeps no per-dir offline state, and a
+/// broker that silently lost a dir's partitions would answer for them as
+/// unknown).
+fn check_data_dir(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create data dir {}: {e}", dir.display()))?;
+    let probe = dir.join(".rill-write-check");
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| format!("data dir {} is not writable: {e}", dir.display()))
+}
+
 fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
     let open_files = raise_open_files_limit();
@@ -97,11 +111,13 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
              kept for log files): raise `ulimit -n` for more"
         );
     }
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|e| format!("cannot create data dir {}: {e}", config.data_dir.display()))?;
+    let data_dirs = config.data_dirs();
+    for dir in &data_dirs {
+        check_data_dir(dir)?;
+    }
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
-    let scanned = engine::manager::scan_topics(&config.data_dir, config.topic_defaults())
-        .map_err(|e| format!("cannot read topics in {}: {e}", config.data_dir.display()))?;
+    let scanned = engine::manager::scan_topics(&data_dirs, config.topic_defaults())
+        .map_err(|e| format!("cannot read the topics of the data dirs: {e}"))?;
     let entries: Arc<Vec<TopicEntry>> = Arc::new(
         scanned
             .into_iter()
@@ -115,7 +131,11 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
             .collect(),
     );
     tracing::info!(
-        data_dir = %config.data_dir.display(),
+        data_dir = %data_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
         listen = %config.listen,
         advertised = %format!("{}:{}", config.advertised_host, config.advertised_port),
         shards = config.cores,

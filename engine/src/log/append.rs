@@ -183,7 +183,7 @@ impl PartitionLog {
         self.mutated.set(true);
         // Below the free-space reserve nothing new is taken (a truncation,
         // which frees space, still may be).
-        let space = &self.ctx.space;
+        let space = self.ctx.space_of(self.log_dir_index());
         if space.is_low() {
             return Err(EngineError::DiskFull {
                 free_bytes: space.free_bytes(),

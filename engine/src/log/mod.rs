@@ -72,9 +72,12 @@ pub struct LogContext {
     /// The shard's stream writer, started on first use (`None` inside if it
     /// could not start: the rounds then write everything themselves).
     stream_writer: std::cell::OnceCell<Option<StreamWriter>>,
-    /// Whether the data dir's free space is below the reserve (appends are
-    /// then refused); the log manager refreshes it.
+    /// Whether the first data dir's free space is below the reserve
+    /// (appends are then refused); the log manager refreshes it.
     pub space: crate::disk_space::LowSpace,
+    /// The same for each further data dir (`EngineConfig::more_data_dirs`,
+    /// in order): a full dir refuses appends to its own partitions only.
+    pub more_spaces: Vec<crate::disk_space::LowSpace>,
 }
 
 /// Counters of the group commit, for metrics.
@@ -118,6 +121,11 @@ impl LogContext {
         let index_cache = crate::index_cache::IndexCache::new(
             config.index_cache_bytes / shard_count.max(1) as u64,
         );
+        let more_spaces = config
+            .more_data_dirs
+            .iter()
+            .map(|_| crate::disk_space::LowSpace::default())
+            .collect();
         Rc::new(LogContext {
             config,
             cache,
@@ -127,7 +135,16 @@ impl LogContext {
             cleaner: RefCell::new(CleanerStats::default()),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
+            more_spaces,
         })
+    }
+
+    /// The free-space state of data dir `dir_index` (0: `data_dir`).
+    pub fn space_of(&self, dir_index: usize) -> &crate::disk_space::LowSpace {
+        dir_index
+            .checked_sub(1)
+            .and_then(|i| self.more_spaces.get(i))
+            .unwrap_or(&self.space)
     }
 
     /// The shard's stream writer, started on first use.
@@ -221,6 +238,8 @@ pub struct PartitionLog {
     pub(crate) mutated: Cell<bool>,
     /// Log bytes read and checked batch by batch when the log was opened.
     scanned_at_open_bytes: u64,
+    /// Which of the configured data dirs holds `dir` (0: the first).
+    dir_index: usize,
 }
 
 impl PartitionLog {
@@ -237,6 +256,12 @@ impl PartitionLog {
     /// The partition directory.
     pub fn dir(&self) -> &std::path::Path {
         &self.dir
+    }
+
+    /// The index of the data dir holding the partition (0: the first of
+    /// `log.dirs`).
+    pub fn log_dir_index(&self) -> usize {
+        self.dir_index
     }
 
     /// The topic config in force.

@@ -125,6 +125,7 @@ impl PartitionLog {
                 segment.release_indexes();
             }
         }
+        let dir_index = crate::log_dirs::dir_index_of(&ctx.config.data_dirs(), &dir);
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
             tp,
@@ -156,6 +157,7 @@ impl PartitionLog {
             truncating: Cell::new(false),
             mutated: Cell::new(checkpoints_behind),
             scanned_at_open_bytes: scanned_bytes,
+            dir_index,
         });
         log.check_offsets();
         Ok(log)

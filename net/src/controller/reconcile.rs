@@ -406,7 +406,11 @@ async fn remove_unassigned_replicas(
             for topic in image.topics().values() {
                 for (&partition, state) in &topic.partitions {
                     let tp = TopicPartition::new(topic.name.clone(), partition);
-                    let on_disk = shard.config.data_dir.join(tp.dir_name()).is_dir();
+                    let on_disk = shard
+                        .config
+                        .data_dirs()
+                        .iter()
+                        .any(|dir| dir.join(tp.dir_name()).is_dir());
                     if !state.replicas.contains(&own) && on_disk && !deletes.contains(&tp) {
                         deletes.push(tp);
                     }

@@ -120,7 +120,15 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
             "offsets.topic.num.partitions",
             config.offsets_topic_num_partitions.to_string(),
         ),
-        ("log.dirs", config.data_dir.display().to_string()),
+        (
+            "log.dirs",
+            config
+                .data_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
     ]
 }
 

@@ -1,4 +1,5 @@
-//! DescribeLogDirs (key 35): the one data dir, its partitions and their sizes.
+//! DescribeLogDirs (key 35): every data dir (`log.dirs`), its partitions
+//! and their sizes, and its file system's total and usable bytes.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use crate::cluster_runtime;
@@ -74,18 +75,28 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .collect(),
         };
         let replies = run_checked(&shard, &pairs, |tp, _| PartitionOp::Describe { tp }).await;
-        let mut result = DescribeLogDirsResult::default();
-        let dir = std::fs::canonicalize(&shard.config.data_dir)
-            .unwrap_or_else(|_| shard.config.data_dir.clone());
-        result.log_dir = str_bytes(dir.display().to_string());
-        if request.version >= 4 {
-            let (total, usable) = disk_bytes(&dir);
-            result.total_bytes = total;
-            result.usable_bytes = usable;
-        }
+        let mut results: Vec<DescribeLogDirsResult> = shard
+            .config
+            .data_dirs()
+            .iter()
+            .map(|configured| {
+                let dir = std::fs::canonicalize(configured).unwrap_or_else(|_| configured.clone());
+                let mut result = DescribeLogDirsResult::default();
+                result.log_dir = str_bytes(dir.display().to_string());
+                if request.version >= 4 {
+                    let (total, usable) = disk_bytes(&dir);
+                    result.total_bytes = total;
+                    result.usable_bytes = usable;
+                }
+                result
+            })
+            .collect();
         for ((topic, partition), reply) in pairs.into_iter().zip(replies) {
             // Partitions that do not exist are left out, as Kafka does.
             let Ok(PartitionReply::Describe(Ok(state))) = reply else {
+                continue;
+            };
+            let Some(result) = results.get_mut(state.log_dir) else {
                 continue;
             };
             let mut part = DescribeLogDirsPartition::default();
@@ -105,7 +116,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             }
         }
         let mut response = DescribeLogDirsResponse::default();
-        response.results.push(result);
+        response.results = results;
         request.respond_as(&response, layout)
     })
 }

@@ -200,6 +200,8 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bytes on disk.
     pub size_bytes: u64,
+    /// The index of its data dir in `log.dirs` (0: the first).
+    pub log_dir: usize,
 }
 
 /// The answer to one [`PartitionOp`]; errors are Kafka error codes.

@@ -125,6 +125,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                     high_watermark: log.high_watermark(),
                     leader_epoch: log.leader_epoch(),
                     size_bytes: log.size_bytes(),
+                    log_dir: log.log_dir_index(),
                 })),
                 PartitionOp::EpochEndOffset {
                     current_leader_epoch,
