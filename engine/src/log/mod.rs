@@ -75,6 +75,9 @@ pub struct LogContext {
     /// Whether the data dir's free space is below the reserve (appends are
     /// then refused); the log manager refreshes it.
     pub space: crate::disk_space::LowSpace,
+    /// The shard's in-flight write bytes (`config.io.inflight_write_bytes`),
+    /// shared by its partitions' appenders.
+    pub(crate) write_budget: crate::appender::WriteBudget,
 }
 
 /// Counters of the group commit, for metrics.
@@ -115,7 +118,6 @@ impl LogContext {
             config.index_cache_bytes / shard_count.max(1) as u64,
         );
         Rc::new(LogContext {
-            config,
             cache,
             index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
@@ -123,6 +125,8 @@ impl LogContext {
             cleaner: RefCell::new(CleanerStats::default()),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
+            write_budget: crate::appender::WriteBudget::new(config.io.inflight_write_bytes),
+            config,
         })
     }
 
