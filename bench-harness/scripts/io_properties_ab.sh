@@ -11,7 +11,8 @@
 #   CARGO_TARGET_DIR=/work/tgt-iop ROUNDS=3 bash bench-harness/scripts/io_properties_ab.sh
 # env: R (release dir with rill and rill-bench; default $CARGO_TARGET_DIR/release),
 #      IO_FILE (an existing file; default: `rill iotune` writes one), OUT,
-#      ROUNDS (default 3), BENCH_ARGS / WARMUP_S / DURATION_S (see ab.sh).
+#      ROUNDS (default 3), BENCH_ARGS / WARMUP_S / DURATION_S (see ab.sh),
+#      SKIP_BROKER=1 (the group-commit bench only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 R=${R:-${CARGO_TARGET_DIR:-$ROOT/target}/release}
@@ -54,7 +55,7 @@ def parse(path):
     for m in re.finditer(r"  (in_flight\w*) (\d+): .*ack p50 (\d+) us p99 (\d+) us", text):
         acks[f"{m.group(1)}/{m.group(2)}"] = (int(m.group(3)), int(m.group(4)))
     unit = {"elem/s": 1, "Kelem/s": 1e3, "Melem/s": 1e6}
-    for m in re.finditer(r"group_commit_1KiB_fsync/(\S+)\s*\n?\s*time:.*?\n\s*thrpt:\s*\[\S+ \S+ (\S+) (\S+)", text):
+    for m in re.finditer(r"group_commit_1KiB_fsync/(\S+)\s*\n?\s*time:.*?\n\s*thrpt:\s*\[\S+\s+\S+\s+(\S+)\s+(\S+)", text):
         figures[m.group(1)] = float(m.group(2)) * unit[m.group(3)]
     return {k: (v,) + acks.get(k, (None, None)) for k, v in figures.items()}
 ratios = {}
@@ -74,6 +75,7 @@ for k, r in ratios.items():
         f"{n} {statistics.median(v):.3f}x" for n, v in r.items() if v))
 PY
 
+if [ "${SKIP_BROKER:-0}" = 1 ]; then exit 0; fi
 echo "== broker run (A: no file, B: --io-properties $IO_FILE)"
 cat > "$OUT/rill-with" <<EOF
 #!/bin/sh
