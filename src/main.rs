@@ -57,12 +57,31 @@ fn init_logging(filter: &str) {
         .init();
 }
 
+/// The io-properties entry for the data dir (see `net::io_setup`): the
+/// tuning crate finds and parses the file, the engine gets plain figures.
+fn io_properties(
+    explicit: Option<&std::path::Path>,
+    data_dir: &std::path::Path,
+) -> Result<Option<net::io_setup::MeasuredDisk>, String> {
+    let found = tuning::io_properties::find(explicit, data_dir).map_err(|e| e.to_string())?;
+    Ok(found.map(|(file, disk)| net::io_setup::MeasuredDisk {
+        file,
+        mountpoint: disk.mountpoint,
+        figures: engine::io_sizing::DiskFigures {
+            read_bandwidth: disk.read_bandwidth,
+            read_iops: disk.read_iops,
+            write_bandwidth: disk.write_bandwidth,
+            write_iops: disk.write_iops,
+        },
+    }))
+}
+
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Serve(args) => {
             init_logging(&args.log_level);
-            net::serve::run_with_checks(args, &tuning::startup_warnings)
+            net::serve::run_with_checks(args, &tuning::startup_warnings, &io_properties)
         }
         Command::Tune(args) => {
             init_logging("info");

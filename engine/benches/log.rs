@@ -123,9 +123,31 @@ async fn open(
     open_streaming(policy, segment_bytes, default_stream_min_bytes()).await
 }
 
-/// The engine's default `stream_min_bytes`.
+/// The engine's default `stream_min_bytes`, or the chunk derived from
+/// `RILL_BENCH_IO` when it is set.
 fn default_stream_min_bytes() -> usize {
-    EngineConfig::new("unused").stream_min_bytes
+    bench_io_sizing()
+        .map(|s| s.stream_chunk_bytes)
+        .unwrap_or_else(|| EngineConfig::new("unused").stream_min_bytes)
+}
+
+/// `RILL_BENCH_IO=read_bandwidth,read_iops,write_bandwidth,write_iops` (the
+/// figures of an `io-properties.yaml` entry): the I/O sizes `rill serve`
+/// derives from them for one shard; unset, the defaults (no file).
+fn bench_io_sizing() -> Option<engine::io_sizing::IoSizing> {
+    let text = std::env::var("RILL_BENCH_IO").ok()?;
+    let n: Vec<u64> = text
+        .split(',')
+        .map(|f| f.trim().parse().expect("RILL_BENCH_IO: four integers"))
+        .collect();
+    assert_eq!(n.len(), 4, "RILL_BENCH_IO: four integers");
+    let figures = engine::io_sizing::DiskFigures {
+        read_bandwidth: n[0],
+        read_iops: n[1],
+        write_bandwidth: n[2],
+        write_iops: n[3],
+    };
+    Some(engine::io_sizing::derive(Some(&figures), 1))
 }
 
 /// [`open`] with the given `stream_min_bytes` (0: no streamed writes).
@@ -137,6 +159,7 @@ async fn open_streaming(
     let mut config = EngineConfig::new(bench_dir());
     config.flush_policy = policy;
     config.stream_min_bytes = stream_min_bytes;
+    config.io = bench_io_sizing().unwrap_or_default();
     let manager = LogManager::open(config, 0, 1).await.expect("open");
     let topic = TopicConfig::default()
         .with_overrides([
@@ -240,6 +263,10 @@ fn group_commit(c: &mut Criterion) {
     // The default, and 256 in flight without streamed writes (the rounds
     // write all their bytes after their appends) to show what streaming buys.
     let stream_default = default_stream_min_bytes();
+    eprintln!(
+        "  io sizing: {:?}, stream_min_bytes {stream_default}",
+        bench_io_sizing().unwrap_or_default()
+    );
     for (name, concurrency, stream_min_bytes) in [
         ("in_flight", 1usize, stream_default),
         ("in_flight", 256, stream_default),

@@ -88,6 +88,42 @@ async fn settle(streams: Vec<StreamDone>, path: &Path) -> Result<(), EngineError
     Ok(())
 }
 
+/// A shard's budget of O_DIRECT write bytes in flight (see
+/// [`crate::io_sizing`]), shared by its appenders: a piece waits for room
+/// before it is filled and submitted, so a shard never queues more at the
+/// device than the disk drains in the target time.
+pub struct WriteBudget {
+    semaphore: glommio::sync::Semaphore,
+    capacity: u64,
+}
+
+impl WriteBudget {
+    /// A budget of `bytes` (at least one byte).
+    pub fn new(bytes: usize) -> WriteBudget {
+        let capacity = (bytes as u64).max(1);
+        WriteBudget {
+            semaphore: glommio::sync::Semaphore::new(capacity),
+            capacity,
+        }
+    }
+
+    /// The budget's size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Waits for room for `bytes` (a piece larger than the whole budget
+    /// takes all of it, so it still runs, alone).
+    async fn reserve(&self, bytes: usize) -> Option<glommio::sync::Permit<'_>> {
+        // The semaphore is never closed; should it be, the write goes on
+        // without a permit rather than failing.
+        self.semaphore
+            .acquire_permit((bytes as u64).min(self.capacity))
+            .await
+            .ok()
+    }
+}
+
 /// First preallocation step of a new segment file.
 const FIRST_PREALLOCATE_BYTES: u64 = 1 << 20;
 
@@ -251,8 +287,13 @@ impl Appender {
         settle(std::mem::take(&mut self.streams), &self.path).await
     }
 
-    /// Writes `parts`, one after the other, right after the current end.
-    pub async fn write(&mut self, parts: &[&[u8]]) -> Result<(), EngineError> {
+    /// Writes `parts`, one after the other, right after the current end;
+    /// each piece waits for room in the shard's `budget` first.
+    pub async fn write(
+        &mut self,
+        parts: &[&[u8]],
+        budget: &WriteBudget,
+    ) -> Result<(), EngineError> {
         // What was streamed lies before these parts: it is written before
         // they count as written.
         let streams = std::mem::take(&mut self.streams);
@@ -283,9 +324,16 @@ impl Appender {
             } else {
                 piece_bytes.min(padded - piece_start)
             };
-            let mut buffer = self.file.alloc_dma_buffer(piece_len);
-            fill_piece(buffer.as_bytes_mut(), piece_start, &self.tail, parts);
-            writes.push(self.file.write_at(buffer, start + piece_start as u64));
+            let (file, tail) = (&self.file, &self.tail);
+            let offset = piece_start;
+            writes.push(async move {
+                // The DMA buffer too is taken only once there is room: the
+                // budget bounds the shard's write memory as well.
+                let _permit = budget.reserve(piece_len).await;
+                let mut buffer = file.alloc_dma_buffer(piece_len);
+                fill_piece(buffer.as_bytes_mut(), offset, tail, parts);
+                file.write_at(buffer, start + offset as u64).await
+            });
             piece_start += piece_len;
         }
         // The streamed blocks before these are still in flight: both go on

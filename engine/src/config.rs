@@ -99,6 +99,11 @@ pub struct EngineConfig {
     /// memory of one compaction pass's key map (see
     /// [`crate::compaction::offset_map`]); each shard runs one pass at a time.
     pub cleaner_dedupe_buffer_bytes: usize,
+    /// The I/O sizes in use (see [`crate::io_sizing`]): the shard's
+    /// in-flight write budget and the fetch scan's read size; the stream
+    /// chunk is `stream_min_bytes`, set from the same derivation by `rill
+    /// serve` unless `rill.stream_min_bytes` is given.
+    pub io: crate::io_sizing::IoSizing,
 }
 
 impl EngineConfig {
@@ -124,10 +129,11 @@ impl EngineConfig {
             preallocate_bytes: 32 << 20,
             retention_check_interval_ms: 300_000,
             producer_id_expiration_ms: 86_400_000,
-            stream_min_bytes: 64 << 10,
+            stream_min_bytes: crate::io_sizing::defaults::STREAM_CHUNK_BYTES,
             clock: Clock::system(),
             min_free_bytes: None,
             cleaner_dedupe_buffer_bytes: 128 << 20,
+            io: crate::io_sizing::IoSizing::default(),
         }
     }
 }

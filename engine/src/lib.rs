@@ -43,6 +43,8 @@
 //!   pure), which each partition keeps durable as its
 //!   `leader-epoch-checkpoint` (`log/epochs.rs`) and cuts with the log
 //!   (`log/truncate.rs`: crash-safe `truncate_to` for replication).
+//! - [`io_sizing`]: the in-flight write bytes, stream chunk and read-ahead,
+//!   derived (pure) from the disk's measured figures (`io-properties.yaml`).
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.
@@ -79,6 +81,7 @@ pub mod fault;
 pub mod fuzzing;
 pub mod index;
 pub mod index_cache;
+pub mod io_sizing;
 pub mod log;
 pub mod log_dirs;
 pub mod manager;

@@ -444,3 +444,61 @@ fn compaction_keeps_the_newest_value_per_key_and_offsets() {
         );
     });
 }
+
+/// A shard write budget of one block (every piece of every partition then
+/// waits for the one before) and a read-ahead of one block (the scans after
+/// a restart take many small reads): every record is written and read back.
+#[test]
+fn a_tight_write_budget_and_a_small_read_ahead_keep_every_record() {
+    let dir = tempdir();
+    let mut engine_config = config(dir.path(), FlushPolicy::Fsync);
+    engine_config.stream_min_bytes = 0;
+    engine_config.io.inflight_write_bytes = 4096;
+    engine_config.io.read_ahead_bytes = 4096;
+    let reopen_config = engine_config.clone();
+    let (partitions, producers, batches_each) = (2i32, 32usize, 8usize);
+    let records = (producers * batches_each * 3) as i64;
+    let mut expected: Vec<String> = (0..records).map(|i| format!("key-{i}")).collect();
+    expected.sort();
+    let sorted_keys = |read: Vec<(i64, String)>| {
+        let mut keys: Vec<String> = read.into_iter().map(|(_, k)| k).collect();
+        keys.sort();
+        keys
+    };
+    run(async move {
+        let manager = engine::LogManager::open(engine_config, 0, 1).await.unwrap();
+        let mut tasks = Vec::new();
+        for p in 0..partitions {
+            let tp = engine::TopicPartition::new("t", p);
+            let log = manager
+                .create_partition(tp, [1; 16], TopicConfig::default())
+                .await
+                .unwrap();
+            for producer in 0..producers {
+                let log = log.clone();
+                tasks.push(glommio::spawn_local(async move {
+                    for b in 0..batches_each {
+                        let first = (producer * batches_each + b) * 3;
+                        let r = log.append_owned(batch(first, 3, 1_000), 0).unwrap();
+                        log.wait_durable(r.last_offset).await.unwrap();
+                    }
+                }));
+            }
+        }
+        for task in tasks {
+            task.await;
+        }
+        manager.shutdown().await.unwrap();
+    });
+    run(async move {
+        let manager = engine::LogManager::open(reopen_config, 0, 1).await.unwrap();
+        for p in 0..partitions {
+            let log = manager.get(&engine::TopicPartition::new("t", p)).unwrap();
+            assert_eq!(log.log_end_offset(), records);
+            // Mid-log too: a lookup from an index entry scans forward.
+            assert_eq!(sorted_keys(read_all(&log, 0).await), expected);
+            let tail = read_all(&log, records / 2 + 1).await;
+            assert_eq!(tail.first().map(|(o, _)| *o), Some(records / 2 + 1));
+        }
+    });
+}

@@ -72,6 +72,8 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .service::<crate::connection::ReadBufferBytes>()
         .0
         .get();
+    metrics.io_sizing = shard.logs.context().config.io;
+    metrics.stream_chunk_bytes = shard.logs.context().config.stream_min_bytes as u64;
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
     let replicas = shard.service::<crate::replication_runtime::ReplicaManager>();

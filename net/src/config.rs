@@ -79,6 +79,11 @@ pub struct ServeArgs {
     /// has both, a node outside the voters is a broker-only observer).
     #[arg(long)]
     pub process_roles: Option<String>,
+    /// The disk figures `rill iotune` wrote (`rill.io.properties.file`;
+    /// default: `io-properties.yaml` in the data dir, then
+    /// `/etc/rill/io-properties.yaml`, else rill's built-in sizes).
+    #[arg(long)]
+    pub io_properties: Option<PathBuf>,
     /// Log level or tracing filter (default info).
     #[arg(long, default_value = "info")]
     pub log_level: String,
@@ -142,6 +147,13 @@ pub struct BrokerConfig {
     pub mesh_channel_capacity: usize,
     /// Engine settings (flush policy, topic defaults from the `log.*` keys).
     pub engine: EngineConfig,
+    /// `--io-properties` / `rill.io.properties.file`: the io-properties
+    /// file to size the engine's I/O from (`None`: look in the default
+    /// places, see [`crate::io_setup`]).
+    pub io_properties_file: Option<PathBuf>,
+    /// Whether `rill.stream_min_bytes` was given: it then wins over the
+    /// stream chunk derived from the io-properties file.
+    pub stream_min_bytes_given: bool,
     /// Group coordinator settings (`group.*`, `offsets.retention.*`).
     pub group: GroupConfig,
     /// `offsets.topic.replication.factor` and
@@ -200,6 +212,8 @@ impl BrokerConfig {
             io_memory_bytes: 2 << 20,
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),
+            io_properties_file: None,
+            stream_min_bytes_given: false,
             group: GroupConfig::default(),
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
@@ -230,6 +244,9 @@ impl BrokerConfig {
         }
         if let Some(dir) = &args.data_dir {
             config.set_data_dirs("--data-dir", &dir.to_string_lossy())?;
+        }
+        if let Some(path) = &args.io_properties {
+            config.io_properties_file = Some(path.clone());
         }
         if let Some(text) = args.admin_listen.as_ref() {
             config.admin_listen = resolve_addr("--admin-listen", text)?;
@@ -519,7 +536,11 @@ impl BrokerConfig {
                 self.engine.batch_cache_max_bytes = Some(num(name, value)?)
             }
             "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
-            "rill.stream_min_bytes" => self.engine.stream_min_bytes = num(name, value)?,
+            "rill.stream_min_bytes" => {
+                self.engine.stream_min_bytes = num(name, value)?;
+                self.stream_min_bytes_given = true;
+            }
+            "rill.io.properties.file" => self.io_properties_file = Some(PathBuf::from(value)),
             "rill.storage.min.free.bytes" => self.engine.min_free_bytes = Some(num(name, value)?),
             "rill.fetch.send.path" | "fetch.send.path" => {
                 self.send_path = parse_send_path(name, value)?

@@ -67,6 +67,8 @@
 //! - [`metrics`], [`admin`]: Prometheus counters and histograms, and the HTTP
 //!   `/metrics` responder; [`process_stats`]: the process's CPU and RSS
 //!   under Prometheus's standard names.
+//! - [`io_setup`]: the engine's I/O sizes from the io-properties file
+//!   `rill iotune` wrote (found by the binary), and their start log line.
 //! - [`serve`]: `rill serve` — start the shards, handle signals, shut down.
 //! - [`fetch_response`], [`sendpath`]: the hand-written Fetch response encoder
 //!   and the copy / sendfile / splice send paths.
@@ -88,6 +90,7 @@ pub mod fuzzing;
 pub mod group;
 pub mod group_runtime;
 pub mod handlers;
+pub mod io_setup;
 pub mod mesh;
 pub mod metrics;
 pub mod process_stats;

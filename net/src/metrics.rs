@@ -75,6 +75,12 @@ pub struct ShardMetrics {
     pub index_cache: engine::index_cache::IndexCacheStats,
     /// The shard's log cleaner counters (filled when a snapshot is taken).
     pub cleaner: engine::compaction::CleanerStats,
+    /// The I/O sizes in use (see [`engine::io_sizing`]; from the
+    /// io-properties file or the defaults) and the stream chunk
+    /// (`stream_min_bytes`); filled when a snapshot is taken.
+    pub io_sizing: engine::io_sizing::IoSizing,
+    /// See `io_sizing`.
+    pub stream_chunk_bytes: u64,
     /// Committed offsets of the groups this shard coordinates, as
     /// `(group, topic, partition, offset)` (filled when a snapshot is taken).
     pub committed_offsets: Vec<(String, String, i32, i64)>,
@@ -145,6 +151,8 @@ impl Default for ShardMetrics {
             connection_read_buffer_bytes: 0,
             index_cache: Default::default(),
             cleaner: engine::compaction::CleanerStats::default(),
+            io_sizing: engine::io_sizing::IoSizing::default(),
+            stream_chunk_bytes: 0,
             committed_offsets: Vec::new(),
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
@@ -354,6 +362,20 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         }),
         ("rill_cleaner_pass_duration_ms_total", "counter", |m| {
             m.cleaner.pass_ms_total as i64
+        }),
+        // The I/O sizes in use, from `io-properties.yaml` (`rill iotune`)
+        // or the defaults; `rill_io_sizes_measured` says which.
+        ("rill_io_inflight_write_bytes", "gauge", |m| {
+            m.io_sizing.inflight_write_bytes as i64
+        }),
+        ("rill_io_stream_chunk_bytes", "gauge", |m| {
+            m.stream_chunk_bytes as i64
+        }),
+        ("rill_io_read_ahead_bytes", "gauge", |m| {
+            m.io_sizing.read_ahead_bytes as i64
+        }),
+        ("rill_io_sizes_measured", "gauge", |m| {
+            i64::from(m.io_sizing.measured)
         }),
     ];
     for &(name, kind, get) in gauges {

@@ -37,7 +37,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs the broker until a signal; returns the process exit code.
 pub fn run(args: ServeArgs) -> i32 {
-    run_with_checks(args, &|_, _| Vec::new())
+    run_with_checks(args, &|_, _| Vec::new(), &crate::io_setup::no_io_properties)
 }
 
 /// The host checks `rill serve` runs at start: (data dir, cores) → each
@@ -46,15 +46,29 @@ pub type HostChecks = dyn Fn(&std::path::Path, usize) -> Vec<(String, String)>;
 
 /// Like [`run`], logging the host warnings `checks(data_dir, cores)` returns
 /// (the `rill` binary passes the tuning crate's startup checks).
-pub fn run_with_checks(args: ServeArgs, checks: &HostChecks) -> i32 {
-    let config = match BrokerConfig::from_args(&args) {
-        Ok(config) => Arc::new(config),
+///
+/// `io_properties` finds the io-properties file that sizes the engine's
+/// I/O (see [`crate::io_setup`]); an unusable file refuses the start like
+/// any bad setting (exit code 2).
+pub fn run_with_checks(
+    args: ServeArgs,
+    checks: &HostChecks,
+    io_properties: &crate::io_setup::IoPropertiesLookup,
+) -> i32 {
+    let mut config = match BrokerConfig::from_args(&args) {
+        Ok(config) => config,
         Err(e) => {
             tracing::error!(error = %e, "bad configuration");
             eprintln!("rill: {e}");
             return 2;
         }
     };
+    if let Err(e) = crate::io_setup::apply(&mut config, io_properties) {
+        tracing::error!(error = %e, "bad io-properties file");
+        eprintln!("rill: io-properties: {e}");
+        return 2;
+    }
+    let config = Arc::new(config);
     match start(config, checks) {
         Ok(()) => 0,
         Err(e) => {

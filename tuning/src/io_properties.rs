@@ -140,6 +140,72 @@ pub fn save(path: &Path, properties: &IoProperties, comments: &[String]) -> Resu
     })
 }
 
+/// Where `rill serve` looks for the file when it is not named: the data
+/// dir's `io-properties.yaml` (where `rill iotune --data-dir` puts it), then
+/// this one.
+pub const SYSTEM_FILE: &str = "/etc/rill/io-properties.yaml";
+
+/// The file name `rill serve` looks for in the data dir.
+pub const FILE_NAME: &str = "io-properties.yaml";
+
+/// The entry for `data_dir`: the one whose mountpoint is the longest prefix
+/// of it (by path components, after resolving links where the path exists),
+/// else the only entry; `None` when several entries name other disks.
+pub fn entry_for<'a>(properties: &'a IoProperties, data_dir: &Path) -> Option<&'a DiskProperties> {
+    let dir = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let best = properties
+        .disks
+        .iter()
+        .filter(|d| dir.starts_with(&d.mountpoint) || data_dir.starts_with(&d.mountpoint))
+        .max_by_key(|d| Path::new(&d.mountpoint).components().count());
+    match best {
+        Some(disk) => Some(disk),
+        None if properties.disks.len() == 1 => properties.disks.first(),
+        None => None,
+    }
+}
+
+/// What `rill serve` uses: the file `explicit` names (it must exist), else
+/// `<data_dir>/io-properties.yaml`, else [`SYSTEM_FILE`]; `Ok(None)` when
+/// none exists. A file that does not parse, or that has no entry for the
+/// data dir, is an error (the broker refuses to start on it).
+pub fn find(
+    explicit: Option<&Path>,
+    data_dir: &Path,
+) -> Result<Option<(std::path::PathBuf, DiskProperties)>, Error> {
+    let path = match explicit {
+        Some(path) => path.to_path_buf(),
+        None => {
+            let candidates = [
+                data_dir.join(FILE_NAME),
+                Path::new(SYSTEM_FILE).to_path_buf(),
+            ];
+            match candidates.into_iter().find(|p| p.exists()) {
+                Some(path) => path,
+                None => return Ok(None),
+            }
+        }
+    };
+    let properties = load(&path)?;
+    match entry_for(&properties, data_dir) {
+        Some(disk) => Ok(Some((path, disk.clone()))),
+        None => Err(Error::IoPropertiesFormat {
+            line: 0,
+            message: format!(
+                "no entry's mountpoint contains the data dir {} (mountpoints: {})",
+                data_dir.display(),
+                properties
+                    .disks
+                    .iter()
+                    .map(|d| d.mountpoint.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            path,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +234,85 @@ mod tests {
         assert_eq!(parsed.disks.len(), 2);
         assert_eq!(parsed.disks[1].mountpoint, "/b");
         assert_eq!(parsed.disks[1].write_bandwidth, 8);
+    }
+
+    fn disk(mountpoint: &str, write_bandwidth: u64) -> DiskProperties {
+        DiskProperties {
+            mountpoint: mountpoint.into(),
+            write_bandwidth,
+            ..DiskProperties::default()
+        }
+    }
+
+    #[test]
+    fn the_longest_mountpoint_holding_the_data_dir_wins() {
+        let properties = IoProperties {
+            disks: vec![
+                disk("/", 1),
+                disk("/nonexistent/data", 2),
+                disk("/nonexistent", 3),
+            ],
+        };
+        let entry = entry_for(&properties, Path::new("/nonexistent/data/rill"));
+        assert_eq!(entry.map(|d| d.write_bandwidth), Some(2));
+        // A prefix by components, not by characters.
+        let entry = entry_for(&properties, Path::new("/nonexistent/database"));
+        assert_eq!(entry.map(|d| d.write_bandwidth), Some(3));
+        let only = IoProperties {
+            disks: vec![disk("/elsewhere", 4)],
+        };
+        assert_eq!(
+            entry_for(&only, Path::new("/x")).map(|d| d.write_bandwidth),
+            Some(4)
+        );
+        let two = IoProperties {
+            disks: vec![disk("/a", 1), disk("/b", 2)],
+        };
+        assert!(entry_for(&two, Path::new("/x")).is_none());
+    }
+
+    #[test]
+    fn find_prefers_the_named_file_then_the_data_dir() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let named = dir.path().join("named.yaml");
+        save(
+            &named,
+            &IoProperties {
+                disks: vec![disk("/", 7)],
+            },
+            &[],
+        )
+        .expect("save");
+        let found = find(Some(&named), dir.path()).expect("parses");
+        assert_eq!(
+            found.map(|(p, d)| (p, d.write_bandwidth)),
+            Some((named.clone(), 7))
+        );
+        let in_dir = dir.path().join(FILE_NAME);
+        save(
+            &in_dir,
+            &IoProperties {
+                disks: vec![disk("/", 8)],
+            },
+            &[],
+        )
+        .expect("save");
+        let found = find(None, dir.path()).expect("parses");
+        assert_eq!(
+            found.map(|(p, d)| (p, d.write_bandwidth)),
+            Some((in_dir.clone(), 8))
+        );
+        std::fs::write(
+            &in_dir,
+            "disks:\n  - mountpoint: /\n    write_bandwidth: fast\n",
+        )
+        .expect("write");
+        let error = find(None, dir.path()).expect_err("malformed");
+        assert!(
+            error.to_string().contains(&in_dir.display().to_string()),
+            "{error}"
+        );
+        assert!(find(Some(&dir.path().join("missing.yaml")), dir.path()).is_err());
     }
 
     #[test]

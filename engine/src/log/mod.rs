@@ -78,6 +78,9 @@ pub struct LogContext {
     /// The same for each further data dir (`EngineConfig::more_data_dirs`,
     /// in order): a full dir refuses appends to its own partitions only.
     pub more_spaces: Vec<crate::disk_space::LowSpace>,
+    /// The shard's in-flight write bytes (`config.io.inflight_write_bytes`),
+    /// shared by its partitions' appenders.
+    pub(crate) write_budget: crate::appender::WriteBudget,
 }
 
 /// Counters of the group commit, for metrics.
@@ -127,7 +130,6 @@ impl LogContext {
             .map(|_| crate::disk_space::LowSpace::default())
             .collect();
         Rc::new(LogContext {
-            config,
             cache,
             index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
@@ -136,6 +138,8 @@ impl LogContext {
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
             more_spaces,
+            write_budget: crate::appender::WriteBudget::new(config.io.inflight_write_bytes),
+            config,
         })
     }
 

@@ -104,9 +104,6 @@ fn last_offset_of(bytes: &[u8]) -> Option<i64> {
         .map(|(header, _)| header.last_offset())
 }
 
-/// Most bytes scanned forward from an index entry per DMA read.
-const SCAN_READ_BYTES: usize = 64 << 10;
-
 impl PartitionLog {
     /// Reads whole batches from the batch holding `offset`: at most
     /// `max_bytes`, unless the first batch alone is larger (then exactly that
@@ -281,8 +278,11 @@ impl PartitionLog {
             } else {
                 0
             };
+            // Most bytes scanned forward from an index entry per DMA read
+            // (see `io_sizing`: a multiple of the disk's knee).
+            let read_ahead = self.ctx.config.io.read_ahead_bytes.max(HEADER_BYTES);
             while position < readable {
-                let want = SCAN_READ_BYTES.min((readable - position) as usize);
+                let want = read_ahead.min((readable - position) as usize);
                 let window = segment.read_bytes(position, want).await?;
                 let mut cursor = 0usize;
                 let mut advanced = false;
