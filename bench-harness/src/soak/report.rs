@@ -101,13 +101,13 @@ impl SoakSummary {
         SoakSummary {
             samples: samples.len(),
             rss_first_bytes: rss().next(),
-            rss_last_bytes: rss().last(),
+            rss_last_bytes: rss().next_back(),
             rss_max_bytes: rss().max(),
             produce_p99_min_us: p99().min().unwrap_or(0),
             produce_p99_max_us: p99().max().unwrap_or(0),
             disk_first_bytes: disk().next(),
-            disk_last_bytes: disk().last(),
-            cleaner_passes: samples.iter().filter_map(|s| s.cleaner_passes).last(),
+            disk_last_bytes: disk().next_back(),
+            cleaner_passes: samples.iter().filter_map(|s| s.cleaner_passes).next_back(),
         }
     }
 }
