@@ -14,8 +14,10 @@ R=${R:-$(cd "$(dirname "$0")/../.." && pwd)/target/release}
 D=${D:-$(mktemp -d)}
 FILL_MB=${FILL_MB:-1024}
 KEYS=${KEYS:-100}
-PORT=${PORT:-19292}
-ADMIN=${ADMIN:-127.0.0.1:19844}
+# Free ports by default: other brokers may share this host.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT=${PORT:-$(free_port)}
+ADMIN=${ADMIN:-127.0.0.1:$(free_port)}
 # The measured run: 4 partitions, 2000 x 1 KiB records/s, acks=all.
 RUN_ARGS=${RUN_ARGS:---partitions 4 --message-size 1024 --rate 2000 --producers 1 --consumers 1 --warmup-s 3 --duration-s 20}
 TRIGGER_AFTER_S=${TRIGGER_AFTER_S:-6}
@@ -27,7 +29,10 @@ $R/rill serve --cores 1 --data-dir "$D/data" --listen $BOOT --admin-listen $ADMI
   --config "$D/server.properties" --log-level warn >> "$D/broker.log" 2>&1 &
 BROKER=$!
 trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null' EXIT
-until curl -sf "http://$ADMIN/metrics" >/dev/null; do sleep 0.2; done
+until curl -sf "http://$ADMIN/metrics" >/dev/null; do
+  kill -0 $BROKER 2>/dev/null || { echo "rill exited:"; tail -5 "$D/broker.log"; exit 1; }
+  sleep 0.2
+done
 metric() { curl -sf "http://$ADMIN/metrics" | awk -v m="$1" '$1 ~ "^"m"({|$)" {s += $2} END {printf "%.0f", s}'; }
 admin() {
   python3 - "$BOOT" "$@" <<'EOF'
@@ -51,6 +56,8 @@ while [ $(du -sm "$D/data" | cut -f1) -lt $FILL_MB ]; do
   $R/rill-bench run --bootstrap $BOOT --topic kv --keys random --key-space $KEYS \
     --message-size 1024 --producers 1 --consumers 0 --acks 1 --rate 0 --warmup-s 0 \
     --duration-s 10 --quiet --out "$D/fill.json" > /dev/null 2>&1 || { echo "fill failed"; exit 1; }
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r['total_produced_messages'] == 0 or r['errors'] > 0)" "$D/fill.json" ||
+    { echo "fill produced nothing or failed:"; python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['error_samples'][:3])" "$D/fill.json"; exit 1; }
 done
 echo "kv: $(du -sm "$D/data" | cut -f1) MB on disk, cleaner passes so far: $(metric rill_cleaner_passes_total)"
 measure() {
