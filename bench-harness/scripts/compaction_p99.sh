@@ -87,7 +87,8 @@ cleaned=$(( $(metric rill_cleaner_cleaned_bytes_total) - cleaned0 ))
 pass_ms=$(( $(metric rill_cleaner_pass_duration_ms_total) - pass_ms0 ))
 idle=$(p99_ms "$D/idle.json"); busy=$(p99_ms "$D/busy.json")
 echo "cleaner during the busy run: $(( $(metric rill_cleaner_passes_total) - passes0 )) passes, $(( cleaned / 1048576 )) MiB read, ${pass_ms} ms of passes, $(( $(metric rill_cleaner_removed_bytes_total) / 1048576 )) MiB removed in all"
-[ -n "$started" ] && echo "cleaner started $(python3 -c "print('%.1f' % ($started - $t0))") s after the trigger (trigger ${TRIGGER_AFTER_S} s into a run of $(echo $RUN_ARGS | sed 's/.*--duration-s \([0-9]*\).*/\1/') s + warm-up)"
+# The counters move when a pass ends: the pass ran for about pass_ms before.
+[ -n "$started" ] && echo "cleaner counters moved $(python3 -c "print('%.1f' % ($started - $t0))") s after the trigger (the pass ends then; trigger ${TRIGGER_AFTER_S} s after the run's start, warm-up included)"
 echo "kv after cleaning: $(du -sm "$D/data" | cut -f1) MB on disk"
 printf "%-22s %-10s %-22s %s\n" run p99_ms max_1s_p99_ms errors
 printf "%-22s %-10s %-22s %s\n" "no compaction" "$idle" "$(max_sec_p99_ms "$D/idle.json")" "$(errors "$D/idle.json")"

@@ -32,7 +32,8 @@ pub struct SoakSample {
     /// Records acknowledged on the normal topic and not yet read, at the
     /// end of the interval.
     pub consumer_lag: i64,
-    /// Bytes under `--data-dir`.
+    /// Bytes under `--data-dir` (file lengths: space a broker preallocates
+    /// for its segments counts, so the figure moves in steps).
     pub disk_bytes: Option<u64>,
     /// rill's `rill_disk_free_bytes`.
     pub disk_free_bytes: Option<u64>,
