@@ -41,6 +41,37 @@ impl CpuSource {
         }
     }
 
+    /// CPU seconds, resident memory and (from `/metrics` only) rill's
+    /// cleaner and free-space series, all from one read, for a soak's
+    /// samples. Memory of a local process comes from `/proc/PID/statm`.
+    pub async fn sample(&self) -> Result<BrokerSample> {
+        match self {
+            CpuSource::Pid(pid) => Ok(BrokerSample {
+                cpu_s: self.cpu_s().await?,
+                rss_bytes: process_rss_bytes(*pid),
+                ..BrokerSample::default()
+            }),
+            CpuSource::Metrics(addr) => {
+                let text = scrape_metrics(addr).await?;
+                let cpu_s = metric_value(&text, "process_cpu_seconds_total").ok_or_else(|| {
+                    BenchError::BrokerCpu(format!("no process_cpu_seconds_total at {addr}"))
+                })?;
+                Ok(BrokerSample {
+                    cpu_s,
+                    rss_bytes: metric_value(&text, "process_resident_memory_bytes")
+                        .map(|v| v as u64),
+                    // Every shard sees the same file system: the smallest
+                    // figure is the latest.
+                    disk_free_bytes: metric_min(&text, "rill_disk_free_bytes").map(|v| v as u64),
+                    cleaner_passes: metric_sum(&text, "rill_cleaner_passes_total")
+                        .map(|v| v as u64),
+                    cleaner_removed_bytes: metric_sum(&text, "rill_cleaner_removed_bytes_total")
+                        .map(|v| v as u64),
+                })
+            }
+        }
+    }
+
     /// For results: `pid 123` or `metrics 127.0.0.1:9644`.
     pub fn describe(&self) -> String {
         match self {
@@ -48,6 +79,20 @@ impl CpuSource {
             CpuSource::Metrics(addr) => format!("metrics {addr}"),
         }
     }
+}
+
+/// One reading of the broker process (see [`CpuSource::sample`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BrokerSample {
+    /// CPU seconds so far.
+    pub cpu_s: f64,
+    pub rss_bytes: Option<u64>,
+    /// `rill_disk_free_bytes` (rill only).
+    pub disk_free_bytes: Option<u64>,
+    /// `rill_cleaner_passes_total` over the shards (rill only).
+    pub cleaner_passes: Option<u64>,
+    /// `rill_cleaner_removed_bytes_total` over the shards (rill only).
+    pub cleaner_removed_bytes: Option<u64>,
 }
 
 /// The broker's CPU over one measurement window.
@@ -98,6 +143,15 @@ pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
+}
+
+/// Resident bytes of a process from /proc/PID/statm (second field, pages).
+pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * if page > 0 { page as u64 } else { 4096 })
 }
 
 fn clock_ticks_per_s() -> f64 {
@@ -159,6 +213,29 @@ pub fn metric_value(text: &str, name: &str) -> Option<f64> {
         })
 }
 
+/// Values of every series of `name` (labelled or not) in Prometheus text.
+fn metric_values<'a>(text: &'a str, name: &'a str) -> impl Iterator<Item = f64> + 'a {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(move |line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let bare = series.split_once('{').map_or(series, |(bare, _)| bare);
+            (bare == name).then(|| value.trim().parse().ok())?
+        })
+}
+
+/// The sum of every series of `name`, e.g. a per-shard counter.
+pub fn metric_sum(text: &str, name: &str) -> Option<f64> {
+    metric_values(text, name).fold(None, |sum, v| Some(sum.unwrap_or(0.0) + v))
+}
+
+/// The smallest of every series of `name`.
+pub fn metric_min(text: &str, name: &str) -> Option<f64> {
+    metric_values(text, name).fold(None, |min: Option<f64>, v| {
+        Some(min.map_or(v, |m| m.min(v)))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +255,11 @@ mod tests {
                     rill_x{shard=\"0\"} 3\n";
         assert_eq!(metric_value(text, "process_cpu_seconds_total"), Some(12.5));
         assert_eq!(metric_value(text, "missing"), None);
+        let shards = "rill_x{shard=\"0\"} 3\nrill_x{shard=\"1\"} 4\nrill_xy 9\n";
+        assert_eq!(metric_sum(shards, "rill_x"), Some(7.0));
+        assert_eq!(metric_min(shards, "rill_x"), Some(3.0));
+        assert_eq!(metric_sum(shards, "missing"), None);
+        assert!(process_rss_bytes(std::process::id()).is_some_and(|b| b > 0));
         assert_eq!(split_url("127.0.0.1:9644"), ("127.0.0.1:9644", "/metrics"));
         assert_eq!(split_url("http://h:1/m"), ("h:1", "/m"));
     }

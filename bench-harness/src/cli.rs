@@ -33,6 +33,9 @@ pub struct WorkloadArgs {
     pub message_size: Option<String>,
     #[arg(long, value_enum)]
     pub keys: Option<KeyArg>,
+    /// Distinct keys for `--keys random` and `zipf`.
+    #[arg(long)]
+    pub key_space: Option<u64>,
     #[arg(long)]
     pub producers: Option<u32>,
     #[arg(long)]
@@ -126,6 +129,9 @@ impl WorkloadArgs {
                 KeyArg::Random => KeyDistribution::Random,
                 KeyArg::Zipf => KeyDistribution::Zipf,
             };
+        }
+        if let Some(v) = self.key_space {
+            workload.key_space = v;
         }
         if let Some(v) = self.producers {
             workload.producers_per_topic = v;

@@ -44,6 +44,13 @@ impl KeyChooser {
         }
     }
 
+    /// Maps keys onto `partitions` instead of the workload's count: a
+    /// topic that already existed (`run --topic`) has the partitions it has.
+    pub fn with_partitions(mut self, partitions: u32) -> Self {
+        self.partitions = partitions.max(1);
+        self
+    }
+
     pub fn next_choice(&mut self) -> KeyChoice {
         let key = match self.distribution {
             KeyDistribution::None => {
@@ -136,6 +143,14 @@ mod tests {
                 partition: None
             }
         );
+    }
+
+    #[test]
+    fn keys_map_onto_the_topics_own_partition_count() {
+        let mut chooser = KeyChooser::new(&workload(KeyDistribution::Random), 3).with_partitions(1);
+        for _ in 0..100 {
+            assert_eq!(chooser.next_choice().partition, Some(0));
+        }
     }
 
     #[test]

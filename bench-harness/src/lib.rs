@@ -22,6 +22,8 @@
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
 //! - [`floor`]: a run against the broker and against a null-sink child,
 //!   and the broker's ratio to that floor.
+//! - [`soak`]: a long mixed workload (stream, consumers, compacted keyed
+//!   updates) sampled over time: broker RSS, CPU, p99, lag, disk use.
 //! - [`handshakes`]: connection setup rate (TCP, TLS, SASL) per protocol.
 //! - [`null_sink`]: a Kafka-protocol server that discards everything, to
 //!   measure the harness's own ceiling.
@@ -44,6 +46,7 @@ pub mod null_sink;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod soak;
 pub mod stats;
 pub mod workload;
 

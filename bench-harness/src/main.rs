@@ -13,7 +13,9 @@ use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::{cluster, disk, failover, fetch_path, floor, handshakes, null_sink, Result};
+use bench_harness::{
+    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, soak, Result,
+};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -62,6 +64,10 @@ enum Command {
         /// the broker's ratio to it (CPU/GB, publish p50/p99/p99.9).
         #[arg(long)]
         against_null_sink: bool,
+        /// Use this existing (or new) topic instead of a fresh random
+        /// name; repeat for several (sets the workload's topic count).
+        #[arg(long = "topic", value_name = "NAME")]
+        topic: Vec<String>,
     },
     /// Compare result JSON files: text table on stdout, HTML report.
     Report {
@@ -100,6 +106,10 @@ enum Command {
     /// Connection setup rate with the security flags in force (TCP, TLS
     /// handshake, ApiVersions, SASL), each connection then closed.
     Handshakes(handshakes::HandshakesArgs),
+    /// A long mixed workload (producers, consumers, keyed updates on a
+    /// compacted topic) sampled over time: broker RSS and CPU, produce
+    /// p50/p99, records moved, consumer lag, disk use; JSON and SVG.
+    Soak(soak::SoakArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -133,11 +143,15 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
             broker_pid,
             broker_metrics,
             against_null_sink,
+            topic,
         } => {
-            let workload = workload.resolve()?;
+            let mut workload = workload.resolve()?;
+            if !topic.is_empty() {
+                workload.topics = topic.len() as u32;
+            }
             let options = RunOptions {
                 label,
-                topics: None,
+                topics: (!topic.is_empty()).then_some(topic),
                 quiet,
                 broker_cpu: broker_pid
                     .map(CpuSource::Pid)
@@ -227,6 +241,9 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
         Command::Handshakes(args) => {
             let report = runtime()?.block_on(handshakes::run(&args, security_protocol))?;
             println!("{report}");
+        }
+        Command::Soak(args) => {
+            runtime()?.block_on(soak::main(&args))?;
         }
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
     }

@@ -444,7 +444,7 @@ async fn await_group(
     Ok(())
 }
 
-async fn await_ready(mut ready: mpsc::Receiver<()>, expected: usize) -> Result<()> {
+pub(crate) async fn await_ready(mut ready: mpsc::Receiver<()>, expected: usize) -> Result<()> {
     for _ in 0..expected {
         tokio::time::timeout(Duration::from_secs(30), ready.recv())
             .await

@@ -92,7 +92,8 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
             opened: None,
         })
         .collect();
-    let mut keys = KeyChooser::new(&workload, u64::from(spec.id) * 7919 + 1);
+    let mut keys = KeyChooser::new(&workload, u64::from(spec.id) * 7919 + 1)
+        .with_partitions(partitions as u32);
     let mut sizes = SizeChooser::new(workload.message_size.clone(), u64::from(spec.id));
     let linger = Duration::from_millis(workload.linger_ms);
     let mut sticky_partition = spec.id as usize % partitions;

@@ -62,6 +62,11 @@ impl Rill {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// The broker's `--data-dir`.
+    pub fn data_dir(&self) -> &Path {
+        self._data_dir.path()
+    }
 }
 
 impl Drop for Rill {
