@@ -19,7 +19,10 @@
 use crate::conn_limits::{LogLimiter, RequestBytes};
 use crate::error::{FrameError, RequestError};
 use crate::fetch_response::OutChunk;
-use crate::frame::{bytes_missing, decode_header, peek_header, try_split_frame};
+use crate::frame::{
+    announced_length, bytes_missing, decode_header, peek_header, try_split_frame,
+    LENGTH_PREFIX_BYTES,
+};
 use crate::handlers::{self, api_versions, Request, Response};
 use crate::quotas::{self, QuotaKind};
 use crate::security::Session;
@@ -47,6 +50,13 @@ const READ_CHUNK_BYTES: usize = 64 << 10;
 /// them: 40 MiB, not 640 MiB); the first read that fills it moves the
 /// connection to [`READ_CHUNK_BYTES`].
 const FIRST_READ_CHUNK_BYTES: usize = 4 << 10;
+
+/// Smallest frame read into a buffer of its own rather than the
+/// connection's: its bytes go from the socket straight to where the request
+/// (and, for a Produce, the log) keeps them, zeroed once, never moved by a
+/// growing read buffer, and the frame shares its allocation with nothing
+/// (see `handlers::produce::own_payloads`).
+const OWN_BUFFER_FRAME_BYTES: usize = handlers::produce::OWNED_FRAME_MIN_BYTES;
 
 /// Resolves when the broker shuts down.
 pub type ShutdownSignal = Shared<oneshot::Receiver<()>>;
@@ -267,56 +277,87 @@ async fn read_requests(
             .queued_max_request_bytes_per_connection,
     );
     let mut chunk = FIRST_READ_CHUNK_BYTES;
-    let mut buf = BytesMut::with_capacity(chunk);
+    // `buf`: bytes read and not yet cut into frames. `room`: zeroed bytes
+    // right after them in the same allocation, where reads go; each byte
+    // is zeroed once, not before every read, and a read's bytes join `buf`
+    // without a copy (`unsplit` of adjacent parts).
+    let mut buf = BytesMut::new();
+    let mut room = BytesMut::zeroed(chunk);
     let mut account = ReadBufferAccount {
         shard: shard.service::<ReadBufferBytes>(),
         held: 0,
     };
     loop {
-        account.set(buf.capacity());
+        account.set(buf.capacity() + room.capacity());
         let frame = match try_split_frame(&mut buf, max_bytes) {
             Ok(Some(frame)) => frame,
             Ok(None) => {
-                let want = bytes_missing(&buf).max(chunk);
-                let start = buf.len();
-                buf.resize(start + want, 0);
-                let outcome = {
-                    let read = read_some(stream, &mut buf[start..]);
-                    futures::pin_mut!(read);
-                    match select(read, shutdown.clone()).await {
-                        Either::Left((outcome, _)) => Some(outcome),
-                        Either::Right(_) => None,
-                    }
-                };
-                let Some(outcome) = outcome else {
-                    buf.truncate(start);
-                    break;
-                };
-                match outcome {
-                    Ok(0) => {
-                        buf.truncate(start);
-                        if !buf.is_empty() {
+                if let Some(length) =
+                    announced_length(&buf).filter(|&l| l >= OWN_BUFFER_FRAME_BYTES)
+                {
+                    // A large frame: the rest of it is read into its own
+                    // buffer (what the read buffer has of it moves once).
+                    let mut frame = BytesMut::zeroed(length);
+                    let have = buf.len() - LENGTH_PREFIX_BYTES;
+                    frame[..have].copy_from_slice(&buf[LENGTH_PREFIX_BYTES..]);
+                    buf.clear();
+                    account.set(buf.capacity() + length);
+                    chunk = READ_CHUNK_BYTES;
+                    match read_rest(stream, &mut frame, have, &shutdown, activity).await {
+                        RestOfFrame::Complete => frame.freeze(),
+                        RestOfFrame::Closed(filled) => {
                             let e = FrameError::Truncated {
-                                have: buf.len(),
-                                want: buf.len() + bytes_missing(&buf),
+                                have: LENGTH_PREFIX_BYTES + filled,
+                                want: LENGTH_PREFIX_BYTES + length,
                             };
                             log_protocol_error(shard, peer, &e.to_string());
+                            break;
                         }
-                        break;
+                        RestOfFrame::Stopped => break,
                     }
-                    Ok(n) => {
-                        activity.touch();
-                        buf.truncate(start + n);
-                        if n == want {
-                            chunk = READ_CHUNK_BYTES;
+                } else {
+                    let missing = bytes_missing(&buf);
+                    if room.len() < missing.max(chunk / 4) {
+                        new_region(&mut buf, &mut room, missing.max(chunk));
+                        account.set(buf.capacity() + room.capacity());
+                    }
+                    let offered = room.len();
+                    let outcome = {
+                        let read = read_some(stream, &mut room[..]);
+                        futures::pin_mut!(read);
+                        match select(read, shutdown.clone()).await {
+                            Either::Left((outcome, _)) => Some(outcome),
+                            Either::Right(_) => None,
+                        }
+                    };
+                    let Some(outcome) = outcome else {
+                        break;
+                    };
+                    match outcome {
+                        Ok(0) => {
+                            if !buf.is_empty() {
+                                let e = FrameError::Truncated {
+                                    have: buf.len(),
+                                    want: buf.len() + bytes_missing(&buf),
+                                };
+                                log_protocol_error(shard, peer, &e.to_string());
+                            }
+                            break;
+                        }
+                        Ok(n) => {
+                            activity.touch();
+                            buf.unsplit(room.split_to(n));
+                            if n == offered {
+                                chunk = READ_CHUNK_BYTES;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "read failed; closing");
+                            break;
                         }
                     }
-                    Err(e) => {
-                        tracing::debug!(%peer, error = %e, "read failed; closing");
-                        break;
-                    }
+                    continue;
                 }
-                continue;
             }
             Err(e) => {
                 log_protocol_error(shard, peer, &e.to_string());
@@ -364,6 +405,61 @@ async fn read_requests(
         }
     }
     // Dropping `queue` lets the writer finish what is in flight, then stop.
+}
+
+/// Moves the read buffer to a fresh allocation: what `buf` holds (part of
+/// a frame, or nothing) is copied to its front, and `room` becomes `size`
+/// zeroed bytes after it. The old allocation stays with the frames cut
+/// from it until they are answered.
+fn new_region(buf: &mut BytesMut, room: &mut BytesMut, size: usize) {
+    let held = buf.len();
+    let mut fresh = BytesMut::with_capacity(held + size);
+    fresh.extend_from_slice(buf);
+    fresh.resize(held + size, 0);
+    *room = fresh.split_off(held);
+    *buf = fresh;
+}
+
+/// How reading the rest of a large frame ended.
+enum RestOfFrame {
+    /// The frame is whole.
+    Complete,
+    /// The peer closed the connection with this many bytes of the frame read.
+    Closed(usize),
+    /// A read failed, or the broker is shutting down.
+    Stopped,
+}
+
+/// Reads into `frame[filled..]` until it is full.
+async fn read_rest(
+    stream: &mut Reader,
+    frame: &mut [u8],
+    mut filled: usize,
+    shutdown: &ShutdownSignal,
+    activity: &Activity,
+) -> RestOfFrame {
+    while filled < frame.len() {
+        let outcome = {
+            let read = read_some(stream, &mut frame[filled..]);
+            futures::pin_mut!(read);
+            match select(read, shutdown.clone()).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right(_) => return RestOfFrame::Stopped,
+            }
+        };
+        match outcome {
+            Ok(0) => return RestOfFrame::Closed(filled),
+            Ok(n) => {
+                activity.touch();
+                filled += n;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "read failed; closing");
+                return RestOfFrame::Stopped;
+            }
+        }
+    }
+    RestOfFrame::Complete
 }
 
 async fn read_some(stream: &mut Reader, into: &mut [u8]) -> std::io::Result<usize> {

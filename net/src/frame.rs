@@ -45,6 +45,15 @@ pub fn bytes_missing(buf: &BytesMut) -> usize {
     (LENGTH_PREFIX_BYTES + length).saturating_sub(buf.len())
 }
 
+/// The length of the frame at the front of `buf` (without its prefix), once
+/// the prefix is there; `try_split_frame` has checked it against the limit.
+pub fn announced_length(buf: &BytesMut) -> Option<usize> {
+    if buf.len() < LENGTH_PREFIX_BYTES {
+        return None;
+    }
+    Some(i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]).max(0) as usize)
+}
+
 /// The three fields every request header starts with, readable even when the
 /// API or version is unknown (so an error can still be addressed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +114,9 @@ mod tests {
         );
         assert_eq!(try_split_frame(&mut buf, 100).unwrap(), None);
         assert_eq!(bytes_missing(&buf), 2);
+        assert_eq!(announced_length(&buf), None);
+        buf.extend_from_slice(&[0, 9]);
+        assert_eq!(announced_length(&buf), Some(9));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::producer_state::{
 };
 use crate::segment::Segment;
 use crate::types::LeaderEpoch;
+use bytes::{Bytes, BytesMut};
 use std::rc::Rc;
 
 /// Appends up to this size count towards streaming their round's blocks
@@ -52,29 +53,36 @@ impl Origin {
 pub(super) enum Payload<'a> {
     /// The caller keeps the buffer; the log copies the batches.
     Borrowed(&'a mut [u8]),
-    /// The log keeps the buffer.
-    Owned(Vec<u8>),
+    /// The log keeps the buffer (a `BytesMut`, so a region cut out of a
+    /// request frame is kept without a copy).
+    Owned(BytesMut),
+}
+
+/// A `Vec` as a `BytesMut`, without a copy (`Bytes::from` keeps the
+/// allocation; a unique `Bytes` turns back into `BytesMut` in place).
+pub(super) fn owned(bytes: Vec<u8>) -> Payload<'static> {
+    Payload::Owned(BytesMut::from(Bytes::from(bytes)))
 }
 
 impl Payload<'_> {
     fn as_slice(&self) -> &[u8] {
         match self {
             Payload::Borrowed(bytes) => bytes,
-            Payload::Owned(bytes) => bytes.as_slice(),
+            Payload::Owned(bytes) => bytes,
         }
     }
 
     fn as_mut_slice(&mut self) -> &mut [u8] {
         match self {
             Payload::Borrowed(bytes) => bytes,
-            Payload::Owned(bytes) => bytes.as_mut_slice(),
+            Payload::Owned(bytes) => bytes,
         }
     }
 
     /// The first `length` bytes as an owned buffer.
-    fn into_vec(self, length: usize) -> Vec<u8> {
+    fn into_owned(self, length: usize) -> BytesMut {
         match self {
-            Payload::Borrowed(bytes) => bytes[..length].to_vec(),
+            Payload::Borrowed(bytes) => BytesMut::from(&bytes[..length]),
             Payload::Owned(mut bytes) => {
                 bytes.truncate(length);
                 bytes
@@ -149,6 +157,17 @@ impl PartitionLog {
         records: Vec<u8>,
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
+        self.append_inner(owned(records), Origin::Client { leader_epoch })
+    }
+
+    /// [`PartitionLog::append_owned`] of a `BytesMut`: the produce path hands
+    /// over each partition's region of the request frame itself when the
+    /// frame had no other user (no copy at all).
+    pub fn append_owned_bytes(
+        &self,
+        records: BytesMut,
+        leader_epoch: i32,
+    ) -> Result<AppendResult, EngineError> {
         self.append_inner(Payload::Owned(records), Origin::Client { leader_epoch })
     }
 
@@ -160,7 +179,7 @@ impl PartitionLog {
         batch: Vec<u8>,
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Owned(batch), Origin::Control { leader_epoch })
+        self.append_inner(owned(batch), Origin::Control { leader_epoch })
     }
 
     /// [`PartitionLog::append`] of a payload of any [`Origin`].
@@ -278,7 +297,7 @@ impl PartitionLog {
             first_offset: base_offset,
             next_offset,
             batch_count: validated.len() as u64,
-            bytes: payload.into_vec(total_bytes),
+            bytes: payload.into_owned(total_bytes),
         });
         state.log_end_offset = next_offset;
         self.count_stream_due(&mut state, total_bytes);
@@ -333,7 +352,7 @@ impl PartitionLog {
         debug_assert_eq!(revalidated.len(), validated.len());
         let counter = &self.ctx.recompressed_batches;
         counter.set(counter.get() + rewrite_count as u64);
-        Ok((Payload::Owned(rewritten), revalidated))
+        Ok((owned(rewritten), revalidated))
     }
 
     /// Notes a new leader epoch in the epoch cache, durable before its first

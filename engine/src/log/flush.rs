@@ -111,7 +111,7 @@ fn group_by_segment(round: Vec<PendingChunk>) -> (Vec<SegmentParts>, u64) {
     let mut batches_in_round = 0u64;
     for chunk in round {
         batches_in_round += chunk.batch_count;
-        let bytes = Bytes::from(chunk.bytes);
+        let bytes = chunk.bytes.freeze();
         let end = chunk.position + bytes.len() as u64;
         let part = (chunk.first_offset, chunk.next_offset, end, bytes);
         match groups.last_mut() {

@@ -193,7 +193,7 @@ pub(crate) struct PendingChunk {
     pub first_offset: i64,
     pub next_offset: i64,
     pub batch_count: u64,
-    pub bytes: Vec<u8>,
+    pub bytes: bytes::BytesMut,
 }
 
 pub(crate) struct LogState {

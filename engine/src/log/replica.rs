@@ -34,7 +34,7 @@
 //!   watermark at its log end (`open.rs`); the cap cannot hide what that
 //!   already shows.
 
-use super::append::{Origin, Payload};
+use super::append::{owned, Origin};
 use super::epoch_cache::LeaderEpochCache;
 use super::{AppendResult, PartitionLog, ReadMode, ReadResult};
 use crate::config::FlushPolicy;
@@ -62,7 +62,7 @@ impl PartitionLog {
     /// the bytes for the flusher. The caller waits with
     /// [`PartitionLog::wait_durable`] on `last_offset` before acknowledging.
     pub fn append_replicated(&self, records: Vec<u8>) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Owned(records), Origin::Replica)
+        self.append_inner(owned(records), Origin::Replica)
     }
 
     /// A leader's read for a follower's fetch: like [`PartitionLog::read`]

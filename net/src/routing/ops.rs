@@ -1,7 +1,7 @@
 //! The partition operations routing carries to owner shards, and their
 //! replies. All `Send`: they cross cores inside a [`crate::mesh::Envelope`].
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use engine::ErrorCode;
 use engine::{TopicConfig, TopicPartition};
 
@@ -12,8 +12,10 @@ pub enum PartitionOp {
     Produce {
         /// Partition.
         tp: TopicPartition,
-        /// Record batches (offsets are assigned in place).
-        records: Vec<u8>,
+        /// Record batches (offsets are assigned in place): the partition's
+        /// region of the request frame, or a copy of it (see
+        /// `handlers::produce`).
+        records: BytesMut,
         /// -1 (durable), 1 (written) or 0 (no wait).
         acks: i16,
         /// The request's `timeout_ms`: how long acks=all may wait for the

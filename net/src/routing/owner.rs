@@ -170,7 +170,7 @@ async fn produce(
     shard: &Rc<Shard>,
     tp: &TopicPartition,
     log: &Rc<engine::PartitionLog>,
-    records: Vec<u8>,
+    records: bytes::BytesMut,
     (acks, timeout_ms): (i16, i32),
 ) -> Result<ProduceOutcome, ErrorCode> {
     // The role the append is made under: an acks=all wait completes only
@@ -188,9 +188,10 @@ async fn produce(
             None => {}
         }
     }
-    // The records were cut out of the request frame once; the log keeps that buffer.
+    // The records are the request frame's own bytes (or one copy of them);
+    // the log keeps that buffer.
     let appended = log
-        .append_owned(records, log.leader_epoch())
+        .append_owned_bytes(records, log.leader_epoch())
         .map_err(|e| {
             // The producer takes this as fatal (its idempotence is broken):
             // the operator needs the sequences to tell why.
