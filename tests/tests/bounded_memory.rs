@@ -254,7 +254,9 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
 /// buffer is counted while it is open and given back when it closes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_cache_and_read_buffers_show_on_metrics_within_their_caps() {
-    const BATCH_CAP: i64 = 256 << 10;
+    // 4 MiB a shard: larger than any group-commit round of this load (a
+    // round's chunk bigger than the shard's share is not cached at all).
+    const BATCH_CAP: i64 = 8 << 20;
     let dir = data_dir();
     let config = dir.path().join("rill.toml");
     std::fs::write(
@@ -269,10 +271,10 @@ async fn batch_cache_and_read_buffers_show_on_metrics_within_their_caps() {
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "cached", 4, &[]).await;
     let p = producer(&bootstrap, &[("acks", "all"), ("linger.ms", "5")]);
-    // 2 MiB in all, eight times the cap.
+    // 24 MiB in all, three times the cap.
     let payload = "c".repeat(1024);
     let mut pending = Vec::new();
-    for i in 0..2048 {
+    for i in 0..24 * 1024 {
         let record: FutureRecord<'_, (), String> = FutureRecord::to("cached")
             .partition(i % 4)
             .payload(&payload);
