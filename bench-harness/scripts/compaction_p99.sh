@@ -9,6 +9,8 @@
 # the run; rill_cleaner_* show when the pass ran). Prints both p99s and
 # their ratio. Needs kafka-python (admin calls) and curl.
 #   R=target/release D=/tmp/cp99 FILL_MB=1024 bash bench-harness/scripts/compaction_p99.sh
+# SERVER_PROPS adds broker settings, e.g.
+#   SERVER_PROPS=log.cleaner.io.max.bytes.per.second=104857600
 set -u
 R=${R:-$(cd "$(dirname "$0")/../.." && pwd)/target/release}
 D=${D:-$(mktemp -d)}
@@ -24,7 +26,7 @@ TRIGGER_AFTER_S=${TRIGGER_AFTER_S:-6}
 BOOT=127.0.0.1:$PORT
 rm -rf "$D/data"; mkdir -p "$D/data"
 # A one-second cleaner tick: the pass starts within a second of the trigger.
-printf 'log.retention.check.interval.ms=1000\n' > "$D/server.properties"
+printf 'log.retention.check.interval.ms=1000\n%s\n' "${SERVER_PROPS:-}" > "$D/server.properties"
 $R/rill serve --cores 1 --data-dir "$D/data" --listen $BOOT --admin-listen $ADMIN \
   --config "$D/server.properties" --log-level warn >> "$D/broker.log" 2>&1 &
 BROKER=$!

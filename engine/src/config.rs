@@ -99,6 +99,9 @@ pub struct EngineConfig {
     /// memory of one compaction pass's key map (see
     /// [`crate::compaction::offset_map`]); each shard runs one pass at a time.
     pub cleaner_dedupe_buffer_bytes: usize,
+    /// Kafka's `log.cleaner.io.max.bytes.per.second`: the cleaner's read
+    /// rate, at most (`None`: unthrottled, Kafka's default).
+    pub cleaner_io_max_bytes_per_second: Option<f64>,
     /// The I/O sizes in use (see [`crate::io_sizing`]): the shard's
     /// in-flight write budget and the fetch scan's read size; the stream
     /// chunk is `stream_min_bytes`, set from the same derivation by `rill
@@ -133,6 +136,7 @@ impl EngineConfig {
             clock: Clock::system(),
             min_free_bytes: None,
             cleaner_dedupe_buffer_bytes: 128 << 20,
+            cleaner_io_max_bytes_per_second: None,
             io: crate::io_sizing::IoSizing::default(),
         }
     }

@@ -619,6 +619,7 @@ fn cleaner_throughput() {
         now_ms: 2_000,
         delete_retention_ms: 86_400_000,
         index_interval_bytes: 4096,
+        throttle: compaction::rewrite::Throttle::new(None),
     };
     let started = std::time::Instant::now();
     let outcome = compaction::rewrite::run(&job).unwrap();

@@ -490,6 +490,18 @@ impl BrokerConfig {
             "log.cleaner.dedupe.buffer.size" => {
                 self.engine.cleaner_dedupe_buffer_bytes = num(name, value)?
             }
+            "log.cleaner.io.max.bytes.per.second" => {
+                let rate: f64 = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| ConfigError::invalid(name, value, "a number of bytes"))?;
+                if rate.is_nan() || rate <= 0.0 {
+                    return Err(ConfigError::invalid(name, value, "above 0"));
+                }
+                // Kafka's default, Double.MAX_VALUE, means no throttle.
+                self.engine.cleaner_io_max_bytes_per_second =
+                    (rate < f64::MAX / 2.0).then_some(rate);
+            }
             "log.retention.check.interval.ms" => {
                 self.engine.retention_check_interval_ms = num(name, value)?
             }

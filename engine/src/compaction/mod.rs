@@ -161,6 +161,7 @@ pub async fn clean(
                 .collect(),
             first_dirty: candidate.first_dirty,
             map_bytes: log.context().config.cleaner_dedupe_buffer_bytes,
+            throttle: rewrite::Throttle::new(log.context().config.cleaner_io_max_bytes_per_second),
             aborted: log.aborted_transactions(),
             now_ms: log.now_ms(),
             delete_retention_ms: config.delete_retention_ms,
