@@ -78,6 +78,22 @@ pub fn producer(bootstrap: &str, settings: &[(&str, &str)]) -> FutureProducer {
     c.create().expect("producer")
 }
 
+/// A producer that reports a refused write at once (no retries, no
+/// idempotence), so a test sees the broker's error code.
+pub fn producer_without_retries(bootstrap: &str) -> FutureProducer {
+    producer(
+        bootstrap,
+        &[
+            ("acks", "all"),
+            ("enable.idempotence", "false"),
+            ("retries", "0"),
+            ("linger.ms", "0"),
+            ("message.timeout.ms", "15000"),
+            ("request.timeout.ms", "10000"),
+        ],
+    )
+}
+
 /// Produces `(key, value)` pairs to `topic` (partition by key hash, or the
 /// given partition), returning (partition, offset) of each delivery.
 pub async fn produce_all(

@@ -244,6 +244,21 @@ impl Drop for Broker {
     }
 }
 
+/// Checks that a `rill` run refused to start (exit code 2) and said each of
+/// `reasons`; returns what it printed.
+pub fn assert_refused_start(output: &std::process::Output, reasons: &[&str]) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    for reason in reasons {
+        assert!(text.contains(reason), "wanted {reason:?} in:\n{text}");
+    }
+    text
+}
+
 /// Fetches `/metrics` from the admin port.
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
     use std::io::{Read, Write};

@@ -49,21 +49,7 @@ fn broker_on(fs: &SmallFs, config_dir: &Path, min_free_bytes: u64) -> Broker {
     Broker::start_logging_to(RILL, &fs.dir("data"), config_dir, &["--config", &config])
 }
 
-/// A producer that reports a refused write at once (no retries), so the
-/// test sees the broker's error code.
-fn producer(bootstrap: &str) -> FutureProducer {
-    rill_tests::kafka::producer(
-        bootstrap,
-        &[
-            ("acks", "all"),
-            ("enable.idempotence", "false"),
-            ("retries", "0"),
-            ("linger.ms", "0"),
-            ("message.timeout.ms", "15000"),
-            ("request.timeout.ms", "10000"),
-        ],
-    )
-}
+use rill_tests::kafka::producer_without_retries as producer;
 
 fn value_of(number: u32) -> Vec<u8> {
     let mut value = format!("{number}:").into_bytes();

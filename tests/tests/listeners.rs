@@ -123,13 +123,7 @@ fn refuses_to_start(properties: &str, reason: &str) {
         .arg(&file)
         .output()
         .expect("rill runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(output.status.code(), Some(2), "{text}");
-    assert!(text.contains(reason), "wanted {reason:?} in:\n{text}");
+    rill_tests::assert_refused_start(&output, &[reason]);
 }
 
 #[test]

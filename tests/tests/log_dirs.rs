@@ -99,20 +99,7 @@ async fn send_each(
     (acknowledged, refused)
 }
 
-/// A producer that reports a refused write at once (no retries).
-fn producer(bootstrap: &str) -> FutureProducer {
-    rill_tests::kafka::producer(
-        bootstrap,
-        &[
-            ("acks", "all"),
-            ("enable.idempotence", "false"),
-            ("retries", "0"),
-            ("linger.ms", "0"),
-            ("message.timeout.ms", "15000"),
-            ("request.timeout.ms", "10000"),
-        ],
-    )
-}
+use rill_tests::kafka::producer_without_retries as producer;
 
 /// (partition, number) of every record of `topic` (`partitions` of them).
 fn read_all(

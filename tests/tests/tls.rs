@@ -419,15 +419,7 @@ fn refuses_to_start(dir: &Path, properties: &str, reason: &[&str]) {
         .arg(&file)
         .output()
         .expect("rill runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(output.status.code(), Some(2), "{text}");
-    for part in reason {
-        assert!(text.contains(part), "wanted {part:?} in:\n{text}");
-    }
+    let text = rill_tests::assert_refused_start(&output, reason);
     assert!(!text.contains("panicked"), "{text}");
 }
 
