@@ -91,6 +91,7 @@ pub mod group;
 pub mod group_runtime;
 pub mod handlers;
 pub mod io_setup;
+pub mod listen;
 pub mod mesh;
 pub mod metrics;
 pub mod process_stats;

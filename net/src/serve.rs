@@ -129,6 +129,14 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     for dir in &data_dirs {
         check_data_dir(dir)?;
     }
+    for spec in &config.listeners {
+        crate::listen::check_unused(spec.bind).map_err(|e| {
+            format!(
+                "cannot listen on {} (listener {}): {e}",
+                spec.bind, spec.name
+            )
+        })?;
+    }
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let scanned = engine::manager::scan_topics(&data_dirs, config.topic_defaults())
         .map_err(|e| format!("cannot read the topics of the data dirs: {e}"))?;
@@ -508,7 +516,9 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         }
     }
     if id == 0 {
-        match glommio::net::TcpListener::bind(config.admin_listen) {
+        let admin = crate::listen::check_unused(config.admin_listen)
+            .and_then(|()| crate::listen::bind_shared(config.admin_listen));
+        match admin {
             Ok(listener) => {
                 tracing::info!(admin = %config.admin_listen, "serving /metrics");
                 glommio::spawn_local(admin::serve(shard.clone(), listener)).detach();
@@ -518,12 +528,12 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
             }
         }
     }
-    // glommio's bind sets SO_REUSEPORT, so every shard binds the same port
-    // and the kernel spreads connections across shards.
+    // Every shard binds the same port (SO_REUSEPORT) and the kernel spreads
+    // connections across shards; `start` checked that no one else holds it.
     wait_for_startup_image(&shard, &input.startup_offset).await;
     let mut bound = Vec::with_capacity(config.listeners.len());
     for spec in &config.listeners {
-        let listener = glommio::net::TcpListener::bind(spec.bind).map_err(|e| {
+        let listener = crate::listen::bind_shared(spec.bind).map_err(|e| {
             format!(
                 "shard {id}: cannot listen on {} (listener {}): {e}",
                 spec.bind, spec.name

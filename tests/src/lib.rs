@@ -10,12 +10,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (bound and released; racy but fine for tests).
+/// Ports handed to brokers come from below the kernel's ephemeral range
+/// (32768–60999 by default), so no client socket's local port and no other
+/// `bind(0)` lands on them.
+const TEST_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A free TCP port on 127.0.0.1, never the same one twice in this process.
+///
+/// `bind(0)` and release was racy in a way that hid itself: two tests
+/// running side by side could be given the same port, and because glommio
+/// binds with SO_REUSEPORT both brokers then listened on it and the kernel
+/// split one test's connections between them (a CreateAcls answered with a
+/// connection reset by the other broker). Each process walks its own stretch
+/// of `TEST_PORTS` (offset by its pid) and skips any port it cannot bind.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(2_654_435_761) % span,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
+    for _ in 0..span {
+        let step = NEXT.fetch_add(1, Ordering::AcqRel) % span;
+        let port = TEST_PORTS.start + step as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {TEST_PORTS:?}");
 }
 
 /// A temp dir on the disk under `target/` (not tmpfs: rill uses O_DIRECT).

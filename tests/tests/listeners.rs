@@ -145,3 +145,34 @@ fn a_listener_without_a_protocol_stops_the_broker() {
         "already listener A's",
     );
 }
+
+/// A second broker on a port the first one serves must not start: the
+/// shards bind with SO_REUSEPORT, which alone would let it share the port
+/// and take part of the first broker's connections.
+#[test]
+fn a_second_broker_on_a_served_port_stops_at_start() {
+    let dir = data_dir();
+    let first = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    let other = data_dir();
+    let output = Command::new(RILL)
+        .args([
+            "serve",
+            "--listen",
+            &first.bootstrap(),
+            "--admin-listen",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .arg("--data-dir")
+        .arg(other.path())
+        .output()
+        .expect("rill runs");
+    let text = String::from_utf8_lossy(&output.stderr);
+    // A start that fails (rather than a bad setting, exit code 2).
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let wanted = format!("cannot listen on {}", first.bootstrap());
+    assert!(text.contains(&wanted) && text.contains("in use"), "{text}");
+    // The first broker still answers every connection.
+    for _ in 0..20 {
+        assert!(!advertised(first.addr).is_empty());
+    }
+}

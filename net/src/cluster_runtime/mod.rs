@@ -94,7 +94,8 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
             .cloned()
             .ok_or_else(|| String::from("this node is not a voter"))?;
         let address = own.resolve()?;
-        let listener = glommio::net::TcpListener::bind(address)
+        let listener = crate::listen::check_unused(address)
+            .and_then(|()| crate::listen::bind_shared(address))
             .map_err(|e| format!("cannot listen for the controller quorum on {address}: {e}"))?;
         tracing::info!(controller_listener = %address, "serving the metadata quorum");
         glommio::spawn_local(accept(quorum.clone(), shard.clone(), listener)).detach();

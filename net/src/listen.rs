@@ -1,0 +1,100 @@
+//! Listening sockets: every shard binds the same client port (SO_REUSEPORT,
+//! the kernel spreads connections across the shards), and no other process
+//! may share it.
+//!
+//! SO_REUSEPORT alone would let a second broker of the same user, started
+//! on the same port by mistake, bind it too and silently take part of the
+//! first one's connections. So the main thread first binds each port once
+//! without SO_REUSEPORT ([`check_unused`]), which fails with EADDRINUSE on a
+//! port another socket listens on, as Kafka's start would. The shards'
+//! sockets set SO_REUSEADDR as well ([`bind_shared`]): a connection they
+//! accepted and closed lingers in TIME_WAIT for a minute, and without the
+//! flag that remnant would fail the check at a restart.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{FromRawFd, IntoRawFd};
+
+/// Pending connections the kernel queues per listening socket (what
+/// glommio's own bind asks for; the kernel caps it at `net.core.somaxconn`).
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds `address` once without SO_REUSEPORT and lets it go: an error when
+/// any socket already listens on it. Port 0 (any free port) passes.
+pub fn check_unused(address: SocketAddr) -> io::Result<()> {
+    if address.port() == 0 {
+        return Ok(());
+    }
+    // std sets SO_REUSEADDR: TIME_WAIT remnants pass, listeners do not.
+    std::net::TcpListener::bind(address).map(drop)
+}
+
+/// A listening socket on `address` for the current glommio executor, with
+/// SO_REUSEPORT (shards share the port) and SO_REUSEADDR (see the module
+/// note).
+pub fn bind_shared(address: SocketAddr) -> io::Result<glommio::net::TcpListener> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let domain = if address.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&SockAddr::from(address))?;
+    socket.listen(LISTEN_BACKLOG)?;
+    // SAFETY: the descriptor is a bound, listening TCP socket that this
+    // function owns and hands over whole (into_raw_fd gives up ownership).
+    Ok(unsafe { glommio::net::TcpListener::from_raw_fd(socket.into_raw_fd()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_port_someone_listens_on_fails_the_check_and_a_closed_one_passes() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = held.local_addr().expect("address");
+        let error = check_unused(address).expect_err("port in use");
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        drop(held);
+        check_unused(address).expect("port free again");
+        check_unused("127.0.0.1:0".parse().expect("address")).expect("port 0");
+    }
+
+    #[test]
+    fn shards_share_a_port_and_its_time_wait_remnants_do_not_block_a_restart() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let first = bind_shared("127.0.0.1:0".parse().expect("address")).expect("bind");
+                let address = first.local_addr().expect("address");
+                let second = bind_shared(address).expect("a second shard shares the port");
+                assert_eq!(
+                    check_unused(address).expect_err("listened on").kind(),
+                    io::ErrorKind::AddrInUse
+                );
+                // A connection the server closes first leaves a TIME_WAIT
+                // socket on the port.
+                let client = std::net::TcpStream::connect(address).expect("connect");
+                let accepted = match futures::future::select(
+                    Box::pin(first.accept()),
+                    Box::pin(second.accept()),
+                )
+                .await
+                {
+                    futures::future::Either::Left((s, _))
+                    | futures::future::Either::Right((s, _)) => s.expect("accept"),
+                };
+                drop(accepted);
+                drop(client);
+                drop(first);
+                drop(second);
+                check_unused(address).expect("TIME_WAIT remnants do not hold the port");
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
+}
