@@ -11,9 +11,11 @@
 #   worktree with `cargo build --release -p rill`).
 # env: BENCH_ARGS (the workload; default: 8 partitions, 1 KiB, 2 producers,
 #      2 consumers, acks=all, unthrottled), RILL_ARGS (extra broker flags),
+#      RILL_ARGS_A / RILL_ARGS_B (flags for one side only: with the same
+#      binary twice, an A/B of a setting, e.g. two --config files),
 #      WARMUP_S (default 3), DURATION_S (default 15)
 set -euo pipefail
-if [ $# -lt 4 ]; then sed -n '2,15p' "$0"; exit 2; fi
+if [ $# -lt 4 ]; then sed -n '2,17p' "$0"; exit 2; fi
 A=$1; B=$2; BENCH=$3; OUT=$4; ROUNDS=${5:-3}
 BENCH_ARGS=${BENCH_ARGS:---topics 1 --partitions 8 --message-size 1024 --producers 2 --consumers 2 --rate 0 --acks all}
 for bin in "$A" "$B" "$BENCH"; do
@@ -29,12 +31,13 @@ cleanup() {
 }
 trap cleanup EXIT
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+side_args() { if [ "$1" = A ]; then echo "${RILL_ARGS_A:-}"; else echo "${RILL_ARGS_B:-}"; fi; }
 run_one() { # label binary round
   local label=$1 bin=$2 round=$3 port admin tries=0
   port=$(free_port); admin=$(free_port)
   data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-ab-XXXX")
   "$bin" serve --data-dir "$data" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
-    --log-level warn ${RILL_ARGS:-} > "$OUT/rill-$label-$round.log" 2>&1 &
+    --log-level warn ${RILL_ARGS:-} $(side_args "$label") > "$OUT/rill-$label-$round.log" 2>&1 &
   broker_pid=$!
   # Ready when the Kafka port accepts (at most 30 s).
   until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do

@@ -82,6 +82,7 @@ pub mod fuzzing;
 pub mod index;
 pub mod index_cache;
 pub mod io_sizing;
+pub mod latency;
 pub mod log;
 pub mod log_dirs;
 pub mod manager;

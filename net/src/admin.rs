@@ -38,7 +38,7 @@ pub async fn serve(shard: Rc<Shard>, listener: TcpListener) {
 pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     let mut metrics = shard.metrics.borrow().clone();
     metrics.partitions = shard.logs.partitions().len() as u64;
-    metrics.group_commit = *shard.logs.context().fsync_stats.borrow();
+    metrics.group_commit = shard.logs.context().fsync_stats.borrow().clone();
     let ctx = shard.logs.context();
     metrics.disk_dirs = ctx
         .config

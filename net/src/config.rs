@@ -139,7 +139,13 @@ pub struct BrokerConfig {
     /// `transaction.state.log.segment.bytes` (Kafka's default, 100 MiB):
     /// the same for `__transaction_state`.
     pub txn_state_segment_bytes: u64,
-    /// `rill.spin_before_park_us`: how long an idle shard spins before parking.
+    /// `rill.spin_before_park_us`: how long an idle shard spins before
+    /// parking. 0 by default: spinning buys a few µs of wake-up only where
+    /// each shard has a core to itself, and costs everywhere else. Measured
+    /// (2-core host, client beside the broker, 1 KiB at 381 MB/s, acks=all,
+    /// three interleaved rounds): 100 µs of spin spent 2.73–2.94 CPU-s/GB
+    /// against 2.05–2.07 without, and the client's publish p99 was 7.0–9.1
+    /// ms against 4.5–6.4 (the spinning shard took the client's CPU).
     pub spin_before_park_us: u64,
     /// `rill.io_memory_bytes`: glommio locked I/O memory per shard.
     pub io_memory_bytes: usize,
@@ -208,7 +214,7 @@ impl BrokerConfig {
             offsets_topic_num_partitions: 50,
             offsets_topic_segment_bytes: 104_857_600,
             txn_state_segment_bytes: 104_857_600,
-            spin_before_park_us: 100,
+            spin_before_park_us: 0,
             io_memory_bytes: 2 << 20,
             mesh_channel_capacity: 1024,
             engine: EngineConfig::new("./rill-data"),

@@ -188,6 +188,14 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
         total("rill_disk_write_microseconds_total") > 0,
         "write time exported: {metrics}"
     );
+    // Each of those calls is in the latency summaries too.
+    for summary in [
+        "rill_fsync_latency_seconds_count",
+        "rill_disk_write_latency_seconds_count",
+    ] {
+        let count = metric_value(&metrics, summary).unwrap_or(0.0);
+        assert!(count >= 1.0, "{summary}: {metrics}");
+    }
     // The process metrics, under Prometheus's standard names: a resident
     // set between 1 MiB and 64 GiB, a CPU counter that grew while the broker
     // deleted a topic and answered Metadata, and no more CPU than the wall

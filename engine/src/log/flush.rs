@@ -393,6 +393,7 @@ impl PartitionLog {
             let mut stats = self.ctx.fsync_stats.borrow_mut();
             stats.writes += 1;
             stats.write_us_total += write_us;
+            stats.write_latency_us.record(write_us);
             stats.bytes_written += slices.iter().map(|s| s.len() as u64).sum::<u64>();
         }
         let mut commit = self.commit.borrow_mut();
@@ -544,6 +545,7 @@ impl PartitionLog {
         stats.syncs += 1;
         stats.sync_us_total += elapsed_us;
         stats.sync_us_max = stats.sync_us_max.max(elapsed_us);
+        stats.sync_latency_us.record(elapsed_us);
         stats.appends_covered += batches;
         let mut state = self.state.borrow_mut();
         state.messages_since_sync = 0;

@@ -84,7 +84,7 @@ pub struct LogContext {
 }
 
 /// Counters of the group commit, for metrics.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct FsyncStats {
     /// fdatasync calls.
     pub syncs: u64,
@@ -105,6 +105,10 @@ pub struct FsyncStats {
     /// arrive) and their bytes (also counted in `bytes_written`).
     pub streamed_writes: u64,
     pub streamed_bytes: u64,
+    /// Each fdatasync's latency, µs.
+    pub sync_latency_us: crate::latency::LatencyHistogram,
+    /// Each writer round's write latency (its O_DIRECT writes), µs.
+    pub write_latency_us: crate::latency::LatencyHistogram,
 }
 
 impl LogContext {
