@@ -308,7 +308,7 @@ fn group_commit(c: &mut Criterion) {
                     let elapsed = started.elapsed();
                     acks_us.sort_unstable();
                     let at = |q: f64| acks_us[((acks_us.len() - 1) as f64 * q) as usize];
-                    let stats = *log.context().fsync_stats.borrow();
+                    let stats = log.context().fsync_stats.borrow().clone();
                     // A round's time less its write and sync is the CPU
                     // (and scheduling) between one sync and the next write.
                     eprintln!(
