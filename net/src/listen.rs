@@ -10,6 +10,13 @@
 //! sockets set SO_REUSEADDR as well ([`bind_shared`]): a connection they
 //! accepted and closed lingers in TIME_WAIT for a minute, and without the
 //! flag that remnant would fail the check at a restart.
+//!
+//! A broker that just exited can still hold its listening sockets for a
+//! moment: io_uring tears a ring down after the process is gone, and the
+//! sockets its pending accepts hold close with it. So the start waits a few
+//! seconds for a held port ([`wait_until_unused`]) before it refuses. Binding
+//! beside such a socket would be worse than waiting: connections queued on
+//! it are never accepted.
 
 use std::io;
 use std::net::SocketAddr;
@@ -27,6 +34,33 @@ pub fn check_unused(address: SocketAddr) -> io::Result<()> {
     }
     // std sets SO_REUSEADDR: TIME_WAIT remnants pass, listeners do not.
     std::net::TcpListener::bind(address).map(drop)
+}
+
+/// [`check_unused`] until it passes or `patience` has gone by (the last
+/// error then). Logs once when it has to wait.
+pub fn wait_until_unused(address: SocketAddr, patience: std::time::Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + patience;
+    let mut logged = false;
+    loop {
+        match check_unused(address) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(e);
+                }
+                if !logged {
+                    logged = true;
+                    tracing::info!(
+                        %address,
+                        patience_s = patience.as_secs(),
+                        "port in use; waiting for it (a broker that just stopped may still be closing its sockets)"
+                    );
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A listening socket on `address` for the current glommio executor, with
@@ -62,6 +96,23 @@ mod tests {
         drop(held);
         check_unused(address).expect("port free again");
         check_unused("127.0.0.1:0".parse().expect("address")).expect("port 0");
+    }
+
+    #[test]
+    fn a_port_released_while_waiting_passes_and_one_kept_fails_after_the_patience() {
+        let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let address = held.local_addr().expect("address");
+        let started = std::time::Instant::now();
+        let error = wait_until_unused(address, std::time::Duration::from_millis(300))
+            .expect_err("still held");
+        assert_eq!(error.kind(), io::ErrorKind::AddrInUse);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        wait_until_unused(address, std::time::Duration::from_secs(10)).expect("released");
+        release.join().expect("join");
     }
 
     #[test]

@@ -112,6 +112,38 @@ fn check_data_dir(dir: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("data dir {} is not writable: {e}", dir.display()))
 }
 
+/// How long the start waits for a port that is held (see
+/// [`crate::listen`]: a broker that just exited may still be closing its
+/// sockets) before it refuses.
+const PORT_RELEASE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Waits until no socket listens on the ports this broker will bind: its
+/// client listeners and its controller listener (held: the start fails,
+/// naming it) and its admin port (held: the admin listener is skipped with
+/// a warning, as before).
+fn wait_for_ports(config: &BrokerConfig) -> Result<(), String> {
+    use crate::listen::wait_until_unused;
+    for spec in &config.listeners {
+        wait_until_unused(spec.bind, PORT_RELEASE_PATIENCE).map_err(|e| {
+            format!(
+                "cannot listen on {} (listener {}): {e}",
+                spec.bind, spec.name
+            )
+        })?;
+    }
+    if let Some(voter) = config.cluster.voter(config.broker_id) {
+        if !config.cluster.is_single_node() {
+            let address = voter.resolve()?;
+            wait_until_unused(address, PORT_RELEASE_PATIENCE).map_err(|e| {
+                format!("cannot listen for the controller quorum on {address}: {e}")
+            })?;
+        }
+    }
+    // The admin listener's own bind (shard 0) warns when the port is held.
+    let _ = wait_until_unused(config.admin_listen, PORT_RELEASE_PATIENCE);
+    Ok(())
+}
+
 fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     raise_memlock_limit();
     let open_files = raise_open_files_limit();
@@ -129,14 +161,7 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     for dir in &data_dirs {
         check_data_dir(dir)?;
     }
-    for spec in &config.listeners {
-        crate::listen::check_unused(spec.bind).map_err(|e| {
-            format!(
-                "cannot listen on {} (listener {}): {e}",
-                spec.bind, spec.name
-            )
-        })?;
-    }
+    wait_for_ports(&config)?;
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let scanned = engine::manager::scan_topics(&data_dirs, config.topic_defaults())
         .map_err(|e| format!("cannot read the topics of the data dirs: {e}"))?;
