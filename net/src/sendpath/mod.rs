@@ -12,7 +12,10 @@
 //!   shard's thread, stalling every connection of the shard (40 ms seen).
 //! - [`splice`] (default): file → pipe → socket with `IORING_OP_SPLICE` on the
 //!   shard's second io_uring ([`ring`]). io_uring runs splices on io-wq
-//!   workers, so a cold read blocks a kernel worker, never the shard.
+//!   workers, so a cold read blocks a kernel worker, never the shard. A
+//!   range wholly in the page cache ([`page_cache`], `cachestat(2)`) goes by
+//!   `sendfile(2)` instead: it cannot block on the disk, and it spares the
+//!   two hand-offs to a worker thread.
 //!
 //! The socket is put in non-blocking mode; when it is full the path awaits
 //! writability with `IORING_OP_POLL_ADD(POLLOUT)` on the ring instead of
@@ -27,6 +30,7 @@
 //! All three paths put byte-identical streams on the wire (tested).
 
 mod copy;
+mod page_cache;
 mod ring;
 mod sendfile;
 mod splice;
@@ -139,6 +143,15 @@ impl Sender {
                     match self.path {
                         SendPath::Copy => copy::send_file_range(self, socket, &slice).await?,
                         SendPath::Sendfile => {
+                            sendfile::send_file_range(self, socket, &slice).await?
+                        }
+                        SendPath::Splice
+                            if page_cache::fully_cached(
+                                slice.file.as_raw_fd(),
+                                slice.position,
+                                slice.length,
+                            ) =>
+                        {
                             sendfile::send_file_range(self, socket, &slice).await?
                         }
                         SendPath::Splice => splice::send_file_range(self, socket, &slice).await?,
