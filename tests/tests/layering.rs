@@ -50,7 +50,8 @@ fn net_layer(module: &[String]) -> usize {
         None
         | Some(
             "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath" | "config"
-            | "error" | "frame" | "fetch_response" | "cluster_config" | "conn_limits" | "security",
+            | "error" | "frame" | "fetch_response" | "cluster_config" | "conn_limits" | "security"
+            | "listen",
         ) => 0,
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.
