@@ -41,7 +41,7 @@ fn defaults_are_kafkas() {
     assert_eq!(c.broker_id, 0);
     assert_eq!(c.socket_request_max_bytes, 104_857_600);
     assert_eq!(c.offsets_topic_num_partitions, 50);
-    assert_eq!(c.spin_before_park_us, 100);
+    assert_eq!(c.spin_before_park_us, 0);
     assert_eq!(c.engine.topic_defaults.max_message_bytes, 1_048_588);
     assert!(c.cores >= 1);
 }
