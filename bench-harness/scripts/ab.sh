@@ -22,38 +22,23 @@ for bin in "$A" "$B" "$BENCH"; do
   [ -x "$bin" ] || { echo "ab.sh: $bin is not an executable" >&2; exit 2; }
 done
 mkdir -p "$OUT"
-broker_pid=""
-data=""
-cleanup() {
-  if [ -n "$broker_pid" ]; then kill -TERM "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
-  if [ -n "$data" ]; then rm -rf "$data"; fi
-  broker_pid=""; data=""
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=broker_lib.sh
+. "$(dirname "$0")/broker_lib.sh"
+trap stop_broker EXIT
 side_args() { if [ "$1" = A ]; then echo "${RILL_ARGS_A:-}"; else echo "${RILL_ARGS_B:-}"; fi; }
 run_one() { # label binary round
-  local label=$1 bin=$2 round=$3 port admin tries=0
-  port=$(free_port); admin=$(free_port)
-  data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-ab-XXXX")
-  "$bin" serve --data-dir "$data" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
-    --log-level warn ${RILL_ARGS:-} $(side_args "$label") > "$OUT/rill-$label-$round.log" 2>&1 &
-  broker_pid=$!
-  # Ready when the Kafka port accepts (at most 30 s).
-  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    tries=$((tries + 1))
-    if [ "$tries" -gt 300 ] || ! kill -0 "$broker_pid" 2>/dev/null; then
-      echo "$label round $round: broker did not start (see $OUT/rill-$label-$round.log)"; cleanup; return
-    fi
-    sleep 0.1
-  done
+  local label=$1 bin=$2 round=$3
+  # shellcheck disable=SC2046,SC2086 # the flags are split into words on purpose
+  if ! start_broker "$bin" "$OUT/rill-$label-$round.log" ${RILL_ARGS:-} $(side_args "$label"); then
+    echo "$label round $round: broker did not start (see $OUT/rill-$label-$round.log)"; stop_broker; return
+  fi
   if ! "$BENCH" run --bootstrap "127.0.0.1:$port" $BENCH_ARGS --warmup-s "${WARMUP_S:-3}" \
       --duration-s "${DURATION_S:-15}" --broker-pid "$broker_pid" --label "$label-$round" \
       --out "$OUT/$label-$round.json" --quiet > "$OUT/bench-$label-$round.out" 2>&1; then
     echo "$label round $round: rill-bench failed:"; tail -n 3 "$OUT/bench-$label-$round.out"
     rm -f "$OUT/$label-$round.json"
   fi
-  cleanup
+  stop_broker
   python3 - "$OUT/$label-$round.json" "$label" "$round" <<'PY'
 import json, os, sys
 path, label, rnd = sys.argv[1:]

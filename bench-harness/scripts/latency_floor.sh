@@ -26,28 +26,13 @@ for bin in "$RILL" "$BENCH"; do
   [ -x "$bin" ] || { echo "latency_floor.sh: $bin is not an executable" >&2; exit 2; }
 done
 mkdir -p "$OUT"
-broker_pid=""; data=""
-cleanup() {
-  if [ -n "$broker_pid" ]; then kill -TERM "$broker_pid" 2>/dev/null || true; wait "$broker_pid" 2>/dev/null || true; fi
-  if [ -n "$data" ]; then rm -rf "$data"; fi
-  broker_pid=""; data=""
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=broker_lib.sh
+. "$(dirname "$0")/broker_lib.sh"
+trap stop_broker EXIT
 start_rill() { # name
-  local tries=0
-  port=$(free_port); admin=$(free_port)
-  data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-lat-XXXX")
-  "$RILL" serve --data-dir "$data" --listen "127.0.0.1:$port" --admin-listen "127.0.0.1:$admin" \
-    --log-level warn ${RILL_ARGS:-} > "$OUT/rill-$1.log" 2>&1 &
-  broker_pid=$!
-  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
-    tries=$((tries + 1))
-    if [ "$tries" -gt 300 ] || ! kill -0 "$broker_pid" 2>/dev/null; then
-      echo "rill did not start (see $OUT/rill-$1.log)" >&2; exit 1
-    fi
-    sleep 0.1
-  done
+  # shellcheck disable=SC2086 # RILL_ARGS is split into words on purpose
+  start_broker "$RILL" "$OUT/rill-$1.log" ${RILL_ARGS:-} \
+    || { echo "rill did not start (see $OUT/rill-$1.log)" >&2; exit 1; }
 }
 bench() { # name rate extra-args...
   local name=$1 rate=$2; shift 2
@@ -61,7 +46,7 @@ bench() { # name rate extra-args...
 
 start_rill max
 bench max 0 --consumers 0
-cleanup
+stop_broker
 max=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(int(r["produce"]["msgs_per_s"]))' "$OUT/max.json")
 echo "maximum produce rate against rill: $max msg/s"
 for fraction in $FRACTIONS; do
@@ -69,11 +54,11 @@ for fraction in $FRACTIONS; do
   for round in $(seq 1 "$ROUNDS"); do
     start_rill "$fraction-$round"
     bench "floor-$fraction-$round" "$rate" --consumers 0 --against-null-sink
-    cleanup
+    stop_broker
   done
   start_rill "e2e-$fraction"
   bench "e2e-$fraction" "$rate" --consumers 1
-  cleanup
+  stop_broker
 done
 python3 - "$OUT" "$ROUNDS" "$max" $FRACTIONS <<'PY'
 import json, os, statistics, sys
