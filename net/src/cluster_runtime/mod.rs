@@ -94,8 +94,8 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
             .cloned()
             .ok_or_else(|| String::from("this node is not a voter"))?;
         let address = own.resolve()?;
-        let listener = crate::listen::check_unused(address)
-            .and_then(|()| crate::listen::bind_shared(address))
+        // `serve::start` waited until no other socket held this port.
+        let listener = crate::listen::bind_shared(address)
             .map_err(|e| format!("cannot listen for the controller quorum on {address}: {e}"))?;
         tracing::info!(controller_listener = %address, "serving the metadata quorum");
         glommio::spawn_local(accept(quorum.clone(), shard.clone(), listener)).detach();
