@@ -16,9 +16,11 @@
 # env: BENCH_ARGS (workload; default 1 topic, 8 partitions, 1 KiB, 1 producer,
 #      acks=all, linger 1 ms), RILL_ARGS (extra broker flags, e.g.
 #      "--flush-policy os"), FRACTIONS (default "0.1 0.5 0.8"),
-#      WARMUP_S (default 2), DURATION_S (default 10)
+#      WARMUP_S (default 2), DURATION_S (default 10), SINK_SYNC_DIR (a
+#      directory: compare with a durable sink, which writes and fdatasyncs
+#      every produce there before answering, instead of the null-sink)
 set -euo pipefail
-if [ $# -lt 3 ]; then sed -n '2,21p' "$0"; exit 2; fi
+if [ $# -lt 3 ]; then sed -n '2,23p' "$0"; exit 2; fi
 RILL=$1; BENCH=$2; OUT=$3; ROUNDS=${4:-3}
 BENCH_ARGS=${BENCH_ARGS:---topics 1 --partitions 8 --message-size 1024 --producers 1 --acks all --linger-ms 1}
 FRACTIONS=${FRACTIONS:-0.1 0.5 0.8}
@@ -53,7 +55,8 @@ for fraction in $FRACTIONS; do
   rate=$(python3 -c "print(max(1, int($max * $fraction)))")
   for round in $(seq 1 "$ROUNDS"); do
     start_rill "$fraction-$round"
-    bench "floor-$fraction-$round" "$rate" --consumers 0 --against-null-sink
+    bench "floor-$fraction-$round" "$rate" --consumers 0 --against-null-sink \
+      ${SINK_SYNC_DIR:+--sink-sync-dir "$SINK_SYNC_DIR"}
     stop_broker
   done
   start_rill "e2e-$fraction"
@@ -73,7 +76,7 @@ def broker_p99_us(name):
                 if line.startswith(key + '{quantile="0.99"}'):
                     found[key] = int(float(line.split()[-1]) * 1e6)
     return "/".join(str(found.get(k, "-")) for k in ("rill_produce_latency_seconds", "rill_disk_write_latency_seconds", "rill_fsync_latency_seconds"))
-print(f"{'load':>5} {'rate/s':>8} {'round':>5} {'rill p50/p99/p99.9 us':>26} {'sink p50/p99/p99.9 us':>26} {'p99 x':>6} {'p99.9 x':>7} {'rill p99 produce/write/fsync us':>32}")
+print(f"{'load':>5} {'rate/s':>8} {'round':>5} {'rill p50/p99/p99.9 us':>26} {'sink p50/p99/p99.9 us':>26} {'p99 x':>6} {'p99.9 x':>7} {'CPU/GB x':>8} {'rill p99 produce/write/fsync us':>32}")
 for f in fractions:
     p99x, p999x, p99s = [], [], []
     for rnd in range(1, rounds + 1):
@@ -88,7 +91,7 @@ for f in fractions:
         p99x.append(ratios["publish_p99"] or 0); p999x.append(ratios["publish_p99_9"] or 0)
         p99s.append(lat(rill)["p99_us"])
         print(f"{float(f)*100:>4.0f}% {int(top*float(f)):>8} {rnd:>5} {fmt(lat(rill)):>26} {fmt(lat(sink)):>26} "
-              f"{ratios['publish_p99'] or 0:>6.2f} {ratios['publish_p99_9'] or 0:>7.2f} {broker_p99_us(f'floor-{f}-{rnd}'):>32}")
+              f"{ratios['publish_p99'] or 0:>6.2f} {ratios['publish_p99_9'] or 0:>7.2f} {ratios['cpu_s_per_gb_produced'] or 0:>8.2f} {broker_p99_us(f'floor-{f}-{rnd}'):>32}")
     if p99x:
         spread = max(p99s) / max(1, min(p99s))
         print(f"{float(f)*100:>4.0f}%  median p99 {statistics.median(p99x):.2f}x, p99.9 {statistics.median(p999x):.2f}x the sink; "

@@ -10,6 +10,11 @@
 //! side runs produce-only (no consumers): the CPU ratio is per GB
 //! produced, and the broker's figure includes serving the workload's
 //! consumers (`--consumers 0` makes both sides produce-only).
+//!
+//! `--sink-sync-dir DIR` makes the sink durable (`null-sink --sync-dir`):
+//! it writes and `fdatasync`s every produce before answering, in a fresh
+//! directory under DIR removed afterwards: what the simplest durable
+//! server costs, beside a broker under the fsync policy.
 
 use crate::broker_cpu::CpuSource;
 use crate::error::{BenchError, Result};
@@ -20,10 +25,13 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 /// Label of the sink's run in tables and JSON.
 pub const SINK_LABEL: &str = "null-sink";
+/// Label of the sink's run with `--sink-sync-dir`.
+pub const DURABLE_SINK_LABEL: &str = "durable-sink";
 
 /// A `rill-bench null-sink` child; killed when dropped (and by the kernel
 /// if this process dies first: `PR_SET_PDEATHSIG`).
@@ -36,12 +44,17 @@ pub struct NullSinkProcess {
 
 impl NullSinkProcess {
     /// Starts the sink on a free loopback port and waits for the line
-    /// that names it.
-    pub fn start(partitions: u32) -> Result<Self> {
+    /// that names it; with `sync_dir`, a durable sink keeping its records
+    /// there.
+    pub fn start(partitions: u32, sync_dir: Option<&Path>) -> Result<Self> {
         let mut command = Command::new(std::env::current_exe()?);
         command
             .args(["null-sink", "--listen", "127.0.0.1:0", "--partitions"])
-            .arg(partitions.max(1).to_string())
+            .arg(partitions.max(1).to_string());
+        if let Some(dir) = sync_dir {
+            command.arg("--sync-dir").arg(dir);
+        }
+        command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -113,11 +126,13 @@ pub struct FloorReport {
 }
 
 /// Runs `workload` against `bootstrap` (CPU from `options.broker_cpu`),
-/// then produce-only against a fresh null-sink.
+/// then produce-only against a fresh null-sink (durable, keeping its
+/// records in a new directory under `sink_sync_dir`, if given).
 pub async fn run_against_null_sink(
     bootstrap: &str,
     workload: &Workload,
     options: &RunOptions,
+    sink_sync_dir: Option<&Path>,
 ) -> Result<FloorReport> {
     if options.broker_cpu.is_none() {
         return Err(BenchError::Workload(
@@ -125,19 +140,35 @@ pub async fn run_against_null_sink(
         ));
     }
     let broker = run_workload(bootstrap, workload, options).await?;
-    let sink = NullSinkProcess::start(workload.partitions_per_topic)?;
+    // Removed when dropped, after the sink is.
+    let kept = sink_sync_dir
+        .map(|dir| {
+            tempfile::Builder::new()
+                .prefix("durable-sink-")
+                .tempdir_in(dir)
+        })
+        .transpose()?;
+    let sink = NullSinkProcess::start(
+        workload.partitions_per_topic,
+        kept.as_ref().map(|dir| dir.path()),
+    )?;
+    let label = match kept {
+        Some(_) => DURABLE_SINK_LABEL,
+        None => SINK_LABEL,
+    };
     let sink_workload = Workload {
         consumers_per_topic: 0,
         ..workload.clone()
     };
     let sink_options = RunOptions {
-        label: Some(SINK_LABEL.to_string()),
+        label: Some(label.to_string()),
         topics: None,
         quiet: options.quiet,
         broker_cpu: Some(CpuSource::Pid(sink.pid())),
     };
     let floor = run_workload(&sink.addr, &sink_workload, &sink_options).await?;
     drop(sink);
+    drop(kept);
     Ok(FloorReport {
         workload: workload.name.clone(),
         ratios: ratios(&broker, &floor),
@@ -185,7 +216,10 @@ pub fn summary(report: &FloorReport) -> String {
     let _ = writeln!(
         out,
         "{:<22} {:>12} {:>12} {:>10}",
-        "vs null-sink", broker.label, SINK_LABEL, "ratio"
+        format!("vs {}", sink.label),
+        broker.label,
+        sink.label,
+        "ratio"
     );
     let rows: [(&str, String, String, Option<f64>); 5] = [
         (

@@ -26,7 +26,8 @@
 //!   updates) sampled over time: broker RSS, CPU, p99, lag, disk use.
 //! - [`handshakes`]: connection setup rate (TCP, TLS, SASL) per protocol.
 //! - [`null_sink`]: a Kafka-protocol server that discards everything, to
-//!   measure the harness's own ceiling.
+//!   measure the harness's own ceiling; with [`sink_log`], the simplest
+//!   durable server (writes and `fdatasync`s before it answers).
 //! - [`error`]: the crate's error type.
 
 pub mod broker_cpu;
@@ -46,6 +47,7 @@ pub mod null_sink;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod sink_log;
 pub mod soak;
 pub mod stats;
 pub mod workload;

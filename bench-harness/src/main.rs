@@ -64,6 +64,12 @@ enum Command {
         /// the broker's ratio to it (CPU/GB, publish p50/p99/p99.9).
         #[arg(long)]
         against_null_sink: bool,
+        /// With --against-null-sink: a durable sink, which writes and
+        /// fdatasyncs every produce (in a fresh directory under DIR,
+        /// removed afterwards) before it answers: the simplest durable
+        /// server, beside a broker under the fsync policy.
+        #[arg(long, value_name = "DIR", requires = "against_null_sink")]
+        sink_sync_dir: Option<PathBuf>,
         /// Use this existing (or new) topic instead of a fresh random
         /// name; repeat for several (sets the workload's topic count).
         #[arg(long = "topic", value_name = "NAME")]
@@ -143,6 +149,7 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
             broker_pid,
             broker_metrics,
             against_null_sink,
+            sink_sync_dir,
             topic,
         } => {
             let mut workload = workload.resolve()?;
@@ -166,7 +173,10 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
                     )));
                 }
                 let report = runtime()?.block_on(floor::run_against_null_sink(
-                    &bootstrap, &workload, &options,
+                    &bootstrap,
+                    &workload,
+                    &options,
+                    sink_sync_dir.as_deref(),
                 ))?;
                 std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
                 println!("{}", text::table(&report.runs));

@@ -8,10 +8,15 @@
 //! response), and Fetch/ListOffsets minimally (no records). Each connection
 //! is pipelined: a reader task decodes and answers requests in order, a
 //! writer task sends the responses in that same order.
+//!
+//! With `--sync-dir DIR` it keeps what it is sent instead ([`SinkLog`]):
+//! a Produce is answered once its records are written and `fdatasync`ed,
+//! the simplest durable server, a reference for a broker under `fsync`.
 
 use crate::error::{BenchError, Result};
 use crate::kafka::framing::split_frame;
 use crate::kafka::versions::SUPPORTED_RANGES;
+use crate::sink_log::{SinkLog, Synced};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
@@ -62,6 +67,21 @@ pub struct NullSinkArgs {
     /// Partitions of every topic not created with an explicit count.
     #[arg(long, default_value_t = 16)]
     pub partitions: u32,
+    /// Keep produced records: append them to a file per partition in this
+    /// directory and `fdatasync` before answering (group commit per
+    /// partition): the simplest durable server.
+    #[arg(long, value_name = "DIR")]
+    pub sync_dir: Option<std::path::PathBuf>,
+}
+
+/// A response in the writer's queue: ready, or sent once the syncs that
+/// cover its produce have returned.
+enum Reply {
+    Ready(Bytes),
+    AfterSync {
+        response: Bytes,
+        synced: Vec<Synced>,
+    },
 }
 
 /// Topics the sink knows: partition counts and the next offset of each
@@ -76,6 +96,8 @@ struct Topics {
 struct Sink {
     default_partitions: u32,
     topics: Mutex<Topics>,
+    /// `--sync-dir`: where produced records are kept.
+    log: Option<SinkLog>,
 }
 
 impl Sink {
@@ -141,15 +163,22 @@ pub fn count_records(mut records: &[u8]) -> i64 {
 /// Binds `args.listen`, prints the bound address, and serves until killed.
 pub async fn main(args: &NullSinkArgs) -> Result<()> {
     let listener = TcpListener::bind(&args.listen).await?;
+    let log = args.sync_dir.clone().map(SinkLog::open).transpose()?;
     println!("null-sink listening on {}", listener.local_addr()?);
-    serve(listener, args.partitions).await
+    serve(listener, args.partitions, log).await
 }
 
-/// Serves connections accepted by `listener` forever.
-pub async fn serve(listener: TcpListener, default_partitions: u32) -> Result<()> {
+/// Serves connections accepted by `listener` forever, keeping produced
+/// records in `log` if there is one.
+pub async fn serve(
+    listener: TcpListener,
+    default_partitions: u32,
+    log: Option<SinkLog>,
+) -> Result<()> {
     let sink = Arc::new(Sink {
         default_partitions: default_partitions.max(1),
         topics: Mutex::default(),
+        log,
     });
     loop {
         let (stream, peer) = listener.accept().await?;
@@ -194,16 +223,32 @@ async fn serve_connection(stream: TcpStream, sink: &Sink) -> Result<()> {
     result.and(written)
 }
 
-/// Writes responses in order, flushing whenever the queue runs dry.
+/// Writes responses in order, flushing whenever the queue runs dry or a
+/// response must wait for its syncs.
 async fn write_loop(
     write_half: OwnedWriteHalf,
-    mut responses: mpsc::Receiver<Bytes>,
+    mut responses: mpsc::Receiver<Reply>,
 ) -> Result<()> {
     let mut writer = BufWriter::with_capacity(256 * 1024, write_half);
-    while let Some(frame) = responses.recv().await {
-        writer.write_all(&frame).await?;
-        while let Ok(frame) = responses.try_recv() {
+    while let Some(first) = responses.recv().await {
+        let mut next = Some(first);
+        while let Some(reply) = next {
+            let frame = match reply {
+                Reply::Ready(frame) => frame,
+                Reply::AfterSync { response, synced } => {
+                    writer.flush().await?;
+                    for sync in synced {
+                        sync.await
+                            .map_err(|_| BenchError::Other("sink log writer ended".into()))?
+                            .map_err(|error| {
+                                BenchError::Other(format!("sink log fdatasync: {error}"))
+                            })?;
+                    }
+                    response
+                }
+            };
             writer.write_all(&frame).await?;
+            next = responses.try_recv().ok();
         }
         writer.flush().await?;
     }
@@ -212,7 +257,7 @@ async fn write_loop(
 
 /// Decodes one request frame and returns its framed response, or `None` for
 /// `acks=0` Produce.
-async fn handle_frame(sink: &Sink, local: SocketAddr, mut frame: Bytes) -> Result<Option<Bytes>> {
+async fn handle_frame(sink: &Sink, local: SocketAddr, mut frame: Bytes) -> Result<Option<Reply>> {
     if frame.len() < 4 {
         return Err(BenchError::Protocol(
             "request frame shorter than 4 bytes".into(),
@@ -233,7 +278,7 @@ async fn handle_frame(sink: &Sink, local: SocketAddr, mut frame: Bytes) -> Resul
         // Too new for us: a v0 body with UNSUPPORTED_VERSION, so the client
         // retries at a version we advertise.
         let body = api_versions().with_error_code(UNSUPPORTED_VERSION);
-        return encode_response(&header, api_key, 0, &body).map(Some);
+        return encode_response(&header, api_key, 0, &body).map(|frame| Some(Reply::Ready(frame)));
     }
     if !in_range {
         return Err(BenchError::Protocol(format!(
@@ -253,10 +298,18 @@ async fn handle_frame(sink: &Sink, local: SocketAddr, mut frame: Bytes) -> Resul
         ApiKey::Produce => {
             let request: ProduceRequest = decode_body(&mut frame, api_key, version)?;
             let body = produce(sink, &request);
+            let synced = match &sink.log {
+                Some(log) => keep(log, &request)?,
+                None => Vec::new(),
+            };
             if request.acks == 0 {
                 return Ok(None);
             }
-            encode_response(&header, api_key, version, &body)
+            let response = encode_response(&header, api_key, version, &body)?;
+            if synced.is_empty() {
+                return Ok(Some(Reply::Ready(response)));
+            }
+            return Ok(Some(Reply::AfterSync { response, synced }));
         }
         ApiKey::Fetch => {
             let request: FetchRequest = decode_body(&mut frame, api_key, version)?;
@@ -273,7 +326,20 @@ async fn handle_frame(sink: &Sink, local: SocketAddr, mut frame: Bytes) -> Resul
             "api {api_key:?} is not served by the null sink"
         ))),
     }?;
-    Ok(Some(response))
+    Ok(Some(Reply::Ready(response)))
+}
+
+/// Queues every partition's records of `request` on `log`.
+fn keep(log: &SinkLog, request: &ProduceRequest) -> Result<Vec<Synced>> {
+    let mut synced = Vec::new();
+    for topic in &request.topic_data {
+        for data in &topic.partition_data {
+            if let Some(records) = data.records.clone().filter(|r| !r.is_empty()) {
+                synced.push(log.append(topic.name.0.as_str(), data.index, records)?);
+            }
+        }
+    }
+    Ok(synced)
 }
 
 fn decode_body<T: Decodable>(frame: &mut Bytes, api_key: ApiKey, version: i16) -> Result<T> {
@@ -521,6 +587,7 @@ mod tests {
         let sink = Sink {
             default_partitions: 2,
             topics: Mutex::default(),
+            log: None,
         };
         let mut buf = BytesMut::new();
         RequestHeader::default()
@@ -538,6 +605,9 @@ mod tests {
             .block_on(handle_frame(&sink, local, buf.freeze()))
             .unwrap()
             .unwrap();
+        let Reply::Ready(frame) = frame else {
+            panic!("ApiVersions waits for no sync");
+        };
         let mut body = body_of(&frame);
         assert_eq!(body.get_i32(), 9);
         let response =
@@ -547,17 +617,18 @@ mod tests {
         assert!(response.api_keys.iter().any(|k| k.api_key == 0));
     }
 
-    #[test]
-    fn harness_produces_against_the_sink_in_process() {
+    /// The harness's run of 2,000 100-byte messages per second for a
+    /// second against an in-process sink.
+    fn run_against_sink(log: Option<SinkLog>) -> crate::results::RunResult {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        let result = rt.block_on(async {
+        rt.block_on(async {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap().to_string();
-            tokio::spawn(serve(listener, 4));
+            tokio::spawn(serve(listener, 4, log));
             let workload = Workload {
                 partitions_per_topic: 4,
                 consumers_per_topic: 0,
@@ -573,9 +644,32 @@ mod tests {
             crate::runner::run_workload(&addr, &workload, &options)
                 .await
                 .unwrap()
-        });
+        })
+    }
+
+    #[test]
+    fn harness_produces_against_the_sink_in_process() {
+        let result = run_against_sink(None);
         assert_eq!(result.errors, 0, "{:?}", result.error_samples);
         assert!(result.total_produced_messages > 0);
         assert!(result.publish_latency_us.count > 0);
+    }
+
+    #[test]
+    fn a_sink_with_a_sync_dir_keeps_every_acknowledged_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SinkLog::open(dir.path().to_path_buf()).unwrap();
+        let result = run_against_sink(Some(log));
+        assert_eq!(result.errors, 0, "{:?}", result.error_samples);
+        assert!(result.publish_latency_us.count > 0);
+        // Every acknowledged record is in the partition files (a record
+        // still in flight when the run stopped may be there too).
+        let mut kept = 0;
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            kept += count_records(&std::fs::read(entry.unwrap().path()).unwrap());
+        }
+        let acknowledged = result.total_produced_messages as i64;
+        assert!(acknowledged > 0);
+        assert!(kept >= acknowledged, "kept {kept} of {acknowledged}");
     }
 }

@@ -354,3 +354,32 @@ fn broker_cpu_per_gb_and_the_null_sink_floor() {
         assert!(ratio.is_finite() && ratio > 0.0, "{field}: {ratio}");
     }
 }
+
+#[test]
+fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
+    let rill = start_rill();
+    let dir = scratch_dir();
+    let kept = dir.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    let mut args = run_args(&rill.addr, dir.path(), "rill");
+    args.extend(["--broker-metrics", &rill.admin, "--against-null-sink"].map(String::from));
+    args.extend(["--sink-sync-dir".to_string(), kept.display().to_string()]);
+    let output = bench(&args);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("vs durable-sink"), "{stdout}");
+    let report = read_json(&dir.path().join("rill.json"));
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs[1]["label"], "durable-sink");
+    assert_eq!(
+        u64_at(&runs[1], "/errors"),
+        0,
+        "{}",
+        runs[1]["error_samples"]
+    );
+    assert!(u64_at(&runs[1], "/produce/messages") > 0);
+    check_broker_cpu(&runs[1]);
+    let ratio = f64_at(&report, "/ratios/cpu_s_per_gb_produced");
+    assert!(ratio.is_finite() && ratio > 0.0, "{ratio}");
+    // The sink's files went with its run.
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 0);
+}
