@@ -53,10 +53,14 @@ const FIRST_READ_CHUNK_BYTES: usize = 4 << 10;
 
 /// Smallest frame read into a buffer of its own rather than the
 /// connection's: its bytes go from the socket straight to where the request
-/// (and, for a Produce, the log) keeps them, zeroed once, never moved by a
-/// growing read buffer, and the frame shares its allocation with nothing
+/// (and, for a Produce, the log) keeps them, not zeroed first on plain TCP
+/// (see `read_rest`), never moved by a growing read buffer, and the frame shares its allocation with nothing
 /// (see `handlers::produce::own_payloads`).
 const OWN_BUFFER_FRAME_BYTES: usize = handlers::produce::OWNED_FRAME_MIN_BYTES;
+/// Largest read of a large frame's rest that waits through the runtime
+/// (its piece of the frame is zeroed first; reads that find bytes in the
+/// socket fill the frame without zeroing).
+const WAIT_READ_BYTES: usize = 64 << 10;
 
 /// Resolves when the broker shuts down.
 pub type ShutdownSignal = Shared<oneshot::Receiver<()>>;
@@ -297,13 +301,12 @@ async fn read_requests(
                 {
                     // A large frame: the rest of it is read into its own
                     // buffer (what the read buffer has of it moves once).
-                    let mut frame = BytesMut::zeroed(length);
-                    let have = buf.len() - LENGTH_PREFIX_BYTES;
-                    frame[..have].copy_from_slice(&buf[LENGTH_PREFIX_BYTES..]);
+                    let mut frame = BytesMut::with_capacity(length);
+                    frame.extend_from_slice(&buf[LENGTH_PREFIX_BYTES..]);
                     buf.clear();
                     account.set(buf.capacity() + length);
                     chunk = READ_CHUNK_BYTES;
-                    match read_rest(stream, &mut frame, have, &shutdown, activity).await {
+                    match read_rest(stream, &mut frame, length, &shutdown, activity).await {
                         RestOfFrame::Complete => frame.freeze(),
                         RestOfFrame::Closed(filled) => {
                             let e = FrameError::Truncated {
@@ -430,15 +433,35 @@ enum RestOfFrame {
     Stopped,
 }
 
-/// Reads into `frame[filled..]` until it is full.
+/// Reads into `frame` until it holds `length` bytes. On plain TCP, the
+/// bytes already in the socket go straight into the frame's unused
+/// capacity (no zeroing of the frame first, and no poll armed per partial
+/// read); only when the socket is empty does it wait through the runtime,
+/// reading into a zeroed piece of at most [`WAIT_READ_BYTES`].
 async fn read_rest(
     stream: &mut Reader,
-    frame: &mut [u8],
-    mut filled: usize,
+    frame: &mut BytesMut,
+    length: usize,
     shutdown: &ShutdownSignal,
     activity: &Activity,
 ) -> RestOfFrame {
-    while filled < frame.len() {
+    while frame.len() < length {
+        match stream.try_recv_into_spare(frame, length) {
+            Some(Ok(0)) => return RestOfFrame::Closed(frame.len()),
+            Some(Ok(_)) => {
+                activity.touch();
+                continue;
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                tracing::debug!(error = %e, "read failed; closing");
+                return RestOfFrame::Stopped;
+            }
+            // Nothing there yet, or TLS: wait for bytes below.
+            Some(Err(_)) | None => {}
+        }
+        let filled = frame.len();
+        frame.resize(filled + (length - filled).min(WAIT_READ_BYTES), 0);
         let outcome = {
             let read = read_some(stream, &mut frame[filled..]);
             futures::pin_mut!(read);
@@ -451,7 +474,7 @@ async fn read_rest(
             Ok(0) => return RestOfFrame::Closed(filled),
             Ok(n) => {
                 activity.touch();
-                filled += n;
+                frame.truncate(filled + n);
             }
             Err(e) => {
                 tracing::debug!(error = %e, "read failed; closing");

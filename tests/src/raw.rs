@@ -24,6 +24,20 @@ where
     Req: Encodable + HeaderVersion,
     Resp: Decodable + HeaderVersion,
 {
+    socket.write_all(&request_frame(api_key, version, correlation_id, request))?;
+    read_response(socket, api_key, version, correlation_id)
+}
+
+/// `length | request header | body`, as a client sends it.
+pub fn request_frame<Req>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    request: &Req,
+) -> Vec<u8>
+where
+    Req: Encodable + HeaderVersion,
+{
     let header = RequestHeader::default()
         .with_request_api_key(api_key as i16)
         .with_request_api_version(version)
@@ -36,7 +50,20 @@ where
     request.encode(&mut body, version).expect("request encodes");
     let mut frame = (body.len() as i32).to_be_bytes().to_vec();
     frame.extend_from_slice(&body);
-    socket.write_all(&frame)?;
+    frame
+}
+
+/// Reads one response frame from `socket` and decodes it as the answer to
+/// request `correlation_id` (see [`exchange`]).
+pub fn read_response<Resp>(
+    socket: &mut TcpStream,
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+) -> std::io::Result<Resp>
+where
+    Resp: Decodable + HeaderVersion,
+{
     let mut length = [0u8; 4];
     socket.read_exact(&mut length)?;
     let mut answer = vec![0u8; i32::from_be_bytes(length) as usize];

@@ -191,6 +191,86 @@ async fn an_oversize_message_is_refused_and_the_broker_stays_up() {
     assert!(broker.is_running());
 }
 
+/// A Produce frame of 300 records of 1,000 bytes (over the size read into a
+/// buffer of its own), record `i` holding `i` in its first bytes.
+fn large_produce_frame(topic: &str, correlation_id: i32) -> Vec<u8> {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
+    for i in 0..300 {
+        let value = large_value(i);
+        builder.push(i, 0, None, Some(value.as_slice()), &[]);
+    }
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(bytes::Bytes::from(builder.build().expect("batch")));
+    let mut data = TopicProduceData::default();
+    data.name = TopicName(StrBytes::from_string(topic.to_string()));
+    data.partition_data = vec![partition];
+    let mut request = ProduceRequest::default();
+    request.acks = -1;
+    request.timeout_ms = 10_000;
+    request.topic_data = vec![data];
+    rill_tests::raw::request_frame(ApiKey::Produce, 9, correlation_id, &request)
+}
+
+fn large_value(i: i32) -> Vec<u8> {
+    let mut value = format!("record-{i:03}-").into_bytes();
+    value.resize(1000, b'a' + (i % 26) as u8);
+    value
+}
+
+/// The base offset the broker answered a Produce with (its error must be 0).
+fn produced_at(socket: &mut std::net::TcpStream, correlation_id: i32) -> i64 {
+    use kafka_protocol::messages::{ApiKey, ProduceResponse};
+    let response: ProduceResponse =
+        rill_tests::raw::read_response(socket, ApiKey::Produce, 9, correlation_id)
+            .expect("Produce answered");
+    let partition = &response.responses[0].partition_responses[0];
+    assert_eq!(partition.error_code, 0);
+    partition.base_offset
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_produce_arriving_in_pieces_is_stored_whole() {
+    use std::io::Write;
+    let dir = data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "pieces", 1, &[]).await;
+    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
+    socket.set_nodelay(true).expect("nodelay");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    // In nine pieces with pauses: the broker finds the socket empty
+    // between them and waits for the rest.
+    let frame = large_produce_frame("pieces", 1);
+    assert!(frame.len() > 300_000);
+    for piece in frame.chunks(frame.len() / 8) {
+        socket.write_all(piece).expect("piece sent");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert_eq!(produced_at(&mut socket, 1), 0);
+    // Then in one write: all of it is in the socket when read.
+    socket
+        .write_all(&large_produce_frame("pieces", 2))
+        .expect("frame sent");
+    assert_eq!(produced_at(&mut socket, 2), 300);
+    let got = consume_all(&bootstrap, "pieces", 1, 600, Duration::from_secs(20), &[]);
+    assert_eq!(got.len(), 600);
+    for (n, record) in got.iter().enumerate() {
+        assert_eq!(record.offset, n as i64);
+        assert_eq!(
+            record.value.as_deref(),
+            Some(large_value(n as i32 % 300).as_slice()),
+            "offset {n}"
+        );
+    }
+    assert!(broker.is_running());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acks_all_is_refused_when_min_insync_replicas_exceeds_the_isr() {
     let dir = data_dir();

@@ -165,6 +165,43 @@ pub async fn open(
     }
 }
 
+impl Reader {
+    /// Plain TCP: receives what the socket holds, without waiting, into
+    /// `frame`'s spare capacity (up to `frame.len() == limit`), which needs
+    /// no zeroing first. `None` on TLS (bytes must go through the TLS
+    /// stream); `WouldBlock` when nothing is there yet.
+    pub fn try_recv_into_spare(
+        &mut self,
+        frame: &mut bytes::BytesMut,
+        limit: usize,
+    ) -> Option<io::Result<usize>> {
+        let Reader::Plain(stream) = self else {
+            return None;
+        };
+        let filled = frame.len();
+        let spare = frame.spare_capacity_mut();
+        let want = limit.saturating_sub(filled).min(spare.len());
+        // SAFETY: `spare` is writable memory of at least `want` bytes
+        // (`MaybeUninit<u8>` has `u8`'s layout); recv(2) writes at most
+        // `want` bytes there and touches nothing else.
+        let received = unsafe {
+            libc::recv(
+                stream.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                want,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        let Ok(received) = usize::try_from(received) else {
+            return Some(Err(io::Error::last_os_error()));
+        };
+        assert!(received <= want, "recv(2) returned more than asked for");
+        // SAFETY: recv(2) initialised the first `received` spare bytes.
+        unsafe { frame.set_len(filled + received) };
+        Some(Ok(received))
+    }
+}
+
 impl AsyncRead for Reader {
     fn poll_read(
         self: Pin<&mut Self>,
