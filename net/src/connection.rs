@@ -53,9 +53,10 @@ const FIRST_READ_CHUNK_BYTES: usize = 4 << 10;
 
 /// Smallest frame read into a buffer of its own rather than the
 /// connection's: its bytes go from the socket straight to where the request
-/// (and, for a Produce, the log) keeps them, not zeroed first on plain TCP
-/// (see `read_rest`), never moved by a growing read buffer, and the frame shares its allocation with nothing
-/// (see `handlers::produce::own_payloads`).
+/// (and, for a Produce, the log) keeps them, not zeroed first on plain
+/// TCP (see `read_rest`), never moved by a growing read buffer, and the
+/// frame shares its allocation with nothing (see
+/// `handlers::produce::own_payloads`).
 const OWN_BUFFER_FRAME_BYTES: usize = handlers::produce::OWNED_FRAME_MIN_BYTES;
 /// Largest read of a large frame's rest that waits through the runtime
 /// (its piece of the frame is zeroed first; reads that find bytes in the

@@ -169,7 +169,8 @@ impl Reader {
     /// Plain TCP: receives what the socket holds, without waiting, into
     /// `frame`'s spare capacity (up to `frame.len() == limit`), which needs
     /// no zeroing first. `None` on TLS (bytes must go through the TLS
-    /// stream); `WouldBlock` when nothing is there yet.
+    /// stream) or without spare capacity below `limit`; `WouldBlock` when
+    /// nothing is there yet.
     pub fn try_recv_into_spare(
         &mut self,
         frame: &mut bytes::BytesMut,
@@ -181,6 +182,10 @@ impl Reader {
         let filled = frame.len();
         let spare = frame.spare_capacity_mut();
         let want = limit.saturating_sub(filled).min(spare.len());
+        if want == 0 {
+            // Nothing to read into (a 0-byte recv would look like EOF).
+            return None;
+        }
         // SAFETY: `spare` is writable memory of at least `want` bytes
         // (`MaybeUninit<u8>` has `u8`'s layout); recv(2) writes at most
         // `want` bytes there and touches nothing else.
