@@ -18,13 +18,8 @@ import resource
 import socket
 import time
 
+from bench_sizes import size  # next to this script
 
-def size(text):
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    text = text.strip().lower()
-    if text and text[-1] in units:
-        return int(text[:-1]) * units[text[-1]]
-    return int(text)
 
 
 def discard(port):

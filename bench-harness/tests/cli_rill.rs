@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bench, read_json, rill_bin, scratch_dir, start_rill};
+use common::{bench, read_json, rill_bin, scratch_dir, start_rill, Rill};
 use serde_json::Value;
 use std::path::Path;
 
@@ -324,17 +324,25 @@ fn broker_cpu_per_gb_and_the_null_sink_floor() {
 
     // CPU from the broker's /metrics, then the same load against a
     // null-sink child: both sides measured, every ratio finite.
-    let mut args = run_args(&rill.addr, dir.path(), "rill");
+    run_against_sink(&rill, dir.path(), &[], "null-sink");
+}
+
+/// `run --against-null-sink` (plus `extra`) against `rill`: both runs
+/// measured, the sink's labelled `sink_label` and free of errors, every
+/// ratio finite.
+fn run_against_sink(rill: &Rill, dir: &Path, extra: &[String], sink_label: &str) {
+    let mut args = run_args(&rill.addr, dir, "rill");
     args.extend(["--broker-metrics", &rill.admin, "--against-null-sink"].map(String::from));
+    args.extend(extra.iter().cloned());
     let output = bench(&args);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("vs null-sink"), "{stdout}");
-    let report = read_json(&dir.path().join("rill.json"));
+    assert!(stdout.contains(&format!("vs {sink_label}")), "{stdout}");
+    let report = read_json(&dir.join("rill.json"));
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
     check_run_result(&runs[0], "rill");
     check_broker_cpu(&runs[0]);
-    assert_eq!(runs[1]["label"], "null-sink");
+    assert_eq!(runs[1]["label"], sink_label);
     assert_eq!(
         u64_at(&runs[1], "/errors"),
         0,
@@ -361,25 +369,8 @@ fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
     let dir = scratch_dir();
     let kept = dir.path().join("kept");
     std::fs::create_dir(&kept).unwrap();
-    let mut args = run_args(&rill.addr, dir.path(), "rill");
-    args.extend(["--broker-metrics", &rill.admin, "--against-null-sink"].map(String::from));
-    args.extend(["--sink-sync-dir".to_string(), kept.display().to_string()]);
-    let output = bench(&args);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("vs durable-sink"), "{stdout}");
-    let report = read_json(&dir.path().join("rill.json"));
-    let runs = report["runs"].as_array().unwrap();
-    assert_eq!(runs[1]["label"], "durable-sink");
-    assert_eq!(
-        u64_at(&runs[1], "/errors"),
-        0,
-        "{}",
-        runs[1]["error_samples"]
-    );
-    assert!(u64_at(&runs[1], "/produce/messages") > 0);
-    check_broker_cpu(&runs[1]);
-    let ratio = f64_at(&report, "/ratios/cpu_s_per_gb_produced");
-    assert!(ratio.is_finite() && ratio > 0.0, "{ratio}");
+    let extra = ["--sink-sync-dir".to_string(), kept.display().to_string()];
+    run_against_sink(&rill, dir.path(), &extra, "durable-sink");
     // The sink's files went with its run.
     assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 0);
 }
