@@ -50,6 +50,17 @@ pub fn data_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(root).expect("temp dir")
 }
 
+/// The broker binary to run: `RILL_TEST_BINARY` when set (the sanitizer
+/// script, `.ci/asan.sh`, runs the black-box tests against a broker built
+/// with AddressSanitizer while the tests themselves stay a normal build),
+/// else the one Cargo built for the test.
+fn broker_binary(built: &str) -> PathBuf {
+    match std::env::var_os("RILL_TEST_BINARY") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(built),
+    }
+}
+
 /// A running broker process.
 pub struct Broker {
     binary: PathBuf,
@@ -120,7 +131,7 @@ impl Broker {
     ) -> Broker {
         let admin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let mut broker = Broker {
-            binary: PathBuf::from(binary),
+            binary: broker_binary(binary),
             child: None,
             addr,
             admin_addr,

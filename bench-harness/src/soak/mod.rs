@@ -1,39 +1,59 @@
 //! `rill-bench soak`: a long mixed workload against any broker, sampled
 //! every `--sample-s`, to see whether memory, latency or disk drift over
-//! hours rather than seconds.
+//! hours rather than seconds, and to reproduce the mixed load under which
+//! rill once corrupted its heap.
 //!
 //! The workload, all at once for the whole duration:
-//! - producers at a fixed rate on a normal topic, and consumers reading
-//!   it from its start (so every record produced should be read);
+//! - producers at a fixed rate on a normal (stream) topic, and consumers
+//!   reading it from its start (so every record produced should be read);
 //! - keyed updates over a bounded key space on a `cleanup.policy=compact`
 //!   topic with small segments, so that the broker's cleaner keeps working
-//!   while the rest runs.
+//!   while the rest runs;
+//! - topic churn ([`churn`]): every `--churn-every-s` (default 5 s) a
+//!   brand-new topic `{prefix}-{tag}-churn-{n}` is created (CreateTopics,
+//!   then its leaders awaited) and one acks=all producer sends to it at
+//!   `--churn-rate` until the next one is ready, so the broker keeps
+//!   creating partitions under load;
+//! - optionally, bursts ([`churn`] too): every `--burst-every-s`, for
+//!   `--burst-s`, one more producer sends to the stream topic with no rate
+//!   limit; its records count (and are read) as the stream's.
 //!
 //! Producers and consumers are the runner's ([`crate::runner`]); each
 //! sample takes the interval's counters and latency histograms from their
 //! [`Recorder`]s and one reading of the broker (its `/metrics` or
 //! `/proc`, [`crate::broker_cpu`]).
 //!
+//! With `--broker-pid`, each sample also checks that the broker process
+//! still runs (`/proc/PID` there and not a zombie): a broker that crashed
+//! ends the soak at once, the report says `broker_alive: false`, and
+//! `rill-bench soak` exits non-zero after writing it, so a script running
+//! soaks in a loop stops at the one that found a crash.
+//!
 //! - [`report`]: the JSON time series and the summary.
 //! - [`svg`]: RSS, produce p99 and disk use over time, one small chart each.
 
+pub mod churn;
 pub mod report;
 pub mod svg;
 
 use crate::broker_cpu::{BrokerSample, CpuSource};
 use crate::error::{BenchError, Result};
 use crate::kafka::client::{
-    connect_any, create_topics_with_configs, wait_for_leaders, ConnectionPool, TopicLayout,
+    connect_any, create_topics_with_configs, wait_for_leaders, ClusterMetadata, ConnectionPool,
+    TopicLayout,
 };
 use crate::runner::consumer::{assign_direct, run_consumer, Assignment, ConsumerSpec};
 use crate::runner::producer::{run_producer, ProducerSpec};
 use crate::runner::{await_ready, random_payload, CONNECT_TIMEOUT};
-use crate::stats::Recorder;
+use crate::stats::{Counters, Recorder};
 use crate::workload::{parse_bytes, KeyDistribution, MessageSize, StartOffset, Workload};
+use bytes::Bytes;
+use churn::{burst_active, BurstSpec, ChurnSpec};
 use rand::RngCore;
-use report::{SoakReport, SoakSample};
+use report::{SampleParts, SoakOutcome, SoakReport, SoakSample};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
@@ -41,6 +61,10 @@ use tokio::task::JoinHandle;
 /// How long consumers may take to read what was acknowledged after the
 /// producers stop.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long stopped tasks may take to end: a producer waits for its last
+/// acknowledgements, which a hung broker may never send.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(30);
+const CLIENT_ID: &str = "rill-bench-soak";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SoakArgs {
@@ -58,10 +82,12 @@ pub struct SoakArgs {
     pub sample_s: u64,
     /// Broker RSS and CPU from `process_resident_memory_bytes` and
     /// `process_cpu_seconds_total` at http://ADDR/metrics (rill: its
-    /// --admin-listen address).
-    #[arg(long, value_name = "ADDR", conflicts_with = "broker_pid")]
+    /// --admin-listen address), with rill's cleaner and free-space series.
+    #[arg(long, value_name = "ADDR")]
     pub broker_metrics: Option<String>,
-    /// Broker RSS and CPU from /proc/PID of this local process.
+    /// The local broker process: each sample checks that it still runs
+    /// (the soak stops, and exits non-zero, when it does not), and its RSS
+    /// and CPU come from /proc/PID unless --broker-metrics is given.
     #[arg(long)]
     pub broker_pid: Option<u32>,
     /// The broker's data dir: disk use is the bytes of the files under it.
@@ -96,6 +122,23 @@ pub struct SoakArgs {
     /// seal (only sealed ones are cleaned) and the cleaner runs often.
     #[arg(long, default_value = "1mb")]
     pub compact_segment_bytes: String,
+    /// Seconds between two churn topics: each is created new and gets the
+    /// churn producer until the next one is ready (0: no churn).
+    #[arg(long, default_value_t = 5)]
+    pub churn_every_s: u64,
+    /// Messages per second of the churn producer (acks=all).
+    #[arg(long, default_value_t = 5_000)]
+    pub churn_rate: u64,
+    /// Partitions of each churn topic.
+    #[arg(long, default_value_t = 1)]
+    pub churn_partitions: u32,
+    /// Seconds between the starts of two bursts of unpaced produce to the
+    /// normal topic (0: no bursts; needs --burst-s).
+    #[arg(long, default_value_t = 0)]
+    pub burst_every_s: u64,
+    /// Seconds each burst lasts (below --burst-every-s).
+    #[arg(long, default_value_t = 0)]
+    pub burst_s: u64,
     #[arg(long, default_value = "soak")]
     pub topic_prefix: String,
     /// No progress line per sample.
@@ -108,10 +151,13 @@ impl SoakArgs {
         Duration::from_secs(self.duration_s.unwrap_or(self.duration_min * 60))
     }
 
+    /// Where samples read the broker: its `/metrics` when given (it has
+    /// rill's cleaner and disk series, /proc has not), else /proc/PID.
     fn broker_source(&self) -> Option<CpuSource> {
-        self.broker_pid
-            .map(CpuSource::Pid)
-            .or(self.broker_metrics.clone().map(CpuSource::Metrics))
+        self.broker_metrics
+            .clone()
+            .map(CpuSource::Metrics)
+            .or(self.broker_pid.map(CpuSource::Pid))
     }
 
     /// The normal topic's workload: unkeyed, read from the start.
@@ -152,26 +198,65 @@ impl SoakArgs {
         Ok(workload)
     }
 
+    /// Each churn topic's workload: one acks=all producer, no consumer.
+    fn churn_workload(&self) -> Result<Workload> {
+        let workload = Workload {
+            name: "soak-churn".into(),
+            topics: 1,
+            partitions_per_topic: self.churn_partitions,
+            message_size: MessageSize::parse(&self.message_size)?,
+            key_distribution: KeyDistribution::None,
+            producers_per_topic: 1,
+            consumers_per_topic: 0,
+            producer_rate_msgs_per_s: self.churn_rate,
+            acks: -1,
+            topic_prefix: self.topic_prefix.clone(),
+            ..Workload::default()
+        };
+        workload.validate()?;
+        Ok(workload)
+    }
+
+    /// The burst producer's workload: the stream's, one producer, no rate
+    /// limit (0 in the runner's terms).
+    fn burst_workload(&self) -> Result<Workload> {
+        Ok(Workload {
+            name: "soak-burst".into(),
+            producers_per_topic: 1,
+            consumers_per_topic: 0,
+            producer_rate_msgs_per_s: 0,
+            ..self.stream_workload()?
+        })
+    }
+
     fn validate(&self) -> Result<()> {
+        let fail = |message: &str| Err(BenchError::Workload(message.into()));
         if self.sample_s == 0 {
-            return Err(BenchError::Workload("--sample-s must be at least 1".into()));
+            return fail("--sample-s must be at least 1");
         }
         if self.duration().as_secs() < self.sample_s {
-            return Err(BenchError::Workload(
-                "the duration must hold at least one sample".into(),
-            ));
+            return fail("the duration must hold at least one sample");
         }
+        // Unpaced steady producers would fill the disk over a soak's
+        // hours; unpaced load is what bursts are for.
         if self.rate == 0 || self.compact_rate == 0 {
-            // Unpaced producers would fill the disk over a soak's hours.
-            return Err(BenchError::Workload(
-                "--rate and --compact-rate must be above 0".into(),
-            ));
+            return fail("--rate and --compact-rate must be above 0");
+        }
+        if self.churn_every_s > 0 && (self.churn_rate == 0 || self.churn_partitions == 0) {
+            return fail("--churn-rate and --churn-partitions must be above 0");
+        }
+        if (self.burst_every_s > 0) != (self.burst_s > 0) {
+            return fail("--burst-every-s and --burst-s go together");
+        }
+        if self.burst_s > 0 && self.burst_s >= self.burst_every_s {
+            return fail("--burst-s must be below --burst-every-s");
         }
         Ok(())
     }
 }
 
-/// Producer and consumer tasks of one topic.
+/// Tasks sharing one stop flag: the producers or consumers of one topic,
+/// or the churn and burst loops.
 struct Tasks {
     handles: Vec<JoinHandle<Result<()>>>,
     stop: Arc<AtomicBool>,
@@ -185,17 +270,233 @@ impl Tasks {
         }
     }
 
-    /// Stops the tasks and waits for them; their failures count as errors.
+    /// Stops the tasks and waits for them, at most [`FINISH_TIMEOUT`] in
+    /// all (a task still running then is aborted: after a broker crash an
+    /// acknowledgement may never come); their failures count as errors.
     async fn finish(self, recorder: &Recorder, what: &str) {
         self.stop.store(true, Ordering::Relaxed);
-        for handle in self.handles {
-            match handle.await {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => recorder.record_error(format!("{what}: {error}")),
-                Err(error) => recorder.record_error(format!("{what} task: {error}")),
+        let deadline = tokio::time::Instant::now() + FINISH_TIMEOUT;
+        for mut handle in self.handles {
+            match tokio::time::timeout_at(deadline, &mut handle).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => recorder.record_error(format!("{what}: {error}")),
+                Ok(Err(error)) => recorder.record_error(format!("{what} task: {error}")),
+                Err(_) => {
+                    handle.abort();
+                    recorder.record_error(format!("{what}: still running after stop, aborted"));
+                }
             }
         }
     }
+}
+
+/// What every producer of the soak shares: where the brokers are and the
+/// random bytes values are cut from.
+#[derive(Clone)]
+struct ProducerKit {
+    bootstrap: String,
+    client_id: String,
+    brokers: HashMap<i32, String>,
+    payload: Bytes,
+}
+
+impl ProducerKit {
+    /// Adds one producer of `layout`'s topic to `tasks` (`rate` 0: unpaced).
+    fn spawn(
+        &self,
+        tasks: &mut Tasks,
+        id: u32,
+        layout: &TopicLayout,
+        workload: &Arc<Workload>,
+        rate: f64,
+        recorder: &Arc<Recorder>,
+    ) {
+        tasks.handles.push(tokio::spawn(run_producer(ProducerSpec {
+            id,
+            bootstrap: self.bootstrap.clone(),
+            refresh: Arc::new(AtomicBool::new(false)),
+            topic: layout.name.clone(),
+            leaders: layout.leaders.clone(),
+            pool: ConnectionPool::new(
+                format!("{}-producer-{id}", self.client_id),
+                self.brokers.clone(),
+            ),
+            workload: workload.clone(),
+            rate_msgs_per_s: rate,
+            recorder: recorder.clone(),
+            stop: tasks.stop.clone(),
+            payload: self.payload.clone(),
+        })));
+    }
+
+    /// `workload.producers_per_topic` producers sharing its rate, ids from
+    /// `first_id`.
+    fn spawn_paced(
+        &self,
+        tasks: &mut Tasks,
+        workload: &Arc<Workload>,
+        layout: &TopicLayout,
+        recorder: &Arc<Recorder>,
+        first_id: u32,
+    ) {
+        let count = workload.producers_per_topic;
+        let rate = workload.producer_rate_msgs_per_s as f64 / f64::from(count);
+        for index in 0..count {
+            self.spawn(tasks, first_id + index, layout, workload, rate, recorder);
+        }
+    }
+}
+
+/// The recorders of the soak's parts, and the churn topics made so far.
+#[derive(Default)]
+struct Recorders {
+    /// The stream topic: paced and burst producers, and its consumers.
+    stream: Arc<Recorder>,
+    compact: Arc<Recorder>,
+    /// The churn producers, and failed churn topic creations.
+    churn: Arc<Recorder>,
+    churn_topics: Arc<AtomicU64>,
+}
+
+/// The topics created up front and the cluster they live on.
+struct Setup {
+    tag: String,
+    stream: TopicLayout,
+    compact: TopicLayout,
+    metadata: ClusterMetadata,
+}
+
+/// `name`'s layout in `metadata`.
+fn layout_of(metadata: &ClusterMetadata, name: &str) -> Result<TopicLayout> {
+    metadata
+        .topics
+        .iter()
+        .find(|t| t.name == name)
+        .cloned()
+        .ok_or_else(|| BenchError::Protocol(format!("topic {name} not in metadata")))
+}
+
+/// Creates the stream and compacted topics and waits for their leaders.
+async fn create_topics(args: &SoakArgs, stream: &Workload, compact: &Workload) -> Result<Setup> {
+    let segment_bytes = parse_bytes(&args.compact_segment_bytes)?;
+    let connection = connect_any(&args.bootstrap, CLIENT_ID, CONNECT_TIMEOUT).await?;
+    let tag = format!("{:08x}", rand::thread_rng().next_u32());
+    let stream_topic = format!("{}-{tag}-stream", args.topic_prefix);
+    let compact_topic = format!("{}-{tag}-compact", args.topic_prefix);
+    create_topics_with_configs(
+        &connection,
+        CLIENT_ID,
+        std::slice::from_ref(&stream_topic),
+        stream.partitions_per_topic,
+        stream.replication_factor,
+        &stream.topic_configs(),
+    )
+    .await?;
+    create_topics_with_configs(
+        &connection,
+        CLIENT_ID,
+        std::slice::from_ref(&compact_topic),
+        compact.partitions_per_topic,
+        compact.replication_factor,
+        &[
+            ("cleanup.policy".into(), "compact".into()),
+            ("segment.bytes".into(), segment_bytes.to_string()),
+        ],
+    )
+    .await?;
+    let topics = [stream_topic.clone(), compact_topic.clone()];
+    let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
+    Ok(Setup {
+        tag,
+        stream: layout_of(&metadata, &stream_topic)?,
+        compact: layout_of(&metadata, &compact_topic)?,
+        metadata,
+    })
+}
+
+/// Starts `--consumers` consumers splitting the stream topic's partitions
+/// and returns once each has its start offsets.
+async fn start_consumers(
+    args: &SoakArgs,
+    workload: &Arc<Workload>,
+    setup: &Setup,
+    recorder: &Arc<Recorder>,
+) -> Result<Tasks> {
+    let mut consumers = Tasks::new();
+    let all: Vec<Assignment> = (setup.stream.leaders.iter().enumerate())
+        .map(|(partition, &leader)| Assignment {
+            topic: setup.stream.name.clone(),
+            partition: partition as i32,
+            leader,
+        })
+        .collect();
+    let (ready, ready_rx) = tokio::sync::mpsc::channel(1024);
+    let mut loops = 0;
+    let count = args.consumers as usize;
+    for index in 0..count {
+        let assignments = assign_direct(&all, count, index);
+        let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
+        leaders.sort();
+        leaders.dedup();
+        loops += leaders.len();
+        let pool = ConnectionPool::new(
+            format!("{CLIENT_ID}-consumer-{index}"),
+            setup.metadata.brokers.clone(),
+        );
+        consumers
+            .handles
+            .push(tokio::spawn(run_consumer(ConsumerSpec {
+                assignments,
+                pool,
+                workload: workload.clone(),
+                recorder: recorder.clone(),
+                stop: consumers.stop.clone(),
+                start: StartOffset::Earliest,
+                ready: ready.clone(),
+                end_offsets: None,
+            })));
+    }
+    drop(ready);
+    await_ready(ready_rx, loops).await?;
+    Ok(consumers)
+}
+
+/// Starts the churn loop and the burst loop (each when enabled) as one
+/// [`Tasks`]; they stop their own producers when it stops them.
+fn start_churn_and_burst(
+    args: &SoakArgs,
+    kit: &ProducerKit,
+    setup: &Setup,
+    recorders: &Recorders,
+    started: Instant,
+) -> Result<Tasks> {
+    let mut tasks = Tasks::new();
+    if args.churn_every_s > 0 {
+        tasks.handles.push(tokio::spawn(churn::run_churn(ChurnSpec {
+            every_s: args.churn_every_s,
+            topic_prefix: args.topic_prefix.clone(),
+            tag: setup.tag.clone(),
+            workload: Arc::new(args.churn_workload()?),
+            kit: kit.clone(),
+            recorder: recorders.churn.clone(),
+            created: recorders.churn_topics.clone(),
+            stop: tasks.stop.clone(),
+            started,
+        })));
+    }
+    if args.burst_every_s > 0 {
+        tasks.handles.push(tokio::spawn(churn::run_burst(BurstSpec {
+            every_s: args.burst_every_s,
+            burst_s: args.burst_s,
+            layout: setup.stream.clone(),
+            workload: Arc::new(args.burst_workload()?),
+            kit: kit.clone(),
+            recorder: recorders.stream.clone(),
+            stop: tasks.stop.clone(),
+            started,
+        })));
+    }
+    Ok(tasks)
 }
 
 /// Runs the soak and returns its report (also written to `--out` and
@@ -209,222 +510,197 @@ pub async fn run(args: &SoakArgs) -> Result<SoakReport> {
         // A wrong pid or address fails now, not after an hour.
         source.sample().await?;
     }
-    let segment_bytes = parse_bytes(&args.compact_segment_bytes)?;
-    let client_id = "rill-bench-soak";
-    let connection = connect_any(&args.bootstrap, client_id, CONNECT_TIMEOUT).await?;
-    let tag = format!("{:08x}", rand::thread_rng().next_u32());
-    let stream_topic = format!("{}-{tag}-stream", args.topic_prefix);
-    let compact_topic = format!("{}-{tag}-compact", args.topic_prefix);
-    create_topics_with_configs(
-        &connection,
-        client_id,
-        std::slice::from_ref(&stream_topic),
-        stream.partitions_per_topic,
-        stream.replication_factor,
-        &stream.topic_configs(),
-    )
-    .await?;
-    create_topics_with_configs(
-        &connection,
-        client_id,
-        std::slice::from_ref(&compact_topic),
-        compact.partitions_per_topic,
-        compact.replication_factor,
-        &[
-            ("cleanup.policy".into(), "compact".into()),
-            ("segment.bytes".into(), segment_bytes.to_string()),
-        ],
-    )
-    .await?;
-    let topics = [stream_topic.clone(), compact_topic.clone()];
-    let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
-    let layout = |name: &str| -> Result<TopicLayout> {
-        metadata
-            .topics
-            .iter()
-            .find(|t| t.name == name)
-            .cloned()
-            .ok_or_else(|| BenchError::Protocol(format!("topic {name} not in metadata")))
-    };
-    let (stream_layout, compact_layout) = (layout(&stream_topic)?, layout(&compact_topic)?);
-
-    let stream_recorder = Arc::new(Recorder::default());
-    let compact_recorder = Arc::new(Recorder::default());
-    let mut consumers = Tasks::new();
-    let all: Vec<Assignment> = stream_layout
-        .leaders
-        .iter()
-        .enumerate()
-        .map(|(partition, &leader)| Assignment {
-            topic: stream_topic.clone(),
-            partition: partition as i32,
-            leader,
-        })
-        .collect();
-    let (ready, ready_rx) = tokio::sync::mpsc::channel(1024);
-    let mut loops = 0;
-    let consumer_count = args.consumers as usize;
-    for index in 0..consumer_count {
-        let assignments = assign_direct(&all, consumer_count, index);
-        let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
-        leaders.sort();
-        leaders.dedup();
-        loops += leaders.len();
-        consumers
-            .handles
-            .push(tokio::spawn(run_consumer(ConsumerSpec {
-                assignments,
-                pool: ConnectionPool::new(
-                    format!("{client_id}-consumer-{index}"),
-                    metadata.brokers.clone(),
-                ),
-                workload: stream.clone(),
-                recorder: stream_recorder.clone(),
-                stop: consumers.stop.clone(),
-                start: StartOffset::Earliest,
-                ready: ready.clone(),
-                end_offsets: None,
-            })));
+    if let Some(pid) = args.broker_pid.filter(|&pid| !process_alive(pid)) {
+        return Err(BenchError::Workload(format!("no running process {pid}")));
     }
-    drop(ready);
-    await_ready(ready_rx, loops).await?;
-
-    let payload = random_payload(stream.message_size.max_bytes() as usize + 64 * 1024);
-    let mut producers = Tasks::new();
-    let mut compact_producers = Tasks::new();
-    let spawn_producers = |tasks: &mut Tasks,
-                           workload: &Arc<Workload>,
-                           layout: &TopicLayout,
-                           recorder: &Arc<Recorder>,
-                           first_id: u32| {
-        let count = workload.producers_per_topic;
-        for index in 0..count {
-            let id = first_id + index;
-            tasks.handles.push(tokio::spawn(run_producer(ProducerSpec {
-                id,
-                bootstrap: args.bootstrap.clone(),
-                refresh: Arc::new(AtomicBool::new(false)),
-                topic: layout.name.clone(),
-                leaders: layout.leaders.clone(),
-                pool: ConnectionPool::new(
-                    format!("{client_id}-producer-{id}"),
-                    metadata.brokers.clone(),
-                ),
-                workload: workload.clone(),
-                rate_msgs_per_s: workload.producer_rate_msgs_per_s as f64 / f64::from(count),
-                recorder: recorder.clone(),
-                stop: tasks.stop.clone(),
-                payload: payload.clone(),
-            })));
-        }
+    let setup = create_topics(args, &stream, &compact).await?;
+    let recorders = Recorders::default();
+    let consumers = start_consumers(args, &stream, &setup, &recorders.stream).await?;
+    let kit = ProducerKit {
+        bootstrap: args.bootstrap.clone(),
+        client_id: CLIENT_ID.to_string(),
+        brokers: setup.metadata.brokers.clone(),
+        payload: random_payload(stream.message_size.max_bytes() as usize + 64 * 1024),
     };
-    spawn_producers(&mut producers, &stream, &stream_layout, &stream_recorder, 0);
-    spawn_producers(
+    let (mut producers, mut compact_producers) = (Tasks::new(), Tasks::new());
+    kit.spawn_paced(&mut producers, &stream, &setup.stream, &recorders.stream, 0);
+    let (layout, recorder) = (&setup.compact, &recorders.compact);
+    kit.spawn_paced(
         &mut compact_producers,
         &compact,
-        &compact_layout,
-        &compact_recorder,
+        layout,
+        recorder,
         args.producers,
     );
+    let started = Instant::now();
+    let background = start_churn_and_burst(args, &kit, &setup, &recorders, started)?;
 
-    let samples = sample_loop(args, broker.as_ref(), &stream_recorder, &compact_recorder).await;
+    let (samples, broker_alive) = sample_loop(args, broker.as_ref(), &recorders, started).await;
 
-    producers.finish(&stream_recorder, "producer").await;
+    background.finish(&recorders.churn, "churn or burst").await;
+    producers.finish(&recorders.stream, "producer").await;
     compact_producers
-        .finish(&compact_recorder, "compact producer")
+        .finish(&recorders.compact, "compact producer")
         .await;
-    // Let the consumers read everything acknowledged, bounded.
-    let drain_started = Instant::now();
-    while consumer_count > 0 && drain_started.elapsed() < DRAIN_TIMEOUT {
-        let counters = stream_recorder.counters();
+    // A dead broker serves nothing more: no drain then.
+    let drain_s = if broker_alive {
+        drain(&recorders.stream, args.consumers).await
+    } else {
+        0.0
+    };
+    consumers.finish(&recorders.stream, "consumer").await;
+    let mut error_samples = recorders.stream.error_samples();
+    error_samples.extend(recorders.compact.error_samples());
+    error_samples.extend(recorders.churn.error_samples());
+    Ok(SoakReport::new(
+        args,
+        SoakOutcome {
+            topics: vec![setup.stream.name, setup.compact.name],
+            samples,
+            stream: recorders.stream.counters(),
+            compact: recorders.compact.counters(),
+            churn: recorders.churn.counters(),
+            churn_topics: recorders.churn_topics.load(Ordering::Relaxed),
+            drain_s,
+            broker_alive,
+            error_samples,
+        },
+    ))
+}
+
+/// Lets the consumers read everything acknowledged, bounded by
+/// [`DRAIN_TIMEOUT`]; returns the seconds it took.
+async fn drain(recorder: &Recorder, consumers: u32) -> f64 {
+    let started = Instant::now();
+    while consumers > 0 && started.elapsed() < DRAIN_TIMEOUT {
+        let counters = recorder.counters();
         if counters.consumed_messages >= counters.produced_messages {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let drain_s = drain_started.elapsed().as_secs_f64();
-    consumers.finish(&stream_recorder, "consumer").await;
-    let stream_totals = stream_recorder.counters();
-    let compact_totals = compact_recorder.counters();
-    let mut error_samples = stream_recorder.error_samples();
-    error_samples.extend(compact_recorder.error_samples());
-    Ok(SoakReport::new(
-        args,
-        [stream_topic, compact_topic],
-        samples,
-        stream_totals,
-        compact_totals,
-        drain_s,
-        error_samples,
-    ))
+    started.elapsed().as_secs_f64()
 }
 
-/// Takes a sample every `--sample-s` until the duration is over.
+/// Takes a sample every `--sample-s` until the duration is over, or until
+/// the broker process (`--broker-pid`) is gone. Returns the samples and
+/// whether the broker was still running at the end.
 async fn sample_loop(
     args: &SoakArgs,
     broker: Option<&CpuSource>,
-    stream: &Recorder,
-    compact: &Recorder,
-) -> Vec<SoakSample> {
-    let started = Instant::now();
+    recorders: &Recorders,
+    started: Instant,
+) -> (Vec<SoakSample>, bool) {
     let mut ticker = tokio::time::interval(Duration::from_secs(args.sample_s));
     ticker.tick().await;
-    let mut previous = (stream.counters(), compact.counters());
-    let mut previous_at = started;
-    let mut previous_cpu_s = match broker {
-        Some(source) => read_broker(source, stream).await.map(|s| s.cpu_s),
-        None => None,
-    };
-    // The interval histograms start now, not at topic creation.
-    stream.take_interval();
-    compact.take_interval();
+    let mut sampler = Sampler::new(args, broker, recorders, started).await;
     let mut samples = Vec::new();
     while started.elapsed() < args.duration() {
         ticker.tick().await;
-        let now = Instant::now();
-        let counters = (stream.counters(), compact.counters());
-        let (publish, _) = stream.take_interval();
-        let (compact_publish, _) = compact.take_interval();
-        let reading = match broker {
-            Some(source) => read_broker(source, stream).await,
-            None => None,
-        };
-        let disk_bytes = match &args.data_dir {
-            Some(dir) => {
-                let dir = dir.clone();
-                tokio::task::spawn_blocking(move || dir_bytes(&dir))
-                    .await
-                    .ok()
-            }
-            None => None,
-        };
-        let interval_s = now.duration_since(previous_at).as_secs_f64();
-        let cpu_s = reading.map(|r| r.cpu_s);
-        let sample = SoakSample::new(
-            now.duration_since(started).as_secs_f64(),
-            interval_s,
-            &counters.0.minus(&previous.0),
-            &counters.1.minus(&previous.1),
-            // Acknowledged but not yet read; a consumer may see a record
-            // before its acknowledgement arrives, hence the clamp.
-            (counters.0.produced_messages as i64 - counters.0.consumed_messages as i64).max(0),
-            &publish,
-            &compact_publish,
-            reading,
-            cpu_s
-                .zip(previous_cpu_s)
-                .map(|(now_s, before_s)| (now_s - before_s) / interval_s.max(1e-9)),
-            disk_bytes,
-        );
+        let alive = args.broker_pid.is_none_or(process_alive);
+        let sample = sampler.take(alive).await;
         if !args.quiet {
             eprintln!("{}", report::progress_line(&sample));
         }
         samples.push(sample);
-        previous = counters;
-        previous_at = now;
-        previous_cpu_s = cpu_s.or(previous_cpu_s);
+        if let Some(pid) = args.broker_pid.filter(|_| !alive) {
+            // Nothing after a crash measures the broker; stop while the
+            // data dir and the last samples still show its state.
+            eprintln!("soak: broker pid {pid} exited, stopping");
+            return (samples, false);
+        }
     }
-    samples
+    (samples, true)
+}
+
+/// The sampling state: the previous sample's counters, time and CPU.
+struct Sampler<'a> {
+    args: &'a SoakArgs,
+    broker: Option<&'a CpuSource>,
+    recorders: &'a Recorders,
+    started: Instant,
+    /// Stream, compacted, churn.
+    previous: [Counters; 3],
+    previous_at: Instant,
+    previous_cpu_s: Option<f64>,
+}
+
+impl<'a> Sampler<'a> {
+    async fn new(
+        args: &'a SoakArgs,
+        broker: Option<&'a CpuSource>,
+        recorders: &'a Recorders,
+        started: Instant,
+    ) -> Sampler<'a> {
+        let previous_cpu_s = match broker {
+            Some(source) => read_broker(source, &recorders.stream)
+                .await
+                .map(|s| s.cpu_s),
+            None => None,
+        };
+        // The interval histograms start now, not at topic creation.
+        for recorder in [&recorders.stream, &recorders.compact, &recorders.churn] {
+            recorder.take_interval();
+        }
+        Sampler {
+            args,
+            broker,
+            recorders,
+            started,
+            previous: Self::counters(recorders),
+            previous_at: Instant::now(),
+            previous_cpu_s,
+        }
+    }
+
+    fn counters(recorders: &Recorders) -> [Counters; 3] {
+        [
+            recorders.stream.counters(),
+            recorders.compact.counters(),
+            recorders.churn.counters(),
+        ]
+    }
+
+    /// One sample of the interval since the previous one. `alive`: the
+    /// broker process still runs (a dead one's /proc is not read: that
+    /// would only add an error).
+    async fn take(&mut self, alive: bool) -> SoakSample {
+        let now = Instant::now();
+        let recorders = self.recorders;
+        let counters = Self::counters(recorders);
+        let reading = match self.broker {
+            Some(source) if alive => read_broker(source, &recorders.stream).await,
+            _ => None,
+        };
+        let interval_s = now.duration_since(self.previous_at).as_secs_f64();
+        let cpu_s = reading.map(|r| r.cpu_s);
+        let elapsed = now.duration_since(self.started);
+        let [stream, compact, churn] = counters;
+        let sample = SoakSample::new(SampleParts {
+            elapsed_s: elapsed.as_secs_f64(),
+            interval_s,
+            stream: stream.minus(&self.previous[0]),
+            compact: compact.minus(&self.previous[1]),
+            churn: churn.minus(&self.previous[2]),
+            // Acknowledged but not yet read; a consumer may see a record
+            // before its acknowledgement arrives, hence the clamp.
+            consumer_lag: (stream.produced_messages as i64 - stream.consumed_messages as i64)
+                .max(0),
+            publish: recorders.stream.take_interval().0,
+            compact_publish: recorders.compact.take_interval().0,
+            churn_publish: recorders.churn.take_interval().0,
+            broker: reading,
+            cpu_cores: (cpu_s.zip(self.previous_cpu_s))
+                .map(|(now_s, before_s)| (now_s - before_s) / interval_s.max(1e-9)),
+            disk_bytes: disk_bytes(self.args.data_dir.as_deref()).await,
+            churn_topics: recorders.churn_topics.load(Ordering::Relaxed),
+            burst: burst_active(elapsed, self.args.burst_every_s, self.args.burst_s),
+        });
+        self.previous = counters;
+        self.previous_at = now;
+        self.previous_cpu_s = cpu_s.or(self.previous_cpu_s);
+        sample
+    }
 }
 
 /// One broker reading; a failed one is an error of the run and leaves the
@@ -437,6 +713,31 @@ async fn read_broker(source: &CpuSource, recorder: &Recorder) -> Option<BrokerSa
             None
         }
     }
+}
+
+/// [`dir_bytes`] off the async threads (a data dir may hold many files).
+async fn disk_bytes(dir: Option<&Path>) -> Option<u64> {
+    let dir = dir?.to_path_buf();
+    tokio::task::spawn_blocking(move || dir_bytes(&dir))
+        .await
+        .ok()
+}
+
+/// Whether process `pid` still runs: `/proc/PID/stat` is readable and
+/// does not say zombie or dead (a broker that crashed but whose parent has
+/// not reaped it yet is a zombie, and its /proc entry is still there).
+pub fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat_running(&stat))
+}
+
+/// Whether a `/proc/PID/stat` line describes a live process: its state,
+/// the field after the `)` that closes the command name (which may itself
+/// hold spaces and parentheses), is not `Z` (zombie) or `X` (dead).
+pub fn stat_running(stat: &str) -> bool {
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    matches!(state, Some(s) if s != "Z" && s != "X")
 }
 
 /// Bytes of the regular files under `dir`. Files that vanish while it
@@ -463,6 +764,8 @@ pub fn dir_bytes(dir: &Path) -> u64 {
 }
 
 /// `rill-bench soak`: run, write the JSON and the SVG, print the summary.
+/// A broker that exited during the soak is an error (so the exit status
+/// is not 0), returned after the report is written: it is the evidence.
 pub async fn main(args: &SoakArgs) -> Result<SoakReport> {
     let report = run(args).await?;
     std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
@@ -474,6 +777,15 @@ pub async fn main(args: &SoakArgs) -> Result<SoakReport> {
         args.out.display(),
         svg_path.display()
     );
+    if !report.broker_alive {
+        let pid = args
+            .broker_pid
+            .map_or("?".to_string(), |pid| pid.to_string());
+        return Err(BenchError::Workload(format!(
+            "broker pid {pid} exited during the soak (report: {})",
+            args.out.display()
+        )));
+    }
     Ok(report)
 }
 
@@ -506,6 +818,53 @@ mod tests {
         assert!(cli.soak.validate().is_err());
         let cli = Cli::parse_from(["x", "--rate", "0"]);
         assert!(cli.soak.validate().is_err());
+    }
+
+    #[test]
+    fn churn_and_burst_arguments() {
+        let cli = Cli::parse_from(["x"]);
+        assert_eq!(
+            (
+                cli.soak.churn_every_s,
+                cli.soak.churn_rate,
+                cli.soak.churn_partitions
+            ),
+            (5, 5_000, 1)
+        );
+        assert_eq!((cli.soak.burst_every_s, cli.soak.burst_s), (0, 0));
+        let churn = cli.soak.churn_workload().unwrap();
+        assert_eq!((churn.acks, churn.producer_rate_msgs_per_s), (-1, 5_000));
+        let burst = cli.soak.burst_workload().unwrap();
+        assert_eq!(
+            (burst.producer_rate_msgs_per_s, burst.producers_per_topic),
+            (0, 1)
+        );
+        let ok = |flags: &[&str]| {
+            let argv = ["x"].iter().chain(flags).copied();
+            Cli::parse_from(argv).soak.validate().is_ok()
+        };
+        assert!(ok(&["--burst-every-s", "60", "--burst-s", "5"]));
+        assert!(!ok(&["--burst-every-s", "60"]));
+        assert!(!ok(&["--burst-every-s", "5", "--burst-s", "5"]));
+        assert!(ok(&["--churn-every-s", "0", "--churn-rate", "0"]));
+        assert!(!ok(&["--churn-rate", "0"]));
+        // Both broker flags: /metrics for the readings, the pid for liveness.
+        let cli = Cli::parse_from(["x", "--broker-pid", "1", "--broker-metrics", "h:1"]);
+        assert_eq!(
+            cli.soak.broker_source(),
+            Some(CpuSource::Metrics("h:1".into()))
+        );
+    }
+
+    #[test]
+    fn stat_state_decides_liveness() {
+        assert!(stat_running("123 (rill) S 1 123 123 0 -1"));
+        assert!(stat_running("123 (a b) (c)) R 1 2"));
+        assert!(!stat_running("123 (rill) Z 1 123"));
+        assert!(!stat_running("123 (rill) X 1 123"));
+        assert!(!stat_running("garbage"));
+        assert!(process_alive(std::process::id()));
+        assert!(!process_alive(u32::MAX));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The soak's charts: broker RSS, produce p99 and disk use over time, one
 //! small line chart each, stacked in one SVG file. Hand-written polylines,
-//! no plotting dependency, no script, so the file opens anywhere.
+//! no plotting dependency, no script, so the file opens anywhere. A broker
+//! that exited during the soak (`broker_alive: false`) is noted on top.
 
 use super::report::{SoakReport, SoakSample};
 use crate::report::svg::escape;
@@ -75,6 +76,15 @@ pub fn render(report: &SoakReport) -> String {
         r#"<rect width="{WIDTH}" height="{height}" fill="white"/>"#
     );
     let x_max = samples.iter().map(|s| s.elapsed_s).fold(0.0, f64::max);
+    if let Some(pid) = report.settings.broker_pid.filter(|_| !report.broker_alive) {
+        // The charts end where the broker died: say so where it shows.
+        let _ = writeln!(
+            out,
+            r##"<text x="{}" y="18" text-anchor="end" fill="#c00" font-weight="bold">broker pid {pid} exited at {} s</text>"##,
+            WIDTH - RIGHT,
+            label(x_max)
+        );
+    }
     for (index, chart) in charts.iter().enumerate() {
         chart_svg(&mut out, chart, index as f64 * CHART_HEIGHT, x_max);
     }
@@ -180,8 +190,15 @@ mod tests {
         assert!(svg.contains("broker RSS") && svg.contains("bytes under the data dir"));
         // The largest p99 (4 ms) is drawn 1/1.1 of the way up: not clipped.
         assert!(!svg.contains("no data"));
+        assert!(!svg.contains("exited"));
         let empty = render(&SoakReport::default());
         assert_eq!(empty.matches("<polyline").count(), 3);
         assert_eq!(empty.matches("no data").count(), 3);
+        let mut crashed = report.clone();
+        crashed.settings.broker_pid = Some(42);
+        crashed.broker_alive = false;
+        let svg = render(&crashed);
+        assert!(svg.contains("broker pid 42 exited at 12.0 s"), "{svg}");
+        assert_eq!(svg.matches("<polyline").count(), 3);
     }
 }

@@ -343,6 +343,8 @@ mod tests {
             set
         };
         (0..libc::CPU_SETSIZE as usize)
+            // SAFETY: CPU_ISSET reads a bit of a set we own; `cpu` is
+            // below CPU_SETSIZE.
             .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
             .collect()
     }
@@ -351,9 +353,12 @@ mod tests {
     /// process's CPUs) and runs below the shards' priority.
     #[test]
     fn a_cleaner_thread_leaves_the_shards_core_and_priority() {
+        // SAFETY: getpid(2) takes nothing and cannot fail.
         let process = affinity(unsafe { libc::getpid() });
         let (nice, cpus) = std::thread::spawn(move || {
             // Pinned to one of the process's CPUs, as a shard is.
+            // SAFETY: a zeroed set (plain bits) with one CPU set, passed
+            // with its own size to sched_setaffinity for this thread.
             unsafe {
                 let mut one: libc::cpu_set_t = std::mem::zeroed();
                 libc::CPU_SET(process[0], &mut one);
@@ -375,6 +380,7 @@ mod tests {
         })
         .join()
         .expect("shard-like thread");
+        // SAFETY: as above.
         assert_eq!(cpus, affinity(unsafe { libc::getpid() }));
         assert!(nice >= CLEANER_NICE, "nice {nice}");
     }

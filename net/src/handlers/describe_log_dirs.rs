@@ -26,16 +26,13 @@ pub const HANDLER: Handler = Handler {
 
 /// (total, usable) bytes of the file system holding `path`, or (-1, -1).
 fn disk_bytes(path: &std::path::Path) -> (i64, i64) {
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
-        return (-1, -1);
-    };
-    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: c_path is a valid NUL-terminated string and stat a valid out pointer.
-    if unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) } != 0 {
-        return (-1, -1);
+    match engine::disk_space::file_system_bytes(path) {
+        Ok((total, usable)) => (
+            i64::try_from(total).unwrap_or(i64::MAX),
+            i64::try_from(usable).unwrap_or(i64::MAX),
+        ),
+        Err(_) => (-1, -1),
     }
-    let block = stat.f_frsize as i64;
-    (stat.f_blocks as i64 * block, stat.f_bavail as i64 * block)
 }
 
 /// The request body as this version lays it out (also the fuzzed decoder,
