@@ -89,6 +89,20 @@ pub enum EngineError {
     /// leader): appends and other truncations are refused until it ends.
     #[error("log is being truncated")]
     Truncating,
+    /// An append other than the fetcher's to a partition this broker does
+    /// not lead (it follows, or is offline): a follower's log is written
+    /// only by its fetcher.
+    #[error("not the partition's leader: only its fetcher appends")]
+    NotLeader,
+    /// An append stamped with a leader epoch older than the log's latest:
+    /// epochs never go backwards in a log (a stale leader's write).
+    #[error("leader epoch {stamped} is older than the log's latest epoch {latest}")]
+    StaleLeaderEpoch {
+        /// The epoch the append would have stamped.
+        stamped: i32,
+        /// The log's latest epoch.
+        latest: i32,
+    },
     /// A batch or marker of a producer epoch older than the partition knows:
     /// a newer instance of the producer has fenced this one.
     #[error(
@@ -197,6 +211,8 @@ impl EngineError {
             EngineError::UnknownLeaderEpoch { .. } => ErrorCode::UnknownLeaderEpoch,
             // Only a follower truncates: the client is at the wrong broker.
             EngineError::Truncating => ErrorCode::NotLeaderOrFollower,
+            EngineError::NotLeader => ErrorCode::NotLeaderOrFollower,
+            EngineError::StaleLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
             EngineError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             EngineError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             EngineError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,

@@ -643,3 +643,77 @@ fn a_compacted_leader_is_copied_gaps_and_all() {
         assert_eq!(log_bytes(&follower, 0).await, log_bytes(&leader, 0).await);
     });
 }
+
+/// A follower's log is written only by its fetcher: with `leading` off, a
+/// client append and a marker are refused (NOT_LEADER_OR_FOLLOWER), the
+/// fetcher's append still goes in, and leading again takes appends.
+#[test]
+fn a_log_that_does_not_lead_takes_only_its_fetchers_appends() {
+    let (leader_dir, follower_dir) = (tempdir(), tempdir());
+    run(async {
+        let (_lm, leader) = open(leader_dir.path()).await;
+        let (_fm, follower) = open(follower_dir.path()).await;
+        append_durable_batches(&leader, 2).await;
+        follower.set_leading(false);
+        assert!(!follower.is_leading());
+        let refused = follower.append(&mut batch(0, 5, 1_000), 0).unwrap_err();
+        assert!(matches!(refused, EngineError::NotLeader), "{refused:?}");
+        assert_eq!(refused.error_code(), ErrorCode::NotLeaderOrFollower);
+        let marker = follower.append_control(7, 0, true, 0).unwrap_err();
+        assert!(matches!(marker, EngineError::NotLeader), "{marker:?}");
+        assert_eq!(follower.log_end_offset(), 0, "nothing refused left a trace");
+        replicate(&leader, &follower).await;
+        assert_eq!(follower.log_end_offset(), leader.log_end_offset());
+        follower.set_leading(true);
+        let end = follower.log_end_offset() as usize;
+        follower.append(&mut batch(end, 5, 1_000), 0).unwrap();
+    });
+}
+
+/// Leader epochs never go backwards in a log: once it holds epoch 3 (here
+/// copied from its leader), an append stamped with epoch 2 (what a stale
+/// leader or coordinator would stamp) is refused without a trace, and one
+/// stamped with 3 goes in.
+#[test]
+fn an_append_stamped_with_an_older_epoch_than_the_log_holds_is_refused() {
+    let (leader_dir, follower_dir) = (tempdir(), tempdir());
+    run(async {
+        let (_lm, leader) = open(leader_dir.path()).await;
+        let (_fm, follower) = open(follower_dir.path()).await;
+        // The follower wrote offsets 0..5 as the leader of epoch 2; the
+        // new leader of epoch 3 has 0..10, whose tail it copies.
+        follower.set_leader_epoch(2);
+        append_durable_batches(&follower, 1).await;
+        leader.set_leader_epoch(3);
+        append_durable_batches(&leader, 2).await;
+        let end = follower.log_end_offset();
+        let tail = leader
+            .read_replica(end, 1 << 20, ReadMode::Copy)
+            .await
+            .unwrap();
+        let ReadData::Bytes(bytes) = tail.data else {
+            panic!("the leader's tail")
+        };
+        follower.append_replicated(bytes.to_vec()).unwrap();
+        assert_eq!(epoch_pairs(&follower).last(), Some(&(3, end)));
+        let before = follower.log_end_offset();
+        let stale = follower
+            .append(&mut batch(before as usize, 5, 1_000), 2)
+            .unwrap_err();
+        assert!(
+            matches!(
+                stale,
+                EngineError::StaleLeaderEpoch {
+                    stamped: 2,
+                    latest: 3
+                }
+            ),
+            "{stale:?}"
+        );
+        assert_eq!(stale.error_code(), ErrorCode::FencedLeaderEpoch);
+        assert_eq!(follower.log_end_offset(), before, "no trace");
+        follower
+            .append(&mut batch(before as usize, 5, 1_000), 3)
+            .unwrap();
+    });
+}

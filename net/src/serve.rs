@@ -491,7 +491,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         .service::<crate::replication_runtime::ReplicaManager>()
         .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
             if tp.topic == crate::txn::TXN_STATE_TOPIC {
-                crate::txn_runtime::reload_on_leadership(shard);
+                crate::txn_runtime::reload_on_leadership(shard, tp);
                 return;
             }
             if tp.topic != crate::group_runtime::OFFSETS_TOPIC {

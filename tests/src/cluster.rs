@@ -164,3 +164,18 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Opt
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// FindCoordinator v4 of `key` asked of the first broker of `bootstrap`
+/// (key type 0: group, 1: transactional id): the coordinator's node id,
+/// `None` while it answers an error.
+pub fn find_coordinator(bootstrap: &str, key: &str, key_type: i8) -> Option<i32> {
+    use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
+    let address = bootstrap.split(',').next()?.parse().ok()?;
+    let mut request = FindCoordinatorRequest::default();
+    request.key_type = key_type;
+    request.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
+    let response: FindCoordinatorResponse =
+        crate::raw::request(address, ApiKey::FindCoordinator, 4, &request).ok()?;
+    let coordinator = response.coordinators.first()?;
+    (coordinator.error_code == 0).then_some(coordinator.node_id.0)
+}

@@ -5,7 +5,7 @@
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureRecord;
-use rill_tests::cluster::{wait_for, Cluster};
+use rill_tests::cluster::{find_coordinator as coordinator, wait_for, Cluster};
 use rill_tests::replicated::{idempotent_producer, partition_view, produce_numbers, read_numbers};
 use std::time::Duration;
 
@@ -344,20 +344,6 @@ fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
 /// The broker coordinating `transactional_id` (FindCoordinator, key type 1).
 fn transaction_coordinator(bootstrap: &str, transactional_id: &str) -> Option<i32> {
     coordinator(bootstrap, transactional_id, 1)
-}
-
-/// FindCoordinator v4 of `key` (key type 0: group, 1: transactional id).
-fn coordinator(bootstrap: &str, key: &str, key_type: i8) -> Option<i32> {
-    use kafka_protocol::messages::{ApiKey, FindCoordinatorRequest, FindCoordinatorResponse};
-    use kafka_protocol::protocol::StrBytes;
-    let address = bootstrap.split(',').next()?.parse().ok()?;
-    let mut request = FindCoordinatorRequest::default();
-    request.key_type = key_type;
-    request.coordinator_keys = vec![StrBytes::from_string(key.to_string())];
-    let response: FindCoordinatorResponse =
-        rill_tests::raw::request(address, ApiKey::FindCoordinator, 4, &request).ok()?;
-    let coordinator = response.coordinators.first()?;
-    (coordinator.error_code == 0).then_some(coordinator.node_id.0)
 }
 
 #[test]

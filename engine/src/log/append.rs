@@ -199,6 +199,9 @@ impl PartitionLog {
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.check_appendable()?;
+        if origin != Origin::Replica && !self.leading.get() {
+            return Err(EngineError::NotLeader);
+        }
         self.mutated.set(true);
         // Below the free-space reserve nothing new is taken (a truncation,
         // which frees space, still may be).
@@ -372,6 +375,7 @@ impl PartitionLog {
         match origin {
             Origin::Client { leader_epoch } | Origin::Control { leader_epoch } => {
                 let batch_leader_epoch = leader_epoch.max(log_leader_epoch);
+                self.check_epoch_not_older(batch_leader_epoch)?;
                 self.note_append_epoch(batch_leader_epoch, base_offset)?;
                 Ok(assign_offsets(
                     records,

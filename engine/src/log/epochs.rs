@@ -212,6 +212,31 @@ impl PartitionLog {
     /// `base_offset`: a newer epoch than the cache's latest starts an entry,
     /// made durable before the batches are appended. Nothing changes when
     /// writing the file fails (the append is then refused).
+    /// Refuses to stamp `epoch` when the log already holds a later one:
+    /// leader epochs never go backwards in a log. Only a broker acting on a
+    /// leadership it has lost would try (the stale coordinator of issue
+    /// #30 appended with epoch 2 after its log had epoch 3 from its new
+    /// leader); the refusal is logged loudly, as an invariant that held
+    /// only because something else stopped that broker.
+    pub(crate) fn check_epoch_not_older(&self, epoch: LeaderEpoch) -> Result<(), EngineError> {
+        let Some(latest) = self.epochs.borrow().latest_epoch() else {
+            return Ok(());
+        };
+        if epoch >= latest {
+            return Ok(());
+        }
+        tracing::error!(
+            dir = %self.dir.display(),
+            stamped = epoch,
+            latest,
+            "refused an append stamped with an older leader epoch than the log's"
+        );
+        Err(EngineError::StaleLeaderEpoch {
+            stamped: epoch,
+            latest,
+        })
+    }
+
     pub(crate) fn note_append_epoch(
         &self,
         epoch: LeaderEpoch,

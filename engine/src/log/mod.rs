@@ -239,6 +239,11 @@ pub struct PartitionLog {
     /// A truncation is under way: appends and other truncations are refused
     /// until it ends.
     pub(crate) truncating: Cell<bool>,
+    /// Whether this broker leads the partition (or holds its only
+    /// replica): only then are client and control appends taken. The
+    /// replication runtime sets it with each role; a follower's log is
+    /// written only by its fetcher.
+    pub(crate) leading: Cell<bool>,
     /// Something was appended or truncated since the log was opened (or
     /// the open found checkpoints behind the log): `close` must write the
     /// checkpoints. An idle partition's close writes nothing, which keeps
@@ -332,6 +337,20 @@ impl PartitionLog {
     /// Sets the leader epoch for later appends.
     pub fn set_leader_epoch(&self, epoch: LeaderEpoch) {
         self.state.borrow_mut().leader_epoch = epoch;
+    }
+
+    /// Whether client and control appends are taken: this broker leads the
+    /// partition or holds its only replica (the default). A follower or an
+    /// offline replica takes only its fetcher's appends
+    /// ([`PartitionLog::append_replicated`]); anything else is refused with
+    /// [`EngineError::NotLeader`].
+    pub fn set_leading(&self, leading: bool) {
+        self.leading.set(leading);
+    }
+
+    /// See [`PartitionLog::set_leading`].
+    pub fn is_leading(&self) -> bool {
+        self.leading.get()
     }
 
     /// Log bytes recovery read and checked batch by batch at open: the

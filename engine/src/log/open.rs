@@ -155,6 +155,7 @@ impl PartitionLog {
             txn: RefCell::new(txn),
             epochs: RefCell::new(epochs),
             truncating: Cell::new(false),
+            leading: Cell::new(true),
             mutated: Cell::new(checkpoints_behind),
             scanned_at_open_bytes: scanned_bytes,
             dir_index,

@@ -1,18 +1,25 @@
 //! Appending the coordinator's records to the owned `__consumer_offsets`
-//! partitions, durably, before anything is answered.
+//! partitions as their leader (acks=all: a write counts once the high
+//! watermark passed it), before anything is answered. A coordinator whose
+//! partition is led elsewhere now (it follows, or is cut off and a newer
+//! epoch leads) gets NOT_COORDINATOR: its writes never reach a follower's
+//! log, and an offset commit is acknowledged only once the ISR has it.
 
 use super::OFFSETS_TOPIC;
 use crate::group::records::{decode_key, RecordKey};
 use crate::group::{offsets_partition_for, Record};
+use crate::replication_runtime::{append_as_leader, leader_lease};
 use crate::shard::Shard;
 use engine::batch::header::Compression;
 use engine::batch::BatchBuilder;
 use engine::ErrorCode;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Appends `records` to the `__consumer_offsets` partitions of their groups
-/// (all owned by this shard) and waits until they are durable.
+/// (all owned by this shard), as their leader, and waits until the high
+/// watermark passed them.
 pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(), ErrorCode> {
     if records.is_empty() {
         return Ok(());
@@ -44,16 +51,9 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
             .push(record);
     }
     let now = shard.now_ms();
-    let mut appended = Vec::with_capacity(by_partition.len());
     for (partition, records) in by_partition {
         let tp = engine::TopicPartition::new(OFFSETS_TOPIC, partition);
-        let Some(log) = shard.logs.get(&tp) else {
-            tracing::warn!(
-                partition,
-                "__consumer_offsets partition not on its owner shard"
-            );
-            return Err(ErrorCode::CoordinatorNotAvailable);
-        };
+        let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
         let mut builder = BatchBuilder::new(0, Compression::None);
         for (delta, (key, value)) in records.iter().enumerate() {
             builder.push(delta as i32, now, Some(key), value.as_deref(), &[]);
@@ -62,15 +62,27 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
             tracing::warn!(error = %e, "cannot build a __consumer_offsets batch");
             ErrorCode::UnknownServerError
         })?;
-        let result = log
-            .append(&mut batch, log.leader_epoch())
-            .map_err(|e| e.error_code())?;
-        appended.push((log, result.last_offset));
-    }
-    for (log, last_offset) in appended {
-        log.wait_durable(last_offset)
+        append_as_leader(shard, &tp, lease, &mut batch, GROUP_WRITE_TIMEOUT)
             .await
-            .map_err(|e| e.error_code())?;
+            .map_err(|code| persist_error(partition, code))?;
     }
     Ok(())
+}
+
+/// How long a group write may wait for its high watermark: Kafka's
+/// `offsets.commit.timeout.ms` default.
+const GROUP_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The answer for a group write that failed, as Kafka maps it: the
+/// partition is not led here (any more) → NOT_COORDINATOR; not enough
+/// replicas or too slow → COORDINATOR_NOT_AVAILABLE, both retriable.
+fn persist_error(partition: i32, code: ErrorCode) -> ErrorCode {
+    tracing::warn!(partition, %code, "group records not persisted");
+    match code {
+        ErrorCode::NotLeaderOrFollower
+        | ErrorCode::FencedLeaderEpoch
+        | ErrorCode::KafkaStorageError
+        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
+        _ => ErrorCode::CoordinatorNotAvailable,
+    }
 }

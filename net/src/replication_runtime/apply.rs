@@ -56,6 +56,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         // Offline, not forgotten, until then: a partition without a role
         // follows the single-replica rules and would take (and acknowledge)
         // produces that the new leader never sees.
+        log.set_leading(false);
         manager.set(state.tp.clone(), Role::Offline);
         manager
             .counters
@@ -75,6 +76,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         // One replica: the single-node rules (HW = what is durable here).
         manager.forget(&state.tp);
         log.set_replication_limit(None);
+        log.set_leading(true);
         return;
     }
     let isr: BTreeSet<i32> = state.isr.iter().copied().collect();
@@ -131,6 +133,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         match LeaderState::new(config, init, shard.now_ms()) {
             Ok(leader) => {
                 log.set_replication_limit(Some(leader.high_watermark()));
+                log.set_leading(true);
                 let generation = manager.set(
                     state.tp.clone(),
                     Role::Leader(Rc::new(RefCell::new(leader))),
@@ -170,6 +173,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         }
         // Until the fetcher hears from the leader, readers see no further.
         log.set_replication_limit(Some(log.high_watermark()));
+        log.set_leading(false);
         let generation = manager.set(
             state.tp.clone(),
             Role::Follower {
@@ -188,6 +192,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         .detach();
     } else {
         log.set_replication_limit(Some(log.high_watermark()));
+        log.set_leading(false);
         manager.set(state.tp, Role::Offline);
     }
 }

@@ -132,6 +132,97 @@ pub async fn wait_acks_all(
     }
 }
 
+/// The leadership a coordinator was loaded under: the partition's leader
+/// epoch and, for a replicated partition, the role's generation. A
+/// coordinator writes its internal topic only while its lease is the
+/// partition's current one ([`leader_lease`]), and acts on a write only
+/// once the high watermark passed it ([`append_as_leader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderLease {
+    /// The leader epoch its records are stamped with; also the coordinator
+    /// epoch its transaction markers carry.
+    pub leader_epoch: i32,
+    /// The role's generation (`None`: one replica, the single-node rules).
+    generation: Option<u64>,
+}
+
+/// This broker's lease on `tp` now: it leads the replicated partition, or
+/// holds its only replica. `None` while it follows, is offline, was moved
+/// off, or has no log for it.
+pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
+    match shard.service::<ReplicaManager>().role(tp) {
+        Some((generation, Role::Leader(state))) => Some(LeaderLease {
+            leader_epoch: state.borrow().leader_epoch(),
+            generation: Some(generation),
+        }),
+        Some((_, Role::Follower { .. } | Role::Offline)) => None,
+        None => shard.logs.get(tp).map(|log| LeaderLease {
+            leader_epoch: log.leader_epoch(),
+            generation: None,
+        }),
+    }
+}
+
+/// Appends `records` to `tp` as its leader under `lease`, as an acks=all
+/// produce does, and returns once the high watermark passed them (within
+/// `timeout`). Refused (NOT_LEADER_OR_FOLLOWER) unless `lease` is the
+/// partition's current lease, before and after the wait: a coordinator
+/// that lost its partition never makes a write durable there, nor acts on
+/// one. Runs on the shard that owns `tp`.
+pub async fn append_as_leader(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    lease: LeaderLease,
+    records: &mut [u8],
+    timeout: Duration,
+) -> Result<engine::AppendResult, ErrorCode> {
+    if shard.owner(tp) != shard.id {
+        // An invariant: only the owner shard has the log and its role.
+        tracing::error!(%tp, shard = shard.id, "a leader's append asked of a shard that does not own the partition");
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    let current = |shard: &Shard| leader_lease(shard, tp) == Some(lease);
+    if !current(shard) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    let log = shard.logs.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+    let leading = leadership(shard, tp);
+    if let Some(leading) = &leading {
+        leading.acks_all_check()?;
+    }
+    let appended = log
+        .append(records, lease.leader_epoch)
+        .map_err(|e| e.error_code())?;
+    match &leading {
+        Some(leading) => {
+            wait_acks_all(
+                shard,
+                tp,
+                &log,
+                appended.last_offset,
+                Some(timeout),
+                leading,
+            )
+            .await?
+        }
+        None => {
+            // One replica: durable here is the whole acks=all.
+            let durable = glommio::timer::timeout(timeout, async {
+                Ok(log.wait_durable(appended.last_offset).await)
+            });
+            match durable.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e.error_code()),
+                Err(_) => return Err(ErrorCode::RequestTimedOut),
+            }
+        }
+    }
+    if !current(shard) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    Ok(appended)
+}
+
 /// A follower's fetch of one partition, served by its owner shard.
 #[derive(Debug, Clone)]
 pub struct ServeFollowerFetch {

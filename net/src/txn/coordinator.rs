@@ -321,6 +321,14 @@ impl TxnCoordinator {
         pending.belongs_to(meta).then_some(pending)
     }
 
+    /// Forgets every id `unloaded` names (those of a `__transaction_state`
+    /// partition this coordinator no longer leads): its state now lives
+    /// with the partition's new leader, and nothing here may act on it.
+    pub fn unload(&mut self, unloaded: impl Fn(&str) -> bool) {
+        self.txns.retain(|id, _| !unloaded(id));
+        self.pending_offsets.retain(|id, _| !unloaded(id));
+    }
+
     /// After a replay: drops pending offsets that do not belong to the
     /// current transaction of their id, or whose transaction is not going
     /// to commit. Compaction can keep a pending-offsets record while

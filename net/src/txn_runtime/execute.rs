@@ -3,21 +3,31 @@
 
 use super::finish::{finish, validate_member};
 use super::persist::{persist, persist_offsets};
-use super::replay::ensure_loaded;
+use super::replay::loaded_lease;
 use super::{
     ensure_txn_topic, GroupMember, TxnReply, TxnRequest, TxnRuntime, FAULT_CRASH_AFTER_PREPARE,
 };
 use crate::producer_ids::next_producer_id;
 use crate::shard::Shard;
-use crate::txn::{EndStep, InitStep, PendingOffset};
+use crate::txn::{txn_partition_for, EndStep, InitStep, PendingOffset};
 use engine::ErrorCode;
 use glommio::sync::StaticPermit;
 use std::rc::Rc;
 
 /// Owner side: serves one request.
 pub(super) async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
-    ensure_loaded(shard).await;
     let rt = shard.service::<TxnRuntime>();
+    if let Some(id) = request.transactional_id() {
+        if matches!(request, TxnRequest::InitProducerId { .. }) {
+            if let Err(code) = ensure_txn_topic(shard).await {
+                return request.refused(code);
+            }
+        }
+        // Only for a partition led here, loaded under its current lease.
+        if let Err(code) = loaded_lease(shard, &rt, txn_partition_for(id)).await {
+            return request.refused(code);
+        }
+    }
     match request {
         TxnRequest::InitProducerId {
             transactional_id,
@@ -211,7 +221,6 @@ async fn init_producer_id(
     timeout_ms: i32,
     expected: Option<(i64, i16)>,
 ) -> Result<(i64, i16), ErrorCode> {
-    ensure_txn_topic(shard).await?;
     let lock = rt.lock_for(transactional_id);
     let _permit = lock
         .acquire_permit(1)

@@ -8,9 +8,13 @@ use crate::cluster_runtime::partition_leader;
 use crate::group::OffsetCommitRequest;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::replication_runtime::client::KafkaConnection;
+use crate::replication_runtime::{leader_lease, LeaderLease};
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::shard::Shard;
-use crate::txn::{PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState};
+use crate::txn::{
+    txn_partition_for, PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState,
+    TXN_STATE_TOPIC,
+};
 use engine::ErrorCode;
 use engine::TopicPartition;
 use kafka_protocol::messages::write_txn_markers_request::{
@@ -69,6 +73,9 @@ pub(super) async fn finish(
     prepared: TxnMetadata,
 ) -> Result<(), ErrorCode> {
     let commit = prepared.state == TxnState::PrepareCommit;
+    // The lease its partition is loaded under: every step below is taken
+    // only while it is still current, and the markers carry its epoch.
+    let lease = current_lease(shard, rt, transactional_id)?;
     if commit {
         let pending = rt.core.borrow().offsets(transactional_id).cloned();
         for (group, offsets) in pending.map(|p| p.groups).unwrap_or_default() {
@@ -78,7 +85,10 @@ pub(super) async fn finish(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match write_markers(shard, &prepared, commit).await {
+        if current_lease(shard, rt, transactional_id)? != lease {
+            return Err(ErrorCode::NotCoordinator);
+        }
+        match write_markers(shard, &prepared, commit, lease.leader_epoch).await {
             Ok(()) => break,
             Err(code) if attempt >= MARKER_ATTEMPTS => return Err(code),
             Err(code) => {
@@ -99,6 +109,23 @@ pub(super) async fn finish(
         TxnCoordinator::complete(&prepared, shard.now_ms()),
     )
     .await
+}
+
+/// The lease the id's partition is loaded under, if it is still the
+/// partition's current one; NOT_COORDINATOR otherwise (the coordinator
+/// lost the partition: whatever it decided is for the new leader to find).
+fn current_lease(
+    shard: &Shard,
+    rt: &TxnRuntime,
+    transactional_id: &str,
+) -> Result<LeaderLease, ErrorCode> {
+    let partition = txn_partition_for(transactional_id);
+    let loaded = rt.leases.borrow().get(&partition).copied();
+    let current = leader_lease(shard, &TopicPartition::new(TXN_STATE_TOPIC, partition));
+    match loaded {
+        Some(lease) if current == Some(lease) => Ok(lease),
+        _ => Err(ErrorCode::NotCoordinator),
+    }
 }
 
 fn group_offsets(
@@ -172,6 +199,7 @@ async fn write_markers(
     shard: &Rc<Shard>,
     meta: &TxnMetadata,
     commit: bool,
+    coordinator_epoch: i32,
 ) -> Result<(), ErrorCode> {
     let mut local = Vec::new();
     let mut remote: BTreeMap<(i32, String, i32), Vec<(String, i32)>> = BTreeMap::new();
@@ -193,7 +221,7 @@ async fn write_markers(
             producer_id: meta.producer_id,
             producer_epoch: meta.producer_epoch,
             commit,
-            coordinator_epoch: 0,
+            coordinator_epoch,
         })
         .collect();
     for reply in run_on_owners(shard, ops).await {
@@ -204,7 +232,8 @@ async fn write_markers(
         }
     }
     for ((leader, host, port), partitions) in remote {
-        write_remote_markers(shard, meta, commit, (leader, &host, port), partitions).await?;
+        let marker = (meta, commit, coordinator_epoch);
+        write_remote_markers(shard, marker, (leader, &host, port), partitions).await?;
     }
     Ok(())
 }
@@ -224,8 +253,7 @@ fn marker_outcome(code: ErrorCode) -> Result<(), ErrorCode> {
 /// WriteTxnMarkers (v1) to the broker leading `partitions`.
 async fn write_remote_markers(
     shard: &Shard,
-    meta: &TxnMetadata,
-    commit: bool,
+    (meta, commit, coordinator_epoch): (&TxnMetadata, bool, i32),
     (leader, host, port): (i32, &str, i32),
     partitions: Vec<(String, i32)>,
 ) -> Result<(), ErrorCode> {
@@ -242,7 +270,7 @@ async fn write_remote_markers(
     marker.producer_id = ProducerId(meta.producer_id);
     marker.producer_epoch = meta.producer_epoch;
     marker.transaction_result = commit;
-    marker.coordinator_epoch = 0;
+    marker.coordinator_epoch = coordinator_epoch;
     marker.topics = topics
         .into_iter()
         .map(|(name, indexes)| {

@@ -6,8 +6,13 @@
 //! an [`OwnerCall`]).
 //!
 //! A step runs under the transactional id's lock: ask the pure core, append
-//! the new state to `__transaction_state` and wait until it is durable, then
-//! apply it to the core. Ending a transaction is three such steps around the
+//! the new state to `__transaction_state` as the partition's leader (under
+//! the lease the partition was loaded with, acks=all: the write counts once
+//! the high watermark passed it), then apply it to the core. A coordinator
+//! acts for a partition only while it leads it in the epoch it loaded it
+//! in (`replay.rs`): one that lost the partition unloads it, stops its
+//! timers for it and fails its steps with NOT_COORDINATOR, and its markers
+//! carry that epoch as the coordinator epoch, which data partitions fence. Ending a transaction is three such steps around the
 //! markers: persist PrepareCommit/PrepareAbort; write a marker on every
 //! partition of the transaction (on their owner shards, each waited durable);
 //! persist CompleteCommit/CompleteAbort. Once the Prepare state is durable
@@ -35,7 +40,7 @@
 //!
 //! Files: `execute.rs` (one function per request), `persist.rs` (appending
 //! state durably), `finish.rs` (ending a decided transaction: offsets,
-//! markers, Complete), `replay.rs` (loading the state at start), `timer.rs`.
+//! markers, Complete), `replay.rs` (loading and unloading a partition's state with its leadership), `timer.rs`.
 
 mod execute;
 mod finish;
@@ -48,6 +53,7 @@ pub use timer::run_timer;
 
 use crate::call::OwnerCall;
 use crate::controller::{self, ControllerRequest};
+use crate::replication_runtime::LeaderLease;
 use crate::shard::{Shard, ShardService};
 use crate::txn::{
     txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
@@ -56,7 +62,7 @@ use crate::txn::{
 use engine::ErrorCode;
 use engine::TopicPartition;
 use glommio::sync::Semaphore;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -152,6 +158,20 @@ impl TxnRequest {
             TxnRequest::List => None,
         }
     }
+
+    /// The answer refusing this request with `code`, in its reply's shape.
+    fn refused(&self, code: ErrorCode) -> TxnReply {
+        match self {
+            TxnRequest::InitProducerId { .. } => TxnReply::Init(Err(code)),
+            TxnRequest::AddPartitions {
+                verify_only: true, ..
+            } => TxnReply::Verified(Err(code)),
+            TxnRequest::Describe { .. } | TxnRequest::List => TxnReply::Code(code),
+            TxnRequest::AddPartitions { .. }
+            | TxnRequest::OffsetCommit { .. }
+            | TxnRequest::EndTxn { .. } => TxnReply::Code(code),
+        }
+    }
 }
 
 /// The coordinator's answer.
@@ -184,7 +204,9 @@ pub struct TxnRuntime {
     core: RefCell<TxnCoordinator>,
     /// One lock per transactional id: its steps never interleave.
     locks: RefCell<HashMap<String, Rc<Semaphore>>>,
-    loaded: Cell<bool>,
+    /// The `__transaction_state` partitions loaded into `core`, each with
+    /// the leadership it was loaded under (see [`replay`]).
+    leases: RefCell<HashMap<i32, LeaderLease>>,
     load_lock: Semaphore,
 }
 
@@ -193,7 +215,7 @@ impl ShardService for TxnRuntime {
         TxnRuntime {
             core: RefCell::new(TxnCoordinator::new()),
             locks: RefCell::new(HashMap::new()),
-            loaded: Cell::new(false),
+            leases: RefCell::new(HashMap::new()),
             load_lock: Semaphore::new(1),
         }
     }

@@ -1,7 +1,9 @@
-//! Appending transaction state to `__transaction_state`, durably, before it
-//! is applied to the core.
+//! Appending transaction state to `__transaction_state` as its leader
+//! (acks=all, under the lease the partition was loaded with), before it is
+//! applied to the core.
 
-use super::{ensure_txn_topic, TxnRuntime};
+use super::TxnRuntime;
+use crate::replication_runtime::append_as_leader;
 use crate::shard::Shard;
 use crate::txn::TXN_STATE_TOPIC;
 use crate::txn::{records, txn_partition_for, PendingOffsets, TxnMetadata};
@@ -9,6 +11,7 @@ use engine::batch::{BatchBuilder, Compression};
 use engine::ErrorCode;
 use engine::TopicPartition;
 use std::rc::Rc;
+use std::time::Duration;
 
 /// Appends the new state (or a tombstone) to the id's `__transaction_state`
 /// partition, waits until durable, then applies it to the core.
@@ -20,7 +23,7 @@ pub(super) async fn persist(
 ) -> Result<(), ErrorCode> {
     let key = records::encode_key(transactional_id);
     let value = meta.as_ref().map(records::encode_value);
-    append_durable(shard, transactional_id, &[(key, value)]).await?;
+    append_durable(shard, rt, transactional_id, &[(key, value)]).await?;
     rt.core.borrow_mut().apply(transactional_id, meta);
     Ok(())
 }
@@ -41,7 +44,7 @@ pub(super) async fn persist_complete(
         records::encode_key(transactional_id),
         Some(records::encode_value(&complete)),
     );
-    append_durable(shard, transactional_id, &[offsets_tombstone, state]).await?;
+    append_durable(shard, rt, transactional_id, &[offsets_tombstone, state]).await?;
     let mut core = rt.core.borrow_mut();
     core.apply_offsets(transactional_id, None);
     core.apply(transactional_id, Some(complete));
@@ -59,7 +62,7 @@ pub(super) async fn persist_offsets(
         records::encode_offsets_key(transactional_id),
         Some(records::encode_offsets_value(&pending)),
     );
-    append_durable(shard, transactional_id, &[record]).await?;
+    append_durable(shard, rt, transactional_id, &[record]).await?;
     rt.core
         .borrow_mut()
         .apply_offsets(transactional_id, Some(pending));
@@ -67,23 +70,24 @@ pub(super) async fn persist_offsets(
 }
 
 /// Appends `(key, value)` records as one batch to the id's
-/// `__transaction_state` partition and waits until they are durable.
+/// `__transaction_state` partition, as its leader under the lease the
+/// partition was loaded with, and waits until the high watermark passed
+/// them. NOT_COORDINATOR once that lease is not the partition's current
+/// one: nothing a coordinator that lost its partition decides is applied.
 pub(super) async fn append_durable(
     shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
     transactional_id: &str,
     entries: &[(Vec<u8>, Option<Vec<u8>>)],
 ) -> Result<(), ErrorCode> {
-    let tp = TopicPartition::new(TXN_STATE_TOPIC, txn_partition_for(transactional_id));
-    let log = match shard.logs.get(&tp) {
-        Some(log) => log,
-        None => {
-            ensure_txn_topic(shard).await?;
-            shard
-                .logs
-                .get(&tp)
-                .ok_or(ErrorCode::CoordinatorNotAvailable)?
-        }
-    };
+    let partition = txn_partition_for(transactional_id);
+    let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
+    let lease = rt
+        .leases
+        .borrow()
+        .get(&partition)
+        .copied()
+        .ok_or(ErrorCode::NotCoordinator)?;
     let mut builder = BatchBuilder::new(0, Compression::None);
     let now = shard.now_ms();
     for (delta, (key, value)) in entries.iter().enumerate() {
@@ -93,17 +97,31 @@ pub(super) async fn append_durable(
         tracing::error!(error = %e, "cannot build a transaction log record");
         ErrorCode::UnknownServerError
     })?;
-    let appended = log
-        .append(&mut bytes, log.leader_epoch())
-        .map_err(|e| persist_error(&e))?;
-    log.wait_durable(appended.last_offset)
+    append_as_leader(shard, &tp, lease, &mut bytes, TXN_WRITE_TIMEOUT)
         .await
-        .map_err(|e| persist_error(&e))?;
+        .map_err(persist_error)?;
+    if rt.leases.borrow().get(&partition) != Some(&lease) {
+        // Unloaded (or loaded again) while the write waited.
+        return Err(ErrorCode::NotCoordinator);
+    }
     Ok(())
 }
 
-fn persist_error(e: &engine::EngineError) -> ErrorCode {
-    tracing::warn!(error = %e, "cannot persist transaction state");
-    // Retriable for the client: it looks the coordinator up again and retries.
-    ErrorCode::CoordinatorNotAvailable
+/// How long a write to `__transaction_state` may wait for its high
+/// watermark (Kafka's `request.timeout.ms` default for the same append).
+const TXN_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The coordinator's answer for a write that failed, as Kafka maps it: the
+/// partition is not ours (any more) → NOT_COORDINATOR, so the client looks
+/// the coordinator up again; not enough replicas or too slow →
+/// COORDINATOR_NOT_AVAILABLE, retriable.
+fn persist_error(code: ErrorCode) -> ErrorCode {
+    tracing::warn!(%code, "cannot persist transaction state");
+    match code {
+        ErrorCode::NotLeaderOrFollower
+        | ErrorCode::FencedLeaderEpoch
+        | ErrorCode::KafkaStorageError
+        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
+        _ => ErrorCode::CoordinatorNotAvailable,
+    }
 }

@@ -1,58 +1,142 @@
-//! Loading a shard's transaction state from its `__transaction_state`
-//! partitions, once, before the first request is served.
+//! Loading a `__transaction_state` partition's transactions into the
+//! shard's coordinator under the leadership it was loaded with (its
+//! lease), and unloading them when that leadership ends.
+//!
+//! A coordinator acts for a partition only while the lease it loaded it
+//! under is the partition's current one ([`loaded_lease`]): a broker that
+//! lost the partition (it follows now, or a newer epoch leads) unloads its
+//! transactions at once, so its timers stop and its steps fail with
+//! NOT_COORDINATOR; the new leader loads what the log says and finishes it
+//! (a PrepareCommit it finds is completed as a commit).
 
 use super::TxnRuntime;
+use crate::replication_runtime::{leader_lease, LeaderLease};
 use crate::shard::Shard;
 use crate::txn::records::{self, TxnLogKey};
-use crate::txn::{TXN_STATE_PARTITIONS, TXN_STATE_TOPIC};
+use crate::txn::{txn_partition_for, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC};
 use engine::log::ReadMode;
-use engine::{ReadData, TopicPartition};
+use engine::{ErrorCode, ReadData, TopicPartition};
 use std::rc::Rc;
+use std::time::Duration;
 
-/// A `__transaction_state` partition came to be led here (its coordinator
-/// moved to this broker): the next request replays every partition of this
-/// shard again, the new one with what its previous leader wrote.
-pub fn reload_on_leadership(shard: &Shard) {
-    shard.service::<TxnRuntime>().loaded.set(false);
+/// How long a load waits for the high watermark to reach the log end: a
+/// new leader's HW may trail records its predecessor had committed, and a
+/// load that stopped short could miss a PrepareCommit.
+const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
+
+/// A `__transaction_state` partition came to be led here: whatever was
+/// loaded for it under an older lease is dropped, and the next request or
+/// timer tick loads it again.
+pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
+    if tp.topic == TXN_STATE_TOPIC {
+        unload(&shard.service::<TxnRuntime>(), tp.partition);
+    }
 }
 
-/// Replays this shard's `__transaction_state` partitions into the core, once.
-pub(super) async fn ensure_loaded(shard: &Rc<Shard>) {
-    let rt = shard.service::<TxnRuntime>();
-    if rt.loaded.get() {
-        return;
+/// The lease `partition`'s transactions are loaded under, loading them
+/// first when this broker leads it under a lease they were not loaded
+/// with. NOT_COORDINATOR when it does not lead the partition (whatever
+/// was loaded for it is dropped); COORDINATOR_LOAD_IN_PROGRESS while the
+/// load waits for the high watermark.
+pub(super) async fn loaded_lease(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    partition: i32,
+) -> Result<LeaderLease, ErrorCode> {
+    let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
+    if let Some(lease) = current_loaded(shard, rt, &tp) {
+        return Ok(lease);
     }
-    let Ok(_permit) = rt.load_lock.acquire_permit(1).await else {
-        return;
-    };
-    if rt.loaded.get() {
-        return;
+    let _permit = rt
+        .load_lock
+        .acquire_permit(1)
+        .await
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
+    if let Some(lease) = current_loaded(shard, rt, &tp) {
+        return Ok(lease);
     }
-    let mut replayed = 0usize;
-    for partition in 0..TXN_STATE_PARTITIONS {
+    unload(rt, partition);
+    let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
+    load(shard, rt, &tp, lease).await?;
+    Ok(lease)
+}
+
+/// The loaded lease, if it is still the partition's current one.
+fn current_loaded(shard: &Shard, rt: &TxnRuntime, tp: &TopicPartition) -> Option<LeaderLease> {
+    let loaded = rt.leases.borrow().get(&tp.partition).copied()?;
+    (leader_lease(shard, tp) == Some(loaded)).then_some(loaded)
+}
+
+/// Drops every loaded partition whose lease is no longer current (the
+/// timer runs this before each tick).
+pub(super) fn unload_lost(shard: &Shard, rt: &TxnRuntime) {
+    let loaded: Vec<(i32, LeaderLease)> =
+        rt.leases.borrow().iter().map(|(p, l)| (*p, *l)).collect();
+    for (partition, lease) in loaded {
         let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
-        if shard.owner(&tp) != shard.id {
-            continue;
-        }
-        if let Some(log) = shard.logs.get(&tp) {
-            match replay_partition(&log, &rt).await {
-                Ok(count) => replayed += count,
-                Err(e) => tracing::error!(partition, error = %e,
-                    "cannot replay __transaction_state; its transactions are unknown"),
-            }
+        if leader_lease(shard, &tp) != Some(lease) {
+            tracing::info!(
+                partition,
+                epoch = lease.leader_epoch,
+                "transaction coordinator no longer leads its partition; unloaded"
+            );
+            unload(rt, partition);
         }
     }
+}
+
+/// The `__transaction_state` partitions this shard owns.
+pub(super) fn owned_partitions(shard: &Shard) -> impl Iterator<Item = i32> + '_ {
+    (0..TXN_STATE_PARTITIONS)
+        .filter(move |&p| shard.owner(&TopicPartition::new(TXN_STATE_TOPIC, p)) == shard.id)
+}
+
+fn unload(rt: &TxnRuntime, partition: i32) {
+    rt.leases.borrow_mut().remove(&partition);
+    rt.core
+        .borrow_mut()
+        .unload(|id| txn_partition_for(id) == partition);
+}
+
+/// Replays `tp` into the core once its HW has reached the log end, and
+/// records it as loaded under `lease` if that is still current.
+async fn load(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    tp: &TopicPartition,
+    lease: LeaderLease,
+) -> Result<(), ErrorCode> {
+    let log = shard.logs.get(tp).ok_or(ErrorCode::NotCoordinator)?;
+    let end = log.log_end_offset();
+    if end > log.high_watermark() {
+        let caught_up = glommio::timer::timeout(LOAD_HW_WAIT, async {
+            Ok(log.wait_high_watermark_past(end - 1).await)
+        })
+        .await;
+        if !matches!(caught_up, Ok(Ok(_))) {
+            return Err(ErrorCode::CoordinatorLoadInProgress);
+        }
+    }
+    let replayed = replay_partition(&log, rt).await.map_err(|e| {
+        tracing::error!(partition = tp.partition, error = %e, "cannot replay __transaction_state");
+        unload(rt, tp.partition);
+        ErrorCode::CoordinatorNotAvailable
+    })?;
     // Only now is the final state of every id known (see
     // `TxnCoordinator::drop_stale_offsets`).
     rt.core.borrow_mut().drop_stale_offsets();
-    if replayed > 0 {
-        tracing::info!(
-            shard = shard.id,
-            records = replayed,
-            "transaction state replayed"
-        );
+    if leader_lease(shard, tp) != Some(lease) {
+        unload(rt, tp.partition);
+        return Err(ErrorCode::NotCoordinator);
     }
-    rt.loaded.set(true);
+    rt.leases.borrow_mut().insert(tp.partition, lease);
+    tracing::info!(
+        partition = tp.partition,
+        epoch = lease.leader_epoch,
+        records = replayed,
+        "transaction state loaded"
+    );
+    Ok(())
 }
 
 async fn replay_partition(

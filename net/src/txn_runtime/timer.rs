@@ -2,20 +2,30 @@
 
 use super::finish::finish;
 use super::persist::persist;
-use super::replay::ensure_loaded;
+use super::replay::{loaded_lease, owned_partitions, unload_lost};
 use super::{TxnRuntime, TIMER_INTERVAL_MS};
+use crate::replication_runtime::leader_lease;
 use crate::shard::Shard;
 use crate::txn::TxnState;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Replays this shard's transaction state, then every
-/// [`TIMER_INTERVAL_MS`] finishes decided transactions and aborts timed-out
-/// ones. Runs for the life of the shard.
+/// Every [`TIMER_INTERVAL_MS`]: unloads the partitions this broker no
+/// longer leads (their transactions are no longer its to time out or
+/// finish), loads the ones it leads (a new leader finishes what the log
+/// says), then finishes decided transactions and aborts timed-out ones.
+/// Runs for the life of the shard.
 pub async fn run_timer(shard: Rc<Shard>) {
-    ensure_loaded(&shard).await;
     let rt = shard.service::<TxnRuntime>();
     loop {
+        unload_lost(&shard, &rt);
+        for partition in owned_partitions(&shard).collect::<Vec<_>>() {
+            let tp = engine::TopicPartition::new(crate::txn::TXN_STATE_TOPIC, partition);
+            if leader_lease(&shard, &tp).is_some() {
+                // NOT_COORDINATOR or a load in progress: the next tick retries.
+                let _ = loaded_lease(&shard, &rt, partition).await;
+            }
+        }
         tick(&shard, &rt).await;
         glommio::timer::sleep(Duration::from_millis(TIMER_INTERVAL_MS)).await;
     }
