@@ -314,6 +314,7 @@ pub fn http_get(addr: SocketAddr, path: &str) -> String {
 }
 
 pub mod acl;
+pub mod agreement;
 pub mod cluster;
 pub mod kafka;
 pub mod layering;

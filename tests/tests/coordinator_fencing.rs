@@ -12,9 +12,11 @@
 //! Now its writes go through the leader's path under the lease it loaded
 //! the partition with, so it writes nothing and sends no marker: every
 //! value of the committed transaction reads back with read_committed, on
-//! every partition, and the producer goes on.
+//! every partition, the producer goes on, and every partition's replicas
+//! agree batch by batch with leader epochs that never go back.
 
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rill_tests::agreement::assert_replicas_agree;
 use rill_tests::cluster::{find_coordinator, wait_for, Cluster};
 use rill_tests::replicated::signal;
 use std::collections::BTreeSet;
@@ -133,5 +135,19 @@ fn a_paused_coordinator_that_resumes_after_a_failover_tears_no_transaction() {
         cluster.node(coordinator).is_running(),
         "the resumed broker is up:\n{}",
         cluster.node(coordinator).log()
+    );
+    // Every partition's replicas, internal topics included, agree batch by
+    // batch, and no replica's leader epochs go back (the stale coordinator's
+    // PrepareAbort of issue #30 broke both on `__transaction_state`).
+    let dirs: Vec<&std::path::Path> = cluster
+        .brokers
+        .iter()
+        .map(|b| b.data_dir.as_path())
+        .collect();
+    let compared = assert_replicas_agree(&dirs, SETTLE);
+    // The data topic, and the internal topics' partitions the id used.
+    assert!(
+        compared >= PARTITIONS as usize + 1,
+        "{compared} partitions compared"
     );
 }

@@ -5,6 +5,7 @@
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureRecord;
+use rill_tests::agreement::assert_replicas_agree;
 use rill_tests::cluster::{find_coordinator as coordinator, wait_for, Cluster};
 use rill_tests::replicated::{idempotent_producer, partition_view, produce_numbers, read_numbers};
 use std::time::Duration;
@@ -339,6 +340,13 @@ fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
             "acknowledged {value} was lost"
         );
     }
+    // Every broker is back: all replicas agree, internal topics included.
+    let dirs: Vec<&std::path::Path> = cluster
+        .brokers
+        .iter()
+        .map(|b| b.data_dir.as_path())
+        .collect();
+    assert_replicas_agree(&dirs, SETTLE);
 }
 
 /// The broker coordinating `transactional_id` (FindCoordinator, key type 1).
@@ -402,6 +410,16 @@ fn transactions_go_on_when_their_coordinator_dies() {
         .filter_map(|r| String::from_utf8(r.value.clone()?).ok()?.parse().ok())
         .collect();
     assert_eq!(values, (0..20).collect::<Vec<u32>>());
+    // The two survivors agree (the killed coordinator may hold an
+    // unreplicated tail until it returns).
+    let dirs: Vec<&std::path::Path> = cluster
+        .brokers
+        .iter()
+        .zip(&cluster.ids)
+        .filter(|(_, &id)| id != coordinator)
+        .map(|(b, _)| b.data_dir.as_path())
+        .collect();
+    assert_replicas_agree(&dirs, SETTLE);
 }
 
 #[test]
@@ -526,4 +544,10 @@ fn offsets_sent_to_a_transaction_commit_when_its_group_has_another_coordinator()
         &[("isolation.level", "read_committed")],
     );
     assert_eq!(read.len(), 2, "both committed transactions' output");
+    let dirs: Vec<&std::path::Path> = cluster
+        .brokers
+        .iter()
+        .map(|b| b.data_dir.as_path())
+        .collect();
+    assert_replicas_agree(&dirs, SETTLE);
 }
