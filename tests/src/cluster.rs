@@ -117,6 +117,17 @@ impl Cluster {
         &mut self.brokers[index]
     }
 
+    /// The data dir of every broker (for [`crate::agreement`]), or of
+    /// every broker but those in `except` (killed ones).
+    pub fn data_dirs(&self, except: &[i32]) -> Vec<&std::path::Path> {
+        self.brokers
+            .iter()
+            .zip(&self.ids)
+            .filter(|(_, id)| !except.contains(id))
+            .map(|(broker, _)| broker.data_dir.as_path())
+            .collect()
+    }
+
     /// Bootstrap list of every broker.
     pub fn bootstrap(&self) -> String {
         self.brokers

@@ -12,6 +12,7 @@
 //! `.ci/asan.sh` runs this test against a broker built with
 //! AddressSanitizer.
 
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rill_tests::kafka::{consume_all, create_topic, producer};
 use rill_tests::{data_dir, Broker};
@@ -52,13 +53,26 @@ async fn produce_paced(
             }
         }
         let payload = value(topic, i);
-        let record: FutureRecord<'_, (), Vec<u8>> = FutureRecord::to(topic).payload(&payload);
-        pending.push((i, producer.send(record, Duration::from_secs(30))));
+        let mut record: FutureRecord<'_, (), Vec<u8>> = FutureRecord::to(topic).payload(&payload);
+        // Queued now (the delivery future owns nothing of `record`); a full
+        // queue is waited out.
+        let delivery = loop {
+            match producer.send_result(record) {
+                Ok(delivery) => break delivery,
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                    record = back;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err((e, _)) => panic!("record {i} of {topic} not queued: {e}"),
+            }
+        };
+        pending.push((i, delivery));
     }
     let mut acked = BTreeSet::new();
     for (i, delivery) in pending {
         let done = delivery
             .await
+            .expect("the producer lives")
             .unwrap_or_else(|(e, _)| panic!("record {i} of {topic} not acknowledged: {e}"));
         assert!(
             acked.insert((done.partition, done.offset, i)),

@@ -341,12 +341,7 @@ fn a_rolling_restart_under_load_loses_nothing_and_the_group_keeps_consuming() {
         );
     }
     // Every broker is back: all replicas agree, internal topics included.
-    let dirs: Vec<&std::path::Path> = cluster
-        .brokers
-        .iter()
-        .map(|b| b.data_dir.as_path())
-        .collect();
-    assert_replicas_agree(&dirs, SETTLE);
+    assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
 }
 
 /// The broker coordinating `transactional_id` (FindCoordinator, key type 1).
@@ -412,14 +407,7 @@ fn transactions_go_on_when_their_coordinator_dies() {
     assert_eq!(values, (0..20).collect::<Vec<u32>>());
     // The two survivors agree (the killed coordinator may hold an
     // unreplicated tail until it returns).
-    let dirs: Vec<&std::path::Path> = cluster
-        .brokers
-        .iter()
-        .zip(&cluster.ids)
-        .filter(|(_, &id)| id != coordinator)
-        .map(|(b, _)| b.data_dir.as_path())
-        .collect();
-    assert_replicas_agree(&dirs, SETTLE);
+    assert_replicas_agree(&cluster.data_dirs(&[coordinator]), SETTLE);
 }
 
 #[test]
@@ -544,10 +532,5 @@ fn offsets_sent_to_a_transaction_commit_when_its_group_has_another_coordinator()
         &[("isolation.level", "read_committed")],
     );
     assert_eq!(read.len(), 2, "both committed transactions' output");
-    let dirs: Vec<&std::path::Path> = cluster
-        .brokers
-        .iter()
-        .map(|b| b.data_dir.as_path())
-        .collect();
-    assert_replicas_agree(&dirs, SETTLE);
+    assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
 }

@@ -8,7 +8,7 @@
 use super::OFFSETS_TOPIC;
 use crate::group::records::{decode_key, RecordKey};
 use crate::group::{offsets_partition_for, Record};
-use crate::replication_runtime::{append_as_leader, leader_lease};
+use crate::replication_runtime::{append_as_leader, coordinator_error, leader_lease};
 use crate::shard::Shard;
 use engine::batch::header::Compression;
 use engine::batch::BatchBuilder;
@@ -73,16 +73,7 @@ pub(super) async fn persist(shard: &Rc<Shard>, records: Vec<Record>) -> Result<(
 /// `offsets.commit.timeout.ms` default.
 const GROUP_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The answer for a group write that failed, as Kafka maps it: the
-/// partition is not led here (any more) → NOT_COORDINATOR; not enough
-/// replicas or too slow → COORDINATOR_NOT_AVAILABLE, both retriable.
 fn persist_error(partition: i32, code: ErrorCode) -> ErrorCode {
     tracing::warn!(partition, %code, "group records not persisted");
-    match code {
-        ErrorCode::NotLeaderOrFollower
-        | ErrorCode::FencedLeaderEpoch
-        | ErrorCode::KafkaStorageError
-        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
-        _ => ErrorCode::CoordinatorNotAvailable,
-    }
+    coordinator_error(code)
 }

@@ -223,6 +223,20 @@ pub async fn append_as_leader(
     Ok(appended)
 }
 
+/// A coordinator's answer for an [`append_as_leader`] that failed, as
+/// Kafka's coordinators map it: the partition is not led here (any more)
+/// → NOT_COORDINATOR, so the client looks the coordinator up again; not
+/// enough replicas or too slow → COORDINATOR_NOT_AVAILABLE, retriable.
+pub fn coordinator_error(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::NotLeaderOrFollower
+        | ErrorCode::FencedLeaderEpoch
+        | ErrorCode::KafkaStorageError
+        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
+        _ => ErrorCode::CoordinatorNotAvailable,
+    }
+}
+
 /// A follower's fetch of one partition, served by its owner shard.
 #[derive(Debug, Clone)]
 pub struct ServeFollowerFetch {

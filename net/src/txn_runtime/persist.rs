@@ -3,7 +3,7 @@
 //! applied to the core.
 
 use super::TxnRuntime;
-use crate::replication_runtime::append_as_leader;
+use crate::replication_runtime::{append_as_leader, coordinator_error};
 use crate::shard::Shard;
 use crate::txn::TXN_STATE_TOPIC;
 use crate::txn::{records, txn_partition_for, PendingOffsets, TxnMetadata};
@@ -111,17 +111,7 @@ pub(super) async fn append_durable(
 /// watermark (Kafka's `request.timeout.ms` default for the same append).
 const TXN_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The coordinator's answer for a write that failed, as Kafka maps it: the
-/// partition is not ours (any more) → NOT_COORDINATOR, so the client looks
-/// the coordinator up again; not enough replicas or too slow →
-/// COORDINATOR_NOT_AVAILABLE, retriable.
 fn persist_error(code: ErrorCode) -> ErrorCode {
     tracing::warn!(%code, "cannot persist transaction state");
-    match code {
-        ErrorCode::NotLeaderOrFollower
-        | ErrorCode::FencedLeaderEpoch
-        | ErrorCode::KafkaStorageError
-        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
-        _ => ErrorCode::CoordinatorNotAvailable,
-    }
+    coordinator_error(code)
 }
