@@ -156,11 +156,29 @@ pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
             generation: Some(generation),
         }),
         Some((_, Role::Follower { .. } | Role::Offline)) => None,
-        None => shard.logs.get(tp).map(|log| LeaderLease {
+        None if serves_alone(shard, tp) => shard.logs.get(tp).map(|log| LeaderLease {
             leader_epoch: log.leader_epoch(),
             generation: None,
         }),
+        None => None,
     }
+}
+
+/// Whether a partition without a role is this broker's alone: the metadata
+/// image does not know its topic (a single node), or names this broker its
+/// leader and only replica. A replicated partition has no role only until
+/// the reconciler applies its state (at start, or just after creation);
+/// no lease is handed out in that window, so a coordinator never acts on a
+/// partition it may not lead.
+fn serves_alone(shard: &Shard, tp: &TopicPartition) -> bool {
+    let image = shard.service::<ClusterView>().image();
+    let Some(topic) = image.topic_by_name(&tp.topic) else {
+        return true;
+    };
+    topic
+        .partitions
+        .get(&tp.partition)
+        .is_some_and(|state| state.leader == shard.config.broker_id && state.replicas.len() <= 1)
 }
 
 /// Appends `records` to `tp` as its leader under `lease`, as an acks=all
