@@ -58,7 +58,7 @@ def start_cluster(binary, root):
 
 
 def wait_ready(bootstrap, timeout_s=60):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         try:
@@ -84,7 +84,9 @@ def measure(binary, rounds):
         for f in admin.create_topics([NewTopic("lat", 3, 3, config={"min.insync.replicas": "2"})]).values():
             f.result()
         time.sleep(2)
-        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "lat-tx"})
+        # log_level 2: no lines about the brokers going away at the end.
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "lat-tx",
+                             "log_level": 2})
         producer.init_transactions(60)
         commits = []
         for i in range(rounds):
@@ -95,7 +97,7 @@ def measure(binary, rounds):
             producer.commit_transaction(60)
             commits.append(time.perf_counter() - started)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "lat-g",
-                             "enable.auto.commit": False})
+                             "enable.auto.commit": False, "log_level": 2})
         consumer.assign([TopicPartition("lat", 0, 0)])
         consumer.commit(offsets=[TopicPartition("lat", 0, 0)], asynchronous=False)
         offsets = []
@@ -104,6 +106,7 @@ def measure(binary, rounds):
             consumer.commit(offsets=[TopicPartition("lat", 0, i + 1)], asynchronous=False)
             offsets.append(time.perf_counter() - started)
         consumer.close()
+        del producer
         return percentiles(commits), percentiles(offsets)
     finally:
         for p in procs:
