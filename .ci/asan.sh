@@ -24,10 +24,11 @@ tests=${ASAN_TESTS:-"produce_churn produce_consume bad_input broker_lifecycle tr
 reports=$(mktemp -d)
 trap 'rm -rf "$reports"' EXIT
 
-export RUSTC_BOOTSTRAP=1
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:log_path=$reports/asan"
+# RUSTC_BOOTSTRAP only for the instrumented builds: Cargo fingerprints it,
+# and setting it for the normal test build would rebuild target/debug.
 asan() {
-  RUSTFLAGS="-Zsanitizer=address" "$@" --release --target "$target" --target-dir "$target_dir"
+  RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=address" "$@" --release --target "$target" --target-dir "$target_dir"
 }
 
 echo "== building rill with AddressSanitizer"
