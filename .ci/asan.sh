@@ -39,7 +39,8 @@ asan cargo test -p rill-engine --test foreign_wakes
 echo "== black-box tests against the instrumented broker: $tests"
 test_args=()
 for t in $tests; do test_args+=(--test "$t"); done
-RILL_TEST_BINARY="$PWD/$target_dir/$target/release/rill" cargo test "${test_args[@]}"
+broker=$(realpath "$target_dir/$target/release/rill")
+RILL_TEST_BINARY="$broker" cargo test "${test_args[@]}"
 
 if compgen -G "$reports/asan*" >/dev/null; then
   echo "AddressSanitizer reported errors:" >&2
