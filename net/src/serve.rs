@@ -484,26 +484,15 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         ))
         .detach();
     }
-    // A coordinator moves with its partition's leadership: load the groups
-    // of a `__consumer_offsets` partition this broker starts leading, and the
-    // transactions of a `__transaction_state` one.
+    // A coordinator moves with its partition's leadership: what was loaded
+    // for a `__consumer_offsets` or `__transaction_state` partition under an
+    // older lease is dropped when this broker (again) starts leading it; the
+    // next call or timer tick loads it from the log.
     shard
         .service::<crate::replication_runtime::ReplicaManager>()
         .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
-            if tp.topic == crate::txn::TXN_STATE_TOPIC {
-                crate::txn_runtime::reload_on_leadership(shard, tp);
-                return;
-            }
-            if tp.topic != crate::group_runtime::OFFSETS_TOPIC {
-                return;
-            }
-            let (shard, tp) = (shard.clone(), tp.clone());
-            glommio::spawn_local(async move {
-                if let Err(e) = crate::group_runtime::replay_partition(&shard, &tp).await {
-                    tracing::error!(%tp, error = %e, "cannot load the groups of a partition now led here");
-                }
-            })
-            .detach();
+            crate::txn_runtime::reload_on_leadership(shard, tp);
+            crate::group_runtime::reload_on_leadership(shard, tp);
         }));
     // A transaction's offsets staged by the group coordinator (its
     // transaction coordinator being another broker) resolve with the
@@ -518,11 +507,8 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
             ))
         },
     ));
-    // Before any message or connection is served, so no group call sees a
-    // half-rebuilt coordinator (other shards' calls wait in the mesh queue).
-    crate::group_runtime::replay(&shard)
-        .await
-        .map_err(|e| format!("shard {id}: cannot replay __consumer_offsets: {e}"))?;
+    // Loads the `__consumer_offsets` partitions led here (calls wait for
+    // the load of their group's partition), then ticks the groups.
     glommio::spawn_local(crate::group_runtime::run_timer(shard.clone())).detach();
     // Replays __transaction_state (requests wait for it), then finishes
     // decided transactions and aborts timed-out ones.

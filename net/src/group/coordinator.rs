@@ -923,16 +923,31 @@ impl GroupCoordinator {
         Ok(())
     }
 
-    /// Ends replay: loaded members get a full session from `now_ms`, and
-    /// offset-only groups whose offsets were all deleted are dropped.
-    pub fn finish_replay(&mut self, now_ms: i64) {
+    /// Ends the replay of the groups `loaded` selects (those of one
+    /// `__consumer_offsets` partition): their members get a full session
+    /// from `now_ms`, and offset-only groups whose offsets were all deleted
+    /// are dropped. Other groups are left as they are.
+    pub fn finish_replay(&mut self, now_ms: i64, loaded: &dyn Fn(&str) -> bool) {
         let offsets = &self.offsets;
         self.groups.retain(|id, g| match g {
-            Group::Classic(c) => {
+            Group::Classic(c) if loaded(id) => {
                 c.start_session_timers(now_ms);
                 !(c.is_empty() && c.protocol_type.is_none() && !offsets.has_offsets(id))
             }
-            Group::Consumer(_) => true,
+            _ => true,
+        });
+    }
+
+    /// Forgets every group `unloaded` selects (those of a `__consumer_offsets`
+    /// partition this broker no longer leads): its members, committed
+    /// offsets and staged transactional offsets. Nothing is written: the
+    /// log, now the new leader's, keeps them. Their timers stop with them.
+    pub fn unload(&mut self, unloaded: &dyn Fn(&str) -> bool) {
+        self.groups.retain(|id, _| !unloaded(id));
+        self.offsets.forget(unloaded);
+        self.pending_txn.retain(|_, staged| {
+            staged.retain(|(group, _), _| !unloaded(group));
+            !staged.is_empty()
         });
     }
 }

@@ -63,6 +63,12 @@ impl OffsetStore {
         self.groups.get(group).is_some_and(|g| !g.is_empty())
     }
 
+    /// Drops the offsets of every group `forgotten` selects, writing
+    /// nothing (a coordinator unloading a partition it no longer leads).
+    pub fn forget(&mut self, forgotten: &dyn Fn(&str) -> bool) {
+        self.groups.retain(|group, _| !forgotten(group));
+    }
+
     /// Group ids that have offsets.
     pub fn group_ids(&self) -> impl Iterator<Item = &String> {
         self.groups.keys()

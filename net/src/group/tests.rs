@@ -167,7 +167,7 @@ impl Harness {
         for (k, v) in &self.log {
             fresh.replay(k, v.as_deref()).expect("replay");
         }
-        fresh.finish_replay(self.now_ms);
+        fresh.finish_replay(self.now_ms, &|_| true);
         fresh
     }
 }
@@ -464,6 +464,33 @@ fn replay_rebuilds_offsets_and_groups() {
     );
     assert_eq!((fetched[0].offset, fetched[1].offset), (150, -1));
     assert_eq!(fresh.fetch_offsets("simple", None)[0].offset, 7);
+}
+
+/// A coordinator that loses a partition forgets exactly its groups: their
+/// members, offsets and timers; other groups keep theirs.
+#[test]
+fn unload_forgets_only_the_selected_groups() {
+    let (mut h, a, _b, generation) = two_member_stable();
+    assert_eq!(h.commit(&a, generation, 0, 100), ErrorCode::None);
+    let (codes, _) = h.c.commit_offsets(
+        h.now_ms,
+        &OffsetCommitRequest {
+            retention_ms: -1,
+            group_id: "other".into(),
+            generation_id_or_member_epoch: -1,
+            offsets: vec![(TopicPartition::new("t", 3), 7, -1, String::new(), -1)],
+            ..OffsetCommitRequest::default()
+        },
+    );
+    assert_eq!(codes[0].1, ErrorCode::None);
+    assert!(h.c.next_deadline_ms().is_some());
+    h.c.unload(&|group| group == GROUP);
+    assert!(h.c.classic_group(GROUP).is_none());
+    assert_eq!(h.c.fetch_offsets(GROUP, None).len(), 0);
+    assert_eq!(h.c.fetch_offsets("other", None)[0].offset, 7);
+    assert_eq!(h.heartbeat(&a, generation), ErrorCode::UnknownMemberId);
+    h.c.unload(&|_| true);
+    assert!(h.c.next_deadline_ms().is_none(), "no timer survives an unload");
 }
 
 #[test]

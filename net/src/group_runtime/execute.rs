@@ -3,9 +3,11 @@
 //! rebalance completes).
 
 use super::persist::persist;
-use super::{GroupReply, GroupRequest, GroupRuntime};
+use super::replay::{loaded_lease, unload_lost};
+use super::{offsets_partitions, GroupReply, GroupRequest, GroupRuntime};
 use crate::group::{
-    GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken, SyncOutcome, TopicInfo,
+    offsets_partition_for, GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken,
+    SyncOutcome, TopicInfo,
 };
 use crate::shard::Shard;
 use engine::ErrorCode;
@@ -18,16 +20,20 @@ enum Immediate {
     Later(oneshot::Receiver<GroupResponse>),
 }
 
-/// Owner side: step the coordinator, persist, answer.
+/// Owner side: check the lease of the group's partition (loading it if
+/// needed), step the coordinator, persist, answer.
 pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
     let runtime = &*shard.service::<GroupRuntime>();
-    let now = shard.now_ms();
-    let token = runtime.take_token();
-    let is_commit = matches!(
-        request,
-        GroupRequest::Commit(_) | GroupRequest::CommitTxn(_) | GroupRequest::StageTxn { .. }
-    );
-    let completes = matches!(request, GroupRequest::CompleteTxn { .. });
+    let partition = request_partition(shard, &request);
+    match partition {
+        Some(partition) => {
+            if let Err(code) = loaded_lease(shard, runtime, partition).await {
+                return GroupReply::Unavailable(code);
+            }
+        }
+        // ListGroups: only groups of partitions still led here.
+        None => unload_lost(shard, runtime),
+    }
     if let GroupRequest::StageTxn {
         producer_id,
         producer_epoch,
@@ -40,39 +46,75 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupRe
             return GroupReply::Committed(rows.collect());
         }
     }
-    let (immediate, records, responses) = {
-        let table = shard.topics.borrow();
-        let topics = |name: &str| {
-            table.get(name).map(|e| TopicInfo {
-                id: e.topic_id,
-                partitions: e.partitions,
-            })
-        };
-        let mut coordinator = runtime.coordinator.borrow_mut();
-        let (immediate, mut records) =
-            step(&mut coordinator, runtime, now, token, request, &topics);
-        records.extend(coordinator.tick(now));
-        (immediate, records, coordinator.take_responses())
-    };
-    let persisted = persist(shard, records).await;
+    let (immediate, records, responses) = step_now(shard, runtime, request);
+    let unpersisted = persist(shard, runtime, records).await;
     deliver(runtime, responses);
-    let reply = match immediate {
+    if let Some(&code) = partition.and_then(|p| unpersisted.get(&p)) {
+        // Not written, so not done: the partition was unloaded, and a
+        // commit is not acknowledged.
+        return match immediate {
+            Immediate::Reply(GroupReply::Committed(rows)) => {
+                GroupReply::Committed(rows.into_iter().map(|(tp, _)| (tp, code)).collect())
+            }
+            _ => GroupReply::Unavailable(code),
+        };
+    }
+    match immediate {
         Immediate::Reply(reply) => reply,
         Immediate::Later(receiver) => match receiver.await {
             Ok(GroupResponse::Join(r)) => GroupReply::Join(r),
             Ok(GroupResponse::Sync(r)) => GroupReply::Sync(r),
-            Err(_) => GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
+            // The partition was unloaded while the call waited.
+            Err(_) => GroupReply::Unavailable(ErrorCode::NotCoordinator),
         },
-    };
-    match (persisted, reply) {
-        // A commit that did not reach the log must not be acknowledged.
-        (Err(code), GroupReply::Committed(rows)) if is_commit => {
-            GroupReply::Committed(rows.into_iter().map(|(tp, _)| (tp, code)).collect())
-        }
-        // Nor a marker whose offsets did not: the coordinator resends it.
-        (Err(code), _) if completes => GroupReply::Code(code),
-        (_, reply) => reply,
     }
+}
+
+/// Steps the coordinator with `request` and ticks it; returns the answer
+/// (or where it will come), the records to persist and the answers that
+/// became ready for other callers.
+fn step_now(
+    shard: &Shard,
+    runtime: &GroupRuntime,
+    request: GroupRequest,
+) -> (Immediate, Vec<Record>, Vec<(RequestToken, GroupResponse)>) {
+    let now = shard.now_ms();
+    let token = runtime.take_token();
+    let table = shard.topics.borrow();
+    let topics = |name: &str| {
+        table.get(name).map(|e| TopicInfo {
+            id: e.topic_id,
+            partitions: e.partitions,
+        })
+    };
+    let mut coordinator = runtime.coordinator.borrow_mut();
+    let (immediate, mut records) = step(&mut coordinator, runtime, now, token, request, &topics);
+    records.extend(coordinator.tick(now));
+    (immediate, records, coordinator.take_responses())
+}
+
+/// The `__consumer_offsets` partition `request` acts on (`None`: ListGroups,
+/// which spans the shard's partitions, or no `__consumer_offsets` yet).
+fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
+    let group = match request {
+        GroupRequest::Join(r) => &r.group_id,
+        GroupRequest::Sync(r) => &r.group_id,
+        GroupRequest::Heartbeat(r) => &r.group_id,
+        GroupRequest::ConsumerHeartbeat(r) => &r.group_id,
+        GroupRequest::Commit(r)
+        | GroupRequest::ValidateTxnCommit(r)
+        | GroupRequest::CommitTxn(r) => &r.group_id,
+        GroupRequest::StageTxn { request, .. } => &request.group_id,
+        GroupRequest::CompleteTxn { partition, .. } => return Some(*partition),
+        GroupRequest::Leave { group_id, .. }
+        | GroupRequest::Fetch { group_id, .. }
+        | GroupRequest::DeleteOffsets { group_id, .. }
+        | GroupRequest::DeleteGroup(group_id)
+        | GroupRequest::Describe(group_id)
+        | GroupRequest::DescribeConsumer(group_id) => group_id,
+        GroupRequest::List(_) => return None,
+    };
+    offsets_partitions(shard).map(|partitions| offsets_partition_for(group, partitions))
 }
 
 fn step(
@@ -84,20 +126,26 @@ fn step(
     topics: &dyn Fn(&str) -> Option<TopicInfo>,
 ) -> (Immediate, Vec<Record>) {
     let reply = |r: GroupReply| Immediate::Reply(r);
-    let wait = || {
+    let wait = |group: String| {
         let (sender, receiver) = oneshot::channel();
-        runtime.waiters.borrow_mut().insert(token, sender);
+        runtime.waiters.borrow_mut().insert(token, (group, sender));
         Immediate::Later(receiver)
     };
     match request {
-        GroupRequest::Join(req) => match coordinator.join_group(now, token, req) {
-            (JoinOutcome::Respond(r), records) => (reply(GroupReply::Join(r)), records),
-            (JoinOutcome::Pending, records) => (wait(), records),
-        },
-        GroupRequest::Sync(req) => match coordinator.sync_group(now, token, req) {
-            (SyncOutcome::Respond(r), records) => (reply(GroupReply::Sync(r)), records),
-            (SyncOutcome::Pending, records) => (wait(), records),
-        },
+        GroupRequest::Join(req) => {
+            let group = req.group_id.clone();
+            match coordinator.join_group(now, token, req) {
+                (JoinOutcome::Respond(r), records) => (reply(GroupReply::Join(r)), records),
+                (JoinOutcome::Pending, records) => (wait(group), records),
+            }
+        }
+        GroupRequest::Sync(req) => {
+            let group = req.group_id.clone();
+            match coordinator.sync_group(now, token, req) {
+                (SyncOutcome::Respond(r), records) => (reply(GroupReply::Sync(r)), records),
+                (SyncOutcome::Pending, records) => (wait(group), records),
+            }
+        }
         GroupRequest::Heartbeat(req) => (
             reply(GroupReply::Code(coordinator.heartbeat(now, &req))),
             Vec::new(),
@@ -187,7 +235,7 @@ fn step(
 pub(super) fn deliver(runtime: &GroupRuntime, responses: Vec<(RequestToken, GroupResponse)>) {
     let mut waiters = runtime.waiters.borrow_mut();
     for (token, response) in responses {
-        if let Some(sender) = waiters.remove(&token) {
+        if let Some((_, sender)) = waiters.remove(&token) {
             // The client may have gone; nothing to do then.
             let _ = sender.send(response);
         }

@@ -14,10 +14,16 @@
 //!   wait on a oneshot registered under the call's token.
 //! - [`run_timer`] (`timer.rs`): a per-shard task that calls `tick` at the coordinator's
 //!   next deadline (session expiry, rebalance timeouts, offset expiry).
-//! - [`replay`] (`replay.rs`): at start, before the shard serves anything, every record of
-//!   the owned `__consumer_offsets` partitions is fed back to the coordinator.
+//! - `replay.rs`: a coordinator acts for a group only while this broker
+//!   leads the group's `__consumer_offsets` partition in the epoch it was
+//!   loaded under (its lease). A partition is loaded on the first call or
+//!   timer tick after it comes to be led here, once its high watermark
+//!   reached the log end, and unloaded (groups forgotten, waiting calls
+//!   answered NOT_COORDINATOR) as soon as that leadership ends.
 
-//! - `persist.rs`: appending a step's records and waiting until durable.
+//! - `persist.rs`: appending a step's records as the partition's leader
+//!   (acks=all) under the loaded lease; a partition whose write fails is
+//!   unloaded, so memory never holds what the log does not.
 //!
 //! The [`GroupRuntime`] is a [`ShardService`]: one per shard, found with
 //! `shard.service::<GroupRuntime>()`.
@@ -27,7 +33,7 @@ mod persist;
 mod replay;
 mod timer;
 
-pub use replay::{replay, replay_partition};
+pub use replay::reload_on_leadership;
 pub use timer::run_timer;
 
 use crate::call::OwnerCall;
@@ -39,9 +45,11 @@ use crate::group::{
     JoinResponse, LeavingMember, ListedGroup, OffsetCommitRequest, RequestToken, SyncRequest,
     SyncResponse, TopicPartition,
 };
+use crate::replication_runtime::LeaderLease;
 use crate::shard::{Shard, ShardService};
 use engine::ErrorCode;
 use futures::channel::oneshot;
+use glommio::sync::Semaphore;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -162,8 +170,15 @@ pub enum GroupReply {
 /// One shard's coordinator and its waiting JoinGroup/SyncGroup callers.
 pub struct GroupRuntime {
     coordinator: RefCell<GroupCoordinator>,
-    waiters: RefCell<HashMap<RequestToken, oneshot::Sender<GroupResponse>>>,
+    /// Callers waiting for a JoinGroup/SyncGroup answer, with their group
+    /// (dropped, so answered NOT_COORDINATOR, when its partition unloads).
+    waiters: RefCell<HashMap<RequestToken, (String, oneshot::Sender<GroupResponse>)>>,
     next_token: Cell<RequestToken>,
+    /// The `__consumer_offsets` partitions loaded into `coordinator`, each
+    /// with the leadership it was loaded under (see `replay.rs`).
+    leases: RefCell<HashMap<i32, LeaderLease>>,
+    /// One load at a time: a second caller finds the partition loaded.
+    load_lock: Semaphore,
 }
 
 impl ShardService for GroupRuntime {
@@ -182,6 +197,8 @@ impl ShardService for GroupRuntime {
             coordinator: RefCell::new(GroupCoordinator::new(group_config)),
             waiters: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
+            leases: RefCell::new(HashMap::new()),
+            load_lock: Semaphore::new(1),
         }
     }
 }
@@ -244,6 +261,15 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
         .get(OFFSETS_TOPIC)
         .map(|e| e.partitions)
         .ok_or(ErrorCode::CoordinatorNotAvailable)
+}
+
+/// The partition count of `__consumer_offsets`, once it exists.
+fn offsets_partitions(shard: &Shard) -> Option<i32> {
+    shard
+        .topics
+        .borrow()
+        .get(OFFSETS_TOPIC)
+        .map(|e| e.partitions)
 }
 
 /// The shard coordinating `group_id`, given the partition count.

@@ -1,27 +1,161 @@
-//! Rebuilding a shard's group coordinator from its `__consumer_offsets`
-//! partitions at start, and loading one partition whose leadership (and so
-//! coordinatorship) moved to this broker.
+//! Loading a `__consumer_offsets` partition's groups into the shard's
+//! coordinator under the leadership it was loaded with (its lease), and
+//! unloading them when that leadership ends.
+//!
+//! A coordinator acts for a group only while the lease its partition was
+//! loaded under is the partition's current one ([`loaded_lease`]). A broker
+//! that lost the partition (it follows now, or a newer epoch leads) forgets
+//! its groups at once: their timers stop, waiting JoinGroup/SyncGroup calls
+//! get NOT_COORDINATOR, and nothing it decided but did not replicate is
+//! acted on. The new leader loads what the log says once its high watermark
+//! reached the log end, so it sees every committed offset.
 
-use super::execute::deliver;
-use super::persist::persist;
 use super::{GroupRuntime, OFFSETS_TOPIC, REPLAY_READ_BYTES};
+use crate::group::offsets_partition_for;
+use crate::replication_runtime::{leader_lease, wait_committed_to_end, LeaderLease};
 use crate::shard::Shard;
 use engine::batch::{batches, records};
 use engine::log::ReadMode;
-use engine::ReadData;
+use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
 use std::rc::Rc;
+use std::time::Duration;
 
-/// Applies the group records of one `__consumer_offsets` partition to this
-/// shard's coordinator; returns how many were replayed.
-async fn replay_records(
+/// How long a load waits for the high watermark to reach the log end.
+const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
+
+/// A `__consumer_offsets` partition came to be led here: whatever was
+/// loaded for it under an older lease is dropped, and the next request or
+/// timer tick loads it again.
+pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
+    if tp.topic == OFFSETS_TOPIC {
+        unload(shard, &shard.service::<GroupRuntime>(), tp.partition);
+    }
+}
+
+/// The lease `partition`'s groups are loaded under, loading them first
+/// when this broker leads it under a lease they were not loaded with.
+/// NOT_COORDINATOR when it does not lead the partition (whatever was loaded
+/// for it is dropped); COORDINATOR_LOAD_IN_PROGRESS while the load waits
+/// for the high watermark.
+pub(super) async fn loaded_lease(
     shard: &Rc<Shard>,
-    runtime: &GroupRuntime,
-    tp: &engine::TopicPartition,
+    rt: &GroupRuntime,
+    partition: i32,
+) -> Result<LeaderLease, ErrorCode> {
+    let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+    if let Some(lease) = current_loaded(shard, rt, &tp) {
+        return Ok(lease);
+    }
+    let _permit = rt
+        .load_lock
+        .acquire_permit(1)
+        .await
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
+    if let Some(lease) = current_loaded(shard, rt, &tp) {
+        return Ok(lease);
+    }
+    unload(shard, rt, partition);
+    let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
+    load(shard, rt, &tp, lease).await?;
+    Ok(lease)
+}
+
+/// The loaded lease, if it is still the partition's current one.
+fn current_loaded(shard: &Shard, rt: &GroupRuntime, tp: &TopicPartition) -> Option<LeaderLease> {
+    let loaded = rt.leases.borrow().get(&tp.partition).copied()?;
+    (leader_lease(shard, tp) == Some(loaded)).then_some(loaded)
+}
+
+/// Drops every loaded partition whose lease is no longer current (the
+/// timer runs this before each tick).
+pub(super) fn unload_lost(shard: &Shard, rt: &GroupRuntime) {
+    let loaded: Vec<(i32, LeaderLease)> =
+        rt.leases.borrow().iter().map(|(p, l)| (*p, *l)).collect();
+    for (partition, lease) in loaded {
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        if leader_lease(shard, &tp) != Some(lease) {
+            tracing::info!(
+                partition,
+                epoch = lease.leader_epoch,
+                "group coordinator no longer leads its partition; unloaded"
+            );
+            unload(shard, rt, partition);
+        }
+    }
+}
+
+/// The `__consumer_offsets` partitions this shard owns and this broker
+/// leads but has not loaded under their current lease.
+pub(super) fn led_unloaded(shard: &Shard, rt: &GroupRuntime) -> Vec<i32> {
+    let Some(partitions) = super::offsets_partitions(shard) else {
+        return Vec::new();
+    };
+    (0..partitions)
+        .map(|p| TopicPartition::new(OFFSETS_TOPIC, p))
+        .filter(|tp| shard.owner(tp) == shard.id)
+        .filter(|tp| leader_lease(shard, tp).is_some() && current_loaded(shard, rt, tp).is_none())
+        .map(|tp| tp.partition)
+        .collect()
+}
+
+/// Forgets `partition`'s groups; their waiting JoinGroup/SyncGroup calls
+/// get NOT_COORDINATOR (their answer channels close).
+pub(super) fn unload(shard: &Shard, rt: &GroupRuntime, partition: i32) {
+    rt.leases.borrow_mut().remove(&partition);
+    let Some(partitions) = super::offsets_partitions(shard) else {
+        return;
+    };
+    let in_partition = |group: &str| offsets_partition_for(group, partitions) == partition;
+    rt.coordinator.borrow_mut().unload(&in_partition);
+    rt.waiters
+        .borrow_mut()
+        .retain(|_, (group, _)| !in_partition(group));
+}
+
+/// Replays `tp` into the coordinator once its HW has reached the log end,
+/// and records it as loaded under `lease` if that is still current.
+async fn load(
+    shard: &Rc<Shard>,
+    rt: &GroupRuntime,
+    tp: &TopicPartition,
+    lease: LeaderLease,
+) -> Result<(), ErrorCode> {
+    let log = shard.logs.get(tp).ok_or(ErrorCode::NotCoordinator)?;
+    wait_committed_to_end(&log, LOAD_HW_WAIT).await?;
+    let started = std::time::Instant::now();
+    let replayed = replay_records(rt, &log, tp).await.map_err(|e| {
+        tracing::error!(%tp, error = %e, "cannot replay __consumer_offsets");
+        unload(shard, rt, tp.partition);
+        ErrorCode::CoordinatorNotAvailable
+    })?;
+    if leader_lease(shard, tp) != Some(lease) {
+        unload(shard, rt, tp.partition);
+        return Err(ErrorCode::NotCoordinator);
+    }
+    if let Some(partitions) = super::offsets_partitions(shard) {
+        let in_partition = |group: &str| offsets_partition_for(group, partitions) == tp.partition;
+        let mut coordinator = rt.coordinator.borrow_mut();
+        coordinator.finish_replay(shard.now_ms(), &in_partition);
+    }
+    rt.leases.borrow_mut().insert(tp.partition, lease);
+    tracing::info!(
+        %tp,
+        epoch = lease.leader_epoch,
+        records = replayed,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "group coordinator partition loaded"
+    );
+    Ok(())
+}
+
+/// Applies the group records of one `__consumer_offsets` partition, up to
+/// its high watermark, to the coordinator; returns how many were replayed.
+async fn replay_records(
+    rt: &GroupRuntime,
+    log: &PartitionLog,
+    tp: &TopicPartition,
 ) -> Result<u64, String> {
     let mut replayed = 0u64;
-    let Some(log) = shard.logs.get(tp) else {
-        return Ok(0);
-    };
     let mut offset = log.log_start_offset();
     let end = log.high_watermark();
     while offset < end {
@@ -47,7 +181,7 @@ async fn replay_records(
             }
             let batch = bytes.get(range).unwrap_or_default();
             let decoded = records(batch).map_err(|e| format!("replay of {tp:?}: {e}"))?;
-            let mut coordinator = runtime.coordinator.borrow_mut();
+            let mut coordinator = rt.coordinator.borrow_mut();
             for record in decoded {
                 let Some(key) = record.key.as_deref() else {
                     continue;
@@ -64,60 +198,4 @@ async fn replay_records(
         }
     }
     Ok(replayed)
-}
-
-/// Finishes a replay: expires what is due, persists what that decided, and
-/// answers the requests that waited for it.
-async fn finish_replay(shard: &Rc<Shard>, runtime: &Rc<GroupRuntime>) {
-    let now = shard.now_ms();
-    let (records, responses) = {
-        let mut coordinator = runtime.coordinator.borrow_mut();
-        coordinator.finish_replay(now);
-        (coordinator.tick(now), coordinator.take_responses())
-    };
-    if let Err(code) = persist(shard, records).await {
-        tracing::warn!(%code, "records after replay not persisted");
-    }
-    deliver(runtime, responses);
-}
-
-/// Loads one `__consumer_offsets` partition this broker has just become
-/// the leader of (its coordinator moved here): its groups and committed
-/// offsets as the previous leader wrote them.
-pub async fn replay_partition(
-    shard: &Rc<Shard>,
-    tp: &engine::TopicPartition,
-) -> Result<(), String> {
-    let runtime = shard.service::<GroupRuntime>();
-    let replayed = replay_records(shard, &runtime, tp).await?;
-    finish_replay(shard, &runtime).await;
-    tracing::info!(%tp, records = replayed, "group coordinator partition loaded");
-    Ok(())
-}
-
-/// Rebuilds this shard's coordinator from its `__consumer_offsets`
-/// partitions; run before the shard serves anything.
-pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
-    let runtime = shard.service::<GroupRuntime>();
-    let owned: Vec<engine::TopicPartition> = shard
-        .logs
-        .partitions()
-        .into_iter()
-        .filter(|tp| tp.topic == OFFSETS_TOPIC)
-        .collect();
-    let mut replayed = 0u64;
-    let replay_started = std::time::Instant::now();
-    for tp in owned {
-        replayed += replay_records(shard, &runtime, &tp).await?;
-    }
-    finish_replay(shard, &runtime).await;
-    if replayed > 0 {
-        tracing::info!(
-            shard = shard.id,
-            records = replayed,
-            elapsed_ms = replay_started.elapsed().as_millis() as u64,
-            "groups replayed"
-        );
-    }
-    Ok(())
 }

@@ -255,6 +255,26 @@ pub fn coordinator_error(code: ErrorCode) -> ErrorCode {
     }
 }
 
+/// Waits (at most `wait`) until the high watermark reaches the log end a
+/// coordinator is about to load: a new leader's HW may trail records its
+/// predecessor had committed, and a load that stopped short could miss one
+/// (a PrepareCommit, an offset commit). COORDINATOR_LOAD_IN_PROGRESS when
+/// it does not get there in time; the client retries.
+pub async fn wait_committed_to_end(log: &PartitionLog, wait: Duration) -> Result<(), ErrorCode> {
+    let end = log.log_end_offset();
+    if end <= log.high_watermark() {
+        return Ok(());
+    }
+    let caught_up = glommio::timer::timeout(wait, async {
+        Ok(log.wait_high_watermark_past(end - 1).await)
+    })
+    .await;
+    match caught_up {
+        Ok(Ok(_)) => Ok(()),
+        _ => Err(ErrorCode::CoordinatorLoadInProgress),
+    }
+}
+
 /// A follower's fetch of one partition, served by its owner shard.
 #[derive(Debug, Clone)]
 pub struct ServeFollowerFetch {

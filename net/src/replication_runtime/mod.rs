@@ -33,6 +33,6 @@ pub mod truncation;
 pub use apply::ApplyPartitionState;
 pub use leader::{
     append_as_leader, coordinator_error, leader_lease, leadership, serves_clients, wait_acks_all,
-    FollowerFetchReply, LeaderLease, Leadership, ServeFollowerFetch,
+    wait_committed_to_end, FollowerFetchReply, LeaderLease, Leadership, ServeFollowerFetch,
 };
 pub use roles::{LeadershipHook, ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};

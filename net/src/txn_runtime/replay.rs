@@ -10,7 +10,7 @@
 //! (a PrepareCommit it finds is completed as a commit).
 
 use super::TxnRuntime;
-use crate::replication_runtime::{leader_lease, LeaderLease};
+use crate::replication_runtime::{leader_lease, wait_committed_to_end, LeaderLease};
 use crate::shard::Shard;
 use crate::txn::records::{self, TxnLogKey};
 use crate::txn::{txn_partition_for, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC};
@@ -19,9 +19,8 @@ use engine::{ErrorCode, ReadData, TopicPartition};
 use std::rc::Rc;
 use std::time::Duration;
 
-/// How long a load waits for the high watermark to reach the log end: a
-/// new leader's HW may trail records its predecessor had committed, and a
-/// load that stopped short could miss a PrepareCommit.
+/// How long a load waits for the high watermark to reach the log end
+/// (see [`wait_committed_to_end`]).
 const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
 
 /// A `__transaction_state` partition came to be led here: whatever was
@@ -107,16 +106,7 @@ async fn load(
     lease: LeaderLease,
 ) -> Result<(), ErrorCode> {
     let log = shard.logs.get(tp).ok_or(ErrorCode::NotCoordinator)?;
-    let end = log.log_end_offset();
-    if end > log.high_watermark() {
-        let caught_up = glommio::timer::timeout(LOAD_HW_WAIT, async {
-            Ok(log.wait_high_watermark_past(end - 1).await)
-        })
-        .await;
-        if !matches!(caught_up, Ok(Ok(_))) {
-            return Err(ErrorCode::CoordinatorLoadInProgress);
-        }
-    }
+    wait_committed_to_end(&log, LOAD_HW_WAIT).await?;
     let replayed = replay_partition(&log, rt).await.map_err(|e| {
         tracing::error!(partition = tp.partition, error = %e, "cannot replay __transaction_state");
         unload(rt, tp.partition);
