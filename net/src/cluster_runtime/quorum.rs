@@ -284,9 +284,12 @@ impl MetadataQuorum {
             Ok(outgoing) => outgoing,
             Err(e) => {
                 // The metadata log could not be written: this node cannot
-                // keep its promises to the quorum any more.
-                super::stop_broker(&format!("metadata quorum failed: {e}"));
-                return;
+                // keep its promises to the quorum any more. Not a clean
+                // stop: its controlled shutdown would ask this quorum.
+                crate::fatal::stop(
+                    crate::fatal::Reason::MetadataLog,
+                    &format!("metadata quorum failed: {e}"),
+                );
             }
         };
         for message in outgoing.messages {
