@@ -263,7 +263,8 @@ mod tests {
             .collect();
         let winners = threads
             .into_iter()
-            .filter(|t| matches!(t.join(), Ok(true)))
+            .map(std::thread::JoinHandle::join)
+            .filter(|claimed| matches!(claimed, Ok(true)))
             .count();
         assert_eq!(winners, 1);
     }
