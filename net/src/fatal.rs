@@ -231,6 +231,28 @@ pub fn arm_panic_point(shard_id: usize, data_dir: &std::path::Path) {
     let _ = (shard_id, data_dir);
 }
 
+/// `RILL_FAULT_METADATA_LOG=1`, in debug builds only: every ready cycle
+/// of the metadata quorum fails as a failed write of its log would, so a
+/// test sees that path reach [`stop`] once.
+pub const FAULT_METADATA_LOG: &str = "RILL_FAULT_METADATA_LOG";
+
+/// `ready` (the outcome of a ready cycle), or an EIO when the
+/// [`FAULT_METADATA_LOG`] point is armed. A release build has no such
+/// point.
+pub fn metadata_log_fault<T>(
+    ready: Result<T, cluster::quorum::QuorumError>,
+) -> Result<T, cluster::quorum::QuorumError> {
+    #[cfg(debug_assertions)]
+    if std::env::var(FAULT_METADATA_LOG).as_deref() == Ok("1") {
+        return Err(cluster::quorum::QuorumError::Io {
+            op: "write (fault injection)",
+            path: std::path::PathBuf::from(FAULT_METADATA_LOG),
+            source: std::io::Error::from_raw_os_error(libc::EIO),
+        });
+    }
+    ready
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //! with exit code 70, the reason logged once and no second signal; a
 //! restart on the same data reads back every acknowledged record; in a
 //! three-node cluster the dead broker's partitions fail over and produce
-//! goes on.
+//! goes on. A metadata log that cannot be written (`RILL_FAULT_METADATA_LOG`)
+//! takes the same path, once, with exit code 74.
 
 use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::{consume_all, create_topic, producer};
@@ -214,4 +215,43 @@ fn a_panicking_broker_s_partitions_fail_over_and_produce_goes_on() {
     for value in &acknowledged {
         assert!(read.contains(value), "acknowledged {value} was lost");
     }
+}
+
+/// The metadata log failing on every ready cycle (the debug-build point
+/// `RILL_FAULT_METADATA_LOG`, armed from the start): the first failure
+/// stops the broker with exit code 74, and the ones after it report
+/// nothing, signal nothing.
+#[test]
+fn a_failing_metadata_log_stops_the_broker_once_with_its_code() {
+    let dir = data_dir();
+    let started = Instant::now();
+    let output = std::process::Command::new(RILL)
+        .args(["serve", "--cores", "2", "--listen"])
+        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
+        .arg("--admin-listen")
+        .arg(format!("127.0.0.1:{}", rill_tests::free_port()))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env("RILL_FAULT_METADATA_LOG", "1")
+        .output()
+        .expect("rill runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "exit {:?} after {:?}",
+        output.status.code(),
+        started.elapsed()
+    );
+    assert_eq!(output.status.code(), Some(74), "{log}");
+    assert_eq!(
+        log.matches("exiting without a clean shutdown").count(),
+        1,
+        "{log}"
+    );
+    assert!(log.contains("fatal: metadata quorum failed"), "{log}");
+    assert!(!log.contains("second signal"), "{log}");
+    assert!(!log.contains("shutting down: draining"), "{log}");
 }

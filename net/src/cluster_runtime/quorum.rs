@@ -280,7 +280,8 @@ impl MetadataQuorum {
         let Some(voter) = self.voter() else {
             return;
         };
-        let outgoing = match voter.node.borrow_mut().advance() {
+        let advanced = voter.node.borrow_mut().advance();
+        let outgoing = match crate::fatal::metadata_log_fault(advanced) {
             Ok(outgoing) => outgoing,
             Err(e) => {
                 // The metadata log could not be written: this node cannot
