@@ -70,6 +70,8 @@
 //! - [`io_setup`]: the engine's I/O sizes from the io-properties file
 //!   `rill iotune` wrote (found by the binary), and their start log line.
 //! - [`serve`]: `rill serve` — start the shards, handle signals, shut down.
+//! - [`fatal`]: the one fatal stop (a panic in any thread, the metadata log
+//!   failing, a second signal): logged once, a distinct exit code, bounded.
 //! - [`fetch_response`], [`sendpath`]: the hand-written Fetch response encoder
 //!   and the copy / sendfile / splice send paths.
 
@@ -84,6 +86,7 @@ pub mod controller;
 pub mod error;
 #[cfg(test)]
 mod error_codes_check;
+pub mod fatal;
 pub mod fetch_response;
 pub mod frame;
 pub mod fuzzing;

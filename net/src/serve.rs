@@ -5,6 +5,10 @@
 //! shard join the channel mesh (the mesh position is the shard id), open the
 //! shard's partitions, bind the shared port (`SO_REUSEPORT`) and accept.
 //!
+//! A broker that cannot go on (a panic in any thread, the metadata log
+//! failing, a second signal) does not shut down: it ends through
+//! [`crate::fatal`], whose panic hook [`run_with_checks`] installs.
+//!
 //! Shutdown, in two phases so that no shard closes its logs while another
 //! still routes in-flight work to it: (1) every shard stops accepting, stops
 //! reading new requests and waits for its connections to finish what they
@@ -69,6 +73,9 @@ pub fn run_with_checks(
         return 2;
     }
     let config = Arc::new(config);
+    // Before any thread starts, so that a panic in any of them ends the
+    // process rather than only its thread.
+    crate::fatal::install_panic_hook();
     match start(config, checks) {
         Ok(()) => 0,
         Err(e) => {
@@ -330,7 +337,7 @@ fn effective_max_connections(configured: usize) -> usize {
 }
 
 /// Starts the thread that turns SIGINT/SIGTERM into a shutdown of every shard;
-/// a second signal exits at once.
+/// a second signal exits at once, through the fatal stop.
 fn spawn_signal_thread(shards: usize) -> Result<Vec<oneshot::Receiver<()>>, String> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])
@@ -349,10 +356,10 @@ fn spawn_signal_thread(shards: usize) -> Result<Vec<oneshot::Receiver<()>>, Stri
                             let _ = sender.send(());
                         }
                     }
-                    None => {
-                        tracing::warn!(signal, "second signal: exiting without a clean shutdown");
-                        std::process::exit(130);
-                    }
+                    None => crate::fatal::stop(
+                        crate::fatal::Reason::SecondSignal,
+                        &format!("second signal ({signal}) during the clean shutdown"),
+                    ),
                 }
             }
         })
@@ -415,14 +422,11 @@ async fn run_shard(input: ShardInput) -> Result<(), String> {
     let drained = input.drained.clone();
     let outcome = run_shard_inner(input).await;
     if let Err(e) = &outcome {
-        tracing::error!(error = %e, "shard failed; stopping the broker");
         // Count this shard as drained so the others do not wait for it, and
-        // stop them through the signal thread like an operator's SIGTERM.
+        // stop them through the signal thread like an operator's SIGTERM
+        // (once, however many shards fail).
         drained.fetch_add(1, Ordering::AcqRel);
-        // SAFETY: raise(2) only sends a signal to this process.
-        unsafe {
-            libc::raise(libc::SIGTERM);
-        }
+        crate::fatal::request_clean_stop(&format!("shard failed: {e}"));
     }
     outcome
 }
@@ -560,6 +564,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
         bound.push((Rc::new(spec.clone()), listener));
     }
 
+    crate::fatal::arm_panic_point(id, &config.data_dir);
     let shutdown: ShutdownSignal = input.shutdown.shared();
     let gate = Rc::new(glommio::sync::Gate::new());
     futures::future::join_all(bound.iter().map(|(spec, listener)| {

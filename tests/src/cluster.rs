@@ -31,6 +31,17 @@ pub struct Cluster {
 impl Cluster {
     /// Starts `n` brokers (one shard each) that form one quorum.
     pub fn start(binary: &str, n: usize, extra_args: &[&str]) -> Cluster {
+        Cluster::start_with_env(binary, n, extra_args, &[])
+    }
+
+    /// [`Cluster::start`] with environment variables for every broker
+    /// process (fault-injection points).
+    pub fn start_with_env(
+        binary: &str,
+        n: usize,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Cluster {
         let voters: Vec<String> = (1..=n)
             .map(|id| format!("{id}@127.0.0.1:{}", free_port()))
             .collect();
@@ -50,7 +61,7 @@ impl Cluster {
                     voters.as_str(),
                 ];
                 args.extend_from_slice(extra_args);
-                Broker::start(binary, dir.path(), &args)
+                Broker::start_with_env(binary, dir.path(), &args, envs)
             })
             .collect();
         Cluster {
@@ -99,14 +110,21 @@ impl Cluster {
         timeout: Duration,
     ) -> Cluster {
         let mut cluster = Cluster::start(binary, n, extra_args);
-        let all: Vec<i32> = (1..=n as i32).collect();
-        for node in 1..=n as i32 {
+        cluster.wait_settled(timeout);
+        cluster
+    }
+
+    /// Waits (up to `timeout`) until every voter lists all voters as live
+    /// (and no other broker: call it before [`Cluster::add_broker`]).
+    pub fn wait_settled(&mut self, timeout: Duration) {
+        let voters = self.voters.split(',').count() as i32;
+        let all: Vec<i32> = (1..=voters).collect();
+        for node in 1..=voters {
             wait_for("every broker to list all of them", timeout, || {
-                let (_, brokers) = describe_cluster(cluster.node(node)).ok()?;
+                let (_, brokers) = describe_cluster(self.node(node)).ok()?;
                 (brokers == all).then_some(())
             });
         }
-        cluster
     }
 
     /// The broker with `node_id`.

@@ -227,6 +227,24 @@ impl Broker {
         }
     }
 
+    /// Waits up to `timeout` for the process to end by itself (a fatal
+    /// stop); returns its exit code (`None`: ended by a signal).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let mut child = self.child.take().expect("a running broker");
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("rill did not exit within {timeout:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Graceful stop (SIGTERM); returns the exit code.
     pub fn stop(&mut self) -> Option<i32> {
         self.stop_with(libc::SIGTERM)

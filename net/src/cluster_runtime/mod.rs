@@ -64,15 +64,6 @@ pub fn node_id(raft_id: u64) -> i32 {
     i32::try_from(raft_id.saturating_sub(1)).unwrap_or(i32::MAX)
 }
 
-/// Stops the whole broker as an operator's SIGTERM would, after logging why.
-fn stop_broker(reason: &str) {
-    tracing::error!("{reason}; stopping the broker");
-    // SAFETY: raise(2) only sends a signal to this process.
-    unsafe {
-        libc::raise(libc::SIGTERM);
-    }
-}
-
 /// Starts the quorum member, its listener and links, the registration and
 /// the controller's timers, on the metadata shard (a no-op elsewhere).
 /// Returns once the member is open; the rest runs in tasks.

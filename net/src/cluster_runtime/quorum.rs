@@ -280,13 +280,17 @@ impl MetadataQuorum {
         let Some(voter) = self.voter() else {
             return;
         };
-        let outgoing = match voter.node.borrow_mut().advance() {
+        let advanced = voter.node.borrow_mut().advance();
+        let outgoing = match crate::fatal::metadata_log_fault(advanced) {
             Ok(outgoing) => outgoing,
             Err(e) => {
                 // The metadata log could not be written: this node cannot
-                // keep its promises to the quorum any more.
-                super::stop_broker(&format!("metadata quorum failed: {e}"));
-                return;
+                // keep its promises to the quorum any more. Not a clean
+                // stop: its controlled shutdown would ask this quorum.
+                crate::fatal::stop(
+                    crate::fatal::Reason::MetadataLog,
+                    &format!("metadata quorum failed: {e}"),
+                );
             }
         };
         for message in outgoing.messages {
