@@ -15,10 +15,37 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// `total += stats`, field by field.
+fn add(total: &mut SimStats, stats: &SimStats) {
+    total.steps += stats.steps;
+    total.records_produced += stats.records_produced;
+    total.records_acked += stats.records_acked;
+    total.produces_refused += stats.produces_refused;
+    total.produces_abandoned += stats.produces_abandoned;
+    total.elections += stats.elections;
+    total.isr_shrinks += stats.isr_shrinks;
+    total.isr_expands += stats.isr_expands;
+    total.crashes += stats.crashes;
+    total.truncations += stats.truncations;
+    total.messages_delivered += stats.messages_delivered;
+    total.messages_dropped += stats.messages_dropped;
+    total.messages_duplicated += stats.messages_duplicated;
+    total.committed_records += stats.committed_records;
+    total.transactions_begun += stats.transactions_begun;
+    total.transactions_committed += stats.transactions_committed;
+    total.transactions_aborted += stats.transactions_aborted;
+    total.transactions_timed_out += stats.transactions_timed_out;
+    total.coordinator_loads += stats.coordinator_loads;
+    total.coordinator_writes_abandoned += stats.coordinator_writes_abandoned;
+    total.markers_accepted += stats.markers_accepted;
+    total.markers_refused += stats.markers_refused;
+    total.markers_dropped += stats.markers_dropped;
+}
+
 #[test]
 fn many_seeds_keep_every_rule() {
     let seeds = env_or("RILL_REPLICATION_SIM_SEEDS", 200);
-    let steps = env_or("RILL_REPLICATION_SIM_STEPS", 2_000);
+    let steps = env_or("RILL_REPLICATION_SIM_STEPS", 3_000);
     let mut total = SimStats::default();
     for seed in 0..seeds {
         let stats = match simulate(seed, steps) {
@@ -26,20 +53,7 @@ fn many_seeds_keep_every_rule() {
             Err(violation) => panic!("{violation} (replay: simulate({seed}, {steps}))"),
         };
         assert_eq!(stats.steps, steps);
-        total.steps += stats.steps;
-        total.records_produced += stats.records_produced;
-        total.produces_abandoned += stats.produces_abandoned;
-        total.messages_delivered += stats.messages_delivered;
-        total.messages_dropped += stats.messages_dropped;
-        total.records_acked += stats.records_acked;
-        total.produces_refused += stats.produces_refused;
-        total.elections += stats.elections;
-        total.isr_shrinks += stats.isr_shrinks;
-        total.isr_expands += stats.isr_expands;
-        total.crashes += stats.crashes;
-        total.truncations += stats.truncations;
-        total.messages_duplicated += stats.messages_duplicated;
-        total.committed_records += stats.committed_records;
+        add(&mut total, &stats);
     }
     // The runs must have exercised what the rules are about.
     println!("{total:?}");
@@ -50,6 +64,16 @@ fn many_seeds_keep_every_rule() {
     assert!(total.truncations > seeds, "{total:?}");
     assert!(total.produces_refused > 0, "{total:?}");
     assert!(total.messages_duplicated > 0, "{total:?}");
+    // And the transactions: decided both ways, timed out, coordinators
+    // moved, stale coordinators wrote, and markers of an old coordinator
+    // epoch reached a data partition that had seen a newer one.
+    assert!(total.transactions_begun > seeds, "{total:?}");
+    assert!(total.transactions_committed > seeds / 2, "{total:?}");
+    assert!(total.transactions_aborted > seeds / 2, "{total:?}");
+    assert!(total.transactions_timed_out > 0, "{total:?}");
+    assert!(total.coordinator_loads > 2 * seeds, "{total:?}");
+    assert!(total.coordinator_writes_abandoned > 0, "{total:?}");
+    assert!(total.markers_refused > 0, "{total:?}");
 }
 
 #[test]
@@ -60,7 +84,20 @@ fn a_seed_replays_exactly() {
 
 /// The first violation among `seeds` seeds of `config`.
 fn first_violation(config: &SimConfig, seeds: u64) -> Option<Violation> {
-    (0..seeds).find_map(|seed| simulate_with(config, seed, 2_000).err())
+    first_violation_of(config, seeds, 2_000, |_| true)
+}
+
+/// The first violation among `seeds` seeds of `steps` steps of `config`
+/// that `wanted` picks.
+fn first_violation_of(
+    config: &SimConfig,
+    seeds: u64,
+    steps: u64,
+    wanted: impl Fn(&Violation) -> bool,
+) -> Option<Violation> {
+    (0..seeds)
+        .filter_map(|seed| simulate_with(config, seed, steps).err())
+        .find(wanted)
 }
 
 fn is_data_loss(rule: Rule) -> bool {
@@ -135,7 +172,11 @@ mod auditor_rules {
     use crate::replication::{LeaderConfig, LeaderInit, LeaderState};
 
     fn entry(epoch: i32, id: u64) -> Entry {
-        Entry { epoch, id }
+        Entry {
+            epoch,
+            id,
+            txn: None,
+        }
     }
 
     /// A replica with `log`, all durable, HW `high_watermark`, leading
