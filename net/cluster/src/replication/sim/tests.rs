@@ -161,6 +161,54 @@ fn unclean_election_can_lose_acknowledged_records() {
     assert!(is_data_loss(violation.rule), "{violation}");
 }
 
+/// Issue #30's coordinator before the fix: it appends locally, as a
+/// follower too, and acts at once. The auditor must see both what the
+/// issue reported: a torn transaction, and a replica whose leader epochs
+/// went backwards.
+#[test]
+fn auditor_catches_coordinators_that_write_locally() {
+    let config = SimConfig {
+        coordinator_writes_locally: true,
+        ..SimConfig::default()
+    };
+    let violation = first_violation_of(&config, 50, 4_000, |_| true)
+        .expect("coordinators writing locally must be caught");
+    println!("caught as expected: {violation}");
+    assert!(
+        matches!(
+            violation.rule,
+            Rule::TornTransaction | Rule::LeaderEpochBackwards
+        ),
+        "{violation}"
+    );
+    let torn = first_violation_of(&config, 50, 4_000, |v| v.rule == Rule::TornTransaction)
+        .expect("a torn transaction");
+    println!("caught as expected: {torn}");
+    let backwards = first_violation_of(&config, 100, 4_000, |v| {
+        v.rule == Rule::LeaderEpochBackwards
+    })
+    .expect("leader epochs going backwards");
+    println!("caught as expected: {backwards}");
+    assert_eq!(simulate_with(&config, torn.seed, 4_000).err(), Some(torn));
+}
+
+/// Data partitions that accept a marker from an older coordinator epoch:
+/// a marker that waited on a cut link ends the producer's next
+/// transaction. Rarer than the other breaks (it needs a leadership move
+/// while a marker waits, the transaction completed by the new coordinator
+/// and the next one open), hence the longer runs.
+#[test]
+fn auditor_catches_data_partitions_that_accept_old_coordinator_epochs() {
+    let config = SimConfig {
+        markers_unfenced: true,
+        ..SimConfig::default()
+    };
+    let violation =
+        first_violation_of(&config, 50, 20_000, |_| true).expect("unfenced markers must be caught");
+    println!("caught as expected: {violation}");
+    assert_eq!(violation.rule, Rule::TornTransaction, "{violation}");
+}
+
 /// The auditor's rules one by one, on hand-built replicas.
 mod auditor_rules {
     use std::collections::BTreeSet;
@@ -168,6 +216,7 @@ mod auditor_rules {
     use super::super::auditor::{Acked, Auditor};
     use super::super::network::Entry;
     use super::super::node::Node;
+    use super::super::txn::{DataPartition, Decision, Marker, TxnRecord, TxnState};
     use super::Rule;
     use crate::replication::{LeaderConfig, LeaderInit, LeaderState};
 
@@ -302,5 +351,98 @@ mod auditor_rules {
             Auditor::new(2).check(&mut nodes, &isr(&[0]), &acked),
             Ok(())
         );
+    }
+
+    #[test]
+    fn leader_epochs_backwards_on_a_replica() {
+        let mut nodes = vec![node(0, &[entry(3, 1), entry(2, 2)], 0, None)];
+        let finding = Auditor::new(1).check(&mut nodes, &isr(&[0]), &[]);
+        assert_eq!(finding.map_err(|f| f.0), Err(Rule::LeaderEpochBackwards));
+    }
+
+    /// Producer 0's transaction 1 on partitions 0 and 1, in `state`.
+    fn txn_entry(id: u64, state: TxnState) -> Entry {
+        let record = TxnRecord {
+            producer: 0,
+            txn: 1,
+            state,
+            partitions: 0b11,
+            started_ms: 0,
+        };
+        Entry {
+            txn: Some(record),
+            ..entry(0, id)
+        }
+    }
+
+    /// Data partitions 0 and 1 with producer 0's transaction 1 open, then
+    /// ended by `decisions` (one per partition, `None`: still open).
+    fn partitions(decisions: [Option<Decision>; 2]) -> Vec<DataPartition> {
+        let mut partitions = vec![DataPartition::default(), DataPartition::default()];
+        for (partition, decision) in partitions.iter_mut().zip(decisions) {
+            partition.write(0, 1);
+            if let Some(decision) = decision {
+                let marker = Marker {
+                    producer: 0,
+                    txn: 1,
+                    decision,
+                    coordinator_epoch: 0,
+                };
+                assert!(partition.apply_marker(marker, true));
+            }
+        }
+        partitions
+    }
+
+    /// Audits a leader whose committed log is `log`, and `partitions`.
+    fn audit_transactions(log: &[Entry], partitions: &[DataPartition]) -> Result<(), Rule> {
+        let mut auditor = Auditor::new(1);
+        let mut nodes = vec![node(0, log, log.len() as i64, Some(0))];
+        assert_eq!(auditor.check(&mut nodes, &isr(&[0]), &[]), Ok(()));
+        auditor.check_transactions(partitions).map_err(|f| f.0)
+    }
+
+    #[test]
+    fn torn_transactions() {
+        use Decision::{Abort, Commit};
+        let prepared = [
+            txn_entry(1, TxnState::Ongoing),
+            txn_entry(2, TxnState::PrepareCommit),
+        ];
+        let completed = [
+            prepared[0],
+            prepared[1],
+            txn_entry(3, TxnState::CompleteCommit),
+        ];
+        // Whole: both partitions ended with the logged decision.
+        let whole = partitions([Some(Commit), Some(Commit)]);
+        assert_eq!(audit_transactions(&completed, &whole), Ok(()));
+        // Prepared, one marker still on its way: not torn yet.
+        let half = partitions([Some(Commit), None]);
+        assert_eq!(audit_transactions(&prepared, &half), Ok(()));
+        // The partitions disagree.
+        let split = partitions([Some(Commit), Some(Abort)]);
+        assert_eq!(
+            audit_transactions(&prepared, &split),
+            Err(Rule::TornTransaction)
+        );
+        // A marker contradicts the committed log.
+        let aborted = partitions([Some(Abort), None]);
+        assert_eq!(
+            audit_transactions(&prepared, &aborted),
+            Err(Rule::TornTransaction)
+        );
+        // Completed while a partition still has it open.
+        assert_eq!(
+            audit_transactions(&completed, &half),
+            Err(Rule::TornTransaction)
+        );
+        // Two decisions in the committed log.
+        let both = [
+            prepared[0],
+            prepared[1],
+            txn_entry(3, TxnState::PrepareAbort),
+        ];
+        assert_eq!(audit_transactions(&both, &[]), Err(Rule::TornTransaction));
     }
 }
