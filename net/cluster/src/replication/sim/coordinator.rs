@@ -16,7 +16,10 @@
 //! loads as soon as its broker leads, from whatever log it has, keeps its
 //! role after losing leadership (until a crash or its next load), appends
 //! to its own log — as a follower too, with the epoch it loaded in — and
-//! acts at once.
+//! acts at once. `loads_early` (broken on purpose) reverts one part of
+//! the fix: the coordinator loads as soon as its broker leads, from the
+//! part of the log its HW covers, which may miss a decision an earlier
+//! coordinator acted on.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +39,7 @@ pub(super) enum Action {
     Begun {
         producer: ProducerId,
         txn: u64,
+        producer_epoch: u32,
         partitions: u8,
     },
     /// Answer the producer: its transaction `txn` is decided.
@@ -55,6 +59,12 @@ pub(super) struct TxnIo {
     pub(super) next_id: u64,
     /// The code before the fix (see the module doc).
     pub(super) writes_locally: bool,
+    /// Part of the fix reverted on purpose: load as soon as the broker
+    /// leads, before the records of earlier epochs are committed.
+    pub(super) loads_early: bool,
+    /// A new producer epoch for every transaction (KIP-890; not rill's
+    /// code today).
+    pub(super) epoch_per_transaction: bool,
     /// `transaction.timeout.ms`.
     pub(super) txn_timeout_ms: i64,
     pub(super) actions: Vec<Action>,
@@ -130,7 +140,8 @@ impl Coordinator {
             // Everything from earlier epochs is committed: the replay below
             // sees every decision any earlier coordinator acted on.
             let caught_up = node.high_watermark >= state.epoch_start_offset();
-            if self.lease != Some(epoch) && (caught_up || io.writes_locally) {
+            let may_load = caught_up || io.writes_locally || io.loads_early;
+            if self.lease != Some(epoch) && may_load {
                 self.load(node, epoch, io);
             }
         }
@@ -192,9 +203,11 @@ impl Coordinator {
         if view.is_some_and(|v| v.busy || !is_complete(v.record.state)) {
             return Ok(());
         }
+        let bump = u32::from(io.epoch_per_transaction);
         let record = TxnRecord {
             producer,
             txn: view.map_or(1, |v| v.record.txn + 1),
+            producer_epoch: view.map_or(0, |v| v.record.producer_epoch + bump),
             state: TxnState::Ongoing,
             partitions,
             started_ms: io.now_ms,
@@ -260,8 +273,10 @@ impl Coordinator {
             .map(|v| v.record)
             .collect();
         for record in expired {
+            // As rill does: the timed-out producer is fenced by a bump.
             let abort = TxnRecord {
                 state: TxnState::PrepareAbort,
+                producer_epoch: record.producer_epoch + 1,
                 ..record
             };
             self.write(node, abort, true, io)?;
@@ -385,6 +400,7 @@ impl Coordinator {
             TxnState::Ongoing => io.actions.push(Action::Begun {
                 producer: record.producer,
                 txn: record.txn,
+                producer_epoch: record.producer_epoch,
                 partitions: record.partitions,
             }),
             TxnState::PrepareCommit | TxnState::PrepareAbort => {
@@ -419,6 +435,7 @@ impl Coordinator {
             let marker = Marker {
                 producer: record.producer,
                 txn: record.txn,
+                producer_epoch: record.producer_epoch,
                 decision,
                 coordinator_epoch: epoch,
             };

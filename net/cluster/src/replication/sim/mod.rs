@@ -44,7 +44,7 @@
 //! keeps can be broken through [`SimConfig`] (`election`,
 //! `follower_fsync_before_fetch`, `leader_applies_isr_before_commit`,
 //! `coordinator_writes_locally` — the coordinator before issue #30's fix —
-//! and `markers_unfenced`); the tests break each and check the auditor
+//! `coordinator_loads_early` and `markers_unfenced`); the tests break each and check the auditor
 //! reports it, so the auditor is known to be able to fail.
 
 mod auditor;
@@ -95,6 +95,18 @@ pub struct SimConfig {
     /// epoch it loaded in) and acts at once, and keeps its role after
     /// losing leadership.
     pub coordinator_writes_locally: bool,
+    /// `true` reverts one part of that fix on purpose: a coordinator loads
+    /// as soon as its broker leads, before the records of earlier epochs
+    /// are committed (it replays what its HW covers).
+    pub coordinator_loads_early: bool,
+    /// A new producer epoch for every transaction (KIP-890), so a late
+    /// marker of a producer's previous transaction is refused by the data
+    /// partition's producer-epoch check. `false` is rill today, where the
+    /// epoch moves only when a transaction times out: then a marker that
+    /// an old coordinator re-sent for a transaction completed meanwhile can
+    /// end the next one (see the test
+    /// `todays_code_lets_a_late_marker_end_the_next_transaction`).
+    pub producer_epoch_per_transaction: bool,
     /// `true` breaks the data partitions' fence on purpose: they accept a
     /// marker from an older coordinator epoch than one they have seen.
     pub markers_unfenced: bool,
@@ -117,6 +129,8 @@ impl Default for SimConfig {
             producers: 3,
             txn_timeout_ms: 1_000,
             coordinator_writes_locally: false,
+            coordinator_loads_early: false,
+            producer_epoch_per_transaction: false,
             markers_unfenced: false,
         }
     }

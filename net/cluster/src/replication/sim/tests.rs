@@ -365,6 +365,7 @@ mod auditor_rules {
         let record = TxnRecord {
             producer: 0,
             txn: 1,
+            producer_epoch: 0,
             state,
             partitions: 0b11,
             started_ms: 0,
@@ -380,11 +381,12 @@ mod auditor_rules {
     fn partitions(decisions: [Option<Decision>; 2]) -> Vec<DataPartition> {
         let mut partitions = vec![DataPartition::default(), DataPartition::default()];
         for (partition, decision) in partitions.iter_mut().zip(decisions) {
-            partition.write(0, 1);
+            partition.write(0, 1, 0);
             if let Some(decision) = decision {
                 let marker = Marker {
                     producer: 0,
                     txn: 1,
+                    producer_epoch: 0,
                     decision,
                     coordinator_epoch: 0,
                 };

@@ -9,7 +9,10 @@
 //! `TRANSACTION_COORDINATOR_FENCED`). As in Kafka, a marker names a
 //! producer, not a transaction: it ends whatever transaction that producer
 //! has open on the partition, which is why a late marker from an old
-//! coordinator can end the next transaction — the fence is what stops it.
+//! coordinator can end the next transaction. Two checks stop some of those,
+//! as in rill's `ProducerStateManager::marker`: a marker of an older
+//! producer epoch is refused (`INVALID_PRODUCER_EPOCH`), and so is one of
+//! an older coordinator epoch than one accepted before (the fence).
 
 use std::collections::BTreeMap;
 
@@ -52,11 +55,16 @@ pub(super) enum Decision {
 }
 
 /// One transaction-log record: the producer's transaction `txn` (numbered
-/// per producer, standing in for the producer epoch) is in `state`.
+/// per producer, for the auditor) is in `state`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct TxnRecord {
     pub(super) producer: ProducerId,
     pub(super) txn: u64,
+    /// As in rill: bumped when the coordinator aborts a transaction on
+    /// timeout (the producer is fenced and starts again with it), and, only
+    /// under `SimConfig::producer_epoch_per_transaction`, for every
+    /// transaction (KIP-890).
+    pub(super) producer_epoch: u32,
     pub(super) state: TxnState,
     /// The transaction's data partitions, a bit per partition.
     pub(super) partitions: u8,
@@ -71,6 +79,7 @@ pub(super) struct Marker {
     /// The transaction the coordinator meant (for the auditor: the data
     /// partition does not look at it, as Kafka's does not).
     pub(super) txn: u64,
+    pub(super) producer_epoch: u32,
     pub(super) decision: Decision,
     /// The lease epoch of the coordinator that sent it.
     pub(super) coordinator_epoch: LeaderEpoch,
@@ -88,7 +97,9 @@ pub(super) struct Ended {
 /// What a producer has on one data partition.
 #[derive(Debug, Clone, Copy, Default)]
 struct ProducerOnPartition {
-    /// The highest coordinator epoch of a marker accepted (-1: none).
+    /// The producer epoch of the latest data or marker.
+    producer_epoch: u32,
+    /// The highest coordinator epoch of a marker accepted (`None`: none).
     coordinator_epoch: Option<LeaderEpoch>,
     /// The transaction with data written and no marker yet.
     ongoing: Option<u64>,
@@ -104,11 +115,16 @@ pub(super) struct DataPartition {
 }
 
 impl DataPartition {
-    /// A transactional produce of `txn`'s data. Data of a producer that
+    /// A transactional produce of `txn`'s data in `producer_epoch` (of an
+    /// older epoch: refused, a fenced producer). Data of a producer that
     /// already has a transaction open joins it, as in Kafka (the open one
     /// is what a marker ends).
-    pub(super) fn write(&mut self, producer: ProducerId, txn: u64) {
+    pub(super) fn write(&mut self, producer: ProducerId, txn: u64, producer_epoch: u32) {
         let view = self.producers.entry(producer).or_default();
+        if producer_epoch < view.producer_epoch {
+            return;
+        }
+        view.producer_epoch = producer_epoch;
         view.ongoing.get_or_insert(txn);
     }
 
@@ -117,15 +133,20 @@ impl DataPartition {
         self.producers.get(&producer).and_then(|v| v.ongoing)
     }
 
-    /// WriteTxnMarkers for this partition: refused when an accepted marker
-    /// came from a newer coordinator epoch, unless `fenced` is false (the
-    /// broken variant); otherwise it ends the open transaction, if any.
+    /// WriteTxnMarkers for this partition: refused for an older producer
+    /// epoch, and when an accepted marker came from a newer coordinator
+    /// epoch unless `fenced` is false (the broken variant); otherwise it
+    /// ends the open transaction, if any.
     /// Returns whether it was accepted.
     pub(super) fn apply_marker(&mut self, marker: Marker, fenced: bool) -> bool {
         let view = self.producers.entry(marker.producer).or_default();
+        if marker.producer_epoch < view.producer_epoch {
+            return false;
+        }
         if fenced && view.coordinator_epoch > Some(marker.coordinator_epoch) {
             return false;
         }
+        view.producer_epoch = marker.producer_epoch;
         view.coordinator_epoch = view.coordinator_epoch.max(Some(marker.coordinator_epoch));
         if let Some(txn) = view.ongoing.take() {
             self.ended.push(Ended {
@@ -146,6 +167,7 @@ mod tests {
         Marker {
             producer: 7,
             txn,
+            producer_epoch: 0,
             decision,
             coordinator_epoch,
         }
@@ -154,11 +176,11 @@ mod tests {
     #[test]
     fn a_marker_ends_the_open_transaction_and_an_older_epoch_is_fenced() {
         let mut partition = DataPartition::default();
-        partition.write(7, 1);
+        partition.write(7, 1, 0);
         assert!(partition.apply_marker(marker(1, Decision::Commit, 4), true));
         assert_eq!(partition.ended.len(), 1);
         assert_eq!(partition.ongoing(7), None);
-        partition.write(7, 2);
+        partition.write(7, 2, 0);
         // A late marker of transaction 1 from epoch 3: refused.
         assert!(!partition.apply_marker(marker(1, Decision::Abort, 3), true));
         assert_eq!(partition.ongoing(7), Some(2));

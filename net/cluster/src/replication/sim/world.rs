@@ -449,6 +449,8 @@ impl World {
             now_ms: self.now_ms,
             next_id: self.next_record_id,
             writes_locally: self.config.coordinator_writes_locally,
+            loads_early: self.config.coordinator_loads_early,
+            epoch_per_transaction: self.config.producer_epoch_per_transaction,
             txn_timeout_ms: self.config.txn_timeout_ms,
             actions: Vec::new(),
         };
@@ -584,12 +586,13 @@ impl World {
                 Action::Begun {
                     producer,
                     txn,
+                    producer_epoch,
                     partitions,
                 } => {
                     self.stats.transactions_begun += 1;
                     self.clients[producer as usize] = Client::Open { txn };
                     for p in (0..DATA_PARTITIONS).filter(|p| partitions & (1 << p) != 0) {
-                        self.partitions[p].write(producer, txn);
+                        self.partitions[p].write(producer, txn, producer_epoch);
                     }
                 }
                 Action::Decided { producer, txn, .. } => {
