@@ -138,7 +138,11 @@ impl Coordinator {
         if let Some(state) = node.leader.as_ref() {
             let epoch = state.leader_epoch();
             // Everything from earlier epochs is committed: the replay below
-            // sees every decision any earlier coordinator acted on.
+            // sees every decision any earlier coordinator acted on. (rill
+            // waits for HW = LEO; here the plain produces keep appending to
+            // this partition in the new epoch, so the simulation waits for
+            // what that wait guarantees: no coordinator wrote in this epoch
+            // before it loaded.)
             let caught_up = node.high_watermark >= state.epoch_start_offset();
             let may_load = caught_up || io.writes_locally || io.loads_early;
             if self.lease != Some(epoch) && may_load {
