@@ -12,6 +12,18 @@
 //! few milliseconds per step, and now and then jumps ahead, so followers
 //! fall out of the ISR and rejoin.
 //!
+//! The partition is also a `__transaction_state` partition (issue #30).
+//! Each broker runs a transaction coordinator; transactional clients begin
+//! transactions, write to three data partitions and ask to commit or abort;
+//! coordinators time transactions out and send markers. So the steps also
+//! include a client request, a coordinator's timer, a marker delivered (any
+//! one in flight) and a link between a broker and a data partition cut or
+//! healed — a marker waits while its link is cut, which is how one arrives
+//! after its coordinator lost its lease. Coordinators load, act on what the
+//! HW passed and unload after every step. A stale coordinator (its broker
+//! has not yet learned it lost leadership) keeps writing: the model shows
+//! its writes never count.
+//!
 //! After every step the auditor checks the rules; the first violation stops
 //! the run and names the seed and the step, so `simulate(seed, steps)`
 //! reproduces it. The replication logic under test is the real one
@@ -23,21 +35,27 @@
 //! Map of the modules: `world` (the scheduler), `node` (a replica: a thin
 //! runtime around the cores), `controller` (a minimal KRaft controller:
 //! fencing, elections, AlterPartition), `network` (messages and cut links),
-//! `auditor` (the rules), `rng` (SplitMix64).
+//! `coordinator` (a transaction coordinator under a leadership lease),
+//! `txn` (transaction records, markers, data partitions), `auditor` (the
+//! rules, transactions' included: none torn, leader epochs monotonic per
+//! replica), `rng` (SplitMix64).
 //!
 //! Faults a correct cluster survives are always on. Rules a correct cluster
 //! keeps can be broken through [`SimConfig`] (`election`,
-//! `follower_fsync_before_fetch`, `leader_applies_isr_before_commit`); the
-//! tests break each and check the auditor reports the loss, so the auditor
-//! is known to be able to fail.
+//! `follower_fsync_before_fetch`, `leader_applies_isr_before_commit`,
+//! `coordinator_writes_locally` — the coordinator before issue #30's fix —
+//! `coordinator_loads_early` and `markers_unfenced`); the tests break each and check the auditor
+//! reports it, so the auditor is known to be able to fail.
 
 mod auditor;
 mod controller;
+mod coordinator;
 mod network;
 mod node;
 mod rng;
 #[cfg(test)]
 mod tests;
+mod txn;
 mod world;
 
 pub use controller::ElectionRule;
@@ -67,6 +85,31 @@ pub struct SimConfig {
     pub max_entries_per_fetch: usize,
     /// Largest time step, in milliseconds.
     pub max_time_step_ms: u64,
+    /// Transactional clients (producers).
+    pub producers: usize,
+    /// `transaction.timeout.ms`: a coordinator aborts a transaction open
+    /// longer than this.
+    pub txn_timeout_ms: i64,
+    /// `true` brings back the coordinator before issue #30's fix on
+    /// purpose: it appends to its local log (as a follower too, with the
+    /// epoch it loaded in) and acts at once, and keeps its role after
+    /// losing leadership.
+    pub coordinator_writes_locally: bool,
+    /// `true` reverts one part of that fix on purpose: a coordinator loads
+    /// as soon as its broker leads, before the records of earlier epochs
+    /// are committed (it replays what its HW covers).
+    pub coordinator_loads_early: bool,
+    /// A new producer epoch for every transaction (KIP-890), so a late
+    /// marker of a producer's previous transaction is refused by the data
+    /// partition's producer-epoch check. `false` is rill today, where the
+    /// epoch moves only when a transaction times out: then a marker that
+    /// an old coordinator re-sent for a transaction completed meanwhile can
+    /// end the next one (see the test
+    /// `todays_code_lets_a_late_marker_end_the_next_transaction`).
+    pub producer_epoch_per_transaction: bool,
+    /// `true` breaks the data partitions' fence on purpose: they accept a
+    /// marker from an older coordinator epoch than one they have seen.
+    pub markers_unfenced: bool,
 }
 
 impl Default for SimConfig {
@@ -83,6 +126,12 @@ impl Default for SimConfig {
             max_in_flight: 64,
             max_entries_per_fetch: 4,
             max_time_step_ms: 10,
+            producers: 3,
+            txn_timeout_ms: 1_000,
+            coordinator_writes_locally: false,
+            coordinator_loads_early: false,
+            producer_epoch_per_transaction: false,
+            markers_unfenced: false,
         }
     }
 }
@@ -119,6 +168,28 @@ pub struct SimStats {
     pub messages_duplicated: u64,
     /// The committed log's final length (the highest HW reached).
     pub committed_records: u64,
+    /// Transactions opened (the client was answered).
+    pub transactions_begun: u64,
+    /// Commit decisions a coordinator acted on (PrepareCommit passed by
+    /// the HW; a coordinator that completes one after a move does not
+    /// count it again).
+    pub transactions_committed: u64,
+    /// Abort decisions a coordinator acted on, timeouts included.
+    pub transactions_aborted: u64,
+    /// Of `transactions_aborted`, those the coordinator's timer took.
+    pub transactions_timed_out: u64,
+    /// Coordinator loads (the first, and one per leadership move).
+    pub coordinator_loads: u64,
+    /// Coordinator writes dropped when the lease was lost before the HW
+    /// passed them: a stale coordinator wrote and did not act.
+    pub coordinator_writes_abandoned: u64,
+    /// Markers a data partition accepted.
+    pub markers_accepted: u64,
+    /// Markers a data partition refused: an older coordinator epoch.
+    pub markers_refused: u64,
+    /// Markers lost to a full network (the transaction waits for the next
+    /// coordinator).
+    pub markers_dropped: u64,
 }
 
 /// Which safety rule broke.
@@ -138,6 +209,14 @@ pub enum Rule {
     AckedRecordMissingFromIsr,
     /// A replication core refused an input a correct cluster never sends.
     CoreRefused,
+    /// A transaction's data partitions ended it with different markers, a
+    /// marker contradicts the decision in the committed transaction log,
+    /// the log holds two decisions for it, or a partition still has it
+    /// open after its completion was committed.
+    TornTransaction,
+    /// A replica's log holds a record of a lower leader epoch after one of
+    /// a higher epoch.
+    LeaderEpochBackwards,
 }
 
 /// A broken rule: the seed and step reproduce it.

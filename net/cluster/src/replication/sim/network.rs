@@ -11,22 +11,33 @@ use std::collections::BTreeSet;
 
 use engine::types::{LeaderEpoch, Offset};
 
+use super::txn::TxnRecord;
 use crate::replication::{AlterPartition, EpochEndOffset, ReplicaId};
 
-/// A replica id, or [`CONTROLLER`].
+/// A replica id, [`CONTROLLER`], or a data partition's leader
+/// ([`data_partition_endpoint`]).
 pub(super) type Endpoint = ReplicaId;
 
 /// The controller's endpoint (no broker has a negative id).
 pub(super) const CONTROLLER: Endpoint = -1;
 
-/// One record of the simulated log: the epoch it was written in and a
-/// unique id, so two records at one offset can always be told apart.
+/// The endpoint of data partition `partition`'s leader (past any broker
+/// id the simulation uses): only its links matter, for the markers.
+pub(super) fn data_partition_endpoint(partition: usize) -> Endpoint {
+    1_000 + partition as Endpoint
+}
+
+/// One record of the simulated log: the epoch it was written in, a unique
+/// id, so two records at one offset can always be told apart, and the
+/// transaction-log record it carries, if a coordinator wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Entry {
     /// The leader epoch of the batch.
     pub(super) epoch: LeaderEpoch,
     /// Unique over the whole run.
     pub(super) id: u64,
+    /// `None` for a plain produce.
+    pub(super) txn: Option<TxnRecord>,
 }
 
 /// What travels.

@@ -8,6 +8,7 @@ use engine::types::{LeaderEpoch, Offset};
 
 use super::controller::Published;
 use super::network::{Endpoint, Entry, Payload, CONTROLLER};
+use super::txn::TxnRecord;
 use crate::replication::{
     diverging_epoch, truncation_offset, Acks, AlterPartitionRejection, EpochEndOffset,
     LeaderConfig, LeaderEpochCache, LeaderInit, LeaderState, ReplicaId, ReplicationError,
@@ -190,11 +191,13 @@ impl Node {
         ))
     }
 
-    /// A client's acks=all produce of record `id`: the (epoch, offset) it
-    /// was appended at, `Ok(None)` when this replica does not lead.
+    /// An acks=all produce of record `id` (a client's, or a coordinator's
+    /// `txn` record): the (epoch, offset) it was appended at, `Ok(None)`
+    /// when this replica does not lead.
     pub(super) fn produce(
         &mut self,
         id: u64,
+        txn: Option<TxnRecord>,
     ) -> Result<Option<(LeaderEpoch, Offset)>, ReplicationError> {
         let Some(state) = self.leader.as_mut() else {
             return Ok(None);
@@ -203,7 +206,7 @@ impl Node {
         let epoch = state.leader_epoch();
         assert_eq!(self.cache.latest_epoch(), Some(epoch));
         let offset = self.log.len() as Offset;
-        self.log.push(Entry { epoch, id });
+        self.log.push(Entry { epoch, id, txn });
         state.on_local_append(offset + 1);
         Ok(Some((epoch, offset)))
     }

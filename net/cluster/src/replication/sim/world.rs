@@ -1,15 +1,21 @@
-//! The simulated world and its scheduler: three [`Node`]s, the
-//! [`Controller`], the [`Network`], the clients' acks=all produces, and the
-//! one random choice per step of what happens next. Every step's outcome
-//! comes from the seeded [`SplitMix64`], so a seed replays a run.
+//! The simulated world and its scheduler: three [`Node`]s with a
+//! [`Coordinator`] each, the [`Controller`], the [`Network`], the clients'
+//! acks=all produces, the transactional clients and the [`DataPartition`]s
+//! their markers go to, and the one random choice per step of what happens
+//! next. Every step's outcome comes from the seeded [`SplitMix64`], so a
+//! seed replays a run.
 
 use engine::types::{LeaderEpoch, Offset};
 
 use super::auditor::{Acked, Auditor};
 use super::controller::Controller;
-use super::network::{Endpoint, Entry, Envelope, Network, Payload, CONTROLLER};
+use super::coordinator::{Action, Coordinator, TxnIo};
+use super::network::{
+    data_partition_endpoint, Endpoint, Entry, Envelope, Network, Payload, CONTROLLER,
+};
 use super::node::{Node, Outbox};
 use super::rng::SplitMix64;
+use super::txn::{DataPartition, Decision, Marker, ProducerId, DATA_PARTITIONS};
 use super::{Rule, SimConfig, SimStats};
 use crate::replication::{ReplicaId, ReplicationError};
 
@@ -20,6 +26,26 @@ struct PendingAck {
     epoch: LeaderEpoch,
     offset: Offset,
     entry: Entry,
+}
+
+/// A transactional client (one producer): between transactions, or with
+/// one open whose data it wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    Idle,
+    Open { txn: u64 },
+}
+
+/// A WriteTxnMarkers request on its way to a data partition. Markers are
+/// lost only to a full network; they wait any number of steps, and all the
+/// time their link is cut (a request in a socket buffer), so one can arrive
+/// after its coordinator lost its lease and a newer one finished the
+/// transaction: the case the coordinator-epoch fence is for.
+#[derive(Debug, Clone, Copy)]
+struct MarkerInFlight {
+    from: usize,
+    partition: usize,
+    marker: Marker,
 }
 
 pub(super) struct World {
@@ -33,6 +59,11 @@ pub(super) struct World {
     pending_acks: Vec<PendingAck>,
     acked: Vec<Acked>,
     next_record_id: u64,
+    /// One per node.
+    coordinators: Vec<Coordinator>,
+    clients: Vec<Client>,
+    partitions: Vec<DataPartition>,
+    markers: Vec<MarkerInFlight>,
     auditor: Auditor,
     stats: SimStats,
 }
@@ -52,6 +83,14 @@ impl World {
             pending_acks: Vec::new(),
             acked: Vec::new(),
             next_record_id: 1,
+            coordinators: (0..config.replicas)
+                .map(|_| Coordinator::default())
+                .collect(),
+            clients: vec![Client::Idle; config.producers],
+            partitions: (0..DATA_PARTITIONS)
+                .map(|_| DataPartition::default())
+                .collect(),
+            markers: Vec::new(),
             auditor: Auditor::new(config.replicas),
             stats: SimStats::default(),
         }
@@ -66,7 +105,7 @@ impl World {
             let lag_ms = self.config.leader.replica_lag_time_max_ms.max(1) as u64;
             self.now_ms += self.rng.below(2 * lag_ms) as i64;
         }
-        let roll = self.rng.below(100);
+        let roll = self.rng.below(130);
         let result = match roll {
             0..=29 => self.deliver(),
             30..=44 => self.fetch(),
@@ -81,16 +120,23 @@ impl World {
             90..=91 => self.cut_link(),
             92..=95 => self.heal_link(),
             96..=97 => self.fence_unreachable(),
-            _ => self.unfence_reachable(),
+            98..=99 => self.unfence_reachable(),
+            100..=114 => self.client_request(),
+            115..=116 => self.coordinator_tick(),
+            117 => self.cut_marker_link(),
+            118 => self.heal_marker_link(),
+            _ => self.deliver_marker(),
         };
         result.map_err(|detail| (Rule::CoreRefused, detail))?;
         self.settle_acks();
-        Ok(())
+        self.settle_coordinators()
+            .map_err(|detail| (Rule::CoreRefused, detail))
     }
 
     pub(super) fn audit(&mut self) -> Result<(), (Rule, String)> {
         let isr = self.controller.published().isr.clone();
-        self.auditor.check(&mut self.nodes, &isr, &self.acked)
+        self.auditor.check(&mut self.nodes, &isr, &self.acked)?;
+        self.auditor.check_transactions(&self.partitions)
     }
 
     pub(super) fn count_step(&mut self) {
@@ -99,7 +145,13 @@ impl World {
 
     pub(super) fn final_stats(&self) -> SimStats {
         let counts = self.controller.counts;
+        let coordinators = self.coordinators.iter().map(|c| c.counts);
         SimStats {
+            transactions_committed: coordinators.clone().map(|c| c.committed).sum(),
+            transactions_aborted: coordinators.clone().map(|c| c.aborted).sum(),
+            transactions_timed_out: coordinators.clone().map(|c| c.timed_out).sum(),
+            coordinator_writes_abandoned: coordinators.clone().map(|c| c.writes_abandoned).sum(),
+            coordinator_loads: coordinators.map(|c| c.loads).sum(),
             elections: counts.elections,
             isr_shrinks: counts.isr_shrinks,
             isr_expands: counts.isr_expands,
@@ -186,7 +238,7 @@ impl World {
             return Ok(());
         };
         let id = self.next_record_id;
-        match self.nodes[i].produce(id) {
+        match self.nodes[i].produce(id, None) {
             Ok(Some((epoch, offset))) => {
                 self.next_record_id += 1;
                 self.stats.records_produced += 1;
@@ -194,7 +246,11 @@ impl World {
                     node: i,
                     epoch,
                     offset,
-                    entry: Entry { epoch, id },
+                    entry: Entry {
+                        epoch,
+                        id,
+                        txn: None,
+                    },
                 });
                 Ok(())
             }
@@ -269,6 +325,7 @@ impl World {
             return Ok(());
         };
         self.nodes[i].crash();
+        self.coordinators[i].unload();
         self.controller.fence(i as ReplicaId, &mut self.rng);
         self.stats.crashes += 1;
         Ok(())
@@ -304,8 +361,17 @@ impl World {
         Ok(())
     }
 
+    /// Heals a cut link between replicas and the controller (links to
+    /// data partitions have their own step).
     fn heal_link(&mut self) -> Result<(), String> {
-        if let Some((a, b)) = self.rng.pick(&self.network.cut_links()) {
+        let endpoints = self.endpoints();
+        let links: Vec<(Endpoint, Endpoint)> = self
+            .network
+            .cut_links()
+            .into_iter()
+            .filter(|&(_, b)| endpoints.contains(&b))
+            .collect();
+        if let Some((a, b)) = self.rng.pick(&links) {
             self.network.heal(a, b);
         }
         Ok(())
@@ -371,5 +437,171 @@ impl World {
         self.stats.produces_abandoned += abandoned;
         self.stats.records_acked += completed.len() as u64;
         self.acked.extend(completed);
+    }
+
+    /// Runs `call` on node `i`'s coordinator, then what it asked for.
+    fn with_coordinator(
+        &mut self,
+        i: usize,
+        call: impl FnOnce(&mut Coordinator, &mut Node, &mut TxnIo) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut io = TxnIo {
+            now_ms: self.now_ms,
+            next_id: self.next_record_id,
+            writes_locally: self.config.coordinator_writes_locally,
+            loads_early: self.config.coordinator_loads_early,
+            epoch_per_transaction: self.config.producer_epoch_per_transaction,
+            txn_timeout_ms: self.config.txn_timeout_ms,
+            actions: Vec::new(),
+        };
+        let result = call(&mut self.coordinators[i], &mut self.nodes[i], &mut io);
+        self.next_record_id = io.next_id;
+        self.apply_actions(i, io.actions);
+        result
+    }
+
+    /// A transactional client's next request, to a broker whose
+    /// coordinator believes it is one (the client found it by metadata
+    /// that may be stale): begin a transaction, or end the open one.
+    fn client_request(&mut self) -> Result<(), String> {
+        let producer = self.rng.index(self.clients.len());
+        let coordinators: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].up && self.coordinators[i].lease().is_some())
+            .collect();
+        let Some(i) = self.rng.pick(&coordinators) else {
+            return Ok(());
+        };
+        let producer_id = producer as ProducerId;
+        match self.clients[producer] {
+            Client::Idle => {
+                // A non-empty set of the data partitions.
+                let partitions = 1 + self.rng.below((1 << DATA_PARTITIONS) - 1) as u8;
+                self.with_coordinator(i, |c, node, io| c.begin(node, producer_id, partitions, io))
+            }
+            Client::Open { txn } => {
+                let decision = if self.rng.chance(60) {
+                    Decision::Commit
+                } else {
+                    Decision::Abort
+                };
+                self.with_coordinator(i, |c, node, io| c.end(node, producer_id, txn, decision, io))
+            }
+        }
+    }
+
+    fn coordinator_tick(&mut self) -> Result<(), String> {
+        let Some(i) = self.rng.pick(&self.up_nodes()) else {
+            return Ok(());
+        };
+        self.with_coordinator(i, |c, node, io| c.tick(node, io))
+    }
+
+    /// Cuts the link between a broker and a data partition's leader.
+    fn cut_marker_link(&mut self) -> Result<(), String> {
+        let broker = self.replica_ids[self.rng.index(self.replica_ids.len())];
+        let partition = self.rng.index(DATA_PARTITIONS);
+        self.network.cut(broker, data_partition_endpoint(partition));
+        Ok(())
+    }
+
+    /// Heals a cut link to a data partition's leader. Rarer than other
+    /// heals: the markers waiting on it arrive late, after the
+    /// transaction moved on.
+    fn heal_marker_link(&mut self) -> Result<(), String> {
+        let endpoints = self.endpoints();
+        let links: Vec<(Endpoint, Endpoint)> = self
+            .network
+            .cut_links()
+            .into_iter()
+            .filter(|&(_, b)| !endpoints.contains(&b))
+            .collect();
+        if let Some((a, b)) = self.rng.pick(&links) {
+            self.network.heal(a, b);
+        }
+        Ok(())
+    }
+
+    /// Delivers one marker in flight (any one: delay and reordering), and
+    /// its answer to the coordinator that sent it; one over a cut link
+    /// waits.
+    fn deliver_marker(&mut self) -> Result<(), String> {
+        if self.markers.is_empty() {
+            return Ok(());
+        }
+        let index = self.rng.index(self.markers.len());
+        let MarkerInFlight {
+            from,
+            partition,
+            marker,
+        } = self.markers[index];
+        let link = data_partition_endpoint(partition);
+        if !self.network.connected(from as Endpoint, link) {
+            return Ok(());
+        }
+        self.markers.swap_remove(index);
+        let fenced = !self.config.markers_unfenced;
+        let accepted = self.partitions[partition].apply_marker(marker, fenced);
+        if accepted {
+            self.stats.markers_accepted += 1;
+        } else {
+            self.stats.markers_refused += 1;
+        }
+        if !self.nodes[from].up {
+            return Ok(());
+        }
+        self.with_coordinator(from, |c, node, io| {
+            c.on_marker_answer(node, partition, marker, accepted, io)
+        })
+    }
+
+    /// Every up coordinator loads, unloads and acts on what the HW passed.
+    fn settle_coordinators(&mut self) -> Result<(), String> {
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].up {
+                self.with_coordinator(i, |c, node, io| {
+                    c.settle(node, io);
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// What a coordinator asked for: markers onto the way, answers to the
+    /// clients (who write their data when a transaction opens).
+    fn apply_actions(&mut self, from: usize, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::SendMarker { partition, marker } => {
+                    if self.markers.len() < self.config.max_in_flight {
+                        self.markers.push(MarkerInFlight {
+                            from,
+                            partition,
+                            marker,
+                        });
+                    } else {
+                        self.stats.markers_dropped += 1;
+                    }
+                }
+                Action::Begun {
+                    producer,
+                    txn,
+                    producer_epoch,
+                    partitions,
+                } => {
+                    self.stats.transactions_begun += 1;
+                    self.clients[producer as usize] = Client::Open { txn };
+                    for p in (0..DATA_PARTITIONS).filter(|p| partitions & (1 << p) != 0) {
+                        self.partitions[p].write(producer, txn, producer_epoch);
+                    }
+                }
+                Action::Decided { producer, txn, .. } => {
+                    let client = &mut self.clients[producer as usize];
+                    if *client == (Client::Open { txn }) {
+                        *client = Client::Idle;
+                    }
+                }
+            }
+        }
     }
 }
