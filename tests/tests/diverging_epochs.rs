@@ -424,4 +424,7 @@ fn a_resumed_old_leader_cuts_what_it_alone_wrote_when_its_fetch_diverges() {
     .map(|r| String::from_utf8(r.value.expect("a value")).expect("utf-8"))
     .collect();
     assert_eq!(read, expected);
+    // Every partition's replicas, internal topics included, agree batch by
+    // batch after the faults, and no replica's leader epochs go back.
+    rill_tests::agreement::assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
 }

@@ -13,135 +13,13 @@
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rill_tests::cluster::wait_for;
-use rill_tests::{data_dir, free_port, Broker};
+use rill_tests::data_dir;
+use rill_tests::netns::Network;
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 const SETTLE: Duration = Duration::from_secs(60);
-
-/// Runs `ip` with `args`; whether it succeeded.
-fn ip(args: &[&str]) -> bool {
-    Command::new("ip")
-        .args(args)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-/// Runs `ip` inside namespace `ns`.
-fn ip_in(ns: &str, args: &[&str]) -> bool {
-    let mut all = vec!["netns", "exec", ns, "ip"];
-    all.extend_from_slice(args);
-    ip(&all)
-}
-
-/// Three namespaces on a bridge; removed on drop.
-struct Network {
-    tag: String,
-    subnet: String,
-}
-
-impl Network {
-    /// `None` (with the reason printed) where namespaces cannot be made.
-    fn create() -> Option<Network> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: network namespaces need root");
-            return None;
-        }
-        let id = std::process::id() % 200;
-        let network = Network {
-            tag: format!("rp{id}"),
-            subnet: format!("10.77.{id}"),
-        };
-        let bridge = network.bridge();
-        let gateway = format!("{}.254/24", network.subnet);
-        let made = ip(&["link", "add", &bridge, "type", "bridge"])
-            && ip(&["addr", "add", &gateway, "dev", &bridge])
-            && ip(&["link", "set", &bridge, "up"])
-            && (1..=3).all(|i| network.add_node(i));
-        if !made {
-            eprintln!("skipped: cannot create network namespaces and veth pairs here");
-            return None;
-        }
-        Some(network)
-    }
-
-    fn bridge(&self) -> String {
-        format!("{}br", self.tag)
-    }
-
-    fn ns(&self, node: i32) -> String {
-        format!("{}n{node}", self.tag)
-    }
-
-    fn address(&self, node: i32) -> String {
-        format!("{}.{node}", self.subnet)
-    }
-
-    fn add_node(&self, node: i32) -> bool {
-        let (ns, host, inner) = (
-            self.ns(node),
-            format!("{}h{node}", self.tag),
-            format!("{}i{node}", self.tag),
-        );
-        let address = format!("{}/24", self.address(node));
-        ip(&["netns", "add", &ns])
-            && ip(&["link", "add", &host, "type", "veth", "peer", "name", &inner])
-            && ip(&["link", "set", &inner, "netns", &ns])
-            && ip(&["link", "set", &host, "master", &self.bridge(), "up"])
-            && ip_in(&ns, &["addr", "add", &address, "dev", &inner])
-            && ip_in(&ns, &["link", "set", &inner, "up"])
-            && ip_in(&ns, &["link", "set", "lo", "up"])
-    }
-
-    /// Cuts (or heals) `node` off from the other nodes, both ways.
-    fn isolate(&self, node: i32, cut: bool) {
-        let verb = if cut { "add" } else { "del" };
-        for other in (1..=3).filter(|&o| o != node) {
-            let to_other = format!("{}/32", self.address(other));
-            let to_node = format!("{}/32", self.address(node));
-            assert!(ip_in(
-                &self.ns(node),
-                &["route", verb, "blackhole", &to_other]
-            ));
-            assert!(ip_in(
-                &self.ns(other),
-                &["route", verb, "blackhole", &to_node]
-            ));
-        }
-    }
-
-    /// A script that runs rill inside `node`'s namespace.
-    fn launcher(&self, dir: &std::path::Path, node: i32) -> String {
-        let path = dir.join(format!("rill-in-{}.sh", self.ns(node)));
-        std::fs::write(
-            &path,
-            format!(
-                "#!/bin/sh\nexec ip netns exec {} {RILL} \"$@\"\n",
-                self.ns(node)
-            ),
-        )
-        .expect("launcher");
-        // SAFETY: chmod on a path we just wrote.
-        let c_path = std::ffi::CString::new(path.to_string_lossy().as_bytes()).expect("path");
-        unsafe {
-            libc::chmod(c_path.as_ptr(), 0o755);
-        }
-        path.to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for Network {
-    fn drop(&mut self) {
-        for node in 1..=3 {
-            ip(&["netns", "del", &self.ns(node)]);
-        }
-        ip(&["link", "del", &self.bridge()]);
-    }
-}
 
 fn producer(bootstrap: &str, settings: &[(&str, &str)]) -> FutureProducer {
     rill_tests::kafka::producer(bootstrap, settings)
@@ -165,43 +43,18 @@ fn a_partitioned_leader_acknowledges_nothing_and_truncates_its_tail_after_healin
         return;
     };
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| data_dir()).collect();
-    let port = free_port();
-    let controller_port = free_port();
-    let voters: Vec<String> = (1..=3)
-        .map(|n| format!("{n}@{}:{controller_port}", network.address(n)))
-        .collect();
-    let voters = voters.join(",");
     // The preferred leader gets its leadership back soon after it returns.
     let config = dirs[0].path().join("cluster.toml");
     std::fs::write(&config, "\"leader.imbalance.check.interval.seconds\" = 1\n").expect("config");
     let config = config.to_string_lossy().into_owned();
-    let mut brokers: Vec<Broker> = (1..=3)
-        .map(|n| {
-            let addr: SocketAddr = format!("{}:{port}", network.address(n))
-                .parse()
-                .expect("addr");
-            let launcher = network.launcher(dirs[(n - 1) as usize].path(), n);
-            let id = n.to_string();
-            Broker::start_listening(
-                &launcher,
-                dirs[(n - 1) as usize].path(),
-                addr,
-                &[
-                    "--cores",
-                    "1",
-                    "--node-id",
-                    &id,
-                    "--controller-quorum-voters",
-                    &voters,
-                    "--config",
-                    &config,
-                ],
-                &[],
-            )
-        })
-        .collect();
+    let (mut brokers, all) = network.start_brokers(RILL, &dirs, &["--config", &config]);
+    let port = all
+        .split(',')
+        .next()
+        .and_then(|a| a.rsplit(':').next())
+        .expect("a port")
+        .to_string();
     let bootstrap_of = |n: i32| format!("{}:{port}", network.address(n));
-    let all = (1..=3).map(bootstrap_of).collect::<Vec<_>>().join(",");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     for broker in &brokers {
         wait_for("every broker to list all three", SETTLE, || {
@@ -300,6 +153,9 @@ fn a_partitioned_leader_acknowledges_nothing_and_truncates_its_tail_after_healin
     for broker in &mut brokers {
         assert!(broker.is_running());
     }
+    // The replicas agree batch by batch, epochs never going back.
+    let paths: Vec<&std::path::Path> = dirs.iter().map(|d| d.path()).collect();
+    rill_tests::agreement::assert_replicas_agree(&paths, SETTLE);
 }
 
 /// One acks=all Produce of `value` to partition 0 of `split` at `address`,

@@ -186,6 +186,9 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
     // record the new leader never had, seen as OUT_OF_ORDER_SEQUENCE_NUMBER
     // on the next one).
     assert!(read.windows(2).all(|w| w[0] < w[1]), "in order, none twice");
+    // Every partition's replicas, internal topics included, agree batch by
+    // batch after the faults, and no replica's leader epochs go back.
+    rill_tests::agreement::assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
 }
 
 #[test]
