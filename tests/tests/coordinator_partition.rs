@@ -82,7 +82,7 @@ fn one_transaction(producer: &BaseProducer, first: u32) -> Outcome {
             producer.send(record).map_err(|(e, _)| e)?;
         }
         producer.flush(timeout)?;
-        if (first / VALUES_PER_TXN) % 3 == 0 {
+        if (first / VALUES_PER_TXN).is_multiple_of(3) {
             producer.abort_transaction(timeout)?;
             Ok(Outcome::Aborted)
         } else {
