@@ -490,7 +490,10 @@ fn unload_forgets_only_the_selected_groups() {
     assert_eq!(h.c.fetch_offsets("other", None)[0].offset, 7);
     assert_eq!(h.heartbeat(&a, generation), ErrorCode::UnknownMemberId);
     h.c.unload(&|_| true);
-    assert!(h.c.next_deadline_ms().is_none(), "no timer survives an unload");
+    assert!(
+        h.c.next_deadline_ms().is_none(),
+        "no timer survives an unload"
+    );
 }
 
 #[test]
