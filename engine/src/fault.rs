@@ -57,27 +57,30 @@ pub fn errno_armed_for(dir_name: &str) -> Option<i32> {
 /// `<topic>-<partition>:<errno>[:<count>]`; `None` (the fault unarmed, with
 /// a message) when it does not parse.
 fn parse_errno_fault(value: &str) -> Option<ErrnoFault> {
-    let parsed = (|| {
-        let mut fields = value.rsplitn(3, ':').collect::<Vec<_>>();
-        fields.reverse();
-        let (dir_name, errno, count) = match fields[..] {
-            [dir_name, errno] => (dir_name, errno, None),
-            [dir_name, errno, count] => (dir_name, errno, Some(count.parse::<u64>().ok()?)),
-            _ => return None,
-        };
-        let errno = errno_named(errno).or_else(|| errno.parse().ok())?;
-        Some(ErrnoFault {
-            dir_name: dir_name.to_string(),
-            errno,
-            remaining: count.map(std::sync::atomic::AtomicU64::new),
-        })
-    })();
+    let parsed = parse_errno_fault_fields(value);
     if parsed.is_none() {
         eprintln!(
             "{FAULT_ERRNO_PARTITION}={value:?} ignored: not <topic>-<partition>:<errno>[:<count>]"
         );
     }
     parsed
+}
+
+/// [`parse_errno_fault`] without the message.
+fn parse_errno_fault_fields(value: &str) -> Option<ErrnoFault> {
+    let mut fields = value.rsplitn(3, ':').collect::<Vec<_>>();
+    fields.reverse();
+    let (dir_name, errno, count) = match fields[..] {
+        [dir_name, errno] => (dir_name, errno, None),
+        [dir_name, errno, count] => (dir_name, errno, Some(count.parse::<u64>().ok()?)),
+        _ => return None,
+    };
+    let errno = errno_named(errno).or_else(|| errno.parse().ok())?;
+    Some(ErrnoFault {
+        dir_name: dir_name.to_string(),
+        errno,
+        remaining: count.map(std::sync::atomic::AtomicU64::new),
+    })
 }
 
 /// The errno called `name`, for the names the fault tests use.
