@@ -191,6 +191,34 @@ impl EngineError {
         )
     }
 
+    /// How the disk fault behind this error is handled: the one place that
+    /// decides whether a failed write keeps its partition online
+    /// (docs/disk-errors.md has the table).
+    ///
+    /// The OS error code decides where it is known; glommio turns its
+    /// enhanced I/O errors into `io::Error::new(kind, message)`, which keeps
+    /// the kind but drops the code, so the kind is looked at next, and for
+    /// codes std has no stable kind for (EMFILE, ENFILE: `Uncategorized`)
+    /// the `(os error N)` that glommio's message carries.
+    pub fn fault_class(&self) -> FaultClass {
+        let EngineError::Io { source, .. } = self else {
+            return FaultClass::NotIo;
+        };
+        // Kept as it was: the full-disk rules are `is_out_of_space`'s.
+        if self.is_out_of_space() {
+            return FaultClass::OutOfSpace;
+        }
+        if let Some(errno) = source.raw_os_error().or_else(|| errno_in_message(source)) {
+            return FaultClass::of_errno(errno);
+        }
+        match source.kind() {
+            std::io::ErrorKind::OutOfMemory | std::io::ErrorKind::WouldBlock => {
+                FaultClass::Transient
+            }
+            _ => FaultClass::Permanent,
+        }
+    }
+
     /// The Kafka protocol error code for this error.
     pub fn error_code(&self) -> ErrorCode {
         match self {
@@ -223,6 +251,49 @@ impl EngineError {
     }
 }
 
+/// What a failed disk operation means for its partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultClass {
+    /// The OS ran short of something that comes back by itself (file
+    /// descriptors, memory, a non-blocking retry): the write is retried,
+    /// new appends get a retriable error meanwhile, and the partition stays
+    /// online.
+    Transient,
+    /// No space (ENOSPC, EDQUOT): the full-disk rules
+    /// ([`EngineError::is_out_of_space`]).
+    OutOfSpace,
+    /// The disk failed (EIO, EROFS and anything not known to be
+    /// transient): the partition goes offline until the broker restarts.
+    Permanent,
+    /// Not an I/O error.
+    NotIo,
+}
+
+impl FaultClass {
+    /// The class of an OS error code. Unknown codes are permanent: taking
+    /// a partition offline is safe, retrying a write on a disk that is
+    /// failing is not.
+    pub fn of_errno(errno: i32) -> FaultClass {
+        match errno {
+            libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::EAGAIN | libc::EINTR => {
+                FaultClass::Transient
+            }
+            libc::ENOSPC | libc::EDQUOT => FaultClass::OutOfSpace,
+            _ => FaultClass::Permanent,
+        }
+    }
+}
+
+/// The `N` of a trailing `(os error N)` in `error`'s message: std's
+/// `Display` of an OS error, which glommio's enhanced errors carry in
+/// their message once converted to `io::Error`.
+fn errno_in_message(error: &std::io::Error) -> Option<i32> {
+    let message = error.to_string();
+    let (_, after) = message.rsplit_once("(os error ")?;
+    let (number, _) = after.split_once(')')?;
+    number.parse().ok()
+}
+
 impl From<glommio::GlommioError<()>> for EngineError {
     /// Keeps the OS error of an I/O failure (a full disk is told from a
     /// failing one by it) and names the file and operation in the path.
@@ -246,5 +317,99 @@ impl From<glommio::GlommioError<()>> for EngineError {
                 source: std::io::Error::other(other.to_string()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Error, ErrorKind};
+
+    fn io(source: Error) -> EngineError {
+        EngineError::io("/data/t-0", source)
+    }
+
+    /// What glommio's `From<GlommioError> for io::Error` makes of an
+    /// enhanced I/O error: the kind and the message, without the code.
+    fn through_glommio(errno: i32) -> Error {
+        let enhanced = glommio::GlommioError::<()>::EnhancedIoError {
+            source: Error::from_raw_os_error(errno),
+            op: "write",
+            path: Some("/data/t-0/00000000000000000000.log".into()),
+            fd: Some(7),
+        };
+        Error::from(enhanced)
+    }
+
+    #[test]
+    fn every_errno_of_the_table_has_its_class() {
+        let table = [
+            (libc::EMFILE, FaultClass::Transient),
+            (libc::ENFILE, FaultClass::Transient),
+            (libc::ENOMEM, FaultClass::Transient),
+            (libc::EAGAIN, FaultClass::Transient),
+            (libc::EINTR, FaultClass::Transient),
+            (libc::ENOSPC, FaultClass::OutOfSpace),
+            (libc::EDQUOT, FaultClass::OutOfSpace),
+            (libc::EIO, FaultClass::Permanent),
+            (libc::EROFS, FaultClass::Permanent),
+            (libc::EBADF, FaultClass::Permanent),
+            (libc::ENODEV, FaultClass::Permanent),
+        ];
+        for (errno, class) in table {
+            assert_eq!(FaultClass::of_errno(errno), class, "errno {errno}");
+            let raw = io(Error::from_raw_os_error(errno));
+            assert_eq!(raw.fault_class(), class, "raw errno {errno}");
+            let glommio = through_glommio(errno);
+            assert_eq!(glommio.raw_os_error(), None, "glommio drops the code");
+            assert_eq!(
+                io(glommio).fault_class(),
+                class,
+                "errno {errno} via glommio"
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_space_is_still_told_by_is_out_of_space() {
+        for errno in [libc::ENOSPC, libc::EDQUOT] {
+            let e = io(Error::from_raw_os_error(errno));
+            assert!(e.is_out_of_space());
+            assert_eq!(e.fault_class(), FaultClass::OutOfSpace);
+        }
+        let e = io(Error::new(ErrorKind::StorageFull, "no room"));
+        assert_eq!(e.fault_class(), FaultClass::OutOfSpace);
+    }
+
+    #[test]
+    fn errors_without_a_code_are_classed_by_kind() {
+        let transient = [ErrorKind::OutOfMemory, ErrorKind::WouldBlock];
+        for kind in transient {
+            let e = io(Error::new(kind, "no code"));
+            assert_eq!(e.fault_class(), FaultClass::Transient, "{kind:?}");
+        }
+        for kind in [
+            ErrorKind::Other,
+            ErrorKind::WriteZero,
+            ErrorKind::UnexpectedEof,
+            ErrorKind::ReadOnlyFilesystem,
+        ] {
+            let e = io(Error::new(kind, "no code"));
+            assert_eq!(e.fault_class(), FaultClass::Permanent, "{kind:?}");
+        }
+        assert_eq!(
+            io(Error::other("partition offline after a disk error")).fault_class(),
+            FaultClass::Permanent
+        );
+    }
+
+    #[test]
+    fn errors_that_are_not_io_are_not_faults() {
+        assert_eq!(EngineError::Closed.fault_class(), FaultClass::NotIo);
+        let full = EngineError::DiskFull {
+            free_bytes: 1,
+            min_free_bytes: 2,
+        };
+        assert_eq!(full.fault_class(), FaultClass::NotIo);
     }
 }

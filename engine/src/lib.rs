@@ -99,7 +99,7 @@ pub mod types;
 
 pub use clock::Clock;
 pub use config::{EngineConfig, FlushPolicy, TopicConfig};
-pub use error::EngineError;
+pub use error::{EngineError, FaultClass};
 pub use error_code::ErrorCode;
 pub use log::epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};

@@ -1,7 +1,9 @@
 //! Disk faults on a real `rill`: a full disk, on a data dir that is a small
 //! ext4 file system (a loop mount: root only; skipped with a message
-//! elsewhere); a failing disk (EIO on one partition's writes, injected);
-//! log output that cannot be written.
+//! elsewhere); a failing disk (EIO or EROFS on one partition's writes,
+//! injected); transient errors (EMFILE, ENOMEM, EAGAIN, injected), retried
+//! with the partition online (docs/disk-errors.md); log output that cannot
+//! be written.
 //!
 //! What must hold: producers get KAFKA_STORAGE_ERROR promptly (no hang),
 //! reads keep working, nothing acknowledged is lost, and produce resumes
@@ -462,4 +464,138 @@ fn a_damaged_data_dir_recovers_what_is_whole_and_says_what_it_dropped() {
     ] {
         assert!(log.contains(said), "the log does not say {said:?}:\n{log}");
     }
+}
+
+/// Transient errors (`FaultClass::Transient`): the next `count` writes of
+/// `flaky-0` fail with `errno`, the writer retries the round (about 6 s of
+/// back-off for 12 failures). Meanwhile the round's producer waits, new
+/// produces get KAFKA_STORAGE_ERROR (retriable) and nothing of theirs is
+/// stored; the partition never goes offline, and every acknowledged
+/// record, only those, is read back.
+fn a_transient_error_is_retried_with_the_partition_online(errno: &str) {
+    let dir = rill_tests::data_dir();
+    let fault = format!("flaky-0:{errno}:12");
+    let broker = Broker::start_with_env(
+        RILL,
+        dir.path(),
+        &["--cores", "1"],
+        &[(engine::fault::FAULT_ERRNO_PARTITION, fault.as_str())],
+    );
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(&bootstrap, "flaky", 1, &[]));
+    let producer = producer(&bootstrap);
+
+    // The first write meets the fault; its producer waits for the retry.
+    let first = {
+        let producer = producer.clone();
+        runtime.spawn(async move { send_to(&producer, "flaky", 0..1).await })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    // A produce during the stall is refused, retriably. (The client holds
+    // the records queued behind a refused one for its metadata refresh: those
+    // may go, and be acknowledged, once the stall is over.)
+    let (during, refused) = runtime.block_on(send_to(&producer, "flaky", 100..104));
+    assert!(
+        !refused.is_empty(),
+        "nothing refused while the writer was stalled"
+    );
+    for e in &refused {
+        assert!(
+            is_storage_error(e),
+            "refused with {e}, not KAFKA_STORAGE_ERROR"
+        );
+    }
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(0));
+
+    let (mut acknowledged, refused) = runtime.block_on(first).expect("first send");
+    assert!(
+        refused.is_empty() && acknowledged == vec![0],
+        "the stalled round was not written once the fault passed: {refused:?}\n{}",
+        broker.log()
+    );
+    acknowledged.extend(during);
+    let (ok, refused) = runtime.block_on(send_to(&producer, "flaky", 200..204));
+    assert!(refused.is_empty(), "refused after the fault: {refused:?}");
+    acknowledged.extend(ok);
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(0));
+
+    let read: Vec<u32> = rill_tests::kafka::consume_all(
+        &bootstrap,
+        "flaky",
+        1,
+        acknowledged.len(),
+        Duration::from_secs(30),
+        &[],
+    )
+    .into_iter()
+    .map(|r| number_of(&r.value.expect("a value")))
+    .collect();
+    let mut sorted = read.clone();
+    sorted.sort_unstable();
+    acknowledged.sort_unstable();
+    assert_eq!(
+        sorted, acknowledged,
+        "the log holds exactly what was acknowledged, once: {read:?}"
+    );
+    let log = without_colours(&broker.log());
+    assert!(
+        log.contains("write failed with a transient error")
+            && log.contains("round written after transient errors")
+            && !log.contains("partition taken offline"),
+        "the transient path was not taken:\n{log}"
+    );
+}
+
+#[test]
+fn emfile_is_transient() {
+    a_transient_error_is_retried_with_the_partition_online("EMFILE");
+}
+
+#[test]
+fn enomem_is_transient() {
+    a_transient_error_is_retried_with_the_partition_online("ENOMEM");
+}
+
+#[test]
+fn eagain_is_transient() {
+    a_transient_error_is_retried_with_the_partition_online("EAGAIN");
+}
+
+/// EROFS is permanent, as EIO (above): the partition goes offline until
+/// the broker restarts.
+#[test]
+fn erofs_takes_the_partition_offline() {
+    let dir = rill_tests::data_dir();
+    let broker = Broker::start_with_env(
+        RILL,
+        dir.path(),
+        &["--cores", "1"],
+        &[(engine::fault::FAULT_ERRNO_PARTITION, "readonly-0:EROFS")],
+    );
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &bootstrap,
+        "readonly",
+        1,
+        &[],
+    ));
+    let producer = producer(&bootstrap);
+    let (ok, refused) = runtime.block_on(send_to(&producer, "readonly", 0..4));
+    assert!(
+        ok.is_empty(),
+        "a write to a read-only disk was acknowledged"
+    );
+    assert!(
+        !refused.is_empty() && refused.iter().all(is_storage_error),
+        "{refused:?}"
+    );
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(1));
+    let log = without_colours(&broker.log());
+    assert!(
+        log.contains("partition taken offline until the broker restarts")
+            && log.contains("partition=readonly-0"),
+        "no clear log line for the failed partition:\n{log}"
+    );
 }

@@ -412,6 +412,16 @@ impl PartitionLog {
                 std::io::Error::other("partition offline after a disk error"),
             ));
         }
+        if self.stalled.get() {
+            // Transient (`WouldBlock`): the partition stays online.
+            return Err(EngineError::io(
+                &self.dir,
+                std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    "writes are being retried after a transient error",
+                ),
+            ));
+        }
         Ok(())
     }
 

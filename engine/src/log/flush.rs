@@ -27,7 +27,7 @@
 use super::{LogState, PartitionLog, PendingChunk};
 use crate::appender::{Appender, SyncHandle};
 use crate::config::FlushPolicy;
-use crate::error::EngineError;
+use crate::error::{EngineError, FaultClass};
 use crate::segment::{sync_dir, write_file_synced, Segment};
 use crate::types::Offset;
 use bytes::Bytes;
@@ -39,6 +39,17 @@ use std::time::Instant;
 type WrittenPart = (i64, i64, u64, Bytes);
 /// A round's parts in one segment, with the file position of the first.
 type SegmentParts = (Rc<Segment>, u64, Vec<WrittenPart>);
+
+/// A round's write that fails with a transient error (EMFILE, ENOMEM, ...;
+/// see [`FaultClass`]) is retried after this long, doubling per retry up
+/// to [`TRANSIENT_RETRY_DELAY_MAX_MS`]...
+const TRANSIENT_RETRY_DELAY_MIN_MS: u64 = 10;
+const TRANSIENT_RETRY_DELAY_MAX_MS: u64 = 1_000;
+/// ... at most this many times (about 2.5 minutes): a fault that lasts
+/// longer is not transient, and the partition goes offline as on a failing
+/// disk. The producers of the round wait meanwhile (their own request
+/// timeout answers them first); new appends are refused at once.
+const TRANSIENT_RETRIES_MAX: u32 = 150;
 
 /// Appends below this size are joined with their neighbours for the batch
 /// cache; bigger ones are cached as they came. The join pays off where a
@@ -296,7 +307,8 @@ impl PartitionLog {
     }
 
     fn fail_commit(&self, what: &str, error: &EngineError) {
-        if error.is_out_of_space() {
+        self.stalled.set(false);
+        if error.fault_class() == FaultClass::OutOfSpace {
             tracing::error!(partition = %self.tp, error = %error, "{what} failed; partition taken offline until space is freed");
             self.failed_for_space.set(true);
         } else {
@@ -337,8 +349,16 @@ impl PartitionLog {
             ));
         }
         let (groups, batches_in_round) = group_by_segment(round);
+        let mut retries = 0u32;
         for (segment, position, parts) in &groups {
-            self.write_segment_parts(segment, *position, parts).await?;
+            while let Err(error) = self.write_segment_parts(segment, *position, parts).await {
+                self.wait_out_transient(error, segment, *position, &mut retries)
+                    .await?;
+            }
+        }
+        if retries > 0 {
+            self.stalled.set(false);
+            tracing::warn!(partition = %self.tp, retries, "round written after transient errors; appends resume");
         }
         let next_written = groups
             .last()
@@ -363,6 +383,58 @@ impl PartitionLog {
         Ok(())
     }
 
+    /// After a round's write in `segment` from `position` failed: a
+    /// transient error is waited out (new appends refused meanwhile) and
+    /// the appender reopened at `position`, for the caller to write again;
+    /// anything else, or a transient error past the retry budget, is
+    /// returned (the partition goes offline).
+    ///
+    /// Why reopen: a failed write may leave the appender's end past bytes
+    /// that never reached the disk (a streamed block that failed) and its
+    /// tail block unknown. Everything before `position` is on disk (rounds
+    /// are written one after another, and the previous one completed), so
+    /// the reopened appender reads its tail block back from there and the
+    /// retry writes the round's bytes again at the same places. Nothing of
+    /// the round is published before that write succeeds, so a reader never
+    /// sees a half-written round; a streamed block of the first try that
+    /// lands late writes the same bytes as the retry.
+    async fn wait_out_transient(
+        &self,
+        mut error: EngineError,
+        segment: &Rc<Segment>,
+        position: u64,
+        retries: &mut u32,
+    ) -> Result<(), EngineError> {
+        loop {
+            if error.fault_class() != FaultClass::Transient || *retries >= TRANSIENT_RETRIES_MAX {
+                return Err(error);
+            }
+            if *retries == 0 {
+                tracing::warn!(partition = %self.tp, error = %error, "write failed with a transient error; retrying, appends refused meanwhile");
+            }
+            self.stalled.set(true);
+            let delay_ms = TRANSIENT_RETRY_DELAY_MIN_MS
+                .saturating_mul(1 << (*retries).min(16))
+                .min(TRANSIENT_RETRY_DELAY_MAX_MS);
+            *retries += 1;
+            drop(segment.appender.borrow_mut().take());
+            glommio::timer::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            let reopened = Appender::open(
+                &segment.log_path(),
+                position,
+                self.ctx.config.preallocate_bytes,
+            )
+            .await;
+            match reopened.and_then(|appender| sync_dir(&self.dir).map(|()| appender)) {
+                Ok(appender) => {
+                    *segment.appender.borrow_mut() = Some(appender);
+                    return Ok(());
+                }
+                Err(e) => error = e,
+            }
+        }
+    }
+
     /// Writes a round's `parts` of `segment`, which start at `position`,
     /// skipping the blocks already streamed, and marks the file dirty for
     /// the syncer.
@@ -384,7 +456,13 @@ impl PartitionLog {
         };
         let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
         let write_started = Instant::now();
-        let result = appender.write(&slices, &self.ctx.write_budget).await;
+        let result = match crate::fault::errno_armed_for(&self.tp.dir_name()) {
+            Some(errno) => Err(EngineError::io(
+                segment.log_path(),
+                std::io::Error::from_raw_os_error(errno),
+            )),
+            None => appender.write(&slices, &self.ctx.write_budget).await,
+        };
         let write_us = write_started.elapsed().as_micros() as u64;
         let handle = appender.sync_handle();
         *segment.appender.borrow_mut() = Some(appender);
@@ -480,6 +558,9 @@ impl PartitionLog {
                 )
             };
             if let Err(e) = self.sync_files(&files, batches).await {
+                // Never retried, whatever its class: after a failed
+                // fdatasync Linux may have marked the dirty state clean, so
+                // a second one can succeed for data that is not on disk.
                 self.fail_commit("fdatasync", &e);
                 self.commit.borrow_mut().syncer_running = false;
                 return;

@@ -231,6 +231,10 @@ pub struct PartitionLog {
     pub(crate) failed: Cell<bool>,
     /// The failure was a full disk (ENOSPC/EDQUOT), not a failing one.
     pub(crate) failed_for_space: Cell<bool>,
+    /// The writer is retrying a round after a transient error (EMFILE,
+    /// ENOMEM, ...): new appends are refused with a retriable error until
+    /// it is written, so memory does not fill while the disk cannot.
+    pub(crate) stalled: Cell<bool>,
     pub(crate) closed: Cell<bool>,
     pub(crate) chunks: PartitionChunks,
     pub(crate) txn: RefCell<txn::TxnState>,

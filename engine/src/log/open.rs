@@ -150,6 +150,7 @@ impl PartitionLog {
             commit: RefCell::new(Default::default()),
             failed: Cell::new(false),
             failed_for_space: Cell::new(false),
+            stalled: Cell::new(false),
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
             txn: RefCell::new(txn),
