@@ -384,7 +384,15 @@ impl PartitionLog {
         };
         let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
         let write_started = Instant::now();
-        let result = appender.write(&slices, &self.ctx.write_budget).await;
+        let space = self.ctx.space_of(self.log_dir_index());
+        let result = appender
+            .write(
+                &slices,
+                &self.ctx.write_budget,
+                space,
+                self.space_allowance(),
+            )
+            .await;
         let write_us = write_started.elapsed().as_micros() as u64;
         let handle = appender.sync_handle();
         *segment.appender.borrow_mut() = Some(appender);
