@@ -25,6 +25,7 @@
 //! own write then covers the rest, and waits for the streamed blocks before
 //! anything counts as written.
 
+use crate::disk_space::{Allowance, LowSpace};
 use crate::error::EngineError;
 use crate::stream_writer::{AlignedBuf, StreamDone, StreamWriter};
 use glommio::io::{DmaFile, OpenOptions};
@@ -293,6 +294,8 @@ impl Appender {
         &mut self,
         parts: &[&[u8]],
         budget: &WriteBudget,
+        space: &LowSpace,
+        allowance: Allowance,
     ) -> Result<(), EngineError> {
         // What was streamed lies before these parts: it is written before
         // they count as written.
@@ -304,7 +307,7 @@ impl Appender {
         let start = self.written_bytes - self.tail.len() as u64;
         debug_assert_eq!(start % self.alignment, 0);
         let end = self.written_bytes + data_bytes as u64;
-        self.ensure_preallocated(end).await?;
+        self.ensure_preallocated(end, space, allowance).await?;
         let logical = self.tail.len() + data_bytes;
         let padded = logical.div_ceil(self.alignment as usize) * self.alignment as usize;
         // Large writes go out as several aligned pieces at once: each piece
@@ -360,7 +363,19 @@ impl Appender {
         Ok(())
     }
 
-    async fn ensure_preallocated(&mut self, end: u64) -> Result<(), EngineError> {
+    /// Preallocates past `end` in the next step, counted against `space`
+    /// before it is issued, so a full disk refuses appends instead of
+    /// failing a preallocation. A step takes at most a quarter of the room
+    /// left above the floor of `allowance`, and no less than the write
+    /// needs (the append itself was counted when it was taken): the free
+    /// space a check sees counts preallocated, unwritten blocks as used, so
+    /// a big last step would leave them idle while appends are refused.
+    async fn ensure_preallocated(
+        &mut self,
+        end: u64,
+        space: &LowSpace,
+        allowance: Allowance,
+    ) -> Result<(), EngineError> {
         if end <= self.preallocated_bytes {
             return Ok(());
         }
@@ -369,7 +384,12 @@ impl Appender {
             target += self.step_bytes;
             self.step_bytes = (self.step_bytes * 2).min(self.max_step_bytes);
         }
-        let target = self.file.align_up(target);
+        let affordable = self
+            .preallocated_bytes
+            .saturating_add(space.room_bytes(allowance) / 4);
+        let target = self.file.align_up(target.min(affordable).max(end));
+        debug_assert!(target >= end);
+        space.charge(target - self.preallocated_bytes);
         self.file
             .pre_allocate(target, false)
             .await

@@ -184,9 +184,10 @@ fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
             "refused with {e}, not KAFKA_STORAGE_ERROR"
         );
     }
-    if min_free_bytes > 0 {
-        assert!(metric(&broker, "rill_disk_low") >= Some(1), "rill_disk_low");
-    }
+    // `rill_disk_low` is not asserted here: appends are now counted
+    // against the shard's free-space estimate before they are taken, so
+    // the refusal comes before a check of the file system sees the disk
+    // below the reserve (it may never: what is refused is never written).
 
     // Reads go on: everything acknowledged is there, once.
     let read = |expected: usize| -> Vec<u32> {
@@ -233,6 +234,9 @@ fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    // The first write may have fit in what the shard's estimate still had
+    // before a check saw the space come back: let one check pass.
+    std::thread::sleep(Duration::from_millis(600));
     let (ok, refused) = runtime.block_on(send(&producer, next..next + IN_FLIGHT));
     assert!(
         refused.is_empty(),

@@ -204,9 +204,10 @@ impl PartitionLog {
         }
         self.mutated.set(true);
         // Below the free-space reserve nothing new is taken (a truncation,
-        // which frees space, still may be).
+        // which frees space, still may be); the payload is counted against
+        // the shard's estimate before it is taken (see `crate::disk_space`).
         let space = self.ctx.space_of(self.log_dir_index());
-        if space.is_low() {
+        if !space.admits(payload.as_slice().len() as u64, self.space_allowance()) {
             return Err(EngineError::DiskFull {
                 free_bytes: space.free_bytes(),
                 min_free_bytes: space.reserve_bytes(),

@@ -456,12 +456,22 @@ impl PartitionLog {
         };
         let slices = skip_bytes(parts.iter().map(|p| &p.3[..]), streamed as usize);
         let write_started = Instant::now();
+        let space = self.ctx.space_of(self.log_dir_index());
         let result = match crate::fault::errno_armed_for(&self.tp.dir_name()) {
             Some(errno) => Err(EngineError::io(
                 segment.log_path(),
                 std::io::Error::from_raw_os_error(errno),
             )),
-            None => appender.write(&slices, &self.ctx.write_budget).await,
+            None => {
+                appender
+                    .write(
+                        &slices,
+                        &self.ctx.write_budget,
+                        space,
+                        self.space_allowance(),
+                    )
+                    .await
+            }
         };
         let write_us = write_started.elapsed().as_micros() as u64;
         let handle = appender.sync_handle();

@@ -281,6 +281,11 @@ impl PartitionLog {
         self.dir_index
     }
 
+    /// How far below the free-space reserve this partition may write.
+    pub(crate) fn space_allowance(&self) -> crate::disk_space::Allowance {
+        crate::disk_space::Allowance::of_topic(&self.topic_partition().topic)
+    }
+
     /// The topic config in force.
     pub fn config(&self) -> TopicConfig {
         self.config.borrow().clone()

@@ -14,9 +14,24 @@
 //! - `raft_state`: the hard state (term, vote, commit) and the conf state.
 //! - `snapshot`: the last snapshot's metadata and the state machine's bytes.
 //!
+//! - `.reserve`: a ballast file of [`RESERVE_BYTES`] (at most 1/16 of the
+//!   file system) that holds disk blocks for the metadata log alone.
+//!
 //! The two small files are replaced whole: write `NAME.tmp`, fsync it,
 //! rename over `NAME`, fsync the directory, so a crash leaves the old or
 //! the new file and never half of one.
+//!
+//! Why a ballast file: the metadata log shares its file system with the
+//! data dir, and a write of it that meets ENOSPC stops the node (raft-rs
+//! cannot go on with a log it is unsure of). The data path refuses appends
+//! below its free-space reserve, but a burst can still take the last block.
+//! Any write here that meets ENOSPC shrinks the ballast by
+//! [`RESERVE_RELEASE_BYTES`] and is retried, so the metadata log (topic
+//! creation and deletion, leader changes) outlives a full data disk by
+//! megabytes — thousands of records of a few kilobytes. The ballast is made
+//! whole again at the next open when there is room. A preallocated log file
+//! would do the same for appends, but not for the hard state, the snapshot
+//! or the compaction rewrite, which are written as new files.
 //!
 //! Blocking `std::fs` on purpose: this is the metadata log (a few records a
 //! second, kilobytes each), not the data path; the quorum's shard can afford
@@ -36,6 +51,14 @@ use super::QuorumError;
 const LOG_FILE: &str = "log";
 const RAFT_STATE_FILE: &str = "raft_state";
 const SNAPSHOT_FILE: &str = "snapshot";
+const RESERVE_FILE: &str = ".reserve";
+
+/// The ballast's size (see the module doc): 8 MiB, at most 1/16 of the
+/// file system.
+pub const RESERVE_BYTES: u64 = 8 << 20;
+
+/// What one ENOSPC releases from the ballast before the write is retried.
+pub const RESERVE_RELEASE_BYTES: u64 = 1 << 20;
 
 /// What the node persists through. Every mutating call returns only once its
 /// change is durable (fsynced): raft-rs sends the messages that depend on a
@@ -77,6 +100,7 @@ impl FileStorage {
     /// quorum starts with `initial_voters` when the directory holds nothing.
     pub fn open(directory: &Path, initial_voters: &[u64]) -> Result<Self, QuorumError> {
         fs::create_dir_all(directory).map_err(io_error("create directory", directory))?;
+        fill_reserve(directory);
         let raft_state_path = directory.join(RAFT_STATE_FILE);
         let (hard_state, conf_state) = match read_small_file(&raft_state_path)? {
             Some(payload) => codec::decode_raft_state(&payload)
@@ -84,7 +108,9 @@ impl FileStorage {
             None => {
                 let fresh = LogCache::new(initial_voters);
                 let payload = codec::encode_raft_state(fresh.hard_state(), fresh.conf_state());
-                write_small_file(directory, RAFT_STATE_FILE, &payload)?;
+                with_reserve(directory, || {
+                    write_small_file(directory, RAFT_STATE_FILE, &payload)
+                })?;
                 (fresh.hard_state().clone(), fresh.conf_state().clone())
             }
         };
@@ -182,7 +208,9 @@ impl FileStorage {
             codec::encode_entry(entry, &mut payload);
             codec::write_frame(&payload, &mut buffer);
         }
-        replace_file(&self.directory, LOG_FILE, &buffer)?;
+        with_reserve(&self.directory, || {
+            replace_file(&self.directory, LOG_FILE, &buffer)
+        })?;
         let path = self.log_path();
         self.log_file = OpenOptions::new()
             .read(true)
@@ -197,7 +225,9 @@ impl FileStorage {
 
     fn write_raft_state(&self) -> Result<(), QuorumError> {
         let payload = codec::encode_raft_state(self.cache.hard_state(), self.cache.conf_state());
-        write_small_file(&self.directory, RAFT_STATE_FILE, &payload)
+        with_reserve(&self.directory, || {
+            write_small_file(&self.directory, RAFT_STATE_FILE, &payload)
+        })
     }
 }
 
@@ -226,12 +256,14 @@ impl LogStore for FileStorage {
             codec::encode_entry(entry, &mut payload);
             codec::write_frame(&payload, &mut buffer);
         }
-        write_all_at(&self.log_file, &buffer, self.log_length_bytes)
-            .map_err(io_error("write", &path))?;
-        // One fsync per batch; `sync_data` covers the new length as well.
-        self.log_file
-            .sync_data()
-            .map_err(io_error("fsync", &path))?;
+        // A positional write and its fsync are idempotent: one that met
+        // ENOSPC is retried whole once the ballast gave up some blocks.
+        with_reserve(&self.directory, || {
+            write_all_at(&self.log_file, &buffer, self.log_length_bytes)
+                .map_err(io_error("write", &path))?;
+            // One fsync per batch; `sync_data` covers the new length as well.
+            self.log_file.sync_data().map_err(io_error("fsync", &path))
+        })?;
         self.log_length_bytes += buffer.len() as u64;
         self.check();
         Ok(())
@@ -249,11 +281,10 @@ impl LogStore for FileStorage {
         // Order: the snapshot first, then the log, then the hard state. A
         // crash after the first leaves a log the snapshot replaced and a
         // commit behind it; `open` repairs both (see `LogCache::from_parts`).
-        write_small_file(
-            &self.directory,
-            SNAPSHOT_FILE,
-            &codec::encode_snapshot(snapshot),
-        )?;
+        let payload = codec::encode_snapshot(snapshot);
+        with_reserve(&self.directory, || {
+            write_small_file(&self.directory, SNAPSHOT_FILE, &payload)
+        })?;
         self.cache.apply_snapshot(snapshot);
         self.rewrite_log()?;
         self.write_raft_state()
@@ -263,11 +294,10 @@ impl LogStore for FileStorage {
         self.cache.compact(index, data);
         // The snapshot first: a crash before the log rewrite leaves covered
         // entries in the log, which `open` drops.
-        write_small_file(
-            &self.directory,
-            SNAPSHOT_FILE,
-            &codec::encode_snapshot(self.cache.snapshot()),
-        )?;
+        let payload = codec::encode_snapshot(self.cache.snapshot());
+        with_reserve(&self.directory, || {
+            write_small_file(&self.directory, SNAPSHOT_FILE, &payload)
+        })?;
         self.rewrite_log()
     }
 
@@ -367,6 +397,94 @@ fn replace_file(directory: &Path, name: &str, bytes: &[u8]) -> Result<(), Quorum
     sync_directory(directory)
 }
 
+/// Makes the ballast file whole (see the module doc): [`RESERVE_BYTES`],
+/// at most 1/16 of the file system. Best effort: on a disk already full it
+/// stays as it is (what it still holds is kept), and a failure is logged.
+fn fill_reserve(directory: &Path) {
+    let path = directory.join(RESERVE_FILE);
+    let target_bytes = match engine::disk_space::file_system_bytes(directory) {
+        Ok((total_bytes, _)) => RESERVE_BYTES.min(total_bytes / 16),
+        Err(error) => {
+            tracing::warn!(?path, %error, "quorum reserve: statvfs failed");
+            return;
+        }
+    };
+    let result = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .and_then(|file| {
+            if file.metadata()?.len() >= target_bytes {
+                return Ok(());
+            }
+            allocate(&file, target_bytes)?;
+            file.sync_all()
+        });
+    if let Err(error) = result {
+        tracing::warn!(?path, %error, target_bytes, "quorum reserve: not made whole");
+    }
+}
+
+/// Runs `write`; when it meets ENOSPC, gives up [`RESERVE_RELEASE_BYTES`]
+/// of the ballast and runs it again, until the ballast is gone.
+fn with_reserve<T>(
+    directory: &Path,
+    mut write: impl FnMut() -> Result<T, QuorumError>,
+) -> Result<T, QuorumError> {
+    loop {
+        match write() {
+            Err(error) if is_out_of_space(&error) && release_reserve(directory) => continue,
+            result => return result,
+        }
+    }
+}
+
+fn is_out_of_space(error: &QuorumError) -> bool {
+    matches!(error, QuorumError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOSPC))
+}
+
+/// Shrinks the ballast by [`RESERVE_RELEASE_BYTES`]; false when there was
+/// nothing left to give.
+fn release_reserve(directory: &Path) -> bool {
+    let path = directory.join(RESERVE_FILE);
+    let result = OpenOptions::new().write(true).open(&path).and_then(|file| {
+        let length_bytes = file.metadata()?.len();
+        if length_bytes == 0 {
+            return Ok(0);
+        }
+        let kept_bytes = length_bytes.saturating_sub(RESERVE_RELEASE_BYTES);
+        file.set_len(kept_bytes)?;
+        file.sync_all()?;
+        Ok(length_bytes - kept_bytes)
+    });
+    match result {
+        Ok(0) => false,
+        Ok(released_bytes) => {
+            tracing::warn!(
+                ?path,
+                released_bytes,
+                "quorum log: disk full, giving up part of its reserve"
+            );
+            true
+        }
+        Err(error) => {
+            tracing::warn!(?path, %error, "quorum reserve: could not release");
+            false
+        }
+    }
+}
+
+fn allocate(file: &File, length_bytes: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor; fallocate takes plain integers.
+    let result = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, length_bytes as libc::off_t) };
+    if result != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 fn sync_directory(directory: &Path) -> Result<(), QuorumError> {
     File::open(directory)
         .and_then(|handle| handle.sync_all())
@@ -422,6 +540,50 @@ mod tests {
         store
             .entries(first, high, None, GetEntriesContext::empty(false))
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_reserve_is_made_at_open_and_given_up_in_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let _store = FileStorage::open(dir.path(), &[1]).unwrap();
+        let reserve = dir.path().join(RESERVE_FILE);
+        let (total_bytes, _) = engine::disk_space::file_system_bytes(dir.path()).unwrap();
+        let full_bytes = RESERVE_BYTES.min(total_bytes / 16);
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), full_bytes);
+        // A write that meets ENOSPC twice gets two steps of the ballast.
+        let mut failures = 2;
+        let result = with_reserve(dir.path(), || {
+            if failures == 0 {
+                return Ok(7);
+            }
+            failures -= 1;
+            let source = std::io::Error::from_raw_os_error(libc::ENOSPC);
+            Err(io_error("write", dir.path())(source))
+        });
+        assert_eq!(result.unwrap(), 7);
+        let left_bytes = full_bytes.saturating_sub(2 * RESERVE_RELEASE_BYTES);
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), left_bytes);
+        // Once the ballast is gone the error comes through.
+        let result: Result<(), _> = with_reserve(dir.path(), || {
+            let source = std::io::Error::from_raw_os_error(libc::ENOSPC);
+            Err(io_error("write", dir.path())(source))
+        });
+        assert!(is_out_of_space(&result.unwrap_err()));
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), 0);
+        // Any other error is not retried.
+        let mut calls = 0;
+        let result: Result<(), _> = with_reserve(dir.path(), || {
+            calls += 1;
+            Err(io_error("write", dir.path())(
+                std::io::Error::from_raw_os_error(libc::EIO),
+            ))
+        });
+        assert!(result.is_err());
+        assert_eq!(calls, 1);
+        // The next open makes it whole again.
+        drop(_store);
+        let _store = FileStorage::open(dir.path(), &[1]).unwrap();
+        assert_eq!(fs::metadata(&reserve).unwrap().len(), full_bytes);
     }
 
     #[test]
