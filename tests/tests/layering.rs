@@ -51,7 +51,7 @@ fn net_layer(module: &[String]) -> usize {
         | Some(
             "shard" | "call" | "mesh" | "services" | "topics" | "metrics" | "sendpath" | "config"
             | "error" | "frame" | "fetch_response" | "cluster_config" | "conn_limits" | "security"
-            | "listen",
+            | "listen" | "fatal",
         ) => 0,
         // Services: partition routing, the topic controller, the coordinators
         // (pure cores and runtimes), producer ids.
