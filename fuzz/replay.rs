@@ -1,6 +1,6 @@
 //! The corpus replay shared by `engine/tests/fuzz_corpus.rs` and
-//! `net/tests/fuzz_corpus.rs` (each includes this file with `#[path]`; both
-//! crates sit one level below the repository root, next to `fuzz/`).
+//! `net/api/tests/fuzz_corpus.rs` (each includes this file with `#[path]`;
+//! `fuzz/` is found by walking up from the including crate's directory).
 
 #![allow(dead_code)]
 
@@ -8,7 +8,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    crate_dir
+        .ancestors()
+        .map(|dir| dir.join("fuzz"))
+        .find(|dir| dir.join("replay.rs").is_file())
+        .expect("fuzz/replay.rs above the crate's directory")
 }
 
 /// Every file of the target's corpus (which must hold some) and of its

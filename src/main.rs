@@ -1,5 +1,6 @@
 //! `rill`: the broker binary. A thin CLI: `serve` runs the broker (crate
-//! `net`), `tune` and `iotune` inspect and measure the host (crate `tuning`).
+//! `server`, under `net/`), `tune` and `iotune` inspect and measure the host
+//! (crate `tuning`).
 
 /// mimalloc: a produce request's record buffers (often just over 1 KiB)
 /// miss glibc's per-thread cache and take its slow path; with mimalloc
@@ -22,7 +23,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the broker.
-    Serve(net::config::ServeArgs),
+    Serve(kernel::config::ServeArgs),
     /// Inspect (and optionally apply) host tuning for low latency.
     Tune(tuning::cli::TuneArgs),
     /// Measure the disk under the data dir.
@@ -58,14 +59,14 @@ fn init_logging(filter: &str) {
         .init();
 }
 
-/// The io-properties entry for the data dir (see `net::io_setup`): the
+/// The io-properties entry for the data dir (see `kernel::io_setup`): the
 /// tuning crate finds and parses the file, the engine gets plain figures.
 fn io_properties(
     explicit: Option<&std::path::Path>,
     data_dir: &std::path::Path,
-) -> Result<Option<net::io_setup::MeasuredDisk>, String> {
+) -> Result<Option<kernel::io_setup::MeasuredDisk>, String> {
     let found = tuning::io_properties::find(explicit, data_dir).map_err(|e| e.to_string())?;
-    Ok(found.map(|(file, disk)| net::io_setup::MeasuredDisk {
+    Ok(found.map(|(file, disk)| kernel::io_setup::MeasuredDisk {
         file,
         mountpoint: disk.mountpoint,
         figures: engine::io_sizing::DiskFigures {
@@ -82,7 +83,7 @@ fn main() {
     let code = match cli.command {
         Command::Serve(args) => {
             init_logging(&args.log_level);
-            net::serve::run_with_checks(args, &tuning::startup_warnings, &io_properties)
+            server::serve::run_with_checks(args, &tuning::startup_warnings, &io_properties)
         }
         Command::Tune(args) => {
             init_logging("info");

@@ -16,7 +16,7 @@
 //! once per append, as it did before the seam. Cloning is a copy or one
 //! `Arc` increment, and happens when a config is cloned, not per append.
 //!
-//! `net`'s coordinators (group and transaction runtimes) read time too; they
+//! the runtimes' coordinators (group and transaction runtimes) read time too; they
 //! can take the same `Clock` from the engine config so a whole broker runs
 //! on one clock.
 

@@ -2,7 +2,7 @@
 //!
 //! Everything here is **shard-local**: a [`manager::LogManager`] lives on one
 //! glommio executor, owns the partitions that [`shard::shard_of`] assigns to
-//! that shard, and is shared inside the shard with `Rc`. The `net` crate
+//! that shard, and is shared inside the shard with `Rc`. The `runtimes` crate
 //! routes requests to the owning shard. One thing leaves the shard's thread:
 //! the whole blocks a group-commit round streams while its appends arrive go,
 //! as owned buffers, to the shard's stream-writer thread (`stream_writer`),
@@ -11,7 +11,7 @@
 //! Map of the modules:
 //! - [`error_code`]: [`ErrorCode`], the one table of Kafka error codes,
 //!   success included, that every layer answers with.
-//! - [`types`]: plain types shared by every module and by `net`:
+//! - [`types`]: plain types shared by every module and by the `net/` crates:
 //!   [`TopicPartition`] and the aliases naming Kafka's ids (`Offset`,
 //!   `ProducerId`, `ProducerEpoch`, `LeaderEpoch`, `TopicId`, ...). It
 //!   imports nothing from the crate.

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
 
-// Re-exported so `engine::manager::TopicPartition` (used by `net`) keeps working.
+// Re-exported so `engine::manager::TopicPartition` (used by the `net/` crates) keeps working.
 pub use crate::types::{is_valid_topic_name, TopicPartition};
 
 /// Partitions a shard closes at once at shutdown.

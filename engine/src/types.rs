@@ -1,8 +1,8 @@
-//! Plain types shared across the engine (and by `net` through `engine::`):
+//! Plain types shared across the engine (and by the `net/` crates through `engine::`):
 //! the topic-partition key and the names of Kafka's numeric ids.
 //!
 //! The ids are type aliases, not newtypes: they name what a number means in
-//! a signature without changing a single caller in `net`, which passes the
+//! a signature without changing a single caller in `net/`, which passes the
 //! raw integers it decodes from the wire. A newtype can replace an alias
 //! later, one at a time, where mixing two of them up becomes a real risk.
 //!

@@ -1,8 +1,8 @@
-//! Fuzz target `fetch_request`: arbitrary bytes into `net::fuzzing::fetch_request` (see docs/fuzzing.md).
+//! Fuzz target `fetch_request`: arbitrary bytes into `api::fuzzing::fetch_request` (see docs/fuzzing.md).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = net::fuzzing::fetch_request(data);
+    let _ = api::fuzzing::fetch_request(data);
 });

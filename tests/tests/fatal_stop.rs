@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
-/// `net::fatal::FAULT_PANIC_SHARD` and `FAULT_PANIC_TRIGGER`.
+/// `kernel::fatal::FAULT_PANIC_SHARD` and `FAULT_PANIC_TRIGGER`.
 const FAULT_PANIC_SHARD: &str = "RILL_FAULT_PANIC_SHARD";
 const FAULT_PANIC_TRIGGER: &str = "rill-fault-panic";
 
-/// `net::fatal::Reason::Panic.exit_code()`.
+/// `kernel::fatal::Reason::Panic.exit_code()`.
 const EXIT_PANIC: i32 = 70;
 
 /// The bound on the time from the panic to the exit.

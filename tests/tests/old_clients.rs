@@ -41,8 +41,8 @@ use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
-/// Logs every request's API and version (`net::connection` at debug).
-const LOG_VERSIONS: (&str, &str) = ("RUST_LOG", "info,net::connection=debug");
+/// Logs every request's API and version (`api::connection` at debug).
+const LOG_VERSIONS: (&str, &str) = ("RUST_LOG", "info,api::connection=debug");
 
 /// Kafka 3.9's lowest version of each API rill serves, where it is not 0
 /// (Kafka 4.0 raised OffsetCommit to 2, OffsetFetch, ListOffsets,

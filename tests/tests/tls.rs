@@ -269,7 +269,7 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
              listener.name.ssl.ssl.client.auth=required\n\
              ssl.principal.mapping.rules=DEFAULT\n"
         ),
-        &["--log-level", "info,net::connection::transport=debug"],
+        &["--log-level", "info,api::connection::transport=debug"],
     );
     let secure = format!("localhost:{ssl}");
     let (alice_cert, alice_key) = pki.issue(

@@ -1,9 +1,9 @@
-//! rill's cluster cores (issue #18, being built): what a Kafka cluster
-//! decides, as pure modules stepped with messages and `now_ms`, so that a
-//! seeded simulation can drive several nodes and an auditor can check them.
+//! rill's cluster cores: what a Kafka cluster decides, as pure modules
+//! stepped with messages and `now_ms`, so that a seeded simulation can drive
+//! several nodes and an auditor can check them. It depends only on `engine`.
 //! The runtimes that do the I/O (a follower's fetcher, the quorum's
-//! transport, applying metadata on every shard) live in `rill-net` and are
-//! not wired yet: a broker still runs as one node.
+//! transport, applying metadata on every shard) live in `rill-runtimes`
+//! (`cluster_runtime`, `replication_runtime`).
 //!
 //! Map of the modules:
 //! - [`placement`]: Kafka's replica placement (rack-unaware and rack-aware)

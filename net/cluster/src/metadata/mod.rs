@@ -24,7 +24,7 @@
 //!   and restores, and tells the runtime what changed.
 //!
 //! Nothing here does I/O: the quorum ([`crate::quorum`]) replicates the
-//! bytes, a runtime in `rill-net` steps the controller and applies records
+//! bytes, a runtime in `rill-runtimes` steps the controller and applies records
 //! on every shard.
 //!
 //! Files: `record.rs` (the records), `codec.rs` (bytes), `image.rs` (apply

@@ -24,7 +24,7 @@
 //!   election timeouts, so a run is a function of its seed.
 //!
 //! Not here yet: membership changes (conf-change entries are refused). The
-//! transport and the wiring onto the metadata shard are `rill-net`'s
+//! transport and the wiring onto the metadata shard are `rill-runtimes`'s
 //! `cluster_runtime`.
 
 /// Implements `raft::Storage` for a store whose `cache` field (a

@@ -1,0 +1,684 @@
+//! One client connection, served on the shard that accepted it.
+//!
+//! A reader takes frames off the socket and starts each request as its own
+//! task, so several requests of one connection are in progress at once; the
+//! tasks go into a bounded queue (`rill.max.in.flight.requests.per.connection`)
+//! whose fullness stops the reader — backpressure without a counter. A writer
+//! awaits the tasks in queue order, so responses leave in request order as
+//! Kafka requires, and sends every response through the connection's
+//! [`transport::Writer`] (the only writer of this socket): the shard's
+//! [`kernel::sendpath::Sender`] on plain TCP, rustls on TLS.
+//!
+//! - [`transport`]: plain TCP or TLS (the handshake, and the read and write
+//!   sides of each).
+//!
+//! Bad input never panics: an impossible length, a truncated frame, an unknown
+//! API key or a body that does not decode closes this connection with a log
+//! line; an unsupported ApiVersions version gets Kafka's v0 error answer.
+
+use crate::fetch_response::OutChunk;
+use crate::frame::{
+    announced_length, bytes_missing, decode_header, peek_header, try_split_frame,
+    LENGTH_PREFIX_BYTES,
+};
+use crate::handlers::{self, api_versions, Request, Response};
+use bytes::{Bytes, BytesMut};
+use futures::channel::oneshot;
+use futures::future::{select, Either, Shared};
+use futures_lite::io::AsyncRead;
+use glommio::sync::StaticPermit;
+use glommio::task::JoinHandle;
+use kafka_protocol::messages::ApiKey;
+use kernel::conn_limits::{LogLimiter, RequestBytes};
+use kernel::error::{FrameError, RequestError};
+use kernel::shard::Shard;
+use kernel::shard::ShardService;
+use runtimes::quotas::{self, QuotaKind};
+use security::Session;
+use std::cell::Cell;
+use std::pin::Pin;
+use transport::{Reader, Transport, Writer};
+
+pub mod transport;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Smallest read into the connection buffer.
+const READ_CHUNK_BYTES: usize = 64 << 10;
+/// Smallest read of a connection that has not yet filled one: an idle or
+/// unauthenticated connection holds 4 KiB rather than 64 KiB (10,000 of
+/// them: 40 MiB, not 640 MiB); the first read that fills it moves the
+/// connection to [`READ_CHUNK_BYTES`].
+const FIRST_READ_CHUNK_BYTES: usize = 4 << 10;
+
+/// Smallest frame read into a buffer of its own rather than the
+/// connection's: its bytes go from the socket straight to where the request
+/// (and, for a Produce, the log) keeps them, not zeroed first on plain
+/// TCP (see `read_rest`), never moved by a growing read buffer, and the
+/// frame shares its allocation with nothing (see
+/// `handlers::produce::own_payloads`).
+const OWN_BUFFER_FRAME_BYTES: usize = handlers::produce::OWNED_FRAME_MIN_BYTES;
+/// Largest read of a large frame's rest that waits through the runtime
+/// (its piece of the frame is zeroed first; reads that find bytes in the
+/// socket fill the frame without zeroing).
+const WAIT_READ_BYTES: usize = 64 << 10;
+
+/// Resolves when the broker shuts down.
+pub type ShutdownSignal = Shared<oneshot::Receiver<()>>;
+
+/// A request in the queue between reader and writer.
+struct Pending {
+    api_key: i16,
+    request_bytes: usize,
+    received: Instant,
+    work: Work,
+    /// The request's bytes in the shard's and the connection's budgets
+    /// (`queued.max.request.bytes`), given back when its answer has left.
+    held: Held,
+}
+
+/// Bytes of this shard's connections' read buffers, for `/metrics`.
+#[derive(Default)]
+pub struct ReadBufferBytes(pub Cell<u64>);
+
+impl ShardService for ReadBufferBytes {
+    fn build(_: &Shard) -> Self {
+        ReadBufferBytes::default()
+    }
+}
+
+/// One connection's share of [`ReadBufferBytes`]: follows its buffer's
+/// capacity and gives it back when the connection ends.
+struct ReadBufferAccount {
+    shard: Rc<ReadBufferBytes>,
+    held: u64,
+}
+
+impl ReadBufferAccount {
+    fn set(&mut self, capacity: usize) {
+        let total = &self.shard.0;
+        total.set(total.get() - self.held + capacity as u64);
+        self.held = capacity as u64;
+    }
+}
+
+impl Drop for ReadBufferAccount {
+    fn drop(&mut self) {
+        self.set(0);
+    }
+}
+
+/// Budget permits a request holds (none where unlimited).
+type Held = (Option<StaticPermit>, Option<StaticPermit>);
+
+/// This shard's share of `queued.max.request.bytes`.
+pub struct ShardRequestBytes(pub RequestBytes);
+
+impl ShardService for ShardRequestBytes {
+    fn build(shard: &Shard) -> Self {
+        let limits = &shard.config.connection_limits;
+        let share = limits
+            .queued_max_request_bytes
+            .map(|bytes| (bytes / shard.count.max(1) as u64).max(1));
+        ShardRequestBytes(RequestBytes::new(share))
+    }
+}
+
+enum Work {
+    /// Answer known at once (ApiVersions error).
+    Ready(Bytes),
+    /// Handler running as its own task.
+    Running(JoinHandle<Result<Response, RequestError>>),
+}
+
+/// What the idle watch knows of a connection (shard-local).
+struct Activity {
+    /// When a request last arrived or a response last left.
+    last: Cell<Instant>,
+    /// Requests read and not yet answered: a connection waiting on one
+    /// (a long poll, a rebalance) is not idle.
+    in_flight: Cell<usize>,
+    /// The connection is over; its descriptor may be gone.
+    ended: Cell<bool>,
+}
+
+impl Activity {
+    fn touch(&self) {
+        self.last.set(Instant::now());
+    }
+}
+
+/// Closes the connection once nothing has happened on it for `max_idle`
+/// (`connections.max.idle.ms`): a timer per connection, not per read, so
+/// the request path pays only a clock read.
+async fn watch_idle(
+    activity: Rc<Activity>,
+    fd: std::os::fd::RawFd,
+    max_idle: Duration,
+    peer: String,
+) {
+    loop {
+        let since = activity.last.get().elapsed();
+        glommio::timer::sleep(max_idle.saturating_sub(since).max(Duration::from_millis(1))).await;
+        if activity.ended.get() {
+            return;
+        }
+        if activity.in_flight.get() == 0 && activity.last.get().elapsed() >= max_idle {
+            tracing::debug!(%peer, ?max_idle, "idle past connections.max.idle.ms; closing");
+            // SAFETY: shutdown(2) on the connection's descriptor, which is
+            // still open: `serve` owns the stream and sets `ended` before
+            // dropping it, and nothing awaits between that check and this.
+            unsafe {
+                libc::shutdown(fd, libc::SHUT_RDWR);
+            }
+            return;
+        }
+    }
+}
+
+/// Closes a SASL listener's connection that has not authenticated within
+/// `timeout` (`rill.sasl.handshake.timeout.ms`): an unauthenticated client
+/// may hold a socket only that long, whatever it sends.
+async fn watch_handshake(
+    activity: Rc<Activity>,
+    session: Rc<Session>,
+    fd: std::os::fd::RawFd,
+    timeout: Duration,
+    peer: String,
+) {
+    glommio::timer::sleep(timeout).await;
+    if activity.ended.get() || session.is_authenticated() {
+        return;
+    }
+    tracing::debug!(%peer, ?timeout, "not authenticated within rill.sasl.handshake.timeout.ms; closing");
+    // SAFETY: as in `watch_idle`: the descriptor is still open, `serve`
+    // sets `ended` before dropping the stream and nothing awaits between
+    // that check and this call.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+/// Serves one connection until the peer closes, bad input, idleness
+/// (`connections.max.idle.ms`) or shutdown.
+pub async fn serve(
+    shard: Rc<Shard>,
+    transport: Transport,
+    session: Rc<Session>,
+    shutdown: ShutdownSignal,
+) {
+    let Transport {
+        reader: mut stream,
+        writer: writer_stream,
+        fd,
+        peer,
+        principal: _,
+    } = transport;
+    let activity = Rc::new(Activity {
+        last: Cell::new(Instant::now()),
+        in_flight: Cell::new(0),
+        ended: Cell::new(false),
+    });
+    let watcher = glommio::spawn_local(watch_idle(
+        activity.clone(),
+        fd,
+        shard.config.connection_limits.max_idle(),
+        peer.clone(),
+    ))
+    .detach();
+    let handshake_watch = session.protocol.uses_sasl().then(|| {
+        glommio::spawn_local(watch_handshake(
+            activity.clone(),
+            session.clone(),
+            fd,
+            Duration::from_millis(shard.config.sasl.handshake_timeout_ms),
+            peer.clone(),
+        ))
+        .detach()
+    });
+    let (queue, pending) =
+        glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
+    let writer = glommio::spawn_local(write_responses(
+        shard.clone(),
+        writer_stream,
+        pending,
+        peer.clone(),
+        activity.clone(),
+    ));
+    read_requests(
+        &shard,
+        &mut stream,
+        queue,
+        shutdown,
+        &session,
+        &peer,
+        &activity,
+    )
+    .await;
+    writer.await;
+    activity.ended.set(true);
+    watcher.cancel();
+    if let Some(handshake_watch) = handshake_watch {
+        handshake_watch.cancel();
+    }
+    drop(stream);
+}
+
+async fn read_requests(
+    shard: &Rc<Shard>,
+    stream: &mut Reader,
+    queue: glommio::channels::local_channel::LocalSender<Pending>,
+    shutdown: ShutdownSignal,
+    session: &Rc<Session>,
+    peer: &str,
+    activity: &Activity,
+) {
+    let max_bytes = shard.config.socket_request_max_bytes;
+    let shard_budget = shard.service::<ShardRequestBytes>();
+    let connection_budget = RequestBytes::new(
+        shard
+            .config
+            .connection_limits
+            .queued_max_request_bytes_per_connection,
+    );
+    let mut chunk = FIRST_READ_CHUNK_BYTES;
+    // `buf`: bytes read and not yet cut into frames. `room`: zeroed bytes
+    // right after them in the same allocation, where reads go; each byte
+    // is zeroed once, not before every read, and a read's bytes join `buf`
+    // without a copy (`unsplit` of adjacent parts).
+    let mut buf = BytesMut::new();
+    let mut room = BytesMut::zeroed(chunk);
+    let mut account = ReadBufferAccount {
+        shard: shard.service::<ReadBufferBytes>(),
+        held: 0,
+    };
+    loop {
+        account.set(buf.capacity() + room.capacity());
+        let frame = match try_split_frame(&mut buf, max_bytes) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                if let Some(length) =
+                    announced_length(&buf).filter(|&l| l >= OWN_BUFFER_FRAME_BYTES)
+                {
+                    // A large frame: the rest of it is read into its own
+                    // buffer (what the read buffer has of it moves once).
+                    let mut frame = BytesMut::with_capacity(length);
+                    frame.extend_from_slice(&buf[LENGTH_PREFIX_BYTES..]);
+                    buf.clear();
+                    account.set(buf.capacity() + length);
+                    chunk = READ_CHUNK_BYTES;
+                    match read_rest(stream, &mut frame, length, &shutdown, activity).await {
+                        RestOfFrame::Complete => frame.freeze(),
+                        RestOfFrame::Closed(filled) => {
+                            let e = FrameError::Truncated {
+                                have: LENGTH_PREFIX_BYTES + filled,
+                                want: LENGTH_PREFIX_BYTES + length,
+                            };
+                            log_protocol_error(shard, peer, &e.to_string());
+                            break;
+                        }
+                        RestOfFrame::Stopped => break,
+                    }
+                } else {
+                    let missing = bytes_missing(&buf);
+                    if room.len() < missing.max(chunk / 4) {
+                        new_region(&mut buf, &mut room, missing.max(chunk));
+                        account.set(buf.capacity() + room.capacity());
+                    }
+                    let offered = room.len();
+                    let outcome = {
+                        let read = read_some(stream, &mut room[..]);
+                        futures::pin_mut!(read);
+                        match select(read, shutdown.clone()).await {
+                            Either::Left((outcome, _)) => Some(outcome),
+                            Either::Right(_) => None,
+                        }
+                    };
+                    let Some(outcome) = outcome else {
+                        break;
+                    };
+                    match outcome {
+                        Ok(0) => {
+                            if !buf.is_empty() {
+                                let e = FrameError::Truncated {
+                                    have: buf.len(),
+                                    want: buf.len() + bytes_missing(&buf),
+                                };
+                                log_protocol_error(shard, peer, &e.to_string());
+                            }
+                            break;
+                        }
+                        Ok(n) => {
+                            activity.touch();
+                            buf.unsplit(room.split_to(n));
+                            if n == offered {
+                                chunk = READ_CHUNK_BYTES;
+                            }
+                        }
+                        Err(e) => {
+                            tracing::debug!(%peer, error = %e, "read failed; closing");
+                            break;
+                        }
+                    }
+                    continue;
+                }
+            }
+            Err(e) => {
+                log_protocol_error(shard, peer, &e.to_string());
+                break;
+            }
+        };
+        // A client over its quota reads nothing more until its throttle
+        // ends (KIP-219); its response already left with the throttle time.
+        if let Some(wait) = session.take_mute() {
+            let pause = glommio::timer::sleep(wait);
+            futures::pin_mut!(pause);
+            if let Either::Right(_) = select(pause, shutdown.clone()).await {
+                break;
+            }
+        }
+        // Wait for room in the connection's, then the shard's, budget of
+        // unanswered request bytes (`queued.max.request.bytes`).
+        let frame_bytes = frame.len() + 4;
+        let held: Held = {
+            let take = async {
+                let own = connection_budget.take(frame_bytes).await;
+                let shared = shard_budget.0.take(frame_bytes).await;
+                (shared, own)
+            };
+            futures::pin_mut!(take);
+            match select(take, shutdown.clone()).await {
+                Either::Left((held, _)) => held,
+                Either::Right(_) => break,
+            }
+        };
+        let pending = match dispatch(shard, session, frame) {
+            Ok(mut pending) => {
+                pending.held = held;
+                pending
+            }
+            Err(reason) => {
+                log_protocol_error(shard, peer, &reason);
+                break;
+            }
+        };
+        activity.in_flight.set(activity.in_flight.get() + 1);
+        if queue.send(pending).await.is_err() {
+            // The writer stopped (socket error or a request that must close us).
+            break;
+        }
+    }
+    // Dropping `queue` lets the writer finish what is in flight, then stop.
+}
+
+/// Moves the read buffer to a fresh allocation: what `buf` holds (part of
+/// a frame, or nothing) is copied to its front, and `room` becomes `size`
+/// zeroed bytes after it. The old allocation stays with the frames cut
+/// from it until they are answered.
+fn new_region(buf: &mut BytesMut, room: &mut BytesMut, size: usize) {
+    let held = buf.len();
+    let mut fresh = BytesMut::with_capacity(held + size);
+    fresh.extend_from_slice(buf);
+    fresh.resize(held + size, 0);
+    *room = fresh.split_off(held);
+    *buf = fresh;
+}
+
+/// How reading the rest of a large frame ended.
+enum RestOfFrame {
+    /// The frame is whole.
+    Complete,
+    /// The peer closed the connection with this many bytes of the frame read.
+    Closed(usize),
+    /// A read failed, or the broker is shutting down.
+    Stopped,
+}
+
+/// Reads into `frame` until it holds `length` bytes. On plain TCP, the
+/// bytes already in the socket go straight into the frame's unused
+/// capacity (no zeroing of the frame first, and no poll armed per partial
+/// read); only when the socket is empty does it wait through the runtime,
+/// reading into a zeroed piece of at most [`WAIT_READ_BYTES`].
+async fn read_rest(
+    stream: &mut Reader,
+    frame: &mut BytesMut,
+    length: usize,
+    shutdown: &ShutdownSignal,
+    activity: &Activity,
+) -> RestOfFrame {
+    while frame.len() < length {
+        match stream.try_recv_into_spare(frame, length) {
+            Some(Ok(0)) => return RestOfFrame::Closed(frame.len()),
+            Some(Ok(_)) => {
+                activity.touch();
+                continue;
+            }
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Some(Err(e)) if e.kind() != std::io::ErrorKind::WouldBlock => {
+                tracing::debug!(error = %e, "read failed; closing");
+                return RestOfFrame::Stopped;
+            }
+            // Nothing there yet, or TLS: wait for bytes below.
+            Some(Err(_)) | None => {}
+        }
+        let filled = frame.len();
+        frame.resize(filled + (length - filled).min(WAIT_READ_BYTES), 0);
+        let outcome = {
+            let read = read_some(stream, &mut frame[filled..]);
+            futures::pin_mut!(read);
+            match select(read, shutdown.clone()).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right(_) => return RestOfFrame::Stopped,
+            }
+        };
+        match outcome {
+            Ok(0) => return RestOfFrame::Closed(filled),
+            Ok(n) => {
+                activity.touch();
+                frame.truncate(filled + n);
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "read failed; closing");
+                return RestOfFrame::Stopped;
+            }
+        }
+    }
+    RestOfFrame::Complete
+}
+
+async fn read_some(stream: &mut Reader, into: &mut [u8]) -> std::io::Result<usize> {
+    futures_lite::future::poll_fn(|cx| Pin::new(&mut *stream).poll_read(cx, into)).await
+}
+
+thread_local! {
+    /// One line a second at most for bad requests: a flood of malformed
+    /// frames must not flood the log (each is still counted in
+    /// `rill_protocol_errors_total`).
+    static PROTOCOL_ERROR_LOG: LogLimiter = const { LogLimiter::new(Duration::from_secs(1)) };
+}
+
+fn log_protocol_error(shard: &Shard, peer: &str, reason: &str) {
+    shard.metrics.borrow_mut().protocol_errors += 1;
+    if let Some(suppressed) = PROTOCOL_ERROR_LOG.with(|l| l.admit(Instant::now())) {
+        tracing::warn!(%peer, shard = shard.id, %reason, suppressed, "bad request; closing connection");
+    }
+}
+
+/// Turns a frame into queued work, or the reason to close the connection.
+fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Result<Pending, String> {
+    let received = Instant::now();
+    let request_bytes = frame.len() + 4;
+    let prefix = peek_header(&frame).map_err(|e| e.to_string())?;
+    let handler = handlers::find(prefix.api_key)
+        .ok_or_else(|| format!("unknown API key {}", prefix.api_key))?;
+    // Which versions clients send (`RUST_LOG=api::connection=debug`).
+    tracing::debug!(
+        api = handlers::api_name(handler.api_key),
+        version = prefix.api_version,
+        "request"
+    );
+    if let Some(reason) = sasl_gate(session, handler.api_key, received) {
+        return Err(reason);
+    }
+    let supported =
+        handler.min_version <= prefix.api_version && prefix.api_version <= handler.max_version;
+    if !supported {
+        if handler.api_key == ApiKey::ApiVersions {
+            let answer = api_versions::unsupported_version_frame(prefix.correlation_id)?;
+            return Ok(Pending {
+                api_key: prefix.api_key,
+                request_bytes,
+                received,
+                work: Work::Ready(answer),
+                held: (None, None),
+            });
+        }
+        return Err(format!(
+            "{} v{} not supported (v{}-v{})",
+            handlers::api_name(handler.api_key),
+            prefix.api_version,
+            handler.min_version,
+            handler.max_version
+        ));
+    }
+    let header = decode_header(handler.api_key, prefix.api_version, &mut frame)
+        .map_err(|e| e.to_string())?;
+    // A produce quota is counted as requests are read, one after another,
+    // as Kafka counts them: a pipelining client cannot slip a burst of
+    // requests past the throttle that the first of them earned. Requests
+    // read after this one wait out the throttle (see `read_requests`).
+    let quota_throttle_ms = if handler.api_key == ApiKey::Produce {
+        let client_id = header.client_id.as_deref().unwrap_or("");
+        quotas::enforce::record(shard, session, client_id, QuotaKind::Produce, request_bytes)
+    } else {
+        0
+    };
+    let request = Request {
+        api_key: handler.api_key,
+        version: prefix.api_version,
+        header,
+        body: frame,
+        received,
+        session: session.clone(),
+        quota_throttle_ms,
+    };
+    let task = glommio::spawn_local((handler.handle)(shard.clone(), request)).detach();
+    Ok(Pending {
+        api_key: prefix.api_key,
+        request_bytes,
+        received,
+        work: Work::Running(task),
+        held: (None, None),
+    })
+}
+
+/// On a SASL listener, only ApiVersions, SaslHandshake and SaslAuthenticate
+/// are served before authentication, and after the session's lifetime
+/// (`connections.max.reauth.ms`) until a re-authentication; anything else
+/// closes the connection, as Kafka does. `Some(reason)` to close.
+fn sasl_gate(session: &Session, api_key: ApiKey, now: Instant) -> Option<String> {
+    if !session.protocol.uses_sasl()
+        || matches!(
+            api_key,
+            ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate
+        )
+    {
+        return None;
+    }
+    if !session.is_authenticated() {
+        return Some(format!(
+            "{} before SASL authentication on listener {}",
+            handlers::api_name(api_key),
+            session.listener
+        ));
+    }
+    session.is_expired(now).then(|| {
+        format!(
+            "{} after the SASL session expired (connections.max.reauth.ms) without re-authentication",
+            handlers::api_name(api_key)
+        )
+    })
+}
+
+async fn write_responses(
+    shard: Rc<Shard>,
+    mut stream: Writer,
+    pending: glommio::channels::local_channel::LocalReceiver<Pending>,
+    peer: String,
+    activity: Rc<Activity>,
+) {
+    while let Some(item) = pending.recv().await {
+        activity
+            .in_flight
+            .set(activity.in_flight.get().saturating_sub(1));
+        activity.touch();
+        // `_held` lives to the end of this turn: the budget is given back
+        // once the answer has left.
+        let Pending {
+            api_key,
+            request_bytes,
+            received,
+            work,
+            held: _held,
+        } = item;
+        let done = Done {
+            api_key,
+            request_bytes,
+            received,
+        };
+        let outcome = match work {
+            Work::Ready(frame) => Ok(Response::Chunks(vec![OutChunk::Bytes(frame)])),
+            Work::Running(task) => task.await.unwrap_or(Err(RequestError::ShardGone(shard.id))),
+        };
+        let mut close_after = false;
+        let chunks = match outcome {
+            Ok(Response::Chunks(chunks)) => chunks,
+            Ok(Response::ChunksThenClose(chunks)) => {
+                close_after = true;
+                chunks
+            }
+            Ok(Response::Nothing) => {
+                record(&shard, &done, 0);
+                continue;
+            }
+            Err(e) => {
+                log_protocol_error(&shard, &peer, &e.to_string());
+                stream.close();
+                break;
+            }
+        };
+        let response_bytes: usize = chunks.iter().map(chunk_len).sum();
+        if let Err(e) = stream.send(&shard, chunks).await {
+            tracing::debug!(%peer, error = %e, "write failed; closing");
+            stream.close();
+            break;
+        }
+        record(&shard, &done, response_bytes);
+        if close_after {
+            stream.close();
+            break;
+        }
+    }
+    // Anything still queued is dropped: its tasks were detached and finish on
+    // their own, their responses have nowhere to go.
+}
+
+fn chunk_len(chunk: &OutChunk) -> usize {
+    match chunk {
+        OutChunk::Bytes(bytes) => bytes.len(),
+        OutChunk::File(slice) => slice.length,
+    }
+}
+
+/// What the metrics need of a request once its work is taken.
+struct Done {
+    api_key: i16,
+    request_bytes: usize,
+    received: Instant,
+}
+
+fn record(shard: &Shard, item: &Done, response_bytes: usize) {
+    let mut metrics = shard.metrics.borrow_mut();
+    metrics.record_request(item.api_key, item.request_bytes, response_bytes);
+    metrics.record_latency(item.api_key, item.received.elapsed().as_micros() as u64);
+}

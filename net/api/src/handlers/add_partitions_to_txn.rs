@@ -1,0 +1,176 @@
+//! AddPartitionsToTxn (key 24): registers the partitions a transactional
+//! producer is about to write, on the transaction coordinator of its id, so
+//! EndTxn knows where to write the markers.
+//!
+//! v0–v3 is the client form (one transaction); v4 is the broker form
+//! (several transactions, with `verify_only` to ask whether partitions are
+//! already in a transaction). Unknown partitions fail with
+//! UNKNOWN_TOPIC_OR_PARTITION and the rest of the request with
+//! OPERATION_NOT_ATTEMPTED, as Kafka answers.
+
+use super::init_producer_id::fenced_for_version;
+use super::{Handler, HandlerFuture, Request};
+use engine::ErrorCode;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::add_partitions_to_txn_response::{
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
+};
+use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey};
+use kernel::shard::Shard;
+use runtimes::cluster_runtime;
+use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use security::acl::{Authz, Operation};
+use std::rc::Rc;
+
+/// v0–v4 (v5 adds transactions v2's TRANSACTION_ABORTABLE).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::AddPartitionsToTxn,
+    min_version: 0,
+    max_version: 4,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: AddPartitionsToTxnRequest = request.decode()?;
+        let version = request.version;
+        let mut response = AddPartitionsToTxnResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if version <= 3 {
+            response.results_by_topic_v3_and_below = add_one(
+                &shard,
+                &authz,
+                version,
+                body.v3_and_below_transactional_id.0.to_string(),
+                (
+                    body.v3_and_below_producer_id.0,
+                    body.v3_and_below_producer_epoch,
+                ),
+                &body.v3_and_below_topics,
+                false,
+            )
+            .await;
+        } else {
+            for txn in body.transactions {
+                let mut result = AddPartitionsToTxnResult::default();
+                result.topic_results = add_one(
+                    &shard,
+                    &authz,
+                    version,
+                    txn.transactional_id.0.to_string(),
+                    (txn.producer_id.0, txn.producer_epoch),
+                    &txn.topics,
+                    txn.verify_only,
+                )
+                .await;
+                result.transactional_id = txn.transactional_id;
+                response.results_by_transaction.push(result);
+            }
+        }
+        request.respond(&response)
+    })
+}
+
+/// One transaction's partitions: per-partition codes.
+async fn add_one(
+    shard: &Rc<Shard>,
+    authz: &Authz,
+    version: i16,
+    transactional_id: String,
+    (producer_id, producer_epoch): (i64, i16),
+    topics: &[AddPartitionsToTxnTopic],
+    verify_only: bool,
+) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut partitions = Vec::new();
+    // Partitions refused up front, with their code: WRITE on the
+    // transactional id and on each topic (Kafka's checks), then existence.
+    let mut unknown: Vec<((String, i32), ErrorCode)> = Vec::new();
+    let txn_refused = authz
+        .transactional_id(Operation::Write, &transactional_id)
+        .err();
+    {
+        let table = shard.topics.borrow();
+        for topic in topics {
+            let name = topic.name.0.to_string();
+            let count = table.get(&name).map_or(0, |e| e.partitions);
+            let refused = txn_refused.or_else(|| authz.topic(Operation::Write, &name).err());
+            for &p in &topic.partitions {
+                if let Some(code) = refused {
+                    unknown.push(((name.clone(), p), code));
+                } else if p >= 0 && p < count {
+                    partitions.push((name.clone(), p));
+                } else {
+                    unknown.push(((name.clone(), p), ErrorCode::UnknownTopicOrPartition));
+                }
+            }
+        }
+    }
+    let codes_by_partition: Vec<ErrorCode> = if !unknown.is_empty() {
+        topics
+            .iter()
+            .flat_map(|t| {
+                let name = t.name.0.to_string();
+                let unknown = &unknown;
+                t.partitions.iter().map(move |p| {
+                    let key = (name.clone(), *p);
+                    unknown.iter().find(|(failed, _)| *failed == key).map_or(
+                        // Another part of the request failed.
+                        ErrorCode::OperationNotAttempted,
+                        |(_, code)| *code,
+                    )
+                })
+            })
+            .collect()
+    } else {
+        let count = partitions.len();
+        let reply = txn_runtime::call(
+            shard,
+            TxnRequest::AddPartitions {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+                verify_only,
+            },
+        )
+        .await;
+        match reply {
+            TxnReply::Code(code) => vec![fenced_for_version(code, version, 2); count],
+            TxnReply::Verified(Ok(present)) => present
+                .into_iter()
+                // Kafka answers a partition not in the transaction with INVALID_TXN_STATE.
+                .map(|p| {
+                    if p {
+                        ErrorCode::None
+                    } else {
+                        ErrorCode::InvalidTxnState
+                    }
+                })
+                .collect(),
+            TxnReply::Verified(Err(code)) => vec![code; count],
+            _ => vec![ErrorCode::UnknownServerError; count],
+        }
+    };
+    let mut results = codes_by_partition.into_iter();
+    topics
+        .iter()
+        .map(|topic| {
+            let mut out = AddPartitionsToTxnTopicResult::default();
+            out.name = topic.name.clone();
+            out.results_by_partition = topic
+                .partitions
+                .iter()
+                .map(|&p| {
+                    let mut r = AddPartitionsToTxnPartitionResult::default();
+                    r.partition_index = p;
+                    r.partition_error_code = results
+                        .next()
+                        .unwrap_or(ErrorCode::UnknownServerError)
+                        .code();
+                    r
+                })
+                .collect();
+            out
+        })
+        .collect()
+}

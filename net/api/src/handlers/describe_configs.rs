@@ -1,0 +1,247 @@
+//! DescribeConfigs (key 32): topic configs (overrides marked dynamic) and the
+//! broker's settings.
+
+use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
+use engine::ErrorCode;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
+use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use kernel::config::BrokerConfig;
+use kernel::error::RequestError;
+use kernel::shard::Shard;
+use runtimes::cluster_runtime;
+use runtimes::cluster_runtime::ClusterView;
+use runtimes::controller::{broker_configs, topic_defaults};
+use security::acl::Operation;
+use std::rc::Rc;
+
+/// v0–v4 (v0 through `legacy`: `is_default` instead of `config_source`).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::DescribeConfigs,
+    min_version: 0,
+    max_version: 4,
+    handle,
+};
+
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_TOPIC: i8 = 2;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's `ConfigSource`: a topic override.
+const SOURCE_DYNAMIC_TOPIC: i8 = 1;
+/// Kafka's `ConfigSource`: a dynamic config of this broker.
+const SOURCE_DYNAMIC_BROKER: i8 = 2;
+/// Kafka's `ConfigSource`: a dynamic default of every broker.
+const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
+/// Kafka's `ConfigSource`: from the broker's file.
+const SOURCE_STATIC_BROKER: i8 = 4;
+/// Kafka's `ConfigSource`: a default.
+const SOURCE_DEFAULT: i8 = 5;
+
+fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
+    let mut c = DescribeConfigsResourceResult::default();
+    c.name = str_bytes(name);
+    c.value = Some(str_bytes(value));
+    c.config_source = source;
+    c.read_only = read_only;
+    c
+}
+
+/// The broker-wide topic defaults, by Kafka's synonyms (`log.retention.ms`,
+/// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): most
+/// change at runtime (see `controller::broker_configs`).
+fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
+    let image = shard.service::<ClusterView>().image();
+    let dynamic = image.broker_configs();
+    let defaults = topic_defaults::effective_topic_defaults(&shard.config, dynamic);
+    let own = dynamic.get(&shard.config.broker_id.to_string());
+    let cluster_wide = dynamic.get("");
+    let mut out = Vec::new();
+    for spec in &engine::config::kafka_topic_configs::SPECS {
+        let (Some(name), Some(value)) = (spec.broker_name, defaults.get(spec.name)) else {
+            continue;
+        };
+        let source = if own.is_some_and(|c| c.contains_key(name)) {
+            SOURCE_DYNAMIC_BROKER
+        } else if cluster_wide.is_some_and(|c| c.contains_key(name)) {
+            SOURCE_DYNAMIC_DEFAULT_BROKER
+        } else {
+            SOURCE_STATIC_BROKER
+        };
+        out.push((name, value, source));
+    }
+    out
+}
+
+/// Where each topic config without an override gets its value, as Kafka
+/// reports it: this broker's dynamic config, the cluster-wide dynamic
+/// default, the config file, else (absent here) Kafka's default.
+fn inherited_sources(shard: &Shard) -> std::collections::HashMap<&'static str, i8> {
+    let static_defaults = shard.config.topic_defaults();
+    dynamic_entries(shard)
+        .into_iter()
+        .filter_map(|(broker_name, _, source)| {
+            let spec = engine::config::kafka_topic_configs::spec_of_broker_name(broker_name)?;
+            let from_file = static_defaults.get(spec.name).as_deref() != Some(spec.default);
+            match source {
+                SOURCE_STATIC_BROKER if !from_file => None,
+                source => Some((spec.name, source)),
+            }
+        })
+        .collect()
+}
+
+/// Broker settings reported under the broker resource (static: read from
+/// the file at start).
+fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("broker.id", config.broker_id.to_string()),
+        ("node.id", config.broker_id.to_string()),
+        (
+            "auto.create.topics.enable",
+            config.auto_create_topics_enable.to_string(),
+        ),
+        (
+            "delete.topic.enable",
+            config.delete_topic_enable.to_string(),
+        ),
+        ("num.partitions", config.num_partitions.to_string()),
+        (
+            "default.replication.factor",
+            config.default_replication_factor.to_string(),
+        ),
+        (
+            "socket.request.max.bytes",
+            config.socket_request_max_bytes.to_string(),
+        ),
+        ("max.connections", config.max_connections.to_string()),
+        (
+            "offsets.topic.num.partitions",
+            config.offsets_topic_num_partitions.to_string(),
+        ),
+        (
+            "log.dirs",
+            config
+                .data_dirs()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+    ]
+}
+
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(request: &mut Request) -> Result<DescribeConfigsRequest, RequestError> {
+    if request.version == 0 {
+        // v1 without `include_synonyms`.
+        request.body = legacy::with_trailing_false(&request.body);
+        request.decode_as(1)
+    } else {
+        request.decode()
+    }
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body = decode_body(&mut request)?;
+        let mut response = DescribeConfigsResponse::default();
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        for resource in body.resources {
+            let mut result = DescribeConfigsResult::default();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            if let Err(code) = authz.config_resource(
+                Operation::DescribeConfigs,
+                resource.resource_type,
+                &resource.resource_name,
+            ) {
+                result.error_code = code.code();
+                response.results.push(result);
+                continue;
+            }
+            let wanted = |name: &str| {
+                resource
+                    .configuration_keys
+                    .as_ref()
+                    .is_none_or(|keys| keys.iter().any(|k| k.as_str() == name))
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => {
+                    let name = resource.resource_name.to_string();
+                    match shard.topics.borrow().get(&name) {
+                        Some(topic) => {
+                            let defaults = &topic_defaults::topic_defaults(&shard);
+                            let inherited = inherited_sources(&shard);
+                            for config_name in
+                                engine::TopicConfig::NAMES.iter().filter(|n| wanted(n))
+                            {
+                                let Some(value) = topic.config.get(config_name) else {
+                                    continue;
+                                };
+                                let source = if defaults.get(config_name).as_deref()
+                                    == Some(value.as_str())
+                                {
+                                    inherited
+                                        .get(config_name)
+                                        .copied()
+                                        .unwrap_or(SOURCE_DEFAULT)
+                                } else {
+                                    SOURCE_DYNAMIC_TOPIC
+                                };
+                                result
+                                    .configs
+                                    .push(entry(config_name, value, source, false));
+                            }
+                        }
+                        None => {
+                            result.error_code = ErrorCode::UnknownTopicOrPartition.code();
+                            result.error_message =
+                                Some(str_bytes(format!("unknown topic '{name}'")));
+                        }
+                    }
+                }
+                RESOURCE_BROKER => {
+                    let name = resource.resource_name.as_str();
+                    if !name.is_empty() && name != shard.config.broker_id.to_string() {
+                        result.error_code = ErrorCode::InvalidRequest.code();
+                        result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
+                    } else {
+                        for (config_name, value) in broker_entries(&shard.config)
+                            .into_iter()
+                            .filter(|(n, _)| wanted(n))
+                        {
+                            result.configs.push(entry(
+                                config_name,
+                                value,
+                                SOURCE_STATIC_BROKER,
+                                true,
+                            ));
+                        }
+                        for (config_name, value, source) in dynamic_entries(&shard)
+                            .into_iter()
+                            .filter(|(n, _, _)| wanted(n))
+                        {
+                            let read_only = !broker_configs::is_dynamic(config_name);
+                            result
+                                .configs
+                                .push(entry(config_name, value, source, read_only));
+                        }
+                    }
+                }
+                other => {
+                    result.error_code = ErrorCode::InvalidRequest.code();
+                    result.error_message =
+                        Some(str_bytes(format!("resource type {other} is not supported")));
+                }
+            }
+            response.results.push(result);
+        }
+        if request.version == 0 {
+            return request.respond_raw(&legacy::describe_configs::encode(&response));
+        }
+        request.respond(&response)
+    })
+}

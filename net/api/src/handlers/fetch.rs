@@ -1,0 +1,320 @@
+//! Fetch (key 1): read every asked partition on its owner shard; if fewer than
+//! `min_bytes` are ready, long-poll — woken by an append on any owner shard,
+//! or by `max_wait_ms` — then read again. The response is framed around file
+//! ranges by [`crate::fetch_response`] and leaves through the shard's sender.
+//!
+//! `isolation_level=1` (read_committed) reads stop at the last stable offset
+//! and carry the aborted transactions of the returned range, so the consumer
+//! drops their records.
+//!
+//! Fetch sessions (KIP-227) are answered with session id 0: the client keeps
+//! sending full fetch requests, which Kafka allows.
+
+use super::{Handler, HandlerFuture, Request, Response};
+use crate::fetch_response::{
+    encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
+    FETCH_VERSION_MAX, FETCH_VERSION_MIN,
+};
+use engine::ErrorCode;
+use engine::{FileSlice, ReadData, TopicPartition};
+use kafka_protocol::messages::{ApiKey, FetchRequest};
+use kernel::sendpath::SendPath;
+use kernel::shard::Shard;
+use runtimes::cluster_runtime;
+use runtimes::quotas::{self, QuotaKind};
+use runtimes::routing::{run_on_owners, wait_for_any};
+use runtimes::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
+use security::acl::Operation;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// The versions the hand-written encoder writes (v13+ names topics by id).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::Fetch,
+    min_version: FETCH_VERSION_MIN,
+    max_version: FETCH_VERSION_MAX,
+    handle,
+};
+
+/// Longest long poll honoured, whatever the client asks (5 minutes).
+const MAX_WAIT_MS_LIMIT: i32 = 300_000;
+
+/// A topic of the request: name (resolved from the id on v13+), id, error.
+type TopicSlot = (String, [u8; 16], ErrorCode);
+
+/// One asked partition, resolved against the topic table.
+struct Wanted {
+    topic_index: usize,
+    partition: i32,
+    fetch_offset: i64,
+    partition_max_bytes: usize,
+    /// Error found before reading (unknown topic or partition).
+    error_code: ErrorCode,
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: FetchRequest = request.decode()?;
+        let version = request.version;
+        let replica = if version >= 15 {
+            body.replica_state.replica_id.0
+        } else {
+            body.replica_id.0
+        };
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        // A follower needs CLUSTER_ACTION; without it every partition is
+        // TOPIC_AUTHORIZATION_FAILED, as Kafka answers.
+        let follower_refused = replica >= 0 && !authz.allows_cluster(Operation::ClusterAction);
+        if replica >= 0 && !follower_refused {
+            return super::fetch_follower::serve(&shard, &request, body, replica).await;
+        }
+        // A consumer over its quota is answered at once, empty, with the
+        // throttle time (Kafka's throttled fetch response).
+        let client_id = request
+            .header
+            .client_id
+            .as_deref()
+            .unwrap_or("")
+            .to_string();
+        let owed = quotas::enforce::owed(&shard, &request.session, &client_id, QuotaKind::Fetch);
+        if owed > 0 {
+            let data = FetchResponseData {
+                throttle_time_ms: owed,
+                error_code: ErrorCode::None,
+                session_id: 0,
+                topics: Vec::new(),
+            };
+            return Ok(Response::Chunks(encode_fetch_response(
+                request.header.correlation_id,
+                version,
+                &data,
+            )));
+        }
+        let (topics, mut wanted) = resolve(&shard, &body, version);
+        for w in &mut wanted {
+            let name = &topics[w.topic_index].0;
+            if follower_refused || (!name.is_empty() && !authz.allows_topic(Operation::Read, name))
+            {
+                w.error_code = ErrorCode::TopicAuthorizationFailed;
+            }
+        }
+        let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
+        let min_bytes = body.min_bytes.max(0) as usize;
+        let max_bytes = if body.max_bytes <= 0 {
+            usize::MAX
+        } else {
+            body.max_bytes as usize
+        };
+        // No partition can contribute more than the whole response may hold
+        // (the first one is kept whole, so cap at max_bytes, not below).
+        for w in &mut wanted {
+            w.partition_max_bytes = w.partition_max_bytes.min(max_bytes);
+        }
+        let file_slice = shard.sender.path() != SendPath::Copy;
+        let read_committed = version >= 4 && body.isolation_level == 1;
+        let deadline = Instant::now() + max_wait;
+        let outcomes = loop {
+            let outcomes = read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
+            let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
+            let has_error = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
+            let now = Instant::now();
+            if ready >= min_bytes || has_error || now >= deadline {
+                break outcomes;
+            }
+            let waits = wanted
+                .iter()
+                .zip(&outcomes)
+                .filter(|(w, _)| w.error_code == ErrorCode::None)
+                .map(|(w, o)| {
+                    // Wait past what we already have: the offset after the
+                    // ready data is unknown here, so wait on the high watermark.
+                    let offset = w.fetch_offset.max(o.high_watermark);
+                    (
+                        TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+                        offset,
+                    )
+                })
+                .collect();
+            wait_for_any(&shard, waits, deadline - now).await;
+            if Instant::now() >= deadline {
+                // One last read: data may have arrived with the deadline.
+                break read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
+            }
+        };
+        let mut data = assemble(&topics, wanted, outcomes, max_bytes);
+        let chunks = encode_fetch_response(request.header.correlation_id, version, &data);
+        let response_bytes: usize = chunks.iter().map(|c| c.len()).sum();
+        data.throttle_time_ms = quotas::enforce::record(
+            &shard,
+            &request.session,
+            &client_id,
+            QuotaKind::Fetch,
+            response_bytes,
+        );
+        if data.throttle_time_ms == 0 {
+            return Ok(Response::Chunks(chunks));
+        }
+        Ok(Response::Chunks(encode_fetch_response(
+            request.header.correlation_id,
+            version,
+            &data,
+        )))
+    })
+}
+
+/// Topic (name, id) list and the partitions asked, in request order.
+fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<TopicSlot>, Vec<Wanted>) {
+    let table = shard.topics.borrow();
+    let mut topics = Vec::with_capacity(body.topics.len());
+    let mut wanted = Vec::new();
+    for topic in &body.topics {
+        let (name, id, topic_error) = if version >= 13 {
+            let id = *topic.topic_id.as_bytes();
+            match table.by_id(&id) {
+                Some(entry) => (entry.name.clone(), id, ErrorCode::None),
+                None => (String::new(), id, ErrorCode::UnknownTopicId),
+            }
+        } else {
+            let name = topic.topic.0.to_string();
+            match table.get(&name) {
+                Some(entry) => (name, entry.topic_id, ErrorCode::None),
+                None => (name, [0; 16], ErrorCode::UnknownTopicOrPartition),
+            }
+        };
+        let partitions = table.get(&name).map(|e| e.partitions).unwrap_or(0);
+        let topic_index = topics.len();
+        for p in &topic.partitions {
+            let error_code = if topic_error != ErrorCode::None {
+                topic_error
+            } else if p.partition < 0 || p.partition >= partitions {
+                ErrorCode::UnknownTopicOrPartition
+            } else {
+                ErrorCode::None
+            };
+            wanted.push(Wanted {
+                topic_index,
+                partition: p.partition,
+                fetch_offset: p.fetch_offset,
+                partition_max_bytes: p.partition_max_bytes.max(0) as usize,
+                error_code,
+            });
+        }
+        topics.push((name, id, topic_error));
+    }
+    (topics, wanted)
+}
+
+async fn read_all(
+    shard: &Rc<Shard>,
+    topics: &[TopicSlot],
+    wanted: &[Wanted],
+    file_slice: bool,
+    read_committed: bool,
+) -> Vec<ReadOutcome> {
+    let mut ops = Vec::new();
+    let mut positions = Vec::with_capacity(wanted.len());
+    for w in wanted {
+        if w.error_code != ErrorCode::None {
+            positions.push(None);
+            continue;
+        }
+        positions.push(Some(ops.len()));
+        ops.push(PartitionOp::Read {
+            tp: TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+            offset: w.fetch_offset,
+            max_bytes: w.partition_max_bytes,
+            file_slice,
+            read_committed,
+        });
+    }
+    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
+        .await
+        .into_iter()
+        .map(Some)
+        .collect();
+    wanted
+        .iter()
+        .zip(positions)
+        .map(|(w, position)| {
+            match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
+                Some(PartitionReply::Read(outcome)) => outcome,
+                _ => ReadOutcome {
+                    error_code: if w.error_code != ErrorCode::None {
+                        w.error_code
+                    } else {
+                        ErrorCode::UnknownServerError
+                    },
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    data: SendData::Empty,
+                    aborted_transactions: None,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Builds the response, dropping data past `max_bytes` (the first non-empty
+/// partition is always kept whole, as Kafka does, so progress is guaranteed).
+fn assemble(
+    topics: &[TopicSlot],
+    wanted: Vec<Wanted>,
+    outcomes: Vec<ReadOutcome>,
+    max_bytes: usize,
+) -> FetchResponseData {
+    let mut out: Vec<FetchTopicData> = topics
+        .iter()
+        .map(|(name, id, _)| FetchTopicData {
+            topic: name.clone(),
+            topic_id: *id,
+            partitions: Vec::new(),
+        })
+        .collect();
+    let mut total = 0usize;
+    for (w, outcome) in wanted.into_iter().zip(outcomes) {
+        let length = outcome.data.len();
+        let keep = length > 0 && (total == 0 || total + length <= max_bytes);
+        let records = if keep {
+            total += length;
+            into_read_data(outcome.data)
+        } else {
+            ReadData::Empty
+        };
+        if let Some(topic) = out.get_mut(w.topic_index) {
+            topic.partitions.push(FetchPartitionData {
+                partition_index: w.partition,
+                error_code: outcome.error_code,
+                high_watermark: outcome.high_watermark,
+                last_stable_offset: outcome.last_stable_offset,
+                log_start_offset: outcome.log_start_offset,
+                aborted_transactions: outcome.aborted_transactions,
+                preferred_read_replica: -1,
+                records,
+            });
+        }
+    }
+    FetchResponseData {
+        throttle_time_ms: 0,
+        error_code: ErrorCode::None,
+        session_id: 0,
+        topics: out,
+    }
+}
+
+fn into_read_data(data: SendData) -> ReadData {
+    match data {
+        SendData::Empty => ReadData::Empty,
+        SendData::Bytes(bytes) => ReadData::Bytes(bytes),
+        SendData::Pieces(pieces) => ReadData::Pieces(pieces),
+        SendData::File {
+            file,
+            position,
+            length,
+        } => ReadData::File(FileSlice {
+            file: Rc::new(file),
+            position,
+            length,
+        }),
+    }
+}

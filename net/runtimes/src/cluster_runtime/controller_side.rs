@@ -1,0 +1,389 @@
+//! The active controller's side of the brokers' requests, and its fencing
+//! timer: each decision is one of `rill-cluster`'s pure
+//! [`Controller`] functions over the committed image; its records are
+//! proposed and the answer waits until they are committed, so a broker is
+//! told "registered" only once the whole quorum knows it.
+//!
+//! Decisions run one at a time (`MetadataQuorum::decisions`), each reading
+//! the image with every earlier decision committed. A decision's records go
+//! in as separate entries; a leader lost in the middle may commit a prefix
+//! of them, which the image accepts (each record is valid on its own) and
+//! the broker's retry completes.
+
+use super::quorum::MetadataQuorum;
+use super::rpc::{ControllerReply, ControllerRpc};
+use cluster::metadata::{
+    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
+    MetadataRecord, ScramCredential, TopicAssignment,
+};
+use cluster::placement::PlacementSeed;
+use kernel::shard::Shard;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Answers a broker's request (on the metadata shard).
+pub async fn handle(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> ControllerReply {
+    let _decision = quorum.decisions.lock().await;
+    if !quorum.is_leader() {
+        return ControllerReply::NotController {
+            leader: quorum.leader(),
+        };
+    }
+    let image = quorum.image();
+    let controller = Controller::new(&image, &quorum.controller_config);
+    let now_ms = shard.now_ms();
+    let decided = if let Some(registration) = request.registration() {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller
+            .register_broker(&mut heartbeats, &registration, now_ms)
+            .map(|outcome| {
+                let reply = ControllerReply::Registered {
+                    broker_epoch: outcome.broker_epoch,
+                };
+                (outcome.records, reply)
+            })
+    } else if let Some(heartbeat) = request.heartbeat() {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller
+            .heartbeat(&mut heartbeats, &heartbeat, now_ms)
+            .map(|outcome| {
+                let reply = ControllerReply::Heartbeat {
+                    is_caught_up: outcome.is_caught_up,
+                    is_fenced: outcome.is_fenced,
+                    should_shut_down: outcome.should_shut_down,
+                };
+                (outcome.records, reply)
+            })
+    } else if let ControllerRpc::AllocateProducerIds {
+        broker_id,
+        broker_epoch,
+    } = &request
+    {
+        controller
+            .allocate_producer_ids(*broker_id, *broker_epoch)
+            .map(|(block, records)| {
+                let reply = ControllerReply::ProducerIds {
+                    first: block.first,
+                    last: block.last,
+                };
+                (records, reply)
+            })
+    } else {
+        // A topic change: answered with the offset it committed at.
+        topic_change(&controller, &request)
+            .map(|records| (records, ControllerReply::Committed { offset: 0 }))
+    };
+    match decided {
+        Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
+        Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
+    }
+}
+
+/// The records that make a config set (a topic's, a broker's) `wanted`
+/// where it is `current` now: a delete for each key no longer wanted, a set
+/// for each new or changed one (AlterConfigs replaces the whole set).
+fn replace_configs<'a>(
+    current: &BTreeMap<String, String>,
+    wanted: impl IntoIterator<Item = &'a (String, String)>,
+    mut alter: impl FnMut(&str, Option<&str>) -> Result<Vec<MetadataRecord>, MetadataError>,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let wanted: BTreeMap<&str, &str> = wanted
+        .into_iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut records = Vec::new();
+    for key in current.keys().filter(|k| !wanted.contains_key(k.as_str())) {
+        records.extend(alter(key, None)?);
+    }
+    for (key, value) in &wanted {
+        if current.get(*key).map(String::as_str) != Some(*value) {
+            records.extend(alter(key, Some(value))?);
+        }
+    }
+    Ok(records)
+}
+
+/// The records of a topic change.
+fn topic_change(
+    controller: &Controller<'_>,
+    request: &ControllerRpc,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let seed = || PlacementSeed {
+        start_index: rand::random::<u16>() as usize,
+        shift: rand::random::<u16>() as usize,
+    };
+    match request {
+        ControllerRpc::CreateTopic {
+            name,
+            topic_id,
+            partitions,
+            replication_factor,
+            assignment,
+            configs,
+        } => {
+            let assignment = if assignment.is_empty() {
+                TopicAssignment::Placed {
+                    partitions: *partitions,
+                    replication_factor: *replication_factor,
+                    seed: seed(),
+                }
+            } else {
+                TopicAssignment::Explicit(assignment.clone())
+            };
+            controller.create_topic(&CreateTopicRequest {
+                name: name.clone(),
+                topic_id: *topic_id,
+                assignment,
+                configs: configs.iter().cloned().collect(),
+            })
+        }
+        ControllerRpc::DeleteTopic { name } => controller.delete_topic(name),
+        ControllerRpc::CreatePartitions { name, count } => {
+            controller.create_partitions(name, *count, None, seed())
+        }
+        ControllerRpc::SetTopicConfigs { name, configs } => {
+            let current = controller
+                .image
+                .topic_by_name(name)
+                .map(|topic| topic.configs.clone())
+                .unwrap_or_default();
+            replace_configs(&current, configs, |key, value| {
+                controller.alter_topic_config(name, key, value)
+            })
+        }
+        ControllerRpc::SetBrokerConfigs { broker, configs } => {
+            let current = controller
+                .image
+                .broker_configs()
+                .get(broker)
+                .cloned()
+                .unwrap_or_default();
+            replace_configs(&current, configs, |key, value| {
+                controller.alter_broker_config(broker, key, value)
+            })
+        }
+        ControllerRpc::AlterPartition {
+            broker_id,
+            topic_id,
+            partition,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        } => {
+            let broker_epoch = controller
+                .image
+                .broker(*broker_id)
+                .map_or(-1, |broker| broker.broker_epoch);
+            let request = AlterPartitionRequest {
+                broker_id: *broker_id,
+                broker_epoch,
+                topic_id: *topic_id,
+                partition: *partition,
+                leader_epoch: *leader_epoch,
+                partition_epoch: *partition_epoch,
+                new_isr: new_isr.clone(),
+            };
+            controller
+                .alter_partition(&request)
+                .map(|outcome| outcome.records)
+        }
+        ControllerRpc::AlterReassignment {
+            topic,
+            partition,
+            target,
+        } => controller.alter_reassignment(topic, *partition, target.as_deref()),
+        ControllerRpc::AlterClientQuotas { entity, changes } => {
+            let mut parsed = Vec::with_capacity(changes.len());
+            for (key, value) in changes {
+                let value = match value {
+                    None => None,
+                    Some(text) => {
+                        Some(
+                            text.parse::<f64>()
+                                .map_err(|_| MetadataError::InvalidConfig {
+                                    key: key.clone(),
+                                    value: Some(text.clone()),
+                                    reason: String::from("not a number"),
+                                })?,
+                        )
+                    }
+                };
+                parsed.push((key.clone(), value));
+            }
+            controller.alter_client_quotas(entity, &parsed)
+        }
+        ControllerRpc::AlterScramCredentials { upserts, deletions } => {
+            Ok(scram_records(controller.image, upserts, deletions))
+        }
+        ControllerRpc::CreateAcls { acls } => {
+            let acls: Vec<AclRecord> = acls.iter().map(AclRecord::from).collect();
+            controller.create_acls(&acls)
+        }
+        ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
+        ControllerRpc::Register { .. }
+        | ControllerRpc::Heartbeat { .. }
+        | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {
+            reason: String::from("not a topic change"),
+        }),
+    }
+}
+
+/// The records of a SCRAM credentials change: a delete of a credential
+/// the image does not hold is dropped (the asking broker checked; a
+/// concurrent delete won), as the image would refuse it.
+fn scram_records(
+    image: &MetadataImage,
+    upserts: &[super::rpc::ScramUpsert],
+    deletions: &[(String, u8)],
+) -> Vec<MetadataRecord> {
+    let mut records = Vec::with_capacity(upserts.len() + deletions.len());
+    for (name, mechanism) in deletions {
+        if image.scram_credential(name, *mechanism).is_some() {
+            records.push(MetadataRecord::RemoveUserScramCredential {
+                name: name.clone(),
+                mechanism: *mechanism,
+            });
+        }
+    }
+    for (name, mechanism, salt, iterations, stored_key, server_key) in upserts {
+        records.push(MetadataRecord::UserScramCredential {
+            name: name.clone(),
+            mechanism: *mechanism,
+            credential: ScramCredential {
+                salt: salt.clone(),
+                iterations: *iterations,
+                stored_key: stored_key.clone(),
+                server_key: server_key.clone(),
+            },
+        });
+    }
+    records
+}
+
+/// Proposes `records` and answers `reply` once they are committed.
+async fn commit(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    records: &[MetadataRecord],
+    reply: ControllerReply,
+) -> ControllerReply {
+    let reply_at = |offset: u64| match reply {
+        ControllerReply::Committed { .. } => ControllerReply::Committed {
+            offset: i64::try_from(offset).unwrap_or(i64::MAX),
+        },
+        other => other,
+    };
+    if records.is_empty() {
+        return reply_at(quorum.applied_index());
+    }
+    let not_controller = || ControllerReply::NotController {
+        leader: quorum.leader(),
+    };
+    let Some((committed, index)) = quorum.propose(shard, records) else {
+        return not_controller();
+    };
+    match committed.await {
+        Ok(true) => reply_at(index),
+        _ => not_controller(),
+    }
+}
+
+/// On the active controller, fences the brokers whose session expired,
+/// every `leader.imbalance.check.interval.seconds` moves leaderships back
+/// to preferred replicas (`auto.leader.rebalance.enable`), and completes
+/// reassignments whose new replicas are in sync; runs on the metadata
+/// shard for the life of the broker.
+pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
+    let cluster = &shard.config.cluster;
+    let interval_ms = (cluster.session_timeout_ms / 5).max(50);
+    let mut next_rebalance_ms = shard.now_ms() + cluster.leader_imbalance_check_interval_ms;
+    loop {
+        glommio::timer::sleep(Duration::from_millis(interval_ms as u64)).await;
+        if !quorum.is_leader() {
+            continue;
+        }
+        let _decision = quorum.decisions.lock().await;
+        let image = quorum.image();
+        let now_ms = shard.now_ms();
+        let controller = Controller::new(&image, &quorum.controller_config);
+        let fenced_records = {
+            let mut heartbeats = quorum.heartbeats.borrow_mut();
+            controller.fence_stale_brokers(&mut heartbeats, now_ms)
+        };
+        let records = if !fenced_records.is_empty() {
+            let fenced: Vec<i32> = fenced_records
+                .iter()
+                .filter_map(|record| match record {
+                    MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
+                    _ => None,
+                })
+                .collect();
+            tracing::warn!(brokers = ?fenced, "fencing brokers whose session expired");
+            fenced_records
+        } else if cluster.auto_leader_rebalance_enable && now_ms >= next_rebalance_ms {
+            next_rebalance_ms = now_ms + cluster.leader_imbalance_check_interval_ms;
+            let moves = controller.preferred_leader_election();
+            if !moves.is_empty() {
+                tracing::info!(
+                    partitions = moves.len(),
+                    "moving leaderships back to preferred replicas"
+                );
+            }
+            moves
+        } else {
+            // A reassignment whose new replicas joined the ISR completes
+            // in the AlterPartition that put them there; this catches the
+            // rest (a leader lost in between, a restarted controller).
+            controller.complete_reassignments()
+        };
+        if records.is_empty() {
+            continue;
+        }
+        let _ = commit(
+            &quorum,
+            &shard,
+            &records,
+            ControllerReply::NotController { leader: None },
+        )
+        .await;
+    }
+}
+
+/// The active controller's connection to voter `node_id` was refused: no
+/// process listens there, so the broker of that id is dead (or between a
+/// crash and its restart). It is fenced now rather than after
+/// `broker.session.timeout.ms`, so its leaderships move within a Raft
+/// heartbeat interval of its death. A false alarm costs only a leadership
+/// move: a live broker's next heartbeat unfences it. A stopped or cut-off
+/// broker does not refuse connections and is still found by its session.
+pub async fn fence_refused_peer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, node_id: i32) {
+    if !quorum.is_leader() || !quorum.image().is_live(node_id) {
+        return;
+    }
+    let _decision = quorum.decisions.lock().await;
+    let image = quorum.image();
+    let controller = Controller::new(&image, &quorum.controller_config);
+    let records = {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller.fence_brokers_now(&mut heartbeats, &[node_id])
+    };
+    if records.is_empty() || !quorum.is_leader() {
+        return;
+    }
+    tracing::warn!(
+        broker = node_id,
+        "fencing a broker whose controller listener refuses connections (its process is gone)"
+    );
+    let _ = commit(
+        &quorum,
+        &shard,
+        &records,
+        ControllerReply::NotController { leader: None },
+    )
+    .await;
+}

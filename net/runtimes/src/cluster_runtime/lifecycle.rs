@@ -1,0 +1,192 @@
+//! The broker's side of its membership: register with the active
+//! controller, then heartbeat every `broker.heartbeat.interval.ms`
+//! reporting the metadata offset applied; register again when the
+//! controller no longer knows this epoch (it was fenced, or the cluster
+//! lost the registration). Runs on the metadata shard.
+//!
+//! The active controller is found from this node's own quorum member; when
+//! that is this node, the request is handled in place, without a socket.
+
+use super::controller_side;
+use super::quorum::MetadataQuorum;
+use super::rpc::{ControllerReply, ControllerRpc};
+use super::transport;
+use engine::ErrorCode;
+use kernel::shard::Shard;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Sends `request` to the active controller.
+pub async fn call_controller(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> Result<ControllerReply, String> {
+    let Some(leader) = quorum.leader() else {
+        return Err(String::from("no active controller known"));
+    };
+    if leader == shard.config.broker_id {
+        return Ok(controller_side::handle(quorum, shard, request).await);
+    }
+    let voter = shard
+        .config
+        .cluster
+        .voter(leader)
+        .cloned()
+        .ok_or_else(|| format!("the active controller {leader} is not a configured voter"))?;
+    transport::call_remote(&voter, &request).await
+}
+
+/// How long a request keeps looking for the active controller (an election
+/// takes one to two seconds) before the client is told NOT_CONTROLLER.
+const FIND_CONTROLLER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sends `request` to the active controller, waiting through an election;
+/// a refusal is the controller's Kafka error.
+pub async fn call_controller_until_answered(
+    shard: &Rc<Shard>,
+    request: ControllerRpc,
+) -> Result<ControllerReply, (ErrorCode, String)> {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return Err((
+            ErrorCode::NotController,
+            String::from("the metadata quorum runs on shard 0 only"),
+        ));
+    };
+    let deadline = std::time::Instant::now() + FIND_CONTROLLER_TIMEOUT;
+    loop {
+        let outcome = call_controller(&quorum, shard, request.clone()).await;
+        match outcome {
+            Ok(ControllerReply::Error { code, message }) => {
+                let code = ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError);
+                return Err((code, message));
+            }
+            Ok(ControllerReply::NotController { .. }) | Err(_) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err((
+                        ErrorCode::NotController,
+                        format!("no active controller answered: {outcome:?}"),
+                    ));
+                }
+                glommio::timer::sleep(Duration::from_millis(50)).await;
+            }
+            Ok(reply) => return Ok(reply),
+        }
+    }
+}
+
+/// Registers and heartbeats for the life of the broker.
+pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
+    let config = shard.config.clone();
+    let interval = Duration::from_millis(config.cluster.heartbeat_interval_ms.max(10) as u64);
+    let incarnation_id = quorum.incarnation_id();
+    let register = ControllerRpc::Register {
+        broker_id: config.broker_id,
+        incarnation_id,
+        listeners: config
+            .listeners
+            .iter()
+            .map(|l| {
+                (
+                    l.name.clone(),
+                    l.advertised_host.clone(),
+                    u16::try_from(l.advertised_port).unwrap_or(0),
+                )
+            })
+            .collect(),
+        rack: config.cluster.rack.clone(),
+    };
+    while !quorum.shutting_down.get() {
+        let broker_epoch = match call_controller(&quorum, &shard, register.clone()).await {
+            Ok(ControllerReply::Registered { broker_epoch }) => {
+                tracing::info!(broker_epoch, "registered with the active controller");
+                quorum.broker_epoch.set(Some(broker_epoch));
+                broker_epoch
+            }
+            outcome => {
+                tracing::debug!(?outcome, "registration not done yet; retrying");
+                glommio::timer::sleep(interval).await;
+                continue;
+            }
+        };
+        heartbeat_until_lost(&quorum, &shard, broker_epoch, interval).await;
+    }
+}
+
+/// Heartbeats until the controller no longer knows `broker_epoch`.
+async fn heartbeat_until_lost(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    broker_epoch: i64,
+    interval: Duration,
+) {
+    let mut fenced = true;
+    while !quorum.shutting_down.get() {
+        let heartbeat = ControllerRpc::Heartbeat {
+            broker_id: shard.config.broker_id,
+            broker_epoch,
+            metadata_offset: quorum.applied_offset(),
+            want_shutdown: false,
+        };
+        match call_controller(quorum, shard, heartbeat).await {
+            Ok(ControllerReply::Heartbeat { is_fenced, .. }) => {
+                if fenced && !is_fenced {
+                    tracing::info!(broker_epoch, "unfenced: this broker is live in the cluster");
+                }
+                fenced = is_fenced;
+            }
+            Ok(ControllerReply::Error { code, message })
+                if code == ErrorCode::StaleBrokerEpoch.code()
+                    || code == ErrorCode::BrokerIdNotRegistered.code() =>
+            {
+                tracing::warn!(%message, "registration lost; registering again");
+                return;
+            }
+            outcome => tracing::debug!(?outcome, "heartbeat not answered"),
+        }
+        glommio::timer::sleep(interval).await;
+    }
+}
+
+/// How long a stopping broker waits for the controller to move its
+/// leaderships away before it stops anyway.
+const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Kafka's controlled shutdown: asks the active controller (a heartbeat
+/// with `want_shutdown`) to move this broker's leaderships to other ISR
+/// members and fence it, and waits until it did, so that clients find the
+/// new leaders instead of timing out. A single node has nobody to hand
+/// its partitions to and returns at once.
+pub async fn controlled_shutdown(shard: &Rc<Shard>) {
+    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+        return;
+    };
+    quorum.shutting_down.set(true);
+    let Some(broker_epoch) = quorum.broker_epoch.get() else {
+        return;
+    };
+    if shard.config.cluster.is_single_node() {
+        return;
+    }
+    let request = ControllerRpc::Heartbeat {
+        broker_id: shard.config.broker_id,
+        broker_epoch,
+        metadata_offset: quorum.applied_offset(),
+        want_shutdown: true,
+    };
+    let deadline = std::time::Instant::now() + CONTROLLED_SHUTDOWN_TIMEOUT;
+    while std::time::Instant::now() < deadline {
+        match call_controller(&quorum, shard, request.clone()).await {
+            Ok(ControllerReply::Heartbeat {
+                should_shut_down: true,
+                ..
+            }) => {
+                tracing::info!("controlled shutdown: leaderships moved away");
+                return;
+            }
+            outcome => tracing::debug!(?outcome, "controlled shutdown not done yet"),
+        }
+        glommio::timer::sleep(Duration::from_millis(100)).await;
+    }
+    tracing::warn!("controlled shutdown timed out; stopping anyway");
+}

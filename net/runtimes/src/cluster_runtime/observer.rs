@@ -1,0 +1,93 @@
+//! A broker-only node's link to the metadata quorum: it runs no Raft node
+//! and no controller listener, and learns the committed metadata by
+//! long-polling a voter with FetchMetadata ([`super::metadata_fetch`]).
+//! Runs on the metadata shard for the life of the broker.
+//!
+//! Which voter: the active controller when one is known (it commits first,
+//! so its image is the newest), else the voters in turn. A voter that
+//! cannot be reached, or answers with something unreadable, is dropped and
+//! the next one tried after a short pause.
+
+use super::metadata_fetch::FetchMetadata;
+use super::quorum::MetadataQuorum;
+use super::transport;
+use super::view::QuorumStatus;
+use glommio::net::TcpStream;
+use kernel::cluster_config::Voter;
+use kernel::shard::Shard;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Pause before asking the next voter after one failed.
+const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+
+/// Fetches the committed metadata for the life of the broker.
+pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
+    let voters = shard.config.cluster.voters.clone();
+    if voters.is_empty() {
+        return;
+    }
+    // The next voter to try when no controller is known.
+    let mut next_voter = 0usize;
+    // The open connection and the voter it goes to.
+    let mut link: Option<(i32, TcpStream)> = None;
+    loop {
+        let wanted = quorum
+            .leader()
+            .and_then(|leader| shard.config.cluster.voter(leader))
+            .unwrap_or(&voters[next_voter % voters.len()])
+            .clone();
+        if link.as_ref().is_some_and(|(id, _)| *id != wanted.node_id) {
+            link = None;
+        }
+        match fetch_once(&quorum, &shard, &wanted, &mut link).await {
+            Ok(()) => {}
+            Err(e) => {
+                tracing::debug!(voter = wanted.node_id, error = %e, "metadata fetch failed");
+                link = None;
+                next_voter = next_voter.wrapping_add(1);
+                // Forget the controller this voter stood for, so that the
+                // next round tries the other voters rather than it again.
+                quorum.forget_leader(&shard, wanted.node_id);
+                glommio::timer::sleep(RETRY_BACKOFF).await;
+            }
+        }
+    }
+}
+
+/// One FetchMetadata round trip to `voter`, connecting first if needed;
+/// its news goes to the quorum (and from there to every shard).
+async fn fetch_once(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    voter: &Voter,
+    link: &mut Option<(i32, TcpStream)>,
+) -> Result<(), String> {
+    if link.is_none() {
+        *link = Some((voter.node_id, transport::connect(voter).await?));
+    }
+    let Some((_, stream)) = link.as_mut() else {
+        return Err(String::from("no connection"));
+    };
+    let request = FetchMetadata {
+        node_id: shard.config.broker_id,
+        applied_offset: quorum.applied_offset(),
+    };
+    let reply = transport::fetch_metadata(stream, &request).await?;
+    let image = reply.image()?;
+    if let Some(image) = &image {
+        tracing::debug!(
+            voter = voter.node_id,
+            offset = image.last_applied_offset(),
+            "metadata image fetched"
+        );
+    }
+    let status = QuorumStatus {
+        leader_id: reply.header.leader_id,
+        term: reply.header.term,
+        commit_index: reply.header.commit_index,
+        applied_index: 0,
+    };
+    quorum.observed(shard, status, image);
+    Ok(())
+}

@@ -1,0 +1,537 @@
+//! [`MetadataQuorum`]: this node's member of the metadata quorum, on the
+//! metadata shard. A voter owns raft-rs's node (over the durable
+//! `FileStorage` in `<data-dir>/__cluster_metadata-0`) and a
+//! [`MetadataMachine`] that applies the committed records. A broker-only
+//! node is an observer instead: it holds the last image it fetched from a
+//! voter (see [`super::observer`]) and nothing on disk. Either way the rest
+//! of the broker sees one type: an observer is never the leader, cannot
+//! propose, and knows the leader a voter last told it of.
+//!
+//! Everything that touches the node is synchronous and short: a step, a
+//! tick or a proposal is followed by [`MetadataQuorum::pump`], which runs
+//! raft-rs's ready cycle (persist, fsync, then send, then apply), queues
+//! the messages to the peer links, resolves proposals that committed and
+//! publishes the new image to every shard. No borrow of the node is held
+//! across an await.
+//!
+//! The storage writes are blocking `std::fs` calls with fsync on this
+//! shard's thread. Metadata changes are rare (registrations, elections,
+//! topic changes), so this costs the shard's partitions a few stalls of a
+//! millisecond, not throughput.
+
+use super::raft_id;
+use super::view::{publish, QuorumStatus};
+use cluster::metadata::{BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine};
+use cluster::quorum::node::{QuorumConfig, QuorumNode};
+use cluster::quorum::storage::{FileStorage, LogStore};
+use futures::channel::{mpsc, oneshot};
+use kernel::shard::Shard;
+use raft::eraftpb::Message;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The shard that runs the metadata quorum (and the active controller when
+/// this node leads it).
+pub const METADATA_SHARD: usize = 0;
+
+/// A proposal waiting to be committed.
+struct Waiter {
+    /// Index of its last entry.
+    index: u64,
+    /// Term it was proposed in: committed at that index in the same term
+    /// means it is ours (a leader never overwrites its own entries).
+    term: u64,
+    done: oneshot::Sender<bool>,
+}
+
+/// A voter's Raft state.
+struct RaftMember {
+    node: RefCell<QuorumNode<MetadataMachine>>,
+    /// Outgoing Raft frames per peer (raft id).
+    peers: RefCell<BTreeMap<u64, mpsc::UnboundedSender<Vec<u8>>>>,
+    waiters: RefCell<Vec<Waiter>>,
+    was_leader: Cell<bool>,
+}
+
+/// What an observer knows: the last image a voter sent and the quorum as
+/// that voter saw it.
+struct Observed {
+    image: Arc<MetadataImage>,
+    status: QuorumStatus,
+    /// The configured voters' node ids (for DescribeQuorum).
+    voters: Vec<i32>,
+}
+
+/// A voter or an observer (see the module doc). The Raft member is boxed:
+/// it is ~1.4 KB and made once per process.
+enum Member {
+    Voter(Box<RaftMember>),
+    Observer(RefCell<Observed>),
+}
+
+/// This node's quorum member (see the module doc).
+pub struct MetadataQuorum {
+    member: Member,
+    /// The active controller's record of broker heartbeats (not replicated).
+    pub(super) heartbeats: RefCell<BrokerHeartbeats>,
+    /// The settings controller decisions read.
+    pub(super) controller_config: ControllerConfig,
+    /// Held while a controller decision is made and committed, so each one
+    /// reads the image with every earlier decision applied.
+    pub(super) decisions: futures::lock::Mutex<()>,
+    published: RefCell<Option<(Arc<MetadataImage>, QuorumStatus)>>,
+    publications: Cell<u64>,
+    /// The metadata log was empty when this process opened it.
+    started_fresh: bool,
+    /// This process's random id, sent with its registration: an image whose
+    /// registration of this node carries it was made after this start.
+    incarnation_id: [u8; 16],
+    /// The broker epoch of this process's registration, once committed.
+    pub(super) broker_epoch: Cell<Option<i64>>,
+    /// A controlled shutdown started: the heartbeat loop stops, so that no
+    /// ordinary heartbeat unfences the broker again.
+    pub(super) shutting_down: Cell<bool>,
+}
+
+impl MetadataQuorum {
+    /// Opens the store and the node; the caller registers it as a service.
+    pub fn open(shard: &Shard) -> Result<MetadataQuorum, String> {
+        let config = &shard.config;
+        let own = raft_id(config.broker_id);
+        let voters: Vec<u64> = if config.cluster.is_single_node() {
+            vec![own]
+        } else {
+            config
+                .cluster
+                .voters
+                .iter()
+                .map(|v| raft_id(v.node_id))
+                .collect()
+        };
+        let directory = config
+            .cluster
+            .metadata_log_dir
+            .as_ref()
+            .unwrap_or(&config.data_dir)
+            .join(engine::types::CLUSTER_METADATA_DIR);
+        let store = FileStorage::open(&directory, &voters).map_err(|e| {
+            format!(
+                "cannot open the metadata log in {}: {e}",
+                directory.display()
+            )
+        })?;
+        let mut stored: Vec<u64> = store.cache().conf_state().voters.clone();
+        stored.sort_unstable();
+        let mut wanted = voters.clone();
+        wanted.sort_unstable();
+        if stored != wanted {
+            let show = |ids: &[u64]| {
+                ids.iter()
+                    .map(|id| (id - 1).to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            return Err(format!(
+                "the metadata log in {} belongs to a quorum of nodes [{}], but this node is \
+                 configured with [{}]; changing the voters of a quorum is not supported yet",
+                directory.display(),
+                show(&stored),
+                show(&wanted)
+            ));
+        }
+        let mut quorum_config = QuorumConfig::new(own, rand::random());
+        quorum_config.election_tick = 10;
+        quorum_config.heartbeat_tick = 2;
+        quorum_config.snapshot_interval_entries = config.cluster.snapshot_interval_entries;
+        let started_fresh = store.cache().last_index() == 0;
+        let node = QuorumNode::open(quorum_config, store, MetadataMachine::new())
+            .map_err(|e| format!("cannot start the metadata quorum: {e}"))?;
+        let member = Member::Voter(Box::new(RaftMember {
+            node: RefCell::new(node),
+            peers: RefCell::new(BTreeMap::new()),
+            waiters: RefCell::new(Vec::new()),
+            was_leader: Cell::new(false),
+        }));
+        Ok(MetadataQuorum::with_member(shard, member, started_fresh))
+    }
+
+    /// An observer (a broker-only node): it opens nothing on disk, so a
+    /// restart fetches the image again, and a later start as a voter finds
+    /// no metadata log of its own to misread. It never counts as started
+    /// fresh: adopting topics found on disk is a single node's migration,
+    /// and an observer's partitions on disk are the cluster's.
+    pub fn observer(shard: &Shard) -> MetadataQuorum {
+        let member = Member::Observer(RefCell::new(Observed {
+            image: Arc::new(MetadataImage::new()),
+            status: QuorumStatus::default(),
+            voters: shard
+                .config
+                .cluster
+                .voters
+                .iter()
+                .map(|v| v.node_id)
+                .collect(),
+        }));
+        MetadataQuorum::with_member(shard, member, false)
+    }
+
+    fn with_member(shard: &Shard, member: Member, started_fresh: bool) -> MetadataQuorum {
+        let config = &shard.config;
+        let controller_config = ControllerConfig {
+            broker_session_timeout_ms: config.cluster.session_timeout_ms,
+            unclean_leader_election_enable: config.topic_defaults().unclean_leader_election_enable,
+        };
+        MetadataQuorum {
+            member,
+            heartbeats: RefCell::new(BrokerHeartbeats::new()),
+            controller_config,
+            decisions: futures::lock::Mutex::new(()),
+            published: RefCell::new(None),
+            publications: Cell::new(0),
+            started_fresh,
+            incarnation_id: rand::random(),
+            broker_epoch: Cell::new(None),
+            shutting_down: Cell::new(false),
+        }
+    }
+
+    fn voter(&self) -> Option<&RaftMember> {
+        match &self.member {
+            Member::Voter(voter) => Some(voter),
+            Member::Observer(_) => None,
+        }
+    }
+
+    /// Adds the outgoing queue of a peer (a voter's; an observer has none).
+    pub fn add_peer(&self, peer_raft_id: u64, frames: mpsc::UnboundedSender<Vec<u8>>) {
+        if let Some(voter) = self.voter() {
+            voter.peers.borrow_mut().insert(peer_raft_id, frames);
+        }
+    }
+
+    /// A message from a peer (dropped by an observer: it has no Raft node,
+    /// and no listener that would receive one).
+    pub fn step(&self, shard: &Rc<Shard>, message: Message) {
+        let Some(voter) = self.voter() else {
+            tracing::debug!("Raft message to an observer dropped");
+            return;
+        };
+        let result = voter.node.borrow_mut().step(message);
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "Raft message not stepped");
+        }
+        self.pump(shard);
+    }
+
+    /// One tick of the election and heartbeat timers.
+    pub fn tick(&self, shard: &Rc<Shard>) {
+        if let Some(voter) = self.voter() {
+            voter.node.borrow_mut().tick();
+            self.pump(shard);
+        }
+    }
+
+    /// The link to a peer failed: raft-rs probes it instead of streaming.
+    pub fn peer_unreachable(&self, shard: &Rc<Shard>, peer_raft_id: u64) {
+        if let Some(voter) = self.voter() {
+            voter.node.borrow_mut().report_unreachable(peer_raft_id);
+            self.pump(shard);
+        }
+    }
+
+    /// Proposes `records` (on the leader) and returns a receiver told whether
+    /// they committed in this leader's term, and the index of the last one;
+    /// `None` when not the leader.
+    pub fn propose(
+        &self,
+        shard: &Rc<Shard>,
+        records: &[cluster::metadata::MetadataRecord],
+    ) -> Option<(oneshot::Receiver<bool>, u64)> {
+        let voter = self.voter()?;
+        let receiver = {
+            let mut node = voter.node.borrow_mut();
+            if !node.is_leader() {
+                return None;
+            }
+            for record in records {
+                if let Err(e) = node.propose(record.encode()) {
+                    tracing::warn!(error = %e, "metadata proposal dropped");
+                    return None;
+                }
+            }
+            let (done, receiver) = oneshot::channel();
+            let index = node.last_index();
+            voter.waiters.borrow_mut().push(Waiter {
+                index,
+                term: node.term(),
+                done,
+            });
+            (receiver, index)
+        };
+        self.pump(shard);
+        Some(receiver)
+    }
+
+    /// Runs raft-rs's ready cycle and hands out what it produced (a no-op
+    /// on an observer, whose images arrive through [`Self::observed`]).
+    pub fn pump(&self, shard: &Rc<Shard>) {
+        let Some(voter) = self.voter() else {
+            return;
+        };
+        let advanced = voter.node.borrow_mut().advance();
+        let outgoing = match kernel::fatal::metadata_log_fault(advanced) {
+            Ok(outgoing) => outgoing,
+            Err(e) => {
+                // The metadata log could not be written: this node cannot
+                // keep its promises to the quorum any more. Not a clean
+                // stop: its controlled shutdown would ask this quorum.
+                kernel::fatal::stop(
+                    kernel::fatal::Reason::MetadataLog,
+                    &format!("metadata quorum failed: {e}"),
+                );
+            }
+        };
+        for message in outgoing.messages {
+            Self::send(voter, message);
+        }
+        let node = voter.node.borrow();
+        let is_leader = node.is_leader();
+        if is_leader && !voter.was_leader.get() {
+            tracing::info!(term = node.term(), "this node is the active controller");
+            self.heartbeats
+                .borrow_mut()
+                .start_sessions(node.state_machine().image(), shard.now_ms());
+        }
+        voter.was_leader.set(is_leader);
+        let (applied, term) = (node.applied_index(), node.term());
+        let waiters = std::mem::take(&mut *voter.waiters.borrow_mut());
+        let mut pending = Vec::with_capacity(waiters.len());
+        for waiter in waiters {
+            if term != waiter.term || !is_leader {
+                let _ = waiter.done.send(false);
+            } else if applied >= waiter.index {
+                let _ = waiter.done.send(true);
+            } else {
+                pending.push(waiter);
+            }
+        }
+        voter.waiters.borrow_mut().extend(pending);
+        let status = QuorumStatus {
+            leader_id: node.leader_id().map(super::node_id),
+            term: node.term(),
+            commit_index: node.commit_index(),
+            applied_index: applied,
+        };
+        let image = node.state_machine().image();
+        let publication = self.publication(status, image.last_applied_offset(), || {
+            Arc::new(image.clone())
+        });
+        drop(node);
+        if let Some((sequence, image, status)) = publication {
+            publish(shard, sequence, image, status);
+        }
+    }
+
+    /// An observer's news from a voter: the quorum as it sees it, and a
+    /// newer image if there is one. Published to every shard like a
+    /// voter's commits, so everything downstream works the same.
+    pub fn observed(&self, shard: &Rc<Shard>, status: QuorumStatus, image: Option<MetadataImage>) {
+        let Member::Observer(observed) = &self.member else {
+            return;
+        };
+        let mut observed = observed.borrow_mut();
+        if let Some(image) = image {
+            // A voter answers only with an image past ours; one that is not
+            // (an answer overtaken by a newer one) is dropped, never applied.
+            if image.last_applied_offset() > observed.image.last_applied_offset() {
+                observed.image = Arc::new(image);
+            }
+        }
+        let applied_offset = observed.image.last_applied_offset();
+        observed.status = QuorumStatus {
+            applied_index: u64::try_from(applied_offset).unwrap_or(0),
+            ..status
+        };
+        let current = observed.image.clone();
+        let publication =
+            self.publication(observed.status.clone(), applied_offset, move || current);
+        drop(observed);
+        if let Some((sequence, image, status)) = publication {
+            publish(shard, sequence, image, status);
+        }
+    }
+
+    /// An observer's controller `leader` stopped answering: forget it, so
+    /// that the observer asks the other voters and requests for the
+    /// controller wait until a voter names the next one.
+    pub fn forget_leader(&self, shard: &Rc<Shard>, leader: i32) {
+        let status = match &self.member {
+            Member::Observer(observed) => observed.borrow().status.clone(),
+            Member::Voter(_) => return,
+        };
+        if status.leader_id == Some(leader) {
+            let forgotten = QuorumStatus {
+                leader_id: None,
+                ..status
+            };
+            self.observed(shard, forgotten, None);
+        }
+    }
+
+    /// Records what to publish when the image or the status changed since
+    /// the last publication; `image` is asked for only when the image did.
+    fn publication(
+        &self,
+        status: QuorumStatus,
+        applied_offset: i64,
+        image: impl FnOnce() -> Arc<MetadataImage>,
+    ) -> Option<(u64, Arc<MetadataImage>, QuorumStatus)> {
+        let mut published = self.published.borrow_mut();
+        let (image_changed, status_changed) = match published.as_ref() {
+            None => (true, true),
+            Some((image, old)) => (
+                image.last_applied_offset() != applied_offset,
+                *old != status,
+            ),
+        };
+        if !image_changed && !status_changed {
+            return None;
+        }
+        let image = match published.as_ref() {
+            Some((image, _)) if !image_changed => image.clone(),
+            _ => image(),
+        };
+        *published = Some((image.clone(), status.clone()));
+        let sequence = self.publications.get() + 1;
+        self.publications.set(sequence);
+        Some((sequence, image, status))
+    }
+
+    fn send(voter: &RaftMember, message: Message) {
+        let to = message.to;
+        let frame = match cluster::quorum::wire::encode_message(&message) {
+            Ok(body) => super::frame::frame(super::frame::KIND_RAFT, &body),
+            Err(e) => {
+                tracing::error!(error = %e, "Raft message not encodable");
+                return;
+            }
+        };
+        let sent = voter
+            .peers
+            .borrow()
+            .get(&to)
+            .is_some_and(|queue| queue.unbounded_send(frame).is_ok());
+        if !sent {
+            voter.node.borrow_mut().report_unreachable(to);
+        }
+    }
+
+    /// Whether the metadata log was empty when this process opened it (a new
+    /// node, or a single node's first start since it keeps metadata).
+    pub fn started_fresh(&self) -> bool {
+        self.started_fresh
+    }
+
+    /// The broker epoch of this process's registration, once committed.
+    pub fn registered_epoch(&self) -> Option<i64> {
+        self.broker_epoch.get()
+    }
+
+    /// This process's incarnation id (BrokerRegistration's).
+    pub fn incarnation_id(&self) -> [u8; 16] {
+        self.incarnation_id
+    }
+
+    /// Whether this node leads the quorum (is the active controller); never
+    /// an observer.
+    pub fn is_leader(&self) -> bool {
+        self.voter()
+            .is_some_and(|voter| voter.node.borrow().is_leader())
+    }
+
+    /// The active controller's node id, if known (an observer: the one a
+    /// voter last named).
+    pub fn leader(&self) -> Option<i32> {
+        match &self.member {
+            Member::Voter(voter) => voter.node.borrow().leader_id().map(super::node_id),
+            Member::Observer(observed) => observed.borrow().status.leader_id,
+        }
+    }
+
+    /// The committed image, for a controller decision (a clone: decisions
+    /// run while the node keeps stepping).
+    pub fn image(&self) -> MetadataImage {
+        match &self.member {
+            Member::Voter(voter) => voter.node.borrow().state_machine().image().clone(),
+            Member::Observer(observed) => MetadataImage::clone(&observed.borrow().image),
+        }
+    }
+
+    /// The highest log index applied to the image (an observer: its
+    /// image's offset).
+    pub fn applied_index(&self) -> u64 {
+        match &self.member {
+            Member::Voter(voter) => voter.node.borrow().applied_index(),
+            Member::Observer(observed) => observed.borrow().status.applied_index,
+        }
+    }
+
+    /// The highest metadata offset this node has applied.
+    pub fn applied_offset(&self) -> i64 {
+        match &self.member {
+            Member::Voter(voter) => voter
+                .node
+                .borrow()
+                .state_machine()
+                .image()
+                .last_applied_offset(),
+            Member::Observer(observed) => observed.borrow().image.last_applied_offset(),
+        }
+    }
+
+    /// DescribeQuorum's view from this member: (node id, log end offset or
+    /// -1 when unknown) per voter, leader, term, high watermark. An
+    /// observer knows the voters from its config and none of their
+    /// progress.
+    pub fn describe(&self) -> QuorumDescription {
+        match &self.member {
+            Member::Voter(voter) => {
+                let node = voter.node.borrow();
+                QuorumDescription {
+                    leader_id: node.leader_id().map(super::node_id),
+                    term: node.term(),
+                    high_watermark: node.commit_index(),
+                    voters: node
+                        .voter_progress()
+                        .into_iter()
+                        .map(|(id, matched)| (super::node_id(id), matched.map_or(-1, |m| m as i64)))
+                        .collect(),
+                }
+            }
+            Member::Observer(observed) => {
+                let observed = observed.borrow();
+                QuorumDescription {
+                    leader_id: observed.status.leader_id,
+                    term: observed.status.term,
+                    high_watermark: observed.status.commit_index,
+                    voters: observed.voters.iter().map(|&id| (id, -1)).collect(),
+                }
+            }
+        }
+    }
+}
+
+/// What DescribeQuorum reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumDescription {
+    /// The leader's node id, if known.
+    pub leader_id: Option<i32>,
+    /// The Raft term (KRaft's leader epoch).
+    pub term: u64,
+    /// The commit index (KRaft's high watermark).
+    pub high_watermark: u64,
+    /// (node id, log end offset; -1 unknown) per voter.
+    pub voters: Vec<(i32, i64)>,
+}

@@ -1,0 +1,185 @@
+//! [`ClusterView`]: every shard's read-only copy of the cluster metadata
+//! (the committed image and the quorum's leader and term), published by the
+//! metadata shard after each change. Handlers (Metadata, DescribeCluster)
+//! read it without crossing cores.
+//!
+//! Each publication carries a sequence number: the copies travel as
+//! separate envelopes, and one that arrives after a newer one is ignored.
+
+use cluster::metadata::MetadataImage;
+use futures::channel::oneshot;
+use kernel::mesh::Envelope;
+use kernel::shard::{Shard, ShardService};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// The quorum as this node sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QuorumStatus {
+    /// The active controller's node id, if known.
+    pub leader_id: Option<i32>,
+    /// The Raft term.
+    pub term: u64,
+    /// The highest committed index this node knows.
+    pub commit_index: u64,
+    /// The highest index applied to the image.
+    pub applied_index: u64,
+}
+
+/// One shard's copy of the cluster metadata.
+#[derive(Debug, Default)]
+pub struct ClusterView {
+    current: RefCell<(u64, Arc<MetadataImage>, QuorumStatus)>,
+    /// Tasks waiting for the next publication.
+    watchers: RefCell<Vec<oneshot::Sender<()>>>,
+}
+
+impl ShardService for ClusterView {
+    fn build(_shard: &Shard) -> Self {
+        ClusterView::default()
+    }
+}
+
+impl ClusterView {
+    /// The committed image as last published to this shard.
+    pub fn image(&self) -> Arc<MetadataImage> {
+        self.current.borrow().1.clone()
+    }
+
+    /// The quorum status as last published to this shard.
+    pub fn quorum(&self) -> QuorumStatus {
+        self.current.borrow().2.clone()
+    }
+
+    /// The last publication here: (sequence, image, quorum status).
+    pub fn current(&self) -> (u64, Arc<MetadataImage>, QuorumStatus) {
+        self.current.borrow().clone()
+    }
+
+    /// Waits for a publication newer than `sequence`; returns its sequence
+    /// and image. A waiter given up on (a timed-out long poll) leaves a
+    /// cancelled slot behind; each new waiter clears those, so the list
+    /// stays as long as the live waiters.
+    pub async fn newer_than(&self, sequence: u64) -> (u64, Arc<MetadataImage>) {
+        loop {
+            {
+                let current = self.current.borrow();
+                if current.0 > sequence {
+                    return (current.0, current.1.clone());
+                }
+            }
+            let (wake, woken) = oneshot::channel();
+            {
+                let mut watchers = self.watchers.borrow_mut();
+                watchers.retain(|watcher| !watcher.is_canceled());
+                watchers.push(wake);
+            }
+            // A dropped sender (never: the view outlives its watchers) just
+            // loops back to the check.
+            let _ = woken.await;
+        }
+    }
+
+    fn install(&self, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
+        {
+            let mut current = self.current.borrow_mut();
+            if sequence <= current.0 {
+                return;
+            }
+            *current = (sequence, image, status);
+        }
+        for watcher in self.watchers.borrow_mut().drain(..) {
+            let _ = watcher.send(());
+        }
+    }
+}
+
+/// Installs a new copy here and sends it to every other shard.
+pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
+    shard
+        .service::<ClusterView>()
+        .install(sequence, image.clone(), status.clone());
+    for other in (0..shard.count).filter(|&s| s != shard.id) {
+        let (image, status) = (image.clone(), status.clone());
+        let message = Envelope::new(move |receiver: &Rc<Shard>| {
+            receiver
+                .service::<ClusterView>()
+                .install(sequence, image, status);
+        });
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            if let Err(e) = shard.send_to(other, message).await {
+                tracing::debug!(shard = other, error = %e, "cluster metadata not delivered");
+            }
+        })
+        .detach();
+    }
+}
+
+/// Where a partition's leader serves clients: (node id, host, port).
+pub type LeaderEndpoint = (i32, String, i32);
+
+/// The leader of `topic`-`partition` from this shard's image. A topic the
+/// image does not know (a single node's topic not adopted yet) is served
+/// here. A partition without a leader is COORDINATOR_NOT_AVAILABLE (the
+/// callers are coordinators; clients retry it).
+pub fn partition_leader(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+) -> Result<LeaderEndpoint, engine::ErrorCode> {
+    partition_leader_on(
+        shard,
+        topic,
+        partition,
+        shard.config.inter_broker_listener(),
+    )
+}
+
+/// [`partition_leader`], with the leader's address on listener `listener`
+/// (the one a client came in on: Kafka answers each listener's clients with
+/// that listener's addresses).
+pub fn partition_leader_on(
+    shard: &Shard,
+    topic: &str,
+    partition: i32,
+    listener: &str,
+) -> Result<LeaderEndpoint, engine::ErrorCode> {
+    let (host, port) = own_endpoint(shard, listener);
+    let own = (shard.config.broker_id, host, port);
+    let image = shard.service::<ClusterView>().image();
+    let Some(topic) = image.topic_by_name(topic) else {
+        return Ok(own);
+    };
+    let leader = topic
+        .partitions
+        .get(&partition)
+        .map_or(-1, |state| state.leader);
+    if leader == shard.config.broker_id {
+        return Ok(own);
+    }
+    image
+        .broker(leader)
+        .filter(|broker| !broker.fenced)
+        .and_then(|broker| broker.listeners.iter().find(|e| e.name == listener))
+        .map(|endpoint| (leader, endpoint.host.clone(), i32::from(endpoint.port)))
+        .ok_or(engine::ErrorCode::CoordinatorNotAvailable)
+}
+
+/// This broker's advertised `(host, port)` on listener `listener` (the
+/// first listener's when it has none of that name).
+pub fn own_endpoint(shard: &Shard, listener: &str) -> (String, i32) {
+    let config = &shard.config;
+    match config.listeners.iter().find(|l| l.name == listener) {
+        Some(chosen) => (chosen.advertised_host.clone(), chosen.advertised_port),
+        None => (config.advertised_host.clone(), config.advertised_port),
+    }
+}
+
+/// Whether this broker leads `topic`-`partition` (or serves it alone: the
+/// image does not know the topic).
+pub fn leads(shard: &Shard, topic: &str, partition: i32) -> bool {
+    partition_leader(shard, topic, partition)
+        .is_ok_and(|(leader, _, _)| leader == shard.config.broker_id)
+}

@@ -1,0 +1,234 @@
+//! Dynamic broker configs (IncrementalAlterConfigs on a BROKER resource):
+//! the broker-wide topic defaults Kafka lets an operator change at runtime
+//! (`log.retention.ms`, `log.segment.bytes`, `log.cleaner.*`, ... — every
+//! broker synonym of a topic config), kept in the metadata log like Kafka's
+//! ConfigRecords, so they hold for every broker and across restarts.
+//!
+//! Precedence, as Kafka: a topic's own override, then this broker's dynamic
+//! config, then the cluster-wide dynamic default (resource name `""`), then
+//! the config file, then Kafka's default. The reconciler recomputes every
+//! topic's config when the metadata changes, so a new default reaches the
+//! partitions that do not override it.
+
+use super::config_ops::{edit_list, ConfigOpKind};
+use super::reconcile::wait_reconciled;
+use super::{ControllerState, CONTROLLER_SHARD};
+use crate::cluster_runtime::{
+    call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc,
+};
+use engine::config::kafka_topic_configs::spec_of_broker_name;
+use engine::{ErrorCode, TopicConfig};
+use kernel::call::OwnerCall;
+use kernel::shard::Shard;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// Broker synonyms of topic configs that stay static: the controller's
+/// elections read the file's `unclean.leader.election.enable` default (see
+/// `cluster_runtime::quorum`), so a dynamic value would be described but not
+/// obeyed.
+const STATIC_ONLY: &[&str] = &["unclean.leader.election.enable"];
+
+/// Whether `key` is a broker config rill changes at runtime.
+pub fn is_dynamic(key: &str) -> bool {
+    spec_of_broker_name(key).is_some() && !STATIC_ONLY.contains(&key)
+}
+
+/// The new set of dynamic configs of a resource after `ops` (pure).
+/// `static_value` gives a key's value where no dynamic one is set (the
+/// config file's, or Kafka's default): APPEND and SUBTRACT edit that, as
+/// Kafka's do.
+pub fn altered_broker_configs(
+    current: &BTreeMap<String, String>,
+    ops: &[(String, Option<String>, ConfigOpKind)],
+    static_value: impl Fn(&str) -> String,
+) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
+    let mut configs = current.clone();
+    for (key, value, kind) in ops {
+        let Some(spec) = spec_of_broker_name(key).filter(|_| is_dynamic(key)) else {
+            return Err((
+                ErrorCode::InvalidRequest,
+                format!("broker config '{key}' cannot be changed at runtime in rill"),
+            ));
+        };
+        match (kind, value) {
+            (ConfigOpKind::Set, Some(value)) => {
+                TopicConfig::default()
+                    .set(spec.name, value)
+                    .map_err(|e| (ErrorCode::InvalidConfig, format!("{key}: {e}")))?;
+                configs.insert(key.clone(), value.trim().to_string());
+            }
+            (ConfigOpKind::Set, None) => {
+                return Err((ErrorCode::InvalidConfig, format!("{key}: no value")));
+            }
+            (ConfigOpKind::Delete, _) => {
+                configs.remove(key);
+            }
+            (ConfigOpKind::Append | ConfigOpKind::Subtract, given) => {
+                let base = configs
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| static_value(spec.name));
+                let edited = edit_list(spec.name, &base, given.as_deref(), *kind)?;
+                TopicConfig::default()
+                    .set(spec.name, &edited)
+                    .map_err(|e| (ErrorCode::InvalidConfig, format!("{key}: {e}")))?;
+                configs.insert(key.clone(), edited);
+            }
+        }
+    }
+    Ok(configs)
+}
+
+/// IncrementalAlterConfigs on a BROKER resource, run on the controller
+/// shard one at a time with the topic changes.
+#[derive(Debug, Clone)]
+pub struct AlterBrokerConfigs {
+    /// `""` or a broker id.
+    pub broker: String,
+    /// The changes.
+    pub ops: Vec<(String, Option<String>, ConfigOpKind)>,
+    /// AlterConfigs semantics: the given set replaces every dynamic config
+    /// of the resource.
+    pub replace_all: bool,
+    /// Only check.
+    pub validate_only: bool,
+}
+
+impl OwnerCall for AlterBrokerConfigs {
+    type Reply = Result<(), (ErrorCode, String)>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let state = shard.service::<ControllerState>();
+        let _permit = state
+            .lock
+            .acquire_permit(1)
+            .await
+            .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
+        let image = shard.service::<ClusterView>().image();
+        let current = image
+            .broker_configs()
+            .get(&self.broker)
+            .cloned()
+            .unwrap_or_default();
+        let start = if self.replace_all {
+            BTreeMap::new()
+        } else {
+            current.clone()
+        };
+        let file_defaults = &shard.config.engine.topic_defaults;
+        let configs = altered_broker_configs(&start, &self.ops, |name| {
+            file_defaults.get(name).unwrap_or_default()
+        })?;
+        if self.validate_only || configs == current {
+            return Ok(());
+        }
+        let request = ControllerRpc::SetBrokerConfigs {
+            broker: self.broker,
+            configs: configs.into_iter().collect(),
+        };
+        match call_controller_until_answered(&shard, request).await? {
+            ControllerReply::Committed { offset } => {
+                wait_reconciled(&shard, offset).await;
+                Ok(())
+            }
+            other => Err((
+                ErrorCode::UnknownServerError,
+                format!("unexpected controller answer {other:?}"),
+            )),
+        }
+    }
+}
+
+/// Asks the controller shard for a broker config change, from any shard.
+pub async fn submit(
+    shard: &Rc<Shard>,
+    request: AlterBrokerConfigs,
+) -> Result<(), (ErrorCode, String)> {
+    shard
+        .call(CONTROLLER_SHARD, request)
+        .await
+        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none(_: &str) -> String {
+        String::new()
+    }
+
+    #[test]
+    fn append_and_subtract_edit_lists_from_the_static_value() {
+        let op = |k: &str, v: &str, kind| (k.to_string(), Some(v.to_string()), kind);
+        let file = |name: &str| {
+            assert_eq!(name, "cleanup.policy");
+            "delete".to_string()
+        };
+        let current = BTreeMap::new();
+        let c = altered_broker_configs(
+            &current,
+            &[op("log.cleanup.policy", "compact", ConfigOpKind::Append)],
+            file,
+        )
+        .unwrap();
+        assert_eq!(c["log.cleanup.policy"], "delete,compact");
+        let c = altered_broker_configs(
+            &c,
+            &[op("log.cleanup.policy", "delete", ConfigOpKind::Subtract)],
+            file,
+        )
+        .unwrap();
+        assert_eq!(c["log.cleanup.policy"], "compact");
+        let refused = altered_broker_configs(
+            &c,
+            &[op("log.cleanup.policy", "bogus", ConfigOpKind::Append)],
+            file,
+        );
+        assert_eq!(refused.unwrap_err().0, ErrorCode::InvalidConfig);
+        let not_a_list = altered_broker_configs(
+            &c,
+            &[op("log.retention.ms", "5", ConfigOpKind::Append)],
+            none,
+        );
+        assert_eq!(not_a_list.unwrap_err().0, ErrorCode::InvalidConfig);
+    }
+
+    #[test]
+    fn only_dynamic_keys_with_valid_values_change() {
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()), ConfigOpKind::Set);
+        let current = BTreeMap::new();
+        let c = altered_broker_configs(&current, &[set("log.retention.ms", "1000")], none).unwrap();
+        assert_eq!(c["log.retention.ms"], "1000");
+        let c = altered_broker_configs(
+            &c,
+            &[("log.retention.ms".into(), None, ConfigOpKind::Delete)],
+            none,
+        )
+        .unwrap();
+        assert!(c.is_empty());
+        assert_eq!(
+            altered_broker_configs(&current, &[set("log.retention.ms", "-5")], none)
+                .unwrap_err()
+                .0,
+            ErrorCode::InvalidConfig
+        );
+        assert_eq!(
+            altered_broker_configs(&current, &[set("num.io.threads", "4")], none)
+                .unwrap_err()
+                .0,
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            altered_broker_configs(
+                &current,
+                &[set("unclean.leader.election.enable", "true")],
+                none
+            )
+            .unwrap_err()
+            .0,
+            ErrorCode::InvalidRequest
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Topic create / delete / grow / reconfigure, as this broker asks them of
+//! the cluster, and the reconciler that applies the committed metadata to
+//! this broker's topic tables and partitions.
+//!
+//! A change runs on shard 0 (the metadata shard), one at a time: validated
+//! against the topic table, committed by the active controller through the
+//! metadata quorum, applied here by the reconciler, then answered. The
+//! asking shard also applies the returned update itself, so its own next
+//! request sees the change even if the broadcast is still in a queue.
+//!
+//! - [`topic_changes`]: the changes themselves.
+//! - [`reconcile`]: image → topic tables and local partitions.
+//! - [`config_ops`]: topic config edits (pure).
+//! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
+//! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
+//! - [`client_quotas`]: client quotas (AlterClientQuotas).
+//! - [`commit`]: one ACL, credential or quota change through the controller.
+//! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
+//! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
+//!   bootstrap users).
+
+pub mod acls;
+pub mod broker_configs;
+pub mod client_quotas;
+pub mod commit;
+mod config_ops;
+mod reconcile;
+pub mod scram_credentials;
+mod topic_changes;
+pub mod topic_defaults;
+mod topic_id;
+
+pub use config_ops::{altered_config, ConfigOpKind};
+pub use reconcile::{start as start_reconciler, wait_reconciled, Reconciler};
+
+use engine::ErrorCode;
+use kernel::call::OwnerCall;
+use kernel::shard::{Shard, ShardService};
+use kernel::topics::TopicUpdate;
+use std::rc::Rc;
+
+/// `replication_factor` of a CreateTopic that takes `default.replication.factor`.
+pub const DEFAULT_REPLICATION: i16 = -1;
+/// `replication_factor` of an internal topic (`offsets.topic.replication.factor`,
+/// `transaction.state.log.replication.factor`): Kafka's 3, capped by the live brokers.
+pub const INTERNAL_REPLICATION: i16 = -2;
+
+/// The shard that runs the controller.
+pub const CONTROLLER_SHARD: usize = 0;
+
+/// A change asked of the controller.
+#[derive(Debug, Clone)]
+pub enum ControllerRequest {
+    /// CreateTopics (or auto-creation).
+    CreateTopic {
+        /// Name.
+        name: String,
+        /// Partitions (-1: `num.partitions`).
+        partitions: i32,
+        /// Topic config overrides.
+        configs: Vec<(String, String)>,
+        /// Replicas per partition ([`DEFAULT_REPLICATION`]: the broker's
+        /// `default.replication.factor`; [`INTERNAL_REPLICATION`]: the
+        /// internal topics' factor, capped by the live brokers).
+        replication_factor: i16,
+        /// CreateTopics' explicit (partition, replicas); empty: placed.
+        assignment: Vec<(i32, Vec<i32>)>,
+        /// Only check.
+        validate_only: bool,
+    },
+    /// DeleteTopics.
+    DeleteTopic {
+        /// Name.
+        name: String,
+    },
+    /// CreatePartitions: grow to `count`.
+    CreatePartitions {
+        /// Name.
+        name: String,
+        /// New total.
+        count: i32,
+        /// Only check.
+        validate_only: bool,
+    },
+    /// AlterConfigs (`replace_all`) or IncrementalAlterConfigs.
+    AlterConfigs {
+        /// Name.
+        name: String,
+        /// The changes.
+        ops: Vec<(String, Option<String>, ConfigOpKind)>,
+        /// AlterConfigs semantics: the given set replaces every override.
+        replace_all: bool,
+        /// Only check.
+        validate_only: bool,
+    },
+}
+
+/// The controller's answer: the applied update, or a Kafka error with a message.
+pub type ControllerReply = Result<TopicUpdate, (ErrorCode, String)>;
+
+/// Controller bookkeeping (meaningful on the controller shard): topic
+/// changes from this broker run one at a time.
+#[derive(Debug)]
+pub struct ControllerState {
+    lock: glommio::sync::Semaphore,
+}
+
+impl ShardService for ControllerState {
+    fn build(_shard: &Shard) -> Self {
+        ControllerState {
+            lock: glommio::sync::Semaphore::new(1),
+        }
+    }
+}
+
+impl OwnerCall for ControllerRequest {
+    type Reply = ControllerReply;
+
+    async fn run(self, shard: Rc<Shard>) -> ControllerReply {
+        execute(&shard, self).await
+    }
+}
+
+/// Asks the controller for a change, from any shard, and applies the result locally.
+pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
+    let reply = shard
+        .call(CONTROLLER_SHARD, request)
+        .await
+        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?;
+    // Validate-only answers carry version 0 and must not change any table.
+    if let Ok(update) = &reply {
+        if update.version() > 0 {
+            shard.apply_update(update);
+        }
+    }
+    reply
+}
+
+/// Runs a change on the controller shard (serialized).
+async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
+    let state = shard.service::<ControllerState>();
+    let _permit = state
+        .lock
+        .acquire_permit(1)
+        .await
+        .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
+    match request {
+        ControllerRequest::CreateTopic {
+            name,
+            partitions,
+            configs,
+            replication_factor,
+            assignment,
+            validate_only,
+        } => {
+            let placement = topic_changes::Placement {
+                partitions,
+                replication_factor,
+                assignment,
+            };
+            topic_changes::create_topic(shard, name, placement, configs, validate_only).await
+        }
+        ControllerRequest::DeleteTopic { name } => topic_changes::delete_topic(shard, name).await,
+        ControllerRequest::CreatePartitions {
+            name,
+            count,
+            validate_only,
+        } => topic_changes::create_partitions(shard, name, count, validate_only).await,
+        ControllerRequest::AlterConfigs {
+            name,
+            ops,
+            replace_all,
+            validate_only,
+        } => topic_changes::alter_configs(shard, name, ops, replace_all, validate_only).await,
+    }
+}

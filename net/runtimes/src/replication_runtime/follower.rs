@@ -1,0 +1,272 @@
+//! A follower's fetcher, one task per followed partition on the shard that
+//! owns it, for as long as its role (leader, epoch) lasts:
+//!
+//! 1. Fetch from our log end with our replica id and the epoch of our last
+//!    batch (`last_fetched_epoch`, Fetch v12); append the batches as the
+//!    leader wrote them (offsets, epochs); fsync; only then fetch again —
+//!    the next fetch's offset is what tells the leader we hold the data, so
+//!    the HW only ever counts what is durable on the ISR.
+//! 2. When our log has parted from the leader's (we hold records of an
+//!    epoch past where the leader's copy of it ends), the leader answers
+//!    `diverging_epoch` instead of records (KIP-595): truncate to where the
+//!    logs agree and go on fetching from the new end. What we cut was never
+//!    committed (the leader would have it otherwise). This is how Kafka's
+//!    replica fetcher truncates since 2.7, with no OffsetForLeaderEpoch
+//!    round first, and it also catches a divergence that arises within a
+//!    session.
+//! 3. Readers of this replica see up to min(leader's HW, our log end).
+//!
+//! Any error (the leader moved, the connection broke) pauses and retries;
+//! a new role stops the task. When the leader could not place our last
+//! epoch (OFFSET_OUT_OF_RANGE), the next session first truncates with
+//! OffsetForLeaderEpoch (see [`super::truncation`]).
+
+use super::client::KafkaConnection;
+use super::roles::ReplicaManager;
+use super::truncation::{truncate_on_divergence, truncate_to_leader};
+use crate::cluster_runtime::partition_leader;
+use cluster::replication::{diverging_epoch_from_wire, EpochEndOffset, UNDEFINED_EPOCH};
+use engine::{ErrorCode, PartitionLog, TopicPartition};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kernel::shard::Shard;
+use std::net::ToSocketAddrs;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Fetch v12: replica id in the body, current leader epoch, topic names, and
+/// the first version with `last_fetched_epoch` / `diverging_epoch`.
+const FETCH_VERSION: i16 = 12;
+/// How long the leader may hold a fetch with nothing new.
+const FETCH_MAX_WAIT_MS: i32 = 500;
+/// The most bytes of one fetch.
+const FETCH_MAX_BYTES: i32 = 8 << 20;
+/// Pause after an error before trying again.
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Runs the fetcher of `tp` while `generation` is its role.
+pub async fn run_fetcher(
+    shard: Rc<Shard>,
+    tp: TopicPartition,
+    leader: i32,
+    leader_epoch: i32,
+    generation: u64,
+) {
+    let manager = shard.service::<ReplicaManager>();
+    let mut ask_epoch_end = false;
+    while manager.is_current(&tp, generation) {
+        let session = Session {
+            tp: &tp,
+            leader,
+            leader_epoch,
+            generation,
+            ask_epoch_end,
+        };
+        match follow(&shard, session).await {
+            Ok(()) => return,
+            Err(e) => {
+                ask_epoch_end = matches!(e, SessionError::EpochUnknownToLeader);
+                tracing::debug!(%tp, leader, error = %e, "fetching from the leader failed; retrying");
+                glommio::timer::sleep(RETRY_BACKOFF).await;
+            }
+        }
+    }
+}
+
+/// One session's parameters: the role it serves, and whether to ask
+/// OffsetForLeaderEpoch before fetching.
+struct Session<'a> {
+    tp: &'a TopicPartition,
+    leader: i32,
+    leader_epoch: i32,
+    generation: u64,
+    /// The last session ended because the leader could not place our last
+    /// fetched epoch.
+    ask_epoch_end: bool,
+}
+
+/// Why a session ended.
+#[derive(Debug)]
+enum SessionError {
+    /// The leader answered OFFSET_OUT_OF_RANGE to a fetch with our last
+    /// fetched epoch: it cannot say where that epoch ends.
+    EpochUnknownToLeader,
+    /// Anything else: the leader moved, the connection broke, the disk.
+    Other(String),
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::EpochUnknownToLeader => {
+                f.write_str("the leader answered OFFSET_OUT_OF_RANGE for our last fetched epoch")
+            }
+            SessionError::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<String> for SessionError {
+    fn from(e: String) -> Self {
+        SessionError::Other(e)
+    }
+}
+
+impl From<&str> for SessionError {
+    fn from(e: &str) -> Self {
+        SessionError::Other(e.to_string())
+    }
+}
+
+/// One session with the leader: fetch (truncating where the leader says
+/// our log diverges) until an error or a new role (`Ok`).
+async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionError> {
+    let Session {
+        tp,
+        leader,
+        leader_epoch,
+        generation,
+        ask_epoch_end,
+    } = session;
+    let manager = shard.service::<ReplicaManager>();
+    let log = shard.logs.get(tp).ok_or("the local replica is gone")?;
+    let (node, host, port) =
+        partition_leader(shard, &tp.topic, tp.partition).map_err(|code| code.to_string())?;
+    if node != leader {
+        return Err(format!("the image names leader {node}, not {leader} yet").into());
+    }
+    let address = (host.as_str(), u16::try_from(port).unwrap_or(0))
+        .to_socket_addrs()
+        .map_err(|e| e.to_string())?
+        .next()
+        .ok_or("the leader's address resolves to nothing")?;
+    let client_id = format!("rill-replica-{}", shard.config.broker_id);
+    let mut connection = KafkaConnection::connect(address, CONNECT_TIMEOUT, client_id).await?;
+    if ask_epoch_end {
+        truncate_to_leader(&mut connection, shard, tp, &log, leader_epoch).await?;
+    }
+    while manager.is_current(tp, generation) {
+        let fetched = fetch(&mut connection, shard, tp, &log, leader_epoch).await?;
+        // The answer is for the role and the log end of its request: a role
+        // that ended meanwhile (a fetcher of the next role may run already)
+        // or a log end that moved makes it stale, as Kafka's fetcher drops
+        // a response whose fetch offset no longer matches.
+        if !manager.is_current(tp, generation) {
+            return Ok(());
+        }
+        if fetched.fetch_offset != log.log_end_offset() {
+            return Err(SessionError::from("the log end moved during a fetch"));
+        }
+        if let Some(diverging) = fetched.diverging_epoch {
+            truncate_on_divergence(&manager, tp, &log, diverging).await?;
+            continue;
+        }
+        if let Some(records) = fetched.records.filter(|r| !r.is_empty()) {
+            let appended = log
+                .append_replicated(records.to_vec())
+                .map_err(|e| format!("append of the leader's batches refused: {e}"))?;
+            log.wait_durable(appended.last_offset)
+                .await
+                .map_err(|e| format!("the replica's disk failed: {e}"))?;
+        }
+        manager.counters.borrow_mut().follower_lag.insert(
+            (tp.topic.clone(), tp.partition),
+            (fetched.high_watermark - log.log_end_offset()).max(0),
+        );
+        let visible = fetched.high_watermark.min(log.log_end_offset());
+        if visible > log.high_watermark() {
+            log.set_replication_limit(Some(visible));
+        }
+    }
+    Ok(())
+}
+
+/// What a fetch brought.
+struct Fetched {
+    /// The offset the request fetched at (our log end then).
+    fetch_offset: i64,
+    high_watermark: i64,
+    records: Option<bytes::Bytes>,
+    /// The leader's answer when our log diverges from its own (then there
+    /// are no records).
+    diverging_epoch: Option<EpochEndOffset>,
+}
+
+async fn fetch(
+    connection: &mut KafkaConnection,
+    shard: &Shard,
+    tp: &TopicPartition,
+    log: &PartitionLog,
+    leader_epoch: i32,
+) -> Result<Fetched, SessionError> {
+    // Read together, on this shard, with no await in between: the epoch of
+    // the last batch below the offset we fetch from.
+    let last_fetched_epoch = log
+        .leader_epoch_cache()
+        .latest_epoch()
+        .unwrap_or(UNDEFINED_EPOCH);
+    let fetch_offset = log.log_end_offset();
+    let mut partition = FetchPartition::default();
+    partition.partition = tp.partition;
+    partition.current_leader_epoch = leader_epoch;
+    partition.last_fetched_epoch = last_fetched_epoch;
+    partition.fetch_offset = fetch_offset;
+    partition.log_start_offset = log.log_start_offset();
+    partition.partition_max_bytes = FETCH_MAX_BYTES;
+    let mut topic = FetchTopic::default();
+    topic.topic = TopicName(StrBytes::from_string(tp.topic.clone()));
+    topic.partitions = vec![partition];
+    let mut request = FetchRequest::default();
+    request.replica_id = BrokerId(shard.config.broker_id);
+    request.max_wait_ms = FETCH_MAX_WAIT_MS;
+    request.min_bytes = 1;
+    request.max_bytes = FETCH_MAX_BYTES;
+    request.session_epoch = -1;
+    request.topics = vec![topic];
+    let response: FetchResponse = connection
+        .request(ApiKey::Fetch, FETCH_VERSION, &request)
+        .await?;
+    let data = answer_for(
+        response.responses.into_iter().flat_map(|t| t.partitions),
+        |p| (p.partition_index == tp.partition).then_some(p.error_code),
+    )
+    .map_err(|code| match code {
+        Some(ErrorCode::OffsetOutOfRange) if last_fetched_epoch != UNDEFINED_EPOCH => {
+            SessionError::EpochUnknownToLeader
+        }
+        Some(code) => SessionError::Other(format!("the leader answered {code}")),
+        None => SessionError::from("the leader's answer lacks the partition"),
+    })?;
+    Ok(Fetched {
+        fetch_offset,
+        high_watermark: data.high_watermark,
+        diverging_epoch: diverging_epoch_from_wire(
+            data.diverging_epoch.epoch,
+            data.diverging_epoch.end_offset,
+        ),
+        records: data.records,
+    })
+}
+
+/// The leader's answer for our partition: `error_of` names the partition's
+/// entry (with its error code); an error code is an `Err` with the code,
+/// a missing entry an `Err(None)`.
+fn answer_for<P>(
+    partitions: impl IntoIterator<Item = P>,
+    error_of: impl Fn(&P) -> Option<i16>,
+) -> Result<P, Option<ErrorCode>> {
+    for partition in partitions {
+        match error_of(&partition) {
+            Some(0) => return Ok(partition),
+            Some(code) => {
+                let code = ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownServerError);
+                return Err(Some(code));
+            }
+            None => {}
+        }
+    }
+    Err(None)
+}

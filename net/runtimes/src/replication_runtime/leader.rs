@@ -1,0 +1,491 @@
+//! The leader's side of replication, on the shard that owns the partition:
+//! a follower's fetch reports its log end and reads what the leader has
+//! made durable; the HW moves with the ISR's progress and is handed to the
+//! log as its replication limit, which wakes acks=all produces and
+//! consumers' long polls. A timer proposes ISR changes to the controller.
+
+use super::roles::{ReplicaManager, Role};
+use crate::cluster_runtime::{
+    ClusterView, ControllerReply, ControllerRpc, SendToController, METADATA_SHARD,
+};
+use bytes::Bytes;
+use cluster::replication::{
+    diverging_epoch_of_answer, last_fetched_epoch_from_wire, Acks, AlterPartitionRejection,
+    EpochEndOffset, IsrChangeKind, LeaderState, ReplicationError,
+};
+use engine::log::ReadMode;
+use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
+use kernel::call::OwnerCall;
+use kernel::shard::Shard;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How often a leader checks its followers (ISR shrink and expand).
+const LEADER_TICK: Duration = Duration::from_millis(250);
+
+/// Brings the leader state up to the log: its end and what is durable.
+fn sync(state: &RefCell<LeaderState>, log: &PartitionLog) {
+    let mut state = state.borrow_mut();
+    state.on_local_append(log.log_end_offset());
+    let durable = log.published_offset().min(log.log_end_offset());
+    if durable > state.durable_offset() {
+        if let Some(hw) = state.on_local_durable(durable) {
+            log.set_replication_limit(Some(hw));
+        }
+    }
+}
+
+/// Whether clients may produce to and read `tp` here: it is not
+/// replicated, or this broker leads it.
+pub fn serves_clients(shard: &Shard, tp: &TopicPartition) -> bool {
+    !matches!(
+        shard.service::<ReplicaManager>().role(tp),
+        Some((_, Role::Follower { .. } | Role::Offline))
+    )
+}
+
+/// The leader role an append was made under: its acks=all wait completes
+/// only while that same role lasts. Taken before the append.
+pub struct Leadership {
+    generation: u64,
+    state: Rc<RefCell<LeaderState>>,
+}
+
+/// This shard's leadership of `tp` now, if it is a replicated partition
+/// this shard leads (`None`: not replicated, the single-node rules apply).
+pub fn leadership(shard: &Shard, tp: &TopicPartition) -> Option<Leadership> {
+    match shard.service::<ReplicaManager>().role(tp) {
+        Some((generation, Role::Leader(state))) => Some(Leadership { generation, state }),
+        _ => None,
+    }
+}
+
+impl Leadership {
+    /// Refuses acks=all when the ISR is smaller than `min.insync.replicas`
+    /// (before anything is appended).
+    pub fn acks_all_check(&self) -> Result<(), ErrorCode> {
+        self.state
+            .borrow()
+            .produce_check(Acks::All)
+            .map_err(|e| e.error_code())
+    }
+}
+
+/// After an append made under `leadership`: once it is durable here, the
+/// HW may move (a leader alone in its ISR moves it by itself), and an
+/// acks=all produce whose last record is `last_offset` completes when the
+/// HW passes it, within `timeout` (the request's `timeout_ms`;
+/// REQUEST_TIMED_OUT past it; `None`: only the HW update, no wait).
+///
+/// Only while the same role lasts: once this broker no longer leads the
+/// partition in that epoch (it follows, is offline, or was moved off), the
+/// wait ends with NOT_LEADER_OR_FOLLOWER, as Kafka completes its delayed
+/// produces when leadership moves. The new leader may not have the
+/// records, and the local log's HW no longer says what the ISR holds; an
+/// acknowledgement then would be a lost write (an idempotent producer
+/// sees it as OUT_OF_ORDER_SEQUENCE_NUMBER on its next batch).
+pub async fn wait_acks_all(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<PartitionLog>,
+    last_offset: i64,
+    timeout: Option<Duration>,
+    leadership: &Leadership,
+) -> Result<(), ErrorCode> {
+    let manager = shard.service::<ReplicaManager>();
+    let current = || manager.is_current(tp, leadership.generation);
+    // The engine's durability wait is on what is published here (durable
+    // under `fsync`, written otherwise): the offset the HW counts.
+    let _ = log.wait_durable(last_offset).await;
+    if !current() {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    sync(&leadership.state, log);
+    let Some(timeout) = timeout else {
+        return Ok(());
+    };
+    let waited = glommio::timer::timeout(timeout, async {
+        loop {
+            if !current() {
+                return Ok(Err(ErrorCode::NotLeaderOrFollower));
+            }
+            if log.high_watermark() > last_offset {
+                return Ok(Ok(()));
+            }
+            let role_changed = async {
+                manager.next_change().await;
+                Ok::<(), engine::EngineError>(())
+            };
+            if let Err(e) =
+                futures_lite::future::or(log.wait_high_watermark_past(last_offset), role_changed)
+                    .await
+            {
+                return Ok(Err(e.error_code()));
+            }
+        }
+    })
+    .await;
+    match waited {
+        Ok(outcome) => outcome,
+        Err(_) => Err(ErrorCode::RequestTimedOut),
+    }
+}
+
+/// The leadership a coordinator was loaded under: the partition's leader
+/// epoch and, for a replicated partition, the role's generation. A
+/// coordinator writes its internal topic only while its lease is the
+/// partition's current one ([`leader_lease`]), and acts on a write only
+/// once the high watermark passed it ([`append_as_leader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderLease {
+    /// The leader epoch its records are stamped with; also the coordinator
+    /// epoch its transaction markers carry.
+    pub leader_epoch: i32,
+    /// The role's generation (`None`: one replica, the single-node rules).
+    generation: Option<u64>,
+}
+
+/// This broker's lease on `tp` now: it leads the replicated partition, or
+/// holds its only replica. `None` while it follows, is offline, was moved
+/// off, or has no log for it.
+pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
+    match shard.service::<ReplicaManager>().role(tp) {
+        Some((generation, Role::Leader(state))) => Some(LeaderLease {
+            leader_epoch: state.borrow().leader_epoch(),
+            generation: Some(generation),
+        }),
+        Some((_, Role::Follower { .. } | Role::Offline)) => None,
+        None if serves_alone(shard, tp) => shard.logs.get(tp).map(|log| LeaderLease {
+            leader_epoch: log.leader_epoch(),
+            generation: None,
+        }),
+        None => None,
+    }
+}
+
+/// Whether a partition without a role is this broker's alone: the metadata
+/// image does not know its topic (a single node), or names this broker its
+/// leader and only replica. A replicated partition has no role only until
+/// the reconciler applies its state (at start, or just after creation);
+/// no lease is handed out in that window, so a coordinator never acts on a
+/// partition it may not lead.
+fn serves_alone(shard: &Shard, tp: &TopicPartition) -> bool {
+    let image = shard.service::<ClusterView>().image();
+    let Some(topic) = image.topic_by_name(&tp.topic) else {
+        return true;
+    };
+    topic
+        .partitions
+        .get(&tp.partition)
+        .is_some_and(|state| state.leader == shard.config.broker_id && state.replicas.len() <= 1)
+}
+
+/// Appends `records` to `tp` as its leader under `lease`, as an acks=all
+/// produce does, and returns once the high watermark passed them (within
+/// `timeout`). Refused (NOT_LEADER_OR_FOLLOWER) unless `lease` is the
+/// partition's current lease, before and after the wait: a coordinator
+/// that lost its partition never makes a write durable there, nor acts on
+/// one. Runs on the shard that owns `tp`.
+pub async fn append_as_leader(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    lease: LeaderLease,
+    records: &mut [u8],
+    timeout: Duration,
+) -> Result<engine::AppendResult, ErrorCode> {
+    if shard.owner(tp) != shard.id {
+        // An invariant: only the owner shard has the log and its role.
+        tracing::error!(%tp, shard = shard.id, "a leader's append asked of a shard that does not own the partition");
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    let current = |shard: &Shard| leader_lease(shard, tp) == Some(lease);
+    if !current(shard) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    let log = shard.logs.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
+    let leading = leadership(shard, tp);
+    if let Some(leading) = &leading {
+        leading.acks_all_check()?;
+    }
+    let appended = log
+        .append(records, lease.leader_epoch)
+        .map_err(|e| e.error_code())?;
+    match &leading {
+        Some(leading) => {
+            wait_acks_all(
+                shard,
+                tp,
+                &log,
+                appended.last_offset,
+                Some(timeout),
+                leading,
+            )
+            .await?
+        }
+        None => {
+            // One replica: durable here is the whole acks=all.
+            let durable = glommio::timer::timeout(timeout, async {
+                Ok(log.wait_durable(appended.last_offset).await)
+            });
+            match durable.await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e.error_code()),
+                Err(_) => return Err(ErrorCode::RequestTimedOut),
+            }
+        }
+    }
+    if !current(shard) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    Ok(appended)
+}
+
+/// A coordinator's answer for an [`append_as_leader`] that failed, as
+/// Kafka's coordinators map it: the partition is not led here (any more)
+/// → NOT_COORDINATOR, so the client looks the coordinator up again; not
+/// enough replicas or too slow → COORDINATOR_NOT_AVAILABLE, retriable.
+pub fn coordinator_error(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::NotLeaderOrFollower
+        | ErrorCode::FencedLeaderEpoch
+        | ErrorCode::KafkaStorageError
+        | ErrorCode::UnknownTopicOrPartition => ErrorCode::NotCoordinator,
+        _ => ErrorCode::CoordinatorNotAvailable,
+    }
+}
+
+/// Waits (at most `wait`) until the high watermark reaches the log end a
+/// coordinator is about to load: a new leader's HW may trail records its
+/// predecessor had committed, and a load that stopped short could miss one
+/// (a PrepareCommit, an offset commit). COORDINATOR_LOAD_IN_PROGRESS when
+/// it does not get there in time; the client retries.
+pub async fn wait_committed_to_end(log: &PartitionLog, wait: Duration) -> Result<(), ErrorCode> {
+    let end = log.log_end_offset();
+    if end <= log.high_watermark() {
+        return Ok(());
+    }
+    let caught_up = glommio::timer::timeout(wait, async {
+        Ok(log.wait_high_watermark_past(end - 1).await)
+    })
+    .await;
+    match caught_up {
+        Ok(Ok(_)) => Ok(()),
+        _ => Err(ErrorCode::CoordinatorLoadInProgress),
+    }
+}
+
+/// A follower's fetch of one partition, served by its owner shard.
+#[derive(Debug, Clone)]
+pub struct ServeFollowerFetch {
+    /// The partition.
+    pub tp: TopicPartition,
+    /// The follower's node id.
+    pub replica: i32,
+    /// Its log end offset: where it fetches from.
+    pub fetch_offset: i64,
+    /// The leader epoch it follows.
+    pub current_leader_epoch: i32,
+    /// The epoch of the last batch in its log (Fetch v12+; -1: none, or
+    /// an older version): checked against this log's epochs.
+    pub last_fetched_epoch: i32,
+    /// At most this many bytes.
+    pub max_bytes: usize,
+    /// How long to wait for new data when there is none.
+    pub max_wait: Duration,
+}
+
+/// What the leader answers a follower for one partition.
+#[derive(Debug, Clone)]
+pub struct FollowerFetchReply {
+    /// The error, or `None`.
+    pub error: ErrorCode,
+    /// The leader's HW.
+    pub high_watermark: i64,
+    /// The leader's log start.
+    pub log_start_offset: i64,
+    /// The batches from `fetch_offset`, as written.
+    pub records: Option<Bytes>,
+    /// Where the follower's log diverges from this one (KIP-595): this
+    /// log's largest epoch ≤ the follower's last fetched one and its end.
+    /// Comes with no records; the follower truncates and fetches again.
+    pub diverging_epoch: Option<EpochEndOffset>,
+}
+
+impl FollowerFetchReply {
+    fn error(error: ErrorCode) -> Self {
+        FollowerFetchReply {
+            error,
+            high_watermark: -1,
+            log_start_offset: -1,
+            records: None,
+            diverging_epoch: None,
+        }
+    }
+}
+
+/// Kafka's `Partition.validateFetchOffsetAndMaybeGetDivergingEpoch`: where
+/// the follower's log (ending at `fetch_offset`, its last batch of
+/// `last_fetched_epoch`) parts from this one, if it does. The log answers
+/// for the epoch rather than its bare cache, so that a leader that has not
+/// written in its own epoch yet answers as Kafka's (which assigns the epoch
+/// when it is elected).
+fn diverging_epoch_of(
+    log: &PartitionLog,
+    fetch_offset: i64,
+    last_fetched_epoch: i32,
+) -> Result<Option<EpochEndOffset>, ReplicationError> {
+    let Some(epoch) = last_fetched_epoch_from_wire(last_fetched_epoch) else {
+        return Ok(None);
+    };
+    diverging_epoch_of_answer(log.end_offset_for_epoch(epoch), fetch_offset, epoch)
+}
+
+impl OwnerCall for ServeFollowerFetch {
+    type Reply = FollowerFetchReply;
+
+    async fn run(self, shard: Rc<Shard>) -> FollowerFetchReply {
+        let Some(log) = shard.logs.get(&self.tp) else {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        };
+        let Some(state) = shard.service::<ReplicaManager>().leader_state(&self.tp) else {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        };
+        if let Err(e) = state.borrow().check_leader_epoch(self.current_leader_epoch) {
+            return FollowerFetchReply::error(e.error_code());
+        }
+        if state.borrow().follower(self.replica).is_none() {
+            return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
+        }
+        sync(&state, &log);
+        // A diverging follower's fetch offset names records this log does
+        // not have: it is not its log end here (Kafka skips
+        // `updateFollowerFetchState`), so neither the HW nor the ISR hears
+        // of it.
+        match diverging_epoch_of(&log, self.fetch_offset, self.last_fetched_epoch) {
+            Ok(None) => {}
+            Ok(Some(diverging)) => {
+                return FollowerFetchReply {
+                    error: ErrorCode::None,
+                    high_watermark: state.borrow().high_watermark(),
+                    log_start_offset: log.log_start_offset(),
+                    records: None,
+                    diverging_epoch: Some(diverging),
+                }
+            }
+            Err(e) => return FollowerFetchReply::error(e.error_code()),
+        }
+        let moved =
+            state
+                .borrow_mut()
+                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
+        match moved {
+            Ok(Some(hw)) => log.set_replication_limit(Some(hw)),
+            Ok(None) => {}
+            Err(e) => return FollowerFetchReply::error(e.error_code()),
+        }
+        let mut read = log
+            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+            .await;
+        let empty = matches!(&read, Ok(r) if r.data.is_empty());
+        if empty && !self.max_wait.is_zero() {
+            let _ = glommio::timer::timeout(self.max_wait, async {
+                let _ = log.wait_durable(self.fetch_offset).await;
+                Ok(())
+            })
+            .await;
+            read = log
+                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+                .await;
+        }
+        match read {
+            Ok(result) => FollowerFetchReply {
+                error: ErrorCode::None,
+                high_watermark: state.borrow().high_watermark(),
+                log_start_offset: result.log_start_offset,
+                records: bytes_of(result.data),
+                diverging_epoch: None,
+            },
+            Err(e) => FollowerFetchReply::error(e.error_code()),
+        }
+    }
+}
+
+fn bytes_of(data: ReadData) -> Option<Bytes> {
+    match data {
+        ReadData::Empty => None,
+        ReadData::Bytes(bytes) => Some(bytes),
+        ReadData::Pieces(pieces) => {
+            let mut joined = Vec::with_capacity(pieces.iter().map(|p| p.len()).sum());
+            for piece in pieces {
+                joined.extend_from_slice(&piece);
+            }
+            Some(Bytes::from(joined))
+        }
+        // A follower read is a copy read; a file range never comes back.
+        ReadData::File(_) => None,
+    }
+}
+
+/// The leader's timer for one partition, while `generation` is its role:
+/// keeps the HW up to the local log and proposes ISR changes.
+pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
+    let manager = shard.service::<ReplicaManager>();
+    let (topic_id, own) = match shard.topics.borrow().get(&tp.topic) {
+        Some(entry) => (entry.topic_id, shard.config.broker_id),
+        None => return,
+    };
+    loop {
+        glommio::timer::sleep(LEADER_TICK).await;
+        if !manager.is_current(&tp, generation) {
+            return;
+        }
+        let (Some((_, Role::Leader(state))), Some(log)) = (manager.role(&tp), shard.logs.get(&tp))
+        else {
+            return;
+        };
+        sync(&state, &log);
+        let proposal = state.borrow_mut().tick(shard.now_ms());
+        let Some(proposal) = proposal else {
+            continue;
+        };
+        // KIP-841: a fenced broker may not join an ISR; the controller would
+        // refuse it, so do not ask (the proposal comes back next tick only
+        // while the follower still looks caught up).
+        let image = shard.service::<ClusterView>().image();
+        let ineligible = proposal.kind == IsrChangeKind::Expand
+            && proposal
+                .new_isr
+                .iter()
+                .any(|&replica| !image.is_live(replica));
+        if ineligible {
+            state.borrow_mut().on_alter_partition_rejected(
+                proposal.proposal_id,
+                AlterPartitionRejection::NotApplied,
+            );
+            continue;
+        }
+        tracing::info!(%tp, kind = ?proposal.kind, isr = ?proposal.new_isr, "proposing an ISR change");
+        let request = ControllerRpc::AlterPartition {
+            broker_id: own,
+            topic_id,
+            partition: tp.partition,
+            leader_epoch: proposal.leader_epoch,
+            partition_epoch: proposal.partition_epoch,
+            new_isr: proposal.new_isr.iter().copied().collect(),
+        };
+        let answer = shard.call(METADATA_SHARD, SendToController(request)).await;
+        let rejection = match answer {
+            // Committed: the reconciler brings the new ISR here.
+            Ok(Ok(ControllerReply::Committed { .. })) => continue,
+            Ok(Err((ErrorCode::InvalidRequest | ErrorCode::IneligibleReplica, _))) => {
+                AlterPartitionRejection::NotApplied
+            }
+            _ => AlterPartitionRejection::Unknown,
+        };
+        tracing::warn!(%tp, ?answer, "ISR change not committed");
+        state
+            .borrow_mut()
+            .on_alter_partition_rejected(proposal.proposal_id, rejection);
+    }
+}

@@ -1,0 +1,275 @@
+//! The partition operations routing carries to owner shards, and their
+//! replies. All `Send`: they cross cores inside a [`kernel::mesh::Envelope`].
+
+use bytes::{Bytes, BytesMut};
+use engine::ErrorCode;
+use engine::{TopicConfig, TopicPartition};
+
+/// One unit of partition work, executed by the shard that owns the partition.
+#[derive(Debug)]
+pub enum PartitionOp {
+    /// Append a produce request's records, then wait as `acks` asks.
+    Produce {
+        /// Partition.
+        tp: TopicPartition,
+        /// Record batches (offsets are assigned in place): the partition's
+        /// region of the request frame, or a copy of it (see
+        /// `handlers::produce`).
+        records: BytesMut,
+        /// -1 (durable), 1 (written) or 0 (no wait).
+        acks: i16,
+        /// The request's `timeout_ms`: how long acks=all may wait for the
+        /// ISR before REQUEST_TIMED_OUT.
+        timeout_ms: i32,
+    },
+    /// Read whole batches from `offset`.
+    Read {
+        /// Partition.
+        tp: TopicPartition,
+        /// First offset wanted.
+        offset: i64,
+        /// Byte budget (the first batch is returned even if larger).
+        max_bytes: usize,
+        /// Return a file range (sendfile/splice) rather than bytes.
+        file_slice: bool,
+        /// `isolation_level=1`: stop at the last stable offset and list
+        /// the aborted transactions of the range.
+        read_committed: bool,
+    },
+    /// ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else by time.
+    ListOffset {
+        /// Partition.
+        tp: TopicPartition,
+        /// Timestamp or special value.
+        timestamp_ms: i64,
+        /// `isolation_level=1`: latest is the last stable offset.
+        read_committed: bool,
+    },
+    /// DeleteRecords: move the log start to `offset` (-1: the high watermark).
+    DeleteRecords {
+        /// Partition.
+        tp: TopicPartition,
+        /// New log start offset.
+        offset: i64,
+    },
+    /// Create a partition of a new topic.
+    Create {
+        /// Partition.
+        tp: TopicPartition,
+        /// Topic id.
+        topic_id: [u8; 16],
+        /// Effective config.
+        config: TopicConfig,
+    },
+    /// Delete a partition and its files.
+    Delete {
+        /// Partition.
+        tp: TopicPartition,
+    },
+    /// Replace a partition's config.
+    AlterConfig {
+        /// Partition.
+        tp: TopicPartition,
+        /// New effective config.
+        config: TopicConfig,
+    },
+    /// Offsets, epoch and size of a partition.
+    Describe {
+        /// Partition.
+        tp: TopicPartition,
+    },
+    /// OffsetForLeaderEpoch: where `leader_epoch` ends in this log, once
+    /// `current_leader_epoch` (-1: unchecked) passed the fencing check.
+    EpochEndOffset {
+        /// Partition.
+        tp: TopicPartition,
+        /// The requester's view of the partition's leader epoch.
+        current_leader_epoch: i32,
+        /// The epoch whose end offset is asked for.
+        leader_epoch: i32,
+    },
+    /// Append a transaction marker and wait until it is durable
+    /// (WriteTxnMarkers; replies `Done`).
+    WriteMarker {
+        /// Partition.
+        tp: TopicPartition,
+        /// The producer whose transaction ends.
+        producer_id: i64,
+        /// Its epoch (the coordinator's, possibly bumped).
+        producer_epoch: i16,
+        /// Commit (true) or abort.
+        commit: bool,
+        /// The coordinator's epoch.
+        coordinator_epoch: i32,
+    },
+}
+
+impl PartitionOp {
+    /// The partition this operation concerns (decides the owner shard).
+    pub fn topic_partition(&self) -> &TopicPartition {
+        match self {
+            PartitionOp::Produce { tp, .. }
+            | PartitionOp::Read { tp, .. }
+            | PartitionOp::ListOffset { tp, .. }
+            | PartitionOp::DeleteRecords { tp, .. }
+            | PartitionOp::Create { tp, .. }
+            | PartitionOp::Delete { tp }
+            | PartitionOp::AlterConfig { tp, .. }
+            | PartitionOp::Describe { tp }
+            | PartitionOp::EpochEndOffset { tp, .. }
+            | PartitionOp::WriteMarker { tp, .. } => tp,
+        }
+    }
+}
+
+/// What an append produced, as a produce response needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceOutcome {
+    /// Offset of the first record.
+    pub base_offset: i64,
+    /// -1 unless the topic uses LogAppendTime.
+    pub log_append_time_ms: i64,
+    /// Log start offset after the append.
+    pub log_start_offset: i64,
+}
+
+/// Record bytes that may cross cores: a file range carries its own duplicated
+/// descriptor, because the engine's `Rc<File>` cannot leave its shard.
+#[derive(Debug)]
+pub enum SendData {
+    /// Nothing to send.
+    Empty,
+    /// Bytes in memory (copy path or batch cache).
+    Bytes(Bytes),
+    /// Batches from the batch cache, in pieces sent with one gathered write.
+    Pieces(Vec<Bytes>),
+    /// A byte range of a segment file.
+    File {
+        /// Duplicated descriptor of the segment.
+        file: std::fs::File,
+        /// Start of the range.
+        position: u64,
+        /// Length of the range.
+        length: usize,
+    },
+}
+
+impl SendData {
+    /// Bytes of records.
+    pub fn len(&self) -> usize {
+        match self {
+            SendData::Empty => 0,
+            SendData::Bytes(bytes) => bytes.len(),
+            SendData::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
+            SendData::File { length, .. } => *length,
+        }
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Result of a [`PartitionOp::Read`].
+#[derive(Debug)]
+pub struct ReadOutcome {
+    /// Kafka error code (0 on success).
+    pub error_code: ErrorCode,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Last stable offset.
+    pub last_stable_offset: i64,
+    /// Log start offset.
+    pub log_start_offset: i64,
+    /// The records.
+    pub data: SendData,
+    /// `read_committed` reads: aborted transactions overlapping the records,
+    /// as `(producer_id, first_offset)`; `None` otherwise.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
+
+/// State of a partition for Describe-style APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionState {
+    /// First offset in the log.
+    pub log_start_offset: i64,
+    /// Next offset to be written.
+    pub log_end_offset: i64,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Current leader epoch.
+    pub leader_epoch: i32,
+    /// Bytes on disk.
+    pub size_bytes: u64,
+    /// The index of its data dir in `log.dirs` (0: the first).
+    pub log_dir: usize,
+}
+
+/// The answer to one [`PartitionOp`]; errors are Kafka error codes.
+#[derive(Debug)]
+pub enum PartitionReply {
+    /// Produce.
+    Produce(Result<ProduceOutcome, ErrorCode>),
+    /// Read.
+    Read(ReadOutcome),
+    /// ListOffset: (offset, timestamp) or none, with the leader epoch.
+    ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
+    /// DeleteRecords: the new low watermark.
+    DeleteRecords(Result<i64, ErrorCode>),
+    /// Create, Delete, AlterConfig.
+    Done(Result<(), ErrorCode>),
+    /// Describe.
+    Describe(Result<PartitionState, ErrorCode>),
+    /// EpochEndOffset: (the epoch found, its end offset); `(-1, -1)` when
+    /// undefined.
+    EpochEndOffset(Result<(i32, i64), ErrorCode>),
+}
+
+/// Which reply an operation expects (to build an error reply when its owner is gone).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OpKind {
+    Produce,
+    Read,
+    ListOffset,
+    DeleteRecords,
+    Done,
+    Describe,
+    EpochEndOffset,
+}
+
+impl OpKind {
+    pub(crate) fn of(op: &PartitionOp) -> Self {
+        match op {
+            PartitionOp::Produce { .. } => OpKind::Produce,
+            PartitionOp::Read { .. } => OpKind::Read,
+            PartitionOp::ListOffset { .. } => OpKind::ListOffset,
+            PartitionOp::DeleteRecords { .. } => OpKind::DeleteRecords,
+            PartitionOp::Create { .. }
+            | PartitionOp::Delete { .. }
+            | PartitionOp::AlterConfig { .. }
+            | PartitionOp::WriteMarker { .. } => OpKind::Done,
+            PartitionOp::Describe { .. } => OpKind::Describe,
+            PartitionOp::EpochEndOffset { .. } => OpKind::EpochEndOffset,
+        }
+    }
+
+    pub(crate) fn error_reply(self, code: ErrorCode) -> PartitionReply {
+        match self {
+            OpKind::Produce => PartitionReply::Produce(Err(code)),
+            OpKind::Read => PartitionReply::Read(ReadOutcome {
+                error_code: code,
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                data: SendData::Empty,
+                aborted_transactions: None,
+            }),
+            OpKind::ListOffset => PartitionReply::ListOffset(Err(code)),
+            OpKind::DeleteRecords => PartitionReply::DeleteRecords(Err(code)),
+            OpKind::Done => PartitionReply::Done(Err(code)),
+            OpKind::Describe => PartitionReply::Describe(Err(code)),
+            OpKind::EpochEndOffset => PartitionReply::EpochEndOffset(Err(code)),
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The owner side of partition work: what the shard that owns a partition
+//! does for each [`PartitionOp`], the operations of one message run
+//! concurrently so that several acks=all appends of one request share a
+//! group commit.
+
+use super::ops::{
+    OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
+};
+use crate::replication_runtime;
+use engine::log::ReadMode;
+use engine::ErrorCode;
+use engine::ReadData;
+use engine::TopicPartition;
+use futures::future::join_all;
+use kernel::shard::Shard;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Why a partition has no log here: it exists in the cluster on other
+/// brokers (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and
+/// goes to the leader), or it does not exist.
+fn missing_partition_error(shard: &Shard, tp: &engine::TopicPartition) -> ErrorCode {
+    let exists = shard
+        .topics
+        .borrow()
+        .get(&tp.topic)
+        .is_some_and(|entry| (0..entry.partitions).contains(&tp.partition));
+    if exists {
+        ErrorCode::NotLeaderOrFollower
+    } else {
+        ErrorCode::UnknownTopicOrPartition
+    }
+}
+
+/// Executes operations on this (owner) shard, concurrently, replies in order.
+pub(super) async fn execute_local(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<PartitionReply> {
+    join_all(ops.into_iter().map(|op| execute_one(shard, op))).await
+}
+
+async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
+    let kind = OpKind::of(&op);
+    match op {
+        PartitionOp::Create {
+            tp,
+            topic_id,
+            config,
+        } => PartitionReply::Done(
+            shard
+                .logs
+                .create_partition(tp, topic_id, config)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.error_code()),
+        ),
+        PartitionOp::Delete { tp } => {
+            let deleted = shard.logs.delete_partition(&tp).await;
+            if deleted.is_ok() {
+                shard
+                    .service::<replication_runtime::ReplicaManager>()
+                    .forget_deleted(&tp);
+            }
+            PartitionReply::Done(deleted.map_err(|e| e.error_code()))
+        }
+        PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
+            shard
+                .logs
+                .alter_config(&tp, config)
+                .await
+                .map_err(|e| e.error_code()),
+        ),
+        op => {
+            let Some(log) = shard.logs.get(op.topic_partition()) else {
+                return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
+            };
+            let tp = op.topic_partition().clone();
+            let describe = matches!(op, PartitionOp::Describe { .. });
+            if !describe && !replication_runtime::serves_clients(shard, &tp) {
+                // A follower (or offline) replica: clients go to the leader.
+                return kind.error_reply(ErrorCode::NotLeaderOrFollower);
+            }
+            match op {
+                PartitionOp::Produce {
+                    records,
+                    acks,
+                    timeout_ms,
+                    ..
+                } => PartitionReply::Produce(
+                    produce(shard, &tp, &log, records, (acks, timeout_ms)).await,
+                ),
+                PartitionOp::Read {
+                    offset,
+                    max_bytes,
+                    file_slice,
+                    read_committed,
+                    ..
+                } => PartitionReply::Read(
+                    read(&log, offset, max_bytes, file_slice, read_committed).await,
+                ),
+                PartitionOp::ListOffset {
+                    timestamp_ms,
+                    read_committed,
+                    ..
+                } => PartitionReply::ListOffset(
+                    log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
+                        .await
+                        .map(|found| (found, log.leader_epoch()))
+                        .map_err(|e| e.error_code()),
+                ),
+                PartitionOp::DeleteRecords { offset, .. } => {
+                    let offset = if offset == -1 {
+                        log.high_watermark()
+                    } else {
+                        offset
+                    };
+                    if offset > log.high_watermark() {
+                        return PartitionReply::DeleteRecords(Err(ErrorCode::OffsetOutOfRange));
+                    }
+                    PartitionReply::DeleteRecords(
+                        log.delete_records(offset).await.map_err(|e| e.error_code()),
+                    )
+                }
+                PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
+                    log_start_offset: log.log_start_offset(),
+                    log_end_offset: log.log_end_offset(),
+                    high_watermark: log.high_watermark(),
+                    leader_epoch: log.leader_epoch(),
+                    size_bytes: log.size_bytes(),
+                    log_dir: log.log_dir_index(),
+                })),
+                PartitionOp::EpochEndOffset {
+                    current_leader_epoch,
+                    leader_epoch,
+                    ..
+                } => PartitionReply::EpochEndOffset(
+                    log.end_offset_for_epoch_checked(current_leader_epoch, leader_epoch)
+                        .map(|found| (found.epoch, found.end_offset))
+                        .map_err(|e| e.error_code()),
+                ),
+                PartitionOp::WriteMarker {
+                    producer_id,
+                    producer_epoch,
+                    commit,
+                    coordinator_epoch,
+                    ..
+                } => PartitionReply::Done(
+                    write_marker(
+                        shard,
+                        &tp,
+                        &log,
+                        (producer_id, producer_epoch),
+                        commit,
+                        coordinator_epoch,
+                    )
+                    .await,
+                ),
+                _ => kind.error_reply(ErrorCode::UnknownServerError),
+            }
+        }
+    }
+}
+
+/// How long a transaction marker waits for the ISR (Kafka's
+/// `request.timeout.ms` default).
+const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The in-sync replicas of a partition with one replica: itself.
+const SINGLE_REPLICA_ISR_SIZE: i32 = 1;
+
+async fn produce(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<engine::PartitionLog>,
+    records: bytes::BytesMut,
+    (acks, timeout_ms): (i16, i32),
+) -> Result<ProduceOutcome, ErrorCode> {
+    // The role the append is made under: an acks=all wait completes only
+    // while it lasts.
+    let leadership = replication_runtime::leadership(shard, tp);
+    // Kafka refuses an acks=all write before appending it when the ISR is
+    // smaller than `min.insync.replicas`: the producer learns at once that
+    // the durability it asked for cannot be had (acks 0 and 1 still write).
+    if acks == -1 {
+        match &leadership {
+            Some(leading) => leading.acks_all_check()?,
+            None if SINGLE_REPLICA_ISR_SIZE < log.min_insync_replicas() => {
+                return Err(ErrorCode::NotEnoughReplicas)
+            }
+            None => {}
+        }
+    }
+    // The records are the request frame's own bytes (or one copy of them);
+    // the log keeps that buffer.
+    let appended = log
+        .append_owned_bytes(records, log.leader_epoch())
+        .map_err(|e| {
+            // The producer takes this as fatal (its idempotence is broken):
+            // the operator needs the sequences to tell why.
+            if matches!(e, engine::EngineError::OutOfOrderSequence { .. }) {
+                tracing::warn!(%tp, error = %e, log_end_offset = log.log_end_offset(), "produce refused");
+            }
+            e.error_code()
+        })?;
+    let waited = match acks {
+        -1 => log.wait_durable(appended.last_offset).await,
+        1 => log.wait_written(appended.last_offset).await,
+        _ => Ok(()),
+    };
+    waited.map_err(|e| e.error_code())?;
+    match (acks, leadership) {
+        (-1, Some(leading)) => {
+            // Replicated: complete once the ISR has it (the HW passed it).
+            let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
+            replication_runtime::wait_acks_all(
+                shard,
+                tp,
+                log,
+                appended.last_offset,
+                timeout,
+                &leading,
+            )
+            .await?;
+        }
+        (_, Some(leading)) => {
+            // The HW still moves with this append once it is durable here.
+            let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
+            let last_offset = appended.last_offset;
+            glommio::spawn_local(async move {
+                let _ = replication_runtime::wait_acks_all(
+                    &shard,
+                    &tp,
+                    &log,
+                    last_offset,
+                    None,
+                    &leading,
+                )
+                .await;
+            })
+            .detach();
+        }
+        (_, None) => {}
+    }
+    Ok(ProduceOutcome {
+        base_offset: appended.base_offset,
+        log_append_time_ms: appended.log_append_time_ms,
+        log_start_offset: appended.log_start_offset,
+    })
+}
+
+async fn read(
+    log: &engine::PartitionLog,
+    offset: i64,
+    max_bytes: usize,
+    file_slice: bool,
+    read_committed: bool,
+) -> ReadOutcome {
+    let mode = if file_slice {
+        ReadMode::CachedOrFileSlice
+    } else {
+        ReadMode::CachedPiecesOrCopy
+    };
+    let outcome = |error_code: ErrorCode, data: SendData| ReadOutcome {
+        error_code,
+        high_watermark: log.high_watermark(),
+        last_stable_offset: log.last_stable_offset(),
+        log_start_offset: log.log_start_offset(),
+        data,
+        aborted_transactions: None,
+    };
+    let result = if read_committed {
+        log.read_committed(offset, max_bytes, mode).await
+    } else {
+        log.read(offset, max_bytes, mode).await
+    };
+    match result {
+        Ok(result) => {
+            let data = match result.data {
+                ReadData::Empty => SendData::Empty,
+                ReadData::Bytes(bytes) => SendData::Bytes(bytes),
+                ReadData::Pieces(pieces) => SendData::Pieces(pieces),
+                // The engine's Rc<File> cannot leave the shard; a duplicated
+                // descriptor can (one dup per partition read).
+                ReadData::File(slice) => match slice.file.try_clone() {
+                    Ok(file) => SendData::File {
+                        file,
+                        position: slice.position,
+                        length: slice.length,
+                    },
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot duplicate segment descriptor");
+                        return outcome(ErrorCode::KafkaStorageError, SendData::Empty);
+                    }
+                },
+            };
+            ReadOutcome {
+                error_code: ErrorCode::None,
+                high_watermark: result.high_watermark,
+                last_stable_offset: result.last_stable_offset,
+                log_start_offset: result.log_start_offset,
+                data,
+                aborted_transactions: result.aborted_transactions,
+            }
+        }
+        Err(e) => outcome(e.error_code(), SendData::Empty),
+    }
+}
+
+/// Appends a transaction marker (WriteTxnMarkers, or the transaction
+/// coordinator ending a transaction) and waits until it is durable — on
+/// every ISR member when the partition is replicated, as Kafka writes
+/// markers with acks=all.
+async fn write_marker(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<engine::PartitionLog>,
+    (producer_id, producer_epoch): (i64, i16),
+    commit: bool,
+    coordinator_epoch: i32,
+) -> Result<(), ErrorCode> {
+    let leadership = replication_runtime::leadership(shard, tp);
+    let appended = log
+        .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
+        .map_err(|e| e.error_code())?;
+    log.wait_durable(appended.last_offset)
+        .await
+        .map_err(|e| e.error_code())?;
+    if let Some(leading) = leadership {
+        replication_runtime::wait_acks_all(
+            shard,
+            tp,
+            log,
+            appended.last_offset,
+            Some(MARKER_TIMEOUT),
+            &leading,
+        )
+        .await?;
+    }
+    super::marker_hooks::MarkerHooks::run(shard, tp, producer_id, commit).await
+}

@@ -1,0 +1,258 @@
+//! The owner side of a transaction-coordinator call: one function per
+//! request, each under its transactional id's lock.
+
+use super::finish::{finish, validate_member};
+use super::persist::{persist, persist_offsets};
+use super::replay::loaded_lease;
+use super::{
+    ensure_txn_topic, GroupMember, TxnReply, TxnRequest, TxnRuntime, FAULT_CRASH_AFTER_PREPARE,
+};
+use crate::producer_ids::next_producer_id;
+use coordinators::txn::{txn_partition_for, EndStep, InitStep, PendingOffset};
+use engine::ErrorCode;
+use glommio::sync::StaticPermit;
+use kernel::shard::Shard;
+use std::rc::Rc;
+
+/// Owner side: serves one request.
+pub(super) async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
+    let rt = shard.service::<TxnRuntime>();
+    if let Some(id) = request.transactional_id() {
+        if matches!(request, TxnRequest::InitProducerId { .. }) {
+            if let Err(code) = ensure_txn_topic(shard).await {
+                return request.refused(code);
+            }
+        }
+        // Only for a partition led here, loaded under its current lease.
+        if let Err(code) = loaded_lease(shard, &rt, txn_partition_for(id)).await {
+            return request.refused(code);
+        }
+    }
+    match request {
+        TxnRequest::InitProducerId {
+            transactional_id,
+            timeout_ms,
+            expected,
+        } => TxnReply::Init(
+            init_producer_id(shard, &rt, &transactional_id, timeout_ms, expected).await,
+        ),
+        TxnRequest::AddPartitions {
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            verify_only,
+        } => {
+            let producer = (producer_id, producer_epoch);
+            add_partitions(
+                shard,
+                &rt,
+                &transactional_id,
+                producer,
+                partitions,
+                verify_only,
+            )
+            .await
+        }
+        TxnRequest::OffsetCommit {
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            group_id,
+            member,
+            offsets,
+        } => {
+            let producer = (producer_id, producer_epoch);
+            let commit = (group_id, member, offsets);
+            offset_commit(shard, &rt, &transactional_id, producer, commit).await
+        }
+        TxnRequest::EndTxn {
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            commit,
+        } => {
+            let producer = (producer_id, producer_epoch);
+            TxnReply::Code(end_txn(shard, &rt, &transactional_id, producer, commit).await)
+        }
+        TxnRequest::Describe { transactional_id } => {
+            TxnReply::Described(rt.core.borrow().get(&transactional_id).cloned())
+        }
+        TxnRequest::List => TxnReply::Listed(
+            rt.core
+                .borrow()
+                .all()
+                .map(|(id, m)| (id.clone(), m.clone()))
+                .collect(),
+        ),
+    }
+}
+
+/// Takes the transactional id's lock: its steps never interleave.
+async fn lock(rt: &TxnRuntime, transactional_id: &str) -> Option<StaticPermit> {
+    rt.lock_for(transactional_id)
+        .acquire_static_permit(1)
+        .await
+        .ok()
+}
+
+/// AddPartitionsToTxn (and AddOffsetsToTxn's offsets partition).
+async fn add_partitions(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+    partitions: Vec<(String, i32)>,
+    verify_only: bool,
+) -> TxnReply {
+    let Some(_permit) = lock(rt, transactional_id).await else {
+        return TxnReply::unavailable();
+    };
+    if verify_only {
+        return TxnReply::Verified(rt.core.borrow().verify_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            &partitions,
+        ));
+    }
+    let step = rt.core.borrow().add_partitions(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        &partitions,
+        shard.now_ms(),
+    );
+    TxnReply::Code(match step {
+        Ok(None) => ErrorCode::None,
+        Ok(Some(next)) => match persist(shard, rt, transactional_id, Some(next)).await {
+            Ok(()) => ErrorCode::None,
+            Err(code) => code,
+        },
+        Err(code) => code,
+    })
+}
+
+/// TxnOffsetCommit: the membership check, then the transaction's whole
+/// offset set persisted.
+async fn offset_commit(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+    (group_id, member, offsets): (String, GroupMember, Vec<PendingOffset>),
+) -> TxnReply {
+    let Some(_permit) = lock(rt, transactional_id).await else {
+        return TxnReply::unavailable();
+    };
+    let next = match rt.core.borrow().add_offsets(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        &group_id,
+        offsets,
+    ) {
+        Ok(next) => next,
+        Err(code) => return TxnReply::Code(code),
+    };
+    let code = validate_member(shard, &group_id, member, &next).await;
+    if code != ErrorCode::None {
+        return TxnReply::Code(code);
+    }
+    TxnReply::Code(
+        match persist_offsets(shard, rt, transactional_id, next).await {
+            Ok(()) => ErrorCode::None,
+            Err(code) => code,
+        },
+    )
+}
+
+/// EndTxn: persist the Prepare state, then finish the transaction.
+async fn end_txn(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    transactional_id: &str,
+    (producer_id, producer_epoch): (i64, i16),
+    commit: bool,
+) -> ErrorCode {
+    let Some(_permit) = lock(rt, transactional_id).await else {
+        return ErrorCode::CoordinatorNotAvailable;
+    };
+    let step = rt.core.borrow().end_txn(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        commit,
+        shard.now_ms(),
+    );
+    let prepared = match step {
+        Ok(EndStep::AlreadyDone) => return ErrorCode::None,
+        Ok(EndStep::Prepare(prepared)) => prepared,
+        Err(code) => return code,
+    };
+    if let Err(code) = persist(shard, rt, transactional_id, Some(prepared.clone())).await {
+        return code;
+    }
+    if commit && fault_crash_after_prepare() {
+        tracing::error!(
+            transactional_id,
+            "fault injection: aborting after PrepareCommit"
+        );
+        std::process::abort();
+    }
+    // Decided: a failure from here on is retried by the timer, so the
+    // answer is success either way.
+    if let Err(code) = finish(shard, rt, transactional_id, prepared).await {
+        tracing::warn!(
+            transactional_id,
+            %code,
+            "transaction decided but not finished; the timer retries"
+        );
+    }
+    ErrorCode::None
+}
+
+/// InitProducerId with a transactional id: fence the previous producer
+/// (aborting its open transaction), then hand out the id and epoch.
+async fn init_producer_id(
+    shard: &Rc<Shard>,
+    rt: &Rc<TxnRuntime>,
+    transactional_id: &str,
+    timeout_ms: i32,
+    expected: Option<(i64, i16)>,
+) -> Result<(i64, i16), ErrorCode> {
+    let lock = rt.lock_for(transactional_id);
+    let _permit = lock
+        .acquire_permit(1)
+        .await
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
+    // At most: abort the ongoing transaction, then initialize.
+    for _ in 0..2 {
+        let new_producer_id = next_producer_id(shard).await?;
+        let step = rt.core.borrow().init_producer_id(
+            transactional_id,
+            timeout_ms,
+            expected,
+            new_producer_id,
+            shard.now_ms(),
+        )?;
+        match step {
+            InitStep::Ready(meta) => {
+                let answer = (meta.producer_id, meta.producer_epoch);
+                persist(shard, rt, transactional_id, Some(meta)).await?;
+                return Ok(answer);
+            }
+            InitStep::AbortFirst(abort) => {
+                persist(shard, rt, transactional_id, Some(abort.clone())).await?;
+                finish(shard, rt, transactional_id, abort).await?;
+            }
+        }
+    }
+    Err(ErrorCode::ConcurrentTransactions)
+}
+
+/// Whether the [`FAULT_CRASH_AFTER_PREPARE`] point is armed; read once.
+fn fault_crash_after_prepare() -> bool {
+    static ARMED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ARMED.get_or_init(|| std::env::var(FAULT_CRASH_AFTER_PREPARE).as_deref() == Ok("1"))
+}

@@ -1,0 +1,27 @@
+//! rill's security model: who is on the other end of a connection, how it
+//! reached the broker, and what it may do.
+//!
+//! A leaf of the broker's crates: it imports nothing of the shard kernel,
+//! the runtimes or the API layer (only `engine`'s error codes and the SCRAM
+//! credential type the cluster metadata stores), so the model and its tests
+//! stand alone.
+//!
+//! - [`protocol`]: Kafka's security protocols (`PLAINTEXT`, `SSL`,
+//!   `SASL_PLAINTEXT`, `SASL_SSL`) as named in `listener.security.protocol.map`.
+//! - [`session`]: one connection's listener, peer and authenticated
+//!   principal, carried by every request so that handlers can authorize it.
+//! - [`tls`]: TLS listeners with rustls: the acceptor, the handshake and the
+//!   principal of a client certificate.
+//! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512) as pure state
+//!   machines.
+//! - [`acl`]: ACLs (Kafka's model), the standard authorizer, and the
+//!   per-request checks handlers make.
+
+pub mod acl;
+pub mod protocol;
+pub mod sasl;
+pub mod session;
+pub mod tls;
+
+pub use protocol::SecurityProtocol;
+pub use session::{Principal, Session};
