@@ -48,7 +48,7 @@
 //! - [`recovery`]: scanning and truncating after a crash.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.
-//! - [`producer_ids`]: the persisted, monotonically increasing allocator of
+//! - [`producer_id_blocks`]: the persisted, monotonically increasing allocator of
 //!   producer-id blocks (KIP-730).
 //! - [`txn_index`]: the aborted-transaction index (`.txnindex`) that
 //!   `read_committed` fetches answer from.
@@ -86,7 +86,7 @@ pub mod latency;
 pub mod log;
 pub mod log_dirs;
 pub mod manager;
-pub mod producer_ids;
+pub mod producer_id_blocks;
 pub mod producer_state;
 pub mod recovery;
 pub mod retention;
@@ -104,5 +104,5 @@ pub use error_code::ErrorCode;
 pub use log::epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
 pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
 pub use manager::LogManager;
-pub use producer_ids::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};
+pub use producer_id_blocks::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};
 pub use types::TopicPartition;

@@ -9,10 +9,10 @@
 //!
 //! ```text
 //! routing ─────────────┐            split a request's partitions by owner shard
-//! controller ──────────┤            topic create/delete/alter, on shard 0
+//! admin_changes ───────┤            topics, configs, ACLs, quotas, on shard 0
 //! group_runtime ───────┤            coordinators (cores: rill-coordinators)
 //! txn_runtime ─────────┤
-//! producer_ids ────────┤            producer-id blocks for InitProducerId
+//! producer_id_pool ────┤            producer-id blocks for InitProducerId
 //! quotas ──────────────┤            client byte-rate quotas, throttling
 //!                      ↓
 //! replication_runtime               leaders serve followers, hold the HW;
@@ -22,13 +22,15 @@
 //! ```
 //!
 //! - [`routing`]: split a request's partitions by owner, run, join.
-//! - [`controller`]: topic create/delete/alter, serialized on shard 0 and
-//!   broadcast to every shard.
+//! - [`admin_changes`]: the metadata changes this broker asks of the
+//!   cluster (topics, configs, ACLs, quotas, SCRAM credentials), serialized
+//!   on shard 0, and the reconciler that applies committed metadata to the
+//!   shards' topic tables.
 //! - [`group_runtime`]: the group coordinator on shards: placement by
 //!   `__consumer_offsets` partition, leases, persistence, timers, loading.
 //! - [`txn_runtime`]: the transaction coordinator on shards: placement by
 //!   `__transaction_state` partition, persistence, markers, timeouts.
-//! - [`producer_ids`]: producer ids for InitProducerId, from persisted blocks
+//! - [`producer_id_pool`]: producer ids for InitProducerId, from persisted blocks
 //!   of 1000 (KIP-730) that shard 0 allocates and every shard draws from.
 //! - [`quotas`]: client quotas (produce/fetch byte rates per user and client
 //!   id): the windowed rates shared by the shards, and throttling.
@@ -37,10 +39,10 @@
 //! - [`cluster_runtime`]: the metadata quorum member on shard 0, its
 //!   transport, broker registration and heartbeats, every shard's view.
 
+pub mod admin_changes;
 pub mod cluster_runtime;
-pub mod controller;
 pub mod group_runtime;
-pub mod producer_ids;
+pub mod producer_id_pool;
 pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;

@@ -474,11 +474,11 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
     shard
         .services
         .get_or_build(|| runtimes::quotas::QuotaManager::new(input.quota_sensors.clone()));
-    runtimes::producer_ids::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
+    runtimes::producer_id_pool::open_allocator(&shard).map_err(|e| format!("shard {id}: {e}"))?;
     runtimes::cluster_runtime::start(&shard)
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
-    runtimes::controller::start_reconciler(&shard);
+    runtimes::admin_changes::start_reconciler(&shard);
     if id == runtimes::cluster_runtime::METADATA_SHARD {
         // An observer has no log of its own: it serves what it fetches.
         let offset = shard
@@ -487,7 +487,7 @@ async fn run_shard_inner(input: ShardInput) -> Result<(), String> {
             .filter(|_| !config.cluster.is_observer(config.broker_id))
             .map_or(-1, |quorum| quorum.applied_offset());
         input.startup_offset.store(offset, Ordering::Release);
-        glommio::spawn_local(runtimes::controller::scram_credentials::bootstrap(
+        glommio::spawn_local(runtimes::admin_changes::scram_credentials::bootstrap(
             shard.clone(),
         ))
         .detach();

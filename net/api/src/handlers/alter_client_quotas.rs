@@ -11,8 +11,8 @@ use kafka_protocol::messages::alter_client_quotas_response::{
 };
 use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey};
 use kernel::shard::Shard;
+use runtimes::admin_changes::client_quotas::{self, AlterClientQuotas};
 use runtimes::cluster_runtime;
-use runtimes::controller::client_quotas::{self, AlterClientQuotas};
 use runtimes::quotas::normalize;
 use security::acl::Operation;
 use std::rc::Rc;

@@ -7,9 +7,9 @@ use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use kernel::shard::Shard;
+use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
+use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::controller::broker_configs::{self, AlterBrokerConfigs};
-use runtimes::controller::{self, ConfigOpKind, ControllerRequest};
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -56,7 +56,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         replace_all: true,
                         validate_only: body.validate_only,
                     };
-                    controller::submit(&shard, change).await.map(|_| ())
+                    admin_changes::submit(&shard, change).await.map(|_| ())
                 }
                 RESOURCE_BROKER => {
                     let change = AlterBrokerConfigs {

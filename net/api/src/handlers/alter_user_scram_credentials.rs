@@ -21,8 +21,8 @@ use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
 };
 use kernel::shard::Shard;
+use runtimes::admin_changes::scram_credentials::{self, AlterScramCredentials, Upsert};
 use runtimes::cluster_runtime::{self, ClusterView};
-use runtimes::controller::scram_credentials::{self, AlterScramCredentials, Upsert};
 use security::acl::Operation;
 use security::sasl::{scram, ScramMechanism, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS};
 use std::collections::BTreeMap;

@@ -5,8 +5,8 @@ use engine::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 use kernel::shard::Shard;
+use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::controller::{self, ControllerRequest};
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -34,7 +34,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     String::from("manual assignment is not supported"),
                 ))
             } else {
-                controller::submit(
+                admin_changes::submit(
                     &shard,
                     ControllerRequest::CreatePartitions {
                         name: topic.name.0.to_string(),

@@ -9,9 +9,9 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse
 use kernel::error::RequestError;
 use kernel::shard::Shard;
 use kernel::topics::TopicUpdate;
+use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::ClusterView;
-use runtimes::controller::{self, ControllerRequest};
 use std::rc::Rc;
 
 /// v0–v7 (v0/v1 through `legacy`).
@@ -83,7 +83,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             .map(|v| (c.name.to_string(), v.to_string()))
                     })
                     .collect();
-                controller::submit(
+                admin_changes::submit(
                     &shard,
                     ControllerRequest::CreateTopic {
                         name: name.clone(),

@@ -10,8 +10,8 @@ use kafka_protocol::messages::delete_acls_response::{
 };
 use kafka_protocol::messages::{ApiKey, DeleteAclsRequest, DeleteAclsResponse};
 use kernel::shard::Shard;
+use runtimes::admin_changes::acls;
 use runtimes::cluster_runtime::{self, acls::binding_of, ClusterView, ControllerRpc};
-use runtimes::controller::acls;
 use security::acl::{AclFilter, Operation};
 use std::collections::BTreeSet;
 use std::rc::Rc;

@@ -6,8 +6,8 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kernel::error::RequestError;
 use kernel::shard::Shard;
+use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::controller::{self, ControllerRequest};
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -61,9 +61,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     ErrorCode::TopicAuthorizationFailed,
                     String::from("DELETE on the topic is needed"),
                 )),
-                Some(name) => controller::submit(&shard, ControllerRequest::DeleteTopic { name })
-                    .await
-                    .map(|_| ()),
+                Some(name) => {
+                    admin_changes::submit(&shard, ControllerRequest::DeleteTopic { name })
+                        .await
+                        .map(|_| ())
+                }
                 None => Err((ErrorCode::UnknownTopicId, String::from("unknown topic id"))),
             };
             if let Err((code, message)) = outcome {

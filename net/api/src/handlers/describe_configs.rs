@@ -10,9 +10,9 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRe
 use kernel::config::BrokerConfig;
 use kernel::error::RequestError;
 use kernel::shard::Shard;
+use runtimes::admin_changes::{broker_configs, topic_defaults};
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::ClusterView;
-use runtimes::controller::{broker_configs, topic_defaults};
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -50,7 +50,7 @@ fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConf
 
 /// The broker-wide topic defaults, by Kafka's synonyms (`log.retention.ms`,
 /// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): most
-/// change at runtime (see `controller::broker_configs`).
+/// change at runtime (see `admin_changes::broker_configs`).
 fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
     let image = shard.service::<ClusterView>().image();
     let dynamic = image.broker_configs();

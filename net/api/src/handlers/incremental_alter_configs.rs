@@ -1,6 +1,6 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
 //! topic configs; set / delete the dynamic broker configs (the broker-wide
-//! topic defaults, see `controller::broker_configs`).
+//! topic defaults, see `admin_changes::broker_configs`).
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
@@ -10,9 +10,9 @@ use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use kernel::shard::Shard;
+use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
+use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::controller::broker_configs::{self, AlterBrokerConfigs};
-use runtimes::controller::{self, ConfigOpKind, ControllerRequest};
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -74,7 +74,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             replace_all: false,
                             validate_only: body.validate_only,
                         };
-                        controller::submit(&shard, change).await.map(|_| ())
+                        admin_changes::submit(&shard, change).await.map(|_| ())
                     }
                     None => Err((
                         ErrorCode::InvalidRequest,

@@ -10,14 +10,14 @@
 //!
 //! Ids must not repeat, even across restarts, or a new producer would be
 //! taken for an old one's retry: they come from persisted blocks of 1000
-//! (KIP-730, [`runtimes::producer_ids`]).
+//! (KIP-730, [`runtimes::producer_id_pool`]).
 
 use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kernel::shard::Shard;
 use runtimes::cluster_runtime;
-use runtimes::producer_ids::next_producer_id;
+use runtimes::producer_id_pool::next_producer_id;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
 use security::acl::Operation;
 use std::rc::Rc;

@@ -11,8 +11,8 @@ use kafka_protocol::messages::metadata_response::{
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kernel::shard::Shard;
 use kernel::topics::{valid_topic_name, TopicEntry};
+use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime::{self, own_endpoint, ClusterView};
-use runtimes::controller::{self, ControllerRequest};
 use security::acl::{Authz, Operation};
 use std::rc::Rc;
 
@@ -179,11 +179,11 @@ async fn lookup_or_create(
         name: name.clone(),
         partitions: -1,
         configs: Vec::new(),
-        replication_factor: controller::DEFAULT_REPLICATION,
+        replication_factor: admin_changes::DEFAULT_REPLICATION,
         assignment: Vec::new(),
         validate_only: false,
     };
-    match controller::submit(shard, request).await {
+    match admin_changes::submit(shard, request).await {
         Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => match shard.topics.borrow().get(&name) {
             Some(entry) => topic_metadata(shard, entry, version),
             // Created by a racing request whose broadcast has not arrived

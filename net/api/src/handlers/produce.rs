@@ -11,8 +11,8 @@ use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicNam
 use kafka_protocol::protocol::StrBytes;
 use kernel::shard::Shard;
 use kernel::topics::valid_topic_name;
+use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::controller::{self, ControllerRequest};
 use runtimes::routing::run_on_owners;
 use runtimes::routing::{PartitionOp, PartitionReply};
 use security::acl::{Authz, Operation};
@@ -239,11 +239,11 @@ async fn topic_partitions(shard: &Rc<Shard>, name: &str, authz: &Authz) -> Resul
         name: name.to_string(),
         partitions: -1,
         configs: Vec::new(),
-        replication_factor: controller::DEFAULT_REPLICATION,
+        replication_factor: admin_changes::DEFAULT_REPLICATION,
         assignment: Vec::new(),
         validate_only: false,
     };
-    match controller::submit(shard, request).await {
+    match admin_changes::submit(shard, request).await {
         Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => shard
             .topics
             .borrow()

@@ -7,7 +7,7 @@
 //! The active controller is found from this node's own quorum member; when
 //! that is this node, the request is handled in place, without a socket.
 
-use super::controller_side;
+use super::active_controller;
 use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use super::transport;
@@ -26,7 +26,7 @@ pub async fn call_controller(
         return Err(String::from("no active controller known"));
     };
     if leader == shard.config.broker_id {
-        return Ok(controller_side::handle(quorum, shard, request).await);
+        return Ok(active_controller::handle(quorum, shard, request).await);
     }
     let voter = shard
         .config

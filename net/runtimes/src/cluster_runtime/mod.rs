@@ -14,7 +14,7 @@
 //! - [`metadata_fetch`]: FetchMetadata, any voter's answer to an observer
 //!   (the committed image as snapshot bytes, long-polled).
 //! - [`observer`]: a broker-only node's fetch loop.
-//! - [`controller_side`]: the active controller answering them with the
+//! - [`active_controller`]: the active controller answering them with the
 //!   metadata core's decisions, and fencing silent brokers.
 //! - [`lifecycle`]: this broker registering and heartbeating.
 //! - [`view`]: every shard's copy of the committed image and quorum status.
@@ -28,7 +28,7 @@
 //! Raft node and no listener: it observes, registers and heartbeats.
 
 pub mod acls;
-mod controller_side;
+mod active_controller;
 mod frame;
 mod lifecycle;
 mod metadata_fetch;
@@ -111,7 +111,7 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
     }
     quorum.pump(shard);
     glommio::spawn_local(run_ticker(quorum.clone(), shard.clone())).detach();
-    glommio::spawn_local(controller_side::run_fencing_timer(
+    glommio::spawn_local(active_controller::run_fencing_timer(
         quorum.clone(),
         shard.clone(),
     ))

@@ -13,7 +13,7 @@
 //! - [`serve_connection`] reads what a peer sends: it steps Raft messages
 //!   into the local quorum and answers requests.
 
-use super::controller_side;
+use super::active_controller;
 use super::frame::{
     frame, KIND_FETCH_METADATA, KIND_METADATA, KIND_RAFT, KIND_REPLY, KIND_REQUEST,
 };
@@ -99,7 +99,7 @@ pub async fn run_peer_link(
                     tracing::debug!(peer = voter.node_id, error = %e, "quorum peer unreachable");
                     quorum.peer_unreachable(&shard, peer_raft_id);
                     if refused {
-                        glommio::spawn_local(controller_side::fence_refused_peer(
+                        glommio::spawn_local(active_controller::fence_refused_peer(
                             quorum.clone(),
                             shard.clone(),
                             voter.node_id,
@@ -196,7 +196,7 @@ pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut 
             },
             KIND_REQUEST => {
                 let reply = match rpc::decode::<ControllerRpc>(&body) {
-                    Ok(request) => controller_side::handle(&quorum, &shard, request).await,
+                    Ok(request) => active_controller::handle(&quorum, &shard, request).await,
                     Err(e) => ControllerReply::Error {
                         code: engine::ErrorCode::InvalidRequest.code(),
                         message: e,

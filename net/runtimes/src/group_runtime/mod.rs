@@ -36,7 +36,7 @@ mod timer;
 pub use replay::reload_on_leadership;
 pub use timer::run_timer;
 
-use crate::controller::{self, ControllerRequest};
+use crate::admin_changes::{self, ControllerRequest};
 use crate::replication_runtime::LeaderLease;
 use coordinators::group::coordinator::DescribedGroup;
 use coordinators::group::{
@@ -244,11 +244,11 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
                 shard.config.offsets_topic_segment_bytes.to_string(),
             ),
         ],
-        replication_factor: controller::INTERNAL_REPLICATION,
+        replication_factor: admin_changes::INTERNAL_REPLICATION,
         assignment: Vec::new(),
         validate_only: false,
     };
-    match controller::submit(shard, request).await {
+    match admin_changes::submit(shard, request).await {
         Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
         Err((code, message)) => {
             tracing::warn!(%code, %message, "cannot create __consumer_offsets");

@@ -7,7 +7,7 @@ use super::replay::loaded_lease;
 use super::{
     ensure_txn_topic, GroupMember, TxnReply, TxnRequest, TxnRuntime, FAULT_CRASH_AFTER_PREPARE,
 };
-use crate::producer_ids::next_producer_id;
+use crate::producer_id_pool::next_producer_id;
 use coordinators::txn::{txn_partition_for, EndStep, InitStep, PendingOffset};
 use engine::ErrorCode;
 use glommio::sync::StaticPermit;

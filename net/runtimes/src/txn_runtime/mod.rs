@@ -51,7 +51,7 @@ mod timer;
 
 pub use timer::run_timer;
 
-use crate::controller::{self, ControllerRequest};
+use crate::admin_changes::{self, ControllerRequest};
 use crate::replication_runtime::LeaderLease;
 use coordinators::txn::{
     txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
@@ -289,11 +289,11 @@ pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
                 shard.config.txn_state_segment_bytes.to_string(),
             ),
         ],
-        replication_factor: controller::INTERNAL_REPLICATION,
+        replication_factor: admin_changes::INTERNAL_REPLICATION,
         assignment: Vec::new(),
         validate_only: false,
     };
-    match controller::submit(shard, request).await {
+    match admin_changes::submit(shard, request).await {
         Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => Ok(()),
         Err((code, message)) => {
             tracing::warn!(%code, %message, "cannot create __transaction_state");

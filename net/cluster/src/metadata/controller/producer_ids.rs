@@ -7,7 +7,7 @@
 //! The arithmetic is the engine's [`ProducerIdBlocks`], the same one a
 //! single node persists in its data dir.
 
-use engine::producer_ids::PRODUCER_ID_BLOCK_SIZE;
+use engine::producer_id_blocks::PRODUCER_ID_BLOCK_SIZE;
 use engine::{ProducerIdBlock, ProducerIdBlocks};
 
 use crate::placement::BrokerId;

@@ -21,7 +21,7 @@
 use crate::cluster_runtime::{
     call_controller_until_answered, ControllerReply, ControllerRpc, MetadataQuorum,
 };
-use engine::producer_ids::PRODUCER_ID_BLOCK_SIZE;
+use engine::producer_id_blocks::PRODUCER_ID_BLOCK_SIZE;
 use engine::{ErrorCode, ProducerIdBlock, ProducerIdStore};
 use kernel::call::OwnerCall;
 use kernel::shard::{Shard, ShardService};
