@@ -1,12 +1,17 @@
 //! The admin HTTP listener (shard 0): a tiny HTTP/1.1 GET responder serving
 //! Prometheus text at `/metrics`. Metrics are gathered from every shard over
-//! the mesh at scrape time, so no shard pays for them in between.
+//! the mesh at scrape time, so no shard pays for them in between, and
+//! rendered through a prometheus-client registry ([`registry`]);
+//! [`metric_families`] lists every family it can show.
 
+use crate::process_stats::ProcessStats;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
 use kernel::call::OwnerCall;
-use kernel::metrics::{render, MetricsSnapshot};
+use kernel::metrics::registry::{Family, MetricsRegistry};
+use kernel::metrics::MetricsSnapshot;
 use kernel::shard::Shard;
+use runtimes::cluster_runtime::metrics::ClusterGauges;
 use runtimes::group_runtime::GroupRuntime;
 use std::rc::Rc;
 
@@ -113,6 +118,31 @@ pub async fn collect(shard: &Rc<Shard>) -> Vec<MetricsSnapshot> {
     snapshots
 }
 
+/// The registry of one scrape: the shards' metrics, then the cluster's
+/// gauges, then the process's figures.
+pub fn registry(
+    snapshots: Vec<MetricsSnapshot>,
+    cluster: ClusterGauges,
+    process: ProcessStats,
+) -> MetricsRegistry {
+    let mut registry = MetricsRegistry::default();
+    kernel::metrics::register(&mut registry, snapshots);
+    registry.register(cluster);
+    registry.register(process);
+    registry
+}
+
+/// Every metric family `/metrics` can show, in order: name, type, HELP and
+/// label names (what `docs/metrics.md` lists).
+pub fn metric_families() -> Vec<&'static Family> {
+    let registry = registry(
+        Vec::new(),
+        ClusterGauges::default(),
+        ProcessStats::default(),
+    );
+    registry.families().to_vec()
+}
+
 async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
@@ -129,10 +159,9 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
         ("GET", "/metrics") => {
-            let mut text = render(&collect(shard).await);
-            text.push_str(&runtimes::cluster_runtime::metrics::render(shard));
-            text.push_str(&crate::process_stats::ProcessStats::read().render());
-            ("200 OK", text)
+            let snapshots = collect(shard).await;
+            let text = registry(snapshots, ClusterGauges::read(shard), ProcessStats::read());
+            ("200 OK", text.render())
         }
         ("GET", "/") => ("200 OK", String::from("rill admin: see /metrics\n")),
         ("GET", _) => ("404 Not Found", String::from("not found\n")),
@@ -144,4 +173,96 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
     );
     stream.write_all(response.as_bytes()).await?;
     stream.close().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernel::metrics::registry::Kind;
+    use kernel::metrics::{DirSpace, ShardMetrics};
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// A shard with a sample in every labelled family.
+    fn busy_shard() -> ShardMetrics {
+        let mut m = ShardMetrics::default();
+        m.record_request(0, 100, 20);
+        m.record_latency(0, 1500);
+        m.record_sasl("PLAIN", false);
+        m.disk_dirs.push(DirSpace {
+            dir: String::from("/data"),
+            free_bytes: 10,
+            low: false,
+        });
+        m.committed_offsets.push(("g".into(), "t".into(), 0, 4));
+        m.log_end_offsets.push(("t".into(), 0, 9));
+        m.replication.follower_lag.insert(("t".into(), 1), 2);
+        m.replication.lag_at_leader.push(("t".into(), 0, 2, 3));
+        m
+    }
+
+    /// Each sample line's name and label names.
+    fn samples(text: &str) -> BTreeSet<(String, Vec<String>)> {
+        let sample = |line: &str| {
+            let series = line.rsplit_once(' ').map_or(line, |(series, _)| series);
+            let (name, labels) = series.split_once('{').unwrap_or((series, ""));
+            let labels = labels
+                .split(',')
+                .filter_map(|pair| Some(pair.split_once('=')?.0.to_string()))
+                .collect();
+            (name.to_string(), labels)
+        };
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(sample)
+            .collect()
+    }
+
+    #[test]
+    fn metric_families_are_listed_once() {
+        let families = metric_families();
+        assert!(families.len() > 50, "{}", families.len());
+        let mut names = BTreeSet::new();
+        for family in &families {
+            for name in family.exposed_names() {
+                assert!(names.insert(name.clone()), "{name} declared twice");
+            }
+            assert!(!family.help.is_empty(), "{}", family.name);
+            let labels: BTreeSet<_> = family.labels.iter().collect();
+            assert_eq!(labels.len(), family.labels.len(), "{}", family.name);
+            if family.kind == Kind::Counter {
+                assert!(family.name.ends_with("_total"), "{}", family.name);
+            }
+        }
+    }
+
+    #[test]
+    fn every_family_written_is_declared_with_its_labels() {
+        let process = ProcessStats {
+            cpu_seconds: 1.5,
+            resident_memory_bytes: Some(4096),
+        };
+        let snapshots = vec![(0, busy_shard()), (1, busy_shard())];
+        let text = registry(snapshots, ClusterGauges::default(), process).render();
+        let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for family in metric_families() {
+            let labels: Vec<String> = family.labels.iter().map(|l| l.to_string()).collect();
+            for name in family.exposed_names() {
+                let own = name == family.name;
+                declared.insert(name, if own { labels.clone() } else { Vec::new() });
+            }
+        }
+        let written = samples(&text);
+        let names: BTreeSet<&String> = written.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, declared.keys().collect(), "{text}");
+        for (name, labels) in &written {
+            assert_eq!(labels, &declared[name], "{name}");
+        }
+        for name in declared.keys() {
+            assert_eq!(
+                text.matches(&format!("# TYPE {name} ")).count(),
+                1,
+                "{name}"
+            );
+        }
+    }
 }

@@ -5,7 +5,20 @@
 //! `process_resident_memory_bytes` (from `/proc/self/statm`). Per process,
 //! read by whichever shard answers the admin request.
 
-use std::fmt::Write;
+use kernel::metrics::prometheus_client::collector::Collector;
+use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
+use kernel::metrics::registry::{Declared, Family, Value};
+
+static CPU_SECONDS: Family = Family::counter(
+    "process_cpu_seconds_total",
+    "Total user and system CPU time spent in seconds.",
+    &[],
+);
+static RESIDENT_MEMORY_BYTES: Family = Family::gauge(
+    "process_resident_memory_bytes",
+    "Resident memory size in bytes.",
+    &[],
+);
 
 /// What the process has used so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -26,26 +39,25 @@ impl ProcessStats {
                 .and_then(|statm| resident_bytes_of_statm(&statm, page_size_bytes())),
         }
     }
+}
 
-    /// Prometheus text with HELP and TYPE lines (a missing RSS is left out
-    /// rather than shown as zero).
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds."
-        );
-        let _ = writeln!(out, "# TYPE process_cpu_seconds_total counter");
-        let _ = writeln!(out, "process_cpu_seconds_total {:.6}", self.cpu_seconds);
+/// The collector of the process figures (a missing RSS is left out rather
+/// than shown as zero).
+impl Collector for ProcessStats {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        // Microseconds, as getrusage gives them.
+        let cpu_seconds = (self.cpu_seconds * 1e6).round() / 1e6;
+        CPU_SECONDS.encode(&mut encoder, [(Vec::new(), Value::Float(cpu_seconds))])?;
         if let Some(bytes) = self.resident_memory_bytes {
-            let _ = writeln!(
-                out,
-                "# HELP process_resident_memory_bytes Resident memory size in bytes."
-            );
-            let _ = writeln!(out, "# TYPE process_resident_memory_bytes gauge");
-            let _ = writeln!(out, "process_resident_memory_bytes {bytes}");
+            RESIDENT_MEMORY_BYTES.encode(&mut encoder, [(Vec::new(), Value::from(bytes))])?;
         }
-        out
+        Ok(())
+    }
+}
+
+impl Declared for ProcessStats {
+    fn families(&self) -> Vec<&'static Family> {
+        vec![&CPU_SECONDS, &RESIDENT_MEMORY_BYTES]
     }
 }
 
@@ -107,7 +119,9 @@ mod tests {
             after.cpu_seconds > before.cpu_seconds,
             "{before:?} {after:?}"
         );
-        let text = after.render();
+        let mut registry = kernel::metrics::registry::MetricsRegistry::default();
+        registry.register(after);
+        let text = registry.render();
         assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
         assert!(text.contains("# TYPE process_resident_memory_bytes gauge\n"));
         assert!(text.contains("\nprocess_cpu_seconds_total "));

@@ -4,83 +4,109 @@
 //! leads (offline, under-replicated — Kafka's `UnderReplicatedPartitions`).
 
 use super::view::ClusterView;
+use kernel::metrics::prometheus_client::collector::Collector;
+use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
+use kernel::metrics::registry::{Declared, Family, Value};
 use kernel::shard::Shard;
-use std::fmt::Write;
 
-/// The cluster gauges in Prometheus' text format.
-pub fn render(shard: &Shard) -> String {
-    let view = shard.service::<ClusterView>();
-    let image = view.image();
-    let quorum = view.quorum();
-    let own = shard.config.broker_id;
-    let (mut live, mut fenced) = (0u64, 0u64);
-    for broker in image.brokers().values() {
-        if broker.fenced {
-            fenced += 1;
-        } else {
-            live += 1;
-        }
-    }
-    let (mut leader_count, mut under_replicated, mut offline) = (0u64, 0u64, 0u64);
-    for (_, _, state) in image.partitions() {
-        if state.leader < 0 {
-            offline += 1;
-        }
-        if state.leader == own {
-            leader_count += 1;
-            if state.isr.len() < state.replicas.len() {
-                under_replicated += 1;
+/// The gauges, in the order they are written.
+static GAUGES: [Family; 9] = [
+    Family::gauge(
+        "rill_metadata_quorum_term",
+        "the metadata quorum's Raft term",
+        &[],
+    ),
+    Family::gauge(
+        "rill_metadata_quorum_commit_index",
+        "the highest committed metadata offset known here",
+        &[],
+    ),
+    Family::gauge(
+        "rill_metadata_applied_offset",
+        "the metadata offset this broker has applied",
+        &[],
+    ),
+    Family::gauge(
+        "rill_active_controller",
+        "1 when this node is the active controller",
+        &[],
+    ),
+    Family::gauge("rill_brokers_live", "registered, unfenced brokers", &[]),
+    Family::gauge(
+        "rill_brokers_fenced",
+        "registered brokers fenced (no heartbeat, or shutting down)",
+        &[],
+    ),
+    Family::gauge("rill_partitions_led", "partitions this broker leads", &[]),
+    Family::gauge(
+        "rill_under_replicated_partitions",
+        "partitions led here whose ISR lacks a replica",
+        &[],
+    ),
+    Family::gauge(
+        "rill_offline_partitions",
+        "partitions of the cluster without a leader",
+        &[],
+    ),
+];
+
+/// The values of [`GAUGES`], read at scrape time: the collector of the
+/// cluster's gauges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClusterGauges([u64; 9]);
+
+impl ClusterGauges {
+    /// Reads the gauges from this broker's view of the cluster.
+    pub fn read(shard: &Shard) -> Self {
+        let view = shard.service::<ClusterView>();
+        let image = view.image();
+        let quorum = view.quorum();
+        let own = shard.config.broker_id;
+        let (mut live, mut fenced) = (0u64, 0u64);
+        for broker in image.brokers().values() {
+            if broker.fenced {
+                fenced += 1;
+            } else {
+                live += 1;
             }
         }
-    }
-    let gauges: [(&str, &str, u64); 9] = [
-        (
-            "rill_metadata_quorum_term",
-            "the metadata quorum's Raft term",
+        let (mut leader_count, mut under_replicated, mut offline) = (0u64, 0u64, 0u64);
+        for (_, _, state) in image.partitions() {
+            if state.leader < 0 {
+                offline += 1;
+            }
+            if state.leader == own {
+                leader_count += 1;
+                if state.isr.len() < state.replicas.len() {
+                    under_replicated += 1;
+                }
+            }
+        }
+        ClusterGauges([
             quorum.term,
-        ),
-        (
-            "rill_metadata_quorum_commit_index",
-            "the highest committed metadata offset known here",
             quorum.commit_index,
-        ),
-        (
-            "rill_metadata_applied_offset",
-            "the metadata offset this broker has applied",
             quorum.applied_index,
-        ),
-        (
-            "rill_active_controller",
-            "1 when this node is the active controller",
             u64::from(quorum.leader_id == Some(own)),
-        ),
-        ("rill_brokers_live", "registered, unfenced brokers", live),
-        (
-            "rill_brokers_fenced",
-            "registered brokers fenced (no heartbeat, or shutting down)",
+            live,
             fenced,
-        ),
-        (
-            "rill_partitions_led",
-            "partitions this broker leads",
             leader_count,
-        ),
-        (
-            "rill_under_replicated_partitions",
-            "partitions led here whose ISR lacks a replica",
             under_replicated,
-        ),
-        (
-            "rill_offline_partitions",
-            "partitions of the cluster without a leader",
             offline,
-        ),
-    ];
-    let mut out = String::new();
-    for (name, help, value) in gauges {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} gauge");
-        let _ = writeln!(out, "{name} {value}");
+        ])
     }
-    out
+}
+
+impl Collector for ClusterGauges {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        for (family, value) in GAUGES.iter().zip(self.0) {
+            family.encode(&mut encoder, [(Vec::new(), Value::from(value))])?;
+        }
+        Ok(())
+    }
+}
+
+impl Declared for ClusterGauges {
+    fn families(&self) -> Vec<&'static Family> {
+        GAUGES.iter().collect()
+    }
 }
