@@ -64,22 +64,23 @@ const MAX_FN_LINES: usize = 80;
 /// Each workspace package's layer: a crate may depend (outside
 /// dev-dependencies) only on crates of a strictly lower layer.
 const LAYERS: &[(&str, u32)] = &[
+    // Beside the broker: storage, the host tuner, the load generator.
     ("rill-engine", 0),
     ("rill-tuning", 0),
     ("rill-bench", 0),
+    // The pure cores.
     ("rill-cluster", 1),
     ("rill-coordinators", 1),
-    ("rill-security", 1),
-    ("rill-kernel", 2),
-    ("rill-runtimes", 3),
-    ("rill-api", 4),
-    // The pre-split crate, to be removed once `net/` is split into the
-    // crates above; until then it sits where the server will.
-    ("rill-net", 5),
-    ("rill-server", 5),
+    // The security model reads the SCRAM credential type the metadata
+    // image stores, so it sits above the cluster cores.
+    ("rill-security", 2),
+    ("rill-kernel", 3),
+    ("rill-runtimes", 4),
+    ("rill-api", 5),
+    ("rill-server", 6),
     // The root package: the `rill` binary.
-    ("rill", 6),
-    ("rill-tests", 7),
+    ("rill", 7),
+    ("rill-tests", 8),
 ];
 
 fn workspace_root() -> PathBuf {
