@@ -144,8 +144,8 @@ fn topic_change(
             leader_epoch,
             partition_epoch,
             new_isr,
-        } => {
-            let request = AlterPartitionRequest {
+        } => controller
+            .alter_partition(&AlterPartitionRequest {
                 broker_id: *broker_id,
                 broker_epoch: registered_epoch(controller.image, *broker_id),
                 topic_id: *topic_id,
@@ -153,11 +153,8 @@ fn topic_change(
                 leader_epoch: *leader_epoch,
                 partition_epoch: *partition_epoch,
                 new_isr: new_isr.clone(),
-            };
-            controller
-                .alter_partition(&request)
-                .map(|outcome| outcome.records)
-        }
+            })
+            .map(|outcome| outcome.records),
         ControllerRpc::AlterReassignment {
             topic,
             partition,
