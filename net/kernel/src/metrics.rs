@@ -201,189 +201,200 @@ type Gauge = (&'static str, &'static str, fn(&ShardMetrics) -> i64);
 /// Renders the snapshots of all shards as Prometheus text.
 pub fn render(snapshots: &[MetricsSnapshot]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# TYPE rill_requests_total counter");
-    for (shard, m) in snapshots {
-        for (key, c) in &m.apis {
-            let _ = writeln!(
-                out,
-                "rill_requests_total{{api=\"{}\",shard=\"{shard}\"}} {}",
-                api_name(*key),
-                c.requests
-            );
-        }
-    }
-    let _ = writeln!(out, "# TYPE rill_request_bytes_total counter");
-    for (shard, m) in snapshots {
-        for (key, c) in &m.apis {
-            let _ = writeln!(
-                out,
-                "rill_request_bytes_total{{api=\"{}\",shard=\"{shard}\"}} {}",
-                api_name(*key),
-                c.bytes_in
-            );
-        }
-    }
-    let _ = writeln!(out, "# TYPE rill_response_bytes_total counter");
-    for (shard, m) in snapshots {
-        for (key, c) in &m.apis {
-            let _ = writeln!(
-                out,
-                "rill_response_bytes_total{{api=\"{}\",shard=\"{shard}\"}} {}",
-                api_name(*key),
-                c.bytes_out
-            );
-        }
-    }
+    api_counters(&mut out, snapshots);
     disk_dirs(&mut out, snapshots);
-    let gauges: &[Gauge] = &[
-        ("rill_connections_open", "gauge", |m| m.connections_open),
-        ("rill_partitions_offline", "gauge", |m| {
-            m.partitions_offline as i64
-        }),
-        ("rill_connections_accepted_total", "counter", |m| {
-            m.connections_accepted as i64
-        }),
-        ("rill_connections_refused_total", "counter", |m| {
-            m.connections_refused as i64
-        }),
-        ("rill_protocol_errors_total", "counter", |m| {
-            m.protocol_errors as i64
-        }),
-        ("rill_queued_request_bytes", "gauge", |m| {
-            m.queued_request_bytes as i64
-        }),
-        // Connection read buffers: 4 KiB for a connection that never filled
-        // one, then 64 KiB or the frame being read; their bytes are not in
-        // rill_queued_request_bytes until a frame is whole.
-        ("rill_connection_read_buffer_bytes", "gauge", |m| {
-            m.connection_read_buffer_bytes as i64
-        }),
-        // Recent batches kept for tailing readers, against the shard's share
-        // of `rill.cache.batch.max.bytes`.
-        ("rill_batch_cache_bytes", "gauge", |m| {
-            m.batch_cache_bytes as i64
-        }),
-        ("rill_batch_cache_max_bytes", "gauge", |m| {
-            m.batch_cache_max_bytes as i64
-        }),
-        // Client quotas: requests throttled and the throttle time given.
-        ("rill_quota_throttled_requests_total", "counter", |m| {
-            m.quota_throttled_requests as i64
-        }),
-        ("rill_quota_throttle_ms_total", "counter", |m| {
-            m.quota_throttle_ms as i64
-        }),
-        ("rill_tls_handshakes_total", "counter", |m| {
-            m.tls_handshakes as i64
-        }),
-        ("rill_tls_handshake_failures_total", "counter", |m| {
-            m.tls_handshake_failures as i64
-        }),
-        ("rill_partitions", "gauge", |m| m.partitions as i64),
-        // Group commit: appends per fdatasync is appends_covered / fsyncs,
-        // mean fsync latency is fsync_seconds_total / fsyncs.
-        ("rill_fsyncs_total", "counter", |m| {
-            m.group_commit.syncs as i64
-        }),
-        ("rill_fsync_appends_covered_total", "counter", |m| {
-            m.group_commit.appends_covered as i64
-        }),
-        ("rill_fsync_microseconds_total", "counter", |m| {
-            m.group_commit.sync_us_total as i64
-        }),
-        ("rill_fsync_microseconds_max", "gauge", |m| {
-            m.group_commit.sync_us_max as i64
-        }),
-        ("rill_disk_writes_total", "counter", |m| {
-            m.group_commit.writes as i64
-        }),
-        ("rill_disk_written_bytes_total", "counter", |m| {
-            m.group_commit.bytes_written as i64
-        }),
-        // Time the writers waited for their O_DIRECT writes: with the fsync
-        // time it tells disk time from CPU time in a group-commit round.
-        ("rill_disk_write_microseconds_total", "counter", |m| {
-            m.group_commit.write_us_total as i64
-        }),
-        // Whole blocks of small appends written while their round's appends
-        // were still arriving (`rill.stream_min_bytes`); their bytes are in
-        // rill_disk_written_bytes_total too.
-        ("rill_disk_streamed_writes_total", "counter", |m| {
-            m.group_commit.streamed_writes as i64
-        }),
-        ("rill_disk_streamed_bytes_total", "counter", |m| {
-            m.group_commit.streamed_bytes as i64
-        }),
-        // Batches rewritten because their codec was not the topic's
-        // `compression.type`: each cost a decompress and a compress.
-        ("rill_recompressed_batches_total", "counter", |m| {
-            m.recompressed_batches as i64
-        }),
-        // Sealed segments' indexes held in memory, against the shard's share
-        // of `rill.cache.index.max.bytes`; misses read the index files.
-        ("rill_index_cache_bytes", "gauge", |m| {
-            m.index_cache.bytes as i64
-        }),
-        ("rill_index_cache_max_bytes", "gauge", |m| {
-            m.index_cache.max_bytes as i64
-        }),
-        ("rill_index_cache_segments", "gauge", |m| {
-            m.index_cache.entries as i64
-        }),
-        ("rill_index_cache_hits_total", "counter", |m| {
-            m.index_cache.hits as i64
-        }),
-        ("rill_index_cache_misses_total", "counter", |m| {
-            m.index_cache.misses as i64
-        }),
-        ("rill_index_cache_evictions_total", "counter", |m| {
-            m.index_cache.evictions as i64
-        }),
-        ("rill_index_cache_rebuilds_total", "counter", |m| {
-            m.index_cache.rebuilds as i64
-        }),
-        // The log cleaner (cleanup.policy=compact): passes, bytes read by
-        // them (the "cleaned" bytes of Kafka's cleaner), bytes and records
-        // they removed, and the last pass's duration.
-        ("rill_cleaner_passes_total", "counter", |m| {
-            m.cleaner.passes as i64
-        }),
-        ("rill_cleaner_cleaned_bytes_total", "counter", |m| {
-            m.cleaner.bytes_read as i64
-        }),
-        ("rill_cleaner_removed_bytes_total", "counter", |m| {
-            m.cleaner.bytes_removed as i64
-        }),
-        ("rill_cleaner_removed_records_total", "counter", |m| {
-            m.cleaner.records_removed as i64
-        }),
-        ("rill_cleaner_last_pass_duration_ms", "gauge", |m| {
-            m.cleaner.last_pass_ms as i64
-        }),
-        ("rill_cleaner_pass_duration_ms_total", "counter", |m| {
-            m.cleaner.pass_ms_total as i64
-        }),
-        // The I/O sizes in use, from `io-properties.yaml` (`rill iotune`)
-        // or the defaults; `rill_io_sizes_measured` says which.
-        ("rill_io_inflight_write_bytes", "gauge", |m| {
-            m.io_sizing.inflight_write_bytes as i64
-        }),
-        ("rill_io_stream_chunk_bytes", "gauge", |m| {
-            m.stream_chunk_bytes as i64
-        }),
-        ("rill_io_read_ahead_bytes", "gauge", |m| {
-            m.io_sizing.read_ahead_bytes as i64
-        }),
-        ("rill_io_sizes_measured", "gauge", |m| {
-            i64::from(m.io_sizing.measured)
-        }),
-    ];
-    for &(name, kind, get) in gauges {
+    per_shard_series(&mut out, snapshots);
+    latency_summaries(&mut out, snapshots);
+    consumer_lag(&mut out, snapshots);
+    replication(&mut out, snapshots);
+    sasl(&mut out, snapshots);
+    out
+}
+
+/// A per-API series: name, how to read it from one API's counters.
+type ApiSeries = (&'static str, fn(&ApiCounters) -> u64);
+
+/// Requests, request bytes and response bytes.
+const API_SERIES: &[ApiSeries] = &[
+    ("rill_requests_total", |c| c.requests),
+    ("rill_request_bytes_total", |c| c.bytes_in),
+    ("rill_response_bytes_total", |c| c.bytes_out),
+];
+
+/// Every series of [`API_SERIES`], per API and shard.
+fn api_counters(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    for &(name, get) in API_SERIES {
+        let _ = writeln!(out, "# TYPE {name} counter");
+        for (shard, m) in snapshots {
+            for (key, c) in &m.apis {
+                let _ = writeln!(
+                    out,
+                    "{name}{{api=\"{}\",shard=\"{shard}\"}} {}",
+                    api_name(*key),
+                    get(c)
+                );
+            }
+        }
+    }
+}
+
+/// The per-shard series, one line per shard each, in the order rendered.
+const PER_SHARD_SERIES: &[Gauge] = &[
+    ("rill_connections_open", "gauge", |m| m.connections_open),
+    ("rill_partitions_offline", "gauge", |m| {
+        m.partitions_offline as i64
+    }),
+    ("rill_connections_accepted_total", "counter", |m| {
+        m.connections_accepted as i64
+    }),
+    ("rill_connections_refused_total", "counter", |m| {
+        m.connections_refused as i64
+    }),
+    ("rill_protocol_errors_total", "counter", |m| {
+        m.protocol_errors as i64
+    }),
+    ("rill_queued_request_bytes", "gauge", |m| {
+        m.queued_request_bytes as i64
+    }),
+    // Connection read buffers: 4 KiB for a connection that never filled
+    // one, then 64 KiB or the frame being read; their bytes are not in
+    // rill_queued_request_bytes until a frame is whole.
+    ("rill_connection_read_buffer_bytes", "gauge", |m| {
+        m.connection_read_buffer_bytes as i64
+    }),
+    // Recent batches kept for tailing readers, against the shard's share
+    // of `rill.cache.batch.max.bytes`.
+    ("rill_batch_cache_bytes", "gauge", |m| {
+        m.batch_cache_bytes as i64
+    }),
+    ("rill_batch_cache_max_bytes", "gauge", |m| {
+        m.batch_cache_max_bytes as i64
+    }),
+    // Client quotas: requests throttled and the throttle time given.
+    ("rill_quota_throttled_requests_total", "counter", |m| {
+        m.quota_throttled_requests as i64
+    }),
+    ("rill_quota_throttle_ms_total", "counter", |m| {
+        m.quota_throttle_ms as i64
+    }),
+    ("rill_tls_handshakes_total", "counter", |m| {
+        m.tls_handshakes as i64
+    }),
+    ("rill_tls_handshake_failures_total", "counter", |m| {
+        m.tls_handshake_failures as i64
+    }),
+    ("rill_partitions", "gauge", |m| m.partitions as i64),
+    // Group commit: appends per fdatasync is appends_covered / fsyncs,
+    // mean fsync latency is fsync_seconds_total / fsyncs.
+    ("rill_fsyncs_total", "counter", |m| {
+        m.group_commit.syncs as i64
+    }),
+    ("rill_fsync_appends_covered_total", "counter", |m| {
+        m.group_commit.appends_covered as i64
+    }),
+    ("rill_fsync_microseconds_total", "counter", |m| {
+        m.group_commit.sync_us_total as i64
+    }),
+    ("rill_fsync_microseconds_max", "gauge", |m| {
+        m.group_commit.sync_us_max as i64
+    }),
+    ("rill_disk_writes_total", "counter", |m| {
+        m.group_commit.writes as i64
+    }),
+    ("rill_disk_written_bytes_total", "counter", |m| {
+        m.group_commit.bytes_written as i64
+    }),
+    // Time the writers waited for their O_DIRECT writes: with the fsync
+    // time it tells disk time from CPU time in a group-commit round.
+    ("rill_disk_write_microseconds_total", "counter", |m| {
+        m.group_commit.write_us_total as i64
+    }),
+    // Whole blocks of small appends written while their round's appends
+    // were still arriving (`rill.stream_min_bytes`); their bytes are in
+    // rill_disk_written_bytes_total too.
+    ("rill_disk_streamed_writes_total", "counter", |m| {
+        m.group_commit.streamed_writes as i64
+    }),
+    ("rill_disk_streamed_bytes_total", "counter", |m| {
+        m.group_commit.streamed_bytes as i64
+    }),
+    // Batches rewritten because their codec was not the topic's
+    // `compression.type`: each cost a decompress and a compress.
+    ("rill_recompressed_batches_total", "counter", |m| {
+        m.recompressed_batches as i64
+    }),
+    // Sealed segments' indexes held in memory, against the shard's share
+    // of `rill.cache.index.max.bytes`; misses read the index files.
+    ("rill_index_cache_bytes", "gauge", |m| {
+        m.index_cache.bytes as i64
+    }),
+    ("rill_index_cache_max_bytes", "gauge", |m| {
+        m.index_cache.max_bytes as i64
+    }),
+    ("rill_index_cache_segments", "gauge", |m| {
+        m.index_cache.entries as i64
+    }),
+    ("rill_index_cache_hits_total", "counter", |m| {
+        m.index_cache.hits as i64
+    }),
+    ("rill_index_cache_misses_total", "counter", |m| {
+        m.index_cache.misses as i64
+    }),
+    ("rill_index_cache_evictions_total", "counter", |m| {
+        m.index_cache.evictions as i64
+    }),
+    ("rill_index_cache_rebuilds_total", "counter", |m| {
+        m.index_cache.rebuilds as i64
+    }),
+    // The log cleaner (cleanup.policy=compact): passes, bytes read by
+    // them (the "cleaned" bytes of Kafka's cleaner), bytes and records
+    // they removed, and the last pass's duration.
+    ("rill_cleaner_passes_total", "counter", |m| {
+        m.cleaner.passes as i64
+    }),
+    ("rill_cleaner_cleaned_bytes_total", "counter", |m| {
+        m.cleaner.bytes_read as i64
+    }),
+    ("rill_cleaner_removed_bytes_total", "counter", |m| {
+        m.cleaner.bytes_removed as i64
+    }),
+    ("rill_cleaner_removed_records_total", "counter", |m| {
+        m.cleaner.records_removed as i64
+    }),
+    ("rill_cleaner_last_pass_duration_ms", "gauge", |m| {
+        m.cleaner.last_pass_ms as i64
+    }),
+    ("rill_cleaner_pass_duration_ms_total", "counter", |m| {
+        m.cleaner.pass_ms_total as i64
+    }),
+    // The I/O sizes in use, from `io-properties.yaml` (`rill iotune`)
+    // or the defaults; `rill_io_sizes_measured` says which.
+    ("rill_io_inflight_write_bytes", "gauge", |m| {
+        m.io_sizing.inflight_write_bytes as i64
+    }),
+    ("rill_io_stream_chunk_bytes", "gauge", |m| {
+        m.stream_chunk_bytes as i64
+    }),
+    ("rill_io_read_ahead_bytes", "gauge", |m| {
+        m.io_sizing.read_ahead_bytes as i64
+    }),
+    ("rill_io_sizes_measured", "gauge", |m| {
+        i64::from(m.io_sizing.measured)
+    }),
+];
+
+/// Every series of [`PER_SHARD_SERIES`], one line per shard.
+fn per_shard_series(out: &mut String, snapshots: &[MetricsSnapshot]) {
+    for &(name, kind, get) in PER_SHARD_SERIES {
         let _ = writeln!(out, "# TYPE {name} {kind}");
         for (shard, m) in snapshots {
             let _ = writeln!(out, "{name}{{shard=\"{shard}\"}} {}", get(m));
         }
     }
+}
+
+/// The latency histograms of all shards, merged, as summaries.
+fn latency_summaries(out: &mut String, snapshots: &[MetricsSnapshot]) {
     let mut produce = histogram();
     let mut fetch = histogram();
     let mut disk_write = histogram();
@@ -394,17 +405,13 @@ pub fn render(snapshots: &[MetricsSnapshot]) -> String {
         let _ = disk_write.add(m.group_commit.write_latency_us.histogram());
         let _ = fsync.add(m.group_commit.sync_latency_us.histogram());
     }
-    summary(&mut out, "rill_produce_latency_seconds", &produce);
-    summary(&mut out, "rill_fetch_latency_seconds", &fetch);
+    summary(out, "rill_produce_latency_seconds", &produce);
+    summary(out, "rill_fetch_latency_seconds", &fetch);
     // What a produce waits for on the device (acks after the write under
     // `os`, after the fdatasync too under `fsync`): a produce p99 near
     // these is the disk's, not the broker's.
-    summary(&mut out, "rill_disk_write_latency_seconds", &disk_write);
-    summary(&mut out, "rill_fsync_latency_seconds", &fsync);
-    consumer_lag(&mut out, snapshots);
-    replication(&mut out, snapshots);
-    sasl(&mut out, snapshots);
-    out
+    summary(out, "rill_disk_write_latency_seconds", &disk_write);
+    summary(out, "rill_fsync_latency_seconds", &fsync);
 }
 
 /// One data dir's free space as one shard last saw it.

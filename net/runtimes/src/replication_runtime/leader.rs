@@ -386,6 +386,72 @@ fn diverging_epoch_of(
     diverging_epoch_of_answer(log.end_offset_for_epoch(epoch), fetch_offset, epoch)
 }
 
+impl ServeFollowerFetch {
+    /// Records the follower's fetch offset in the leader state, moving the
+    /// HW and the ISR as it allows, and hands a moved HW to the log.
+    fn record_fetch(
+        &self,
+        shard: &Shard,
+        state: &RefCell<LeaderState>,
+        log: &PartitionLog,
+    ) -> Result<(), ErrorCode> {
+        let moved =
+            state
+                .borrow_mut()
+                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
+        // `sync` just brought the state to this log's end, with no await
+        // since: a fetch offset the state took is at most that end, and so
+        // is any HW it moved to.
+        let log_end_offset = log.log_end_offset();
+        if moved.is_ok() {
+            assert!(
+                self.fetch_offset <= log_end_offset,
+                "a follower's accepted fetch offset never passes the leader's log end: {}, \
+                 replica {} at {}, log end {log_end_offset}",
+                self.tp,
+                self.replica,
+                self.fetch_offset
+            );
+        }
+        match moved {
+            Ok(Some(hw)) => {
+                assert!(
+                    hw <= log_end_offset,
+                    "a leader's HW never passes its log end: {}, HW {hw}, log end {log_end_offset}",
+                    self.tp
+                );
+                log.set_replication_limit(Some(hw));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(e.error_code()),
+        }
+        Ok(())
+    }
+
+    /// Reads from the fetch offset; an empty read waits up to `max_wait`
+    /// for new durable records and reads again.
+    async fn read_or_wait(
+        &self,
+        log: &PartitionLog,
+    ) -> Result<engine::ReadResult, engine::EngineError> {
+        let mut read = log
+            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+            .await;
+        let empty = matches!(&read, Ok(r) if r.data.is_empty());
+        if empty && !self.max_wait.is_zero() {
+            let _ = glommio::timer::timeout(self.max_wait, async {
+                let _ = log.wait_durable(self.fetch_offset).await;
+                Ok(())
+            })
+            .await;
+            read = log
+                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+                .await;
+        }
+        read
+    }
+}
+
 impl OwnerCall for ServeFollowerFetch {
     type Reply = FollowerFetchReply;
 
@@ -429,50 +495,10 @@ impl OwnerCall for ServeFollowerFetch {
             }
             Err(e) => return FollowerFetchReply::error(e.error_code()),
         }
-        let moved =
-            state
-                .borrow_mut()
-                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
-        // `sync` just brought the state to this log's end, with no await
-        // since: a fetch offset the state took is at most that end, and so
-        // is any HW it moved to.
-        let log_end_offset = log.log_end_offset();
-        if moved.is_ok() {
-            assert!(
-                self.fetch_offset <= log_end_offset,
-                "a follower's accepted fetch offset never passes the leader's log end: {}, \
-                 replica {} at {}, log end {log_end_offset}",
-                self.tp,
-                self.replica,
-                self.fetch_offset
-            );
+        if let Err(code) = self.record_fetch(&shard, &state, &log) {
+            return FollowerFetchReply::error(code);
         }
-        match moved {
-            Ok(Some(hw)) => {
-                assert!(
-                    hw <= log_end_offset,
-                    "a leader's HW never passes its log end: {}, HW {hw}, log end {log_end_offset}",
-                    self.tp
-                );
-                log.set_replication_limit(Some(hw))
-            }
-            Ok(None) => {}
-            Err(e) => return FollowerFetchReply::error(e.error_code()),
-        }
-        let mut read = log
-            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
-            .await;
-        let empty = matches!(&read, Ok(r) if r.data.is_empty());
-        if empty && !self.max_wait.is_zero() {
-            let _ = glommio::timer::timeout(self.max_wait, async {
-                let _ = log.wait_durable(self.fetch_offset).await;
-                Ok(())
-            })
-            .await;
-            read = log
-                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
-                .await;
-        }
+        let read = self.read_or_wait(&log).await;
         match read {
             Ok(result) => FollowerFetchReply {
                 error: ErrorCode::None,
