@@ -99,6 +99,38 @@ pub enum CompressionArg {
     Zstd,
 }
 
+impl From<KeyArg> for KeyDistribution {
+    fn from(arg: KeyArg) -> Self {
+        match arg {
+            KeyArg::None => KeyDistribution::None,
+            KeyArg::RoundRobin => KeyDistribution::RoundRobin,
+            KeyArg::Random => KeyDistribution::Random,
+            KeyArg::Zipf => KeyDistribution::Zipf,
+        }
+    }
+}
+
+impl From<CompressionArg> for Compression {
+    fn from(arg: CompressionArg) -> Self {
+        match arg {
+            CompressionArg::None => Compression::None,
+            CompressionArg::Gzip => Compression::Gzip,
+            CompressionArg::Snappy => Compression::Snappy,
+            CompressionArg::Lz4 => Compression::Lz4,
+            CompressionArg::Zstd => Compression::Zstd,
+        }
+    }
+}
+
+impl From<GroupProtocolArg> for GroupProtocol {
+    fn from(arg: GroupProtocolArg) -> Self {
+        match arg {
+            GroupProtocolArg::Classic => GroupProtocol::Classic,
+            GroupProtocolArg::Consumer => GroupProtocol::Consumer,
+        }
+    }
+}
+
 impl WorkloadArgs {
     /// Built-in or file (or the default), then overrides, then validation.
     pub fn resolve(&self) -> Result<Workload> {
@@ -107,6 +139,16 @@ impl WorkloadArgs {
             (Some(name), None) => Workload::builtin(name)?,
             (None, None) => Workload::default(),
         };
+        // In flag order, so that the first bad flag is the one reported.
+        self.apply_layout(&mut workload)?;
+        self.apply_producing(&mut workload)?;
+        self.apply_consuming(&mut workload)?;
+        workload.validate()?;
+        Ok(workload)
+    }
+
+    /// Overrides of the topics, messages, keys and client counts.
+    fn apply_layout(&self, workload: &mut Workload) -> Result<()> {
         if let Some(v) = self.topics {
             workload.topics = v;
         }
@@ -123,12 +165,7 @@ impl WorkloadArgs {
             workload.message_size = MessageSize::parse(v)?;
         }
         if let Some(v) = self.keys {
-            workload.key_distribution = match v {
-                KeyArg::None => KeyDistribution::None,
-                KeyArg::RoundRobin => KeyDistribution::RoundRobin,
-                KeyArg::Random => KeyDistribution::Random,
-                KeyArg::Zipf => KeyDistribution::Zipf,
-            };
+            workload.key_distribution = v.into();
         }
         if let Some(v) = self.key_space {
             workload.key_space = v;
@@ -139,6 +176,14 @@ impl WorkloadArgs {
         if let Some(v) = self.consumers {
             workload.consumers_per_topic = v;
         }
+        if let Some(v) = &self.topic_prefix {
+            workload.topic_prefix = v.clone();
+        }
+        Ok(())
+    }
+
+    /// Overrides of the producers' rate, acks, compression and batching.
+    fn apply_producing(&self, workload: &mut Workload) -> Result<()> {
         if let Some(v) = self.rate {
             workload.producer_rate_msgs_per_s = v;
         }
@@ -146,13 +191,7 @@ impl WorkloadArgs {
             workload.acks = parse_acks(v)?;
         }
         if let Some(v) = self.compression {
-            workload.compression = match v {
-                CompressionArg::None => Compression::None,
-                CompressionArg::Gzip => Compression::Gzip,
-                CompressionArg::Snappy => Compression::Snappy,
-                CompressionArg::Lz4 => Compression::Lz4,
-                CompressionArg::Zstd => Compression::Zstd,
-            };
+            workload.compression = v.into();
         }
         if let Some(v) = &self.batch_size {
             workload.batch_size_bytes = parse_bytes(v)? as u32;
@@ -163,6 +202,11 @@ impl WorkloadArgs {
         if let Some(v) = self.max_in_flight {
             workload.max_in_flight_per_producer = v;
         }
+        Ok(())
+    }
+
+    /// Overrides of the run's phases and of how the consumers read.
+    fn apply_consuming(&self, workload: &mut Workload) -> Result<()> {
         if let Some(v) = self.warmup_s {
             workload.warmup_duration_s = v;
         }
@@ -175,9 +219,6 @@ impl WorkloadArgs {
         if self.from_earliest {
             workload.consumer_start = StartOffset::Earliest;
         }
-        if let Some(v) = &self.topic_prefix {
-            workload.topic_prefix = v.clone();
-        }
         if let Some(v) = &self.consumer_group {
             workload.consumer_group = Some(v.clone());
         }
@@ -185,13 +226,9 @@ impl WorkloadArgs {
             workload.assignor = Assignor::from_name(v)?;
         }
         if let Some(v) = self.group_protocol {
-            workload.group_protocol = match v {
-                GroupProtocolArg::Classic => GroupProtocol::Classic,
-                GroupProtocolArg::Consumer => GroupProtocol::Consumer,
-            };
+            workload.group_protocol = v.into();
         }
-        workload.validate()?;
-        Ok(workload)
+        Ok(())
     }
 }
 

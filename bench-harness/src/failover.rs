@@ -392,46 +392,13 @@ async fn read_back(bootstrap: &str, topic: &str) -> Result<Vec<u64>> {
 
 /// Runs the measurement and returns its report.
 pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
-    if args.cluster.brokers < 3 {
-        return Err(BenchError::Other(
-            "failover needs at least 3 brokers (min.insync.replicas=2 after a kill)".into(),
-        ));
-    }
-    if args.message_size < 8 {
-        return Err(BenchError::Other(
-            "--message-size must be at least 8".into(),
-        ));
-    }
-    let mut cluster = LocalCluster::start(&args.cluster)?;
-    cluster.wait_ready().await?;
-    let bootstrap = cluster.bootstrap();
-    eprintln!("cluster up: {bootstrap}");
-    let topic = format!("rill-bench-failover-{:08x}", rand::thread_rng().next_u32());
-    let connection = connect_any(&bootstrap, "rill-bench-failover", Duration::from_secs(5)).await?;
-    create_topics_with_configs(
-        &connection,
-        "rill-bench-failover",
-        std::slice::from_ref(&topic),
-        1,
-        args.cluster.brokers as i16,
-        &[(
-            "min.insync.replicas".to_string(),
-            MIN_INSYNC_REPLICAS.to_string(),
-        )],
-    )
-    .await?;
-    let all: Vec<i32> = cluster.node_ids();
-    wait_until("every broker in the ISR", STEP_TIMEOUT, || async {
-        let (leader, isr) = partition_state(&bootstrap, &topic).await?;
-        (leader > 0 && isr == all).then_some(())
-    })
-    .await?;
-
+    check_args(args)?;
+    let mut rig = Rig::start(args).await?;
     let shared = Arc::new(Shared::default());
     let stop = Arc::new(AtomicBool::new(false));
     let producer = tokio::spawn(producer_loop(
-        bootstrap.clone(),
-        topic.clone(),
+        rig.bootstrap.clone(),
+        rig.topic.clone(),
         args.message_size,
         shared.clone(),
         stop.clone(),
@@ -442,66 +409,9 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
         if producer.is_finished() {
             break;
         }
-        let (leader, _) = wait_until("the partition leader", STEP_TIMEOUT, || async {
-            let (leader, isr) = partition_state(&bootstrap, &topic).await?;
-            (leader > 0 && isr == all).then_some((leader, isr))
-        })
-        .await?;
-        let killed_controller = leader_address(&bootstrap, &topic)
-            .await
-            .is_ok_and(|m| m.controller_id == leader);
-        let killed_at = Instant::now();
-        cluster.kill(leader)?;
-        let ack = wait_until(
-            "an acknowledgement after the kill",
-            STEP_TIMEOUT,
-            || async { shared.first_ack_sent_after(killed_at) },
-        )
-        .await?;
-        let failover_ms = ack.acked_at.duration_since(killed_at).as_secs_f64() * 1000.0;
-        let survivors: Vec<i32> = all.iter().copied().filter(|&n| n != leader).collect();
-        let survivors_bootstrap = cluster
-            .specs()
-            .iter()
-            .filter(|s| s.node_id != leader)
-            .map(|s| s.kafka_addr.clone())
-            .collect::<Vec<_>>()
-            .join(",");
-        let (new_leader, _) = wait_until("the new leader", STEP_TIMEOUT, || async {
-            let (l, isr) = partition_state(&survivors_bootstrap, &topic).await?;
-            survivors.contains(&l).then_some((l, isr))
-        })
-        .await?;
-        let restarted_at = Instant::now();
-        cluster.restart(leader)?;
-        wait_until(
-            "the restarted broker back in the ISR",
-            STEP_TIMEOUT,
-            || async {
-                let (_, isr) = partition_state(&bootstrap, &topic).await?;
-                (isr == all).then_some(())
-            },
-        )
-        .await?;
-        let rejoin_ms = restarted_at.elapsed().as_secs_f64() * 1000.0;
-        eprintln!(
-            "kill {}/{}: node {leader}{} killed, failover {failover_ms:.0} ms (new leader {new_leader}, record {}), back in the ISR {rejoin_ms:.0} ms after restart",
-            round + 1,
-            args.kills,
-            if killed_controller {
-                " (leader and controller)"
-            } else {
-                ""
-            },
-            ack.seq
-        );
-        kills.push(KillResult {
-            killed_node: leader,
-            killed_controller,
-            failover_ms,
-            new_leader,
-            rejoin_ms,
-        });
+        let (kill, seq) = rig.kill_leader(&shared).await?;
+        eprintln!("{}", kill_line(round, args.kills, &kill, seq));
+        kills.push(kill);
     }
     tokio::time::sleep(Duration::from_millis(args.settle_ms)).await;
     stop.store(true, Ordering::Relaxed);
@@ -521,9 +431,187 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
         .lock()
         .map(|acks| acks.iter().map(|a| a.seq).collect())
         .unwrap_or_default();
-    let read = read_back(&bootstrap, &topic).await?;
+    let read = read_back(&rig.bootstrap, &rig.topic).await?;
     let (lost, duplicates) = check_read_back(&acknowledged, &read);
-    cluster.stop();
+    rig.cluster.stop();
+    let records = Records {
+        acknowledged: acknowledged.len() as u64,
+        read_back: read.len() as u64,
+        duplicates,
+        lost: lost.len() as u64,
+        failed_attempts: shared.failed_attempts.load(Ordering::Relaxed),
+    };
+    Ok(failover_report(args, kills, &records))
+}
+
+/// Refuses arguments the measurement cannot run with.
+fn check_args(args: &FailoverArgs) -> Result<()> {
+    if args.cluster.brokers < 3 {
+        return Err(BenchError::Other(
+            "failover needs at least 3 brokers (min.insync.replicas=2 after a kill)".into(),
+        ));
+    }
+    if args.message_size < 8 {
+        return Err(BenchError::Other(
+            "--message-size must be at least 8".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The measured cluster and its one topic.
+struct Rig {
+    cluster: LocalCluster,
+    bootstrap: String,
+    topic: String,
+    /// Every node id: the full ISR.
+    all: Vec<i32>,
+}
+
+impl Rig {
+    /// Launches the cluster, creates the topic (RF = brokers,
+    /// `min.insync.replicas` = 2) and waits until every broker is in its ISR.
+    async fn start(args: &FailoverArgs) -> Result<Rig> {
+        let mut cluster = LocalCluster::start(&args.cluster)?;
+        cluster.wait_ready().await?;
+        let bootstrap = cluster.bootstrap();
+        eprintln!("cluster up: {bootstrap}");
+        let topic = format!("rill-bench-failover-{:08x}", rand::thread_rng().next_u32());
+        let connection =
+            connect_any(&bootstrap, "rill-bench-failover", Duration::from_secs(5)).await?;
+        create_topics_with_configs(
+            &connection,
+            "rill-bench-failover",
+            std::slice::from_ref(&topic),
+            1,
+            args.cluster.brokers as i16,
+            &[(
+                "min.insync.replicas".to_string(),
+                MIN_INSYNC_REPLICAS.to_string(),
+            )],
+        )
+        .await?;
+        let all: Vec<i32> = cluster.node_ids();
+        wait_until("every broker in the ISR", STEP_TIMEOUT, || async {
+            let (leader, isr) = partition_state(&bootstrap, &topic).await?;
+            (leader > 0 && isr == all).then_some(())
+        })
+        .await?;
+        Ok(Rig {
+            cluster,
+            bootstrap,
+            topic,
+            all,
+        })
+    }
+
+    /// One round: SIGKILLs the leader, waits for the first acknowledgement
+    /// of a produce sent after the kill and for the new leader, restarts
+    /// the killed broker and waits until it is back in the ISR. Returns
+    /// the round's result and the sequence number of that acknowledgement.
+    async fn kill_leader(&mut self, shared: &Shared) -> Result<(KillResult, u64)> {
+        let (bootstrap, topic, all) = (&self.bootstrap, &self.topic, &self.all);
+        let (leader, _) = wait_until("the partition leader", STEP_TIMEOUT, || async {
+            let (leader, isr) = partition_state(bootstrap, topic).await?;
+            (leader > 0 && isr == *all).then_some((leader, isr))
+        })
+        .await?;
+        let killed_controller = leader_address(bootstrap, topic)
+            .await
+            .is_ok_and(|m| m.controller_id == leader);
+        let killed_at = Instant::now();
+        self.cluster.kill(leader)?;
+        let ack = wait_until(
+            "an acknowledgement after the kill",
+            STEP_TIMEOUT,
+            || async { shared.first_ack_sent_after(killed_at) },
+        )
+        .await?;
+        let failover_ms = ack.acked_at.duration_since(killed_at).as_secs_f64() * 1000.0;
+        let new_leader = self.wait_new_leader(leader).await?;
+        let restarted_at = Instant::now();
+        self.cluster.restart(leader)?;
+        let (bootstrap, topic, all) = (&self.bootstrap, &self.topic, &self.all);
+        wait_until(
+            "the restarted broker back in the ISR",
+            STEP_TIMEOUT,
+            || async {
+                let (_, isr) = partition_state(bootstrap, topic).await?;
+                (isr == *all).then_some(())
+            },
+        )
+        .await?;
+        let rejoin_ms = restarted_at.elapsed().as_secs_f64() * 1000.0;
+        let kill = KillResult {
+            killed_node: leader,
+            killed_controller,
+            failover_ms,
+            new_leader,
+            rejoin_ms,
+        };
+        Ok((kill, ack.seq))
+    }
+
+    /// Waits until one of the brokers other than `killed` leads the
+    /// partition, asking only them.
+    async fn wait_new_leader(&self, killed: i32) -> Result<i32> {
+        let survivors: Vec<i32> = self.all.iter().copied().filter(|&n| n != killed).collect();
+        let survivors_bootstrap = self
+            .cluster
+            .specs()
+            .iter()
+            .filter(|s| s.node_id != killed)
+            .map(|s| s.kafka_addr.clone())
+            .collect::<Vec<_>>()
+            .join(",");
+        let topic = &self.topic;
+        let (new_leader, _) = wait_until("the new leader", STEP_TIMEOUT, || async {
+            let (l, isr) = partition_state(&survivors_bootstrap, topic).await?;
+            survivors.contains(&l).then_some((l, isr))
+        })
+        .await?;
+        Ok(new_leader)
+    }
+}
+
+/// The progress line of kill `round` (of `kills`), whose failover ended
+/// with the acknowledgement of record `seq`.
+fn kill_line(round: u32, kills: u32, kill: &KillResult, seq: u64) -> String {
+    let KillResult {
+        killed_node: leader,
+        killed_controller,
+        failover_ms,
+        new_leader,
+        rejoin_ms,
+    } = kill;
+    format!(
+        "kill {}/{}: node {leader}{} killed, failover {failover_ms:.0} ms (new leader {new_leader}, record {}), back in the ISR {rejoin_ms:.0} ms after restart",
+        round + 1,
+        kills,
+        if *killed_controller {
+            " (leader and controller)"
+        } else {
+            ""
+        },
+        seq
+    )
+}
+
+/// The record counts of a run: acknowledged, read back, and the checks.
+struct Records {
+    acknowledged: u64,
+    read_back: u64,
+    duplicates: u64,
+    lost: u64,
+    failed_attempts: u64,
+}
+
+/// The report of a run from its kills and record counts.
+fn failover_report(
+    args: &FailoverArgs,
+    kills: Vec<KillResult>,
+    records: &Records,
+) -> FailoverReport {
     let failovers: Vec<f64> = kills.iter().map(|k| k.failover_ms).collect();
     let rejoins: Vec<f64> = kills.iter().map(|k| k.rejoin_ms).collect();
     let failovers_where = |controller: bool| -> Vec<f64> {
@@ -533,7 +621,7 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
             .map(|k| k.failover_ms)
             .collect()
     };
-    Ok(FailoverReport {
+    FailoverReport {
         brokers: args.cluster.brokers,
         session_timeout_ms: args.cluster.session_timeout_ms,
         heartbeat_interval_ms: args.cluster.heartbeat_interval_ms,
@@ -543,12 +631,12 @@ pub async fn run(args: &FailoverArgs) -> Result<FailoverReport> {
         failover_ms_median_leader_and_controller: median(&failovers_where(true)),
         rejoin_ms_median: median(&rejoins),
         kills,
-        acknowledged_records: acknowledged.len() as u64,
-        read_back_records: read.len() as u64,
-        duplicate_records: duplicates,
-        lost_records: lost.len() as u64,
-        failed_attempts: shared.failed_attempts.load(Ordering::Relaxed),
-    })
+        acknowledged_records: records.acknowledged,
+        read_back_records: records.read_back,
+        duplicate_records: records.duplicates,
+        lost_records: records.lost,
+        failed_attempts: records.failed_attempts,
+    }
 }
 
 /// The summary line block printed after a run.

@@ -13,10 +13,11 @@ use bench_harness::cli::WorkloadArgs;
 use bench_harness::compare::{compare, parse_target, CompareReport};
 use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
+use bench_harness::workload::Workload;
 use bench_harness::{
     cluster, disk, failover, fetch_path, floor, handshakes, null_sink, soak, Result,
 };
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -35,46 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a workload against a broker or a cluster.
-    Run {
-        /// Bootstrap list `host:port[,host:port...]`; any broker that
-        /// answers gives the metadata, and each partition's traffic goes
-        /// to its leader.
-        #[arg(long, default_value = "127.0.0.1:9092")]
-        bootstrap: String,
-        #[command(flatten)]
-        workload: WorkloadArgs,
-        /// Result JSON path.
-        #[arg(long, default_value = "rill-bench-result.json")]
-        out: PathBuf,
-        /// HTML report path (optional).
-        #[arg(long)]
-        html: Option<PathBuf>,
-        #[arg(long)]
-        label: Option<String>,
-        #[arg(long)]
-        quiet: bool,
-        /// Broker CPU per GB from /proc/PID/stat of this local process.
-        #[arg(long, conflicts_with = "broker_metrics")]
-        broker_pid: Option<u32>,
-        /// Broker CPU per GB from `process_cpu_seconds_total` at
-        /// http://ADDR/metrics (rill: its --admin-listen address).
-        #[arg(long, value_name = "ADDR")]
-        broker_metrics: Option<String>,
-        /// Then the same workload against a null-sink child process, and
-        /// the broker's ratio to it (CPU/GB, publish p50/p99/p99.9).
-        #[arg(long)]
-        against_null_sink: bool,
-        /// With --against-null-sink: a durable sink, which writes and
-        /// fdatasyncs every produce (in a fresh directory under DIR,
-        /// removed afterwards) before it answers: the simplest durable
-        /// server, beside a broker under the fsync policy.
-        #[arg(long, value_name = "DIR", requires = "against_null_sink")]
-        sink_sync_dir: Option<PathBuf>,
-        /// Use this existing (or new) topic instead of a fresh random
-        /// name; repeat for several (sets the workload's topic count).
-        #[arg(long = "topic", value_name = "NAME")]
-        topic: Vec<String>,
-    },
+    Run(RunArgs),
     /// Compare result JSON files: text table on stdout, HTML report.
     Report {
         inputs: Vec<PathBuf>,
@@ -82,21 +44,7 @@ enum Command {
         html: PathBuf,
     },
     /// One workload against several brokers, interleaved A, B, A, B.
-    Compare {
-        /// `label=host:port` (or `host:port`), two or more.
-        #[arg(long = "target", required = true)]
-        targets: Vec<String>,
-        #[arg(long, default_value_t = 2)]
-        rounds: usize,
-        #[command(flatten)]
-        workload: WorkloadArgs,
-        #[arg(long, default_value = "rill-bench-compare.json")]
-        out: PathBuf,
-        #[arg(long, default_value = "rill-bench-compare.html")]
-        html: PathBuf,
-        #[arg(long)]
-        quiet: bool,
-    },
+    Compare(CompareArgs),
     /// Start N local rill brokers as one cluster, print the bootstrap list,
     /// stop them on Ctrl-C / SIGTERM (`bootstrap`, `pids`, `admin` files in
     /// --dir for scripts).
@@ -121,6 +69,67 @@ enum Command {
     NullSink(null_sink::NullSinkArgs),
 }
 
+/// `rill-bench run` options.
+#[derive(Args)]
+struct RunArgs {
+    /// Bootstrap list `host:port[,host:port...]`; any broker that
+    /// answers gives the metadata, and each partition's traffic goes
+    /// to its leader.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// Result JSON path.
+    #[arg(long, default_value = "rill-bench-result.json")]
+    out: PathBuf,
+    /// HTML report path (optional).
+    #[arg(long)]
+    html: Option<PathBuf>,
+    #[arg(long)]
+    label: Option<String>,
+    #[arg(long)]
+    quiet: bool,
+    /// Broker CPU per GB from /proc/PID/stat of this local process.
+    #[arg(long, conflicts_with = "broker_metrics")]
+    broker_pid: Option<u32>,
+    /// Broker CPU per GB from `process_cpu_seconds_total` at
+    /// http://ADDR/metrics (rill: its --admin-listen address).
+    #[arg(long, value_name = "ADDR")]
+    broker_metrics: Option<String>,
+    /// Then the same workload against a null-sink child process, and
+    /// the broker's ratio to it (CPU/GB, publish p50/p99/p99.9).
+    #[arg(long)]
+    against_null_sink: bool,
+    /// With --against-null-sink: a durable sink, which writes and
+    /// fdatasyncs every produce (in a fresh directory under DIR,
+    /// removed afterwards) before it answers: the simplest durable
+    /// server, beside a broker under the fsync policy.
+    #[arg(long, value_name = "DIR", requires = "against_null_sink")]
+    sink_sync_dir: Option<PathBuf>,
+    /// Use this existing (or new) topic instead of a fresh random
+    /// name; repeat for several (sets the workload's topic count).
+    #[arg(long = "topic", value_name = "NAME")]
+    topic: Vec<String>,
+}
+
+/// `rill-bench compare` options.
+#[derive(Args)]
+struct CompareArgs {
+    /// `label=host:port` (or `host:port`), two or more.
+    #[arg(long = "target", required = true)]
+    targets: Vec<String>,
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    #[arg(long, default_value = "rill-bench-compare.json")]
+    out: PathBuf,
+    #[arg(long, default_value = "rill-bench-compare.html")]
+    html: PathBuf,
+    #[arg(long)]
+    quiet: bool,
+}
+
 fn main() {
     let cli = Cli::parse();
     let outcome = bench_harness::kafka::security::configure(&cli.security)
@@ -139,66 +148,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
     match command {
-        Command::Run {
-            bootstrap,
-            workload,
-            out,
-            html: html_out,
-            label,
-            quiet,
-            broker_pid,
-            broker_metrics,
-            against_null_sink,
-            sink_sync_dir,
-            topic,
-        } => {
-            let mut workload = workload.resolve()?;
-            if !topic.is_empty() {
-                workload.topics = topic.len() as u32;
-            }
-            let options = RunOptions {
-                label,
-                topics: (!topic.is_empty()).then_some(topic),
-                quiet,
-                broker_cpu: broker_pid
-                    .map(CpuSource::Pid)
-                    .or(broker_metrics.map(CpuSource::Metrics)),
-            };
-            if against_null_sink {
-                // The sink child speaks PLAINTEXT only, and every connection
-                // of this process speaks the chosen protocol.
-                if !security_protocol.eq_ignore_ascii_case("PLAINTEXT") {
-                    return Err(bench_harness::BenchError::Other(format!(
-                        "--against-null-sink needs --security-protocol PLAINTEXT, not {security_protocol}"
-                    )));
-                }
-                let report = runtime()?.block_on(floor::run_against_null_sink(
-                    &bootstrap,
-                    &workload,
-                    &options,
-                    sink_sync_dir.as_deref(),
-                ))?;
-                std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
-                println!("{}", text::table(&report.runs));
-                println!("{}", floor::summary(&report));
-                eprintln!("result: {}", out.display());
-                return Ok(());
-            }
-            let result = runtime()?.block_on(run_workload(&bootstrap, &workload, &options))?;
-            result.save(&out)?;
-            println!("{}", text::table(std::slice::from_ref(&result)));
-            if let Some(line) = text::broker_cpu_line(&result) {
-                println!("{line}");
-            }
-            if let Some(path) = html_out {
-                std::fs::write(
-                    &path,
-                    html::render(&format!("rill-bench: {}", workload.name), &[result]),
-                )?;
-                eprintln!("HTML report: {}", path.display());
-            }
-            eprintln!("result: {}", out.display());
-        }
+        Command::Run(args) => run_command(&args, security_protocol)?,
         Command::Report {
             inputs,
             html: html_out,
@@ -206,43 +156,9 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
             println!("{}", report_files(&inputs, &html_out)?);
             eprintln!("HTML report: {}", html_out.display());
         }
-        Command::Compare {
-            targets,
-            rounds,
-            workload,
-            out,
-            html: html_out,
-            quiet,
-        } => {
-            let workload = workload.resolve()?;
-            let targets: Vec<_> = targets.iter().map(|t| parse_target(t)).collect();
-            let results = runtime()?.block_on(compare(&targets, &workload, rounds, quiet))?;
-            let report = CompareReport::new(&workload, rounds, results.clone());
-            std::fs::write(&out, serde_json::to_vec_pretty(&report)?)?;
-            std::fs::write(
-                &html_out,
-                html::render(&format!("rill-bench compare: {}", workload.name), &results),
-            )?;
-            println!("{}", text::table(&results));
-            eprintln!(
-                "results: {}, HTML report: {}",
-                out.display(),
-                html_out.display()
-            );
-        }
+        Command::Compare(args) => compare_command(&args)?,
         Command::Cluster(args) => runtime()?.block_on(cluster::serve(&args))?,
-        Command::Failover(args) => {
-            let report = runtime()?.block_on(failover::run(&args))?;
-            std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
-            println!("{}", failover::summary(&report));
-            eprintln!("result: {}", args.out.display());
-            if report.lost_records > 0 {
-                return Err(bench_harness::BenchError::Other(format!(
-                    "{} acknowledged records lost",
-                    report.lost_records
-                )));
-            }
-        }
+        Command::Failover(args) => failover_command(&args)?,
         Command::Disk(args) => disk::main(&args)?,
         Command::FetchPath(args) => {
             let report = runtime()?.block_on(fetch_path::run(&args))?;
@@ -256,6 +172,106 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
             runtime()?.block_on(soak::main(&args))?;
         }
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
+    }
+    Ok(())
+}
+
+/// `rill-bench run`: the workload against the broker, then (with
+/// `--against-null-sink`) against a null sink as well.
+fn run_command(args: &RunArgs, security_protocol: &str) -> Result<()> {
+    let mut workload = args.workload.resolve()?;
+    if !args.topic.is_empty() {
+        workload.topics = args.topic.len() as u32;
+    }
+    let options = RunOptions {
+        label: args.label.clone(),
+        topics: (!args.topic.is_empty()).then(|| args.topic.clone()),
+        quiet: args.quiet,
+        broker_cpu: args
+            .broker_pid
+            .map(CpuSource::Pid)
+            .or(args.broker_metrics.clone().map(CpuSource::Metrics)),
+    };
+    if args.against_null_sink {
+        return run_against_null_sink(args, &workload, &options, security_protocol);
+    }
+    let result = runtime()?.block_on(run_workload(&args.bootstrap, &workload, &options))?;
+    result.save(&args.out)?;
+    println!("{}", text::table(std::slice::from_ref(&result)));
+    if let Some(line) = text::broker_cpu_line(&result) {
+        println!("{line}");
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(
+            path,
+            html::render(&format!("rill-bench: {}", workload.name), &[result]),
+        )?;
+        eprintln!("HTML report: {}", path.display());
+    }
+    eprintln!("result: {}", args.out.display());
+    Ok(())
+}
+
+/// `rill-bench run --against-null-sink`: the broker's run and the null
+/// sink's, with their ratios.
+fn run_against_null_sink(
+    args: &RunArgs,
+    workload: &Workload,
+    options: &RunOptions,
+    security_protocol: &str,
+) -> Result<()> {
+    // The sink child speaks PLAINTEXT only, and every connection
+    // of this process speaks the chosen protocol.
+    if !security_protocol.eq_ignore_ascii_case("PLAINTEXT") {
+        return Err(bench_harness::BenchError::Other(format!(
+            "--against-null-sink needs --security-protocol PLAINTEXT, not {security_protocol}"
+        )));
+    }
+    let report = runtime()?.block_on(floor::run_against_null_sink(
+        &args.bootstrap,
+        workload,
+        options,
+        args.sink_sync_dir.as_deref(),
+    ))?;
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
+    println!("{}", text::table(&report.runs));
+    println!("{}", floor::summary(&report));
+    eprintln!("result: {}", args.out.display());
+    Ok(())
+}
+
+/// `rill-bench compare`: the workload against every target, interleaved.
+fn compare_command(args: &CompareArgs) -> Result<()> {
+    let workload = args.workload.resolve()?;
+    let targets: Vec<_> = args.targets.iter().map(|t| parse_target(t)).collect();
+    let results = runtime()?.block_on(compare(&targets, &workload, args.rounds, args.quiet))?;
+    let report = CompareReport::new(&workload, args.rounds, results.clone());
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
+    std::fs::write(
+        &args.html,
+        html::render(&format!("rill-bench compare: {}", workload.name), &results),
+    )?;
+    println!("{}", text::table(&results));
+    eprintln!(
+        "results: {}, HTML report: {}",
+        args.out.display(),
+        args.html.display()
+    );
+    Ok(())
+}
+
+/// `rill-bench failover`: the measurement, its JSON and summary; fails when
+/// an acknowledged record was lost.
+fn failover_command(args: &failover::FailoverArgs) -> Result<()> {
+    let report = runtime()?.block_on(failover::run(args))?;
+    std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
+    println!("{}", failover::summary(&report));
+    eprintln!("result: {}", args.out.display());
+    if report.lost_records > 0 {
+        return Err(bench_harness::BenchError::Other(format!(
+            "{} acknowledged records lost",
+            report.lost_records
+        )));
     }
     Ok(())
 }

@@ -272,84 +272,30 @@ impl TopicConfig {
             return Ok(());
         }
         match name {
-            "segment.bytes" => {
-                let v: u64 = parse_num(name, value)?;
-                if v < 14 {
-                    return Err(invalid(name, value, "must be at least 14"));
-                }
-                self.segment_bytes = v;
-            }
+            "segment.bytes" => self.segment_bytes = at_least(name, value, 14u64)?,
             "segment.ms" => self.segment_ms = positive(name, value)?,
-            "segment.index.bytes" => {
-                let v: u64 = parse_num(name, value)?;
-                if v < 8 {
-                    return Err(invalid(name, value, "must be at least 8"));
-                }
-                self.segment_index_bytes = v;
-            }
+            "segment.index.bytes" => self.segment_index_bytes = at_least(name, value, 8u64)?,
             "index.interval.bytes" => self.index_interval_bytes = parse_num(name, value)?,
             "retention.ms" => self.retention_ms = at_least_minus_one(name, value)?,
             "retention.bytes" => self.retention_bytes = at_least_minus_one(name, value)?,
-            "cleanup.policy" => {
-                let mut policy = CleanupPolicy {
-                    delete: false,
-                    compact: false,
-                };
-                for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                    match part {
-                        "delete" => policy.delete = true,
-                        "compact" => policy.compact = true,
-                        _ => return Err(invalid(name, value, "expected delete and/or compact")),
-                    }
-                }
-                self.cleanup_policy = policy;
-            }
+            "cleanup.policy" => self.cleanup_policy = cleanup_policy(name, value)?,
             "delete.retention.ms" => self.delete_retention_ms = non_negative(name, value)?,
             "min.compaction.lag.ms" => self.min_compaction_lag_ms = non_negative(name, value)?,
             "max.compaction.lag.ms" => self.max_compaction_lag_ms = positive(name, value)?,
-            "min.cleanable.dirty.ratio" => {
-                let v: f64 = parse_num(name, value)?;
-                if !(0.0..=1.0).contains(&v) {
-                    return Err(invalid(name, value, "must be between 0 and 1"));
-                }
-                self.min_cleanable_dirty_ratio = v;
-            }
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio = ratio(name, value)?,
             "max.message.bytes" => self.max_message_bytes = parse_num(name, value)?,
             "flush.messages" => self.flush_messages = parse_num(name, value)?,
             "flush.ms" => self.flush_ms = parse_num(name, value)?,
-            "message.timestamp.type" => {
-                self.log_append_time = match value {
-                    "CreateTime" => false,
-                    "LogAppendTime" => true,
-                    _ => return Err(invalid(name, value, "expected CreateTime or LogAppendTime")),
-                }
-            }
-            "compression.type" => match value {
-                "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => {
-                    self.compression_type = value.to_string()
-                }
-                _ => return Err(invalid(name, value, "unknown compression type")),
-            },
-            "compression.gzip.level" => {
-                let v: i32 = parse_num(name, value)?;
-                if !CompressionLevels::gzip_level_valid(v) {
-                    return Err(invalid(name, value, "must be -1 or 1..=9"));
-                }
-                self.compression_levels.gzip = v;
-            }
+            "message.timestamp.type" => self.log_append_time = log_append_time(name, value)?,
+            "compression.type" => self.compression_type = compression_type(name, value)?,
+            "compression.gzip.level" => self.compression_levels.gzip = gzip_level(name, value)?,
             "compression.lz4.level" => {
                 self.compression_levels.lz4 = in_range(name, value, CompressionLevels::LZ4_RANGE)?
             }
             "compression.zstd.level" => {
                 self.compression_levels.zstd = in_range(name, value, CompressionLevels::ZSTD_RANGE)?
             }
-            "min.insync.replicas" => {
-                let v: i32 = parse_num(name, value)?;
-                if v < 1 {
-                    return Err(invalid(name, value, "must be at least 1"));
-                }
-                self.min_insync_replicas = v;
-            }
+            "min.insync.replicas" => self.min_insync_replicas = at_least(name, value, 1i32)?,
             "unclean.leader.election.enable" => {
                 self.unclean_leader_election_enable = parse_num(name, value)?
             }
@@ -451,6 +397,69 @@ fn in_range(
     if !range.contains(&v) {
         let reason = format!("must be in {}..={}", range.start(), range.end());
         return Err(invalid(name, value, &reason));
+    }
+    Ok(v)
+}
+
+/// A number of at least `min`.
+fn at_least<T>(name: &str, value: &str, min: T) -> Result<T, EngineError>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let v: T = parse_num(name, value)?;
+    if v < min {
+        return Err(invalid(name, value, &format!("must be at least {min}")));
+    }
+    Ok(v)
+}
+
+/// `cleanup.policy`: `delete` and/or `compact`, comma-separated.
+fn cleanup_policy(name: &str, value: &str) -> Result<CleanupPolicy, EngineError> {
+    let mut policy = CleanupPolicy {
+        delete: false,
+        compact: false,
+    };
+    for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part {
+            "delete" => policy.delete = true,
+            "compact" => policy.compact = true,
+            _ => return Err(invalid(name, value, "expected delete and/or compact")),
+        }
+    }
+    Ok(policy)
+}
+
+/// A ratio, between 0 and 1 inclusive.
+fn ratio(name: &str, value: &str) -> Result<f64, EngineError> {
+    let v: f64 = parse_num(name, value)?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(invalid(name, value, "must be between 0 and 1"));
+    }
+    Ok(v)
+}
+
+/// `message.timestamp.type`: whether it is `LogAppendTime`.
+fn log_append_time(name: &str, value: &str) -> Result<bool, EngineError> {
+    match value {
+        "CreateTime" => Ok(false),
+        "LogAppendTime" => Ok(true),
+        _ => Err(invalid(name, value, "expected CreateTime or LogAppendTime")),
+    }
+}
+
+/// `compression.type`: `producer`, `uncompressed` or a codec's name.
+fn compression_type(name: &str, value: &str) -> Result<String, EngineError> {
+    match value {
+        "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(value.to_string()),
+        _ => Err(invalid(name, value, "unknown compression type")),
+    }
+}
+
+/// `compression.gzip.level`: -1 (the codec's default) or 1..=9.
+fn gzip_level(name: &str, value: &str) -> Result<i32, EngineError> {
+    let v: i32 = parse_num(name, value)?;
+    if !CompressionLevels::gzip_level_valid(v) {
+        return Err(invalid(name, value, "must be -1 or 1..=9"));
     }
     Ok(v)
 }

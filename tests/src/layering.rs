@@ -84,8 +84,20 @@ pub fn module_name(module: &[String]) -> String {
     }
 }
 
-/// The file-level import graph: module → the modules it uses.
+/// The file-level import graph: module → the modules it uses. A module's
+/// uses of its own descendants add no edge (see the module doc).
 pub fn import_graph(files: &[SourceFile]) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    file_import_graph(files, false)
+}
+
+/// [`import_graph`], where with `parents_count` a module's uses of its
+/// descendants are edges too (a `mod.rs` that uses `child::Type`, other than
+/// in a `pub use` re-export, and a child that uses the parent's items close a
+/// file-level cycle).
+pub fn file_import_graph(
+    files: &[SourceFile],
+    parents_count: bool,
+) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
     let stripped: Vec<(Vec<String>, String)> = files
         .iter()
@@ -120,7 +132,12 @@ pub fn import_graph(files: &[SourceFile]) -> BTreeMap<Vec<String>, BTreeSet<Vec<
                 continue;
             };
             if let Some(target) = defining_module(&absolute, &modules, &reexports) {
-                if !target.starts_with(module) {
+                let own = if parents_count {
+                    target == *module
+                } else {
+                    target.starts_with(module)
+                };
+                if !own {
                     edges.insert(target);
                 }
             }
@@ -359,14 +376,28 @@ fn use_statements(text: &str) -> Vec<UseStatement> {
         let Some(end) = text[at..].find(';') else {
             break;
         };
-        let tree: String = text[at + 3..at + end]
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
+        let tree = compact_use_tree(&text[at + 3..at + end]);
         statements.push(UseStatement { public, tree });
         search = at + end + 1;
     }
     statements
+}
+
+/// A use tree without whitespace, but for the single spaces of an `as`
+/// rename (`a::{b as c, d}` becomes `a::{b as c,d}`): a rename is not a
+/// path segment, and a name holding the letters "as" (`base`, `task`) is
+/// not a rename.
+fn compact_use_tree(raw: &str) -> String {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(raw.len());
+    for word in raw.split_whitespace() {
+        if out.chars().next_back().is_some_and(is_word) && word.chars().next().is_some_and(is_word)
+        {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
 
 /// Finds `word` as a whole word.
@@ -396,9 +427,6 @@ fn expand_use_tree(tree: &str) -> Vec<Vec<String>> {
     let Some(open) = tree.find('{') else {
         let path: Vec<String> = tree
             .split(" as ")
-            .next()
-            .unwrap_or(tree)
-            .split("as")
             .next()
             .unwrap_or(tree)
             .split("::")
@@ -677,6 +705,59 @@ mod tests {
         assert_eq!(
             names(&cycles(&import_graph(&files))),
             vec![vec!["crate::a", "crate::types"]]
+        );
+    }
+
+    fn edges(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, from: &[&str]) -> Vec<String> {
+        let from: Vec<String> = from.iter().map(|s| s.to_string()).collect();
+        graph[&from].iter().map(|m| module_name(m)).collect()
+    }
+
+    #[test]
+    fn use_forms_name_the_files_they_import() {
+        let files = vec![
+            file(
+                &[],
+                "pub mod base; pub mod task; pub mod net; pub mod deep; mod user;",
+            ),
+            file(&["base"], "pub struct B;"),
+            file(&["task"], "pub struct T;"),
+            file(&["deep"], "pub mod inner; pub mod other;"),
+            file(&["deep", "inner"], "pub struct I;"),
+            file(&["deep", "other"], "pub struct O;"),
+            // `mod x;` is a declaration, not an import; nested groups, `as`
+            // renames, `self::` and `super::` are.
+            file(
+                &["net"],
+                "mod sub;\nuse crate::base::B as Base;\n\
+                 use crate::{task::T, deep::{inner::{I}, other::O as Other}};\n\
+                 pub use self::sub::S;",
+            ),
+            file(
+                &["net", "sub"],
+                "pub struct S; use super::super::base::{self as b};",
+            ),
+            file(&["user"], "use crate::net::S; fn f(_: super::task::T) {}"),
+        ];
+        let graph = import_graph(&files);
+        assert_eq!(
+            edges(&graph, &["net"]),
+            vec![
+                "crate::base",
+                "crate::deep::inner",
+                "crate::deep::other",
+                "crate::task"
+            ]
+        );
+        assert_eq!(edges(&graph, &["net", "sub"]), vec!["crate::base"]);
+        // The `pub use` re-export is followed to the defining file.
+        assert_eq!(
+            edges(&graph, &["user"]),
+            vec!["crate::net::sub", "crate::task"]
+        );
+        assert!(
+            edges(&graph, &[]).is_empty(),
+            "mod declarations are no edges"
         );
     }
 

@@ -336,6 +336,7 @@ pub mod agreement;
 pub mod cluster;
 pub mod kafka;
 pub mod layering;
+pub mod limits;
 pub mod netns;
 pub mod python;
 pub mod raw;

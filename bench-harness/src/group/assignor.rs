@@ -167,16 +167,9 @@ pub fn assign_sticky(
 ) -> GroupAssignment {
     let members = sorted(members);
     let mut assignment = empty(&members.iter().map(|m| (*m).clone()).collect::<Vec<_>>());
-    let subscribers = |topic: &str| -> Vec<&str> {
-        members
-            .iter()
-            .filter(|m| m.topics.iter().any(|t| t == topic))
-            .map(|m| m.member_id.as_str())
-            .collect()
-    };
     let assignable: Vec<TopicPartition> = partitions
         .iter()
-        .filter(|(topic, _)| !subscribers(topic).is_empty())
+        .filter(|(topic, _)| !subscribers(&members, topic).is_empty())
         .flat_map(|(topic, &count)| (0..count).map(move |p| (topic.clone(), p)))
         .collect();
     if members.is_empty() {
@@ -184,8 +177,50 @@ pub fn assign_sticky(
     }
     let fair_share = assignable.len().div_ceil(members.len());
     // 1. Keep valid previous ownership, up to a fair share, first claim wins.
+    let taken = keep_owned(&members, partitions, fair_share, &mut assignment);
+    // 2. The rest, most constrained first, to the least-loaded subscriber.
+    let mut rest: Vec<&TopicPartition> = assignable
+        .iter()
+        .filter(|tp| !taken.contains(*tp))
+        .collect();
+    rest.sort_by_key(|tp| (subscribers(&members, &tp.0).len(), (*tp).clone()));
+    for tp in rest {
+        let least = subscribers(&members, &tp.0)
+            .into_iter()
+            .min_by_key(|m| (assignment.get(*m).map_or(0, Vec::len), m.to_string()));
+        if let Some(member) = least {
+            assignment
+                .entry(member.to_string())
+                .or_default()
+                .push(tp.clone());
+        }
+    }
+    // 3. Even out: move from the most loaded to a less loaded subscriber
+    // while the difference is above one.
+    even_out(&members, &mut assignment);
+    finish(assignment)
+}
+
+/// The ids of the members subscribed to `topic`.
+fn subscribers<'m>(members: &[&'m MemberSubscription], topic: &str) -> Vec<&'m str> {
+    members
+        .iter()
+        .filter(|m| m.topics.iter().any(|t| t == topic))
+        .map(|m| m.member_id.as_str())
+        .collect()
+}
+
+/// Gives each member what it owned and may keep (still subscribed, still
+/// there, up to `fair_share`, not claimed by an earlier member); returns
+/// every partition so kept.
+fn keep_owned(
+    members: &[&MemberSubscription],
+    partitions: &BTreeMap<String, i32>,
+    fair_share: usize,
+    assignment: &mut GroupAssignment,
+) -> BTreeSet<TopicPartition> {
     let mut taken: BTreeSet<TopicPartition> = BTreeSet::new();
-    for member in &members {
+    for member in members {
         let mut kept = Vec::new();
         for owned in &member.owned {
             let valid = member.topics.contains(&owned.0)
@@ -198,32 +233,19 @@ pub fn assign_sticky(
         }
         assignment.insert(member.member_id.clone(), kept);
     }
-    // 2. The rest, most constrained first, to the least-loaded subscriber.
-    let mut rest: Vec<&TopicPartition> = assignable
-        .iter()
-        .filter(|tp| !taken.contains(*tp))
-        .collect();
-    rest.sort_by_key(|tp| (subscribers(&tp.0).len(), (*tp).clone()));
-    for tp in rest {
-        let least = subscribers(&tp.0)
-            .into_iter()
-            .min_by_key(|m| (assignment.get(*m).map_or(0, Vec::len), m.to_string()));
-        if let Some(member) = least {
-            assignment
-                .entry(member.to_string())
-                .or_default()
-                .push(tp.clone());
-        }
-    }
-    // 3. Even out: move from the most loaded to a less loaded subscriber
-    // while the difference is above one. Each move lowers the sum of squared
-    // loads, so this ends.
+    taken
+}
+
+/// Evens the assignment out: moves a partition from the most loaded to a
+/// less loaded subscriber while the difference is above one.
+fn even_out(members: &[&MemberSubscription], assignment: &mut GroupAssignment) {
+    // Each move lowers the sum of squared loads, so this ends.
     loop {
         let mut best: Option<(String, String, TopicPartition)> = None;
         let mut best_gap = 1usize;
-        for (from, owned) in &assignment {
+        for (from, owned) in assignment.iter() {
             for tp in owned {
-                for to in subscribers(&tp.0) {
+                for to in subscribers(members, &tp.0) {
                     let to_load = assignment.get(to).map_or(0, Vec::len);
                     if owned.len() > to_load + 1 && owned.len() - to_load > best_gap {
                         best_gap = owned.len() - to_load;
@@ -240,7 +262,6 @@ pub fn assign_sticky(
         }
         assignment.entry(to).or_default().push(tp);
     }
-    finish(assignment)
 }
 
 #[cfg(test)]

@@ -11,9 +11,14 @@
 
 use crate::error::{BenchError, Result};
 use crate::kafka::framing::{decode_response, encode_request, peek_correlation_id, split_frame};
+use crate::kafka::sasl::{
+    self, client_nonce, plain_message, SaslCredentials, SaslMechanism, ScramClient,
+};
 use crate::kafka::versions::{negotiate, NegotiatedVersions};
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, SaslAuthenticateRequest, SaslHandshakeRequest,
+};
 use kafka_protocol::protocol::{Request, StrBytes};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -115,7 +120,7 @@ impl Connection {
         };
         let response = connection.api_versions().await?;
         connection.versions = negotiate(addr, &response.api_keys);
-        crate::kafka::sasl::authenticate_if_configured(&connection).await?;
+        authenticate_if_configured(&connection).await?;
         Ok(Arc::new(connection))
     }
 
@@ -315,4 +320,69 @@ fn close(closed: &AtomicBool, pending: &PendingMap) {
     if let Ok(mut map) = pending.lock() {
         map.clear();
     }
+}
+
+/// Authenticates `connection` when SASL was chosen; a no-op otherwise.
+async fn authenticate_if_configured(connection: &Connection) -> Result<()> {
+    match sasl::credentials() {
+        Some(credentials) => authenticate(connection, credentials).await,
+        None => Ok(()),
+    }
+}
+
+async fn authenticate(connection: &Connection, credentials: &SaslCredentials) -> Result<()> {
+    let addr = connection.addr().to_string();
+    let handshake = connection
+        .call(
+            &SaslHandshakeRequest::default()
+                .with_mechanism(StrBytes::from_static_str(credentials.mechanism.name())),
+        )
+        .await?;
+    if handshake.error_code != 0 {
+        let offered: Vec<&str> = handshake.mechanisms.iter().map(|m| m.as_str()).collect();
+        return Err(BenchError::Broker {
+            error_code: handshake.error_code,
+            context: format!(
+                "SaslHandshake {} at {addr} (broker offers {offered:?})",
+                credentials.mechanism.name()
+            ),
+        });
+    }
+    match credentials.mechanism {
+        SaslMechanism::Plain => {
+            let message = plain_message(&credentials.username, &credentials.password);
+            exchange(connection, message).await?;
+            Ok(())
+        }
+        SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
+            let mut client = ScramClient::new(
+                credentials.mechanism,
+                &credentials.username,
+                &credentials.password,
+                &client_nonce(),
+            );
+            let server_first = exchange(connection, client.client_first()).await?;
+            let client_final = client.client_final(&server_first)?;
+            let server_final = exchange(connection, client_final).await?;
+            client.verify_server_final(&server_final)
+        }
+    }
+}
+
+/// One SaslAuthenticate round trip: our bytes out, the broker's back.
+async fn exchange(connection: &Connection, message: Vec<u8>) -> Result<Vec<u8>> {
+    let response = connection
+        .call(&SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message)))
+        .await?;
+    if response.error_code != 0 {
+        let reason = response
+            .error_message
+            .as_ref()
+            .map_or("", |message| message.as_str());
+        return Err(BenchError::Broker {
+            error_code: response.error_code,
+            context: format!("SaslAuthenticate at {}: {reason}", connection.addr()),
+        });
+    }
+    Ok(response.auth_bytes.to_vec())
 }

@@ -5,13 +5,9 @@
 //! ApiVersions, before its first other request.
 
 use crate::error::{BenchError, Result};
-use crate::kafka::connection::Connection;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
-use bytes::Bytes;
 use hmac::{Hmac, Mac};
-use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
-use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256, Sha512};
 use std::sync::OnceLock;
 
@@ -61,73 +57,14 @@ pub(crate) fn configure(credentials: SaslCredentials) -> Result<()> {
         .map_err(|_| BenchError::Other(String::from("SASL configured twice")))
 }
 
-/// Authenticates `connection` when SASL was chosen; a no-op otherwise.
-pub(crate) async fn authenticate_if_configured(connection: &Connection) -> Result<()> {
-    match CREDENTIALS.get() {
-        Some(credentials) => authenticate(connection, credentials).await,
-        None => Ok(()),
-    }
-}
-
-async fn authenticate(connection: &Connection, credentials: &SaslCredentials) -> Result<()> {
-    let addr = connection.addr().to_string();
-    let handshake = connection
-        .call(
-            &SaslHandshakeRequest::default()
-                .with_mechanism(StrBytes::from_static_str(credentials.mechanism.name())),
-        )
-        .await?;
-    if handshake.error_code != 0 {
-        let offered: Vec<&str> = handshake.mechanisms.iter().map(|m| m.as_str()).collect();
-        return Err(BenchError::Broker {
-            error_code: handshake.error_code,
-            context: format!(
-                "SaslHandshake {} at {addr} (broker offers {offered:?})",
-                credentials.mechanism.name()
-            ),
-        });
-    }
-    match credentials.mechanism {
-        SaslMechanism::Plain => {
-            let message = plain_message(&credentials.username, &credentials.password);
-            exchange(connection, message).await?;
-            Ok(())
-        }
-        SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
-            let mut client = ScramClient::new(
-                credentials.mechanism,
-                &credentials.username,
-                &credentials.password,
-                &client_nonce(),
-            );
-            let server_first = exchange(connection, client.client_first()).await?;
-            let client_final = client.client_final(&server_first)?;
-            let server_final = exchange(connection, client_final).await?;
-            client.verify_server_final(&server_final)
-        }
-    }
-}
-
-/// One SaslAuthenticate round trip: our bytes out, the broker's back.
-async fn exchange(connection: &Connection, message: Vec<u8>) -> Result<Vec<u8>> {
-    let response = connection
-        .call(&SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(message)))
-        .await?;
-    if response.error_code != 0 {
-        let reason = response
-            .error_message
-            .as_ref()
-            .map_or("", |message| message.as_str());
-        return Err(BenchError::Broker {
-            error_code: response.error_code,
-            context: format!("SaslAuthenticate at {}: {reason}", connection.addr()),
-        });
-    }
-    Ok(response.auth_bytes.to_vec())
+/// The credentials every connection authenticates with, when SASL was
+/// chosen (the exchange itself is the connection's: [`crate::kafka::connection`]).
+pub(crate) fn credentials() -> Option<&'static SaslCredentials> {
+    CREDENTIALS.get()
 }
 
 /// RFC 4616: `authzid NUL authcid NUL password`, with no authzid.
-fn plain_message(username: &str, password: &str) -> Vec<u8> {
+pub(crate) fn plain_message(username: &str, password: &str) -> Vec<u8> {
     let mut message = Vec::with_capacity(username.len() + password.len() + 2);
     message.push(0);
     message.extend_from_slice(username.as_bytes());
@@ -136,13 +73,13 @@ fn plain_message(username: &str, password: &str) -> Vec<u8> {
     message
 }
 
-fn client_nonce() -> String {
+pub(crate) fn client_nonce() -> String {
     let bytes: [u8; 18] = rand::random();
     BASE64.encode(bytes)
 }
 
 /// The client side of one SCRAM exchange (RFC 5802 §3).
-struct ScramClient {
+pub(crate) struct ScramClient {
     mechanism: SaslMechanism,
     password: String,
     client_first_bare: String,
@@ -152,7 +89,12 @@ struct ScramClient {
 }
 
 impl ScramClient {
-    fn new(mechanism: SaslMechanism, username: &str, password: &str, nonce: &str) -> ScramClient {
+    pub(crate) fn new(
+        mechanism: SaslMechanism,
+        username: &str,
+        password: &str,
+        nonce: &str,
+    ) -> ScramClient {
         // RFC 5802 §5.1: ',' and '=' in a name are escaped.
         let name = username.replace('=', "=3D").replace(',', "=2C");
         ScramClient {
@@ -164,11 +106,11 @@ impl ScramClient {
         }
     }
 
-    fn client_first(&self) -> Vec<u8> {
+    pub(crate) fn client_first(&self) -> Vec<u8> {
         format!("n,,{}", self.client_first_bare).into_bytes()
     }
 
-    fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn client_final(&mut self, server_first: &[u8]) -> Result<Vec<u8>> {
         let text = std::str::from_utf8(server_first)
             .map_err(|_| scram_error("server-first-message is not UTF-8"))?;
         let mut nonce = None;
@@ -211,7 +153,7 @@ impl ScramClient {
 
     /// The broker proves it knew the credential too (`v=`), or says why
     /// not (`e=`).
-    fn verify_server_final(&self, server_final: &[u8]) -> Result<()> {
+    pub(crate) fn verify_server_final(&self, server_final: &[u8]) -> Result<()> {
         let text = std::str::from_utf8(server_final)
             .map_err(|_| scram_error("server-final-message is not UTF-8"))?;
         if let Some(error) = text.strip_prefix("e=") {

@@ -36,7 +36,27 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
     facts(&mut out, runs);
     figures(&mut out, runs);
     let labels: Vec<String> = runs.iter().map(|r| r.label.clone()).collect();
+    over_time_charts(&mut out, runs);
+    latency_charts(&mut out, runs, &labels);
+    let categories = vec!["produce".to_string(), "consume".to_string()];
+    let rates: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|r| vec![r.produce.msgs_per_s, r.consume.msgs_per_s])
+        .collect();
+    out.push_str(&bar_chart(
+        "Throughput, side by side",
+        "msg/s",
+        &categories,
+        &labels,
+        &rates,
+    ));
+    out.push_str("</body></html>\n");
+    out
+}
 
+/// The line charts: produce and consume throughput, and publish p99, over
+/// each run's seconds.
+fn over_time_charts(out: &mut String, runs: &[RunResult]) {
     let mut throughput = Vec::new();
     for run in runs {
         throughput.push(Series {
@@ -79,7 +99,11 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
         "ms",
         &p99_over_time,
     ));
+}
 
+/// The bar charts of publish and end-to-end latency percentiles, the runs
+/// side by side.
+fn latency_charts(out: &mut String, runs: &[RunResult], labels: &[String]) {
     let percentiles: Vec<String> = ["p50", "p90", "p99", "p99.9", "p99.99", "max"]
         .iter()
         .map(|s| s.to_string())
@@ -91,7 +115,7 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
     out.push_str(&latency_bar_chart(
         "Publish latency (send to ack)",
         &percentiles,
-        &labels,
+        labels,
         &publish,
     ));
     let end_to_end: Vec<Vec<f64>> = runs
@@ -101,23 +125,9 @@ pub fn render(title: &str, runs: &[RunResult]) -> String {
     out.push_str(&latency_bar_chart(
         "End-to-end latency (send to receive)",
         &percentiles,
-        &labels,
+        labels,
         &end_to_end,
     ));
-    let categories = vec!["produce".to_string(), "consume".to_string()];
-    let rates: Vec<Vec<f64>> = runs
-        .iter()
-        .map(|r| vec![r.produce.msgs_per_s, r.consume.msgs_per_s])
-        .collect();
-    out.push_str(&bar_chart(
-        "Throughput, side by side",
-        "msg/s",
-        &categories,
-        &labels,
-        &rates,
-    ));
-    out.push_str("</body></html>\n");
-    out
 }
 
 fn facts(out: &mut String, runs: &[RunResult]) {

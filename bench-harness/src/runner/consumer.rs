@@ -13,6 +13,7 @@ use crate::runner::producer::now_us;
 use crate::stats::Recorder;
 use crate::workload::{StartOffset, Workload};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,16 +65,16 @@ pub async fn run_consumer(mut spec: ConsumerSpec) -> Result<()> {
     let mut loops = Vec::new();
     for (leader, partitions) in by_leader {
         let connection = spec.pool.get(leader).await?;
-        loops.push(tokio::spawn(fetch_loop(
+        let fetch_loop = FetchLoop {
             connection,
             partitions,
-            spec.workload.clone(),
-            spec.recorder.clone(),
-            spec.stop.clone(),
-            spec.start,
-            spec.ready.clone(),
-            spec.end_offsets.clone(),
-        )));
+            workload: spec.workload.clone(),
+            recorder: spec.recorder.clone(),
+            stop: spec.stop.clone(),
+            start: spec.start,
+            end_offsets: spec.end_offsets.clone(),
+        };
+        loops.push(tokio::spawn(fetch_loop.run(spec.ready.clone())));
     }
     for handle in loops {
         handle
@@ -83,108 +84,138 @@ pub async fn run_consumer(mut spec: ConsumerSpec) -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn fetch_loop(
+/// One fetch loop: the partitions of one leader, fetched through its
+/// connection until `stop` (or until `end_offsets` are reached).
+struct FetchLoop {
     connection: Arc<Connection>,
     partitions: Vec<(String, i32)>,
     workload: Arc<Workload>,
     recorder: Arc<Recorder>,
     stop: Arc<AtomicBool>,
     start: StartOffset,
-    ready: mpsc::Sender<()>,
     end_offsets: Option<HashMap<(String, i32), i64>>,
-) -> Result<()> {
-    let timestamp = match start {
-        StartOffset::Earliest => EARLIEST_TIMESTAMP,
-        StartOffset::Latest => LATEST_TIMESTAMP,
-    };
-    let mut offsets = list_offsets(&connection, &partitions, timestamp).await?;
-    let _ = ready.send(()).await;
-    drop(ready);
-    let mut latencies_us: Vec<u64> = Vec::with_capacity(64 * 1024);
-    while !stop.load(Ordering::Relaxed) {
-        if let Some(end) = &end_offsets {
-            if end.iter().all(|(key, end)| match offsets.get(key) {
-                Some(at) => at >= end,
-                None => true,
-            }) {
+}
+
+impl FetchLoop {
+    /// Finds the start offsets, tells `ready`, then fetches until stopped.
+    async fn run(self, ready: mpsc::Sender<()>) -> Result<()> {
+        let timestamp = match self.start {
+            StartOffset::Earliest => EARLIEST_TIMESTAMP,
+            StartOffset::Latest => LATEST_TIMESTAMP,
+        };
+        let mut offsets = list_offsets(&self.connection, &self.partitions, timestamp).await?;
+        let _ = ready.send(()).await;
+        drop(ready);
+        let mut latencies_us: Vec<u64> = Vec::with_capacity(64 * 1024);
+        while !self.stop.load(Ordering::Relaxed) {
+            if self.reached_end(&offsets) {
                 break;
             }
-        }
-        let request = fetch_request(&workload, &partitions, &offsets);
-        let response = match connection.call(&request).await {
-            Ok(response) => response,
-            Err(error) => {
-                recorder.record_error(format!("fetch: {error}"));
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                if connection.is_closed() {
-                    return Err(error);
+            let request = fetch_request(&self.workload, &self.partitions, &offsets);
+            let response = match self.connection.call(&request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    self.recorder.record_error(format!("fetch: {error}"));
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    if self.connection.is_closed() {
+                        return Err(error);
+                    }
+                    continue;
                 }
+            };
+            if response.error_code != 0 {
+                self.recorder
+                    .record_error(format!("fetch: error {}", response.error_code));
+                tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
-        };
-        if response.error_code != 0 {
-            recorder.record_error(format!("fetch: error {}", response.error_code));
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        }
-        for topic in &response.responses {
-            let topic_name = topic.topic.0.as_str();
-            for partition in &topic.partitions {
-                let key = (topic_name.to_string(), partition.partition_index);
-                if partition.error_code == OFFSET_OUT_OF_RANGE {
-                    let reset =
-                        list_offsets(&connection, std::slice::from_ref(&key), EARLIEST_TIMESTAMP)
-                            .await?;
-                    offsets.extend(reset);
-                    recorder.record_error(format!(
-                        "fetch {topic_name}-{}: offset out of range, reset",
-                        key.1
-                    ));
-                    continue;
-                }
-                if partition.error_code != 0 {
-                    recorder.record_error(format!(
-                        "fetch {topic_name}-{}: error {}",
-                        key.1, partition.error_code
-                    ));
-                    continue;
-                }
-                let Some(records) = &partition.records else {
-                    continue;
-                };
-                let fetch_offset = offsets.get(&key).copied().unwrap_or(0);
-                latencies_us.clear();
-                let received_us = now_us();
-                let walked = walk_batches(records, fetch_offset, |value| {
-                    if let Some(prefix) = value.get(0..8) {
-                        let sent_us = u64::from_be_bytes([
-                            prefix[0], prefix[1], prefix[2], prefix[3], prefix[4], prefix[5],
-                            prefix[6], prefix[7],
-                        ]);
-                        latencies_us.push(received_us.saturating_sub(sent_us));
-                    }
-                });
-                match walked {
-                    Ok(summary) => {
-                        recorder.record_consumed(
-                            summary.records,
-                            summary.value_bytes,
-                            latencies_us.iter().copied(),
-                        );
-                        if let Some(next) = summary.next_offset {
-                            offsets.insert(key, next.max(fetch_offset));
-                        }
-                    }
-                    Err(error) => {
-                        recorder.record_error(format!("fetch {topic_name}-{}: {error}", key.1));
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+            for topic in &response.responses {
+                let topic_name = topic.topic.0.as_str();
+                for partition in &topic.partitions {
+                    self.take_partition(topic_name, partition, &mut offsets, &mut latencies_us)
+                        .await?;
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// True when every partition with an end offset has reached it.
+    fn reached_end(&self, offsets: &HashMap<(String, i32), i64>) -> bool {
+        let Some(end) = &self.end_offsets else {
+            return false;
+        };
+        end.iter().all(|(key, end)| match offsets.get(key) {
+            Some(at) => at >= end,
+            None => true,
+        })
+    }
+
+    /// Takes one partition's answer: resets an out-of-range offset to the
+    /// earliest, records errors, else records its messages and moves on.
+    async fn take_partition(
+        &self,
+        topic_name: &str,
+        partition: &PartitionData,
+        offsets: &mut HashMap<(String, i32), i64>,
+        latencies_us: &mut Vec<u64>,
+    ) -> Result<()> {
+        let key = (topic_name.to_string(), partition.partition_index);
+        if partition.error_code == OFFSET_OUT_OF_RANGE {
+            let reset = list_offsets(
+                &self.connection,
+                std::slice::from_ref(&key),
+                EARLIEST_TIMESTAMP,
+            )
+            .await?;
+            offsets.extend(reset);
+            self.recorder.record_error(format!(
+                "fetch {topic_name}-{}: offset out of range, reset",
+                key.1
+            ));
+            return Ok(());
+        }
+        if partition.error_code != 0 {
+            self.recorder.record_error(format!(
+                "fetch {topic_name}-{}: error {}",
+                key.1, partition.error_code
+            ));
+            return Ok(());
+        }
+        let Some(records) = &partition.records else {
+            return Ok(());
+        };
+        let fetch_offset = offsets.get(&key).copied().unwrap_or(0);
+        latencies_us.clear();
+        let received_us = now_us();
+        let walked = walk_batches(records, fetch_offset, |value| {
+            if let Some(prefix) = value.get(0..8) {
+                let sent_us = u64::from_be_bytes([
+                    prefix[0], prefix[1], prefix[2], prefix[3], prefix[4], prefix[5], prefix[6],
+                    prefix[7],
+                ]);
+                latencies_us.push(received_us.saturating_sub(sent_us));
+            }
+        });
+        match walked {
+            Ok(summary) => {
+                self.recorder.record_consumed(
+                    summary.records,
+                    summary.value_bytes,
+                    latencies_us.iter().copied(),
+                );
+                if let Some(next) = summary.next_offset {
+                    offsets.insert(key, next.max(fetch_offset));
+                }
+            }
+            Err(error) => {
+                self.recorder
+                    .record_error(format!("fetch {topic_name}-{}: {error}", key.1));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
 }
 
 pub(crate) fn fetch_request(

@@ -156,48 +156,8 @@ async fn consume_loop(
     let mut last_commit = Instant::now();
     while !spec.stop.load(Ordering::Relaxed) {
         // Membership first: a new assignment replaces the owned set.
-        let change = match member {
-            Member::Classic(m) => {
-                if m.needs_join() {
-                    let (member_id, generation) = m.identity();
-                    let view = CommitView {
-                        coordinator: m.coordinator().clone(),
-                        member_id,
-                        generation,
-                    };
-                    commit_quietly(&view, &group, positions).await;
-                    Some(m.join(&owned).await?)
-                } else {
-                    None
-                }
-            }
-            Member::Consumer(m) => {
-                if m.due() {
-                    m.heartbeat().await?
-                } else {
-                    None
-                }
-            }
-        };
-        if let Some(assignment) = change {
-            // Commit what is being given up, then start the new set.
-            let revoked = Positions {
-                offsets: positions
-                    .offsets
-                    .iter()
-                    .filter(|(tp, _)| !assignment.contains(tp))
-                    .map(|(tp, offset)| (tp.clone(), *offset))
-                    .collect(),
-            };
-            commit_quietly(&member_commit_view(member), &group, &revoked).await;
-            positions.offsets.retain(|tp, _| assignment.contains(tp));
-            let added: Vec<TopicPartition> = assignment
-                .iter()
-                .filter(|tp| !positions.offsets.contains_key(*tp))
-                .cloned()
-                .collect();
-            let starts = start_offsets(&member.coordinator(), &group, &added, spec, pool).await?;
-            positions.offsets.extend(starts);
+        if let Some(assignment) = membership_change(member, &group, &owned, positions).await? {
+            adopt_assignment(spec, member, pool, positions, &assignment).await?;
             owned = assignment;
             spec.status.report(spec.index, &owned);
         }
@@ -211,32 +171,107 @@ async fn consume_loop(
         }
         if last_commit.elapsed() >= COMMIT_INTERVAL {
             last_commit = Instant::now();
-            let (member_id, generation) = member.identity();
-            let committed = commit_offsets(
-                &member.coordinator(),
-                &group,
-                generation,
-                &member_id,
-                &positions.offsets,
-            )
-            .await;
-            match committed {
-                Ok(()) => {}
-                // A rebalance under way refuses commits; the next join commits.
-                Err(BenchError::Broker {
-                    error_code:
-                        ILLEGAL_GENERATION
-                        | UNKNOWN_MEMBER_ID
-                        | REBALANCE_IN_PROGRESS
-                        | FENCED_MEMBER_EPOCH
-                        | STALE_MEMBER_EPOCH,
-                    ..
-                }) => {}
-                Err(error) => spec.recorder.record_error(format!("commit: {error}")),
-            }
+            commit_positions(spec, member, &group, positions).await;
         }
     }
     Ok(())
+}
+
+/// The member's new assignment, if a (re)join or heartbeat brought one:
+/// a classic member that must rejoin commits its positions first.
+async fn membership_change(
+    member: &mut Member,
+    group: &str,
+    owned: &[TopicPartition],
+    positions: &Positions,
+) -> Result<Option<Vec<TopicPartition>>> {
+    match member {
+        Member::Classic(m) => {
+            if m.needs_join() {
+                let (member_id, generation) = m.identity();
+                let view = CommitView {
+                    coordinator: m.coordinator().clone(),
+                    member_id,
+                    generation,
+                };
+                commit_quietly(&view, group, positions).await;
+                Ok(Some(m.join(owned).await?))
+            } else {
+                Ok(None)
+            }
+        }
+        Member::Consumer(m) => {
+            if m.due() {
+                m.heartbeat().await
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Switches the positions to `assignment`: commits and drops the revoked
+/// partitions, and starts the added ones where [`start_offsets`] says.
+async fn adopt_assignment(
+    spec: &GroupConsumerSpec,
+    member: &Member,
+    pool: &mut ConnectionPool,
+    positions: &mut Positions,
+    assignment: &[TopicPartition],
+) -> Result<()> {
+    let group = &spec.settings.group_id;
+    // Commit what is being given up, then start the new set.
+    let revoked = Positions {
+        offsets: positions
+            .offsets
+            .iter()
+            .filter(|(tp, _)| !assignment.contains(tp))
+            .map(|(tp, offset)| (tp.clone(), *offset))
+            .collect(),
+    };
+    commit_quietly(&member_commit_view(member), group, &revoked).await;
+    positions.offsets.retain(|tp, _| assignment.contains(tp));
+    let added: Vec<TopicPartition> = assignment
+        .iter()
+        .filter(|tp| !positions.offsets.contains_key(*tp))
+        .cloned()
+        .collect();
+    let starts = start_offsets(&member.coordinator(), group, &added, spec, pool).await?;
+    positions.offsets.extend(starts);
+    Ok(())
+}
+
+/// The periodic commit of every position; a refusal because a rebalance
+/// is under way is expected and not an error.
+async fn commit_positions(
+    spec: &GroupConsumerSpec,
+    member: &Member,
+    group: &str,
+    positions: &Positions,
+) {
+    let (member_id, generation) = member.identity();
+    let committed = commit_offsets(
+        &member.coordinator(),
+        group,
+        generation,
+        &member_id,
+        &positions.offsets,
+    )
+    .await;
+    match committed {
+        Ok(()) => {}
+        // A rebalance under way refuses commits; the next join commits.
+        Err(BenchError::Broker {
+            error_code:
+                ILLEGAL_GENERATION
+                | UNKNOWN_MEMBER_ID
+                | REBALANCE_IN_PROGRESS
+                | FENCED_MEMBER_EPOCH
+                | STALE_MEMBER_EPOCH,
+            ..
+        }) => {}
+        Err(error) => spec.recorder.record_error(format!("commit: {error}")),
+    }
 }
 
 /// What a commit needs from the member: coordinator, member id, generation.

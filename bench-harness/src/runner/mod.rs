@@ -16,14 +16,15 @@ use crate::broker_cpu::{BrokerCpu, CpuSource};
 use crate::error::{BenchError, Result};
 use crate::group::member::GroupSettings;
 use crate::kafka::client::{
-    connect_any, create_topics_with_configs, wait_for_leaders, ConnectionPool,
+    connect_any, create_topics_with_configs, wait_for_leaders, ClusterMetadata, ConnectionPool,
 };
 use crate::results::{HostFacts, RunResult, Throughput};
-use crate::stats::{HistogramData, Percentiles, Recorder};
+use crate::stats::{Counters, HistogramData, Percentiles, Recorder, SecondSample};
 use crate::workload::Workload;
 use bytes::Bytes;
 use consumer::{assign_direct, run_consumer, Assignment, ConsumerSpec};
 use group_consumer::{run_group_consumer, GroupConsumerSpec, GroupStatus};
+use hdrhistogram::Histogram;
 use producer::{run_producer, ProducerSpec};
 use rand::RngCore;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -73,33 +74,441 @@ pub async fn run_workload(
     workload: &Workload,
     options: &RunOptions,
 ) -> Result<RunResult> {
-    workload.validate()?;
-    if let Some(source) = &options.broker_cpu {
-        // A wrong pid or address fails now, not after the run.
-        source.cpu_s().await?;
+    let run = Run::setup(bootstrap, workload, options).await?;
+    let backlog_mode = workload.consumer_backlog_size_mb > 0;
+    let mut consumers = Vec::new();
+    if !backlog_mode {
+        consumers = run.start_consumers().await?;
     }
-    let workload = Arc::new(workload.clone());
-    let client_id = "rill-bench";
-    let connection = connect_any(bootstrap, client_id, CONNECT_TIMEOUT).await?;
-    let topics = options.topics.clone().unwrap_or_else(|| {
-        let tag = format!("{:08x}", rand::thread_rng().next_u32());
-        topic_names(&workload, &tag)
-    });
-    create_topics_with_configs(
-        &connection,
-        client_id,
-        &topics,
-        workload.partitions_per_topic,
-        workload.replication_factor,
-        &workload.topic_configs(),
-    )
-    .await?;
-    let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
+    let producers = run.spawn_producers();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut warmup = Duration::from_secs(workload.warmup_duration_s);
+    if backlog_mode {
+        build_backlog(&run.workload, &run.recorder, options.quiet).await?;
+        consumers = run.start_consumers().await?;
+        warmup = Duration::ZERO; // the drain itself is what we measure
+    }
+    let window = run.sample(warmup, backlog_mode).await;
+    let measured = run.close_window(&window).await;
+    run.collect(producers, consumers).await;
+    Ok(run.report(started_unix_s, window, measured))
+}
 
-    let recorder = Arc::new(Recorder::default());
-    let producers_stop = Arc::new(AtomicBool::new(false));
-    let consumers_stop = Arc::new(AtomicBool::new(false));
-    let all_assignments: Vec<Assignment> = metadata
+/// The client id of the run's metadata connection; producers and consumers
+/// append their role and index.
+const CLIENT_ID: &str = "rill-bench";
+
+/// A spawned producer or consumer task.
+type Task = JoinHandle<Result<()>>;
+
+/// One run's shared state: the workload, the cluster's layout, and the
+/// recorder and stop flags that every producer and consumer task holds.
+struct Run<'a> {
+    bootstrap: &'a str,
+    options: &'a RunOptions,
+    workload: Arc<Workload>,
+    metadata: ClusterMetadata,
+    recorder: Arc<Recorder>,
+    producers_stop: Arc<AtomicBool>,
+    consumers_stop: Arc<AtomicBool>,
+    /// Every (topic, partition) of the run with its leader.
+    all_assignments: Vec<Assignment>,
+    consumer_count: usize,
+    group_status: Arc<GroupStatus>,
+    /// Set when the workload names a consumer group.
+    group_settings: Option<Arc<GroupSettings>>,
+}
+
+/// The warm-up and measurement window: its clock, the previous tick, and
+/// what has been measured so far.
+struct Window {
+    phase_start: Instant,
+    warmup: Duration,
+    previous: Counters,
+    previous_at: Instant,
+    /// Counters when measurement started.
+    baseline: Counters,
+    measure_start: Option<Instant>,
+    cpu_start_s: Option<f64>,
+    series: Vec<SecondSample>,
+    backlog_max: i64,
+    backlog_drain_s: Option<f64>,
+}
+
+/// What the measurement window amounts to, read when it closes.
+struct Measured {
+    counters: Counters,
+    duration_s: f64,
+    broker_cpu: Option<BrokerCpu>,
+    publish_histogram: Histogram<u64>,
+    end_to_end_histogram: Histogram<u64>,
+}
+
+impl<'a> Run<'a> {
+    /// Checks the workload and the CPU source, creates the topics, waits
+    /// for their leaders and lays out the run's shared state.
+    async fn setup(
+        bootstrap: &'a str,
+        workload: &Workload,
+        options: &'a RunOptions,
+    ) -> Result<Run<'a>> {
+        workload.validate()?;
+        if let Some(source) = &options.broker_cpu {
+            // A wrong pid or address fails now, not after the run.
+            source.cpu_s().await?;
+        }
+        let workload = Arc::new(workload.clone());
+        let connection = connect_any(bootstrap, CLIENT_ID, CONNECT_TIMEOUT).await?;
+        let topics = options.topics.clone().unwrap_or_else(|| {
+            let tag = format!("{:08x}", rand::thread_rng().next_u32());
+            topic_names(&workload, &tag)
+        });
+        create_topics_with_configs(
+            &connection,
+            CLIENT_ID,
+            &topics,
+            workload.partitions_per_topic,
+            workload.replication_factor,
+            &workload.topic_configs(),
+        )
+        .await?;
+        let metadata = wait_for_leaders(&connection, &topics, Duration::from_secs(30)).await?;
+        let group_settings = group_settings(&workload, &topics, &metadata);
+        Ok(Run {
+            bootstrap,
+            options,
+            all_assignments: all_assignments(&metadata),
+            consumer_count: (workload.consumers_per_topic * workload.topics) as usize,
+            workload,
+            metadata,
+            recorder: Arc::new(Recorder::default()),
+            producers_stop: Arc::new(AtomicBool::new(false)),
+            consumers_stop: Arc::new(AtomicBool::new(false)),
+            group_status: Arc::new(GroupStatus::default()),
+            group_settings,
+        })
+    }
+
+    /// Starts the consumers and waits until they know their start offsets
+    /// (and, in a group, until the group owns every partition).
+    async fn start_consumers(&self) -> Result<Vec<Task>> {
+        let (handles, ready_rx, loops) = self.spawn_consumers();
+        await_ready(ready_rx, loops).await?;
+        if self.group_settings.is_some() {
+            await_group(
+                &self.group_status,
+                &handles,
+                self.consumer_count,
+                self.all_assignments.len(),
+            )
+            .await?;
+        }
+        Ok(handles)
+    }
+
+    /// Spawns the consumers; returns their tasks, the channel each direct
+    /// fetch loop reports ready on, and how many such loops there are.
+    fn spawn_consumers(&self) -> (Vec<Task>, mpsc::Receiver<()>, usize) {
+        let (ready, ready_rx) = mpsc::channel(1024);
+        if let Some(settings) = &self.group_settings {
+            return (self.spawn_group_consumers(settings), ready_rx, 0);
+        }
+        let (handles, loops) = self.spawn_direct_consumers(&ready);
+        (handles, ready_rx, loops)
+    }
+
+    /// Spawns the consumers as members of the workload's consumer group.
+    fn spawn_group_consumers(&self, settings: &Arc<GroupSettings>) -> Vec<Task> {
+        let leaders = self
+            .all_assignments
+            .iter()
+            .map(|a| ((a.topic.clone(), a.partition), a.leader))
+            .collect::<std::collections::HashMap<_, _>>();
+        (0..self.consumer_count)
+            .map(|index| {
+                tokio::spawn(run_group_consumer(GroupConsumerSpec {
+                    index,
+                    bootstrap: self.bootstrap.to_string(),
+                    client_id: format!("{CLIENT_ID}-consumer-{index}"),
+                    brokers: self.metadata.brokers.clone(),
+                    leaders: leaders.clone(),
+                    settings: settings.clone(),
+                    workload: self.workload.clone(),
+                    recorder: self.recorder.clone(),
+                    stop: self.consumers_stop.clone(),
+                    status: self.group_status.clone(),
+                }))
+            })
+            .collect()
+    }
+
+    /// Spawns the consumers with direct assignment; returns their tasks and
+    /// the number of fetch loops (one per leader per consumer).
+    fn spawn_direct_consumers(&self, ready: &mpsc::Sender<()>) -> (Vec<Task>, usize) {
+        let mut handles = Vec::new();
+        let mut loops = 0;
+        for index in 0..self.consumer_count {
+            let assignments = assign_direct(&self.all_assignments, self.consumer_count, index);
+            let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
+            leaders.sort();
+            leaders.dedup();
+            loops += leaders.len();
+            handles.push(tokio::spawn(run_consumer(ConsumerSpec {
+                assignments,
+                pool: ConnectionPool::new(
+                    format!("{CLIENT_ID}-consumer-{index}"),
+                    self.metadata.brokers.clone(),
+                ),
+                workload: self.workload.clone(),
+                recorder: self.recorder.clone(),
+                stop: self.consumers_stop.clone(),
+                start: self.workload.consumer_start,
+                ready: ready.clone(),
+                end_offsets: None,
+            })));
+        }
+        (handles, loops)
+    }
+
+    /// Spawns the producers, each with its share of the rate.
+    fn spawn_producers(&self) -> Vec<Task> {
+        let workload = &self.workload;
+        let payload = random_payload(workload.message_size.max_bytes() as usize + 64 * 1024);
+        let producer_count = workload.producers_per_topic * workload.topics;
+        let rate_per_producer = if producer_count == 0 {
+            0.0
+        } else {
+            workload.producer_rate_msgs_per_s as f64 / f64::from(producer_count)
+        };
+        let mut producers = Vec::new();
+        for index in 0..producer_count {
+            let topic = &self.metadata.topics[(index % workload.topics) as usize];
+            producers.push(tokio::spawn(run_producer(ProducerSpec {
+                id: index,
+                bootstrap: self.bootstrap.to_string(),
+                refresh: Arc::new(AtomicBool::new(false)),
+                topic: topic.name.clone(),
+                leaders: topic.leaders.clone(),
+                pool: ConnectionPool::new(
+                    format!("{CLIENT_ID}-producer-{index}"),
+                    self.metadata.brokers.clone(),
+                ),
+                workload: workload.clone(),
+                rate_msgs_per_s: rate_per_producer,
+                recorder: self.recorder.clone(),
+                stop: self.producers_stop.clone(),
+                payload: payload.clone(),
+            })));
+        }
+        producers
+    }
+
+    /// Warm-up and measurement, one tick a second, until the measurement
+    /// has lasted the workload's test duration.
+    async fn sample(&self, warmup: Duration, backlog_mode: bool) -> Window {
+        let phase_start = Instant::now();
+        let measure_duration = Duration::from_secs(self.workload.test_duration_s);
+        let mut ticker = tokio::time::interval(Duration::from_secs(1));
+        ticker.tick().await;
+        let previous = self.recorder.counters();
+        let mut window = Window {
+            phase_start,
+            warmup,
+            previous,
+            previous_at: Instant::now(),
+            baseline: previous,
+            measure_start: warmup.is_zero().then_some(phase_start),
+            cpu_start_s: None,
+            series: Vec::new(),
+            backlog_max: 0,
+            backlog_drain_s: None,
+        };
+        if warmup.is_zero() {
+            window.cpu_start_s = read_cpu(self.options, &self.recorder).await;
+        }
+        loop {
+            ticker.tick().await;
+            let now = Instant::now();
+            let counters = self.recorder.counters();
+            // Messages count as produced on acknowledgement, and a consumer may
+            // see one before its ack arrives: clamp that transient to zero.
+            let backlog =
+                (counters.produced_messages as i64 - counters.consumed_messages as i64).max(0);
+            let sample = self.second_sample(&window, now, &counters, backlog);
+            if let Some(start) = window.measure_start {
+                self.record_measured(&mut window, start, now, backlog, backlog_mode);
+                window.series.push(sample);
+                if now.duration_since(start) >= measure_duration {
+                    break;
+                }
+            } else if now.duration_since(phase_start) >= warmup {
+                self.recorder.reset_totals();
+                window.baseline = counters;
+                window.measure_start = Some(now);
+                window.cpu_start_s = read_cpu(self.options, &self.recorder).await;
+            }
+            window.previous = counters;
+            window.previous_at = now;
+        }
+        window
+    }
+
+    /// The sample of the second that ended at `now`, printed as the
+    /// progress line unless the run is quiet.
+    fn second_sample(
+        &self,
+        window: &Window,
+        now: Instant,
+        counters: &Counters,
+        backlog: i64,
+    ) -> SecondSample {
+        let delta = counters.minus(&window.previous);
+        let interval_s = now.duration_since(window.previous_at).as_secs_f64();
+        let (publish, end_to_end) = self.recorder.take_interval();
+        let elapsed_s = match window.measure_start {
+            Some(start) => now.duration_since(start).as_secs_f64(),
+            None => {
+                now.duration_since(window.phase_start).as_secs_f64() - window.warmup.as_secs_f64()
+            }
+        };
+        let sample = progress::sample(
+            elapsed_s,
+            &delta,
+            interval_s,
+            backlog,
+            &publish,
+            &end_to_end,
+        );
+        if !self.options.quiet {
+            let phase = if window.measure_start.is_some() {
+                "measure"
+            } else {
+                "warmup"
+            };
+            eprintln!("{}", progress::format_line(phase, &sample));
+        }
+        sample
+    }
+
+    /// Tracks the largest backlog of the measurement and, in backlog mode,
+    /// when the consumers drained it.
+    fn record_measured(
+        &self,
+        window: &mut Window,
+        start: Instant,
+        now: Instant,
+        backlog: i64,
+        backlog_mode: bool,
+    ) {
+        window.backlog_max = window.backlog_max.max(backlog);
+        if backlog_mode && window.backlog_drain_s.is_none() && self.consumer_count > 0 {
+            // Drained: less than a second's worth of production behind.
+            let threshold = (self.workload.producer_rate_msgs_per_s as i64).max(1000);
+            if backlog <= threshold {
+                window.backlog_drain_s = Some(now.duration_since(start).as_secs_f64());
+            }
+        }
+    }
+
+    /// Closes the measurement window: counters since its start, its
+    /// length, the broker's CPU over it and the latency histograms.
+    async fn close_window(&self, window: &Window) -> Measured {
+        let measure_end = Instant::now();
+        let counters = self.recorder.counters().minus(&window.baseline);
+        let duration_s = window
+            .measure_start
+            .map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
+        let cpu_end_s = read_cpu(self.options, &self.recorder).await;
+        let broker_cpu = self
+            .options
+            .broker_cpu
+            .as_ref()
+            .zip(window.cpu_start_s.zip(cpu_end_s))
+            .map(|(source, (start_s, end_s))| {
+                BrokerCpu::new(
+                    source.describe(),
+                    end_s - start_s,
+                    duration_s,
+                    counters.produced_bytes,
+                    counters.consumed_bytes,
+                )
+            });
+        let (publish_histogram, end_to_end_histogram) = self.recorder.totals();
+        Measured {
+            counters,
+            duration_s,
+            broker_cpu,
+            publish_histogram,
+            end_to_end_histogram,
+        }
+    }
+
+    /// Stops the producers, lets the consumers catch up (bounded), stops
+    /// them, and records every task's failure as an error of the run.
+    async fn collect(&self, producers: Vec<Task>, consumers: Vec<Task>) {
+        self.producers_stop.store(true, Ordering::Relaxed);
+        join_tasks(producers, "producer", &self.recorder).await;
+        // Let consumers catch up with everything acknowledged, bounded.
+        let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
+        while self.consumer_count > 0 && Instant::now() < drain_deadline {
+            let counters = self.recorder.counters();
+            if counters.consumed_messages >= counters.produced_messages {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.consumers_stop.store(true, Ordering::Relaxed);
+        join_tasks(consumers, "consumer", &self.recorder).await;
+    }
+
+    /// The run's result from its window, its measurement and the totals.
+    fn report(&self, started_unix_s: u64, window: Window, measured: Measured) -> RunResult {
+        let totals = self.recorder.counters();
+        let duration_s = measured.duration_s;
+        RunResult {
+            label: self
+                .options
+                .label
+                .clone()
+                .unwrap_or_else(|| self.bootstrap.to_string()),
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            started_unix_s,
+            bootstrap: self.bootstrap.to_string(),
+            workload: (*self.workload).clone(),
+            host: HostFacts::collect(),
+            measured_duration_s: duration_s,
+            produce: Throughput::new(
+                measured.counters.produced_messages,
+                measured.counters.produced_bytes,
+                duration_s,
+            ),
+            consume: Throughput::new(
+                measured.counters.consumed_messages,
+                measured.counters.consumed_bytes,
+                duration_s,
+            ),
+            publish_latency_us: Percentiles::of(&measured.publish_histogram),
+            end_to_end_latency_us: Percentiles::of(&measured.end_to_end_histogram),
+            publish_latency_histogram: HistogramData::of(&measured.publish_histogram),
+            end_to_end_latency_histogram: HistogramData::of(&measured.end_to_end_histogram),
+            backlog_messages_end: totals.produced_messages as i64 - totals.consumed_messages as i64,
+            backlog_messages_max: window.backlog_max,
+            backlog_drain_s: window.backlog_drain_s,
+            total_produced_messages: totals.produced_messages,
+            total_consumed_messages: totals.consumed_messages,
+            errors: totals.errors,
+            error_samples: self.recorder.error_samples(),
+            series: window.series,
+            broker_cpu: measured.broker_cpu,
+        }
+    }
+}
+
+/// Every (topic, partition) in `metadata` with its leader.
+fn all_assignments(metadata: &ClusterMetadata) -> Vec<Assignment> {
+    metadata
         .topics
         .iter()
         .flat_map(|topic| {
@@ -113,13 +522,19 @@ pub async fn run_workload(
                     leader,
                 })
         })
-        .collect();
-    let consumer_count = (workload.consumers_per_topic * workload.topics) as usize;
-    let group_status = Arc::new(GroupStatus::default());
-    let group_settings = workload.consumer_group.as_ref().map(|group| {
+        .collect()
+}
+
+/// The consumer group's settings, if the workload names a group.
+fn group_settings(
+    workload: &Workload,
+    topics: &[String],
+    metadata: &ClusterMetadata,
+) -> Option<Arc<GroupSettings>> {
+    workload.consumer_group.as_ref().map(|group| {
         Arc::new(GroupSettings {
             group_id: group.clone(),
-            topics: topics.clone(),
+            topics: topics.to_vec(),
             partitions: metadata
                 .topics
                 .iter()
@@ -136,276 +551,19 @@ pub async fn run_workload(
             rebalance_timeout_ms: GROUP_REBALANCE_TIMEOUT_MS,
             heartbeat_interval: GROUP_HEARTBEAT_INTERVAL,
         })
-    });
-    let start_consumers = || -> (Vec<JoinHandle<Result<()>>>, mpsc::Receiver<()>, usize) {
-        let (ready, ready_rx) = mpsc::channel(1024);
-        let mut handles = Vec::new();
-        let mut loops = 0;
-        if let Some(settings) = &group_settings {
-            let leaders = all_assignments
-                .iter()
-                .map(|a| ((a.topic.clone(), a.partition), a.leader))
-                .collect::<std::collections::HashMap<_, _>>();
-            for index in 0..consumer_count {
-                handles.push(tokio::spawn(run_group_consumer(GroupConsumerSpec {
-                    index,
-                    bootstrap: bootstrap.to_string(),
-                    client_id: format!("{client_id}-consumer-{index}"),
-                    brokers: metadata.brokers.clone(),
-                    leaders: leaders.clone(),
-                    settings: settings.clone(),
-                    workload: workload.clone(),
-                    recorder: recorder.clone(),
-                    stop: consumers_stop.clone(),
-                    status: group_status.clone(),
-                })));
-            }
-            return (handles, ready_rx, 0);
-        }
-        for index in 0..consumer_count {
-            let assignments = assign_direct(&all_assignments, consumer_count, index);
-            let mut leaders: Vec<i32> = assignments.iter().map(|a| a.leader).collect();
-            leaders.sort();
-            leaders.dedup();
-            loops += leaders.len();
-            handles.push(tokio::spawn(run_consumer(ConsumerSpec {
-                assignments,
-                pool: ConnectionPool::new(
-                    format!("{client_id}-consumer-{index}"),
-                    metadata.brokers.clone(),
-                ),
-                workload: workload.clone(),
-                recorder: recorder.clone(),
-                stop: consumers_stop.clone(),
-                start: workload.consumer_start,
-                ready: ready.clone(),
-                end_offsets: None,
-            })));
-        }
-        (handles, ready_rx, loops)
-    };
-
-    let backlog_mode = workload.consumer_backlog_size_mb > 0;
-    let mut consumers = Vec::new();
-    if !backlog_mode {
-        let (handles, ready_rx, loops) = start_consumers();
-        await_ready(ready_rx, loops).await?;
-        if group_settings.is_some() {
-            await_group(
-                &group_status,
-                &handles,
-                consumer_count,
-                all_assignments.len(),
-            )
-            .await?;
-        }
-        consumers = handles;
-    }
-
-    let payload = random_payload(workload.message_size.max_bytes() as usize + 64 * 1024);
-    let producer_count = workload.producers_per_topic * workload.topics;
-    let rate_per_producer = if producer_count == 0 {
-        0.0
-    } else {
-        workload.producer_rate_msgs_per_s as f64 / f64::from(producer_count)
-    };
-    let mut producers = Vec::new();
-    for index in 0..producer_count {
-        let topic = &metadata.topics[(index % workload.topics) as usize];
-        producers.push(tokio::spawn(run_producer(ProducerSpec {
-            id: index,
-            bootstrap: bootstrap.to_string(),
-            refresh: Arc::new(AtomicBool::new(false)),
-            topic: topic.name.clone(),
-            leaders: topic.leaders.clone(),
-            pool: ConnectionPool::new(
-                format!("{client_id}-producer-{index}"),
-                metadata.brokers.clone(),
-            ),
-            workload: workload.clone(),
-            rate_msgs_per_s: rate_per_producer,
-            recorder: recorder.clone(),
-            stop: producers_stop.clone(),
-            payload: payload.clone(),
-        })));
-    }
-
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut backlog_drain_s = None;
-    let mut warmup = Duration::from_secs(workload.warmup_duration_s);
-    if backlog_mode {
-        build_backlog(&workload, &recorder, options.quiet).await?;
-        let (handles, ready_rx, loops) = start_consumers();
-        await_ready(ready_rx, loops).await?;
-        if group_settings.is_some() {
-            await_group(
-                &group_status,
-                &handles,
-                consumer_count,
-                all_assignments.len(),
-            )
-            .await?;
-        }
-        consumers = handles;
-        warmup = Duration::ZERO; // the drain itself is what we measure
-    }
-
-    // Warm-up and measurement, one tick a second.
-    let phase_start = Instant::now();
-    let measure_duration = Duration::from_secs(workload.test_duration_s);
-    let mut ticker = tokio::time::interval(Duration::from_secs(1));
-    ticker.tick().await;
-    let mut previous = recorder.counters();
-    let mut previous_at = Instant::now();
-    let mut baseline = previous;
-    let mut measure_start = if warmup.is_zero() {
-        Some(phase_start)
-    } else {
-        None
-    };
-    let mut cpu_start_s = if warmup.is_zero() {
-        read_cpu(options, &recorder).await
-    } else {
-        None
-    };
-    let mut series = Vec::new();
-    let mut backlog_max: i64 = 0;
-    loop {
-        ticker.tick().await;
-        let now = Instant::now();
-        let counters = recorder.counters();
-        let delta = counters.minus(&previous);
-        let interval_s = now.duration_since(previous_at).as_secs_f64();
-        // Messages count as produced on acknowledgement, and a consumer may
-        // see one before its ack arrives: clamp that transient to zero.
-        let backlog =
-            (counters.produced_messages as i64 - counters.consumed_messages as i64).max(0);
-        let (publish, end_to_end) = recorder.take_interval();
-        let elapsed_s = match measure_start {
-            Some(start) => now.duration_since(start).as_secs_f64(),
-            None => now.duration_since(phase_start).as_secs_f64() - warmup.as_secs_f64(),
-        };
-        let sample = progress::sample(
-            elapsed_s,
-            &delta,
-            interval_s,
-            backlog,
-            &publish,
-            &end_to_end,
-        );
-        if !options.quiet {
-            let phase = if measure_start.is_some() {
-                "measure"
-            } else {
-                "warmup"
-            };
-            eprintln!("{}", progress::format_line(phase, &sample));
-        }
-        if let Some(start) = measure_start {
-            backlog_max = backlog_max.max(backlog);
-            if backlog_mode && backlog_drain_s.is_none() && consumer_count > 0 {
-                // Drained: less than a second's worth of production behind.
-                let threshold = (workload.producer_rate_msgs_per_s as i64).max(1000);
-                if backlog <= threshold {
-                    backlog_drain_s = Some(now.duration_since(start).as_secs_f64());
-                }
-            }
-            series.push(sample);
-            if now.duration_since(start) >= measure_duration {
-                break;
-            }
-        } else if now.duration_since(phase_start) >= warmup {
-            recorder.reset_totals();
-            baseline = counters;
-            measure_start = Some(now);
-            cpu_start_s = read_cpu(options, &recorder).await;
-        }
-        previous = counters;
-        previous_at = now;
-    }
-    let measure_end = Instant::now();
-    let measured = recorder.counters().minus(&baseline);
-    let measured_duration_s =
-        measure_start.map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
-    let cpu_end_s = read_cpu(options, &recorder).await;
-    let broker_cpu = options
-        .broker_cpu
-        .as_ref()
-        .zip(cpu_start_s.zip(cpu_end_s))
-        .map(|(source, (start_s, end_s))| {
-            BrokerCpu::new(
-                source.describe(),
-                end_s - start_s,
-                measured_duration_s,
-                measured.produced_bytes,
-                measured.consumed_bytes,
-            )
-        });
-    let (publish_histogram, end_to_end_histogram) = recorder.totals();
-
-    producers_stop.store(true, Ordering::Relaxed);
-    for producer in producers {
-        match producer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => recorder.record_error(format!("producer: {error}")),
-            Err(error) => recorder.record_error(format!("producer task: {error}")),
-        }
-    }
-    // Let consumers catch up with everything acknowledged, bounded.
-    let drain_deadline = Instant::now() + DRAIN_TIMEOUT;
-    while consumer_count > 0 && Instant::now() < drain_deadline {
-        let counters = recorder.counters();
-        if counters.consumed_messages >= counters.produced_messages {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    consumers_stop.store(true, Ordering::Relaxed);
-    for consumer in consumers {
-        match consumer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => recorder.record_error(format!("consumer: {error}")),
-            Err(error) => recorder.record_error(format!("consumer task: {error}")),
-        }
-    }
-    let totals = recorder.counters();
-    Ok(RunResult {
-        label: options
-            .label
-            .clone()
-            .unwrap_or_else(|| bootstrap.to_string()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        started_unix_s,
-        bootstrap: bootstrap.to_string(),
-        workload: (*workload).clone(),
-        host: HostFacts::collect(),
-        measured_duration_s,
-        produce: Throughput::new(
-            measured.produced_messages,
-            measured.produced_bytes,
-            measured_duration_s,
-        ),
-        consume: Throughput::new(
-            measured.consumed_messages,
-            measured.consumed_bytes,
-            measured_duration_s,
-        ),
-        publish_latency_us: Percentiles::of(&publish_histogram),
-        end_to_end_latency_us: Percentiles::of(&end_to_end_histogram),
-        publish_latency_histogram: HistogramData::of(&publish_histogram),
-        end_to_end_latency_histogram: HistogramData::of(&end_to_end_histogram),
-        backlog_messages_end: totals.produced_messages as i64 - totals.consumed_messages as i64,
-        backlog_messages_max: backlog_max,
-        backlog_drain_s,
-        total_produced_messages: totals.produced_messages,
-        total_consumed_messages: totals.consumed_messages,
-        errors: totals.errors,
-        error_samples: recorder.error_samples(),
-        series,
-        broker_cpu,
     })
+}
+
+/// Awaits `tasks`, recording each failure as `{role}: {error}` (or
+/// `{role} task: {error}` for a task that panicked or was cancelled).
+async fn join_tasks(tasks: Vec<Task>, role: &str, recorder: &Recorder) {
+    for task in tasks {
+        match task.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => recorder.record_error(format!("{role}: {error}")),
+            Err(error) => recorder.record_error(format!("{role} task: {error}")),
+        }
+    }
 }
 
 /// The broker's CPU seconds now, if a source was given; a failed read is

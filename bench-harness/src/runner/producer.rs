@@ -21,7 +21,7 @@ use crate::stats::Recorder;
 use crate::workload::Workload;
 use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::ProduceRequest;
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -77,113 +77,192 @@ struct Pending {
     opened: Option<Instant>,
 }
 
-pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
-    let workload = spec.workload.clone();
-    let partitions = spec.leaders.len();
-    let mut connections = Vec::with_capacity(partitions);
-    for &leader in &spec.leaders {
-        connections.push(spec.pool.get(leader).await?);
+pub async fn run_producer(spec: ProducerSpec) -> Result<()> {
+    let mut producer = Producer::connect(spec).await?;
+    while !producer.spec.stop.load(Ordering::Relaxed) {
+        producer.refresh_if_asked().await;
+        let budget = producer.budget();
+        producer.generate(budget).await?;
+        producer.send_expired().await?;
+        producer.pace().await;
     }
-    let window = Arc::new(Semaphore::new(workload.max_in_flight_per_producer as usize));
-    let mut pending: Vec<Pending> = (0..partitions)
-        .map(|_| Pending {
-            builder: BatchBuilder::new(workload.batch_size_bytes as usize + 1024),
-            send_times_us: Vec::new(),
-            opened: None,
-        })
-        .collect();
-    let mut keys = KeyChooser::new(&workload, u64::from(spec.id) * 7919 + 1)
-        .with_partitions(partitions as u32);
-    let mut sizes = SizeChooser::new(workload.message_size.clone(), u64::from(spec.id));
-    let linger = Duration::from_millis(workload.linger_ms);
-    let mut sticky_partition = spec.id as usize % partitions;
-    let started = Instant::now();
-    let mut generated: u64 = 0;
-    let mut payload_offset = 0usize;
-    let mut last_refresh = Instant::now();
+    producer.finish().await
+}
 
-    while !spec.stop.load(Ordering::Relaxed) {
-        if spec.refresh.load(Ordering::Relaxed)
-            && last_refresh.elapsed() >= METADATA_REFRESH_MIN_INTERVAL
-        {
-            last_refresh = Instant::now();
-            spec.refresh.store(false, Ordering::Relaxed);
-            if let Err(error) = refresh_leaders(&mut spec, &mut connections).await {
-                // Keep the old routes; the next failure asks again.
-                spec.recorder
-                    .record_error(format!("metadata refresh: {error}"));
-                spec.refresh.store(true, Ordering::Relaxed);
-            }
+/// A running producer: its connections and in-flight window, the open
+/// batch of each partition, and the generator's choosers and position.
+struct Producer {
+    spec: ProducerSpec,
+    workload: Arc<Workload>,
+    /// Connection to each partition's leader.
+    connections: Vec<Arc<Connection>>,
+    window: Arc<Semaphore>,
+    pending: Vec<Pending>,
+    keys: KeyChooser,
+    sizes: SizeChooser,
+    linger: Duration,
+    sticky_partition: usize,
+    started: Instant,
+    generated: u64,
+    payload_offset: usize,
+    last_refresh: Instant,
+}
+
+impl Producer {
+    /// Connects to every partition's leader and opens an empty batch each.
+    async fn connect(mut spec: ProducerSpec) -> Result<Producer> {
+        let workload = spec.workload.clone();
+        let partitions = spec.leaders.len();
+        let mut connections = Vec::with_capacity(partitions);
+        for &leader in &spec.leaders {
+            connections.push(spec.pool.get(leader).await?);
         }
-        let budget = if spec.rate_msgs_per_s > 0.0 {
-            let due = (started.elapsed().as_secs_f64() * spec.rate_msgs_per_s) as u64;
-            due.saturating_sub(generated).min(MESSAGES_PER_TURN_MAX)
+        let window = Arc::new(Semaphore::new(workload.max_in_flight_per_producer as usize));
+        let pending: Vec<Pending> = (0..partitions)
+            .map(|_| Pending {
+                builder: BatchBuilder::new(workload.batch_size_bytes as usize + 1024),
+                send_times_us: Vec::new(),
+                opened: None,
+            })
+            .collect();
+        let keys = KeyChooser::new(&workload, u64::from(spec.id) * 7919 + 1)
+            .with_partitions(partitions as u32);
+        let sizes = SizeChooser::new(workload.message_size.clone(), u64::from(spec.id));
+        let linger = Duration::from_millis(workload.linger_ms);
+        let sticky_partition = spec.id as usize % partitions;
+        Ok(Producer {
+            spec,
+            workload,
+            connections,
+            window,
+            pending,
+            keys,
+            sizes,
+            linger,
+            sticky_partition,
+            started: Instant::now(),
+            generated: 0,
+            payload_offset: 0,
+            last_refresh: Instant::now(),
+        })
+    }
+
+    /// Asks Metadata again when an acknowledgement task asked for it, at
+    /// most once per [`METADATA_REFRESH_MIN_INTERVAL`].
+    async fn refresh_if_asked(&mut self) {
+        if !self.spec.refresh.load(Ordering::Relaxed)
+            || self.last_refresh.elapsed() < METADATA_REFRESH_MIN_INTERVAL
+        {
+            return;
+        }
+        self.last_refresh = Instant::now();
+        self.spec.refresh.store(false, Ordering::Relaxed);
+        if let Err(error) = refresh_leaders(&mut self.spec, &mut self.connections).await {
+            // Keep the old routes; the next failure asks again.
+            self.spec
+                .recorder
+                .record_error(format!("metadata refresh: {error}"));
+            self.spec.refresh.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Messages to generate this turn: those due at the rate (all the turn
+    /// allows when unlimited), at most [`MESSAGES_PER_TURN_MAX`].
+    fn budget(&self) -> u64 {
+        if self.spec.rate_msgs_per_s > 0.0 {
+            let due = (self.started.elapsed().as_secs_f64() * self.spec.rate_msgs_per_s) as u64;
+            due.saturating_sub(self.generated)
+                .min(MESSAGES_PER_TURN_MAX)
         } else {
             MESSAGES_PER_TURN_MAX
-        };
+        }
+    }
+
+    /// Generates `budget` messages, sending each batch that fills up.
+    async fn generate(&mut self, budget: u64) -> Result<()> {
         for _ in 0..budget {
-            let choice = keys.next_choice();
-            let partition = choice.partition.map_or(sticky_partition, |p| p as usize);
-            let size = sizes.next_size_bytes();
-            // Slide through the random payload so consecutive values differ.
-            let body_len = size - 8;
-            if payload_offset + body_len > spec.payload.len() {
-                payload_offset = 0;
-            }
-            let body = &spec.payload[payload_offset..payload_offset + body_len];
-            payload_offset += 61;
-            let sent_us = now_us();
-            let key_bytes = choice.key.map(u64::to_be_bytes);
-            let slot = &mut pending[partition];
-            slot.builder.append(
-                (sent_us / 1000) as i64,
-                key_bytes.as_ref().map(|k| &k[..]),
-                &sent_us.to_be_bytes(),
-                body,
-            );
-            slot.send_times_us.push(sent_us);
-            slot.opened.get_or_insert_with(Instant::now);
-            if slot.builder.size_bytes() >= workload.batch_size_bytes as usize {
-                send_ready(
-                    &spec,
-                    &workload,
-                    &connections,
-                    &mut pending,
-                    &window,
-                    |p, _| p == partition,
-                )
-                .await?;
+            let choice = self.keys.next_choice();
+            let partition = choice
+                .partition
+                .map_or(self.sticky_partition, |p| p as usize);
+            self.append_message(partition, choice.key);
+            let full = self.pending[partition].builder.size_bytes()
+                >= self.workload.batch_size_bytes as usize;
+            if full {
+                self.send_ready(|p, _| p == partition).await?;
                 if choice.partition.is_none() {
-                    sticky_partition = (sticky_partition + 1) % partitions;
+                    self.advance_sticky_partition();
                 }
             }
         }
-        generated += budget;
-        // Linger expired: send everything that waited long enough.
+        self.generated += budget;
+        Ok(())
+    }
+
+    /// Appends one message of the next size to `partition`'s open batch:
+    /// the send timestamp, then a slice of the random payload.
+    fn append_message(&mut self, partition: usize, key: Option<u64>) {
+        let size = self.sizes.next_size_bytes();
+        // Slide through the random payload so consecutive values differ.
+        let body_len = size - 8;
+        if self.payload_offset + body_len > self.spec.payload.len() {
+            self.payload_offset = 0;
+        }
+        let body = &self.spec.payload[self.payload_offset..self.payload_offset + body_len];
+        self.payload_offset += 61;
+        let sent_us = now_us();
+        let key_bytes = key.map(u64::to_be_bytes);
+        let slot = &mut self.pending[partition];
+        slot.builder.append(
+            (sent_us / 1000) as i64,
+            key_bytes.as_ref().map(|k| &k[..]),
+            &sent_us.to_be_bytes(),
+            body,
+        );
+        slot.send_times_us.push(sent_us);
+        slot.opened.get_or_insert_with(Instant::now);
+    }
+
+    /// Linger expired: sends everything that waited long enough.
+    async fn send_expired(&mut self) -> Result<()> {
         let now = Instant::now();
-        let expired = |_: usize, slot: &Pending| {
+        let linger = self.linger;
+        let expired = move |_: usize, slot: &Pending| {
             slot.opened
                 .is_some_and(|opened| now.duration_since(opened) >= linger)
         };
-        if pending.iter().enumerate().any(|(p, slot)| expired(p, slot)) {
-            let before = pending.iter().filter(|s| !s.builder.is_empty()).count();
-            send_ready(
-                &spec,
-                &workload,
-                &connections,
-                &mut pending,
-                &window,
-                expired,
-            )
-            .await?;
-            if workload.key_distribution == crate::workload::KeyDistribution::None && before > 0 {
-                sticky_partition = (sticky_partition + 1) % partitions;
-            }
+        if !self
+            .pending
+            .iter()
+            .enumerate()
+            .any(|(p, slot)| expired(p, slot))
+        {
+            return Ok(());
         }
-        if spec.rate_msgs_per_s > 0.0 {
-            let next_due_s = (generated + 1) as f64 / spec.rate_msgs_per_s;
-            let wait_s =
-                (next_due_s - started.elapsed().as_secs_f64()).min(linger.as_secs_f64().max(0.001));
+        let before = self
+            .pending
+            .iter()
+            .filter(|s| !s.builder.is_empty())
+            .count();
+        self.send_ready(expired).await?;
+        if self.workload.key_distribution == crate::workload::KeyDistribution::None && before > 0 {
+            self.advance_sticky_partition();
+        }
+        Ok(())
+    }
+
+    /// Moves the sticky partitioner on to the next partition.
+    fn advance_sticky_partition(&mut self) {
+        self.sticky_partition = (self.sticky_partition + 1) % self.pending.len();
+    }
+
+    /// Waits until the next message is due (at most the linger, at least a
+    /// millisecond of it), or just yields when the rate is unlimited.
+    async fn pace(&self) {
+        if self.spec.rate_msgs_per_s > 0.0 {
+            let next_due_s = (self.generated + 1) as f64 / self.spec.rate_msgs_per_s;
+            let wait_s = (next_due_s - self.started.elapsed().as_secs_f64())
+                .min(self.linger.as_secs_f64().max(0.001));
             if wait_s > 0.0 {
                 tokio::time::sleep(Duration::from_secs_f64(wait_s)).await;
             }
@@ -191,21 +270,31 @@ pub async fn run_producer(mut spec: ProducerSpec) -> Result<()> {
             tokio::task::yield_now().await;
         }
     }
-    send_ready(
-        &spec,
-        &workload,
-        &connections,
-        &mut pending,
-        &window,
-        |_, _| true,
-    )
-    .await?;
-    // Wait for every outstanding acknowledgement: take the whole window.
-    let _all = window
-        .acquire_many(workload.max_in_flight_per_producer)
+
+    /// Sends every non-empty batch that `ready` selects.
+    async fn send_ready(&mut self, ready: impl Fn(usize, &Pending) -> bool) -> Result<()> {
+        send_ready(
+            &self.spec,
+            &self.workload,
+            &self.connections,
+            &mut self.pending,
+            &self.window,
+            ready,
+        )
         .await
-        .map_err(|_| BenchError::Other("producer window closed".into()))?;
-    Ok(())
+    }
+
+    /// Sends what is left and waits for every outstanding acknowledgement.
+    async fn finish(mut self) -> Result<()> {
+        self.send_ready(|_, _| true).await?;
+        // Wait for every outstanding acknowledgement: take the whole window.
+        let _all = self
+            .window
+            .acquire_many(self.workload.max_in_flight_per_producer)
+            .await
+            .map_err(|_| BenchError::Other("producer window closed".into()))?;
+        Ok(())
+    }
 }
 
 /// Asks Metadata (through any bootstrap broker) for the topic's current
@@ -280,6 +369,8 @@ async fn send_ready(
     Ok(())
 }
 
+/// Sends one Produce request with `batches` through `connection`, holding a
+/// window permit until it is acknowledged (in a spawned task, unless acks=0).
 async fn send_request(
     spec: &ProducerSpec,
     workload: &Workload,
@@ -292,6 +383,40 @@ async fn send_request(
         .acquire_owned()
         .await
         .map_err(|_| BenchError::Other("producer window closed".into()))?;
+    let (request, in_flight) = produce_request(spec, workload, batches);
+    if workload.acks == 0 {
+        // No response will come: "acknowledged" when handed to the socket queue.
+        connection.send_without_response(&request).await?;
+        in_flight.record_acked(now_us());
+        drop(permit);
+        return Ok(());
+    }
+    let response = match connection.send(&request).await {
+        Ok(response) => response,
+        Err(error) => {
+            in_flight
+                .recorder
+                .record_error(format!("produce send: {error}"));
+            in_flight.refresh.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+    };
+    tokio::spawn(async move {
+        let result = response.wait().await;
+        let acked_us = now_us();
+        in_flight.record_response(result, acked_us);
+        drop(permit);
+    });
+    Ok(())
+}
+
+/// The Produce request carrying `batches`, and what its acknowledgement
+/// must record.
+fn produce_request(
+    spec: &ProducerSpec,
+    workload: &Workload,
+    batches: Vec<ReadyBatch>,
+) -> (ProduceRequest, InFlight) {
     let messages: u64 = batches.iter().map(|b| b.send_times_us.len() as u64).sum();
     let bytes: u64 = batches.iter().map(|b| b.value_bytes).sum();
     let mut send_times = Vec::with_capacity(messages as usize);
@@ -316,31 +441,42 @@ async fn send_request(
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(topic_name(&spec.topic))
             .with_partition_data(partition_data)]);
-    let recorder = spec.recorder.clone();
-    let refresh = spec.refresh.clone();
-    if workload.acks == 0 {
-        // No response will come: "acknowledged" when handed to the socket queue.
-        connection.send_without_response(&request).await?;
-        let done_us = now_us();
-        recorder.record_produced(
-            messages,
-            bytes,
-            send_times.iter().map(|t| done_us.saturating_sub(*t)),
-        );
-        drop(permit);
-        return Ok(());
-    }
-    let response = match connection.send(&request).await {
-        Ok(response) => response,
-        Err(error) => {
-            recorder.record_error(format!("produce send: {error}"));
-            refresh.store(true, Ordering::Relaxed);
-            return Ok(());
-        }
+    let in_flight = InFlight {
+        messages,
+        bytes,
+        send_times_us: send_times,
+        recorder: spec.recorder.clone(),
+        refresh: spec.refresh.clone(),
     };
-    tokio::spawn(async move {
-        let result = response.wait().await;
-        let acked_us = now_us();
+    (request, in_flight)
+}
+
+/// A Produce request awaiting its acknowledgement: its messages, their
+/// send times, and where to record the outcome.
+struct InFlight {
+    messages: u64,
+    bytes: u64,
+    send_times_us: Vec<u64>,
+    recorder: Arc<Recorder>,
+    /// Set when leadership seems to have moved.
+    refresh: Arc<AtomicBool>,
+}
+
+impl InFlight {
+    /// Records every message as produced, acknowledged at `acked_us`.
+    fn record_acked(&self, acked_us: u64) {
+        self.recorder.record_produced(
+            self.messages,
+            self.bytes,
+            self.send_times_us
+                .iter()
+                .map(|t| acked_us.saturating_sub(*t)),
+        );
+    }
+
+    /// Records the broker's answer: produced if no partition failed, else
+    /// each partition's error (asking for new leaders where they moved).
+    fn record_response(&self, result: Result<ProduceResponse>, acked_us: u64) {
         match result {
             Ok(response) => {
                 let failed: Vec<String> = response
@@ -350,29 +486,23 @@ async fn send_request(
                     .filter(|p| p.error_code != 0)
                     .map(|p| {
                         if is_retriable_leader_error(p.error_code) {
-                            refresh.store(true, Ordering::Relaxed);
+                            self.refresh.store(true, Ordering::Relaxed);
                         }
                         format!("produce partition {}: error {}", p.index, p.error_code)
                     })
                     .collect();
                 if failed.is_empty() {
-                    recorder.record_produced(
-                        messages,
-                        bytes,
-                        send_times.iter().map(|t| acked_us.saturating_sub(*t)),
-                    );
+                    self.record_acked(acked_us);
                 } else {
                     for failure in failed {
-                        recorder.record_error(failure);
+                        self.recorder.record_error(failure);
                     }
                 }
             }
             Err(error) => {
-                refresh.store(true, Ordering::Relaxed);
-                recorder.record_error(format!("produce: {error}"));
+                self.refresh.store(true, Ordering::Relaxed);
+                self.recorder.record_error(format!("produce: {error}"));
             }
         }
-        drop(permit);
-    });
-    Ok(())
+    }
 }

@@ -141,51 +141,17 @@ pub async fn clean(
     candidate: Candidate,
 ) -> Result<CompactionStats, EngineError> {
     let started = std::time::Instant::now();
-    let job = {
-        let log = log.maintenance();
-        let config = log.topic_config();
-        rewrite::Job {
-            segments: candidate
-                .section
-                .iter()
-                .map(|s| {
-                    let m = s.meta.borrow();
-                    rewrite::SegmentFile {
-                        base_offset: s.base_offset,
-                        path: s.log_path(),
-                        size_bytes: s.readable_bytes.get().min(m.size_bytes),
-                        next_offset: m.next_offset,
-                        max_timestamp_ms: m.max_timestamp_ms,
-                    }
-                })
-                .collect(),
-            first_dirty: candidate.first_dirty,
-            map_bytes: log.context().config.cleaner_dedupe_buffer_bytes,
-            throttle: rewrite::Throttle::new(log.context().config.cleaner_io_max_bytes_per_second),
-            aborted: log.aborted_transactions(),
-            now_ms: log.now_ms(),
-            delete_retention_ms: config.delete_retention_ms,
-            index_interval_bytes: config.index_interval_bytes,
-        }
-    };
-    let outcome = run_pass(job).await?;
-    let log = log.maintenance();
+    let job = pass_job(log, &candidate);
+    let mut outcome = run_pass(job).await?;
     // No await from here on: the checks and the swaps see one state of the log.
-    let pairs: Vec<(Rc<Segment>, rewrite::Cleaned)> = outcome
-        .cleaned
-        .into_iter()
-        .filter_map(|c| {
-            let old = candidate
-                .section
-                .iter()
-                .find(|s| s.base_offset == c.base_offset)?;
-            Some((old.clone(), c))
+    let pairs = pair_with_section(&candidate.section, std::mem::take(&mut outcome.cleaned));
+    let unchanged = {
+        let log = log.maintenance();
+        candidate.section.iter().all(|s| {
+            let next = s.meta.borrow().next_offset;
+            log.holds_sealed(s, next)
         })
-        .collect();
-    let unchanged = candidate.section.iter().all(|s| {
-        let next = s.meta.borrow().next_offset;
-        log.holds_sealed(s, next)
-    });
+    };
     if !unchanged {
         // Retention or a truncation changed the section meanwhile: the
         // rewrites may hold data that is gone; the next tick starts over.
@@ -194,11 +160,74 @@ pub async fn clean(
         }
         return Ok(CompactionStats::default());
     }
-    let mut stats = CompactionStats {
+    let stats = CompactionStats {
+        segments_rewritten: swap_all(log, &pairs)?,
         end_offset: outcome.end_offset,
         records_removed: outcome.records_removed,
-        ..CompactionStats::default()
     };
+    let log = log.maintenance();
+    write_checkpoint(log.dir(), outcome.end_offset)?;
+    count_pass(&log.context().cleaner, &outcome, started);
+    if stats.segments_rewritten > 0 {
+        // The renames made durable, off the shard.
+        let dir = log.dir().to_path_buf();
+        on_cleaner_thread(move || crate::segment::sync_dir(&dir)).await?;
+    }
+    Ok(stats)
+}
+
+/// The cleaner thread's job for a pass over `candidate`'s section.
+fn pass_job(log: &PartitionLog, candidate: &Candidate) -> rewrite::Job {
+    let log = log.maintenance();
+    let config = log.topic_config();
+    rewrite::Job {
+        segments: candidate
+            .section
+            .iter()
+            .map(|s| {
+                let m = s.meta.borrow();
+                rewrite::SegmentFile {
+                    base_offset: s.base_offset,
+                    path: s.log_path(),
+                    size_bytes: s.readable_bytes.get().min(m.size_bytes),
+                    next_offset: m.next_offset,
+                    max_timestamp_ms: m.max_timestamp_ms,
+                }
+            })
+            .collect(),
+        first_dirty: candidate.first_dirty,
+        map_bytes: log.context().config.cleaner_dedupe_buffer_bytes,
+        throttle: rewrite::Throttle::new(log.context().config.cleaner_io_max_bytes_per_second),
+        aborted: log.aborted_transactions(),
+        now_ms: log.now_ms(),
+        delete_retention_ms: config.delete_retention_ms,
+        index_interval_bytes: config.index_interval_bytes,
+    }
+}
+
+/// Each rewritten segment with the section's segment it replaces (one
+/// with no match in the section is left out).
+fn pair_with_section(
+    section: &[Rc<Segment>],
+    cleaned: Vec<rewrite::Cleaned>,
+) -> Vec<(Rc<Segment>, rewrite::Cleaned)> {
+    cleaned
+        .into_iter()
+        .filter_map(|c| {
+            let old = section.iter().find(|s| s.base_offset == c.base_offset)?;
+            Some((old.clone(), c))
+        })
+        .collect()
+}
+
+/// Swaps each rewritten segment in, in order, and returns how many were.
+/// On a failed swap, that rewrite and the ones after it are discarded.
+fn swap_all(
+    log: &PartitionLog,
+    pairs: &[(Rc<Segment>, rewrite::Cleaned)],
+) -> Result<usize, EngineError> {
+    let log = log.maintenance();
+    let mut segments_rewritten = 0;
     for (i, (old, cleaned)) in pairs.iter().enumerate() {
         if let Err(e) = swap::swap_in(&old.log_path()) {
             for (_, c) in &pairs[i..] {
@@ -214,25 +243,26 @@ pub async fn clean(
             size,
         ));
         log.replace_segment(old, replacement);
-        stats.segments_rewritten += 1;
+        segments_rewritten += 1;
     }
-    write_checkpoint(log.dir(), outcome.end_offset)?;
+    Ok(segments_rewritten)
+}
+
+/// Adds a finished pass, begun at `started`, to the shard's cleaner
+/// counters.
+fn count_pass(
+    cleaner: &std::cell::RefCell<CleanerStats>,
+    outcome: &rewrite::Outcome,
+    started: std::time::Instant,
+) {
     let elapsed_ms = started.elapsed().as_millis() as u64;
-    {
-        let mut counters = log.context().cleaner.borrow_mut();
-        counters.passes += 1;
-        counters.bytes_read += outcome.bytes_read;
-        counters.bytes_removed += outcome.bytes_before.saturating_sub(outcome.bytes_after);
-        counters.records_removed += outcome.records_removed as u64;
-        counters.last_pass_ms = elapsed_ms;
-        counters.pass_ms_total += elapsed_ms;
-    }
-    if stats.segments_rewritten > 0 {
-        // The renames made durable, off the shard.
-        let dir = log.dir().to_path_buf();
-        on_cleaner_thread(move || crate::segment::sync_dir(&dir)).await?;
-    }
-    Ok(stats)
+    let mut counters = cleaner.borrow_mut();
+    counters.passes += 1;
+    counters.bytes_read += outcome.bytes_read;
+    counters.bytes_removed += outcome.bytes_before.saturating_sub(outcome.bytes_after);
+    counters.records_removed += outcome.records_removed as u64;
+    counters.last_pass_ms = elapsed_ms;
+    counters.pass_ms_total += elapsed_ms;
 }
 
 /// Runs the file work of a pass on a cleaner thread and waits for it

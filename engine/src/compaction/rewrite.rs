@@ -214,57 +214,19 @@ fn clean_segment(
     // started within `delete.retention.ms` had its chance to see them) and
     // once the segment is older than `delete.retention.ms`.
     let in_clean_section = segment.next_offset <= job.first_dirty;
-    let expire_deletes = in_clean_section
-        && job.now_ms.saturating_sub(segment.max_timestamp_ms.max(0)) > job.delete_retention_ms;
+    let survival = Survival {
+        map,
+        aborted,
+        expire_deletes: in_clean_section
+            && job.now_ms.saturating_sub(segment.max_timestamp_ms.max(0)) > job.delete_retention_ms,
+    };
     let file = std::fs::File::create(cleaned_path).map_err(|e| EngineError::io(cleaned_path, e))?;
     let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
     let mut reader = BatchReader::open(segment, &job.throttle)?;
     let mut removed = 0usize;
     let mut written = 0u64;
     while let Some((header, bytes)) = reader.next_batch()? {
-        let kept: Option<Vec<u8>> = if header.is_control() {
-            // A marker goes once no data of its transaction is left before
-            // it (Kafka's rule): a reader could otherwise meet data whose
-            // transaction never ends.
-            let has_data = txn_data.remove(&header.producer_id).unwrap_or(false);
-            if expire_deletes && !has_data {
-                removed += header.records_count.max(0) as usize;
-                None
-            } else {
-                Some(bytes.to_vec())
-            }
-        } else if aborted.contains(&header) {
-            // Aborted data is never read by read_committed consumers and
-            // skipped by the rest: it goes in the first pass that sees it.
-            removed += header.records_count.max(0) as usize;
-            None
-        } else {
-            let records = batch::records(bytes)?;
-            let keep: Vec<&batch::Record> = records
-                .iter()
-                .filter(|r| {
-                    let offset = header.base_offset + i64::from(r.offset_delta);
-                    match &r.key {
-                        None => true,
-                        Some(key) => {
-                            map.get(key).is_none_or(|newest| offset >= newest)
-                                && !(r.value.is_none() && expire_deletes)
-                        }
-                    }
-                })
-                .collect();
-            removed += records.len() - keep.len();
-            if header.is_transactional() && !keep.is_empty() {
-                txn_data.insert(header.producer_id, true);
-            }
-            if keep.len() == records.len() {
-                Some(bytes.to_vec())
-            } else if keep.is_empty() {
-                None
-            } else {
-                Some(rebuild(&header, &keep)?)
-            }
-        };
+        let kept = survival.kept_batch(&header, bytes, txn_data, &mut removed)?;
         if let Some(b) = kept {
             out.write_all(&b)
                 .map_err(|e| EngineError::io(cleaned_path, e))?;
@@ -277,6 +239,100 @@ fn clean_segment(
         let _ = std::fs::remove_file(cleaned_path);
         return Ok(None);
     }
+    let meta = finish_cleaned(job, segment, cleaned_path, out)?;
+    outcome.bytes_before += segment.size_bytes;
+    outcome.bytes_after += written;
+    outcome.records_removed += removed;
+    Ok(Some(meta))
+}
+
+/// What decides which records of one segment survive its rewrite.
+struct Survival<'a> {
+    /// The newest offset of each key of the dirty section.
+    map: &'a OffsetMap,
+    aborted: &'a AbortedSet,
+    /// Tombstones and transaction markers may go (see [`clean_segment`]).
+    expire_deletes: bool,
+}
+
+impl Survival<'_> {
+    /// What of one batch survives: the batch as it was, a rebuilt batch of
+    /// its surviving records, or nothing. Adds the records that go to
+    /// `removed`; `txn_data` tracks which producers' transactions still
+    /// have data before their marker.
+    fn kept_batch(
+        &self,
+        header: &BatchHeader,
+        bytes: &[u8],
+        txn_data: &mut HashMap<i64, bool>,
+        removed: &mut usize,
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        if header.is_control() {
+            // A marker goes once no data of its transaction is left before
+            // it (Kafka's rule): a reader could otherwise meet data whose
+            // transaction never ends.
+            let has_data = txn_data.remove(&header.producer_id).unwrap_or(false);
+            if self.expire_deletes && !has_data {
+                *removed += header.records_count.max(0) as usize;
+                Ok(None)
+            } else {
+                Ok(Some(bytes.to_vec()))
+            }
+        } else if self.aborted.contains(header) {
+            // Aborted data is never read by read_committed consumers and
+            // skipped by the rest: it goes in the first pass that sees it.
+            *removed += header.records_count.max(0) as usize;
+            Ok(None)
+        } else {
+            self.kept_records(header, bytes, txn_data, removed)
+        }
+    }
+
+    /// [`Survival::kept_batch`] of a data batch: a record goes when a newer
+    /// one has its key, or when it is a tombstone due to expire.
+    fn kept_records(
+        &self,
+        header: &BatchHeader,
+        bytes: &[u8],
+        txn_data: &mut HashMap<i64, bool>,
+        removed: &mut usize,
+    ) -> Result<Option<Vec<u8>>, EngineError> {
+        let records = batch::records(bytes)?;
+        let keep: Vec<&batch::Record> = records
+            .iter()
+            .filter(|r| {
+                let offset = header.base_offset + i64::from(r.offset_delta);
+                match &r.key {
+                    None => true,
+                    Some(key) => {
+                        self.map.get(key).is_none_or(|newest| offset >= newest)
+                            && !(r.value.is_none() && self.expire_deletes)
+                    }
+                }
+            })
+            .collect();
+        *removed += records.len() - keep.len();
+        if header.is_transactional() && !keep.is_empty() {
+            txn_data.insert(header.producer_id, true);
+        }
+        if keep.len() == records.len() {
+            Ok(Some(bytes.to_vec()))
+        } else if keep.is_empty() {
+            Ok(None)
+        } else {
+            Ok(Some(rebuild(header, &keep)?))
+        }
+    }
+}
+
+/// Flushes and syncs the rewritten segment, then builds its bookkeeping
+/// and writes its `.cleaned` indexes beside it.
+fn finish_cleaned(
+    job: &Job,
+    segment: &SegmentFile,
+    cleaned_path: &Path,
+    out: BufWriter<std::fs::File>,
+) -> Result<SegmentMeta, EngineError> {
     let file = out
         .into_inner()
         .map_err(|e| EngineError::io(cleaned_path, e.into_error()))?;
@@ -312,10 +368,7 @@ fn clean_segment(
             .and_then(|()| file.sync_all())
             .map_err(|e| EngineError::io(&path, e))?;
     }
-    outcome.bytes_before += segment.size_bytes;
-    outcome.bytes_after += written;
-    outcome.records_removed += removed;
-    Ok(Some(meta))
+    Ok(meta)
 }
 
 /// Rebuilds a batch with the records kept, keeping the batch's base offset,

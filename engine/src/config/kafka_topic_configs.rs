@@ -419,20 +419,7 @@ pub fn validate(spec: &TopicConfigSpec, value: &str) -> Result<String, EngineErr
                 Err(refuse(&format!("expected one of {}", allowed.join(", "))))
             }
         }
-        ConfigKind::ListOf(allowed) => {
-            let items: Vec<&str> = value
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .collect();
-            if let Some(bad) = items.iter().find(|i| !allowed.contains(i)) {
-                return Err(refuse(&format!(
-                    "'{bad}' is not one of {}",
-                    allowed.join(", ")
-                )));
-            }
-            Ok(items.join(","))
-        }
+        ConfigKind::ListOf(allowed) => validate_list_of(value, allowed, refuse),
         ConfigKind::GzipLevel => {
             let v: i32 = value.parse().map_err(|_| refuse("not an integer"))?;
             if v == -1 || (1..=9).contains(&v) {
@@ -441,24 +428,52 @@ pub fn validate(spec: &TopicConfigSpec, value: &str) -> Result<String, EngineErr
                 Err(refuse("must be -1 or in 1..=9"))
             }
         }
-        ConfigKind::ThrottledReplicas => {
-            let items: Vec<&str> = value.split(',').map(str::trim).collect();
-            let entry_ok = |item: &str| {
-                item.is_empty()
-                    || item
-                        .split_once(':')
-                        .is_some_and(|(p, b)| p.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
-            };
-            if value == "*" || items.iter().all(|i| entry_ok(i)) {
-                Ok(items
-                    .into_iter()
-                    .filter(|i| !i.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(","))
-            } else {
-                Err(refuse("expected * or a list of partition:broker"))
-            }
-        }
+        ConfigKind::ThrottledReplicas => validate_throttled_replicas(value, refuse),
+    }
+}
+
+/// [`validate`] of a [`ConfigKind::ListOf`]: a comma-separated list of
+/// `allowed` names, returned without blanks.
+fn validate_list_of(
+    value: &str,
+    allowed: &[&str],
+    refuse: impl Fn(&str) -> EngineError,
+) -> Result<String, EngineError> {
+    let items: Vec<&str> = value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(bad) = items.iter().find(|i| !allowed.contains(i)) {
+        return Err(refuse(&format!(
+            "'{bad}' is not one of {}",
+            allowed.join(", ")
+        )));
+    }
+    Ok(items.join(","))
+}
+
+/// [`validate`] of a [`ConfigKind::ThrottledReplicas`]: `*` or a
+/// comma-separated list of `partition:broker`, returned without blanks.
+fn validate_throttled_replicas(
+    value: &str,
+    refuse: impl Fn(&str) -> EngineError,
+) -> Result<String, EngineError> {
+    let items: Vec<&str> = value.split(',').map(str::trim).collect();
+    let entry_ok = |item: &str| {
+        item.is_empty()
+            || item
+                .split_once(':')
+                .is_some_and(|(p, b)| p.parse::<u32>().is_ok() && b.parse::<u32>().is_ok())
+    };
+    if value == "*" || items.iter().all(|i| entry_ok(i)) {
+        Ok(items
+            .into_iter()
+            .filter(|i| !i.is_empty())
+            .collect::<Vec<_>>()
+            .join(","))
+    } else {
+        Err(refuse("expected * or a list of partition:broker"))
     }
 }
 

@@ -117,6 +117,18 @@ struct Validated {
     marker: Option<(bool, i32)>,
 }
 
+/// Where an append's batches went, once their offsets are written.
+struct Placed {
+    base_offset: i64,
+    /// The offset after the last batch.
+    next_offset: i64,
+    total_bytes: usize,
+    /// The append's one clock read.
+    now_ms: i64,
+    /// The LogAppendTime written into the batches, or -1.
+    log_append_time_ms: i64,
+}
+
 /// What the producer checks of a payload decided.
 enum Checked {
     /// Append; these are the producer state changes.
@@ -198,6 +210,75 @@ impl PartitionLog {
         payload: Payload<'_>,
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
+        self.admit_append(payload.as_slice().len(), origin)?;
+        let config = self.append_settings();
+        let (mut payload, validated) = self.validated_payload(payload, origin, &config)?;
+        let records = payload.as_mut_slice();
+        // One clock read serves the whole append (≈50 ns each on this VM).
+        let now_ms = self.now_ms();
+        let log_append_time_ms = if config.log_append_time && origin != Origin::Replica {
+            now_ms
+        } else {
+            -1
+        };
+
+        let mut state = self.state.borrow_mut();
+        let base_offset = self.append_base_offset(&state, origin, &validated)?;
+        // Producer checks come before any change: a refused payload leaves no trace.
+        let producer_updates =
+            match self.check_payload_producers(&validated, base_offset, now_ms, origin)? {
+                Checked::Append(updates) => updates,
+                Checked::Duplicate(first, last) => {
+                    return Ok(duplicate_result(first, last, state.log_start_offset));
+                }
+            };
+        let next_offset = self.place_batches(
+            records,
+            &validated,
+            origin,
+            base_offset,
+            state.leader_epoch,
+            log_append_time_ms,
+        )?;
+        let placed = Placed {
+            base_offset,
+            next_offset,
+            total_bytes: validated.last().map(|v| v.range.end).unwrap_or(0),
+            now_ms,
+            log_append_time_ms,
+        };
+        let (segment, position) =
+            self.index_in_active(&mut state, &validated, &placed, origin, &config);
+        self.apply_producer_updates(segment.base_offset, producer_updates);
+        state.pending.push_back(PendingChunk {
+            segment,
+            position,
+            first_offset: base_offset,
+            next_offset,
+            batch_count: validated.len() as u64,
+            bytes: payload.into_owned(placed.total_bytes),
+        });
+        state.log_end_offset = next_offset;
+        self.count_stream_due(&mut state, placed.total_bytes);
+        let log_start_offset = state.log_start_offset;
+        drop(state);
+        self.kick_flusher();
+        Ok(AppendResult {
+            base_offset,
+            last_offset: next_offset - 1,
+            log_append_time_ms,
+            log_start_offset,
+            record_count: validated.iter().map(|v| v.record_count).sum(),
+            size_bytes: placed.total_bytes,
+            duplicate: false,
+        })
+    }
+
+    /// The checks before an append looks at its payload: the log is open,
+    /// healthy and (but for a replica's payload) leading, and the log dir
+    /// has room for `payload_bytes`. The log is marked mutated once past the
+    /// leader check, even when the space check then refuses.
+    fn admit_append(&self, payload_bytes: usize, origin: Origin) -> Result<(), EngineError> {
         self.check_appendable()?;
         if origin != Origin::Replica && !self.leading.get() {
             return Err(EngineError::NotLeader);
@@ -207,13 +288,24 @@ impl PartitionLog {
         // which frees space, still may be); the payload is counted against
         // the shard's estimate before it is taken (see `crate::disk_space`).
         let space = self.ctx.space_of(self.log_dir_index());
-        if !space.admits(payload.as_slice().len() as u64, self.space_allowance()) {
+        if !space.admits(payload_bytes as u64, self.space_allowance()) {
             return Err(EngineError::DiskFull {
                 free_bytes: space.free_bytes(),
                 min_free_bytes: space.reserve_bytes(),
             });
         }
-        let config = self.append_settings();
+        Ok(())
+    }
+
+    /// The payload's batches validated against `max.message.bytes` (not a
+    /// replica's) and, on a compacted topic, for keys (a client's), then
+    /// rewritten in the topic's codec when `compression.type` names one.
+    fn validated_payload<'a>(
+        &self,
+        payload: Payload<'a>,
+        origin: Origin,
+        config: &AppendSettings,
+    ) -> Result<(Payload<'a>, Vec<Validated>), EngineError> {
         // Kafka's follower ignores `max.message.bytes` too: its leader took
         // the batch, maybe before the limit was lowered, and a follower
         // refusing it could never catch up.
@@ -226,22 +318,23 @@ impl PartitionLog {
         if config.compact && matches!(origin, Origin::Client { .. }) {
             require_keys(payload.as_slice(), &validated)?;
         }
-        let (mut payload, validated) = match (origin, config.compression) {
+        match (origin, config.compression) {
             (Origin::Client { .. }, Some(target)) => {
-                self.recompressed(payload, validated, target, &config, max_batch_bytes)?
+                self.recompressed(payload, validated, target, config, max_batch_bytes)
             }
-            _ => (payload, validated),
-        };
-        let records = payload.as_mut_slice();
-        // One clock read serves the whole append (≈50 ns each on this VM).
-        let now_ms = self.now_ms();
-        let log_append_time_ms = if config.log_append_time && origin != Origin::Replica {
-            now_ms
-        } else {
-            -1
-        };
+            _ => Ok((payload, validated)),
+        }
+    }
 
-        let mut state = self.state.borrow_mut();
+    /// The offset the payload's first batch gets: the log end, or for a
+    /// replica the leader's offset (checked to start at or past the log end
+    /// and be contiguous).
+    fn append_base_offset(
+        &self,
+        state: &LogState,
+        origin: Origin,
+        validated: &[Validated],
+    ) -> Result<i64, EngineError> {
         // A replica's batches keep the leader's offsets, which may start
         // past the log end (compaction left a gap there).
         let base_offset = match (origin, validated.first()) {
@@ -256,29 +349,41 @@ impl PartitionLog {
                     .map(|v| (v.header.base_offset, v.header.last_offset())),
             )?;
         }
-        // Producer checks come before any change: a refused payload leaves no trace.
-        let checked = {
-            let mut txn = self.txn.borrow_mut();
-            txn.producers.prune_stable(self.high_watermark.get());
-            check_producers(&txn.producers, &validated, base_offset, now_ms, origin)?
-        };
-        let producer_updates = match checked {
-            Checked::Append(updates) => updates,
-            Checked::Duplicate(first, last) => {
-                return Ok(duplicate_result(first, last, state.log_start_offset));
-            }
-        };
-        let next_offset = self.place_batches(
-            records,
-            &validated,
-            origin,
-            base_offset,
-            state.leader_epoch,
-            log_append_time_ms,
-        )?;
-        let total_bytes = validated.last().map(|v| v.range.end).unwrap_or(0);
-        if needs_roll(&state, &config, total_bytes, next_offset, now_ms) {
-            self.roll(&mut state, base_offset, now_ms);
+        Ok(base_offset)
+    }
+
+    /// [`check_producers`] against the producer state, pruned first of
+    /// producers stable below the high watermark.
+    fn check_payload_producers(
+        &self,
+        validated: &[Validated],
+        base_offset: i64,
+        now_ms: i64,
+        origin: Origin,
+    ) -> Result<Checked, EngineError> {
+        let mut txn = self.txn.borrow_mut();
+        txn.producers.prune_stable(self.high_watermark.get());
+        check_producers(&txn.producers, validated, base_offset, now_ms, origin)
+    }
+
+    /// Rolls when due, then indexes the placed batches in the active
+    /// segment. Returns that segment and the position the batches start at.
+    fn index_in_active(
+        &self,
+        state: &mut LogState,
+        validated: &[Validated],
+        placed: &Placed,
+        origin: Origin,
+        config: &AppendSettings,
+    ) -> (Rc<Segment>, u64) {
+        if needs_roll(
+            state,
+            config,
+            placed.total_bytes,
+            placed.next_offset,
+            placed.now_ms,
+        ) {
+            self.roll(state, placed.base_offset, placed.now_ms);
         }
         let segment = match state.segments.last() {
             Some(s) => s.clone(),
@@ -288,35 +393,13 @@ impl PartitionLog {
         index_batches(
             &segment,
             position,
-            base_offset,
-            &validated,
+            placed.base_offset,
+            validated,
             origin == Origin::Replica,
-            log_append_time_ms,
+            placed.log_append_time_ms,
             config.index_interval_bytes,
         );
-        self.apply_producer_updates(segment.base_offset, producer_updates);
-        state.pending.push_back(PendingChunk {
-            segment,
-            position,
-            first_offset: base_offset,
-            next_offset,
-            batch_count: validated.len() as u64,
-            bytes: payload.into_owned(total_bytes),
-        });
-        state.log_end_offset = next_offset;
-        self.count_stream_due(&mut state, total_bytes);
-        let log_start_offset = state.log_start_offset;
-        drop(state);
-        self.kick_flusher();
-        Ok(AppendResult {
-            base_offset,
-            last_offset: next_offset - 1,
-            log_append_time_ms,
-            log_start_offset,
-            record_count: validated.iter().map(|v| v.record_count).sum(),
-            size_bytes: total_bytes,
-            duplicate: false,
-        })
+        (segment, position)
     }
 
     /// The payload with every data batch whose codec is not `target`

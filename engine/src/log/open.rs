@@ -14,13 +14,15 @@
 //! transaction indexes are then rebuilt from the newest usable snapshot and
 //! a replay of the batches after it (see [`super::txn`]).
 
+use super::epoch_cache::LeaderEpochCache;
+use super::txn::TxnState;
 use super::watch::OffsetWatch;
 use super::{LogContext, LogState, PartitionLog};
 use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::recovery::recover_segment;
 use crate::segment::{segment_bases, sync_dir, Segment};
-use crate::types::{TopicId, TopicPartition};
+use crate::types::{LeaderEpoch, TopicId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,24 @@ struct Recovered {
     scanned_bytes: u64,
 }
 
+/// The state of a log as recovery leaves its files, before the log is built.
+struct Reopened {
+    /// The segments, oldest first (never empty).
+    segments: Vec<Rc<Segment>>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    txn: TxnState,
+    epochs: LeaderEpochCache,
+    /// The epoch appends go on in until the leader sets its own.
+    leader_epoch: LeaderEpoch,
+    /// The checkpoints on disk do not describe the recovered log.
+    checkpoints_behind: bool,
+    /// Log bytes read and checked batch by batch.
+    scanned_bytes: u64,
+    /// The clock read of the open.
+    now_ms: i64,
+}
+
 impl PartitionLog {
     /// Opens (creating when absent) the log in `dir`, recovering after a crash.
     pub async fn open(
@@ -70,61 +90,7 @@ impl PartitionLog {
         super::truncate::finish_pending(&dir, &tp)?;
         // Likewise a log cleaner's swap: the old or the new segments, whole.
         crate::segment_swap::recover(&dir)?;
-        let bases = segment_bases(&dir)?;
-        let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
-        let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
-        let now = ctx.config.clock.now_ms();
-
-        let Recovered {
-            mut segments,
-            scanned_bytes,
-        } = recover_segments(
-            &dir,
-            &tp,
-            &bases,
-            recovery_point,
-            config.index_interval_bytes,
-            now,
-        )?;
-        drop_empty_trailing_segments(&mut segments)?;
-        let log_end_offset = match segments.last() {
-            Some(s) => s.meta.borrow().next_offset,
-            None => recovery_point.max(stored_start),
-        };
-        if segments.is_empty() {
-            segments.push(Rc::new(Segment::new(
-                &dir,
-                log_end_offset,
-                Segment::empty_meta(log_end_offset, now),
-                0,
-            )));
-        }
-        let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
-        let log_start_offset = stored_start.max(first_base).min(log_end_offset);
-        let txn = super::txn::rebuild_at_open(&dir, &segments, log_end_offset, now)?;
-        let epochs =
-            super::epochs::load_at_open(&dir, &segments, log_start_offset, log_end_offset)?;
-        // Appends go on in the newest epoch the log holds until the leader
-        // sets its own: a batch must never carry an older epoch than one
-        // before it.
-        let leader_epoch = epochs.latest_epoch().unwrap_or(0);
-        sync_dir(&dir)?;
-        // The checkpoints the last close wrote still describe the log: the
-        // recovery point is its end, and the producer state of that end is
-        // in a snapshot (an empty log needs none).
-        let checkpoints_behind = recovery_point != log_end_offset
-            || (log_end_offset > 0
-                && !dir
-                    .join(crate::segment::file_name(log_end_offset, "snapshot"))
-                    .exists());
-        // Sealed segments' indexes are on disk (written above when they
-        // were not read from there): lookups go through the index cache
-        // (after the replays above, which use them).
-        if let Some((_, sealed)) = segments.split_last() {
-            for segment in sealed {
-                segment.release_indexes();
-            }
-        }
+        let reopened = recover_log(&ctx, &dir, &tp, config.index_interval_bytes)?;
         let dir_index = crate::log_dirs::dir_index_of(&ctx.config.data_dirs(), &dir);
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
@@ -134,18 +100,18 @@ impl PartitionLog {
             config: RefCell::new(config),
             ctx,
             state: RefCell::new(LogState {
-                segments,
-                log_start_offset,
-                log_end_offset,
+                segments: reopened.segments,
+                log_start_offset: reopened.log_start_offset,
+                log_end_offset: reopened.log_end_offset,
                 pending: VecDeque::new(),
-                leader_epoch,
+                leader_epoch: reopened.leader_epoch,
                 messages_since_sync: 0,
-                last_sync_ms: now,
+                last_sync_ms: reopened.now_ms,
                 stream_due_bytes: 0,
             }),
-            written: OffsetWatch::new(log_end_offset),
-            durable: OffsetWatch::new(log_end_offset),
-            high_watermark: OffsetWatch::new(log_end_offset),
+            written: OffsetWatch::new(reopened.log_end_offset),
+            durable: OffsetWatch::new(reopened.log_end_offset),
+            high_watermark: OffsetWatch::new(reopened.log_end_offset),
             flusher_running: Cell::new(false),
             commit: RefCell::new(Default::default()),
             failed: Cell::new(false),
@@ -153,12 +119,12 @@ impl PartitionLog {
             stalled: Cell::new(false),
             closed: Cell::new(false),
             chunks: Rc::new(RefCell::new(VecDeque::new())),
-            txn: RefCell::new(txn),
-            epochs: RefCell::new(epochs),
+            txn: RefCell::new(reopened.txn),
+            epochs: RefCell::new(reopened.epochs),
             truncating: Cell::new(false),
             leading: Cell::new(true),
-            mutated: Cell::new(checkpoints_behind),
-            scanned_at_open_bytes: scanned_bytes,
+            mutated: Cell::new(reopened.checkpoints_behind),
+            scanned_at_open_bytes: reopened.scanned_bytes,
             dir_index,
         });
         log.check_offsets();
@@ -168,6 +134,75 @@ impl PartitionLog {
     pub(crate) fn self_rc(&self) -> Option<Rc<PartitionLog>> {
         self.me.upgrade()
     }
+}
+
+/// Recovers the log in `dir`: its segments trimmed to their valid
+/// batches (one empty segment when none is left), its offsets, producer
+/// state and leader epochs, the directory synced.
+fn recover_log(
+    ctx: &LogContext,
+    dir: &Path,
+    tp: &TopicPartition,
+    index_interval_bytes: u64,
+) -> Result<Reopened, EngineError> {
+    let bases = segment_bases(dir)?;
+    let recovery_point = read_offset_file(&dir.join("recovery-point")).unwrap_or(0);
+    let stored_start = read_offset_file(&dir.join("log-start-offset")).unwrap_or(0);
+    let now = ctx.config.clock.now_ms();
+
+    let Recovered {
+        mut segments,
+        scanned_bytes,
+    } = recover_segments(dir, tp, &bases, recovery_point, index_interval_bytes, now)?;
+    drop_empty_trailing_segments(&mut segments)?;
+    let log_end_offset = match segments.last() {
+        Some(s) => s.meta.borrow().next_offset,
+        None => recovery_point.max(stored_start),
+    };
+    if segments.is_empty() {
+        segments.push(Rc::new(Segment::new(
+            dir,
+            log_end_offset,
+            Segment::empty_meta(log_end_offset, now),
+            0,
+        )));
+    }
+    let first_base = segments.first().map(|s| s.base_offset).unwrap_or(0);
+    let log_start_offset = stored_start.max(first_base).min(log_end_offset);
+    let txn = super::txn::rebuild_at_open(dir, &segments, log_end_offset, now)?;
+    let epochs = super::epochs::load_at_open(dir, &segments, log_start_offset, log_end_offset)?;
+    // Appends go on in the newest epoch the log holds until the leader
+    // sets its own: a batch must never carry an older epoch than one
+    // before it.
+    let leader_epoch = epochs.latest_epoch().unwrap_or(0);
+    sync_dir(dir)?;
+    // The checkpoints the last close wrote still describe the log: the
+    // recovery point is its end, and the producer state of that end is
+    // in a snapshot (an empty log needs none).
+    let checkpoints_behind = recovery_point != log_end_offset
+        || (log_end_offset > 0
+            && !dir
+                .join(crate::segment::file_name(log_end_offset, "snapshot"))
+                .exists());
+    // Sealed segments' indexes are on disk (written above when they
+    // were not read from there): lookups go through the index cache
+    // (after the replays above, which use them).
+    if let Some((_, sealed)) = segments.split_last() {
+        for segment in sealed {
+            segment.release_indexes();
+        }
+    }
+    Ok(Reopened {
+        segments,
+        log_start_offset,
+        log_end_offset,
+        txn,
+        epochs,
+        leader_epoch,
+        checkpoints_behind,
+        scanned_bytes,
+        now_ms: now,
+    })
 }
 
 /// Recovers the segments based at `bases` in order, each trimmed to its

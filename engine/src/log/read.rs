@@ -104,6 +104,29 @@ fn last_offset_of(bytes: &[u8]) -> Option<i64> {
         .map(|(header, _)| header.last_offset())
 }
 
+/// `length` bytes of `segment` from `position`, copied or as a file slice
+/// as `mode` asks.
+async fn segment_data(
+    segment: &Segment,
+    position: u64,
+    length: usize,
+    mode: ReadMode,
+) -> Result<ReadData, EngineError> {
+    Ok(match mode {
+        ReadMode::Copy | ReadMode::CachedPiecesOrCopy => {
+            ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?))
+        }
+        ReadMode::FileSlice | ReadMode::CachedOrFileSlice => {
+            let (_, file) = segment.readers().await?;
+            ReadData::File(FileSlice {
+                file,
+                position,
+                length,
+            })
+        }
+    })
+}
+
 impl PartitionLog {
     /// Reads whole batches from the batch holding `offset`: at most
     /// `max_bytes`, unless the first batch alone is larger (then exactly that
@@ -215,43 +238,50 @@ impl PartitionLog {
         let Some((segment, position, header)) = self.locate(offset).await? else {
             return Ok((result, None));
         };
-        let readable = segment.readable_bytes.get();
-        let mut end_position = self
-            .range_end(
-                &segment,
-                position,
-                header.total_bytes() as u64,
-                max_bytes as u64,
-            )
-            .await
-            .min(readable);
-        if limit_offset < published {
-            // The limit is the first offset of a batch: cut before it when it
-            // lies in this segment.
-            if let Some((limit_segment, limit_position, _)) = self.locate(limit_offset).await? {
-                if Rc::ptr_eq(&limit_segment, &segment) {
-                    end_position = end_position.min(limit_position);
-                }
-            }
-        }
+        let cut_at = (limit_offset < published).then_some(limit_offset);
+        let end_position = self
+            .read_end_position(&segment, position, &header, max_bytes, cut_at)
+            .await?;
         if end_position <= position {
             return Ok((result, None));
         }
         let length = (end_position - position) as usize;
-        result.data = match mode {
-            ReadMode::Copy | ReadMode::CachedPiecesOrCopy => {
-                ReadData::Bytes(Bytes::from(segment.read_bytes(position, length).await?))
-            }
-            ReadMode::FileSlice | ReadMode::CachedOrFileSlice => {
-                let (_, file) = segment.readers().await?;
-                ReadData::File(FileSlice {
-                    file,
-                    position,
-                    length,
-                })
-            }
-        };
+        result.data = segment_data(&segment, position, length, mode).await?;
         Ok((result, Some((segment, position, length))))
+    }
+
+    /// Where a read of `segment` from the batch at `position` (whose header
+    /// is `first`) ends: at most `max_bytes` of whole batches (or the first
+    /// alone), within the readable bytes, and before the batch at `cut_at`
+    /// when that offset is given and lies in this segment.
+    async fn read_end_position(
+        &self,
+        segment: &Rc<Segment>,
+        position: u64,
+        first: &BatchHeader,
+        max_bytes: usize,
+        cut_at: Option<i64>,
+    ) -> Result<u64, EngineError> {
+        let readable = segment.readable_bytes.get();
+        let mut end_position = self
+            .range_end(
+                segment,
+                position,
+                first.total_bytes() as u64,
+                max_bytes as u64,
+            )
+            .await
+            .min(readable);
+        if let Some(limit_offset) = cut_at {
+            // The limit is the first offset of a batch: cut before it when it
+            // lies in this segment.
+            if let Some((limit_segment, limit_position, _)) = self.locate(limit_offset).await? {
+                if Rc::ptr_eq(&limit_segment, segment) {
+                    end_position = end_position.min(limit_position);
+                }
+            }
+        }
+        Ok(end_position)
     }
 
     /// The segments in order, from the one that may hold `offset`.

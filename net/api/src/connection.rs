@@ -273,124 +273,38 @@ async fn read_requests(
     peer: &str,
     activity: &Activity,
 ) {
-    let max_bytes = shard.config.socket_request_max_bytes;
-    let shard_budget = shard.service::<ShardRequestBytes>();
-    let connection_budget = RequestBytes::new(
-        shard
-            .config
-            .connection_limits
-            .queued_max_request_bytes_per_connection,
-    );
-    let mut chunk = FIRST_READ_CHUNK_BYTES;
-    // `buf`: bytes read and not yet cut into frames. `room`: zeroed bytes
-    // right after them in the same allocation, where reads go; each byte
-    // is zeroed once, not before every read, and a read's bytes join `buf`
-    // without a copy (`unsplit` of adjacent parts).
-    let mut buf = BytesMut::new();
-    let mut room = BytesMut::zeroed(chunk);
-    let mut account = ReadBufferAccount {
-        shard: shard.service::<ReadBufferBytes>(),
-        held: 0,
+    let frame_max_bytes = shard.config.socket_request_max_bytes;
+    let budgets = RequestBudgets {
+        shard: shard.service::<ShardRequestBytes>(),
+        connection: RequestBytes::new(
+            shard
+                .config
+                .connection_limits
+                .queued_max_request_bytes_per_connection,
+        ),
     };
-    loop {
-        account.set(buf.capacity() + room.capacity());
-        let frame = match try_split_frame(&mut buf, max_bytes) {
-            Ok(Some(frame)) => frame,
-            Ok(None) => {
-                if let Some(length) =
-                    announced_length(&buf).filter(|&l| l >= OWN_BUFFER_FRAME_BYTES)
-                {
-                    // A large frame: the rest of it is read into its own
-                    // buffer (what the read buffer has of it moves once).
-                    let mut frame = BytesMut::with_capacity(length);
-                    frame.extend_from_slice(&buf[LENGTH_PREFIX_BYTES..]);
-                    buf.clear();
-                    account.set(buf.capacity() + length);
-                    chunk = READ_CHUNK_BYTES;
-                    match read_rest(stream, &mut frame, length, &shutdown, activity).await {
-                        RestOfFrame::Complete => frame.freeze(),
-                        RestOfFrame::Closed(filled) => {
-                            let e = FrameError::Truncated {
-                                have: LENGTH_PREFIX_BYTES + filled,
-                                want: LENGTH_PREFIX_BYTES + length,
-                            };
-                            log_protocol_error(shard, peer, &e.to_string());
-                            break;
-                        }
-                        RestOfFrame::Stopped => break,
-                    }
-                } else {
-                    let missing = bytes_missing(&buf);
-                    if room.len() < missing.max(chunk / 4) {
-                        new_region(&mut buf, &mut room, missing.max(chunk));
-                        account.set(buf.capacity() + room.capacity());
-                    }
-                    let offered = room.len();
-                    let outcome = {
-                        let read = read_some(stream, &mut room[..]);
-                        futures::pin_mut!(read);
-                        match select(read, shutdown.clone()).await {
-                            Either::Left((outcome, _)) => Some(outcome),
-                            Either::Right(_) => None,
-                        }
-                    };
-                    let Some(outcome) = outcome else {
-                        break;
-                    };
-                    match outcome {
-                        Ok(0) => {
-                            if !buf.is_empty() {
-                                let e = FrameError::Truncated {
-                                    have: buf.len(),
-                                    want: buf.len() + bytes_missing(&buf),
-                                };
-                                log_protocol_error(shard, peer, &e.to_string());
-                            }
-                            break;
-                        }
-                        Ok(n) => {
-                            activity.touch();
-                            buf.unsplit(room.split_to(n));
-                            if n == offered {
-                                chunk = READ_CHUNK_BYTES;
-                            }
-                        }
-                        Err(e) => {
-                            tracing::debug!(%peer, error = %e, "read failed; closing");
-                            break;
-                        }
-                    }
-                    continue;
-                }
-            }
-            Err(e) => {
-                log_protocol_error(shard, peer, &e.to_string());
-                break;
-            }
-        };
-        // A client over its quota reads nothing more until its throttle
-        // ends (KIP-219); its response already left with the throttle time.
-        if let Some(wait) = session.take_mute() {
-            let pause = glommio::timer::sleep(wait);
-            futures::pin_mut!(pause);
-            if let Either::Right(_) = select(pause, shutdown.clone()).await {
-                break;
-            }
+    let mut reader = FrameReader {
+        shard,
+        stream,
+        shutdown: &shutdown,
+        peer,
+        activity,
+        frame_max_bytes,
+        chunk_bytes: FIRST_READ_CHUNK_BYTES,
+        buf: BytesMut::new(),
+        room: BytesMut::zeroed(FIRST_READ_CHUNK_BYTES),
+        account: ReadBufferAccount {
+            shard: shard.service::<ReadBufferBytes>(),
+            held: 0,
+        },
+    };
+    while let Some(frame) = reader.next_frame().await {
+        if !wait_out_mute(session, &shutdown).await {
+            break;
         }
-        // Wait for room in the connection's, then the shard's, budget of
-        // unanswered request bytes (`queued.max.request.bytes`).
         let frame_bytes = frame.len() + 4;
-        let held: Held = {
-            let take = async {
-                let own = connection_budget.take(frame_bytes).await;
-                let shared = shard_budget.0.take(frame_bytes).await;
-                (shared, own)
-            };
-            futures::pin_mut!(take);
-            match select(take, shutdown.clone()).await {
-                Either::Left((held, _)) => held,
-                Either::Right(_) => break,
-            }
+        let Some(held) = budgets.admit(frame_bytes, &shutdown).await else {
+            break;
         };
         let pending = match dispatch(shard, session, frame) {
             Ok(mut pending) => {
@@ -409,6 +323,174 @@ async fn read_requests(
         }
     }
     // Dropping `queue` lets the writer finish what is in flight, then stop.
+}
+
+/// The read side of one connection: its socket, the bytes read and not yet
+/// cut into frames, and what reading needs to stop well (the log, the
+/// shutdown signal, the idle watch).
+struct FrameReader<'a> {
+    shard: &'a Shard,
+    stream: &'a mut Reader,
+    shutdown: &'a ShutdownSignal,
+    peer: &'a str,
+    activity: &'a Activity,
+    /// Largest frame accepted (`socket.request.max.bytes`).
+    frame_max_bytes: usize,
+    /// Size of the next region read into: [`FIRST_READ_CHUNK_BYTES`] until
+    /// a read fills one, then [`READ_CHUNK_BYTES`].
+    chunk_bytes: usize,
+    // `buf`: bytes read and not yet cut into frames. `room`: zeroed bytes
+    // right after them in the same allocation, where reads go; each byte
+    // is zeroed once, not before every read, and a read's bytes join `buf`
+    // without a copy (`unsplit` of adjacent parts).
+    buf: BytesMut,
+    room: BytesMut,
+    account: ReadBufferAccount,
+}
+
+impl FrameReader<'_> {
+    /// The next whole frame (without its length prefix), or `None` once the
+    /// connection must close: the peer closed, a bad or truncated frame, a
+    /// failed read, or shutdown.
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        loop {
+            self.account.set(self.buf.capacity() + self.room.capacity());
+            match try_split_frame(&mut self.buf, self.frame_max_bytes) {
+                Ok(Some(frame)) => return Some(frame),
+                Ok(None) => {}
+                Err(e) => {
+                    log_protocol_error(self.shard, self.peer, &e.to_string());
+                    return None;
+                }
+            }
+            if let Some(length) =
+                announced_length(&self.buf).filter(|&l| l >= OWN_BUFFER_FRAME_BYTES)
+            {
+                return self.read_large_frame(length).await;
+            }
+            if !self.fill().await {
+                return None;
+            }
+        }
+    }
+
+    /// Reads the frame of `length` bytes announced at the front of the
+    /// buffer into a buffer of its own; `None` when the connection must
+    /// close.
+    async fn read_large_frame(&mut self, length: usize) -> Option<Bytes> {
+        // A large frame: the rest of it is read into its own
+        // buffer (what the read buffer has of it moves once).
+        let mut frame = BytesMut::with_capacity(length);
+        frame.extend_from_slice(&self.buf[LENGTH_PREFIX_BYTES..]);
+        self.buf.clear();
+        self.account.set(self.buf.capacity() + length);
+        self.chunk_bytes = READ_CHUNK_BYTES;
+        match read_rest(
+            self.stream,
+            &mut frame,
+            length,
+            self.shutdown,
+            self.activity,
+        )
+        .await
+        {
+            RestOfFrame::Complete => Some(frame.freeze()),
+            RestOfFrame::Closed(filled) => {
+                let e = FrameError::Truncated {
+                    have: LENGTH_PREFIX_BYTES + filled,
+                    want: LENGTH_PREFIX_BYTES + length,
+                };
+                log_protocol_error(self.shard, self.peer, &e.to_string());
+                None
+            }
+            RestOfFrame::Stopped => None,
+        }
+    }
+
+    /// One read from the socket into `room`, its bytes joining `buf`
+    /// (moving to a fresh region first when too little room is left).
+    /// `false` when the connection must close: the peer closed, the read
+    /// failed, or shutdown.
+    async fn fill(&mut self) -> bool {
+        let missing = bytes_missing(&self.buf);
+        if self.room.len() < missing.max(self.chunk_bytes / 4) {
+            new_region(&mut self.buf, &mut self.room, missing.max(self.chunk_bytes));
+            self.account.set(self.buf.capacity() + self.room.capacity());
+        }
+        let offered = self.room.len();
+        let outcome = {
+            let read = read_some(self.stream, &mut self.room[..]);
+            futures::pin_mut!(read);
+            match select(read, self.shutdown.clone()).await {
+                Either::Left((outcome, _)) => outcome,
+                Either::Right(_) => return false,
+            }
+        };
+        match outcome {
+            Ok(0) => {
+                if !self.buf.is_empty() {
+                    let e = FrameError::Truncated {
+                        have: self.buf.len(),
+                        want: self.buf.len() + bytes_missing(&self.buf),
+                    };
+                    log_protocol_error(self.shard, self.peer, &e.to_string());
+                }
+                false
+            }
+            Ok(n) => {
+                self.activity.touch();
+                self.buf.unsplit(self.room.split_to(n));
+                if n == offered {
+                    self.chunk_bytes = READ_CHUNK_BYTES;
+                }
+                true
+            }
+            Err(e) => {
+                tracing::debug!(peer = %self.peer, error = %e, "read failed; closing");
+                false
+            }
+        }
+    }
+}
+
+/// A client over its quota reads nothing more until its throttle ends
+/// (KIP-219); its response already left with the throttle time. `false`
+/// when the broker shut down meanwhile.
+async fn wait_out_mute(session: &Session, shutdown: &ShutdownSignal) -> bool {
+    if let Some(wait) = session.take_mute() {
+        let pause = glommio::timer::sleep(wait);
+        futures::pin_mut!(pause);
+        if let Either::Right(_) = select(pause, shutdown.clone()).await {
+            return false;
+        }
+    }
+    true
+}
+
+/// The budgets of unanswered request bytes (`queued.max.request.bytes`)
+/// that a connection's requests hold until answered.
+struct RequestBudgets {
+    /// This shard's share.
+    shard: Rc<ShardRequestBytes>,
+    /// This connection's own.
+    connection: RequestBytes,
+}
+
+impl RequestBudgets {
+    /// Waits for room in the connection's, then the shard's, budget for a
+    /// frame of `frame_bytes`; `None` when the broker shut down meanwhile.
+    async fn admit(&self, frame_bytes: usize, shutdown: &ShutdownSignal) -> Option<Held> {
+        let take = async {
+            let own = self.connection.take(frame_bytes).await;
+            let shared = self.shard.0.take(frame_bytes).await;
+            (shared, own)
+        };
+        futures::pin_mut!(take);
+        match select(take, shutdown.clone()).await {
+            Either::Left((held, _)) => Some(held),
+            Either::Right(_) => None,
+        }
+    }
 }
 
 /// Moves the read buffer to a fresh allocation: what `buf` holds (part of

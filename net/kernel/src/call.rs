@@ -44,15 +44,27 @@ impl Shard {
             return Ok(request.run(self.clone()).await);
         }
         let (reply, receiver) = oneshot::channel();
-        self.send_to(owner, envelope(request, reply)).await?;
+        self.send_to(owner, envelope(owner, request, reply)).await?;
         receiver.await.map_err(|_| RequestError::ShardGone(owner))
     }
 }
 
-/// Packs a request and its reply slot: on the owner, the job spawns the
-/// request's work as a task of its own, so the receive loop never waits.
-fn envelope<R: OwnerCall>(request: R, mut reply: oneshot::Sender<R::Reply>) -> Envelope<Shard> {
+/// Packs a request for shard `owner` and its reply slot: on the owner, the
+/// job spawns the request's work as a task of its own, so the receive loop
+/// never waits.
+fn envelope<R: OwnerCall>(
+    owner: usize,
+    request: R,
+    mut reply: oneshot::Sender<R::Reply>,
+) -> Envelope<Shard> {
     Envelope::new(move |shard: &Rc<Shard>| {
+        // The mesh delivers to the peer it was given, and a shard's id is
+        // its place in the mesh: an owner call never runs elsewhere.
+        assert_eq!(
+            shard.id, owner,
+            "an owner call runs on the shard it was sent to: sent to shard {owner}, opened on shard {}",
+            shard.id
+        );
         let shard = shard.clone();
         glommio::spawn_local(async move {
             if !R::CANCEL_WHEN_ASKER_GONE {

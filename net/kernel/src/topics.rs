@@ -89,7 +89,27 @@ impl TopicTable {
             return false;
         }
         match update {
-            TopicUpdate::Upsert(entry) => self.insert(entry.clone()),
+            TopicUpdate::Upsert(entry) => {
+                // Every entry of a version past 0 is the committed metadata's
+                // (the reconciler's copy of its image at that offset), and a
+                // topic's partitions there are only ever added, never removed;
+                // a topic deleted and created again has another id. Entries
+                // found on disk (version 0) are left out: the disk may say
+                // anything.
+                if let Some(old) = self.by_name.get(name) {
+                    if old.version > 0 && old.topic_id == entry.topic_id {
+                        assert!(
+                            entry.partitions >= old.partitions,
+                            "a topic's partition count only grows: {name} had {} partitions at \
+                             version {}, the update of version {version} has {}",
+                            old.partitions,
+                            old.version,
+                            entry.partitions
+                        );
+                    }
+                }
+                self.insert(entry.clone())
+            }
             TopicUpdate::Delete { name, version } => {
                 if let Some(old) = self.by_name.remove(name) {
                     self.by_id.remove(&old.topic_id);

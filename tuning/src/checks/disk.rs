@@ -200,18 +200,30 @@ fn device_skips() -> Vec<Check> {
 }
 
 fn device_checks(context: &Context, device: &BlockDevice) -> Vec<Check> {
-    let host = &context.host;
-    let row = |index: usize, current: String, status: Status| {
-        let (name, recommended, why) = DEVICE_ROWS[index];
-        Check::new(name, current, recommended, why, status)
-    };
-    let rotational = host
+    let rotational = context
+        .host
         .read(&device.queue("rotational"))
         .and_then(|t| parse::parse_u64(&t));
-    let mut checks = Vec::new();
+    vec![
+        device_kind(device, rotational),
+        scheduler(context, device, rotational),
+        nomerges(context, device),
+        read_ahead(context, device),
+        write_cache(context, device),
+        block_size(context, device),
+    ]
+}
 
+/// The row of `DEVICE_ROWS[index]` with its current value and status.
+fn row(index: usize, current: String, status: Status) -> Check {
+    let (name, recommended, why) = DEVICE_ROWS[index];
+    Check::new(name, current, recommended, why, status)
+}
+
+/// `disk.device`: the device and its disk, NVMe or not.
+fn device_kind(device: &BlockDevice, rotational: Option<u64>) -> Check {
     let kind = if device.is_nvme() { "NVMe" } else { "not NVMe" };
-    checks.push(row(
+    row(
         0,
         format!(
             "{} (disk {}, {kind}, rotational={})",
@@ -224,80 +236,93 @@ fn device_checks(context: &Context, device: &BlockDevice) -> Vec<Check> {
         } else {
             Status::Warn
         },
-    ));
+    )
+}
 
-    checks.push(match host.read(&device.queue("scheduler")) {
-        None => skip_row(1),
-        Some(text) => {
-            let current = parse::parse_bracketed(&text).unwrap_or_else(|| text.clone());
-            let wanted = if device.is_nvme() || rotational == Some(0) {
-                "none"
-            } else {
-                "mq-deadline"
-            };
-            let status = if current == wanted {
-                Status::Pass
-            } else {
-                Status::Warn
-            };
-            let available = parse::parse_choices(&text).iter().any(|c| c == wanted);
-            let fixes = if available {
-                vec![Fix {
-                    path: device.queue("scheduler"),
-                    value: wanted.to_string(),
-                    previous: current.clone(),
-                }]
-            } else {
-                Vec::new()
-            };
-            row(1, current, status).with_fixes(fixes)
+/// `disk.scheduler`: none for NVMe and other non-rotational disks,
+/// mq-deadline otherwise; the fix only when the kernel offers it.
+fn scheduler(context: &Context, device: &BlockDevice, rotational: Option<u64>) -> Check {
+    let Some(text) = context.host.read(&device.queue("scheduler")) else {
+        return skip_row(1);
+    };
+    let current = parse::parse_bracketed(&text).unwrap_or_else(|| text.clone());
+    let wanted = if device.is_nvme() || rotational == Some(0) {
+        "none"
+    } else {
+        "mq-deadline"
+    };
+    let status = if current == wanted {
+        Status::Pass
+    } else {
+        Status::Warn
+    };
+    let available = parse::parse_choices(&text).iter().any(|c| c == wanted);
+    let fixes = if available {
+        vec![Fix {
+            path: device.queue("scheduler"),
+            value: wanted.to_string(),
+            previous: current.clone(),
+        }]
+    } else {
+        Vec::new()
+    };
+    row(1, current, status).with_fixes(fixes)
+}
+
+/// `disk.nomerges`: 2 (no merge lookups).
+fn nomerges(context: &Context, device: &BlockDevice) -> Check {
+    let Some(text) = context.host.read(&device.queue("nomerges")) else {
+        return skip_row(2);
+    };
+    let status = if parse::parse_u64(&text) == Some(2) {
+        Status::Pass
+    } else {
+        Status::Warn
+    };
+    row(2, text.clone(), status).with_fixes(vec![Fix {
+        path: device.queue("nomerges"),
+        value: "2".to_string(),
+        previous: text,
+    }])
+}
+
+/// `disk.read_ahead`: at least 128 KiB.
+fn read_ahead(context: &Context, device: &BlockDevice) -> Check {
+    let Some(text) = context.host.read(&device.queue("read_ahead_kb")) else {
+        return skip_row(3);
+    };
+    match parse::parse_u64(&text) {
+        Some(read_ahead_kb) if read_ahead_kb >= 128 => {
+            row(3, format!("{read_ahead_kb} KiB"), Status::Pass)
         }
-    });
+        _ => row(3, format!("{text} KiB"), Status::Warn).with_fixes(vec![Fix {
+            path: device.queue("read_ahead_kb"),
+            value: "128".to_string(),
+            previous: text,
+        }]),
+    }
+}
 
-    checks.push(match host.read(&device.queue("nomerges")) {
-        None => skip_row(2),
-        Some(text) => {
-            let status = if parse::parse_u64(&text) == Some(2) {
-                Status::Pass
-            } else {
-                Status::Warn
-            };
-            row(2, text.clone(), status).with_fixes(vec![Fix {
-                path: device.queue("nomerges"),
-                value: "2".to_string(),
-                previous: text,
-            }])
-        }
-    });
-
-    checks.push(match host.read(&device.queue("read_ahead_kb")) {
-        None => skip_row(3),
-        Some(text) => match parse::parse_u64(&text) {
-            Some(read_ahead_kb) if read_ahead_kb >= 128 => {
-                row(3, format!("{read_ahead_kb} KiB"), Status::Pass)
-            }
-            _ => row(3, format!("{text} KiB"), Status::Warn).with_fixes(vec![Fix {
-                path: device.queue("read_ahead_kb"),
-                value: "128".to_string(),
-                previous: text,
-            }]),
-        },
-    });
-
-    checks.push(match host.read(&device.queue("write_cache")) {
+/// `disk.write_cache`: reported, never warned about.
+fn write_cache(context: &Context, device: &BlockDevice) -> Check {
+    match context.host.read(&device.queue("write_cache")) {
         None => skip_row(4),
         // Informational: both are correct; which is faster depends on whether
         // the device has power-loss protection, which sysfs cannot tell.
         Some(text) => row(4, text, Status::Pass),
-    });
+    }
+}
 
+/// `disk.block_size`: a physical block of at most 4 KiB that divides it.
+fn block_size(context: &Context, device: &BlockDevice) -> Check {
+    let host = &context.host;
     let logical = host
         .read(&device.queue("logical_block_size"))
         .and_then(|t| parse::parse_u64(&t));
     let physical = host
         .read(&device.queue("physical_block_size"))
         .and_then(|t| parse::parse_u64(&t));
-    checks.push(match (logical, physical) {
+    match (logical, physical) {
         (Some(logical), Some(physical)) => {
             let status = if physical <= 4096 && 4096 % physical == 0 {
                 Status::Pass
@@ -307,8 +332,7 @@ fn device_checks(context: &Context, device: &BlockDevice) -> Vec<Check> {
             row(5, format!("logical {logical}, physical {physical}"), status)
         }
         _ => skip_row(5),
-    });
-    checks
+    }
 }
 
 fn skip_row(index: usize) -> Check {

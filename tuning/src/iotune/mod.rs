@@ -216,57 +216,26 @@ pub fn measure(settings: &Settings) -> Result<Measurement, Error> {
     };
     let mut steps = Vec::new();
 
-    // Sequential writes continue where the previous shape stopped, so the
-    // written extent grows; it is what the read phases may touch.
-    let mut written_bytes = 0u64;
-    let mut next_offset_bytes = 0u64;
-    let mut write_bandwidth = 0f64;
-    for (block_bytes, queue_depth) in SEQUENTIAL_SHAPES {
-        progress.show(&format!(
-            "sequential write {} KiB QD {queue_depth}",
-            block_bytes >> 10
-        ));
-        let job = Job {
-            direction: Direction::Write,
-            pattern: Pattern::Sequential {
-                start_block: next_offset_bytes / block_bytes as u64,
-            },
-            block_bytes,
-            queue_depth,
-            extent_bytes: file_bytes,
-            duration: share(0.12).max(MIN_STEP),
-        };
-        let result = uring::run_job(file, &job)?;
-        written_bytes = written_bytes.saturating_add(result.bytes);
-        next_offset_bytes = result.next_block * block_bytes as u64;
-        write_bandwidth = write_bandwidth.max(result.bandwidth_bytes());
-        steps.push(step("sequential write", &job, result));
-    }
+    let (written_bytes, write_bandwidth) = sequential_writes(
+        file,
+        file_bytes,
+        share(0.12).max(MIN_STEP),
+        &progress,
+        &mut steps,
+    )?;
     let written_extent_bytes = written_bytes.min(file_bytes) & !((1 << 20) - 1);
     if written_extent_bytes < (1 << 20) {
         return Err(Error::Measurement(format!(
             "sequential writes covered only {written_bytes} bytes"
         )));
     }
-
-    let mut read_bandwidth = 0f64;
-    for (block_bytes, queue_depth) in SEQUENTIAL_SHAPES {
-        progress.show(&format!(
-            "sequential read {} KiB QD {queue_depth}",
-            block_bytes >> 10
-        ));
-        let job = Job {
-            direction: Direction::Read,
-            pattern: Pattern::Sequential { start_block: 0 },
-            block_bytes,
-            queue_depth,
-            extent_bytes: written_extent_bytes,
-            duration: share(0.12).max(MIN_STEP),
-        };
-        let result = uring::run_job(file, &job)?;
-        read_bandwidth = read_bandwidth.max(result.bandwidth_bytes());
-        steps.push(step("sequential read", &job, result));
-    }
+    let read_bandwidth = sequential_reads(
+        file,
+        written_extent_bytes,
+        share(0.12).max(MIN_STEP),
+        &progress,
+        &mut steps,
+    )?;
 
     let (read_iops, read_queue_depth) = sweep(
         file,
@@ -289,7 +258,7 @@ pub fn measure(settings: &Settings) -> Result<Measurement, Error> {
     let fdatasync_latency_us = fdatasync_latency(&test_file, share(0.08).max(MIN_STEP))?;
     progress.finish();
 
-    let measurement = Measurement {
+    nonzero(Measurement {
         read_bandwidth: read_bandwidth as u64,
         write_bandwidth: write_bandwidth as u64,
         read_iops: read_iops as u64,
@@ -299,7 +268,81 @@ pub fn measure(settings: &Settings) -> Result<Measurement, Error> {
         fdatasync_latency_us,
         written_extent_bytes,
         steps,
-    };
+    })
+}
+
+/// The sequential write phase: each of [`SEQUENTIAL_SHAPES`] for
+/// `step_duration`. Returns the bytes written and the best bandwidth
+/// (bytes/s).
+fn sequential_writes(
+    file: &File,
+    file_bytes: u64,
+    step_duration: Duration,
+    progress: &Progress,
+    steps: &mut Vec<Step>,
+) -> Result<(u64, f64), Error> {
+    // Sequential writes continue where the previous shape stopped, so the
+    // written extent grows; it is what the read phases may touch.
+    let mut written_bytes = 0u64;
+    let mut next_offset_bytes = 0u64;
+    let mut write_bandwidth = 0f64;
+    for (block_bytes, queue_depth) in SEQUENTIAL_SHAPES {
+        progress.show(&format!(
+            "sequential write {} KiB QD {queue_depth}",
+            block_bytes >> 10
+        ));
+        let job = Job {
+            direction: Direction::Write,
+            pattern: Pattern::Sequential {
+                start_block: next_offset_bytes / block_bytes as u64,
+            },
+            block_bytes,
+            queue_depth,
+            extent_bytes: file_bytes,
+            duration: step_duration,
+        };
+        let result = uring::run_job(file, &job)?;
+        written_bytes = written_bytes.saturating_add(result.bytes);
+        next_offset_bytes = result.next_block * block_bytes as u64;
+        write_bandwidth = write_bandwidth.max(result.bandwidth_bytes());
+        steps.push(step("sequential write", &job, result));
+    }
+    Ok((written_bytes, write_bandwidth))
+}
+
+/// The sequential read phase over the first `extent_bytes` (all written):
+/// each of [`SEQUENTIAL_SHAPES`] for `step_duration`. Returns the best
+/// bandwidth (bytes/s).
+fn sequential_reads(
+    file: &File,
+    extent_bytes: u64,
+    step_duration: Duration,
+    progress: &Progress,
+    steps: &mut Vec<Step>,
+) -> Result<f64, Error> {
+    let mut read_bandwidth = 0f64;
+    for (block_bytes, queue_depth) in SEQUENTIAL_SHAPES {
+        progress.show(&format!(
+            "sequential read {} KiB QD {queue_depth}",
+            block_bytes >> 10
+        ));
+        let job = Job {
+            direction: Direction::Read,
+            pattern: Pattern::Sequential { start_block: 0 },
+            block_bytes,
+            queue_depth,
+            extent_bytes,
+            duration: step_duration,
+        };
+        let result = uring::run_job(file, &job)?;
+        read_bandwidth = read_bandwidth.max(result.bandwidth_bytes());
+        steps.push(step("sequential read", &job, result));
+    }
+    Ok(read_bandwidth)
+}
+
+/// The measurement, or an error when one of its figures is zero.
+fn nonzero(measurement: Measurement) -> Result<Measurement, Error> {
     if measurement.read_bandwidth == 0
         || measurement.write_bandwidth == 0
         || measurement.read_iops == 0

@@ -156,56 +156,28 @@ pub fn run_job(file: &File, job: &Job) -> Result<JobResult, Error> {
     }
     let entries = (job.queue_depth as u32).next_power_of_two();
     let mut ring = IoUring::new(entries).map_err(Error::Uring)?;
-    let mut buffers = (0..job.queue_depth)
-        .map(|_| AlignedBuffer::new(job.block_bytes))
-        .collect::<Result<Vec<_>, _>>()?;
-    // Non-zero, varied data: some virtual disks and SSDs short-cut zero blocks.
-    let mut fill_state = 0x9e37_79b9_7f4a_7c15u64;
-    for buffer in &mut buffers {
-        for chunk in buffer.as_mut_slice().chunks_mut(8) {
-            let word = next_random(&mut fill_state).to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-    }
+    let mut buffers = filled_buffers(job)?;
 
     let fd = types::Fd(file.as_raw_fd());
-    let (mut next_block, mut random_state) = match job.pattern {
-        Pattern::Sequential { start_block } => (start_block % blocks, 0),
-        Pattern::Random { seed } => (0, seed | 1),
-    };
-    let mut next_offset = || -> u64 {
-        let block = match job.pattern {
-            Pattern::Sequential { .. } => {
-                let block = next_block;
-                next_block = (next_block + 1) % blocks;
-                block
-            }
-            Pattern::Random { .. } => next_random(&mut random_state) % blocks,
-        };
-        block * job.block_bytes as u64
-    };
-
+    let mut offsets = Offsets::new(job, blocks);
     let started = Instant::now();
     let deadline = started + job.duration;
-    let mut in_flight = 0usize;
-    let mut operations = 0u64;
-    let mut bytes = 0u64;
-    let mut first_error: Option<Error> = None;
+    let mut tally = Tally::default();
     let mut completions: Vec<(u64, i32)> = Vec::with_capacity(job.queue_depth);
 
     for (slot, buffer) in buffers.iter_mut().enumerate() {
-        let offset = next_offset();
+        let offset = offsets.next_offset();
         match push(&mut ring, fd, job, buffer, slot, offset) {
-            Ok(()) => in_flight += 1,
+            Ok(()) => tally.in_flight += 1,
             Err(error) => {
-                first_error = Some(error);
+                tally.first_error = Some(error);
                 break;
             }
         }
     }
     // Every loop turn reaps at least one completion, and after the deadline
     // nothing is resubmitted, so this ends after the in-flight operations drain.
-    while in_flight > 0 {
+    while tally.in_flight > 0 {
         if let Err(error) = ring.submit_and_wait(1) {
             if error.raw_os_error() == Some(libc::EINTR) {
                 continue;
@@ -219,40 +191,114 @@ pub fn run_job(file: &File, job: &Job) -> Result<JobResult, Error> {
         completions.extend(ring.completion().map(|cqe| (cqe.user_data(), cqe.result())));
         let now = Instant::now();
         for &(slot, result) in &completions {
-            in_flight -= 1;
-            if result < 0 {
-                first_error.get_or_insert(Error::Uring(std::io::Error::from_raw_os_error(-result)));
-            } else if result as usize != job.block_bytes {
-                first_error.get_or_insert(Error::Measurement(format!(
-                    "short {:?}: {result} of {} bytes",
-                    job.direction, job.block_bytes
-                )));
-            } else {
-                operations += 1;
-                bytes += result as u64;
-            }
-            if now < deadline && first_error.is_none() {
-                let offset = next_offset();
+            tally.complete(job, result);
+            if now < deadline && tally.first_error.is_none() {
+                let offset = offsets.next_offset();
                 let slot = slot as usize;
                 match push(&mut ring, fd, job, &mut buffers[slot], slot, offset) {
-                    Ok(()) => in_flight += 1,
+                    Ok(()) => tally.in_flight += 1,
                     Err(error) => {
-                        first_error.get_or_insert(error);
+                        tally.first_error.get_or_insert(error);
                     }
                 }
             }
         }
     }
     let elapsed = started.elapsed();
-    if let Some(error) = first_error {
+    if let Some(error) = tally.first_error {
         return Err(error);
     }
     Ok(JobResult {
-        operations,
-        bytes,
+        operations: tally.operations,
+        bytes: tally.bytes,
         elapsed,
-        next_block,
+        next_block: offsets.next_block,
     })
+}
+
+/// One buffer per queue slot, each of `job.block_bytes`.
+fn filled_buffers(job: &Job) -> Result<Vec<AlignedBuffer>, Error> {
+    let mut buffers = (0..job.queue_depth)
+        .map(|_| AlignedBuffer::new(job.block_bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Non-zero, varied data: some virtual disks and SSDs short-cut zero blocks.
+    let mut fill_state = 0x9e37_79b9_7f4a_7c15u64;
+    for buffer in &mut buffers {
+        for chunk in buffer.as_mut_slice().chunks_mut(8) {
+            let word = next_random(&mut fill_state).to_le_bytes();
+            chunk.copy_from_slice(&word[..chunk.len()]);
+        }
+    }
+    Ok(buffers)
+}
+
+/// The file offsets of a job's operations, in the order of its pattern.
+struct Offsets {
+    pattern: Pattern,
+    /// Blocks in the extent.
+    blocks: u64,
+    block_bytes: u64,
+    /// The next block of a sequential job.
+    next_block: u64,
+    random_state: u64,
+}
+
+impl Offsets {
+    fn new(job: &Job, blocks: u64) -> Self {
+        let (next_block, random_state) = match job.pattern {
+            Pattern::Sequential { start_block } => (start_block % blocks, 0),
+            Pattern::Random { seed } => (0, seed | 1),
+        };
+        Offsets {
+            pattern: job.pattern,
+            blocks,
+            block_bytes: job.block_bytes as u64,
+            next_block,
+            random_state,
+        }
+    }
+
+    /// The offset of the next operation.
+    fn next_offset(&mut self) -> u64 {
+        let block = match self.pattern {
+            Pattern::Sequential { .. } => {
+                let block = self.next_block;
+                self.next_block = (self.next_block + 1) % self.blocks;
+                block
+            }
+            Pattern::Random { .. } => next_random(&mut self.random_state) % self.blocks,
+        };
+        block * self.block_bytes
+    }
+}
+
+/// What a job's completions add up to so far.
+#[derive(Default)]
+struct Tally {
+    in_flight: usize,
+    operations: u64,
+    bytes: u64,
+    /// The first failure; the job stops resubmitting once there is one.
+    first_error: Option<Error>,
+}
+
+impl Tally {
+    /// Counts one completion of `result` (bytes, or a negated errno).
+    fn complete(&mut self, job: &Job, result: i32) {
+        self.in_flight -= 1;
+        if result < 0 {
+            self.first_error
+                .get_or_insert(Error::Uring(std::io::Error::from_raw_os_error(-result)));
+        } else if result as usize != job.block_bytes {
+            self.first_error.get_or_insert(Error::Measurement(format!(
+                "short {:?}: {result} of {} bytes",
+                job.direction, job.block_bytes
+            )));
+        } else {
+            self.operations += 1;
+            self.bytes += result as u64;
+        }
+    }
 }
 
 fn push(

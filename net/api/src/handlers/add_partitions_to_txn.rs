@@ -37,32 +37,25 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut response = AddPartitionsToTxnResponse::default();
         let authz = cluster_runtime::authz(&shard, &request.session);
         if version <= 3 {
-            response.results_by_topic_v3_and_below = add_one(
-                &shard,
-                &authz,
-                version,
-                body.v3_and_below_transactional_id.0.to_string(),
-                (
-                    body.v3_and_below_producer_id.0,
-                    body.v3_and_below_producer_epoch,
-                ),
-                &body.v3_and_below_topics,
-                false,
-            )
-            .await;
+            let txn = TxnPartitions {
+                transactional_id: body.v3_and_below_transactional_id.0.to_string(),
+                producer_id: body.v3_and_below_producer_id.0,
+                producer_epoch: body.v3_and_below_producer_epoch,
+                topics: &body.v3_and_below_topics,
+                verify_only: false,
+            };
+            response.results_by_topic_v3_and_below = add_one(&shard, &authz, version, txn).await;
         } else {
             for txn in body.transactions {
                 let mut result = AddPartitionsToTxnResult::default();
-                result.topic_results = add_one(
-                    &shard,
-                    &authz,
-                    version,
-                    txn.transactional_id.0.to_string(),
-                    (txn.producer_id.0, txn.producer_epoch),
-                    &txn.topics,
-                    txn.verify_only,
-                )
-                .await;
+                let one = TxnPartitions {
+                    transactional_id: txn.transactional_id.0.to_string(),
+                    producer_id: txn.producer_id.0,
+                    producer_epoch: txn.producer_epoch,
+                    topics: &txn.topics,
+                    verify_only: txn.verify_only,
+                };
+                result.topic_results = add_one(&shard, &authz, version, one).await;
                 result.transactional_id = txn.transactional_id;
                 response.results_by_transaction.push(result);
             }
@@ -71,85 +64,32 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     })
 }
 
+/// One transaction of the request and the partitions it adds.
+struct TxnPartitions<'a> {
+    transactional_id: String,
+    producer_id: i64,
+    producer_epoch: i16,
+    topics: &'a [AddPartitionsToTxnTopic],
+    /// Only ask whether the partitions are already in the transaction (v4).
+    verify_only: bool,
+}
+
+/// A partition of the request: topic name and index.
+type Partition = (String, i32);
+
 /// One transaction's partitions: per-partition codes.
 async fn add_one(
     shard: &Rc<Shard>,
     authz: &Authz,
     version: i16,
-    transactional_id: String,
-    (producer_id, producer_epoch): (i64, i16),
-    topics: &[AddPartitionsToTxnTopic],
-    verify_only: bool,
+    txn: TxnPartitions<'_>,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
-    let mut partitions = Vec::new();
-    // Partitions refused up front, with their code: WRITE on the
-    // transactional id and on each topic (Kafka's checks), then existence.
-    let mut unknown: Vec<((String, i32), ErrorCode)> = Vec::new();
-    let txn_refused = authz
-        .transactional_id(Operation::Write, &transactional_id)
-        .err();
-    {
-        let table = shard.topics.borrow();
-        for topic in topics {
-            let name = topic.name.0.to_string();
-            let count = table.get(&name).map_or(0, |e| e.partitions);
-            let refused = txn_refused.or_else(|| authz.topic(Operation::Write, &name).err());
-            for &p in &topic.partitions {
-                if let Some(code) = refused {
-                    unknown.push(((name.clone(), p), code));
-                } else if p >= 0 && p < count {
-                    partitions.push((name.clone(), p));
-                } else {
-                    unknown.push(((name.clone(), p), ErrorCode::UnknownTopicOrPartition));
-                }
-            }
-        }
-    }
-    let codes_by_partition: Vec<ErrorCode> = if !unknown.is_empty() {
-        topics
-            .iter()
-            .flat_map(|t| {
-                let name = t.name.0.to_string();
-                let unknown = &unknown;
-                t.partitions.iter().map(move |p| {
-                    let key = (name.clone(), *p);
-                    unknown.iter().find(|(failed, _)| *failed == key).map_or(
-                        // Another part of the request failed.
-                        ErrorCode::OperationNotAttempted,
-                        |(_, code)| *code,
-                    )
-                })
-            })
-            .collect()
+    let topics = txn.topics;
+    let (partitions, unknown) = sort_partitions(shard, authz, &txn.transactional_id, topics);
+    let codes_by_partition = if !unknown.is_empty() {
+        codes_when_refused(topics, &unknown)
     } else {
-        let count = partitions.len();
-        let reply = txn_runtime::call(
-            shard,
-            TxnRequest::AddPartitions {
-                transactional_id,
-                producer_id,
-                producer_epoch,
-                partitions,
-                verify_only,
-            },
-        )
-        .await;
-        match reply {
-            TxnReply::Code(code) => vec![fenced_for_version(code, version, 2); count],
-            TxnReply::Verified(Ok(present)) => present
-                .into_iter()
-                // Kafka answers a partition not in the transaction with INVALID_TXN_STATE.
-                .map(|p| {
-                    if p {
-                        ErrorCode::None
-                    } else {
-                        ErrorCode::InvalidTxnState
-                    }
-                })
-                .collect(),
-            TxnReply::Verified(Err(code)) => vec![code; count],
-            _ => vec![ErrorCode::UnknownServerError; count],
-        }
+        register(shard, version, txn, partitions).await
     };
     let mut results = codes_by_partition.into_iter();
     topics
@@ -173,4 +113,96 @@ async fn add_one(
             out
         })
         .collect()
+}
+
+/// The partitions to register, and those refused up front with their code.
+fn sort_partitions(
+    shard: &Shard,
+    authz: &Authz,
+    transactional_id: &str,
+    topics: &[AddPartitionsToTxnTopic],
+) -> (Vec<Partition>, Vec<(Partition, ErrorCode)>) {
+    let mut partitions = Vec::new();
+    // Partitions refused up front, with their code: WRITE on the
+    // transactional id and on each topic (Kafka's checks), then existence.
+    let mut unknown: Vec<(Partition, ErrorCode)> = Vec::new();
+    let txn_refused = authz
+        .transactional_id(Operation::Write, transactional_id)
+        .err();
+    let table = shard.topics.borrow();
+    for topic in topics {
+        let name = topic.name.0.to_string();
+        let count = table.get(&name).map_or(0, |e| e.partitions);
+        let refused = txn_refused.or_else(|| authz.topic(Operation::Write, &name).err());
+        for &p in &topic.partitions {
+            if let Some(code) = refused {
+                unknown.push(((name.clone(), p), code));
+            } else if p >= 0 && p < count {
+                partitions.push((name.clone(), p));
+            } else {
+                unknown.push(((name.clone(), p), ErrorCode::UnknownTopicOrPartition));
+            }
+        }
+    }
+    (partitions, unknown)
+}
+
+/// Every partition's code, in request order, when some were refused up
+/// front: theirs, and OPERATION_NOT_ATTEMPTED for the rest.
+fn codes_when_refused(
+    topics: &[AddPartitionsToTxnTopic],
+    unknown: &[(Partition, ErrorCode)],
+) -> Vec<ErrorCode> {
+    topics
+        .iter()
+        .flat_map(|t| {
+            let name = t.name.0.to_string();
+            t.partitions.iter().map(move |p| {
+                let key = (name.clone(), *p);
+                unknown.iter().find(|(failed, _)| *failed == key).map_or(
+                    // Another part of the request failed.
+                    ErrorCode::OperationNotAttempted,
+                    |(_, code)| *code,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Registers (or, `verify_only`, looks up) `partitions` with the
+/// transaction's coordinator: each partition's code, in request order.
+async fn register(
+    shard: &Rc<Shard>,
+    version: i16,
+    txn: TxnPartitions<'_>,
+    partitions: Vec<Partition>,
+) -> Vec<ErrorCode> {
+    let count = partitions.len();
+    let reply = txn_runtime::call(
+        shard,
+        TxnRequest::AddPartitions {
+            transactional_id: txn.transactional_id,
+            producer_id: txn.producer_id,
+            producer_epoch: txn.producer_epoch,
+            partitions,
+            verify_only: txn.verify_only,
+        },
+    )
+    .await;
+    match reply {
+        TxnReply::Code(code) => vec![fenced_for_version(code, version, 2); count],
+        TxnReply::Verified(Ok(present)) => present
+            .into_iter()
+            // Kafka answers a partition not in the transaction with INVALID_TXN_STATE.
+            .map(|p| {
+                if p {
+                    ErrorCode::None
+                } else {
+                    ErrorCode::InvalidTxnState
+                }
+            })
+            .collect(),
+        TxnReply::Verified(Err(code)) => vec![code; count],
+        _ => vec![ErrorCode::UnknownServerError; count],
+    }
 }

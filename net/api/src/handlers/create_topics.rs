@@ -2,16 +2,18 @@
 
 use super::{legacy, str_bytes, uuid, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use kernel::error::RequestError;
 use kernel::shard::Shard;
-use kernel::topics::TopicUpdate;
-use runtimes::admin_changes::{self, ControllerRequest};
+use kernel::topics::{TopicEntry, TopicUpdate};
+use runtimes::admin_changes::{self, ControllerReply, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::ClusterView;
+use security::acl::Authz;
 use std::rc::Rc;
 
 /// v0–v7 (v0/v1 through `legacy`).
@@ -43,88 +45,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let authz = cluster_runtime::authz(&shard, &request.session);
         let mut results = Vec::with_capacity(body.topics.len());
         for topic in body.topics {
-            let name = topic.name.0.to_string();
             let mut result = CreatableTopicResult::default();
             result.name = topic.name.clone();
             result.num_partitions = -1;
             result.replication_factor = -1;
-            let assignment: Vec<(i32, Vec<i32>)> = topic
-                .assignments
-                .iter()
-                .map(|a| {
-                    (
-                        a.partition_index,
-                        a.broker_ids.iter().map(|b| b.0).collect(),
-                    )
-                })
-                .collect();
-            let outcome = if !assignment.is_empty()
-                && (topic.num_partitions != -1 || topic.replication_factor != -1)
-            {
-                // Kafka: an explicit assignment says both, so neither may be set.
-                Err((
-                    ErrorCode::InvalidRequest,
-                    String::from(
-                        "both numPartitions and replicationFactor must be -1 with a replica assignment",
-                    ),
-                ))
-            } else if let Err(code) = authz.create_topic(&name) {
-                Err((
-                    code,
-                    String::from("CREATE on the cluster or the topic is needed"),
-                ))
-            } else {
-                let configs = topic
-                    .configs
-                    .iter()
-                    .filter_map(|c| {
-                        c.value
-                            .as_ref()
-                            .map(|v| (c.name.to_string(), v.to_string()))
-                    })
-                    .collect();
-                admin_changes::submit(
-                    &shard,
-                    ControllerRequest::CreateTopic {
-                        name: name.clone(),
-                        partitions: topic.num_partitions,
-                        configs,
-                        replication_factor: topic.replication_factor,
-                        assignment,
-                        validate_only: body.validate_only,
-                    },
-                )
-                .await
-            };
+            let outcome = create_one(&shard, &authz, &topic, body.validate_only).await;
             match outcome {
                 Ok(TopicUpdate::Upsert(entry)) => {
-                    if version >= 7 {
-                        result.topic_id = uuid(entry.topic_id);
-                    }
-                    if version >= 5 {
-                        result.num_partitions = entry.partitions;
-                        // The committed replica count (validate-only: none yet).
-                        result.replication_factor = shard
-                            .service::<ClusterView>()
-                            .image()
-                            .topic_by_name(&entry.name)
-                            .and_then(|t| t.partitions.get(&0))
-                            .map_or(-1, |p| i16::try_from(p.replicas.len()).unwrap_or(-1));
-                        result.configs = Some(
-                            engine::TopicConfig::NAMES
-                                .iter()
-                                .filter_map(|n| {
-                                    let value = entry.config.get(n)?;
-                                    let mut c = CreatableTopicConfigs::default();
-                                    c.name = str_bytes(*n);
-                                    c.value = Some(str_bytes(value));
-                                    // 5 = DEFAULT_CONFIG, 1 = DYNAMIC_TOPIC_CONFIG
-                                    c.config_source = 5;
-                                    Some(c)
-                                })
-                                .collect(),
-                        );
-                    }
+                    describe_created(&shard, &mut result, &entry, version)
                 }
                 Ok(TopicUpdate::Delete { .. }) => {}
                 Err((code, message)) => {
@@ -143,4 +71,101 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         request.respond(&response)
     })
+}
+
+/// Checks one topic of the request (its shape, then CREATE) and submits
+/// its creation to the controller: the controller's answer, or why it was
+/// refused.
+async fn create_one(
+    shard: &Rc<Shard>,
+    authz: &Authz,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> ControllerReply {
+    let name = topic.name.0.to_string();
+    let assignment: Vec<(i32, Vec<i32>)> = topic
+        .assignments
+        .iter()
+        .map(|a| {
+            (
+                a.partition_index,
+                a.broker_ids.iter().map(|b| b.0).collect(),
+            )
+        })
+        .collect();
+    if !assignment.is_empty() && (topic.num_partitions != -1 || topic.replication_factor != -1) {
+        // Kafka: an explicit assignment says both, so neither may be set.
+        return Err((
+            ErrorCode::InvalidRequest,
+            String::from(
+                "both numPartitions and replicationFactor must be -1 with a replica assignment",
+            ),
+        ));
+    }
+    if let Err(code) = authz.create_topic(&name) {
+        return Err((
+            code,
+            String::from("CREATE on the cluster or the topic is needed"),
+        ));
+    }
+    let configs = topic
+        .configs
+        .iter()
+        .filter_map(|c| {
+            c.value
+                .as_ref()
+                .map(|v| (c.name.to_string(), v.to_string()))
+        })
+        .collect();
+    admin_changes::submit(
+        shard,
+        ControllerRequest::CreateTopic {
+            name,
+            partitions: topic.num_partitions,
+            configs,
+            replication_factor: topic.replication_factor,
+            assignment,
+            validate_only,
+        },
+    )
+    .await
+}
+
+/// Fills a created (or validated) topic's result with what this version
+/// reports of it: its id (v7+), its partition and replica counts and its
+/// configs (v5+).
+fn describe_created(
+    shard: &Shard,
+    result: &mut CreatableTopicResult,
+    entry: &TopicEntry,
+    version: i16,
+) {
+    if version >= 7 {
+        result.topic_id = uuid(entry.topic_id);
+    }
+    if version < 5 {
+        return;
+    }
+    result.num_partitions = entry.partitions;
+    // The committed replica count (validate-only: none yet).
+    result.replication_factor = shard
+        .service::<ClusterView>()
+        .image()
+        .topic_by_name(&entry.name)
+        .and_then(|t| t.partitions.get(&0))
+        .map_or(-1, |p| i16::try_from(p.replicas.len()).unwrap_or(-1));
+    result.configs = Some(
+        engine::TopicConfig::NAMES
+            .iter()
+            .filter_map(|n| {
+                let value = entry.config.get(n)?;
+                let mut c = CreatableTopicConfigs::default();
+                c.name = str_bytes(*n);
+                c.value = Some(str_bytes(value));
+                // 5 = DEFAULT_CONFIG, 1 = DYNAMIC_TOPIC_CONFIG
+                c.config_source = 5;
+                Some(c)
+            })
+            .collect(),
+    );
 }

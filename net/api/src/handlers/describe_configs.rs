@@ -171,65 +171,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             match resource.resource_type {
                 RESOURCE_TOPIC => {
                     let name = resource.resource_name.to_string();
-                    match shard.topics.borrow().get(&name) {
-                        Some(topic) => {
-                            let defaults = &topic_defaults::topic_defaults(&shard);
-                            let inherited = inherited_sources(&shard);
-                            for config_name in
-                                engine::TopicConfig::NAMES.iter().filter(|n| wanted(n))
-                            {
-                                let Some(value) = topic.config.get(config_name) else {
-                                    continue;
-                                };
-                                let source = if defaults.get(config_name).as_deref()
-                                    == Some(value.as_str())
-                                {
-                                    inherited
-                                        .get(config_name)
-                                        .copied()
-                                        .unwrap_or(SOURCE_DEFAULT)
-                                } else {
-                                    SOURCE_DYNAMIC_TOPIC
-                                };
-                                result
-                                    .configs
-                                    .push(entry(config_name, value, source, false));
-                            }
-                        }
-                        None => {
-                            result.error_code = ErrorCode::UnknownTopicOrPartition.code();
-                            result.error_message =
-                                Some(str_bytes(format!("unknown topic '{name}'")));
-                        }
-                    }
+                    describe_topic(&shard, &mut result, name, wanted);
                 }
                 RESOURCE_BROKER => {
-                    let name = resource.resource_name.as_str();
-                    if !name.is_empty() && name != shard.config.broker_id.to_string() {
-                        result.error_code = ErrorCode::InvalidRequest.code();
-                        result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
-                    } else {
-                        for (config_name, value) in broker_entries(&shard.config)
-                            .into_iter()
-                            .filter(|(n, _)| wanted(n))
-                        {
-                            result.configs.push(entry(
-                                config_name,
-                                value,
-                                SOURCE_STATIC_BROKER,
-                                true,
-                            ));
-                        }
-                        for (config_name, value, source) in dynamic_entries(&shard)
-                            .into_iter()
-                            .filter(|(n, _, _)| wanted(n))
-                        {
-                            let read_only = !broker_configs::is_dynamic(config_name);
-                            result
-                                .configs
-                                .push(entry(config_name, value, source, read_only));
-                        }
-                    }
+                    describe_broker(&shard, &mut result, resource.resource_name.as_str(), wanted)
                 }
                 other => {
                     result.error_code = ErrorCode::InvalidRequest.code();
@@ -244,4 +189,73 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         request.respond(&response)
     })
+}
+
+/// A topic's configs that `wanted` asks for, each with where its value
+/// comes from (an override, else where the default is set).
+fn describe_topic(
+    shard: &Shard,
+    result: &mut DescribeConfigsResult,
+    name: String,
+    wanted: impl Fn(&str) -> bool,
+) {
+    match shard.topics.borrow().get(&name) {
+        Some(topic) => {
+            let defaults = &topic_defaults::topic_defaults(shard);
+            let inherited = inherited_sources(shard);
+            for config_name in engine::TopicConfig::NAMES.iter().filter(|n| wanted(n)) {
+                let Some(value) = topic.config.get(config_name) else {
+                    continue;
+                };
+                let source = if defaults.get(config_name).as_deref() == Some(value.as_str()) {
+                    inherited
+                        .get(config_name)
+                        .copied()
+                        .unwrap_or(SOURCE_DEFAULT)
+                } else {
+                    SOURCE_DYNAMIC_TOPIC
+                };
+                result
+                    .configs
+                    .push(entry(config_name, value, source, false));
+            }
+        }
+        None => {
+            result.error_code = ErrorCode::UnknownTopicOrPartition.code();
+            result.error_message = Some(str_bytes(format!("unknown topic '{name}'")));
+        }
+    }
+}
+
+/// This broker's settings that `wanted` asks for (`name` empty or this
+/// broker's id): the static ones from the file, then the dynamic topic
+/// defaults.
+fn describe_broker(
+    shard: &Shard,
+    result: &mut DescribeConfigsResult,
+    name: &str,
+    wanted: impl Fn(&str) -> bool,
+) {
+    if !name.is_empty() && name != shard.config.broker_id.to_string() {
+        result.error_code = ErrorCode::InvalidRequest.code();
+        result.error_message = Some(str_bytes(format!("unknown broker '{name}'")));
+        return;
+    }
+    for (config_name, value) in broker_entries(&shard.config)
+        .into_iter()
+        .filter(|(n, _)| wanted(n))
+    {
+        result
+            .configs
+            .push(entry(config_name, value, SOURCE_STATIC_BROKER, true));
+    }
+    for (config_name, value, source) in dynamic_entries(shard)
+        .into_iter()
+        .filter(|(n, _, _)| wanted(n))
+    {
+        let read_only = !broker_configs::is_dynamic(config_name);
+        result
+            .configs
+            .push(entry(config_name, value, source, read_only));
+    }
 }

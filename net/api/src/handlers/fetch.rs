@@ -78,17 +78,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .to_string();
         let owed = quotas::enforce::owed(&shard, &request.session, &client_id, QuotaKind::Fetch);
         if owed > 0 {
-            let data = FetchResponseData {
-                throttle_time_ms: owed,
-                error_code: ErrorCode::None,
-                session_id: 0,
-                topics: Vec::new(),
-            };
-            return Ok(Response::Chunks(encode_fetch_response(
-                request.header.correlation_id,
-                version,
-                &data,
-            )));
+            return Ok(throttled_at_once(&request, owed));
         }
         let (topics, mut wanted) = resolve(&shard, &body, version);
         for w in &mut wanted {
@@ -98,68 +88,134 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 w.error_code = ErrorCode::TopicAuthorizationFailed;
             }
         }
+        let poll = LongPoll::of(&shard, &body, version);
+        // No partition can contribute more than the whole response may hold
+        // (the first one is kept whole, so cap at max_bytes, not below).
+        for w in &mut wanted {
+            w.partition_max_bytes = w.partition_max_bytes.min(poll.max_bytes);
+        }
+        let outcomes = read_until_ready(&shard, &topics, &wanted, &poll).await;
+        let data = assemble(&topics, wanted, outcomes, poll.max_bytes);
+        Ok(encode_counted(&shard, &request, &client_id, data))
+    })
+}
+
+/// The empty answer of a consumer over its quota, with the throttle time
+/// it owes.
+fn throttled_at_once(request: &Request, owed_ms: i32) -> Response {
+    let data = FetchResponseData {
+        throttle_time_ms: owed_ms,
+        error_code: ErrorCode::None,
+        session_id: 0,
+        topics: Vec::new(),
+    };
+    Response::Chunks(encode_fetch_response(
+        request.header.correlation_id,
+        request.version,
+        &data,
+    ))
+}
+
+/// How a request's reads are made and when its long poll ends.
+struct LongPoll {
+    /// Data that ends the poll early.
+    min_bytes: usize,
+    /// The whole response's cap (`usize::MAX`: none).
+    max_bytes: usize,
+    /// Reads may answer with file ranges (the send path is not a copy).
+    file_slice: bool,
+    /// `isolation_level=1`: reads stop at the last stable offset.
+    read_committed: bool,
+    /// When the poll answers with whatever it has.
+    deadline: Instant,
+}
+
+impl LongPoll {
+    /// The request's limits, its wait clamped to [`MAX_WAIT_MS_LIMIT`].
+    fn of(shard: &Shard, body: &FetchRequest, version: i16) -> LongPoll {
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
-        let min_bytes = body.min_bytes.max(0) as usize;
         let max_bytes = if body.max_bytes <= 0 {
             usize::MAX
         } else {
             body.max_bytes as usize
         };
-        // No partition can contribute more than the whole response may hold
-        // (the first one is kept whole, so cap at max_bytes, not below).
-        for w in &mut wanted {
-            w.partition_max_bytes = w.partition_max_bytes.min(max_bytes);
+        LongPoll {
+            min_bytes: body.min_bytes.max(0) as usize,
+            max_bytes,
+            file_slice: shard.sender.path() != SendPath::Copy,
+            read_committed: version >= 4 && body.isolation_level == 1,
+            deadline: Instant::now() + max_wait,
         }
-        let file_slice = shard.sender.path() != SendPath::Copy;
-        let read_committed = version >= 4 && body.isolation_level == 1;
-        let deadline = Instant::now() + max_wait;
-        let outcomes = loop {
-            let outcomes = read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
-            let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
-            let has_error = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
-            let now = Instant::now();
-            if ready >= min_bytes || has_error || now >= deadline {
-                break outcomes;
-            }
-            let waits = wanted
-                .iter()
-                .zip(&outcomes)
-                .filter(|(w, _)| w.error_code == ErrorCode::None)
-                .map(|(w, o)| {
-                    // Wait past what we already have: the offset after the
-                    // ready data is unknown here, so wait on the high watermark.
-                    let offset = w.fetch_offset.max(o.high_watermark);
-                    (
-                        TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
-                        offset,
-                    )
-                })
-                .collect();
-            wait_for_any(&shard, waits, deadline - now).await;
-            if Instant::now() >= deadline {
-                // One last read: data may have arrived with the deadline.
-                break read_all(&shard, &topics, &wanted, file_slice, read_committed).await;
-            }
-        };
-        let mut data = assemble(&topics, wanted, outcomes, max_bytes);
-        let chunks = encode_fetch_response(request.header.correlation_id, version, &data);
-        let response_bytes: usize = chunks.iter().map(|c| c.len()).sum();
-        data.throttle_time_ms = quotas::enforce::record(
-            &shard,
-            &request.session,
-            &client_id,
-            QuotaKind::Fetch,
-            response_bytes,
-        );
-        if data.throttle_time_ms == 0 {
-            return Ok(Response::Chunks(chunks));
+    }
+}
+
+/// Reads every wanted partition; while fewer than `min_bytes` are ready,
+/// no partition failed and the deadline is ahead, waits for an append on
+/// any of them and reads again.
+async fn read_until_ready(
+    shard: &Rc<Shard>,
+    topics: &[TopicSlot],
+    wanted: &[Wanted],
+    poll: &LongPoll,
+) -> Vec<ReadOutcome> {
+    let (file_slice, read_committed) = (poll.file_slice, poll.read_committed);
+    loop {
+        let outcomes = read_all(shard, topics, wanted, file_slice, read_committed).await;
+        let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
+        let has_error = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
+        let now = Instant::now();
+        if ready >= poll.min_bytes || has_error || now >= poll.deadline {
+            return outcomes;
         }
-        Ok(Response::Chunks(encode_fetch_response(
-            request.header.correlation_id,
-            version,
-            &data,
-        )))
-    })
+        let waits = wanted
+            .iter()
+            .zip(&outcomes)
+            .filter(|(w, _)| w.error_code == ErrorCode::None)
+            .map(|(w, o)| {
+                // Wait past what we already have: the offset after the
+                // ready data is unknown here, so wait on the high watermark.
+                let offset = w.fetch_offset.max(o.high_watermark);
+                (
+                    TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+                    offset,
+                )
+            })
+            .collect();
+        wait_for_any(shard, waits, poll.deadline - now).await;
+        if Instant::now() >= poll.deadline {
+            // One last read: data may have arrived with the deadline.
+            return read_all(shard, topics, wanted, file_slice, read_committed).await;
+        }
+    }
+}
+
+/// Encodes the response and counts its bytes against the client's fetch
+/// quota; re-encoded with the throttle time when that quota is now
+/// exceeded.
+fn encode_counted(
+    shard: &Shard,
+    request: &Request,
+    client_id: &str,
+    mut data: FetchResponseData,
+) -> Response {
+    let correlation_id = request.header.correlation_id;
+    let chunks = encode_fetch_response(correlation_id, request.version, &data);
+    let response_bytes: usize = chunks.iter().map(|c| c.len()).sum();
+    data.throttle_time_ms = quotas::enforce::record(
+        shard,
+        &request.session,
+        client_id,
+        QuotaKind::Fetch,
+        response_bytes,
+    );
+    if data.throttle_time_ms == 0 {
+        return Response::Chunks(chunks);
+    }
+    Response::Chunks(encode_fetch_response(
+        correlation_id,
+        request.version,
+        &data,
+    ))
 }
 
 /// Topic (name, id) list and the partitions asked, in request order.

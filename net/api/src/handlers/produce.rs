@@ -6,6 +6,7 @@ use super::{Handler, HandlerFuture, Request, Response};
 use bytes::{Buf, Bytes, BytesMut};
 use engine::ErrorCode;
 use engine::TopicPartition;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
@@ -69,47 +70,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .and_then(|id| authz.transactional_id(Operation::Write, id).err());
         let topic_data = std::mem::take(&mut body.topic_data);
         drop(body);
-        let mut sent: Vec<(TopicPartition, Bytes)> = Vec::new();
-        let mut layout: Vec<(String, Vec<(i32, Slot)>)> = Vec::new();
-        for topic in topic_data {
-            let name = topic.name.0.to_string();
-            let partitions = if let Some(code) = txn_refused {
-                Err(code)
-            } else if let Err(code) = authz.topic(Operation::Write, &name) {
-                Err(code)
-            } else if acks_valid {
-                topic_partitions(&shard, &name, &authz).await
-            } else {
-                Err(ErrorCode::InvalidRequiredAcks)
-            };
-            let mut slots = Vec::with_capacity(topic.partition_data.len());
-            for data in topic.partition_data {
-                let slot = match (&partitions, data.records) {
-                    (Err(code), _) => Slot::Rejected(*code),
-                    (Ok(count), _) if data.index < 0 || data.index >= *count => {
-                        Slot::Rejected(ErrorCode::UnknownTopicOrPartition)
-                    }
-                    (Ok(_), None) => Slot::Rejected(ErrorCode::CorruptMessage),
-                    (Ok(_), Some(records)) => {
-                        sent.push((TopicPartition::new(name.clone(), data.index), records));
-                        Slot::Sent(sent.len() - 1)
-                    }
-                };
-                slots.push((data.index, slot));
-            }
-            layout.push((name, slots));
-        }
-        let (tps, records): (Vec<TopicPartition>, Vec<Bytes>) = sent.into_iter().unzip();
-        let ops = tps
-            .into_iter()
-            .zip(own_payloads(frame, records))
-            .map(|(tp, records)| PartitionOp::Produce {
-                tp,
-                records,
-                acks,
-                timeout_ms,
-            })
-            .collect();
+        let checks = Checks {
+            shard: &shard,
+            authz: &authz,
+            txn_refused,
+            acks_valid,
+        };
+        let (layout, sent) = checks.place(topic_data).await;
+        let ops = produce_ops(frame, sent, acks, timeout_ms);
         let replies = run_on_owners(&shard, ops).await;
         if acks == 0 {
             return Ok(Response::Nothing);
@@ -131,6 +99,86 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .collect();
         request.respond(&response)
     })
+}
+
+/// Per topic, in request order: each partition's index and where it stands.
+type Layout = Vec<(String, Vec<(i32, Slot)>)>;
+
+/// What each partition of the request is checked against before the append.
+struct Checks<'a> {
+    shard: &'a Rc<Shard>,
+    authz: &'a Authz,
+    /// WRITE on the transactional id refused, with this code.
+    txn_refused: Option<ErrorCode>,
+    /// `acks` is one of -1, 0, 1.
+    acks_valid: bool,
+}
+
+impl Checks<'_> {
+    /// Where each partition of the request stands, and the records of those
+    /// sent, in request order.
+    async fn place(
+        &self,
+        topic_data: Vec<TopicProduceData>,
+    ) -> (Layout, Vec<(TopicPartition, Bytes)>) {
+        let mut sent: Vec<(TopicPartition, Bytes)> = Vec::new();
+        let mut layout: Layout = Vec::new();
+        for topic in topic_data {
+            let name = topic.name.0.to_string();
+            let partitions = self.partition_count(&name).await;
+            let mut slots = Vec::with_capacity(topic.partition_data.len());
+            for data in topic.partition_data {
+                let slot = match (&partitions, data.records) {
+                    (Err(code), _) => Slot::Rejected(*code),
+                    (Ok(count), _) if data.index < 0 || data.index >= *count => {
+                        Slot::Rejected(ErrorCode::UnknownTopicOrPartition)
+                    }
+                    (Ok(_), None) => Slot::Rejected(ErrorCode::CorruptMessage),
+                    (Ok(_), Some(records)) => {
+                        sent.push((TopicPartition::new(name.clone(), data.index), records));
+                        Slot::Sent(sent.len() - 1)
+                    }
+                };
+                slots.push((data.index, slot));
+            }
+            layout.push((name, slots));
+        }
+        (layout, sent)
+    }
+
+    /// The topic's partition count (auto-creating it where allowed), or the
+    /// error every one of its partitions gets.
+    async fn partition_count(&self, name: &str) -> Result<i32, ErrorCode> {
+        if let Some(code) = self.txn_refused {
+            Err(code)
+        } else if let Err(code) = self.authz.topic(Operation::Write, name) {
+            Err(code)
+        } else if self.acks_valid {
+            topic_partitions(self.shard, name, self.authz).await
+        } else {
+            Err(ErrorCode::InvalidRequiredAcks)
+        }
+    }
+}
+
+/// One append per sent partition, its records taken over from `frame`
+/// where possible (see [`own_payloads`]).
+fn produce_ops(
+    frame: Bytes,
+    sent: Vec<(TopicPartition, Bytes)>,
+    acks: i16,
+    timeout_ms: i32,
+) -> Vec<PartitionOp> {
+    let (tps, records): (Vec<TopicPartition>, Vec<Bytes>) = sent.into_iter().unzip();
+    tps.into_iter()
+        .zip(own_payloads(frame, records))
+        .map(|(tp, records)| PartitionOp::Produce {
+            tp,
+            records,
+            acks,
+            timeout_ms,
+        })
+        .collect()
 }
 
 /// Each partition's records as a mutable buffer (the engine writes offsets

@@ -19,6 +19,7 @@ use super::{Handler, HandlerFuture, Request};
 use coordinators::group::OffsetCommitRequest;
 use coordinators::txn::{txn_partition_for, PendingOffset, TXN_STATE_TOPIC};
 use engine::ErrorCode;
+use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestTopic;
 use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
@@ -42,19 +43,7 @@ pub const HANDLER: Handler = Handler {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: TxnOffsetCommitRequest = request.decode()?;
-        let offsets = body
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions.iter().map(|p| PendingOffset {
-                    topic: t.name.0.to_string(),
-                    partition: p.partition_index,
-                    offset: p.committed_offset,
-                    leader_epoch: p.committed_leader_epoch,
-                    metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
-                })
-            })
-            .collect();
+        let offsets = pending_offsets(&body.topics);
         // v0–v2 carry no membership: a simple commit (generation -1).
         let member = if request.version >= 3 {
             (
@@ -90,46 +79,71 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             )
             .await
         } else {
-            let reply = txn_runtime::call(
-                &shard,
-                TxnRequest::OffsetCommit {
-                    transactional_id,
-                    producer_id: body.producer_id.0,
-                    producer_epoch: body.producer_epoch,
-                    group_id,
-                    member,
-                    offsets,
-                },
-            )
-            .await;
-            match reply {
-                TxnReply::Code(code) => code,
-                _ => ErrorCode::UnknownServerError,
-            }
+            let commit = TxnRequest::OffsetCommit {
+                transactional_id,
+                producer_id: body.producer_id.0,
+                producer_epoch: body.producer_epoch,
+                group_id,
+                member,
+                offsets,
+            };
+            hold_with_transaction(&shard, commit).await
         };
         let code = fenced_for_version(code, request.version, 3);
         let mut response = TxnOffsetCommitResponse::default();
-        response.topics = body
-            .topics
-            .into_iter()
-            .map(|t| {
-                let mut out = TxnOffsetCommitResponseTopic::default();
-                out.partitions = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        let mut r = TxnOffsetCommitResponsePartition::default();
-                        r.partition_index = p.partition_index;
-                        r.error_code = code.code();
-                        r
-                    })
-                    .collect();
-                out.name = t.name;
-                out
-            })
-            .collect();
+        response.topics = answer_all(body.topics, code);
         request.respond(&response)
     })
+}
+
+/// The request's offsets, in request order.
+fn pending_offsets(topics: &[TxnOffsetCommitRequestTopic]) -> Vec<PendingOffset> {
+    topics
+        .iter()
+        .flat_map(|t| {
+            t.partitions.iter().map(|p| PendingOffset {
+                topic: t.name.0.to_string(),
+                partition: p.partition_index,
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.as_ref().map(|m| m.to_string()),
+            })
+        })
+        .collect()
+}
+
+/// Sends the offsets to the transaction's coordinator on this broker,
+/// which holds them until the transaction ends: its code.
+async fn hold_with_transaction(shard: &Rc<Shard>, commit: TxnRequest) -> ErrorCode {
+    match txn_runtime::call(shard, commit).await {
+        TxnReply::Code(code) => code,
+        _ => ErrorCode::UnknownServerError,
+    }
+}
+
+/// The response's topics, in request order, every partition with `code`.
+fn answer_all(
+    topics: Vec<TxnOffsetCommitRequestTopic>,
+    code: ErrorCode,
+) -> Vec<TxnOffsetCommitResponseTopic> {
+    topics
+        .into_iter()
+        .map(|t| {
+            let mut out = TxnOffsetCommitResponseTopic::default();
+            out.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut r = TxnOffsetCommitResponsePartition::default();
+                    r.partition_index = p.partition_index;
+                    r.error_code = code.code();
+                    r
+                })
+                .collect();
+            out.name = t.name;
+            out
+        })
+        .collect()
 }
 
 /// Whether the transaction's coordinator (the leader of its

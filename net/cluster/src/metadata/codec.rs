@@ -212,6 +212,29 @@ impl Writer {
     }
     fn record(&mut self, record: &MetadataRecord) {
         match record {
+            MetadataRecord::RegisterBroker { .. }
+            | MetadataRecord::UnregisterBroker { .. }
+            | MetadataRecord::FenceBroker { .. }
+            | MetadataRecord::UnfenceBroker { .. }
+            | MetadataRecord::ProducerIds { .. } => self.broker_record(record),
+            MetadataRecord::Topic { .. }
+            | MetadataRecord::RemoveTopic { .. }
+            | MetadataRecord::Partition(_)
+            | MetadataRecord::PartitionChange(_)
+            | MetadataRecord::Reassignment { .. } => self.topic_record(record),
+            MetadataRecord::ConfigChange { .. }
+            | MetadataRecord::BrokerConfigChange { .. }
+            | MetadataRecord::ClientQuota { .. } => self.config_record(record),
+            MetadataRecord::UserScramCredential { .. }
+            | MetadataRecord::RemoveUserScramCredential { .. }
+            | MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry { .. } => self.security_record(record),
+        }
+    }
+
+    /// The broker records (producer-id blocks included) of [`Self::record`].
+    fn broker_record(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::RegisterBroker {
                 broker_id,
                 incarnation_id,
@@ -243,6 +266,23 @@ impl Writer {
                 broker_id,
                 broker_epoch,
             } => self.broker_and_epoch(RECORD_TYPE_UNFENCE_BROKER, *broker_id, *broker_epoch),
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_block_start,
+            } => {
+                self.u8(RECORD_TYPE_PRODUCER_IDS);
+                self.i32(*broker_id);
+                self.i64(*broker_epoch);
+                self.i64(*next_block_start);
+            }
+            _ => unreachable!("not a broker record: {}", record.kind()),
+        }
+    }
+
+    /// The topic and partition records of [`Self::record`].
+    fn topic_record(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::Topic {
                 name,
                 topic_id,
@@ -275,6 +315,13 @@ impl Writer {
                 self.brokers(adding);
                 self.brokers(removing);
             }
+            _ => unreachable!("not a topic record: {}", record.kind()),
+        }
+    }
+
+    /// The config and quota records of [`Self::record`].
+    fn config_record(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::ConfigChange { topic, key, value } => {
                 self.u8(RECORD_TYPE_CONFIG_CHANGE);
                 self.string(topic);
@@ -297,6 +344,13 @@ impl Writer {
                 self.string(key);
                 self.option_string(value.as_deref());
             }
+            _ => unreachable!("not a config record: {}", record.kind()),
+        }
+    }
+
+    /// The SCRAM and ACL records of [`Self::record`].
+    fn security_record(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::UserScramCredential {
                 name,
                 mechanism,
@@ -330,16 +384,7 @@ impl Writer {
                 self.u8(RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY);
                 self.bytes16(id);
             }
-            MetadataRecord::ProducerIds {
-                broker_id,
-                broker_epoch,
-                next_block_start,
-            } => {
-                self.u8(RECORD_TYPE_PRODUCER_IDS);
-                self.i32(*broker_id);
-                self.i64(*broker_epoch);
-                self.i64(*next_block_start);
-            }
+            _ => unreachable!("not a SCRAM or ACL record: {}", record.kind()),
         }
     }
 
@@ -429,6 +474,30 @@ impl Reader<'_> {
 
     fn record(&mut self) -> Result<MetadataRecord, DecodeError> {
         let record_type = self.u8()?;
+        match record_type {
+            RECORD_TYPE_REGISTER_BROKER
+            | RECORD_TYPE_UNREGISTER_BROKER
+            | RECORD_TYPE_FENCE_BROKER
+            | RECORD_TYPE_UNFENCE_BROKER
+            | RECORD_TYPE_PRODUCER_IDS => self.broker_record(record_type),
+            RECORD_TYPE_TOPIC
+            | RECORD_TYPE_REMOVE_TOPIC
+            | RECORD_TYPE_PARTITION
+            | RECORD_TYPE_PARTITION_CHANGE
+            | RECORD_TYPE_REASSIGNMENT => self.topic_record(record_type),
+            RECORD_TYPE_CONFIG_CHANGE
+            | RECORD_TYPE_BROKER_CONFIG_CHANGE
+            | RECORD_TYPE_CLIENT_QUOTA => self.config_record(record_type),
+            RECORD_TYPE_USER_SCRAM_CREDENTIAL
+            | RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL
+            | RECORD_TYPE_ACCESS_CONTROL_ENTRY
+            | RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY => self.security_record(record_type),
+            other => Err(DecodeError::UnknownRecordType(other)),
+        }
+    }
+
+    /// The broker records (producer-id blocks included) of [`Self::record`].
+    fn broker_record(&mut self, record_type: u8) -> Result<MetadataRecord, DecodeError> {
         Ok(match record_type {
             RECORD_TYPE_REGISTER_BROKER => self.register_broker()?,
             RECORD_TYPE_UNREGISTER_BROKER => MetadataRecord::UnregisterBroker {
@@ -443,6 +512,18 @@ impl Reader<'_> {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,
             },
+            RECORD_TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
+                broker_id: self.i32()?,
+                broker_epoch: self.i64()?,
+                next_block_start: self.i64()?,
+            },
+            other => unreachable!("not a broker record type: {other}"),
+        })
+    }
+
+    /// The topic and partition records of [`Self::record`].
+    fn topic_record(&mut self, record_type: u8) -> Result<MetadataRecord, DecodeError> {
+        Ok(match record_type {
             RECORD_TYPE_TOPIC => self.topic()?,
             RECORD_TYPE_REMOVE_TOPIC => MetadataRecord::RemoveTopic {
                 topic_id: self.array()?,
@@ -463,6 +544,13 @@ impl Reader<'_> {
                 adding: self.brokers()?,
                 removing: self.brokers()?,
             },
+            other => unreachable!("not a topic record type: {other}"),
+        })
+    }
+
+    /// The config and quota records of [`Self::record`].
+    fn config_record(&mut self, record_type: u8) -> Result<MetadataRecord, DecodeError> {
+        Ok(match record_type {
             RECORD_TYPE_CONFIG_CHANGE => MetadataRecord::ConfigChange {
                 topic: self.string()?,
                 key: self.string()?,
@@ -486,6 +574,13 @@ impl Reader<'_> {
                     value: self.option_string()?,
                 }
             }
+            other => unreachable!("not a config record type: {other}"),
+        })
+    }
+
+    /// The SCRAM and ACL records of [`Self::record`].
+    fn security_record(&mut self, record_type: u8) -> Result<MetadataRecord, DecodeError> {
+        Ok(match record_type {
             RECORD_TYPE_USER_SCRAM_CREDENTIAL => MetadataRecord::UserScramCredential {
                 name: self.string()?,
                 mechanism: self.u8()?,
@@ -500,11 +595,6 @@ impl Reader<'_> {
                 name: self.string()?,
                 mechanism: self.u8()?,
             },
-            RECORD_TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
-                broker_id: self.i32()?,
-                broker_epoch: self.i64()?,
-                next_block_start: self.i64()?,
-            },
             RECORD_TYPE_ACCESS_CONTROL_ENTRY => MetadataRecord::AccessControlEntry(AclRecord {
                 id: self.array()?,
                 resource_type: self.i8()?,
@@ -518,7 +608,7 @@ impl Reader<'_> {
             RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY => {
                 MetadataRecord::RemoveAccessControlEntry { id: self.array()? }
             }
-            other => return Err(DecodeError::UnknownRecordType(other)),
+            other => unreachable!("not a SCRAM or ACL record type: {other}"),
         })
     }
 

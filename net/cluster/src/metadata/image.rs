@@ -290,6 +290,42 @@ impl MetadataImage {
     /// Whether `record` may be applied now; the reason if not.
     fn validate(&self, record: &MetadataRecord) -> Result<(), String> {
         match record {
+            MetadataRecord::RegisterBroker { .. }
+            | MetadataRecord::UnregisterBroker { .. }
+            | MetadataRecord::FenceBroker { .. }
+            | MetadataRecord::UnfenceBroker { .. } => self.validate_broker(record),
+            MetadataRecord::Topic { .. }
+            | MetadataRecord::RemoveTopic { .. }
+            | MetadataRecord::Partition(_)
+            | MetadataRecord::PartitionChange(_)
+            | MetadataRecord::Reassignment { .. } => self.validate_topic(record),
+            MetadataRecord::ConfigChange { .. }
+            | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::BrokerConfigChange { .. } => self.validate_config(record),
+            MetadataRecord::UserScramCredential { .. }
+            | MetadataRecord::RemoveUserScramCredential { .. }
+            | MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry { .. } => self.validate_security(record),
+            MetadataRecord::ProducerIds {
+                broker_id,
+                broker_epoch,
+                next_block_start,
+            } => {
+                self.check_epoch(*broker_id, *broker_epoch)?;
+                if *next_block_start <= self.producer_ids.next_block_start() {
+                    return Err(format!(
+                        "next producer-id block start {next_block_start} not above {}",
+                        self.producer_ids.next_block_start()
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The broker records' part of [`MetadataImage::validate`].
+    fn validate_broker(&self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
             MetadataRecord::RegisterBroker {
                 broker_id,
                 broker_epoch,
@@ -330,6 +366,13 @@ impl MetadataImage {
                 }
                 Ok(())
             }
+            _ => unreachable!("not a broker record: {}", record.kind()),
+        }
+    }
+
+    /// The topic and partition records' part of [`MetadataImage::validate`].
+    fn validate_topic(&self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
             MetadataRecord::Topic { name, topic_id, .. } => {
                 if !is_valid_topic_name(name) {
                     return Err(format!("invalid topic name {name:?}"));
@@ -356,6 +399,13 @@ impl MetadataImage {
             } => self
                 .reassigned_partition(topic_id, *partition, adding, removing)
                 .map(|_| ()),
+            _ => unreachable!("not a topic record: {}", record.kind()),
+        }
+    }
+
+    /// The config and quota records' part of [`MetadataImage::validate`].
+    fn validate_config(&self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
             MetadataRecord::ConfigChange { topic, key, .. } => {
                 if !self.topic_ids.contains_key(topic) {
                     return Err(format!("unknown topic {topic:?}"));
@@ -385,6 +435,13 @@ impl MetadataImage {
                 }
                 Ok(())
             }
+            _ => unreachable!("not a config record: {}", record.kind()),
+        }
+    }
+
+    /// The SCRAM and ACL records' part of [`MetadataImage::validate`].
+    fn validate_security(&self, record: &MetadataRecord) -> Result<(), String> {
+        match record {
             MetadataRecord::UserScramCredential {
                 name,
                 mechanism,
@@ -424,20 +481,7 @@ impl MetadataImage {
                 .get(id)
                 .map(|_| ())
                 .ok_or_else(|| format!("unknown ACL id {id:?}")),
-            MetadataRecord::ProducerIds {
-                broker_id,
-                broker_epoch,
-                next_block_start,
-            } => {
-                self.check_epoch(*broker_id, *broker_epoch)?;
-                if *next_block_start <= self.producer_ids.next_block_start() {
-                    return Err(format!(
-                        "next producer-id block start {next_block_start} not above {}",
-                        self.producer_ids.next_block_start()
-                    ));
-                }
-                Ok(())
-            }
+            _ => unreachable!("not a SCRAM or ACL record: {}", record.kind()),
         }
     }
 
@@ -640,6 +684,32 @@ impl MetadataImage {
             | MetadataRecord::UnregisterBroker { .. }
             | MetadataRecord::FenceBroker { .. }
             | MetadataRecord::UnfenceBroker { .. } => self.mutate_broker(offset, record),
+            MetadataRecord::Topic { .. }
+            | MetadataRecord::RemoveTopic { .. }
+            | MetadataRecord::Partition(_)
+            | MetadataRecord::PartitionChange(_)
+            | MetadataRecord::Reassignment { .. } => self.mutate_topic(record),
+            MetadataRecord::ConfigChange { .. }
+            | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::BrokerConfigChange { .. } => self.mutate_config(record),
+            MetadataRecord::UserScramCredential { .. }
+            | MetadataRecord::RemoveUserScramCredential { .. }
+            | MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry { .. } => self.mutate_security(record),
+            MetadataRecord::ProducerIds {
+                next_block_start, ..
+            } => {
+                let before = self.producer_ids.next_block_start();
+                self.producer_ids = ProducerIdBlocks::new(*next_block_start);
+                assert!(self.producer_ids.next_block_start() > before);
+            }
+        }
+        self.assert_touched(record);
+    }
+
+    /// The topic and partition records' part of [`MetadataImage::mutate`].
+    fn mutate_topic(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::Topic {
                 name,
                 topic_id,
@@ -693,6 +763,13 @@ impl MetadataImage {
                 assert_eq!(next.partition_epoch, state.partition_epoch);
                 *state = next;
             }
+            _ => unreachable!("not a topic record: {}", record.kind()),
+        }
+    }
+
+    /// The config and quota records' part of [`MetadataImage::mutate`].
+    fn mutate_config(&mut self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::ClientQuota { entity, key, value } => {
                 let quotas = self.client_quotas.entry(entity.clone()).or_default();
                 match value {
@@ -702,17 +779,6 @@ impl MetadataImage {
                 if quotas.is_empty() {
                     self.client_quotas.remove(entity);
                 }
-            }
-            MetadataRecord::UserScramCredential {
-                name,
-                mechanism,
-                credential,
-            } => {
-                self.scram_credentials
-                    .insert((name.clone(), *mechanism), credential.clone());
-            }
-            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
-                self.scram_credentials.remove(&(name.clone(), *mechanism));
             }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let configs = self.broker_configs.entry(broker.clone()).or_default();
@@ -734,21 +800,32 @@ impl MetadataImage {
                     None => configs.remove(key),
                 };
             }
+            _ => unreachable!("not a config record: {}", record.kind()),
+        }
+    }
+
+    /// The SCRAM and ACL records' part of [`MetadataImage::mutate`].
+    fn mutate_security(&mut self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                self.scram_credentials
+                    .insert((name.clone(), *mechanism), credential.clone());
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                self.scram_credentials.remove(&(name.clone(), *mechanism));
+            }
             MetadataRecord::AccessControlEntry(acl) => {
                 assert!(self.acls.insert(acl.id, acl.clone()).is_none());
             }
             MetadataRecord::RemoveAccessControlEntry { id } => {
                 assert!(self.acls.remove(id).is_some());
             }
-            MetadataRecord::ProducerIds {
-                next_block_start, ..
-            } => {
-                let before = self.producer_ids.next_block_start();
-                self.producer_ids = ProducerIdBlocks::new(*next_block_start);
-                assert!(self.producer_ids.next_block_start() > before);
-            }
+            _ => unreachable!("not a SCRAM or ACL record: {}", record.kind()),
         }
-        self.assert_touched(record);
     }
 
     /// The broker records' part of [`MetadataImage::mutate`].
@@ -861,22 +938,33 @@ impl MetadataImage {
             MetadataRecord::RemoveTopic { topic_id } => {
                 assert!(self.topic(topic_id).is_none());
             }
+            MetadataRecord::ConfigChange { .. }
+            | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::BrokerConfigChange { .. } => self.assert_touched_config(record),
+            MetadataRecord::UserScramCredential { .. }
+            | MetadataRecord::RemoveUserScramCredential { .. }
+            | MetadataRecord::AccessControlEntry(_)
+            | MetadataRecord::RemoveAccessControlEntry { .. } => {
+                self.assert_touched_security(record)
+            }
+            MetadataRecord::ProducerIds {
+                next_block_start, ..
+            } => {
+                assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+            }
+        }
+        assert_eq!(self.topics.len(), self.topic_ids.len());
+    }
+
+    /// The config and quota records' part of [`MetadataImage::assert_touched`].
+    fn assert_touched_config(&self, record: &MetadataRecord) {
+        match record {
             MetadataRecord::ClientQuota { entity, key, value } => {
                 let now = self
                     .client_quotas
                     .get(entity)
                     .and_then(|quotas| quotas.get(key));
                 assert_eq!(now, value.as_ref());
-            }
-            MetadataRecord::UserScramCredential {
-                name,
-                mechanism,
-                credential,
-            } => {
-                assert_eq!(self.scram_credential(name, *mechanism), Some(credential));
-            }
-            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
-                assert!(self.scram_credential(name, *mechanism).is_none());
             }
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 let now = self
@@ -891,10 +979,22 @@ impl MetadataImage {
                     .and_then(|topic| topic.configs.get(key));
                 assert_eq!(now, value.as_ref());
             }
-            MetadataRecord::ProducerIds {
-                next_block_start, ..
+            _ => unreachable!("not a config record: {}", record.kind()),
+        }
+    }
+
+    /// The SCRAM and ACL records' part of [`MetadataImage::assert_touched`].
+    fn assert_touched_security(&self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
             } => {
-                assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+                assert_eq!(self.scram_credential(name, *mechanism), Some(credential));
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                assert!(self.scram_credential(name, *mechanism).is_none());
             }
             MetadataRecord::AccessControlEntry(acl) => {
                 assert_eq!(self.acls.get(&acl.id), Some(acl));
@@ -902,8 +1002,8 @@ impl MetadataImage {
             MetadataRecord::RemoveAccessControlEntry { id } => {
                 assert!(!self.acls.contains_key(id));
             }
+            _ => unreachable!("not a SCRAM or ACL record: {}", record.kind()),
         }
-        assert_eq!(self.topics.len(), self.topic_ids.len());
     }
 
     /// Sets what a snapshot carries beside its records

@@ -355,12 +355,17 @@ mod tests {
     }
 
     #[test]
-    fn summaries_keep_their_sample_names_untyped() {
+    fn summaries_are_typed_summary_with_their_sample_names() {
         let mut m = ShardMetrics::default();
         m.record_latency(1, 2_000_000);
         let text = render(&[(0, m)]);
         assert!(
-            text.contains("# TYPE rill_fetch_latency_seconds untyped\n"),
+            text.contains("# TYPE rill_fetch_latency_seconds summary\n"),
+            "{text}"
+        );
+        assert!(!text.contains("untyped"), "{text}");
+        assert!(
+            !text.contains("# TYPE rill_fetch_latency_seconds_sum"),
             "{text}"
         );
         assert!(text.contains("\nrill_fetch_latency_seconds{quantile=\"1\"} 2"));

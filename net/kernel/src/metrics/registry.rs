@@ -5,9 +5,10 @@
 //!
 //! The text is Prometheus' text format 0.0.4 (prometheus-client's
 //! `prometheus_text` encoder). prometheus-client has no summary type: a
-//! [`Kind::Summary`] family is written as three untyped families (the
-//! quantiles, `_sum`, `_count`) with the same sample names and labels a
-//! summary has.
+//! [`Kind::Summary`] family is encoded as three untyped families (the
+//! quantiles, `_sum`, `_count`), and [`MetricsRegistry::render`] then
+//! rewrites their descriptors into one `# TYPE name summary`, so scrapers
+//! see the summary the text format defines.
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, MetricEncoder, NoLabelSet};
@@ -25,8 +26,8 @@ pub enum Kind {
     Counter,
     /// Goes up and down.
     Gauge,
-    /// Quantiles with `_sum` and `_count` (written untyped, see the module
-    /// doc).
+    /// Quantiles with `_sum` and `_count` (see the module doc for how it
+    /// is written).
     Summary,
 }
 
@@ -179,7 +180,8 @@ impl Family {
     }
 
     /// Writes a summary family of microsecond latencies, in seconds: the
-    /// quantiles, `_sum` and `_count`, each an untyped family.
+    /// quantiles, `_sum` and `_count`, each an untyped family until
+    /// [`MetricsRegistry::render`] retypes them.
     pub fn encode_summary(
         &self,
         encoder: &mut DescriptorEncoder,
@@ -235,6 +237,62 @@ impl MetricsRegistry {
         if let Err(e) = prometheus_text::encode(&mut out, &self.registry) {
             tracing::warn!(error = %e, "encoding metrics failed");
         }
-        out
+        let summaries: Vec<&str> = (self.families.iter())
+            .filter(|family| family.kind == Kind::Summary)
+            .map(|family| family.name)
+            .collect();
+        retype_summaries(&out, &summaries)
+    }
+}
+
+/// `text` with each summary's untyped descriptors made one summary
+/// descriptor: `# TYPE name summary`, and no descriptor of its own for
+/// `name_sum` and `name_count` (their samples stay).
+fn retype_summaries(text: &str, summaries: &[&str]) -> String {
+    let described = |line: &str, prefix: &str| -> Option<String> {
+        let name = line.strip_prefix(prefix)?.split(' ').next()?;
+        Some(name.to_owned())
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let descriptor = described(line, "# TYPE ").or_else(|| described(line, "# HELP "));
+        if let Some(name) = descriptor {
+            let base = name
+                .strip_suffix("_sum")
+                .or_else(|| name.strip_suffix("_count"));
+            if base.is_some_and(|base| summaries.contains(&base)) {
+                continue;
+            }
+            if summaries.contains(&name.as_str()) && line.starts_with("# TYPE ") {
+                out.push_str(&format!("# TYPE {name} summary\n"));
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_get_one_summary_descriptor() {
+        let text = "# HELP lat_seconds Latency.\n# TYPE lat_seconds untyped\n\
+                    lat_seconds{quantile=\"0.5\"} 0.1\n\
+                    # HELP lat_seconds_sum Latency.\n# TYPE lat_seconds_sum untyped\n\
+                    lat_seconds_sum 3\n\
+                    # HELP lat_seconds_count Latency.\n# TYPE lat_seconds_count untyped\n\
+                    lat_seconds_count 30\n\
+                    # HELP other_count A gauge.\n# TYPE other_count gauge\nother_count 1\n";
+        let out = retype_summaries(text, &["lat_seconds"]);
+        assert_eq!(
+            out,
+            "# HELP lat_seconds Latency.\n# TYPE lat_seconds summary\n\
+             lat_seconds{quantile=\"0.5\"} 0.1\nlat_seconds_sum 3\nlat_seconds_count 30\n\
+             # HELP other_count A gauge.\n# TYPE other_count gauge\nother_count 1\n"
+        );
     }
 }

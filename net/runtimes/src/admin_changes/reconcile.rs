@@ -248,7 +248,14 @@ pub(super) async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
     shard.apply_update(&update);
     for other in (0..shard.count).filter(|&s| s != shard.id) {
         let update = update.clone();
-        let message = Envelope::new(move |receiver: &Rc<Shard>| receiver.apply_update(&update));
+        let message = Envelope::new(move |receiver: &Rc<Shard>| {
+            assert_eq!(
+                receiver.id, other,
+                "a topic update is applied by the shard it was sent to: sent to {other}, opened on {}",
+                receiver.id
+            );
+            receiver.apply_update(&update)
+        });
         if let Err(e) = shard.send_to(other, message).await {
             tracing::warn!(shard = other, error = %e, "topic update not delivered");
         }

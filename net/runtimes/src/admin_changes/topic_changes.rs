@@ -31,6 +31,8 @@ pub(super) struct Placement {
     pub assignment: Vec<(i32, Vec<i32>)>,
 }
 
+/// CreateTopics of one topic: validated here, then (unless `validate_only`)
+/// created by the controller; answers once this broker has applied it.
 pub(super) async fn create_topic(
     shard: &Rc<Shard>,
     name: String,
@@ -43,48 +45,9 @@ pub(super) async fn create_topic(
         replication_factor,
         assignment,
     } = placement;
-    if !valid_topic_name(&name) {
-        return Err((
-            ErrorCode::InvalidTopicException,
-            format!("illegal topic name '{name}'"),
-        ));
-    }
-    if name == METADATA_TOPIC {
-        return Err((
-            ErrorCode::InvalidRequest,
-            format!("creation of the internal topic {METADATA_TOPIC} is prohibited"),
-        ));
-    }
-    if shard.topics.borrow().get(&name).is_some() {
-        return Err((
-            ErrorCode::TopicAlreadyExists,
-            format!("topic '{name}' already exists"),
-        ));
-    }
-    let partitions = if !assignment.is_empty() {
-        i32::try_from(assignment.len()).unwrap_or(i32::MAX)
-    } else if partitions == -1 {
-        shard.config.num_partitions
-    } else {
-        partitions
-    };
-    let replication_factor = match replication_factor {
-        DEFAULT_REPLICATION => shard.config.default_replication_factor,
-        INTERNAL_REPLICATION => {
-            let live = shard
-                .service::<ClusterView>()
-                .image()
-                .brokers()
-                .values()
-                .filter(|b| !b.fenced)
-                .count();
-            internal_topic_replication_factor(
-                shard.config.internal_topics_replication_factor.max(1),
-                live,
-            )
-        }
-        factor => factor,
-    };
+    check_new_topic_name(shard, &name)?;
+    let partitions = partition_count(shard, partitions, &assignment);
+    let replication_factor = effective_replication_factor(shard, replication_factor);
     if assignment.is_empty() && replication_factor < 1 {
         return Err((
             ErrorCode::InvalidReplicationFactor,
@@ -122,6 +85,65 @@ pub(super) async fn create_topic(
     let update = commit_then_read(shard, request, &name).await?;
     tracing::info!(topic = %name, partitions, "topic created");
     Ok(update)
+}
+
+/// Refuses a name no new topic may take: an illegal one, the metadata
+/// log's, or one a topic already has.
+fn check_new_topic_name(shard: &Shard, name: &str) -> Result<(), (ErrorCode, String)> {
+    if !valid_topic_name(name) {
+        return Err((
+            ErrorCode::InvalidTopicException,
+            format!("illegal topic name '{name}'"),
+        ));
+    }
+    if name == METADATA_TOPIC {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!("creation of the internal topic {METADATA_TOPIC} is prohibited"),
+        ));
+    }
+    if shard.topics.borrow().get(name).is_some() {
+        return Err((
+            ErrorCode::TopicAlreadyExists,
+            format!("topic '{name}' already exists"),
+        ));
+    }
+    Ok(())
+}
+
+/// A new topic's partition count: the explicit assignment's, else the
+/// one asked for (`-1`: `num.partitions`).
+fn partition_count(shard: &Shard, partitions: i32, assignment: &[(i32, Vec<i32>)]) -> i32 {
+    if !assignment.is_empty() {
+        i32::try_from(assignment.len()).unwrap_or(i32::MAX)
+    } else if partitions == -1 {
+        shard.config.num_partitions
+    } else {
+        partitions
+    }
+}
+
+/// The replication factor asked for, with [`DEFAULT_REPLICATION`] made
+/// `default.replication.factor` and [`INTERNAL_REPLICATION`] the internal
+/// topics' factor for the brokers not fenced now.
+fn effective_replication_factor(shard: &Shard, replication_factor: i16) -> i16 {
+    match replication_factor {
+        DEFAULT_REPLICATION => shard.config.default_replication_factor,
+        INTERNAL_REPLICATION => {
+            let live = shard
+                .service::<ClusterView>()
+                .image()
+                .brokers()
+                .values()
+                .filter(|b| !b.fenced)
+                .count();
+            internal_topic_replication_factor(
+                shard.config.internal_topics_replication_factor.max(1),
+                live,
+            )
+        }
+        factor => factor,
+    }
 }
 
 pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerReply {

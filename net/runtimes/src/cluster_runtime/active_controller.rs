@@ -113,10 +113,6 @@ fn topic_change(
     controller: &Controller<'_>,
     request: &ControllerRpc,
 ) -> Result<Vec<MetadataRecord>, MetadataError> {
-    let seed = || PlacementSeed {
-        start_index: rand::random::<u16>() as usize,
-        shift: rand::random::<u16>() as usize,
-    };
     match request {
         ControllerRpc::CreateTopic {
             name,
@@ -125,47 +121,21 @@ fn topic_change(
             replication_factor,
             assignment,
             configs,
-        } => {
-            let assignment = if assignment.is_empty() {
-                TopicAssignment::Placed {
-                    partitions: *partitions,
-                    replication_factor: *replication_factor,
-                    seed: seed(),
-                }
-            } else {
-                TopicAssignment::Explicit(assignment.clone())
-            };
-            controller.create_topic(&CreateTopicRequest {
-                name: name.clone(),
-                topic_id: *topic_id,
-                assignment,
-                configs: configs.iter().cloned().collect(),
-            })
-        }
+        } => controller.create_topic(&CreateTopicRequest {
+            name: name.clone(),
+            topic_id: *topic_id,
+            assignment: topic_assignment(*partitions, *replication_factor, assignment),
+            configs: configs.iter().cloned().collect(),
+        }),
         ControllerRpc::DeleteTopic { name } => controller.delete_topic(name),
         ControllerRpc::CreatePartitions { name, count } => {
-            controller.create_partitions(name, *count, None, seed())
+            controller.create_partitions(name, *count, None, placement_seed())
         }
         ControllerRpc::SetTopicConfigs { name, configs } => {
-            let current = controller
-                .image
-                .topic_by_name(name)
-                .map(|topic| topic.configs.clone())
-                .unwrap_or_default();
-            replace_configs(&current, configs, |key, value| {
-                controller.alter_topic_config(name, key, value)
-            })
+            set_topic_configs(controller, name, configs)
         }
         ControllerRpc::SetBrokerConfigs { broker, configs } => {
-            let current = controller
-                .image
-                .broker_configs()
-                .get(broker)
-                .cloned()
-                .unwrap_or_default();
-            replace_configs(&current, configs, |key, value| {
-                controller.alter_broker_config(broker, key, value)
-            })
+            set_broker_configs(controller, broker, configs)
         }
         ControllerRpc::AlterPartition {
             broker_id,
@@ -174,48 +144,24 @@ fn topic_change(
             leader_epoch,
             partition_epoch,
             new_isr,
-        } => {
-            let broker_epoch = controller
-                .image
-                .broker(*broker_id)
-                .map_or(-1, |broker| broker.broker_epoch);
-            let request = AlterPartitionRequest {
+        } => controller
+            .alter_partition(&AlterPartitionRequest {
                 broker_id: *broker_id,
-                broker_epoch,
+                broker_epoch: registered_epoch(controller.image, *broker_id),
                 topic_id: *topic_id,
                 partition: *partition,
                 leader_epoch: *leader_epoch,
                 partition_epoch: *partition_epoch,
                 new_isr: new_isr.clone(),
-            };
-            controller
-                .alter_partition(&request)
-                .map(|outcome| outcome.records)
-        }
+            })
+            .map(|outcome| outcome.records),
         ControllerRpc::AlterReassignment {
             topic,
             partition,
             target,
         } => controller.alter_reassignment(topic, *partition, target.as_deref()),
         ControllerRpc::AlterClientQuotas { entity, changes } => {
-            let mut parsed = Vec::with_capacity(changes.len());
-            for (key, value) in changes {
-                let value = match value {
-                    None => None,
-                    Some(text) => {
-                        Some(
-                            text.parse::<f64>()
-                                .map_err(|_| MetadataError::InvalidConfig {
-                                    key: key.clone(),
-                                    value: Some(text.clone()),
-                                    reason: String::from("not a number"),
-                                })?,
-                        )
-                    }
-                };
-                parsed.push((key.clone(), value));
-            }
-            controller.alter_client_quotas(entity, &parsed)
+            controller.alter_client_quotas(entity, &parse_quota_changes(changes)?)
         }
         ControllerRpc::AlterScramCredentials { upserts, deletions } => {
             Ok(scram_records(controller.image, upserts, deletions))
@@ -231,6 +177,96 @@ fn topic_change(
             reason: String::from("not a topic change"),
         }),
     }
+}
+
+/// A fresh random start and shift for placing a topic's replicas.
+fn placement_seed() -> PlacementSeed {
+    PlacementSeed {
+        start_index: rand::random::<u16>() as usize,
+        shift: rand::random::<u16>() as usize,
+    }
+}
+
+/// A CreateTopic's replicas: the explicit `assignment` when it has one,
+/// else `partitions` × `replication_factor` placed by the controller.
+fn topic_assignment(
+    partitions: i32,
+    replication_factor: i16,
+    assignment: &[(i32, Vec<i32>)],
+) -> TopicAssignment {
+    if assignment.is_empty() {
+        TopicAssignment::Placed {
+            partitions,
+            replication_factor,
+            seed: placement_seed(),
+        }
+    } else {
+        TopicAssignment::Explicit(assignment.to_vec())
+    }
+}
+
+/// The records that make topic `name`'s overrides exactly `configs`.
+fn set_topic_configs(
+    controller: &Controller<'_>,
+    name: &str,
+    configs: &[(String, String)],
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current = controller
+        .image
+        .topic_by_name(name)
+        .map(|topic| topic.configs.clone())
+        .unwrap_or_default();
+    replace_configs(&current, configs, |key, value| {
+        controller.alter_topic_config(name, key, value)
+    })
+}
+
+/// The records that make `broker`'s dynamic configs (`""`: every broker's
+/// default) exactly `configs`.
+fn set_broker_configs(
+    controller: &Controller<'_>,
+    broker: &str,
+    configs: &[(String, String)],
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current = controller
+        .image
+        .broker_configs()
+        .get(broker)
+        .cloned()
+        .unwrap_or_default();
+    replace_configs(&current, configs, |key, value| {
+        controller.alter_broker_config(broker, key, value)
+    })
+}
+
+/// The epoch broker `broker_id` registered with (`-1`: not registered).
+fn registered_epoch(image: &MetadataImage, broker_id: i32) -> i64 {
+    image
+        .broker(broker_id)
+        .map_or(-1, |broker| broker.broker_epoch)
+}
+
+/// An AlterClientQuotas's changes with their values parsed: a value that
+/// is not a number refuses the whole change.
+fn parse_quota_changes(
+    changes: &[(String, Option<String>)],
+) -> Result<Vec<(String, Option<f64>)>, MetadataError> {
+    let mut parsed = Vec::with_capacity(changes.len());
+    for (key, value) in changes {
+        let value = match value {
+            None => None,
+            Some(text) => Some(
+                text.parse::<f64>()
+                    .map_err(|_| MetadataError::InvalidConfig {
+                        key: key.clone(),
+                        value: Some(text.clone()),
+                        reason: String::from("not a number"),
+                    })?,
+            ),
+        };
+        parsed.push((key.clone(), value));
+    }
+    Ok(parsed)
 }
 
 /// The records of a SCRAM credentials change: a delete of a credential

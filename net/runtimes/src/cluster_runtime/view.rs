@@ -103,6 +103,11 @@ pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, stat
     for other in (0..shard.count).filter(|&s| s != shard.id) {
         let (image, status) = (image.clone(), status.clone());
         let message = Envelope::new(move |receiver: &Rc<Shard>| {
+            assert_eq!(
+                receiver.id, other,
+                "a metadata copy is installed by the shard it was sent to: sent to {other}, opened on {}",
+                receiver.id
+            );
             receiver
                 .service::<ClusterView>()
                 .install(sequence, image, status);

@@ -6,8 +6,8 @@ use super::persist::persist;
 use super::replay::{loaded_lease, unload_lost};
 use super::{offsets_partitions, GroupReply, GroupRequest, GroupRuntime};
 use coordinators::group::{
-    offsets_partition_for, GroupCoordinator, GroupResponse, JoinOutcome, Record, RequestToken,
-    SyncOutcome, TopicInfo,
+    offsets_partition_for, GroupCoordinator, GroupResponse, JoinOutcome, JoinRequest, Record,
+    RequestToken, SyncOutcome, SyncRequest, TopicInfo, TopicPartition,
 };
 use engine::ErrorCode;
 use futures::channel::oneshot;
@@ -117,6 +117,8 @@ fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
     offsets_partitions(shard).map(|partitions| offsets_partition_for(group, partitions))
 }
 
+/// Steps the coordinator with one call: its answer (now, or where it will
+/// come) and the records to persist.
 fn step(
     coordinator: &mut GroupCoordinator,
     runtime: &GroupRuntime,
@@ -125,111 +127,161 @@ fn step(
     request: GroupRequest,
     topics: &dyn Fn(&str) -> Option<TopicInfo>,
 ) -> (Immediate, Vec<Record>) {
-    let reply = |r: GroupReply| Immediate::Reply(r);
-    let wait = |group: String| {
-        let (sender, receiver) = oneshot::channel();
-        runtime.waiters.borrow_mut().insert(token, (group, sender));
-        Immediate::Later(receiver)
-    };
     match request {
-        GroupRequest::Join(req) => {
-            let group = req.group_id.clone();
-            match coordinator.join_group(now, token, req) {
-                (JoinOutcome::Respond(r), records) => (reply(GroupReply::Join(r)), records),
-                (JoinOutcome::Pending, records) => (wait(group), records),
-            }
+        GroupRequest::Join(req) => join(coordinator, runtime, now, token, req),
+        GroupRequest::Sync(req) => sync(coordinator, runtime, now, token, req),
+        GroupRequest::Heartbeat(req) => {
+            answered(GroupReply::Code(coordinator.heartbeat(now, &req)))
         }
-        GroupRequest::Sync(req) => {
-            let group = req.group_id.clone();
-            match coordinator.sync_group(now, token, req) {
-                (SyncOutcome::Respond(r), records) => (reply(GroupReply::Sync(r)), records),
-                (SyncOutcome::Pending, records) => (wait(group), records),
-            }
-        }
-        GroupRequest::Heartbeat(req) => (
-            reply(GroupReply::Code(coordinator.heartbeat(now, &req))),
-            Vec::new(),
+        GroupRequest::Leave { group_id, members } => answered_with(
+            coordinator.leave_group(now, &group_id, &members),
+            GroupReply::Codes,
         ),
-        GroupRequest::Leave { group_id, members } => {
-            let (codes, records) = coordinator.leave_group(now, &group_id, &members);
-            (reply(GroupReply::Codes(codes)), records)
-        }
-        GroupRequest::ConsumerHeartbeat(req) => {
-            let (response, records) = coordinator.consumer_heartbeat(now, &req, topics);
-            (reply(GroupReply::ConsumerHeartbeat(response)), records)
-        }
+        GroupRequest::ConsumerHeartbeat(req) => answered_with(
+            coordinator.consumer_heartbeat(now, &req, topics),
+            GroupReply::ConsumerHeartbeat,
+        ),
         GroupRequest::Commit(req) => {
-            let (codes, records) = coordinator.commit_offsets(now, &req);
-            (reply(GroupReply::Committed(codes)), records)
+            answered_with(coordinator.commit_offsets(now, &req), GroupReply::Committed)
         }
-        GroupRequest::ValidateTxnCommit(req) => (
-            reply(GroupReply::Code(
-                coordinator.validate_txn_offset_commit(&req),
-            )),
-            Vec::new(),
-        ),
+        GroupRequest::ValidateTxnCommit(req) => answered(GroupReply::Code(
+            coordinator.validate_txn_offset_commit(&req),
+        )),
         GroupRequest::StageTxn {
             producer_id,
             request,
             ..
-        } => {
-            let (codes, records) = coordinator.stage_txn_offsets(now, producer_id, &request);
-            (reply(GroupReply::Committed(codes)), records)
-        }
+        } => answered_with(
+            coordinator.stage_txn_offsets(now, producer_id, &request),
+            GroupReply::Committed,
+        ),
         GroupRequest::CompleteTxn {
             partition,
             producer_id,
             commit,
-        } => {
-            let partitions = topics(super::OFFSETS_TOPIC).map_or(0, |t| t.partitions);
-            let in_partition = |group: &str| {
-                coordinators::group::offsets_partition_for(group, partitions) == partition
-            };
-            let records = coordinator.complete_txn(now, producer_id, commit, &in_partition);
-            (reply(GroupReply::Code(ErrorCode::None)), records)
-        }
-        GroupRequest::CommitTxn(req) => {
-            let (codes, records) = coordinator.commit_txn_offsets(now, &req);
-            (reply(GroupReply::Committed(codes)), records)
-        }
+        } => complete_txn(coordinator, now, partition, (producer_id, commit), topics),
+        GroupRequest::CommitTxn(req) => answered_with(
+            coordinator.commit_txn_offsets(now, &req),
+            GroupReply::Committed,
+        ),
         GroupRequest::Fetch {
             group_id,
             partitions,
-        } => (
-            reply(GroupReply::Fetched(
-                coordinator.fetch_offsets(&group_id, partitions.as_deref()),
-            )),
-            Vec::new(),
-        ),
+        } => answered(GroupReply::Fetched(
+            coordinator.fetch_offsets(&group_id, partitions.as_deref()),
+        )),
         GroupRequest::DeleteOffsets {
             group_id,
             partitions,
-        } => {
-            let (code, rows, records) = coordinator.delete_offsets(&group_id, &partitions);
-            (reply(GroupReply::DeletedOffsets(code, rows)), records)
+        } => delete_offsets(coordinator, &group_id, &partitions),
+        GroupRequest::DeleteGroup(group_id) => delete_group(coordinator, group_id),
+        GroupRequest::Describe(group_id) => {
+            answered(GroupReply::Described(coordinator.describe_group(&group_id)))
         }
-        GroupRequest::DeleteGroup(group_id) => {
-            let (codes, records) = coordinator.delete_groups(std::slice::from_ref(&group_id));
-            let code = codes.first().map_or(ErrorCode::UnknownServerError, |c| c.1);
-            (reply(GroupReply::Code(code)), records)
+        GroupRequest::DescribeConsumer(group_id) => describe_consumer(coordinator, &group_id),
+        GroupRequest::List(states) => {
+            answered(GroupReply::Listed(coordinator.list_groups(&states)))
         }
-        GroupRequest::Describe(group_id) => (
-            reply(GroupReply::Described(coordinator.describe_group(&group_id))),
-            Vec::new(),
-        ),
-        GroupRequest::DescribeConsumer(group_id) => (
-            reply(GroupReply::DescribedConsumer(
-                coordinator
-                    .describe_consumer_group(&group_id)
-                    .map(|g| Box::new(g.clone())),
-            )),
-            Vec::new(),
-        ),
-        GroupRequest::List(states) => (
-            reply(GroupReply::Listed(coordinator.list_groups(&states))),
-            Vec::new(),
-        ),
     }
+}
+
+/// An answer ready now, with no records to persist.
+fn answered(reply: GroupReply) -> (Immediate, Vec<Record>) {
+    (Immediate::Reply(reply), Vec::new())
+}
+
+/// An answer ready now (`value` made into a reply by `to_reply`), with the
+/// records the call produced.
+fn answered_with<T>(
+    (value, records): (T, Vec<Record>),
+    to_reply: impl FnOnce(T) -> GroupReply,
+) -> (Immediate, Vec<Record>) {
+    (Immediate::Reply(to_reply(value)), records)
+}
+
+/// Registers the call `token` as waiting for an answer of `group` (a
+/// JoinGroup or SyncGroup that the rebalance completes).
+fn wait_for(runtime: &GroupRuntime, token: RequestToken, group: String) -> Immediate {
+    let (sender, receiver) = oneshot::channel();
+    runtime.waiters.borrow_mut().insert(token, (group, sender));
+    Immediate::Later(receiver)
+}
+
+/// JoinGroup: answered now, or once the rebalance completes.
+fn join(
+    coordinator: &mut GroupCoordinator,
+    runtime: &GroupRuntime,
+    now: i64,
+    token: RequestToken,
+    req: JoinRequest,
+) -> (Immediate, Vec<Record>) {
+    let group = req.group_id.clone();
+    match coordinator.join_group(now, token, req) {
+        (JoinOutcome::Respond(r), records) => (Immediate::Reply(GroupReply::Join(r)), records),
+        (JoinOutcome::Pending, records) => (wait_for(runtime, token, group), records),
+    }
+}
+
+/// SyncGroup: answered now, or once the leader's assignment arrives.
+fn sync(
+    coordinator: &mut GroupCoordinator,
+    runtime: &GroupRuntime,
+    now: i64,
+    token: RequestToken,
+    req: SyncRequest,
+) -> (Immediate, Vec<Record>) {
+    let group = req.group_id.clone();
+    match coordinator.sync_group(now, token, req) {
+        (SyncOutcome::Respond(r), records) => (Immediate::Reply(GroupReply::Sync(r)), records),
+        (SyncOutcome::Pending, records) => (wait_for(runtime, token, group), records),
+    }
+}
+
+/// A transaction marker on `__consumer_offsets` partition `partition`:
+/// commits or drops the offsets `producer_id` staged for the groups of
+/// that partition.
+fn complete_txn(
+    coordinator: &mut GroupCoordinator,
+    now: i64,
+    partition: i32,
+    (producer_id, commit): (i64, bool),
+    topics: &dyn Fn(&str) -> Option<TopicInfo>,
+) -> (Immediate, Vec<Record>) {
+    let partitions = topics(super::OFFSETS_TOPIC).map_or(0, |t| t.partitions);
+    let in_partition =
+        |group: &str| coordinators::group::offsets_partition_for(group, partitions) == partition;
+    let records = coordinator.complete_txn(now, producer_id, commit, &in_partition);
+    (Immediate::Reply(GroupReply::Code(ErrorCode::None)), records)
+}
+
+/// OffsetDelete: the group's code, each partition's row, and the records.
+fn delete_offsets(
+    coordinator: &mut GroupCoordinator,
+    group_id: &str,
+    partitions: &[TopicPartition],
+) -> (Immediate, Vec<Record>) {
+    let (code, rows, records) = coordinator.delete_offsets(group_id, partitions);
+    (
+        Immediate::Reply(GroupReply::DeletedOffsets(code, rows)),
+        records,
+    )
+}
+
+/// DeleteGroups for one group: its code (UNKNOWN_SERVER_ERROR when the
+/// coordinator answered none) and the records.
+fn delete_group(coordinator: &mut GroupCoordinator, group_id: String) -> (Immediate, Vec<Record>) {
+    let (codes, records) = coordinator.delete_groups(std::slice::from_ref(&group_id));
+    let code = codes.first().map_or(ErrorCode::UnknownServerError, |c| c.1);
+    (Immediate::Reply(GroupReply::Code(code)), records)
+}
+
+/// ConsumerGroupDescribe of one group.
+fn describe_consumer(coordinator: &GroupCoordinator, group_id: &str) -> (Immediate, Vec<Record>) {
+    answered(GroupReply::DescribedConsumer(
+        coordinator
+            .describe_consumer_group(group_id)
+            .map(|g| Box::new(g.clone())),
+    ))
 }
 
 /// Wakes the callers waiting for delayed answers (after their records are durable).

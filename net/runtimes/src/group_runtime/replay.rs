@@ -137,7 +137,15 @@ async fn load(
         let mut coordinator = rt.coordinator.borrow_mut();
         coordinator.finish_replay(shard.now_ms(), &in_partition);
     }
-    rt.leases.borrow_mut().insert(tp.partition, lease);
+    // Loads run one at a time (`load_lock`, held by `loaded_lease`, the
+    // only caller), each after unloading the partition: no other lease can
+    // have been recorded for it meanwhile.
+    let previous = rt.leases.borrow_mut().insert(tp.partition, lease);
+    assert!(
+        previous.is_none(),
+        "a partition is loaded under one lease at a time: {tp} loaded under {lease:?} while \
+         {previous:?} was recorded"
+    );
     tracing::info!(
         %tp,
         epoch = lease.leader_epoch,

@@ -42,6 +42,16 @@ impl OwnerCall for ApplyPartitionState {
 }
 
 fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
+    // The reconciler sends it to `shard.owner(tp)`: a role lives only on
+    // the shard that owns the partition's log.
+    assert_eq!(
+        shard.owner(&state.tp),
+        shard.id,
+        "a partition's role is applied on its owner: {} is shard {}'s, applied on shard {}",
+        state.tp,
+        shard.owner(&state.tp),
+        shard.id
+    );
     let Some(log) = shard.logs.get(&state.tp) else {
         return;
     };

@@ -27,13 +27,37 @@ const LEADER_TICK: Duration = Duration::from_millis(250);
 /// Brings the leader state up to the log: its end and what is durable.
 fn sync(state: &RefCell<LeaderState>, log: &PartitionLog) {
     let mut state = state.borrow_mut();
-    state.on_local_append(log.log_end_offset());
-    let durable = log.published_offset().min(log.log_end_offset());
+    let log_end_offset = log.log_end_offset();
+    state.on_local_append(log_end_offset);
+    let durable = log.published_offset().min(log_end_offset);
     if durable > state.durable_offset() {
         if let Some(hw) = state.on_local_durable(durable) {
+            // HW ≤ what is durable here ≤ the log end just read (no await
+            // in between).
+            assert!(
+                hw <= log_end_offset,
+                "a leader's HW never passes its log end: HW {hw}, log end {log_end_offset}"
+            );
             log.set_replication_limit(Some(hw));
         }
     }
+}
+
+/// A leader serving `tp` here leads it as this broker, in an ISR that
+/// holds it (the role's state is built for this broker, and the ISR
+/// always holds its leader).
+fn assert_leads_as(state: &LeaderState, own: i32, tp: &TopicPartition) {
+    assert_eq!(
+        state.leader(),
+        own,
+        "a leader role here is this broker's: {tp} is led by {} in the role of broker {own}",
+        state.leader()
+    );
+    assert!(
+        state.isr().contains(&own),
+        "a serving leader is in its ISR: {tp}, leader {own}, ISR {:?}",
+        state.isr()
+    );
 }
 
 /// Whether clients may produce to and read `tp` here: it is not
@@ -56,7 +80,10 @@ pub struct Leadership {
 /// this shard leads (`None`: not replicated, the single-node rules apply).
 pub fn leadership(shard: &Shard, tp: &TopicPartition) -> Option<Leadership> {
     match shard.service::<ReplicaManager>().role(tp) {
-        Some((generation, Role::Leader(state))) => Some(Leadership { generation, state }),
+        Some((generation, Role::Leader(state))) => {
+            assert_leads_as(&state.borrow(), shard.config.broker_id, tp);
+            Some(Leadership { generation, state })
+        }
         _ => None,
     }
 }
@@ -151,10 +178,14 @@ pub struct LeaderLease {
 /// off, or has no log for it.
 pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
     match shard.service::<ReplicaManager>().role(tp) {
-        Some((generation, Role::Leader(state))) => Some(LeaderLease {
-            leader_epoch: state.borrow().leader_epoch(),
-            generation: Some(generation),
-        }),
+        Some((generation, Role::Leader(state))) => {
+            let state = state.borrow();
+            assert_leads_as(&state, shard.config.broker_id, tp);
+            Some(LeaderLease {
+                leader_epoch: state.leader_epoch(),
+                generation: Some(generation),
+            })
+        }
         Some((_, Role::Follower { .. } | Role::Offline)) => None,
         None if serves_alone(shard, tp) => shard.logs.get(tp).map(|log| LeaderLease {
             leader_epoch: log.leader_epoch(),
@@ -205,6 +236,13 @@ pub async fn append_as_leader(
     }
     let log = shard.logs.get(tp).ok_or(ErrorCode::NotLeaderOrFollower)?;
     let leading = leadership(shard, tp);
+    // `current` just read the same role table (no await since): a lease of
+    // a replicated partition is a leader role, of that very generation.
+    assert_eq!(
+        leading.as_ref().map(|l| l.generation),
+        lease.generation,
+        "a coordinator writes under the leadership its lease names: {tp}, lease {lease:?}"
+    );
     if let Some(leading) = &leading {
         leading.acks_all_check()?;
     }
@@ -221,7 +259,14 @@ pub async fn append_as_leader(
                 Some(timeout),
                 leading,
             )
-            .await?
+            .await?;
+            // Its `Ok` is the HW seen past the write, in the same poll.
+            assert!(
+                log.high_watermark() > appended.last_offset,
+                "an acks=all write completes only once the HW passed it: {tp}, last offset {}, HW {}",
+                appended.last_offset,
+                log.high_watermark()
+            );
         }
         None => {
             // One replica: durable here is the whole acks=all.
@@ -341,10 +386,85 @@ fn diverging_epoch_of(
     diverging_epoch_of_answer(log.end_offset_for_epoch(epoch), fetch_offset, epoch)
 }
 
+impl ServeFollowerFetch {
+    /// Records the follower's fetch offset in the leader state, moving the
+    /// HW and the ISR as it allows, and hands a moved HW to the log.
+    fn record_fetch(
+        &self,
+        shard: &Shard,
+        state: &RefCell<LeaderState>,
+        log: &PartitionLog,
+    ) -> Result<(), ErrorCode> {
+        let moved =
+            state
+                .borrow_mut()
+                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
+        // `sync` just brought the state to this log's end, with no await
+        // since: a fetch offset the state took is at most that end, and so
+        // is any HW it moved to.
+        let log_end_offset = log.log_end_offset();
+        if moved.is_ok() {
+            assert!(
+                self.fetch_offset <= log_end_offset,
+                "a follower's accepted fetch offset never passes the leader's log end: {}, \
+                 replica {} at {}, log end {log_end_offset}",
+                self.tp,
+                self.replica,
+                self.fetch_offset
+            );
+        }
+        match moved {
+            Ok(Some(hw)) => {
+                assert!(
+                    hw <= log_end_offset,
+                    "a leader's HW never passes its log end: {}, HW {hw}, log end {log_end_offset}",
+                    self.tp
+                );
+                log.set_replication_limit(Some(hw));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(e.error_code()),
+        }
+        Ok(())
+    }
+
+    /// Reads from the fetch offset; an empty read waits up to `max_wait`
+    /// for new durable records and reads again.
+    async fn read_or_wait(
+        &self,
+        log: &PartitionLog,
+    ) -> Result<engine::ReadResult, engine::EngineError> {
+        let mut read = log
+            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+            .await;
+        let empty = matches!(&read, Ok(r) if r.data.is_empty());
+        if empty && !self.max_wait.is_zero() {
+            let _ = glommio::timer::timeout(self.max_wait, async {
+                let _ = log.wait_durable(self.fetch_offset).await;
+                Ok(())
+            })
+            .await;
+            read = log
+                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
+                .await;
+        }
+        read
+    }
+}
+
 impl OwnerCall for ServeFollowerFetch {
     type Reply = FollowerFetchReply;
 
     async fn run(self, shard: Rc<Shard>) -> FollowerFetchReply {
+        // The handler sends it to `shard.owner(tp)`; only there is the role.
+        assert_eq!(
+            shard.owner(&self.tp),
+            shard.id,
+            "a follower fetch is served by the partition's owner: {} is shard {}'s, served on shard {}",
+            self.tp,
+            shard.owner(&self.tp),
+            shard.id
+        );
         let Some(log) = shard.logs.get(&self.tp) else {
             return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
         };
@@ -375,29 +495,10 @@ impl OwnerCall for ServeFollowerFetch {
             }
             Err(e) => return FollowerFetchReply::error(e.error_code()),
         }
-        let moved =
-            state
-                .borrow_mut()
-                .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
-        match moved {
-            Ok(Some(hw)) => log.set_replication_limit(Some(hw)),
-            Ok(None) => {}
-            Err(e) => return FollowerFetchReply::error(e.error_code()),
+        if let Err(code) = self.record_fetch(&shard, &state, &log) {
+            return FollowerFetchReply::error(code);
         }
-        let mut read = log
-            .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
-            .await;
-        let empty = matches!(&read, Ok(r) if r.data.is_empty());
-        if empty && !self.max_wait.is_zero() {
-            let _ = glommio::timer::timeout(self.max_wait, async {
-                let _ = log.wait_durable(self.fetch_offset).await;
-                Ok(())
-            })
-            .await;
-            read = log
-                .read_replica(self.fetch_offset, self.max_bytes, ReadMode::Copy)
-                .await;
-        }
+        let read = self.read_or_wait(&log).await;
         match read {
             Ok(result) => FollowerFetchReply {
                 error: ErrorCode::None,

@@ -49,6 +49,15 @@ impl OwnerCall for WaitForData {
     async fn run(self, shard: Rc<Shard>) -> () {
         let mut waits: Vec<futures::future::LocalBoxFuture<'static, ()>> = Vec::new();
         for (tp, offset) in self.parts {
+            // `wait_for_any` groups the partitions by `shard_of` over the
+            // same shard count, and the call runs on the shard it was sent to.
+            assert_eq!(
+                shard.owner(&tp),
+                shard.id,
+                "a long poll waits on the partition's owner: {tp:?} is shard {}'s, waited on shard {}",
+                shard.owner(&tp),
+                shard.id
+            );
             if let Some(log) = shard.logs.get(&tp) {
                 waits.push(Box::pin(async move { log.wait_for_data(offset).await }));
             }

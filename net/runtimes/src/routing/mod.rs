@@ -39,6 +39,18 @@ impl OwnerCall for PartitionWork {
     type Reply = Vec<PartitionReply>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        // `run_on_owners` groups the operations by `shard_of` over the same
+        // shard count, and the call runs on the shard it was sent to.
+        for op in &self.ops {
+            let tp = op.topic_partition();
+            assert_eq!(
+                shard.owner(tp),
+                shard.id,
+                "partition work runs on the partition's owner: {tp:?} is shard {}'s, run on shard {}",
+                shard.owner(tp),
+                shard.id
+            );
+        }
         owner::execute_local(&shard, self.ops).await
     }
 }
@@ -50,7 +62,14 @@ pub async fn run_on_owners(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> Vec<Part
     let groups = split_by_owner(ops.iter().map(PartitionOp::topic_partition), shard.count);
     if groups.len() == 1 && groups.contains_key(&shard.id) {
         // Common single-shard case: no bookkeeping.
-        return owner::execute_local(shard, ops).await;
+        let replies = owner::execute_local(shard, ops).await;
+        assert_eq!(
+            replies.len(),
+            total,
+            "partition work answers each operation once: {} replies to {total} operations",
+            replies.len()
+        );
+        return replies;
     }
     let mut slots: Vec<Option<PartitionOp>> = ops.into_iter().map(Some).collect();
     let mut pending = Vec::with_capacity(groups.len());
@@ -117,11 +136,18 @@ pub async fn run_authorized(
             }
         }
     }
+    let asked = ops.len();
     let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
         .await
         .into_iter()
         .map(Some)
         .collect();
+    assert_eq!(
+        replies.len(),
+        asked,
+        "the owners answer each partition asked once: {} replies to {asked} operations",
+        replies.len()
+    );
     positions
         .into_iter()
         .zip(refused)

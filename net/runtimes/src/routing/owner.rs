@@ -37,8 +37,8 @@ pub(super) async fn execute_local(shard: &Rc<Shard>, ops: Vec<PartitionOp>) -> V
     join_all(ops.into_iter().map(|op| execute_one(shard, op))).await
 }
 
+/// Executes one operation on this (owner) shard.
 async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
-    let kind = OpKind::of(&op);
     match op {
         PartitionOp::Create {
             tp,
@@ -68,94 +68,105 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
                 .await
                 .map_err(|e| e.error_code()),
         ),
-        op => {
-            let Some(log) = shard.logs.get(op.topic_partition()) else {
-                return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
-            };
-            let tp = op.topic_partition().clone();
-            let describe = matches!(op, PartitionOp::Describe { .. });
-            if !describe && !replication_runtime::serves_clients(shard, &tp) {
-                // A follower (or offline) replica: clients go to the leader.
-                return kind.error_reply(ErrorCode::NotLeaderOrFollower);
-            }
-            match op {
-                PartitionOp::Produce {
-                    records,
-                    acks,
-                    timeout_ms,
-                    ..
-                } => PartitionReply::Produce(
-                    produce(shard, &tp, &log, records, (acks, timeout_ms)).await,
-                ),
-                PartitionOp::Read {
-                    offset,
-                    max_bytes,
-                    file_slice,
-                    read_committed,
-                    ..
-                } => PartitionReply::Read(
-                    read(&log, offset, max_bytes, file_slice, read_committed).await,
-                ),
-                PartitionOp::ListOffset {
-                    timestamp_ms,
-                    read_committed,
-                    ..
-                } => PartitionReply::ListOffset(
-                    log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
-                        .await
-                        .map(|found| (found, log.leader_epoch()))
-                        .map_err(|e| e.error_code()),
-                ),
-                PartitionOp::DeleteRecords { offset, .. } => {
-                    let offset = if offset == -1 {
-                        log.high_watermark()
-                    } else {
-                        offset
-                    };
-                    if offset > log.high_watermark() {
-                        return PartitionReply::DeleteRecords(Err(ErrorCode::OffsetOutOfRange));
-                    }
-                    PartitionReply::DeleteRecords(
-                        log.delete_records(offset).await.map_err(|e| e.error_code()),
-                    )
-                }
-                PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(PartitionState {
-                    log_start_offset: log.log_start_offset(),
-                    log_end_offset: log.log_end_offset(),
-                    high_watermark: log.high_watermark(),
-                    leader_epoch: log.leader_epoch(),
-                    size_bytes: log.size_bytes(),
-                    log_dir: log.log_dir_index(),
-                })),
-                PartitionOp::EpochEndOffset {
-                    current_leader_epoch,
-                    leader_epoch,
-                    ..
-                } => PartitionReply::EpochEndOffset(
-                    log.end_offset_for_epoch_checked(current_leader_epoch, leader_epoch)
-                        .map(|found| (found.epoch, found.end_offset))
-                        .map_err(|e| e.error_code()),
-                ),
-                PartitionOp::WriteMarker {
-                    producer_id,
-                    producer_epoch,
-                    commit,
-                    coordinator_epoch,
-                    ..
-                } => PartitionReply::Done(
-                    write_marker(
-                        shard,
-                        &tp,
-                        &log,
-                        (producer_id, producer_epoch),
-                        commit,
-                        coordinator_epoch,
-                    )
-                    .await,
-                ),
-                _ => kind.error_reply(ErrorCode::UnknownServerError),
-            }
+        op => execute_on_log(shard, op).await,
+    }
+}
+
+/// Executes an operation on a partition's log held here: the log must
+/// exist, and only its leader serves clients (Describe answers on any
+/// replica).
+async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
+    let kind = OpKind::of(&op);
+    let Some(log) = shard.logs.get(op.topic_partition()) else {
+        return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
+    };
+    let tp = op.topic_partition().clone();
+    let describe = matches!(op, PartitionOp::Describe { .. });
+    if !describe && !replication_runtime::serves_clients(shard, &tp) {
+        // A follower (or offline) replica: clients go to the leader.
+        return kind.error_reply(ErrorCode::NotLeaderOrFollower);
+    }
+    match op {
+        PartitionOp::Produce {
+            records,
+            acks,
+            timeout_ms,
+            ..
+        } => PartitionReply::Produce(produce(shard, &tp, &log, records, (acks, timeout_ms)).await),
+        PartitionOp::Read {
+            offset,
+            max_bytes,
+            file_slice,
+            read_committed,
+            ..
+        } => PartitionReply::Read(read(&log, offset, max_bytes, file_slice, read_committed).await),
+        PartitionOp::ListOffset {
+            timestamp_ms,
+            read_committed,
+            ..
+        } => PartitionReply::ListOffset(
+            log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
+                .await
+                .map(|found| (found, log.leader_epoch()))
+                .map_err(|e| e.error_code()),
+        ),
+        PartitionOp::DeleteRecords { offset, .. } => {
+            PartitionReply::DeleteRecords(delete_records(&log, offset).await)
         }
+        PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(describe_log(&log))),
+        PartitionOp::EpochEndOffset {
+            current_leader_epoch,
+            leader_epoch,
+            ..
+        } => PartitionReply::EpochEndOffset(
+            log.end_offset_for_epoch_checked(current_leader_epoch, leader_epoch)
+                .map(|found| (found.epoch, found.end_offset))
+                .map_err(|e| e.error_code()),
+        ),
+        PartitionOp::WriteMarker {
+            producer_id,
+            producer_epoch,
+            commit,
+            coordinator_epoch,
+            ..
+        } => PartitionReply::Done(
+            write_marker(
+                shard,
+                &tp,
+                &log,
+                (producer_id, producer_epoch),
+                commit,
+                coordinator_epoch,
+            )
+            .await,
+        ),
+        _ => kind.error_reply(ErrorCode::UnknownServerError),
+    }
+}
+
+/// DeleteRecords on one partition: moves its log start to `offset` (`-1`:
+/// the high watermark); past the high watermark is out of range.
+async fn delete_records(log: &engine::PartitionLog, offset: i64) -> Result<i64, ErrorCode> {
+    let offset = if offset == -1 {
+        log.high_watermark()
+    } else {
+        offset
+    };
+    if offset > log.high_watermark() {
+        return Err(ErrorCode::OffsetOutOfRange);
+    }
+    log.delete_records(offset).await.map_err(|e| e.error_code())
+}
+
+/// A partition's offsets, epoch, size and dir, as Describe answers them.
+fn describe_log(log: &engine::PartitionLog) -> PartitionState {
+    PartitionState {
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.log_end_offset(),
+        high_watermark: log.high_watermark(),
+        leader_epoch: log.leader_epoch(),
+        size_bytes: log.size_bytes(),
+        log_dir: log.log_dir_index(),
     }
 }
 

@@ -19,20 +19,42 @@ pub fn split_by_owner<'a>(
 
 /// Puts per-owner replies back at their positions. A group whose replies are
 /// missing (owner gone) gets `fallback(position)`.
+///
+/// The groups are those of [`split_by_owner`]: each position below `total`
+/// in at most one group, and an owner answers each of its positions once
+/// (in order). Anything else is a bug of the caller, not an input.
 pub fn join_by_position<T>(
     total: usize,
     groups: Vec<(Vec<usize>, Option<Vec<T>>)>,
     mut fallback: impl FnMut(usize) -> T,
 ) -> Vec<T> {
     let mut slots: Vec<Option<T>> = (0..total).map(|_| None).collect();
+    let mut joined = vec![false; total];
     for (positions, replies) in groups {
+        for &position in &positions {
+            assert!(
+                position < total,
+                "a joined position is one of the request's: position {position} of {total}"
+            );
+            assert!(
+                !joined[position],
+                "each position is joined once: position {position} is in two groups"
+            );
+            joined[position] = true;
+        }
         match replies {
-            Some(replies) if replies.len() == positions.len() => {
+            Some(replies) => {
+                assert_eq!(
+                    replies.len(),
+                    positions.len(),
+                    "an owner answers each of its positions once: {} replies for positions {positions:?}",
+                    replies.len()
+                );
                 for (position, reply) in positions.into_iter().zip(replies) {
                     slots[position] = Some(reply);
                 }
             }
-            _ => {
+            None => {
                 for position in positions {
                     slots[position] = Some(fallback(position));
                 }

@@ -119,7 +119,15 @@ async fn load(
         unload(rt, tp.partition);
         return Err(ErrorCode::NotCoordinator);
     }
-    rt.leases.borrow_mut().insert(tp.partition, lease);
+    // Loads run one at a time (`load_lock`, held by `loaded_lease`, the
+    // only caller), each after unloading the partition: no other lease can
+    // have been recorded for it meanwhile.
+    let previous = rt.leases.borrow_mut().insert(tp.partition, lease);
+    assert!(
+        previous.is_none(),
+        "a partition is loaded under one lease at a time: {tp} loaded under {lease:?} while \
+         {previous:?} was recorded"
+    );
     tracing::info!(
         partition = tp.partition,
         epoch = lease.leader_epoch,

@@ -68,74 +68,94 @@ impl Controller<'_> {
                     topic_id,
                     partition,
                 })?;
-        let mut proposal = Proposal::new(self.image);
         match target {
-            None => {
-                if !state.is_reassigning() {
-                    return Err(MetadataError::NoReassignmentInProgress {
-                        topic: topic.to_owned(),
-                        partition,
-                    });
-                }
-                let original = original_replicas(state);
-                let change = self.shrink_to(&topic_id, partition, state, &original)?;
-                proposal.push(MetadataRecord::PartitionChange(change));
+            None => self.cancel_reassignment(topic, partition, &topic_id, state),
+            Some(target) => self.start_reassignment(topic, partition, &topic_id, state, target),
+        }
+    }
+
+    /// Cancels the reassignment in progress: back to the original replicas.
+    fn cancel_reassignment(
+        &self,
+        topic: &str,
+        partition: i32,
+        topic_id: &TopicId,
+        state: &PartitionState,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        if !state.is_reassigning() {
+            return Err(MetadataError::NoReassignmentInProgress {
+                topic: topic.to_owned(),
+                partition,
+            });
+        }
+        let mut proposal = Proposal::new(self.image);
+        let original = original_replicas(state);
+        let change = self.shrink_to(topic_id, partition, state, &original)?;
+        proposal.push(MetadataRecord::PartitionChange(change));
+        Ok(proposal.into_records())
+    }
+
+    /// Starts (or replaces) a reassignment to `target`.
+    fn start_reassignment(
+        &self,
+        topic: &str,
+        partition: i32,
+        topic_id: &TopicId,
+        state: &PartitionState,
+        target: &[BrokerId],
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        self.check_target(target)?;
+        let mut proposal = Proposal::new(self.image);
+        let original = original_replicas(state);
+        let mut merged: Vec<BrokerId> = target.to_vec();
+        merged.extend(original.iter().filter(|r| !target.contains(r)));
+        let adding: Vec<BrokerId> = target
+            .iter()
+            .copied()
+            .filter(|r| !original.contains(r))
+            .collect();
+        let removing: Vec<BrokerId> = original
+            .iter()
+            .copied()
+            .filter(|r| !target.contains(r))
+            .collect();
+        // Replicas a replaced reassignment was adding and the new
+        // target drops leave the ISR with it.
+        let isr: Vec<BrokerId> = state
+            .isr
+            .iter()
+            .copied()
+            .filter(|r| merged.contains(r))
+            .collect();
+        if merged != state.replicas || isr != state.isr {
+            if isr.is_empty() || (state.leader != NO_LEADER && !isr.contains(&state.leader)) {
+                return Err(MetadataError::InvalidReplicaAssignment {
+                    reason: format!(
+                        "replacing the reassignment of {topic}-{partition} would leave \
+                         its ISR {:?} or leader {} out",
+                        state.isr, state.leader
+                    ),
+                });
             }
-            Some(target) => {
-                self.check_target(target)?;
-                let original = original_replicas(state);
-                let mut merged: Vec<BrokerId> = target.to_vec();
-                merged.extend(original.iter().filter(|r| !target.contains(r)));
-                let adding: Vec<BrokerId> = target
-                    .iter()
-                    .copied()
-                    .filter(|r| !original.contains(r))
-                    .collect();
-                let removing: Vec<BrokerId> = original
-                    .iter()
-                    .copied()
-                    .filter(|r| !target.contains(r))
-                    .collect();
-                // Replicas a replaced reassignment was adding and the new
-                // target drops leave the ISR with it.
-                let isr: Vec<BrokerId> = state
-                    .isr
-                    .iter()
-                    .copied()
-                    .filter(|r| merged.contains(r))
-                    .collect();
-                if merged != state.replicas || isr != state.isr {
-                    if isr.is_empty() || (state.leader != NO_LEADER && !isr.contains(&state.leader))
-                    {
-                        return Err(MetadataError::InvalidReplicaAssignment {
-                            reason: format!(
-                                "replacing the reassignment of {topic}-{partition} would leave \
-                                 its ISR {:?} or leader {} out",
-                                state.isr, state.leader
-                            ),
-                        });
-                    }
-                    proposal.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
-                        topic_id,
-                        partition,
-                        leader: None,
-                        isr: (isr != state.isr).then_some(isr),
-                        replicas: Some(merged),
-                    }));
-                }
-                if !adding.is_empty() || !removing.is_empty() {
-                    proposal.push(MetadataRecord::Reassignment {
-                        topic_id,
-                        partition,
-                        adding,
-                        removing,
-                    });
-                }
-                // A target already in sync (only removals) completes now.
-                if let Some(done) = completion(proposal.image(), &topic_id, partition) {
-                    proposal.push(MetadataRecord::PartitionChange(done));
-                }
-            }
+            proposal.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
+                topic_id: *topic_id,
+                partition,
+                leader: None,
+                isr: (isr != state.isr).then_some(isr),
+                replicas: Some(merged),
+            }));
+        }
+        if !adding.is_empty() || !removing.is_empty() {
+            proposal.push(MetadataRecord::Reassignment {
+                topic_id: *topic_id,
+                partition,
+                adding,
+                removing,
+            });
+        }
+        // A target already in sync (only removals) completes now.
+        if let Some(done) = completion(proposal.image(), topic_id, partition) {
+            proposal.push(MetadataRecord::PartitionChange(done));
         }
         Ok(proposal.into_records())
     }

@@ -28,10 +28,10 @@ use engine::types::{LeaderEpoch, Offset};
 
 use super::network::Entry;
 use super::node::Node;
+use super::report::Rule;
 use super::txn::{
     DataPartition, Decision, Ended, ProducerId, TxnRecord, TxnState, DATA_PARTITIONS,
 };
-use super::Rule;
 use crate::replication::ReplicaId;
 
 /// A record a producer got acks=all for.

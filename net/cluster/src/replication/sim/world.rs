@@ -8,15 +8,16 @@
 use engine::types::{LeaderEpoch, Offset};
 
 use super::auditor::{Acked, Auditor};
+use super::config::SimConfig;
 use super::controller::Controller;
 use super::coordinator::{Action, Coordinator, TxnIo};
 use super::network::{
     data_partition_endpoint, Endpoint, Entry, Envelope, Network, Payload, CONTROLLER,
 };
 use super::node::{Node, Outbox};
+use super::report::{Rule, SimStats};
 use super::rng::SplitMix64;
 use super::txn::{DataPartition, Decision, Marker, ProducerId, DATA_PARTITIONS};
-use super::{Rule, SimConfig, SimStats};
 use crate::replication::{ReplicaId, ReplicationError};
 
 /// An acks=all produce waiting for the HW.

@@ -1,0 +1,347 @@
+//! One shard's life: join the mesh, open its logs, start its runtimes,
+//! serve its listeners until the shutdown, then stop in order (see the
+//! two-phase shutdown in [`super`]).
+
+use super::accept::accept_loop;
+use crate::admin;
+use api::connection::ShutdownSignal;
+use engine::LogManager;
+use futures::channel::oneshot;
+use futures::future::{select, Either, FutureExt};
+use glommio::channels::channel_mesh::{Full, MeshBuilder, Receivers, Senders};
+use glommio::net::TcpListener;
+use glommio::sync::Gate;
+use kernel::config::{BrokerConfig, ClientListener};
+use kernel::metrics::ShardMetrics;
+use kernel::sendpath::Sender;
+use kernel::services::Services;
+use kernel::shard::{Shard, ShardMessage};
+use kernel::topics::{TopicEntry, TopicTable};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest wait for connections to finish their in-flight requests at shutdown.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What each executor gets (all `Send`).
+pub(super) struct ShardInput {
+    pub(super) config: Arc<BrokerConfig>,
+    pub(super) mesh: Option<MeshBuilder<ShardMessage, Full>>,
+    pub(super) entries: Arc<Vec<TopicEntry>>,
+    pub(super) shutdown: oneshot::Receiver<()>,
+    pub(super) drained: Arc<AtomicUsize>,
+    pub(super) open_connections: Arc<AtomicUsize>,
+    pub(super) per_ip_connections: Arc<kernel::conn_limits::PerIpConnections>,
+    pub(super) quota_sensors: Arc<runtimes::quotas::Sensors>,
+    /// The metadata offset this node had committed before it stopped, once
+    /// shard 0 has opened the metadata log ([`STARTUP_OFFSET_UNKNOWN`]
+    /// before): no shard serves clients before its image reaches it.
+    pub(super) startup_offset: Arc<AtomicI64>,
+}
+
+/// [`ShardInput::startup_offset`] before shard 0 has read it.
+pub(super) const STARTUP_OFFSET_UNKNOWN: i64 = i64::MIN;
+/// Longest wait for a shard's image to catch up at start.
+const STARTUP_CATCH_UP: Duration = Duration::from_secs(10);
+
+/// A listener's settings and its bound socket.
+type BoundListener = (Rc<ClientListener>, TcpListener);
+
+/// Waits until this shard's copy of the metadata image holds what the node
+/// had committed before it stopped, so that a restarted broker never serves
+/// a request under an older image: client quotas, credentials or ACLs not
+/// yet replayed would otherwise be missing for the first few milliseconds.
+async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
+    let started = Instant::now();
+    loop {
+        let target = startup_offset.load(Ordering::Acquire);
+        let have = shard
+            .service::<runtimes::cluster_runtime::ClusterView>()
+            .image()
+            .last_applied_offset();
+        if target != STARTUP_OFFSET_UNKNOWN && have >= target {
+            return;
+        }
+        if started.elapsed() > STARTUP_CATCH_UP {
+            tracing::warn!(
+                shard = shard.id,
+                have,
+                target,
+                "metadata image still behind the log after 10 s; serving anyway"
+            );
+            return;
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Runs one shard; if it cannot start, the whole broker stops (a broker
+/// missing a shard would refuse the partitions that shard owns).
+pub(super) async fn run_shard(input: ShardInput) -> Result<(), String> {
+    let drained = input.drained.clone();
+    let outcome = run_shard_inner(input).await;
+    if let Err(e) = &outcome {
+        // Count this shard as drained so the others do not wait for it, and
+        // stop them through the signal thread like an operator's SIGTERM
+        // (once, however many shards fail).
+        drained.fetch_add(1, Ordering::AcqRel);
+        kernel::fatal::request_clean_stop(&format!("shard failed: {e}"));
+    }
+    outcome
+}
+
+/// The shard's start and stop, phase by phase, in order.
+async fn run_shard_inner(mut input: ShardInput) -> Result<(), String> {
+    let (peers, receivers) = join_mesh(input.mesh.take()).await?;
+    let shard = build_shard(&input, peers).await?;
+    start_runtimes(&shard, &input).await?;
+    install_coordinator_hooks(&shard);
+    start_coordinator_timers(&shard);
+    serve_mesh(&shard, receivers);
+    start_admin_listener(&shard);
+    wait_for_startup_image(&shard, &input.startup_offset).await;
+    let bound = bind_listeners(&shard)?;
+    kernel::fatal::arm_panic_point(shard.id, &shard.config.data_dir);
+    let gate = serve_until_shutdown(&shard, bound, input.shutdown).await;
+    stop(&shard, &gate, &input.drained).await
+}
+
+/// Joins the channel mesh to the other shards (none with a single shard):
+/// the queues to them and from them.
+async fn join_mesh(
+    mesh: Option<MeshBuilder<ShardMessage, Full>>,
+) -> Result<
+    (
+        Option<Senders<ShardMessage>>,
+        Option<Receivers<ShardMessage>>,
+    ),
+    String,
+> {
+    match mesh {
+        Some(mesh) => {
+            let (senders, receivers) = mesh
+                .join()
+                .await
+                .map_err(|_| String::from("cannot join the shard mesh"))?;
+            Ok((Some(senders), Some(receivers)))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+/// Opens the shard's logs and send path and builds the shard (its id is
+/// its place in the mesh).
+async fn build_shard(
+    input: &ShardInput,
+    peers: Option<Senders<ShardMessage>>,
+) -> Result<Rc<Shard>, String> {
+    let config = &input.config;
+    let id = peers.as_ref().map(|p| p.peer_id()).unwrap_or(0);
+    let logs = LogManager::open(config.engine.clone(), id, config.cores)
+        .await
+        .map_err(|e| format!("shard {id}: cannot open logs: {e}"))?;
+    let sender = Sender::new(config.send_path).map_err(|e| {
+        format!(
+            "shard {id}: cannot start {} send path: {e}",
+            config.send_path
+        )
+    })?;
+    let table = TopicTable::from_entries(input.entries.iter().cloned());
+    Ok(Rc::new(Shard {
+        id,
+        count: config.cores,
+        topics: RefCell::new(table),
+        config: config.clone(),
+        logs,
+        peers,
+        sender,
+        metrics: RefCell::new(ShardMetrics::default()),
+        open_connections: input.open_connections.clone(),
+        per_ip_connections: input.per_ip_connections.clone(),
+        services: Services::default(),
+    }))
+}
+
+/// Starts the shard's runtimes: quotas, producer ids, the cluster runtime
+/// and the admin-change reconciler; the metadata shard also publishes the
+/// startup offset and bootstraps the SCRAM credentials.
+async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), String> {
+    let id = shard.id;
+    let config = &shard.config;
+    shard
+        .services
+        .get_or_build(|| runtimes::quotas::QuotaManager::new(input.quota_sensors.clone()));
+    runtimes::producer_id_pool::open_allocator(shard).map_err(|e| format!("shard {id}: {e}"))?;
+    runtimes::cluster_runtime::start(shard)
+        .await
+        .map_err(|e| format!("shard {id}: {e}"))?;
+    runtimes::admin_changes::start_reconciler(shard);
+    if id == runtimes::cluster_runtime::METADATA_SHARD {
+        // An observer has no log of its own: it serves what it fetches.
+        let offset = shard
+            .services
+            .get::<runtimes::cluster_runtime::MetadataQuorum>()
+            .filter(|_| !config.cluster.is_observer(config.broker_id))
+            .map_or(-1, |quorum| quorum.applied_offset());
+        input.startup_offset.store(offset, Ordering::Release);
+        glommio::spawn_local(runtimes::admin_changes::scram_credentials::bootstrap(
+            shard.clone(),
+        ))
+        .detach();
+    }
+    Ok(())
+}
+
+/// Ties the group and transaction coordinators to partition leadership
+/// and to transaction markers.
+fn install_coordinator_hooks(shard: &Rc<Shard>) {
+    // A coordinator moves with its partition's leadership: what was loaded
+    // for a `__consumer_offsets` or `__transaction_state` partition under an
+    // older lease is dropped when this broker (again) starts leading it; the
+    // next call or timer tick loads it from the log.
+    shard
+        .service::<runtimes::replication_runtime::ReplicaManager>()
+        .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
+            runtimes::txn_runtime::reload_on_leadership(shard, tp);
+            runtimes::group_runtime::reload_on_leadership(shard, tp);
+        }));
+    // A transaction's offsets staged by the group coordinator (its
+    // transaction coordinator being another broker) resolve with the
+    // transaction's marker on their `__consumer_offsets` partition.
+    shard
+        .service::<runtimes::routing::MarkerHooks>()
+        .add(Rc::new(|shard, tp, producer_id, commit| {
+            Box::pin(runtimes::group_runtime::on_txn_marker(
+                shard,
+                tp,
+                producer_id,
+                commit,
+            ))
+        }));
+}
+
+/// Starts the group and transaction coordinators' timer tasks.
+fn start_coordinator_timers(shard: &Rc<Shard>) {
+    // Loads the `__consumer_offsets` partitions led here (calls wait for
+    // the load of their group's partition), then ticks the groups.
+    glommio::spawn_local(runtimes::group_runtime::run_timer(shard.clone())).detach();
+    // Replays __transaction_state (requests wait for it), then finishes
+    // decided transactions and aborts timed-out ones.
+    glommio::spawn_local(runtimes::txn_runtime::run_timer(shard.clone())).detach();
+}
+
+/// Runs the jobs the other shards send this one, one task per peer queue.
+fn serve_mesh(shard: &Rc<Shard>, receivers: Option<Receivers<ShardMessage>>) {
+    let Some(mut receivers) = receivers else {
+        return;
+    };
+    for (_, receiver) in receivers.streams() {
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            // Each message is a job for this shard: it runs here at once
+            // or spawns its own task, so this loop never waits on one.
+            while let Some(message) = receiver.recv().await {
+                message.open(&shard);
+            }
+        })
+        .detach();
+    }
+}
+
+/// On shard 0, serves `/metrics` on the admin port; a port that cannot
+/// be had skips it with a warning.
+fn start_admin_listener(shard: &Rc<Shard>) {
+    if shard.id != 0 {
+        return;
+    }
+    let config = &shard.config;
+    let admin = kernel::listen::check_unused(config.admin_listen)
+        .and_then(|()| kernel::listen::bind_shared(config.admin_listen));
+    match admin {
+        Ok(listener) => {
+            tracing::info!(admin = %config.admin_listen, "serving /metrics");
+            glommio::spawn_local(admin::serve(shard.clone(), listener)).detach();
+        }
+        Err(e) => {
+            tracing::warn!(admin = %config.admin_listen, error = %e, "admin listener not started")
+        }
+    }
+}
+
+/// Binds every client listener of the broker on this shard.
+fn bind_listeners(shard: &Shard) -> Result<Vec<BoundListener>, String> {
+    let id = shard.id;
+    let config = &shard.config;
+    // Every shard binds the same port (SO_REUSEPORT) and the kernel spreads
+    // connections across shards; `start` checked that no one else holds it.
+    let mut bound = Vec::with_capacity(config.listeners.len());
+    for spec in &config.listeners {
+        let listener = kernel::listen::bind_shared(spec.bind).map_err(|e| {
+            format!(
+                "shard {id}: cannot listen on {} (listener {}): {e}",
+                spec.bind, spec.name
+            )
+        })?;
+        tracing::info!(
+            shard = id,
+            listener = %spec.name,
+            protocol = %spec.protocol,
+            listen = %spec.bind,
+            "shard serving"
+        );
+        bound.push((Rc::new(spec.clone()), listener));
+    }
+    Ok(bound)
+}
+
+/// Accepts on every listener until the shutdown signal, then closes them;
+/// returns the gate the open connections hold.
+async fn serve_until_shutdown(
+    shard: &Rc<Shard>,
+    bound: Vec<BoundListener>,
+    shutdown: oneshot::Receiver<()>,
+) -> Rc<Gate> {
+    let shutdown: ShutdownSignal = shutdown.shared();
+    let gate = Rc::new(Gate::new());
+    futures::future::join_all(bound.iter().map(|(spec, listener)| {
+        accept_loop(shard, spec.clone(), listener, &gate, shutdown.clone())
+    }))
+    .await;
+    drop(bound);
+    gate
+}
+
+/// Stops the shard in order: hands over leaderships (metadata shard),
+/// drains its connections, waits for every shard to drain, then flushes
+/// and checkpoints its logs.
+async fn stop(shard: &Rc<Shard>, gate: &Gate, drained: &AtomicUsize) -> Result<(), String> {
+    let id = shard.id;
+    if id == runtimes::cluster_runtime::METADATA_SHARD {
+        // Hand the leaderships over while connections are still served, so
+        // that clients are redirected rather than cut off.
+        runtimes::cluster_runtime::controlled_shutdown(shard).await;
+    }
+
+    // Phase 1: finish in-flight requests on this shard.
+    let closed = gate.close();
+    let timeout = glommio::timer::sleep(DRAIN_TIMEOUT);
+    futures::pin_mut!(closed, timeout);
+    if let Either::Right(_) = select(closed, timeout).await {
+        tracing::warn!(shard = id, "connections still busy after the drain timeout");
+    }
+    // Phase 2: wait until every shard has drained (they may still route work here).
+    drained.fetch_add(1, Ordering::AcqRel);
+    while drained.load(Ordering::Acquire) < shard.config.cores {
+        glommio::timer::sleep(Duration::from_millis(10)).await;
+    }
+    shard
+        .logs
+        .shutdown()
+        .await
+        .map_err(|e| format!("shard {id}: shutdown failed: {e}"))?;
+    tracing::info!(shard = id, "shard stopped");
+    Ok(())
+}
