@@ -31,9 +31,8 @@ use glommio::task::JoinHandle;
 use kafka_protocol::messages::ApiKey;
 use kernel::conn_limits::{LogLimiter, RequestBytes};
 use kernel::error::{FrameError, RequestError};
-use kernel::shard::Shard;
-use kernel::shard::ShardService;
 use runtimes::quotas::{self, QuotaKind};
+use runtimes::Shard;
 use security::Session;
 use std::cell::Cell;
 use std::pin::Pin;
@@ -77,26 +76,17 @@ struct Pending {
     held: Held,
 }
 
-/// Bytes of this shard's connections' read buffers, for `/metrics`.
-#[derive(Default)]
-pub struct ReadBufferBytes(pub Cell<u64>);
-
-impl ShardService for ReadBufferBytes {
-    fn build(_: &Shard) -> Self {
-        ReadBufferBytes::default()
-    }
-}
-
-/// One connection's share of [`ReadBufferBytes`]: follows its buffer's
-/// capacity and gives it back when the connection ends.
+/// One connection's share of its shard's read-buffer bytes
+/// (`Shard::read_buffer_bytes`): follows its buffer's capacity and gives it
+/// back when the connection ends.
 struct ReadBufferAccount {
-    shard: Rc<ReadBufferBytes>,
+    shard: Rc<Cell<u64>>,
     held: u64,
 }
 
 impl ReadBufferAccount {
     fn set(&mut self, capacity: usize) {
-        let total = &self.shard.0;
+        let total = &self.shard;
         total.set(total.get() - self.held + capacity as u64);
         self.held = capacity as u64;
     }
@@ -110,19 +100,6 @@ impl Drop for ReadBufferAccount {
 
 /// Budget permits a request holds (none where unlimited).
 type Held = (Option<StaticPermit>, Option<StaticPermit>);
-
-/// This shard's share of `queued.max.request.bytes`.
-pub struct ShardRequestBytes(pub RequestBytes);
-
-impl ShardService for ShardRequestBytes {
-    fn build(shard: &Shard) -> Self {
-        let limits = &shard.config.connection_limits;
-        let share = limits
-            .queued_max_request_bytes
-            .map(|bytes| (bytes / shard.count.max(1) as u64).max(1));
-        ShardRequestBytes(RequestBytes::new(share))
-    }
-}
 
 enum Work {
     /// Answer known at once (ApiVersions error).
@@ -275,7 +252,7 @@ async fn read_requests(
 ) {
     let frame_max_bytes = shard.config.socket_request_max_bytes;
     let budgets = RequestBudgets {
-        shard: shard.service::<ShardRequestBytes>(),
+        shard: shard.request_bytes.clone(),
         connection: RequestBytes::new(
             shard
                 .config
@@ -294,7 +271,7 @@ async fn read_requests(
         buf: BytesMut::new(),
         room: BytesMut::zeroed(FIRST_READ_CHUNK_BYTES),
         account: ReadBufferAccount {
-            shard: shard.service::<ReadBufferBytes>(),
+            shard: shard.read_buffer_bytes.clone(),
             held: 0,
         },
     };
@@ -471,7 +448,7 @@ async fn wait_out_mute(session: &Session, shutdown: &ShutdownSignal) -> bool {
 /// that a connection's requests hold until answered.
 struct RequestBudgets {
     /// This shard's share.
-    shard: Rc<ShardRequestBytes>,
+    shard: Rc<RequestBytes>,
     /// This connection's own.
     connection: RequestBytes,
 }
@@ -482,7 +459,7 @@ impl RequestBudgets {
     async fn admit(&self, frame_bytes: usize, shutdown: &ShutdownSignal) -> Option<Held> {
         let take = async {
             let own = self.connection.take(frame_bytes).await;
-            let shared = self.shard.0.take(frame_bytes).await;
+            let shared = self.shard.take(frame_bytes).await;
             (shared, own)
         };
         futures::pin_mut!(take);

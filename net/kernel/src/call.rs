@@ -19,7 +19,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 /// A request that the owner shard answers.
-pub trait OwnerCall: Send + Sized + 'static {
+pub trait OwnerCall<R: 'static>: Send + Sized + 'static {
     /// What the owner answers (crosses cores: `Send`).
     type Reply: Send + 'static;
 
@@ -29,17 +29,17 @@ pub trait OwnerCall: Send + Sized + 'static {
     const CANCEL_WHEN_ASKER_GONE: bool = false;
 
     /// Runs on the owner shard.
-    fn run(self, shard: Rc<Shard>) -> impl Future<Output = Self::Reply> + 'static;
+    fn run(self, shard: Rc<Shard<R>>) -> impl Future<Output = Self::Reply> + 'static;
 }
 
-impl Shard {
+impl<R: 'static> Shard<R> {
     /// Runs `request` on shard `owner` and returns its reply; fails only when
     /// that shard has gone away (shutting down).
-    pub async fn call<R: OwnerCall>(
+    pub async fn call<C: OwnerCall<R>>(
         self: &Rc<Self>,
         owner: usize,
-        request: R,
-    ) -> Result<R::Reply, RequestError> {
+        request: C,
+    ) -> Result<C::Reply, RequestError> {
         if owner == self.id {
             return Ok(request.run(self.clone()).await);
         }
@@ -52,12 +52,12 @@ impl Shard {
 /// Packs a request for shard `owner` and its reply slot: on the owner, the
 /// job spawns the request's work as a task of its own, so the receive loop
 /// never waits.
-fn envelope<R: OwnerCall>(
+fn envelope<R: 'static, C: OwnerCall<R>>(
     owner: usize,
-    request: R,
-    mut reply: oneshot::Sender<R::Reply>,
-) -> Envelope<Shard> {
-    Envelope::new(move |shard: &Rc<Shard>| {
+    request: C,
+    mut reply: oneshot::Sender<C::Reply>,
+) -> Envelope<Shard<R>> {
+    Envelope::new(move |shard: &Rc<Shard<R>>| {
         // The mesh delivers to the peer it was given, and a shard's id is
         // its place in the mesh: an owner call never runs elsewhere.
         assert_eq!(
@@ -67,7 +67,7 @@ fn envelope<R: OwnerCall>(
         );
         let shard = shard.clone();
         glommio::spawn_local(async move {
-            if !R::CANCEL_WHEN_ASKER_GONE {
+            if !C::CANCEL_WHEN_ASKER_GONE {
                 let _ = reply.send(request.run(shard).await);
                 return;
             }

@@ -5,7 +5,7 @@
 //! broker's settings; it names no service, no coordinator and no Kafka API.
 //!
 //! ```text
-//! shard ── services (one table per shard, by type)
+//! shard<R> ── runtime R (the layers above: one struct, built once)
 //!   │
 //!   └── call ── mesh      the owner call: pack a request, run it on the
 //!                          owning shard, carry the reply back
@@ -13,9 +13,8 @@
 //! topics, metrics, sendpath, listen, fatal, error  per-shard state and tools
 //! ```
 //!
-//! - [`shard`]: one shard's state, and the [`shard::ShardService`] trait by
-//!   which every per-shard runtime is built and found.
-//! - [`services`]: the shard's table of services, by type.
+//! - [`shard`]: one shard's state, generic over the struct of runtimes the
+//!   layers above install in it (no lookup by type: a runtime is a field).
 //! - [`mesh`]: the envelope that carries a job to another shard; it names no
 //!   service.
 //! - [`call`]: the one owner-call primitive, `shard.call(owner, request)`,
@@ -47,6 +46,5 @@ pub mod listen;
 pub mod mesh;
 pub mod metrics;
 pub mod sendpath;
-pub mod services;
 pub mod shard;
 pub mod topics;

@@ -3,37 +3,31 @@
 //! through [`Shard::call`] (see [`crate::call`]).
 //!
 //! The shard is the bottom of net's runtime: it holds the engine's logs, the
-//! topic table, the mesh, the send path, metrics, and the table of services
-//! ([`ShardService`]) that the layers above register by building them here.
-//! It imports no service.
+//! topic table, the mesh, the send path, metrics and connection budgets, and
+//! one runtime of type `R`: the struct of per-shard runtimes the layers
+//! above build once, in one constructor, and install with
+//! [`Shard::install_runtime`] before the shard serves anything. The kernel
+//! names no runtime; `R` is `runtimes::ShardRuntime` in the broker.
 
 use crate::config::BrokerConfig;
+use crate::conn_limits::RequestBytes;
 use crate::error::RequestError;
 use crate::mesh::Envelope;
 use crate::metrics::ShardMetrics;
 use crate::sendpath::Sender;
-use crate::services::Services;
 use crate::topics::{TopicTable, TopicUpdate};
 use engine::{LogManager, TopicPartition};
 use glommio::channels::channel_mesh::Senders;
-use std::cell::RefCell;
+use std::cell::{Cell, OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 /// What shards send each other: a job opened on the receiving shard.
-pub type ShardMessage = Envelope<Shard>;
+pub type ShardMessage<R> = Envelope<Shard<R>>;
 
-/// A runtime with one instance per shard (group and transaction
-/// coordinators, controller state, producer-id pool, …), built on first use
-/// and found with [`Shard::service`].
-pub trait ShardService: 'static {
-    /// Builds this shard's instance from the shard's id, config and tables.
-    fn build(shard: &Shard) -> Self;
-}
-
-/// The state of one shard.
-pub struct Shard {
+/// The state of one shard, with its runtimes `R`.
+pub struct Shard<R: 'static> {
     /// This shard's id (its place in the channel mesh).
     pub id: usize,
     /// Number of shards.
@@ -45,7 +39,7 @@ pub struct Shard {
     /// This shard's copy of the topic table.
     pub topics: RefCell<TopicTable>,
     /// Queues to the other shards (`None` with a single shard).
-    pub peers: Option<Senders<ShardMessage>>,
+    pub peers: Option<Senders<ShardMessage<R>>>,
     /// The fetch/response send path of this shard.
     pub sender: Rc<Sender>,
     /// Counters and histograms of this shard.
@@ -56,11 +50,37 @@ pub struct Shard {
     /// Open connections per client address, of the whole broker (for
     /// `max.connections.per.ip`).
     pub per_ip_connections: Arc<crate::conn_limits::PerIpConnections>,
-    /// This shard's services, by type.
-    pub services: Services,
+    /// This shard's share of `queued.max.request.bytes`.
+    pub request_bytes: Rc<RequestBytes>,
+    /// Bytes of this shard's connections' read buffers, for `/metrics`.
+    pub read_buffer_bytes: Rc<Cell<u64>>,
+    /// The runtimes, set once by [`Shard::install_runtime`] (empty while
+    /// they are being built from this shard's settings).
+    pub runtime: OnceCell<R>,
 }
 
-impl Shard {
+impl<R> Shard<R> {
+    /// This shard's runtimes.
+    ///
+    /// # Panics
+    /// Before [`Shard::install_runtime`]: a start-order bug, never a
+    /// client's or the disk's doing.
+    pub fn runtime(&self) -> &R {
+        match self.runtime.get() {
+            Some(runtime) => runtime,
+            None => panic!("shard {}: runtime used before it was installed", self.id),
+        }
+    }
+
+    /// Installs the runtimes, once, before the shard serves anything.
+    ///
+    /// # Panics
+    /// On a second install (a start-order bug).
+    pub fn install_runtime(&self, runtime: R) {
+        let installed = self.runtime.set(runtime).is_ok();
+        assert!(installed, "shard {}: runtime installed twice", self.id);
+    }
+
     /// The shard that owns `tp`.
     pub fn owner(&self, tp: &TopicPartition) -> usize {
         engine::shard::shard_of(&tp.topic, tp.partition, self.count)
@@ -72,14 +92,13 @@ impl Shard {
         self.config.engine.clock.now_ms()
     }
 
-    /// This shard's instance of service `T`, built on first use.
-    pub fn service<T: ShardService>(&self) -> Rc<T> {
-        self.services.get_or_build(|| T::build(self))
-    }
-
     /// Queues a message to another shard; fails only when that shard has
     /// gone away. Services use [`Shard::call`] rather than this.
-    pub async fn send_to(&self, shard: usize, message: ShardMessage) -> Result<(), RequestError> {
+    pub async fn send_to(
+        &self,
+        shard: usize,
+        message: ShardMessage<R>,
+    ) -> Result<(), RequestError> {
         let peers = self.peers.as_ref().ok_or(RequestError::ShardGone(shard))?;
         peers
             .send_to(shard, message)

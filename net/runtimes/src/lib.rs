@@ -21,6 +21,9 @@
 //!                                   registration, every shard's view
 //! ```
 //!
+//! - [`shard_runtime`]: the struct of one shard's runtimes, built in one
+//!   constructor and installed in the kernel's shard; [`Shard`] is the
+//!   kernel's shard with it.
 //! - [`routing`]: split a request's partitions by owner, run, join.
 //! - [`admin_changes`]: the metadata changes this broker asks of the
 //!   cluster (topics, configs, ACLs, quotas, SCRAM credentials), serialized
@@ -46,4 +49,7 @@ pub mod producer_id_pool;
 pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;
+pub mod shard_runtime;
 pub mod txn_runtime;
+
+pub use shard_runtime::{Shard, ShardMessage, ShardRuntime};

@@ -14,17 +14,15 @@
 //! costs a `Cell` read on the common path.
 //!
 //! Shard-local (`Cell`, not `Send`): one pool per shard, used on its thread,
-//! a [`ShardService`]. The store is the [`ProducerIdAllocator`] on
+//! a field of the shard's runtimes. The store is the [`ProducerIdAllocator`] on
 //! [`ALLOCATOR_SHARD`], opened at start ([`open_allocator`]); other shards
 //! reach it with the owner call ([`AllocateProducerIdBlock`]).
 
-use crate::cluster_runtime::{
-    call_controller_until_answered, ControllerReply, ControllerRpc, MetadataQuorum,
-};
+use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::Shard;
 use engine::producer_id_blocks::PRODUCER_ID_BLOCK_SIZE;
 use engine::{ErrorCode, ProducerIdBlock, ProducerIdStore};
 use kernel::call::OwnerCall;
-use kernel::shard::{Shard, ShardService};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::rc::Rc;
@@ -35,7 +33,7 @@ pub const ALLOCATOR_SHARD: usize = 0;
 
 /// A fresh producer id for an InitProducerId on this shard.
 pub async fn next_producer_id(shard: &Rc<Shard>) -> Result<i64, ErrorCode> {
-    let pool = shard.service::<ProducerIdPool>();
+    let pool = shard.runtime().producer_ids.clone();
     pool.next(|| async {
         match shard.call(ALLOCATOR_SHARD, AllocateProducerIdBlock).await {
             Ok(block) => block,
@@ -48,12 +46,6 @@ pub async fn next_producer_id(shard: &Rc<Shard>) -> Result<i64, ErrorCode> {
     .await
 }
 
-impl ShardService for ProducerIdPool {
-    fn build(_shard: &Shard) -> Self {
-        ProducerIdPool::new()
-    }
-}
-
 /// The durable block store, on [`ALLOCATOR_SHARD`] only.
 #[derive(Debug)]
 pub struct ProducerIdAllocator {
@@ -64,16 +56,15 @@ pub struct ProducerIdAllocator {
 /// An unreadable or corrupt store stops the broker: handing out ids again
 /// from 0 could give a new producer the id of an old one, whose sequence
 /// numbers the partitions still remember.
-pub fn open_allocator(shard: &Shard) -> Result<(), String> {
+pub fn open_allocator(shard: &Shard) -> Result<Option<ProducerIdAllocator>, String> {
     if shard.id != ALLOCATOR_SHARD {
-        return Ok(());
+        return Ok(None);
     }
     let store = ProducerIdStore::open(&shard.config.data_dir)
         .map_err(|e| format!("cannot open the producer-id block store: {e}"))?;
-    shard.services.get_or_build(|| ProducerIdAllocator {
+    Ok(Some(ProducerIdAllocator {
         store: RefCell::new(store),
-    });
-    Ok(())
+    }))
 }
 
 /// Asks the allocating shard for the next block of ids. The store writes
@@ -82,14 +73,14 @@ pub fn open_allocator(shard: &Shard) -> Result<(), String> {
 #[derive(Debug)]
 pub struct AllocateProducerIdBlock;
 
-impl OwnerCall for AllocateProducerIdBlock {
+impl OwnerCall<crate::ShardRuntime> for AllocateProducerIdBlock {
     type Reply = Result<ProducerIdBlock, ErrorCode>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         if !shard.config.cluster.is_single_node() {
             return allocate_from_quorum(&shard).await;
         }
-        let Some(allocator) = shard.services.get::<ProducerIdAllocator>() else {
+        let Some(allocator) = shard.runtime().producer_id_allocator.clone() else {
             tracing::error!(shard = shard.id, "no producer-id block store on this shard");
             return Err(ErrorCode::CoordinatorLoadInProgress);
         };
@@ -112,7 +103,7 @@ impl OwnerCall for AllocateProducerIdBlock {
 /// The block's end is committed in the metadata log before it is handed
 /// out, so no later block overlaps it, whichever controller gives it.
 async fn allocate_from_quorum(shard: &Rc<Shard>) -> Result<ProducerIdBlock, ErrorCode> {
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
         return Err(ErrorCode::CoordinatorLoadInProgress);
     };
     // Not registered yet: the client retries.

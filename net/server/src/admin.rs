@@ -10,9 +10,8 @@ use glommio::net::{TcpListener, TcpStream};
 use kernel::call::OwnerCall;
 use kernel::metrics::registry::{Family, MetricsRegistry};
 use kernel::metrics::MetricsSnapshot;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime::metrics::ClusterGauges;
-use runtimes::group_runtime::GroupRuntime;
+use runtimes::Shard;
 use std::rc::Rc;
 
 /// Largest HTTP request head read.
@@ -59,10 +58,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
             }
         })
         .collect();
-    metrics.queued_request_bytes = shard
-        .service::<api::connection::ShardRequestBytes>()
-        .0
-        .in_use();
+    metrics.queued_request_bytes = shard.request_bytes.in_use();
     metrics.partitions_offline = shard
         .logs
         .partitions()
@@ -73,13 +69,12 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     metrics.index_cache = shard.logs.context().index_cache.stats();
     metrics.batch_cache_bytes = shard.logs.context().cache.used_bytes() as u64;
     metrics.batch_cache_max_bytes = shard.logs.context().cache.capacity_bytes() as u64;
-    metrics.connection_read_buffer_bytes =
-        shard.service::<api::connection::ReadBufferBytes>().0.get();
+    metrics.connection_read_buffer_bytes = shard.read_buffer_bytes.get();
     metrics.io_sizing = shard.logs.context().config.io;
     metrics.stream_chunk_bytes = shard.logs.context().config.stream_min_bytes as u64;
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
-    metrics.committed_offsets = shard.service::<GroupRuntime>().committed_offsets();
-    let replicas = shard.service::<runtimes::replication_runtime::ReplicaManager>();
+    metrics.committed_offsets = shard.runtime().groups.clone().committed_offsets();
+    let replicas = shard.runtime().replicas.clone();
     metrics.replication = replicas.counters.borrow().clone();
     metrics.replication.lag_at_leader = replicas.lag_at_leader();
     metrics.log_end_offsets = shard
@@ -98,7 +93,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
 #[derive(Debug)]
 struct MetricsRequest;
 
-impl OwnerCall for MetricsRequest {
+impl OwnerCall<runtimes::ShardRuntime> for MetricsRequest {
     type Reply = MetricsSnapshot;
 
     async fn run(self, shard: Rc<Shard>) -> MetricsSnapshot {

@@ -22,7 +22,7 @@ use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use kernel::config::ClientListener;
 use kernel::conn_limits::LogLimiter;
-use kernel::shard::Shard;
+use runtimes::Shard;
 use security::tls::ServerTlsStream;
 use security::Principal;
 use std::io;

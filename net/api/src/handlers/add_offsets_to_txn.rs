@@ -7,10 +7,10 @@ use super::{Handler, HandlerFuture, Request};
 use coordinators::group::offsets_partition_for;
 use engine::ErrorCode;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

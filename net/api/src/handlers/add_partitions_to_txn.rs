@@ -16,9 +16,9 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::rc::Rc;
 

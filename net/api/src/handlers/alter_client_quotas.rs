@@ -10,10 +10,10 @@ use kafka_protocol::messages::alter_client_quotas_response::{
     EntityData as AnsweredEntity, EntryData as AnsweredEntry,
 };
 use kafka_protocol::messages::{AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey};
-use kernel::shard::Shard;
 use runtimes::admin_changes::client_quotas::{self, AlterClientQuotas};
 use runtimes::cluster_runtime;
 use runtimes::quotas::normalize;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -6,10 +6,10 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
-use kernel::shard::Shard;
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

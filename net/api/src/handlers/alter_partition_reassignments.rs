@@ -17,10 +17,10 @@ use kafka_protocol::messages::alter_partition_reassignments_response::{
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey,
 };
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::METADATA_SHARD;
-use runtimes::cluster_runtime::{ClusterView, ControllerReply, ControllerRpc, SendToController};
+use runtimes::cluster_runtime::{ControllerReply, ControllerRpc, SendToController};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -86,7 +86,7 @@ async fn reassign(
     allow_rf_change: bool,
 ) -> Result<(), (ErrorCode, String)> {
     if let Some(target) = &target {
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let state = image
             .topic_by_name(topic)
             .and_then(|t| t.partitions.get(&partition))

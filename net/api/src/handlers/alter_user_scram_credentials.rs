@@ -20,9 +20,9 @@ use kafka_protocol::messages::alter_user_scram_credentials_response::AlterUserSc
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
 };
-use kernel::shard::Shard;
 use runtimes::admin_changes::scram_credentials::{self, AlterScramCredentials, Upsert};
-use runtimes::cluster_runtime::{self, ClusterView};
+use runtimes::cluster_runtime::{self};
+use runtimes::Shard;
 use security::acl::Operation;
 use security::sasl::{scram, ScramMechanism, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS};
 use std::collections::BTreeMap;
@@ -181,7 +181,7 @@ pub fn plan(
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: AlterUserScramCredentialsRequest = request.decode()?;
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let (mut outcomes, change) = plan(&image, &body);
         // Kafka: ALTER on the cluster, else every user is refused.
         let allowed = cluster_runtime::authz(&shard, &request.session).cluster(Operation::Alter);

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use engine::ErrorCode;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
-use kernel::shard::Shard;
+use runtimes::Shard;
 use std::rc::Rc;
 
 /// v0–v3 (v3 is flexible; the crate's v4 is not yet negotiated by clients).

@@ -10,9 +10,9 @@ use kafka_protocol::messages::consumer_group_describe_response::{
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
 };
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::collections::BTreeMap;
 use std::rc::Rc;

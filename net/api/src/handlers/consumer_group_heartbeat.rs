@@ -9,9 +9,9 @@ use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, To
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
 };
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::collections::BTreeMap;
 use std::rc::Rc;

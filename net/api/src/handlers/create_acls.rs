@@ -6,9 +6,9 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::{ApiKey, CreateAclsRequest, CreateAclsResponse};
-use kernel::shard::Shard;
 use runtimes::admin_changes::acls;
 use runtimes::cluster_runtime::{self, ControllerRpc, WireAcl};
+use runtimes::Shard;
 use security::acl::{AclBinding, Operation};
 use std::rc::Rc;
 

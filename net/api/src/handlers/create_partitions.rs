@@ -4,9 +4,9 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
-use kernel::shard::Shard;
 use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

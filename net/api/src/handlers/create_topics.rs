@@ -8,11 +8,10 @@ use kafka_protocol::messages::create_topics_response::{
 };
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use kernel::topics::{TopicEntry, TopicUpdate};
 use runtimes::admin_changes::{self, ControllerReply, ControllerRequest};
 use runtimes::cluster_runtime;
-use runtimes::cluster_runtime::ClusterView;
+use runtimes::Shard;
 use security::acl::Authz;
 use std::rc::Rc;
 
@@ -149,7 +148,9 @@ fn describe_created(
     result.num_partitions = entry.partitions;
     // The committed replica count (validate-only: none yet).
     result.replication_factor = shard
-        .service::<ClusterView>()
+        .runtime()
+        .view
+        .clone()
         .image()
         .topic_by_name(&entry.name)
         .and_then(|t| t.partitions.get(&0))

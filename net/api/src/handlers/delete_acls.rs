@@ -9,9 +9,9 @@ use kafka_protocol::messages::delete_acls_response::{
     DeleteAclsFilterResult, DeleteAclsMatchingAcl,
 };
 use kafka_protocol::messages::{ApiKey, DeleteAclsRequest, DeleteAclsResponse};
-use kernel::shard::Shard;
 use runtimes::admin_changes::acls;
-use runtimes::cluster_runtime::{self, acls::binding_of, ClusterView, ControllerRpc};
+use runtimes::cluster_runtime::{self, acls::binding_of, ControllerRpc};
+use runtimes::Shard;
 use security::acl::{AclFilter, Operation};
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -29,7 +29,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let body: DeleteAclsRequest = request.decode()?;
         let authz = cluster_runtime::authz(&shard, &request.session);
         let refusal = authz.acl_api_refusal(Operation::Alter);
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let mut results = Vec::with_capacity(body.filters.len());
         let mut ids = BTreeSet::new();
         for wire in &body.filters {

@@ -5,9 +5,9 @@ use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

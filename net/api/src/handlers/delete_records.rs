@@ -6,10 +6,10 @@ use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, DeleteRecordsRequest, DeleteRecordsResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::routing::run_authorized;
 use runtimes::routing::{PartitionOp, PartitionReply};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -5,9 +5,9 @@ use engine::ErrorCode;
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -7,8 +7,8 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{ApiKey, DescribeAclsRequest, DescribeAclsResponse};
-use kernel::shard::Shard;
-use runtimes::cluster_runtime::{self, acls::binding_of, ClusterView};
+use runtimes::cluster_runtime::{self, acls::binding_of};
+use runtimes::Shard;
 use security::acl::{AclFilter, Operation};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -46,7 +46,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 response.error_message = Some(str_bytes(message));
             }
             Ok(filter) => {
-                let image = shard.service::<ClusterView>().image();
+                let image = shard.runtime().view.image();
                 let mut by_resource: BTreeMap<(i8, String, i8), Vec<AclDescription>> =
                     BTreeMap::new();
                 for acl in image.acls().values().filter_map(binding_of) {

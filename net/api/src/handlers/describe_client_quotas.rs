@@ -9,8 +9,8 @@ use engine::ErrorCode;
 use kafka_protocol::messages::describe_client_quotas_request::ComponentData;
 use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
 use kafka_protocol::messages::{ApiKey, DescribeClientQuotasRequest, DescribeClientQuotasResponse};
-use kernel::shard::Shard;
-use runtimes::cluster_runtime::{self, ClusterView};
+use runtimes::cluster_runtime::{self};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -42,7 +42,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             response.error_message = Some(str_bytes(reason));
             return request.respond(&response);
         }
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let entries = image
             .client_quotas()
             .iter()

@@ -5,7 +5,7 @@ use super::metadata::{active_controller, cluster_brokers};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
-use kernel::shard::Shard;
+use runtimes::Shard;
 use std::rc::Rc;
 
 /// v0–v1 (v2 adds fenced brokers, not listed yet).

@@ -9,10 +9,9 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use kernel::config::BrokerConfig;
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::admin_changes::{broker_configs, topic_defaults};
 use runtimes::cluster_runtime;
-use runtimes::cluster_runtime::ClusterView;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -52,7 +51,7 @@ fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConf
 /// `log.cleaner.min.cleanable.ratio`, ...), as (name, value, source): most
 /// change at runtime (see `admin_changes::broker_configs`).
 fn dynamic_entries(shard: &Shard) -> Vec<(&'static str, String, i8)> {
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     let dynamic = image.broker_configs();
     let defaults = topic_defaults::effective_topic_defaults(&shard.config, dynamic);
     let own = dynamic.get(&shard.config.broker_id.to_string());

@@ -14,9 +14,9 @@ use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_quorum_response::{PartitionData, ReplicaState, TopicData};
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeQuorumRequest, DescribeQuorumResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::{DescribeQuorum, METADATA_SHARD};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

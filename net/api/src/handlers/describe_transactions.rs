@@ -8,9 +8,9 @@ use kafka_protocol::messages::describe_transactions_response::{TopicData, Transa
 use kafka_protocol::messages::{
     ApiKey, DescribeTransactionsRequest, DescribeTransactionsResponse, ProducerId, TopicName,
 };
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

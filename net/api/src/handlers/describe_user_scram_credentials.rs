@@ -14,8 +14,8 @@ use kafka_protocol::messages::describe_user_scram_credentials_response::{
 use kafka_protocol::messages::{
     ApiKey, DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
 };
-use kernel::shard::Shard;
-use runtimes::cluster_runtime::{self, ClusterView};
+use runtimes::cluster_runtime::{self};
+use runtimes::Shard;
 use security::acl::Operation;
 use security::sasl::ScramMechanism;
 use std::collections::BTreeMap;
@@ -50,7 +50,7 @@ pub fn credentials_by_user(image: &MetadataImage) -> BTreeMap<String, Vec<(i8, i
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DescribeUserScramCredentialsRequest = request.decode()?;
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let users = credentials_by_user(&image);
         let result = |name: &str, infos: &[(i8, i32)]| {
             let mut result = DescribeUserScramCredentialsResult::default();

@@ -7,9 +7,9 @@ use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, EndTxnRequest, EndTxnResponse, ProducerId};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -14,8 +14,8 @@ use engine::TopicPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::replication_runtime::ServeFollowerFetch;
+use runtimes::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 

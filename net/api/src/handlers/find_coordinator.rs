@@ -11,11 +11,11 @@ use engine::ErrorCode;
 use kafka_protocol::messages::find_coordinator_response::Coordinator;
 use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::{partition_leader_on, LeaderEndpoint};
 use runtimes::group_runtime::{self, OFFSETS_TOPIC};
 use runtimes::txn_runtime;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

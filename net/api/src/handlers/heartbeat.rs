@@ -5,9 +5,9 @@ use super::{Handler, HandlerFuture, Request};
 use coordinators::group::HeartbeatRequest as CoreHeartbeat;
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -9,10 +9,10 @@ use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use kernel::shard::Shard;
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

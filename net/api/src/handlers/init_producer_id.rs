@@ -15,10 +15,10 @@
 use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::producer_id_pool::next_producer_id;
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -6,9 +6,9 @@ use coordinators::group::LeavingMember;
 use engine::ErrorCode;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{ApiKey, LeaveGroupRequest, LeaveGroupResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

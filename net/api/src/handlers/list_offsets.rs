@@ -9,10 +9,10 @@ use kafka_protocol::messages::list_offsets_response::{
 };
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::routing::{run_authorized, run_checked};
 use runtimes::routing::{PartitionOp, PartitionReply};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -14,9 +14,8 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
-use runtimes::cluster_runtime::ClusterView;
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -31,7 +30,7 @@ pub const HANDLER: Handler = Handler {
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: ListPartitionReassignmentsRequest = request.decode()?;
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         // `topics: null` asks for every reassignment.
         let wanted = |topic: &str, partition: i32| {
             body.topics.as_ref().is_none_or(|topics| {

@@ -8,9 +8,9 @@ use kafka_protocol::messages::list_transactions_response::TransactionState;
 use kafka_protocol::messages::{
     ApiKey, ListTransactionsRequest, ListTransactionsResponse, ProducerId, TransactionalId,
 };
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::txn_runtime;
+use runtimes::Shard;
 use security::acl::{Operation, ResourceType};
 use std::rc::Rc;
 

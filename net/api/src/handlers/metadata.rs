@@ -9,10 +9,10 @@ use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
-use kernel::shard::Shard;
 use kernel::topics::{valid_topic_name, TopicEntry};
 use runtimes::admin_changes::{self, ControllerRequest};
-use runtimes::cluster_runtime::{self, own_endpoint, ClusterView};
+use runtimes::cluster_runtime::{self, own_endpoint};
+use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::rc::Rc;
 
@@ -101,7 +101,7 @@ pub struct ListedBroker {
 /// order, with their addresses on listener `listener`, and this broker: it serves the request, so it is alive, even
 /// while its own registration is being committed.
 pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     let own = shard.config.broker_id;
     let mut brokers: Vec<ListedBroker> = image
         .brokers()
@@ -132,7 +132,9 @@ pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
 /// none is known (a client then retries here).
 pub fn active_controller(shard: &Shard) -> i32 {
     shard
-        .service::<ClusterView>()
+        .runtime()
+        .view
+        .clone()
         .quorum()
         .leader_id
         .unwrap_or(shard.config.broker_id)
@@ -207,7 +209,7 @@ fn error_topic(name: Option<String>, id: [u8; 16], error_code: ErrorCode) -> Met
 
 fn topic_metadata(shard: &Shard, entry: &TopicEntry, version: i16) -> MetadataResponseTopic {
     let own = BrokerId(shard.config.broker_id);
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     let placed = image
         .topic_by_name(&entry.name)
         .filter(|topic| topic.topic_id == entry.topic_id);

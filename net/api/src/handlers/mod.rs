@@ -14,7 +14,7 @@ use futures::future::LocalBoxFuture;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
+use runtimes::Shard;
 use security::Session;
 use std::rc::Rc;
 use std::time::Instant;

@@ -11,9 +11,9 @@ use kafka_protocol::messages::offset_commit_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::collections::HashMap;
 use std::rc::Rc;

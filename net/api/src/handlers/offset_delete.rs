@@ -8,9 +8,9 @@ use kafka_protocol::messages::offset_delete_response::{
     OffsetDeleteResponsePartition, OffsetDeleteResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -10,9 +10,9 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::collections::BTreeMap;
 use std::rc::Rc;

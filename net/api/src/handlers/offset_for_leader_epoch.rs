@@ -20,10 +20,10 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 };
 use kafka_protocol::messages::{ApiKey, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use kernel::error::RequestError;
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::routing::run_authorized;
 use runtimes::routing::{PartitionOp, PartitionReply};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -16,8 +16,7 @@ use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslAuthenticateResponse};
 use kernel::config::sasl::SaslConfig;
 use kernel::error::RequestError;
-use kernel::shard::Shard;
-use runtimes::cluster_runtime::ClusterView;
+use runtimes::Shard;
 use security::sasl::{CredentialSource, ScramCredential, ScramMechanism, Step};
 use security::{Principal, Session};
 use std::rc::Rc;
@@ -75,7 +74,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let credentials = BrokerCredentials {
             config: &shard.config.sasl,
             listener: &session.listener,
-            image: shard.service::<ClusterView>().image(),
+            image: shard.runtime().view.image(),
         };
         let outcome = session.sasl_step(&body.auth_bytes, &credentials);
         let failure = match outcome {

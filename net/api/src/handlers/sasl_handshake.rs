@@ -9,7 +9,7 @@
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SaslHandshakeRequest, SaslHandshakeResponse};
-use kernel::shard::Shard;
+use runtimes::Shard;
 use security::sasl::Mechanism;
 use std::rc::Rc;
 

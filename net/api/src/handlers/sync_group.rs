@@ -5,9 +5,9 @@ use super::{str_bytes, Handler, HandlerFuture, Request};
 use coordinators::group::SyncRequest;
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SyncGroupRequest, SyncGroupResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -24,11 +24,11 @@ use kafka_protocol::messages::txn_offset_commit_response::{
     TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
 };
 use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::partition_leader;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

@@ -9,10 +9,10 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{ApiKey, WriteTxnMarkersRequest, WriteTxnMarkersResponse};
-use kernel::shard::Shard;
 use runtimes::cluster_runtime;
 use runtimes::routing::run_authorized;
 use runtimes::routing::{PartitionOp, PartitionReply};
+use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 

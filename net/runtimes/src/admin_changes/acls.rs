@@ -6,8 +6,8 @@
 
 use super::commit::commit;
 use crate::cluster_runtime::ControllerRpc;
+use crate::Shard;
 use engine::ErrorCode;
-use kernel::shard::Shard;
 use std::rc::Rc;
 
 /// Commits an ACL change ([`ControllerRpc::CreateAcls`] or

@@ -12,14 +12,12 @@
 
 use super::config_ops::{edit_list, ConfigOpKind};
 use super::reconcile::wait_reconciled;
-use super::{ControllerState, CONTROLLER_SHARD};
-use crate::cluster_runtime::{
-    call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc,
-};
+use super::CONTROLLER_SHARD;
+use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::Shard;
 use engine::config::kafka_topic_configs::spec_of_broker_name;
 use engine::{ErrorCode, TopicConfig};
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -95,17 +93,17 @@ pub struct AlterBrokerConfigs {
     pub validate_only: bool,
 }
 
-impl OwnerCall for AlterBrokerConfigs {
+impl OwnerCall<crate::ShardRuntime> for AlterBrokerConfigs {
     type Reply = Result<(), (ErrorCode, String)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        let state = shard.service::<ControllerState>();
+        let state = shard.runtime().admin_changes.clone();
         let _permit = state
             .lock
             .acquire_permit(1)
             .await
             .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let current = image
             .broker_configs()
             .get(&self.broker)

@@ -4,12 +4,10 @@
 
 use super::reconcile::wait_reconciled;
 use super::CONTROLLER_SHARD;
-use crate::cluster_runtime::{
-    call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc,
-};
+use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::Shard;
 use engine::ErrorCode;
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -21,7 +19,7 @@ const VIEW_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Commit(pub ControllerRpc);
 
-impl OwnerCall for Commit {
+impl OwnerCall<crate::ShardRuntime> for Commit {
     /// The metadata offset the change committed at.
     type Reply = Result<i64, (ErrorCode, String)>;
 
@@ -46,7 +44,7 @@ pub async fn commit(shard: &Rc<Shard>, change: ControllerRpc) -> Result<(), (Err
         .call(CONTROLLER_SHARD, Commit(change))
         .await
         .map_err(|e| (ErrorCode::NotController, e.to_string()))??;
-    let view = shard.service::<ClusterView>();
+    let view = shard.runtime().view.clone();
     let _ = glommio::timer::timeout(VIEW_WAIT, async {
         let (mut sequence, mut image, _) = view.current();
         while image.last_applied_offset() < offset {

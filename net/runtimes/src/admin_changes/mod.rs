@@ -33,9 +33,9 @@ mod topic_id;
 pub use config_ops::{altered_config, ConfigOpKind};
 pub use reconcile::{start as start_reconciler, wait_reconciled, Reconciler};
 
+use crate::Shard;
 use engine::ErrorCode;
 use kernel::call::OwnerCall;
-use kernel::shard::{Shard, ShardService};
 use kernel::topics::TopicUpdate;
 use std::rc::Rc;
 
@@ -105,15 +105,15 @@ pub struct ControllerState {
     lock: glommio::sync::Semaphore,
 }
 
-impl ShardService for ControllerState {
-    fn build(_shard: &Shard) -> Self {
+impl Default for ControllerState {
+    fn default() -> Self {
         ControllerState {
             lock: glommio::sync::Semaphore::new(1),
         }
     }
 }
 
-impl OwnerCall for ControllerRequest {
+impl OwnerCall<crate::ShardRuntime> for ControllerRequest {
     type Reply = ControllerReply;
 
     async fn run(self, shard: Rc<Shard>) -> ControllerReply {
@@ -138,7 +138,7 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
 
 /// Runs a change on the controller shard (serialized).
 async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
-    let state = shard.service::<ControllerState>();
+    let state = shard.runtime().admin_changes.clone();
     let _permit = state
         .lock
         .acquire_permit(1)

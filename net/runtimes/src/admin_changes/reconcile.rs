@@ -18,17 +18,15 @@
 //! waits for its commit's offset with [`wait_reconciled`].
 
 use super::topic_id::random_topic_id;
-use crate::cluster_runtime::{
-    call_controller_until_answered, ClusterView, ControllerReply, ControllerRpc, MetadataQuorum,
-};
+use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
 use crate::replication_runtime::ApplyPartitionState;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
+use crate::Shard;
 use cluster::metadata::{MetadataImage, PartitionState, TopicImage};
 use engine::types::TopicId;
 use engine::{ErrorCode, TopicConfig, TopicPartition};
 use futures::channel::oneshot;
 use kernel::mesh::Envelope;
-use kernel::shard::{Shard, ShardService};
 use kernel::topics::{TopicEntry, TopicUpdate};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
@@ -53,12 +51,6 @@ pub struct Reconciler {
     strays_checked: Cell<bool>,
 }
 
-impl ShardService for Reconciler {
-    fn build(_shard: &Shard) -> Self {
-        Reconciler::default()
-    }
-}
-
 impl Reconciler {
     fn reconciled(&self, offset: i64) {
         self.reconciled_offset.set(offset);
@@ -78,7 +70,7 @@ const RECONCILE_WAIT: Duration = Duration::from_secs(10);
 
 /// Waits until this broker has applied the metadata up to `offset`.
 pub async fn wait_reconciled(shard: &Rc<Shard>, offset: i64) {
-    let reconciler = shard.service::<Reconciler>();
+    let reconciler = shard.runtime().reconciler.clone();
     if reconciler.reconciled_offset.get() >= offset {
         return;
     }
@@ -94,10 +86,10 @@ pub async fn wait_reconciled(shard: &Rc<Shard>, offset: i64) {
 /// Starts the reconciler (and the adoption of topics found on disk when the
 /// metadata log is new) on the metadata shard; a no-op elsewhere.
 pub fn start(shard: &Rc<Shard>) {
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
         return;
     };
-    let reconciler = shard.service::<Reconciler>();
+    let reconciler = shard.runtime().reconciler.clone();
     let found_on_disk = shard.topics.borrow().iter().any(|e| e.version == 0);
     if quorum.started_fresh() && found_on_disk {
         reconciler.adopting.set(true);
@@ -107,8 +99,8 @@ pub fn start(shard: &Rc<Shard>) {
 }
 
 async fn run(shard: Rc<Shard>) {
-    let view = shard.service::<ClusterView>();
-    let reconciler = shard.service::<Reconciler>();
+    let view = shard.runtime().view.clone();
+    let reconciler = shard.runtime().reconciler.clone();
     let mut sequence = 0;
     loop {
         let (newer, image) = view.newer_than(sequence).await;
@@ -446,7 +438,7 @@ async fn remove_unassigned_replicas(
 /// Whether `image` holds this process's own registration (was made after
 /// this start).
 fn registered_here(shard: &Rc<Shard>, image: &MetadataImage) -> bool {
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
         return false;
     };
     image
@@ -458,7 +450,7 @@ fn registered_here(shard: &Rc<Shard>, image: &MetadataImage) -> bool {
 /// kept metadata) with their own ids, on this broker, once it is live.
 async fn adopt_topics_on_disk(shard: Rc<Shard>) {
     let own = shard.config.broker_id;
-    let view = shard.service::<ClusterView>();
+    let view = shard.runtime().view.clone();
     let mut sequence = 0;
     loop {
         let (newer, image) = view.newer_than(sequence).await;
@@ -500,5 +492,5 @@ async fn adopt_topics_on_disk(shard: Rc<Shard>) {
             ),
         }
     }
-    shard.service::<Reconciler>().adopting.set(false);
+    shard.runtime().reconciler.clone().adopting.set(false);
 }

@@ -8,9 +8,9 @@
 //! broker that read it from its file.
 
 use super::commit::commit;
-use crate::cluster_runtime::{ClusterView, ControllerRpc, MetadataQuorum};
+use crate::cluster_runtime::ControllerRpc;
+use crate::Shard;
 use engine::ErrorCode;
-use kernel::shard::Shard;
 use security::sasl::{scram, ScramCredential, ScramMechanism};
 use std::rc::Rc;
 use std::time::Duration;
@@ -68,11 +68,11 @@ pub async fn submit(
 /// Runs on the metadata shard.
 pub async fn bootstrap(shard: Rc<Shard>) {
     let wanted = &shard.config.sasl.bootstrap_scram;
-    if wanted.is_empty() || shard.services.get::<MetadataQuorum>().is_none() {
+    if wanted.is_empty() || shard.runtime().quorum.clone().is_none() {
         return;
     }
     loop {
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let upserts: Vec<Upsert> = wanted
             .iter()
             .filter(|b| {

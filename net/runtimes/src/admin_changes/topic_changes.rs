@@ -10,11 +10,10 @@ use super::config_ops::{altered_config, ConfigOpKind};
 use super::reconcile::wait_reconciled;
 use super::topic_id::random_topic_id;
 use super::{ControllerReply, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
-use crate::cluster_runtime::ClusterView;
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
+use crate::Shard;
 use cluster::placement::internal_topic_replication_factor;
 use engine::ErrorCode;
-use kernel::shard::Shard;
 use kernel::topics::{valid_topic_name, TopicEntry, TopicUpdate};
 use std::rc::Rc;
 
@@ -131,7 +130,9 @@ fn effective_replication_factor(shard: &Shard, replication_factor: i16) -> i16 {
         DEFAULT_REPLICATION => shard.config.default_replication_factor,
         INTERNAL_REPLICATION => {
             let live = shard
-                .service::<ClusterView>()
+                .runtime()
+                .view
+                .clone()
                 .image()
                 .brokers()
                 .values()

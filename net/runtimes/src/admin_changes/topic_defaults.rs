@@ -3,11 +3,10 @@
 //! then this broker's own (Kafka's precedence; a topic's override comes on
 //! top). Read by the reconciler, the topic changes and DescribeConfigs.
 
-use crate::cluster_runtime::ClusterView;
+use crate::Shard;
 use engine::config::kafka_topic_configs::spec_of_broker_name;
 use engine::TopicConfig;
 use kernel::config::BrokerConfig;
-use kernel::shard::Shard;
 use std::collections::BTreeMap;
 
 /// Dynamic configs by resource name, as the metadata image keeps them.
@@ -32,7 +31,7 @@ pub fn effective_topic_defaults(config: &BrokerConfig, dynamic: &BrokerConfigs) 
 
 /// [`effective_topic_defaults`] of this broker, from the image it last saw.
 pub fn topic_defaults(shard: &Shard) -> TopicConfig {
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     effective_topic_defaults(&shard.config, image.broker_configs())
 }
 

@@ -6,9 +6,8 @@
 //! the cluster take effect here once the metadata reaches this broker, with
 //! no restart; after a restart they come back with the metadata log.
 
-use super::view::ClusterView;
+use crate::Shard;
 use cluster::metadata::{AclRecord, MetadataImage};
-use kernel::shard::{Shard, ShardService};
 use security::acl::{AclBinding, Authorizer, Authz};
 use security::Session;
 use std::cell::RefCell;
@@ -19,12 +18,6 @@ use std::sync::Arc;
 #[derive(Debug, Default)]
 pub struct AclView {
     built: RefCell<Option<(Arc<MetadataImage>, Rc<Authorizer>)>>,
-}
-
-impl ShardService for AclView {
-    fn build(_shard: &Shard) -> Self {
-        AclView::default()
-    }
 }
 
 /// The broker's model of a stored ACL; `None` for a record whose codes this
@@ -50,7 +43,7 @@ impl AclView {
         if !config.enabled {
             return None;
         }
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         if let Some((built_from, authorizer)) = &*self.built.borrow() {
             if Arc::ptr_eq(built_from, &image) {
                 return Some(authorizer.clone());
@@ -68,5 +61,5 @@ impl AclView {
 
 /// The authorization checks of a request made in `session`.
 pub fn authz(shard: &Shard, session: &Session) -> Authz {
-    Authz::new(shard.service::<AclView>().authorizer(shard), session)
+    Authz::new(shard.runtime().acls.clone().authorizer(shard), session)
 }

@@ -12,12 +12,12 @@
 
 use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
+use crate::Shard;
 use cluster::metadata::{
     AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
     MetadataRecord, ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
-use kernel::shard::Shard;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;

@@ -11,8 +11,8 @@ use super::active_controller;
 use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use super::transport;
+use crate::Shard;
 use engine::ErrorCode;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ pub async fn call_controller_until_answered(
     shard: &Rc<Shard>,
     request: ControllerRpc,
 ) -> Result<ControllerReply, (ErrorCode, String)> {
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
         return Err((
             ErrorCode::NotController,
             String::from("the metadata quorum runs on shard 0 only"),
@@ -158,7 +158,7 @@ const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// new leaders instead of timing out. A single node has nobody to hand
 /// its partitions to and returns at once.
 pub async fn controlled_shutdown(shard: &Rc<Shard>) {
-    let Some(quorum) = shard.services.get::<MetadataQuorum>() else {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
         return;
     };
     quorum.shutting_down.set(true);

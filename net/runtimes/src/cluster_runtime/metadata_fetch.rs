@@ -31,9 +31,9 @@
 //! The snapshot is binary after a JSON header, not inside the JSON: serde
 //! would spell each byte as a decimal number (~3.5× the size).
 
-use super::view::{ClusterView, QuorumStatus};
+use super::view::QuorumStatus;
+use crate::Shard;
 use cluster::metadata::MetadataImage;
-use kernel::shard::Shard;
 use serde::{Deserialize, Serialize};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -129,7 +129,7 @@ impl MetadataReply {
 /// image is past the asker's offset, else after the next publication or
 /// [`LONG_POLL`], whichever comes first.
 pub async fn answer(shard: &Rc<Shard>, request: &FetchMetadata) -> MetadataReply {
-    let view = shard.service::<ClusterView>();
+    let view = shard.runtime().view.clone();
     let deadline = Instant::now() + LONG_POLL;
     loop {
         // The view on the metadata shard is installed synchronously by the

@@ -3,11 +3,10 @@
 //! controller), the brokers (live, fenced), and the partitions this broker
 //! leads (offline, under-replicated — Kafka's `UnderReplicatedPartitions`).
 
-use super::view::ClusterView;
+use crate::Shard;
 use kernel::metrics::prometheus_client::collector::Collector;
 use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
 use kernel::metrics::registry::{Declared, Family, Value};
-use kernel::shard::Shard;
 
 /// The gauges, in the order they are written.
 static GAUGES: [Family; 9] = [
@@ -58,7 +57,7 @@ pub struct ClusterGauges([u64; 9]);
 impl ClusterGauges {
     /// Reads the gauges from this broker's view of the cluster.
     pub fn read(shard: &Shard) -> Self {
-        let view = shard.service::<ClusterView>();
+        let view = shard.runtime().view.clone();
         let image = view.image();
         let quorum = view.quorum();
         let own = shard.config.broker_id;

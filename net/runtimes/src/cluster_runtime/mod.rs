@@ -48,9 +48,9 @@ pub use view::{
     QuorumStatus,
 };
 
+use crate::Shard;
 use futures::channel::mpsc;
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -64,20 +64,30 @@ pub fn node_id(raft_id: u64) -> i32 {
     i32::try_from(raft_id.saturating_sub(1)).unwrap_or(i32::MAX)
 }
 
-/// Starts the quorum member, its listener and links, the registration and
-/// the controller's timers, on the metadata shard (a no-op elsewhere).
-/// Returns once the member is open; the rest runs in tasks.
-pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
+/// Opens the quorum member on the metadata shard (none elsewhere): a voter
+/// opens its metadata log, an observer (a broker-only node) nothing.
+pub fn open_quorum(shard: &Shard) -> Result<Option<MetadataQuorum>, String> {
     if shard.id != METADATA_SHARD {
-        return Ok(());
+        return Ok(None);
     }
+    let config = &shard.config;
+    if config.cluster.is_observer(config.broker_id) {
+        return Ok(Some(MetadataQuorum::observer(shard)));
+    }
+    MetadataQuorum::open(shard).map(Some)
+}
+
+/// Starts the quorum member's listener and links, the registration and
+/// the controller's timers, on the metadata shard (a no-op elsewhere).
+pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
+        return Ok(());
+    };
     let config = shard.config.clone();
     if config.cluster.is_observer(config.broker_id) {
-        start_observer(shard);
+        start_observer(quorum, shard);
         return Ok(());
     }
-    let quorum = MetadataQuorum::open(shard)?;
-    let quorum = shard.services.get_or_build(|| quorum);
     if !config.cluster.is_single_node() {
         let own = config
             .cluster
@@ -122,7 +132,7 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
 
 /// A broker-only node: the observer's fetch loop and the broker's
 /// registration, no Raft node, no listener, no controller timers.
-fn start_observer(shard: &Rc<Shard>) {
+fn start_observer(quorum: Rc<MetadataQuorum>, shard: &Rc<Shard>) {
     let config = &shard.config;
     let why = if config.cluster.roles.is_some() {
         "process.roles=broker"
@@ -133,8 +143,6 @@ fn start_observer(shard: &Rc<Shard>) {
         node_id = config.broker_id,
         "starting as a broker-only node, an observer of the metadata quorum: {why}"
     );
-    let quorum = MetadataQuorum::observer(shard);
-    let quorum = shard.services.get_or_build(|| quorum);
     glommio::spawn_local(observer::run(quorum.clone(), shard.clone())).detach();
     glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
 }
@@ -171,13 +179,14 @@ async fn run_ticker(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
 #[derive(Debug)]
 pub struct DescribeQuorum;
 
-impl OwnerCall for DescribeQuorum {
+impl OwnerCall<crate::ShardRuntime> for DescribeQuorum {
     type Reply = Option<QuorumDescription>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
         shard
-            .services
-            .get::<MetadataQuorum>()
+            .runtime()
+            .quorum
+            .clone()
             .map(|quorum| quorum.describe())
     }
 }
@@ -187,7 +196,7 @@ impl OwnerCall for DescribeQuorum {
 #[derive(Debug)]
 pub struct SendToController(pub ControllerRpc);
 
-impl OwnerCall for SendToController {
+impl OwnerCall<crate::ShardRuntime> for SendToController {
     type Reply = Result<ControllerReply, (engine::ErrorCode, String)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {

@@ -12,9 +12,9 @@ use super::metadata_fetch::FetchMetadata;
 use super::quorum::MetadataQuorum;
 use super::transport;
 use super::view::QuorumStatus;
+use crate::Shard;
 use glommio::net::TcpStream;
 use kernel::cluster_config::Voter;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -21,11 +21,11 @@
 
 use super::raft_id;
 use super::view::{publish, QuorumStatus};
+use crate::Shard;
 use cluster::metadata::{BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine};
 use cluster::quorum::node::{QuorumConfig, QuorumNode};
 use cluster::quorum::storage::{FileStorage, LogStore};
 use futures::channel::{mpsc, oneshot};
-use kernel::shard::Shard;
 use raft::eraftpb::Message;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

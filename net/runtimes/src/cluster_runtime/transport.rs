@@ -20,12 +20,12 @@ use super::frame::{
 use super::metadata_fetch::{self, FetchMetadata, MetadataReply};
 use super::quorum::MetadataQuorum;
 use super::rpc::{self, ControllerReply, ControllerRpc};
+use crate::Shard;
 use futures::channel::mpsc;
 use futures::StreamExt;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use kernel::cluster_config::Voter;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 

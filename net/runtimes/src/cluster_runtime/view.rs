@@ -6,10 +6,10 @@
 //! Each publication carries a sequence number: the copies travel as
 //! separate envelopes, and one that arrives after a newer one is ignored.
 
+use crate::Shard;
 use cluster::metadata::MetadataImage;
 use futures::channel::oneshot;
 use kernel::mesh::Envelope;
-use kernel::shard::{Shard, ShardService};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -33,12 +33,6 @@ pub struct ClusterView {
     current: RefCell<(u64, Arc<MetadataImage>, QuorumStatus)>,
     /// Tasks waiting for the next publication.
     watchers: RefCell<Vec<oneshot::Sender<()>>>,
-}
-
-impl ShardService for ClusterView {
-    fn build(_shard: &Shard) -> Self {
-        ClusterView::default()
-    }
 }
 
 impl ClusterView {
@@ -98,7 +92,9 @@ impl ClusterView {
 /// Installs a new copy here and sends it to every other shard.
 pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
     shard
-        .service::<ClusterView>()
+        .runtime()
+        .view
+        .clone()
         .install(sequence, image.clone(), status.clone());
     for other in (0..shard.count).filter(|&s| s != shard.id) {
         let (image, status) = (image.clone(), status.clone());
@@ -109,7 +105,9 @@ pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, stat
                 receiver.id
             );
             receiver
-                .service::<ClusterView>()
+                .runtime()
+                .view
+                .clone()
                 .install(sequence, image, status);
         });
         let shard = shard.clone();
@@ -153,7 +151,7 @@ pub fn partition_leader_on(
 ) -> Result<LeaderEndpoint, engine::ErrorCode> {
     let (host, port) = own_endpoint(shard, listener);
     let own = (shard.config.broker_id, host, port);
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     let Some(topic) = image.topic_by_name(topic) else {
         return Ok(own);
     };

@@ -5,13 +5,13 @@
 use super::persist::persist;
 use super::replay::{loaded_lease, unload_lost};
 use super::{offsets_partitions, GroupReply, GroupRequest, GroupRuntime};
+use crate::Shard;
 use coordinators::group::{
     offsets_partition_for, GroupCoordinator, GroupResponse, JoinOutcome, JoinRequest, Record,
     RequestToken, SyncOutcome, SyncRequest, TopicInfo, TopicPartition,
 };
 use engine::ErrorCode;
 use futures::channel::oneshot;
-use kernel::shard::Shard;
 use std::rc::Rc;
 
 /// What a call produced before anything is persisted.
@@ -23,7 +23,7 @@ enum Immediate {
 /// Owner side: check the lease of the group's partition (loading it if
 /// needed), step the coordinator, persist, answer.
 pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
-    let runtime = &*shard.service::<GroupRuntime>();
+    let runtime = &*shard.runtime().groups.clone();
     let partition = request_partition(shard, &request);
     match partition {
         Some(partition) => {

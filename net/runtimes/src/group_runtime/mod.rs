@@ -25,8 +25,8 @@
 //!   (acks=all) under the loaded lease; a partition whose write fails is
 //!   unloaded, so memory never holds what the log does not.
 //!
-//! The [`GroupRuntime`] is a [`ShardService`]: one per shard, found with
-//! `shard.service::<GroupRuntime>()`.
+//! The [`GroupRuntime`] is one per shard, a field of the shard's runtimes
+//! (`shard.runtime().groups`).
 
 mod execute;
 mod persist;
@@ -38,6 +38,7 @@ pub use timer::run_timer;
 
 use crate::admin_changes::{self, ControllerRequest};
 use crate::replication_runtime::LeaderLease;
+use crate::Shard;
 use coordinators::group::coordinator::DescribedGroup;
 use coordinators::group::{
     offsets_partition_for, ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse,
@@ -49,7 +50,7 @@ use engine::ErrorCode;
 use futures::channel::oneshot;
 use glommio::sync::Semaphore;
 use kernel::call::OwnerCall;
-use kernel::shard::{Shard, ShardService};
+use kernel::config::BrokerConfig;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -181,13 +182,12 @@ pub struct GroupRuntime {
     load_lock: Semaphore,
 }
 
-impl ShardService for GroupRuntime {
+impl GroupRuntime {
     /// An empty runtime; member ids are seeded from 56 random bits and the
     /// shard id, so that no two shards hand out the same ids and no two
     /// starts (almost surely) either. Randomness rather than the clock: a
     /// test's manual clock would repeat seeds across restarts.
-    fn build(shard: &Shard) -> Self {
-        let (config, shard_id) = (&shard.config, shard.id);
+    pub fn new(config: &BrokerConfig, shard_id: usize) -> Self {
         let random_bits = rand::random::<u64>() & ((1 << 56) - 1);
         let group_config = GroupConfig {
             member_id_seed: random_bits | ((shard_id as u64) << 56),
@@ -304,7 +304,7 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: GroupRequest) -> 
     }
 }
 
-impl OwnerCall for GroupRequest {
+impl OwnerCall<crate::ShardRuntime> for GroupRequest {
     type Reply = GroupReply;
 
     async fn run(self, shard: Rc<Shard>) -> GroupReply {

@@ -10,12 +10,12 @@
 use super::replay::unload;
 use super::{offsets_partitions, GroupRuntime, OFFSETS_TOPIC};
 use crate::replication_runtime::{append_as_leader, coordinator_error};
+use crate::Shard;
 use coordinators::group::records::{decode_key, RecordKey};
 use coordinators::group::{offsets_partition_for, Record};
 use engine::batch::header::Compression;
 use engine::batch::BatchBuilder;
 use engine::ErrorCode;
-use kernel::shard::Shard;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;

@@ -12,11 +12,11 @@
 
 use super::{GroupRuntime, OFFSETS_TOPIC, REPLAY_READ_BYTES};
 use crate::replication_runtime::{leader_lease, wait_committed_to_end, LeaderLease};
+use crate::Shard;
 use coordinators::group::offsets_partition_for;
 use engine::batch::{batches, records};
 use engine::log::ReadMode;
 use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
 /// timer tick loads it again.
 pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
     if tp.topic == OFFSETS_TOPIC {
-        unload(shard, &shard.service::<GroupRuntime>(), tp.partition);
+        unload(shard, &shard.runtime().groups.clone(), tp.partition);
     }
 }
 

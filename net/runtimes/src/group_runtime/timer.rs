@@ -3,8 +3,8 @@
 use super::execute::deliver;
 use super::persist::persist;
 use super::replay::{led_unloaded, loaded_lease, unload_lost};
-use super::{GroupRuntime, TIMER_MAX_SLEEP_MS};
-use kernel::shard::Shard;
+use super::TIMER_MAX_SLEEP_MS;
+use crate::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 /// leads (their groups' timers stop with them), loads the ones it has come
 /// to lead, and ticks the coordinator at its next deadline.
 pub async fn run_timer(shard: Rc<Shard>) {
-    let runtime = shard.service::<GroupRuntime>();
+    let runtime = shard.runtime().groups.clone();
     loop {
         unload_lost(&shard, &runtime);
         for partition in led_unloaded(&shard, &runtime) {

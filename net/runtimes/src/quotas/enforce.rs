@@ -3,8 +3,7 @@
 //! `throttle_time_ms` to answer with.
 
 use super::{QuotaKind, QuotaManager};
-use crate::cluster_runtime::ClusterView;
-use kernel::shard::Shard;
+use crate::Shard;
 use security::Session;
 
 /// The user a quota knows the session as: the principal's name for a
@@ -52,14 +51,12 @@ fn throttle(
         &str,
     ) -> u64,
 ) -> i32 {
-    let Some(manager) = shard.services.get::<QuotaManager>() else {
-        return 0;
-    };
-    let image = shard.service::<ClusterView>().image();
+    let manager = &shard.runtime().quotas;
+    let image = shard.runtime().view.image();
     if image.client_quotas().is_empty() {
         return 0;
     }
-    let ms = measure(&manager, image.client_quotas(), &quota_user(session));
+    let ms = measure(manager, image.client_quotas(), &quota_user(session));
     if ms == 0 {
         return 0;
     }

@@ -6,10 +6,10 @@
 
 use super::roles::{ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};
 use super::{follower, leader};
+use crate::Shard;
 use cluster::replication::{LeaderConfig, LeaderInit, LeaderState};
 use engine::{PartitionLog, TopicPartition};
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -33,7 +33,7 @@ pub struct ApplyPartitionState {
     pub min_insync_replicas: usize,
 }
 
-impl OwnerCall for ApplyPartitionState {
+impl OwnerCall<crate::ShardRuntime> for ApplyPartitionState {
     type Reply = ();
 
     async fn run(self, shard: Rc<Shard>) {
@@ -55,7 +55,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
     let Some(log) = shard.logs.get(&state.tp) else {
         return;
     };
-    let manager = shard.service::<ReplicaManager>();
+    let manager = shard.runtime().replicas.clone();
     let own = shard.config.broker_id;
     if state.leader == own {
         log.set_leader_epoch(state.leader_epoch.max(log.leader_epoch()));

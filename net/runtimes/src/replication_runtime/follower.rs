@@ -22,15 +22,14 @@
 //! OffsetForLeaderEpoch (see [`super::truncation`]).
 
 use super::client::KafkaConnection;
-use super::roles::ReplicaManager;
 use super::truncation::{truncate_on_divergence, truncate_to_leader};
 use crate::cluster_runtime::partition_leader;
+use crate::Shard;
 use cluster::replication::{diverging_epoch_from_wire, EpochEndOffset, UNDEFINED_EPOCH};
 use engine::{ErrorCode, PartitionLog, TopicPartition};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kernel::shard::Shard;
 use std::net::ToSocketAddrs;
 use std::rc::Rc;
 use std::time::Duration;
@@ -55,7 +54,7 @@ pub async fn run_fetcher(
     leader_epoch: i32,
     generation: u64,
 ) {
-    let manager = shard.service::<ReplicaManager>();
+    let manager = shard.runtime().replicas.clone();
     let mut ask_epoch_end = false;
     while manager.is_current(&tp, generation) {
         let session = Session {
@@ -131,7 +130,7 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         generation,
         ask_epoch_end,
     } = session;
-    let manager = shard.service::<ReplicaManager>();
+    let manager = shard.runtime().replicas.clone();
     let log = shard.logs.get(tp).ok_or("the local replica is gone")?;
     let (node, host, port) =
         partition_leader(shard, &tp.topic, tp.partition).map_err(|code| code.to_string())?;

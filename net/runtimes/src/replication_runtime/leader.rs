@@ -4,10 +4,9 @@
 //! log as its replication limit, which wakes acks=all produces and
 //! consumers' long polls. A timer proposes ISR changes to the controller.
 
-use super::roles::{ReplicaManager, Role};
-use crate::cluster_runtime::{
-    ClusterView, ControllerReply, ControllerRpc, SendToController, METADATA_SHARD,
-};
+use super::roles::Role;
+use crate::cluster_runtime::{ControllerReply, ControllerRpc, SendToController, METADATA_SHARD};
+use crate::Shard;
 use bytes::Bytes;
 use cluster::replication::{
     diverging_epoch_of_answer, last_fetched_epoch_from_wire, Acks, AlterPartitionRejection,
@@ -16,7 +15,6 @@ use cluster::replication::{
 use engine::log::ReadMode;
 use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -64,7 +62,7 @@ fn assert_leads_as(state: &LeaderState, own: i32, tp: &TopicPartition) {
 /// replicated, or this broker leads it.
 pub fn serves_clients(shard: &Shard, tp: &TopicPartition) -> bool {
     !matches!(
-        shard.service::<ReplicaManager>().role(tp),
+        shard.runtime().replicas.clone().role(tp),
         Some((_, Role::Follower { .. } | Role::Offline))
     )
 }
@@ -79,7 +77,7 @@ pub struct Leadership {
 /// This shard's leadership of `tp` now, if it is a replicated partition
 /// this shard leads (`None`: not replicated, the single-node rules apply).
 pub fn leadership(shard: &Shard, tp: &TopicPartition) -> Option<Leadership> {
-    match shard.service::<ReplicaManager>().role(tp) {
+    match shard.runtime().replicas.clone().role(tp) {
         Some((generation, Role::Leader(state))) => {
             assert_leads_as(&state.borrow(), shard.config.broker_id, tp);
             Some(Leadership { generation, state })
@@ -120,7 +118,7 @@ pub async fn wait_acks_all(
     timeout: Option<Duration>,
     leadership: &Leadership,
 ) -> Result<(), ErrorCode> {
-    let manager = shard.service::<ReplicaManager>();
+    let manager = shard.runtime().replicas.clone();
     let current = || manager.is_current(tp, leadership.generation);
     // The engine's durability wait is on what is published here (durable
     // under `fsync`, written otherwise): the offset the HW counts.
@@ -177,7 +175,7 @@ pub struct LeaderLease {
 /// holds its only replica. `None` while it follows, is offline, was moved
 /// off, or has no log for it.
 pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
-    match shard.service::<ReplicaManager>().role(tp) {
+    match shard.runtime().replicas.clone().role(tp) {
         Some((generation, Role::Leader(state))) => {
             let state = state.borrow();
             assert_leads_as(&state, shard.config.broker_id, tp);
@@ -202,7 +200,7 @@ pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
 /// no lease is handed out in that window, so a coordinator never acts on a
 /// partition it may not lead.
 fn serves_alone(shard: &Shard, tp: &TopicPartition) -> bool {
-    let image = shard.service::<ClusterView>().image();
+    let image = shard.runtime().view.image();
     let Some(topic) = image.topic_by_name(&tp.topic) else {
         return true;
     };
@@ -452,7 +450,7 @@ impl ServeFollowerFetch {
     }
 }
 
-impl OwnerCall for ServeFollowerFetch {
+impl OwnerCall<crate::ShardRuntime> for ServeFollowerFetch {
     type Reply = FollowerFetchReply;
 
     async fn run(self, shard: Rc<Shard>) -> FollowerFetchReply {
@@ -468,7 +466,7 @@ impl OwnerCall for ServeFollowerFetch {
         let Some(log) = shard.logs.get(&self.tp) else {
             return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
         };
-        let Some(state) = shard.service::<ReplicaManager>().leader_state(&self.tp) else {
+        let Some(state) = shard.runtime().replicas.clone().leader_state(&self.tp) else {
             return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
         };
         if let Err(e) = state.borrow().check_leader_epoch(self.current_leader_epoch) {
@@ -531,7 +529,7 @@ fn bytes_of(data: ReadData) -> Option<Bytes> {
 /// The leader's timer for one partition, while `generation` is its role:
 /// keeps the HW up to the local log and proposes ISR changes.
 pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
-    let manager = shard.service::<ReplicaManager>();
+    let manager = shard.runtime().replicas.clone();
     let (topic_id, own) = match shard.topics.borrow().get(&tp.topic) {
         Some(entry) => (entry.topic_id, shard.config.broker_id),
         None => return,
@@ -553,7 +551,7 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
         // KIP-841: a fenced broker may not join an ISR; the controller would
         // refuse it, so do not ask (the proposal comes back next tick only
         // while the follower still looks caught up).
-        let image = shard.service::<ClusterView>().image();
+        let image = shard.runtime().view.image();
         let ineligible = proposal.kind == IsrChangeKind::Expand
             && proposal
                 .new_isr

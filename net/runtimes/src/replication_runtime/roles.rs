@@ -1,11 +1,11 @@
 //! [`ReplicaManager`]: the roles of one shard's replicated partitions, each
 //! with a generation so that a task started for a role stops when it ends.
 
+use crate::Shard;
 use cluster::replication::LeaderState;
 use engine::log::watch::OffsetWatch;
 use engine::TopicPartition;
 use kernel::metrics::ReplicationCounters;
-use kernel::shard::{Shard, ShardService};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -57,12 +57,6 @@ impl Default for ReplicaManager {
             on_leadership: RefCell::default(),
             counters: RefCell::default(),
         }
-    }
-}
-
-impl ShardService for ReplicaManager {
-    fn build(_shard: &Shard) -> Self {
-        ReplicaManager::default()
     }
 }
 

@@ -16,6 +16,7 @@
 
 use super::client::KafkaConnection;
 use super::roles::ReplicaManager;
+use crate::Shard;
 use cluster::replication::{truncation_offset, EpochEndOffset, TruncationPoint};
 use engine::{ErrorCode, PartitionLog, TopicPartition};
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
@@ -25,7 +26,6 @@ use kafka_protocol::messages::{
     ApiKey, BrokerId, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kernel::shard::Shard;
 
 /// OffsetForLeaderEpoch v3: replica id and current leader epoch.
 const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 3;

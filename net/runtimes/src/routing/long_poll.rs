@@ -2,10 +2,10 @@
 //! the fetcher's offset, on the partitions' owner shards.
 
 use super::split::split_by_owner;
+use crate::Shard;
 use engine::TopicPartition;
 use futures::future::{select, select_all};
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ pub struct WaitForData {
     pub parts: Vec<(TopicPartition, i64)>,
 }
 
-impl OwnerCall for WaitForData {
+impl OwnerCall<crate::ShardRuntime> for WaitForData {
     type Reply = ();
     const CANCEL_WHEN_ASKER_GONE: bool = true;
 

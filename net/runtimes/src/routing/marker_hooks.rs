@@ -4,9 +4,9 @@
 //! partition is one of `__consumer_offsets` (a hook, so that routing does
 //! not depend on the coordinators above it).
 
+use crate::Shard;
 use engine::{ErrorCode, TopicPartition};
 use futures::future::LocalBoxFuture;
-use kernel::shard::{Shard, ShardService};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -22,12 +22,6 @@ pub struct MarkerHooks {
     hooks: RefCell<Vec<MarkerHook>>,
 }
 
-impl ShardService for MarkerHooks {
-    fn build(_shard: &Shard) -> Self {
-        MarkerHooks::default()
-    }
-}
-
 impl MarkerHooks {
     /// Adds a hook, run after every marker this shard writes.
     pub fn add(&self, hook: MarkerHook) {
@@ -41,7 +35,7 @@ impl MarkerHooks {
         producer_id: i64,
         commit: bool,
     ) -> Result<(), ErrorCode> {
-        let hooks = shard.service::<MarkerHooks>().hooks.borrow().clone();
+        let hooks = shard.runtime().marker_hooks.clone().hooks.borrow().clone();
         for hook in hooks {
             hook(shard.clone(), tp.clone(), producer_id, commit).await?;
         }

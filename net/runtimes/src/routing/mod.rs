@@ -20,11 +20,11 @@ pub use marker_hooks::{MarkerHook, MarkerHooks};
 pub use ops::{PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData};
 pub use split::{join_by_position, split_by_owner};
 
+use crate::Shard;
 use engine::ErrorCode;
 use engine::TopicPartition;
 use futures::future::join_all;
 use kernel::call::OwnerCall;
-use kernel::shard::Shard;
 use ops::OpKind;
 use std::rc::Rc;
 
@@ -35,7 +35,7 @@ pub struct PartitionWork {
     pub ops: Vec<PartitionOp>,
 }
 
-impl OwnerCall for PartitionWork {
+impl OwnerCall<crate::ShardRuntime> for PartitionWork {
     type Reply = Vec<PartitionReply>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {

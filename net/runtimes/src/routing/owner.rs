@@ -7,12 +7,12 @@ use super::ops::{
     OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
 };
 use crate::replication_runtime;
+use crate::Shard;
 use engine::log::ReadMode;
 use engine::ErrorCode;
 use engine::ReadData;
 use engine::TopicPartition;
 use futures::future::join_all;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -55,9 +55,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
         PartitionOp::Delete { tp } => {
             let deleted = shard.logs.delete_partition(&tp).await;
             if deleted.is_ok() {
-                shard
-                    .service::<replication_runtime::ReplicaManager>()
-                    .forget_deleted(&tp);
+                shard.runtime().replicas.clone().forget_deleted(&tp);
             }
             PartitionReply::Done(deleted.map_err(|e| e.error_code()))
         }

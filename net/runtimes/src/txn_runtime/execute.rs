@@ -8,15 +8,15 @@ use super::{
     ensure_txn_topic, GroupMember, TxnReply, TxnRequest, TxnRuntime, FAULT_CRASH_AFTER_PREPARE,
 };
 use crate::producer_id_pool::next_producer_id;
+use crate::Shard;
 use coordinators::txn::{txn_partition_for, EndStep, InitStep, PendingOffset};
 use engine::ErrorCode;
 use glommio::sync::StaticPermit;
-use kernel::shard::Shard;
 use std::rc::Rc;
 
 /// Owner side: serves one request.
 pub(super) async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply {
-    let rt = shard.service::<TxnRuntime>();
+    let rt = shard.runtime().txns.clone();
     if let Some(id) = request.transactional_id() {
         if matches!(request, TxnRequest::InitProducerId { .. }) {
             if let Err(code) = ensure_txn_topic(shard).await {

@@ -9,6 +9,7 @@ use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::replication_runtime::client::KafkaConnection;
 use crate::replication_runtime::{leader_lease, LeaderLease};
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
+use crate::Shard;
 use coordinators::group::OffsetCommitRequest;
 use coordinators::txn::{
     txn_partition_for, PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState,
@@ -23,7 +24,6 @@ use kafka_protocol::messages::{
     ApiKey, ProducerId, TopicName, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use kernel::shard::Shard;
 use std::collections::BTreeMap;
 use std::net::ToSocketAddrs;
 use std::rc::Rc;

@@ -1,7 +1,7 @@
 //! The transaction coordinator at run time: one [`TxnCoordinator`] per
 //! shard, serving the transactional ids whose `__transaction_state`
 //! partition the shard owns. **Shard-local**: the [`TxnRuntime`] is a
-//! [`ShardService`] (`shard.service::<TxnRuntime>()`), reached from other
+//! field of the shard's runtimes (`shard.runtime().txns`), reached from other
 //! shards only through the owner call ([`Shard::call`]; a [`TxnRequest`] is
 //! an [`OwnerCall`]).
 //!
@@ -53,6 +53,7 @@ pub use timer::run_timer;
 
 use crate::admin_changes::{self, ControllerRequest};
 use crate::replication_runtime::LeaderLease;
+use crate::Shard;
 use coordinators::txn::{
     txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
     TXN_STATE_TOPIC,
@@ -61,7 +62,6 @@ use engine::ErrorCode;
 use engine::TopicPartition;
 use glommio::sync::Semaphore;
 use kernel::call::OwnerCall;
-use kernel::shard::{Shard, ShardService};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -210,8 +210,8 @@ pub struct TxnRuntime {
     load_lock: Semaphore,
 }
 
-impl ShardService for TxnRuntime {
-    fn build(_shard: &Shard) -> Self {
+impl Default for TxnRuntime {
+    fn default() -> Self {
         TxnRuntime {
             core: RefCell::new(TxnCoordinator::new()),
             locks: RefCell::new(HashMap::new()),
@@ -265,7 +265,7 @@ pub async fn call_on(shard: &Rc<Shard>, owner: usize, request: TxnRequest) -> Tx
     }
 }
 
-impl OwnerCall for TxnRequest {
+impl OwnerCall<crate::ShardRuntime> for TxnRequest {
     type Reply = TxnReply;
 
     async fn run(self, shard: Rc<Shard>) -> TxnReply {

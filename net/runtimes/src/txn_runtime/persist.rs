@@ -4,12 +4,12 @@
 
 use super::TxnRuntime;
 use crate::replication_runtime::{append_as_leader, coordinator_error};
+use crate::Shard;
 use coordinators::txn::TXN_STATE_TOPIC;
 use coordinators::txn::{records, txn_partition_for, PendingOffsets, TxnMetadata};
 use engine::batch::{BatchBuilder, Compression};
 use engine::ErrorCode;
 use engine::TopicPartition;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 

@@ -11,11 +11,11 @@
 
 use super::TxnRuntime;
 use crate::replication_runtime::{leader_lease, wait_committed_to_end, LeaderLease};
+use crate::Shard;
 use coordinators::txn::records::{self, TxnLogKey};
 use coordinators::txn::{txn_partition_for, TXN_STATE_PARTITIONS, TXN_STATE_TOPIC};
 use engine::log::ReadMode;
 use engine::{ErrorCode, ReadData, TopicPartition};
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
 /// timer tick loads it again.
 pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
     if tp.topic == TXN_STATE_TOPIC {
-        unload(&shard.service::<TxnRuntime>(), tp.partition);
+        unload(&shard.runtime().txns.clone(), tp.partition);
     }
 }
 

@@ -5,8 +5,8 @@ use super::persist::persist;
 use super::replay::{loaded_lease, owned_partitions, unload_lost};
 use super::{TxnRuntime, TIMER_INTERVAL_MS};
 use crate::replication_runtime::leader_lease;
+use crate::Shard;
 use coordinators::txn::TxnState;
-use kernel::shard::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use std::time::Duration;
 /// says), then finishes decided transactions and aborts timed-out ones.
 /// Runs for the life of the shard.
 pub async fn run_timer(shard: Rc<Shard>) {
-    let rt = shard.service::<TxnRuntime>();
+    let rt = shard.runtime().txns.clone();
     loop {
         unload_lost(&shard, &rt);
         for partition in owned_partitions(&shard).collect::<Vec<_>>() {

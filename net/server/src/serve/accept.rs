@@ -7,7 +7,7 @@ use futures::future::{select, Either};
 use glommio::net::TcpStream;
 use kernel::config::ClientListener;
 use kernel::conn_limits::{IpSlot, LogLimiter, PerIpConnections};
-use kernel::shard::Shard;
+use runtimes::Shard;
 use security::{Principal, Session};
 use std::net::IpAddr;
 use std::rc::Rc;

@@ -12,12 +12,13 @@ use glommio::channels::channel_mesh::{Full, MeshBuilder, Receivers, Senders};
 use glommio::net::TcpListener;
 use glommio::sync::Gate;
 use kernel::config::{BrokerConfig, ClientListener};
+use kernel::conn_limits::RequestBytes;
 use kernel::metrics::ShardMetrics;
 use kernel::sendpath::Sender;
-use kernel::services::Services;
-use kernel::shard::{Shard, ShardMessage};
 use kernel::topics::{TopicEntry, TopicTable};
-use std::cell::RefCell;
+use runtimes::ShardRuntime;
+use runtimes::{Shard, ShardMessage};
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -58,10 +59,7 @@ async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
     let started = Instant::now();
     loop {
         let target = startup_offset.load(Ordering::Acquire);
-        let have = shard
-            .service::<runtimes::cluster_runtime::ClusterView>()
-            .image()
-            .last_applied_offset();
+        let have = shard.runtime().view.clone().image().last_applied_offset();
         if target != STARTUP_OFFSET_UNKNOWN && have >= target {
             return;
         }
@@ -150,6 +148,10 @@ async fn build_shard(
         )
     })?;
     let table = TopicTable::from_entries(input.entries.iter().cloned());
+    let limits = &config.connection_limits;
+    let request_bytes_share = limits
+        .queued_max_request_bytes
+        .map(|bytes| (bytes / config.cores.max(1) as u64).max(1));
     Ok(Rc::new(Shard {
         id,
         count: config.cores,
@@ -161,20 +163,19 @@ async fn build_shard(
         metrics: RefCell::new(ShardMetrics::default()),
         open_connections: input.open_connections.clone(),
         per_ip_connections: input.per_ip_connections.clone(),
-        services: Services::default(),
+        request_bytes: Rc::new(RequestBytes::new(request_bytes_share)),
+        read_buffer_bytes: Rc::default(),
+        runtime: OnceCell::new(),
     }))
 }
 
-/// Starts the shard's runtimes: quotas, producer ids, the cluster runtime
-/// and the admin-change reconciler; the metadata shard also publishes the
-/// startup offset and bootstraps the SCRAM credentials.
+/// Builds and installs the shard's runtimes, then starts their tasks: the
+/// cluster runtime and the admin-change reconciler; the metadata shard also
+/// publishes the startup offset and bootstraps the SCRAM credentials.
 async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), String> {
     let id = shard.id;
     let config = &shard.config;
-    shard
-        .services
-        .get_or_build(|| runtimes::quotas::QuotaManager::new(input.quota_sensors.clone()));
-    runtimes::producer_id_pool::open_allocator(shard).map_err(|e| format!("shard {id}: {e}"))?;
+    shard.install_runtime(ShardRuntime::open(shard, input.quota_sensors.clone())?);
     runtimes::cluster_runtime::start(shard)
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
@@ -182,8 +183,9 @@ async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), Str
     if id == runtimes::cluster_runtime::METADATA_SHARD {
         // An observer has no log of its own: it serves what it fetches.
         let offset = shard
-            .services
-            .get::<runtimes::cluster_runtime::MetadataQuorum>()
+            .runtime()
+            .quorum
+            .clone()
             .filter(|_| !config.cluster.is_observer(config.broker_id))
             .map_or(-1, |quorum| quorum.applied_offset());
         input.startup_offset.store(offset, Ordering::Release);
@@ -202,17 +204,19 @@ fn install_coordinator_hooks(shard: &Rc<Shard>) {
     // for a `__consumer_offsets` or `__transaction_state` partition under an
     // older lease is dropped when this broker (again) starts leading it; the
     // next call or timer tick loads it from the log.
-    shard
-        .service::<runtimes::replication_runtime::ReplicaManager>()
-        .on_leadership(Rc::new(|shard: &Rc<Shard>, tp: &engine::TopicPartition| {
+    shard.runtime().replicas.clone().on_leadership(Rc::new(
+        |shard: &Rc<Shard>, tp: &engine::TopicPartition| {
             runtimes::txn_runtime::reload_on_leadership(shard, tp);
             runtimes::group_runtime::reload_on_leadership(shard, tp);
-        }));
+        },
+    ));
     // A transaction's offsets staged by the group coordinator (its
     // transaction coordinator being another broker) resolve with the
     // transaction's marker on their `__consumer_offsets` partition.
     shard
-        .service::<runtimes::routing::MarkerHooks>()
+        .runtime()
+        .marker_hooks
+        .clone()
         .add(Rc::new(|shard, tp, producer_id, commit| {
             Box::pin(runtimes::group_runtime::on_txn_marker(
                 shard,
