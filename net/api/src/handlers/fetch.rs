@@ -1,6 +1,7 @@
 //! Fetch (key 1): read every asked partition on its owner shard; if fewer than
 //! `min_bytes` are ready, long-poll — woken by an append on any owner shard,
-//! or by `max_wait_ms` — then read again. The response is framed around file
+//! or by `max_wait_ms` — then read again, the owner reading again in the
+//! same call that waited ([`runtimes::routing::read_or_wait`]). The response is framed around file
 //! ranges by [`crate::fetch_response`] and leaves through the shard's sender.
 //!
 //! `isolation_level=1` (read_committed) reads stop at the last stable offset
@@ -21,8 +22,8 @@ use kafka_protocol::messages::{ApiKey, FetchRequest};
 use kernel::sendpath::SendPath;
 use runtimes::cluster_runtime;
 use runtimes::quotas::{self, QuotaKind};
-use runtimes::routing::{run_on_owners, wait_for_any};
-use runtimes::routing::{PartitionOp, PartitionReply, ReadOutcome, SendData};
+use runtimes::routing::read_or_wait;
+use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome, SendData};
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
@@ -151,42 +152,48 @@ impl LongPoll {
 
 /// Reads every wanted partition; while fewer than `min_bytes` are ready,
 /// no partition failed and the deadline is ahead, waits for an append on
-/// any of them and reads again.
+/// any of them and reads again — on their owners, one call each
+/// ([`read_or_wait`]). Partitions refused before reading are answered with
+/// their error, and, as a failed read does, end the poll at once.
 async fn read_until_ready(
     shard: &Rc<Shard>,
     topics: &[TopicSlot],
     wanted: &[Wanted],
     poll: &LongPoll,
 ) -> Vec<ReadOutcome> {
-    let (file_slice, read_committed) = (poll.file_slice, poll.read_committed);
-    loop {
-        let outcomes = read_all(shard, topics, wanted, file_slice, read_committed).await;
-        let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
-        let has_error = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
-        let now = Instant::now();
-        if ready >= poll.min_bytes || has_error || now >= poll.deadline {
-            return outcomes;
-        }
-        let waits = wanted
-            .iter()
-            .zip(&outcomes)
-            .filter(|(w, _)| w.error_code == ErrorCode::None)
-            .map(|(w, o)| {
-                // Wait past what we already have: the offset after the
-                // ready data is unknown here, so wait on the high watermark.
-                let offset = w.fetch_offset.max(o.high_watermark);
-                (
-                    TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
-                    offset,
-                )
-            })
-            .collect();
-        wait_for_any(shard, waits, poll.deadline - now).await;
-        if Instant::now() >= poll.deadline {
-            // One last read: data may have arrived with the deadline.
-            return read_all(shard, topics, wanted, file_slice, read_committed).await;
-        }
+    let mut reads = Vec::with_capacity(wanted.len());
+    for w in wanted.iter().filter(|w| w.error_code == ErrorCode::None) {
+        reads.push(PartitionRead {
+            tp: TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
+            offset: w.fetch_offset,
+            max_bytes: w.partition_max_bytes,
+        });
     }
+    let refused = reads.len() < wanted.len();
+    let min_bytes = if refused { 0 } else { poll.min_bytes };
+    let options = ReadOptions {
+        file_slice: poll.file_slice,
+        read_committed: poll.read_committed,
+    };
+    let asked = reads.len();
+    let mut outcomes = read_or_wait(shard, reads, options, min_bytes, poll.deadline)
+        .await
+        .into_iter();
+    assert_eq!(
+        outcomes.len(),
+        asked,
+        "the owners answer each read once: {} outcomes to {asked} reads",
+        outcomes.len()
+    );
+    wanted
+        .iter()
+        .map(|w| match w.error_code {
+            ErrorCode::None => outcomes
+                .next()
+                .unwrap_or_else(|| ReadOutcome::error(ErrorCode::UnknownServerError)),
+            refused => ReadOutcome::error(refused),
+        })
+        .collect()
 }
 
 /// Encodes the response and counts its bytes against the client's fetch
@@ -258,57 +265,6 @@ fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<TopicSlot>,
         topics.push((name, id, topic_error));
     }
     (topics, wanted)
-}
-
-async fn read_all(
-    shard: &Rc<Shard>,
-    topics: &[TopicSlot],
-    wanted: &[Wanted],
-    file_slice: bool,
-    read_committed: bool,
-) -> Vec<ReadOutcome> {
-    let mut ops = Vec::new();
-    let mut positions = Vec::with_capacity(wanted.len());
-    for w in wanted {
-        if w.error_code != ErrorCode::None {
-            positions.push(None);
-            continue;
-        }
-        positions.push(Some(ops.len()));
-        ops.push(PartitionOp::Read {
-            tp: TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
-            offset: w.fetch_offset,
-            max_bytes: w.partition_max_bytes,
-            file_slice,
-            read_committed,
-        });
-    }
-    let mut replies: Vec<Option<PartitionReply>> = run_on_owners(shard, ops)
-        .await
-        .into_iter()
-        .map(Some)
-        .collect();
-    wanted
-        .iter()
-        .zip(positions)
-        .map(|(w, position)| {
-            match position.and_then(|p| replies.get_mut(p).and_then(Option::take)) {
-                Some(PartitionReply::Read(outcome)) => outcome,
-                _ => ReadOutcome {
-                    error_code: if w.error_code != ErrorCode::None {
-                        w.error_code
-                    } else {
-                        ErrorCode::UnknownServerError
-                    },
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
-                    data: SendData::Empty,
-                    aborted_transactions: None,
-                },
-            }
-        })
-        .collect()
 }
 
 /// Builds the response, dropping data past `max_bytes` (the first non-empty

@@ -6,7 +6,7 @@
 //! - [`ops`]: the partition operations and their replies (all `Send`).
 //! - [`split`]: split by owner, join by position (pure).
 //! - [`owner`]: what the owner shard does for each operation.
-//! - [`long_poll`]: fetch long polls on the owners.
+//! - [`long_poll`]: fetch reads, and their long polls, on the owners.
 //! - `marker_hooks.rs`: what runs once a transaction marker is durable.
 
 mod long_poll;
@@ -15,9 +15,12 @@ mod ops;
 mod owner;
 mod split;
 
-pub use long_poll::{wait_for_any, WaitForData};
+pub use long_poll::{read_or_wait, ReadOrWait};
 pub use marker_hooks::{MarkerHook, MarkerHooks};
-pub use ops::{PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData};
+pub use ops::{
+    PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ReadOptions,
+    ReadOutcome, SendData,
+};
 pub use split::{join_by_position, split_by_owner};
 
 use crate::Shard;

@@ -22,20 +22,6 @@ pub enum PartitionOp {
         /// ISR before REQUEST_TIMED_OUT.
         timeout_ms: i32,
     },
-    /// Read whole batches from `offset`.
-    Read {
-        /// Partition.
-        tp: TopicPartition,
-        /// First offset wanted.
-        offset: i64,
-        /// Byte budget (the first batch is returned even if larger).
-        max_bytes: usize,
-        /// Return a file range (sendfile/splice) rather than bytes.
-        file_slice: bool,
-        /// `isolation_level=1`: stop at the last stable offset and list
-        /// the aborted transactions of the range.
-        read_committed: bool,
-    },
     /// ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else by time.
     ListOffset {
         /// Partition.
@@ -109,7 +95,6 @@ impl PartitionOp {
     pub fn topic_partition(&self) -> &TopicPartition {
         match self {
             PartitionOp::Produce { tp, .. }
-            | PartitionOp::Read { tp, .. }
             | PartitionOp::ListOffset { tp, .. }
             | PartitionOp::DeleteRecords { tp, .. }
             | PartitionOp::Create { tp, .. }
@@ -171,7 +156,7 @@ impl SendData {
     }
 }
 
-/// Result of a [`PartitionOp::Read`].
+/// Result of a [`PartitionRead`].
 #[derive(Debug)]
 pub struct ReadOutcome {
     /// Kafka error code (0 on success).
@@ -187,6 +172,42 @@ pub struct ReadOutcome {
     /// `read_committed` reads: aborted transactions overlapping the records,
     /// as `(producer_id, first_offset)`; `None` otherwise.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
+
+impl ReadOutcome {
+    /// A read that failed with `code`: no offsets, no records.
+    pub fn error(code: ErrorCode) -> ReadOutcome {
+        ReadOutcome {
+            error_code: code,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            data: SendData::Empty,
+            aborted_transactions: None,
+        }
+    }
+}
+
+/// One partition read of a fetch ([`super::ReadOrWait`]): whole batches
+/// from `offset`.
+#[derive(Debug, Clone)]
+pub struct PartitionRead {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// First offset wanted.
+    pub offset: i64,
+    /// Byte budget (the first batch is returned even if larger).
+    pub max_bytes: usize,
+}
+
+/// How a fetch's partitions are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Return a file range (sendfile/splice) rather than bytes.
+    pub file_slice: bool,
+    /// `isolation_level=1`: stop at the last stable offset and list the
+    /// aborted transactions of the range.
+    pub read_committed: bool,
 }
 
 /// State of a partition for Describe-style APIs.
@@ -211,8 +232,6 @@ pub struct PartitionState {
 pub enum PartitionReply {
     /// Produce.
     Produce(Result<ProduceOutcome, ErrorCode>),
-    /// Read.
-    Read(ReadOutcome),
     /// ListOffset: (offset, timestamp) or none, with the leader epoch.
     ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
     /// DeleteRecords: the new low watermark.
@@ -230,7 +249,6 @@ pub enum PartitionReply {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum OpKind {
     Produce,
-    Read,
     ListOffset,
     DeleteRecords,
     Done,
@@ -242,7 +260,6 @@ impl OpKind {
     pub(crate) fn of(op: &PartitionOp) -> Self {
         match op {
             PartitionOp::Produce { .. } => OpKind::Produce,
-            PartitionOp::Read { .. } => OpKind::Read,
             PartitionOp::ListOffset { .. } => OpKind::ListOffset,
             PartitionOp::DeleteRecords { .. } => OpKind::DeleteRecords,
             PartitionOp::Create { .. }
@@ -257,14 +274,6 @@ impl OpKind {
     pub(crate) fn error_reply(self, code: ErrorCode) -> PartitionReply {
         match self {
             OpKind::Produce => PartitionReply::Produce(Err(code)),
-            OpKind::Read => PartitionReply::Read(ReadOutcome {
-                error_code: code,
-                high_watermark: -1,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                data: SendData::Empty,
-                aborted_transactions: None,
-            }),
             OpKind::ListOffset => PartitionReply::ListOffset(Err(code)),
             OpKind::DeleteRecords => PartitionReply::DeleteRecords(Err(code)),
             OpKind::Done => PartitionReply::Done(Err(code)),

@@ -4,7 +4,8 @@
 //! group commit.
 
 use super::ops::{
-    OpKind, PartitionOp, PartitionReply, PartitionState, ProduceOutcome, ReadOutcome, SendData,
+    OpKind, PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome,
+    ReadOptions, ReadOutcome, SendData,
 };
 use crate::replication_runtime;
 use crate::Shard;
@@ -91,13 +92,6 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             timeout_ms,
             ..
         } => PartitionReply::Produce(produce(shard, &tp, &log, records, (acks, timeout_ms)).await),
-        PartitionOp::Read {
-            offset,
-            max_bytes,
-            file_slice,
-            read_committed,
-            ..
-        } => PartitionReply::Read(read(&log, offset, max_bytes, file_slice, read_committed).await),
         PartitionOp::ListOffset {
             timestamp_ms,
             read_committed,
@@ -255,7 +249,31 @@ async fn produce(
     })
 }
 
-async fn read(
+/// A fetch's read of a partition held here ([`super::ReadOrWait`]): the
+/// log must exist, and only its leader serves clients.
+pub(super) async fn read_partition(
+    shard: &Rc<Shard>,
+    read: &PartitionRead,
+    options: ReadOptions,
+) -> ReadOutcome {
+    let Some(log) = shard.logs.get(&read.tp) else {
+        return ReadOutcome::error(missing_partition_error(shard, &read.tp));
+    };
+    if !replication_runtime::serves_clients(shard, &read.tp) {
+        // A follower (or offline) replica: clients go to the leader.
+        return ReadOutcome::error(ErrorCode::NotLeaderOrFollower);
+    }
+    read_log(
+        &log,
+        read.offset,
+        read.max_bytes,
+        options.file_slice,
+        options.read_committed,
+    )
+    .await
+}
+
+async fn read_log(
     log: &engine::PartitionLog,
     offset: i64,
     max_bytes: usize,
