@@ -166,7 +166,8 @@ impl PartitionLog {
                 (ReadData::Bytes(bytes), _) => last_offset_of(bytes),
                 (ReadData::Pieces(pieces), _) => pieces.last().and_then(|p| last_offset_of(p)),
                 (ReadData::File(_), Some((segment, position, length))) => {
-                    last_offset_of(&segment.read_bytes(position, length).await?)
+                    self.last_offset_in_range(&segment, position, position + length as u64)
+                        .await?
                 }
                 _ => None,
             };
@@ -282,6 +283,48 @@ impl PartitionLog {
             }
         }
         Ok(end_position)
+    }
+
+    /// Last offset of the whole batches of `segment` in `[position, end)`,
+    /// read from their headers alone: the scan starts at the last index
+    /// entry inside the range (a batch start; the range's start when there
+    /// is none) and reads a window of headers at a time, stepping over each
+    /// batch's records — so about one `read_ahead_bytes` DMA read (an index
+    /// interval, 4 KiB by default, plus the last header), not the range,
+    /// which may be megabytes that a file send never brings into memory.
+    async fn last_offset_in_range(
+        &self,
+        segment: &Rc<Segment>,
+        position: u64,
+        end: u64,
+    ) -> Result<Option<i64>, EngineError> {
+        let last_entry = u32::try_from(end.saturating_sub(1)).unwrap_or(u32::MAX);
+        let mut cursor = self
+            .with_indexes(segment, |index, _| {
+                index.largest_position_at_most(last_entry)
+            })
+            .await
+            .map(u64::from)
+            .filter(|&entry| entry >= position && entry < end)
+            .unwrap_or(position);
+        let read_ahead = self.ctx.config.io.read_ahead_bytes.max(HEADER_BYTES);
+        let mut last_offset = None;
+        while cursor < end {
+            let want = read_ahead.min((end - cursor) as usize);
+            let window = segment.read_bytes(cursor, want).await?;
+            let mut at = 0usize;
+            while at + HEADER_BYTES <= window.len() {
+                let header = BatchHeader::parse(&window[at..]).map_err(EngineError::from)?;
+                last_offset = Some(header.last_offset());
+                at += header.total_bytes();
+            }
+            if at == 0 {
+                // A short read: no header to step over (never loop on it).
+                break;
+            }
+            cursor += at as u64;
+        }
+        Ok(last_offset)
     }
 
     /// The segments in order, from the one that may hold `offset`.
