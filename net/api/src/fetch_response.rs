@@ -112,6 +112,36 @@ pub fn encode_fetch_response(
     out.finish()
 }
 
+/// Sets `throttle_time_ms` in a response [`encode_fetch_response`] made,
+/// for a throttle learnt from the encoded size: the field has a fixed place
+/// in the head chunk (after the size prefix, the correlation id and, from
+/// v12, the header's tagged fields) and a fixed width, so the response is
+/// patched rather than encoded again, and its size does not change.
+///
+/// # Panics
+///
+/// If `chunks` do not start with the head that [`encode_fetch_response`]
+/// writes for `api_version`.
+pub fn set_throttle_time(chunks: &mut [OutChunk], api_version: i16, throttle_time_ms: i32) {
+    let at = if api_version >= FETCH_VERSION_FLEXIBLE {
+        9
+    } else {
+        8
+    };
+    let Some(OutChunk::Bytes(head)) = chunks.first_mut() else {
+        panic!("an encoded Fetch response starts with its framing");
+    };
+    assert!(
+        head.len() >= at + 4,
+        "an encoded Fetch response's head holds its throttle time: {} bytes",
+        head.len()
+    );
+    // The head is framing only (a few hundred bytes): copied, not the records.
+    let mut patched = BytesMut::from(&head[..]);
+    patched[at..at + 4].copy_from_slice(&throttle_time_ms.to_be_bytes());
+    *head = patched.freeze();
+}
+
 fn encode_topic(out: &mut ChunkWriter, api_version: i16, topic: &FetchTopicData) {
     let flexible = api_version >= FETCH_VERSION_FLEXIBLE;
     if api_version <= 12 {
@@ -414,6 +444,19 @@ mod tests {
     }
 
     /// The same records as [`bytes_records`], cut into three pieces.
+    #[test]
+    fn a_patched_throttle_time_is_the_encoded_one() {
+        for version in FETCH_VERSION_MIN..=FETCH_VERSION_MAX {
+            let mut data = sample_response(bytes_records);
+            data.throttle_time_ms = 0;
+            let mut patched = encode_fetch_response(7, version, &data);
+            set_throttle_time(&mut patched, version, 1234);
+            data.throttle_time_ms = 1234;
+            let encoded = encode_fetch_response(7, version, &data);
+            assert_eq!(materialise(&patched), materialise(&encoded), "v{version}");
+        }
+    }
+
     fn pieces_records(seed: u8) -> ReadData {
         let all = sample_records(seed, 300 + usize::from(seed) * 200);
         let (a, b) = (all.len() / 3, 2 * all.len() / 3);

@@ -13,8 +13,8 @@
 
 use super::{Handler, HandlerFuture, Request, Response};
 use crate::fetch_response::{
-    encode_fetch_response, FetchPartitionData, FetchResponseData, FetchTopicData,
-    FETCH_VERSION_MAX, FETCH_VERSION_MIN,
+    encode_fetch_response, set_throttle_time, FetchPartitionData, FetchResponseData,
+    FetchTopicData, FETCH_VERSION_MAX, FETCH_VERSION_MIN,
 };
 use engine::ErrorCode;
 use engine::{FileSlice, ReadData, TopicPartition};
@@ -197,32 +197,28 @@ async fn read_until_ready(
 }
 
 /// Encodes the response and counts its bytes against the client's fetch
-/// quota; re-encoded with the throttle time when that quota is now
-/// exceeded.
+/// quota; when that quota is now exceeded, the throttle time is written
+/// into the encoded response (same size), which is not encoded again.
 fn encode_counted(
     shard: &Shard,
     request: &Request,
     client_id: &str,
-    mut data: FetchResponseData,
+    data: FetchResponseData,
 ) -> Response {
     let correlation_id = request.header.correlation_id;
-    let chunks = encode_fetch_response(correlation_id, request.version, &data);
+    let mut chunks = encode_fetch_response(correlation_id, request.version, &data);
     let response_bytes: usize = chunks.iter().map(|c| c.len()).sum();
-    data.throttle_time_ms = quotas::enforce::record(
+    let throttle_time_ms = quotas::enforce::record(
         shard,
         &request.session,
         client_id,
         QuotaKind::Fetch,
         response_bytes,
     );
-    if data.throttle_time_ms == 0 {
-        return Response::Chunks(chunks);
+    if throttle_time_ms != 0 {
+        set_throttle_time(&mut chunks, request.version, throttle_time_ms);
     }
-    Response::Chunks(encode_fetch_response(
-        correlation_id,
-        request.version,
-        &data,
-    ))
+    Response::Chunks(chunks)
 }
 
 /// Topic (name, id) list and the partitions asked, in request order.
