@@ -22,6 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Source of [`Segment::index_key`]s: unique in the process, so a cache
 /// entry can never be taken for another segment (or another sealing of the
@@ -99,7 +100,7 @@ pub struct Segment {
     pub readable_bytes: Cell<u64>,
     /// The writer, present while the segment is active.
     pub appender: RefCell<Option<Appender>>,
-    readers: RefCell<Option<(Rc<DmaFile>, Rc<std::fs::File>)>>,
+    readers: RefCell<Option<(Rc<DmaFile>, Arc<std::fs::File>)>>,
     /// Set once the files are removed; reads then fail over to the next segment.
     pub deleted: Cell<bool>,
     /// The indexes are in the `.index`/`.timeindex` files only (the meta's
@@ -211,7 +212,7 @@ impl Segment {
     }
 
     /// The read handles, opened on first use.
-    pub async fn readers(&self) -> Result<(Rc<DmaFile>, Rc<std::fs::File>), EngineError> {
+    pub async fn readers(&self) -> Result<(Rc<DmaFile>, Arc<std::fs::File>), EngineError> {
         if let Some((dma, file)) = self.readers.borrow().as_ref() {
             return Ok((dma.clone(), file.clone()));
         }
@@ -222,7 +223,7 @@ impl Segment {
             .await
             .map_err(|e| EngineError::io(&path, e.into()))?;
         let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
-        let pair = (Rc::new(dma), Rc::new(file));
+        let pair = (Rc::new(dma), Arc::new(file));
         *self.readers.borrow_mut() = Some(pair.clone());
         Ok(pair)
     }

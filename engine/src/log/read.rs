@@ -16,6 +16,7 @@ use crate::error::EngineError;
 use crate::segment::Segment;
 use bytes::Bytes;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// How the caller wants the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,11 +38,15 @@ pub enum ReadMode {
     CachedOrFileSlice,
 }
 
-/// A byte range of a segment file, whole batches.
+/// A byte range of a segment file, whole batches. The one type a read's
+/// file range has from the engine to the socket: its descriptor is shared
+/// (`Arc`), so a read made on the partition's owner shard reaches the
+/// connection's shard as it is — not duplicated, not converted.
 #[derive(Debug, Clone)]
 pub struct FileSlice {
-    /// The segment file, opened for reading (not O_DIRECT).
-    pub file: Rc<std::fs::File>,
+    /// The segment file, opened for reading (not O_DIRECT); the segment
+    /// keeps it open, and so does every slice still being sent.
+    pub file: Arc<std::fs::File>,
     /// Start of the range.
     pub position: u64,
     /// Length of the range.

@@ -16,7 +16,7 @@
 //! is the single byte 0.
 
 use bytes::{BufMut, Bytes, BytesMut};
-use engine::{ErrorCode, FileSlice, ReadData};
+use engine::{ErrorCode, ReadData};
 
 /// Lowest Fetch version this encoder writes.
 pub const FETCH_VERSION_MIN: i16 = 4;
@@ -252,11 +252,7 @@ impl ChunkWriter {
             ReadData::Empty => Vec::new(),
             ReadData::Bytes(bytes) => vec![OutChunk::Bytes(bytes.clone())],
             ReadData::Pieces(pieces) => pieces.iter().cloned().map(OutChunk::Bytes).collect(),
-            ReadData::File(slice) => vec![OutChunk::File(FileSlice {
-                file: slice.file.clone(),
-                position: slice.position,
-                length: slice.length,
-            })],
+            ReadData::File(slice) => vec![OutChunk::File(slice.clone())],
         };
         let length: usize = payload.iter().map(OutChunk::len).sum();
         self.put_length(flexible, Some(length));
@@ -305,7 +301,7 @@ mod tests {
     use kafka_protocol::messages::FetchResponse;
     use kafka_protocol::protocol::Decodable;
     use std::io::Write;
-    use std::rc::Rc;
+    use std::sync::Arc;
 
     fn sample_records(seed: u8, length: usize) -> Bytes {
         (0..length)
@@ -518,10 +514,10 @@ mod tests {
         file.write_all(&first).unwrap();
         file.write_all(&[0xdd; 3]).unwrap();
         file.write_all(&second).unwrap();
-        let file = Rc::new(file);
+        let file = Arc::new(file);
         let file_records = |seed: u8| {
             let (position, length) = if seed == 1 { (13, 500) } else { (516, 700) };
-            ReadData::File(FileSlice {
+            ReadData::File(engine::FileSlice {
                 file: file.clone(),
                 position,
                 length,

@@ -15,7 +15,7 @@ use glommio::LocalExecutorBuilder;
 use kernel::sendpath::OutChunk;
 use kernel::sendpath::{SendPath, Sender};
 use std::io::{Read, Write};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RANGE_BYTES: usize = 64 << 20;
@@ -38,7 +38,7 @@ fn temp_file(length: usize) -> std::fs::File {
 }
 
 /// Runs `iterations` sends of the range with `path`; returns the time taken.
-fn time_sends(path: SendPath, file: &Rc<std::fs::File>, iterations: u64) -> Duration {
+fn time_sends(path: SendPath, file: &Arc<std::fs::File>, iterations: u64) -> Duration {
     let file = file.clone();
     let executor = LocalExecutorBuilder::default()
         .io_memory(2 << 20)
@@ -75,7 +75,7 @@ fn time_sends(path: SendPath, file: &Rc<std::fs::File>, iterations: u64) -> Dura
 }
 
 fn sendpath(criterion: &mut Criterion) {
-    let file = Rc::new(temp_file(RANGE_BYTES));
+    let file = Arc::new(temp_file(RANGE_BYTES));
     let mut group = criterion.benchmark_group("sendpath_64MiB_loopback");
     group.throughput(Throughput::Bytes(RANGE_BYTES as u64));
     group.sample_size(10);

@@ -17,13 +17,13 @@ use crate::fetch_response::{
     FetchTopicData, FETCH_VERSION_MAX, FETCH_VERSION_MIN,
 };
 use engine::ErrorCode;
-use engine::{FileSlice, ReadData, TopicPartition};
+use engine::{ReadData, TopicPartition};
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use kernel::sendpath::SendPath;
 use runtimes::cluster_runtime;
 use runtimes::quotas::{self, QuotaKind};
 use runtimes::routing::read_or_wait;
-use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome, SendData};
+use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome};
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
@@ -285,7 +285,7 @@ fn assemble(
         let keep = length > 0 && (total == 0 || total + length <= max_bytes);
         let records = if keep {
             total += length;
-            into_read_data(outcome.data)
+            outcome.data
         } else {
             ReadData::Empty
         };
@@ -307,22 +307,5 @@ fn assemble(
         error_code: ErrorCode::None,
         session_id: 0,
         topics: out,
-    }
-}
-
-fn into_read_data(data: SendData) -> ReadData {
-    match data {
-        SendData::Empty => ReadData::Empty,
-        SendData::Bytes(bytes) => ReadData::Bytes(bytes),
-        SendData::Pieces(pieces) => ReadData::Pieces(pieces),
-        SendData::File {
-            file,
-            position,
-            length,
-        } => ReadData::File(FileSlice {
-            file: Rc::new(file),
-            position,
-            length,
-        }),
     }
 }

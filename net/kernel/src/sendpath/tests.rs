@@ -6,7 +6,7 @@ use bytes::Bytes;
 use engine::FileSlice;
 use glommio::LocalExecutorBuilder;
 use std::io::{Read, Write};
-use std::rc::Rc;
+use std::sync::Arc;
 
 const FILE_BYTES: usize = 5 << 20;
 
@@ -76,7 +76,7 @@ fn send_over_loopback(
 }
 
 fn mixed_chunks(
-    file: &Rc<std::fs::File>,
+    file: &Arc<std::fs::File>,
     contents: &[u8],
 ) -> (impl Fn() -> Vec<OutChunk>, Vec<u8>) {
     let head = Bytes::from(pattern(1000, 1));
@@ -120,7 +120,7 @@ fn mixed_chunks(
 #[test]
 fn every_path_sends_the_exact_bytes() {
     let contents = pattern(FILE_BYTES, 42);
-    let file = Rc::new(temp_file_with(&contents));
+    let file = Arc::new(temp_file_with(&contents));
     for path in [SendPath::Copy, SendPath::Sendfile, SendPath::Splice] {
         let (make, expected) = mixed_chunks(&file, &contents);
         let rounds = 3;
@@ -135,7 +135,7 @@ fn every_path_sends_the_exact_bytes() {
 #[test]
 fn range_past_end_of_file_is_an_error_not_a_hang() {
     let contents = pattern(4096, 7);
-    let file = Rc::new(temp_file_with(&contents));
+    let file = Arc::new(temp_file_with(&contents));
     for path in [SendPath::Copy, SendPath::Sendfile, SendPath::Splice] {
         let file = file.clone();
         let executor = LocalExecutorBuilder::default()

@@ -19,7 +19,7 @@ pub use long_poll::{read_or_wait, ReadOrWait};
 pub use marker_hooks::{MarkerHook, MarkerHooks};
 pub use ops::{
     PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ReadOptions,
-    ReadOutcome, SendData,
+    ReadOutcome,
 };
 pub use split::{join_by_position, split_by_owner};
 

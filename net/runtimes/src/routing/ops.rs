@@ -1,9 +1,9 @@
 //! The partition operations routing carries to owner shards, and their
 //! replies. All `Send`: they cross cores inside a [`kernel::mesh::Envelope`].
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use engine::ErrorCode;
-use engine::{TopicConfig, TopicPartition};
+use engine::{ReadData, TopicConfig, TopicPartition};
 
 /// One unit of partition work, executed by the shard that owns the partition.
 #[derive(Debug)]
@@ -118,44 +118,6 @@ pub struct ProduceOutcome {
     pub log_start_offset: i64,
 }
 
-/// Record bytes that may cross cores: a file range carries its own duplicated
-/// descriptor, because the engine's `Rc<File>` cannot leave its shard.
-#[derive(Debug)]
-pub enum SendData {
-    /// Nothing to send.
-    Empty,
-    /// Bytes in memory (copy path or batch cache).
-    Bytes(Bytes),
-    /// Batches from the batch cache, in pieces sent with one gathered write.
-    Pieces(Vec<Bytes>),
-    /// A byte range of a segment file.
-    File {
-        /// Duplicated descriptor of the segment.
-        file: std::fs::File,
-        /// Start of the range.
-        position: u64,
-        /// Length of the range.
-        length: usize,
-    },
-}
-
-impl SendData {
-    /// Bytes of records.
-    pub fn len(&self) -> usize {
-        match self {
-            SendData::Empty => 0,
-            SendData::Bytes(bytes) => bytes.len(),
-            SendData::Pieces(pieces) => pieces.iter().map(Bytes::len).sum(),
-            SendData::File { length, .. } => *length,
-        }
-    }
-
-    /// Whether there are no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// Result of a [`PartitionRead`].
 #[derive(Debug)]
 pub struct ReadOutcome {
@@ -167,8 +129,9 @@ pub struct ReadOutcome {
     pub last_stable_offset: i64,
     /// Log start offset.
     pub log_start_offset: i64,
-    /// The records.
-    pub data: SendData,
+    /// The records: bytes, or a file range whose descriptor the engine
+    /// shares across shards (`Arc`), as the socket's send path takes it.
+    pub data: ReadData,
     /// `read_committed` reads: aborted transactions overlapping the records,
     /// as `(producer_id, first_offset)`; `None` otherwise.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
@@ -182,7 +145,7 @@ impl ReadOutcome {
             high_watermark: -1,
             last_stable_offset: -1,
             log_start_offset: -1,
-            data: SendData::Empty,
+            data: ReadData::Empty,
             aborted_transactions: None,
         }
     }

@@ -5,7 +5,7 @@
 
 use super::ops::{
     OpKind, PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome,
-    ReadOptions, ReadOutcome, SendData,
+    ReadOptions, ReadOutcome,
 };
 use crate::replication_runtime;
 use crate::Shard;
@@ -285,49 +285,30 @@ async fn read_log(
     } else {
         ReadMode::CachedPiecesOrCopy
     };
-    let outcome = |error_code: ErrorCode, data: SendData| ReadOutcome {
-        error_code,
-        high_watermark: log.high_watermark(),
-        last_stable_offset: log.last_stable_offset(),
-        log_start_offset: log.log_start_offset(),
-        data,
-        aborted_transactions: None,
-    };
     let result = if read_committed {
         log.read_committed(offset, max_bytes, mode).await
     } else {
         log.read(offset, max_bytes, mode).await
     };
     match result {
-        Ok(result) => {
-            let data = match result.data {
-                ReadData::Empty => SendData::Empty,
-                ReadData::Bytes(bytes) => SendData::Bytes(bytes),
-                ReadData::Pieces(pieces) => SendData::Pieces(pieces),
-                // The engine's Rc<File> cannot leave the shard; a duplicated
-                // descriptor can (one dup per partition read).
-                ReadData::File(slice) => match slice.file.try_clone() {
-                    Ok(file) => SendData::File {
-                        file,
-                        position: slice.position,
-                        length: slice.length,
-                    },
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot duplicate segment descriptor");
-                        return outcome(ErrorCode::KafkaStorageError, SendData::Empty);
-                    }
-                },
-            };
-            ReadOutcome {
-                error_code: ErrorCode::None,
-                high_watermark: result.high_watermark,
-                last_stable_offset: result.last_stable_offset,
-                log_start_offset: result.log_start_offset,
-                data,
-                aborted_transactions: result.aborted_transactions,
-            }
-        }
-        Err(e) => outcome(e.error_code(), SendData::Empty),
+        // The engine's read goes to the socket as it is: a file range
+        // shares its descriptor across shards.
+        Ok(result) => ReadOutcome {
+            error_code: ErrorCode::None,
+            high_watermark: result.high_watermark,
+            last_stable_offset: result.last_stable_offset,
+            log_start_offset: result.log_start_offset,
+            data: result.data,
+            aborted_transactions: result.aborted_transactions,
+        },
+        Err(e) => ReadOutcome {
+            error_code: e.error_code(),
+            high_watermark: log.high_watermark(),
+            last_stable_offset: log.last_stable_offset(),
+            log_start_offset: log.log_start_offset(),
+            data: ReadData::Empty,
+            aborted_transactions: None,
+        },
     }
 }
 
