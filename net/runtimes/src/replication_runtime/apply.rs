@@ -184,15 +184,22 @@ fn apply_leader(
             for hook in manager.leadership_hooks() {
                 hook(shard, &state.tp);
             }
-            glommio::spawn_local(leader::run_leader_timer(
-                shard.clone(),
-                state.tp,
-                generation,
-            ))
-            .detach();
+            spawn_leader_tasks(shard, state.tp, generation);
         }
         Err(e) => tracing::error!(tp = %state.tp, error = %e, "cannot lead"),
     }
+}
+
+/// The tasks of a leader role, which end with it: the durable watch (the
+/// HW follows what the log makes durable) and the timer (ISR changes).
+fn spawn_leader_tasks(shard: &Rc<Shard>, tp: TopicPartition, generation: u64) {
+    glommio::spawn_local(leader::run_durable_watch(
+        shard.clone(),
+        tp.clone(),
+        generation,
+    ))
+    .detach();
+    glommio::spawn_local(leader::run_leader_timer(shard.clone(), tp, generation)).detach();
 }
 
 /// This broker follows `state.leader`: a fetcher for a new leader or epoch.

@@ -526,6 +526,39 @@ fn bytes_of(data: ReadData) -> Option<Bytes> {
     }
 }
 
+/// The leader's durable watch for one partition, while `generation` is its
+/// role: each time the log makes more of itself durable here (its
+/// published offset, which the HW counts), the leader state hears of it,
+/// so the HW moves with acks=0/1 appends as soon as they are durable — one
+/// task per led partition, woken by the log, not one task per produce.
+/// (An acks=all produce syncs on its own way to its wait; the timer's tick
+/// is the bound should this task end early.) Ends when the role changes,
+/// the log closes or its disk writes fail.
+pub async fn run_durable_watch(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
+    let manager = shard.runtime().replicas.clone();
+    loop {
+        if !manager.is_current(&tp, generation) {
+            return;
+        }
+        let (Some((_, Role::Leader(state))), Some(log)) = (manager.role(&tp), shard.logs.get(&tp))
+        else {
+            return;
+        };
+        sync(&state, &log);
+        // Past what is published now, not past the state's durable offset
+        // (capped at the log end): each wake is progress, never a spin.
+        let published = log.published_offset();
+        let advanced = async { log.wait_durable(published).await.is_ok() };
+        let role_changed = async {
+            manager.next_change().await;
+            true
+        };
+        if !futures_lite::future::or(advanced, role_changed).await {
+            return;
+        }
+    }
+}
+
 /// The leader's timer for one partition, while `generation` is its role:
 /// keeps the HW up to the local log and proposes ISR changes.
 pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {

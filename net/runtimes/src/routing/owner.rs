@@ -209,38 +209,14 @@ async fn produce(
         _ => Ok(()),
     };
     waited.map_err(|e| e.error_code())?;
-    match (acks, leadership) {
-        (-1, Some(leading)) => {
-            // Replicated: complete once the ISR has it (the HW passed it).
-            let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
-            replication_runtime::wait_acks_all(
-                shard,
-                tp,
-                log,
-                appended.last_offset,
-                timeout,
-                &leading,
-            )
+    // acks=0/1 on a replicated partition: the HW still moves with this
+    // append once it is durable here, by the role's durable watch
+    // (`replication_runtime::run_durable_watch`), which the log wakes.
+    if let (-1, Some(leading)) = (acks, leadership) {
+        // Replicated: complete once the ISR has it (the HW passed it).
+        let timeout = Some(Duration::from_millis(timeout_ms.max(0) as u64));
+        replication_runtime::wait_acks_all(shard, tp, log, appended.last_offset, timeout, &leading)
             .await?;
-        }
-        (_, Some(leading)) => {
-            // The HW still moves with this append once it is durable here.
-            let (shard, tp, log) = (shard.clone(), tp.clone(), log.clone());
-            let last_offset = appended.last_offset;
-            glommio::spawn_local(async move {
-                let _ = replication_runtime::wait_acks_all(
-                    &shard,
-                    &tp,
-                    &log,
-                    last_offset,
-                    None,
-                    &leading,
-                )
-                .await;
-            })
-            .detach();
-        }
-        (_, None) => {}
     }
     Ok(ProduceOutcome {
         base_offset: appended.base_offset,
