@@ -7,10 +7,13 @@
 //! - TLS (any protocol with [`SecurityProtocol::uses_tls`], SSL and
 //!   SASL_SSL): the handshake runs first ([`ListenerTls::handshake`]), then
 //!   the TLS stream is split in a read half and a write half (one thread, so
-//!   the halves' lock is never contended). Responses are copied: file ranges
-//!   are read into memory and encrypted; small chunks are gathered into one
-//!   buffer so that a Fetch response's many framing pieces become a few TLS
-//!   records and writes, not one each.
+//!   the halves' lock is never contended). Responses are encrypted from
+//!   memory: a Fetch on a TLS connection reads its records into memory
+//!   (the engine's asynchronous DMA reads, or the batch cache), never as a
+//!   file range, which the writer could only read with a blocking `pread`
+//!   on the shard's thread. Small chunks are gathered into one buffer so
+//!   that a Fetch response's many framing pieces become a few TLS records
+//!   and writes, not one each.
 //!
 //! [`SecurityProtocol::uses_tls`]: security::SecurityProtocol::uses_tls
 //! [`ListenerTls::handshake`]: security::tls::ListenerTls::handshake
@@ -27,7 +30,6 @@ use security::tls::ServerTlsStream;
 use security::Principal;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::os::unix::fs::FileExt;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -36,8 +38,6 @@ use std::time::{Duration, Instant};
 /// Gathering buffer of a TLS writer: a TLS record's worth and more, so
 /// small chunks leave together.
 const TLS_GATHER_BYTES: usize = 32 << 10;
-/// Largest read of a file range into memory on a TLS connection.
-const TLS_FILE_STEP_BYTES: usize = 256 << 10;
 
 thread_local! {
     /// One line a second at most for failed handshakes (a scanner or a
@@ -75,8 +75,6 @@ pub enum Writer {
     Tls {
         /// Gathers small chunks in front of the TLS stream.
         out: BufWriter<WriteHalf<ServerTlsStream>>,
-        /// Reused buffer for file ranges.
-        file_buffer: Vec<u8>,
         /// The socket's descriptor.
         fd: RawFd,
     },
@@ -147,7 +145,6 @@ pub async fn open(
                 reader: Reader::Tls(read),
                 writer: Writer::Tls {
                     out: BufWriter::with_capacity(TLS_GATHER_BYTES, write),
-                    file_buffer: Vec::new(),
                     fd,
                 },
                 fd,
@@ -227,36 +224,24 @@ impl Writer {
     pub async fn send(&mut self, shard: &Shard, chunks: Vec<OutChunk>) -> io::Result<()> {
         match self {
             Writer::Plain(stream) => shard.sender.send(stream, chunks).await,
-            Writer::Tls {
-                out, file_buffer, ..
-            } => {
+            Writer::Tls { out, .. } => {
                 for chunk in chunks {
                     match chunk {
                         OutChunk::Bytes(bytes) => out.write_all(&bytes).await?,
                         OutChunk::File(slice) => {
-                            let mut position = slice.position;
-                            let mut left = slice.length;
-                            while left > 0 {
-                                let step = left.min(TLS_FILE_STEP_BYTES);
-                                if file_buffer.len() < step {
-                                    file_buffer.resize(step, 0);
-                                }
-                                // Synchronous, as the copy send path's pread.
-                                let read =
-                                    slice.file.read_at(&mut file_buffer[..step], position)?;
-                                if read == 0 {
-                                    return Err(io::Error::new(
-                                        io::ErrorKind::UnexpectedEof,
-                                        format!(
-                                            "file range {}+{} runs past the end of the file",
-                                            slice.position, slice.length
-                                        ),
-                                    ));
-                                }
-                                out.write_all(&file_buffer[..read]).await?;
-                                position += read as u64;
-                                left -= read;
-                            }
+                            // A Fetch on TLS reads into memory (see the
+                            // module doc): a file range here is a bug. The
+                            // connection closes rather than block the
+                            // shard on a pread.
+                            tracing::error!(
+                                position = slice.position,
+                                length = slice.length,
+                                "a file range reached a TLS connection; closing it"
+                            );
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                "a file range cannot be sent on a TLS connection",
+                            ));
                         }
                     }
                 }

@@ -89,7 +89,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 w.error_code = ErrorCode::TopicAuthorizationFailed;
             }
         }
-        let poll = LongPoll::of(&shard, &body, version);
+        let poll = LongPoll::of(&shard, &request, &body);
         // No partition can contribute more than the whole response may hold
         // (the first one is kept whole, so cap at max_bytes, not below).
         for w in &mut wanted {
@@ -123,7 +123,11 @@ struct LongPoll {
     min_bytes: usize,
     /// The whole response's cap (`usize::MAX`: none).
     max_bytes: usize,
-    /// Reads may answer with file ranges (the send path is not a copy).
+    /// Reads may answer with file ranges: the connection is plain TCP and
+    /// the shard's send path is not a copy. A TLS connection must encrypt
+    /// the records in memory, so its reads bring them there with the
+    /// engine's asynchronous DMA reads (or the batch cache), never as a
+    /// file range the writer would have to read on the shard's thread.
     file_slice: bool,
     /// `isolation_level=1`: reads stop at the last stable offset.
     read_committed: bool,
@@ -133,7 +137,9 @@ struct LongPoll {
 
 impl LongPoll {
     /// The request's limits, its wait clamped to [`MAX_WAIT_MS_LIMIT`].
-    fn of(shard: &Shard, body: &FetchRequest, version: i16) -> LongPoll {
+    fn of(shard: &Shard, request: &Request, body: &FetchRequest) -> LongPoll {
+        let version = request.version;
+        let tls = request.session.protocol.uses_tls();
         let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, MAX_WAIT_MS_LIMIT) as u64);
         let max_bytes = if body.max_bytes <= 0 {
             usize::MAX
@@ -143,7 +149,7 @@ impl LongPoll {
         LongPoll {
             min_bytes: body.min_bytes.max(0) as usize,
             max_bytes,
-            file_slice: shard.sender.path() != SendPath::Copy,
+            file_slice: !tls && shard.sender.path() != SendPath::Copy,
             read_committed: version >= 4 && body.isolation_level == 1,
             deadline: Instant::now() + max_wait,
         }
