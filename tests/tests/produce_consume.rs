@@ -395,3 +395,107 @@ async fn metadata_answers_every_advertised_version() {
         assert_eq!(topic.partitions.len(), 3, "v{version}");
     }
 }
+
+/// A raw Fetch v12 of partitions 0 and 1 of `topic` from offset 0, as a
+/// consumer: how long it took, and each partition's (high watermark,
+/// record bytes).
+fn timed_fetch(
+    addr: std::net::SocketAddr,
+    topic: &str,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> (Duration, Vec<(i64, usize)>) {
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let mut fetched = FetchTopic::default();
+    fetched.topic = TopicName(StrBytes::from_string(topic.to_string()));
+    fetched.partitions = (0..2)
+        .map(|partition| {
+            let mut asked = FetchPartition::default();
+            asked.partition = partition;
+            asked.partition_max_bytes = 1 << 20;
+            asked
+        })
+        .collect();
+    let mut body = FetchRequest::default();
+    body.replica_id = BrokerId(-1);
+    body.max_wait_ms = max_wait_ms;
+    body.min_bytes = min_bytes;
+    body.max_bytes = 1 << 20;
+    body.session_epoch = -1;
+    body.topics = vec![fetched];
+    let started = std::time::Instant::now();
+    let response: FetchResponse =
+        rill_tests::raw::request(addr, ApiKey::Fetch, 12, &body).expect("Fetch answered");
+    let elapsed = started.elapsed();
+    let mut partitions: Vec<_> = response
+        .responses
+        .into_iter()
+        .flat_map(|t| t.partitions)
+        .map(|p| {
+            assert_eq!(p.error_code, 0, "partition {}", p.partition_index);
+            let bytes = p.records.map(|r| r.len()).unwrap_or(0);
+            (p.partition_index, (p.high_watermark, bytes))
+        })
+        .collect();
+    partitions.sort_by_key(|(index, _)| *index);
+    (elapsed, partitions.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Appends one record to `partition` of `topic`, acks=all.
+async fn produce_to(bootstrap: &str, topic: &str, partition: i32, value: &[u8]) {
+    let p = producer(bootstrap, &[("acks", "all"), ("linger.ms", "0")]);
+    let record: FutureRecord<'_, (), [u8]> =
+        FutureRecord::to(topic).partition(partition).payload(value);
+    p.send(record, Duration::from_secs(10))
+        .await
+        .map_err(|(e, _)| e)
+        .expect("sent");
+}
+
+/// Long polls whose partitions live on two shards (`--cores 2`: partitions
+/// 0 and 1 of a topic are on different shards): one wakes on an append to
+/// either; one whose partitions hold `min_bytes` only together answers at
+/// once; one short of `min_bytes` answers at `max_wait_ms` with what there
+/// is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_polls_across_shards() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "2"]);
+    let (bootstrap, addr) = (broker.bootstrap(), broker.addr);
+    create_topic(&bootstrap, "poll", 2, &[]).await;
+
+    let waiting = std::thread::spawn(move || timed_fetch(addr, "poll", 10_000, 1));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    produce_to(&bootstrap, "poll", 1, &[b'a'; 500]).await;
+    let (elapsed, woken) = waiting.join().expect("fetch thread");
+    assert!(
+        elapsed < Duration::from_secs(8),
+        "woken by the append: {elapsed:?}"
+    );
+    assert_eq!(woken[0], (0, 0), "partition 0 has nothing");
+    assert_eq!(woken[1].0, 1, "partition 1's HW");
+    let one_batch = woken[1].1;
+    assert!(one_batch > 500, "partition 1's batch: {one_batch} bytes");
+
+    produce_to(&bootstrap, "poll", 0, &[b'b'; 500]).await;
+    let together = i32::try_from(one_batch + 1).expect("small");
+    let (elapsed, both) = timed_fetch(addr, "poll", 10_000, together);
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "answered at once: {elapsed:?}"
+    );
+    assert!(
+        both.iter().all(|&(hw, bytes)| hw == 1 && bytes > 500),
+        "{both:?}"
+    );
+
+    let (elapsed, short) = timed_fetch(addr, "poll", 800, 1 << 20);
+    assert!(elapsed >= Duration::from_millis(700), "waited: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_secs(8),
+        "until max_wait_ms: {elapsed:?}"
+    );
+    assert_eq!(short, both, "answered with what there is");
+}
