@@ -19,6 +19,7 @@
 //!                      ↓            followers fetch
 //! cluster_runtime                   the metadata quorum member, broker
 //!                                   registration, every shard's view
+//!                                   (and topic table derived from it)
 //! ```
 //!
 //! - [`shard_runtime`]: the struct of one shard's runtimes, built in one
@@ -28,7 +29,8 @@
 //! - [`admin_changes`]: the metadata changes this broker asks of the
 //!   cluster (topics, configs, ACLs, quotas, SCRAM credentials), serialized
 //!   on shard 0, and the reconciler that applies committed metadata to the
-//!   shards' topic tables.
+//!   broker's partition logs (each shard's topic table is derived from its
+//!   image by [`cluster_runtime`]).
 //! - [`group_runtime`]: the group coordinator on shards: placement by
 //!   `__consumer_offsets` partition, leases, persistence, timers, loading.
 //! - [`txn_runtime`]: the transaction coordinator on shards: placement by

@@ -38,7 +38,8 @@ pub struct ShardRuntime {
     pub producer_ids: Rc<ProducerIdPool>,
     /// Serializes the admin changes this shard asks of the cluster.
     pub admin_changes: Rc<ControllerState>,
-    /// How far committed metadata is applied to this shard's topic table.
+    /// How far committed metadata is applied to this broker's partitions
+    /// (meaningful on [`cluster_runtime::METADATA_SHARD`]).
     pub reconciler: Rc<Reconciler>,
     /// Run after every transaction marker this shard writes.
     pub marker_hooks: Rc<MarkerHooks>,
@@ -73,7 +74,7 @@ impl ShardRuntime {
             txns: Rc::default(),
             producer_ids: Rc::new(ProducerIdPool::new()),
             admin_changes: Rc::default(),
-            reconciler: Rc::default(),
+            reconciler: Rc::new(Reconciler::new(&shard.topic_table(), quorum.as_deref())),
             marker_hooks: Rc::default(),
             quotas: Rc::new(QuotaManager::new(quota_sensors)),
             producer_id_allocator,

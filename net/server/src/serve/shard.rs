@@ -31,7 +31,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct ShardInput {
     pub(super) config: Arc<BrokerConfig>,
     pub(super) mesh: Option<MeshBuilder<ShardMessage, Full>>,
-    pub(super) entries: Arc<Vec<TopicEntry>>,
+    pub(super) entries: Arc<[TopicEntry]>,
     pub(super) shutdown: oneshot::Receiver<()>,
     pub(super) drained: Arc<AtomicUsize>,
     pub(super) open_connections: Arc<AtomicUsize>,
@@ -147,7 +147,7 @@ async fn build_shard(
             config.send_path
         )
     })?;
-    let table = TopicTable::from_entries(input.entries.iter().cloned());
+    let table = TopicTable::found_on_disk(input.entries.clone());
     let limits = &config.connection_limits;
     let request_bytes_share = limits
         .queued_max_request_bytes
@@ -155,7 +155,7 @@ async fn build_shard(
     Ok(Rc::new(Shard {
         id,
         count: config.cores,
-        topics: RefCell::new(table),
+        topics: RefCell::new(Rc::new(table)),
         config: config.clone(),
         logs,
         peers,
