@@ -19,6 +19,7 @@ use cluster::metadata::MetadataImage;
 use futures::channel::oneshot;
 use kernel::call::OwnerCall;
 use kernel::mesh::Envelope;
+use kernel::topics::NO_IMAGE;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -124,18 +125,22 @@ fn install(shard: &Shard, publication: Publication) {
     }
     let image = &publication.image;
     let current = shard.topic_table();
+    // An image before its first record knows nothing yet (an observer's
+    // before it has fetched one): the disk's topics stay served, as before
+    // any publication.
+    let serve_found_on_disk = publication.adopting || image.last_applied_offset() == NO_IMAGE;
     // A publication of the quorum's status alone keeps the image, and so
     // the table. Otherwise the table is made anew: a full pass over the
     // image's topics, which the image's own copy per change (made once,
     // for every shard) already costs about as much as.
     if image.last_applied_offset() != current.offset()
-        || publication.adopting != current.serves_found_on_disk()
+        || serve_found_on_disk != current.serves_found_on_disk()
     {
         let defaults = effective_topic_defaults(&shard.config, image.broker_configs());
-        // Every shard derives the same table: the metadata shard alone
-        // reports a topic config it cannot use.
-        let report = shard.id == super::METADATA_SHARD;
-        shard.set_topic_table(current.derive(image, &defaults, publication.adopting, report));
+        // Every shard derives the same table: the metadata shard (the one
+        // with the quorum member) alone reports a topic config it cannot use.
+        let report = shard.runtime().quorum.is_some();
+        shard.set_topic_table(current.derive(image, &defaults, serve_found_on_disk, report));
     }
     view.install(publication.sequence, publication.image, publication.status);
     assert_eq!(
