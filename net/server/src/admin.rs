@@ -73,7 +73,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     metrics.io_sizing = shard.logs.context().config.io;
     metrics.stream_chunk_bytes = shard.logs.context().config.stream_min_bytes as u64;
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
-    metrics.committed_offsets = shard.runtime().groups.clone().committed_offsets();
+    metrics.committed_offsets = shard.runtime().groups.committed_offsets();
     let replicas = shard.runtime().replicas.clone();
     metrics.replication = replicas.counters.borrow().clone();
     metrics.replication.lag_at_leader = replicas.lag_at_leader();
