@@ -203,9 +203,39 @@ impl Broker {
         self.child.as_ref().map(|c| c.id())
     }
 
-    /// Sends a signal and waits for the process to exit; returns its exit code.
+    /// Sends a signal and waits for the process to exit; returns its exit
+    /// code (`None`: it died of a signal).
+    ///
+    /// # Panics
+    /// When the broker is not running, or had already exited before the
+    /// signal: a stop of a dead broker proves nothing, and the test that
+    /// sent it must not pass as if its fault had landed.
     pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
-        let mut child = self.child.take()?;
+        self.signal_and_wait(signal).code()
+    }
+
+    /// SIGKILL, asserting the broker died of it (and not by itself before).
+    pub fn kill(&mut self) {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.signal_and_wait(libc::SIGKILL);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "rill exited by itself ({status}) rather than by SIGKILL:\n{}",
+            self.log()
+        );
+    }
+
+    fn signal_and_wait(&mut self, signal: i32) -> std::process::ExitStatus {
+        let Some(mut child) = self.child.take() else {
+            panic!("signal {signal} for a broker that is not running");
+        };
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "rill had exited ({status}) before signal {signal}:\n{}",
+                self.log()
+            );
+        }
         // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
         unsafe {
             libc::kill(child.id() as i32, signal);
@@ -213,7 +243,7 @@ impl Broker {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                return status.code();
+                return status;
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -338,6 +368,7 @@ pub mod kafka;
 pub mod layering;
 pub mod limits;
 pub mod netns;
+pub mod paced;
 pub mod python;
 pub mod raw;
 pub mod replicated;
