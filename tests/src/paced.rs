@@ -115,6 +115,13 @@ impl PacedWrites {
     /// `message.timeout.ms`), and returns the acknowledged ones.
     pub async fn finish(self) -> Vec<Acked> {
         self.stop.store(true, Ordering::Release);
+        self.complete().await
+    }
+
+    /// Sends the rest of the records at the same pace (a producer going on
+    /// through the fault), waits for each to be acknowledged or to fail,
+    /// and returns the acknowledged ones.
+    pub async fn complete(self) -> Vec<Acked> {
         self.task.await.expect("paced writer");
         let mut acked = self.acked.lock().expect("acked").clone();
         acked.sort_unstable();

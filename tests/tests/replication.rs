@@ -83,7 +83,7 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
     writes.wait_acked(20, SETTLE);
     assert!(writes.sent() < records.len(), "the kill lands mid-write");
     cluster.node(leader).kill();
-    let acked = runtime.block_on(writes.finish());
+    let acked = runtime.block_on(writes.complete());
     acknowledged.extend(acked.iter().map(|&(i, _, _)| 100 + i as u32));
     let (new_leader, _, isr) = wait_for("a new leader without the dead one", SETTLE, || {
         let survivor = (1..=3).find(|&n| n != leader)?;
