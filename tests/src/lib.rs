@@ -50,6 +50,36 @@ pub fn data_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(root).expect("temp dir")
 }
 
+/// Where skipped tests are recorded, one `test<TAB>reason` line each;
+/// `.ci/run` empties it first and counts it by reason after the run.
+pub const SKIP_LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/test-skips.log");
+
+/// Records that the calling test skips its checks, and why (printed, and
+/// appended to [`SKIP_LEDGER`] so that CI's summary counts it: a skip is
+/// never silent). The caller returns right after.
+pub fn skipped(reason: &str) {
+    record_skip(SKIP_LEDGER, reason);
+}
+
+/// [`skipped`] with the ledger's path given: for the crates' own unit tests,
+/// which do not depend on this crate (they pass their
+/// `CARGO_MANIFEST_DIR`-relative path to the same file).
+pub fn record_skip(ledger: &str, reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    eprintln!("skipped: {test}: {reason}");
+    let line = format!("{test}\t{reason}\n");
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(ledger)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("cannot record the skip in {ledger}: {e}");
+    }
+}
+
 /// The broker binary to run: `RILL_TEST_BINARY` when set (the sanitizer
 /// script, `.ci/asan.sh`, runs the black-box tests against a broker built
 /// with AddressSanitizer while the tests themselves stay a normal build),
