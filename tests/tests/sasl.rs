@@ -415,11 +415,10 @@ fn only_the_sasl_exchange_is_served_before_authentication() {
     let mut idle = connect(b.sasl);
     let started = Instant::now();
     assert_closed_by_broker(&mut idle);
+    // Not at once: after the handshake timeout (a lower bound only; the
+    // socket's 5 s read timeout bounds the wait, and a hang fails above).
     let waited = started.elapsed();
-    assert!(
-        waited >= Duration::from_millis(1000) && waited < Duration::from_millis(4500),
-        "{waited:?}"
-    );
+    assert!(waited >= Duration::from_millis(1000), "{waited:?}");
     // An authenticated one is not.
     std::thread::sleep(Duration::from_millis(500));
     assert!(metadata(&mut socket).is_ok());
