@@ -4,6 +4,39 @@
 //!
 //! The tests themselves are in `tests/tests/*.rs` (targets of the root
 //! package, so Cargo builds the binary and passes `CARGO_BIN_EXE_rill`).
+//!
+//! # Writing a test that can fail
+//!
+//! A test passes only if the behaviour it names holds. Four rules keep it
+//! so; every new test follows them.
+//!
+//! - **A fault lands mid-work, provably.** A kill, a stop or a move that
+//!   comes after the writes are done proves nothing about writes in flight.
+//!   Write with [`paced::PacedWrites`], wait for some acknowledgements,
+//!   assert the writer is not done ([`paced::PacedWrites::sent`] below the
+//!   total) when the fault lands, then check every acknowledged record
+//!   survived. Where the window is narrow (between a transaction's prepare
+//!   and its markers), use a fault point in the broker
+//!   (`RILL_FAULT_*`) rather than a sleep that races it.
+//! - **A close is a close, not a timeout.** Read with
+//!   [`raw::answer_or_close`] or assert with
+//!   [`raw::assert_closed_by_broker`]: end of stream or a reset is a close,
+//!   a read timeout is a hang and fails the test. Check the broker's own
+//!   count too (`rill_connections_open`) where it matters.
+//! - **Exact checks.** Offsets acknowledged are compared with those
+//!   consumed ([`kafka::assert_delivered_as_consumed`],
+//!   [`kafka::assert_offsets_contiguous`]), never `>= 0`; a kill is
+//!   [`Broker::kill`] (it asserts the process died of the signal, and that
+//!   it was running); a read after a fault reads to the high watermark
+//!   ([`kafka::consume_to_end`]), not to a count that unacknowledged
+//!   records can fill.
+//! - **No timing asserts.** A shared 2-core CI host makes every upper bound
+//!   on wall time flaky, and figures belong to `rill-bench`. Assert the
+//!   mechanism (a throttle's computed pause, `throttle_time_ms`, a metric),
+//!   or only a lower bound a slow host cannot break.
+//!
+//! A test that cannot run here (no root, an old kernel) calls [`skipped`]
+//! and returns: CI's summary counts skips by reason, so none is silent.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
