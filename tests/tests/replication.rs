@@ -404,8 +404,7 @@ fn transactions_go_on_when_their_coordinator_dies() {
     producer
         .init_transactions(timeout)
         .expect("init_transactions");
-    let commit = |producer: &BaseProducer, values: std::ops::Range<u32>| {
-        producer.begin_transaction().expect("begin");
+    let send = |producer: &BaseProducer, values: std::ops::Range<u32>| {
         for value in values {
             let payload = value.to_string();
             let record: BaseRecord<'_, (), String> = BaseRecord::to("txn-failover")
@@ -413,16 +412,25 @@ fn transactions_go_on_when_their_coordinator_dies() {
                 .partition(0);
             producer.send(record).map_err(|(e, _)| e).expect("send");
         }
-        producer.commit_transaction(timeout).expect("commit");
     };
-    commit(&producer, 0..10);
+    producer.begin_transaction().expect("begin");
+    send(&producer, 0..10);
+    producer.commit_transaction(timeout).expect("commit");
     let coordinator = wait_for("the transaction coordinator", SETTLE, || {
         transaction_coordinator(&bootstrap, "failover-tx")
     });
+    // The coordinator dies with a transaction open: its partition added
+    // and half its records acknowledged.
+    producer.begin_transaction().expect("begin");
+    send(&producer, 10..15);
+    producer.flush(timeout).expect("flush");
     cluster.node(coordinator).kill();
     // The coordinator's __transaction_state partition gets a new leader,
-    // which loads the transactional id's state: the producer goes on.
-    commit(&producer, 10..20);
+    // which loads the open transaction: the producer finishes it.
+    send(&producer, 15..20);
+    producer
+        .commit_transaction(timeout)
+        .expect("commit after the failover");
     let survivor = (1..=3).find(|&n| n != coordinator).expect("a survivor");
     let read = rill_tests::kafka::consume_all(
         &cluster.node(survivor).bootstrap(),
