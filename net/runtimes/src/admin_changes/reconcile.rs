@@ -525,5 +525,5 @@ async fn adopt_topics_on_disk(shard: Rc<Shard>) {
             ),
         }
     }
-    shard.runtime().reconciler.clone().adopting.set(false);
+    shard.runtime().reconciler.adopting.set(false);
 }

@@ -59,7 +59,7 @@ async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
     let started = Instant::now();
     loop {
         let target = startup_offset.load(Ordering::Acquire);
-        let have = shard.runtime().view.clone().image().last_applied_offset();
+        let have = shard.runtime().view.image().last_applied_offset();
         if target != STARTUP_OFFSET_UNKNOWN && have >= target {
             return;
         }
@@ -204,7 +204,7 @@ fn install_coordinator_hooks(shard: &Rc<Shard>) {
     // for a `__consumer_offsets` or `__transaction_state` partition under an
     // older lease is dropped when this broker (again) starts leading it; the
     // next call or timer tick loads it from the log.
-    shard.runtime().replicas.clone().on_leadership(Rc::new(
+    shard.runtime().replicas.on_leadership(Rc::new(
         |shard: &Rc<Shard>, tp: &engine::TopicPartition| {
             runtimes::txn_runtime::reload_on_leadership(shard, tp);
             runtimes::group_runtime::reload_on_leadership(shard, tp);
