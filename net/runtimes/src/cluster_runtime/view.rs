@@ -13,12 +13,12 @@
 //! [`ViewReached`] waits until a shard holds an image at some offset: the
 //! reconciler's waiters are released only once every shard does.
 
-use crate::admin_changes::topic_defaults::effective_topic_defaults;
 use crate::Shard;
 use cluster::metadata::MetadataImage;
 use futures::channel::oneshot;
 use kernel::call::OwnerCall;
 use kernel::mesh::Envelope;
+use kernel::topic_defaults::effective_topic_defaults;
 use kernel::topics::NO_IMAGE;
 use std::cell::RefCell;
 use std::rc::Rc;
