@@ -47,7 +47,6 @@ fn check_run_result(result: &Value, expected_label: &str) {
             0 < p50 && p50 <= p99 && p99 <= max,
             "{latency}: p50 {p50} p99 {p99} max {max}"
         );
-        assert!(p99 < 10_000_000, "{latency}: p99 {p99} us");
     }
     assert!(!result["series"].as_array().unwrap().is_empty());
 }

@@ -47,7 +47,6 @@ async fn check(workload: Workload) {
             && publish.p99_us <= publish.max_us,
         "{publish:?}"
     );
-    assert!(publish.p99_us < 5_000_000, "{publish:?}");
     let end_to_end = &result.end_to_end_latency_us;
     assert!(
         end_to_end.count > 0 && end_to_end.p99_us < 10_000_000,

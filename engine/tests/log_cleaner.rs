@@ -111,7 +111,7 @@ fn the_newest_value_per_key_survives_and_the_checkpoint_advances() {
     let path = dir.path().to_path_buf();
     run(async move {
         let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", compacted(&[])).await;
-        write_updates(&log, 10, 20).await;
+        write_updates(&log, 40, 20).await;
         let before = newest_per_key(&read_records(&log).await);
         let due = compaction::candidate(&log, false).expect("all dirty: ratio 1");
         assert!(due.dirty_ratio > 0.99, "{}", due.dirty_ratio);
@@ -132,12 +132,25 @@ fn the_newest_value_per_key_survives_and_the_checkpoint_advances() {
         // Nothing dirty: no pass, even forced.
         assert!(compaction::candidate(&log, true).is_none());
         // A little new data: below the 0.5 ratio, so not due unless forced.
-        write_updates(&log, 3, 3).await;
-        let forced = compaction::candidate(&log, true);
-        if let Some(c) = &forced {
-            assert!(c.dirty_ratio < 0.5, "{}", c.dirty_ratio);
-            assert!(compaction::candidate(&log, false).is_none());
+        // Cleanable only once sealed: write until the active segment rolls
+        // (the first forced candidate), a few hundred bytes against the
+        // clean part's thousands.
+        let mut forced = None;
+        for round in 0..200 {
+            assert!(round < 199, "a 1 KiB segment rolled within 200 records");
+            let key = format!("k{}", round % 40);
+            append_durable(&log, record(&key, Some("new"), 5_000)).await;
+            forced = compaction::candidate(&log, true);
+            if forced.is_some() {
+                break;
+            }
         }
+        let forced = forced.expect("a forced candidate once the dirty data is sealed");
+        assert!(forced.dirty_ratio < 0.5, "{}", forced.dirty_ratio);
+        assert!(
+            compaction::candidate(&log, false).is_none(),
+            "not due unforced"
+        );
         let counters = *log_cleaner_counters(&log);
         assert_eq!(counters.passes, 1);
         assert!(counters.bytes_read > 0 && counters.bytes_removed > 0);

@@ -184,3 +184,98 @@ pub fn consume_all(
     }
     out
 }
+
+/// Consumes every partition of `topic` from the beginning up to the high
+/// watermark each has when the call starts: everything committed, however
+/// many records that is (a test that stopped a broker mid-write does not
+/// know how many of its unacknowledged records made it).
+pub fn consume_to_end(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    timeout: Duration,
+) -> Vec<Rec> {
+    let mut c = client_config(bootstrap);
+    c.set("group.id", "rill-tests-unused")
+        .set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = c.create().expect("consumer");
+    let deadline = Instant::now() + timeout;
+    let mut ends = Vec::new();
+    for partition in 0..partitions {
+        let end = loop {
+            match consumer.fetch_watermarks(topic, partition, Duration::from_secs(5)) {
+                Ok((_, high)) => break high,
+                Err(e) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "watermarks of {topic}-{partition}: {e}"
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        };
+        ends.push(end);
+    }
+    let expected = ends.iter().sum::<i64>() as usize;
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let got = consume_all(bootstrap, topic, partitions, expected, remaining, &[]);
+    for (partition, end) in ends.iter().enumerate() {
+        let read = got
+            .iter()
+            .filter(|r| r.partition == partition as i32)
+            .count();
+        assert_eq!(read as i64, *end, "records read from {topic}-{partition}");
+    }
+    got
+}
+
+/// Asserts what a producer was told matches what a consumer reads: every
+/// acknowledged `(partition, offset)` is given once, and the consumer finds
+/// the record sent with that acknowledgement at exactly that place.
+/// `delivered[i]` is the acknowledgement of `sent[i]`.
+pub fn assert_delivered_as_consumed(
+    sent: &[(Option<Vec<u8>>, Vec<u8>)],
+    delivered: &[(i32, i64)],
+    consumed: &[Rec],
+) {
+    assert_eq!(
+        sent.len(),
+        delivered.len(),
+        "one acknowledgement per record"
+    );
+    let at: std::collections::HashMap<(i32, i64), &Rec> = consumed
+        .iter()
+        .map(|r| ((r.partition, r.offset), r))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for ((key, value), &(partition, offset)) in sent.iter().zip(delivered) {
+        assert!(offset >= 0, "an acknowledged record has an offset");
+        assert!(
+            seen.insert((partition, offset)),
+            "{partition}/{offset} given twice"
+        );
+        let found = at
+            .get(&(partition, offset))
+            .unwrap_or_else(|| panic!("nothing consumed at {partition}/{offset}"));
+        assert_eq!(
+            found.value.as_ref(),
+            Some(value),
+            "value at {partition}/{offset}"
+        );
+        assert_eq!(&found.key, key, "key at {partition}/{offset}");
+    }
+}
+
+/// Asserts every partition's consumed offsets run from 0 without a gap or
+/// a repeat (a topic with no transactions and no compaction).
+pub fn assert_offsets_contiguous(consumed: &[Rec]) {
+    let mut by_partition: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    for r in consumed {
+        by_partition.entry(r.partition).or_default().push(r.offset);
+    }
+    for (partition, mut offsets) in by_partition {
+        offsets.sort_unstable();
+        let want: Vec<i64> = (0..offsets.len() as i64).collect();
+        assert_eq!(offsets, want, "partition {partition}'s offsets");
+    }
+}

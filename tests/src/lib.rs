@@ -4,6 +4,39 @@
 //!
 //! The tests themselves are in `tests/tests/*.rs` (targets of the root
 //! package, so Cargo builds the binary and passes `CARGO_BIN_EXE_rill`).
+//!
+//! # Writing a test that can fail
+//!
+//! A test passes only if the behaviour it names holds. Four rules keep it
+//! so; every new test follows them.
+//!
+//! - **A fault lands mid-work, provably.** A kill, a stop or a move that
+//!   comes after the writes are done proves nothing about writes in flight.
+//!   Write with [`paced::PacedWrites`], wait for some acknowledgements,
+//!   assert the writer is not done ([`paced::PacedWrites::sent`] below the
+//!   total) when the fault lands, then check every acknowledged record
+//!   survived. Where the window is narrow (between a transaction's prepare
+//!   and its markers), use a fault point in the broker
+//!   (`RILL_FAULT_*`) rather than a sleep that races it.
+//! - **A close is a close, not a timeout.** Read with
+//!   [`raw::answer_or_close`] or assert with
+//!   [`raw::assert_closed_by_broker`]: end of stream or a reset is a close,
+//!   a read timeout is a hang and fails the test. Check the broker's own
+//!   count too (`rill_connections_open`) where it matters.
+//! - **Exact checks.** Offsets acknowledged are compared with those
+//!   consumed ([`kafka::assert_delivered_as_consumed`],
+//!   [`kafka::assert_offsets_contiguous`]), never `>= 0`; a kill is
+//!   [`Broker::kill`] (it asserts the process died of the signal, and that
+//!   it was running); a read after a fault reads to the high watermark
+//!   ([`kafka::consume_to_end`]), not to a count that unacknowledged
+//!   records can fill.
+//! - **No timing asserts.** A shared 2-core CI host makes every upper bound
+//!   on wall time flaky, and figures belong to `rill-bench`. Assert the
+//!   mechanism (a throttle's computed pause, `throttle_time_ms`, a metric),
+//!   or only a lower bound a slow host cannot break.
+//!
+//! A test that cannot run here (no root, an old kernel) calls [`skipped`]
+//! and returns: CI's summary counts skips by reason, so none is silent.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -48,6 +81,36 @@ pub fn data_dir() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-data");
     std::fs::create_dir_all(&root).expect("test data root");
     tempfile::tempdir_in(root).expect("temp dir")
+}
+
+/// Where skipped tests are recorded, one `test<TAB>reason` line each;
+/// `.ci/run` empties it first and counts it by reason after the run.
+pub const SKIP_LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/test-skips.log");
+
+/// Records that the calling test skips its checks, and why (printed, and
+/// appended to [`SKIP_LEDGER`] so that CI's summary counts it: a skip is
+/// never silent). The caller returns right after.
+pub fn skipped(reason: &str) {
+    record_skip(SKIP_LEDGER, reason);
+}
+
+/// [`skipped`] with the ledger's path given: for the crates' own unit tests,
+/// which do not depend on this crate (they pass their
+/// `CARGO_MANIFEST_DIR`-relative path to the same file).
+pub fn record_skip(ledger: &str, reason: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("?");
+    eprintln!("skipped: {test}: {reason}");
+    let line = format!("{test}\t{reason}\n");
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(ledger)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!("cannot record the skip in {ledger}: {e}");
+    }
 }
 
 /// The broker binary to run: `RILL_TEST_BINARY` when set (the sanitizer
@@ -203,9 +266,39 @@ impl Broker {
         self.child.as_ref().map(|c| c.id())
     }
 
-    /// Sends a signal and waits for the process to exit; returns its exit code.
+    /// Sends a signal and waits for the process to exit; returns its exit
+    /// code (`None`: it died of a signal).
+    ///
+    /// # Panics
+    /// When the broker is not running, or had already exited before the
+    /// signal: a stop of a dead broker proves nothing, and the test that
+    /// sent it must not pass as if its fault had landed.
     pub fn stop_with(&mut self, signal: i32) -> Option<i32> {
-        let mut child = self.child.take()?;
+        self.signal_and_wait(signal).code()
+    }
+
+    /// SIGKILL, asserting the broker died of it (and not by itself before).
+    pub fn kill(&mut self) {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.signal_and_wait(libc::SIGKILL);
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "rill exited by itself ({status}) rather than by SIGKILL:\n{}",
+            self.log()
+        );
+    }
+
+    fn signal_and_wait(&mut self, signal: i32) -> std::process::ExitStatus {
+        let Some(mut child) = self.child.take() else {
+            panic!("signal {signal} for a broker that is not running");
+        };
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "rill had exited ({status}) before signal {signal}:\n{}",
+                self.log()
+            );
+        }
         // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
         unsafe {
             libc::kill(child.id() as i32, signal);
@@ -213,7 +306,7 @@ impl Broker {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = child.try_wait() {
-                return status.code();
+                return status;
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
@@ -338,6 +431,7 @@ pub mod kafka;
 pub mod layering;
 pub mod limits;
 pub mod netns;
+pub mod paced;
 pub mod python;
 pub mod raw;
 pub mod replicated;

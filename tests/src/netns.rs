@@ -36,7 +36,7 @@ impl Network {
     pub fn create() -> Option<Network> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: network namespaces need root");
+            crate::skipped("network namespaces need root");
             return None;
         }
         let id = std::process::id() % 200;
@@ -51,7 +51,7 @@ impl Network {
             && ip(&["link", "set", &bridge, "up"])
             && (1..=3).all(|i| network.add_node(i));
         if !made {
-            eprintln!("skipped: cannot create network namespaces and veth pairs here");
+            crate::skipped("cannot create network namespaces and veth pairs here");
             return None;
         }
         Some(network)

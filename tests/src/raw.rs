@@ -127,3 +127,57 @@ pub fn fetch_v12(
         .next()
         .expect("an answer for the partition")
 }
+
+/// What the broker did with a connection a test expects it to answer or to
+/// close.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// One response frame's body (after the 4-byte length).
+    Frame(Vec<u8>),
+    /// End of stream or a reset: the broker closed the connection.
+    Closed,
+}
+
+/// Reads one response frame, or the broker's close.
+///
+/// # Panics
+/// When the read times out (the socket's read timeout, which the caller
+/// sets): a broker that hangs neither answers nor closes, and a test that
+/// took the timeout for a close would pass against it.
+pub fn answer_or_close(socket: &mut TcpStream) -> Answer {
+    let mut len = [0u8; 4];
+    if let Err(e) = socket.read_exact(&mut len) {
+        return closed_or_hang(e);
+    }
+    let len = i32::from_be_bytes(len);
+    assert!((0..100 << 20).contains(&len), "sane response length {len}");
+    let mut body = vec![0u8; len as usize];
+    match socket.read_exact(&mut body) {
+        Ok(()) => Answer::Frame(body),
+        Err(e) => closed_or_hang(e),
+    }
+}
+
+/// Asserts that the broker closed `socket` (end of stream or a reset)
+/// without writing anything more, before the socket's read timeout.
+pub fn assert_closed_by_broker(socket: &mut TcpStream) {
+    let mut byte = [0u8; 1];
+    match socket.read(&mut byte) {
+        Ok(0) => {}
+        Ok(_) => panic!("the broker wrote to a connection it was expected to close"),
+        Err(e) => assert_eq!(closed_or_hang(e), Answer::Closed),
+    }
+}
+
+/// A failed read as a close (end of stream, reset, abort); a timeout is a
+/// hang and fails the test.
+fn closed_or_hang(error: std::io::Error) -> Answer {
+    use std::io::ErrorKind::*;
+    match error.kind() {
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe => Answer::Closed,
+        WouldBlock | TimedOut => {
+            panic!("the broker neither answered nor closed the connection before the read timeout")
+        }
+        _ => panic!("reading from the broker failed: {error}"),
+    }
+}

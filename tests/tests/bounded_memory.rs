@@ -104,6 +104,17 @@ fn read_from(bootstrap: &str, partition: i32, offset: i64, count: i64) {
     }
 }
 
+/// One producer writes record `i` of each partition in order to a topic
+/// nothing else writes: it must be acknowledged at offset `i`.
+fn assert_delivered_at(
+    delivery: rdkafka::producer::future_producer::OwnedDeliveryResult,
+    partition: i32,
+    i: i64,
+) {
+    let delivery = delivery.map_err(|(e, _)| e).expect("delivered");
+    assert_eq!((delivery.partition, delivery.offset), (partition, i));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() {
     let dir = data_dir();
@@ -143,25 +154,17 @@ async fn sealed_indexes_stay_within_the_cache_cap_and_every_record_reads_back() 
                 .partition(partition)
                 .payload(&v)
                 .timestamp(timestamp(i));
-            pending.push(p.send_result(record).map_err(|(e, _)| e).expect("enqueued"));
+            let delivery = p.send_result(record).map_err(|(e, _)| e).expect("enqueued");
+            pending.push((partition, i, delivery));
         }
         if i % 100 == 99 {
-            for delivery in pending.drain(..) {
-                let delivery = delivery
-                    .await
-                    .expect("not cancelled")
-                    .map_err(|(e, _)| e)
-                    .expect("delivered");
-                assert!(delivery.offset >= 0);
+            for (partition, i, delivery) in pending.drain(..) {
+                assert_delivered_at(delivery.await.expect("not cancelled"), partition, i);
             }
         }
     }
-    for delivery in pending.drain(..) {
-        delivery
-            .await
-            .expect("not cancelled")
-            .map_err(|(e, _)| e)
-            .expect("delivered");
+    for (partition, i, delivery) in pending.drain(..) {
+        assert_delivered_at(delivery.await.expect("not cancelled"), partition, i);
     }
     rdkafka::producer::Producer::flush(&p, Duration::from_secs(30)).expect("flush");
     let segments = std::fs::read_dir(dir.path())

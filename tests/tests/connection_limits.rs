@@ -4,9 +4,10 @@
 //! log.
 
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use rill_tests::raw::assert_closed_by_broker;
 use rill_tests::raw::exchange;
 use rill_tests::Broker;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -40,15 +41,23 @@ fn answered(socket: &mut TcpStream) -> bool {
     .is_ok_and(|r| r.error_code == 0)
 }
 
-/// Whether the broker has closed `socket` (EOF or reset within 10 s).
-fn closed_by_broker(socket: &mut TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    matches!(socket.read(&mut byte), Ok(0) | Err(_))
-}
-
 /// A per-shard counter, summed over the shards.
 fn metric(broker: &Broker, name: &str) -> i64 {
     broker.metric_sum(name)
+}
+
+/// Waits until the broker counts `open` connections (a close the broker
+/// made is also one it counted).
+fn wait_for_open_connections(broker: &Broker, open: i64) {
+    let started = Instant::now();
+    while metric(broker, "rill_connections_open") != open {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{} connections open, not {open}",
+            metric(broker, "rill_connections_open")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -56,11 +65,7 @@ fn connections_beyond_the_per_ip_limit_are_refused_until_one_closes() {
     let dir = rill_tests::data_dir();
     let broker = broker_with(dir.path(), "\"max.connections.per.ip\" = 3\n");
     // The start-up check's connection must be gone before counting.
-    let started = Instant::now();
-    while metric(&broker, "rill_connections_open") != 0 {
-        assert!(started.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_open_connections(&broker, 0);
     let mut open: Vec<TcpStream> = (0..3).map(|_| connect(&broker)).collect();
     for socket in &mut open {
         assert!(answered(socket), "a connection within the limit is served");
@@ -92,6 +97,7 @@ fn connections_beyond_the_per_ip_limit_are_refused_until_one_closes() {
 fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
     let dir = rill_tests::data_dir();
     let broker = broker_with(dir.path(), "\"connections.max.idle.ms\" = 600\n");
+    wait_for_open_connections(&broker, 0);
     let mut idle = connect(&broker);
     let mut busy = connect(&broker);
     assert!(answered(&mut idle));
@@ -100,10 +106,8 @@ fn an_idle_connection_is_closed_and_a_busy_one_is_not() {
         assert!(answered(&mut busy), "a busy connection was closed");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(
-        closed_by_broker(&mut idle),
-        "the idle connection is still open"
-    );
+    assert_closed_by_broker(&mut idle);
+    wait_for_open_connections(&broker, 1);
     assert!(answered(&mut busy));
 }
 
@@ -119,7 +123,7 @@ fn a_flood_of_malformed_requests_is_counted_not_logged_line_by_line() {
         let mut frame = (body.len() as i32).to_be_bytes().to_vec();
         frame.extend_from_slice(&body);
         socket.write_all(&frame).expect("write");
-        assert!(closed_by_broker(&mut socket));
+        assert_closed_by_broker(&mut socket);
     }
     let started = Instant::now();
     while metric(&broker, "rill_protocol_errors_total") < FLOOD as i64 {

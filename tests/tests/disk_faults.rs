@@ -142,7 +142,7 @@ fn fill_refuse_resume(min_free_bytes: u64, leave_bytes: u64) {
     let fs = match SmallFs::mount(64) {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: no small file system here ({why})");
+            rill_tests::skipped(&format!("no small file system here ({why})"));
             return;
         }
     };
@@ -282,7 +282,7 @@ fn a_broker_whose_log_output_fails_keeps_serving() {
     // stdout and stderr on /dev/full: every log line fails to be written
     // (before, tracing's fallback report panicked the broker).
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full here");
+        rill_tests::skipped("no /dev/full here");
         return;
     };
     let dir = rill_tests::data_dir();

@@ -150,7 +150,7 @@ fn two_epochs(cluster: &mut Cluster, topic: &str, first: u32, second: u32) -> (i
         leader_epoch(cluster.node(old_leader), topic)
     });
     runtime.block_on(produce(&producer(&bootstrap, "all"), topic, 0..first));
-    cluster.node(old_leader).stop_with(libc::SIGKILL);
+    cluster.node(old_leader).kill();
     let survivor = (1..=3).find(|&n| n != old_leader).expect("a survivor");
     let survivor_bootstrap = cluster.node(survivor).bootstrap();
     let (new_leader, _) = wait_for("a new leader", SETTLE, || {

@@ -145,7 +145,7 @@ fn full_disk(size_mib: u64, producers: u32, configs: &[(&str, &str)]) {
     let fs = match SmallFs::mount(size_mib) {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: no small file system here ({why})");
+            rill_tests::skipped(&format!("no small file system here ({why})"));
             return;
         }
     };

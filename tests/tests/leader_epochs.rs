@@ -210,7 +210,7 @@ async fn offset_for_leader_epoch_answers_from_the_checkpoint_across_restarts() {
     check_checkpoint_files(dir.path(), "after a graceful restart");
     check_answers(&broker, "after a graceful restart");
 
-    broker.stop_with(libc::SIGKILL);
+    broker.kill();
     broker.restart();
     check_checkpoint_files(dir.path(), "after a crash");
     check_answers(&broker, "after a crash");

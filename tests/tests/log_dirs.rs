@@ -418,7 +418,7 @@ fn a_full_dir_refuses_its_partitions_only() {
     let fs = match SmallFs::mount(64) {
         Ok(fs) => fs,
         Err(why) => {
-            eprintln!("skipped: no small file system here ({why})");
+            rill_tests::skipped(&format!("no small file system here ({why})"));
             return;
         }
     };

@@ -8,7 +8,10 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::FutureRecord;
 use rdkafka::TopicPartitionList;
-use rill_tests::kafka::{client_config, consume_all, create_topic, produce_all, producer, Rec};
+use rill_tests::kafka::{
+    assert_delivered_as_consumed, assert_offsets_contiguous, client_config, consume_all,
+    create_topic, produce_all, producer, Rec,
+};
 use rill_tests::{data_dir, Broker};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -80,13 +83,15 @@ async fn every_codec_and_acks_level_round_trips() {
     create_topic(&bootstrap, "three", 3, &[]).await;
     for (topic, partitions) in [("one", 1), ("three", 3)] {
         let mut sent = Vec::new();
+        let (mut acknowledged, mut acknowledgements) = (Vec::new(), Vec::new());
         for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
             for acks in ["0", "1", "all"] {
                 let records = keyed(&format!("{topic}-{codec}-{acks}"), 40);
                 let p = producer(&bootstrap, &[("compression.codec", codec), ("acks", acks)]);
                 let deliveries = produce_all(&p, topic, &records, None).await;
                 if acks != "0" {
-                    assert!(deliveries.iter().all(|&(_, o)| o >= 0), "offsets reported");
+                    acknowledged.extend(records.iter().cloned());
+                    acknowledgements.extend(deliveries);
                 }
                 rdkafka::producer::Producer::flush(&p, Duration::from_secs(10)).expect("flush");
                 sent.extend(records);
@@ -101,6 +106,8 @@ async fn every_codec_and_acks_level_round_trips() {
             &[],
         );
         assert_exact(&sent, &got);
+        assert_delivered_as_consumed(&acknowledged, &acknowledgements, &got);
+        assert_offsets_contiguous(&got);
         if partitions == 3 {
             let used: std::collections::BTreeSet<i32> = got.iter().map(|r| r.partition).collect();
             assert_eq!(used.len(), 3, "keys spread over all partitions");

@@ -283,17 +283,18 @@ async fn a_producer_is_held_to_its_byte_rate_and_others_are_not() {
         QUOTA / 1024.0,
         fast_rate / 1024.0
     );
-    // The quota counts request bytes, a little more than the payload. The
-    // bound that matters is the upper one; the lower one only shows the
-    // client was producing, as one sharing 2 cores with an unthrottled
-    // neighbour (and, here, other builds) may not use all of its quota.
+    // The quota counts request bytes, a little more than the payload. Only
+    // the bounds a loaded host cannot break are asserted: the throttled
+    // client stays under its quota (a slow host only lowers it) and still
+    // makes progress; the other is not held to the quota. What the rates
+    // are is rill-bench's to measure, not a test's.
     assert!(
-        slow_rate > 0.5 * QUOTA && slow_rate < 1.10 * QUOTA,
+        slow_rate > 0.0 && slow_rate < 1.10 * QUOTA,
         "slow producer at {slow_rate:.0} B/s against a quota of {QUOTA} B/s"
     );
     assert!(
-        fast_rate > 3.0 * QUOTA,
-        "the unthrottled producer made only {fast_rate:.0} B/s"
+        fast_rate > 1.10 * QUOTA,
+        "the unthrottled producer was held to {fast_rate:.0} B/s"
     );
     assert!(broker.metric_sum("rill_quota_throttled_requests_total") > 0);
 }

@@ -17,9 +17,8 @@ use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rill_tests::cluster::{wait_for, Cluster};
-use rill_tests::replicated::{
-    idempotent_producer, partition_view, produce_numbers, read_numbers, signal,
-};
+use rill_tests::paced::PacedWrites;
+use rill_tests::replicated::{idempotent_producer, partition_view, read_numbers, signal};
 use rill_tests::Broker;
 use std::time::Duration;
 
@@ -107,11 +106,23 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
         (state.isr == sorted_from).then_some(())
     });
 
-    let load = runtime.spawn(async move {
+    // 1,500 writes paced over about 15 s: the move below starts and ends
+    // among them (checked, not assumed).
+    let records: Vec<_> = (0..1500u32)
+        .map(|v| (None, v.to_string().into_bytes()))
+        .collect();
+    let load = {
+        let _context = runtime.enter();
         let producer = idempotent_producer(&load_bootstrap);
-        produce_numbers(&producer, "moving", 0..1500).await
-    });
-    std::thread::sleep(Duration::from_secs(1));
+        PacedWrites::start(
+            producer,
+            "moving",
+            Some(0),
+            records,
+            Duration::from_millis(10),
+        )
+    };
+    load.wait_acked(50, SETTLE);
 
     // The new replica is stopped, so the reassignment stays in progress
     // until it runs again: ListPartitionReassignments must show it.
@@ -120,6 +131,8 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
         .find(|&n| n != moved_in && n != moved_out)
         .expect("another broker");
     assert_eq!(reassign(cluster.node(asked), "moving", Some(to)), 0);
+    let acked_at_move = load.acked_count();
+    assert!(load.sent() < 1500, "the move starts while writes go on");
     let (replicas, adding, removing) =
         listed(cluster.node(asked), "moving").expect("the reassignment is listed");
     assert_eq!((adding, removing), (vec![moved_in], vec![moved_out]));
@@ -141,6 +154,11 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
         to.contains(&state.leader),
         "the leader is a target replica: {state:?}"
     );
+    assert!(
+        load.acked_count() > acked_at_move,
+        "writes were acknowledged while the move ran: {acked_at_move} before, {} after",
+        load.acked_count()
+    );
     wait_for("no reassignment listed", SETTLE, || {
         listed(cluster.node(asked), "moving")
             .is_none()
@@ -156,7 +174,9 @@ fn move_under_load(cluster: &mut Cluster, from: &[i32], to: &[i32], moved_in: i3
         (!old_files.exists()).then_some(())
     });
 
-    let acknowledged = runtime.block_on(load).expect("producer task");
+    let acknowledged: Vec<u32> = (runtime.block_on(load.complete()).into_iter())
+        .map(|(i, _, _)| i as u32)
+        .collect();
     // Writes went on through the move and after it (why any was refused is
     // in the output).
     assert!(

@@ -7,6 +7,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureRecord;
 use rill_tests::agreement::assert_replicas_agree;
 use rill_tests::cluster::{find_coordinator as coordinator, wait_for, Cluster};
+use rill_tests::paced::PacedWrites;
 use rill_tests::replicated::{idempotent_producer, partition_view, produce_numbers, read_numbers};
 use std::time::Duration;
 
@@ -19,6 +20,22 @@ const SETTLE: Duration = Duration::from_secs(60);
 /// Partition 0's (leader, sorted replicas, sorted ISR) as `bootstrap` reports it.
 fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>, Vec<i32>)> {
     partition_view(bootstrap, topic).map(|view| (view.leader, view.sorted_replicas(), view.isr))
+}
+
+/// The leader's `rill_follower_lag_at_leader_messages` of topic
+/// `replicated`, one per follower.
+fn follower_lags(metrics: &str) -> Vec<i64> {
+    metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with("rill_follower_lag_at_leader_messages{topic=\"replicated\"")
+        })
+        .map(|line| {
+            (line.rsplit(' ').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("a number in {line}"))
+        })
+        .collect()
 }
 
 #[test]
@@ -47,9 +64,27 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         "all acknowledged with a healthy ISR"
     );
 
-    // The leader dies: a new one comes from the ISR and the producer goes on.
-    cluster.node(leader).stop_with(libc::SIGKILL);
-    acknowledged.extend(runtime.block_on(produce_numbers(&producer, "replicated", 100..200)));
+    // The leader dies with writes in flight: a new one comes from the ISR
+    // and the producer goes on.
+    let records: Vec<_> = (100..200u32)
+        .map(|v| (None, v.to_string().into_bytes()))
+        .collect();
+    let writes = {
+        let _context = runtime.enter();
+        let pace = Duration::from_millis(20);
+        PacedWrites::start(
+            producer.clone(),
+            "replicated",
+            Some(0),
+            records.clone(),
+            pace,
+        )
+    };
+    writes.wait_acked(20, SETTLE);
+    assert!(writes.sent() < records.len(), "the kill lands mid-write");
+    cluster.node(leader).kill();
+    let acked = runtime.block_on(writes.complete());
+    acknowledged.extend(acked.iter().map(|&(i, _, _)| 100 + i as u32));
     let (new_leader, _, isr) = wait_for("a new leader without the dead one", SETTLE, || {
         let survivor = (1..=3).find(|&n| n != leader)?;
         let state = partition_state(&cluster.node(survivor).bootstrap(), "replicated")?;
@@ -84,6 +119,13 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         let state = partition_state(&cluster.node(new_leader).bootstrap(), "replicated")?;
         (state.2 == vec![1, 2, 3]).then_some(())
     });
+    // Every follower caught up: the leader sees no lag (nothing is being
+    // written now).
+    wait_for("every follower's lag at 0", SETTLE, || {
+        let metrics = rill_tests::http_get(cluster.node(new_leader).admin_addr, "/metrics");
+        let lags = follower_lags(&metrics);
+        (lags.len() == 2 && lags.iter().all(|&lag| lag == 0)).then_some(())
+    });
     let metrics = rill_tests::http_get(cluster.node(new_leader).admin_addr, "/metrics");
     for counter in [
         "rill_isr_shrinks_total",
@@ -98,21 +140,11 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         assert!(value >= 1, "{counter} counted the changes: {value}");
     }
     // The leader reports each follower's distance from its log end.
-    let lags: Vec<&str> = metrics
-        .lines()
-        .filter(|line| {
-            line.starts_with("rill_follower_lag_at_leader_messages{topic=\"replicated\"")
-        })
-        .collect();
-    assert_eq!(lags.len(), 2, "one line per follower:\n{metrics}");
-    for line in lags {
-        let lag: i64 = line
-            .rsplit(' ')
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("a number in {line}"));
-        assert!(lag >= 0, "{line}");
-    }
+    assert_eq!(
+        follower_lags(&metrics),
+        vec![0, 0],
+        "one line per follower:\n{metrics}"
+    );
 
     assert!(
         acknowledged.len() >= 250,
@@ -157,7 +189,7 @@ fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_ret
     assert_eq!(first.len(), 20);
     let down: Vec<i32> = (1..=3).filter(|&n| n != leader).collect();
     for &node in &down {
-        cluster.node(node).stop_with(libc::SIGKILL);
+        cluster.node(node).kill();
     }
     // The metadata quorum lost its majority too (the three are also its
     // voters), so nobody can shrink the ISR: as in Kafka, the leader holds
@@ -372,8 +404,7 @@ fn transactions_go_on_when_their_coordinator_dies() {
     producer
         .init_transactions(timeout)
         .expect("init_transactions");
-    let commit = |producer: &BaseProducer, values: std::ops::Range<u32>| {
-        producer.begin_transaction().expect("begin");
+    let send = |producer: &BaseProducer, values: std::ops::Range<u32>| {
         for value in values {
             let payload = value.to_string();
             let record: BaseRecord<'_, (), String> = BaseRecord::to("txn-failover")
@@ -381,16 +412,25 @@ fn transactions_go_on_when_their_coordinator_dies() {
                 .partition(0);
             producer.send(record).map_err(|(e, _)| e).expect("send");
         }
-        producer.commit_transaction(timeout).expect("commit");
     };
-    commit(&producer, 0..10);
+    producer.begin_transaction().expect("begin");
+    send(&producer, 0..10);
+    producer.commit_transaction(timeout).expect("commit");
     let coordinator = wait_for("the transaction coordinator", SETTLE, || {
         transaction_coordinator(&bootstrap, "failover-tx")
     });
-    cluster.node(coordinator).stop_with(libc::SIGKILL);
+    // The coordinator dies with a transaction open: its partition added
+    // and half its records acknowledged.
+    producer.begin_transaction().expect("begin");
+    send(&producer, 10..15);
+    producer.flush(timeout).expect("flush");
+    cluster.node(coordinator).kill();
     // The coordinator's __transaction_state partition gets a new leader,
-    // which loads the transactional id's state: the producer goes on.
-    commit(&producer, 10..20);
+    // which loads the open transaction: the producer finishes it.
+    send(&producer, 15..20);
+    producer
+        .commit_transaction(timeout)
+        .expect("commit after the failover");
     let survivor = (1..=3).find(|&n| n != coordinator).expect("a survivor");
     let read = rill_tests::kafka::consume_all(
         &cluster.node(survivor).bootstrap(),

@@ -370,7 +370,6 @@ fn kafka_python_produces_and_consumes_over_ssl() {
 
 #[test]
 fn a_silent_client_is_dropped_at_the_handshake_timeout() {
-    use std::io::Read;
     let dir = data_dir();
     let pki = Pki::new(dir.path(), "main");
     let keystore = pki.broker_keystore();
@@ -383,21 +382,9 @@ fn a_silent_client_is_dropped_at_the_handshake_timeout() {
     silent
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("read timeout");
-    let started = std::time::Instant::now();
-    let mut byte = [0u8; 1];
-    // The broker closes the connection (end of file or a reset), long
-    // before the 10 s read timeout.
-    let outcome = silent.read(&mut byte);
-    assert!(
-        matches!(outcome, Ok(0))
-            || matches!(&outcome, Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset),
-        "{outcome:?}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
-    );
+    // The broker closes the connection (end of file or a reset) at its
+    // handshake timeout; the 10 s read timeout is a hang, and fails.
+    rill_tests::raw::assert_closed_by_broker(&mut silent);
     assert_eq!(metric(&broker, "rill_tls_handshake_failures_total"), 1);
     assert!(broker.log().contains("TLS handshake not finished"));
 }

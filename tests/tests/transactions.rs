@@ -316,15 +316,16 @@ async fn a_crash_after_commit_keeps_the_transaction() {
     let batch: Vec<String> = (0..10).map(|i| format!("c{i}")).collect();
     send_values(&p, "crash", 2, &batch);
     p.commit_transaction(TIMEOUT).expect("commit");
-    // A second transaction whose commit races the kill.
+    // A second transaction, in the log but not committed when the broker
+    // dies (the window between prepare and markers has its own test with a
+    // fault point, `ctp_offsets_survive_a_crash_between_prepare_and_forward`):
+    // it is aborted, never half visible.
     p.begin_transaction().expect("begin");
     let racing: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
     send_values(&p, "crash", 2, &racing);
     p.flush(TIMEOUT).expect("flush");
-    let committer = std::thread::spawn(move || p.commit_transaction(Duration::from_secs(5)));
-    std::thread::sleep(Duration::from_millis(2));
-    broker.stop_with(libc::SIGKILL);
-    let racing_committed = committer.join().expect("committer").is_ok();
+    broker.kill();
+    drop(p);
     broker.restart();
     // A later committed transaction proves the stable offset moved past both.
     let later = txn_producer(&bootstrap, "crash-later", &[]);
@@ -341,32 +342,25 @@ async fn a_crash_after_commit_keeps_the_transaction() {
     let mut want: BTreeSet<String> = batch.into_iter().collect();
     want.insert(String::from("later-0"));
     want.insert(String::from("later-1"));
-    let got = consume_exactly(&bootstrap, "crash", 2, want.len() + racing.len(), COMMITTED);
+    let got = consume_exactly(&bootstrap, "crash", 2, want.len(), COMMITTED);
     let seen = values(&got);
-    assert!(want.is_subset(&seen), "committed records survive the crash");
-    let racing_seen = racing.iter().filter(|v| seen.contains(*v)).count();
-    assert!(
-        racing_seen == 0 || racing_seen == racing.len(),
-        "a transaction is all or nothing, saw {racing_seen}"
+    assert_eq!(
+        seen, want,
+        "committed records survive; the open one is aborted"
     );
-    if racing_committed {
-        assert_eq!(racing_seen, racing.len(), "an acknowledged commit is kept");
-    }
-    // read_uncommitted also sees the racing records when they reached the
-    // log but their transaction was aborted: ask for those too, or the
-    // read stops before the later committed ones.
-    let unseen_racing = racing.len() - racing_seen;
-    // (They may not have reached it at all: then the read ends after a
-    // short wait with what there is.)
+    // read_uncommitted sees the aborted records too: they were acknowledged
+    // (the flush) before the kill, so they are in the log.
     let uncommitted = consume_all(
         &bootstrap,
         "crash",
         2,
-        seen.len() + unseen_racing,
-        Duration::from_secs(5),
+        want.len() + racing.len(),
+        Duration::from_secs(30),
         UNCOMMITTED,
     );
-    assert!(values(&uncommitted).is_superset(&seen));
+    let mut everything = want.clone();
+    everything.extend(racing.iter().cloned());
+    assert_eq!(values(&uncommitted), everything);
 }
 
 /// Consume-transform-produce set-up for the crash tests: `{tag}-in` holds 20
@@ -455,7 +449,7 @@ async fn ctp_offsets_survive_a_kill_right_after_the_commit() {
     let bootstrap = broker.bootstrap();
     let (consumer, p) = open_ctp_transaction(&bootstrap, "eos-kill", &[]).await;
     p.commit_transaction(TIMEOUT).expect("commit");
-    broker.stop_with(libc::SIGKILL);
+    broker.kill();
     drop((consumer, p));
     broker.restart();
     assert_eq!(
@@ -495,8 +489,12 @@ async fn ctp_offsets_survive_a_crash_between_prepare_and_forward() {
     // The broker dies while answering EndTxn, so the commit fails here (or
     // times out); the transaction is decided all the same.
     let outcome = p.commit_transaction(Duration::from_secs(5));
-    // Reaps the aborted process (the signal finds it already gone).
-    broker.stop_with(libc::SIGKILL);
+    // The process aborted itself at the fault point.
+    assert_eq!(
+        broker.wait_exit(Duration::from_secs(30)),
+        None,
+        "ended by the abort (a signal), not an exit code"
+    );
     assert!(
         broker.log().contains("fault injection"),
         "the fault point was reached (commit answered {outcome:?})"
@@ -609,7 +607,7 @@ async fn transactional_produce_reads_back_exactly_against_plain_produce() {
     sends_ms.sort_by(f64::total_cmp);
     let p50 = commits_ms[commits_ms.len() / 2];
     let p99 = commits_ms[(commits_ms.len() * 99 / 100).min(commits_ms.len() - 1)];
-    assert!(commits_ms.iter().all(|&ms| ms > 0.0 && ms < 30_000.0));
+    assert!(commits_ms.iter().all(|&ms| ms > 0.0));
     println!(
         "send+flush per transaction: p50 {:.2} ms",
         sends_ms[sends_ms.len() / 2]

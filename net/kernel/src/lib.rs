@@ -24,7 +24,10 @@
 //!   cluster part (quorum voters, roles, sessions); [`conn_limits`]: the
 //!   connection limits; [`io_setup`]: the engine's I/O sizes from the
 //!   io-properties file `rill iotune` wrote.
-//! - [`topics`]: the per-shard copy of the topic table.
+//! - [`topic_defaults`]: the broker's topic defaults under the dynamic
+//!   broker configs of an image (file, then cluster-wide, then its own).
+//! - [`topics`]: the per-shard topic table, derived from the metadata
+//!   image the shard holds and versioned by its offset.
 //! - [`metrics`]: Prometheus counters and histograms.
 //! - [`sendpath`]: the copy / sendfile / splice send paths, one ring per
 //!   shard, and [`sendpath::OutChunk`], the piece of a response they write.
@@ -47,4 +50,5 @@ pub mod mesh;
 pub mod metrics;
 pub mod sendpath;
 pub mod shard;
+pub mod topic_defaults;
 pub mod topics;

@@ -3,7 +3,8 @@
 //! through [`Shard::call`] (see [`crate::call`]).
 //!
 //! The shard is the bottom of net's runtime: it holds the engine's logs, the
-//! topic table, the mesh, the send path, metrics and connection budgets, and
+//! topic table (derived from the shard's metadata image by the layers
+//! above, swapped whole with [`Shard::set_topic_table`]), the mesh, the send path, metrics and connection budgets, and
 //! one runtime of type `R`: the struct of per-shard runtimes the layers
 //! above build once, in one constructor, and install with
 //! [`Shard::install_runtime`] before the shard serves anything. The kernel
@@ -15,7 +16,7 @@ use crate::error::RequestError;
 use crate::mesh::Envelope;
 use crate::metrics::ShardMetrics;
 use crate::sendpath::Sender;
-use crate::topics::{TopicTable, TopicUpdate};
+use crate::topics::TopicTable;
 use engine::{LogManager, TopicPartition};
 use glommio::channels::channel_mesh::Senders;
 use std::cell::{Cell, OnceCell, RefCell};
@@ -36,8 +37,10 @@ pub struct Shard<R: 'static> {
     pub config: Arc<BrokerConfig>,
     /// This shard's partitions.
     pub logs: Rc<LogManager>,
-    /// This shard's copy of the topic table.
-    pub topics: RefCell<TopicTable>,
+    /// This shard's topic table, derived from the metadata image it holds.
+    /// Readers borrow it for a lookup or take a snapshot
+    /// ([`Shard::topic_table`]); only [`Shard::set_topic_table`] replaces it.
+    pub topics: RefCell<Rc<TopicTable>>,
     /// Queues to the other shards (`None` with a single shard).
     pub peers: Option<Senders<ShardMessage<R>>>,
     /// The fetch/response send path of this shard.
@@ -106,8 +109,27 @@ impl<R> Shard<R> {
             .map_err(|_| RequestError::ShardGone(shard))
     }
 
-    /// Applies a topic-table change to this shard's copy.
-    pub fn apply_update(&self, update: &TopicUpdate) {
-        self.topics.borrow_mut().apply(update);
+    /// This shard's topic table as it is now (a snapshot that outlives
+    /// later changes, for work that awaits in between).
+    pub fn topic_table(&self) -> Rc<TopicTable> {
+        self.topics.borrow().clone()
+    }
+
+    /// Replaces this shard's topic table with one derived from a newer (or
+    /// the same) image.
+    ///
+    /// # Panics
+    /// When `table` is derived from an older image than the table in place:
+    /// a shard's view only moves forward.
+    pub fn set_topic_table(&self, table: TopicTable) {
+        let mut topics = self.topics.borrow_mut();
+        assert!(
+            table.offset() >= topics.offset(),
+            "shard {}: topic table of offset {} replaced by one of offset {}",
+            self.id,
+            topics.offset(),
+            table.offset()
+        );
+        *topics = Rc::new(table);
     }
 }

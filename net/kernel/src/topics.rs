@@ -1,11 +1,22 @@
-//! The topic table: names, ids, partition counts and configs. **Per shard**:
-//! every shard keeps its own copy, changed only by [`TopicUpdate`]s that the
-//! controller (shard 0) broadcasts. Each entry carries the controller's
-//! version, so an update that arrives late (a reply and a broadcast race on
-//! different channels) never overwrites a newer one.
+//! The topic table: names, ids, partition counts and configs. **Per shard**,
+//! and **derived**: the one source of truth for topics is the committed
+//! metadata image; each shard builds its table from the image it holds
+//! ([`TopicTable::derive`], run when the shard's copy of the image changes)
+//! and the table carries that image's offset as its one version. Nothing
+//! else writes a table: a new image makes a new table, and a shard swaps
+//! its table whole, so a reader never sees half of a change.
+//!
+//! One thing the image may not know yet: the topics found on disk at start
+//! (a single node's data from before it kept metadata). The table keeps
+//! their on-disk descriptions and, while the broker adopts them into its
+//! metadata log, serves those the image does not name; the image's entry
+//! wins as soon as it has one by that name. Outside an adoption they are
+//! not served (their files stay for an operator to look at).
 
+use cluster::metadata::{MetadataImage, TopicImage};
 use engine::TopicConfig;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// One topic as the broker knows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,106 +29,173 @@ pub struct TopicEntry {
     pub partitions: i32,
     /// Effective config (defaults with the topic's overrides).
     pub config: TopicConfig,
-    /// Controller version of this entry.
-    pub version: u64,
 }
 
-/// A change of the topic table, sent from the controller to every shard.
-#[derive(Debug, Clone)]
-pub enum TopicUpdate {
-    /// Created, grown or reconfigured.
-    Upsert(TopicEntry),
-    /// Deleted.
-    Delete {
-        /// Topic name.
-        name: String,
-        /// Controller version of the deletion.
-        version: u64,
-    },
+impl TopicEntry {
+    /// The entry of `topic` under the broker defaults `defaults`, or, when
+    /// the topic's overrides cannot be applied here, the entry with the
+    /// defaults and why.
+    pub fn of_image(topic: &TopicImage, defaults: &TopicConfig) -> (TopicEntry, Option<String>) {
+        let overrides = topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let (config, unusable) = match defaults.with_overrides(overrides) {
+            Ok(config) => (config, None),
+            Err(e) => (defaults.clone(), Some(e.to_string())),
+        };
+        let entry = TopicEntry {
+            name: topic.name.clone(),
+            topic_id: topic.topic_id,
+            partitions: topic.partition_count(),
+            config,
+        };
+        (entry, unusable)
+    }
 }
 
-impl TopicUpdate {
-    /// Controller version of the change (0: a validate-only answer, never applied).
-    pub fn version(&self) -> u64 {
-        match self {
-            TopicUpdate::Upsert(entry) => entry.version,
-            TopicUpdate::Delete { version, .. } => *version,
+/// The offset of a table derived from no image yet (the image before its
+/// first record has the same).
+pub const NO_IMAGE: i64 = -1;
+
+/// One shard's topic table, derived from one metadata image.
+#[derive(Debug)]
+pub struct TopicTable {
+    by_name: BTreeMap<String, TopicEntry>,
+    by_id: HashMap<[u8; 16], String>,
+    /// The metadata offset of the image this table is derived from.
+    offset: i64,
+    /// The topics found on disk at start, as their files describe them.
+    found_on_disk: Arc<[TopicEntry]>,
+    /// The names in `by_name` served from `found_on_disk` (the image does
+    /// not name them).
+    served_from_disk: BTreeSet<String>,
+    /// Whether `found_on_disk` is served where the image has no entry.
+    serving_found_on_disk: bool,
+}
+
+impl Default for TopicTable {
+    /// No image, no topic.
+    fn default() -> Self {
+        TopicTable {
+            by_name: BTreeMap::new(),
+            by_id: HashMap::new(),
+            offset: NO_IMAGE,
+            found_on_disk: Arc::from(Vec::new()),
+            served_from_disk: BTreeSet::new(),
+            serving_found_on_disk: false,
         }
     }
 }
 
-/// One shard's copy of the topic table.
-#[derive(Debug, Default)]
-pub struct TopicTable {
-    by_name: BTreeMap<String, TopicEntry>,
-    by_id: HashMap<[u8; 16], String>,
-    /// Last version applied per name, kept after deletion so that a late
-    /// upsert of a deleted topic is recognised as stale.
-    versions: HashMap<String, u64>,
-}
-
 impl TopicTable {
-    /// A table from the topics found on disk at start (version 0).
-    pub fn from_entries(entries: impl IntoIterator<Item = TopicEntry>) -> Self {
-        let mut table = TopicTable::default();
-        for entry in entries {
-            table.insert(entry);
+    /// The table before any image: the topics found on disk at start, all
+    /// served (a shard does not serve clients before its image has caught
+    /// up with the node's metadata log, which replaces this table).
+    pub fn found_on_disk(entries: Arc<[TopicEntry]>) -> Self {
+        let mut table = TopicTable {
+            found_on_disk: entries,
+            serving_found_on_disk: true,
+            ..TopicTable::default()
+        };
+        table.add_found_on_disk();
+        table
+    }
+
+    /// The table of `image`, with `defaults` (the broker's topic defaults in
+    /// force under that image) under each topic's overrides; the topics
+    /// found on disk that the image does not name are served only with
+    /// `serve_found_on_disk` (an adoption under way). A topic whose
+    /// overrides cannot be applied gets the defaults; `report` logs that.
+    ///
+    /// # Panics
+    /// When `image` is older than the image of `self`, or a topic has fewer
+    /// partitions than in it: images only move forward, and a topic's
+    /// partitions are only ever added.
+    pub fn derive(
+        &self,
+        image: &MetadataImage,
+        defaults: &TopicConfig,
+        serve_found_on_disk: bool,
+        report: bool,
+    ) -> TopicTable {
+        let offset = image.last_applied_offset();
+        assert!(
+            offset >= self.offset,
+            "a topic table is derived from an image at offset {offset}, older than its \
+             previous one at {}",
+            self.offset
+        );
+        let mut table = TopicTable {
+            offset,
+            found_on_disk: self.found_on_disk.clone(),
+            serving_found_on_disk: serve_found_on_disk,
+            ..TopicTable::default()
+        };
+        for topic in image.topics().values() {
+            let (entry, unusable) = TopicEntry::of_image(topic, defaults);
+            if let (true, Some(error)) = (report, unusable) {
+                tracing::warn!(topic = %topic.name, %error, "topic config not usable here; broker defaults apply");
+            }
+            self.assert_grown_from(&entry);
+            table.by_id.insert(entry.topic_id, entry.name.clone());
+            table.by_name.insert(entry.name.clone(), entry);
+        }
+        assert_eq!(table.by_name.len(), table.by_id.len());
+        if serve_found_on_disk {
+            table.add_found_on_disk();
         }
         table
     }
 
-    fn insert(&mut self, entry: TopicEntry) {
-        if let Some(old) = self.by_name.get(&entry.name) {
-            self.by_id.remove(&old.topic_id);
+    /// Asserts that `entry`, from an image, has at least the partitions
+    /// this table's image gave its topic (the same id; entries served from
+    /// disk are left out: the disk may say anything).
+    fn assert_grown_from(&self, entry: &TopicEntry) {
+        let Some(old) = self.by_name.get(&entry.name) else {
+            return;
+        };
+        if old.topic_id == entry.topic_id && !self.served_from_disk.contains(&entry.name) {
+            assert!(
+                entry.partitions >= old.partitions,
+                "a topic's partition count only grows: {} had {} partitions at offset {}, \
+                 the image has {}",
+                entry.name,
+                old.partitions,
+                self.offset,
+                entry.partitions
+            );
         }
-        self.by_id.insert(entry.topic_id, entry.name.clone());
-        self.versions.insert(entry.name.clone(), entry.version);
-        self.by_name.insert(entry.name.clone(), entry);
     }
 
-    /// Applies an update unless a newer one for the same topic was applied; returns whether it changed the table.
-    pub fn apply(&mut self, update: &TopicUpdate) -> bool {
-        let (name, version) = match update {
-            TopicUpdate::Upsert(entry) => (&entry.name, entry.version),
-            TopicUpdate::Delete { name, version } => (name, *version),
-        };
-        if self
-            .versions
-            .get(name)
-            .is_some_and(|&applied| applied >= version)
-        {
-            return false;
-        }
-        match update {
-            TopicUpdate::Upsert(entry) => {
-                // Every entry of a version past 0 is the committed metadata's
-                // (the reconciler's copy of its image at that offset), and a
-                // topic's partitions there are only ever added, never removed;
-                // a topic deleted and created again has another id. Entries
-                // found on disk (version 0) are left out: the disk may say
-                // anything.
-                if let Some(old) = self.by_name.get(name) {
-                    if old.version > 0 && old.topic_id == entry.topic_id {
-                        assert!(
-                            entry.partitions >= old.partitions,
-                            "a topic's partition count only grows: {name} had {} partitions at \
-                             version {}, the update of version {version} has {}",
-                            old.partitions,
-                            old.version,
-                            entry.partitions
-                        );
-                    }
-                }
-                self.insert(entry.clone())
+    /// Adds the topics found on disk whose name (and id) no entry has yet.
+    fn add_found_on_disk(&mut self) {
+        for entry in self.found_on_disk.iter() {
+            if self.by_name.contains_key(&entry.name) {
+                continue;
             }
-            TopicUpdate::Delete { name, version } => {
-                if let Some(old) = self.by_name.remove(name) {
-                    self.by_id.remove(&old.topic_id);
-                }
-                self.versions.insert(name.clone(), *version);
-            }
+            // Old data dirs may have no id (all zeros) for several topics:
+            // the first keeps the id, as an image's topic always does.
+            self.by_id
+                .entry(entry.topic_id)
+                .or_insert_with(|| entry.name.clone());
+            self.served_from_disk.insert(entry.name.clone());
+            self.by_name.insert(entry.name.clone(), entry.clone());
         }
-        true
+    }
+
+    /// The metadata offset of the image this table is derived from
+    /// ([`NO_IMAGE`] before the first).
+    pub fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    /// The topics found on disk at start, served or not.
+    pub fn found_on_disk_entries(&self) -> &[TopicEntry] {
+        &self.found_on_disk
+    }
+
+    /// Whether the topics found on disk that the image does not name are
+    /// served.
+    pub fn serves_found_on_disk(&self) -> bool {
+        self.serving_found_on_disk
     }
 
     /// A topic by name.
@@ -146,11 +224,6 @@ impl TopicTable {
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
-
-    /// Highest version seen (the controller continues from here).
-    pub fn max_version(&self) -> u64 {
-        self.versions.values().copied().max().unwrap_or(0)
-    }
 }
 
 /// Kafka's topic name rule: 1..=249 of `[a-zA-Z0-9._-]`, not `.` or `..`
@@ -160,32 +233,154 @@ pub use engine::types::is_valid_topic_name as valid_topic_name;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cluster::metadata::{MetadataRecord, PartitionRecord, NO_LEADER};
 
-    fn entry(name: &str, id: u8, partitions: i32, version: u64) -> TopicEntry {
+    struct Images {
+        image: MetadataImage,
+        offset: i64,
+    }
+
+    impl Images {
+        fn new() -> Self {
+            Images {
+                image: MetadataImage::new(),
+                offset: 0,
+            }
+        }
+
+        fn apply(&mut self, record: MetadataRecord) {
+            self.offset += 1;
+            self.image.apply(self.offset, &record).unwrap();
+        }
+
+        fn create(&mut self, name: &str, id: u8, partitions: i32) {
+            self.apply(MetadataRecord::Topic {
+                name: name.into(),
+                topic_id: [id; 16],
+                configs: BTreeMap::new(),
+            });
+            self.grow([id; 16], 0, partitions);
+        }
+
+        fn grow(&mut self, topic_id: [u8; 16], from: i32, to: i32) {
+            for partition in from..to {
+                self.apply(MetadataRecord::Partition(PartitionRecord {
+                    topic_id,
+                    partition,
+                    replicas: vec![1],
+                    isr: vec![1],
+                    // No leader: the image then needs no registered broker.
+                    leader: NO_LEADER,
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                }));
+            }
+        }
+    }
+
+    fn on_disk(name: &str, id: u8, partitions: i32) -> TopicEntry {
         TopicEntry {
             name: name.into(),
             topic_id: [id; 16],
             partitions,
             config: TopicConfig::default(),
-            version,
         }
     }
 
     #[test]
-    fn stale_updates_are_ignored() {
-        let mut table = TopicTable::default();
-        assert!(table.apply(&TopicUpdate::Upsert(entry("a", 1, 2, 5))));
-        assert!(!table.apply(&TopicUpdate::Upsert(entry("a", 1, 1, 4))));
+    fn a_table_is_its_image_at_the_image_offset() {
+        let defaults = TopicConfig::default();
+        let mut images = Images::new();
+        images.create("a", 1, 2);
+        let table = TopicTable::default().derive(&images.image, &defaults, false, false);
+        assert_eq!(table.offset(), images.image.last_applied_offset());
         assert_eq!(table.get("a").unwrap().partitions, 2);
-        assert!(table.apply(&TopicUpdate::Delete {
-            name: "a".into(),
-            version: 6
-        }));
-        assert!(!table.apply(&TopicUpdate::Upsert(entry("a", 1, 2, 5))));
-        assert!(table.get("a").is_none());
+        assert_eq!(table.by_id(&[1; 16]).unwrap().name, "a");
+
+        images.grow([1; 16], 2, 3);
+        images.apply(MetadataRecord::ConfigChange {
+            topic: "a".into(),
+            key: "retention.ms".into(),
+            value: Some("1000".into()),
+        });
+        let table = table.derive(&images.image, &defaults, false, false);
+        let entry = table.get("a").unwrap();
+        assert_eq!((entry.partitions, entry.config.retention_ms), (3, 1000));
+        assert_eq!(table.offset(), images.offset);
+
+        // Deleted, then created again under another id.
+        images.apply(MetadataRecord::RemoveTopic { topic_id: [1; 16] });
+        let table = table.derive(&images.image, &defaults, false, false);
+        assert!(table.get("a").is_none() && table.by_id(&[1; 16]).is_none());
+        images.create("a", 2, 1);
+        let table = table.derive(&images.image, &defaults, false, false);
+        assert_eq!(table.by_id(&[2; 16]).unwrap().partitions, 1);
         assert!(table.by_id(&[1; 16]).is_none());
-        assert!(table.apply(&TopicUpdate::Upsert(entry("a", 2, 3, 7))));
-        assert_eq!(table.by_id(&[2; 16]).unwrap().partitions, 3);
+        assert_eq!(table.len(), 1);
+    }
+
+    #[test]
+    fn topics_found_on_disk_are_served_only_in_an_adoption() {
+        let defaults = TopicConfig::default();
+        let found: Arc<[TopicEntry]> = vec![on_disk("old", 7, 4), on_disk("both", 8, 1)].into();
+        let start = TopicTable::found_on_disk(found);
+        assert_eq!(start.offset(), NO_IMAGE);
+        assert!(start.serves_found_on_disk());
+        assert_eq!(start.get("old").unwrap().partitions, 4);
+
+        // The image's entry wins over the disk's by name.
+        let mut images = Images::new();
+        images.create("both", 9, 2);
+        let adopting = start.derive(&images.image, &defaults, true, false);
+        assert_eq!(adopting.get("old").unwrap().partitions, 4);
+        assert_eq!(adopting.by_id(&[7; 16]).unwrap().name, "old");
+        assert_eq!(adopting.get("both").unwrap().topic_id, [9; 16]);
+        assert!(adopting.by_id(&[8; 16]).is_none());
+
+        // Past the adoption only the image's topics are served; the disk's
+        // are still known.
+        let after = adopting.derive(&images.image, &defaults, false, false);
+        assert!(after.get("old").is_none() && after.by_id(&[7; 16]).is_none());
+        assert_eq!(after.len(), 1);
+        assert_eq!(after.found_on_disk_entries().len(), 2);
+
+        // An adopted topic has fewer partitions in the image than on disk
+        // here: no growth is asserted against a disk entry.
+        images.create("old", 7, 1);
+        let adopted = adopting.derive(&images.image, &defaults, true, false);
+        assert_eq!(adopted.get("old").unwrap().partitions, 1);
+    }
+
+    #[test]
+    #[should_panic(expected = "only grows")]
+    fn a_topic_losing_partitions_is_a_bug() {
+        let defaults = TopicConfig::default();
+        let mut images = Images::new();
+        images.create("a", 1, 2);
+        let table = TopicTable::default().derive(&images.image, &defaults, false, false);
+        let mut shrunk = Images::new();
+        shrunk.create("a", 1, 1);
+        shrunk.offset = images.offset;
+        shrunk.create("b", 2, 1);
+        let _ = table.derive(&shrunk.image, &defaults, false, false);
+    }
+
+    #[test]
+    fn unusable_overrides_fall_back_to_the_defaults() {
+        let defaults = TopicConfig::default();
+        let mut images = Images::new();
+        images.create("a", 1, 1);
+        images.apply(MetadataRecord::ConfigChange {
+            topic: "a".into(),
+            key: "retention.ms".into(),
+            value: Some("soon".into()),
+        });
+        let topic = images.image.topic_by_name("a").unwrap();
+        let (entry, unusable) = TopicEntry::of_image(topic, &defaults);
+        assert!(unusable.is_some());
+        assert_eq!(entry.config, defaults);
+        let table = TopicTable::default().derive(&images.image, &defaults, false, true);
+        assert_eq!(table.get("a").unwrap().config, defaults);
     }
 
     #[test]

@@ -19,16 +19,20 @@
 //!                      ↓            followers fetch
 //! cluster_runtime                   the metadata quorum member, broker
 //!                                   registration, every shard's view
+//!                                   (and topic table derived from it)
 //! ```
 //!
-//! - [`shard_runtime`]: the struct of one shard's runtimes, built in one
-//!   constructor and installed in the kernel's shard; [`Shard`] is the
-//!   kernel's shard with it.
+//! - [`ShardRuntime`] (here, at the crate root: the runtimes' face): the
+//!   struct of one shard's runtimes, built in one constructor and installed
+//!   in the kernel's shard; [`Shard`] is the kernel's shard with it. Every
+//!   runtime is a field, and the parts only some shards have are `Option`s,
+//!   so what a shard runs is read off this type.
 //! - [`routing`]: split a request's partitions by owner, run, join.
 //! - [`admin_changes`]: the metadata changes this broker asks of the
 //!   cluster (topics, configs, ACLs, quotas, SCRAM credentials), serialized
 //!   on shard 0, and the reconciler that applies committed metadata to the
-//!   shards' topic tables.
+//!   broker's partition logs (each shard's topic table is derived from its
+//!   image by [`cluster_runtime`]).
 //! - [`group_runtime`]: the group coordinator on shards: placement by
 //!   `__consumer_offsets` partition, leases, persistence, timers, loading.
 //! - [`txn_runtime`]: the transaction coordinator on shards: placement by
@@ -49,7 +53,83 @@ pub mod producer_id_pool;
 pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;
-pub mod shard_runtime;
 pub mod txn_runtime;
 
-pub use shard_runtime::{Shard, ShardMessage, ShardRuntime};
+use admin_changes::{ControllerState, Reconciler};
+use cluster_runtime::{AclView, ClusterView, MetadataQuorum};
+use group_runtime::GroupRuntime;
+use producer_id_pool::{ProducerIdAllocator, ProducerIdPool};
+use quotas::{QuotaManager, Sensors};
+use replication_runtime::ReplicaManager;
+use routing::MarkerHooks;
+use std::rc::Rc;
+use std::sync::Arc;
+use txn_runtime::TxnRuntime;
+
+/// The kernel's shard with the broker's runtimes.
+pub type Shard = kernel::shard::Shard<ShardRuntime>;
+
+/// What the broker's shards send each other.
+pub type ShardMessage = kernel::shard::ShardMessage<ShardRuntime>;
+
+/// The runtimes of one shard. Parts are `Rc` so that a task may hold one
+/// across an await while the shard keeps serving.
+pub struct ShardRuntime {
+    /// This shard's copy of the committed metadata image.
+    pub view: Rc<ClusterView>,
+    /// The authorizer, rebuilt from the image when its ACLs change.
+    pub acls: Rc<AclView>,
+    /// The roles of this shard's replicated partitions.
+    pub replicas: Rc<ReplicaManager>,
+    /// The group coordinator's state for the partitions led here.
+    pub groups: Rc<GroupRuntime>,
+    /// The transaction coordinator's state for the partitions led here.
+    pub txns: Rc<TxnRuntime>,
+    /// The rest of this shard's current producer-id block.
+    pub producer_ids: Rc<ProducerIdPool>,
+    /// Serializes the admin changes this shard asks of the cluster.
+    pub admin_changes: Rc<ControllerState>,
+    /// How far committed metadata is applied to this broker's partitions
+    /// (meaningful on [`cluster_runtime::METADATA_SHARD`]).
+    pub reconciler: Rc<Reconciler>,
+    /// Run after every transaction marker this shard writes.
+    pub marker_hooks: Rc<MarkerHooks>,
+    /// This shard's handle on the broker's quota sensors.
+    pub quotas: Rc<QuotaManager>,
+    /// The durable producer-id block store: on
+    /// [`producer_id_pool::ALLOCATOR_SHARD`] of a single node only.
+    pub producer_id_allocator: Option<Rc<ProducerIdAllocator>>,
+    /// The metadata quorum member (a voter or an observer): on
+    /// [`cluster_runtime::METADATA_SHARD`] only. Its tasks start later,
+    /// with [`cluster_runtime::start`].
+    pub quorum: Option<Rc<MetadataQuorum>>,
+}
+
+impl ShardRuntime {
+    /// Builds every part from the shard's id and settings, opening what
+    /// this shard keeps on disk (the metadata log, the producer-id block
+    /// store); a store that cannot be opened stops the shard's start.
+    pub fn open(shard: &Shard, quota_sensors: Arc<Sensors>) -> Result<ShardRuntime, String> {
+        let id = shard.id;
+        let producer_id_allocator = producer_id_pool::open_allocator(shard)
+            .map_err(|e| format!("shard {id}: {e}"))?
+            .map(Rc::new);
+        let quorum = cluster_runtime::open_quorum(shard)
+            .map_err(|e| format!("shard {id}: {e}"))?
+            .map(Rc::new);
+        Ok(ShardRuntime {
+            view: Rc::default(),
+            acls: Rc::default(),
+            replicas: Rc::default(),
+            groups: Rc::new(GroupRuntime::new(&shard.config, id)),
+            txns: Rc::default(),
+            producer_ids: Rc::new(ProducerIdPool::new()),
+            admin_changes: Rc::default(),
+            reconciler: Rc::new(Reconciler::new(&shard.topic_table(), quorum.as_deref())),
+            marker_hooks: Rc::default(),
+            quotas: Rc::new(QuotaManager::new(quota_sensors)),
+            producer_id_allocator,
+            quorum,
+        })
+    }
+}

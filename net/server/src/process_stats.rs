@@ -108,13 +108,20 @@ mod tests {
     fn own_process_figures_are_sane_and_cpu_grows() {
         let before = ProcessStats::read();
         assert!(before.resident_memory_bytes.unwrap_or(0) > 0);
-        // Burn a few milliseconds of CPU: the counter must move.
+        // Burn CPU until the counter moves (it counts in clock ticks, and a
+        // loaded host gives this thread less CPU per second of wall time:
+        // the bound is only there to end a counter that never moves).
         let started = std::time::Instant::now();
         let mut x = 0u64;
-        while started.elapsed() < std::time::Duration::from_millis(30) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        let mut after = ProcessStats::read();
+        while after.cpu_seconds <= before.cpu_seconds
+            && started.elapsed() < std::time::Duration::from_secs(30)
+        {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+            after = ProcessStats::read();
         }
-        let after = ProcessStats::read();
         assert!(
             after.cpu_seconds > before.cpu_seconds,
             "{before:?} {after:?}"

@@ -8,8 +8,8 @@ use kafka_protocol::messages::create_topics_response::{
 };
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 use kernel::error::RequestError;
-use kernel::topics::{TopicEntry, TopicUpdate};
-use runtimes::admin_changes::{self, ControllerReply, ControllerRequest};
+use kernel::topics::TopicEntry;
+use runtimes::admin_changes::{self, ControllerReply, ControllerRequest, TopicChange};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
 use security::acl::Authz;
@@ -50,10 +50,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.replication_factor = -1;
             let outcome = create_one(&shard, &authz, &topic, body.validate_only).await;
             match outcome {
-                Ok(TopicUpdate::Upsert(entry)) => {
+                Ok(TopicChange::Upsert(entry)) => {
                     describe_created(&shard, &mut result, &entry, version)
                 }
-                Ok(TopicUpdate::Delete { .. }) => {}
+                Ok(TopicChange::Delete { .. }) => {}
                 Err((code, message)) => {
                     result.error_code = code.code();
                     if version >= 1 {

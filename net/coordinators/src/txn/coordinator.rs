@@ -667,7 +667,8 @@ mod tests {
             metadata: None,
         };
         let pending = c.add_offsets("t", 5, 0, "g", vec![offset]).unwrap();
-        c.apply_offsets("t", Some(pending));
+        c.apply_offsets("t", Some(pending.clone()));
+        assert_eq!(c.offsets("t"), Some(&pending), "staged before the abort");
         end(&mut c, "t", false);
         assert!(c.offsets("t").is_none());
     }

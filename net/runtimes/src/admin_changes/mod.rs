@@ -1,15 +1,16 @@
 //! Topic create / delete / grow / reconfigure, as this broker asks them of
 //! the cluster, and the reconciler that applies the committed metadata to
-//! this broker's topic tables and partitions.
+//! this broker's partitions.
 //!
 //! A change runs on shard 0 (the metadata shard), one at a time: validated
 //! against the topic table, committed by the active controller through the
-//! metadata quorum, applied here by the reconciler, then answered. The
-//! asking shard also applies the returned update itself, so its own next
-//! request sees the change even if the broadcast is still in a queue.
+//! metadata quorum, applied here by the reconciler, then answered — once
+//! every shard's topic table (derived from the image each shard holds) is at
+//! the commit's offset, so the client's next request sees the change on any
+//! shard.
 //!
 //! - [`topic_changes`]: the changes themselves.
-//! - [`reconcile`]: image → topic tables and local partitions.
+//! - [`reconcile`]: image → local partitions.
 //! - [`config_ops`]: topic config edits (pure).
 //! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
@@ -36,7 +37,7 @@ pub use reconcile::{start as start_reconciler, wait_reconciled, Reconciler};
 use crate::Shard;
 use engine::ErrorCode;
 use kernel::call::OwnerCall;
-use kernel::topics::TopicUpdate;
+use kernel::topics::TopicEntry;
 use std::rc::Rc;
 
 /// `replication_factor` of a CreateTopic that takes `default.replication.factor`.
@@ -95,8 +96,21 @@ pub enum ControllerRequest {
     },
 }
 
-/// The controller's answer: the applied update, or a Kafka error with a message.
-pub type ControllerReply = Result<TopicUpdate, (ErrorCode, String)>;
+/// What a topic change did (or, validated only, would do).
+#[derive(Debug, Clone)]
+pub enum TopicChange {
+    /// Created, grown or reconfigured: the topic as it is now (as it would
+    /// be, validated only).
+    Upsert(TopicEntry),
+    /// Deleted.
+    Delete {
+        /// Topic name.
+        name: String,
+    },
+}
+
+/// The controller's answer: the change, or a Kafka error with a message.
+pub type ControllerReply = Result<TopicChange, (ErrorCode, String)>;
 
 /// Controller bookkeeping (meaningful on the controller shard): topic
 /// changes from this broker run one at a time.
@@ -121,19 +135,13 @@ impl OwnerCall<crate::ShardRuntime> for ControllerRequest {
     }
 }
 
-/// Asks the controller for a change, from any shard, and applies the result locally.
+/// Asks the controller for a change, from any shard. A committed change is
+/// answered once every shard's table holds it, the asking one's too.
 pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
-    let reply = shard
+    shard
         .call(CONTROLLER_SHARD, request)
         .await
-        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?;
-    // Validate-only answers carry version 0 and must not change any table.
-    if let Ok(update) = &reply {
-        if update.version() > 0 {
-            shard.apply_update(update);
-        }
-    }
-    reply
+        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
 }
 
 /// Runs a change on the controller shard (serialized).

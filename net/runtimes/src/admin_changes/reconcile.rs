@@ -1,37 +1,49 @@
-//! The reconciler: makes this broker's topic tables and partition logs
-//! match the committed metadata image, on the metadata shard, after every
-//! change the quorum publishes.
+//! The reconciler: makes this broker's partition logs match the committed
+//! metadata image, on the metadata shard, after every change the quorum
+//! publishes. The topic tables are not its business: every shard derives
+//! its own from the image it holds (see [`crate::cluster_runtime::ClusterView`]);
+//! the reconciler reads the metadata shard's.
 //!
-//! - Every topic of the image is in every shard's topic table, its version
-//!   being the metadata offset that last changed it (so a late update never
-//!   overwrites a newer one).
 //! - The partitions this broker is a replica of exist on their owner shard,
-//!   with the topic's config; those of a topic the image removed are
-//!   deleted, and so are those a reassignment moved off this broker (and,
-//!   once per start, any left on disk while it was down).
+//!   with the topic's config (changed there when the topic's or the
+//!   defaults' change); those of a topic the image removed are deleted, and
+//!   so are those a reassignment moved off this broker (and, once per
+//!   start, any left on disk while it was down).
 //! - A topic found on disk at start that the image does not know is left
 //!   alone: adopted into the image when the metadata log is new (a single
-//!   node's data from before it kept metadata), otherwise only dropped from
-//!   the tables with a warning — its files stay for an operator to look at.
+//!   node's data from before it kept metadata; the tables serve it
+//!   meanwhile), otherwise not served, with a warning — its files stay for
+//!   an operator to look at.
 //!
 //! Changes are applied in publication order by one task; a topic request
-//! waits for its commit's offset with [`wait_reconciled`].
+//! waits for its commit's offset with [`wait_reconciled`], which also waits
+//! until every shard's table is derived from an image at that offset.
 
 use super::topic_id::random_topic_id;
-use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::cluster_runtime::{
+    call_controller_until_answered, every_shard_reached, ControllerReply, ControllerRpc,
+    MetadataQuorum,
+};
 use crate::replication_runtime::ApplyPartitionState;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::Shard;
 use cluster::metadata::{MetadataImage, PartitionState, TopicImage};
 use engine::types::TopicId;
-use engine::{ErrorCode, TopicConfig, TopicPartition};
+use engine::{ErrorCode, TopicPartition};
 use futures::channel::oneshot;
-use kernel::mesh::Envelope;
-use kernel::topics::{TopicEntry, TopicUpdate};
+use kernel::topics::{TopicEntry, TopicTable};
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
+
+/// A topic as the reconciler last made this broker's logs match it.
+#[derive(Debug, Clone)]
+struct Reconciled {
+    entry: TopicEntry,
+    /// From an image; `false`: found on disk at start, not in an image yet.
+    from_image: bool,
+}
 
 /// The reconciler's progress on this shard.
 #[derive(Debug, Default)]
@@ -41,6 +53,10 @@ pub struct Reconciler {
     waiters: RefCell<Vec<(i64, oneshot::Sender<()>)>>,
     /// Topics found on disk are being adopted: do not drop them yet.
     adopting: Cell<bool>,
+    /// The topics as last reconciled, by name: at start, those found on
+    /// disk; then the image's (its own memory, not a topic table's, so
+    /// that it sees what changed between two images it applied).
+    topics: RefCell<BTreeMap<String, Reconciled>>,
     /// The partition state last handed to each local replica's owner shard.
     applied: RefCell<HashMap<(String, i32), PartitionState>>,
     /// The partitions this broker holds a replica of, by topic id (a topic
@@ -52,6 +68,40 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
+    /// The reconciler of a shard whose topic table is `table` (the topics
+    /// found on disk, before any image) and which holds `quorum` (the
+    /// metadata shard): it adopts the topics found on disk when the
+    /// metadata log is new. Decided here, before the quorum publishes its
+    /// first image, since every publication says whether the tables serve
+    /// those topics meanwhile.
+    pub fn new(table: &TopicTable, quorum: Option<&MetadataQuorum>) -> Reconciler {
+        let Some(quorum) = quorum else {
+            return Reconciler::default();
+        };
+        let found = table.found_on_disk_entries();
+        let topics = found
+            .iter()
+            .map(|entry| {
+                let reconciled = Reconciled {
+                    entry: entry.clone(),
+                    from_image: false,
+                };
+                (entry.name.clone(), reconciled)
+            })
+            .collect();
+        Reconciler {
+            adopting: Cell::new(quorum.started_fresh() && !found.is_empty()),
+            topics: RefCell::new(topics),
+            ..Reconciler::default()
+        }
+    }
+
+    /// Whether the topics found on disk are being adopted into the metadata
+    /// (the tables serve those the image does not name yet).
+    pub fn adopting(&self) -> bool {
+        self.adopting.get()
+    }
+
     fn reconciled(&self, offset: i64) {
         self.reconciled_offset.set(offset);
         let mut waiters = self.waiters.borrow_mut();
@@ -68,16 +118,20 @@ impl Reconciler {
 /// it the change is committed anyway and shows up a moment later.
 const RECONCILE_WAIT: Duration = Duration::from_secs(10);
 
-/// Waits until this broker has applied the metadata up to `offset`.
+/// Waits until this broker has applied the metadata up to `offset`: the
+/// reconciler (on the metadata shard) and every shard's view and topic
+/// table. The shards' copies travel apart from the reconciler's progress,
+/// so a client answered here and asking another shard next finds the
+/// change there too.
 pub async fn wait_reconciled(shard: &Rc<Shard>, offset: i64) {
     let reconciler = shard.runtime().reconciler.clone();
-    if reconciler.reconciled_offset.get() >= offset {
-        return;
-    }
-    let (wake, woken) = oneshot::channel();
-    reconciler.waiters.borrow_mut().push((offset, wake));
     let _ = glommio::timer::timeout(RECONCILE_WAIT, async {
-        let _ = woken.await;
+        if reconciler.reconciled_offset.get() < offset {
+            let (wake, woken) = oneshot::channel();
+            reconciler.waiters.borrow_mut().push((offset, wake));
+            let _ = woken.await;
+        }
+        every_shard_reached(shard, offset).await;
         Ok(())
     })
     .await;
@@ -86,13 +140,10 @@ pub async fn wait_reconciled(shard: &Rc<Shard>, offset: i64) {
 /// Starts the reconciler (and the adoption of topics found on disk when the
 /// metadata log is new) on the metadata shard; a no-op elsewhere.
 pub fn start(shard: &Rc<Shard>) {
-    let Some(quorum) = shard.runtime().quorum.clone() else {
+    if shard.runtime().quorum.is_none() {
         return;
-    };
-    let reconciler = shard.runtime().reconciler.clone();
-    let found_on_disk = shard.topics.borrow().iter().any(|e| e.version == 0);
-    if quorum.started_fresh() && found_on_disk {
-        reconciler.adopting.set(true);
+    }
+    if shard.runtime().reconciler.adopting() {
         glommio::spawn_local(adopt_topics_on_disk(shard.clone())).detach();
     }
     glommio::spawn_local(run(shard.clone())).detach();
@@ -106,103 +157,90 @@ async fn run(shard: Rc<Shard>) {
         let (newer, image) = view.newer_than(sequence).await;
         sequence = newer;
         if image.last_applied_offset() > reconciler.reconciled_offset.get() {
-            reconcile(&shard, &image, reconciler.adopting.get()).await;
-            create_local_replicas(&shard, &reconciler, &image).await;
-            apply_partition_states(&shard, &reconciler, &image).await;
+            // Installed with `image` in one step: its topics and configs.
+            let table = shard.topic_table();
+            assert_eq!(
+                table.offset(),
+                image.last_applied_offset(),
+                "the reconciler reads the table derived from its image"
+            );
+            reconcile(&shard, &reconciler, &table, &image).await;
+            create_local_replicas(&shard, &reconciler, &table, &image).await;
+            apply_partition_states(&shard, &reconciler, &table, &image).await;
             remove_unassigned_replicas(&shard, &reconciler, &image).await;
             reconciler.reconciled(image.last_applied_offset());
         }
     }
 }
 
-/// Applies `image` to this broker (see the module doc).
-async fn reconcile(shard: &Rc<Shard>, image: &MetadataImage, adopting: bool) {
-    let version = u64::try_from(image.last_applied_offset()).unwrap_or(0);
-    let defaults =
-        super::topic_defaults::effective_topic_defaults(&shard.config, image.broker_configs());
+/// Applies the topics of `image` (their entries in `table`) to this
+/// broker's logs, and forgets those it removed (see the module doc).
+async fn reconcile(
+    shard: &Rc<Shard>,
+    reconciler: &Reconciler,
+    table: &TopicTable,
+    image: &MetadataImage,
+) {
     for topic in image.topics().values() {
-        upsert(shard, topic, version, &defaults).await;
+        let entry = match table.get(&topic.name) {
+            Some(entry) if entry.topic_id == topic.topic_id => entry,
+            _ => panic!("topic {} of the image is not in its table", topic.name),
+        };
+        reconcile_topic(shard, reconciler, topic, entry).await;
     }
-    let gone: Vec<TopicEntry> = shard
+    let gone: Vec<Reconciled> = reconciler
         .topics
         .borrow()
-        .iter()
-        .filter(|entry| {
-            image
-                .topic_by_name(&entry.name)
-                .is_none_or(|topic| topic.topic_id != entry.topic_id)
-        })
+        .values()
+        .filter(|known| image.topic_by_name(&known.entry.name).is_none())
         .cloned()
         .collect();
-    for entry in gone {
-        if entry.version == 0 {
-            if adopting {
+    for known in gone {
+        let name = &known.entry.name;
+        if !known.from_image {
+            if reconciler.adopting.get() {
                 continue;
             }
             tracing::warn!(
-                topic = %entry.name,
+                topic = %name,
                 "a topic on disk is not in the cluster metadata; not served (its files stay)"
             );
         } else {
-            delete_local(shard, &entry).await;
-            tracing::info!(topic = %entry.name, "topic removed");
+            delete_local(shard, &known.entry).await;
+            tracing::info!(topic = %name, "topic removed");
         }
-        // Only a name the image does not reuse: an upsert above replaced it.
-        if image.topic_by_name(&entry.name).is_none() {
-            broadcast_update(
-                shard,
-                TopicUpdate::Delete {
-                    name: entry.name.clone(),
-                    version,
-                },
-            )
-            .await;
-        }
+        reconciler.topics.borrow_mut().remove(name);
     }
 }
 
-async fn upsert(shard: &Rc<Shard>, topic: &TopicImage, version: u64, defaults: &TopicConfig) {
-    let config = defaults
-        .with_overrides(topic.configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .unwrap_or_else(|e| {
-            tracing::warn!(topic = %topic.name, error = %e, "topic config not usable here; broker defaults apply");
-            defaults.clone()
-        });
-    let entry = TopicEntry {
-        name: topic.name.clone(),
-        topic_id: topic.topic_id,
-        partitions: topic.partition_count(),
-        config,
-        version,
-    };
-    let current = shard.topics.borrow().get(&topic.name).cloned();
+/// Brings this broker's replicas of `topic` (its entry `entry`) in line:
+/// those of an older topic of that name deleted, their config changed.
+async fn reconcile_topic(
+    shard: &Rc<Shard>,
+    reconciler: &Reconciler,
+    topic: &TopicImage,
+    entry: &TopicEntry,
+) {
+    let current = reconciler.topics.borrow().get(&topic.name).cloned();
     if let Some(current) = &current {
-        let same = current.version > 0
-            && current.topic_id == entry.topic_id
-            && current.partitions == entry.partitions
-            && current.config == entry.config;
-        if same {
+        if current.from_image && current.entry == *entry {
             return;
         }
-        if current.topic_id != entry.topic_id && current.version > 0 {
+        if current.from_image && current.entry.topic_id != entry.topic_id {
             // Deleted and created again while this broker was away.
-            delete_local(shard, current).await;
+            delete_local(shard, &current.entry).await;
         }
     }
     let own = shard.config.broker_id;
-    let mine: Vec<i32> = topic
-        .partitions
-        .iter()
-        .filter(|(_, state)| state.replicas.contains(&own))
-        .map(|(&partition, _)| partition)
-        .collect();
     let config_changed = current
         .as_ref()
-        .is_some_and(|c| c.topic_id == entry.topic_id && c.config != entry.config);
+        .is_some_and(|c| c.entry.topic_id == entry.topic_id && c.entry.config != entry.config);
     if config_changed {
-        let alters = mine
+        let alters = topic
+            .partitions
             .iter()
-            .map(|&p| PartitionOp::AlterConfig {
+            .filter(|(_, state)| state.replicas.contains(&own))
+            .map(|(&p, _)| PartitionOp::AlterConfig {
                 tp: TopicPartition::new(topic.name.clone(), p),
                 config: entry.config.clone(),
             })
@@ -213,7 +251,14 @@ async fn upsert(shard: &Rc<Shard>, topic: &TopicImage, version: u64, defaults: &
             }
         }
     }
-    broadcast_update(shard, TopicUpdate::Upsert(entry)).await;
+    let reconciled = Reconciled {
+        entry: entry.clone(),
+        from_image: true,
+    };
+    reconciler
+        .topics
+        .borrow_mut()
+        .insert(topic.name.clone(), reconciled);
 }
 
 async fn delete_local(shard: &Rc<Shard>, entry: &TopicEntry) {
@@ -232,28 +277,6 @@ async fn delete_local(shard: &Rc<Shard>, entry: &TopicEntry) {
     }
 }
 
-/// Applies a change here and has every other shard apply it. The change is
-/// applied in the receiving shard's receive loop itself, not in a task of its
-/// own, so it takes effect in the order the mesh delivers it, before any
-/// later message from this shard.
-pub(super) async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
-    shard.apply_update(&update);
-    for other in (0..shard.count).filter(|&s| s != shard.id) {
-        let update = update.clone();
-        let message = Envelope::new(move |receiver: &Rc<Shard>| {
-            assert_eq!(
-                receiver.id, other,
-                "a topic update is applied by the shard it was sent to: sent to {other}, opened on {}",
-                receiver.id
-            );
-            receiver.apply_update(&update)
-        });
-        if let Err(e) = shard.send_to(other, message).await {
-            tracing::warn!(shard = other, error = %e, "topic update not delivered");
-        }
-    }
-}
-
 /// Hands each local replica whose committed state changed (leader, epochs,
 /// ISR, replicas) to its owner shard, which takes up its role.
 ///
@@ -262,7 +285,12 @@ pub(super) async fn broadcast_update(shard: &Rc<Shard>, update: TopicUpdate) {
 /// cluster (it may still name this broker leader of a partition that moved
 /// while it was down); every change after the registration record is one
 /// the controller made knowing this broker restarted.
-async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, image: &MetadataImage) {
+async fn apply_partition_states(
+    shard: &Rc<Shard>,
+    reconciler: &Reconciler,
+    table: &TopicTable,
+    image: &MetadataImage,
+) {
     let own = shard.config.broker_id;
     if !registered_here(shard, image) {
         return;
@@ -276,9 +304,7 @@ async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, imag
                 .is_some_and(|t| t.partitions.contains_key(partition))
         });
         for topic in image.topics().values() {
-            let min_insync_replicas = shard
-                .topics
-                .borrow()
+            let min_insync_replicas = table
                 .get(&topic.name)
                 .map_or(1, |entry| entry.config.min_insync_replicas.max(1) as usize);
             for (&partition, state) in &topic.partitions {
@@ -318,14 +344,18 @@ async fn apply_partition_states(shard: &Rc<Shard>, reconciler: &Reconciler, imag
 
 /// Creates, on their owner shards, the replicas the image newly assigns to
 /// this broker (a new topic or partition, or a reassignment onto it).
-async fn create_local_replicas(shard: &Rc<Shard>, reconciler: &Reconciler, image: &MetadataImage) {
+async fn create_local_replicas(
+    shard: &Rc<Shard>,
+    reconciler: &Reconciler,
+    table: &TopicTable,
+    image: &MetadataImage,
+) {
     let own = shard.config.broker_id;
     let mut creates = Vec::new();
     {
         let hosted = reconciler.hosted.borrow();
-        let topics = shard.topics.borrow();
         for topic in image.topics().values() {
-            let Some(entry) = topics.get(&topic.name) else {
+            let Some(entry) = table.get(&topic.name) else {
                 continue;
             };
             for (&partition, state) in &topic.partitions {
@@ -459,11 +489,14 @@ async fn adopt_topics_on_disk(shard: Rc<Shard>) {
             break;
         }
     }
+    // Those the image does not name yet (a fresh log: none, unless another
+    // node's broker created one by that name meanwhile).
+    let image = view.image();
     let found: Vec<TopicEntry> = shard
-        .topics
-        .borrow()
+        .topic_table()
+        .found_on_disk_entries()
         .iter()
-        .filter(|e| e.version == 0)
+        .filter(|e| image.topic_by_name(&e.name).is_none())
         .cloned()
         .collect();
     let defaults = super::topic_defaults::topic_defaults(&shard);
@@ -492,5 +525,5 @@ async fn adopt_topics_on_disk(shard: Rc<Shard>) {
             ),
         }
     }
-    shard.runtime().reconciler.clone().adopting.set(false);
+    shard.runtime().reconciler.adopting.set(false);
 }

@@ -68,7 +68,7 @@ pub async fn submit(
 /// Runs on the metadata shard.
 pub async fn bootstrap(shard: Rc<Shard>) {
     let wanted = &shard.config.sasl.bootstrap_scram;
-    if wanted.is_empty() || shard.runtime().quorum.clone().is_none() {
+    if wanted.is_empty() || shard.runtime().quorum.is_none() {
         return;
     }
     loop {

@@ -3,18 +3,19 @@
 //! topic table (so a bad request is refused without a round trip), then
 //! sent to the active controller, which decides the records (placement,
 //! ids) and commits them through the metadata quorum. The answer waits
-//! until this broker's reconciler has applied that commit, so the client's
-//! next request here sees the change.
+//! until this broker's reconciler has applied that commit and every shard's
+//! topic table is derived from it, so the client's next request sees the
+//! change on any shard.
 
 use super::config_ops::{altered_config, ConfigOpKind};
 use super::reconcile::wait_reconciled;
 use super::topic_id::random_topic_id;
-use super::{ControllerReply, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
+use super::{ControllerReply, TopicChange, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
 use crate::Shard;
 use cluster::placement::internal_topic_replication_factor;
 use engine::ErrorCode;
-use kernel::topics::{valid_topic_name, TopicEntry, TopicUpdate};
+use kernel::topics::{valid_topic_name, TopicEntry};
 use std::rc::Rc;
 
 /// The metadata log's name, which no topic may take.
@@ -68,10 +69,9 @@ pub(super) async fn create_topic(
         topic_id: random_topic_id(),
         partitions,
         config,
-        version: 0,
     };
     if validate_only {
-        return Ok(TopicUpdate::Upsert(entry));
+        return Ok(TopicChange::Upsert(entry));
     }
     let request = ControllerRpc::CreateTopic {
         name: name.clone(),
@@ -155,12 +155,9 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
         ));
     }
     existing_topic(shard, &name)?;
-    let offset = commit(shard, ControllerRpc::DeleteTopic { name: name.clone() }).await?;
+    commit(shard, ControllerRpc::DeleteTopic { name: name.clone() }).await?;
     tracing::info!(topic = %name, "topic deleted");
-    Ok(TopicUpdate::Delete {
-        name,
-        version: u64::try_from(offset).unwrap_or(0),
-    })
+    Ok(TopicChange::Delete { name })
 }
 
 pub(super) async fn create_partitions(
@@ -180,9 +177,8 @@ pub(super) async fn create_partitions(
         ));
     }
     if validate_only {
-        return Ok(TopicUpdate::Upsert(TopicEntry {
+        return Ok(TopicChange::Upsert(TopicEntry {
             partitions: count,
-            version: 0,
             ..entry
         }));
     }
@@ -208,11 +204,7 @@ pub(super) async fn alter_configs(
     let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
     if validate_only {
-        return Ok(TopicUpdate::Upsert(TopicEntry {
-            config,
-            version: 0,
-            ..entry
-        }));
+        return Ok(TopicChange::Upsert(TopicEntry { config, ..entry }));
     }
     let request = ControllerRpc::SetTopicConfigs {
         name: name.clone(),
@@ -244,7 +236,7 @@ async fn commit_then_read(
 ) -> ControllerReply {
     commit(shard, request).await?;
     match shard.topics.borrow().get(name) {
-        Some(entry) => Ok(TopicUpdate::Upsert(entry.clone())),
+        Some(entry) => Ok(TopicChange::Upsert(entry.clone())),
         // Deleted again by a later change, already applied.
         None => Err((
             ErrorCode::UnknownTopicOrPartition,

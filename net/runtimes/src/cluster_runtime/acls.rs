@@ -61,5 +61,5 @@ impl AclView {
 
 /// The authorization checks of a request made in `session`.
 pub fn authz(shard: &Shard, session: &Session) -> Authz {
-    Authz::new(shard.runtime().acls.clone().authorizer(shard), session)
+    Authz::new(shard.runtime().acls.authorizer(shard), session)
 }

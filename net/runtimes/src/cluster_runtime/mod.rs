@@ -17,7 +17,8 @@
 //! - [`active_controller`]: the active controller answering them with the
 //!   metadata core's decisions, and fencing silent brokers.
 //! - [`lifecycle`]: this broker registering and heartbeating.
-//! - [`view`]: every shard's copy of the committed image and quorum status.
+//! - [`view`]: every shard's copy of the committed image and quorum status,
+//!   and the shard's topic table derived from that image.
 //! - [`acls`]: every shard's authorizer over the image's ACLs, and
 //!   [`authz`], the checks a handler makes.
 //! - [`metrics`]: the cluster gauges of `/metrics`.
@@ -44,8 +45,8 @@ pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
 pub use rpc::{ControllerReply, ControllerRpc, WireAcl};
 pub use view::{
-    leads, own_endpoint, partition_leader, partition_leader_on, ClusterView, LeaderEndpoint,
-    QuorumStatus,
+    every_shard_reached, leads, own_endpoint, partition_leader, partition_leader_on, ClusterView,
+    LeaderEndpoint, QuorumStatus, ViewReached,
 };
 
 use crate::Shard;

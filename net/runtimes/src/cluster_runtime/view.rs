@@ -5,11 +5,21 @@
 //!
 //! Each publication carries a sequence number: the copies travel as
 //! separate envelopes, and one that arrives after a newer one is ignored.
+//!
+//! The shard's topic table is derived here: a publication whose image (or
+//! whose adoption of topics found on disk, see [`kernel::topics`]) differs
+//! from the one in place makes a new table from it, in the same step that
+//! installs the image, so a table's offset is always its shard's image's.
+//! [`ViewReached`] waits until a shard holds an image at some offset: the
+//! reconciler's waiters are released only once every shard does.
 
 use crate::Shard;
 use cluster::metadata::MetadataImage;
 use futures::channel::oneshot;
+use kernel::call::OwnerCall;
 use kernel::mesh::Envelope;
+use kernel::topic_defaults::effective_topic_defaults;
+use kernel::topics::NO_IMAGE;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -78,37 +88,86 @@ impl ClusterView {
     fn install(&self, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
         {
             let mut current = self.current.borrow_mut();
-            if sequence <= current.0 {
-                return;
-            }
+            assert!(
+                sequence > current.0,
+                "a publication is installed once, in order"
+            );
             *current = (sequence, image, status);
         }
         for watcher in self.watchers.borrow_mut().drain(..) {
             let _ = watcher.send(());
         }
     }
+
+    /// The sequence of the last publication here.
+    fn sequence(&self) -> u64 {
+        self.current.borrow().0
+    }
+}
+
+/// One publication of the metadata shard to a shard.
+struct Publication {
+    sequence: u64,
+    image: Arc<MetadataImage>,
+    status: QuorumStatus,
+    /// The broker is adopting the topics found on disk: they are served
+    /// where the image does not name them yet.
+    adopting: bool,
+}
+
+/// Installs `publication` on this shard unless a newer one is in place:
+/// the topic table derived from its image first, then the image itself, in
+/// one step (no await), so that whoever sees the image sees its table.
+fn install(shard: &Shard, publication: Publication) {
+    let view = shard.runtime().view.clone();
+    if publication.sequence <= view.sequence() {
+        return;
+    }
+    let image = &publication.image;
+    let current = shard.topic_table();
+    // An image before its first record knows nothing yet (an observer's
+    // before it has fetched one): the disk's topics stay served, as before
+    // any publication.
+    let serve_found_on_disk = publication.adopting || image.last_applied_offset() == NO_IMAGE;
+    // A publication of the quorum's status alone keeps the image, and so
+    // the table. Otherwise the table is made anew: a full pass over the
+    // image's topics, which the image's own copy per change (made once,
+    // for every shard) already costs about as much as.
+    if image.last_applied_offset() != current.offset()
+        || serve_found_on_disk != current.serves_found_on_disk()
+    {
+        let defaults = effective_topic_defaults(&shard.config, image.broker_configs());
+        // Every shard derives the same table: the metadata shard (the one
+        // with the quorum member) alone reports a topic config it cannot use.
+        let report = shard.runtime().quorum.is_some();
+        shard.set_topic_table(current.derive(image, &defaults, serve_found_on_disk, report));
+    }
+    view.install(publication.sequence, publication.image, publication.status);
+    assert_eq!(
+        shard.topics.borrow().offset(),
+        view.image().last_applied_offset(),
+        "shard {}: the topic table is derived from the image in place",
+        shard.id
+    );
 }
 
 /// Installs a new copy here and sends it to every other shard.
 pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, status: QuorumStatus) {
-    shard
-        .runtime()
-        .view
-        .clone()
-        .install(sequence, image.clone(), status.clone());
+    let adopting = shard.runtime().reconciler.adopting();
     for other in (0..shard.count).filter(|&s| s != shard.id) {
-        let (image, status) = (image.clone(), status.clone());
+        let publication = Publication {
+            sequence,
+            image: image.clone(),
+            status: status.clone(),
+            adopting,
+        };
         let message = Envelope::new(move |receiver: &Rc<Shard>| {
             assert_eq!(
                 receiver.id, other,
                 "a metadata copy is installed by the shard it was sent to: sent to {other}, opened on {}",
                 receiver.id
             );
-            receiver
-                .runtime()
-                .view
-                .clone()
-                .install(sequence, image, status);
+            install(receiver, publication);
         });
         let shard = shard.clone();
         glommio::spawn_local(async move {
@@ -117,6 +176,49 @@ pub fn publish(shard: &Rc<Shard>, sequence: u64, image: Arc<MetadataImage>, stat
             }
         })
         .detach();
+    }
+    let publication = Publication {
+        sequence,
+        image,
+        status,
+        adopting,
+    };
+    install(shard, publication);
+}
+
+/// Waits, on the shard it is sent to, until that shard holds an image (and
+/// so a topic table) at metadata offset `offset` or later.
+#[derive(Debug)]
+pub struct ViewReached(pub i64);
+
+impl OwnerCall<crate::ShardRuntime> for ViewReached {
+    type Reply = ();
+
+    /// It only waits: an asker that gave up takes the wait with it.
+    const CANCEL_WHEN_ASKER_GONE: bool = true;
+
+    async fn run(self, shard: Rc<Shard>) {
+        let view = shard.runtime().view.clone();
+        let (mut sequence, mut image, _) = view.current();
+        while image.last_applied_offset() < self.0 {
+            (sequence, image) = view.newer_than(sequence).await;
+        }
+    }
+}
+
+/// Waits until every shard holds an image at `offset` or later (the
+/// publications travel as separate envelopes, each shard's at its own pace).
+/// A shard gone away (shutting down) is not waited for.
+pub async fn every_shard_reached(shard: &Rc<Shard>, offset: i64) {
+    let waits = (0..shard.count).map(|other| shard.call(other, ViewReached(offset)));
+    for (other, reached) in futures::future::join_all(waits)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        if let Err(e) = reached {
+            tracing::debug!(shard = other, error = %e, "a shard's view not confirmed");
+        }
     }
 }
 

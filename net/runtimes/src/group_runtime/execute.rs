@@ -23,7 +23,7 @@ enum Immediate {
 /// Owner side: check the lease of the group's partition (loading it if
 /// needed), step the coordinator, persist, answer.
 pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupReply {
-    let runtime = &*shard.runtime().groups.clone();
+    let runtime = &*shard.runtime().groups;
     let partition = request_partition(shard, &request);
     match partition {
         Some(partition) => {

@@ -37,7 +37,7 @@ pub use replay::reload_on_leadership;
 pub use timer::run_timer;
 
 use crate::admin_changes::{self, ControllerRequest};
-use crate::replication_runtime::LeaderLease;
+use crate::replication_runtime::LeaseTable;
 use crate::Shard;
 use coordinators::group::coordinator::DescribedGroup;
 use coordinators::group::{
@@ -48,7 +48,6 @@ use coordinators::group::{
 };
 use engine::ErrorCode;
 use futures::channel::oneshot;
-use glommio::sync::Semaphore;
 use kernel::call::OwnerCall;
 use kernel::config::BrokerConfig;
 use std::cell::{Cell, RefCell};
@@ -177,9 +176,7 @@ pub struct GroupRuntime {
     next_token: Cell<RequestToken>,
     /// The `__consumer_offsets` partitions loaded into `coordinator`, each
     /// with the leadership it was loaded under (see `replay.rs`).
-    leases: RefCell<HashMap<i32, LeaderLease>>,
-    /// One load at a time: a second caller finds the partition loaded.
-    load_lock: Semaphore,
+    leases: LeaseTable,
 }
 
 impl GroupRuntime {
@@ -197,8 +194,7 @@ impl GroupRuntime {
             coordinator: RefCell::new(GroupCoordinator::new(group_config)),
             waiters: RefCell::new(HashMap::new()),
             next_token: Cell::new(1),
-            leases: RefCell::new(HashMap::new()),
-            load_lock: Semaphore::new(1),
+            leases: LeaseTable::new(OFFSETS_TOPIC),
         }
     }
 }

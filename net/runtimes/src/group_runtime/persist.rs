@@ -84,7 +84,7 @@ async fn append(
     records: &[Record],
 ) -> Result<(), ErrorCode> {
     let tp = engine::TopicPartition::new(OFFSETS_TOPIC, partition);
-    let loaded = rt.leases.borrow().get(&partition).copied();
+    let loaded = rt.leases.recorded(partition);
     let lease = loaded.ok_or(ErrorCode::NotCoordinator)?;
     let mut builder = BatchBuilder::new(0, Compression::None);
     for (delta, (key, value)) in records.iter().enumerate() {

@@ -28,7 +28,7 @@ const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
 /// timer tick loads it again.
 pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
     if tp.topic == OFFSETS_TOPIC {
-        unload(shard, &shard.runtime().groups.clone(), tp.partition);
+        unload(shard, &shard.runtime().groups, tp.partition);
     }
 }
 
@@ -43,44 +43,21 @@ pub(super) async fn loaded_lease(
     partition: i32,
 ) -> Result<LeaderLease, ErrorCode> {
     let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-    if let Some(lease) = current_loaded(shard, rt, &tp) {
-        return Ok(lease);
-    }
-    let _permit = rt
-        .load_lock
-        .acquire_permit(1)
-        .await
-        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
-    if let Some(lease) = current_loaded(shard, rt, &tp) {
-        return Ok(lease);
-    }
-    unload(shard, rt, partition);
-    let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
-    load(shard, rt, &tp, lease).await?;
-    Ok(lease)
-}
-
-/// The loaded lease, if it is still the partition's current one.
-fn current_loaded(shard: &Shard, rt: &GroupRuntime, tp: &TopicPartition) -> Option<LeaderLease> {
-    let loaded = rt.leases.borrow().get(&tp.partition).copied()?;
-    (leader_lease(shard, tp) == Some(loaded)).then_some(loaded)
+    let unload = |partition| unload(shard, rt, partition);
+    let load = async |lease| load(shard, rt, &tp, lease).await;
+    rt.leases.loaded(shard, partition, unload, load).await
 }
 
 /// Drops every loaded partition whose lease is no longer current (the
 /// timer runs this before each tick).
 pub(super) fn unload_lost(shard: &Shard, rt: &GroupRuntime) {
-    let loaded: Vec<(i32, LeaderLease)> =
-        rt.leases.borrow().iter().map(|(p, l)| (*p, *l)).collect();
-    for (partition, lease) in loaded {
-        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        if leader_lease(shard, &tp) != Some(lease) {
-            tracing::info!(
-                partition,
-                epoch = lease.leader_epoch,
-                "group coordinator no longer leads its partition; unloaded"
-            );
-            unload(shard, rt, partition);
-        }
+    for (partition, lease) in rt.leases.lost(shard) {
+        tracing::info!(
+            partition,
+            epoch = lease.leader_epoch,
+            "group coordinator no longer leads its partition; unloaded"
+        );
+        unload(shard, rt, partition);
     }
 }
 
@@ -93,7 +70,9 @@ pub(super) fn led_unloaded(shard: &Shard, rt: &GroupRuntime) -> Vec<i32> {
     (0..partitions)
         .map(|p| TopicPartition::new(OFFSETS_TOPIC, p))
         .filter(|tp| shard.owner(tp) == shard.id)
-        .filter(|tp| leader_lease(shard, tp).is_some() && current_loaded(shard, rt, tp).is_none())
+        .filter(|tp| {
+            leader_lease(shard, tp).is_some() && rt.leases.current(shard, tp.partition).is_none()
+        })
         .map(|tp| tp.partition)
         .collect()
 }
@@ -101,7 +80,7 @@ pub(super) fn led_unloaded(shard: &Shard, rt: &GroupRuntime) -> Vec<i32> {
 /// Forgets `partition`'s groups; their waiting JoinGroup/SyncGroup calls
 /// get NOT_COORDINATOR (their answer channels close).
 pub(super) fn unload(shard: &Shard, rt: &GroupRuntime, partition: i32) {
-    rt.leases.borrow_mut().remove(&partition);
+    rt.leases.forget(partition);
     let Some(partitions) = super::offsets_partitions(shard) else {
         return;
     };
@@ -137,15 +116,7 @@ async fn load(
         let mut coordinator = rt.coordinator.borrow_mut();
         coordinator.finish_replay(shard.now_ms(), &in_partition);
     }
-    // Loads run one at a time (`load_lock`, held by `loaded_lease`, the
-    // only caller), each after unloading the partition: no other lease can
-    // have been recorded for it meanwhile.
-    let previous = rt.leases.borrow_mut().insert(tp.partition, lease);
-    assert!(
-        previous.is_none(),
-        "a partition is loaded under one lease at a time: {tp} loaded under {lease:?} while \
-         {previous:?} was recorded"
-    );
+    rt.leases.record(tp.partition, lease);
     tracing::info!(
         %tp,
         epoch = lease.leader_epoch,

@@ -62,7 +62,7 @@ fn assert_leads_as(state: &LeaderState, own: i32, tp: &TopicPartition) {
 /// replicated, or this broker leads it.
 pub fn serves_clients(shard: &Shard, tp: &TopicPartition) -> bool {
     !matches!(
-        shard.runtime().replicas.clone().role(tp),
+        shard.runtime().replicas.role(tp),
         Some((_, Role::Follower { .. } | Role::Offline))
     )
 }
@@ -77,7 +77,7 @@ pub struct Leadership {
 /// This shard's leadership of `tp` now, if it is a replicated partition
 /// this shard leads (`None`: not replicated, the single-node rules apply).
 pub fn leadership(shard: &Shard, tp: &TopicPartition) -> Option<Leadership> {
-    match shard.runtime().replicas.clone().role(tp) {
+    match shard.runtime().replicas.role(tp) {
         Some((generation, Role::Leader(state))) => {
             assert_leads_as(&state.borrow(), shard.config.broker_id, tp);
             Some(Leadership { generation, state })
@@ -175,7 +175,7 @@ pub struct LeaderLease {
 /// holds its only replica. `None` while it follows, is offline, was moved
 /// off, or has no log for it.
 pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
-    match shard.runtime().replicas.clone().role(tp) {
+    match shard.runtime().replicas.role(tp) {
         Some((generation, Role::Leader(state))) => {
             let state = state.borrow();
             assert_leads_as(&state, shard.config.broker_id, tp);
@@ -466,7 +466,7 @@ impl OwnerCall<crate::ShardRuntime> for ServeFollowerFetch {
         let Some(log) = shard.logs.get(&self.tp) else {
             return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
         };
-        let Some(state) = shard.runtime().replicas.clone().leader_state(&self.tp) else {
+        let Some(state) = shard.runtime().replicas.leader_state(&self.tp) else {
             return FollowerFetchReply::error(ErrorCode::NotLeaderOrFollower);
         };
         if let Err(e) = state.borrow().check_leader_epoch(self.current_leader_epoch) {

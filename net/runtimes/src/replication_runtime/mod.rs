@@ -27,6 +27,7 @@ pub mod apply;
 pub mod client;
 pub mod follower;
 pub mod leader;
+pub mod lease_table;
 pub mod roles;
 pub mod truncation;
 
@@ -35,4 +36,5 @@ pub use leader::{
     append_as_leader, coordinator_error, leader_lease, leadership, serves_clients, wait_acks_all,
     wait_committed_to_end, FollowerFetchReply, LeaderLease, Leadership, ServeFollowerFetch,
 };
+pub use lease_table::LeaseTable;
 pub use roles::{LeadershipHook, ReplicaManager, Role, REPLICA_LAG_TIME_MAX_MS};

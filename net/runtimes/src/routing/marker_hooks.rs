@@ -35,7 +35,7 @@ impl MarkerHooks {
         producer_id: i64,
         commit: bool,
     ) -> Result<(), ErrorCode> {
-        let hooks = shard.runtime().marker_hooks.clone().hooks.borrow().clone();
+        let hooks = shard.runtime().marker_hooks.hooks.borrow().clone();
         for hook in hooks {
             hook(shard.clone(), tp.clone(), producer_id, commit).await?;
         }

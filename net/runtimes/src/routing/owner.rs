@@ -56,7 +56,7 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
         PartitionOp::Delete { tp } => {
             let deleted = shard.logs.delete_partition(&tp).await;
             if deleted.is_ok() {
-                shard.runtime().replicas.clone().forget_deleted(&tp);
+                shard.runtime().replicas.forget_deleted(&tp);
             }
             PartitionReply::Done(deleted.map_err(|e| e.error_code()))
         }

@@ -7,13 +7,12 @@ use super::{GroupMember, TxnRuntime, MARKER_ATTEMPTS};
 use crate::cluster_runtime::partition_leader;
 use crate::group_runtime::{self, GroupReply, GroupRequest};
 use crate::replication_runtime::client::KafkaConnection;
-use crate::replication_runtime::{leader_lease, LeaderLease};
+use crate::replication_runtime::LeaderLease;
 use crate::routing::{run_on_owners, PartitionOp, PartitionReply};
 use crate::Shard;
 use coordinators::group::OffsetCommitRequest;
 use coordinators::txn::{
     txn_partition_for, PendingOffset, PendingOffsets, TxnCoordinator, TxnMetadata, TxnState,
-    TXN_STATE_TOPIC,
 };
 use engine::ErrorCode;
 use engine::TopicPartition;
@@ -120,12 +119,9 @@ fn current_lease(
     transactional_id: &str,
 ) -> Result<LeaderLease, ErrorCode> {
     let partition = txn_partition_for(transactional_id);
-    let loaded = rt.leases.borrow().get(&partition).copied();
-    let current = leader_lease(shard, &TopicPartition::new(TXN_STATE_TOPIC, partition));
-    match loaded {
-        Some(lease) if current == Some(lease) => Ok(lease),
-        _ => Err(ErrorCode::NotCoordinator),
-    }
+    rt.leases
+        .current(shard, partition)
+        .ok_or(ErrorCode::NotCoordinator)
 }
 
 fn group_offsets(

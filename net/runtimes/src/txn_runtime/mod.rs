@@ -52,7 +52,7 @@ mod timer;
 pub use timer::run_timer;
 
 use crate::admin_changes::{self, ControllerRequest};
-use crate::replication_runtime::LeaderLease;
+use crate::replication_runtime::LeaseTable;
 use crate::Shard;
 use coordinators::txn::{
     txn_partition_for, PendingOffset, TxnCoordinator, TxnMetadata, TXN_STATE_PARTITIONS,
@@ -206,8 +206,7 @@ pub struct TxnRuntime {
     locks: RefCell<HashMap<String, Rc<Semaphore>>>,
     /// The `__transaction_state` partitions loaded into `core`, each with
     /// the leadership it was loaded under (see [`replay`]).
-    leases: RefCell<HashMap<i32, LeaderLease>>,
-    load_lock: Semaphore,
+    leases: LeaseTable,
 }
 
 impl Default for TxnRuntime {
@@ -215,8 +214,7 @@ impl Default for TxnRuntime {
         TxnRuntime {
             core: RefCell::new(TxnCoordinator::new()),
             locks: RefCell::new(HashMap::new()),
-            leases: RefCell::new(HashMap::new()),
-            load_lock: Semaphore::new(1),
+            leases: LeaseTable::new(TXN_STATE_TOPIC),
         }
     }
 }

@@ -84,9 +84,7 @@ pub(super) async fn append_durable(
     let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
     let lease = rt
         .leases
-        .borrow()
-        .get(&partition)
-        .copied()
+        .recorded(partition)
         .ok_or(ErrorCode::NotCoordinator)?;
     let mut builder = BatchBuilder::new(0, Compression::None);
     let now = shard.now_ms();
@@ -100,7 +98,7 @@ pub(super) async fn append_durable(
     append_as_leader(shard, &tp, lease, &mut bytes, TXN_WRITE_TIMEOUT)
         .await
         .map_err(persist_error)?;
-    if rt.leases.borrow().get(&partition) != Some(&lease) {
+    if rt.leases.recorded(partition) != Some(lease) {
         // Unloaded (or loaded again) while the write waited.
         return Err(ErrorCode::NotCoordinator);
     }

@@ -28,7 +28,7 @@ const LOAD_HW_WAIT: Duration = Duration::from_secs(5);
 /// timer tick loads it again.
 pub fn reload_on_leadership(shard: &Shard, tp: &TopicPartition) {
     if tp.topic == TXN_STATE_TOPIC {
-        unload(&shard.runtime().txns.clone(), tp.partition);
+        unload(&shard.runtime().txns, tp.partition);
     }
 }
 
@@ -43,44 +43,21 @@ pub(super) async fn loaded_lease(
     partition: i32,
 ) -> Result<LeaderLease, ErrorCode> {
     let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
-    if let Some(lease) = current_loaded(shard, rt, &tp) {
-        return Ok(lease);
-    }
-    let _permit = rt
-        .load_lock
-        .acquire_permit(1)
-        .await
-        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?;
-    if let Some(lease) = current_loaded(shard, rt, &tp) {
-        return Ok(lease);
-    }
-    unload(rt, partition);
-    let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
-    load(shard, rt, &tp, lease).await?;
-    Ok(lease)
-}
-
-/// The loaded lease, if it is still the partition's current one.
-fn current_loaded(shard: &Shard, rt: &TxnRuntime, tp: &TopicPartition) -> Option<LeaderLease> {
-    let loaded = rt.leases.borrow().get(&tp.partition).copied()?;
-    (leader_lease(shard, tp) == Some(loaded)).then_some(loaded)
+    let unload = |partition| unload(rt, partition);
+    let load = async |lease| load(shard, rt, &tp, lease).await;
+    rt.leases.loaded(shard, partition, unload, load).await
 }
 
 /// Drops every loaded partition whose lease is no longer current (the
 /// timer runs this before each tick).
 pub(super) fn unload_lost(shard: &Shard, rt: &TxnRuntime) {
-    let loaded: Vec<(i32, LeaderLease)> =
-        rt.leases.borrow().iter().map(|(p, l)| (*p, *l)).collect();
-    for (partition, lease) in loaded {
-        let tp = TopicPartition::new(TXN_STATE_TOPIC, partition);
-        if leader_lease(shard, &tp) != Some(lease) {
-            tracing::info!(
-                partition,
-                epoch = lease.leader_epoch,
-                "transaction coordinator no longer leads its partition; unloaded"
-            );
-            unload(rt, partition);
-        }
+    for (partition, lease) in rt.leases.lost(shard) {
+        tracing::info!(
+            partition,
+            epoch = lease.leader_epoch,
+            "transaction coordinator no longer leads its partition; unloaded"
+        );
+        unload(rt, partition);
     }
 }
 
@@ -91,7 +68,7 @@ pub(super) fn owned_partitions(shard: &Shard) -> impl Iterator<Item = i32> + '_ 
 }
 
 fn unload(rt: &TxnRuntime, partition: i32) {
-    rt.leases.borrow_mut().remove(&partition);
+    rt.leases.forget(partition);
     rt.core
         .borrow_mut()
         .unload(|id| txn_partition_for(id) == partition);
@@ -119,15 +96,7 @@ async fn load(
         unload(rt, tp.partition);
         return Err(ErrorCode::NotCoordinator);
     }
-    // Loads run one at a time (`load_lock`, held by `loaded_lease`, the
-    // only caller), each after unloading the partition: no other lease can
-    // have been recorded for it meanwhile.
-    let previous = rt.leases.borrow_mut().insert(tp.partition, lease);
-    assert!(
-        previous.is_none(),
-        "a partition is loaded under one lease at a time: {tp} loaded under {lease:?} while \
-         {previous:?} was recorded"
-    );
+    rt.leases.record(tp.partition, lease);
     tracing::info!(
         partition = tp.partition,
         epoch = lease.leader_epoch,

@@ -1,7 +1,7 @@
 //! `rill serve`: resolve the settings, start one glommio executor per core,
 //! serve, and shut down cleanly on SIGINT/SIGTERM.
 //!
-//! Start: read the topic table from disk once (`scan_topics`), then on each
+//! Start: read the topics on disk once (`scan_topics`), then on each
 //! shard join the channel mesh (the mesh position is the shard id), open the
 //! shard's partitions, bind the shared port (`SO_REUSEPORT`) and accept.
 //!
@@ -168,26 +168,24 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     join_shards(executors)
 }
 
-/// The topic table as the data dirs hold it (read once, before the shards
-/// start).
+/// The topics as the data dirs hold them (read once, before the shards
+/// start): each shard's topic table until its metadata image replaces it,
+/// and what the broker adopts into a new metadata log.
 fn read_topics(
     config: &BrokerConfig,
     data_dirs: &[std::path::PathBuf],
-) -> Result<Arc<Vec<TopicEntry>>, String> {
+) -> Result<Arc<[TopicEntry]>, String> {
     let scanned = engine::manager::scan_topics(data_dirs, config.topic_defaults())
         .map_err(|e| format!("cannot read the topics of the data dirs: {e}"))?;
-    Ok(Arc::new(
-        scanned
-            .into_iter()
-            .map(|(name, meta)| TopicEntry {
-                name,
-                topic_id: meta.topic_id,
-                partitions: meta.partitions,
-                config: meta.config,
-                version: 0,
-            })
-            .collect(),
-    ))
+    Ok(scanned
+        .into_iter()
+        .map(|(name, meta)| TopicEntry {
+            name,
+            topic_id: meta.topic_id,
+            partitions: meta.partitions,
+            config: meta.config,
+        })
+        .collect())
 }
 
 /// The "starting rill" line: where the broker keeps its data, where it
@@ -213,7 +211,7 @@ fn log_start(config: &BrokerConfig, data_dirs: &[std::path::PathBuf], topics: us
 /// it), each given the state the shards share and its own shutdown signal.
 fn spawn_shards(
     config: &Arc<BrokerConfig>,
-    entries: &Arc<Vec<TopicEntry>>,
+    entries: &Arc<[TopicEntry]>,
     shutdowns: Vec<oneshot::Receiver<()>>,
 ) -> Result<Vec<ExecutorJoinHandle<Result<(), String>>>, String> {
     let mesh = (config.cores > 1).then(|| {

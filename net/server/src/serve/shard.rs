@@ -31,7 +31,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct ShardInput {
     pub(super) config: Arc<BrokerConfig>,
     pub(super) mesh: Option<MeshBuilder<ShardMessage, Full>>,
-    pub(super) entries: Arc<Vec<TopicEntry>>,
+    pub(super) entries: Arc<[TopicEntry]>,
     pub(super) shutdown: oneshot::Receiver<()>,
     pub(super) drained: Arc<AtomicUsize>,
     pub(super) open_connections: Arc<AtomicUsize>,
@@ -59,7 +59,7 @@ async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
     let started = Instant::now();
     loop {
         let target = startup_offset.load(Ordering::Acquire);
-        let have = shard.runtime().view.clone().image().last_applied_offset();
+        let have = shard.runtime().view.image().last_applied_offset();
         if target != STARTUP_OFFSET_UNKNOWN && have >= target {
             return;
         }
@@ -147,7 +147,7 @@ async fn build_shard(
             config.send_path
         )
     })?;
-    let table = TopicTable::from_entries(input.entries.iter().cloned());
+    let table = TopicTable::found_on_disk(input.entries.clone());
     let limits = &config.connection_limits;
     let request_bytes_share = limits
         .queued_max_request_bytes
@@ -155,7 +155,7 @@ async fn build_shard(
     Ok(Rc::new(Shard {
         id,
         count: config.cores,
-        topics: RefCell::new(table),
+        topics: RefCell::new(Rc::new(table)),
         config: config.clone(),
         logs,
         peers,
@@ -204,7 +204,7 @@ fn install_coordinator_hooks(shard: &Rc<Shard>) {
     // for a `__consumer_offsets` or `__transaction_state` partition under an
     // older lease is dropped when this broker (again) starts leading it; the
     // next call or timer tick loads it from the log.
-    shard.runtime().replicas.clone().on_leadership(Rc::new(
+    shard.runtime().replicas.on_leadership(Rc::new(
         |shard: &Rc<Shard>, tp: &engine::TopicPartition| {
             runtimes::txn_runtime::reload_on_leadership(shard, tp);
             runtimes::group_runtime::reload_on_leadership(shard, tp);
