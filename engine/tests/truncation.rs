@@ -316,6 +316,29 @@ fn a_truncation_interrupted_by_a_crash_is_finished_at_open() {
     });
 }
 
+/// A truncation shows as running until it returns, and the log end moves
+/// only at its end: what a broker taking leadership meanwhile must wait for.
+#[test]
+fn a_running_truncation_is_visible_until_the_log_end_moves() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = three_epochs(&path).await;
+        assert!(!log.is_truncating());
+        let end = log.log_end_offset();
+        let cutting = {
+            let log = log.clone();
+            glommio::spawn_local(async move { log.truncate_to(55).await })
+        };
+        glommio::executor().yield_now().await;
+        assert!(log.is_truncating(), "running");
+        assert_eq!(log.log_end_offset(), end, "the old end until it returns");
+        assert!(cutting.await.unwrap());
+        assert!(!log.is_truncating());
+        assert_eq!(log.log_end_offset(), 55);
+    });
+}
+
 #[test]
 fn truncation_keeps_producer_state_and_retention_moves_the_epoch_start() {
     let dir = tempdir();

@@ -277,6 +277,13 @@ impl PartitionLog {
         self.truncate_fully_inner(offset).await
     }
 
+    /// Whether a truncation is running: the log end it reports is the old
+    /// one until the truncation returns, so a leader state must not be
+    /// built from it meanwhile.
+    pub fn is_truncating(&self) -> bool {
+        self.truncating.get()
+    }
+
     /// Refuses a truncation of a closed, failed or already truncating log,
     /// or to a negative offset; otherwise marks the log as truncating until
     /// the guard drops.

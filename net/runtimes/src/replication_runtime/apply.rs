@@ -56,7 +56,15 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         return;
     };
     let manager = shard.runtime().replicas.clone();
+    let apply_number = manager.next_apply(&state.tp);
     let own = shard.config.broker_id;
+    if state.leader == own && log.is_truncating() && !leads_in_epoch(&manager, &state) {
+        // A follower's truncation is in flight: its log end is still the
+        // old one, and a leader state built from it would see the log
+        // shrink under it. Lead once the truncation has ended.
+        apply_after_truncation(shard, state, apply_number);
+        return;
+    }
     if state.leader == own {
         log.set_leader_epoch(state.leader_epoch.max(log.leader_epoch()));
     }
@@ -89,6 +97,34 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
         log.set_leading(false);
         manager.set(state.tp, Role::Offline);
     }
+}
+
+/// Whether this shard already leads `state`'s partition in its epoch (an
+/// ISR change, applied to the running leader state).
+fn leads_in_epoch(manager: &ReplicaManager, state: &ApplyPartitionState) -> bool {
+    matches!(manager.role(&state.tp),
+        Some((_, Role::Leader(leader))) if leader.borrow().leader_epoch() == state.leader_epoch)
+}
+
+/// Applies `state` once the partition's truncation has ended, unless a
+/// later state for the partition arrived meanwhile (it is applied in turn).
+fn apply_after_truncation(shard: &Rc<Shard>, state: ApplyPartitionState, apply_number: u64) {
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        let truncating =
+            |shard: &Shard| (shard.logs.get(&state.tp)).is_some_and(|log| log.is_truncating());
+        while truncating(&shard) {
+            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        if shard
+            .runtime()
+            .replicas
+            .is_last_apply(&state.tp, apply_number)
+        {
+            apply(&shard, state);
+        }
+    })
+    .detach();
 }
 
 /// Moved off this broker by a reassignment: the reconciler deletes the

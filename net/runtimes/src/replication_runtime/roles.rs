@@ -44,6 +44,10 @@ pub struct ReplicaManager {
     /// waits on this besides its own condition.
     changes: OffsetWatch,
     on_leadership: RefCell<Vec<LeadershipHook>>,
+    /// Counts the partition states applied per partition: a state whose
+    /// apply waits (for a truncation to end) is applied only if no later
+    /// one came meanwhile.
+    applies: RefCell<HashMap<TopicPartition, u64>>,
     /// What `/metrics` reports of this shard's replication.
     pub counters: RefCell<ReplicationCounters>,
 }
@@ -55,12 +59,26 @@ impl Default for ReplicaManager {
             generation: Cell::new(0),
             changes: OffsetWatch::new(0),
             on_leadership: RefCell::default(),
+            applies: RefCell::default(),
             counters: RefCell::default(),
         }
     }
 }
 
 impl ReplicaManager {
+    /// Counts a partition state arriving for `tp`; returns its number.
+    pub fn next_apply(&self, tp: &TopicPartition) -> u64 {
+        let mut applies = self.applies.borrow_mut();
+        let count = applies.entry(tp.clone()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// Whether the state numbered `apply` is still the last one for `tp`.
+    pub fn is_last_apply(&self, tp: &TopicPartition, apply: u64) -> bool {
+        self.applies.borrow().get(tp) == Some(&apply)
+    }
+
     /// The partition's role and its generation (a task started for a role
     /// stops once the generation moves on), if it is replicated.
     pub fn role(&self, tp: &TopicPartition) -> Option<(u64, Role)> {
