@@ -28,6 +28,20 @@ enum Command {
     Tune(tuning::cli::TuneArgs),
     /// Measure the disk under the data dir.
     Iotune(tuning::cli::IotuneArgs),
+    /// Print a reference generated from the code (`docs/` holds the
+    /// committed copies; a test keeps them equal).
+    Docs {
+        /// Which reference: `metrics` (every family served on `/metrics`).
+        #[arg(value_enum)]
+        reference: DocsReference,
+    },
+}
+
+/// The references `rill docs` prints.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum DocsReference {
+    /// `docs/metrics.md`.
+    Metrics,
 }
 
 /// Log output that never fails: a line that cannot be written (stdout on
@@ -92,6 +106,12 @@ fn main() {
         Command::Iotune(args) => {
             init_logging("info");
             tuning::cli::run_iotune(args)
+        }
+        Command::Docs { reference } => {
+            match reference {
+                DocsReference::Metrics => print!("{}", server::metrics_doc::metrics_reference()),
+            }
+            0
         }
     };
     std::process::exit(code);

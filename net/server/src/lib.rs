@@ -10,7 +10,10 @@
 //! - [`admin`]: the HTTP `/metrics` responder (and its health answers).
 //! - [`process_stats`]: the process's CPU and RSS under Prometheus's
 //!   standard names.
+//! - [`metrics_doc`]: `docs/metrics.md`, written from the metric registry
+//!   (`rill docs metrics`).
 
 pub mod admin;
+pub mod metrics_doc;
 pub mod process_stats;
 pub mod serve;

@@ -1,0 +1,33 @@
+//! The references in `docs/` that the code generates stay equal to what it
+//! generates: a metric added, renamed or re-labelled without regenerating
+//! its reference fails here.
+
+use std::process::Command;
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// `docs/<file>` as committed.
+fn committed(file: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn docs_metrics_md_is_what_the_registry_generates() {
+    let output = Command::new(RILL)
+        .args(["docs", "metrics"])
+        .output()
+        .expect("run rill docs metrics");
+    assert!(output.status.success(), "{output:?}");
+    let generated = String::from_utf8(output.stdout).expect("utf-8");
+    assert!(
+        generated.contains("| `rill_produce_latency_seconds` | summary | `quantile` |"),
+        "{generated}"
+    );
+    assert!(
+        generated == committed("metrics.md"),
+        "docs/metrics.md is stale: regenerate it with `cargo run -- docs metrics > docs/metrics.md`"
+    );
+}
