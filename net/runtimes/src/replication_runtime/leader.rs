@@ -537,11 +537,7 @@ fn bytes_of(data: ReadData) -> Option<Bytes> {
 pub async fn run_durable_watch(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
     let manager = shard.runtime().replicas.clone();
     loop {
-        if !manager.is_current(&tp, generation) {
-            return;
-        }
-        let (Some((_, Role::Leader(state))), Some(log)) = (manager.role(&tp), shard.logs.get(&tp))
-        else {
+        let Some((state, log)) = led_in(&shard, &tp, generation) else {
             return;
         };
         sync(&state, &log);
@@ -559,21 +555,33 @@ pub async fn run_durable_watch(shard: Rc<Shard>, tp: TopicPartition, generation:
     }
 }
 
+/// The leader state and log of `tp` while `generation` is its role (a
+/// leader task of an older role ends when this is `None`).
+fn led_in(
+    shard: &Shard,
+    tp: &TopicPartition,
+    generation: u64,
+) -> Option<(Rc<RefCell<LeaderState>>, Rc<PartitionLog>)> {
+    let manager = &shard.runtime().replicas;
+    if !manager.is_current(tp, generation) {
+        return None;
+    }
+    match (manager.role(tp), shard.logs.get(tp)) {
+        (Some((_, Role::Leader(state))), Some(log)) => Some((state, log)),
+        _ => None,
+    }
+}
+
 /// The leader's timer for one partition, while `generation` is its role:
 /// keeps the HW up to the local log and proposes ISR changes.
 pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
-    let manager = shard.runtime().replicas.clone();
     let (topic_id, own) = match shard.topics.borrow().get(&tp.topic) {
         Some(entry) => (entry.topic_id, shard.config.broker_id),
         None => return,
     };
     loop {
         glommio::timer::sleep(LEADER_TICK).await;
-        if !manager.is_current(&tp, generation) {
-            return;
-        }
-        let (Some((_, Role::Leader(state))), Some(log)) = (manager.role(&tp), shard.logs.get(&tp))
-        else {
+        let Some((state, log)) = led_in(&shard, &tp, generation) else {
             return;
         };
         sync(&state, &log);
