@@ -15,6 +15,8 @@ pub enum BenchError {
     Io(#[from] io::Error),
     #[error("protocol: {0}")]
     Protocol(String),
+    #[error("connect to {addr}: {source}")]
+    Connect { addr: String, source: io::Error },
     #[error("connection to {addr} closed")]
     ConnectionClosed { addr: String },
     #[error("broker at {addr} supports no version of api {api_key} in our range {ours_min}..={ours_max}")]

@@ -80,7 +80,11 @@ impl Connection {
     pub async fn connect(addr: &str, client_id: &str) -> Result<Arc<Connection>> {
         let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(addr))
             .await
-            .map_err(|_| BenchError::Timeout(format!("connect to {addr}")))??;
+            .map_err(|_| BenchError::Timeout(format!("connect to {addr}")))?
+            .map_err(|source| BenchError::Connect {
+                addr: addr.to_string(),
+                source,
+            })?;
         stream.set_nodelay(true)?;
         let pending: PendingMap = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));

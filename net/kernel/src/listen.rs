@@ -32,8 +32,24 @@ pub fn check_unused(address: SocketAddr) -> io::Result<()> {
     if address.port() == 0 {
         return Ok(());
     }
-    // std sets SO_REUSEADDR: TIME_WAIT remnants pass, listeners do not.
-    std::net::TcpListener::bind(address).map(drop)
+    probe_socket(address).map(drop)
+}
+
+/// The check's socket: bound (SO_REUSEADDR, so TIME_WAIT remnants pass and
+/// listeners do not) but never listening. A listening probe, as
+/// `std::net::TcpListener::bind` makes, would accept a client's connection
+/// for an instant and reset it, and a client that saw the port answer would
+/// then find it refused until the shards bind.
+fn probe_socket(address: SocketAddr) -> io::Result<socket2::Socket> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let socket = Socket::new(
+        Domain::for_address(address),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&SockAddr::from(address))?;
+    Ok(socket)
 }
 
 /// [`check_unused`] until it passes or `patience` has gone by (the last
@@ -96,6 +112,17 @@ mod tests {
         drop(held);
         check_unused(address).expect("port free again");
         check_unused("127.0.0.1:0".parse().expect("address")).expect("port 0");
+    }
+
+    #[test]
+    fn the_check_holds_the_port_without_answering_on_it() {
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let probe = probe_socket(address).expect("free");
+        let refused = std::net::TcpStream::connect(address).expect_err("nobody listens");
+        assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
+        drop(probe);
     }
 
     #[test]
