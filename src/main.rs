@@ -31,7 +31,8 @@ enum Command {
     /// Print a reference generated from the code (`docs/` holds the
     /// committed copies; a test keeps them equal).
     Docs {
-        /// Which reference: `metrics` (every family served on `/metrics`).
+        /// Which reference: `config` (every setting) or `metrics` (every
+        /// family served on `/metrics`).
         #[arg(value_enum)]
         reference: DocsReference,
     },
@@ -40,6 +41,8 @@ enum Command {
 /// The references `rill docs` prints.
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum DocsReference {
+    /// `docs/configuration.md`.
+    Config,
     /// `docs/metrics.md`.
     Metrics,
 }
@@ -109,6 +112,9 @@ fn main() {
         }
         Command::Docs { reference } => {
             match reference {
+                DocsReference::Config => {
+                    print!("{}", server::config_doc::configuration_reference())
+                }
                 DocsReference::Metrics => print!("{}", server::metrics_doc::metrics_reference()),
             }
             0

@@ -1,6 +1,6 @@
 //! The references in `docs/` that the code generates stay equal to what it
-//! generates: a metric added, renamed or re-labelled without regenerating
-//! its reference fails here.
+//! generates: a metric or a config key added, renamed or changed without
+//! regenerating its reference fails here.
 
 use std::process::Command;
 
@@ -29,5 +29,28 @@ fn docs_metrics_md_is_what_the_registry_generates() {
     assert!(
         generated == committed("metrics.md"),
         "docs/metrics.md is stale: regenerate it with `cargo run -- docs metrics > docs/metrics.md`"
+    );
+}
+
+#[test]
+fn docs_configuration_md_is_what_the_config_tables_generate() {
+    let output = Command::new(RILL)
+        .args(["docs", "config"])
+        .output()
+        .expect("run rill docs config");
+    assert!(output.status.success(), "{output:?}");
+    let generated = String::from_utf8(output.stdout).expect("utf-8");
+    for row in [
+        "| `--data-dir` |",
+        "| `num.partitions` | int, at least 1 | `1` |",
+        "| `log.retention.ms` | `retention.ms` | `604800000` | yes |",
+        "| `cleanup.policy` |",
+        "- `zookeeper.connect`",
+    ] {
+        assert!(generated.contains(row), "no {row:?} in:\n{generated}");
+    }
+    assert!(
+        generated == committed("configuration.md"),
+        "docs/configuration.md is stale: regenerate it with `cargo run -- docs config > docs/configuration.md`"
     );
 }

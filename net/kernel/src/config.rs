@@ -12,6 +12,7 @@
 //!
 //! - [`properties`]: the Java properties syntax.
 //! - [`authorizer`]: `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
+//! - [`keys`]: every key rill reads, as data (the configuration reference).
 //! - [`listeners`]: `listeners` / `advertised.listeners` lists and the
 //!   advertised host of a wildcard bind.
 //! - [`sasl`]: SASL mechanisms, JAAS users, re-authentication, bootstrap
@@ -20,6 +21,7 @@
 //!   and each TLS listener's certificate, truststore and client auth.
 
 pub mod authorizer;
+pub mod keys;
 pub mod listeners;
 pub mod properties;
 pub mod sasl;
@@ -88,6 +90,17 @@ pub struct ServeArgs {
     /// Log level or tracing filter (default info).
     #[arg(long, default_value = "info")]
     pub log_level: String,
+}
+
+/// What [`BrokerConfig::apply_one`] made of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyOutcome {
+    /// A key rill reads; its value was checked and applied.
+    Applied,
+    /// A Kafka key that names nothing rill has ([`keys::IGNORED_KAFKA_KEYS`]).
+    IgnoredKafkaKey,
+    /// Neither.
+    Unknown,
 }
 
 /// The resolved broker settings, the same on every shard.
@@ -331,28 +344,47 @@ impl BrokerConfig {
         let mut applied = AppliedListeners::default();
         let mut units = TimeUnits::default();
         for (name, value) in settings {
-            let value = value.as_str();
-            // Each family answers whether the key is one of its own.
-            let known = self.apply_broker_setting(name, value, &mut applied)?
-                || self.apply_group_setting(name, value)?
-                || self.apply_log_setting(name, value, &mut units)?
-                || self.apply_rill_setting(name, value)?
-                || self.connection_limits.apply(name, value)?
-                || self.tls.apply(name, value)?
-                || self.sasl.apply(name, value)?
-                || self.authorizer.apply(name, value)?;
-            match name.as_str() {
-                _ if known => {}
-                other if IGNORED_KAFKA_KEYS.contains(&other) => {
-                    tracing::info!(key = other, "Kafka setting has no effect on rill; ignored");
+            match self.apply_one(name, value, &mut applied, &mut units)? {
+                KeyOutcome::Applied => {}
+                KeyOutcome::IgnoredKafkaKey => {
+                    tracing::info!(key = %name, "Kafka setting has no effect on rill; ignored");
                 }
                 // The value is not logged: an unknown key may hold a secret
                 // (a SASL or keystore password), as Kafka also leaves it out.
-                other => tracing::warn!(key = other, "unknown broker setting; ignored"),
+                KeyOutcome::Unknown => {
+                    tracing::warn!(key = %name, "unknown broker setting; ignored")
+                }
             }
         }
         self.apply_time_units(&units)?;
         Ok(applied)
+    }
+
+    /// Applies one setting; says whether it was one rill reads, a Kafka key
+    /// rill ignores, or unknown.
+    fn apply_one(
+        &mut self,
+        name: &str,
+        value: &str,
+        applied: &mut AppliedListeners,
+        units: &mut TimeUnits,
+    ) -> Result<KeyOutcome, ConfigError> {
+        // Each family answers whether the key is one of its own.
+        let known = self.apply_broker_setting(name, value, applied)?
+            || self.apply_group_setting(name, value)?
+            || self.apply_log_setting(name, value, units)?
+            || self.apply_rill_setting(name, value)?
+            || self.connection_limits.apply(name, value)?
+            || self.tls.apply(name, value)?
+            || self.sasl.apply(name, value)?
+            || self.authorizer.apply(name, value)?;
+        Ok(if known {
+            KeyOutcome::Applied
+        } else if keys::IGNORED_KAFKA_KEYS.contains(&name) {
+            KeyOutcome::IgnoredKafkaKey
+        } else {
+            KeyOutcome::Unknown
+        })
     }
 
     /// Broker identity, listeners, topic creation and request limits;
@@ -822,28 +854,6 @@ struct TimeUnits {
     roll_ms: Option<i64>,
     roll_hours: Option<i64>,
 }
-
-/// Kafka settings that a copied `server.properties` may carry and that have no
-/// meaning for a thread-per-core single node; accepted so that such a file
-/// works, logged so that nobody believes they took effect.
-const IGNORED_KAFKA_KEYS: &[&str] = &[
-    "num.network.threads",
-    "num.io.threads",
-    "num.recovery.threads.per.data.dir",
-    "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes",
-    "queued.max.requests",
-    "transaction.state.log.min.isr",
-    "transaction.state.log.num.partitions",
-    "inter.broker.listener.name",
-    "controller.quorum.bootstrap.servers",
-    "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr",
-    "log.cleaner.enable",
-    "log.cleaner.threads",
-    "zookeeper.connect",
-    "zookeeper.connection.timeout.ms",
-];
 
 /// Flattens a TOML document into Kafka's dotted names with string values.
 pub fn parse_toml(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {

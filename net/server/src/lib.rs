@@ -10,10 +10,13 @@
 //! - [`admin`]: the HTTP `/metrics` responder (and its health answers).
 //! - [`process_stats`]: the process's CPU and RSS under Prometheus's
 //!   standard names.
+//! - [`config_doc`]: `docs/configuration.md`, written from the config
+//!   tables (`rill docs config`).
 //! - [`metrics_doc`]: `docs/metrics.md`, written from the metric registry
 //!   (`rill docs metrics`).
 
 pub mod admin;
+pub mod config_doc;
 pub mod metrics_doc;
 pub mod process_stats;
 pub mod serve;

@@ -29,7 +29,7 @@ use std::fmt;
 use std::time::Duration;
 
 /// `ssl.*` keys rill reads.
-const READ_KEYS: &[&str] = &[
+pub const READ_KEYS: &[&str] = &[
     "ssl.keystore.type",
     "ssl.keystore.location",
     "ssl.keystore.certificate.chain",
@@ -47,7 +47,7 @@ const READ_KEYS: &[&str] = &[
 /// `ssl.*` keys of Kafka's that have no effect on rill (JVM providers,
 /// passwords of keystores rill does not read, client-side checks): accepted
 /// so a Kafka file starts rill, logged so nobody believes they took effect.
-const INERT_KEYS: &[&str] = &[
+pub const INERT_KEYS: &[&str] = &[
     "ssl.keystore.password",
     "ssl.key.password",
     "ssl.truststore.password",

@@ -1,0 +1,249 @@
+//! Every broker setting rill reads, as data: name, type, default and what it
+//! does. `rill docs config` writes `docs/configuration.md` from this table
+//! and from the engine's topic-config table
+//! (`engine::config::kafka_topic_configs`), whose broker synonyms
+//! (`log.retention.ms`, `log.segment.bytes`, ...) are the broker-wide topic
+//! defaults and are not repeated here.
+//!
+//! The table is kept true by tests: every key the parser matches by name is
+//! in it (a scan of the parser's source), every key in it is accepted with
+//! its example value, and a default given as a value leaves a default
+//! broker unchanged when set explicitly.
+
+/// A setting's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyDefault {
+    /// The value a broker without the key has: setting it changes nothing.
+    Value(&'static str),
+    /// What the broker does without the key, in words (no single value
+    /// stands for it, or it depends on the host or other keys).
+    Implied(&'static str),
+}
+
+/// The part of the broker a setting belongs to (a section of the reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeySection {
+    /// Identity, listeners, topic creation, request limits.
+    Broker,
+    /// The metadata quorum and broker membership.
+    Cluster,
+    /// The group coordinator and the internal topics.
+    Groups,
+    /// Storage and the log cleaner (beyond the topic defaults).
+    Storage,
+    /// Connection limits.
+    Connections,
+    /// TLS.
+    Tls,
+    /// SASL.
+    Sasl,
+    /// ACLs.
+    Authorizer,
+    /// rill's own tuning (`rill.*`).
+    Rill,
+}
+
+impl KeySection {
+    /// Every section, in the reference's order.
+    pub const ALL: [KeySection; 9] = [
+        KeySection::Broker,
+        KeySection::Cluster,
+        KeySection::Groups,
+        KeySection::Storage,
+        KeySection::Connections,
+        KeySection::Tls,
+        KeySection::Sasl,
+        KeySection::Authorizer,
+        KeySection::Rill,
+    ];
+
+    /// The section's heading.
+    pub fn title(self) -> &'static str {
+        match self {
+            KeySection::Broker => "Broker, listeners and topic creation",
+            KeySection::Cluster => "Cluster membership and the metadata quorum",
+            KeySection::Groups => "Consumer groups and internal topics",
+            KeySection::Storage => "Storage and the log cleaner",
+            KeySection::Connections => "Connection limits",
+            KeySection::Tls => "TLS",
+            KeySection::Sasl => "SASL",
+            KeySection::Authorizer => "ACLs",
+            KeySection::Rill => "rill's own tuning",
+        }
+    }
+}
+
+/// One broker setting.
+#[derive(Debug, Clone, Copy)]
+pub struct BrokerKey {
+    /// The key, by Kafka's name where Kafka has one. `<listener>` and
+    /// `<mechanism>` stand for a listener's name and a SASL mechanism.
+    pub name: &'static str,
+    /// Its section of the reference.
+    pub section: KeySection,
+    /// The value's type, as a user writes it.
+    pub kind: &'static str,
+    /// Its default.
+    pub default: KeyDefault,
+    /// A valid value (the tests set it).
+    pub example: &'static str,
+    /// What it does, and where rill differs from Kafka.
+    pub meaning: &'static str,
+}
+
+const fn key(
+    name: &'static str,
+    section: KeySection,
+    kind: &'static str,
+    default: KeyDefault,
+    example: &'static str,
+    meaning: &'static str,
+) -> BrokerKey {
+    BrokerKey {
+        name,
+        section,
+        kind,
+        default,
+        example,
+        meaning,
+    }
+}
+
+use KeyDefault::{Implied, Value};
+use KeySection::*;
+
+/// Every broker setting rill reads by name (the topic defaults aside).
+pub const BROKER_KEYS: &[BrokerKey] = &[
+    key("node.id", Broker, "int", Value("0"), "1", "This node's id (`broker.id` is a synonym)."),
+    key("broker.id", Broker, "int", Value("0"), "1", "Synonym of `node.id`."),
+    key("cluster.id", Broker, "string", Value("rill-cluster-0000000000"), "prod-1", "The cluster id clients see in Metadata and DescribeCluster (`rill.cluster.id` is a synonym). Kafka reads it from `kafka-storage format`; rill from the file."),
+    key("rill.cluster.id", Broker, "string", Value("rill-cluster-0000000000"), "prod-1", "Synonym of `cluster.id`."),
+    key("log.dirs", Broker, "comma list of paths", Value("./rill-data"), "/var/lib/rill/a,/var/lib/rill/b", "Data dirs; partitions are spread over them, and the first also keeps the broker-wide files. `--data-dir` overrides it."),
+    key("log.dir", Broker, "comma list of paths", Value("./rill-data"), "/var/lib/rill", "Synonym of `log.dirs`."),
+    key("listeners", Broker, "comma list of NAME://host:port", Value("PLAINTEXT://0.0.0.0:9092"), "PLAINTEXT://0.0.0.0:9092,SSL://0.0.0.0:9093", "Client listeners. The first one is the one brokers reach each other on and must be PLAINTEXT. `--listen` overrides the first."),
+    key("advertised.listeners", Broker, "comma list of NAME://host:port", Implied("each listener's address; for a wildcard bind, the host's name"), "PLAINTEXT://broker1.example:9092", "What Metadata tells clients to connect to, per listener."),
+    key("listener.security.protocol.map", Broker, "comma list of NAME:PROTOCOL", Implied("a listener named after a protocol uses it"), "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL", "The security protocol of each named listener."),
+    key("controller.listener.names", Broker, "comma list of names", Implied("none"), "CONTROLLER", "Listeners that serve the metadata quorum rather than clients."),
+    key("auto.create.topics.enable", Broker, "bool", Value("true"), "false", "Create a topic a client asks for in a Metadata request that allows it."),
+    key("delete.topic.enable", Broker, "bool", Value("true"), "false", "Whether DeleteTopics is allowed."),
+    key("num.partitions", Broker, "int, at least 1", Value("1"), "3", "Partitions of an auto-created topic."),
+    key("default.replication.factor", Broker, "int", Value("1"), "3", "Replicas of an auto-created topic or of one created without a factor."),
+    key("socket.request.max.bytes", Broker, "bytes", Value("104857600"), "52428800", "The largest request frame accepted; a larger one closes the connection."),
+    key("max.connections", Broker, "int", Value("2147483647"), "10000", "Open connections allowed across the broker (also capped by the descriptor limit)."),
+    key("quota.window.num", Broker, "int, at least 1", Value("11"), "11", "Samples in a client quota's rate window."),
+    key("quota.window.size.seconds", Broker, "int, at least 1", Value("1"), "1", "Length of one quota sample."),
+    key("controller.quorum.voters", Cluster, "comma list of id@host:port", Implied("none: a single node that is its own quorum"), "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097", "The metadata quorum's voters and their controller listeners (`--controller-quorum-voters` overrides it)."),
+    key("process.roles", Cluster, "broker and/or controller", Implied("a voter is broker,controller; any other node a broker"), "broker,controller", "This node's roles. A controller-only node is not supported yet."),
+    key("broker.rack", Cluster, "string", Implied("none"), "rack-a", "The rack this broker registers with, shown in Metadata and DescribeCluster and read by rack-aware assignors. Replica placement does not use it yet."),
+    key("broker.heartbeat.interval.ms", Cluster, "ms", Value("500"), "500", "How often a broker heartbeats to the controller (Kafka: 2000; rill fails over faster)."),
+    key("broker.session.timeout.ms", Cluster, "ms", Value("2500"), "2500", "How long the controller waits for a heartbeat before it fences a broker (Kafka: 9000)."),
+    key("metadata.log.dir", Cluster, "path", Implied("the first data dir"), "/var/lib/rill/meta", "Where the metadata log lives. Put it on a disk of its own to keep it writable when the data disks fill."),
+    key("auto.leader.rebalance.enable", Cluster, "bool", Value("true"), "false", "Move leadership back to preferred replicas."),
+    key("leader.imbalance.check.interval.seconds", Cluster, "s, at least 1", Value("300"), "60", "How often the controller checks for leadership imbalance."),
+    key("group.initial.rebalance.delay.ms", Groups, "ms", Value("3000"), "0", "How long a new classic group waits for more members before its first rebalance."),
+    key("group.min.session.timeout.ms", Groups, "ms", Value("6000"), "6000", "Smallest session timeout a classic consumer may ask for."),
+    key("group.max.session.timeout.ms", Groups, "ms", Value("1800000"), "1800000", "Largest session timeout a classic consumer may ask for."),
+    key("group.max.size", Groups, "int", Value("2147483647"), "1000", "Members allowed in one group."),
+    key("group.consumer.session.timeout.ms", Groups, "ms", Value("45000"), "45000", "Session timeout of KIP-848 (consumer protocol) members."),
+    key("group.consumer.heartbeat.interval.ms", Groups, "ms", Value("5000"), "5000", "Heartbeat interval given to KIP-848 members."),
+    key("offsets.retention.minutes", Groups, "minutes", Value("10080"), "1440", "How long committed offsets of an empty group are kept."),
+    key("offsets.retention.check.interval.ms", Groups, "ms", Value("600000"), "600000", "How often expired offsets are looked for."),
+    key("offsets.topic.replication.factor", Groups, "int, at least 1", Value("3"), "3", "Replicas of `__consumer_offsets`, capped by the live brokers at creation."),
+    key("transaction.state.log.replication.factor", Groups, "int, at least 1", Value("3"), "3", "Replicas of `__transaction_state` (one setting with the above in rill)."),
+    key("offsets.topic.num.partitions", Groups, "int", Value("50"), "50", "Partitions of `__consumer_offsets`."),
+    key("offsets.topic.segment.bytes", Groups, "bytes", Value("104857600"), "104857600", "`segment.bytes` of `__consumer_offsets`."),
+    key("transaction.state.log.segment.bytes", Groups, "bytes", Value("104857600"), "104857600", "`segment.bytes` of `__transaction_state`."),
+    key("log.retention.minutes", Storage, "minutes", Implied("see log.retention.ms"), "10080", "Broker-wide `retention.ms` in minutes (`log.retention.ms` wins)."),
+    key("log.retention.hours", Storage, "hours", Implied("168, see log.retention.ms"), "168", "Broker-wide `retention.ms` in hours (`log.retention.ms` and `log.retention.minutes` win)."),
+    key("log.roll.hours", Storage, "hours", Implied("168, see log.roll.ms"), "168", "Broker-wide `segment.ms` in hours (`log.roll.ms` wins)."),
+    key("log.cleaner.dedupe.buffer.size", Storage, "bytes", Value("134217728"), "134217728", "Memory for the compaction cleaner's key map."),
+    key("log.cleaner.io.max.bytes.per.second", Storage, "bytes per second", Value("1.7976931348623157E308"), "10485760", "Throttle of the cleaner's I/O (the default means none)."),
+    key("log.retention.check.interval.ms", Storage, "ms", Value("300000"), "60000", "How often retention deletes expired segments."),
+    key("max.connections.per.ip", Connections, "int", Value("2147483647"), "100", "Connections allowed from one address."),
+    key("max.connections.per.ip.overrides", Connections, "comma list of address:count", Implied("none"), "127.0.0.1:1000", "Per-address exceptions to `max.connections.per.ip`."),
+    key("connections.max.idle.ms", Connections, "ms, at least 1", Value("600000"), "600000", "An idle connection is closed after this."),
+    key("queued.max.request.bytes", Connections, "bytes, or -1", Value("-1"), "104857600", "Bytes of requests read but not yet answered, across the broker; reading pauses above it."),
+    key("rill.queued.max.request.bytes.per.connection", Connections, "bytes, or -1", Value("-1"), "16777216", "The same for one connection."),
+    key("rill.cache.connection.max.bytes", Connections, "bytes, or -1", Value("-1"), "16777216", "Synonym of `rill.queued.max.request.bytes.per.connection`."),
+    key("ssl.keystore.type", Tls, "PEM", Implied("PEM"), "PEM", "rill reads PEM only; another type stops the start with the key's name."),
+    key("ssl.keystore.location", Tls, "path", Implied("none"), "/etc/rill/broker.pem", "One PEM file with the broker's key and certificate chain."),
+    key("ssl.keystore.certificate.chain", Tls, "PEM text", Implied("none"), "-----BEGIN CERTIFICATE-----", "The certificate chain inline."),
+    key("ssl.keystore.key", Tls, "PEM text", Implied("none"), "-----BEGIN PRIVATE KEY-----", "The private key inline."),
+    key("ssl.certificate.location", Tls, "path", Implied("none"), "/etc/rill/cert.pem", "rill's own: the certificate chain as a file of its own."),
+    key("ssl.key.location", Tls, "path", Implied("none"), "/etc/rill/key.pem", "rill's own: the private key as a file of its own."),
+    key("ssl.truststore.type", Tls, "PEM", Implied("PEM"), "PEM", "rill reads PEM only."),
+    key("ssl.truststore.location", Tls, "path", Implied("none"), "/etc/rill/ca.pem", "The CAs client certificates must chain to."),
+    key("ssl.truststore.certificates", Tls, "PEM text", Implied("none"), "-----BEGIN CERTIFICATE-----", "The same CAs inline."),
+    key("ssl.client.auth", Tls, "none, requested or required", Implied("none"), "required", "Whether clients must present a certificate (mutual TLS)."),
+    key("ssl.enabled.protocols", Tls, "comma list", Implied("TLSv1.2,TLSv1.3"), "TLSv1.3", "TLS versions offered."),
+    key("ssl.principal.mapping.rules", Tls, "DEFAULT", Implied("DEFAULT"), "DEFAULT", "Only DEFAULT: the principal is the certificate subject in RFC 2253 form."),
+    key("rill.ssl.handshake.timeout.ms", Tls, "ms, at least 1", Implied("10000"), "10000", "How long a client has to finish the TLS handshake."),
+    key("sasl.enabled.mechanisms", Sasl, "comma list", Implied("none"), "PLAIN,SCRAM-SHA-512", "Mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    key("listener.name.<listener>.sasl.enabled.mechanisms", Sasl, "comma list", Implied("sasl.enabled.mechanisms"), "PLAIN", "The same for one listener."),
+    key("sasl.jaas.config", Sasl, "JAAS text", Implied("none"), "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\";", "PLAIN users (`user_<name>=\"<password>\"`). SCRAM users live in the metadata log (AlterUserScramCredentials)."),
+    key("listener.name.<listener>.<mechanism>.sasl.jaas.config", Sasl, "JAAS text", Implied("sasl.jaas.config"), "org.apache.kafka.common.security.plain.PlainLoginModule required user_bob=\"bob-secret\";", "The same for one listener and mechanism."),
+    key("connections.max.reauth.ms", Sasl, "ms, 0 or more", Value("0"), "3600000", "How long a SASL session lives before the client must re-authenticate (0: forever)."),
+    key("rill.sasl.handshake.timeout.ms", Sasl, "ms, at least 1", Value("10000"), "10000", "How long a client has to finish SASL authentication."),
+    key("rill.sasl.bootstrap.scram", Sasl, "SCRAM-SHA-512=[name=...,password=...];...", Implied("none"), "SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM users created at the first start (as `kafka-storage format --add-scram`)."),
+    key("sasl.mechanism.inter.broker.protocol", Sasl, "mechanism", Implied("none"), "PLAIN", "Accepted and ignored: brokers reach each other on the first, PLAINTEXT listener."),
+    key("sasl.mechanism.controller.protocol", Sasl, "mechanism", Implied("none"), "PLAIN", "Accepted and ignored, as above."),
+    key("authorizer.class.name", Authorizer, "class name", Implied("none: every request is allowed"), "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "Turns ACL enforcement on. Kafka's StandardAuthorizer and AclAuthorizer names are accepted; any other stops the start."),
+    key("super.users", Authorizer, "User:a;User:b", Implied("none"), "User:admin", "Principals allowed everything."),
+    key("allow.everyone.if.no.acl.found", Authorizer, "bool", Value("false"), "true", "Allow requests on resources no ACL names."),
+    key("rill.spin_before_park_us", Rill, "µs", Value("0"), "50", "How long an idle shard spins before it parks. Pays only where each shard has a core to itself."),
+    key("rill.io_memory_bytes", Rill, "bytes", Value("2097152"), "4194304", "Locked I/O memory per shard (glommio's DMA buffers)."),
+    key("rill.mesh_channel_capacity", Rill, "int", Value("1024"), "1024", "Slots of each queue between two shards."),
+    key("rill.max.in.flight.requests.per.connection", Rill, "int, at least 1", Value("64"), "64", "Requests of one connection served at once (pipelining)."),
+    key("rill.metadata.snapshot.interval.entries", Rill, "int, at least 1", Value("1024"), "1024", "Metadata log entries between snapshots."),
+    key("rill.batch_cache_bytes", Rill, "bytes", Value("67108864"), "67108864", "Size of the cache of recently written batches that fetches are served from."),
+    key("rill.cache.batch.max.bytes", Rill, "bytes", Implied("rill.batch_cache_bytes"), "67108864", "The batch cache's cap under the `rill.cache.*` names (wins over `rill.batch_cache_bytes`)."),
+    key("rill.cache.index.max.bytes", Rill, "bytes", Value("67108864"), "67108864", "Memory for open segments' offset and time indexes."),
+    key("rill.preallocate_bytes", Rill, "bytes", Value("33554432"), "33554432", "Each step of `fallocate` ahead of the active segment's writes."),
+    key("rill.stream_min_bytes", Rill, "bytes", Implied("65536, or the chunk `rill iotune` measured"), "131072", "The smallest write the stream writer issues."),
+    key("rill.io.properties.file", Rill, "path", Implied("io-properties.yaml in the data dir, then /etc/rill/io-properties.yaml"), "/etc/rill/io-properties.yaml", "The disk figures `rill iotune` wrote (`--io-properties` overrides it)."),
+    key("rill.storage.min.free.bytes", Rill, "bytes", Implied("the smaller of 1 GiB and 5% of the disk"), "268435456", "Free space kept on each data dir: appends that would take it get KAFKA_STORAGE_ERROR (a full disk refuses writes; it never stops the broker)."),
+    key("rill.fetch.send.path", Rill, "copy, sendfile or splice", Value("splice"), "sendfile", "How fetch responses leave (`fetch.send.path` and `--fetch-send-path` too)."),
+    key("fetch.send.path", Rill, "copy, sendfile or splice", Value("splice"), "copy", "Synonym of `rill.fetch.send.path`."),
+    key("rill.flush.policy", Rill, "fsync, interval or os", Value("fsync"), "interval", "When an append is durable before it is acknowledged: fsync (group commit, the default), interval (Kafka's flush.ms / flush.messages) or os (the page cache, as Kafka's default)."),
+];
+
+/// Kafka broker keys accepted and ignored: they name a mechanism rill does
+/// not have (a thread pool, ZooKeeper) or a value it takes from elsewhere.
+pub const IGNORED_KAFKA_KEYS: &[&str] = &[
+    "num.network.threads",
+    "num.io.threads",
+    "num.recovery.threads.per.data.dir",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "queued.max.requests",
+    "transaction.state.log.min.isr",
+    "transaction.state.log.num.partitions",
+    "inter.broker.listener.name",
+    "controller.quorum.bootstrap.servers",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "zookeeper.connect",
+    "zookeeper.connection.timeout.ms",
+];
+
+/// The table's entry for `name`, matching `<listener>` and `<mechanism>`
+/// against one dot-free segment each.
+pub fn broker_key(name: &str) -> Option<&'static BrokerKey> {
+    BROKER_KEYS.iter().find(|key| matches(key.name, name))
+}
+
+/// Whether `name` is `pattern` with each `<...>` segment filled in.
+fn matches(pattern: &str, name: &str) -> bool {
+    let pattern: Vec<&str> = pattern.split('.').collect();
+    let given: Vec<&str> = name.split('.').collect();
+    pattern.len() == given.len()
+        && pattern
+            .iter()
+            .zip(&given)
+            .all(|(p, g)| (p.starts_with('<') && p.ends_with('>') && !g.is_empty()) || p == g)
+}
+
+#[cfg(test)]
+mod tests;
