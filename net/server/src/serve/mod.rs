@@ -17,11 +17,14 @@
 //!
 //! - `limits`: the process limits raised at start, and the connection cap
 //!   the descriptor limit sets.
+//! - `readiness`: "serving clients" once every shard has bound, and
+//!   systemd's `READY=1` / `STOPPING=1` (sd_notify) when it asked.
 //! - `shard`: one shard's life, phase by phase (start, serve, stop).
 //! - `accept`: each listener's accept loop and the connection limits.
 
 mod accept;
 mod limits;
+mod readiness;
 mod shard;
 
 use futures::channel::oneshot;
@@ -218,6 +221,7 @@ fn spawn_shards(
         MeshBuilder::<ShardMessage, Full>::full(config.cores, config.mesh_channel_capacity)
     });
     let drained = Arc::new(AtomicUsize::new(0));
+    let readiness = Arc::new(readiness::Readiness::new(config.cores));
     let startup_offset = Arc::new(AtomicI64::new(STARTUP_OFFSET_UNKNOWN));
     let open_connections = Arc::new(AtomicUsize::new(0));
     let per_ip_connections = Arc::new(kernel::conn_limits::PerIpConnections::default());
@@ -241,6 +245,7 @@ fn spawn_shards(
             entries: entries.clone(),
             shutdown,
             drained: drained.clone(),
+            readiness: readiness.clone(),
             startup_offset: startup_offset.clone(),
             open_connections: open_connections.clone(),
             per_ip_connections: per_ip_connections.clone(),

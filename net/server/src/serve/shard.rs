@@ -34,6 +34,8 @@ pub(super) struct ShardInput {
     pub(super) entries: Arc<[TopicEntry]>,
     pub(super) shutdown: oneshot::Receiver<()>,
     pub(super) drained: Arc<AtomicUsize>,
+    /// Counts the shards serving; tells systemd when all do.
+    pub(super) readiness: Arc<super::readiness::Readiness>,
     pub(super) open_connections: Arc<AtomicUsize>,
     pub(super) per_ip_connections: Arc<kernel::conn_limits::PerIpConnections>,
     pub(super) quota_sensors: Arc<runtimes::quotas::Sensors>,
@@ -103,7 +105,9 @@ async fn run_shard_inner(mut input: ShardInput) -> Result<(), String> {
     wait_for_startup_image(&shard, &input.startup_offset).await;
     let bound = bind_listeners(&shard)?;
     kernel::fatal::arm_panic_point(shard.id, &shard.config.data_dir);
+    input.readiness.shard_serving();
     let gate = serve_until_shutdown(&shard, bound, input.shutdown).await;
+    input.readiness.stopping();
     stop(&shard, &gate, &input.drained).await
 }
 
