@@ -6,6 +6,7 @@ use crate::report::text::ratio;
 use crate::results::RunResult;
 use crate::runner::progress::format_us;
 use crate::stats::Percentiles;
+use crate::workload::{MessageSize, Workload};
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}svg{display:block;margin:16px 0}";
@@ -130,6 +131,35 @@ fn latency_charts(out: &mut String, runs: &[RunResult], labels: &[String]) {
     ));
 }
 
+/// A workload as its users write it: `acks=all`, `compression=none`, sizes
+/// in bytes, "max rate" for an unthrottled producer.
+fn in_users_words(workload: &Workload) -> String {
+    let size = match workload.message_size {
+        MessageSize::Fixed(bytes) => format!("{bytes} B"),
+        MessageSize::Uniform {
+            min_bytes,
+            max_bytes,
+        } => format!("{min_bytes}-{max_bytes} B"),
+    };
+    let rate = match workload.producer_rate_msgs_per_s {
+        0 => String::from("max rate"),
+        rate => format!("{rate} msg/s"),
+    };
+    let acks = match workload.acks {
+        -1 => String::from("all"),
+        other => other.to_string(),
+    };
+    let compression = format!("{:?}", workload.compression).to_ascii_lowercase();
+    format!(
+        "{}: {} topic(s) x {} partitions, {size} messages, {rate}, {} producer(s) and {} consumer(s) per topic, acks={acks}, compression={compression}",
+        workload.name,
+        workload.topics,
+        workload.partitions_per_topic,
+        workload.producers_per_topic,
+        workload.consumers_per_topic,
+    )
+}
+
 fn facts(out: &mut String, runs: &[RunResult]) {
     out.push_str("<h2>Runs</h2><table><tr><th>run</th><th>bootstrap</th><th>workload</th><th>tool</th><th>host</th><th>CPU</th><th>cores</th><th>kernel</th><th>measured s</th></tr>");
     for run in runs {
@@ -138,16 +168,7 @@ fn facts(out: &mut String, runs: &[RunResult]) {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td></tr>",
             escape(&run.label),
             escape(&run.bootstrap),
-            escape(&format!(
-                "{}: {} topic(s) x {} partitions, {:?} B, {} msg/s, acks {}, {:?}",
-                run.workload.name,
-                run.workload.topics,
-                run.workload.partitions_per_topic,
-                run.workload.message_size,
-                run.workload.producer_rate_msgs_per_s,
-                run.workload.acks,
-                run.workload.compression
-            )),
+            escape(&in_users_words(&run.workload)),
             escape(&run.tool_version),
             escape(&run.host.hostname),
             escape(&run.host.cpu_model),
@@ -227,5 +248,24 @@ mod tests {
         assert!(html.contains("1.2ms") && html.contains("5.7ms"));
         assert!(html.contains("0.50x"));
         assert!(!html.contains("<script") && !html.contains("<link"));
+    }
+
+    #[test]
+    fn workloads_read_as_users_write_them() {
+        let workload = Workload {
+            name: "w".into(),
+            acks: -1,
+            producer_rate_msgs_per_s: 0,
+            message_size: MessageSize::Fixed(1024),
+            ..Workload::default()
+        };
+        let text = in_users_words(&workload);
+        assert!(text.contains("acks=all"), "{text}");
+        assert!(text.contains("compression=none"), "{text}");
+        assert!(
+            text.contains("1024 B messages") && text.contains("max rate"),
+            "{text}"
+        );
+        assert!(!text.contains("-1") && !text.contains("None"), "{text}");
     }
 }

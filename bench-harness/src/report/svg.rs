@@ -189,6 +189,16 @@ pub fn short_number(value: f64) -> String {
     }
 }
 
+/// Stroke width and dash attribute of the `index`th series of a line chart:
+/// wide and solid first, then narrower and dashed.
+fn stroke_of(index: usize) -> (f64, &'static str) {
+    match index {
+        0 => (3.5, ""),
+        1 => (2.0, r#" stroke-dasharray="8 4""#),
+        _ => (1.5, r#" stroke-dasharray="3 3""#),
+    }
+}
+
 /// A line chart of several series sharing axes.
 pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
     let mut out = String::new();
@@ -220,9 +230,13 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
                 )
             })
             .collect();
+        // Later series are drawn thinner and dashed over wider earlier
+        // ones, so two that coincide (produce and consume at one rate)
+        // both stay visible.
+        let (width, dash) = stroke_of(index);
         let _ = write!(
             out,
-            r#"<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>"#,
+            r#"<polyline fill="none" stroke="{}" stroke-width="{width:.1}"{dash} points="{}"/>"#,
             color(index),
             points.join(" ")
         );
@@ -359,6 +373,19 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("a&lt;b"));
+    }
+
+    #[test]
+    fn coinciding_series_stay_visible() {
+        let same = |name: &str| Series {
+            name: name.into(),
+            points: vec![(0.0, 5.0), (1.0, 5.0)],
+        };
+        let svg = line_chart("t", "s", "MB/s", &[same("produce"), same("consume")]);
+        let lines: Vec<&str> = svg.split("<polyline").skip(1).collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].contains(r#"stroke-width="3.5""#) && !lines[0].contains("dasharray"));
+        assert!(lines[1].contains(r#"stroke-width="2.0""#) && lines[1].contains("dasharray"));
     }
 
     #[test]
