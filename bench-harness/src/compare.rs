@@ -68,6 +68,7 @@ pub async fn compare(
             topics: None,
             quiet,
             broker_cpu: None,
+            ..RunOptions::default()
         };
         per_target[index].push(run_workload(&target.bootstrap, workload, &options).await?);
     }

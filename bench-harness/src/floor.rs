@@ -165,6 +165,7 @@ pub async fn run_against_null_sink(
         topics: None,
         quiet: options.quiet,
         broker_cpu: Some(CpuSource::Pid(sink.pid())),
+        ..RunOptions::default()
     };
     let floor = run_workload(&sink.addr, &sink_workload, &sink_options).await?;
     drop(sink);

@@ -22,6 +22,8 @@
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
 //! - [`floor`]: a run against the broker and against a null-sink child,
 //!   and the broker's ratio to that floor.
+//! - [`omb`]: OpenMessaging Benchmark workload and driver files in, OMB's
+//!   result JSON out.
 //! - [`soak`]: a long mixed workload (stream, consumers, compacted keyed
 //!   updates) sampled over time: broker RSS, CPU, p99, lag, disk use.
 //! - [`handshakes`]: connection setup rate (TCP, TLS, SASL) per protocol.
@@ -44,6 +46,7 @@ pub mod group;
 pub mod handshakes;
 pub mod kafka;
 pub mod null_sink;
+pub mod omb;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -15,7 +15,7 @@ use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
 use bench_harness::workload::Workload;
 use bench_harness::{
-    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, soak, Result,
+    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, Result,
 };
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -64,6 +64,9 @@ enum Command {
     /// compacted topic) sampled over time: broker RSS and CPU, produce
     /// p50/p99, records moved, consumer lag, disk use; JSON and SVG.
     Soak(soak::SoakArgs),
+    /// An OpenMessaging Benchmark workload with OMB's Kafka driver file;
+    /// writes OMB's result JSON (for OMB's chart script).
+    Omb(omb::OmbArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -171,6 +174,7 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
         Command::Soak(args) => {
             runtime()?.block_on(soak::main(&args))?;
         }
+        Command::Omb(args) => runtime()?.block_on(omb::main(&args))?,
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
     }
     Ok(())
@@ -191,6 +195,7 @@ fn run_command(args: &RunArgs, security_protocol: &str) -> Result<()> {
             .broker_pid
             .map(CpuSource::Pid)
             .or(args.broker_metrics.clone().map(CpuSource::Metrics)),
+        ..RunOptions::default()
     };
     if args.against_null_sink {
         return run_against_null_sink(args, &workload, &options, security_protocol);

@@ -151,6 +151,27 @@ pub struct SecondSample {
     pub end_to_end_latency_us_p50: u64,
     pub end_to_end_latency_us_p99: u64,
     pub errors: u64,
+    /// The second's latency histograms, kept in memory when a run asks
+    /// for them (`RunOptions::keep_interval_histograms`, for OMB's
+    /// percentile series); never written to the result file.
+    #[serde(skip)]
+    pub interval: Option<IntervalHistograms>,
+}
+
+/// One interval's latency histograms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IntervalHistograms {
+    pub publish: HistogramData,
+    pub end_to_end: HistogramData,
+    /// How late each message was sent against the producer's schedule.
+    pub publish_delay: HistogramData,
+}
+
+/// Interval histograms taken from a [`Recorder`].
+pub struct IntervalTaken {
+    pub publish: Histogram<u64>,
+    pub end_to_end: Histogram<u64>,
+    pub publish_delay: Histogram<u64>,
 }
 
 /// Shared by every producer and consumer of one run.
@@ -162,6 +183,7 @@ pub struct Recorder {
     errors: AtomicU64,
     publish: Mutex<LatencyPair>,
     end_to_end: Mutex<LatencyPair>,
+    publish_delay: Mutex<LatencyPair>,
     error_samples: Mutex<Vec<String>>,
 }
 
@@ -175,6 +197,7 @@ impl Default for Recorder {
             errors: AtomicU64::new(0),
             publish: Mutex::new(LatencyPair::new()),
             end_to_end: Mutex::new(LatencyPair::new()),
+            publish_delay: Mutex::new(LatencyPair::new()),
             error_samples: Mutex::new(Vec::new()),
         }
     }
@@ -236,24 +259,43 @@ impl Recorder {
         }
     }
 
+    /// How late messages were generated against the producer's rate
+    /// schedule (OMB's "publish delay"; 0 without a rate limit).
+    pub fn record_publish_delay(&self, delays_us: impl Iterator<Item = u64>) {
+        record_into(&self.publish_delay, delays_us);
+    }
+
     /// Takes and resets the interval histograms: (publish, end-to-end).
     pub fn take_interval(&self) -> (Percentiles, Percentiles) {
+        let taken = self.take_interval_histograms();
+        (
+            Percentiles::of(&taken.publish),
+            Percentiles::of(&taken.end_to_end),
+        )
+    }
+
+    /// Takes and resets every interval histogram.
+    pub fn take_interval_histograms(&self) -> IntervalTaken {
         let take = |pair: &Mutex<LatencyPair>| {
             pair.lock().map_or_else(
-                |_| Percentiles::default(),
+                |_| new_histogram(),
                 |mut pair| {
-                    let percentiles = Percentiles::of(&pair.interval);
+                    let taken = pair.interval.clone();
                     pair.interval.reset();
-                    percentiles
+                    taken
                 },
             )
         };
-        (take(&self.publish), take(&self.end_to_end))
+        IntervalTaken {
+            publish: take(&self.publish),
+            end_to_end: take(&self.end_to_end),
+            publish_delay: take(&self.publish_delay),
+        }
     }
 
     /// Clears the total histograms at the end of warm-up.
     pub fn reset_totals(&self) {
-        for pair in [&self.publish, &self.end_to_end] {
+        for pair in [&self.publish, &self.end_to_end, &self.publish_delay] {
             if let Ok(mut pair) = pair.lock() {
                 pair.total.reset();
             }
@@ -267,6 +309,13 @@ impl Recorder {
                 .map_or_else(|_| new_histogram(), |pair| pair.total.clone())
         };
         (copy(&self.publish), copy(&self.end_to_end))
+    }
+
+    /// A copy of the publish-delay total.
+    pub fn publish_delay_total(&self) -> Histogram<u64> {
+        self.publish_delay
+            .lock()
+            .map_or_else(|_| new_histogram(), |pair| pair.total.clone())
     }
 
     pub fn error_samples(&self) -> Vec<String> {

@@ -19,7 +19,9 @@ use crate::kafka::client::{
     connect_any, create_topics_with_configs, wait_for_leaders, ClusterMetadata, ConnectionPool,
 };
 use crate::results::{HostFacts, RunResult, Throughput};
-use crate::stats::{Counters, HistogramData, Percentiles, Recorder, SecondSample};
+use crate::stats::{
+    Counters, HistogramData, IntervalHistograms, Percentiles, Recorder, SecondSample,
+};
 use crate::workload::Workload;
 use bytes::Bytes;
 use consumer::{assign_direct, run_consumer, Assignment, ConsumerSpec};
@@ -58,6 +60,9 @@ pub struct RunOptions {
     /// Read the broker's CPU seconds here at the start and end of the
     /// measurement window (the result's `broker_cpu`).
     pub broker_cpu: Option<CpuSource>,
+    /// Keep each second's latency histograms in the samples (in memory
+    /// only): what `rill-bench omb` needs for OMB's percentile series.
+    pub keep_interval_histograms: bool,
 }
 
 /// Topic names for a run: `{prefix}-{tag}-{index}`, a fresh tag per run so
@@ -366,7 +371,11 @@ impl<'a> Run<'a> {
     ) -> SecondSample {
         let delta = counters.minus(&window.previous);
         let interval_s = now.duration_since(window.previous_at).as_secs_f64();
-        let (publish, end_to_end) = self.recorder.take_interval();
+        let taken = self.recorder.take_interval_histograms();
+        let (publish, end_to_end) = (
+            Percentiles::of(&taken.publish),
+            Percentiles::of(&taken.end_to_end),
+        );
         let elapsed_s = match window.measure_start {
             Some(start) => now.duration_since(start).as_secs_f64(),
             None => {
@@ -381,6 +390,14 @@ impl<'a> Run<'a> {
             &publish,
             &end_to_end,
         );
+        let mut sample = sample;
+        if self.options.keep_interval_histograms {
+            sample.interval = Some(IntervalHistograms {
+                publish: HistogramData::of(&taken.publish),
+                end_to_end: HistogramData::of(&taken.end_to_end),
+                publish_delay: HistogramData::of(&taken.publish_delay),
+            });
+        }
         if !self.options.quiet {
             let phase = if window.measure_start.is_some() {
                 "measure"

@@ -178,8 +178,27 @@ impl Producer {
         }
     }
 
+    /// How late the next `budget` messages are against the rate schedule
+    /// (message `n` is due `n / rate` seconds after the start), in µs;
+    /// recorded as OMB's publish delay. Without a rate there is no
+    /// schedule and no delay.
+    fn record_publish_delay(&self, budget: u64) {
+        let rate = self.spec.rate_msgs_per_s;
+        if rate <= 0.0 {
+            self.spec
+                .recorder
+                .record_publish_delay(std::iter::repeat_n(0, budget as usize));
+            return;
+        }
+        let now_s = self.started.elapsed().as_secs_f64();
+        let delays_us = (self.generated..self.generated + budget)
+            .map(move |index| ((now_s - (index + 1) as f64 / rate).max(0.0) * 1e6) as u64);
+        self.spec.recorder.record_publish_delay(delays_us);
+    }
+
     /// Generates `budget` messages, sending each batch that fills up.
     async fn generate(&mut self, budget: u64) -> Result<()> {
+        self.record_publish_delay(budget);
         for _ in 0..budget {
             let choice = self.keys.next_choice();
             let partition = choice

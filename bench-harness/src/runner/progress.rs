@@ -25,6 +25,7 @@ pub fn sample(
         end_to_end_latency_us_p50: end_to_end.p50_us,
         end_to_end_latency_us_p99: end_to_end.p99_us,
         errors: delta.errors,
+        interval: None,
     }
 }
 
