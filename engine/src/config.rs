@@ -99,8 +99,9 @@ pub struct EngineConfig {
     /// memory of one compaction pass's key map (see
     /// [`crate::compaction::offset_map`]); each shard runs one pass at a time.
     pub cleaner_dedupe_buffer_bytes: usize,
-    /// Kafka's `log.cleaner.io.max.bytes.per.second`: the cleaner's read
-    /// rate, at most (`None`: unthrottled, Kafka's default).
+    /// Kafka's `log.cleaner.io.max.bytes.per.second`: the cleaner's rate
+    /// of bytes read plus bytes written, at most (`None`: unthrottled,
+    /// Kafka's default).
     pub cleaner_io_max_bytes_per_second: Option<f64>,
     /// The I/O sizes in use (see [`crate::io_sizing`]): the shard's
     /// in-flight write budget and the fetch scan's read size; the stream

@@ -57,7 +57,8 @@
 //! - [`compaction`]: the cleaner of `cleanup.policy=compact`, working
 //!   through the log's maintenance view only.
 //! - [`cache`]: the per-shard cache of recent batches.
-//! - [`manager`]: the shard's set of partitions.
+//! - [`manager`]: the shard's set of partitions; one that fails to open
+//!   goes offline alone, and the others open.
 //! - [`log_dirs`]: several data dirs (Kafka's `log.dirs`): which dir a new
 //!   partition goes to, and finding the partitions of every dir at start.
 //! - [`shard`]: the pure partition → shard function.

@@ -7,10 +7,14 @@
 //! directory names alone tell every shard which topics exist and how many
 //! partitions they have ([`scan_topics`]), so the broker needs no other
 //! metadata store on a single node.
+//!
+//! A partition that fails to open is taken offline alone
+//! ([`OfflinePartition`]): the shard's other partitions open and serve, as
+//! Kafka keeps serving the log dirs that did not fail.
 
 use crate::config::{EngineConfig, TopicConfig};
 use crate::disk_space::{SpaceChange, SPACE_CHECK_INTERVAL};
-use crate::error::EngineError;
+use crate::error::{EngineError, FaultClass};
 use crate::log::{LogContext, PartitionLog};
 use crate::log_dirs::{find_partitions, FoundPartition};
 use crate::segment::{sync_dir, write_file_synced, DeferredSyncs};
@@ -133,18 +137,42 @@ pub fn scan_topics(
     Ok(topics)
 }
 
+/// A partition of this shard found on disk whose open failed (a damaged
+/// file: an unreadable pending truncation, a segment the disk cannot
+/// read). It is not served and its files are left as they are (nothing
+/// is guessed from a damaged record) until the broker restarts, as a
+/// failed disk write keeps a partition offline ([`PartitionLog::is_offline`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OfflinePartition {
+    /// The partition.
+    pub tp: TopicPartition,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The data dir holding it (its place in `EngineConfig::data_dirs`).
+    pub dir_index: usize,
+    /// Why its open failed.
+    pub reason: String,
+}
+
 /// The partitions of one shard. Shard-local.
 pub struct LogManager {
     ctx: Rc<LogContext>,
     shard_id: usize,
     shard_count: usize,
     logs: RefCell<HashMap<TopicPartition, Rc<PartitionLog>>>,
+    /// The partitions whose open failed, by partition.
+    offline: RefCell<BTreeMap<TopicPartition, OfflinePartition>>,
 }
 
 impl LogManager {
     /// Opens (recovering) every partition of the data dirs that this
     /// shard owns, `open_concurrency` at a time, and starts the background
     /// retention task. Must run inside a glommio executor.
+    ///
+    /// A partition whose open fails is taken offline alone
+    /// ([`OfflinePartition`], listed by [`LogManager::offline_partitions`]);
+    /// the open itself fails only when the data dirs cannot be listed or
+    /// the process runs short of something (EMFILE, ENOMEM).
     pub async fn open(
         config: EngineConfig,
         shard_id: usize,
@@ -161,41 +189,76 @@ impl LogManager {
             shard_id,
             shard_count,
             logs: RefCell::new(HashMap::new()),
+            offline: RefCell::new(BTreeMap::new()),
         });
         let mine: Vec<_> = find_partitions(&data_dirs)?
             .into_iter()
             .filter(|f| shard_of(&f.tp.topic, f.tp.partition, shard_count) == shard_id)
-            .map(|f| {
-                ctx.config.dir_load.add(f.dir_index);
-                (f.tp, f.dir)
-            })
+            .inspect(|f| ctx.config.dir_load.add(f.dir_index))
             .collect();
-        for group in mine.chunks(ctx.config.open_concurrency.max(1)) {
-            let tasks: Vec<_> = group
-                .iter()
-                .cloned()
-                .map(|(tp, dir)| {
-                    let ctx = ctx.clone();
-                    glommio::spawn_local(async move {
-                        let config = config_from_dir(&dir, &ctx.config.topic_defaults);
-                        let topic_id = read_topic_id(&dir).unwrap_or([0; 16]);
-                        let log = PartitionLog::open(ctx, dir, tp.clone(), topic_id, config).await;
-                        (tp, log)
-                    })
-                })
-                .collect();
-            for task in tasks {
-                let (tp, log) = task.await;
-                manager.logs.borrow_mut().insert(tp, log?);
-            }
-        }
+        manager.open_found(mine).await?;
         tracing::info!(
             shard = shard_id,
             partitions = manager.logs.borrow().len(),
+            offline = manager.offline.borrow().len(),
             "log manager open"
         );
         manager.spawn_background();
         Ok(manager)
+    }
+
+    /// Opens the partitions `found` on disk, `open_concurrency` at a time.
+    ///
+    /// One whose open fails goes offline ([`OfflinePartition`]) and the
+    /// others open: its error is about its own files, and the shard's other
+    /// partitions should not stop serving for it. Except a transient one
+    /// (EMFILE, ENOMEM: [`FaultClass::Transient`]), which fails the whole
+    /// open as before: the process ran short, the partition's files may
+    /// well be sound, and a partition taken offline would stay unserved
+    /// until a restart that the operator, told nothing, would not make.
+    async fn open_found(&self, found: Vec<FoundPartition>) -> Result<(), EngineError> {
+        for group in found.chunks(self.ctx.config.open_concurrency.max(1)) {
+            let tasks: Vec<_> = group
+                .iter()
+                .cloned()
+                .map(|f| {
+                    let ctx = self.ctx.clone();
+                    glommio::spawn_local(async move {
+                        let config = config_from_dir(&f.dir, &ctx.config.topic_defaults);
+                        let topic_id = read_topic_id(&f.dir).unwrap_or([0; 16]);
+                        let (tp, dir) = (f.tp.clone(), f.dir.clone());
+                        (f, PartitionLog::open(ctx, dir, tp, topic_id, config).await)
+                    })
+                })
+                .collect();
+            for task in tasks {
+                match task.await {
+                    (f, Ok(log)) => {
+                        self.logs.borrow_mut().insert(f.tp, log);
+                    }
+                    (_, Err(e)) if e.fault_class() == FaultClass::Transient => return Err(e),
+                    (f, Err(e)) => self.take_offline(f, &e),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `found` as offline for `error` (see [`OfflinePartition`]).
+    fn take_offline(&self, found: FoundPartition, error: &EngineError) {
+        tracing::error!(partition = %found.tp, dir = %found.dir.display(), error = %error, "partition cannot be opened: offline until the broker restarts; the others open");
+        let offline = OfflinePartition {
+            tp: found.tp.clone(),
+            dir: found.dir,
+            dir_index: found.dir_index,
+            reason: error.to_string(),
+        };
+        self.offline.borrow_mut().insert(found.tp, offline);
+    }
+
+    /// The partitions of this shard whose open failed, sorted.
+    pub fn offline_partitions(&self) -> Vec<OfflinePartition> {
+        self.offline.borrow().values().cloned().collect()
     }
 
     /// Engine-wide settings.
@@ -242,6 +305,13 @@ impl LogManager {
                 topic: tp.topic,
                 partition: tp.partition,
             });
+        }
+        if let Some(offline) = self.offline.borrow().get(&tp) {
+            // Its damaged files stay as they are: not reopened, not replaced.
+            return Err(EngineError::io(
+                &offline.dir,
+                std::io::Error::other(format!("partition offline: {}", offline.reason)),
+            ));
         }
         if !is_valid_topic_name(&tp.topic) || tp.partition < 0 {
             return Err(EngineError::InvalidConfig {
@@ -292,21 +362,28 @@ impl LogManager {
         Ok(log)
     }
 
-    /// Closes a partition and removes its directory.
+    /// Closes a partition and removes its directory (an offline one's too:
+    /// deleting its topic is how its damaged files go).
     pub async fn delete_partition(&self, tp: &TopicPartition) -> Result<(), EngineError> {
         let log = self.logs.borrow_mut().remove(tp);
-        let Some(log) = log else {
-            return Err(EngineError::UnknownPartition {
-                topic: tp.topic.clone(),
-                partition: tp.partition,
-            });
+        let offline = self.offline.borrow_mut().remove(tp);
+        let (dir, dir_index) = match (log, offline) {
+            (Some(log), _) => {
+                if let Err(e) = log.close().await {
+                    tracing::warn!(partition = %tp, error = %e, "closing a deleted partition failed");
+                }
+                (log.dir().to_path_buf(), log.log_dir_index())
+            }
+            (None, Some(offline)) => (offline.dir, offline.dir_index),
+            (None, None) => {
+                return Err(EngineError::UnknownPartition {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                })
+            }
         };
-        if let Err(e) = log.close().await {
-            tracing::warn!(partition = %tp, error = %e, "closing a deleted partition failed");
-        }
-        self.ctx.config.dir_load.remove(log.log_dir_index());
+        self.ctx.config.dir_load.remove(dir_index);
         // The partition's files are in whichever data dir holds it.
-        let dir = log.dir().to_path_buf();
         std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
         match dir.parent() {
             Some(data_dir) => sync_dir(data_dir),

@@ -157,6 +157,121 @@ fn the_newest_value_per_key_survives_and_the_checkpoint_advances() {
     });
 }
 
+/// A read's bytes, whatever form they came in, and whether they came from
+/// the batch cache (only a cache hit comes as pieces).
+fn bytes_of(data: engine::ReadData) -> (Vec<u8>, bool) {
+    use std::os::unix::fs::FileExt;
+    match data {
+        engine::ReadData::Empty => (Vec::new(), false),
+        engine::ReadData::Bytes(bytes) => (bytes.to_vec(), false),
+        engine::ReadData::Pieces(pieces) => (engine::cache::concat(pieces).to_vec(), true),
+        engine::ReadData::File(slice) => {
+            let mut bytes = vec![0; slice.length];
+            slice
+                .file
+                .read_exact_at(&mut bytes, slice.position)
+                .unwrap();
+            (bytes, false)
+        }
+    }
+}
+
+/// The records (offset, key, value) of the batch a read at `offset` in
+/// `mode` returns, its bytes, and whether it was a batch-cache hit.
+async fn one_batch_at(
+    log: &PartitionLog,
+    offset: i64,
+    mode: engine::log::ReadMode,
+) -> (Vec<(i64, String, Option<String>)>, Vec<u8>, bool) {
+    // One batch per read (always at least one, whatever max_bytes).
+    let result = log.read(offset, 1, mode).await.expect("read");
+    let (bytes, hit) = bytes_of(result.data);
+    let mut records = Vec::new();
+    for item in engine::batch::batches(&bytes) {
+        let (header, range) = item.expect("whole batches");
+        for r in engine::batch::records(&bytes[range]).expect("records") {
+            let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+            records.push((
+                header.base_offset + i64::from(r.offset_delta),
+                s(r.key.as_deref().unwrap_or(b"")),
+                r.value.as_deref().map(s),
+            ));
+        }
+    }
+    (records, bytes, hit)
+}
+
+/// Every batch from offset 0, read one at a time in `mode`: the records,
+/// and how many of the reads were batch-cache hits.
+async fn walk(
+    log: &PartitionLog,
+    mode: engine::log::ReadMode,
+) -> (Vec<(i64, String, Option<String>)>, usize, usize) {
+    let (mut all, mut reads, mut hits) = (Vec::new(), 0, 0);
+    let mut offset = 0;
+    while offset < log.high_watermark() {
+        let (records, bytes, hit) = one_batch_at(log, offset, mode).await;
+        let last = engine::batch::batches(&bytes)
+            .last()
+            .expect("a batch below the high watermark")
+            .unwrap()
+            .0
+            .last_offset();
+        reads += 1;
+        hits += usize::from(hit);
+        all.extend(records);
+        offset = last + 1;
+    }
+    (all, reads, hits)
+}
+
+/// The batch cache never serves what a compaction removed. Before the pass
+/// every batch is read from the cache (the appends put them there); after
+/// it, reads that may use the cache return what the compacted files hold,
+/// byte for byte, and a read at an offset the pass removed does not bring
+/// that record back.
+#[test]
+fn reads_after_a_compaction_return_the_compacted_bytes_not_the_cached_ones() {
+    use engine::log::ReadMode::{CachedPiecesOrCopy, FileSlice};
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", compacted(&[])).await;
+        write_updates(&log, 10, 20).await;
+        let (before, reads, hits) = walk(&log, CachedPiecesOrCopy).await;
+        assert_eq!(before.len(), 200);
+        assert_eq!(hits, reads, "the cache is warm: every batch comes from it");
+        let stats = compaction::compact(&log).await.unwrap();
+        assert!(
+            stats.segments_rewritten > 0 && stats.records_removed > 100,
+            "{stats:?}"
+        );
+        let (after, _, _) = walk(&log, CachedPiecesOrCopy).await;
+        let (on_disk, _, disk_hits) = walk(&log, FileSlice).await;
+        assert_eq!(disk_hits, 0);
+        assert_eq!(after, on_disk, "what the compacted files hold");
+        assert_eq!(newest_per_key(&after), newest_per_key(&before));
+        assert!(keys_unique_below(&after, stats.end_offset));
+        let kept: std::collections::HashSet<i64> = after.iter().map(|r| r.0).collect();
+        let removed: Vec<i64> = before
+            .iter()
+            .map(|r| r.0)
+            .filter(|o| !kept.contains(o))
+            .collect();
+        assert_eq!(removed.len(), stats.records_removed);
+        for offset in removed {
+            let (records, bytes, _) = one_batch_at(&log, offset, CachedPiecesOrCopy).await;
+            assert!(
+                records.iter().all(|r| r.0 > offset),
+                "offset {offset}, removed by the pass, read back: {records:?}"
+            );
+            // The same bytes as the file's batch there.
+            let (_, file_bytes, _) = one_batch_at(&log, offset, FileSlice).await;
+            assert_eq!(bytes, file_bytes, "offset {offset}");
+        }
+    });
+}
+
 fn log_cleaner_counters(log: &PartitionLog) -> std::cell::Ref<'_, compaction::CleanerStats> {
     log.cleaner_stats()
 }

@@ -301,19 +301,113 @@ fn a_truncation_interrupted_by_a_crash_is_finished_at_open() {
         let mut b = batch(1000, 5, 9_000);
         assert_eq!(log.append(&mut b, 9).unwrap().base_offset, 1000);
     });
-    // An unreadable record is refused, not guessed at.
+    // An unreadable record is refused, not guessed at: the partition stays
+    // offline with the record in place (the other partitions open: see
+    // `an_unreadable_pending_truncation_takes_only_its_partition_offline`).
     std::fs::write(partition_dir.join("pending-truncation"), "cut here\n").unwrap();
     let p = path.clone();
     run(async move {
-        let manager = engine::LogManager::open(config(&p, FlushPolicy::Fsync), 0, 1).await;
-        let Err(e) = manager else {
-            panic!("a partition with an unreadable pending truncation must not open");
-        };
+        let manager = engine::LogManager::open(config(&p, FlushPolicy::Fsync), 0, 1)
+            .await
+            .expect("the manager opens without the partition");
+        assert!(manager.get(&engine::TopicPartition::new("t", 0)).is_none());
+        let offline = manager.offline_partitions();
+        assert_eq!(offline.len(), 1);
         assert!(
-            e.to_string().contains("unreadable pending truncation"),
-            "refused for its pending truncation: {e}"
+            offline[0].reason.contains("unreadable pending truncation"),
+            "refused for its pending truncation: {}",
+            offline[0].reason
         );
     });
+    assert!(partition_dir.join("pending-truncation").exists());
+}
+
+/// The `.log` files of a partition directory with their lengths, sorted.
+fn segment_files(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut files: Vec<(PathBuf, u64)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .map(|p| {
+            let len = std::fs::metadata(&p).unwrap().len();
+            (p, len)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A partition whose pending-truncation record cannot be read (damaged
+/// text; a read that fails) is taken offline alone at open: the shard's
+/// other partition opens and serves, the open succeeds, and the offline
+/// partitions' files are left as they are, not re-created over.
+#[test]
+fn an_unreadable_pending_truncation_takes_only_its_partition_offline() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    let tp = |partition| engine::TopicPartition::new("t", partition);
+    let p = path.clone();
+    run(async move {
+        let manager = engine::LogManager::open(config(&p, FlushPolicy::Fsync), 0, 1)
+            .await
+            .unwrap();
+        for partition in 0..3 {
+            let log = manager
+                .create_partition(tp(partition), [1; 16], small_segments())
+                .await
+                .unwrap();
+            append_batches(&log, 0, 4, 0).await;
+        }
+        manager.shutdown().await.unwrap();
+    });
+    let dir_of = |partition| path.join(tp(partition).dir_name());
+    // t-1: damaged text; t-2: a record no read gets (a directory, EISDIR).
+    std::fs::write(dir_of(1).join("pending-truncation"), "cut here\n").unwrap();
+    std::fs::create_dir(dir_of(2).join("pending-truncation")).unwrap();
+    let damaged_before = (segment_files(&dir_of(1)), segment_files(&dir_of(2)));
+    assert!(!damaged_before.0.is_empty() && !damaged_before.1.is_empty());
+    let p = path.clone();
+    run(async move {
+        let manager = engine::LogManager::open(config(&p, FlushPolicy::Fsync), 0, 1)
+            .await
+            .expect("the other partitions open");
+        let good = manager.get(&tp(0)).expect("t-0 opens");
+        assert_reads_back(&good, 0, 20).await;
+        append_batches(&good, 20, 2, 0).await;
+        assert_reads_back(&good, 0, 30).await;
+        assert_eq!(manager.partitions(), vec![tp(0)]);
+        assert!(manager.get(&tp(1)).is_none() && manager.get(&tp(2)).is_none());
+        let offline = manager.offline_partitions();
+        let offline_tps: Vec<_> = offline.iter().map(|o| o.tp.clone()).collect();
+        assert_eq!(offline_tps, vec![tp(1), tp(2)]);
+        assert!(
+            offline[0].reason.contains("unreadable pending truncation"),
+            "{}",
+            offline[0].reason
+        );
+        assert!(
+            offline[1].reason.contains("pending-truncation"),
+            "{}",
+            offline[1].reason
+        );
+        assert!(offline.iter().all(|o| o.dir.ends_with(o.tp.dir_name())));
+        // Not created afresh over its damaged files.
+        let refused = manager
+            .create_partition(tp(1), [1; 16], small_segments())
+            .await;
+        assert!(refused.is_err_and(|e| e.to_string().contains("partition offline")));
+        // Deleting its topic is how an offline partition's files go.
+        manager.delete_partition(&tp(2)).await.unwrap();
+        assert_eq!(manager.offline_partitions().len(), 1);
+        manager.shutdown().await.unwrap();
+    });
+    assert!(!dir_of(2).exists());
+    assert_eq!(
+        segment_files(&dir_of(1)),
+        damaged_before.0,
+        "the offline partition's segments are as they were"
+    );
+    assert!(dir_of(1).join("pending-truncation").is_file());
 }
 
 /// A truncation shows as running until it returns, and the log end moves

@@ -115,7 +115,9 @@ fn delete_segment_files(dir: &Path, base: Offset) -> Result<(), EngineError> {
 /// alone, and removes its record. Nothing to do without one.
 ///
 /// A record that does not parse is refused, not guessed at: it was written
-/// whole through a rename, so an unreadable one means a damaged disk.
+/// whole through a rename, so an unreadable one means a damaged disk. The
+/// partition's open then fails, and the log manager keeps that partition
+/// offline, its files as they are, while the shard's others open.
 pub(crate) fn finish_pending(dir: &Path, tp: &TopicPartition) -> Result<(), EngineError> {
     let path = dir.join(PENDING_FILE_NAME);
     let text = match std::fs::read_to_string(&path) {
