@@ -82,6 +82,8 @@ fn an_omb_workload_runs_and_writes_omb_result_json() {
     let p99 = result["aggregatedPublishLatency99pct"].as_f64().unwrap();
     let p50 = result["aggregatedPublishLatency50pct"].as_f64().unwrap();
     assert!(p50 > 0.0 && p50 <= p99, "{result}");
-    let quantiles = result["aggregatedEndToEndLatencyQuantiles"].as_object().unwrap();
+    let quantiles = result["aggregatedEndToEndLatencyQuantiles"]
+        .as_object()
+        .unwrap();
     assert!(!quantiles.is_empty(), "{result}");
 }

@@ -261,6 +261,11 @@ impl LogManager {
         self.offline.borrow().values().cloned().collect()
     }
 
+    /// Whether `tp`'s open failed (it has files here but no log).
+    pub fn failed_to_open(&self, tp: &TopicPartition) -> bool {
+        self.offline.borrow().contains_key(tp)
+    }
+
     /// Engine-wide settings.
     pub fn config(&self) -> &EngineConfig {
         &self.ctx.config

@@ -603,3 +603,60 @@ fn erofs_takes_the_partition_offline() {
         "no clear log line for the failed partition:\n{log}"
     );
 }
+
+#[test]
+fn a_partition_whose_files_cannot_be_opened_stays_offline_alone() {
+    // A pending truncation the broker cannot read: that partition cannot
+    // be opened safely, and the rest of the broker must not pay for it.
+    let dir = rill_tests::data_dir();
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for topic in ["damaged", "whole"] {
+        runtime.block_on(rill_tests::kafka::create_topic(&bootstrap, topic, 1, &[]));
+    }
+    let producer = producer(&bootstrap);
+    let (before, refused) = runtime.block_on(send_to(&producer, "whole", 0..4));
+    assert!(refused.is_empty(), "{refused:?}");
+    let (_, refused) = runtime.block_on(send_to(&producer, "damaged", 0..4));
+    assert!(refused.is_empty(), "{refused:?}");
+    drop(producer);
+    broker.stop();
+    let damaged = dir.path().join("damaged-0");
+    assert!(
+        damaged.is_dir(),
+        "no partition dir at {}",
+        damaged.display()
+    );
+    std::fs::write(damaged.join("pending-truncation"), "cut here\n").expect("damage");
+
+    broker.restart();
+    let producer = self::producer(&bootstrap);
+    let (after, refused) = runtime.block_on(send_to(&producer, "whole", 4..8));
+    assert!(
+        refused.is_empty(),
+        "the whole partition refused: {refused:?}"
+    );
+    let (ok, refused) = runtime.block_on(send_to(&producer, "damaged", 10..11));
+    assert!(
+        ok.is_empty() && !refused.is_empty() && refused.iter().all(is_storage_error),
+        "the damaged partition answered {ok:?} / {refused:?}, not KAFKA_STORAGE_ERROR"
+    );
+    assert_eq!(metric(&broker, "rill_partitions_offline"), Some(1));
+    let read: Vec<u32> = rill_tests::kafka::consume_all(
+        &bootstrap,
+        "whole",
+        1,
+        before.len() + after.len(),
+        Duration::from_secs(30),
+        &[],
+    )
+    .into_iter()
+    .map(|r| number_of(&r.value.expect("a value")))
+    .collect();
+    assert_eq!(read, [before, after].concat());
+    assert!(
+        damaged.join("pending-truncation").exists(),
+        "the damaged partition's files were changed"
+    );
+}

@@ -64,7 +64,8 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .partitions()
         .iter()
         .filter(|tp| shard.logs.get(tp).is_some_and(|log| log.is_offline()))
-        .count() as u64;
+        .count() as u64
+        + shard.logs.offline_partitions().len() as u64;
     metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
     metrics.index_cache = shard.logs.context().index_cache.stats();
     metrics.batch_cache_bytes = shard.logs.context().cache.used_bytes() as u64;

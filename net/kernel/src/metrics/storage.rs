@@ -17,7 +17,7 @@ pub(super) static PARTITIONS: [PerShard; 2] = [
     }),
     PerShard::gauge(
         "rill_partitions_offline",
-        "Partitions a failed disk write took offline.",
+        "Partitions offline on this shard: a failed disk write took them offline, or their files could not be opened at start.",
         |m| m.partitions_offline as i64,
     ),
 ];

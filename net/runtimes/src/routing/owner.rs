@@ -17,10 +17,15 @@ use futures::future::join_all;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Why a partition has no log here: it exists in the cluster on other
-/// brokers (NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and
-/// goes to the leader), or it does not exist.
+/// Why a partition has no log here: its files are here but failed to open
+/// (KAFKA_STORAGE_ERROR, as for a partition a disk fault took offline), it
+/// exists in the cluster on other brokers (NOT_LEADER_OR_FOLLOWER: the
+/// client refreshes its metadata and goes to the leader), or it does not
+/// exist.
 fn missing_partition_error(shard: &Shard, tp: &engine::TopicPartition) -> ErrorCode {
+    if shard.logs.failed_to_open(tp) {
+        return ErrorCode::KafkaStorageError;
+    }
     let exists = shard
         .topics
         .borrow()
