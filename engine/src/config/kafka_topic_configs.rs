@@ -6,7 +6,8 @@
 //! stored, persisted and described, so that tools written for Kafka
 //! (Terraform providers, Strimzi, kafka-configs.sh, Debezium's topic creation)
 //! do not fail on them; the first non-default value of each is logged once
-//! as "accepted but not applied". The list of inert ones is in README.md.
+//! as "accepted but not applied". The list of inert ones is in
+//! docs/configuration.md (generated from this table).
 
 use crate::error::EngineError;
 use std::collections::BTreeSet;

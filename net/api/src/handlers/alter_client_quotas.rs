@@ -26,7 +26,7 @@ pub const HANDLER: Handler = Handler {
 };
 
 /// Quota keys Kafka defines. rill enforces the two byte rates; the others
-/// are stored and described but have no effect (README says so).
+/// are stored and described but have no effect (docs/security.md says so).
 pub const QUOTA_KEYS: [&str; 5] = [
     "producer_byte_rate",
     "consumer_byte_rate",
