@@ -574,3 +574,87 @@ fn offsets_sent_to_a_transaction_commit_when_its_group_has_another_coordinator()
     assert_eq!(read.len(), 2, "both committed transactions' output");
     assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
 }
+
+/// The earliest offset of partition 0 of `topic` as `bootstrap` answers it.
+fn log_start(bootstrap: &str, topic: &str) -> Option<i64> {
+    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
+    let (low, _) = consumer
+        .fetch_watermarks(topic, 0, Duration::from_secs(5))
+        .ok()?;
+    Some(low)
+}
+
+#[test]
+fn a_follower_behind_the_leaders_log_start_starts_over_there_and_rejoins() {
+    use rdkafka::admin::{AdminClient, AdminOptions};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::{Offset, TopicPartitionList};
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "trimmed",
+        1,
+        3,
+        &[("min.insync.replicas", "2")],
+    ));
+    let leader = wait_for("all three in the ISR", SETTLE, || {
+        let state = partition_state(&bootstrap, "trimmed")?;
+        (state.2 == vec![1, 2, 3]).then_some(state.0)
+    });
+    // A follower goes down with an empty log: it comes back with no epoch
+    // to ask about and a fetch offset (0) the leader no longer has.
+    let follower = (1..=3).find(|&n| n != leader).expect("a follower");
+    cluster.node(follower).kill();
+    let leader_bootstrap = cluster.node(leader).bootstrap();
+    wait_for("the dead follower out of the ISR", SETTLE, || {
+        let state = partition_state(&leader_bootstrap, "trimmed")?;
+        (!state.2.contains(&follower)).then_some(())
+    });
+    let producer = idempotent_producer(&leader_bootstrap);
+    let acknowledged = runtime.block_on(produce_numbers(&producer, "trimmed", 0..50));
+    assert_eq!(acknowledged.len(), 50);
+    let admin: AdminClient<DefaultClientContext> =
+        rill_tests::kafka::client_config(&leader_bootstrap)
+            .create()
+            .expect("admin client");
+    let mut cut = TopicPartitionList::new();
+    cut.add_partition_offset("trimmed", 0, Offset::Offset(40))
+        .expect("offset");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let deleted = runtime
+        .block_on(admin.delete_records(&cut, &options))
+        .expect("DeleteRecords answered");
+    let answer = deleted.elements_for_topic("trimmed");
+    assert!(
+        answer.first().is_some_and(|p| p.error().is_ok()),
+        "{deleted:?}"
+    );
+    assert_eq!(log_start(&leader_bootstrap, "trimmed"), Some(40));
+
+    cluster.node(follower).restart();
+    wait_for("the follower back in the ISR", SETTLE, || {
+        let state = partition_state(&leader_bootstrap, "trimmed")?;
+        (state.2 == vec![1, 2, 3]).then_some(())
+    });
+    // It holds what the leader holds: read from it alone once the leader
+    // is gone, and the records from the log start on are all there.
+    acknowledged_after_trim(&mut cluster, leader, &runtime);
+}
+
+/// Kills the old leader, waits for a leader elected from the ISR, and
+/// reads 40..50 back: every replica started over at the log start.
+fn acknowledged_after_trim(cluster: &mut Cluster, leader: i32, runtime: &tokio::runtime::Runtime) {
+    cluster.node(leader).kill();
+    let survivor = (1..=3).find(|&n| n != leader).expect("a survivor");
+    let survivor_bootstrap = cluster.node(survivor).bootstrap();
+    wait_for("a new leader", SETTLE, || {
+        let state = partition_state(&survivor_bootstrap, "trimmed")?;
+        (state.0 > 0 && state.0 != leader).then_some(())
+    });
+    let _ = runtime;
+    assert_eq!(log_start(&survivor_bootstrap, "trimmed"), Some(40));
+    let read = read_numbers(&survivor_bootstrap, "trimmed", 10);
+    assert_eq!(read, (40..50).collect::<Vec<u32>>());
+}

@@ -17,11 +17,14 @@
 //! 3. Readers of this replica see up to min(leader's HW, our log end).
 //!
 //! Any error (the leader moved, the connection broke) pauses and retries;
-//! a new role stops the task. When the leader could not place our last
-//! epoch (OFFSET_OUT_OF_RANGE), the next session first truncates with
-//! OffsetForLeaderEpoch (see [`super::truncation`]).
+//! a new role stops the task. After an OFFSET_OUT_OF_RANGE answer the next
+//! session first asks the leader for its log start and, when that is past
+//! our log end, starts the log over there ([`super::out_of_range`]);
+//! otherwise the leader could not place our last epoch, and it truncates
+//! with OffsetForLeaderEpoch (see [`super::truncation`]).
 
 use super::client::KafkaConnection;
+use super::out_of_range::start_over_if_behind;
 use super::truncation::{truncate_on_divergence, truncate_to_leader};
 use crate::cluster_runtime::partition_leader;
 use crate::Shard;
@@ -55,19 +58,19 @@ pub async fn run_fetcher(
     generation: u64,
 ) {
     let manager = shard.runtime().replicas.clone();
-    let mut ask_epoch_end = false;
+    let mut out_of_range = false;
     while manager.is_current(&tp, generation) {
         let session = Session {
             tp: &tp,
             leader,
             leader_epoch,
             generation,
-            ask_epoch_end,
+            out_of_range,
         };
         match follow(&shard, session).await {
             Ok(()) => return,
             Err(e) => {
-                ask_epoch_end = matches!(e, SessionError::EpochUnknownToLeader);
+                out_of_range = matches!(e, SessionError::OutOfRange);
                 tracing::debug!(%tp, leader, error = %e, "fetching from the leader failed; retrying");
                 glommio::timer::sleep(RETRY_BACKOFF).await;
             }
@@ -75,24 +78,24 @@ pub async fn run_fetcher(
     }
 }
 
-/// One session's parameters: the role it serves, and whether to ask
-/// OffsetForLeaderEpoch before fetching.
+/// One session's parameters: the role it serves, and whether the last
+/// session ended out of range.
 struct Session<'a> {
     tp: &'a TopicPartition,
     leader: i32,
     leader_epoch: i32,
     generation: u64,
-    /// The last session ended because the leader could not place our last
+    /// The last session ended with OFFSET_OUT_OF_RANGE: our log end is
+    /// below the leader's log start, or the leader cannot place our last
     /// fetched epoch.
-    ask_epoch_end: bool,
+    out_of_range: bool,
 }
 
 /// Why a session ended.
 #[derive(Debug)]
 enum SessionError {
-    /// The leader answered OFFSET_OUT_OF_RANGE to a fetch with our last
-    /// fetched epoch: it cannot say where that epoch ends.
-    EpochUnknownToLeader,
+    /// The leader answered OFFSET_OUT_OF_RANGE.
+    OutOfRange,
     /// Anything else: the leader moved, the connection broke, the disk.
     Other(String),
 }
@@ -100,9 +103,7 @@ enum SessionError {
 impl std::fmt::Display for SessionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SessionError::EpochUnknownToLeader => {
-                f.write_str("the leader answered OFFSET_OUT_OF_RANGE for our last fetched epoch")
-            }
+            SessionError::OutOfRange => f.write_str("the leader answered OFFSET_OUT_OF_RANGE"),
             SessionError::Other(e) => f.write_str(e),
         }
     }
@@ -128,7 +129,7 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         leader,
         leader_epoch,
         generation,
-        ask_epoch_end,
+        out_of_range,
     } = session;
     let manager = shard.runtime().replicas.clone();
     let log = shard.logs.get(tp).ok_or("the local replica is gone")?;
@@ -144,7 +145,8 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         .ok_or("the leader's address resolves to nothing")?;
     let client_id = format!("rill-replica-{}", shard.config.broker_id);
     let mut connection = KafkaConnection::connect(address, CONNECT_TIMEOUT, client_id).await?;
-    if ask_epoch_end {
+    if out_of_range && !start_over_if_behind(&mut connection, shard, tp, &log, leader_epoch).await?
+    {
         truncate_to_leader(&mut connection, shard, tp, &log, leader_epoch).await?;
     }
     while manager.is_current(tp, generation) {
@@ -233,9 +235,7 @@ async fn fetch(
         |p| (p.partition_index == tp.partition).then_some(p.error_code),
     )
     .map_err(|code| match code {
-        Some(ErrorCode::OffsetOutOfRange) if last_fetched_epoch != UNDEFINED_EPOCH => {
-            SessionError::EpochUnknownToLeader
-        }
+        Some(ErrorCode::OffsetOutOfRange) => SessionError::OutOfRange,
         Some(code) => SessionError::Other(format!("the leader answered {code}")),
         None => SessionError::from("the leader's answer lacks the partition"),
     })?;

@@ -493,6 +493,13 @@ impl OwnerCall<crate::ShardRuntime> for ServeFollowerFetch {
             }
             Err(e) => return FollowerFetchReply::error(e.error_code()),
         }
+        // Below the log start there is nothing to read: the follower asks
+        // where the log starts and begins there. Its offset is not taken as
+        // its log end (Kafka reads first and updates the follower only
+        // after a read that succeeded).
+        if self.fetch_offset < log.log_start_offset() {
+            return FollowerFetchReply::error(ErrorCode::OffsetOutOfRange);
+        }
         if let Err(code) = self.record_fetch(&shard, &state, &log) {
             return FollowerFetchReply::error(code);
         }

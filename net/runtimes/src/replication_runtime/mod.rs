@@ -28,6 +28,7 @@ pub mod client;
 pub mod follower;
 pub mod leader;
 pub mod lease_table;
+pub mod out_of_range;
 pub mod roles;
 pub mod truncation;
 

@@ -1,0 +1,79 @@
+//! A follower whose log ends below the leader's log start: it was away
+//! while the leader's retention or DeleteRecords moved the start past it.
+//! Every fetch then gets OFFSET_OUT_OF_RANGE, and no truncation helps, since
+//! what the follower lacks no longer exists anywhere. As Kafka's fetcher
+//! does (`handleOutOfRangeError`), it asks the leader for its log start
+//! (ListOffsets, earliest) and, when that is past its own log end, empties
+//! its log and starts it there. Nothing it drops was acknowledged beyond
+//! what the leader itself deleted.
+
+use super::client::KafkaConnection;
+use crate::Shard;
+use engine::{ErrorCode, PartitionLog, TopicPartition};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+/// ListOffsets v4: the current leader epoch is checked.
+const LIST_OFFSETS_VERSION: i16 = 4;
+/// ListOffsets' timestamp for the log start.
+const EARLIEST_TIMESTAMP: i64 = -2;
+
+/// The leader's log start for `tp`.
+async fn leader_log_start(
+    connection: &mut KafkaConnection,
+    shard: &Shard,
+    tp: &TopicPartition,
+    leader_epoch: i32,
+) -> Result<i64, String> {
+    let mut partition = ListOffsetsPartition::default();
+    partition.partition_index = tp.partition;
+    partition.current_leader_epoch = leader_epoch;
+    partition.timestamp = EARLIEST_TIMESTAMP;
+    let mut topic = ListOffsetsTopic::default();
+    topic.name = TopicName(StrBytes::from_string(tp.topic.clone()));
+    topic.partitions = vec![partition];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(shard.config.broker_id);
+    request.topics = vec![topic];
+    let response: ListOffsetsResponse = connection
+        .request(ApiKey::ListOffsets, LIST_OFFSETS_VERSION, &request)
+        .await?;
+    let answer = (response.topics.into_iter())
+        .flat_map(|t| t.partitions)
+        .find(|p| p.partition_index == tp.partition)
+        .ok_or("the leader's ListOffsets answer lacks the partition")?;
+    if answer.error_code != 0 {
+        let code = ErrorCode::from_code(answer.error_code).unwrap_or(ErrorCode::UnknownServerError);
+        return Err(format!("the leader answered ListOffsets with {code}"));
+    }
+    Ok(answer.offset)
+}
+
+/// Starts the log over at the leader's log start when that is past our log
+/// end; says whether it did.
+pub async fn start_over_if_behind(
+    connection: &mut KafkaConnection,
+    shard: &Shard,
+    tp: &TopicPartition,
+    log: &PartitionLog,
+    leader_epoch: i32,
+) -> Result<bool, String> {
+    let leader_start = leader_log_start(connection, shard, tp, leader_epoch).await?;
+    let log_end = log.log_end_offset();
+    if leader_start <= log_end {
+        return Ok(false);
+    }
+    tracing::warn!(
+        %tp,
+        log_end,
+        leader_log_start = leader_start,
+        "the leader's log starts past ours: starting over at its log start"
+    );
+    log.truncate_fully_and_start_at(leader_start)
+        .await
+        .map_err(|e| format!("starting the log over failed: {e}"))?;
+    Ok(true)
+}
