@@ -357,6 +357,47 @@ fn metadata(socket: &mut TcpStream) -> std::io::Result<MetadataResponse> {
 }
 
 #[test]
+fn debians_kcat_logs_in_with_plain_and_a_v0_handshake_is_refused_cleanly() {
+    // kcat 1.7 on librdkafka 2.0 enables its SASL handshake only when the
+    // broker lists SaslHandshake v0 (then speaks v1 + SaslAuthenticate).
+    if Command::new("kcat").arg("-V").output().is_err() {
+        panic!("kcat is not installed (apt-get install kcat); .ci/run installs it");
+    }
+    let b = start("");
+    let output = Command::new("kcat")
+        .args(["-b", &b.sasl_bootstrap(), "-L", "-m", "10"])
+        .args([
+            "-X",
+            "security.protocol=SASL_PLAINTEXT",
+            "-X",
+            "sasl.mechanisms=PLAIN",
+        ])
+        .args([
+            "-X",
+            "sasl.username=alice",
+            "-X",
+            "sasl.password=alice-secret",
+        ])
+        .args(["-X", "broker.address.family=v4"])
+        .output()
+        .expect("run kcat");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("broker"),
+        "kcat -L over SASL/PLAIN failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A v0 handshake (raw tokens would follow) gets an error and a close.
+    let mut socket = connect(b.sasl);
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_static_str("PLAIN");
+    let answer: SaslHandshakeResponse =
+        raw::exchange(&mut socket, ApiKey::SaslHandshake, 0, 1, &request).expect("an answer");
+    assert_eq!(answer.error_code, 35, "UNSUPPORTED_VERSION");
+    assert_closed_by_broker(&mut socket);
+}
+
+#[test]
 fn only_the_sasl_exchange_is_served_before_authentication() {
     let b = start("rill.sasl.handshake.timeout.ms=1500\n");
     // ApiVersions is served, and advertises the SASL APIs.
@@ -376,7 +417,11 @@ fn only_the_sasl_exchange_is_served_before_authentication() {
             .find(|k| k.api_key == key as i16)
             .map(|k| (k.min_version, k.max_version))
     };
-    assert_eq!(range(ApiKey::SaslHandshake), Some((1, 1)));
+    assert_eq!(
+        range(ApiKey::SaslHandshake),
+        Some((0, 1)),
+        "v0 listed, as Kafka (older librdkafka needs it)"
+    );
     assert_eq!(range(ApiKey::SaslAuthenticate), Some((0, 2)));
     assert_eq!(range(ApiKey::DescribeUserScramCredentials), Some((0, 0)));
     assert_eq!(range(ApiKey::AlterUserScramCredentials), Some((0, 0)));

@@ -1,22 +1,25 @@
 //! SaslHandshake (key 17): the client names the SASL mechanism it will
 //! authenticate with; the answer lists the listener's mechanisms.
 //!
-//! Only v1 is served: v0 is followed by raw SASL tokens outside Kafka
-//! framing (before KIP-152), which no current client sends when the broker
-//! advertises v1; a v0 request closes the connection as an unsupported
-//! version does.
+//! v0 and v1 are advertised, as Kafka does: librdkafka before 2.x turns its
+//! SASL handshake on only when the broker lists v0 (its feature map), and
+//! then speaks v1 with SaslAuthenticate. A v0 exchange proper is followed
+//! by raw SASL tokens outside Kafka framing (before KIP-152), which rill
+//! does not read: a v0 request is answered UNSUPPORTED_VERSION with the
+//! mechanisms, and the connection is closed, so such a client fails with
+//! an error rather than on a misread token.
 
-use super::{str_bytes, Handler, HandlerFuture, Request};
+use super::{str_bytes, Handler, HandlerFuture, Request, Response};
 use engine::ErrorCode;
 use kafka_protocol::messages::{ApiKey, SaslHandshakeRequest, SaslHandshakeResponse};
 use runtimes::Shard;
 use security::sasl::Mechanism;
 use std::rc::Rc;
 
-/// v1 only (see the module doc).
+/// v0 advertised, v1 served (see the module doc).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::SaslHandshake,
-    min_version: 1,
+    min_version: 0,
     max_version: 1,
     handle,
 };
@@ -28,6 +31,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let offered = shard.config.sasl.mechanisms_for(&session.listener);
         let mut response = SaslHandshakeResponse::default();
         response.mechanisms = offered.iter().map(|m| str_bytes(m.name())).collect();
+        if request.version == 0 {
+            tracing::debug!(listener = %session.listener, "SaslHandshake v0 (raw SASL tokens) is not served; closing");
+            response.error_code = ErrorCode::UnsupportedVersion.code();
+            return match request.respond(&response)? {
+                Response::Chunks(chunks) => Ok(Response::ChunksThenClose(chunks)),
+                other => Ok(other),
+            };
+        }
         if !session.protocol.uses_sasl() {
             // Kafka: SASL on a listener without it is out of order.
             response.error_code = ErrorCode::IllegalSaslState.code();
