@@ -23,6 +23,11 @@
 //! sets it right. Each shard counts only its own writes; the reserve
 //! absorbs what the others write between two checks.
 //!
+//! A compaction pass is counted the same way before it starts: its
+//! rewrites (at most what it reads) are charged against the estimate, and
+//! a pass that does not fit above its topic's floor waits for a later tick
+//! (`compaction::clean`).
+//!
 //! Internal topics (`__consumer_offsets`, `__transaction_state`) may write
 //! down to half the reserve ([`Allowance::Internal`]): consumers keep
 //! committing offsets, and transactions keep ending, on a disk that refuses

@@ -766,3 +766,39 @@ fn cleaner_throughput() {
     assert!(outcome.records_removed > 0);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+#[test]
+fn a_pass_whose_rewrites_would_take_the_reserve_waits_for_room() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", compacted(&[])).await;
+        write_updates(&log, 40, 20).await;
+        let before = read_records(&log).await;
+        let section_bytes: u64 = log.size_bytes();
+        let space = log.context().space_of(log.log_dir_index());
+        // 1 KiB of room above an 8 KiB reserve: far less than the section.
+        let reserve = 8 << 10;
+        space.update(reserve + 1024, 1 << 40, Some(reserve));
+        assert!(section_bytes > 1024, "{section_bytes}");
+        // No await between the update and the check in `clean`: the shard's
+        // periodic statvfs refresh cannot restore the room meanwhile.
+        let due = compaction::candidate(&log, false).expect("dirty");
+        let stats = compaction::clean(&log, due).await.unwrap();
+        assert_eq!(
+            space.free_bytes(),
+            reserve + 1024,
+            "a put-off pass charges nothing"
+        );
+        assert_eq!(stats.records_removed, 0, "{stats:?}");
+        assert_eq!(read_records(&log).await, before, "nothing rewritten");
+        assert_eq!(compaction::read_checkpoint(log.dir()), None);
+        assert_eq!(log_cleaner_counters(&log).passes, 0);
+        // Room again: the pass runs.
+        space.update(reserve + (1 << 30), 1 << 40, Some(reserve));
+        let due = compaction::candidate(&log, false).expect("still dirty");
+        let stats = compaction::clean(&log, due).await.unwrap();
+        assert!(stats.records_removed > 100, "{stats:?}");
+        assert_eq!(log_cleaner_counters(&log).passes, 1);
+    });
+}

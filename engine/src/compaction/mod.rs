@@ -142,6 +142,9 @@ pub async fn clean(
 ) -> Result<CompactionStats, EngineError> {
     let started = std::time::Instant::now();
     let job = pass_job(log, &candidate);
+    if !room_for_pass(log, &job) {
+        return Ok(CompactionStats::default());
+    }
     let mut outcome = run_pass(job).await?;
     // No await from here on: the checks and the swaps see one state of the log.
     let pairs = pair_with_section(&candidate.section, std::mem::take(&mut outcome.cleaned));
@@ -174,6 +177,30 @@ pub async fn clean(
         on_cleaner_thread(move || crate::segment::sync_dir(&dir)).await?;
     }
     Ok(stats)
+}
+
+/// Whether the data dir has room for the pass's rewrites above the topic's
+/// floor (the free-space reserve; half of it for the internal topics, as
+/// their appends). A pass writes at most what it reads before the swap
+/// frees the old segments, so that worst case is charged against the
+/// shard's estimate now, as appends and preallocations are; without room
+/// the pass waits for a later tick rather than take the reserve that keeps
+/// offset commits and the metadata writable.
+fn room_for_pass(log: &PartitionLog, job: &rewrite::Job) -> bool {
+    let worst_case_bytes: u64 = job.segments.iter().map(|s| s.size_bytes).sum();
+    let allowance = crate::disk_space::Allowance::of_topic(&log.topic_partition().topic);
+    let space = log.context().space_of(log.log_dir_index());
+    if space.admits(worst_case_bytes, allowance) {
+        return true;
+    }
+    tracing::warn!(
+        partition = %log.topic_partition(),
+        worst_case_bytes,
+        free_bytes = space.free_bytes(),
+        reserve_bytes = space.reserve_bytes(),
+        "compaction pass put off: its rewrites would take the free-space reserve"
+    );
+    false
 }
 
 /// The cleaner thread's job for a pass over `candidate`'s section.
