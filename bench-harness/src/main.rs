@@ -15,7 +15,7 @@ use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
 use bench_harness::workload::Workload;
 use bench_harness::{
-    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, soak, Result,
+    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, soak, verify, Result,
 };
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -64,6 +64,10 @@ enum Command {
     /// compacted topic) sampled over time: broker RSS and CPU, produce
     /// p50/p99, records moved, consumer lag, disk use; JSON and SVG.
     Soak(soak::SoakArgs),
+    /// Jepsen-style check of the Kafka queue workload (idempotent
+    /// producers, assign and group consumers on librdkafka) with SIGKILL /
+    /// SIGSTOP faults on a local cluster; JSON result, exit 1 on an anomaly.
+    Verify(verify::VerifyArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -172,6 +176,7 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
             runtime()?.block_on(soak::main(&args))?;
         }
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
+        Command::Verify(args) => verify_command(&args)?,
     }
     Ok(())
 }
@@ -271,6 +276,30 @@ fn failover_command(args: &failover::FailoverArgs) -> Result<()> {
         return Err(bench_harness::BenchError::Other(format!(
             "{} acknowledged records lost",
             report.lost_records
+        )));
+    }
+    Ok(())
+}
+
+/// `rill-bench verify`: the summary on stdout, the result in `--out`; an
+/// error (exit 1) when the checker found an anomaly.
+fn verify_command(args: &verify::VerifyArgs) -> Result<()> {
+    let result = runtime()?.block_on(verify::main(args))?;
+    println!(
+        "verify: {} ops {:?}, {} faults, availability {:.3}, longest gap {} ms, {} anomalies; result in {}",
+        result.ops.values().sum::<u64>(),
+        result.ops,
+        result.faults_injected,
+        result.availability,
+        result.longest_gap_ms,
+        result.anomaly_count,
+        args.out.display()
+    );
+    if !result.valid {
+        return Err(bench_harness::BenchError::Other(format!(
+            "{} anomalies (see {})",
+            result.anomaly_count,
+            args.out.display()
         )));
     }
     Ok(())
