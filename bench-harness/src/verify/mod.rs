@@ -222,15 +222,15 @@ fn join(outcome: std::result::Result<Result<()>, tokio::task::JoinError>) -> Res
     outcome.map_err(|e| BenchError::Other(format!("client task: {e}")))?
 }
 
-/// Waits until no operation has been recorded for [`DRAIN_QUIET`], or
+/// Waits until no poll has returned a record for [`DRAIN_QUIET`], or
 /// `limit` has passed.
 async fn drain(recorder: &Recorder, limit: Duration) {
     let deadline = Instant::now() + limit;
-    let mut count = recorder.len();
+    let mut count = recorder.records_polled();
     let mut quiet_since = Instant::now();
     while Instant::now() < deadline && quiet_since.elapsed() < DRAIN_QUIET {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = recorder.len();
+        let now = recorder.records_polled();
         if now != count {
             count = now;
             quiet_since = Instant::now();

@@ -4,6 +4,7 @@
 //! are on one time line.
 
 use super::history::Op;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
@@ -11,6 +12,9 @@ use std::time::Instant;
 pub struct Recorder {
     started: Instant,
     ops: Mutex<Vec<Op>>,
+    /// Records returned by polls so far: the drain watches this, not the
+    /// op count, which commits keep raising when nothing new arrives.
+    records_polled: AtomicU64,
 }
 
 impl Recorder {
@@ -18,6 +22,7 @@ impl Recorder {
         Recorder {
             started: Instant::now(),
             ops: Mutex::new(Vec::new()),
+            records_polled: AtomicU64::new(0),
         }
     }
 
@@ -27,6 +32,10 @@ impl Recorder {
     }
 
     pub fn push(&self, op: Op) {
+        if let Op::Poll { records, .. } = &op {
+            self.records_polled
+                .fetch_add(records.len() as u64, Ordering::SeqCst);
+        }
         // A client thread that panicked mid-push leaves a whole Vec: the
         // history before it is still good, so poisoning is not fatal.
         self.ops
@@ -35,16 +44,9 @@ impl Recorder {
             .push(op);
     }
 
-    /// How many operations are recorded.
-    pub fn len(&self) -> usize {
-        self.ops
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// How many records the polls have returned so far.
+    pub fn records_polled(&self) -> u64 {
+        self.records_polled.load(Ordering::SeqCst)
     }
 
     /// Everything recorded so far, in completion order.
