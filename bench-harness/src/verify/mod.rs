@@ -18,11 +18,13 @@
 //! - [`nemesis`]: SIGKILL / SIGSTOP of a random node or a leader.
 //! - [`checker`]: the pure history checker and its anomaly classes.
 //! - [`result`]: the JSON result: counts, anomalies, availability.
+//! - [`plot`]: an HTML page of acks per second with the faults shaded.
 
 pub mod checker;
 pub mod clients;
 pub mod history;
 pub mod nemesis;
+pub mod plot;
 pub mod recorder;
 pub mod result;
 
@@ -89,6 +91,9 @@ pub struct VerifyArgs {
     /// Also write the whole history here (JSON), to check it again later.
     #[arg(long)]
     pub history: Option<PathBuf>,
+    /// Also write an HTML page: acks per second, fault windows shaded.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
 }
 
 /// `rill-bench verify`: runs, checks, writes the result; an error when the
@@ -134,6 +139,9 @@ pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
     };
     let result = result::summarize(facts, &history, &anomalies, windows);
     std::fs::write(&args.out, serde_json::to_vec_pretty(&result)?)?;
+    if let Some(path) = &args.html {
+        std::fs::write(path, plot::render(&result))?;
+    }
     Ok(result)
 }
 

@@ -42,6 +42,8 @@ pub struct VerifyResult {
     /// The longest time without an acknowledgement, from the start of the
     /// workload to its end.
     pub longest_gap_ms: u64,
+    /// Acknowledged sends in each whole second of the workload.
+    pub acks_per_second: Vec<u64>,
 }
 
 /// When each acknowledged send completed, sorted.
@@ -61,19 +63,24 @@ fn acknowledged_ms(history: &[Op]) -> Vec<u64> {
     acks
 }
 
-/// Share of the whole seconds of `[0, workload_ms)` holding an ack.
-pub fn availability(acks_ms: &[u64], workload_ms: u64) -> f64 {
-    let seconds = workload_ms / 1000;
-    if seconds == 0 {
-        return 0.0;
-    }
-    let mut covered = vec![false; seconds as usize];
+/// Acks in each whole second of `[0, workload_ms)`.
+pub fn acks_per_second(acks_ms: &[u64], workload_ms: u64) -> Vec<u64> {
+    let mut counts = vec![0; (workload_ms / 1000) as usize];
     for &ack in acks_ms {
-        if let Some(second) = covered.get_mut((ack / 1000) as usize) {
-            *second = true;
+        if let Some(count) = counts.get_mut((ack / 1000) as usize) {
+            *count += 1;
         }
     }
-    covered.iter().filter(|c| **c).count() as f64 / seconds as f64
+    counts
+}
+
+/// Share of the whole seconds of `[0, workload_ms)` holding an ack.
+pub fn availability(acks_ms: &[u64], workload_ms: u64) -> f64 {
+    let counts = acks_per_second(acks_ms, workload_ms);
+    if counts.is_empty() {
+        return 0.0;
+    }
+    counts.iter().filter(|c| **c > 0).count() as f64 / counts.len() as f64
 }
 
 /// The longest stretch of `[0, workload_ms]` without an ack in it.
@@ -144,6 +151,7 @@ pub fn summarize(
         acknowledged_after_first_fault,
         availability: availability(&acks, facts.workload_ms),
         longest_gap_ms: longest_gap_ms(&acks, facts.workload_ms),
+        acks_per_second: acks_per_second(&acks, facts.workload_ms),
     }
 }
 
@@ -157,6 +165,10 @@ mod tests {
         assert_eq!(availability(&[100, 900, 2500, 9000], 4000), 0.5);
         assert_eq!(availability(&[], 4000), 0.0);
         assert_eq!(availability(&[10], 500), 0.0);
+        assert_eq!(
+            acks_per_second(&[100, 900, 2500, 9000], 4000),
+            vec![2, 0, 1, 0]
+        );
     }
 
     #[test]
