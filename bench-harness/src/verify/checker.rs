@@ -7,7 +7,7 @@
 //! and every offset a poll returned it at. Sends that failed (`info`) may
 //! or may not have been written; they are neither expected nor forbidden.
 
-use super::history::{ConsumerMode, Op, SendOutcome};
+use super::history::{ConsumerMode, Op, SendOutcome, TxnOutcome};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -27,9 +27,13 @@ pub const NONMONOTONIC_SEND: &str = "nonmonotonic-send";
 pub const UNSEEN: &str = "unseen";
 /// A successful group commit later read back lower.
 pub const LOST_COMMIT: &str = "lost-commit";
+/// Aborted read: a value of an aborted transaction was polled.
+pub const G1A: &str = "G1a";
+/// A value polled before its transaction was even asked to commit.
+pub const PRECOMMITTED_READ: &str = "precommitted-read";
 
 /// Every class, in the order the result lists them.
-pub const CLASSES: [&str; 8] = [
+pub const CLASSES: [&str; 10] = [
     LOST_WRITE,
     DUPLICATE,
     INCONSISTENT_OFFSETS,
@@ -38,6 +42,8 @@ pub const CLASSES: [&str; 8] = [
     NONMONOTONIC_SEND,
     UNSEEN,
     LOST_COMMIT,
+    G1A,
+    PRECOMMITTED_READ,
 ];
 
 /// One anomaly: its class and what was seen.
@@ -100,12 +106,105 @@ impl Positions {
 
 /// Every anomaly of `history`; empty when it is consistent.
 pub fn check(history: &[Op]) -> Vec<Anomaly> {
-    let positions = Positions::of(history);
+    let fates = txn_fates(history);
+    let settled = settled(history, &fates);
+    let positions = Positions::of(&settled);
     let mut anomalies = check_positions(&positions);
-    anomalies.extend(check_acknowledged(history, &positions));
-    anomalies.extend(check_assigned_polls(history, &positions));
-    anomalies.extend(check_sends(history));
-    anomalies.extend(check_commits(history));
+    anomalies.extend(check_acknowledged(&settled, &positions));
+    anomalies.extend(check_assigned_polls(&settled, &positions));
+    anomalies.extend(check_sends(&settled));
+    anomalies.extend(check_commits(&settled));
+    anomalies.extend(check_transactions(history, &fates));
+    anomalies
+}
+
+/// Each transaction's end: when its commit or abort began, and the outcome.
+fn txn_fates(history: &[Op]) -> HashMap<&str, (u64, &TxnOutcome)> {
+    history
+        .iter()
+        .filter_map(|op| match op {
+            Op::TxnEnd {
+                txn,
+                start_ms,
+                outcome,
+                ..
+            } => Some((txn.as_str(), (*start_ms, outcome))),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The history with each send of a transaction that did not surely commit
+/// turned into `info`: the checks above then expect only committed
+/// values, and an aborted one neither counts as lost nor as a known value
+/// a `read_committed` consumer may not skip.
+fn settled(history: &[Op], fates: &HashMap<&str, (u64, &TxnOutcome)>) -> Vec<Op> {
+    history
+        .iter()
+        .map(|op| match op {
+            Op::Send {
+                txn: Some(txn),
+                outcome: SendOutcome::Ok { .. },
+                ..
+            } if !matches!(fates.get(txn.as_str()), Some((_, TxnOutcome::Committed))) => {
+                let mut op = op.clone();
+                if let Op::Send { outcome, .. } = &mut op {
+                    *outcome = SendOutcome::Info {
+                        error: format!("transaction {txn} did not surely commit"),
+                    };
+                }
+                op
+            }
+            _ => op.clone(),
+        })
+        .collect()
+}
+
+/// `G1a` (a polled value of an aborted transaction) and
+/// `precommitted-read` (a poll that ended before the commit of the
+/// value's transaction began).
+fn check_transactions(history: &[Op], fates: &HashMap<&str, (u64, &TxnOutcome)>) -> Vec<Anomaly> {
+    let txn_of: HashMap<&str, &str> = history
+        .iter()
+        .filter_map(|op| match op {
+            Op::Send {
+                value,
+                txn: Some(txn),
+                ..
+            } => Some((value.as_str(), txn.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut anomalies = Vec::new();
+    for op in history {
+        let Op::Poll {
+            process,
+            end_ms,
+            records,
+            ..
+        } = op
+        else {
+            continue;
+        };
+        for record in records {
+            let Some(txn) = txn_of.get(record.value.as_str()) else {
+                continue;
+            };
+            let class = match fates.get(txn) {
+                Some((_, TxnOutcome::Aborted)) => G1A,
+                Some((commit_ms, _)) if end_ms < commit_ms => PRECOMMITTED_READ,
+                _ => continue,
+            };
+            anomalies.push(Anomaly {
+                class,
+                partition: record.partition,
+                detail: format!(
+                    "{process} read {} (transaction {txn}) at offset {}",
+                    record.value, record.offset
+                ),
+            });
+        }
+    }
     anomalies
 }
 

@@ -2,7 +2,7 @@
 //! proven able to fail), and a clean history that holds none.
 
 use super::*;
-use crate::verify::history::{PolledRecord, SendOutcome};
+use crate::verify::history::{PolledRecord, SendOutcome, TxnOutcome};
 
 fn send(process: &str, partition: i32, value: &str, offset: i64) -> Op {
     Op::Send {
@@ -12,6 +12,7 @@ fn send(process: &str, partition: i32, value: &str, offset: i64) -> Op {
         start_ms: 0,
         end_ms: 1,
         outcome: SendOutcome::Ok { offset },
+        txn: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn send_info(process: &str, partition: i32, value: &str) -> Op {
         outcome: SendOutcome::Info {
             error: "timed out".into(),
         },
+        txn: None,
     }
 }
 
@@ -211,4 +213,74 @@ fn a_failed_or_concurrent_commit_read_back_lower_is_not_lost() {
         committed_read(40, 9),
     ];
     assert_eq!(classes(&history), Vec::<&str>::new());
+}
+
+fn txn_send(process: &str, value: &str, offset: i64, txn: &str) -> Op {
+    Op::Send {
+        process: process.into(),
+        partition: 0,
+        value: value.into(),
+        start_ms: 0,
+        end_ms: 1,
+        outcome: SendOutcome::Ok { offset },
+        txn: Some(txn.into()),
+    }
+}
+
+fn txn_end(txn: &str, start_ms: u64, outcome: TxnOutcome) -> Op {
+    Op::TxnEnd {
+        process: "p0".into(),
+        txn: txn.into(),
+        start_ms,
+        end_ms: start_ms + 1,
+        outcome,
+    }
+}
+
+#[test]
+fn transactions_read_after_commit_and_aborted_ones_unread_are_clean() {
+    let history = vec![
+        txn_send("p0", "p0/0", 0, "t0"),
+        txn_end("t0", 1, TxnOutcome::Committed),
+        // Aborted at offset 1 (and its marker at 2): never read, not lost,
+        // and the jump from 0 to 3 skips nothing a consumer may read.
+        txn_send("p0", "p0/1", 1, "t1"),
+        txn_end("t1", 1, TxnOutcome::Aborted),
+        txn_send("p0", "p0/2", 3, "t2"),
+        txn_end("t2", 1, TxnOutcome::Committed),
+        assigned("a0", &[(0, 0, "p0/0"), (0, 3, "p0/2")]),
+    ];
+    assert_eq!(classes(&history), Vec::<&str>::new());
+}
+
+#[test]
+fn a_polled_value_of_an_aborted_transaction_is_g1a() {
+    let history = vec![
+        txn_send("p0", "p0/0", 0, "t0"),
+        txn_end("t0", 1, TxnOutcome::Aborted),
+        assigned("a0", &[(0, 0, "p0/0")]),
+    ];
+    assert_eq!(classes(&history), vec![G1A]);
+}
+
+#[test]
+fn a_value_polled_before_its_commit_began_is_a_precommitted_read() {
+    // The poll ends at 3; the commit was only asked for at 10.
+    let history = vec![
+        txn_send("p0", "p0/0", 0, "t0"),
+        assigned("a0", &[(0, 0, "p0/0")]),
+        txn_end("t0", 10, TxnOutcome::Committed),
+    ];
+    assert_eq!(classes(&history), vec![PRECOMMITTED_READ]);
+}
+
+#[test]
+fn a_committed_value_never_read_is_still_lost() {
+    let history = vec![
+        txn_send("p0", "p0/0", 0, "t0"),
+        txn_send("p0", "p0/1", 1, "t0"),
+        txn_end("t0", 1, TxnOutcome::Committed),
+        assigned("a0", &[(0, 1, "p0/1")]),
+    ];
+    assert_eq!(classes(&history), vec![LOST_WRITE]);
 }

@@ -95,6 +95,7 @@ pub async fn produce(
             start_ms,
             end_ms: recorder.now_ms(),
             outcome,
+            txn: None,
         });
         if failed {
             // An idempotent producer whose sequence state the broker
@@ -114,6 +115,9 @@ fn consumer(target: &Target, group_id: &str) -> Result<BaseConsumer> {
         .set("group.id", group_id)
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
+        // librdkafka's default, said aloud: the transactional checks
+        // (G1a, precommitted-read) assume no aborted or open data is read.
+        .set("isolation.level", "read_committed")
         .set("session.timeout.ms", "6000")
         .set("heartbeat.interval.ms", "1000")
         .create()

@@ -26,6 +26,20 @@ pub enum SendOutcome {
     Info { error: String },
 }
 
+/// What became of a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "type")]
+pub enum TxnOutcome {
+    Committed,
+    /// Aborted, by choice or after a failed send: none of its values may
+    /// ever be read by a `read_committed` consumer.
+    Aborted,
+    /// The commit or abort failed: either may have happened.
+    Info {
+        error: String,
+    },
+}
+
 /// One record a poll returned.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolledRecord {
@@ -46,6 +60,18 @@ pub enum Op {
         start_ms: u64,
         end_ms: u64,
         outcome: SendOutcome,
+        /// The transaction the send belongs to (transactional runs only):
+        /// it counts as acknowledged only if that transaction committed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        txn: Option<String>,
+    },
+    /// The end of a transaction: its commit or abort, and what came of it.
+    TxnEnd {
+        process: String,
+        txn: String,
+        start_ms: u64,
+        end_ms: u64,
+        outcome: TxnOutcome,
     },
     /// One consumer's poll, with the records it returned (in order).
     Poll {
@@ -86,6 +112,15 @@ impl Op {
             Op::Commit { ok: true, .. } => "commit-ok",
             Op::Commit { .. } => "commit-fail",
             Op::CommittedRead { .. } => "committed-read",
+            Op::TxnEnd {
+                outcome: TxnOutcome::Committed,
+                ..
+            } => "txn-commit",
+            Op::TxnEnd {
+                outcome: TxnOutcome::Aborted,
+                ..
+            } => "txn-abort",
+            Op::TxnEnd { .. } => "txn-info",
         }
     }
 }

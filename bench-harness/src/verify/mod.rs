@@ -15,6 +15,8 @@
 //! - [`history`]: the recorded operations and fault windows (data only).
 //! - [`recorder`]: the shared log the clients append to, and its clock.
 //! - [`clients`]: the rdkafka producers and consumers.
+//! - [`txn_producer`]: the transactional queue's producer (commit or
+//!   abort at random).
 //! - [`nemesis`]: SIGKILL / SIGSTOP of a random node or a leader.
 //! - [`checker`]: the pure history checker and its anomaly classes.
 //! - [`result`]: the JSON result: counts, anomalies, availability.
@@ -27,6 +29,7 @@ pub mod nemesis;
 pub mod plot;
 pub mod recorder;
 pub mod result;
+pub mod txn_producer;
 
 use crate::cluster::{ClusterArgs, LocalCluster};
 use crate::error::{BenchError, Result};
@@ -82,7 +85,13 @@ pub struct VerifyArgs {
     /// The longest the consumers may drain after producing stops.
     #[arg(long, default_value_t = 30)]
     pub drain_s: u64,
-    /// Seed of the nemesis's choices (random when absent).
+    /// The transactional queue: producers send 1-3 values a transaction
+    /// and commit or abort at random; adds the G1a and precommitted-read
+    /// checks.
+    #[arg(long)]
+    pub transactional: bool,
+    /// Seed of the nemesis's and the transactions' choices (random when
+    /// absent).
     #[arg(long)]
     pub seed: Option<u64>,
     /// Result JSON path.
@@ -193,16 +202,18 @@ async fn run_workload(
             clients::consume(target, name, mode, recorder, stop)
         }));
     }
+    let seed = args.seed.unwrap_or_else(rand::random);
     let producers: Vec<_> = (0..args.producers)
         .map(|index| {
             let (target, recorder, stop) =
                 (target.clone(), recorder.clone(), stop_producers.clone());
-            tokio::spawn(clients::produce(target, index, recorder, stop))
+            match args.transactional {
+                true => tokio::spawn(txn_producer::produce(target, index, seed, recorder, stop)),
+                false => tokio::spawn(clients::produce(target, index, recorder, stop)),
+            }
         })
         .collect();
-    let mut rng = args
-        .seed
-        .map_or_else(SmallRng::from_entropy, SmallRng::seed_from_u64);
+    let mut rng = SmallRng::seed_from_u64(seed);
     // The nemesis runs here, on the thread that started the brokers (their
     // parent-death signal follows that thread).
     let windows = match cluster {
