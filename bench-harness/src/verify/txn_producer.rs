@@ -83,6 +83,50 @@ fn finish(producer: &FutureProducer, commit: bool) -> TxnOutcome {
     })
 }
 
+/// One transaction's 1 to 3 sends, each recorded; `false` after the first
+/// that failed (the transaction must then abort).
+async fn send_values(
+    producer: &FutureProducer,
+    target: &Target,
+    txn: &str,
+    seq: &mut u64,
+    rng: &mut SmallRng,
+    recorder: &Recorder,
+) -> bool {
+    let process = txn.split('/').next().unwrap_or(txn).to_string();
+    for _ in 0..rng.gen_range(1..=3) {
+        let partition = rng.gen_range(0..target.partitions);
+        let value = format!("{process}/{seq}");
+        *seq += 1;
+        let start_ms = recorder.now_ms();
+        let record = FutureRecord::<(), str>::to(&target.topic)
+            .partition(partition)
+            .payload(&value);
+        let outcome = match producer.send(record, Duration::ZERO).await {
+            Ok(delivery) => SendOutcome::Ok {
+                offset: delivery.offset,
+            },
+            Err((error, _)) => SendOutcome::Info {
+                error: error.to_string(),
+            },
+        };
+        let sent = matches!(outcome, SendOutcome::Ok { .. });
+        recorder.push(Op::Send {
+            process: process.clone(),
+            partition,
+            value,
+            start_ms,
+            end_ms: recorder.now_ms(),
+            outcome,
+            txn: Some(txn.to_string()),
+        });
+        if !sent {
+            return false;
+        }
+    }
+    true
+}
+
 /// Transactional producer `index` until `stop`.
 pub async fn produce(
     target: Target,
@@ -110,37 +154,7 @@ pub async fn produce(
             producer = fresh;
             continue;
         }
-        let mut sends_ok = true;
-        for _ in 0..rng.gen_range(1..=3) {
-            let partition = rng.gen_range(0..target.partitions);
-            let value = format!("{process}/{seq}");
-            seq += 1;
-            let start_ms = recorder.now_ms();
-            let record = FutureRecord::<(), str>::to(&target.topic)
-                .partition(partition)
-                .payload(&value);
-            let outcome = match producer.send(record, Duration::ZERO).await {
-                Ok(delivery) => SendOutcome::Ok {
-                    offset: delivery.offset,
-                },
-                Err((error, _)) => SendOutcome::Info {
-                    error: error.to_string(),
-                },
-            };
-            sends_ok &= matches!(outcome, SendOutcome::Ok { .. });
-            recorder.push(Op::Send {
-                process: process.clone(),
-                partition,
-                value,
-                start_ms,
-                end_ms: recorder.now_ms(),
-                outcome,
-                txn: Some(txn.clone()),
-            });
-            if !sends_ok {
-                break;
-            }
-        }
+        let sends_ok = send_values(&producer, &target, &txn, &mut seq, &mut rng, &recorder).await;
         let commit = sends_ok && !rng.gen_bool(ABORT_PROBABILITY);
         let start_ms = recorder.now_ms();
         let outcome = finish(&producer, commit);
