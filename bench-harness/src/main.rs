@@ -296,6 +296,12 @@ fn verify_command(args: &verify::VerifyArgs) -> Result<()> {
         args.out.display()
     );
     if !result.valid {
+        for (class, found) in result.anomalies.iter().filter(|(_, c)| c.count > 0) {
+            eprintln!("{class}: {}", found.count);
+            for example in &found.examples {
+                eprintln!("  partition {}: {}", example.partition, example.detail);
+            }
+        }
         return Err(bench_harness::BenchError::Other(format!(
             "{} anomalies (see {})",
             result.anomaly_count,

@@ -7,7 +7,8 @@
 //! `assign` and `subscribe` consumers on librdkafka; record every
 //! operation with its time; meanwhile the nemesis kills and pauses nodes
 //! on a schedule (local cluster only). Then producing stops, every fault
-//! is healed, the consumers drain until nothing new arrives, and the
+//! is healed, the consumers drain until they have read up to everything
+//! acknowledged (or `--drain-s` runs out), and the
 //! history is checked. The result is a JSON file; the command fails when
 //! the checker found an anomaly.
 //!
@@ -46,9 +47,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// After producing stops, consumers keep polling until no record has
-/// arrived for this long (or `--drain-s` runs out).
-const DRAIN_QUIET: Duration = Duration::from_secs(3);
+/// How often the drain looks whether the consumers have caught up.
+const DRAIN_POLL: Duration = Duration::from_millis(100);
 /// How long the topic's partitions may take to get leaders.
 const TOPIC_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -191,6 +191,9 @@ async fn run_workload(
 ) -> Result<(Vec<FaultWindow>, u64)> {
     let stop_producers = Arc::new(AtomicBool::new(false));
     let stop_consumers = Arc::new(AtomicBool::new(false));
+    // On an early return (a nemesis or join error) the clients must still
+    // stop: tokio's runtime waits for blocking tasks when it is dropped.
+    let _stop_on_return = StopOnDrop(vec![stop_producers.clone(), stop_consumers.clone()]);
     let mut consumers = Vec::new();
     let modes = std::iter::repeat_n(ConsumerMode::Assign, args.assign_consumers).chain(
         std::iter::repeat_n(ConsumerMode::Subscribe, args.group_consumers),
@@ -237,22 +240,27 @@ async fn run_workload(
     Ok((windows, workload_ms))
 }
 
+/// Sets every flag when dropped.
+struct StopOnDrop(Vec<Arc<AtomicBool>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        for flag in &self.0 {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 fn join(outcome: std::result::Result<Result<()>, tokio::task::JoinError>) -> Result<()> {
     outcome.map_err(|e| BenchError::Other(format!("client task: {e}")))?
 }
 
-/// Waits until no poll has returned a record for [`DRAIN_QUIET`], or
-/// `limit` has passed.
+/// Waits until the consumers have read up to everything acknowledged
+/// (see [`Recorder::caught_up`]), or `limit` has passed; whatever is still
+/// unread then is reported `unseen`.
 async fn drain(recorder: &Recorder, limit: Duration) {
     let deadline = Instant::now() + limit;
-    let mut count = recorder.records_polled();
-    let mut quiet_since = Instant::now();
-    while Instant::now() < deadline && quiet_since.elapsed() < DRAIN_QUIET {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = recorder.records_polled();
-        if now != count {
-            count = now;
-            quiet_since = Instant::now();
-        }
+    while Instant::now() < deadline && !recorder.caught_up() {
+        tokio::time::sleep(DRAIN_POLL).await;
     }
 }
