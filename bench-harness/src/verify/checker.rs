@@ -104,6 +104,12 @@ impl Positions {
     }
 }
 
+/// `history` with the sends of transactions that did not surely commit
+/// turned into `info`: what counts as acknowledged.
+pub fn settle(history: &[Op]) -> Vec<Op> {
+    settled(history, &txn_fates(history))
+}
+
 /// Every anomaly of `history`; empty when it is consistent.
 pub fn check(history: &[Op]) -> Vec<Anomaly> {
     let fates = txn_fates(history);

@@ -3,7 +3,7 @@
 //! (the share of the workload's seconds with at least one acknowledged
 //! send) with the longest gap between acknowledgements.
 
-use super::checker::{Anomaly, CLASSES};
+use super::checker::{settle, Anomaly, CLASSES};
 use super::history::{FaultWindow, Op, SendOutcome};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -35,7 +35,8 @@ pub struct VerifyResult {
     pub anomalies: BTreeMap<String, AnomalyClass>,
     pub faults_injected: usize,
     pub faults: Vec<FaultWindow>,
-    /// Sends acknowledged after the first fault began (0 without faults).
+    /// Sends acknowledged (and, in a transaction, committed) after the
+    /// first fault began (0 without faults).
     pub acknowledged_after_first_fault: u64,
     /// Share of the workload's whole seconds with an acknowledgement.
     pub availability: f64,
@@ -134,7 +135,9 @@ pub fn summarize(
     for op in history {
         *ops.entry(op.kind().to_string()).or_insert(0) += 1;
     }
-    let acks = acknowledged_ms(history);
+    // A send of an aborted transaction was acknowledged but wrote
+    // nothing readable: only committed sends count as available.
+    let acks = acknowledged_ms(&settle(history));
     let acknowledged_after_first_fault = faults.first().map_or(0, |fault| {
         acks.iter().filter(|&&ack| ack > fault.start_ms).count()
     }) as u64;
@@ -177,6 +180,40 @@ mod tests {
         assert_eq!(longest_gap_ms(&[2000], 2500), 2000);
         assert_eq!(longest_gap_ms(&[100, 200], 5000), 4800);
         assert_eq!(longest_gap_ms(&[], 1000), 1000);
+    }
+
+    #[test]
+    fn only_committed_transactional_sends_count_as_available() {
+        use crate::verify::history::TxnOutcome;
+        let history = |outcome: TxnOutcome| {
+            vec![
+                Op::Send {
+                    process: "p0".into(),
+                    partition: 0,
+                    value: "p0/0".into(),
+                    start_ms: 0,
+                    end_ms: 500,
+                    outcome: SendOutcome::Ok { offset: 0 },
+                    txn: Some("t0".into()),
+                },
+                Op::TxnEnd {
+                    process: "p0".into(),
+                    txn: "t0".into(),
+                    start_ms: 600,
+                    end_ms: 700,
+                    outcome,
+                },
+            ]
+        };
+        let facts = || RunFacts {
+            topic: String::new(),
+            partitions: 1,
+            workload_ms: 1000,
+        };
+        let aborted = summarize(facts(), &history(TxnOutcome::Aborted), &[], vec![]);
+        assert_eq!(aborted.availability, 0.0);
+        let committed = summarize(facts(), &history(TxnOutcome::Committed), &[], vec![]);
+        assert_eq!(committed.availability, 1.0);
     }
 
     #[test]
