@@ -105,3 +105,17 @@ fn transactional_queue_under_sigkill_has_no_anomaly() {
         "{summary}"
     );
 }
+
+#[test]
+fn zero_partitions_is_refused_before_any_connection() {
+    let output = std::process::Command::new(common::BENCH_BIN)
+        .args(["verify", "--bootstrap", "127.0.0.1:1", "--partitions", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--partitions must be at least 1"),
+        "{stderr}"
+    );
+}

@@ -109,6 +109,10 @@ pub struct VerifyArgs {
 /// history holds an anomaly (after the result is written).
 pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
     let faults = nemesis::parse_faults(&args.faults)?;
+    if args.partitions < 1 {
+        // Producers pick a partition modulo the count.
+        return Err(BenchError::Other("--partitions must be at least 1".into()));
+    }
     let mut cluster = match &args.bootstrap {
         Some(_) => None,
         None => {
