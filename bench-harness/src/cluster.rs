@@ -306,6 +306,27 @@ impl LocalCluster {
         Ok(())
     }
 
+    /// Sends `signal` (SIGSTOP, SIGCONT) to `node_id` if it is running;
+    /// `false` when it is not.
+    pub fn signal(&mut self, node_id: i32, signal: libc::c_int) -> Result<bool> {
+        let node = self.node_mut(node_id)?;
+        let Some(child) = &node.child else {
+            return Ok(false);
+        };
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped.
+        if unsafe { libc::kill(child.id() as libc::pid_t, signal) } != 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(true)
+    }
+
+    /// Whether `node_id` has a process (started and not killed).
+    pub fn is_running(&self, node_id: i32) -> bool {
+        self.nodes
+            .iter()
+            .any(|n| n.spec.node_id == node_id && n.child.is_some())
+    }
+
     /// Starts `node_id` again, same ports and data dir.
     pub fn restart(&mut self, node_id: i32) -> Result<()> {
         self.kill(node_id)?;

@@ -30,6 +30,9 @@
 //! - [`null_sink`]: a Kafka-protocol server that discards everything, to
 //!   measure the harness's own ceiling; with [`sink_log`], the simplest
 //!   durable server (writes and `fdatasync`s before it answers).
+//! - [`verify`]: a Jepsen-style check of the Kafka queue workload
+//!   (rdkafka clients, a SIGKILL/SIGSTOP nemesis on a local cluster, a
+//!   pure history checker with `jepsen.tests.kafka`'s anomaly names).
 //! - [`error`]: the crate's error type.
 
 pub mod broker_cpu;
@@ -53,6 +56,7 @@ pub mod runner;
 pub mod sink_log;
 pub mod soak;
 pub mod stats;
+pub mod verify;
 pub mod workload;
 
 pub use error::{BenchError, Result};

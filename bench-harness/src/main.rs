@@ -15,7 +15,7 @@ use bench_harness::report::{html, report_files, text};
 use bench_harness::runner::{run_workload, RunOptions};
 use bench_harness::workload::Workload;
 use bench_harness::{
-    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, Result,
+    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, verify, Result,
 };
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -67,6 +67,10 @@ enum Command {
     /// An OpenMessaging Benchmark workload with OMB's Kafka driver file;
     /// writes OMB's result JSON (for OMB's chart script).
     Omb(omb::OmbArgs),
+    /// Jepsen-style check of the Kafka queue workload (idempotent
+    /// producers, assign and group consumers on librdkafka) with SIGKILL /
+    /// SIGSTOP faults on a local cluster; JSON result, exit 1 on an anomaly.
+    Verify(verify::VerifyArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -176,6 +180,7 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
         }
         Command::Omb(args) => runtime()?.block_on(omb::main(&args))?,
         Command::NullSink(args) => runtime()?.block_on(null_sink::main(&args))?,
+        Command::Verify(args) => verify_command(&args)?,
     }
     Ok(())
 }
@@ -276,6 +281,36 @@ fn failover_command(args: &failover::FailoverArgs) -> Result<()> {
         return Err(bench_harness::BenchError::Other(format!(
             "{} acknowledged records lost",
             report.lost_records
+        )));
+    }
+    Ok(())
+}
+
+/// `rill-bench verify`: the summary on stdout, the result in `--out`; an
+/// error (exit 1) when the checker found an anomaly.
+fn verify_command(args: &verify::VerifyArgs) -> Result<()> {
+    let result = runtime()?.block_on(verify::main(args))?;
+    println!(
+        "verify: {} ops {:?}, {} faults, availability {:.3}, longest gap {} ms, {} anomalies; result in {}",
+        result.ops.values().sum::<u64>(),
+        result.ops,
+        result.faults_injected,
+        result.availability,
+        result.longest_gap_ms,
+        result.anomaly_count,
+        args.out.display()
+    );
+    if !result.valid {
+        for (class, found) in result.anomalies.iter().filter(|(_, c)| c.count > 0) {
+            eprintln!("{class}: {}", found.count);
+            for example in &found.examples {
+                eprintln!("  partition {}: {}", example.partition, example.detail);
+            }
+        }
+        return Err(bench_harness::BenchError::Other(format!(
+            "{} anomalies (see {})",
+            result.anomaly_count,
+            args.out.display()
         )));
     }
     Ok(())

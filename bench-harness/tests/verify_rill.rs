@@ -1,0 +1,121 @@
+//! `rill-bench verify` end to end: the real binary starts 3 local rill
+//! brokers, runs the queue workload on librdkafka while SIGKILLing a
+//! random node or a partition leader every few seconds, and checks the
+//! history; once with idempotent producers, once with transactions. A test
+//! fails on any anomaly (the binary exits 1), and also unless faults were
+//! really injected and writes were acknowledged after the first one, so it
+//! cannot pass with an idle nemesis or a dead cluster.
+
+mod common;
+
+use common::{bench, read_json, rill_bin, scratch_dir};
+use std::sync::Mutex;
+
+/// One 3-broker cluster at a time: the two tests would otherwise share the
+/// host's cores and each measure the other's load.
+static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Runs `verify` with SIGKILL faults for `duration_s` (plus `extra`
+/// flags), asserts a clean, really faulted run, and returns the result.
+fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
+    let _one = ONE_CLUSTER_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let dir = scratch_dir();
+    let out = dir.path().join("verify.json");
+    let cluster = dir.path().join("cluster");
+    let rill = rill_bin();
+    let duration = duration_s.to_string();
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "verify".as_ref(),
+        "--rill".as_ref(),
+        rill.as_os_str(),
+        "--dir".as_ref(),
+        cluster.as_os_str(),
+        "--brokers".as_ref(),
+        "3".as_ref(),
+        "--duration-s".as_ref(),
+        duration.as_ref(),
+        "--faults".as_ref(),
+        "kill".as_ref(),
+        "--fault-interval-ms".as_ref(),
+        "3000".as_ref(),
+        "--fault-duration-ms".as_ref(),
+        "3000".as_ref(),
+        "--drain-s".as_ref(),
+        "20".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let output = bench(args);
+    let result = read_json(&out);
+    // The figures, for `--nocapture` and for a failure's report.
+    eprintln!("{}", String::from_utf8_lossy(&output.stdout));
+    let summary = serde_json::to_string_pretty(&result).unwrap();
+    assert_eq!(result["valid"], true, "{summary}");
+    assert_eq!(result["anomaly_count"], 0, "{summary}");
+    for class in [
+        "lost-write",
+        "duplicate",
+        "inconsistent-offsets",
+        "poll-skip",
+        "nonmonotonic-poll",
+        "nonmonotonic-send",
+        "unseen",
+        "lost-commit",
+        "G1a",
+        "precommitted-read",
+    ] {
+        assert_eq!(result["anomalies"][class]["count"], 0, "{class}: {summary}");
+    }
+    let faults = result["faults"].as_array().unwrap();
+    assert!(faults.len() >= 2, "too few faults injected: {summary}");
+    assert!(faults.iter().all(|f| f["kind"] == "kill"), "{summary}");
+    assert!(
+        result["acknowledged_after_first_fault"].as_u64().unwrap() > 0,
+        "nothing acknowledged after the first fault: {summary}"
+    );
+    assert!(result["ops"]["send-ok"].as_u64().unwrap() > 0, "{summary}");
+    assert!(result["ops"]["poll"].as_u64().unwrap() > 0, "{summary}");
+    assert!(
+        result["ops"]["commit-ok"].as_u64().unwrap() > 0,
+        "{summary}"
+    );
+    assert!(result["availability"].as_f64().unwrap() > 0.0, "{summary}");
+    result
+}
+
+#[test]
+fn queue_workload_under_sigkill_has_no_anomaly() {
+    verify_under_sigkill(30, &[]);
+}
+
+#[test]
+fn transactional_queue_under_sigkill_has_no_anomaly() {
+    let result = verify_under_sigkill(20, &["--transactional"]);
+    // Both fates happened, so G1a and lost-write were both at stake.
+    let summary = serde_json::to_string_pretty(&result["ops"]).unwrap();
+    assert!(
+        result["ops"]["txn-commit"].as_u64().unwrap_or(0) > 0,
+        "{summary}"
+    );
+    assert!(
+        result["ops"]["txn-abort"].as_u64().unwrap_or(0) > 0,
+        "{summary}"
+    );
+}
+
+#[test]
+fn zero_partitions_is_refused_before_any_connection() {
+    let output = std::process::Command::new(common::BENCH_BIN)
+        .args(["verify", "--bootstrap", "127.0.0.1:1", "--partitions", "0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--partitions must be at least 1"),
+        "{stderr}"
+    );
+}
