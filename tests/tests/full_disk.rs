@@ -9,6 +9,12 @@
 //! commit (`__consumer_offsets` writes below the data reserve); a topic can
 //! be created and another deleted (the metadata log has its own reserve);
 //! and produce resumes by itself once the deletion freed space.
+//!
+//! The same with three brokers whose disks fill together (RF 3,
+//! `min.insync.replicas=2`): no broker stops, refusals are
+//! KAFKA_STORAGE_ERROR, NOT_ENOUGH_REPLICAS or a timeout (acks=all waiting
+//! on followers that cannot write), nothing acknowledged is lost, and
+//! produce resumes once the deletion freed space on every disk.
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -32,9 +38,20 @@ const IN_FLIGHT: u32 = 8;
 /// Partitions of the filled topic.
 const PARTITIONS: i32 = 3;
 
-/// What a producer saw: acknowledged values' (producer, number), and
-/// whether it met a refusal (a KAFKA_STORAGE_ERROR: anything else fails).
+/// What a producer saw: acknowledged values' (producer, number), until it
+/// met a refusal (a KAFKA_STORAGE_ERROR: anything else fails).
 async fn fill(producer: FutureProducer, id: u32, topic: String, keyed: bool) -> Vec<(u32, u32)> {
+    fill_until(producer, id, topic, keyed, is_storage_error).await
+}
+
+/// [`fill`] with the refusals `refusal` accepts.
+async fn fill_until(
+    producer: FutureProducer,
+    id: u32,
+    topic: String,
+    keyed: bool,
+    refusal: fn(&KafkaError) -> bool,
+) -> Vec<(u32, u32)> {
     let mut acknowledged = Vec::new();
     let started = Instant::now();
     for round in 0.. {
@@ -62,7 +79,7 @@ async fn fill(producer: FutureProducer, id: u32, topic: String, keyed: bool) -> 
             match delivery.await {
                 Ok(_) => acknowledged.push((id, number)),
                 Err((e, _)) => {
-                    assert!(is_storage_error(&e), "producer {id}: refused with {e}");
+                    assert!(refusal(&e), "producer {id}: refused with {e}");
                     refused = true;
                 }
             }
@@ -96,19 +113,16 @@ fn is_storage_error(e: &KafkaError) -> bool {
     e.rdkafka_error_code() == Some(RDKafkaErrorCode::KafkaStorageError)
 }
 
-/// Reads `topic` back and checks every acknowledged record is there.
+/// Reads `topic` back to its end and checks every acknowledged record is
+/// there. To the end, not to a count: a send that timed out may still be
+/// written, and a read that stops at the acknowledged count would miss
+/// acknowledged records behind it.
 fn assert_readable(bootstrap: &str, topic: &str, acknowledged: &[(u32, u32)]) {
-    let read: std::collections::HashSet<(u32, u32)> = rill_tests::kafka::consume_all(
-        bootstrap,
-        topic,
-        PARTITIONS,
-        acknowledged.len(),
-        Duration::from_secs(30),
-        &[],
-    )
-    .into_iter()
-    .map(|r| id_of(&r.value.expect("a value")))
-    .collect();
+    let read: std::collections::HashSet<(u32, u32)> =
+        rill_tests::kafka::consume_to_end(bootstrap, topic, PARTITIONS, Duration::from_secs(30))
+            .into_iter()
+            .map(|r| id_of(&r.value.expect("a value")))
+            .collect();
     for id in acknowledged {
         assert!(read.contains(id), "acknowledged {id:?} not readable");
     }
@@ -251,6 +265,16 @@ fn four_producers_fill_a_64_mib_disk() {
 }
 
 #[test]
+fn one_producer_fills_a_128_mib_disk() {
+    full_disk(128, 1, &[]);
+}
+
+#[test]
+fn four_producers_fill_a_128_mib_disk() {
+    full_disk(128, 4, &[]);
+}
+
+#[test]
 fn sixteen_producers_fill_a_128_mib_disk() {
     full_disk(128, 16, &[]);
 }
@@ -271,4 +295,167 @@ fn the_cleaner_runs_while_the_disk_fills() {
             ("min.cleanable.dirty.ratio", "0.01"),
         ],
     );
+}
+
+/// A replicated partition on full disks refuses with KAFKA_STORAGE_ERROR
+/// (the leader's disk), NOT_ENOUGH_REPLICAS (the followers' disks refused
+/// their copies and they left the ISR), or times out (acks=all waiting on
+/// followers that cannot write, before they leave the ISR).
+fn is_full_cluster_refusal(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::KafkaStorageError
+                | RDKafkaErrorCode::NotEnoughReplicas
+                | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
+                | RDKafkaErrorCode::RequestTimedOut
+        )
+    )
+}
+
+/// Three brokers (each a voter) with their data dirs on three small file
+/// systems; logs on the main disk.
+fn cluster_on(disks: &[SmallFs], log_dirs: &[tempfile::TempDir]) -> Vec<Broker> {
+    let voters: Vec<String> = (1..=disks.len())
+        .map(|id| format!("{id}@127.0.0.1:{}", rill_tests::free_port()))
+        .collect();
+    let voters = voters.join(",");
+    (disks.iter().zip(log_dirs))
+        .enumerate()
+        .map(|(i, (fs, log_dir))| {
+            let id = (i + 1).to_string();
+            let args = [
+                "--cores",
+                "1",
+                "--node-id",
+                &id,
+                "--controller-quorum-voters",
+                &voters,
+            ];
+            Broker::start_logging_to(RILL, &fs.dir("data"), log_dir.path(), &args)
+        })
+        .collect()
+}
+
+#[test]
+fn three_brokers_whose_disks_fill_together_stay_up_and_resume() {
+    let mut disks = Vec::new();
+    for _ in 0..3 {
+        match SmallFs::mount(128) {
+            Ok(fs) => disks.push(fs),
+            Err(why) => return rill_tests::skipped(&format!("no small file system here ({why})")),
+        }
+    }
+    let log_dirs: Vec<_> = (0..3).map(|_| rill_tests::data_dir()).collect();
+    let mut brokers = cluster_on(&disks, &log_dirs);
+    for broker in &brokers {
+        rill_tests::cluster::wait_for(
+            "every broker to list all three",
+            Duration::from_secs(60),
+            || {
+                let (_, ids) = rill_tests::cluster::describe_cluster(broker).ok()?;
+                (ids == [1, 2, 3]).then_some(())
+            },
+        );
+    }
+    let bootstrap: String = (brokers.iter().map(Broker::bootstrap))
+        .collect::<Vec<_>>()
+        .join(",");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let replicated = [("min.insync.replicas", "2")];
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "spare",
+        1,
+        3,
+        &replicated,
+    ));
+    let spare = rill_tests::kafka::producer_without_retries(&bootstrap);
+    let spare_records: Vec<(Option<Vec<u8>>, Vec<u8>)> =
+        (0..512).map(|n| (None, value_of(99, n))).collect();
+    runtime.block_on(rill_tests::kafka::produce_all(
+        &spare,
+        "spare",
+        &spare_records,
+        Some(0),
+    ));
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "full",
+        PARTITIONS,
+        3,
+        &replicated,
+    ));
+    commit_offsets(&bootstrap, "readers", "full", 0);
+    let tasks: Vec<_> = (0..4)
+        .map(|id| {
+            let producer = rill_tests::kafka::producer_without_retries(&bootstrap);
+            runtime.spawn(fill_until(
+                producer,
+                id,
+                "full".into(),
+                false,
+                is_full_cluster_refusal,
+            ))
+        })
+        .collect();
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.extend(runtime.block_on(task).expect("producer task"));
+    }
+    for broker in brokers.iter_mut() {
+        assert!(broker.is_running(), "a broker stopped:\n{}", broker.log());
+    }
+    assert!(!acknowledged.is_empty());
+    assert_readable(&bootstrap, "full", &acknowledged);
+    commit_offsets(&bootstrap, "readers", "full", 1);
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &bootstrap,
+        "created",
+        1,
+        &[],
+    ));
+    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(&bootstrap)
+        .create()
+        .expect("admin");
+    for result in runtime
+        .block_on(admin.delete_topics(&["spare"], &AdminOptions::new()))
+        .expect("delete_topics")
+    {
+        result.expect("spare deleted");
+    }
+    let number = resume_after_deletion(&runtime, &bootstrap, &disks);
+    acknowledged.push((0, number));
+    assert_readable(&bootstrap, "full", &acknowledged);
+    for broker in brokers.iter_mut() {
+        assert!(broker.is_running(), "a broker stopped:\n{}", broker.log());
+    }
+}
+
+/// Produces one record at a time to partition 0 of `full` until one is
+/// acknowledged (within 60 s: the followers catch up and rejoin the ISR);
+/// its number.
+fn resume_after_deletion(
+    runtime: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    disks: &[SmallFs],
+) -> u32 {
+    let producer = rill_tests::kafka::producer_without_retries(bootstrap);
+    let resumed = Instant::now();
+    for number in 1_000_000.. {
+        let value = value_of(0, number);
+        let record: FutureRecord<'_, String, Vec<u8>> =
+            FutureRecord::to("full").payload(&value).partition(0);
+        match runtime.block_on(producer.send(record, Duration::from_secs(15))) {
+            Ok(_) => return number,
+            Err((e, _)) => assert!(is_full_cluster_refusal(&e), "refused with {e}"),
+        }
+        let free: Vec<u64> = disks.iter().map(SmallFs::free_bytes).collect();
+        assert!(
+            resumed.elapsed() < Duration::from_secs(60),
+            "produce did not resume within 60 s of the deletion (free bytes {free:?})"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    unreachable!("the loop returns or fails")
 }
