@@ -19,7 +19,7 @@ use crate::error::{BenchError, Result};
 use crate::kafka::batch::{walk_batches, BatchBuilder};
 use crate::kafka::client::{
     connect_any, create_topics_with_configs, fetch_metadata, is_retriable_leader_error,
-    list_offsets, topic_name, ClusterMetadata, LATEST_TIMESTAMP,
+    list_offsets, topic_layout_from_any, topic_name, ClusterMetadata, LATEST_TIMESTAMP,
 };
 use crate::kafka::connection::Connection;
 use crate::runner::consumer::fetch_request;
@@ -165,21 +165,7 @@ impl Shared {
 
 /// The partition's leader and ISR from any live broker.
 async fn partition_state(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
-    let connection = connect_any(
-        bootstrap,
-        "rill-bench-failover-meta",
-        Duration::from_secs(1),
-    )
-    .await
-    .ok()?;
-    let metadata = tokio::time::timeout(
-        Duration::from_secs(2),
-        fetch_metadata(&connection, &[topic.to_string()]),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    let layout = metadata.topics.iter().find(|t| t.name == topic)?;
+    let layout = topic_layout_from_any(bootstrap, "rill-bench-failover-meta", topic).await?;
     let mut isr = layout.isr.first()?.clone();
     isr.sort_unstable();
     Some((*layout.leaders.first()?, isr))

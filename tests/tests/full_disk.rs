@@ -128,6 +128,32 @@ fn assert_readable(bootstrap: &str, topic: &str, acknowledged: &[(u32, u32)]) {
     }
 }
 
+/// What must go on with the disk full: reads, offset commits, topic
+/// creation, and the deletion of `spare` (which frees space).
+fn on_the_full_disk(
+    runtime: &tokio::runtime::Runtime,
+    bootstrap: &str,
+    acknowledged: &[(u32, u32)],
+) {
+    assert_readable(bootstrap, "full", acknowledged);
+    commit_offsets(bootstrap, "readers", "full", 1);
+    runtime.block_on(rill_tests::kafka::create_topic(
+        bootstrap,
+        "created",
+        1,
+        &[],
+    ));
+    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(bootstrap)
+        .create()
+        .expect("admin");
+    for result in runtime
+        .block_on(admin.delete_topics(&["spare"], &AdminOptions::new()))
+        .expect("delete_topics")
+    {
+        result.expect("spare deleted");
+    }
+}
+
 /// Commits an offset for each partition of `topic` in group `group` and
 /// reads it back.
 fn commit_offsets(bootstrap: &str, group: &str, topic: &str, offset: i64) {
@@ -200,23 +226,7 @@ fn full_disk(size_mib: u64, producers: u32, configs: &[(&str, &str)]) {
     assert!(!acknowledged.is_empty());
 
     // On the full disk: reads, offset commits, topic creation and deletion.
-    assert_readable(&bootstrap, "full", &acknowledged);
-    commit_offsets(&bootstrap, "readers", "full", 1);
-    runtime.block_on(rill_tests::kafka::create_topic(
-        &bootstrap,
-        "created",
-        1,
-        &[],
-    ));
-    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(&bootstrap)
-        .create()
-        .expect("admin");
-    for result in runtime
-        .block_on(admin.delete_topics(&["spare"], &AdminOptions::new()))
-        .expect("delete_topics")
-    {
-        result.expect("spare deleted");
-    }
+    on_the_full_disk(&runtime, &bootstrap, &acknowledged);
 
     // The deletion freed space: produce resumes by itself.
     let producer = rill_tests::kafka::producer_without_retries(&bootstrap);
@@ -407,23 +417,7 @@ fn three_brokers_whose_disks_fill_together_stay_up_and_resume() {
         assert!(broker.is_running(), "a broker stopped:\n{}", broker.log());
     }
     assert!(!acknowledged.is_empty());
-    assert_readable(&bootstrap, "full", &acknowledged);
-    commit_offsets(&bootstrap, "readers", "full", 1);
-    runtime.block_on(rill_tests::kafka::create_topic(
-        &bootstrap,
-        "created",
-        1,
-        &[],
-    ));
-    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(&bootstrap)
-        .create()
-        .expect("admin");
-    for result in runtime
-        .block_on(admin.delete_topics(&["spare"], &AdminOptions::new()))
-        .expect("delete_topics")
-    {
-        result.expect("spare deleted");
-    }
+    on_the_full_disk(&runtime, &bootstrap, &acknowledged);
     let number = resume_after_deletion(&runtime, &bootstrap, &disks);
     acknowledged.push((0, number));
     assert_readable(&bootstrap, "full", &acknowledged);

@@ -71,6 +71,28 @@ pub async fn connect_any(
     }
     Err(last_error.unwrap_or_else(|| BenchError::Other("no bootstrap broker".into())))
 }
+/// `topic`'s layout from the first broker of `bootstrap` that answers
+/// within a second, its Metadata within two; `None` otherwise. For probes
+/// run while brokers are being killed (the failover measurement, the
+/// verify nemesis): a dead broker costs a second, never a hang.
+pub async fn topic_layout_from_any(
+    bootstrap: &str,
+    client_id: &str,
+    topic: &str,
+) -> Option<TopicLayout> {
+    let connection = connect_any(bootstrap, client_id, Duration::from_secs(1))
+        .await
+        .ok()?;
+    let metadata = tokio::time::timeout(
+        Duration::from_secs(2),
+        fetch_metadata(&connection, &[topic.to_string()]),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    metadata.topics.into_iter().find(|t| t.name == topic)
+}
+
 /// ListOffsets timestamps with special meaning.
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;

@@ -10,7 +10,7 @@ use super::history::FaultWindow;
 use super::recorder::Recorder;
 use crate::cluster::LocalCluster;
 use crate::error::{BenchError, Result};
-use crate::kafka::client::{connect_any, fetch_metadata};
+use crate::kafka::client::topic_layout_from_any;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use std::time::Duration;
@@ -69,21 +69,8 @@ async fn random_leader(
     topic: &str,
     rng: &mut SmallRng,
 ) -> Option<(i32, i32)> {
-    let connection = connect_any(
-        &cluster.bootstrap(),
-        "rill-bench-verify-nemesis",
-        Duration::from_secs(1),
-    )
-    .await
-    .ok()?;
-    let metadata = tokio::time::timeout(
-        Duration::from_secs(2),
-        fetch_metadata(&connection, &[topic.to_string()]),
-    )
-    .await
-    .ok()?
-    .ok()?;
-    let layout = metadata.topics.first()?;
+    let layout =
+        topic_layout_from_any(&cluster.bootstrap(), "rill-bench-verify-nemesis", topic).await?;
     if layout.leaders.is_empty() {
         return None;
     }
