@@ -76,10 +76,13 @@ fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
         result["acknowledged_after_first_fault"].as_u64().unwrap() > 0,
         "nothing acknowledged after the first fault: {summary}"
     );
-    assert!(result["ops"]["send-ok"].as_u64().unwrap() > 0, "{summary}");
-    assert!(result["ops"]["poll"].as_u64().unwrap() > 0, "{summary}");
     assert!(
-        result["ops"]["commit-ok"].as_u64().unwrap() > 0,
+        result["ops"]["send-ok"].as_u64().unwrap_or(0) > 0,
+        "{summary}"
+    );
+    assert!(result["ops"]["poll"].as_u64().unwrap_or(0) > 0, "{summary}");
+    assert!(
+        result["ops"]["commit-ok"].as_u64().unwrap_or(0) > 0,
         "{summary}"
     );
     assert!(result["availability"].as_f64().unwrap() > 0.0, "{summary}");
@@ -93,7 +96,9 @@ fn queue_workload_under_sigkill_has_no_anomaly() {
 
 #[test]
 fn transactional_queue_under_sigkill_has_no_anomaly() {
-    let result = verify_under_sigkill(20, &["--transactional"]);
+    // 30 s, as the queue's: in 20 s of kills every 3 s the group's
+    // coordinator was once down or moving for every one-second commit.
+    let result = verify_under_sigkill(30, &["--transactional"]);
     // Both fates happened, so G1a and lost-write were both at stake.
     let summary = serde_json::to_string_pretty(&result["ops"]).unwrap();
     assert!(
