@@ -4,7 +4,8 @@
 # load generator never competes with the broker.
 #
 # usage: core_scaling.sh RILL RILL_BENCH OUT_DIR [CORE_COUNTS...]
-# env: RILL_ARGS (extra broker flags, e.g. "--flush-policy os"), ACKS (default all)
+# env: RILL_ARGS (extra broker flags, e.g. "--flush-policy os"), ACKS (default all),
+#      PRODUCERS and CONSUMERS (default 4 each)
 set -euo pipefail
 RILL=$1; BENCH=$2; OUT=$3; shift 3
 COUNTS=${*:-1 2 4 8}
@@ -20,11 +21,23 @@ for n in $COUNTS; do
   sleep 2
   taskset -c "$n-$((NPROC - 1))" "$BENCH" run --bootstrap 127.0.0.1:39092 \
     --topics 1 --partitions $((n * 8)) --message-size 1024 \
-    --producers 4 --consumers 4 --rate 0 --acks "${ACKS:-all}" \
+    --producers "${PRODUCERS:-4}" --consumers "${CONSUMERS:-4}" --rate 0 --acks "${ACKS:-all}" \
+    --broker-pid "$pid" \
     --warmup-s 3 --duration-s 15 --topic-prefix "scale$n" \
     --out "$OUT/scale-$n.json" --label "cores-$n" --quiet > "$OUT/bench-$n.out" 2>&1 || true
   kill -TERM "$pid" || true
   wait "$pid" || true
   rm -rf "$data"
-  python3 -c "import json;r=json.load(open('$OUT/scale-$n.json'));s=r.get('summary',r);print('cores',$n,'produce MB/s',round(s['produce']['mb_per_s'],1),'consume MB/s',round(s['consume']['mb_per_s'],1),'publish p99 us',s['publish_latency_us']['p99_us'])" || tail -5 "$OUT/bench-$n.out"
+  python3 - "$OUT/scale-$n.json" "$n" <<'PY' || tail -5 "$OUT/bench-$n.out"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r.get("summary", r)
+cpu = s.get("broker_cpu") or {}
+print("cores", sys.argv[2],
+      "produce MB/s", round(s["produce"]["mb_per_s"], 1),
+      "consume MB/s", round(s["consume"]["mb_per_s"], 1),
+      "publish p99 us", s["publish_latency_us"]["p99_us"],
+      "broker cores busy", round(cpu.get("cores_busy") or 0, 2),
+      "broker CPU-s/GB produced", round(cpu.get("cpu_s_per_gb_produced") or 0, 2))
+PY
 done

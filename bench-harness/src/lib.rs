@@ -33,8 +33,11 @@
 //! - [`verify`]: a Jepsen-style check of the Kafka queue workload
 //!   (rdkafka clients, a SIGKILL/SIGSTOP nemesis on a local cluster, a
 //!   pure history checker with `jepsen.tests.kafka`'s anomaly names).
+//! - [`app`]: the `rill-bench` command line (the root package's binary
+//!   calls [`app::main`]).
 //! - [`error`]: the crate's error type.
 
+pub mod app;
 pub mod broker_cpu;
 pub mod cli;
 pub mod cluster;

@@ -1,4 +1,5 @@
-//! Helpers for the tests that run against the real rill broker: find the
+//! Helpers for `rill-bench`'s tests against the real rill broker (targets
+//! of the root package, so Cargo builds both binaries for them): the
 //! `rill` binary, start `rill serve` on free ports with a scratch data dir
 //! (killed and removed on drop), scratch dirs under the target dir, and run
 //! the real `rill-bench` binary.
@@ -12,25 +13,20 @@ use std::time::{Duration, Instant};
 /// The `rill-bench` binary Cargo built for these tests.
 pub const BENCH_BIN: &str = env!("CARGO_BIN_EXE_rill-bench");
 
-/// The target profile dir (`<target>/debug`), where `rill` lives too.
+/// The target profile dir (`<target>/debug`), where both binaries live.
 fn profile_dir() -> PathBuf {
     Path::new(BENCH_BIN)
         .parent()
         .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/debug"))
 }
 
-/// `$RILL_BIN`, else `rill` next to `rill-bench` in the target dir. A missing
-/// binary fails the test: these tests never skip silently.
+/// `$RILL_BIN`, else the `rill` Cargo built for these tests.
 pub fn rill_bin() -> PathBuf {
     let bin = std::env::var_os("RILL_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| profile_dir().join("rill"));
-    assert!(
-        bin.is_file(),
-        "no rill broker binary at {}: run `cargo build -p rill` first (or set RILL_BIN)",
-        bin.display()
-    );
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rill")));
+    assert!(bin.is_file(), "no rill broker binary at {}", bin.display());
     bin
 }
 

@@ -42,7 +42,8 @@ fn an_omb_workload_runs_and_writes_omb_result_json() {
     let dir = scratch_dir();
     let workload = dir.path().join("workload.yaml");
     std::fs::write(&workload, WORKLOAD).unwrap();
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/omb/driver-rill.yaml");
+    let driver =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-harness/workloads/omb/driver-rill.yaml");
     let out = dir.path().join("omb.json");
     let output = bench([
         "omb".as_ref(),

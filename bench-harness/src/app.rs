@@ -1,20 +1,15 @@
-//! `rill-bench`: the command-line front of the harness. See the library
-//! (`bench_harness`) for the modules; this file only parses arguments and
-//! dispatches.
+//! `rill-bench`'s command line: argument parsing and dispatch to the
+//! modules. It lives in the library so that the root package's
+//! `rill-bench` binary (`src/bin/rill-bench.rs`) is one call, and
+//! `cargo install --path .` installs it beside `rill`.
 
-/// The broker's allocator: the load generator shares the host's cores with
-/// the broker it measures, so its allocations should cost no more than
-/// they must.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-use bench_harness::broker_cpu::CpuSource;
-use bench_harness::cli::WorkloadArgs;
-use bench_harness::compare::{compare, parse_target, CompareReport};
-use bench_harness::report::{html, report_files, text};
-use bench_harness::runner::{run_workload, RunOptions};
-use bench_harness::workload::Workload;
-use bench_harness::{
+use crate::broker_cpu::CpuSource;
+use crate::cli::WorkloadArgs;
+use crate::compare::{compare, parse_target, CompareReport};
+use crate::report::{html, report_files, text};
+use crate::runner::{run_workload, RunOptions};
+use crate::workload::Workload;
+use crate::{
     cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, verify, Result,
 };
 use clap::{Args, Parser, Subcommand};
@@ -30,7 +25,7 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     #[command(flatten)]
-    security: bench_harness::kafka::security::SecurityArgs,
+    security: crate::kafka::security::SecurityArgs,
 }
 
 #[derive(Subcommand)]
@@ -137,9 +132,10 @@ struct CompareArgs {
     quiet: bool,
 }
 
-fn main() {
+/// Parses the command line and runs it; exits 1 with the error on failure.
+pub fn main() {
     let cli = Cli::parse();
-    let outcome = bench_harness::kafka::security::configure(&cli.security)
+    let outcome = crate::kafka::security::configure(&cli.security)
         .and_then(|()| dispatch(cli.command, &cli.security.security_protocol));
     if let Err(error) = outcome {
         eprintln!("rill-bench: {error}");
@@ -233,7 +229,7 @@ fn run_against_null_sink(
     // The sink child speaks PLAINTEXT only, and every connection
     // of this process speaks the chosen protocol.
     if !security_protocol.eq_ignore_ascii_case("PLAINTEXT") {
-        return Err(bench_harness::BenchError::Other(format!(
+        return Err(crate::BenchError::Other(format!(
             "--against-null-sink needs --security-protocol PLAINTEXT, not {security_protocol}"
         )));
     }
@@ -278,7 +274,7 @@ fn failover_command(args: &failover::FailoverArgs) -> Result<()> {
     println!("{}", failover::summary(&report));
     eprintln!("result: {}", args.out.display());
     if report.lost_records > 0 {
-        return Err(bench_harness::BenchError::Other(format!(
+        return Err(crate::BenchError::Other(format!(
             "{} acknowledged records lost",
             report.lost_records
         )));
@@ -307,7 +303,7 @@ fn verify_command(args: &verify::VerifyArgs) -> Result<()> {
                 eprintln!("  partition {}: {}", example.partition, example.detail);
             }
         }
-        return Err(bench_harness::BenchError::Other(format!(
+        return Err(crate::BenchError::Other(format!(
             "{} anomalies (see {})",
             result.anomaly_count,
             args.out.display()
