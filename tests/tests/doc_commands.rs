@@ -4,9 +4,10 @@
 //!
 //! Each document runs in a fresh directory with the `rill` and `rill-bench`
 //! that Cargo built first on `PATH` (where `cargo install --path .` puts
-//! them for a user). A shell block runs in `bash -e`; what it starts with
-//! `&` keeps running for the document's later blocks, as it would in a
-//! terminal, and the whole document's processes are stopped at its end.
+//! them for a user). Its shell blocks run in one `bash` (with `-e`), so
+//! what a block starts with `&`, its variables and its job numbers
+//! (`kill %1`) stay for the later blocks, as in a terminal; a Python block
+//! runs in `python3`. Everything a document started is stopped at its end.
 //! A block that fails or runs past its time fails the test with the
 //! document, the line and what the block printed.
 //!
@@ -14,18 +15,24 @@
 //! document whose ports are taken on this host is skipped, by reason.
 
 use rill_tests::{data_dir, skipped};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 /// The documents whose runnable blocks run, and the ports their commands
 /// bind as written.
-const DOCUMENTS: &[(&str, &[u16])] = &[("README.md", &[9092, 9093, 9644])];
+const DOCUMENTS: &[(&str, &[u16])] = &[
+    (
+        "README.md",
+        &[9092, 9093, 9192, 9193, 9292, 9293, 9644, 9645, 9646],
+    ),
+    ("docs/security.md", &[9092, 9093, 9094, 9644]),
+];
 
 /// No documented command should take longer than this on a 2-core host.
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -76,97 +83,155 @@ fn runnable_blocks(markdown: &str) -> Vec<Block> {
     blocks
 }
 
-/// The command that runs `block`, or `None` for a language no runner knows.
-fn block_command(block: &Block) -> Option<Command> {
-    let mut command = match block.language.as_str() {
-        "sh" | "bash" | "shell" => {
-            let mut shell = Command::new("bash");
-            shell.arg("-e").arg("-c").arg(&block.code);
-            shell
-        }
-        "python" | "python3" => {
-            let mut python = Command::new("python3");
-            python.arg("-c").arg(&block.code);
-            python
-        }
-        _ => return None,
-    };
-    command.stdin(Stdio::null());
-    Some(command)
+/// How a block ended.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Succeeded,
+    Failed(String),
+    TimedOut,
 }
 
-/// The processes of one document: a placeholder leader whose process group
-/// every block joins, so that what a block leaves running in the background
-/// is stopped with the document.
+/// One document's terminal: a `bash -e` reading commands from a pipe, the
+/// leader of a process group that every block and everything they start
+/// joins, so that all of it is stopped with the document.
 struct Session {
-    leader: Child,
+    shell: Child,
+    commands: ChildStdin,
     dir: PathBuf,
     path: String,
+    log_path: PathBuf,
+    blocks_run: usize,
 }
 
 impl Session {
     fn start(dir: &Path) -> Session {
-        let leader = Command::new("sleep")
-            .arg("3600")
-            .process_group(0)
-            .spawn()
-            .expect("start the session's process group");
         let bin_dir = Path::new(RILL).parent().expect("the binary's dir");
         let path = format!(
             "{}:{}",
             bin_dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        let log_path = dir.join("terminal.log");
+        let log = std::fs::File::create(&log_path).expect("terminal log");
+        let mut shell = Command::new("bash")
+            .arg("-e")
+            .current_dir(dir)
+            .env("PATH", &path)
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone().expect("terminal log"))
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .expect("start bash");
+        let commands = shell.stdin.take().expect("bash's stdin");
         Session {
-            leader,
+            shell,
+            commands,
             dir: dir.to_path_buf(),
             path,
+            log_path,
+            blocks_run: 0,
         }
     }
 
-    /// Runs `block` to its end: its exit status and everything it printed.
-    fn run(&self, mut command: Command) -> (Option<std::process::ExitStatus>, String) {
-        let log_path = self.dir.join("block.log");
-        let log = std::fs::File::create(&log_path).expect("block log");
-        let mut child = command
+    /// Runs `block` to its end: how it ended and what was printed while it
+    /// ran (what it started in the background included).
+    fn run(&mut self, block: &Block) -> (Outcome, String) {
+        let from = std::fs::metadata(&self.log_path).map_or(0, |m| m.len());
+        let outcome = match block.language.as_str() {
+            "sh" | "bash" | "shell" => self.run_shell(&block.code),
+            "python" | "python3" => self.run_python(&block.code),
+            other => Outcome::Failed(format!("no runner for `{other}`")),
+        };
+        let mut output = String::new();
+        if let Ok(mut log) = std::fs::File::open(&self.log_path) {
+            let _ = log.seek(SeekFrom::Start(from));
+            let _ = log.read_to_string(&mut output);
+        }
+        (outcome, output)
+    }
+
+    /// Sources the block in the session's shell, its stdin `/dev/null` (as
+    /// a pasted command that reads stdin would see nothing), then waits
+    /// for the line the shell prints after it.
+    fn run_shell(&mut self, code: &str) -> Outcome {
+        self.blocks_run += 1;
+        let file = self.dir.join(format!(".block-{}.sh", self.blocks_run));
+        std::fs::write(&file, code).expect("write the block");
+        // The block's status is printed too: `bash -e` does not stop at a
+        // last command negated with `!`, whose failure is the point.
+        let done = format!("__rill_doc_block_{}_done__", self.blocks_run);
+        let line = format!("source {} < /dev/null\necho {done} $?\n", file.display());
+        if self.commands.write_all(line.as_bytes()).is_err() {
+            return Outcome::Failed("the shell had exited".into());
+        }
+        let deadline = Instant::now() + BLOCK_TIMEOUT;
+        loop {
+            let log = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+            if let Some(status) = log.lines().find_map(|line| line.strip_prefix(&done)) {
+                return match status.trim() {
+                    "0" => Outcome::Succeeded,
+                    status => Outcome::Failed(format!("the block's status was {status}")),
+                };
+            }
+            if let Ok(Some(status)) = self.shell.try_wait() {
+                return Outcome::Failed(format!("the shell exited with {status}"));
+            }
+            if Instant::now() > deadline {
+                return Outcome::TimedOut;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn run_python(&mut self, code: &str) -> Outcome {
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log_path)
+            .expect("terminal log");
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(code)
             .current_dir(&self.dir)
             .env("PATH", &self.path)
             .env("PYTHONUNBUFFERED", "1")
-            .stdout(log.try_clone().expect("block log"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("terminal log"))
             .stderr(log)
-            .process_group(self.leader.id() as i32)
+            .process_group(self.shell.id() as i32)
             .spawn()
-            .expect("start the block");
+            .expect("start python3");
         let deadline = Instant::now() + BLOCK_TIMEOUT;
-        let status = loop {
-            match child.try_wait().expect("wait for the block") {
-                Some(status) => break Some(status),
+        loop {
+            match child.try_wait().expect("wait for python3") {
+                Some(status) if status.success() => return Outcome::Succeeded,
+                Some(status) => return Outcome::Failed(format!("exited with {status}")),
                 None if Instant::now() > deadline => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    break None;
+                    return Outcome::TimedOut;
                 }
                 None => std::thread::sleep(Duration::from_millis(50)),
             }
-        };
-        let mut output = String::new();
-        let _ = std::fs::File::open(&log_path).and_then(|mut f| f.read_to_string(&mut output));
-        (status, output)
+        }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         // SIGTERM first, so the brokers a document started stop cleanly.
-        let group = self.leader.id() as i32;
+        let group = self.shell.id() as i32;
+        // SAFETY: kill(2) on the session's own process group.
         unsafe {
             libc::kill(-group, libc::SIGTERM);
         }
         std::thread::sleep(Duration::from_secs(2));
+        // SAFETY: as above.
         unsafe {
             libc::kill(-group, libc::SIGKILL);
         }
-        let _ = self.leader.wait();
+        let _ = self.shell.wait();
     }
 }
 
@@ -187,34 +252,20 @@ fn run_document(document: &str, ports: &[u16]) -> Vec<String> {
         return Vec::new();
     }
     let dir = data_dir();
-    let session = Session::start(dir.path());
-    let mut failures = Vec::new();
+    let mut session = Session::start(dir.path());
     for block in &blocks {
-        let Some(command) = block_command(block) else {
-            failures.push(format!(
-                "{document}:{}: no runner for `{}`",
-                block.line, block.language
-            ));
-            continue;
-        };
-        let (status, output) = session.run(command);
-        let failed = match status {
-            Some(status) if status.success() => None,
-            Some(status) => Some(format!("exited with {status}")),
-            None => Some(format!("ran past {BLOCK_TIMEOUT:?}")),
-        };
+        let (outcome, output) = session.run(block);
         eprintln!("{document}:{}: {}\n{output}", block.line, block.language);
-        if let Some(why) = failed {
-            failures.push(format!(
-                "{document}:{} ({}) {why}:\n{}\n--- output ---\n{output}",
-                block.line, block.language, block.code
-            ));
+        if outcome != Outcome::Succeeded {
             // Later blocks build on this one; their failures would only
             // repeat it.
-            break;
+            return vec![format!(
+                "{document}:{} ({}) {outcome:?}:\n{}\n--- output ---\n{output}",
+                block.line, block.language, block.code
+            )];
         }
     }
-    failures
+    Vec::new()
 }
 
 #[test]
@@ -261,38 +312,40 @@ fn runnable_blocks_are_found_with_their_language_and_line() {
     );
 }
 
-#[test]
-fn a_failing_block_fails_with_its_output() {
-    let dir = data_dir();
-    let session = Session::start(dir.path());
-    let block = Block {
+fn shell_block(code: &str) -> Block {
+    Block {
         language: "sh".into(),
-        code: "echo before\nfalse\necho after\n".into(),
+        code: code.into(),
         line: 1,
-    };
-    let (status, output) = session.run(block_command(&block).expect("a shell block"));
-    assert!(!status.expect("it ended").success());
-    assert_eq!(output, "before\n", "bash -e stops at the first failure");
+    }
 }
 
 #[test]
-fn what_a_block_starts_in_the_background_lasts_for_the_next_block() {
+fn a_failing_block_fails_with_its_output() {
     let dir = data_dir();
-    let session = Session::start(dir.path());
-    let start = Block {
-        language: "sh".into(),
-        code: "sleep 30 &\necho $! > bg.pid\n".into(),
-        line: 1,
-    };
-    let (status, _) = session.run(block_command(&start).expect("a shell block"));
-    assert!(status.expect("it ended").success());
-    let check = Block {
-        language: "sh".into(),
-        code: "kill -0 \"$(cat bg.pid)\"\n".into(),
-        line: 2,
-    };
-    let (status, output) = session.run(block_command(&check).expect("a shell block"));
-    assert!(status.expect("it ended").success(), "{output}");
+    let mut session = Session::start(dir.path());
+    let (outcome, output) = session.run(&shell_block("echo before\nfalse\necho after\n"));
+    assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+    assert_eq!(output, "before\n", "bash -e stops at the first failure");
+    // A negated last command that succeeds fails its block too.
+    let mut session = Session::start(dir.path());
+    let (outcome, output) = session.run(&shell_block("! true\n"));
+    assert!(
+        matches!(outcome, Outcome::Failed(_)),
+        "{outcome:?}: {output}"
+    );
+}
+
+#[test]
+fn jobs_and_variables_last_from_block_to_block_and_stop_with_the_session() {
+    let dir = data_dir();
+    let mut session = Session::start(dir.path());
+    let start = shell_block("GREETING=hello\nsleep 30 &\necho $! > bg.pid\n");
+    assert_eq!(session.run(&start).0, Outcome::Succeeded);
+    let check = shell_block("kill -0 %1\necho \"$GREETING\"\n");
+    let (outcome, output) = session.run(&check);
+    assert_eq!(outcome, Outcome::Succeeded, "{output}");
+    assert!(output.starts_with("hello\n"), "{output}");
     let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
         .expect("pid file")
         .trim()
