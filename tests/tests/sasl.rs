@@ -55,6 +55,14 @@ impl SaslBroker {
 /// SCRAM user `root` (both mechanisms) and `extra` properties; returns once
 /// the bootstrap user is in the quorum.
 fn start(extra: &str) -> SaslBroker {
+    let b = start_with_env(extra, &[]);
+    wait_for_user(&b, "root", 2);
+    b
+}
+
+/// Starts the broker of [`start`] with `envs`, without waiting for the
+/// bootstrap user.
+fn start_with_env(extra: &str, envs: &[(&str, &str)]) -> SaslBroker {
     let dir = data_dir();
     let (plain_port, sasl_port) = (free_port(), free_port());
     let file = dir.path().join("server.properties");
@@ -81,16 +89,14 @@ fn start(extra: &str) -> SaslBroker {
             "--config",
             file.to_str().expect("utf-8 path"),
         ],
-        &[],
+        envs,
     );
-    let b = SaslBroker {
+    SaslBroker {
         broker,
         plain,
         sasl,
         _dir: dir,
-    };
-    wait_for_user(&b, "root", 2);
-    b
+    }
 }
 
 /// Waits until `user` has `mechanisms` SCRAM credentials (bootstrap users
@@ -188,6 +194,37 @@ fn can_log_in(bootstrap: &str, mechanism: &str, user: &str, password: &str) -> b
     consumer
         .fetch_metadata(None, Duration::from_secs(5))
         .is_ok()
+}
+
+/// A client that logs in as a bootstrap user the moment the broker serves
+/// (before the quorum holds the user: the write is held back here) gets
+/// in, as it would on Kafka, where `kafka-storage format --add-scram`
+/// wrote the user before the start; a wrong password still fails.
+#[test]
+fn a_bootstrap_user_logs_in_before_the_quorum_holds_its_credential() {
+    let b = start_with_env("", &[("RILL_FAULT_DELAY_BOOTSTRAP_SCRAM_MS", "600000")]);
+    let credentials = |b: &SaslBroker| {
+        try_describe(b.plain, &[])
+            .expect("describe the SCRAM users")
+            .results
+            .len()
+    };
+    assert_eq!(credentials(&b), 0, "the quorum already holds a user");
+    let bootstrap = b.sasl_bootstrap();
+    for mechanism in ["SCRAM-SHA-512", "SCRAM-SHA-256"] {
+        assert!(
+            can_log_in(&bootstrap, mechanism, "root", "root-secret"),
+            "root could not log in with {mechanism}"
+        );
+        assert!(!can_log_in(&bootstrap, mechanism, "root", "wrong"));
+    }
+    assert!(!can_log_in(
+        &bootstrap,
+        "SCRAM-SHA-512",
+        "nobody",
+        "root-secret"
+    ));
+    assert_eq!(credentials(&b), 0, "the window closed during the test");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

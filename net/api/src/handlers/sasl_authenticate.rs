@@ -17,7 +17,7 @@ use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslAuthenticate
 use kernel::config::sasl::SaslConfig;
 use kernel::error::RequestError;
 use runtimes::Shard;
-use security::sasl::{CredentialSource, ScramCredential, ScramMechanism, Step};
+use security::sasl::{scram, CredentialSource, ScramCredential, ScramMechanism, Step};
 use security::{Principal, Session};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -49,10 +49,21 @@ impl CredentialSource for BrokerCredentials<'_> {
             .map(str::to_string)
     }
 
+    /// The quorum's credential; until the quorum has one, the bootstrap
+    /// user of `rill.sasl.bootstrap.scram` (a fresh salt per exchange). The
+    /// metadata shard writes those users into the quorum just after the
+    /// listeners open, so without this a client that logs in at once (a
+    /// systemd unit's first client, a test) fails its first login, where
+    /// Kafka's `kafka-storage format --add-scram` had them from the start.
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
-        self.image
-            .scram_credential(user, mechanism.record_type())
-            .cloned()
+        if let Some(credential) = self.image.scram_credential(user, mechanism.record_type()) {
+            return Some(credential.clone());
+        }
+        self.config
+            .bootstrap_scram
+            .iter()
+            .find(|b| b.name == user && b.mechanism == mechanism)
+            .map(|b| scram::credential_from_password(mechanism, &b.password, b.iterations))
     }
 }
 

@@ -63,13 +63,25 @@ pub async fn submit(
     commit(shard, request.rpc()).await
 }
 
+/// Fault-injection point for tests: milliseconds to wait before the
+/// bootstrap users are written, holding open the window in which the
+/// listeners serve and the quorum has no credential for them yet.
+pub const FAULT_DELAY_BOOTSTRAP_SCRAM_MS: &str = "RILL_FAULT_DELAY_BOOTSTRAP_SCRAM_MS";
+
 /// Writes the `rill.sasl.bootstrap.scram` users that have no credential of
 /// their mechanism yet into the quorum; retries until the quorum answers.
-/// Runs on the metadata shard.
+/// Runs on the metadata shard. (Until it is done, logins use the file's
+/// users directly: `api`'s `BrokerCredentials`.)
 pub async fn bootstrap(shard: Rc<Shard>) {
     let wanted = &shard.config.sasl.bootstrap_scram;
     if wanted.is_empty() || shard.runtime().quorum.is_none() {
         return;
+    }
+    let delay_ms = std::env::var(FAULT_DELAY_BOOTSTRAP_SCRAM_MS)
+        .ok()
+        .and_then(|value| value.parse::<u64>().ok());
+    if let Some(delay_ms) = delay_ms {
+        glommio::timer::sleep(Duration::from_millis(delay_ms)).await;
     }
     loop {
         let image = shard.runtime().view.image();
