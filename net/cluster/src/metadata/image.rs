@@ -22,6 +22,7 @@
 //! what the record touched, so that applying is not quadratic).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use engine::types::{is_valid_topic_name, TopicId};
 use engine::ProducerIdBlocks;
@@ -132,7 +133,12 @@ pub struct MetadataImage {
     /// The highest broker epoch ever registered, so that an epoch is never
     /// handed out twice, even after its broker unregistered.
     last_broker_epoch: i64,
-    topics: BTreeMap<TopicId, TopicImage>,
+    /// Each topic behind an `Arc`: the image is cloned for every applied
+    /// batch (published to every shard) and every controller decision, and
+    /// with thousands of partitions a deep clone cost milliseconds each time
+    /// (it starved heartbeats while topics were created in bulk). A change
+    /// copies only the topic it touches (`Arc::make_mut`).
+    topics: BTreeMap<TopicId, Arc<TopicImage>>,
     topic_ids: BTreeMap<String, TopicId>,
     producer_ids: ProducerIdBlocks,
     /// Dynamic broker configs by resource name (`""`: every broker's
@@ -230,18 +236,18 @@ impl MetadataImage {
     }
 
     /// Topics by id.
-    pub fn topics(&self) -> &BTreeMap<TopicId, TopicImage> {
+    pub fn topics(&self) -> &BTreeMap<TopicId, Arc<TopicImage>> {
         &self.topics
     }
 
     /// A topic by id.
     pub fn topic(&self, topic_id: &TopicId) -> Option<&TopicImage> {
-        self.topics.get(topic_id)
+        self.topics.get(topic_id).map(Arc::as_ref)
     }
 
     /// A topic by name.
     pub fn topic_by_name(&self, name: &str) -> Option<&TopicImage> {
-        self.topics.get(self.topic_ids.get(name)?)
+        self.topics.get(self.topic_ids.get(name)?).map(Arc::as_ref)
     }
 
     /// A partition.
@@ -252,6 +258,7 @@ impl MetadataImage {
     /// Every partition, in (topic id, partition) order.
     pub fn partitions(&self) -> impl Iterator<Item = (&TopicImage, i32, &PartitionState)> {
         self.topics.values().flat_map(|topic| {
+            let topic: &TopicImage = topic;
             topic
                 .partitions
                 .iter()
@@ -721,7 +728,7 @@ impl MetadataImage {
                     configs: configs.clone(),
                     partitions: BTreeMap::new(),
                 };
-                assert!(self.topics.insert(*topic_id, topic).is_none());
+                assert!(self.topics.insert(*topic_id, Arc::new(topic)).is_none());
                 assert!(self.topic_ids.insert(name.clone(), *topic_id).is_none());
             }
             MetadataRecord::RemoveTopic { topic_id } => {
@@ -893,7 +900,7 @@ impl MetadataImage {
 
     fn topic_mut(&mut self, topic_id: &TopicId) -> &mut TopicImage {
         match self.topics.get_mut(topic_id) {
-            Some(topic) => topic,
+            Some(topic) => Arc::make_mut(topic),
             None => unreachable!("validated: topic {topic_id:?} exists"),
         }
     }

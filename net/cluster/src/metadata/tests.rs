@@ -947,3 +947,56 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
     assert_eq!(after.leader_epoch, state.leader_epoch + 1);
     assert_eq!(after.partition_epoch, state.partition_epoch + 1);
 }
+
+/// A clone of the image shares every topic with its source, and a change
+/// copies only the topic it touches: the image is cloned for every
+/// published batch and every decision, and deep clones of thousands of
+/// partitions starved heartbeats while topics were created in bulk.
+#[test]
+fn a_clone_shares_its_topics_and_a_change_copies_only_the_topic_it_touches() {
+    let mut model = Model::new(false);
+    for broker in 0..3 {
+        model.step(&Op::Register {
+            broker,
+            new_incarnation: false,
+        });
+        model.step(&Op::Heartbeat {
+            broker,
+            caught_up: true,
+            want_fence: false,
+        });
+    }
+    for name in 0..2 {
+        model.step(&Op::CreateTopic {
+            name,
+            partitions: 4,
+            replication_factor: 3,
+            seed: (name, 1),
+        });
+    }
+    let before = model.leader.clone();
+    let shared = |a: &MetadataImage, b: &MetadataImage| -> Vec<bool> {
+        a.topics()
+            .iter()
+            .map(|(id, topic)| std::sync::Arc::ptr_eq(topic, &b.topics()[id]))
+            .collect()
+    };
+    assert_eq!(shared(&before, &model.leader), vec![true, true]);
+    let offset_before = model.log.len();
+    model.step(&Op::AlterIsr {
+        pick: 0,
+        member: 1,
+        stale: 0,
+    });
+    assert!(
+        model.log.len() > offset_before,
+        "the ISR change was committed"
+    );
+    let after = shared(&before, &model.leader);
+    assert_eq!(
+        after.iter().filter(|same| !**same).count(),
+        1,
+        "exactly the changed topic was copied: {after:?}"
+    );
+    assert_ne!(before, model.leader);
+}

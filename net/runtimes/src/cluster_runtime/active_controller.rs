@@ -28,6 +28,9 @@ pub async fn handle(
     shard: &Rc<Shard>,
     request: ControllerRpc,
 ) -> ControllerReply {
+    if let Some(reply) = heartbeat_that_changes_nothing(quorum, shard, &request) {
+        return reply;
+    }
     let _decision = quorum.decisions.lock().await;
     if !quorum.is_leader() {
         return ControllerReply::NotController {
@@ -82,6 +85,39 @@ pub async fn handle(
         Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
         Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
     }
+}
+
+/// A heartbeat that needs no record (the common case: a live broker
+/// staying live) is answered at once, without queueing behind the
+/// decisions in flight. Those wait for their Raft commit, and a burst of
+/// them (thousands of partitions created) held heartbeats back past
+/// `broker.session.timeout.ms`: the fencing timer, next in the queue, then
+/// fenced brokers whose heartbeats were waiting right behind it. Liveness
+/// is the heartbeat's arrival; a heartbeat that would change the image
+/// (unfence, controlled shutdown) or fail takes the decision path.
+fn heartbeat_that_changes_nothing(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    request: &ControllerRpc,
+) -> Option<ControllerReply> {
+    let heartbeat = request.heartbeat()?;
+    if !quorum.is_leader() {
+        return None;
+    }
+    let outcome = quorum.with_image(|image| {
+        let controller = Controller::new(image, &quorum.controller_config);
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        controller.heartbeat(&mut heartbeats, &heartbeat, shard.now_ms())
+    });
+    let outcome = outcome.ok()?;
+    outcome
+        .records
+        .is_empty()
+        .then_some(ControllerReply::Heartbeat {
+            is_caught_up: outcome.is_caught_up,
+            is_fenced: outcome.is_fenced,
+            should_shut_down: outcome.should_shut_down,
+        })
 }
 
 /// The records that make a config set (a topic's, a broker's) `wanted`
@@ -338,11 +374,25 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let cluster = &shard.config.cluster;
     let interval_ms = (cluster.session_timeout_ms / 5).max(50);
     let mut next_rebalance_ms = shard.now_ms() + cluster.leader_imbalance_check_interval_ms;
+    let mut skipped_late_round = false;
     loop {
+        let wake_at_ms = shard.now_ms() + interval_ms;
         glommio::timer::sleep(Duration::from_millis(interval_ms as u64)).await;
         if !quorum.is_leader() {
             continue;
         }
+        // This shard was busy past a whole interval (a burst of metadata
+        // to apply): heartbeats that arrived meanwhile may still sit in
+        // their sockets, behind this timer. Judge sessions next round, once
+        // they had their turn, rather than fence live brokers now; but
+        // never two rounds running, so a dead broker is still fenced on a
+        // shard that is always late.
+        let late = shard.now_ms() - wake_at_ms > interval_ms;
+        if late && !skipped_late_round {
+            skipped_late_round = true;
+            continue;
+        }
+        skipped_late_round = false;
         let _decision = quorum.decisions.lock().await;
         let image = quorum.image();
         let now_ms = shard.now_ms();
@@ -352,14 +402,25 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             controller.fence_stale_brokers(&mut heartbeats, now_ms)
         };
         let records = if !fenced_records.is_empty() {
-            let fenced: Vec<i32> = fenced_records
+            let heartbeats = quorum.heartbeats.borrow();
+            let silent_ms: Vec<(i32, i64)> = fenced_records
                 .iter()
                 .filter_map(|record| match record {
                     MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
                     _ => None,
                 })
+                .map(|id| {
+                    (
+                        id,
+                        now_ms - heartbeats.last_heartbeat_ms(id).unwrap_or(now_ms),
+                    )
+                })
                 .collect();
-            tracing::warn!(brokers = ?fenced, "fencing brokers whose session expired");
+            tracing::warn!(
+                brokers_silent_ms = ?silent_ms,
+                "fencing brokers whose session expired"
+            );
+            drop(heartbeats);
             fenced_records
         } else if cluster.auto_leader_rebalance_enable && now_ms >= next_rebalance_ms {
             next_rebalance_ms = now_ms + cluster.leader_imbalance_check_interval_ms;

@@ -128,7 +128,15 @@ async fn heartbeat_until_lost(
             metadata_offset: quorum.applied_offset(),
             want_shutdown: false,
         };
-        match call_controller(quorum, shard, heartbeat).await {
+        let sent = std::time::Instant::now();
+        let reply = call_controller(quorum, shard, heartbeat).await;
+        if sent.elapsed() > interval * 2 {
+            tracing::warn!(
+                took_ms = sent.elapsed().as_millis() as u64,
+                "a heartbeat took more than two intervals to be answered"
+            );
+        }
+        match reply {
             Ok(ControllerReply::Heartbeat { is_fenced, .. }) => {
                 if fenced && !is_fenced {
                     tracing::info!(broker_epoch, "unfenced: this broker is live in the cluster");

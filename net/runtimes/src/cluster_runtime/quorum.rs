@@ -469,6 +469,20 @@ impl MetadataQuorum {
         }
     }
 
+    /// `read` of the committed image in place, for a decision made without
+    /// an await: no clone of an image that, with thousands of partitions,
+    /// costs milliseconds to copy (heartbeats and the fencing timer run
+    /// several times a second).
+    pub fn with_image<R>(&self, read: impl FnOnce(&MetadataImage) -> R) -> R {
+        match &self.member {
+            Member::Voter(voter) => read(voter.node.borrow().state_machine().image()),
+            Member::Observer(observed) => {
+                let image = observed.borrow().image.clone();
+                read(&image)
+            }
+        }
+    }
+
     /// The highest log index applied to the image (an observer: its
     /// image's offset).
     pub fn applied_index(&self) -> u64 {
