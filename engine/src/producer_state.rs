@@ -111,9 +111,10 @@ pub struct ActiveProducer {
     pub producer_epoch: ProducerEpoch,
     /// Sequence of the last record of the last batch, -1 when none.
     pub last_sequence: Sequence,
-    /// Broker clock of the last append. Kafka reports the last batch's max
-    /// timestamp; rill keeps only the append time (equal under
-    /// LogAppendTime), which is what producer expiry is measured from.
+    /// This replica's clock at the last append (a follower's at its copy).
+    /// Kafka reports the last batch's max timestamp; rill keeps only the
+    /// append time (close to it, equal on a leader under LogAppendTime),
+    /// which is what producer expiry is measured from.
     pub last_timestamp_ms: TimestampMs,
     /// Coordinator epoch of the last marker, -1 before any.
     pub coordinator_epoch: CoordinatorEpoch,

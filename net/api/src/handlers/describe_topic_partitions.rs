@@ -153,6 +153,13 @@ fn describe(
     Ok(response)
 }
 
+/// The topics of a page, by index, with the partitions listed (`None`: an
+/// unknown topic).
+type Listed = Vec<(usize, Option<Range<i32>>)>;
+
+/// The (topic, partition) a next page starts at.
+type NextCursor = Option<(String, i32)>;
+
 /// One page of `topics` (name, partition count or `None` when unknown, in
 /// name order): the topics it lists by index into `topics`, each with the
 /// range of its partitions listed (`None`: unknown), and the cursor of the
@@ -160,13 +167,12 @@ fn describe(
 /// cursor's); at most `limit` partitions are listed. Unknown topics take no
 /// room and, when `skip_unknown` (every topic asked), are not listed.
 /// Kafka's `KRaftMetadataCache.getTopicMetadataForDescribeTopicResponse`.
-#[allow(clippy::type_complexity)]
 fn paginate(
     topics: &[(&str, Option<i32>)],
     start: impl Fn(&str) -> i32,
     limit: i32,
     skip_unknown: bool,
-) -> (Vec<(usize, Option<Range<i32>>)>, Option<(String, i32)>) {
+) -> (Listed, NextCursor) {
     let mut remaining = limit;
     let mut pages = Vec::new();
     for (index, &(name, count)) in topics.iter().enumerate() {
@@ -273,7 +279,7 @@ mod tests {
         cursor: Option<(&str, i32)>,
         limit: i32,
         skip_unknown: bool,
-    ) -> (Vec<(usize, Option<Range<i32>>)>, Option<(String, i32)>) {
+    ) -> (Listed, NextCursor) {
         let start = |t: &str| match cursor {
             Some((c, p)) if c == t => p,
             _ => 0,
