@@ -12,6 +12,8 @@
 //! every replica of a partition (followers too, as in Kafka) lists its
 //! producers; an unknown partition is UNKNOWN_TOPIC_OR_PARTITION and a
 //! broker without a replica of the partition answers NOT_LEADER_OR_FOLLOWER.
+//! Under ACLs, a topic the caller may not DESCRIBE is refused by name and
+//! left out of the every-topic listing, and DescribeProducers needs READ.
 
 use kafka_protocol::messages::describe_producers_request::TopicRequest as ProducersTopic;
 use kafka_protocol::messages::describe_producers_response::{PartitionResponse, ProducerState};
@@ -399,4 +401,85 @@ fn three_brokers_describe_replicas_and_refuse_producer_queries_off_replica() {
         from_other.error_code, NOT_LEADER_OR_FOLLOWER,
         "{from_other:?}"
     );
+}
+
+/// Kafka's codes for the ACLs below.
+const TOPIC_RESOURCE: i8 = 2;
+const READ: i8 = 3;
+const DESCRIBE: i8 = 8;
+const DENY: i8 = 2;
+const ALLOW: i8 = 3;
+const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+/// Kafka's bit of READ (operation code 3) in `topic_authorized_operations`.
+const READ_BIT: i32 = 1 << 3;
+
+#[test]
+fn acls_hide_topics_from_describe_and_refuse_producer_queries_without_read() {
+    let dir = data_dir();
+    let settings = dir.path().join("acl-server.properties");
+    std::fs::write(
+        &settings,
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
+         allow.everyone.if.no.acl.found=true\n",
+    )
+    .expect("write server.properties");
+    let settings = settings.to_str().expect("utf-8 path");
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "2", "--config", settings]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for name in ["open", "hidden", "unread"] {
+        runtime.block_on(create_topic(&broker.bootstrap(), name, 1, &[]));
+    }
+    let codes = rill_tests::acl::create_acls(
+        broker.addr,
+        vec![
+            rill_tests::acl::creation(TOPIC_RESOURCE, "hidden", "User:ANONYMOUS", DESCRIBE, DENY),
+            rill_tests::acl::creation(TOPIC_RESOURCE, "unread", "User:ANONYMOUS", READ, DENY),
+            // Once an ACL names a topic, allow.everyone.if.no.acl.found no
+            // longer applies to it: DESCRIBE must be granted.
+            rill_tests::acl::creation(TOPIC_RESOURCE, "unread", "User:ANONYMOUS", DESCRIBE, ALLOW),
+        ],
+    );
+    assert_eq!(codes, [0, 0, 0]);
+
+    // Asked by name, a topic the caller may not describe is refused without
+    // its id; the others are described, with the operations allowed.
+    let asked = describe_topics(broker.addr, &["hidden", "open", "unread"], 2000, None);
+    let hidden = topic(&asked, "hidden");
+    assert_eq!(hidden.error_code, TOPIC_AUTHORIZATION_FAILED, "{hidden:?}");
+    assert!(hidden.topic_id.is_nil() && hidden.partitions.is_empty());
+    let open = topic(&asked, "open");
+    assert_eq!(open.error_code, 0);
+    assert_eq!(open.partitions.len(), 1);
+    assert_ne!(open.topic_authorized_operations & READ_BIT, 0, "{open:?}");
+    let unread = topic(&asked, "unread");
+    assert_eq!(unread.error_code, 0);
+    assert_eq!(
+        unread.topic_authorized_operations & READ_BIT,
+        0,
+        "{unread:?}"
+    );
+    assert_ne!(unread.topic_authorized_operations & DESCRIBE_BIT, 0);
+    // Listing every topic leaves it out.
+    let all = describe_topics(broker.addr, &[], 2000, None);
+    let names: Vec<&str> = all
+        .topics
+        .iter()
+        .filter_map(|t| t.name.as_ref().map(|n| n.0.as_str()))
+        .collect();
+    assert!(
+        names.contains(&"open") && names.contains(&"unread"),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"hidden"), "{names:?}");
+
+    // DescribeProducers needs READ on the topic.
+    assert_eq!(
+        describe_producers(broker.addr, "unread", 0).error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
+    assert_eq!(
+        describe_producers(broker.addr, "hidden", 0).error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
+    assert_eq!(describe_producers(broker.addr, "open", 0).error_code, 0);
 }
