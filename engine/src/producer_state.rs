@@ -101,6 +101,27 @@ impl ProducerEntry {
     }
 }
 
+/// One producer as DescribeProducers reports it (Kafka's
+/// `ProducerStateManager.activeProducers`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActiveProducer {
+    /// Producer id.
+    pub producer_id: ProducerId,
+    /// Current epoch.
+    pub producer_epoch: ProducerEpoch,
+    /// Sequence of the last record of the last batch, -1 when none.
+    pub last_sequence: Sequence,
+    /// This replica's clock at the last append (a follower's at its copy).
+    /// Kafka reports the last batch's max timestamp; rill keeps only the
+    /// append time (close to it, equal on a leader under LogAppendTime),
+    /// which is what producer expiry is measured from.
+    pub last_timestamp_ms: TimestampMs,
+    /// Coordinator epoch of the last marker, -1 before any.
+    pub coordinator_epoch: CoordinatorEpoch,
+    /// First offset of the open transaction, -1 when none is open.
+    pub current_txn_start_offset: Offset,
+}
+
 /// The producer fields of a data batch being appended or replayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DataBatch {
@@ -192,6 +213,21 @@ impl ProducerStateManager {
     /// Number of producers known.
     pub fn producer_count(&self) -> usize {
         self.producers.len()
+    }
+
+    /// Every producer known, by producer id.
+    pub fn active_producers(&self) -> Vec<ActiveProducer> {
+        self.producers
+            .iter()
+            .map(|(&producer_id, entry)| ActiveProducer {
+                producer_id,
+                producer_epoch: entry.producer_epoch,
+                last_sequence: entry.last_sequence(),
+                last_timestamp_ms: entry.last_seen_ms,
+                coordinator_epoch: entry.coordinator_epoch,
+                current_txn_start_offset: entry.current_txn_first_offset.unwrap_or(-1),
+            })
+            .collect()
     }
 
     /// Starts checking an append against this state.
@@ -637,6 +673,35 @@ mod tests {
         let updates = append.into_updates();
         state.apply(updates);
         Ok(BatchCheck::Append)
+    }
+
+    #[test]
+    fn active_producers_report_sequence_epoch_and_open_transaction() {
+        let mut s = ProducerStateManager::new();
+        assert!(s.active_producers().is_empty());
+        append(&mut s, batch(7, 2, 0, 3, 0)).unwrap();
+        let mut txn = batch(9, 1, 0, 2, 3);
+        txn.transactional = true;
+        append(&mut s, txn).unwrap();
+        let listed = s.active_producers();
+        assert_eq!(listed.len(), 2);
+        assert_eq!((listed[0].producer_id, listed[0].producer_epoch), (7, 2));
+        assert_eq!(listed[0].last_sequence, 2);
+        assert_eq!(listed[0].current_txn_start_offset, -1);
+        assert_eq!(listed[0].coordinator_epoch, -1);
+        assert_eq!(listed[1].producer_id, 9);
+        assert_eq!(listed[1].last_sequence, 1);
+        assert_eq!(listed[1].current_txn_start_offset, 3);
+        // The commit marker closes the transaction and records the
+        // coordinator's epoch.
+        let mut marker = s.begin(0);
+        marker.marker(9, 1, 4, true, 5, true).unwrap();
+        let updates = marker.into_updates();
+        s.apply(updates);
+        let after = s.active_producers();
+        assert_eq!(after[1].current_txn_start_offset, -1);
+        assert_eq!(after[1].coordinator_epoch, 4);
+        assert_eq!(after[1].last_sequence, 1);
     }
 
     #[test]

@@ -433,6 +433,11 @@ impl PartitionLog {
         self.txn.borrow().producers.producer(producer_id).cloned()
     }
 
+    /// Every producer this partition knows, by id (DescribeProducers).
+    pub fn active_producers(&self) -> Vec<crate::producer_state::ActiveProducer> {
+        self.txn.borrow().producers.active_producers()
+    }
+
     /// Open transactions as `(producer_id, first_offset)`, by first offset.
     pub fn open_transactions(&self) -> Vec<(ProducerId, Offset)> {
         self.txn.borrow().producers.open_transactions()

@@ -167,6 +167,8 @@ fn default_body(api_key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::WriteTxnMarkers => d!(WriteTxnMarkersRequest),
         ApiKey::TxnOffsetCommit => d!(TxnOffsetCommitRequest),
         ApiKey::DescribeTransactions => d!(DescribeTransactionsRequest),
+        ApiKey::DescribeProducers => d!(DescribeProducersRequest),
+        ApiKey::DescribeTopicPartitions => d!(DescribeTopicPartitionsRequest),
         ApiKey::ListTransactions => d!(ListTransactionsRequest),
         ApiKey::ConsumerGroupDescribe => d!(ConsumerGroupDescribeRequest),
         ApiKey::ConsumerGroupHeartbeat => d!(ConsumerGroupHeartbeatRequest),

@@ -151,6 +151,8 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::WriteTxnMarkers => plain::<WriteTxnMarkersRequest>,
         ApiKey::TxnOffsetCommit => plain::<TxnOffsetCommitRequest>,
         ApiKey::DescribeTransactions => plain::<DescribeTransactionsRequest>,
+        ApiKey::DescribeProducers => plain::<DescribeProducersRequest>,
+        ApiKey::DescribeTopicPartitions => plain::<DescribeTopicPartitionsRequest>,
         ApiKey::ListTransactions => plain::<ListTransactionsRequest>,
         ApiKey::ConsumerGroupDescribe => plain::<ConsumerGroupDescribeRequest>,
         ApiKey::ConsumerGroupHeartbeat => plain::<ConsumerGroupHeartbeatRequest>,

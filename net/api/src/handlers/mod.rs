@@ -41,7 +41,9 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod describe_quorum;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
 pub mod end_txn;
@@ -199,6 +201,7 @@ pub const REGISTRY: &[Handler] = &[
     fetch::HANDLER,
     list_offsets::HANDLER,
     metadata::HANDLER,
+    describe_topic_partitions::HANDLER,
     api_versions::HANDLER,
     create_topics::HANDLER,
     delete_topics::HANDLER,
@@ -225,6 +228,7 @@ pub const REGISTRY: &[Handler] = &[
     write_txn_markers::HANDLER,
     txn_offset_commit::HANDLER,
     describe_transactions::HANDLER,
+    describe_producers::HANDLER,
     list_transactions::HANDLER,
     consumer_group_describe::HANDLER,
     consumer_group_heartbeat::HANDLER,
@@ -278,6 +282,8 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::WriteTxnMarkers => "WriteTxnMarkers",
         ApiKey::TxnOffsetCommit => "TxnOffsetCommit",
         ApiKey::DescribeTransactions => "DescribeTransactions",
+        ApiKey::DescribeProducers => "DescribeProducers",
+        ApiKey::DescribeTopicPartitions => "DescribeTopicPartitions",
         ApiKey::ListTransactions => "ListTransactions",
         ApiKey::FindCoordinator => "FindCoordinator",
         ApiKey::JoinGroup => "JoinGroup",

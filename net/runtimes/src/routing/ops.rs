@@ -2,6 +2,7 @@
 //! replies. All `Send`: they cross cores inside a [`kernel::mesh::Envelope`].
 
 use bytes::BytesMut;
+use engine::producer_state::ActiveProducer;
 use engine::ErrorCode;
 use engine::{ReadData, TopicConfig, TopicPartition};
 
@@ -64,6 +65,11 @@ pub enum PartitionOp {
         /// Partition.
         tp: TopicPartition,
     },
+    /// DescribeProducers: the producers the partition's replica here knows.
+    DescribeProducers {
+        /// Partition.
+        tp: TopicPartition,
+    },
     /// OffsetForLeaderEpoch: where `leader_epoch` ends in this log, once
     /// `current_leader_epoch` (-1: unchecked) passed the fencing check.
     EpochEndOffset {
@@ -101,6 +107,7 @@ impl PartitionOp {
             | PartitionOp::Delete { tp }
             | PartitionOp::AlterConfig { tp, .. }
             | PartitionOp::Describe { tp }
+            | PartitionOp::DescribeProducers { tp }
             | PartitionOp::EpochEndOffset { tp, .. }
             | PartitionOp::WriteMarker { tp, .. } => tp,
         }
@@ -206,6 +213,8 @@ pub enum PartitionReply {
     /// EpochEndOffset: (the epoch found, its end offset); `(-1, -1)` when
     /// undefined.
     EpochEndOffset(Result<(i32, i64), ErrorCode>),
+    /// DescribeProducers: the partition's producers, by id.
+    Producers(Result<Vec<ActiveProducer>, ErrorCode>),
 }
 
 /// Which reply an operation expects (to build an error reply when its owner is gone).
@@ -217,6 +226,7 @@ pub(crate) enum OpKind {
     Done,
     Describe,
     EpochEndOffset,
+    Producers,
 }
 
 impl OpKind {
@@ -231,6 +241,7 @@ impl OpKind {
             | PartitionOp::WriteMarker { .. } => OpKind::Done,
             PartitionOp::Describe { .. } => OpKind::Describe,
             PartitionOp::EpochEndOffset { .. } => OpKind::EpochEndOffset,
+            PartitionOp::DescribeProducers { .. } => OpKind::Producers,
         }
     }
 
@@ -242,6 +253,7 @@ impl OpKind {
             OpKind::Done => PartitionReply::Done(Err(code)),
             OpKind::Describe => PartitionReply::Describe(Err(code)),
             OpKind::EpochEndOffset => PartitionReply::EpochEndOffset(Err(code)),
+            OpKind::Producers => PartitionReply::Producers(Err(code)),
         }
     }
 }

@@ -77,15 +77,20 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
 }
 
 /// Executes an operation on a partition's log held here: the log must
-/// exist, and only its leader serves clients (Describe answers on any
-/// replica).
+/// exist, and only its leader serves clients (Describe and
+/// DescribeProducers answer on any replica, as Kafka's
+/// `Partition.activeProducerState` does: a follower keeps the leader's
+/// producer state by replaying its batches).
 async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     let kind = OpKind::of(&op);
     let Some(log) = shard.logs.get(op.topic_partition()) else {
         return kind.error_reply(missing_partition_error(shard, op.topic_partition()));
     };
     let tp = op.topic_partition().clone();
-    let describe = matches!(op, PartitionOp::Describe { .. });
+    let describe = matches!(
+        op,
+        PartitionOp::Describe { .. } | PartitionOp::DescribeProducers { .. }
+    );
     if !describe && !replication_runtime::serves_clients(shard, &tp) {
         // A follower (or offline) replica: clients go to the leader.
         return kind.error_reply(ErrorCode::NotLeaderOrFollower);
@@ -111,6 +116,9 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             PartitionReply::DeleteRecords(delete_records(&log, offset).await)
         }
         PartitionOp::Describe { .. } => PartitionReply::Describe(Ok(describe_log(&log))),
+        PartitionOp::DescribeProducers { .. } => {
+            PartitionReply::Producers(Ok(log.active_producers()))
+        }
         PartitionOp::EpochEndOffset {
             current_leader_epoch,
             leader_epoch,
