@@ -289,7 +289,7 @@ impl MetadataQuorum {
                 // stop: its controlled shutdown would ask this quorum.
                 kernel::fatal::stop(
                     kernel::fatal::Reason::MetadataLog,
-                    &format!("metadata quorum failed: {e}"),
+                    &format!("metadata quorum failed: {e}{}", descriptor_hint(&e)),
                 );
             }
         };
@@ -548,4 +548,21 @@ pub struct QuorumDescription {
     pub high_watermark: u64,
     /// (node id, log end offset; -1 unknown) per voter.
     pub voters: Vec<(i32, i64)>,
+}
+
+/// What to do about a metadata log write that failed for want of file
+/// descriptors: not a broken disk, but a limit too low for the partitions
+/// this broker holds (each keeps its log and index files open).
+fn descriptor_hint(error: &cluster::quorum::QuorumError) -> &'static str {
+    const EMFILE: i32 = 24;
+    const ENFILE: i32 = 23;
+    match error {
+        cluster::quorum::QuorumError::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(EMFILE | ENFILE)) =>
+        {
+            " (out of file descriptors: each partition replica keeps about three \
+             files open; raise LimitNOFILE or `ulimit -n`)"
+        }
+        _ => "",
+    }
 }
