@@ -190,7 +190,11 @@ async fn incremental_fetches_answer_what_changed() {
     assert_eq!(broker.metric_sum("rill_fetch_sessions"), 1);
     assert_eq!(broker.metric_sum("rill_fetch_session_partitions"), 10);
     forgetting(&mut client, &bootstrap, id, 4).await;
-    assert_eq!(broker.metric_sum("rill_fetch_sessions"), 0, "closed by FINAL");
+    assert_eq!(
+        broker.metric_sum("rill_fetch_sessions"),
+        0,
+        "closed by FINAL"
+    );
 }
 
 /// A wrong epoch, an unknown id, topic ids in a session of names: refused
@@ -250,4 +254,192 @@ async fn a_full_cache_answers_a_fresh_consumer_sessionless() {
     // The two sessions still serve.
     let response = clients[1].fetch(12, &fetch_body(ids[1], 1, vec![], 0));
     assert_eq!((response.error_code, response.session_id), (0, ids[1]));
+}
+
+/// Request bytes, response bytes and requests of the Fetch API on a
+/// broker, from its `/metrics`.
+fn fetch_counters(broker: &Broker) -> [i64; 3] {
+    let metrics = rill_tests::http_get(broker.admin_addr, "/metrics");
+    let sum = |name: &str| -> i64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains("api=\"Fetch\""))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<i64>().ok())
+            .sum()
+    };
+    [
+        sum("rill_request_bytes_total"),
+        sum("rill_response_bytes_total"),
+        sum("rill_requests_total"),
+    ]
+}
+
+/// CPU time (user + system) of a process, in ms.
+fn cpu_ms(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let after_name = &stat[stat.rfind(')').expect("stat name") + 2..];
+    let fields: Vec<i64> = after_name
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|f| f.parse().expect("ticks"))
+        .collect();
+    // SAFETY: sysconf reads a constant.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    (fields[0] + fields[1]) * 1000 / ticks_per_s
+}
+
+/// Writes a record every 20 ms to partitions 0..5 of `topic` until
+/// `stop` (the "few active" partitions).
+fn trickle(
+    bootstrap: String,
+    topic: &'static str,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let p = producer(&bootstrap, &[("acks", "1"), ("linger.ms", "0")]);
+        let mut n = 0;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let record: FutureRecord<'_, (), [u8]> = FutureRecord::to(topic)
+                .partition(n % 5)
+                .payload(b"trickle-record-of-some-bytes");
+            let _ = runtime.block_on(p.send(record, Duration::from_secs(10)));
+            n += 1;
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+const MEASURED_PARTITIONS: i32 = 1000;
+const MEASURED_FETCHES: usize = 300;
+
+/// A consumer of 1,000 partitions, 5 of them written every 20 ms:
+/// `MEASURED_FETCHES` fetches sessionless, then as many in a session;
+/// per fetch: request bytes, response bytes, broker CPU µs.
+fn consumer_rounds(broker: &Broker, with_sessions: bool) -> (f64, f64, f64) {
+    let mut client = Client::connect(broker.addr);
+    let mut offsets = vec![0i64; MEASURED_PARTITIONS as usize];
+    let all = |offsets: &[i64]| -> Vec<FetchPartition> {
+        (0..MEASURED_PARTITIONS)
+            .map(|p| partition(p, offsets[p as usize]))
+            .collect()
+    };
+    let (mut id, mut epoch) = (0, if with_sessions { 0 } else { -1 });
+    let before = fetch_counters(broker);
+    let cpu_before = cpu_ms(broker.pid().expect("pid"));
+    let mut changed: Vec<i32> = Vec::new();
+    for _ in 0..MEASURED_FETCHES {
+        let asked = if with_sessions && epoch > 0 {
+            changed
+                .iter()
+                .map(|&p| partition(p, offsets[p as usize]))
+                .collect()
+        } else {
+            all(&offsets)
+        };
+        let response = client.fetch(12, &fetch_body(id, epoch, asked, 100));
+        changed.clear();
+        for p in response.responses.iter().flat_map(|t| &t.partitions) {
+            if p.records.as_ref().is_some_and(|r| !r.is_empty()) {
+                offsets[p.partition_index as usize] = p.high_watermark;
+                changed.push(p.partition_index);
+            }
+        }
+        if with_sessions {
+            id = response.session_id;
+            epoch = if id == 0 { 0 } else { epoch + 1 };
+        }
+    }
+    let after = fetch_counters(broker);
+    let cpu = cpu_ms(broker.pid().expect("pid")) - cpu_before;
+    let n = (after[2] - before[2]).max(1) as f64;
+    (
+        (after[0] - before[0]) as f64 / n,
+        (after[1] - before[1]) as f64 / n,
+        cpu as f64 * 1000.0 / n,
+    )
+}
+
+/// Not a check: the figures of docs/benchmarks/fetch-sessions.md
+/// (`cargo test -p rill --test fetch_sessions -- --ignored --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run by hand"]
+async fn measure_a_consumer_of_1000_partitions() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    create_topic(&broker.bootstrap(), TOPIC, MEASURED_PARTITIONS, &[]).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = trickle(broker.bootstrap(), TOPIC, stop.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for with_sessions in [false, true, false, true] {
+        let (request, response, cpu_us) =
+            tokio::task::block_in_place(|| consumer_rounds(&broker, with_sessions));
+        println!(
+            "consumer sessions={with_sessions}: {request:.0} request bytes, {response:.0} response bytes, {cpu_us:.0} µs broker CPU per fetch"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().expect("writer");
+}
+
+/// Not a check: a leader and a follower of 1,000 partitions (RF 2), 5 of
+/// them written every 20 ms; the leader's Fetch bytes and CPU over 10 s,
+/// with follower sessions and with the leader's cache at 0 slots (every
+/// fetch sessionless).
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_a_follower_of_1000_partitions() {
+    for slots in [0, 1000] {
+        let dir = data_dir();
+        let file = dir.path().join("sessions.properties");
+        let line = format!("max.incremental.fetch.session.cache.slots={slots}\n");
+        std::fs::write(&file, line).expect("config");
+        let config = file.to_str().expect("utf-8 path");
+        let args = ["--config", config];
+        let mut cluster =
+            rill_tests::cluster::Cluster::start_settled(RILL, 2, &args, Duration::from_secs(60));
+        let bootstrap = cluster.bootstrap();
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(rill_tests::kafka::create_topic_replicated(
+            &bootstrap,
+            "followed",
+            MEASURED_PARTITIONS,
+            2,
+            &[],
+        ));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = trickle(bootstrap.clone(), "followed", stop.clone());
+        std::thread::sleep(Duration::from_secs(10));
+        let (mut bytes, mut cpu) = ([0i64; 3], 0i64);
+        for node in [1, 2] {
+            let broker = cluster.node(node);
+            let c = fetch_counters(broker);
+            for i in 0..3 {
+                bytes[i] -= c[i];
+            }
+            cpu -= cpu_ms(broker.pid().expect("pid"));
+        }
+        std::thread::sleep(Duration::from_secs(10));
+        let mut sessions = 0;
+        for node in [1, 2] {
+            let broker = cluster.node(node);
+            let c = fetch_counters(broker);
+            for i in 0..3 {
+                bytes[i] += c[i];
+            }
+            cpu += cpu_ms(broker.pid().expect("pid"));
+            sessions += broker.metric_sum("rill_fetch_sessions");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().expect("writer");
+        let n = bytes[2].max(1) as f64;
+        println!(
+            "followers, cache slots {slots} ({sessions} sessions held): {} fetches in 10 s, {:.1} request bytes, {:.1} response bytes, {:.0} µs CPU (both brokers) per fetch",
+            bytes[2],
+            bytes[0] as f64 / n,
+            bytes[1] as f64 / n,
+            cpu as f64 * 1000.0 / n
+        );
+    }
 }
