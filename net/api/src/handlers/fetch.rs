@@ -12,7 +12,9 @@
 //! a session on the connection's shard; incremental fetches then name only
 //! what changed, read every partition of the session (any of them ends the
 //! long poll) and are answered with only the partitions that have records,
-//! a moved offset or an error.
+//! a moved offset or an error. librdkafka's consumer always fetches
+//! sessionless (`SessionId` 0, `SessionEpoch` -1 in `rdkafka_fetcher.c`);
+//! the Java client and rill's own followers use sessions.
 
 pub mod session;
 
