@@ -195,8 +195,22 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         if visible > log.high_watermark() {
             log.set_replication_limit(Some(visible));
         }
+        follow_log_start(tp, &log, fetched.log_start_offset).await;
     }
     Ok(())
+}
+
+/// Moves our log start up to the leader's (DeleteRecords or retention on
+/// the leader), as Kafka's follower does (`maybeIncrementLogStartOffset`):
+/// a replica elected next must not serve records the leader deleted. Only
+/// within what we hold below the HW; a failure waits for the next answer.
+async fn follow_log_start(tp: &TopicPartition, log: &PartitionLog, leader_log_start: i64) {
+    if leader_log_start <= log.log_start_offset() || leader_log_start > log.high_watermark() {
+        return;
+    }
+    if let Err(e) = log.delete_records(leader_log_start).await {
+        tracing::debug!(%tp, leader_log_start, error = %e, "could not follow the leader's log start");
+    }
 }
 
 /// What a fetch brought.
@@ -204,6 +218,8 @@ struct Fetched {
     /// The offset the request fetched at (our log end then).
     fetch_offset: i64,
     high_watermark: i64,
+    /// The leader's log start (-1: not in an incremental answer).
+    log_start_offset: i64,
     records: Option<bytes::Bytes>,
     /// The leader's answer when our log diverges from its own (then there
     /// are no records).
@@ -298,6 +314,7 @@ fn fetched_of(
             return Ok(Fetched {
                 fetch_offset,
                 high_watermark: leader_session.high_watermark(),
+                log_start_offset: -1,
                 records: None,
                 diverging_epoch: None,
             })
@@ -314,6 +331,7 @@ fn fetched_of(
     Ok(Fetched {
         fetch_offset,
         high_watermark: data.high_watermark,
+        log_start_offset: data.log_start_offset,
         diverging_epoch: diverging_epoch_from_wire(
             data.diverging_epoch.epoch,
             data.diverging_epoch.end_offset,
