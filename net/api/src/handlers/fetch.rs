@@ -8,7 +8,7 @@
 //! and carry the aborted transactions of the returned range, so the consumer
 //! drops their records.
 //!
-//! Fetch sessions (KIP-227, [`session`]): a full fetch with epoch 0 makes
+//! Fetch sessions (KIP-227, [`super::fetch_session`]): a full fetch with epoch 0 makes
 //! a session on the connection's shard; incremental fetches then name only
 //! what changed, read every partition of the session (any of them ends the
 //! long poll) and are answered with only the partitions that have records,
@@ -16,8 +16,7 @@
 //! sessionless (`SessionId` 0, `SessionEpoch` -1 in `rdkafka_fetcher.c`);
 //! the Java client and rill's own followers use sessions.
 
-pub mod session;
-
+use super::fetch_session::{self as session, Asked, Context};
 use super::{Handler, HandlerFuture, Request, Response};
 use crate::fetch_response::{
     encode_fetch_response, set_throttle_time, FetchPartitionData, FetchResponseData,
@@ -34,7 +33,6 @@ use runtimes::routing::read_or_wait;
 use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome};
 use runtimes::Shard;
 use security::acl::Operation;
-use session::{Asked, Context};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 

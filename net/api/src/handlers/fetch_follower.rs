@@ -10,7 +10,7 @@
 //! from the leader's, the partition is answered with no records and
 //! `diverging_epoch` (KIP-595), and the follower truncates.
 
-use super::fetch::session::{self, Context, Outcome};
+use super::fetch_session::{self as session, Context, Outcome};
 use super::{Request, Response};
 use engine::TopicPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
@@ -25,7 +25,7 @@ use std::time::Duration;
 
 /// Answers a follower's fetch: the partitions it asks, or in an
 /// incremental session every partition of the session, of which the
-/// response carries those that changed ([`session`]; a follower's session
+/// response carries those that changed ([`super::fetch_session`]; a follower's session
 /// outranks consumers' in the cache).
 pub async fn serve(
     shard: &Rc<Shard>,

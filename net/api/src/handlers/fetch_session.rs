@@ -1,5 +1,5 @@
 //! A Fetch request's place in an incremental fetch session (KIP-227), for
-//! the consumer ([`super`]) and follower ([`super::super::fetch_follower`])
+//! the consumer ([`super::fetch`]) and follower ([`super::fetch_follower`])
 //! paths alike: which partitions the request reads, and which of them its
 //! response carries. The cache itself, one per shard, is
 //! [`runtimes::fetch_sessions`] (why per shard is told there).
