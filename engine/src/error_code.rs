@@ -160,6 +160,11 @@ error_codes! {
     NonEmptyGroup = 68, "NON_EMPTY_GROUP";
     /// The group does not exist.
     GroupIdNotFound = 69, "GROUP_ID_NOT_FOUND";
+    /// An incremental fetch named a session this broker (shard) does not
+    /// hold: the client fetches in full again.
+    FetchSessionIdNotFound = 70, "FETCH_SESSION_ID_NOT_FOUND";
+    /// An incremental fetch's session epoch is not the one expected.
+    InvalidFetchSessionEpoch = 71, "INVALID_FETCH_SESSION_EPOCH";
     /// Topic deletion is disabled (`delete.topic.enable=false`).
     TopicDeletionDisabled = 73, "TOPIC_DELETION_DISABLED";
     /// The request's leader epoch is older than the partition's.
@@ -202,6 +207,9 @@ error_codes! {
     BrokerIdNotRegistered = 102, "BROKER_ID_NOT_REGISTERED";
     /// DescribeTransactions: no such transactional id.
     TransactionalIdNotFound = 105, "TRANSACTIONAL_ID_NOT_FOUND";
+    /// An incremental fetch names topics by id and its session by name,
+    /// or the other way round.
+    FetchSessionTopicIdError = 106, "FETCH_SESSION_TOPIC_ID_ERROR";
     /// A new ISR names a replica that may not join it (fenced, or in
     /// controlled shutdown).
     IneligibleReplica = 107, "INELIGIBLE_REPLICA";

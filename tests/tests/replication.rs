@@ -145,6 +145,12 @@ fn a_killed_leader_loses_nothing_acknowledged_and_a_stopped_follower_rejoins() {
         vec![0, 0],
         "one line per follower:\n{metrics}"
     );
+    // The followers fetch in incremental fetch sessions (KIP-227): the
+    // leader holds one per follower fetcher.
+    assert!(
+        cluster.node(new_leader).metric_sum("rill_fetch_sessions") >= 2,
+        "the followers' fetch sessions:\n{metrics}"
+    );
 
     assert!(
         acknowledged.len() >= 250,

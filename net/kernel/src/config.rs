@@ -140,6 +140,9 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `max.connections`: broker-wide connection limit.
     pub max_connections: usize,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions the
+    /// broker holds, split over its shards.
+    pub fetch_session_cache_slots: usize,
     /// Per-address and idle limits (`max.connections.per.ip`, …).
     pub connection_limits: crate::conn_limits::ConnectionLimitsConfig,
     /// `rill.max.in.flight.requests.per.connection`: pipelined requests per connection.
@@ -223,6 +226,7 @@ impl BrokerConfig {
             default_replication_factor: 1,
             socket_request_max_bytes: 104_857_600,
             max_connections: 2_147_483_647,
+            fetch_session_cache_slots: 1000,
             connection_limits: crate::conn_limits::ConnectionLimitsConfig::default(),
             max_in_flight_per_connection: 64,
             offsets_topic_num_partitions: 50,
@@ -421,6 +425,9 @@ impl BrokerConfig {
             "message.max.bytes" => self.set_topic("max.message.bytes", name, value)?,
             "socket.request.max.bytes" => self.socket_request_max_bytes = num(name, value)?,
             "max.connections" => self.max_connections = num(name, value)?,
+            "max.incremental.fetch.session.cache.slots" => {
+                self.fetch_session_cache_slots = num(name, value)?
+            }
             "quota.window.num" | "quota.window.size.seconds" => {
                 let n: u64 = num(name, value)?;
                 if n < 1 {

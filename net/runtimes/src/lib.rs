@@ -45,9 +45,12 @@
 //!   followers and holding the HW, the followers' fetchers.
 //! - [`cluster_runtime`]: the metadata quorum member on shard 0, its
 //!   transport, broker registration and heartbeats, every shard's view.
+//! - [`fetch_sessions`]: this shard's cache of incremental fetch sessions
+//!   (KIP-227), for the Fetch handler.
 
 pub mod admin_changes;
 pub mod cluster_runtime;
+pub mod fetch_sessions;
 pub mod group_runtime;
 pub mod producer_id_pool;
 pub mod quotas;
@@ -57,11 +60,13 @@ pub mod txn_runtime;
 
 use admin_changes::{ControllerState, Reconciler};
 use cluster_runtime::{AclView, ClusterView, MetadataQuorum};
+use fetch_sessions::FetchSessionCache;
 use group_runtime::GroupRuntime;
 use producer_id_pool::{ProducerIdAllocator, ProducerIdPool};
 use quotas::{QuotaManager, Sensors};
 use replication_runtime::ReplicaManager;
 use routing::MarkerHooks;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use txn_runtime::TxnRuntime;
@@ -96,6 +101,8 @@ pub struct ShardRuntime {
     pub marker_hooks: Rc<MarkerHooks>,
     /// This shard's handle on the broker's quota sensors.
     pub quotas: Rc<QuotaManager>,
+    /// This shard's incremental fetch sessions.
+    pub fetch_sessions: Rc<RefCell<FetchSessionCache>>,
     /// The durable producer-id block store: on
     /// [`producer_id_pool::ALLOCATOR_SHARD`] of a single node only.
     pub producer_id_allocator: Option<Rc<ProducerIdAllocator>>,
@@ -128,6 +135,11 @@ impl ShardRuntime {
             reconciler: Rc::new(Reconciler::new(&shard.topic_table(), quorum.as_deref())),
             marker_hooks: Rc::default(),
             quotas: Rc::new(QuotaManager::new(quota_sensors)),
+            fetch_sessions: Rc::new(RefCell::new(FetchSessionCache::new(
+                shard.config.fetch_session_cache_slots,
+                id,
+                shard.count,
+            ))),
             producer_id_allocator,
             quorum,
         })

@@ -75,6 +75,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     metrics.stream_chunk_bytes = shard.logs.context().config.stream_min_bytes as u64;
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.runtime().groups.committed_offsets();
+    metrics.fetch_sessions = shard.runtime().fetch_sessions.borrow().stats();
     let replicas = shard.runtime().replicas.clone();
     metrics.replication = replicas.counters.borrow().clone();
     metrics.replication.lag_at_leader = replicas.lag_at_leader();

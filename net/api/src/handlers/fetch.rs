@@ -8,9 +8,15 @@
 //! and carry the aborted transactions of the returned range, so the consumer
 //! drops their records.
 //!
-//! Fetch sessions (KIP-227) are answered with session id 0: the client keeps
-//! sending full fetch requests, which Kafka allows.
+//! Fetch sessions (KIP-227, [`super::fetch_session`]): a full fetch with epoch 0 makes
+//! a session on the connection's shard; incremental fetches then name only
+//! what changed, read every partition of the session (any of them ends the
+//! long poll) and are answered with only the partitions that have records,
+//! a moved offset or an error. librdkafka's consumer always fetches
+//! sessionless (`SessionId` 0, `SessionEpoch` -1 in `rdkafka_fetcher.c`);
+//! the Java client and rill's own followers use sessions.
 
+use super::fetch_session::{self as session, Asked, Context};
 use super::{Handler, HandlerFuture, Request, Response};
 use crate::fetch_response::{
     encode_fetch_response, set_throttle_time, FetchPartitionData, FetchResponseData,
@@ -21,6 +27,7 @@ use engine::{ReadData, TopicPartition};
 use kafka_protocol::messages::{ApiKey, FetchRequest};
 use kernel::sendpath::SendPath;
 use runtimes::cluster_runtime;
+use runtimes::fetch_sessions::{PartitionSeen, TopicRef};
 use runtimes::quotas::{self, QuotaKind};
 use runtimes::routing::read_or_wait;
 use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome};
@@ -69,8 +76,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if replica >= 0 && !follower_refused {
             return super::fetch_follower::serve(&shard, &request, body, replica).await;
         }
+        let (context, asked) = session::open(&shard, &body, version, false);
         // A consumer over its quota is answered at once, empty, with the
-        // throttle time (Kafka's throttled fetch response).
+        // throttle time (Kafka's throttled fetch response); its session
+        // moved on, the partitions it named are answered next time.
         let client_id = request
             .header
             .client_id
@@ -78,10 +87,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .unwrap_or("")
             .to_string();
         let owed = quotas::enforce::owed(&shard, &request.session, &client_id, QuotaKind::Fetch);
-        if owed > 0 {
-            return Ok(throttled_at_once(&request, owed));
+        if owed > 0 || matches!(context, Context::Refused(_)) {
+            return Ok(answer_at_once(&request, owed, context));
         }
-        let (topics, mut wanted) = resolve(&shard, &body, version);
+        let (topics, mut wanted) = resolve(&shard, &asked);
         for w in &mut wanted {
             let name = &topics[w.topic_index].0;
             if follower_refused || (!name.is_empty() && !authz.allows_topic(Operation::Read, name))
@@ -96,18 +105,40 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             w.partition_max_bytes = w.partition_max_bytes.min(poll.max_bytes);
         }
         let outcomes = read_until_ready(&shard, &topics, &wanted, &poll).await;
-        let data = assemble(&topics, wanted, outcomes, poll.max_bytes);
+        let carried = session::carried(&shard, context, &asked, &session_outcomes(&outcomes));
+        let mut data = assemble(&topics, wanted, outcomes, &carried, poll.max_bytes);
+        data.session_id = context.session_id();
         Ok(encode_counted(&shard, &request, &client_id, data))
     })
 }
 
-/// The empty answer of a consumer over its quota, with the throttle time
-/// it owes.
-fn throttled_at_once(request: &Request, owed_ms: i32) -> Response {
+/// What the session records of each read.
+fn session_outcomes(outcomes: &[ReadOutcome]) -> Vec<session::Outcome> {
+    outcomes
+        .iter()
+        .map(|o| session::Outcome {
+            seen: PartitionSeen {
+                high_watermark: o.high_watermark,
+                last_stable_offset: o.last_stable_offset,
+                log_start_offset: o.log_start_offset,
+            },
+            has_records: !o.data.is_empty(),
+            error_code: o.error_code,
+        })
+        .collect()
+}
+
+/// The empty answer of a consumer over its quota (with the throttle time
+/// it owes), or of a refused incremental fetch (with the error).
+fn answer_at_once(request: &Request, owed_ms: i32, context: Context) -> Response {
+    let error_code = match context {
+        Context::Refused(code) => code,
+        _ => ErrorCode::None,
+    };
     let data = FetchResponseData {
-        throttle_time_ms: owed_ms,
-        error_code: ErrorCode::None,
-        session_id: 0,
+        throttle_time_ms: owed_ms.max(0),
+        error_code,
+        session_id: context.session_id(),
         topics: Vec::new(),
     };
     Response::Chunks(encode_fetch_response(
@@ -227,54 +258,63 @@ fn encode_counted(
     Response::Chunks(chunks)
 }
 
-/// Topic (name, id) list and the partitions asked, in request order.
-fn resolve(shard: &Shard, body: &FetchRequest, version: i16) -> (Vec<TopicSlot>, Vec<Wanted>) {
+/// Topic (name, id) list and the partitions asked, in `asked` order; a
+/// topic's consecutive partitions share its entry.
+fn resolve(shard: &Shard, asked: &[Asked]) -> (Vec<TopicSlot>, Vec<Wanted>) {
     let table = shard.topics.borrow();
-    let mut topics = Vec::with_capacity(body.topics.len());
-    let mut wanted = Vec::new();
-    for topic in &body.topics {
-        let (name, id, topic_error) = if version >= 13 {
-            let id = *topic.topic_id.as_bytes();
-            match table.by_id(&id) {
-                Some(entry) => (entry.name.clone(), id, ErrorCode::None),
-                None => (String::new(), id, ErrorCode::UnknownTopicId),
-            }
-        } else {
-            let name = topic.topic.0.to_string();
-            match table.get(&name) {
-                Some(entry) => (name, entry.topic_id, ErrorCode::None),
-                None => (name, [0; 16], ErrorCode::UnknownTopicOrPartition),
+    let mut topics: Vec<TopicSlot> = Vec::new();
+    let mut wanted = Vec::with_capacity(asked.len());
+    let mut last: Option<(&TopicRef, i32)> = None;
+    for ((topic_ref, partition), params) in asked {
+        let (topic_index, partitions) = match last {
+            Some((previous, partitions)) if previous == topic_ref => (topics.len() - 1, partitions),
+            _ => {
+                let (slot, partitions) = match topic_ref {
+                    TopicRef::Id(id) => match table.by_id(id) {
+                        Some(e) => ((e.name.clone(), *id, ErrorCode::None), e.partitions),
+                        None => ((String::new(), *id, ErrorCode::UnknownTopicId), 0),
+                    },
+                    TopicRef::Name(name) => match table.get(name) {
+                        Some(e) => ((name.clone(), e.topic_id, ErrorCode::None), e.partitions),
+                        None => (
+                            (name.clone(), [0; 16], ErrorCode::UnknownTopicOrPartition),
+                            0,
+                        ),
+                    },
+                };
+                topics.push(slot);
+                last = Some((topic_ref, partitions));
+                (topics.len() - 1, partitions)
             }
         };
-        let partitions = table.get(&name).map(|e| e.partitions).unwrap_or(0);
-        let topic_index = topics.len();
-        for p in &topic.partitions {
-            let error_code = if topic_error != ErrorCode::None {
-                topic_error
-            } else if p.partition < 0 || p.partition >= partitions {
-                ErrorCode::UnknownTopicOrPartition
-            } else {
-                ErrorCode::None
-            };
-            wanted.push(Wanted {
-                topic_index,
-                partition: p.partition,
-                fetch_offset: p.fetch_offset,
-                partition_max_bytes: p.partition_max_bytes.max(0) as usize,
-                error_code,
-            });
-        }
-        topics.push((name, id, topic_error));
+        let topic_error = topics[topic_index].2;
+        let error_code = if topic_error != ErrorCode::None {
+            topic_error
+        } else if *partition < 0 || *partition >= partitions {
+            ErrorCode::UnknownTopicOrPartition
+        } else {
+            ErrorCode::None
+        };
+        wanted.push(Wanted {
+            topic_index,
+            partition: *partition,
+            fetch_offset: params.fetch_offset,
+            partition_max_bytes: params.max_bytes.max(0) as usize,
+            error_code,
+        });
     }
     (topics, wanted)
 }
 
-/// Builds the response, dropping data past `max_bytes` (the first non-empty
-/// partition is always kept whole, as Kafka does, so progress is guaranteed).
+/// Builds the response of the `carried` partitions, dropping data past
+/// `max_bytes` (the first non-empty partition is always kept whole, as
+/// Kafka does, so progress is guaranteed). A topic none of whose
+/// partitions is carried is left out (an incremental response).
 fn assemble(
     topics: &[TopicSlot],
     wanted: Vec<Wanted>,
     outcomes: Vec<ReadOutcome>,
+    carried: &[bool],
     max_bytes: usize,
 ) -> FetchResponseData {
     let mut out: Vec<FetchTopicData> = topics
@@ -286,7 +326,16 @@ fn assemble(
         })
         .collect();
     let mut total = 0usize;
-    for (w, outcome) in wanted.into_iter().zip(outcomes) {
+    let mut any_of_topic = vec![false; out.len()];
+    for ((w, outcome), _) in wanted
+        .into_iter()
+        .zip(outcomes)
+        .zip(carried)
+        .filter(|(_, carried)| **carried)
+    {
+        if let Some(any) = any_of_topic.get_mut(w.topic_index) {
+            *any = true;
+        }
         let length = outcome.data.len();
         let keep = length > 0 && (total == 0 || total + length <= max_bytes);
         let records = if keep {
@@ -308,10 +357,17 @@ fn assemble(
             });
         }
     }
+    let all_carried = carried.iter().all(|c| *c);
+    let topics = out
+        .into_iter()
+        .zip(any_of_topic)
+        .filter(|(_, any)| all_carried || *any)
+        .map(|(topic, _)| topic)
+        .collect();
     FetchResponseData {
         throttle_time_ms: 0,
         error_code: ErrorCode::None,
         session_id: 0,
-        topics: out,
+        topics,
     }
 }

@@ -3,23 +3,30 @@
 //! fetch offset as the follower's log end (moving the HW) and reads what
 //! this leader has made durable — past the HW, which consumers stop at.
 //! Partitions are fetched one after another; a follower asks for one per
-//! request (rill's fetchers run one per partition).
+//! request (rill's fetchers run one per partition), in a fetch session
+//! (KIP-227) of that one partition.
 //!
 //! v12+ carries the follower's `last_fetched_epoch`; when its log parts
 //! from the leader's, the partition is answered with no records and
 //! `diverging_epoch` (KIP-595), and the follower truncates.
 
+use super::fetch_session::{self as session, Context, Outcome};
 use super::{Request, Response};
 use engine::TopicPartition;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
 use kernel::error::RequestError;
-use runtimes::replication_runtime::ServeFollowerFetch;
+use runtimes::fetch_sessions::{PartitionSeen, TopicRef};
+use runtimes::replication_runtime::{FollowerFetchReply, ServeFollowerFetch};
 use runtimes::Shard;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Answers a follower's fetch.
+/// Answers a follower's fetch: the partitions it asks, or in an
+/// incremental session every partition of the session, of which the
+/// response carries those that changed ([`super::fetch_session`]; a follower's session
+/// outranks consumers' in the cache).
 pub async fn serve(
     shard: &Rc<Shard>,
     request: &Request,
@@ -27,48 +34,96 @@ pub async fn serve(
     replica: i32,
 ) -> Result<Response, RequestError> {
     let max_wait = Duration::from_millis(body.max_wait_ms.clamp(0, 10_000) as u64);
+    let (context, asked) = session::open(shard, &body, request.version, true);
     let mut response = FetchResponse::default();
-    for topic in body.topics {
-        let name = if request.version >= 13 {
-            shard
-                .topics
-                .borrow()
-                .by_id(topic.topic_id.as_bytes())
-                .map(|entry| entry.name.clone())
-                .unwrap_or_default()
-        } else {
-            topic.topic.0.to_string()
+    response.session_id = context.session_id();
+    if let Context::Refused(code) = context {
+        response.error_code = code.code();
+        return request.respond(&response);
+    }
+    let mut replies = Vec::with_capacity(asked.len());
+    for ((topic_ref, partition), params) in &asked {
+        let name = topic_name(shard, topic_ref);
+        let tp = TopicPartition::new(name, *partition);
+        let owner = shard.owner(&tp);
+        let call = ServeFollowerFetch {
+            tp,
+            replica,
+            fetch_offset: params.fetch_offset,
+            current_leader_epoch: params.current_leader_epoch,
+            last_fetched_epoch: params.last_fetched_epoch,
+            max_bytes: params.max_bytes.max(0) as usize,
+            max_wait,
         };
-        let mut answer = FetchableTopicResponse::default();
-        answer.topic = topic.topic.clone();
-        answer.topic_id = topic.topic_id;
-        for partition in topic.partitions {
-            let tp = TopicPartition::new(name.clone(), partition.partition);
-            let owner = shard.owner(&tp);
-            let call = ServeFollowerFetch {
-                tp,
-                replica,
-                fetch_offset: partition.fetch_offset,
-                current_leader_epoch: partition.current_leader_epoch,
-                last_fetched_epoch: partition.last_fetched_epoch,
-                max_bytes: partition.partition_max_bytes.max(0) as usize,
-                max_wait,
-            };
-            let reply = shard.call(owner, call).await?;
-            let mut data = PartitionData::default();
-            data.partition_index = partition.partition;
-            data.error_code = reply.error.code();
-            data.high_watermark = reply.high_watermark;
-            data.last_stable_offset = reply.high_watermark;
-            data.log_start_offset = reply.log_start_offset;
-            data.records = reply.records;
-            if let Some(diverging) = reply.diverging_epoch {
-                data.diverging_epoch.epoch = diverging.epoch;
-                data.diverging_epoch.end_offset = diverging.end_offset;
-            }
-            answer.partitions.push(data);
+        replies.push(shard.call(owner, call).await?);
+    }
+    let outcomes: Vec<Outcome> = replies.iter().map(outcome).collect();
+    let carried = session::carried(shard, context, &asked, &outcomes);
+    let parts = asked.into_iter().zip(replies).zip(carried);
+    for ((((topic_ref, partition), _), reply), _) in parts.filter(|(_, carried)| *carried) {
+        let is_same = |t: &FetchableTopicResponse| match &topic_ref {
+            TopicRef::Id(id) => t.topic_id.as_bytes() == id,
+            TopicRef::Name(name) => t.topic.0.as_str() == name,
+        };
+        if !response.responses.last().is_some_and(is_same) {
+            response.responses.push(topic_answer(&topic_ref));
         }
-        response.responses.push(answer);
+        if let Some(answer) = response.responses.last_mut() {
+            answer.partitions.push(partition_data(partition, reply));
+        }
     }
     request.respond(&response)
+}
+
+/// The topic's name (resolved from its id on v13+; empty when unknown,
+/// which the owner answers UNKNOWN_TOPIC_OR_PARTITION).
+fn topic_name(shard: &Shard, topic_ref: &TopicRef) -> String {
+    match topic_ref {
+        TopicRef::Name(name) => name.clone(),
+        TopicRef::Id(id) => shard
+            .topics
+            .borrow()
+            .by_id(id)
+            .map(|entry| entry.name.clone())
+            .unwrap_or_default(),
+    }
+}
+
+fn topic_answer(topic_ref: &TopicRef) -> FetchableTopicResponse {
+    let mut answer = FetchableTopicResponse::default();
+    match topic_ref {
+        TopicRef::Name(name) => answer.topic = TopicName(StrBytes::from_string(name.clone())),
+        TopicRef::Id(id) => answer.topic_id = uuid::Uuid::from_bytes(*id),
+    }
+    answer
+}
+
+/// What the session records of a reply: a diverging epoch, like records,
+/// must reach the follower.
+fn outcome(reply: &FollowerFetchReply) -> Outcome {
+    Outcome {
+        seen: PartitionSeen {
+            high_watermark: reply.high_watermark,
+            last_stable_offset: reply.high_watermark,
+            log_start_offset: reply.log_start_offset,
+        },
+        has_records: reply.records.as_ref().is_some_and(|r| !r.is_empty())
+            || reply.diverging_epoch.is_some(),
+        error_code: reply.error,
+    }
+}
+
+fn partition_data(partition: i32, reply: FollowerFetchReply) -> PartitionData {
+    let mut data = PartitionData::default();
+    data.partition_index = partition;
+    data.error_code = reply.error.code();
+    data.high_watermark = reply.high_watermark;
+    data.last_stable_offset = reply.high_watermark;
+    data.log_start_offset = reply.log_start_offset;
+    data.records = reply.records;
+    if let Some(diverging) = reply.diverging_epoch {
+        data.diverging_epoch.epoch = diverging.epoch;
+        data.diverging_epoch.end_offset = diverging.end_offset;
+    }
+    data
 }

@@ -49,6 +49,7 @@ pub mod describe_user_scram_credentials;
 pub mod end_txn;
 pub mod fetch;
 mod fetch_follower;
+mod fetch_session;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod incremental_alter_configs;

@@ -130,6 +130,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("default.replication.factor", Broker, "int", Value("1"), "3", "Replicas of an auto-created topic or of one created without a factor."),
     key("socket.request.max.bytes", Broker, "bytes", Value("104857600"), "52428800", "The largest request frame accepted; a larger one closes the connection."),
     key("max.connections", Broker, "int", Value("2147483647"), "10000", "Open connections allowed across the broker (also capped by the descriptor limit)."),
+    key("max.incremental.fetch.session.cache.slots", Broker, "int, at least 0", Value("1000"), "2", "Incremental fetch sessions (KIP-227) the broker holds; rill splits them evenly over its shards, a session living on the shard of its connection. 0: every fetch is sessionless."),
     key("quota.window.num", Broker, "int, at least 1", Value("11"), "11", "Samples in a client quota's rate window."),
     key("quota.window.size.seconds", Broker, "int, at least 1", Value("1"), "1", "Length of one quota sample."),
     key("controller.quorum.voters", Cluster, "comma list of id@host:port", Implied("none: a single node that is its own quorum"), "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097", "The metadata quorum's voters and their controller listeners (`--controller-quorum-voters` overrides it)."),

@@ -115,6 +115,20 @@ pub struct ShardMetrics {
     pub replication: ReplicationCounters,
     /// SASL authentications by (mechanism, succeeded).
     pub sasl_authentications: BTreeMap<(&'static str, bool), u64>,
+    /// The shard's incremental fetch session cache (filled when a
+    /// snapshot is taken).
+    pub fetch_sessions: FetchSessionCounters,
+}
+
+/// One shard's incremental fetch session cache (KIP-227).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FetchSessionCounters {
+    /// Sessions held.
+    pub sessions: u64,
+    /// Partitions over all sessions held.
+    pub partitions: u64,
+    /// Sessions evicted to make room for new ones, since start.
+    pub evictions: u64,
 }
 
 /// What the replication runtime counts on one shard.
@@ -181,6 +195,7 @@ impl Default for ShardMetrics {
             log_end_offsets: Vec::new(),
             replication: ReplicationCounters::default(),
             sasl_authentications: BTreeMap::new(),
+            fetch_sessions: FetchSessionCounters::default(),
         }
     }
 }
@@ -231,6 +246,7 @@ pub fn register(registry: &mut MetricsRegistry, snapshots: Vec<MetricsSnapshot>)
     registry.register(table(&storage::CACHES));
     registry.register(table(&storage::CLEANER));
     registry.register(table(&storage::IO_SIZES));
+    registry.register(table(&requests::FETCH_SESSIONS));
     registry.register(requests::LatencyCollector(shards.clone()));
     registry.register(replication::ConsumerLagCollector(shards.clone()));
     registry.register(replication::ReplicationCollector(shards.clone()));

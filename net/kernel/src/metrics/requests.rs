@@ -1,6 +1,7 @@
 //! Request counters per API and the latency summaries (produce, fetch and
 //! the disk calls a produce waits for).
 
+use super::per_shard::PerShard;
 use super::registry::{Declared, Family, Value};
 use super::{histogram, Shards};
 use prometheus_client::collector::Collector;
@@ -115,3 +116,25 @@ impl Declared for LatencyCollector {
         ]
     }
 }
+
+/// Incremental fetch sessions (KIP-227): Kafka's
+/// `NumIncrementalFetchSessions`, `NumIncrementalFetchPartitionsCached` and
+/// `IncrementalFetchSessionEvictionsPerSec` (a counter here; the rate is
+/// the scraper's).
+pub(super) static FETCH_SESSIONS: [PerShard; 3] = [
+    PerShard::gauge(
+        "rill_fetch_sessions",
+        "Incremental fetch sessions cached (a session lives on the shard of its connection).",
+        |m| m.fetch_sessions.sessions as i64,
+    ),
+    PerShard::gauge(
+        "rill_fetch_session_partitions",
+        "Partitions over the cached incremental fetch sessions.",
+        |m| m.fetch_sessions.partitions as i64,
+    ),
+    PerShard::counter(
+        "rill_fetch_session_evictions_total",
+        "Incremental fetch sessions evicted to make room for a new one.",
+        |m| m.fetch_sessions.evictions as i64,
+    ),
+];

@@ -15,6 +15,9 @@
 //!    round first, and it also catches a divergence that arises within a
 //!    session.
 //! 3. Readers of this replica see up to min(leader's HW, our log end).
+//! 4. Fetches are in a fetch session with the leader (KIP-227,
+//!    [`super::leader_session`]): full once, then incremental ones that
+//!    name the partition only when our log end moved.
 //!
 //! Any error (the leader moved, the connection broke) pauses and retries;
 //! a new role stops the task. After an OFFSET_OUT_OF_RANGE answer the next
@@ -24,9 +27,11 @@
 //! with OffsetForLeaderEpoch (see [`super::truncation`]).
 
 use super::client::KafkaConnection;
+use super::leader_session::{LeaderSession, SessionAnswer};
 use super::out_of_range::start_over_if_behind;
 use super::truncation::{truncate_on_divergence, truncate_to_leader};
 use crate::cluster_runtime::partition_leader;
+use crate::fetch_sessions::INITIAL_EPOCH;
 use crate::Shard;
 use cluster::replication::{diverging_epoch_from_wire, EpochEndOffset, UNDEFINED_EPOCH};
 use engine::{ErrorCode, PartitionLog, TopicPartition};
@@ -149,8 +154,17 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
     {
         truncate_to_leader(&mut connection, shard, tp, &log, leader_epoch).await?;
     }
+    let mut leader_session = LeaderSession::default();
     while manager.is_current(tp, generation) {
-        let fetched = fetch(&mut connection, shard, tp, &log, leader_epoch).await?;
+        let fetched = fetch(
+            &mut connection,
+            shard,
+            tp,
+            &log,
+            leader_epoch,
+            &mut leader_session,
+        )
+        .await?;
         // The answer is for the role and the log end of its request: a role
         // that ended meanwhile (a fetcher of the next role may run already)
         // or a log end that moved makes it stale, as Kafka's fetcher drops
@@ -181,8 +195,22 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         if visible > log.high_watermark() {
             log.set_replication_limit(Some(visible));
         }
+        follow_log_start(tp, &log, fetched.log_start_offset).await;
     }
     Ok(())
+}
+
+/// Moves our log start up to the leader's (DeleteRecords or retention on
+/// the leader), as Kafka's follower does (`maybeIncrementLogStartOffset`):
+/// a replica elected next must not serve records the leader deleted. Only
+/// within what we hold below the HW; a failure waits for the next answer.
+async fn follow_log_start(tp: &TopicPartition, log: &PartitionLog, leader_log_start: i64) {
+    if leader_log_start <= log.log_start_offset() || leader_log_start > log.high_watermark() {
+        return;
+    }
+    if let Err(e) = log.delete_records(leader_log_start).await {
+        tracing::debug!(%tp, leader_log_start, error = %e, "could not follow the leader's log start");
+    }
 }
 
 /// What a fetch brought.
@@ -190,6 +218,8 @@ struct Fetched {
     /// The offset the request fetched at (our log end then).
     fetch_offset: i64,
     high_watermark: i64,
+    /// The leader's log start (-1: not in an incremental answer).
+    log_start_offset: i64,
     records: Option<bytes::Bytes>,
     /// The leader's answer when our log diverges from its own (then there
     /// are no records).
@@ -202,46 +232,106 @@ async fn fetch(
     tp: &TopicPartition,
     log: &PartitionLog,
     leader_epoch: i32,
+    leader_session: &mut LeaderSession,
 ) -> Result<Fetched, SessionError> {
-    // Read together, on this shard, with no await in between: the epoch of
-    // the last batch below the offset we fetch from.
-    let last_fetched_epoch = log
-        .leader_epoch_cache()
-        .latest_epoch()
-        .unwrap_or(UNDEFINED_EPOCH);
-    let fetch_offset = log.log_end_offset();
-    let mut partition = FetchPartition::default();
-    partition.partition = tp.partition;
-    partition.current_leader_epoch = leader_epoch;
-    partition.last_fetched_epoch = last_fetched_epoch;
-    partition.fetch_offset = fetch_offset;
-    partition.log_start_offset = log.log_start_offset();
-    partition.partition_max_bytes = FETCH_MAX_BYTES;
-    let mut topic = FetchTopic::default();
-    topic.topic = TopicName(StrBytes::from_string(tp.topic.clone()));
-    topic.partitions = vec![partition];
+    // A session the leader lost is restarted with a full fetch at once.
+    for _ in 0..2 {
+        // Read together, on this shard, with no await in between: the
+        // epoch of the last batch below the offset we fetch from.
+        let last_fetched_epoch = log
+            .leader_epoch_cache()
+            .latest_epoch()
+            .unwrap_or(UNDEFINED_EPOCH);
+        let fetch_offset = log.log_end_offset();
+        let mut partition = FetchPartition::default();
+        partition.partition = tp.partition;
+        partition.current_leader_epoch = leader_epoch;
+        partition.last_fetched_epoch = last_fetched_epoch;
+        partition.fetch_offset = fetch_offset;
+        partition.log_start_offset = log.log_start_offset();
+        partition.partition_max_bytes = FETCH_MAX_BYTES;
+        let sent = leader_session.must_send(&partition).then_some(partition);
+        let (session_id, session_epoch) = leader_session.metadata();
+        let request = fetch_request(shard, tp, sent.clone(), session_id, session_epoch);
+        let response: FetchResponse = connection
+            .request(ApiKey::Fetch, FETCH_VERSION, &request)
+            .await?;
+        let answer =
+            leader_session.answered(sent.as_ref(), response.error_code, response.session_id);
+        if let SessionAnswer::Restart(code) = answer {
+            tracing::debug!(%tp, %code, "the leader lost our fetch session; fetching in full");
+            continue;
+        }
+        let incremental = session_epoch != INITIAL_EPOCH && session_id != 0;
+        return fetched_of(response, tp, fetch_offset, incremental, leader_session);
+    }
+    Err(SessionError::from(
+        "the leader refused two fetch sessions in a row",
+    ))
+}
+
+/// A fetch of `partition` of `tp` (none: an incremental fetch with nothing
+/// to tell the leader) in session `session_id` at `session_epoch`.
+fn fetch_request(
+    shard: &Shard,
+    tp: &TopicPartition,
+    partition: Option<FetchPartition>,
+    session_id: i32,
+    session_epoch: i32,
+) -> FetchRequest {
     let mut request = FetchRequest::default();
     request.replica_id = BrokerId(shard.config.broker_id);
     request.max_wait_ms = FETCH_MAX_WAIT_MS;
     request.min_bytes = 1;
     request.max_bytes = FETCH_MAX_BYTES;
-    request.session_epoch = -1;
-    request.topics = vec![topic];
-    let response: FetchResponse = connection
-        .request(ApiKey::Fetch, FETCH_VERSION, &request)
-        .await?;
+    request.session_id = session_id;
+    request.session_epoch = session_epoch;
+    if let Some(partition) = partition {
+        let mut topic = FetchTopic::default();
+        topic.topic = TopicName(StrBytes::from_string(tp.topic.clone()));
+        topic.partitions = vec![partition];
+        request.topics = vec![topic];
+    }
+    request
+}
+
+/// Our partition's part of the leader's answer; an incremental answer
+/// without it means nothing changed.
+fn fetched_of(
+    response: FetchResponse,
+    tp: &TopicPartition,
+    fetch_offset: i64,
+    incremental: bool,
+    leader_session: &mut LeaderSession,
+) -> Result<Fetched, SessionError> {
     let data = answer_for(
         response.responses.into_iter().flat_map(|t| t.partitions),
         |p| (p.partition_index == tp.partition).then_some(p.error_code),
-    )
-    .map_err(|code| match code {
-        Some(ErrorCode::OffsetOutOfRange) => SessionError::OutOfRange,
-        Some(code) => SessionError::Other(format!("the leader answered {code}")),
-        None => SessionError::from("the leader's answer lacks the partition"),
-    })?;
+    );
+    let data = match data {
+        Ok(data) => data,
+        Err(None) if incremental => {
+            return Ok(Fetched {
+                fetch_offset,
+                high_watermark: leader_session.high_watermark(),
+                log_start_offset: -1,
+                records: None,
+                diverging_epoch: None,
+            })
+        }
+        Err(Some(ErrorCode::OffsetOutOfRange)) => return Err(SessionError::OutOfRange),
+        Err(Some(code)) => return Err(SessionError::Other(format!("the leader answered {code}"))),
+        Err(None) => {
+            return Err(SessionError::from(
+                "the leader's answer lacks the partition",
+            ))
+        }
+    };
+    leader_session.set_high_watermark(data.high_watermark);
     Ok(Fetched {
         fetch_offset,
         high_watermark: data.high_watermark,
+        log_start_offset: data.log_start_offset,
         diverging_epoch: diverging_epoch_from_wire(
             data.diverging_epoch.epoch,
             data.diverging_epoch.end_offset,

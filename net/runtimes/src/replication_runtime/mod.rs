@@ -16,6 +16,8 @@
 //! - [`truncation`]: the follower's truncation I/O (on a fetch answer's
 //!   `diverging_epoch`, or after OffsetForLeaderEpoch), deciding with
 //!   `rill-cluster`'s pure truncation rule.
+//! - [`leader_session`]: the follower's side of its fetch session with
+//!   the leader (KIP-227).
 //! - [`client`]: a Kafka request over a plain connection (the follower is
 //!   a client of the leader's Kafka listener).
 //!
@@ -27,6 +29,7 @@ pub mod apply;
 pub mod client;
 pub mod follower;
 pub mod leader;
+pub mod leader_session;
 pub mod lease_table;
 pub mod out_of_range;
 pub mod roles;
