@@ -954,18 +954,7 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
 /// partitions starved heartbeats while topics were created in bulk.
 #[test]
 fn a_clone_shares_its_topics_and_a_change_copies_only_the_topic_it_touches() {
-    let mut model = Model::new(false);
-    for broker in 0..3 {
-        model.step(&Op::Register {
-            broker,
-            new_incarnation: false,
-        });
-        model.step(&Op::Heartbeat {
-            broker,
-            caught_up: true,
-            want_fence: false,
-        });
-    }
+    let mut model = Model::started(false);
     for name in 0..2 {
         model.step(&Op::CreateTopic {
             name,
