@@ -6,6 +6,7 @@
 use crate::broker_cpu::CpuSource;
 use crate::cli::WorkloadArgs;
 use crate::compare::{compare, parse_target, CompareReport};
+use crate::disk_floor::DiskFloorPlan;
 use crate::report::{html, report_files, text};
 use crate::runner::{run_workload, RunOptions};
 use crate::workload::Workload;
@@ -108,6 +109,19 @@ struct RunArgs {
     /// server, beside a broker under the fsync policy.
     #[arg(long, value_name = "DIR", requires = "against_null_sink")]
     sink_sync_dir: Option<PathBuf>,
+    /// With --against-null-sink: then measure the disk's own CPU per GB
+    /// in DIR (O_DIRECT writes of --disk-floor-block, each followed by an
+    /// fdatasync; the files are removed) and print the broker's CPU per
+    /// GB over the sum of the two floors.
+    #[arg(long, value_name = "DIR", requires = "against_null_sink")]
+    disk_floor_dir: Option<PathBuf>,
+    /// The disk floor's write size (rill's group commit writes up to its
+    /// stream chunk, 256 KiB by default).
+    #[arg(long, default_value = "256k", value_parser = bench_harness_bytes)]
+    disk_floor_block: u64,
+    /// How much the disk floor writes.
+    #[arg(long, default_value = "1g", value_parser = bench_harness_bytes)]
+    disk_floor_total: u64,
     /// Use this existing (or new) topic instead of a fresh random
     /// name; repeat for several (sets the workload's topic count).
     #[arg(long = "topic", value_name = "NAME")]
@@ -233,11 +247,18 @@ fn run_against_null_sink(
             "--against-null-sink needs --security-protocol PLAINTEXT, not {security_protocol}"
         )));
     }
+    let disk_floor = args.disk_floor_dir.as_ref().map(|dir| DiskFloorPlan {
+        dir: dir.clone(),
+        block_bytes: args.disk_floor_block as usize,
+        files: 8,
+        total_bytes: args.disk_floor_total,
+    });
     let report = runtime()?.block_on(floor::run_against_null_sink(
         &args.bootstrap,
         workload,
         options,
         args.sink_sync_dir.as_deref(),
+        disk_floor.as_ref(),
     ))?;
     std::fs::write(&args.out, serde_json::to_vec_pretty(&report)?)?;
     println!("{}", text::table(&report.runs));
@@ -310,4 +331,9 @@ fn verify_command(args: &verify::VerifyArgs) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// A byte size as the workload files write it (`256k`, `1g`).
+fn bench_harness_bytes(text: &str) -> std::result::Result<u64, String> {
+    crate::workload::parse_bytes(text).map_err(|e| e.to_string())
 }

@@ -17,6 +17,7 @@
 //! server costs, beside a broker under the fsync policy.
 
 use crate::broker_cpu::CpuSource;
+use crate::disk_floor::{measure, DiskFloor, DiskFloorPlan};
 use crate::error::{BenchError, Result};
 use crate::results::RunResult;
 use crate::runner::{run_workload, RunOptions};
@@ -114,6 +115,10 @@ pub struct FloorRatios {
     pub publish_p50: Option<f64>,
     pub publish_p99: Option<f64>,
     pub publish_p99_9: Option<f64>,
+    /// The broker's CPU per GB over the floors' sum: the sink's and the
+    /// disk's own (with `--disk-floor-dir`).
+    #[serde(default)]
+    pub cpu_s_per_gb_vs_floor_sum: Option<f64>,
 }
 
 /// What `run --against-null-sink` writes: the broker's run, the sink's
@@ -123,16 +128,21 @@ pub struct FloorReport {
     pub workload: String,
     pub runs: Vec<RunResult>,
     pub ratios: FloorRatios,
+    /// The disk's own CPU per GB, when measured (`--disk-floor-dir`).
+    #[serde(default)]
+    pub disk_floor: Option<DiskFloor>,
 }
 
 /// Runs `workload` against `bootstrap` (CPU from `options.broker_cpu`),
 /// then produce-only against a fresh null-sink (durable, keeping its
-/// records in a new directory under `sink_sync_dir`, if given).
+/// records in a new directory under `sink_sync_dir`, if given), then the
+/// disk floor (`disk_floor`, if given).
 pub async fn run_against_null_sink(
     bootstrap: &str,
     workload: &Workload,
     options: &RunOptions,
     sink_sync_dir: Option<&Path>,
+    disk_floor: Option<&DiskFloorPlan>,
 ) -> Result<FloorReport> {
     if options.broker_cpu.is_none() {
         return Err(BenchError::Workload(
@@ -170,11 +180,32 @@ pub async fn run_against_null_sink(
     let floor = run_workload(&sink.addr, &sink_workload, &sink_options).await?;
     drop(sink);
     drop(kept);
+    let disk_floor = match disk_floor {
+        Some(plan) => {
+            let plan = plan.clone();
+            let measured = tokio::task::spawn_blocking(move || measure(&plan))
+                .await
+                .map_err(|e| BenchError::Other(format!("the disk floor did not finish: {e}")))?;
+            Some(measured?)
+        }
+        None => None,
+    };
+    let mut ratios = ratios(&broker, &floor);
+    ratios.cpu_s_per_gb_vs_floor_sum = vs_floor_sum(&broker, &floor, disk_floor.as_ref());
     Ok(FloorReport {
         workload: workload.name.clone(),
-        ratios: ratios(&broker, &floor),
+        ratios,
         runs: vec![broker, floor],
+        disk_floor,
     })
+}
+
+/// The broker's CPU per GB produced over (the sink's + the disk's own).
+pub fn vs_floor_sum(broker: &RunResult, sink: &RunResult, disk: Option<&DiskFloor>) -> Option<f64> {
+    let cpu = |run: &RunResult| run.broker_cpu.as_ref()?.cpu_s_per_gb_produced;
+    let sum = cpu(sink)? + disk?.cpu_s_per_gb;
+    let broker = cpu(broker)?;
+    (sum > 0.0).then(|| broker / sum)
 }
 
 /// `broker / sink` for each figure.
@@ -194,6 +225,7 @@ pub fn ratios(broker: &RunResult, sink: &RunResult) -> FloorRatios {
         publish_p50: divide(ours[0], floor[0]),
         publish_p99: divide(ours[1], floor[1]),
         publish_p99_9: divide(ours[2], floor[2]),
+        cpu_s_per_gb_vs_floor_sum: None,
     }
 }
 
@@ -261,6 +293,25 @@ pub fn summary(report: &FloorReport) -> String {
             ratio(ratio_value)
         );
     }
+    if let Some(disk) = &report.disk_floor {
+        let sum = cpu(sink).map(|sink_cpu| sink_cpu + disk.cpu_s_per_gb);
+        let _ = writeln!(
+            out,
+            "{:<22} {:>12} {:>12} {:>10}",
+            format!("+ disk {} KiB+sync", disk.block_bytes >> 10),
+            "",
+            number(Some(disk.cpu_s_per_gb), 2),
+            ""
+        );
+        let _ = writeln!(
+            out,
+            "{:<22} {:>12} {:>12} {:>10}",
+            "CPU s/GB vs floor sum",
+            number(cpu(broker), 2),
+            number(sum, 2),
+            ratio(r.cpu_s_per_gb_vs_floor_sum)
+        );
+    }
     out
 }
 
@@ -299,9 +350,40 @@ mod tests {
             workload: "w".into(),
             runs: vec![run("rill", 3.0, 4000), run("sink", 1.5, 1000)],
             ratios,
+            disk_floor: None,
         };
         let text = summary(&report);
         assert!(text.contains("CPU s/GB produced"), "{text}");
+        assert!(text.contains("2.00x"), "{text}");
+        assert!(!text.contains("floor sum"), "no disk floor, no sum: {text}");
+    }
+
+    #[test]
+    fn the_floor_sum_adds_the_disk_to_the_sink_and_sits_below_the_broker() {
+        let (broker, sink) = (run("rill", 3.0, 4000), run("sink", 1.0, 1000));
+        let disk = DiskFloor {
+            block_bytes: 256 << 10,
+            files: 8,
+            written_bytes: 1 << 30,
+            cpu_s: 0.5,
+            wall_s: 2.0,
+            cpu_s_per_gb: 0.5,
+        };
+        // 3.0 / (1.0 + 0.5)
+        assert_eq!(vs_floor_sum(&broker, &sink, Some(&disk)), Some(2.0));
+        assert_eq!(vs_floor_sum(&broker, &sink, None), None);
+        let mut ratios = ratios(&broker, &sink);
+        ratios.cpu_s_per_gb_vs_floor_sum = vs_floor_sum(&broker, &sink, Some(&disk));
+        let report = FloorReport {
+            workload: "w".into(),
+            runs: vec![broker, sink],
+            ratios,
+            disk_floor: Some(disk),
+        };
+        let text = summary(&report);
+        assert!(text.contains("+ disk 256 KiB+sync"), "{text}");
+        assert!(text.contains("floor sum"), "{text}");
+        assert!(text.contains("1.50"), "the sum: {text}");
         assert!(text.contains("2.00x"), "{text}");
     }
 }

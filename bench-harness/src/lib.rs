@@ -18,6 +18,8 @@
 //! - [`cluster`]: local rill clusters (N brokers on loopback) to measure.
 //! - [`failover`]: leader SIGKILL to the next acknowledged produce.
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
+//! - [`disk_floor`]: the disk's own CPU per GB (`O_DIRECT` writes, each
+//!   followed by `fdatasync`), the second floor beside the null sink.
 //! - [`group`]: consumer groups: assignors, classic and KIP-848 membership.
 //! - [`fetch_path`]: rill's copy / sendfile / splice fetch paths side by side.
 //! - [`floor`]: a run against the broker and against a null-sink child,
@@ -43,6 +45,7 @@ pub mod cli;
 pub mod cluster;
 pub mod compare;
 pub mod disk;
+pub mod disk_floor;
 pub mod distribution;
 pub mod error;
 pub mod failover;

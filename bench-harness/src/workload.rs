@@ -316,8 +316,8 @@ impl Workload {
     }
 }
 
-/// Parses a byte count with an optional `b`, `kb`/`k`, `mb`/`m` suffix
-/// (binary multiples: `1kb` is 1024).
+/// Parses a byte count with an optional `b`, `kb`/`k`, `mb`/`m`, `gb`/`g`
+/// suffix (binary multiples: `1kb` is 1024).
 pub fn parse_bytes(text: &str) -> Result<u64> {
     let lower = text.trim().to_ascii_lowercase();
     let (digits, multiplier) = if let Some(rest) = lower
@@ -332,6 +332,12 @@ pub fn parse_bytes(text: &str) -> Result<u64> {
         .or(lower.strip_suffix('m'))
     {
         (rest, 1024 * 1024)
+    } else if let Some(rest) = lower
+        .strip_suffix("gib")
+        .or(lower.strip_suffix("gb"))
+        .or(lower.strip_suffix('g'))
+    {
+        (rest, 1024 * 1024 * 1024)
     } else if let Some(rest) = lower.strip_suffix('b') {
         (rest, 1)
     } else {
@@ -487,6 +493,8 @@ mod tests {
         assert_eq!(parse_bytes("1kb").unwrap(), 1024);
         assert_eq!(parse_bytes("4k").unwrap(), 4096);
         assert_eq!(parse_bytes("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_bytes("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_bytes("1GB").unwrap(), 1 << 30);
         assert_eq!(parse_bytes("100").unwrap(), 100);
         assert!(parse_bytes("x").is_err());
         assert_eq!(

@@ -368,8 +368,34 @@ fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
     let dir = scratch_dir();
     let kept = dir.path().join("kept");
     std::fs::create_dir(&kept).unwrap();
-    let extra = ["--sink-sync-dir".to_string(), kept.display().to_string()];
+    let floor_dir = dir.path().join("disk-floor");
+    std::fs::create_dir(&floor_dir).unwrap();
+    let extra = [
+        "--sink-sync-dir",
+        &kept.display().to_string(),
+        "--disk-floor-dir",
+        &floor_dir.display().to_string(),
+        "--disk-floor-block",
+        "64k",
+        "--disk-floor-total",
+        "16m",
+    ]
+    .map(String::from);
     run_against_sink(&rill, dir.path(), &extra, "durable-sink");
-    // The sink's files went with its run.
+    // The sink's and the disk floor's files went with their runs.
     assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(&floor_dir).unwrap().count(), 0);
+    // The third column: the disk's own CPU per GB, and the broker over
+    // the sum of both floors, which lies below its ratio to the sink alone.
+    let report = read_json(&dir.path().join("rill.json"));
+    assert_eq!(u64_at(&report, "/disk_floor/written_bytes"), 16 << 20);
+    let disk = f64_at(&report, "/disk_floor/cpu_s_per_gb");
+    assert!(disk.is_finite() && disk > 0.0, "disk floor {disk}");
+    let vs_sum = f64_at(&report, "/ratios/cpu_s_per_gb_vs_floor_sum");
+    let vs_sink = f64_at(&report, "/ratios/cpu_s_per_gb_produced");
+    assert!(vs_sum.is_finite() && vs_sum > 0.0, "{vs_sum}");
+    assert!(
+        vs_sum < vs_sink,
+        "vs the floor sum {vs_sum}, vs the sink {vs_sink}"
+    );
 }
