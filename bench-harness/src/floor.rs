@@ -294,25 +294,35 @@ pub fn summary(report: &FloorReport) -> String {
         );
     }
     if let Some(disk) = &report.disk_floor {
-        let sum = cpu(sink).map(|sink_cpu| sink_cpu + disk.cpu_s_per_gb);
-        let _ = writeln!(
-            out,
-            "{:<22} {:>12} {:>12} {:>10}",
-            format!("+ disk {} KiB+sync", disk.block_bytes >> 10),
-            "",
-            number(Some(disk.cpu_s_per_gb), 2),
-            ""
-        );
-        let _ = writeln!(
-            out,
-            "{:<22} {:>12} {:>12} {:>10}",
-            "CPU s/GB vs floor sum",
-            number(cpu(broker), 2),
-            number(sum, 2),
-            ratio(r.cpu_s_per_gb_vs_floor_sum)
-        );
+        out.push_str(&floor_sum_lines(disk, cpu(broker), cpu(sink), r));
     }
     out
+}
+
+/// The summary's last two lines: the disk's own CPU per GB, then the
+/// broker's over the sum of the two floors.
+fn floor_sum_lines(
+    disk: &DiskFloor,
+    broker_cpu: Option<f64>,
+    sink_cpu: Option<f64>,
+    ratios: &FloorRatios,
+) -> String {
+    let number = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let sum = sink_cpu.map(|sink_cpu| sink_cpu + disk.cpu_s_per_gb);
+    let vs_sum = ratios
+        .cpu_s_per_gb_vs_floor_sum
+        .map_or("-".to_string(), |v| format!("{v:.2}x"));
+    format!(
+        "{:<22} {:>12} {:>12} {:>10}\n{:<22} {:>12} {:>12} {:>10}\n",
+        format!("+ disk {} KiB+sync", disk.block_bytes >> 10),
+        "",
+        number(Some(disk.cpu_s_per_gb)),
+        "",
+        "CPU s/GB vs floor sum",
+        number(broker_cpu),
+        number(sum),
+        vs_sum
+    )
 }
 
 #[cfg(test)]
