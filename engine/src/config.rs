@@ -188,6 +188,12 @@ pub struct TopicConfig {
     pub flush_ms: u64,
     /// `message.timestamp.type`: CreateTime (false) or LogAppendTime (true).
     pub log_append_time: bool,
+    /// `message.timestamp.before.max.ms` (default Long.MAX): how far in the
+    /// past a CreateTime record's timestamp may lie (KIP-937).
+    pub timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms` (default 1 hour since Kafka 4.0,
+    /// KIP-1030): how far in the future a CreateTime record's timestamp may lie.
+    pub timestamp_after_max_ms: i64,
     /// `compression.type`: producer, uncompressed, gzip, snappy, lz4, zstd.
     /// A codec makes the log rewrite producers' batches in another codec.
     pub compression_type: String,
@@ -224,6 +230,8 @@ impl Default for TopicConfig {
             flush_messages: i64::MAX as u64,
             flush_ms: i64::MAX as u64,
             log_append_time: false,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 3_600_000,
             compression_type: String::from("producer"),
             compression_levels: CompressionLevels::default(),
             min_insync_replicas: 1,
@@ -288,6 +296,12 @@ impl TopicConfig {
             "flush.messages" => self.flush_messages = parse_num(name, value)?,
             "flush.ms" => self.flush_ms = parse_num(name, value)?,
             "message.timestamp.type" => self.log_append_time = log_append_time(name, value)?,
+            "message.timestamp.before.max.ms" => {
+                self.timestamp_before_max_ms = non_negative(name, value)?
+            }
+            "message.timestamp.after.max.ms" => {
+                self.timestamp_after_max_ms = non_negative(name, value)?
+            }
             "compression.type" => self.compression_type = compression_type(name, value)?,
             "compression.gzip.level" => self.compression_levels.gzip = gzip_level(name, value)?,
             "compression.lz4.level" => {
@@ -337,6 +351,8 @@ impl TopicConfig {
                 "CreateTime"
             }
             .to_string(),
+            "message.timestamp.before.max.ms" => self.timestamp_before_max_ms.to_string(),
+            "message.timestamp.after.max.ms" => self.timestamp_after_max_ms.to_string(),
             "compression.type" => self.compression_type.clone(),
             "compression.gzip.level" => self.compression_levels.gzip.to_string(),
             "compression.lz4.level" => self.compression_levels.lz4.to_string(),

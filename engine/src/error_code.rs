@@ -107,6 +107,9 @@ error_codes! {
     GroupAuthorizationFailed = 30, "GROUP_AUTHORIZATION_FAILED";
     /// The principal may not act on the cluster (ACLs).
     ClusterAuthorizationFailed = 31, "CLUSTER_AUTHORIZATION_FAILED";
+    /// A record's CreateTime lies outside `message.timestamp.before.max.ms` /
+    /// `message.timestamp.after.max.ms` of now.
+    InvalidTimestamp = 32, "INVALID_TIMESTAMP";
     /// SaslHandshake named a mechanism the listener does not offer.
     UnsupportedSaslMechanism = 33, "UNSUPPORTED_SASL_MECHANISM";
     /// A SASL request out of order (SaslAuthenticate before SaslHandshake,

@@ -506,3 +506,152 @@ async fn long_polls_across_shards() {
     );
     assert_eq!(short, both, "answered with what there is");
 }
+
+/// Sends `count` records to partition 0 of `topic` at once (every tenth
+/// keyless, each stamped by `timestamp_of(i)`) and returns each one's
+/// delivery error, None when it was written.
+async fn send_burst(
+    p: &rdkafka::producer::FutureProducer,
+    topic: &str,
+    count: usize,
+    timestamp_of: impl Fn(usize) -> i64,
+) -> Vec<Option<RDKafkaErrorCode>> {
+    let values: Vec<String> = (0..count).map(|i| format!("v{i}")).collect();
+    let keys: Vec<String> = (0..count).map(|i| format!("k{i}")).collect();
+    let mut sends = Vec::new();
+    for i in 0..count {
+        let mut record: FutureRecord<'_, String, String> = FutureRecord::to(topic)
+            .payload(&values[i])
+            .partition(0)
+            .timestamp(timestamp_of(i));
+        if i % 10 != 0 {
+            record = record.key(&keys[i]);
+        }
+        // Queued at once (`send` would queue only when awaited), so that
+        // the records travel together.
+        sends.push(p.send_result(record).map_err(|(e, _)| e).expect("queued"));
+    }
+    let mut out = Vec::new();
+    for send in sends {
+        out.push(match send.await.expect("a delivery report") {
+            Ok(_) => None,
+            Err((e, _)) => Some(
+                e.rdkafka_error_code()
+                    .expect("a broker or client error code"),
+            ),
+        });
+    }
+    out
+}
+
+/// How many of `outcomes` are each of: written, `refused` (named by the
+/// broker), and refused for another record of their batch.
+fn tally(
+    outcomes: &[Option<RDKafkaErrorCode>],
+    refused: RDKafkaErrorCode,
+) -> (usize, usize, usize) {
+    let count = |want: Option<RDKafkaErrorCode>| outcomes.iter().filter(|o| **o == want).count();
+    let tallied = (
+        count(None),
+        count(Some(refused)),
+        count(Some(RDKafkaErrorCode::InvalidDifferentRecord)),
+    );
+    assert_eq!(
+        tallied.0 + tallied.1 + tallied.2,
+        outcomes.len(),
+        "{outcomes:?}"
+    );
+    tallied
+}
+
+/// KIP-467, as librdkafka's 0011-produce_batch checks it: a batch with bad
+/// records is refused whole, the response names the bad ones (a keyless
+/// record on a compacted topic, a timestamp past `message.timestamp.after.max.ms`),
+/// and the client fails those with the broker's code and the rest with
+/// `_INVALID_DIFFERENT_RECORD`; one record per batch fails only the bad.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_refused_one_by_one_are_named_in_the_produce_response() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "kv", 1, &[("cleanup.policy", "compact")]).await;
+    create_topic(&bootstrap, "stamped", 1, &[]).await;
+    let settings = |batch_size: &'static str| {
+        [
+            ("acks", "all"),
+            ("enable.idempotence", "false"),
+            ("retries", "0"),
+            ("linger.ms", "200"),
+            ("batch.size", batch_size),
+        ]
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let now = |_| now_ms;
+    let batched = producer(&bootstrap, &settings("1000000"));
+    let outcomes = send_burst(&batched, "kv", 100, now).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidRecord),
+        (0, 10, 90)
+    );
+    let single = producer(&bootstrap, &settings("1"));
+    let outcomes = send_burst(&single, "kv", 100, now).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidRecord),
+        (90, 10, 0)
+    );
+    let written = consume_all(&bootstrap, "kv", 1, 90, Duration::from_secs(10), &[]);
+    assert_eq!(
+        written.len(),
+        90,
+        "only the keyed records of the second round"
+    );
+    assert!(written.iter().all(|r| r.key.is_some()));
+
+    // Kafka 4's default `message.timestamp.after.max.ms` is one hour: the
+    // records stamped two hours ahead are named, whatever their key. (With
+    // more than one named, librdkafka reports each as INVALID_RECORD; alone
+    // in its batch, with the partition's INVALID_TIMESTAMP.)
+    let two_hours_ms = 2 * 3_600_000;
+    let ahead = |i: usize| {
+        if i % 25 == 3 {
+            now_ms + two_hours_ms
+        } else {
+            now_ms
+        }
+    };
+    let outcomes = send_burst(&batched, "stamped", 100, ahead).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidRecord),
+        (0, 4, 96)
+    );
+    let outcomes = send_burst(&single, "stamped", 100, ahead).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidTimestamp),
+        (96, 4, 0)
+    );
+    // One record named: librdkafka (2.12 to 2.16) reports every record of
+    // the batch with the partition's code, though the response names one.
+    let one_ahead = |i: usize| {
+        if i == 7 {
+            now_ms + two_hours_ms
+        } else {
+            now_ms
+        }
+    };
+    let outcomes = send_burst(&batched, "stamped", 20, one_ahead).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidTimestamp),
+        (0, 20, 0)
+    );
+    // A topic that allows a day ahead takes the same records.
+    let a_day_ahead = [("message.timestamp.after.max.ms", "86400000")];
+    create_topic(&bootstrap, "lenient", 1, &a_day_ahead).await;
+    let outcomes = send_burst(&batched, "lenient", 100, ahead).await;
+    assert_eq!(
+        tally(&outcomes, RDKafkaErrorCode::InvalidTimestamp),
+        (100, 0, 0)
+    );
+}

@@ -62,6 +62,65 @@ pub enum BatchError {
         /// What the codec reported.
         reason: String,
     },
+    /// Records of the batch refused one by one (Kafka's
+    /// `RecordValidationException`, KIP-467): the batch is refused whole, and
+    /// the produce response names the bad records so that the client fails
+    /// those and reports the others as refused for their company.
+    #[error("{}", .0.message)]
+    Records(Box<RecordErrors>),
+}
+
+/// The records of one batch that broke a per-record rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordErrors {
+    /// `INVALID_RECORD`, or `INVALID_TIMESTAMP` when any record's timestamp
+    /// was out of range (Kafka's `LogValidator.processRecordErrors`).
+    pub code: ErrorCode,
+    /// The summary for the response's `error_message`.
+    pub message: String,
+    /// Each bad record, in batch order.
+    pub records: Vec<RecordError>,
+}
+
+/// One refused record: its position in its batch and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    /// The record's index in its batch (0: the first).
+    pub batch_index: i32,
+    /// What was wrong with it.
+    pub message: String,
+}
+
+impl RecordErrors {
+    /// The refusal of `records` (not empty): `INVALID_TIMESTAMP` when
+    /// `timestamps` says a timestamp was out of range, else `INVALID_RECORD`,
+    /// with Kafka's summaries.
+    pub fn new(records: Vec<RecordError>, timestamps: bool) -> Self {
+        let (code, message) = if timestamps {
+            (
+                ErrorCode::InvalidTimestamp,
+                "One or more records have been rejected due to invalid timestamp".to_string(),
+            )
+        } else {
+            let first: Vec<String> = records
+                .iter()
+                .take(3)
+                .map(|r| format!("record {}: {}", r.batch_index, r.message))
+                .collect();
+            let message = format!(
+                "One or more records have been rejected due to {} record errors in total, \
+                 and only showing the first three errors at most: [{}]",
+                records.len(),
+                first.join("; ")
+            );
+            (ErrorCode::InvalidRecord, message)
+        };
+        RecordErrors {
+            code,
+            message,
+            records,
+        }
+    }
 }
 
 impl BatchError {
@@ -78,6 +137,7 @@ impl BatchError {
             BatchError::TooLarge { .. } => ErrorCode::MessageTooLarge,
             BatchError::UnknownCompression { .. } => ErrorCode::UnsupportedCompressionType,
             BatchError::Compression { .. } => ErrorCode::CorruptMessage,
+            BatchError::Records(errors) => errors.code,
         }
     }
 }

@@ -36,7 +36,7 @@ pub use builder::BatchBuilder;
 pub use compression::{
     compress, compress_with_levels, decompress, CompressionLevels, MAX_DECOMPRESSED_BYTES,
 };
-pub use error::BatchError;
+pub use error::{BatchError, RecordError, RecordErrors};
 pub use header::{
     compute_crc, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchHeader,
     Compression, HEADER_BYTES, LOG_OVERHEAD_BYTES, MAGIC_V2,

@@ -227,14 +227,14 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             Long { min: 0 },
             "3600000",
             Some("log.message.timestamp.after.max.ms"),
-            false,
+            true,
         ),
         spec(
             "message.timestamp.before.max.ms",
             Long { min: 0 },
             LONG_MAX,
             Some("log.message.timestamp.before.max.ms"),
-            false,
+            true,
         ),
         spec(
             "message.timestamp.type",

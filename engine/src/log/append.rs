@@ -11,6 +11,7 @@
 //! anything else looks at it, so the new bytes are what is offset, indexed,
 //! cached, written and replicated (followers copy them as they are).
 
+use super::record_checks::{self, TimestampBounds};
 use super::txn::{data_batch, parse_marker_batch};
 use super::{AppendResult, LogState, PartitionLog, PendingChunk};
 use crate::batch::{self, BatchError, BatchHeader, Compression, CompressionLevels};
@@ -104,6 +105,9 @@ struct AppendSettings {
     compression_levels: CompressionLevels,
     /// `cleanup.policy` includes `compact`: every record needs a key.
     compact: bool,
+    /// `message.timestamp.before.max.ms` and `.after.max.ms` (CreateTime).
+    timestamp_before_max_ms: i64,
+    timestamp_after_max_ms: i64,
 }
 
 /// One validated batch of a produce payload.
@@ -315,8 +319,8 @@ impl PartitionLog {
         };
         let validated =
             validate_payload(payload.as_slice(), max_batch_bytes, origin.allows_control())?;
-        if config.compact && matches!(origin, Origin::Client { .. }) {
-            require_keys(payload.as_slice(), &validated)?;
+        if matches!(origin, Origin::Client { .. }) {
+            self.check_records(payload.as_slice(), &validated, config)?;
         }
         match (origin, config.compression) {
             (Origin::Client { .. }, Some(target)) => {
@@ -324,6 +328,29 @@ impl PartitionLog {
             }
             _ => Ok((payload, validated)),
         }
+    }
+
+    /// A client's records checked one by one ([`record_checks`]): keys on a
+    /// compacted topic, CreateTime timestamps against the topic's bounds.
+    fn check_records(
+        &self,
+        payload: &[u8],
+        validated: &[Validated],
+        config: &AppendSettings,
+    ) -> Result<(), BatchError> {
+        let batches = || validated.iter().map(|v| (&v.range, &v.header));
+        if config.compact {
+            record_checks::require_keys(payload, batches())?;
+        }
+        if !config.log_append_time {
+            let bounds = TimestampBounds {
+                now_ms: self.now_ms(),
+                before_max_ms: config.timestamp_before_max_ms,
+                after_max_ms: config.timestamp_after_max_ms,
+            };
+            record_checks::check_timestamps(payload, batches(), bounds)?;
+        }
+        Ok(())
     }
 
     /// The offset the payload's first batch gets: the log end, or for a
@@ -522,6 +549,8 @@ impl PartitionLog {
             compression: Compression::from_name(&c.compression_type),
             compression_levels: c.compression_levels,
             compact: c.cleanup_policy.compact,
+            timestamp_before_max_ms: c.timestamp_before_max_ms,
+            timestamp_after_max_ms: c.timestamp_after_max_ms,
         }
     }
 
@@ -808,22 +837,6 @@ pub(crate) fn validated_batches(
         .into_iter()
         .map(|v| (v.range, v.header))
         .collect())
-}
-
-/// Kafka's `LogValidator.validateKey`: a compacted topic keeps the newest
-/// record per key, so a record without a key could never be cleaned and is
-/// refused (`INVALID_RECORD`). Decodes the records (decompressing them),
-/// which only compacted topics pay for.
-fn require_keys(payload: &[u8], validated: &[Validated]) -> Result<(), BatchError> {
-    for v in validated.iter().filter(|v| !v.header.is_control()) {
-        let records = batch::records(&payload[v.range.clone()])?;
-        if records.iter().any(|r| r.key.is_none()) {
-            return Err(BatchError::InvalidRecord {
-                reason: "compacted topic has a record without a key",
-            });
-        }
-    }
-    Ok(())
 }
 
 fn validate_payload(

@@ -17,7 +17,8 @@
 //! kept in step with the log), `truncate` (cutting the log's tail, crash
 //! safe, for replication), `replica` (a follower's append of its leader's
 //! batches as they are, and the high watermark's replication cap),
-//! [`append`] (validation, offsets, roll), [`flush`] (the
+//! [`append`] (validation, offsets, roll), `record_checks` (keys and
+//! timestamps record by record, KIP-467), [`flush`] (the
 //! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
 //! [`cleanup`] (delete-records, retention), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
@@ -33,6 +34,7 @@ mod flush;
 mod maintenance;
 mod open;
 mod read;
+mod record_checks;
 mod replica;
 mod truncate;
 mod txn;

@@ -7,14 +7,16 @@ use bytes::{Buf, Bytes, BytesMut};
 use engine::ErrorCode;
 use engine::TopicPartition;
 use kafka_protocol::messages::produce_request::TopicProduceData;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kernel::topics::valid_topic_name;
 use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::routing::run_on_owners;
-use runtimes::routing::{PartitionOp, PartitionReply};
+use runtimes::routing::{PartitionOp, PartitionReply, ProduceRefusal};
 use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::ops::Range;
@@ -92,7 +94,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 topic.name = TopicName(StrBytes::from_string(name));
                 topic.partition_responses = slots
                     .into_iter()
-                    .map(|(index, slot)| partition_response(index, slot, &replies))
+                    .map(|(index, slot)| partition_response(index, slot, &replies, request.version))
                     .collect();
                 topic
             })
@@ -246,6 +248,7 @@ fn partition_response(
     index: i32,
     slot: Slot,
     replies: &[PartitionReply],
+    version: i16,
 ) -> PartitionProduceResponse {
     let mut p = PartitionProduceResponse::default();
     p.index = index;
@@ -253,10 +256,10 @@ fn partition_response(
     p.log_append_time_ms = -1;
     p.log_start_offset = -1;
     let outcome = match slot {
-        Slot::Rejected(code) => Err(code),
+        Slot::Rejected(code) => Err(code.into()),
         Slot::Sent(position) => match replies.get(position) {
-            Some(PartitionReply::Produce(outcome)) => *outcome,
-            _ => Err(ErrorCode::UnknownServerError),
+            Some(PartitionReply::Produce(outcome)) => outcome.clone(),
+            _ => Err(ErrorCode::UnknownServerError.into()),
         },
     };
     match outcome {
@@ -265,9 +268,39 @@ fn partition_response(
             p.log_append_time_ms = done.log_append_time_ms;
             p.log_start_offset = done.log_start_offset;
         }
-        Err(code) => p.error_code = code.code(),
+        Err(refusal) => set_refusal(&mut p, refusal, version),
     }
     p
+}
+
+/// The error fields of a refused partition. Records refused one by one
+/// (KIP-467, Produce v8+) are named in `record_errors`, with the summary in
+/// `error_message`, as Kafka answers a `RecordValidationException`: the
+/// client fails those records with the code and the rest of the batch with
+/// its own "refused with another record" error. Below v8 the fields do not
+/// exist (the codec refuses to encode them), and the code alone refuses the
+/// whole batch.
+fn set_refusal(p: &mut PartitionProduceResponse, refusal: ProduceRefusal, version: i16) {
+    /// The first Produce version with `record_errors` and `error_message`.
+    const RECORD_ERRORS_MIN_VERSION: i16 = 8;
+    p.error_code = refusal.code.code();
+    let Some(records) = refusal
+        .records
+        .filter(|_| version >= RECORD_ERRORS_MIN_VERSION)
+    else {
+        return;
+    };
+    p.error_message = Some(StrBytes::from_string(records.message));
+    p.record_errors = records
+        .records
+        .into_iter()
+        .map(|r| {
+            let mut e = BatchIndexAndErrorMessage::default();
+            e.batch_index = r.batch_index;
+            e.batch_index_error_message = Some(StrBytes::from_string(r.message));
+            e
+        })
+        .collect();
 }
 
 /// The partition count of a topic, auto-creating it as Kafka does when allowed

@@ -100,8 +100,8 @@ pub enum ControllerRequest {
 #[derive(Debug, Clone)]
 pub enum TopicChange {
     /// Created, grown or reconfigured: the topic as it is now (as it would
-    /// be, validated only).
-    Upsert(TopicEntry),
+    /// be, validated only). Boxed: an entry holds a whole topic config.
+    Upsert(Box<TopicEntry>),
     /// Deleted.
     Delete {
         /// Topic name.

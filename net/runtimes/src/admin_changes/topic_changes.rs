@@ -71,7 +71,7 @@ pub(super) async fn create_topic(
         config,
     };
     if validate_only {
-        return Ok(TopicChange::Upsert(entry));
+        return Ok(TopicChange::Upsert(Box::new(entry)));
     }
     let request = ControllerRpc::CreateTopic {
         name: name.clone(),
@@ -177,10 +177,10 @@ pub(super) async fn create_partitions(
         ));
     }
     if validate_only {
-        return Ok(TopicChange::Upsert(TopicEntry {
+        return Ok(TopicChange::Upsert(Box::new(TopicEntry {
             partitions: count,
             ..entry
-        }));
+        })));
     }
     commit_then_read(
         shard,
@@ -204,7 +204,7 @@ pub(super) async fn alter_configs(
     let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
     if validate_only {
-        return Ok(TopicChange::Upsert(TopicEntry { config, ..entry }));
+        return Ok(TopicChange::Upsert(Box::new(TopicEntry { config, ..entry })));
     }
     let request = ControllerRpc::SetTopicConfigs {
         name: name.clone(),
@@ -236,7 +236,7 @@ async fn commit_then_read(
 ) -> ControllerReply {
     commit(shard, request).await?;
     match shard.topics.borrow().get(name) {
-        Some(entry) => Ok(TopicChange::Upsert(entry.clone())),
+        Some(entry) => Ok(TopicChange::Upsert(Box::new(entry.clone()))),
         // Deleted again by a later change, already applied.
         None => Err((
             ErrorCode::UnknownTopicOrPartition,

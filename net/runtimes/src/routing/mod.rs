@@ -18,8 +18,8 @@ mod split;
 pub use long_poll::{read_or_wait, ReadOrWait};
 pub use marker_hooks::{MarkerHook, MarkerHooks};
 pub use ops::{
-    PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ReadOptions,
-    ReadOutcome,
+    PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ProduceRefusal,
+    ReadOptions, ReadOutcome,
 };
 pub use split::{join_by_position, split_by_owner};
 

@@ -125,6 +125,40 @@ pub struct ProduceOutcome {
     pub log_start_offset: i64,
 }
 
+/// Why a produce was refused: the Kafka code, and when records were refused
+/// one by one (KIP-467), which and why, for the response's `record_errors`
+/// and `error_message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProduceRefusal {
+    /// The partition's error code.
+    pub code: ErrorCode,
+    /// The records refused one by one, when that was the reason.
+    pub records: Option<Box<engine::batch::RecordErrors>>,
+}
+
+impl From<ErrorCode> for ProduceRefusal {
+    fn from(code: ErrorCode) -> Self {
+        ProduceRefusal {
+            code,
+            records: None,
+        }
+    }
+}
+
+impl From<engine::EngineError> for ProduceRefusal {
+    fn from(error: engine::EngineError) -> Self {
+        match error {
+            engine::EngineError::Batch(engine::batch::BatchError::Records(records)) => {
+                ProduceRefusal {
+                    code: records.code,
+                    records: Some(records),
+                }
+            }
+            other => other.error_code().into(),
+        }
+    }
+}
+
 /// Result of a [`PartitionRead`].
 #[derive(Debug)]
 pub struct ReadOutcome {
@@ -201,7 +235,7 @@ pub struct PartitionState {
 #[derive(Debug)]
 pub enum PartitionReply {
     /// Produce.
-    Produce(Result<ProduceOutcome, ErrorCode>),
+    Produce(Result<ProduceOutcome, ProduceRefusal>),
     /// ListOffset: (offset, timestamp) or none, with the leader epoch.
     ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
     /// DeleteRecords: the new low watermark.
@@ -247,7 +281,7 @@ impl OpKind {
 
     pub(crate) fn error_reply(self, code: ErrorCode) -> PartitionReply {
         match self {
-            OpKind::Produce => PartitionReply::Produce(Err(code)),
+            OpKind::Produce => PartitionReply::Produce(Err(code.into())),
             OpKind::ListOffset => PartitionReply::ListOffset(Err(code)),
             OpKind::DeleteRecords => PartitionReply::DeleteRecords(Err(code)),
             OpKind::Done => PartitionReply::Done(Err(code)),

@@ -5,7 +5,7 @@
 
 use super::ops::{
     OpKind, PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome,
-    ReadOptions, ReadOutcome,
+    ProduceRefusal, ReadOptions, ReadOutcome,
 };
 use crate::replication_runtime;
 use crate::Shard;
@@ -188,7 +188,7 @@ async fn produce(
     log: &Rc<engine::PartitionLog>,
     records: bytes::BytesMut,
     (acks, timeout_ms): (i16, i32),
-) -> Result<ProduceOutcome, ErrorCode> {
+) -> Result<ProduceOutcome, ProduceRefusal> {
     // The role the append is made under: an acks=all wait completes only
     // while it lasts.
     let leadership = replication_runtime::leadership(shard, tp);
@@ -199,7 +199,7 @@ async fn produce(
         match &leadership {
             Some(leading) => leading.acks_all_check()?,
             None if SINGLE_REPLICA_ISR_SIZE < log.min_insync_replicas() => {
-                return Err(ErrorCode::NotEnoughReplicas)
+                return Err(ErrorCode::NotEnoughReplicas.into())
             }
             None => {}
         }
@@ -214,7 +214,7 @@ async fn produce(
             if matches!(e, engine::EngineError::OutOfOrderSequence { .. }) {
                 tracing::warn!(%tp, error = %e, log_end_offset = log.log_end_offset(), "produce refused");
             }
-            e.error_code()
+            ProduceRefusal::from(e)
         })?;
     let waited = match acks {
         -1 => log.wait_durable(appended.last_offset).await,
