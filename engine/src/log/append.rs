@@ -216,10 +216,10 @@ impl PartitionLog {
     ) -> Result<AppendResult, EngineError> {
         self.admit_append(payload.as_slice().len(), origin)?;
         let config = self.append_settings();
-        let (mut payload, validated) = self.validated_payload(payload, origin, &config)?;
-        let records = payload.as_mut_slice();
         // One clock read serves the whole append (≈50 ns each on this VM).
         let now_ms = self.now_ms();
+        let (mut payload, validated) = self.validated_payload(payload, origin, &config, now_ms)?;
+        let records = payload.as_mut_slice();
         let log_append_time_ms = if config.log_append_time && origin != Origin::Replica {
             now_ms
         } else {
@@ -309,6 +309,7 @@ impl PartitionLog {
         payload: Payload<'a>,
         origin: Origin,
         config: &AppendSettings,
+        now_ms: i64,
     ) -> Result<(Payload<'a>, Vec<Validated>), EngineError> {
         // Kafka's follower ignores `max.message.bytes` too: its leader took
         // the batch, maybe before the limit was lowered, and a follower
@@ -320,7 +321,7 @@ impl PartitionLog {
         let validated =
             validate_payload(payload.as_slice(), max_batch_bytes, origin.allows_control())?;
         if matches!(origin, Origin::Client { .. }) {
-            self.check_records(payload.as_slice(), &validated, config)?;
+            check_records(payload.as_slice(), &validated, config, now_ms)?;
         }
         match (origin, config.compression) {
             (Origin::Client { .. }, Some(target)) => {
@@ -328,29 +329,6 @@ impl PartitionLog {
             }
             _ => Ok((payload, validated)),
         }
-    }
-
-    /// A client's records checked one by one ([`record_checks`]): keys on a
-    /// compacted topic, CreateTime timestamps against the topic's bounds.
-    fn check_records(
-        &self,
-        payload: &[u8],
-        validated: &[Validated],
-        config: &AppendSettings,
-    ) -> Result<(), BatchError> {
-        let batches = || validated.iter().map(|v| (&v.range, &v.header));
-        if config.compact {
-            record_checks::require_keys(payload, batches())?;
-        }
-        if !config.log_append_time {
-            let bounds = TimestampBounds {
-                now_ms: self.now_ms(),
-                before_max_ms: config.timestamp_before_max_ms,
-                after_max_ms: config.timestamp_after_max_ms,
-            };
-            record_checks::check_timestamps(payload, batches(), bounds)?;
-        }
-        Ok(())
     }
 
     /// The offset the payload's first batch gets: the log end, or for a
@@ -837,6 +815,29 @@ pub(crate) fn validated_batches(
         .into_iter()
         .map(|v| (v.range, v.header))
         .collect())
+}
+
+/// A client's records checked one by one ([`record_checks`]): keys on a
+/// compacted topic, CreateTime timestamps against the topic's bounds.
+fn check_records(
+    payload: &[u8],
+    validated: &[Validated],
+    config: &AppendSettings,
+    now_ms: i64,
+) -> Result<(), BatchError> {
+    let batches = || validated.iter().map(|v| (&v.range, &v.header));
+    if config.compact {
+        record_checks::require_keys(payload, batches())?;
+    }
+    if !config.log_append_time {
+        let bounds = TimestampBounds {
+            now_ms,
+            before_max_ms: config.timestamp_before_max_ms,
+            after_max_ms: config.timestamp_after_max_ms,
+        };
+        record_checks::check_timestamps(payload, batches(), bounds)?;
+    }
+    Ok(())
 }
 
 fn validate_payload(

@@ -204,7 +204,10 @@ pub(super) async fn alter_configs(
     let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
     if validate_only {
-        return Ok(TopicChange::Upsert(Box::new(TopicEntry { config, ..entry })));
+        return Ok(TopicChange::Upsert(Box::new(TopicEntry {
+            config,
+            ..entry
+        })));
     }
     let request = ControllerRpc::SetTopicConfigs {
         name: name.clone(),
