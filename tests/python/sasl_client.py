@@ -31,6 +31,9 @@ def main():
         sasl_plain_username=user,
         sasl_plain_password=password,
         request_timeout_ms=10000,
+        # A refused login fails the bootstrap: after 5 s rather than the
+        # default 30 (a good one takes well under a second).
+        bootstrap_timeout_ms=5000,
         **tls
     )
     try:

@@ -291,6 +291,8 @@ async fn a_wrong_password_gets_an_authentication_error_and_no_data() {
     create_topic(&b.plain.to_string(), "sasl-secret", 1, &[]).await;
     let p = producer(&b.plain.to_string(), &[]);
     produce_all(&p, "sasl-secret", &[(None, b"secret".to_vec())], None).await;
+    // The three wrong logins run side by side: each is watched for 5 s.
+    let mut consumers = Vec::new();
     for (mechanism, user) in [
         ("PLAIN", "alice"),
         ("SCRAM-SHA-512", "root"),
@@ -311,12 +313,17 @@ async fn a_wrong_password_gets_an_authentication_error_and_no_data() {
         tpl.add_partition_offset("sasl-secret", 0, rdkafka::Offset::Beginning)
             .expect("partition");
         consumer.assign(&tpl).expect("assign");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+        consumers.push((mechanism, consumer, errors));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        for (mechanism, consumer, _) in &consumers {
+            if let Some(Ok(message)) = consumer.poll(Duration::from_millis(70)) {
                 panic!("{mechanism}: data with a wrong password: {message:?}");
             }
         }
+    }
+    for (mechanism, _, errors) in &consumers {
         let seen = errors.0.lock().expect("errors lock").clone();
         assert!(
             seen.iter()
