@@ -12,6 +12,7 @@
 use crate::error::{BenchError, Result};
 use crate::kafka::client::fetch_metadata;
 use crate::kafka::connection::Connection;
+use crate::netns::Network;
 use clap::Args;
 use std::fs::{File, OpenOptions};
 use std::net::TcpListener;
@@ -45,6 +46,11 @@ pub struct ClusterArgs {
     /// broker.heartbeat.interval.ms (rill's default is 500).
     #[arg(long)]
     pub heartbeat_interval_ms: Option<u32>,
+    /// Runs each broker in a network namespace of its own (root only), so
+    /// that the nemesis can cut brokers off from each other
+    /// ([`crate::netns`]).
+    #[arg(long)]
+    pub netns: bool,
 }
 
 /// One node's addresses and paths.
@@ -63,12 +69,14 @@ struct Node {
     child: Option<Child>,
 }
 
-/// A running local cluster; dropping it stops every broker.
+/// A running local cluster; dropping it stops every broker (then removes
+/// its namespaces, if any).
 pub struct LocalCluster {
     rill: PathBuf,
     voters: String,
     config: Option<PathBuf>,
     nodes: Vec<Node>,
+    network: Option<Network>,
 }
 
 /// `1@host:port,2@host:port,...`, the `--controller-quorum-voters` value.
@@ -108,6 +116,33 @@ fn free_ports(count: usize) -> Result<Vec<u16>> {
         .collect()
 }
 
+/// Each node's addresses and paths: on loopback, on free ports; or in its
+/// namespace, on its own address with the same ports for every node.
+fn node_specs(dir: &Path, ids: &[i32], network: Option<&Network>) -> Result<Vec<NodeSpec>> {
+    let ports = free_ports(3 * ids.len())?;
+    Ok(ids
+        .iter()
+        .enumerate()
+        .map(|(i, &node_id)| {
+            let (host, ports) = match network {
+                Some(network) => (network.address(node_id), [9092, 9093, 9094]),
+                None => (
+                    "127.0.0.1".to_string(),
+                    [ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]],
+                ),
+            };
+            NodeSpec {
+                node_id,
+                kafka_addr: format!("{host}:{}", ports[0]),
+                admin_addr: format!("{host}:{}", ports[1]),
+                controller_addr: format!("{host}:{}", ports[2]),
+                data_dir: dir.join(format!("node-{node_id}")),
+                log_path: dir.join(format!("node-{node_id}.log")),
+            }
+        })
+        .collect())
+}
+
 impl LocalCluster {
     /// Chooses ports, writes the config and starts every broker; see
     /// [`LocalCluster::wait_ready`] for when they form a cluster.
@@ -122,17 +157,12 @@ impl LocalCluster {
             )));
         }
         std::fs::create_dir_all(&args.dir)?;
-        let ports = free_ports(3 * args.brokers as usize)?;
-        let specs: Vec<NodeSpec> = (0..args.brokers as usize)
-            .map(|i| NodeSpec {
-                node_id: i as i32 + 1,
-                kafka_addr: format!("127.0.0.1:{}", ports[3 * i]),
-                admin_addr: format!("127.0.0.1:{}", ports[3 * i + 1]),
-                controller_addr: format!("127.0.0.1:{}", ports[3 * i + 2]),
-                data_dir: args.dir.join(format!("node-{}", i + 1)),
-                log_path: args.dir.join(format!("node-{}.log", i + 1)),
-            })
-            .collect();
+        let ids: Vec<i32> = (1..=args.brokers as i32).collect();
+        let network = match args.netns {
+            true => Some(Network::create(&ids)?),
+            false => None,
+        };
+        let specs = node_specs(&args.dir, &ids, network.as_ref())?;
         let config = match config_toml(args.session_timeout_ms, args.heartbeat_interval_ms) {
             Some(text) => {
                 let path = args.dir.join("rill.toml");
@@ -149,6 +179,7 @@ impl LocalCluster {
                 .into_iter()
                 .map(|spec| Node { spec, child: None })
                 .collect(),
+            network,
         };
         for node_id in cluster.node_ids() {
             cluster.spawn(node_id)?;
@@ -205,17 +236,37 @@ impl LocalCluster {
             .ok_or_else(|| BenchError::Other(format!("no node {node_id} in this cluster")))
     }
 
+    /// The cluster's namespaces, when it runs in them (`--netns`).
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_ref()
+    }
+
+    /// The command that runs rill for `node_id`: the binary itself, or
+    /// `ip netns exec` of it (which execs it in place: the child's pid is
+    /// rill's, for signals and the parent-death signal alike).
+    fn rill_command(&self, node_id: i32) -> Command {
+        match &self.network {
+            Some(network) => {
+                let mut command = Command::new("ip");
+                command
+                    .args(["netns", "exec", &network.ns(node_id)])
+                    .arg(&self.rill);
+                command
+            }
+            None => Command::new(&self.rill),
+        }
+    }
+
     fn spawn(&mut self, node_id: i32) -> Result<()> {
-        let rill = self.rill.clone();
         let voters = self.voters.clone();
         let config = self.config.clone();
+        let mut command = self.rill_command(node_id);
         let node = self.node_mut(node_id)?;
         std::fs::create_dir_all(&node.spec.data_dir)?;
         let log: File = OpenOptions::new()
             .create(true)
             .append(true)
             .open(&node.spec.log_path)?;
-        let mut command = Command::new(&rill);
         command
             .arg("serve")
             .arg("--node-id")
@@ -478,6 +529,7 @@ mod tests {
             dir: dir.path().join("c"),
             session_timeout_ms: None,
             heartbeat_interval_ms: None,
+            netns: false,
         };
         assert!(LocalCluster::start(&args).is_err());
     }

@@ -1,10 +1,13 @@
 //! `rill-bench verify` end to end: the real binary starts 3 local rill
 //! brokers, runs the queue workload on librdkafka while SIGKILLing a
 //! random node or a partition leader every few seconds, and checks the
-//! history; once with idempotent producers, once with transactions. A test
-//! fails on any anomaly (the binary exits 1), and also unless faults were
-//! really injected and writes were acknowledged after the first one, so it
-//! cannot pass with an idle nemesis or a dead cluster.
+//! history; once with idempotent producers and KIP-848 group consumers,
+//! once with transactions and classic group consumers, where (as root) the
+//! brokers also run in network namespaces and are cut off from each other
+//! (`partition`, `bridge`) between the kills. A test fails on any anomaly
+//! (the binary exits 1), and also unless faults were really injected and
+//! writes were acknowledged after the first one, so it cannot pass with an
+//! idle nemesis or a dead cluster.
 
 mod common;
 
@@ -15,9 +18,9 @@ use std::sync::Mutex;
 /// host's cores and each measure the other's load.
 static ONE_CLUSTER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Runs `verify` with SIGKILL faults for `duration_s` (plus `extra`
-/// flags), asserts a clean, really faulted run, and returns the result.
-fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
+/// Runs `verify` with `faults` for `duration_s` (plus `extra` flags),
+/// asserts a clean, really faulted run, and returns the result.
+fn verify_under(faults: &str, duration_s: u32, extra: &[&str]) -> serde_json::Value {
     let _one = ONE_CLUSTER_AT_A_TIME
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -37,7 +40,7 @@ fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
         "--duration-s".as_ref(),
         duration.as_ref(),
         "--faults".as_ref(),
-        "kill".as_ref(),
+        faults.as_ref(),
         "--fault-interval-ms".as_ref(),
         "3000".as_ref(),
         "--fault-duration-ms".as_ref(),
@@ -69,9 +72,16 @@ fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
     ] {
         assert_eq!(result["anomalies"][class]["count"], 0, "{class}: {summary}");
     }
+    let faults_asked = faults;
     let faults = result["faults"].as_array().unwrap();
     assert!(faults.len() >= 2, "too few faults injected: {summary}");
-    assert!(faults.iter().all(|f| f["kind"] == "kill"), "{summary}");
+    let wanted: Vec<&str> = faults_asked.split(',').collect();
+    assert!(
+        faults
+            .iter()
+            .all(|f| wanted.contains(&f["kind"].as_str().unwrap_or(""))),
+        "{summary}"
+    );
     assert!(
         result["acknowledged_after_first_fault"].as_u64().unwrap() > 0,
         "nothing acknowledged after the first fault: {summary}"
@@ -91,14 +101,33 @@ fn verify_under_sigkill(duration_s: u32, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn queue_workload_under_sigkill_has_no_anomaly() {
-    verify_under_sigkill(30, &[]);
+    // The group consumers on KIP-848: a committed offset never goes back
+    // (lost-commit) when kills move the group's coordinator.
+    verify_under("kill", 30, &["--group-protocol", "consumer"]);
+}
+
+/// Whether brokers can run in network namespaces here (root and `ip`);
+/// the reason why not otherwise.
+fn namespaces_unavailable() -> Option<&'static str> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("network namespaces need root");
+    }
+    let ip = std::process::Command::new("ip").arg("-V").output();
+    (!ip.is_ok_and(|o| o.status.success())).then_some("no `ip` (iproute2)")
 }
 
 #[test]
 fn transactional_queue_under_sigkill_has_no_anomaly() {
     // 30 s, as the queue's: in 20 s of kills every 3 s the group's
     // coordinator was once down or moving for every one-second commit.
-    let result = verify_under_sigkill(30, &["--transactional"]);
+    let result = match namespaces_unavailable() {
+        None => verify_under("kill,partition,bridge", 30, &["--transactional", "--netns"]),
+        Some(reason) => {
+            rill_tests::skipped(&format!("kills only, no network cuts: {reason}"));
+            verify_under("kill", 30, &["--transactional"])
+        }
+    };
     // Both fates happened, so G1a and lost-write were both at stake.
     let summary = serde_json::to_string_pretty(&result["ops"]).unwrap();
     assert!(

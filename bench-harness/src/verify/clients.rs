@@ -42,6 +42,17 @@ pub struct Target {
     pub bootstrap: String,
     pub topic: String,
     pub partitions: i32,
+    /// The `subscribe` consumers' `group.protocol`.
+    pub group_protocol: GroupProtocol,
+}
+
+/// How the `subscribe` consumers join their group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupProtocol {
+    /// JoinGroup/SyncGroup/Heartbeat, the client assigning.
+    Classic,
+    /// KIP-848's ConsumerGroupHeartbeat, the broker assigning.
+    Consumer,
 }
 
 fn producer(target: &Target) -> Result<FutureProducer> {
@@ -110,16 +121,24 @@ pub async fn produce(
 }
 
 fn consumer(target: &Target, group_id: &str) -> Result<BaseConsumer> {
-    ClientConfig::new()
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", &target.bootstrap)
         .set("group.id", group_id)
         .set("enable.auto.commit", "false")
         .set("auto.offset.reset", "earliest")
         // librdkafka's default, said aloud: the transactional checks
         // (G1a, precommitted-read) assume no aborted or open data is read.
-        .set("isolation.level", "read_committed")
-        .set("session.timeout.ms", "6000")
-        .set("heartbeat.interval.ms", "1000")
+        .set("isolation.level", "read_committed");
+    match target.group_protocol {
+        GroupProtocol::Classic => config
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "1000"),
+        // The session and heartbeat times are the broker's under KIP-848
+        // (librdkafka refuses them here).
+        GroupProtocol::Consumer => config.set("group.protocol", "consumer"),
+    };
+    config
         .create()
         .map_err(|e| BenchError::Other(format!("rdkafka consumer: {e}")))
 }

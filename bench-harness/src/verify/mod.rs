@@ -73,7 +73,11 @@ pub struct VerifyArgs {
     /// Consumers on `subscribe`, in one consumer group.
     #[arg(long, default_value_t = 2)]
     pub group_consumers: usize,
-    /// Faults on a local cluster: comma list of `kill`, `pause`, or `none`.
+    /// How the group consumers join: `classic` or `consumer` (KIP-848).
+    #[arg(long, value_enum, default_value = "classic")]
+    pub group_protocol: clients::GroupProtocol,
+    /// Faults on a local cluster: comma list of `kill`, `pause`,
+    /// `partition`, `bridge` (the last two need --netns), or `none`.
     #[arg(long, default_value = "kill,pause")]
     pub faults: String,
     /// Time from one fault's heal to the next fault.
@@ -109,6 +113,11 @@ pub struct VerifyArgs {
 /// history holds an anomaly (after the result is written).
 pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
     let faults = nemesis::parse_faults(&args.faults)?;
+    if args.bootstrap.is_none() && !args.cluster.netns && faults.iter().any(|f| f.needs_netns()) {
+        return Err(BenchError::Other(
+            "--faults partition and bridge cut links between brokers: add --netns (as root)".into(),
+        ));
+    }
     if args.partitions < 1 {
         // Producers pick a partition modulo the count.
         return Err(BenchError::Other("--partitions must be at least 1".into()));
@@ -181,6 +190,7 @@ async fn create_topic(bootstrap: &str, args: &VerifyArgs) -> Result<Target> {
         bootstrap: bootstrap.to_string(),
         topic,
         partitions: args.partitions,
+        group_protocol: args.group_protocol,
     })
 }
 

@@ -1,10 +1,19 @@
 //! The nemesis: faults on a local cluster on a schedule. Every
-//! `interval_ms` one fault is drawn from the enabled kinds (SIGKILL or
-//! SIGSTOP, of a random node or of a random partition's leader), held for
-//! `duration_ms`, then healed (the killed node restarted on its ports and
-//! data dir, the stopped one sent SIGCONT). One fault at a time, so a
-//! 3-node cluster keeps a majority; each window is recorded with its start
-//! and end on the run's clock.
+//! `interval_ms` one fault is drawn from the enabled kinds, held for
+//! `duration_ms`, then healed. One fault at a time, so a 3-node cluster
+//! keeps a majority; each window is recorded with its start and end on the
+//! run's clock. The kinds:
+//! - `kill`: SIGKILL of a random node or of a random partition's leader,
+//!   healed by a restart on the same ports and data dir;
+//! - `pause`: SIGSTOP of one (a node that hangs without closing a
+//!   socket), healed by SIGCONT;
+//! - `partition`: one node (random, or a partition's leader: the leader
+//!   isolated) cut off from every other node, the clients still reaching
+//!   it (a minority of one, as Jepsen's `partition-random-node`);
+//! - `bridge`: two nodes cut from each other while a third sees both
+//!   (Jepsen's `partition-majorities-ring` on three nodes).
+//!
+//! The two partitions need the cluster in network namespaces (`--netns`).
 
 use super::history::FaultWindow;
 use super::recorder::Recorder;
@@ -22,29 +31,42 @@ pub enum FaultKind {
     Kill,
     /// SIGSTOP, then SIGCONT: a node that hangs without closing a socket.
     Pause,
+    /// One node cut off from the others (not from the clients).
+    Partition,
+    /// Two nodes cut from each other, a third seeing both.
+    Bridge,
 }
 
 impl FaultKind {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             FaultKind::Kill => "kill",
             FaultKind::Pause => "pause",
+            FaultKind::Partition => "partition",
+            FaultKind::Bridge => "bridge",
         }
+    }
+
+    /// Whether the fault cuts links, which needs `--netns`.
+    pub fn needs_netns(self) -> bool {
+        matches!(self, FaultKind::Partition | FaultKind::Bridge)
     }
 }
 
-/// Parses `--faults`: a comma list of `kill`, `pause`; `none` or empty
-/// for no faults.
+/// Parses `--faults`: a comma list of `kill`, `pause`, `partition`,
+/// `bridge`; `none` or empty for no faults.
 pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
     let mut kinds = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
         match word {
             "kill" => kinds.push(FaultKind::Kill),
             "pause" => kinds.push(FaultKind::Pause),
+            "partition" => kinds.push(FaultKind::Partition),
+            "bridge" => kinds.push(FaultKind::Bridge),
             "none" => {}
             other => {
                 return Err(BenchError::Other(format!(
-                    "--faults: unknown fault {other:?} (kill, pause, none)"
+                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, none)"
                 )))
             }
         }
@@ -120,10 +142,15 @@ pub async fn run(
                 ("random", ids[rng.gen_range(0..ids.len())], None)
             }
         };
+        let fault = Fault {
+            kind,
+            node_id,
+            peer: bridge_peer(&cluster.node_ids(), node_id, rng),
+        };
         let start_ms = recorder.now_ms();
-        let injected = inject(cluster, kind, node_id);
+        let injected = fault.apply(cluster, true);
         tokio::time::sleep(Duration::from_millis(schedule.duration_ms)).await;
-        let healed = heal(cluster, kind, node_id);
+        let healed = fault.apply(cluster, false);
         let end_ms = recorder.now_ms();
         injected?;
         healed?;
@@ -141,23 +168,51 @@ pub async fn run(
     }
 }
 
-fn inject(cluster: &mut LocalCluster, kind: FaultKind, node_id: i32) -> Result<()> {
-    match kind {
-        FaultKind::Kill => cluster.kill(node_id),
-        FaultKind::Pause => cluster.signal(node_id, libc::SIGSTOP).map(|_| ()),
+/// The node a `bridge` fault cuts `node_id` from: another node, leaving at
+/// least one that sees both (none with fewer than three nodes).
+fn bridge_peer(ids: &[i32], node_id: i32, rng: &mut SmallRng) -> Option<i32> {
+    let others: Vec<i32> = ids.iter().copied().filter(|&n| n != node_id).collect();
+    (others.len() >= 2).then(|| others[rng.gen_range(0..others.len())])
+}
+
+/// One drawn fault.
+struct Fault {
+    kind: FaultKind,
+    node_id: i32,
+    /// The far end of a `bridge` cut.
+    peer: Option<i32>,
+}
+
+impl Fault {
+    /// Injects the fault (`on`) or heals it.
+    fn apply(&self, cluster: &mut LocalCluster, on: bool) -> Result<()> {
+        let node_id = self.node_id;
+        match (self.kind, on) {
+            (FaultKind::Kill, true) => cluster.kill(node_id),
+            (FaultKind::Kill, false) => cluster.restart(node_id),
+            (FaultKind::Pause, true) => cluster.signal(node_id, libc::SIGSTOP).map(|_| ()),
+            (FaultKind::Pause, false) => cluster.signal(node_id, libc::SIGCONT).map(|_| ()),
+            (FaultKind::Partition, on) => network(cluster)?.isolate(node_id, on),
+            (FaultKind::Bridge, on) => match self.peer {
+                Some(peer) => network(cluster)?.cut(node_id, peer, on),
+                None => Err(BenchError::Other(
+                    "--faults bridge needs at least 3 brokers".into(),
+                )),
+            },
+        }
     }
 }
 
-fn heal(cluster: &mut LocalCluster, kind: FaultKind, node_id: i32) -> Result<()> {
-    match kind {
-        FaultKind::Kill => cluster.restart(node_id),
-        FaultKind::Pause => cluster.signal(node_id, libc::SIGCONT).map(|_| ()),
-    }
+fn network(cluster: &LocalCluster) -> Result<&crate::netns::Network> {
+    cluster.network().ok_or_else(|| {
+        BenchError::Other("--faults partition and bridge need --netns (as root)".into())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::SeedableRng;
 
     #[test]
     fn faults_parse_and_reject_unknown_names() {
@@ -167,6 +222,20 @@ mod tests {
         );
         assert_eq!(parse_faults("none").unwrap(), vec![]);
         assert_eq!(parse_faults("").unwrap(), vec![]);
-        assert!(parse_faults("partition").is_err());
+        assert_eq!(
+            parse_faults("partition,bridge").unwrap(),
+            vec![FaultKind::Partition, FaultKind::Bridge]
+        );
+        assert!(parse_faults("flood").is_err());
+    }
+
+    #[test]
+    fn a_bridge_leaves_a_node_that_sees_both_ends() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        for _ in 0..50 {
+            let peer = bridge_peer(&[1, 2, 3], 2, &mut rng).unwrap();
+            assert!(peer == 1 || peer == 3);
+        }
+        assert_eq!(bridge_peer(&[1, 2], 1, &mut rng), None);
     }
 }

@@ -1,5 +1,5 @@
 //! The HTML page of a verify run: acknowledged sends per second as bars,
-//! each fault window shaded over them (red for a kill, amber for a pause),
+//! each fault window shaded over them (red for a kill, amber for a pause, blue for a network cut),
 //! so a dip in availability can be read against the fault that caused it.
 //! One self-contained file: inline SVG, no script.
 
@@ -24,10 +24,11 @@ fn fault_rects(out: &mut String, result: &VerifyResult, seconds: f64) {
     for fault in &result.faults {
         let start = x_of(fault.start_ms as f64 / 1000.0, seconds);
         let end = x_of(fault.end_ms as f64 / 1000.0, seconds).min(WIDTH - MARGIN_RIGHT);
-        let fill = if fault.kind == "kill" {
-            "#d62728"
-        } else {
-            "#ff7f0e"
+        let fill = match fault.kind.as_str() {
+            "kill" => "#d62728",
+            "pause" => "#ff7f0e",
+            // The network's: partition and bridge.
+            _ => "#1f77b4",
         };
         let _ = write!(
             out,
@@ -93,7 +94,7 @@ pub fn render(result: &VerifyResult) -> String {
     ack_bars(&mut svg, result, seconds);
     let _ = write!(
         svg,
-        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause)</text></svg>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause, blue: network cut)</text></svg>"#,
         MARGIN_LEFT + (WIDTH - MARGIN_LEFT - MARGIN_RIGHT) / 2.0,
         HEIGHT - 6.0
     );
