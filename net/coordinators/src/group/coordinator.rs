@@ -386,6 +386,14 @@ impl GroupCoordinator {
                 let g = ConsumerGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Consumer(g));
             }
+            // A coordinator that took over replayed the group's offsets (an
+            // empty classic group) but not its KIP-848 members, which rill
+            // does not persist yet: the member rejoins with epoch 0. Kafka's
+            // GROUP_ID_NOT_FOUND is fatal to librdkafka's consumer and to
+            // Java's.
+            Some(Group::Classic(g)) if g.is_empty() => {
+                return (error(ErrorCode::UnknownMemberId), Vec::new())
+            }
             Some(Group::Classic(_)) => return (error(ErrorCode::GroupIdNotFound), Vec::new()),
             Some(Group::Consumer(_)) => {}
         }

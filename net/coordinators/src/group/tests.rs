@@ -829,3 +829,59 @@ fn staged_txn_offsets_wait_for_the_marker_and_survive_a_replay() {
     assert_eq!(h.c.fetch_offsets(GROUP, None)[0].offset, 12);
     assert_eq!(h.replayed().pending_txn_offsets(7), 0);
 }
+
+/// A coordinator that takes over a KIP-848 group finds only its offsets in
+/// `__consumer_offsets` (an empty classic group): a member heartbeating with
+/// its epoch is told UNKNOWN_MEMBER_ID, which makes it rejoin, never
+/// GROUP_ID_NOT_FOUND, which librdkafka takes as fatal (found by
+/// `rill-bench verify --group-protocol consumer` killing the coordinator).
+#[test]
+fn kip848_members_rejoin_a_coordinator_that_replayed_only_the_offsets() {
+    let mut first = GroupCoordinator::new(GroupConfig::default());
+    let mut client = Client {
+        member_id: String::new(),
+        epoch: 0,
+        owned: BTreeSet::new(),
+    };
+    for now_ms in [0, 100, 200] {
+        assert_eq!(
+            consumer_heartbeat(&mut first, now_ms, &mut client).error_code,
+            ErrorCode::None
+        );
+    }
+    let (codes, log) = first.commit_offsets(
+        300,
+        &OffsetCommitRequest {
+            retention_ms: -1,
+            group_id: "cg".into(),
+            generation_id_or_member_epoch: client.epoch,
+            member_id: client.member_id.clone(),
+            group_instance_id: None,
+            offsets: vec![(TopicPartition::new("t", 0), 42, 0, String::new(), -1)],
+        },
+    );
+    assert_eq!(codes[0].1, ErrorCode::None);
+    let mut second = GroupCoordinator::new(GroupConfig::default());
+    for (k, v) in &log {
+        second.replay(k, v.as_deref()).expect("replay");
+    }
+    second.finish_replay(400, &|_| true);
+    assert!(client.epoch > 0);
+    assert_eq!(
+        consumer_heartbeat(&mut second, 500, &mut client).error_code,
+        ErrorCode::UnknownMemberId
+    );
+    // The client then rejoins with epoch 0 and gets its partitions back;
+    // the committed offset is still there.
+    client.epoch = 0;
+    client.owned.clear();
+    for now_ms in [600, 700] {
+        assert_eq!(
+            consumer_heartbeat(&mut second, now_ms, &mut client).error_code,
+            ErrorCode::None
+        );
+    }
+    assert!(client.epoch > 0 && !client.owned.is_empty());
+    let offset = second.offsets().get("cg", &TopicPartition::new("t", 0));
+    assert_eq!(offset.map(|o| o.offset), Some(42));
+}
