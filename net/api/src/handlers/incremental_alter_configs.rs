@@ -1,8 +1,10 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
 //! topic configs; set / delete the dynamic broker configs (the broker-wide
-//! topic defaults, see `admin_changes::broker_configs`).
+//! topic defaults, see `admin_changes::broker_configs`); the configs of
+//! client-metrics subscriptions (KIP-714, `admin_changes::client_metrics`).
 
 use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::list_config_resources::RESOURCE_CLIENT_METRICS;
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -10,6 +12,7 @@ use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
+use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -90,6 +93,21 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             validate_only: body.validate_only,
                         };
                         broker_configs::submit(&shard, change).await
+                    }
+                    None => Err((
+                        ErrorCode::InvalidRequest,
+                        String::from("unknown config operation"),
+                    )),
+                },
+                RESOURCE_CLIENT_METRICS => match ops {
+                    Some(ops) => {
+                        let change = AlterClientMetricsConfigs {
+                            name: resource.resource_name.to_string(),
+                            ops,
+                            replace_all: false,
+                            validate_only: body.validate_only,
+                        };
+                        client_metrics::submit(&shard, change).await
                     }
                     None => Err((
                         ErrorCode::InvalidRequest,

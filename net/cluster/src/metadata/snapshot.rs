@@ -161,6 +161,15 @@ impl MetadataImage {
                 });
             }
         }
+        for (name, configs) in self.client_metrics_configs() {
+            for (key, value) in configs {
+                records.push(MetadataRecord::ClientMetricsConfigChange {
+                    name: name.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
         for (entity, quotas) in self.client_quotas() {
             for (key, value) in quotas {
                 records.push(MetadataRecord::ClientQuota {
