@@ -2,8 +2,7 @@
 //! resource's dynamic configs, or a client-metrics subscription's configs
 //! (KIP-714), with the given set.
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
-use super::list_config_resources::RESOURCE_CLIENT_METRICS;
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;

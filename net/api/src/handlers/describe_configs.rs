@@ -3,7 +3,6 @@
 //! config of the named one, those not set at their defaults, as Kafka
 //! answers even for a name not configured).
 
-use super::list_config_resources::RESOURCE_CLIENT_METRICS;
 use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::describe_configs_response::{
@@ -31,6 +30,12 @@ pub const HANDLER: Handler = Handler {
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's `ConfigResource.Type`.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+/// Kafka's `ConfigResource.Type`: a client-metrics subscription (KIP-714).
+pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_GROUP: i8 = 32;
 /// Kafka's `ConfigSource`: a topic override.
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 /// Kafka's `ConfigSource`: a dynamic config of this broker.

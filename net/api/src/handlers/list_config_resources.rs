@@ -8,7 +8,10 @@
 //! rill has no group configs, so GROUP lists nothing; any other type is
 //! UNSUPPORTED_VERSION, as Kafka answers.
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{
+    RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
@@ -26,12 +29,6 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
-/// Kafka's `ConfigResource.Type`.
-pub const RESOURCE_BROKER_LOGGER: i8 = 8;
-/// Kafka's `ConfigResource.Type`: a client-metrics subscription (KIP-714).
-pub const RESOURCE_CLIENT_METRICS: i8 = 16;
-/// Kafka's `ConfigResource.Type`.
-pub const RESOURCE_GROUP: i8 = 32;
 /// The types v1 lists, in the order they are listed.
 const LISTED_TYPES: [i8; 5] = [
     RESOURCE_TOPIC,
