@@ -15,6 +15,9 @@
 //!   clients, `/metrics` never shows more client instances than the cap;
 //! - a subscription survives a restart (DescribeConfigs) and is listed by
 //!   ListConfigResources;
+//! - in a three-broker cluster a subscription set through one broker is
+//!   what every broker answers, under the same subscription id for the
+//!   same instance (a client may push to any of them);
 //! - the protocol's answers, over a raw socket: an instance id for the zero
 //!   one, an empty metrics list with no subscription, and Kafka's error
 //!   codes for a stale subscription id, a push too soon, an undecodable
@@ -26,7 +29,7 @@ use kafka_protocol::messages::{
     PushTelemetryRequest, PushTelemetryResponse,
 };
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rill_tests::cluster::wait_for;
+use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::client_config;
 use rill_tests::python::{python_script, require_kafka_python};
 use rill_tests::{data_dir, http_get, Broker};
@@ -387,4 +390,35 @@ fn the_protocol_answers_with_kafkas_codes() {
         push(&mut socket, &d, d.subscription_id, 0, &[], false),
         INVALID_REQUEST
     );
+}
+
+#[test]
+fn every_broker_of_a_cluster_answers_the_same_subscription() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], TIMEOUT);
+    let set = [
+        "set",
+        "producers",
+        "metrics=org.apache.kafka.producer.",
+        "interval.ms=1000",
+    ];
+    let first = cluster.node(1).bootstrap();
+    assert_eq!(client_metrics(&first, &set), "OK");
+    let mut socket = connect(cluster.node(1).addr);
+    let asked = get_subscription(&mut socket, [0; 16]);
+    assert_eq!(asked.requested_metrics.len(), 1);
+    let instance = asked.client_instance_id.into_bytes();
+    for node in 2..=3 {
+        let addr = cluster.node(node).addr;
+        let answer = wait_for("the subscription on every broker", TIMEOUT, || {
+            let answer = get_subscription(&mut connect(addr), instance);
+            (!answer.requested_metrics.is_empty()).then_some(answer)
+        });
+        assert_eq!(answer.error_code, 0, "node {node}");
+        assert_eq!(
+            answer.requested_metrics[0].as_str(),
+            "org.apache.kafka.producer."
+        );
+        assert_eq!(answer.push_interval_ms, 1000, "node {node}");
+        assert_eq!(answer.subscription_id, asked.subscription_id, "node {node}");
+    }
 }

@@ -312,25 +312,19 @@ impl InstanceTable {
     ) -> &mut Instance {
         if !self.instances.contains_key(&id) {
             self.make_room(now_ms);
-            let instance = Instance {
-                client_id: client_id.to_owned(),
-                subscription_id: resolved.subscription_id,
-                interval_ms: interval(resolved),
-                last_get_ms: None,
-                last_push_ms: None,
-                active_ms: now_ms,
-                terminating: false,
-                last_error: ErrorCode::None,
-                series: BTreeMap::new(),
-            };
             self.by_activity.insert((now_ms, id));
-            self.instances.insert(id, instance);
         }
-        let held = self.instances.len();
-        match self.instances.get_mut(&id) {
-            Some(instance) => instance,
-            None => unreachable!("instance inserted above ({held} held)"),
-        }
+        self.instances.entry(id).or_insert_with(|| Instance {
+            client_id: client_id.to_owned(),
+            subscription_id: resolved.subscription_id,
+            interval_ms: interval(resolved),
+            last_get_ms: None,
+            last_push_ms: None,
+            active_ms: now_ms,
+            terminating: false,
+            last_error: ErrorCode::None,
+            series: BTreeMap::new(),
+        })
     }
 
     /// Drops the silent instances at the front, then the least recently
