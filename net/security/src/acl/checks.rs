@@ -252,4 +252,38 @@ mod tests {
         );
         assert_eq!(writer.idempotent_write(), Ok(()));
     }
+
+    #[test]
+    fn client_metrics_resources_are_the_clusters() {
+        let session = Session::internal();
+        let acls = vec![binding(ResourceType::Topic, "t", Operation::AlterConfigs)];
+        let authz = Authz::new(
+            Some(Rc::new(Authorizer::new(Vec::new(), false, acls))),
+            &session,
+        );
+        assert_eq!(
+            authz.config_resource(Operation::AlterConfigs, 16, "producers"),
+            Err(ErrorCode::ClusterAuthorizationFailed)
+        );
+        assert_eq!(
+            authz.config_resource(Operation::AlterConfigs, 2, "t"),
+            Ok(())
+        );
+        let admin = Authz::new(
+            Some(Rc::new(Authorizer::new(
+                Vec::new(),
+                false,
+                vec![binding(
+                    ResourceType::Cluster,
+                    "kafka-cluster",
+                    Operation::AlterConfigs,
+                )],
+            ))),
+            &session,
+        );
+        assert_eq!(
+            admin.config_resource(Operation::AlterConfigs, 16, "producers"),
+            Ok(())
+        );
+    }
 }
