@@ -53,9 +53,9 @@ const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
 const UNKNOWN_SUBSCRIPTION_ID: i16 = 117;
 const TELEMETRY_TOO_LARGE: i16 = 118;
 
-/// `tests/python/client_metrics.py` with `args`: its output, after
-/// checking it succeeded.
-fn client_metrics(bootstrap: &str, args: &[&str]) -> String {
+/// `tests/python/client_metrics.py` with `args`: its output, or what it
+/// printed when it failed.
+fn try_client_metrics(bootstrap: &str, args: &[&str]) -> Result<String, String> {
     require_kafka_python();
     let output = Command::new("python3")
         .arg(python_script("client_metrics.py"))
@@ -63,13 +63,21 @@ fn client_metrics(bootstrap: &str, args: &[&str]) -> String {
         .args(args)
         .output()
         .expect("python3 runs");
-    assert!(
-        output.status.success(),
-        "client_metrics.py {args:?}: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// [`try_client_metrics`], which must succeed.
+fn client_metrics(bootstrap: &str, args: &[&str]) -> String {
+    try_client_metrics(bootstrap, args)
+        .unwrap_or_else(|failure| panic!("client_metrics.py {args:?}: {failure}"))
 }
 
 /// A broker on two shards with `settings` in its config file.
@@ -248,14 +256,9 @@ fn a_subscription_survives_a_restart_and_is_listed() {
     ];
     assert_eq!(client_metrics(&bootstrap, &set), "OK");
     // A bad value is refused with Kafka's INVALID_CONFIG, and changes nothing.
-    let refused = Command::new("python3")
-        .arg(python_script("client_metrics.py"))
-        .args([&bootstrap, "set", "app-producers", "interval.ms=5"])
-        .output()
-        .expect("python3 runs");
-    assert!(!refused.status.success());
+    let refused = try_client_metrics(&bootstrap, &["set", "app-producers", "interval.ms=5"]);
     assert!(
-        String::from_utf8_lossy(&refused.stdout).contains("Error 40"),
+        refused.as_ref().is_err_and(|e| e.contains("Error 40")),
         "{refused:?}"
     );
     broker.stop();
@@ -264,10 +267,7 @@ fn a_subscription_survives_a_restart_and_is_listed() {
     let described = wait_for(
         "the subscription described after the restart",
         TIMEOUT,
-        || {
-            let text = client_metrics(&bootstrap, &["describe", "app-producers"]);
-            text.contains("interval.ms").then_some(text)
-        },
+        || try_client_metrics(&bootstrap, &["describe", "app-producers"]).ok(),
     );
     assert_eq!(
         described,
