@@ -35,8 +35,8 @@ pub type InstanceId = [u8; 16];
 
 /// An instance silent for this many push intervals is dropped.
 pub const SILENT_INTERVALS: u64 = 3;
-/// ... but never sooner than this (Kafka's cache expiry floor), so that a
-/// scrape every 15–60 s still sees a short-interval client that paused.
+/// ... but never sooner than this, so that a scrape every 15–60 s still
+/// sees a short-interval client that paused.
 pub const SILENT_MIN_MS: u64 = 60_000;
 /// Series kept per instance. A librdkafka producer sends about ten, plus
 /// two per broker it talks to; 500 bounds the table at about

@@ -67,10 +67,14 @@ use subscription::{ClientMetadata, Resolved, Subscription};
 /// (Kafka's order: zstd, lz4, gzip, snappy; "none" is always allowed).
 pub const ACCEPTED_COMPRESSION_TYPES: [i8; 4] = [4, 3, 1, 2];
 
-/// A decompressed push may be this many times `telemetry.max.bytes`:
-/// metrics text compresses about tenfold, and a zip bomb is refused here
-/// rather than at the engine's 64 MiB cap.
-const MAX_DECOMPRESSION_RATIO: usize = 16;
+/// A decompressed push may be this many times `telemetry.max.bytes`, and
+/// a zip bomb is refused there rather than at the engine's 64 MiB cap.
+/// Real pushes are far below either bound (librdkafka's: 1.5 KB
+/// compressed), but decoding is what costs: prost's structs take about ten
+/// times the bytes they decode from, so the default 1 MiB allows ~80 MB for
+/// the moment one push is decoded (one at a time per shard: decoding does
+/// not yield).
+const MAX_DECOMPRESSION_RATIO: usize = 8;
 
 /// The subscriptions as last parsed from the image.
 #[derive(Default)]

@@ -16,9 +16,10 @@
 //! - A data point's attributes (`node.id`, ...) become labels, sanitized
 //!   the same way; resource attributes do not (every series already has
 //!   `client_id` and `client_instance_id`).
-//! - Only metrics the client was asked for are kept.
+//! - Only metrics the client was asked for are kept, and no more points
+//!   than an instance keeps series.
 
-use super::instances::{Point, Series, SeriesKind};
+use super::instances::{Point, Series, SeriesKind, MAX_SERIES_PER_INSTANCE};
 use super::subscription::Resolved;
 use engine::batch::{decompress_capped, Compression};
 use opentelemetry_proto::tonic::common::v1::{any_value, KeyValue};
@@ -97,6 +98,10 @@ pub fn decode(
             _ => family,
         };
         for point in data_points {
+            // The instance keeps no more than this: build no more.
+            if points.len() >= MAX_SERIES_PER_INSTANCE {
+                return Ok(points);
+            }
             let Some(value) = point_value(point) else {
                 continue;
             };
@@ -311,6 +316,31 @@ pub(crate) mod tests {
         );
         assert_eq!(points[2].series.kind, SeriesKind::Counter);
         assert!(!points[2].delta);
+    }
+
+    #[test]
+    fn no_more_points_are_built_than_an_instance_keeps() {
+        let gauge = Metric {
+            name: "org.apache.kafka.producer.x".to_owned(),
+            data: Some(metric::Data::Gauge(Gauge {
+                data_points: (0..MAX_SERIES_PER_INSTANCE + 100)
+                    .map(|n| number(1.0, vec![attribute("n", n as i64)]))
+                    .collect(),
+            })),
+            ..Default::default()
+        };
+        let payload = MetricsData {
+            resource_metrics: vec![ResourceMetrics {
+                scope_metrics: vec![ScopeMetrics {
+                    metrics: vec![gauge],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        }
+        .encode_to_vec();
+        let points = decode(&payload, 0, 1 << 20, &producers()).unwrap();
+        assert_eq!(points.len(), MAX_SERIES_PER_INSTANCE);
     }
 
     #[test]
