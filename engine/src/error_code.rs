@@ -192,6 +192,9 @@ error_codes! {
     GroupSubscribedToTopic = 86, "GROUP_SUBSCRIBED_TO_TOPIC";
     /// A record inside a batch is malformed.
     InvalidRecord = 87, "INVALID_RECORD";
+    /// A request came sooner than its quota or interval allows (a client
+    /// telemetry push before its push interval, KIP-714).
+    ThrottlingQuotaExceeded = 89, "THROTTLING_QUOTA_EXCEEDED";
     /// A newer producer with the same transactional id exists.
     ProducerFenced = 90, "PRODUCER_FENCED";
     /// A SCRAM credential to delete or describe does not exist.
@@ -224,6 +227,11 @@ error_codes! {
     UnsupportedAssignor = 112, "UNSUPPORTED_ASSIGNOR";
     /// The member epoch is behind the broker's (commit with an old epoch).
     StaleMemberEpoch = 113, "STALE_MEMBER_EPOCH";
+    /// A telemetry push carried a subscription id that is not (or no
+    /// longer) the client's: it must ask for its subscription again.
+    UnknownSubscriptionId = 117, "UNKNOWN_SUBSCRIPTION_ID";
+    /// A telemetry push larger than `telemetry.max.bytes`.
+    TelemetryTooLarge = 118, "TELEMETRY_TOO_LARGE";
 }
 
 impl ErrorCode {

@@ -83,10 +83,10 @@ fn codec_error(codec: Compression, reason: impl ToString) -> BatchError {
     }
 }
 
-fn too_large(codec: Compression) -> BatchError {
+fn too_large(codec: Compression, max_bytes: usize) -> BatchError {
     codec_error(
         codec,
-        format!("decompressed size exceeds {MAX_DECOMPRESSED_BYTES} bytes"),
+        format!("decompressed size exceeds {max_bytes} bytes"),
     )
 }
 
@@ -141,31 +141,53 @@ pub fn compress_with_levels(
 /// Decompress `data` with `codec`, refusing output over
 /// [`MAX_DECOMPRESSED_BYTES`]. `Compression::None` copies.
 pub fn decompress(codec: Compression, data: &[u8]) -> Result<Vec<u8>, BatchError> {
+    decompress_capped(codec, data, MAX_DECOMPRESSED_BYTES)
+}
+
+/// [`decompress`] with a tighter cap of `max_bytes` (at most
+/// [`MAX_DECOMPRESSED_BYTES`]): for payloads smaller than a batch, such as a
+/// client's pushed telemetry, whose zip bomb should be refused sooner.
+/// `Compression::None` copies (the input's own size is its caller's to
+/// bound).
+pub fn decompress_capped(
+    codec: Compression,
+    data: &[u8],
+    max_bytes: usize,
+) -> Result<Vec<u8>, BatchError> {
+    let max_bytes = max_bytes.min(MAX_DECOMPRESSED_BYTES);
     match codec {
         Compression::None => Ok(data.to_vec()),
-        Compression::Gzip => read_bounded(codec, flate2::read::MultiGzDecoder::new(data)),
-        Compression::Snappy => decompress_snappy(data),
-        Compression::Lz4 => read_bounded(codec, lz4_flex::frame::FrameDecoder::new(data)),
+        Compression::Gzip => {
+            read_bounded(codec, flate2::read::MultiGzDecoder::new(data), max_bytes)
+        }
+        Compression::Snappy => decompress_snappy(data, max_bytes),
+        Compression::Lz4 => {
+            read_bounded(codec, lz4_flex::frame::FrameDecoder::new(data), max_bytes)
+        }
         Compression::Zstd => {
             let mut decoder = zstd::stream::read::Decoder::new(data)
                 .map_err(|error| codec_error(codec, error))?;
             decoder
                 .window_log_max(ZSTD_WINDOW_LOG_MAX)
                 .map_err(|error| codec_error(codec, error))?;
-            read_bounded(codec, decoder)
+            read_bounded(codec, decoder, max_bytes)
         }
     }
 }
 
-/// Read a streaming decoder to its end, but never past the cap.
-fn read_bounded(codec: Compression, reader: impl Read) -> Result<Vec<u8>, BatchError> {
+/// Read a streaming decoder to its end, but never past `max_bytes`.
+fn read_bounded(
+    codec: Compression,
+    reader: impl Read,
+    max_bytes: usize,
+) -> Result<Vec<u8>, BatchError> {
     let mut out = Vec::new();
     reader
-        .take(MAX_DECOMPRESSED_BYTES as u64 + 1)
+        .take(max_bytes as u64 + 1)
         .read_to_end(&mut out)
         .map_err(|error| codec_error(codec, error))?;
-    if out.len() > MAX_DECOMPRESSED_BYTES {
-        return Err(too_large(codec));
+    if out.len() > max_bytes {
+        return Err(too_large(codec, max_bytes));
     }
     Ok(out)
 }
@@ -189,17 +211,17 @@ fn compress_snappy_xerial(raw: &[u8]) -> Result<Vec<u8>, BatchError> {
     Ok(out)
 }
 
-fn decompress_snappy(data: &[u8]) -> Result<Vec<u8>, BatchError> {
+fn decompress_snappy(data: &[u8], max_bytes: usize) -> Result<Vec<u8>, BatchError> {
     if data.starts_with(&SNAPPY_XERIAL_MAGIC) {
-        decompress_snappy_xerial(data)
+        decompress_snappy_xerial(data, max_bytes)
     } else {
         let mut out = Vec::new();
-        decompress_snappy_block(data, &mut out)?;
+        decompress_snappy_block(data, &mut out, max_bytes)?;
         Ok(out)
     }
 }
 
-fn decompress_snappy_xerial(data: &[u8]) -> Result<Vec<u8>, BatchError> {
+fn decompress_snappy_xerial(data: &[u8], max_bytes: usize) -> Result<Vec<u8>, BatchError> {
     let mut rest = data
         .get(SNAPPY_XERIAL_HEADER_BYTES..)
         .ok_or_else(|| codec_error(Compression::Snappy, "truncated xerial header"))?;
@@ -215,7 +237,7 @@ fn decompress_snappy_xerial(data: &[u8]) -> Result<Vec<u8>, BatchError> {
         let block = after
             .get(..length)
             .ok_or_else(|| codec_error(Compression::Snappy, "truncated xerial chunk"))?;
-        decompress_snappy_block(block, &mut out)?;
+        decompress_snappy_block(block, &mut out, max_bytes)?;
         rest = &after[length..];
     }
     Ok(out)
@@ -223,12 +245,16 @@ fn decompress_snappy_xerial(data: &[u8]) -> Result<Vec<u8>, BatchError> {
 
 /// Append one raw snappy block to `out`, checking its declared length
 /// against the cap before allocating.
-fn decompress_snappy_block(block: &[u8], out: &mut Vec<u8>) -> Result<(), BatchError> {
+fn decompress_snappy_block(
+    block: &[u8],
+    out: &mut Vec<u8>,
+    max_bytes: usize,
+) -> Result<(), BatchError> {
     let length = snap::raw::decompress_len(block)
         .map_err(|error| codec_error(Compression::Snappy, error))?;
     let start = out.len();
-    if length > MAX_DECOMPRESSED_BYTES - start {
-        return Err(too_large(Compression::Snappy));
+    if length > max_bytes.saturating_sub(start) {
+        return Err(too_large(Compression::Snappy, max_bytes));
     }
     out.resize(start + length, 0);
     let written = snap::raw::Decoder::new()
@@ -345,5 +371,16 @@ mod tests {
         let declared = [0x80, 0x80, 0x80, 0x80, 0x04, 0x00];
         let error = decompress(Compression::Snappy, &declared).unwrap_err();
         assert!(error.to_string().contains("exceeds"), "{error}");
+    }
+
+    #[test]
+    fn a_tighter_cap_refuses_sooner_and_passes_what_fits() {
+        let raw = sample_records();
+        for codec in Compression::ALL.into_iter().skip(1) {
+            let packed = compress(codec, &raw).unwrap();
+            let error = decompress_capped(codec, &packed, raw.len() - 1).unwrap_err();
+            assert!(error.to_string().contains("exceeds"), "{codec:?}: {error}");
+            assert_eq!(decompress_capped(codec, &packed, raw.len()).unwrap(), raw);
+        }
     }
 }

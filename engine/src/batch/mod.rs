@@ -34,7 +34,8 @@ pub mod varint;
 
 pub use builder::BatchBuilder;
 pub use compression::{
-    compress, compress_with_levels, decompress, CompressionLevels, MAX_DECOMPRESSED_BYTES,
+    compress, compress_with_levels, decompress, decompress_capped, CompressionLevels,
+    MAX_DECOMPRESSED_BYTES,
 };
 pub use error::{BatchError, RecordError, RecordErrors};
 pub use header::{

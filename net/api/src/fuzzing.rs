@@ -176,6 +176,9 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::DeleteAcls => plain::<DeleteAclsRequest>,
         ApiKey::DescribeClientQuotas => plain::<DescribeClientQuotasRequest>,
         ApiKey::AlterClientQuotas => plain::<AlterClientQuotasRequest>,
+        ApiKey::GetTelemetrySubscriptions => plain::<GetTelemetrySubscriptionsRequest>,
+        ApiKey::PushTelemetry => push_telemetry_body,
+        ApiKey::ListConfigResources => plain::<ListConfigResourcesRequest>,
         _ => return None,
     };
     Some(decoder)
@@ -191,6 +194,24 @@ fn plain<T: Decodable>(request: &mut Request) -> Result<(), RequestError> {
 fn sasl_authenticate_body(request: &mut Request) -> Result<(), RequestError> {
     let body: SaslAuthenticateRequest = request.decode()?;
     sasl(&body.auth_bytes);
+    Ok(())
+}
+
+/// PushTelemetry's decode step, then its payload through the telemetry
+/// decoder (decompression and OTLP) as a push asking for every metric.
+fn push_telemetry_body(request: &mut Request) -> Result<(), RequestError> {
+    let body: PushTelemetryRequest = request.decode()?;
+    let everything = runtimes::telemetry::subscription::Resolved {
+        subscription_id: 0,
+        interval_ms: 1000,
+        metrics: vec![String::new()],
+    };
+    let _ = runtimes::telemetry::otlp::decode(
+        &body.metrics,
+        body.compression_type,
+        1 << 20,
+        &everything,
+    );
     Ok(())
 }
 

@@ -187,6 +187,13 @@ pub struct BrokerConfig {
     pub cluster: ClusterConfig,
     /// `quota.window.num`: samples in a client quota's rate window.
     pub quota_window_num: usize,
+    /// `telemetry.max.bytes` (KIP-714): the largest PushTelemetry payload
+    /// accepted, as sent (compressed).
+    pub telemetry_max_bytes: usize,
+    /// `rill.telemetry.max.clients`: client instances whose telemetry the
+    /// broker keeps (split over its shards), so that a flood of clients
+    /// cannot grow its memory without bound.
+    pub telemetry_max_clients: usize,
     /// `quota.window.size.seconds`: length of one sample.
     pub quota_window_size_seconds: u64,
     /// The `ssl.*` keys as given; each TLS listener's resolved TLS is in
@@ -242,6 +249,8 @@ impl BrokerConfig {
             internal_topics_replication_factor: 3,
             cluster: ClusterConfig::default(),
             quota_window_num: 11,
+            telemetry_max_bytes: 1_048_576,
+            telemetry_max_clients: 1000,
             quota_window_size_seconds: 1,
             tls: tls::TlsSettings::default(),
             sasl: sasl::SaslConfig::default(),
@@ -378,6 +387,7 @@ impl BrokerConfig {
             || self.apply_group_setting(name, value)?
             || self.apply_log_setting(name, value, units)?
             || self.apply_rill_setting(name, value)?
+            || self.apply_telemetry_setting(name, value)?
             || self.connection_limits.apply(name, value)?
             || self.tls.apply(name, value)?
             || self.sasl.apply(name, value)?
@@ -565,6 +575,23 @@ impl BrokerConfig {
                 Some(spec) => self.set_topic(spec.name, name, value)?,
                 None => return Ok(false),
             },
+        }
+        Ok(true)
+    }
+
+    /// Client telemetry (KIP-714): the push size and the clients kept;
+    /// `Ok(false)` when `name` is not one of them.
+    fn apply_telemetry_setting(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        let at_least_one = |n: usize| match n {
+            0 => Err(ConfigError::invalid(name, value, "at least 1")),
+            n => Ok(n),
+        };
+        match name {
+            "telemetry.max.bytes" => self.telemetry_max_bytes = at_least_one(num(name, value)?)?,
+            "rill.telemetry.max.clients" => {
+                self.telemetry_max_clients = at_least_one(num(name, value)?)?
+            }
+            _ => return Ok(false),
         }
         Ok(true)
     }

@@ -14,6 +14,7 @@
 //! txn_runtime ─────────┤
 //! producer_id_pool ────┤            producer-id blocks for InitProducerId
 //! quotas ──────────────┤            client byte-rate quotas, throttling
+//! telemetry ───────────┤            client metrics pushed (KIP-714), per shard
 //!                      ↓
 //! replication_runtime               leaders serve followers, hold the HW;
 //!                      ↓            followers fetch
@@ -47,6 +48,8 @@
 //!   transport, broker registration and heartbeats, every shard's view.
 //! - [`fetch_sessions`]: this shard's cache of incremental fetch sessions
 //!   (KIP-227), for the Fetch handler.
+//! - [`telemetry`]: client telemetry (KIP-714): the subscriptions a client
+//!   gets, its pushes, and the series `/metrics` shows; per shard.
 
 pub mod admin_changes;
 pub mod cluster_runtime;
@@ -56,6 +59,7 @@ pub mod producer_id_pool;
 pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;
+pub mod telemetry;
 pub mod txn_runtime;
 
 use admin_changes::{ControllerState, Reconciler};
@@ -69,6 +73,7 @@ use routing::MarkerHooks;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
+use telemetry::TelemetryRuntime;
 use txn_runtime::TxnRuntime;
 
 /// The kernel's shard with the broker's runtimes.
@@ -103,6 +108,8 @@ pub struct ShardRuntime {
     pub quotas: Rc<QuotaManager>,
     /// This shard's incremental fetch sessions.
     pub fetch_sessions: Rc<RefCell<FetchSessionCache>>,
+    /// This shard's client telemetry instances and subscriptions.
+    pub telemetry: Rc<TelemetryRuntime>,
     /// The durable producer-id block store: on
     /// [`producer_id_pool::ALLOCATOR_SHARD`] of a single node only.
     pub producer_id_allocator: Option<Rc<ProducerIdAllocator>>,
@@ -140,6 +147,7 @@ impl ShardRuntime {
                 id,
                 shard.count,
             ))),
+            telemetry: Rc::new(TelemetryRuntime::new(&shard.config, id, shard.count)),
             producer_id_allocator,
             quorum,
         })

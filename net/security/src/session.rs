@@ -59,6 +59,12 @@ pub struct Session {
     pub protocol: SecurityProtocol,
     /// The client's address, when the socket still had one.
     pub peer: Option<IpAddr>,
+    /// The client's port, when the socket still had one (KIP-714's
+    /// `client_source_port`).
+    pub peer_port: Option<u16>,
+    /// The client software's name and version from its ApiVersions
+    /// request (v3+), KIP-714's `client_software_name` / `_version`.
+    client_software: RefCell<Option<(String, String)>>,
     principal: RefCell<Principal>,
     /// Whether the client may make requests beyond the SASL exchange: at once
     /// on PLAINTEXT and SSL, after SaslAuthenticate succeeds on SASL ones.
@@ -87,6 +93,8 @@ impl Session {
             listener: listener.to_string(),
             protocol,
             peer,
+            peer_port: None,
+            client_software: RefCell::new(None),
             principal: RefCell::new(principal),
             authenticated: Cell::new(!protocol.uses_sasl()),
             exchange: RefCell::new(None),
@@ -104,6 +112,22 @@ impl Session {
             None,
             Principal::anonymous(),
         )
+    }
+
+    /// The session with the client's port (`client_source_port` of KIP-714).
+    pub fn with_peer_port(mut self, port: Option<u16>) -> Session {
+        self.peer_port = port;
+        self
+    }
+
+    /// Records the client software an ApiVersions request named.
+    pub fn set_client_software(&self, name: &str, version: &str) {
+        *self.client_software.borrow_mut() = Some((name.to_string(), version.to_string()));
+    }
+
+    /// The client software's (name, version), if its ApiVersions named it.
+    pub fn client_software(&self) -> Option<(String, String)> {
+        self.client_software.borrow().clone()
     }
 
     /// The principal requests are made as.

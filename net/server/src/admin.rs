@@ -2,7 +2,10 @@
 //! Prometheus text at `/metrics`. Metrics are gathered from every shard over
 //! the mesh at scrape time, so no shard pays for them in between, and
 //! rendered through a prometheus-client registry ([`registry`]);
-//! [`metric_families`] lists every family it can show.
+//! [`metric_families`] lists every family it can show. The metrics clients
+//! push (KIP-714, `rill_client_*`) follow, gathered the same way
+//! (`runtimes::telemetry::render_all`): their families are named by the
+//! clients, so they are not declared.
 
 use crate::process_stats::ProcessStats;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -158,7 +161,8 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
         ("GET", "/metrics") => {
             let snapshots = collect(shard).await;
             let text = registry(snapshots, ClusterGauges::read(shard), ProcessStats::read());
-            ("200 OK", text.render())
+            let clients = runtimes::telemetry::render_all(shard).await;
+            ("200 OK", text.render() + &clients)
         }
         ("GET", "/") => ("200 OK", String::from("rill admin: see /metrics\n")),
         ("GET", _) => ("404 Not Found", String::from("not found\n")),

@@ -36,5 +36,22 @@ pub fn metrics_reference() -> String {
             help
         );
     }
+    out.push_str(CLIENT_METRICS);
     out
 }
+
+/// The families clients push (KIP-714): named by the clients, so listed
+/// by rule rather than one by one.
+const CLIENT_METRICS: &str = "\n## Client metrics (KIP-714)\n\n\
+     After them come the metrics clients push when a client-metrics \
+     subscription asks them to (see `docs/operations.md#client-telemetry`): \
+     one family per metric, named `rill_client_` and the metric's name with \
+     every character Prometheus does not allow made `_` \
+     (`org.apache.kafka.producer.record.queue.time.avg` is \
+     `rill_client_org_apache_kafka_producer_record_queue_time_avg`). Every \
+     sample has the labels `client_id` and `client_instance_id`, and one \
+     label per attribute of the data point (`node_id`). Gauges are gauges of \
+     their latest value, monotonic sums counters (`_total`); histograms and \
+     summaries are not shown. At most `rill.telemetry.max.clients` client \
+     instances are shown; one that stops pushing goes after three push \
+     intervals (at least a minute).\n";

@@ -46,8 +46,15 @@ pub fn unsupported_version_frame(correlation_id: i32) -> Result<Bytes, String> {
 
 fn handle(_shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        // The body only names the client software; decoding checks it is well formed.
-        let _body: ApiVersionsRequest = request.decode()?;
+        // The body only names the client software (v3+), kept for the
+        // matching of client-metrics subscriptions (KIP-714).
+        let body: ApiVersionsRequest = request.decode()?;
+        if request.version >= 3 {
+            request.session.set_client_software(
+                body.client_software_name.as_str(),
+                body.client_software_version.as_str(),
+            );
+        }
         request.respond(&response_body(ErrorCode::None))
     })
 }

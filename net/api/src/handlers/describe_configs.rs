@@ -1,5 +1,7 @@
-//! DescribeConfigs (key 32): topic configs (overrides marked dynamic) and the
-//! broker's settings.
+//! DescribeConfigs (key 32): topic configs (overrides marked dynamic), the
+//! broker's settings, and client-metrics subscriptions (KIP-714: every
+//! config of the named one, those not set at their defaults, as Kafka
+//! answers even for a name not configured).
 
 use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
@@ -11,6 +13,7 @@ use kernel::config::BrokerConfig;
 use kernel::error::RequestError;
 use runtimes::admin_changes::{broker_configs, topic_defaults};
 use runtimes::cluster_runtime;
+use runtimes::telemetry::subscription::{self, DEFAULT_INTERVAL_MS};
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
@@ -27,6 +30,12 @@ pub const HANDLER: Handler = Handler {
 pub const RESOURCE_TOPIC: i8 = 2;
 /// Kafka's `ConfigResource.Type`.
 pub const RESOURCE_BROKER: i8 = 4;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+/// Kafka's `ConfigResource.Type`: a client-metrics subscription (KIP-714).
+pub const RESOURCE_CLIENT_METRICS: i8 = 16;
+/// Kafka's `ConfigResource.Type`.
+pub const RESOURCE_GROUP: i8 = 32;
 /// Kafka's `ConfigSource`: a topic override.
 const SOURCE_DYNAMIC_TOPIC: i8 = 1;
 /// Kafka's `ConfigSource`: a dynamic config of this broker.
@@ -37,6 +46,8 @@ const SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 const SOURCE_STATIC_BROKER: i8 = 4;
 /// Kafka's `ConfigSource`: a default.
 const SOURCE_DEFAULT: i8 = 5;
+/// Kafka's `ConfigSource`: a client-metrics subscription's config.
+const SOURCE_CLIENT_METRICS: i8 = 7;
 
 fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
     let mut c = DescribeConfigsResourceResult::default();
@@ -175,6 +186,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 RESOURCE_BROKER => {
                     describe_broker(&shard, &mut result, resource.resource_name.as_str(), wanted)
                 }
+                RESOURCE_CLIENT_METRICS => {
+                    let name = resource.resource_name.as_str();
+                    describe_client_metrics(&shard, &mut result, name, wanted)
+                }
                 other => {
                     result.error_code = ErrorCode::InvalidRequest.code();
                     result.error_message =
@@ -256,5 +271,37 @@ fn describe_broker(
         result
             .configs
             .push(entry(config_name, value, source, read_only));
+    }
+}
+
+/// A client-metrics subscription's configs that `wanted` asks for: those
+/// set, and the others at Kafka's defaults.
+fn describe_client_metrics(
+    shard: &Shard,
+    result: &mut DescribeConfigsResult,
+    name: &str,
+    wanted: impl Fn(&str) -> bool,
+) {
+    if name.is_empty() {
+        result.error_code = ErrorCode::InvalidRequest.code();
+        result.error_message = Some(str_bytes(
+            "client metrics subscription name must not be empty",
+        ));
+        return;
+    }
+    let image = shard.runtime().view.image();
+    let set = image.client_metrics_configs().get(name);
+    for config_name in subscription::CONFIGS.into_iter().filter(|n| wanted(n)) {
+        let entry_of = match set.and_then(|configs| configs.get(config_name)) {
+            Some(value) => entry(config_name, value.clone(), SOURCE_CLIENT_METRICS, false),
+            None => {
+                let default = match config_name {
+                    subscription::INTERVAL_MS => DEFAULT_INTERVAL_MS.to_string(),
+                    _ => String::new(),
+                };
+                entry(config_name, default, SOURCE_DEFAULT, false)
+            }
+        };
+        result.configs.push(entry_of);
     }
 }

@@ -1,8 +1,9 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
 //! topic configs; set / delete the dynamic broker configs (the broker-wide
-//! topic defaults, see `admin_changes::broker_configs`).
+//! topic defaults, see `admin_changes::broker_configs`); the configs of
+//! client-metrics subscriptions (KIP-714, `admin_changes::client_metrics`).
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use super::describe_configs::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -10,6 +11,7 @@ use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
+use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -65,40 +67,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     })
                 })
                 .collect();
-            let outcome = match resource.resource_type {
-                RESOURCE_TOPIC => match ops {
-                    Some(ops) => {
-                        let change = ControllerRequest::AlterConfigs {
-                            name: resource.resource_name.to_string(),
-                            ops,
-                            replace_all: false,
-                            validate_only: body.validate_only,
-                        };
-                        admin_changes::submit(&shard, change).await.map(|_| ())
-                    }
-                    None => Err((
-                        ErrorCode::InvalidRequest,
-                        String::from("unknown config operation"),
-                    )),
-                },
-                RESOURCE_BROKER => match ops {
-                    Some(ops) => {
-                        let change = AlterBrokerConfigs {
-                            broker: resource.resource_name.to_string(),
-                            ops,
-                            replace_all: false,
-                            validate_only: body.validate_only,
-                        };
-                        broker_configs::submit(&shard, change).await
-                    }
-                    None => Err((
-                        ErrorCode::InvalidRequest,
-                        String::from("unknown config operation"),
-                    )),
-                },
-                other => Err((
+            let outcome = match ops {
+                Some(ops) => {
+                    let name = resource.resource_name.to_string();
+                    let kind = resource.resource_type;
+                    alter(&shard, kind, name, ops, body.validate_only).await
+                }
+                None => Err((
                     ErrorCode::InvalidRequest,
-                    format!("resource type {other} is not supported"),
+                    String::from("unknown config operation"),
                 )),
             };
             if let Err((code, message)) = outcome {
@@ -109,4 +86,47 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         request.respond(&response)
     })
+}
+
+/// One resource's changes, by its type.
+async fn alter(
+    shard: &Rc<Shard>,
+    resource_type: i8,
+    name: String,
+    ops: Vec<(String, Option<String>, ConfigOpKind)>,
+    validate_only: bool,
+) -> Result<(), (ErrorCode, String)> {
+    match resource_type {
+        RESOURCE_TOPIC => {
+            let change = ControllerRequest::AlterConfigs {
+                name,
+                ops,
+                replace_all: false,
+                validate_only,
+            };
+            admin_changes::submit(shard, change).await.map(|_| ())
+        }
+        RESOURCE_BROKER => {
+            let change = AlterBrokerConfigs {
+                broker: name,
+                ops,
+                replace_all: false,
+                validate_only,
+            };
+            broker_configs::submit(shard, change).await
+        }
+        RESOURCE_CLIENT_METRICS => {
+            let change = AlterClientMetricsConfigs {
+                name,
+                ops,
+                replace_all: false,
+                validate_only,
+            };
+            client_metrics::submit(shard, change).await
+        }
+        other => Err((
+            ErrorCode::InvalidRequest,
+            format!("resource type {other} is not supported"),
+        )),
+    }
 }

@@ -51,12 +51,14 @@ pub mod fetch;
 mod fetch_follower;
 mod fetch_session;
 pub mod find_coordinator;
+pub mod get_telemetry_subscriptions;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod legacy;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
@@ -67,6 +69,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod push_telemetry;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
@@ -248,6 +251,9 @@ pub const REGISTRY: &[Handler] = &[
     sasl_authenticate::HANDLER,
     describe_user_scram_credentials::HANDLER,
     alter_user_scram_credentials::HANDLER,
+    get_telemetry_subscriptions::HANDLER,
+    push_telemetry::HANDLER,
+    list_config_resources::HANDLER,
 ];
 
 /// The handler of an API key.
@@ -306,6 +312,9 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DescribeAcls => "DescribeAcls",
         ApiKey::CreateAcls => "CreateAcls",
         ApiKey::DeleteAcls => "DeleteAcls",
+        ApiKey::GetTelemetrySubscriptions => "GetTelemetrySubscriptions",
+        ApiKey::PushTelemetry => "PushTelemetry",
+        ApiKey::ListConfigResources => "ListConfigResources",
         _ => "Other",
     }
 }

@@ -52,6 +52,7 @@ const RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL: u8 = 14;
 const RECORD_TYPE_ACCESS_CONTROL_ENTRY: u8 = 15;
 const RECORD_TYPE_REMOVE_ACCESS_CONTROL_ENTRY: u8 = 16;
 const RECORD_TYPE_CLIENT_QUOTA: u8 = 17;
+const RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE: u8 = 18;
 
 /// Why bytes are not a record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -224,6 +225,7 @@ impl Writer {
             | MetadataRecord::Reassignment { .. } => self.topic_record(record),
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. }
+            | MetadataRecord::ClientMetricsConfigChange { .. }
             | MetadataRecord::ClientQuota { .. } => self.config_record(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -331,6 +333,12 @@ impl Writer {
             MetadataRecord::BrokerConfigChange { broker, key, value } => {
                 self.u8(RECORD_TYPE_BROKER_CONFIG_CHANGE);
                 self.string(broker);
+                self.string(key);
+                self.option_string(value.as_deref());
+            }
+            MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
+                self.u8(RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE);
+                self.string(name);
                 self.string(key);
                 self.option_string(value.as_deref());
             }
@@ -487,6 +495,7 @@ impl Reader<'_> {
             | RECORD_TYPE_REASSIGNMENT => self.topic_record(record_type),
             RECORD_TYPE_CONFIG_CHANGE
             | RECORD_TYPE_BROKER_CONFIG_CHANGE
+            | RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_QUOTA => self.config_record(record_type),
             RECORD_TYPE_USER_SCRAM_CREDENTIAL
             | RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL
@@ -558,6 +567,11 @@ impl Reader<'_> {
             },
             RECORD_TYPE_BROKER_CONFIG_CHANGE => MetadataRecord::BrokerConfigChange {
                 broker: self.string()?,
+                key: self.string()?,
+                value: self.option_string()?,
+            },
+            RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE => MetadataRecord::ClientMetricsConfigChange {
+                name: self.string()?,
                 key: self.string()?,
                 value: self.option_string()?,
             },

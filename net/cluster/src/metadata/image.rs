@@ -144,6 +144,9 @@ pub struct MetadataImage {
     /// Dynamic broker configs by resource name (`""`: every broker's
     /// default; else a broker id), each `key -> value`.
     broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Client-metrics subscriptions (KIP-714) by name, each
+    /// `key -> value`; a name with no config is absent.
+    client_metrics_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Client quotas by entity, each `key -> value` (decimal text).
     client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, String>>,
     /// SCRAM credentials by (user, mechanism number).
@@ -176,6 +179,7 @@ impl MetadataImage {
             topic_ids: BTreeMap::new(),
             producer_ids: ProducerIdBlocks::default(),
             broker_configs: BTreeMap::new(),
+            client_metrics_configs: BTreeMap::new(),
             client_quotas: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
@@ -191,6 +195,12 @@ impl MetadataImage {
     /// default; else a broker id in decimal).
     pub fn broker_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
         &self.broker_configs
+    }
+
+    /// Client-metrics subscriptions (KIP-714) by name, each `key -> value`
+    /// as set (`metrics`, `interval.ms`, `match`).
+    pub fn client_metrics_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
+        &self.client_metrics_configs
     }
 
     /// Client quotas by entity.
@@ -308,6 +318,7 @@ impl MetadataImage {
             | MetadataRecord::Reassignment { .. } => self.validate_topic(record),
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::ClientMetricsConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.validate_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -436,6 +447,15 @@ impl MetadataImage {
             MetadataRecord::BrokerConfigChange { broker, key, .. } => {
                 if !broker.is_empty() && broker.parse::<BrokerId>().is_err() {
                     return Err(format!("broker resource {broker:?} is not an id"));
+                }
+                if key.is_empty() {
+                    return Err("empty config name".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::ClientMetricsConfigChange { name, key, .. } => {
+                if name.is_empty() {
+                    return Err("empty client-metrics resource name".to_owned());
                 }
                 if key.is_empty() {
                     return Err("empty config name".to_owned());
@@ -698,6 +718,7 @@ impl MetadataImage {
             | MetadataRecord::Reassignment { .. } => self.mutate_topic(record),
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::ClientMetricsConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.mutate_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -795,6 +816,16 @@ impl MetadataImage {
                 };
                 if configs.is_empty() {
                     self.broker_configs.remove(broker);
+                }
+            }
+            MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
+                let configs = self.client_metrics_configs.entry(name.clone()).or_default();
+                match value {
+                    Some(value) => configs.insert(key.clone(), value.clone()),
+                    None => configs.remove(key),
+                };
+                if configs.is_empty() {
+                    self.client_metrics_configs.remove(name);
                 }
             }
             MetadataRecord::ConfigChange { topic, key, value } => {
@@ -947,6 +978,7 @@ impl MetadataImage {
             }
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::ClientMetricsConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.assert_touched_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -979,6 +1011,14 @@ impl MetadataImage {
                     .get(broker)
                     .and_then(|configs| configs.get(key));
                 assert_eq!(now, value.as_ref());
+            }
+            MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
+                let now = self
+                    .client_metrics_configs
+                    .get(name)
+                    .and_then(|configs| configs.get(key));
+                assert_eq!(now, value.as_ref());
+                assert!(self.client_metrics_configs.values().all(|c| !c.is_empty()));
             }
             MetadataRecord::ConfigChange { topic, key, value } => {
                 let now = self

@@ -218,6 +218,18 @@ pub enum MetadataRecord {
         /// New value, or `None` to return to the static setting.
         value: Option<String>,
     },
+    /// A client-metrics subscription config is set (`Some`) or removed
+    /// (`None`): Kafka's ConfigRecord on a CLIENT_METRICS resource (KIP-714),
+    /// `name` being the subscription's name. A subscription with no config
+    /// left no longer exists.
+    ClientMetricsConfigChange {
+        /// The subscription's (resource's) name, never empty.
+        name: String,
+        /// `metrics`, `interval.ms` or `match`.
+        key: String,
+        /// New value, or `None` to remove it.
+        value: Option<String>,
+    },
     /// A client quota is set (`Some`) or removed (`None`): Kafka's
     /// ClientQuotaRecord. `entity` is its (type, name) parts in order, types
     /// `user`, `client-id` or `ip`, a `None` name being the type's default
@@ -282,6 +294,7 @@ impl MetadataRecord {
             MetadataRecord::Reassignment { .. } => "Reassignment",
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
+            MetadataRecord::ClientMetricsConfigChange { .. } => "ClientMetricsConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
             MetadataRecord::ClientQuota { .. } => "ClientQuota",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredential",

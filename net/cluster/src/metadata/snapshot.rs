@@ -152,24 +152,7 @@ impl MetadataImage {
                 });
             }
         }
-        for (broker, configs) in self.broker_configs() {
-            for (key, value) in configs {
-                records.push(MetadataRecord::BrokerConfigChange {
-                    broker: broker.clone(),
-                    key: key.clone(),
-                    value: Some(value.clone()),
-                });
-            }
-        }
-        for (entity, quotas) in self.client_quotas() {
-            for (key, value) in quotas {
-                records.push(MetadataRecord::ClientQuota {
-                    entity: entity.clone(),
-                    key: key.clone(),
-                    value: Some(value.clone()),
-                });
-            }
-        }
+        self.push_config_records(&mut records);
         for ((name, mechanism), credential) in self.scram_credentials() {
             records.push(MetadataRecord::UserScramCredential {
                 name: name.clone(),
@@ -207,6 +190,38 @@ impl MetadataImage {
             }
         }
         records
+    }
+
+    /// The dynamic broker configs, client-metrics subscriptions and client
+    /// quotas of [`Self::snapshot_records`].
+    fn push_config_records(&self, records: &mut Vec<MetadataRecord>) {
+        for (broker, configs) in self.broker_configs() {
+            for (key, value) in configs {
+                records.push(MetadataRecord::BrokerConfigChange {
+                    broker: broker.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
+        for (name, configs) in self.client_metrics_configs() {
+            for (key, value) in configs {
+                records.push(MetadataRecord::ClientMetricsConfigChange {
+                    name: name.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
+        for (entity, quotas) in self.client_quotas() {
+            for (key, value) in quotas {
+                records.push(MetadataRecord::ClientQuota {
+                    entity: entity.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
     }
 
     /// The whole image as snapshot bytes (see the module doc).

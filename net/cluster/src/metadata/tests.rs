@@ -524,6 +524,9 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         (text, text, prop::option::of(text)).prop_map(|(broker, key, value)| {
             MetadataRecord::BrokerConfigChange { broker, key, value }
         }),
+        (text, text, prop::option::of(text)).prop_map(|(name, key, value)| {
+            MetadataRecord::ClientMetricsConfigChange { name, key, value }
+        }),
         (
             prop::collection::vec((text, prop::option::of(text)), 0..3),
             text,

@@ -133,6 +133,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("max.incremental.fetch.session.cache.slots", Broker, "int, at least 0", Value("1000"), "2", "Incremental fetch sessions (KIP-227) the broker holds; rill splits them evenly over its shards, a session living on the shard of its connection. 0: every fetch is sessionless."),
     key("quota.window.num", Broker, "int, at least 1", Value("11"), "11", "Samples in a client quota's rate window."),
     key("quota.window.size.seconds", Broker, "int, at least 1", Value("1"), "1", "Length of one quota sample."),
+    key("telemetry.max.bytes", Broker, "bytes, at least 1", Value("1048576"), "1048576", "The largest client telemetry push (KIP-714) accepted, as sent (compressed); a larger one gets TELEMETRY_TOO_LARGE."),
     key("controller.quorum.voters", Cluster, "comma list of id@host:port", Implied("none: a single node that is its own quorum"), "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097", "The metadata quorum's voters and their controller listeners (`--controller-quorum-voters` overrides it)."),
     key("process.roles", Cluster, "broker and/or controller", Implied("a voter is broker,controller; any other node a broker"), "broker,controller", "This node's roles. A controller-only node is not supported yet."),
     key("broker.rack", Cluster, "string", Implied("none"), "rack-a", "The rack this broker registers with, shown in Metadata and DescribeCluster and read by rack-aware assignors. Replica placement does not use it yet."),
@@ -205,6 +206,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("rill.storage.min.free.bytes", Rill, "bytes", Implied("the smaller of 1 GiB and 5% of the disk"), "268435456", "Free space kept on each data dir: appends that would take it get KAFKA_STORAGE_ERROR (a full disk refuses writes; it never stops the broker)."),
     key("rill.fetch.send.path", Rill, "copy, sendfile or splice", Value("splice"), "sendfile", "How fetch responses leave (`fetch.send.path` and `--fetch-send-path` too)."),
     key("fetch.send.path", Rill, "copy, sendfile or splice", Value("splice"), "copy", "Synonym of `rill.fetch.send.path`."),
+    key("rill.telemetry.max.clients", Rill, "int, at least 1", Value("1000"), "100", "Client instances whose pushed telemetry (KIP-714) the broker keeps and shows on /metrics, split evenly over its shards; past it the least recently pushed is dropped."),
     key("rill.flush.policy", Rill, "fsync, interval or os", Value("fsync"), "interval", "When an append is durable before it is acknowledged: fsync (group commit, the default), interval (Kafka's flush.ms / flush.messages) or os (the page cache, as Kafka's default)."),
 ];
 

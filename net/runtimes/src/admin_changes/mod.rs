@@ -14,6 +14,7 @@
 //! - [`config_ops`]: topic config edits (pure).
 //! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
+//! - [`client_metrics`]: client-metrics subscriptions (KIP-714).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`commit`]: one ACL, credential or quota change through the controller.
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
@@ -22,6 +23,7 @@
 
 pub mod acls;
 pub mod broker_configs;
+pub mod client_metrics;
 pub mod client_quotas;
 pub mod commit;
 mod config_ops;

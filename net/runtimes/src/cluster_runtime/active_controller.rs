@@ -173,6 +173,15 @@ fn topic_change(
         ControllerRpc::SetBrokerConfigs { broker, configs } => {
             set_broker_configs(controller, broker, configs)
         }
+        ControllerRpc::SetClientMetricsConfigs { name, configs } => {
+            let current = (controller.image.client_metrics_configs())
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or_default();
+            replace_configs(&current, configs, |key, value| {
+                controller.alter_client_metrics_config(name, key, value)
+            })
+        }
         ControllerRpc::AlterPartition {
             broker_id,
             topic_id,

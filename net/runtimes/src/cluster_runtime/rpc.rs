@@ -120,6 +120,15 @@ pub enum ControllerRpc {
         /// Every dynamic config the resource keeps.
         configs: Vec<(String, String)>,
     },
+    /// IncrementalAlterConfigs / AlterConfigs on a CLIENT_METRICS resource
+    /// (KIP-714): the subscription's whole set of configs after the change
+    /// (empty: the subscription is deleted).
+    SetClientMetricsConfigs {
+        /// The subscription's name.
+        name: String,
+        /// Every config the subscription keeps.
+        configs: Vec<(String, String)>,
+    },
     /// AlterUserScramCredentials (and the bootstrap users): SCRAM
     /// credentials to create or replace, and to delete.
     AlterScramCredentials {

@@ -147,9 +147,9 @@ impl Authz {
 
     /// DescribeConfigs / AlterConfigs / IncrementalAlterConfigs on a config
     /// resource (Kafka's `ConfigResource.Type` code): `operation` on the
-    /// topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker-logger
-    /// resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED). Other types
-    /// are left to the handler.
+    /// topic (TOPIC_AUTHORIZATION_FAILED) or, for a broker, broker-logger or
+    /// client-metrics resource, on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+    /// Other types are left to the handler.
     pub fn config_resource(
         &self,
         operation: Operation,
@@ -158,7 +158,9 @@ impl Authz {
     ) -> Result<(), ErrorCode> {
         match config_resource_type {
             2 => self.topic(operation, name),
-            4 | 8 => self.cluster(operation),
+            // BROKER, BROKER_LOGGER and CLIENT_METRICS (KIP-714) resources
+            // are the cluster's, as in Kafka.
+            4 | 8 | 16 => self.cluster(operation),
             _ => Ok(()),
         }
     }
@@ -249,5 +251,39 @@ mod tests {
             &session,
         );
         assert_eq!(writer.idempotent_write(), Ok(()));
+    }
+
+    #[test]
+    fn client_metrics_resources_are_the_clusters() {
+        let session = Session::internal();
+        let acls = vec![binding(ResourceType::Topic, "t", Operation::AlterConfigs)];
+        let authz = Authz::new(
+            Some(Rc::new(Authorizer::new(Vec::new(), false, acls))),
+            &session,
+        );
+        assert_eq!(
+            authz.config_resource(Operation::AlterConfigs, 16, "producers"),
+            Err(ErrorCode::ClusterAuthorizationFailed)
+        );
+        assert_eq!(
+            authz.config_resource(Operation::AlterConfigs, 2, "t"),
+            Ok(())
+        );
+        let admin = Authz::new(
+            Some(Rc::new(Authorizer::new(
+                Vec::new(),
+                false,
+                vec![binding(
+                    ResourceType::Cluster,
+                    "kafka-cluster",
+                    Operation::AlterConfigs,
+                )],
+            ))),
+            &session,
+        );
+        assert_eq!(
+            admin.config_resource(Operation::AlterConfigs, 16, "producers"),
+            Ok(())
+        );
     }
 }

@@ -9,7 +9,7 @@ use kernel::config::ClientListener;
 use kernel::conn_limits::{IpSlot, LogLimiter, PerIpConnections};
 use runtimes::Shard;
 use security::{Principal, Session};
-use std::net::IpAddr;
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -64,7 +64,7 @@ pub(super) async fn accept_loop(
             shard.open_connections.fetch_sub(1, Ordering::AcqRel);
             return;
         };
-        let peer = stream.peer_addr().ok().map(|a| a.ip());
+        let peer = stream.peer_addr().ok();
         let shard = shard.clone();
         let shutdown = shutdown.clone();
         let spec = spec.clone();
@@ -136,7 +136,7 @@ async fn serve_connection(
     shard: &Rc<Shard>,
     spec: &ClientListener,
     stream: TcpStream,
-    peer: Option<IpAddr>,
+    peer: Option<SocketAddr>,
     shutdown: ShutdownSignal,
 ) {
     // The TLS handshake runs here, in the connection's own task, so
@@ -147,7 +147,9 @@ async fn serve_connection(
             .principal
             .clone()
             .unwrap_or_else(Principal::anonymous);
-        let session = Rc::new(Session::new(&spec.name, spec.protocol, peer, principal));
+        let session = Session::new(&spec.name, spec.protocol, peer.map(|a| a.ip()), principal)
+            .with_peer_port(peer.map(|a| a.port()));
+        let session = Rc::new(session);
         connection::serve(shard.clone(), transport, session, shutdown).await;
     }
 }

@@ -16,6 +16,7 @@
 //! Files by responsibility:
 //! - [`election`]: choosing a partition's leader and ISR when brokers leave.
 //! - `acls.rs`: CreateAcls and DeleteAcls.
+//! - `client_metrics.rs`: client-metrics subscriptions (KIP-714).
 //! - `brokers.rs`: registration, heartbeats, fencing, unfencing, controlled
 //!   shutdown, unregistration.
 //! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
@@ -27,6 +28,7 @@
 
 mod acls;
 mod brokers;
+mod client_metrics;
 pub mod election;
 mod partitions;
 mod producer_ids;
