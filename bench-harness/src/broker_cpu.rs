@@ -4,6 +4,12 @@
 //! that exports it, local or not), or `/proc/PID/stat` for a local process
 //! (utime + stime, clock-tick resolution). GB is 10^9 bytes of record
 //! values, as MB is 10^6 in the throughput figures.
+//!
+//! Beside the CPU, the per-request costs (issue #37) per GB produced, where
+//! the source has them: context switches (rill's
+//! `rill_process_context_switches_total`, or the sum over
+//! `/proc/PID/task/*/status` of a local process) and fdatasyncs (rill's
+//! `rill_fsyncs_total`, from `/metrics` only).
 
 use crate::error::{BenchError, Result};
 use serde::{Deserialize, Serialize};
@@ -72,6 +78,30 @@ impl CpuSource {
         }
     }
 
+    /// CPU seconds and, where the source has them, context switches and
+    /// fdatasyncs so far.
+    pub async fn counters(&self) -> Result<BrokerCounters> {
+        match self {
+            CpuSource::Pid(pid) => Ok(BrokerCounters {
+                cpu_s: self.cpu_s().await?,
+                context_switches: process_context_switches(*pid),
+                fsyncs: None,
+            }),
+            CpuSource::Metrics(addr) => {
+                let text = scrape_metrics(addr).await?;
+                let cpu_s = metric_value(&text, "process_cpu_seconds_total").ok_or_else(|| {
+                    BenchError::BrokerCpu(format!("no process_cpu_seconds_total at {addr}"))
+                })?;
+                Ok(BrokerCounters {
+                    cpu_s,
+                    context_switches: metric_sum(&text, "rill_process_context_switches_total")
+                        .map(|v| v as u64),
+                    fsyncs: metric_sum(&text, "rill_fsyncs_total").map(|v| v as u64),
+                })
+            }
+        }
+    }
+
     /// For results: `pid 123` or `metrics 127.0.0.1:9644`.
     pub fn describe(&self) -> String {
         match self {
@@ -79,6 +109,15 @@ impl CpuSource {
             CpuSource::Metrics(addr) => format!("metrics {addr}"),
         }
     }
+}
+
+/// The broker's counters at one moment (see [`CpuSource::counters`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BrokerCounters {
+    pub cpu_s: f64,
+    /// Voluntary + involuntary, every thread.
+    pub context_switches: Option<u64>,
+    pub fsyncs: Option<u64>,
 }
 
 /// One reading of the broker process (see [`CpuSource::sample`]).
@@ -106,6 +145,13 @@ pub struct BrokerCpu {
     /// `None` when nothing was produced (consumed) in the window.
     pub cpu_s_per_gb_produced: Option<f64>,
     pub cpu_s_per_gb_consumed: Option<f64>,
+    /// Context switches of the broker per GB produced (issue #37's
+    /// per-request cost), where the source counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches_per_gb_produced: Option<f64>,
+    /// fdatasyncs per GB produced (rill's `/metrics` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsyncs_per_gb_produced: Option<f64>,
 }
 
 impl BrokerCpu {
@@ -124,8 +170,53 @@ impl BrokerCpu {
             cores_busy: if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 },
             cpu_s_per_gb_produced: per_gb(produced_bytes),
             cpu_s_per_gb_consumed: per_gb(consumed_bytes),
+            ..BrokerCpu::default()
         }
     }
+
+    /// With the counts between two readings per GB produced (a count the
+    /// source lacks at either end stays `None`).
+    pub fn with_counts(
+        mut self,
+        start: &BrokerCounters,
+        end: &BrokerCounters,
+        produced_bytes: u64,
+    ) -> Self {
+        let gb = produced_bytes as f64 / 1e9;
+        let per_gb = |a: Option<u64>, b: Option<u64>| {
+            let (a, b) = (a?, b?);
+            (gb > 0.0).then(|| b.saturating_sub(a) as f64 / gb)
+        };
+        self.context_switches_per_gb_produced =
+            per_gb(start.context_switches, end.context_switches);
+        self.fsyncs_per_gb_produced = per_gb(start.fsyncs, end.fsyncs);
+        self
+    }
+}
+
+/// Voluntary + involuntary context switches of every live thread of a
+/// local process, from `/proc/PID/task/*/status`.
+pub fn process_context_switches(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+        total += context_switches_of_status(&status)?;
+    }
+    Some(total)
+}
+
+/// The two `*ctxt_switches` lines of a `status` file, added.
+pub fn context_switches_of_status(status: &str) -> Option<u64> {
+    let value = |key: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(value("voluntary_ctxt_switches:")? + value("nonvoluntary_ctxt_switches:")?)
 }
 
 /// CPU seconds (utime + stime) of a process from /proc/PID/stat.
@@ -239,6 +330,31 @@ pub fn metric_min(text: &str, name: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_switches_are_read_and_counted_per_gb() {
+        let status = "Name:\trill\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n";
+        assert_eq!(context_switches_of_status(status), Some(127));
+        assert_eq!(context_switches_of_status("Name:\tx\n"), None);
+        assert!(process_context_switches(std::process::id()).is_some_and(|n| n > 0));
+        let start = BrokerCounters {
+            cpu_s: 1.0,
+            context_switches: Some(1_000),
+            fsyncs: Some(10),
+        };
+        let end = BrokerCounters {
+            cpu_s: 2.0,
+            context_switches: Some(3_000),
+            fsyncs: None,
+        };
+        let cpu = BrokerCpu::new("x".into(), 1.0, 1.0, 500_000_000, 0).with_counts(
+            &start,
+            &end,
+            500_000_000,
+        );
+        assert_eq!(cpu.context_switches_per_gb_produced, Some(4_000.0));
+        assert_eq!(cpu.fsyncs_per_gb_produced, None);
+    }
 
     #[test]
     fn parses_proc_stat_with_spaces_in_comm() {

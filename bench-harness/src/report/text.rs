@@ -18,7 +18,7 @@ pub fn ratio(value: f64, base: f64) -> String {
 pub fn broker_cpu_line(run: &RunResult) -> Option<String> {
     let cpu = run.broker_cpu.as_ref()?;
     let per_gb = |value: Option<f64>| value.map_or("-".to_string(), |v| format!("{v:.2}"));
-    Some(format!(
+    let mut line = format!(
         "broker CPU ({}): {:.2} s in {:.1} s ({:.2} cores), {} s/GB produced, {} s/GB consumed",
         cpu.source,
         cpu.cpu_s,
@@ -26,7 +26,14 @@ pub fn broker_cpu_line(run: &RunResult) -> Option<String> {
         cpu.cores_busy,
         per_gb(cpu.cpu_s_per_gb_produced),
         per_gb(cpu.cpu_s_per_gb_consumed)
-    ))
+    );
+    if let Some(switches) = cpu.context_switches_per_gb_produced {
+        let _ = write!(line, ", {switches:.0} context switches/GB produced");
+    }
+    if let Some(fsyncs) = cpu.fsyncs_per_gb_produced {
+        let _ = write!(line, ", {fsyncs:.0} fdatasyncs/GB");
+    }
+    Some(line)
 }
 
 /// One row per run; the `vs first` columns divide by the first run.

@@ -12,7 +12,7 @@ pub mod group_consumer;
 pub mod producer;
 pub mod progress;
 
-use crate::broker_cpu::{BrokerCpu, CpuSource};
+use crate::broker_cpu::{BrokerCounters, BrokerCpu, CpuSource};
 use crate::error::{BenchError, Result};
 use crate::group::member::GroupSettings;
 use crate::kafka::client::{
@@ -136,7 +136,7 @@ struct Window {
     /// Counters when measurement started.
     baseline: Counters,
     measure_start: Option<Instant>,
-    cpu_start_s: Option<f64>,
+    broker_start: Option<BrokerCounters>,
     series: Vec<SecondSample>,
     backlog_max: i64,
     backlog_drain_s: Option<f64>,
@@ -325,13 +325,13 @@ impl<'a> Run<'a> {
             previous_at: Instant::now(),
             baseline: previous,
             measure_start: warmup.is_zero().then_some(phase_start),
-            cpu_start_s: None,
+            broker_start: None,
             series: Vec::new(),
             backlog_max: 0,
             backlog_drain_s: None,
         };
         if warmup.is_zero() {
-            window.cpu_start_s = read_cpu(self.options, &self.recorder).await;
+            window.broker_start = read_counters(self.options, &self.recorder).await;
         }
         loop {
             ticker.tick().await;
@@ -352,7 +352,7 @@ impl<'a> Run<'a> {
                 self.recorder.reset_totals();
                 window.baseline = counters;
                 window.measure_start = Some(now);
-                window.cpu_start_s = read_cpu(self.options, &self.recorder).await;
+                window.broker_start = read_counters(self.options, &self.recorder).await;
             }
             window.previous = counters;
             window.previous_at = now;
@@ -437,20 +437,21 @@ impl<'a> Run<'a> {
         let duration_s = window
             .measure_start
             .map_or(0.0, |start| measure_end.duration_since(start).as_secs_f64());
-        let cpu_end_s = read_cpu(self.options, &self.recorder).await;
+        let broker_end = read_counters(self.options, &self.recorder).await;
         let broker_cpu = self
             .options
             .broker_cpu
             .as_ref()
-            .zip(window.cpu_start_s.zip(cpu_end_s))
-            .map(|(source, (start_s, end_s))| {
+            .zip(window.broker_start.zip(broker_end))
+            .map(|(source, (start, end))| {
                 BrokerCpu::new(
                     source.describe(),
-                    end_s - start_s,
+                    end.cpu_s - start.cpu_s,
                     duration_s,
                     counters.produced_bytes,
                     counters.consumed_bytes,
                 )
+                .with_counts(&start, &end, counters.produced_bytes)
             });
         let (publish_histogram, end_to_end_histogram) = self.recorder.totals();
         Measured {
@@ -585,9 +586,9 @@ async fn join_tasks(tasks: Vec<Task>, role: &str, recorder: &Recorder) {
 
 /// The broker's CPU seconds now, if a source was given; a failed read is
 /// counted as an error of the run (and leaves `broker_cpu` out).
-async fn read_cpu(options: &RunOptions, recorder: &Recorder) -> Option<f64> {
-    match options.broker_cpu.as_ref()?.cpu_s().await {
-        Ok(cpu_s) => Some(cpu_s),
+async fn read_counters(options: &RunOptions, recorder: &Recorder) -> Option<BrokerCounters> {
+    match options.broker_cpu.as_ref()?.counters().await {
+        Ok(counters) => Some(counters),
         Err(error) => {
             recorder.record_error(format!("{error}"));
             None

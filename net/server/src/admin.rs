@@ -241,6 +241,7 @@ mod tests {
         let process = ProcessStats {
             cpu_seconds: 1.5,
             resident_memory_bytes: Some(4096),
+            context_switches: (10, 2),
         };
         let snapshots = vec![(0, busy_shard()), (1, busy_shard())];
         let text = registry(snapshots, ClusterGauges::default(), process).render();

@@ -2,8 +2,12 @@
 //! standard names: `process_cpu_seconds_total` (user + system CPU of every
 //! thread, from `getrusage(RUSAGE_SELF)`, microsecond resolution where
 //! `/proc/self/stat` has only clock ticks) and
-//! `process_resident_memory_bytes` (from `/proc/self/statm`). Per process,
-//! read by whichever shard answers the admin request.
+//! `process_resident_memory_bytes` (from `/proc/self/statm`), and rill's
+//! `rill_process_context_switches_total` (voluntary and involuntary, every
+//! thread's, from the same `getrusage`): a produce path's wake-ups and
+//! hand-offs between threads per GB are what its per-request cost is made
+//! of (issue #37), and `rill-bench run` divides them by the bytes moved.
+//! Per process, read by whichever shard answers the admin request.
 
 use kernel::metrics::prometheus_client::collector::Collector;
 use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
@@ -13,6 +17,12 @@ static CPU_SECONDS: Family = Family::counter(
     "process_cpu_seconds_total",
     "Total user and system CPU time spent in seconds.",
     &[],
+);
+static CONTEXT_SWITCHES: Family = Family::counter(
+    "rill_process_context_switches_total",
+    "Context switches of every thread of the process: voluntary (the thread \
+     waited) or involuntary (the scheduler took the core).",
+    &["kind"],
 );
 static RESIDENT_MEMORY_BYTES: Family = Family::gauge(
     "process_resident_memory_bytes",
@@ -27,13 +37,19 @@ pub struct ProcessStats {
     pub cpu_seconds: f64,
     /// Resident set size in bytes (`None` where `/proc` is unreadable).
     pub resident_memory_bytes: Option<u64>,
+    /// Context switches of all threads: (voluntary, involuntary).
+    pub context_switches: (u64, u64),
 }
 
 impl ProcessStats {
     /// Reads both figures now.
     pub fn read() -> Self {
+        let usage = rusage_self();
         ProcessStats {
-            cpu_seconds: cpu_seconds(),
+            cpu_seconds: usage.map_or(0.0, |u| cpu_seconds_of(&u)),
+            context_switches: usage.map_or((0, 0), |u| {
+                (u.ru_nvcsw.max(0) as u64, u.ru_nivcsw.max(0) as u64)
+            }),
             resident_memory_bytes: std::fs::read_to_string("/proc/self/statm")
                 .ok()
                 .and_then(|statm| resident_bytes_of_statm(&statm, page_size_bytes())),
@@ -48,6 +64,14 @@ impl Collector for ProcessStats {
         // Microseconds, as getrusage gives them.
         let cpu_seconds = (self.cpu_seconds * 1e6).round() / 1e6;
         CPU_SECONDS.encode(&mut encoder, [(Vec::new(), Value::Float(cpu_seconds))])?;
+        let (voluntary, involuntary) = self.context_switches;
+        CONTEXT_SWITCHES.encode(
+            &mut encoder,
+            [
+                (vec!["voluntary".to_string()], Value::from(voluntary)),
+                (vec!["involuntary".to_string()], Value::from(involuntary)),
+            ],
+        )?;
         if let Some(bytes) = self.resident_memory_bytes {
             RESIDENT_MEMORY_BYTES.encode(&mut encoder, [(Vec::new(), Value::from(bytes))])?;
         }
@@ -57,19 +81,22 @@ impl Collector for ProcessStats {
 
 impl Declared for ProcessStats {
     fn families(&self) -> Vec<&'static Family> {
-        vec![&CPU_SECONDS, &RESIDENT_MEMORY_BYTES]
+        vec![&CPU_SECONDS, &CONTEXT_SWITCHES, &RESIDENT_MEMORY_BYTES]
     }
 }
 
-/// User + system CPU of the whole process (every thread), in seconds.
-fn cpu_seconds() -> f64 {
+/// The whole process's (every thread's) resource use, `None` if the call
+/// fails.
+fn rusage_self() -> Option<libc::rusage> {
     // SAFETY: an all-zero `rusage` is a valid value of the plain C struct,
     // and getrusage only writes into the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: RUSAGE_SELF with a valid pointer to an owned struct.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0.0;
-    }
+    (unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0).then_some(usage)
+}
+
+/// User + system CPU, in seconds.
+fn cpu_seconds_of(usage: &libc::rusage) -> f64 {
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
@@ -132,5 +159,10 @@ mod tests {
         assert!(text.contains("# TYPE process_cpu_seconds_total counter\n"));
         assert!(text.contains("# TYPE process_resident_memory_bytes gauge\n"));
         assert!(text.contains("\nprocess_cpu_seconds_total "));
+        // Burning CPU for a clock tick has been preempted or has waited at
+        // least once on any scheduler.
+        let (voluntary, involuntary) = after.context_switches;
+        assert!(voluntary + involuntary > 0, "{after:?}");
+        assert!(text.contains("rill_process_context_switches_total{kind=\"voluntary\"} "));
     }
 }
