@@ -2,7 +2,9 @@
 //! loopback, node ids `1..=N`, each a broker and a metadata voter with one
 //! shard, on free ports, with its data dir and log under one directory.
 //! A node can be SIGKILLed and restarted on the same ports and data dir,
-//! which is what the failover measurement needs.
+//! which is what the failover measurement needs. With `--disk-mb` each
+//! node's data dir is on a small file system of its own ([`crate::loopfs`]),
+//! which the verify nemesis can fill.
 //!
 //! Children get `PR_SET_PDEATHSIG` = SIGKILL, so a harness that dies (or is
 //! interrupted) does not leave brokers behind; they are spawned only from
@@ -12,6 +14,7 @@
 use crate::error::{BenchError, Result};
 use crate::kafka::client::fetch_metadata;
 use crate::kafka::connection::Connection;
+use crate::loopfs::LoopFs;
 use crate::netns::Network;
 use clap::Args;
 use std::fs::{File, OpenOptions};
@@ -51,6 +54,11 @@ pub struct ClusterArgs {
     /// ([`crate::netns`]).
     #[arg(long)]
     pub netns: bool,
+    /// Puts each broker's data dir on a loop-mounted ext4 file system of
+    /// this many MiB (root only), so that the nemesis can fill one broker's
+    /// disk (`rill-bench verify --faults disk`).
+    #[arg(long)]
+    pub disk_mb: Option<u64>,
 }
 
 /// One node's addresses and paths.
@@ -70,13 +78,16 @@ struct Node {
 }
 
 /// A running local cluster; dropping it stops every broker (then removes
-/// its namespaces, if any).
+/// its namespaces and unmounts its file systems, if any: the fields drop
+/// after [`LocalCluster::stop`] has run).
 pub struct LocalCluster {
     rill: PathBuf,
     voters: String,
     config: Option<PathBuf>,
     nodes: Vec<Node>,
     network: Option<Network>,
+    /// Each node's own file system (`--disk-mb`), by node id.
+    disks: Vec<(i32, LoopFs)>,
 }
 
 /// `1@host:port,2@host:port,...`, the `--controller-quorum-voters` value.
@@ -143,6 +154,20 @@ fn node_specs(dir: &Path, ids: &[i32], network: Option<&Network>) -> Result<Vec<
         .collect())
 }
 
+/// A file system for each node, `node-N.img` mounted on `node-N-fs/`, and
+/// each spec's data dir moved onto its own.
+fn mount_disks(dir: &Path, specs: &mut [NodeSpec], size_mib: u64) -> Result<Vec<(i32, LoopFs)>> {
+    let mut disks = Vec::with_capacity(specs.len());
+    for spec in specs.iter_mut() {
+        let image = dir.join(format!("node-{}.img", spec.node_id));
+        let mount_point = dir.join(format!("node-{}-fs", spec.node_id));
+        let disk = LoopFs::mount(&image, &mount_point, size_mib)?;
+        spec.data_dir = disk.data_dir();
+        disks.push((spec.node_id, disk));
+    }
+    Ok(disks)
+}
+
 impl LocalCluster {
     /// Chooses ports, writes the config and starts every broker; see
     /// [`LocalCluster::wait_ready`] for when they form a cluster.
@@ -162,7 +187,11 @@ impl LocalCluster {
             true => Some(Network::create(&ids)?),
             false => None,
         };
-        let specs = node_specs(&args.dir, &ids, network.as_ref())?;
+        let mut specs = node_specs(&args.dir, &ids, network.as_ref())?;
+        let disks = match args.disk_mb {
+            Some(size_mib) => mount_disks(&args.dir, &mut specs, size_mib)?,
+            None => Vec::new(),
+        };
         let config = match config_toml(args.session_timeout_ms, args.heartbeat_interval_ms) {
             Some(text) => {
                 let path = args.dir.join("rill.toml");
@@ -180,6 +209,7 @@ impl LocalCluster {
                 .map(|spec| Node { spec, child: None })
                 .collect(),
             network,
+            disks,
         };
         for node_id in cluster.node_ids() {
             cluster.spawn(node_id)?;
@@ -234,6 +264,15 @@ impl LocalCluster {
             .iter_mut()
             .find(|n| n.spec.node_id == node_id)
             .ok_or_else(|| BenchError::Other(format!("no node {node_id} in this cluster")))
+    }
+
+    /// `node_id`'s own file system, when the cluster has them
+    /// (`--disk-mb`).
+    pub fn disk(&self, node_id: i32) -> Option<&LoopFs> {
+        self.disks
+            .iter()
+            .find(|(id, _)| *id == node_id)
+            .map(|(_, disk)| disk)
     }
 
     /// The cluster's namespaces, when it runs in them (`--netns`).
@@ -530,6 +569,7 @@ mod tests {
             session_timeout_ms: None,
             heartbeat_interval_ms: None,
             netns: false,
+            disk_mb: None,
         };
         assert!(LocalCluster::start(&args).is_err());
     }

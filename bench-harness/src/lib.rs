@@ -18,6 +18,8 @@
 //! - [`cluster`]: local rill clusters (N brokers on loopback, or each in
 //!   a network namespace of its own) to measure.
 //! - [`netns`]: those namespaces, and cuts between brokers.
+//! - [`loopfs`]: a loop-mounted file system per broker (`--disk-mb`), and
+//!   a ballast that fills one.
 //! - [`failover`]: leader SIGKILL to the next acknowledged produce.
 //! - [`disk`]: sequential vs random `O_DIRECT` writes through io_uring.
 //! - [`disk_floor`]: the disk's own CPU per GB (`O_DIRECT` writes, each
@@ -35,7 +37,7 @@
 //!   measure the harness's own ceiling; with [`sink_log`], the simplest
 //!   durable server (writes and `fdatasync`s before it answers).
 //! - [`verify`]: a Jepsen-style check of the Kafka queue workload
-//!   (rdkafka clients, a SIGKILL/SIGSTOP/partition nemesis on a local cluster, a
+//!   (rdkafka clients, a SIGKILL/SIGSTOP/partition/full-disk nemesis on a local cluster, a
 //!   pure history checker with `jepsen.tests.kafka`'s anomaly names).
 //! - [`app`]: the `rill-bench` command line (the root package's binary
 //!   calls [`app::main`]).
@@ -56,6 +58,7 @@ pub mod floor;
 pub mod group;
 pub mod handshakes;
 pub mod kafka;
+pub mod loopfs;
 pub mod netns;
 pub mod null_sink;
 pub mod omb;

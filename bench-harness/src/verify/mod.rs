@@ -5,8 +5,8 @@
 //! A run: create a topic (replication factor 3 where there are 3 brokers,
 //! `min.insync.replicas` 2); start idempotent acks=all producers and
 //! `assign` and `subscribe` consumers on librdkafka; record every
-//! operation with its time; meanwhile the nemesis kills and pauses nodes
-//! on a schedule (local cluster only). Then producing stops, every fault
+//! operation with its time; meanwhile the nemesis kills, pauses, cuts off
+//! nodes or fills their disks on a schedule (local cluster only). Then producing stops, every fault
 //! is healed, the consumers drain until they have read up to everything
 //! acknowledged (or `--drain-s` runs out), and the
 //! history is checked. The result is a JSON file; the command fails when
@@ -18,7 +18,8 @@
 //! - [`clients`]: the rdkafka producers and consumers.
 //! - [`txn_producer`]: the transactional queue's producer (commit or
 //!   abort at random).
-//! - [`nemesis`]: SIGKILL / SIGSTOP of a random node or a leader.
+//! - [`nemesis`]: SIGKILL / SIGSTOP / network cuts / a full disk, of a
+//!   random node or a leader.
 //! - [`checker`]: the pure history checker and its anomaly classes.
 //! - [`result`]: the JSON result: counts, anomalies, availability.
 //! - [`plot`]: an HTML page of acks per second with the faults shaded.
@@ -77,7 +78,8 @@ pub struct VerifyArgs {
     #[arg(long, value_enum, default_value = "classic")]
     pub group_protocol: clients::GroupProtocol,
     /// Faults on a local cluster: comma list of `kill`, `pause`,
-    /// `partition`, `bridge` (the last two need --netns), or `none`.
+    /// `partition`, `bridge` (these two need --netns), `disk` (needs
+    /// --disk-mb), or `none`.
     #[arg(long, default_value = "kill,pause")]
     pub faults: String,
     /// Time from one fault's heal to the next fault.
@@ -113,10 +115,8 @@ pub struct VerifyArgs {
 /// history holds an anomaly (after the result is written).
 pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
     let faults = nemesis::parse_faults(&args.faults)?;
-    if args.bootstrap.is_none() && !args.cluster.netns && faults.iter().any(|f| f.needs_netns()) {
-        return Err(BenchError::Other(
-            "--faults partition and bridge cut links between brokers: add --netns (as root)".into(),
-        ));
+    if args.bootstrap.is_none() {
+        refuse_unsupported_faults(&faults, &args.cluster, crate::loopfs::is_root())?;
     }
     if args.partitions < 1 {
         // Producers pick a partition modulo the count.
@@ -165,6 +165,33 @@ pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
         std::fs::write(path, plot::render(&result))?;
     }
     Ok(result)
+}
+
+/// Refuses, before anything starts, the faults that the local cluster
+/// `cluster` could not inject (as `root` or not).
+fn refuse_unsupported_faults(
+    faults: &[nemesis::FaultKind],
+    cluster: &ClusterArgs,
+    root: bool,
+) -> Result<()> {
+    if !cluster.netns && faults.iter().any(|f| f.needs_netns()) {
+        return Err(BenchError::Other(
+            "--faults partition and bridge cut links between brokers: add --netns (as root)".into(),
+        ));
+    }
+    if faults.iter().any(|f| f.needs_disk()) {
+        if cluster.disk_mb.is_none() {
+            return Err(BenchError::Other(
+                "--faults disk fills a broker's own file system: add --disk-mb N (as root)".into(),
+            ));
+        }
+        if !root {
+            return Err(BenchError::Other(
+                "--faults disk needs root (--disk-mb loop-mounts a file system per broker)".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A fresh topic, replicated as widely as three brokers allow.
@@ -276,5 +303,51 @@ async fn drain(recorder: &Recorder, limit: Duration) {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline && !recorder.caught_up() {
         tokio::time::sleep(DRAIN_POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nemesis::FaultKind;
+
+    fn cluster(netns: bool, disk_mb: Option<u64>) -> ClusterArgs {
+        ClusterArgs {
+            brokers: 3,
+            rill: PathBuf::from("rill"),
+            dir: PathBuf::from("/tmp/unused"),
+            session_timeout_ms: None,
+            heartbeat_interval_ms: None,
+            netns,
+            disk_mb,
+        }
+    }
+
+    #[test]
+    fn a_disk_fault_needs_its_own_file_systems_and_root() {
+        let disk = [FaultKind::Kill, FaultKind::Disk];
+        let error = refuse_unsupported_faults(&disk, &cluster(false, None), true)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--disk-mb"), "{error}");
+        let error = refuse_unsupported_faults(&disk, &cluster(false, Some(256)), false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("needs root"), "{error}");
+        assert!(refuse_unsupported_faults(&disk, &cluster(false, Some(256)), true).is_ok());
+        // Without the disk fault neither is needed.
+        assert!(
+            refuse_unsupported_faults(&[FaultKind::Kill], &cluster(false, None), false).is_ok()
+        );
+    }
+
+    #[test]
+    fn a_network_cut_needs_namespaces() {
+        let cut = [FaultKind::Partition];
+        let error = refuse_unsupported_faults(&cut, &cluster(false, None), true)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--netns"), "{error}");
+        assert!(refuse_unsupported_faults(&cut, &cluster(true, None), true).is_ok());
     }
 }

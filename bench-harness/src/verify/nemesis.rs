@@ -11,9 +11,13 @@
 //!   isolated) cut off from every other node, the clients still reaching
 //!   it (a minority of one, as Jepsen's `partition-random-node`);
 //! - `bridge`: two nodes cut from each other while a third sees both
-//!   (Jepsen's `partition-majorities-ring` on three nodes).
+//!   (Jepsen's `partition-majorities-ring` on three nodes);
+//! - `disk`: one node's data file system filled to the last block by a
+//!   ballast file, healed by deleting it. The broker must stay up, refuse
+//!   produce (KAFKA_STORAGE_ERROR) and take it again once space is back.
 //!
-//! The two partitions need the cluster in network namespaces (`--netns`).
+//! The two partitions need the cluster in network namespaces (`--netns`),
+//! `disk` a file system per node (`--disk-mb`).
 
 use super::history::FaultWindow;
 use super::recorder::Recorder;
@@ -35,6 +39,8 @@ pub enum FaultKind {
     Partition,
     /// Two nodes cut from each other, a third seeing both.
     Bridge,
+    /// One node's data disk full, then freed.
+    Disk,
 }
 
 impl FaultKind {
@@ -44,6 +50,7 @@ impl FaultKind {
             FaultKind::Pause => "pause",
             FaultKind::Partition => "partition",
             FaultKind::Bridge => "bridge",
+            FaultKind::Disk => "disk",
         }
     }
 
@@ -51,10 +58,15 @@ impl FaultKind {
     pub fn needs_netns(self) -> bool {
         matches!(self, FaultKind::Partition | FaultKind::Bridge)
     }
+
+    /// Whether the fault fills a disk, which needs `--disk-mb`.
+    pub fn needs_disk(self) -> bool {
+        self == FaultKind::Disk
+    }
 }
 
 /// Parses `--faults`: a comma list of `kill`, `pause`, `partition`,
-/// `bridge`; `none` or empty for no faults.
+/// `bridge`, `disk`; `none` or empty for no faults.
 pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
     let mut kinds = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -63,10 +75,11 @@ pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
             "pause" => kinds.push(FaultKind::Pause),
             "partition" => kinds.push(FaultKind::Partition),
             "bridge" => kinds.push(FaultKind::Bridge),
+            "disk" => kinds.push(FaultKind::Disk),
             "none" => {}
             other => {
                 return Err(BenchError::Other(format!(
-                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, none)"
+                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, disk, none)"
                 )))
             }
         }
@@ -129,7 +142,7 @@ pub async fn run(
         if recorder.now_ms() >= schedule.until_ms {
             return Ok(windows);
         }
-        let kind = schedule.kinds[rng.gen_range(0..schedule.kinds.len())];
+        let kind = draw_kind(&schedule.kinds, rng);
         let at_leader = rng.gen_bool(0.5);
         let leader = match at_leader {
             true => random_leader(cluster, topic, rng).await,
@@ -168,6 +181,12 @@ pub async fn run(
     }
 }
 
+/// The next fault's kind (the schedule's first draw from the run's seed:
+/// a test that needs a kind to happen picks a seed that draws it first).
+fn draw_kind(kinds: &[FaultKind], rng: &mut SmallRng) -> FaultKind {
+    kinds[rng.gen_range(0..kinds.len())]
+}
+
 /// The node a `bridge` fault cuts `node_id` from: another node, leaving at
 /// least one that sees both (none with fewer than three nodes).
 fn bridge_peer(ids: &[i32], node_id: i32, rng: &mut SmallRng) -> Option<i32> {
@@ -199,8 +218,16 @@ impl Fault {
                     "--faults bridge needs at least 3 brokers".into(),
                 )),
             },
+            (FaultKind::Disk, true) => disk(cluster, node_id)?.fill().map(|_| ()),
+            (FaultKind::Disk, false) => disk(cluster, node_id)?.free(),
         }
     }
+}
+
+fn disk(cluster: &LocalCluster, node_id: i32) -> Result<&crate::loopfs::LoopFs> {
+    cluster
+        .disk(node_id)
+        .ok_or_else(|| BenchError::Other("--faults disk needs --disk-mb (as root)".into()))
 }
 
 fn network(cluster: &LocalCluster) -> Result<&crate::netns::Network> {
@@ -226,7 +253,24 @@ mod tests {
             parse_faults("partition,bridge").unwrap(),
             vec![FaultKind::Partition, FaultKind::Bridge]
         );
+        assert_eq!(
+            parse_faults("kill,disk").unwrap(),
+            vec![FaultKind::Kill, FaultKind::Disk]
+        );
+        assert!(FaultKind::Disk.needs_disk() && !FaultKind::Disk.needs_netns());
+        assert!(!FaultKind::Kill.needs_disk());
         assert!(parse_faults("flood").is_err());
+    }
+
+    #[test]
+    fn the_verify_smoke_seed_draws_a_disk_first() {
+        // tests/bench/verify_rill.rs runs `--faults kill,disk --seed 1`
+        // and asserts that a disk was filled: the first fault is.
+        let mut rng = SmallRng::seed_from_u64(1);
+        assert_eq!(
+            draw_kind(&[FaultKind::Kill, FaultKind::Disk], &mut rng),
+            FaultKind::Disk
+        );
     }
 
     #[test]

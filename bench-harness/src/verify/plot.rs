@@ -1,5 +1,6 @@
 //! The HTML page of a verify run: acknowledged sends per second as bars,
-//! each fault window shaded over them (red for a kill, amber for a pause, blue for a network cut),
+//! each fault window shaded over them (red for a kill, amber for a pause,
+//! blue for a network cut, purple for a full disk),
 //! so a dip in availability can be read against the fault that caused it.
 //! One self-contained file: inline SVG, no script.
 
@@ -27,6 +28,7 @@ fn fault_rects(out: &mut String, result: &VerifyResult, seconds: f64) {
         let fill = match fault.kind.as_str() {
             "kill" => "#d62728",
             "pause" => "#ff7f0e",
+            "disk" => "#9467bd",
             // The network's: partition and bridge.
             _ => "#1f77b4",
         };
@@ -94,7 +96,7 @@ pub fn render(result: &VerifyResult) -> String {
     ack_bars(&mut svg, result, seconds);
     let _ = write!(
         svg,
-        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause, blue: network cut)</text></svg>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause, blue: network cut, purple: full disk)</text></svg>"#,
         MARGIN_LEFT + (WIDTH - MARGIN_LEFT - MARGIN_RIGHT) / 2.0,
         HEIGHT - 6.0
     );
@@ -133,10 +135,18 @@ mod tests {
             partitions: 1,
             workload_ms: 5000,
         };
-        let faults = vec![fault("kill", 1000), fault("pause", 3000)];
+        let faults = vec![
+            fault("kill", 1000),
+            fault("pause", 3000),
+            fault("disk", 4000),
+        ];
         let page = render(&summarize(facts, &[], &[], faults));
-        assert_eq!(page.matches("fill-opacity").count(), 2);
+        assert_eq!(page.matches("fill-opacity").count(), 3);
         assert!(page.contains("kill random node 2 (1000 ms to 2500 ms)"));
+        // Each kind its own colour, and the legend names them all.
+        assert!(page.contains(r##"fill="#9467bd" fill-opacity"##));
+        assert!(page.contains(r##"fill="#ff7f0e" fill-opacity"##));
+        assert!(page.contains("purple: full disk"));
         assert_eq!(page.matches("acks</title>").count(), 5);
         assert!(page.contains("t&lt;&amp;&gt;"));
         assert!(page.contains("rill-bench verify: valid"));
