@@ -7,7 +7,7 @@
 # with 1 producer (15 s each after 3 s of warm-up), and one librdkafka
 # producer with its defaults (confluent-kafka, 1,000,000 records).
 #
-# usage: per_request_costs.sh RILL RILL_BENCH [DATA_DIR]
+# usage: per_request_costs.sh RILL RILL_BENCH [DATA_DIR]  (needs ~15 GB free there)
 set -euo pipefail
 if [ $# -lt 2 ]; then sed -n '2,10p' "$0"; exit 2; fi
 RILL=$1; BENCH=$2; DATA=${3:-/tmp/rill-per-request-costs}
@@ -18,7 +18,8 @@ rm -rf "$DATA"; mkdir -p "$DATA"
 "$RILL" serve --data-dir "$DATA/d" --listen 127.0.0.1:19092 --admin-listen 127.0.0.1:19644 \
   > "$DATA/rill.log" 2>&1 &
 BROKER=$!
-trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null || true' EXIT
+# The runs write about 15 GB (fsynced records): removed at the end.
+trap 'kill $BROKER 2>/dev/null; wait $BROKER 2>/dev/null || true; rm -rf "$DATA"' EXIT
 sleep 3
 for producers in 2 1; do
   "$BENCH" run --bootstrap 127.0.0.1:19092 --partitions 8 --message-size 1024 \
