@@ -341,7 +341,7 @@ impl Model {
                     records
                 })
                 .unwrap_or_default(),
-            Op::PreferredElection => controller.preferred_leader_election(),
+            Op::PreferredElection => controller.auto_leader_rebalance(),
             Op::SetUnclean { name, value } => controller
                 .alter_topic_config(
                     TOPIC_NAMES[*name],
@@ -439,6 +439,8 @@ fn partition_change() -> impl Strategy<Value = PartitionChangeRecord> {
                 leader,
                 isr,
                 replicas,
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             },
         )
 }
@@ -515,6 +517,8 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
                         leader,
                         leader_epoch,
                         partition_epoch,
+                        eligible_leader_replicas: Vec::new(),
+                        last_known_elr: Vec::new(),
                     })
                 }
             ),
@@ -842,6 +846,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader,
             isr,
             replicas: None,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
         })
     };
     let refused = [
@@ -895,6 +901,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader: 0,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         }),
         MetadataRecord::Partition(PartitionRecord {
             topic_id: id,
@@ -904,6 +912,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader: 1,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         }),
         change(None, None),
         change(None, Some(vec![])),

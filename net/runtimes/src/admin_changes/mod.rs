@@ -16,6 +16,7 @@
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`commit`]: one ACL, credential or quota change through the controller.
+//! - [`elections`]: ElectLeaders through the controller.
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 //! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
 //!   bootstrap users).
@@ -25,6 +26,7 @@ pub mod broker_configs;
 pub mod client_quotas;
 pub mod commit;
 mod config_ops;
+pub mod elections;
 mod reconcile;
 pub mod scram_credentials;
 mod topic_changes;
