@@ -795,10 +795,10 @@ mod tests {
         let mut body = vec![FORMAT_VERSION, RECORD_TYPE_PARTITION];
         body.extend_from_slice(&[5; 16]);
         body.extend_from_slice(&0i32.to_be_bytes());
-        for list in [[1, 2, 3], [1, 2, 3]] {
+        for list in [[1i32, 2, 3], [1, 2, 3]] {
             body.extend_from_slice(&3u32.to_be_bytes());
             for broker in list {
-                body.extend_from_slice(&(broker as i32).to_be_bytes());
+                body.extend_from_slice(&broker.to_be_bytes());
             }
         }
         for field in [1i32, 4, 7] {
