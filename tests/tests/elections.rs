@@ -52,6 +52,7 @@ const SETTLE: Duration = Duration::from_secs(60);
 /// Kafka's error codes the tests expect.
 const NONE: i16 = 0;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const INVALID_REQUEST: i16 = 42;
 const ELECTION_NOT_NEEDED: i16 = 84;
 
 /// Election types.
@@ -265,6 +266,11 @@ fn preferred_election(cluster: &mut Cluster, runtime: &tokio::runtime::Runtime) 
     assert_eq!(
         elect(cluster.node(3), 2, UNCLEAN, "preferred").1,
         ELECTION_NOT_NEEDED
+    );
+    // An election type Kafka does not define refuses the whole request.
+    assert_eq!(
+        elect(cluster.node(3), 2, 7, "preferred"),
+        (INVALID_REQUEST, INVALID_REQUEST)
     );
 }
 
