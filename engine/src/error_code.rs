@@ -182,10 +182,17 @@ error_codes! {
     OffsetNotAvailable = 78, "OFFSET_NOT_AVAILABLE";
     /// The first JoinGroup carried no member id: retry with the one returned.
     MemberIdRequired = 79, "MEMBER_ID_REQUIRED";
+    /// ElectLeaders PREFERRED: the preferred replica is not alive or not in
+    /// sync, so it cannot lead.
+    PreferredLeaderNotAvailable = 80, "PREFERRED_LEADER_NOT_AVAILABLE";
     /// The group already has `group.max.size` members.
     GroupMaxSizeReached = 81, "GROUP_MAX_SIZE_REACHED";
     /// Another member with the same `group.instance.id` replaced this one.
     FencedInstanceId = 82, "FENCED_INSTANCE_ID";
+    /// ElectLeaders UNCLEAN: no live replica can lead.
+    EligibleLeadersNotAvailable = 83, "ELIGIBLE_LEADERS_NOT_AVAILABLE";
+    /// ElectLeaders: the partition already has the leader asked for.
+    ElectionNotNeeded = 84, "ELECTION_NOT_NEEDED";
     /// A reassignment was cancelled where none is in progress.
     NoReassignmentInProgress = 85, "NO_REASSIGNMENT_IN_PROGRESS";
     /// The group still subscribes to the topic whose offsets are to be deleted.

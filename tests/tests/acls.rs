@@ -63,6 +63,22 @@ fn broker(dir: &std::path::Path, settings: &str) -> Broker {
     )
 }
 
+/// ElectLeaders v2 PREFERRED of partition 0 of `topic`: (top-level code,
+/// the partition's code).
+fn elect_leaders(addr: SocketAddr, topic: &str) -> (i16, i16) {
+    use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+    use kafka_protocol::messages::{ElectLeadersRequest, ElectLeadersResponse, TopicName};
+    let mut asked = TopicPartitions::default();
+    asked.topic = TopicName(StrBytes::from_string(topic.to_owned()));
+    asked.partitions = vec![0];
+    let mut request = ElectLeadersRequest::default();
+    request.topic_partitions = Some(vec![asked]);
+    let response: ElectLeadersResponse =
+        raw::request(addr, ApiKey::ElectLeaders, 2, &request).expect("ElectLeaders answered");
+    let partition = &response.replica_election_results[0].partition_result[0];
+    (response.error_code, partition.error_code)
+}
+
 /// An ACL as the tests compare them: (type, name, principal, operation, permission).
 type Acl = (i8, String, String, i8, i8);
 
@@ -366,6 +382,12 @@ fn without_acls_and_without_allow_everyone_an_anonymous_client_is_refused() {
         [CLUSTER_AUTHORIZATION_FAILED]
     );
     assert_eq!(describe_acls(addr).0, CLUSTER_AUTHORIZATION_FAILED);
+    // ElectLeaders needs ALTER on the cluster: the whole answer and every
+    // asked partition say so.
+    assert_eq!(
+        elect_leaders(addr, "refused"),
+        (CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED)
+    );
     assert!(metadata(addr, None).is_empty());
     // Groups, transactional ids and idempotent producers are refused too.
     let mut find = FindCoordinatorRequest::default();
@@ -408,5 +430,7 @@ fn a_super_user_may_do_everything() {
     assert_eq!(produce(addr, "super"), 0);
     assert_eq!(fetch_code(addr, "super"), 0);
     assert_eq!(metadata(addr, Some(&["super"])), [("super".to_string(), 0)]);
+    // Its only replica leads: ELECTION_NOT_NEEDED, not a refusal.
+    assert_eq!(elect_leaders(addr, "super"), (0, 84));
     assert_eq!(describe_acls(addr).1.len(), 2, "{}", broker.log());
 }

@@ -161,6 +161,7 @@ fn default_body(api_key: ApiKey, version: i16) -> Option<Vec<u8>> {
         ApiKey::DescribeQuorum => d!(DescribeQuorumRequest),
         ApiKey::AlterPartitionReassignments => d!(AlterPartitionReassignmentsRequest),
         ApiKey::ListPartitionReassignments => d!(ListPartitionReassignmentsRequest),
+        ApiKey::ElectLeaders => d!(ElectLeadersRequest),
         ApiKey::AddPartitionsToTxn => d!(AddPartitionsToTxnRequest),
         ApiKey::AddOffsetsToTxn => d!(AddOffsetsToTxnRequest),
         ApiKey::EndTxn => d!(EndTxnRequest),

@@ -145,6 +145,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::DescribeQuorum => plain::<DescribeQuorumRequest>,
         ApiKey::AlterPartitionReassignments => plain::<AlterPartitionReassignmentsRequest>,
         ApiKey::ListPartitionReassignments => plain::<ListPartitionReassignmentsRequest>,
+        ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,
         ApiKey::AddOffsetsToTxn => plain::<AddOffsetsToTxnRequest>,
         ApiKey::EndTxn => plain::<EndTxnRequest>,

@@ -9,8 +9,9 @@
 //! - [`placement`]: Kafka's replica placement (rack-unaware and rack-aware)
 //!   and the checks of an explicit replica assignment.
 //! - [`metadata`]: the cluster metadata state machine: broker registrations
-//!   and fencing, topics, partitions with leader, leader epoch and ISR,
-//!   topic configs, producer-id blocks; records applied in log order.
+//!   and fencing, topics, partitions with leader, leader epoch, ISR and
+//!   eligible leader replicas, topic configs, producer-id blocks; records
+//!   applied in log order; the controller's decisions (elections included).
 //! - [`replication`]: a partition leader's view of its followers (LEO, ISR,
 //!   high watermark, `min.insync.replicas`) and a returning replica's
 //!   truncation point from leader epochs.

@@ -68,8 +68,13 @@ pub struct ClusterConfig {
     /// leadership back to its preferred (first) replica when that one is in
     /// the ISR.
     pub auto_leader_rebalance_enable: bool,
-    /// `leader.imbalance.check.interval.seconds`, in ms.
+    /// `leader.imbalance.check.interval.seconds`, in ms: how often the
+    /// active controller checks the leader imbalance.
     pub leader_imbalance_check_interval_ms: i64,
+    /// `leader.imbalance.per.broker.percentage`: a broker's preferred
+    /// leaderships move back only when more than this percentage of the
+    /// partitions that prefer it are led by another broker.
+    pub leader_imbalance_per_broker_percentage: u32,
     /// `rill.metadata.snapshot.interval.entries`: applied metadata records
     /// after which the quorum snapshots the image and trims its log.
     pub snapshot_interval_entries: u64,
@@ -94,6 +99,7 @@ impl Default for ClusterConfig {
             snapshot_interval_entries: 1024,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
+            leader_imbalance_per_broker_percentage: 10,
             metadata_log_dir: None,
         }
     }

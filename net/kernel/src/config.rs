@@ -467,6 +467,13 @@ impl BrokerConfig {
                 }
                 self.cluster.leader_imbalance_check_interval_ms = seconds.saturating_mul(1000);
             }
+            "leader.imbalance.per.broker.percentage" => {
+                let percentage: u32 = num(name, value)?;
+                if percentage > 100 {
+                    return Err(ConfigError::invalid(name, value, "a percentage, 0 to 100"));
+                }
+                self.cluster.leader_imbalance_per_broker_percentage = percentage;
+            }
             _ => return Ok(false),
         }
         Ok(true)

@@ -273,6 +273,8 @@ mod tests {
                     leader: NO_LEADER,
                     leader_epoch: 0,
                     partition_epoch: 0,
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
                 }));
             }
         }

@@ -9,7 +9,7 @@ use clap::Args;
 use engine::config::kafka_topic_configs::{ConfigKind, TopicConfigSpec, SPECS};
 use kernel::config::keys::{BrokerKey, KeyDefault, KeySection, BROKER_KEYS, IGNORED_KAFKA_KEYS};
 use kernel::config::tls::INERT_KEYS;
-use runtimes::admin_changes::broker_configs::is_dynamic;
+use runtimes::admin_changes::broker_configs::{is_dynamic, CLUSTER_WIDE_ONLY};
 use std::fmt::Write;
 
 const INTRO: &str = "# Configuration reference\n\n\
@@ -120,7 +120,13 @@ fn write_topic_defaults(out: &mut String) {
         let Some(broker_name) = spec.broker_name else {
             continue;
         };
-        let dynamic = if is_dynamic(broker_name) { "yes" } else { "no" };
+        let dynamic = if CLUSTER_WIDE_ONLY.contains(&broker_name) {
+            "cluster-wide only (`--entity-default`): the controller's elections read it"
+        } else if is_dynamic(broker_name) {
+            "yes"
+        } else {
+            "no"
+        };
         let _ = writeln!(
             out,
             "| `{broker_name}` | `{}` | `{}` | {dynamic} |",

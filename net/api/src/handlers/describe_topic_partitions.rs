@@ -6,8 +6,10 @@
 //! from the cursor's index), until `response_partition_limit` partitions
 //! (at most [`MAX_PARTITIONS_PER_RESPONSE`], at least 1) are listed; the
 //! response's `next_cursor` names the first partition left out. Placement
-//! comes from the committed metadata image, as for Metadata. rill has no
-//! eligible leader replicas (KIP-966's ELR): both ELR lists are empty.
+//! comes from the committed metadata image, as for Metadata, with each
+//! partition's eligible leader replicas and last known ELR (KIP-966: the
+//! replicas out of the ISR that may still lead cleanly; see
+//! `rill-cluster`'s `controller::elr`).
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
@@ -244,6 +246,8 @@ fn topic_partitions(
                     partition.leader_epoch = state.leader_epoch;
                     partition.replica_nodes = ids(&state.replicas);
                     partition.isr_nodes = ids(&state.isr);
+                    partition.eligible_leader_replicas = Some(ids(&state.eligible_leader_replicas));
+                    partition.last_known_elr = Some(ids(&state.last_known_elr));
                     let offline: Vec<i32> = state
                         .replicas
                         .iter()

@@ -46,6 +46,7 @@ pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 mod fetch_follower;
@@ -226,6 +227,7 @@ pub const REGISTRY: &[Handler] = &[
     delete_acls::HANDLER,
     alter_partition_reassignments::HANDLER,
     list_partition_reassignments::HANDLER,
+    elect_leaders::HANDLER,
     add_partitions_to_txn::HANDLER,
     add_offsets_to_txn::HANDLER,
     end_txn::HANDLER,
@@ -282,6 +284,7 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DescribeQuorum => "DescribeQuorum",
         ApiKey::AlterPartitionReassignments => "AlterPartitionReassignments",
         ApiKey::ListPartitionReassignments => "ListPartitionReassignments",
+        ApiKey::ElectLeaders => "ElectLeaders",
         ApiKey::InitProducerId => "InitProducerId",
         ApiKey::AddPartitionsToTxn => "AddPartitionsToTxn",
         ApiKey::AddOffsetsToTxn => "AddOffsetsToTxn",

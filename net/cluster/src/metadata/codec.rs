@@ -14,6 +14,15 @@
 //! length and UTF-8 bytes; an option a `u8` flag (0 or 1) and the value; a
 //! list a `u32` count and the items; a topic id its 16 bytes.
 //!
+//! Fields added after a record type first shipped (the partition records'
+//! eligible leader replicas, KIP-966) sit at the end of its body and are
+//! written only when they hold something: a frame that ends before them is
+//! the older layout and reads with their defaults (empty, unchanged). Old
+//! logs stay readable, and a record without them is byte-identical to what
+//! older builds wrote. An older build cannot read a record with them (it
+//! skips it), which is why rill does not promise mixed-version clusters
+//! (docs/operations.md, Upgrade).
+//!
 //! Why our own format rather than Kafka's generated record schemata: the
 //! metadata log is internal to rill (no Kafka tool reads it), and a small
 //! hand-written format with a version byte and a CRC (Raft replicates bytes,
@@ -405,6 +414,11 @@ impl Writer {
         self.i32(partition.leader);
         self.i32(partition.leader_epoch);
         self.i32(partition.partition_epoch);
+        // A later field: written only when set (see the module doc).
+        if !partition.eligible_leader_replicas.is_empty() || !partition.last_known_elr.is_empty() {
+            self.brokers(&partition.eligible_leader_replicas);
+            self.brokers(&partition.last_known_elr);
+        }
     }
 
     fn partition_change(&mut self, change: &PartitionChangeRecord) {
@@ -419,9 +433,18 @@ impl Writer {
         if let Some(isr) = &change.isr {
             self.brokers(isr);
         }
-        self.flag(change.replicas.is_some());
-        if let Some(replicas) = &change.replicas {
-            self.brokers(replicas);
+        self.option_brokers(change.replicas.as_deref());
+        // Later fields: written only when set (see the module doc).
+        if change.eligible_leader_replicas.is_some() || change.last_known_elr.is_some() {
+            self.option_brokers(change.eligible_leader_replicas.as_deref());
+            self.option_brokers(change.last_known_elr.as_deref());
+        }
+    }
+
+    fn option_brokers(&mut self, brokers: Option<&[BrokerId]>) {
+        self.flag(brokers.is_some());
+        if let Some(brokers) = brokers {
+            self.brokers(brokers);
         }
     }
 
@@ -537,15 +560,7 @@ impl Reader<'_> {
             RECORD_TYPE_REMOVE_TOPIC => MetadataRecord::RemoveTopic {
                 topic_id: self.array()?,
             },
-            RECORD_TYPE_PARTITION => MetadataRecord::Partition(PartitionRecord {
-                topic_id: self.array()?,
-                partition: self.i32()?,
-                replicas: self.brokers()?,
-                isr: self.brokers()?,
-                leader: self.i32()?,
-                leader_epoch: self.i32()?,
-                partition_epoch: self.i32()?,
-            }),
+            RECORD_TYPE_PARTITION => self.partition()?,
             RECORD_TYPE_PARTITION_CHANGE => self.partition_change()?,
             RECORD_TYPE_REASSIGNMENT => MetadataRecord::Reassignment {
                 topic_id: self.array()?,
@@ -669,6 +684,38 @@ impl Reader<'_> {
         })
     }
 
+    /// Whether the frame has bytes left: a later field follows.
+    fn has_more(&self) -> bool {
+        self.at < self.buf.len()
+    }
+
+    fn partition(&mut self) -> Result<MetadataRecord, DecodeError> {
+        let mut record = PartitionRecord {
+            topic_id: self.array()?,
+            partition: self.i32()?,
+            replicas: self.brokers()?,
+            isr: self.brokers()?,
+            leader: self.i32()?,
+            leader_epoch: self.i32()?,
+            partition_epoch: self.i32()?,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
+        };
+        if self.has_more() {
+            record.eligible_leader_replicas = self.brokers()?;
+            record.last_known_elr = self.brokers()?;
+        }
+        Ok(MetadataRecord::Partition(record))
+    }
+
+    fn option_brokers(&mut self) -> Result<Option<Vec<BrokerId>>, DecodeError> {
+        Ok(if self.flag()? {
+            Some(self.brokers()?)
+        } else {
+            None
+        })
+    }
+
     fn partition_change(&mut self) -> Result<MetadataRecord, DecodeError> {
         let topic_id = self.array()?;
         let partition = self.i32()?;
@@ -677,23 +724,20 @@ impl Reader<'_> {
         } else {
             None
         };
-        let isr = if self.flag()? {
-            Some(self.brokers()?)
-        } else {
-            None
-        };
-        let replicas = if self.flag()? {
-            Some(self.brokers()?)
-        } else {
-            None
-        };
-        Ok(MetadataRecord::PartitionChange(PartitionChangeRecord {
+        let mut change = PartitionChangeRecord {
             topic_id,
             partition,
             leader,
-            isr,
-            replicas,
-        }))
+            isr: self.option_brokers()?,
+            replicas: self.option_brokers()?,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+        };
+        if self.has_more() {
+            change.eligible_leader_replicas = self.option_brokers()?;
+            change.last_known_elr = self.option_brokers()?;
+        }
+        Ok(MetadataRecord::PartitionChange(change))
     }
 }
 
@@ -748,6 +792,96 @@ mod tests {
         assert_eq!(MetadataRecord::decode(&remove.encode()), Ok(remove));
         for length in 0..frame.len() {
             assert!(MetadataRecord::decode(&frame[..length]).is_err());
+        }
+    }
+
+    /// A frame around `body` with a valid length and CRC.
+    fn framed(body: &[u8]) -> Vec<u8> {
+        let mut frame = ((body.len() + 4) as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&crc32c::crc32c(body).to_be_bytes());
+        frame.extend_from_slice(body);
+        frame
+    }
+
+    /// A partition record of the layout before the ELR fields: what
+    /// older builds wrote.
+    fn partition_frame_without_elr() -> Vec<u8> {
+        let mut body = vec![FORMAT_VERSION, RECORD_TYPE_PARTITION];
+        body.extend_from_slice(&[5; 16]);
+        body.extend_from_slice(&0i32.to_be_bytes());
+        for list in [[1i32, 2, 3], [1, 2, 3]] {
+            body.extend_from_slice(&3u32.to_be_bytes());
+            for broker in list {
+                body.extend_from_slice(&broker.to_be_bytes());
+            }
+        }
+        for field in [1i32, 4, 7] {
+            body.extend_from_slice(&field.to_be_bytes());
+        }
+        framed(&body)
+    }
+
+    #[test]
+    fn partition_records_of_older_builds_read_with_an_empty_elr() {
+        let old = partition_frame_without_elr();
+        let record = PartitionRecord {
+            topic_id: [5; 16],
+            partition: 0,
+            replicas: vec![1, 2, 3],
+            isr: vec![1, 2, 3],
+            leader: 1,
+            leader_epoch: 4,
+            partition_epoch: 7,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
+        };
+        assert_eq!(
+            MetadataRecord::decode(&old),
+            Ok(MetadataRecord::Partition(record.clone()))
+        );
+        // Without an ELR the new build writes exactly the old bytes.
+        assert_eq!(MetadataRecord::Partition(record.clone()).encode(), old);
+        let with_elr = MetadataRecord::Partition(PartitionRecord {
+            isr: vec![1],
+            eligible_leader_replicas: vec![3],
+            last_known_elr: vec![2],
+            ..record
+        });
+        let frame = with_elr.encode();
+        assert!(frame.len() > old.len());
+        assert_eq!(MetadataRecord::decode(&frame), Ok(with_elr));
+        // A body cut inside the later fields, behind a good CRC, is refused.
+        for length in old.len() + 1..frame.len() {
+            let cut = framed(&frame[8..length]);
+            assert!(MetadataRecord::decode(&cut).is_err(), "cut at {length}");
+        }
+    }
+
+    #[test]
+    fn partition_changes_carry_the_elr_only_when_set() {
+        let plain = PartitionChangeRecord {
+            topic_id: [6; 16],
+            partition: 2,
+            leader: Some(3),
+            isr: Some(vec![3]),
+            replicas: None,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+        };
+        let plain_frame = MetadataRecord::PartitionChange(plain.clone()).encode();
+        // Topic id, partition, three flags, the leader and a one-broker ISR.
+        assert_eq!(plain_frame.len(), HEADER_BYTES + 16 + 4 + 3 + 4 + 8);
+        for (elr, last_known) in [
+            (Some(vec![1, 2]), None),
+            (None, Some(vec![])),
+            (Some(vec![]), Some(vec![2])),
+        ] {
+            let change = MetadataRecord::PartitionChange(PartitionChangeRecord {
+                eligible_leader_replicas: elr,
+                last_known_elr: last_known,
+                ..plain.clone()
+            });
+            assert_eq!(MetadataRecord::decode(&change.encode()), Ok(change));
         }
     }
 
@@ -809,12 +943,6 @@ mod tests {
     /// bug would write) is refused with the precise reason.
     #[test]
     fn bad_bodies_behind_a_good_crc_are_refused() {
-        fn framed(body: &[u8]) -> Vec<u8> {
-            let mut frame = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-            frame.extend_from_slice(&crc32c::crc32c(body).to_be_bytes());
-            frame.extend_from_slice(body);
-            frame
-        }
         assert_eq!(
             MetadataRecord::decode(&framed(&[2, RECORD_TYPE_REMOVE_TOPIC])),
             Err(DecodeError::UnsupportedVersion(2))

@@ -77,6 +77,14 @@ pub struct PartitionState {
     /// Replicas an ongoing reassignment removes once the added ones are in
     /// sync (empty: none).
     pub removing_replicas: Vec<BrokerId>,
+    /// Eligible leader replicas (KIP-966): out of the ISR, yet holding
+    /// every committed record, so they may lead cleanly when no ISR member
+    /// can. Disjoint from the ISR, within the replicas.
+    pub eligible_leader_replicas: Vec<BrokerId>,
+    /// KIP-966's `LastKnownElr`, as Kafka 4.1 keeps it: the last leader of
+    /// a partition that has none (empty while it has one). Disjoint from
+    /// the ELR, within the replicas.
+    pub last_known_elr: Vec<BrokerId>,
 }
 
 impl PartitionState {
@@ -569,6 +577,8 @@ impl MetadataImage {
             partition_epoch: record.partition_epoch,
             adding_replicas: Vec::new(),
             removing_replicas: Vec::new(),
+            eligible_leader_replicas: record.eligible_leader_replicas.clone(),
+            last_known_elr: record.last_known_elr.clone(),
         };
         self.check_partition_state(&state)
     }
@@ -583,7 +593,12 @@ impl MetadataImage {
                     change.topic_id, change.partition
                 )
             })?;
-        if change.leader.is_none() && change.isr.is_none() && change.replicas.is_none() {
+        if change.leader.is_none()
+            && change.isr.is_none()
+            && change.replicas.is_none()
+            && change.eligible_leader_replicas.is_none()
+            && change.last_known_elr.is_none()
+        {
             return Err("a partition change that changes nothing".to_owned());
         }
         let bump = |epoch: i32| {
@@ -612,6 +627,14 @@ impl MetadataImage {
                 Some(_) => Vec::new(),
                 None => current.removing_replicas.clone(),
             },
+            eligible_leader_replicas: change
+                .eligible_leader_replicas
+                .clone()
+                .unwrap_or_else(|| current.eligible_leader_replicas.clone()),
+            last_known_elr: change
+                .last_known_elr
+                .clone()
+                .unwrap_or_else(|| current.last_known_elr.clone()),
         };
         self.check_partition_state(&next)?;
         Ok(next)
@@ -688,6 +711,7 @@ impl MetadataImage {
                 state.replicas
             ));
         }
+        check_elr(state)?;
         if state.leader != NO_LEADER {
             if !state.isr.contains(&state.leader) {
                 return Err(format!(
@@ -768,6 +792,8 @@ impl MetadataImage {
                     partition_epoch: record.partition_epoch,
                     adding_replicas: Vec::new(),
                     removing_replicas: Vec::new(),
+                    eligible_leader_replicas: record.eligible_leader_replicas.clone(),
+                    last_known_elr: record.last_known_elr.clone(),
                 };
                 let topic = self.topic_mut(&record.topic_id);
                 assert!(topic.partitions.insert(record.partition, state).is_none());
@@ -1129,6 +1155,36 @@ impl MetadataImage {
         }
         assert!(self.producer_ids.next_block_start() >= 0);
     }
+}
+
+/// KIP-966's lists: the ELR out of the ISR, the last known ELR out of the
+/// ELR, each within the replicas and without repeats.
+fn check_elr(state: &PartitionState) -> Result<(), String> {
+    let elr = &state.eligible_leader_replicas;
+    let last_known = &state.last_known_elr;
+    let distinct = |brokers: &[BrokerId]| {
+        brokers
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            == brokers.len()
+    };
+    let within = |brokers: &[BrokerId]| brokers.iter().all(|b| state.replicas.contains(b));
+    if !distinct(elr) || !distinct(last_known) || !within(elr) || !within(last_known) {
+        return Err(format!(
+            "ELR {elr:?} or last known ELR {last_known:?} repeats or leaves replicas {:?}",
+            state.replicas
+        ));
+    }
+    if elr.iter().any(|b| state.isr.contains(b)) {
+        return Err(format!("ELR {elr:?} overlaps ISR {:?}", state.isr));
+    }
+    if last_known.iter().any(|b| elr.contains(b)) {
+        return Err(format!(
+            "last known ELR {last_known:?} overlaps ELR {elr:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// A quota entity has one to three parts of distinct known types.

@@ -178,6 +178,8 @@ mod tests {
             leader,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         })
     }
 
@@ -188,6 +190,8 @@ mod tests {
             leader: None,
             isr: Some(vec![1]),
             replicas: None,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
         })
     }
 

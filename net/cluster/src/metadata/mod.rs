@@ -8,7 +8,8 @@
 //!   order; equal logs give equal images on every node.
 //! - [`Controller`] holds the active controller's decisions (register,
 //!   heartbeat, fence, unfence, create/delete topics and partitions,
-//!   AlterPartition, controlled shutdown, producer ids, preferred leaders):
+//!   AlterPartition, controlled shutdown, producer ids, ElectLeaders and the
+//!   preferred-leader rebalance, eligible leader replicas):
 //!   pure functions of the image, a [`ControllerConfig`] and `now_ms` that
 //!   return records to propose — nothing changes until they are committed
 //!   and applied.
@@ -49,8 +50,9 @@ mod tests;
 pub use codec::DecodeError;
 pub use controller::{
     ongoing_reassignments, AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
-    BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest, HeartbeatOutcome,
-    OngoingReassignment, RegisterOutcome, TopicAssignment,
+    BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest,
+    ElectLeadersOutcome, ElectionType, HeartbeatOutcome, OngoingReassignment, PartitionElection,
+    RegisterOutcome, TopicAssignment,
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};

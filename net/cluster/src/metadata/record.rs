@@ -45,6 +45,15 @@ pub struct PartitionRecord {
     pub leader_epoch: i32,
     /// Partition epoch, bumped by every change (0 at creation).
     pub partition_epoch: i32,
+    /// Eligible leader replicas (KIP-966): replicas out of the ISR that
+    /// still hold every committed record, so they may lead cleanly when no
+    /// ISR member can. Empty at creation (and in logs written before rill
+    /// kept them).
+    pub eligible_leader_replicas: Vec<BrokerId>,
+    /// KIP-966's `LastKnownElr` (Kafka 4.1's use): the last leader of a
+    /// partition that has none, for an operator deciding an unclean
+    /// election. Empty at creation.
+    pub last_known_elr: Vec<BrokerId>,
 }
 
 /// A change to an existing partition (KRaft's `PartitionChangeRecord`).
@@ -64,6 +73,13 @@ pub struct PartitionChangeRecord {
     pub isr: Option<Vec<BrokerId>>,
     /// The new replica list (reassignment).
     pub replicas: Option<Vec<BrokerId>>,
+    /// The new eligible leader replicas (KIP-966). Left `None` by a
+    /// decision, the controller's `Proposal` fills it by KIP-966's rules
+    /// from the change's ISR (see `controller::elr`).
+    pub eligible_leader_replicas: Option<Vec<BrokerId>>,
+    /// The new last known ELR (KIP-966), filled like
+    /// `eligible_leader_replicas`.
+    pub last_known_elr: Option<Vec<BrokerId>>,
 }
 
 /// A SASL/SCRAM credential as stored (Kafka's `UserScramCredentialRecord`):

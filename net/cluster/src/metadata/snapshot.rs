@@ -178,6 +178,8 @@ impl MetadataImage {
                     leader: state.leader,
                     leader_epoch: state.leader_epoch,
                     partition_epoch: state.partition_epoch,
+                    eligible_leader_replicas: state.eligible_leader_replicas.clone(),
+                    last_known_elr: state.last_known_elr.clone(),
                 }));
                 if state.is_reassigning() {
                     records.push(MetadataRecord::Reassignment {
@@ -424,6 +426,8 @@ mod tests {
                 leader: 1,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                eligible_leader_replicas: Vec::new(),
+                last_known_elr: Vec::new(),
             }),
             MetadataRecord::Partition(PartitionRecord {
                 topic_id,
@@ -433,6 +437,8 @@ mod tests {
                 leader: crate::metadata::NO_LEADER,
                 leader_epoch: 0,
                 partition_epoch: 0,
+                eligible_leader_replicas: Vec::new(),
+                last_known_elr: Vec::new(),
             }),
             MetadataRecord::PartitionChange(crate::metadata::PartitionChangeRecord {
                 topic_id,
@@ -440,6 +446,8 @@ mod tests {
                 leader: Some(1),
                 isr: None,
                 replicas: None,
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             }),
             MetadataRecord::ProducerIds {
                 broker_id: 1,

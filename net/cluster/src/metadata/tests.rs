@@ -1,10 +1,13 @@
 //! Property tests of the whole state machine: random sequences of controller
 //! decisions (register, heartbeat, fence, unfence, create/delete topics and
 //! partitions, AlterPartition, controlled shutdown, unregister, producer
-//! ids, preferred election, config changes) with random time steps.
+//! ids, preferred election, ElectLeaders, config changes) with random time
+//! steps.
 //!
 //! After every step: the image's invariants hold, no epoch went back and
-//! every partition change bumped the partition epoch, a second image fed
+//! every partition change bumped the partition epoch, a leader from outside
+//! the ISR and the eligible leader replicas came only where unclean
+//! election was allowed or asked for, a second image fed
 //! the same committed records is equal, every record survives
 //! encode → decode; at the end, replaying the whole log into a fresh image
 //! gives the same image again.
@@ -73,6 +76,17 @@ enum Op {
         name: usize,
         value: Option<bool>,
     },
+    SetClusterUnclean {
+        value: Option<bool>,
+    },
+    SetMinIsr {
+        name: usize,
+        value: Option<u8>,
+    },
+    ElectLeaders {
+        unclean: bool,
+        name: Option<usize>,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -95,7 +109,10 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (any::<usize>(), any::<usize>(), 0u8..6).prop_map(|(pick, member, stale)| Op::AlterIsr { pick, member, stale }),
         1 => broker.clone().prop_map(|broker| Op::AllocateProducerIds { broker }),
         1 => Just(Op::PreferredElection),
-        1 => (name, prop::option::of(any::<bool>())).prop_map(|(name, value)| Op::SetUnclean { name, value }),
+        1 => (name.clone(), prop::option::of(any::<bool>())).prop_map(|(name, value)| Op::SetUnclean { name, value }),
+        1 => prop::option::of(any::<bool>()).prop_map(|value| Op::SetClusterUnclean { value }),
+        2 => (name.clone(), prop::option::of(1u8..4)).prop_map(|(name, value)| Op::SetMinIsr { name, value }),
+        2 => (any::<bool>(), prop::option::of(name)).prop_map(|(unclean, name)| Op::ElectLeaders { unclean, name }),
     ]
 }
 
@@ -187,13 +204,26 @@ impl Model {
         }
     }
 
-    fn check_step(&self, before: &Snapshot) {
+    fn check_step(&self, before: &Snapshot, op: &Op) {
         self.leader.check_invariants();
         assert_eq!(self.leader, self.follower);
         for (topic, partition, state) in self.leader.partitions() {
             let Some(old) = before.partitions.get(&(topic.topic_id, partition)) else {
                 continue;
             };
+            let unclean = state.leader != old.leader
+                && state.leader != NO_LEADER
+                && !old.isr.contains(&state.leader)
+                && !old.eligible_leader_replicas.contains(&state.leader);
+            if unclean {
+                let allowed =
+                    controller::election::unclean_allowed(&self.leader, topic, &self.config)
+                        || matches!(op, Op::ElectLeaders { unclean: true, .. });
+                assert!(
+                    allowed,
+                    "an unclean leader without leave: {old:?} -> {state:?}"
+                );
+            }
             assert!(state.leader_epoch >= old.leader_epoch);
             assert!(state.partition_epoch >= old.partition_epoch);
             if state != old {
@@ -341,7 +371,7 @@ impl Model {
                     records
                 })
                 .unwrap_or_default(),
-            Op::PreferredElection => controller.preferred_leader_election(),
+            Op::PreferredElection => controller.auto_leader_rebalance(),
             Op::SetUnclean { name, value } => controller
                 .alter_topic_config(
                     TOPIC_NAMES[*name],
@@ -349,9 +379,32 @@ impl Model {
                     value.map(|v| if v { "true" } else { "false" }),
                 )
                 .unwrap_or_default(),
+            Op::SetClusterUnclean { value } => controller
+                .alter_broker_config(
+                    "",
+                    UNCLEAN_LEADER_ELECTION_ENABLE,
+                    value.map(|v| if v { "true" } else { "false" }),
+                )
+                .unwrap_or_default(),
+            Op::SetMinIsr { name, value } => {
+                let value = value.map(|v| v.to_string());
+                controller
+                    .alter_topic_config(TOPIC_NAMES[*name], "min.insync.replicas", value.as_deref())
+                    .unwrap_or_default()
+            }
+            Op::ElectLeaders { unclean, name } => {
+                let election = if *unclean {
+                    ElectionType::Unclean
+                } else {
+                    ElectionType::Preferred
+                };
+                let asked: Option<Vec<(String, Vec<i32>)>> =
+                    name.map(|n| vec![(TOPIC_NAMES[n].to_owned(), vec![0, 1, 2, 9])]);
+                controller.elect_leaders(election, asked.as_deref()).records
+            }
         };
         self.commit(records);
-        self.check_step(&before);
+        self.check_step(&before, op);
     }
 
     /// The leader of a random partition drops or adds a random replica,
@@ -439,6 +492,8 @@ fn partition_change() -> impl Strategy<Value = PartitionChangeRecord> {
                 leader,
                 isr,
                 replicas,
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             },
         )
 }
@@ -515,6 +570,8 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
                         leader,
                         leader_epoch,
                         partition_epoch,
+                        eligible_leader_replicas: Vec::new(),
+                        last_known_elr: Vec::new(),
                     })
                 }
             ),
@@ -671,6 +728,7 @@ fn random_sequences_reach_every_record_kind() {
     let strategy = prop::collection::vec(op(), 100..120);
     let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut leaderless = 0;
+    let mut eligible = 0;
     for case in 0..40 {
         let ops = strategy.new_tree(&mut runner).unwrap().current();
         let mut model = Model::started(case % 3 == 0);
@@ -680,6 +738,11 @@ fn random_sequences_reach_every_record_kind() {
                 .leader
                 .partitions()
                 .filter(|(_, _, s)| s.leader == NO_LEADER)
+                .count();
+            eligible += model
+                .leader
+                .partitions()
+                .filter(|(_, _, s)| !s.eligible_leader_replicas.is_empty())
                 .count();
         }
         model.check_replay();
@@ -708,6 +771,7 @@ fn random_sequences_reach_every_record_kind() {
         leaderless > 0,
         "no sequence left a partition without a leader"
     );
+    assert!(eligible > 0, "no sequence made an eligible leader replica");
 }
 
 /// The snapshot property test is only worth something if the images it
@@ -845,6 +909,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader,
             isr,
             replicas: None,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
         })
     };
     let refused = [
@@ -898,6 +964,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader: 0,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         }),
         MetadataRecord::Partition(PartitionRecord {
             topic_id: id,
@@ -907,6 +975,8 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             leader: 1,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         }),
         change(None, None),
         change(None, Some(vec![])),

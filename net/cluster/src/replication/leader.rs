@@ -13,6 +13,15 @@
 //! [`LeaderState::on_local_durable`] with the log end right after each
 //! append, and the rule becomes Kafka's own.
 //!
+//! The strict minimum ISR (Kafka's since 3.9, KIP-966): the HW advances only
+//! while the committed ISR has at least `min.insync.replicas` members
+//! (capped at the replica count, Kafka's "effective" minimum). That is what
+//! makes the members an ISR loses when it shrinks below the minimum safe to
+//! elect later (the controller's eligible leader replicas): nothing is
+//! committed without them. A leader alone under the minimum still appends
+//! (acks=0 and acks=1 writes), but no consumer sees those records until
+//! enough followers are back in the ISR.
+//!
 //! ISR changes are proposals: the leader sends AlterPartition to the
 //! controller and applies the ISR only once the controller commits it.
 //! Until then the HW is computed over the *maximal* ISR (Kafka's
@@ -283,6 +292,20 @@ impl LeaderState {
         self.followers.get(&replica)
     }
 
+    /// Whether the committed ISR is smaller than the effective
+    /// `min.insync.replicas` (capped at the replica count): the HW holds
+    /// still until it grows back (see the module doc).
+    pub fn is_under_min_isr(&self) -> bool {
+        self.isr.len() < self.config.min_insync_replicas.min(self.replicas.len())
+    }
+
+    /// The topic's `min.insync.replicas` changed while this leader leads.
+    /// Returns the new HW if it moved (a lower minimum can release it).
+    pub fn set_min_insync_replicas(&mut self, min_insync_replicas: usize) -> Option<Offset> {
+        self.config.min_insync_replicas = min_insync_replicas.max(1);
+        self.maybe_advance_high_watermark()
+    }
+
     /// Kafka's under-replicated partition: the ISR is smaller than the
     /// replica set.
     pub fn is_under_replicated(&self) -> bool {
@@ -530,9 +553,14 @@ impl LeaderState {
     }
 
     /// HW = min(durable offset, log end of every follower in the maximal
-    /// ISR); it only moves forward.
+    /// ISR); it only moves forward, and not at all while the committed ISR
+    /// is under the minimum (see the module doc).
     fn maybe_advance_high_watermark(&mut self) -> Option<Offset> {
         let before = self.high_watermark;
+        if self.is_under_min_isr() {
+            self.assert_invariants();
+            return None;
+        }
         let candidate = self
             .maximal_isr()
             .iter()
@@ -692,6 +720,38 @@ mod tests {
         // A stale commit is ignored; another epoch's is an error.
         assert_eq!(l.on_isr_committed(5, 8, set(&[1, 2, 3])), Ok(None));
         assert!(l.on_isr_committed(6, 9, set(&[1])).is_err());
+    }
+
+    #[test]
+    fn the_hw_holds_still_while_the_isr_is_under_the_minimum() {
+        let mut l = leader(2);
+        l.on_local_append(30);
+        l.on_local_durable(30);
+        l.on_follower_fetch(2, 20, 1).unwrap();
+        l.on_follower_fetch(3, 20, 1).unwrap();
+        assert_eq!(l.high_watermark(), 20);
+        // Both followers leave: the leader alone is under the minimum, and
+        // what it appends now is not committed (the followers that left
+        // have everything below 20: they may lead cleanly later).
+        assert_eq!(l.on_isr_committed(5, 8, set(&[1])), Ok(None));
+        assert!(l.is_under_min_isr());
+        l.on_local_append(40);
+        assert_eq!(l.on_local_durable(40), None);
+        assert_eq!(l.high_watermark(), 20);
+        // One follower back in the ISR: the minimum holds, the HW moves.
+        l.on_follower_fetch(2, 40, 2).unwrap();
+        assert_eq!(l.on_isr_committed(5, 9, set(&[1, 2])), Ok(Some(40)));
+        assert!(!l.is_under_min_isr());
+        // A minimum above the replica count is capped at it (Kafka's
+        // effective minimum): 5 means all three here.
+        assert_eq!(l.set_min_insync_replicas(5), None);
+        assert!(l.is_under_min_isr());
+        // Lowered to 1: a lone leader commits on its own again.
+        l.on_isr_committed(5, 10, set(&[1])).unwrap();
+        l.on_local_append(50);
+        l.on_local_durable(50);
+        assert_eq!(l.high_watermark(), 40);
+        assert_eq!(l.set_min_insync_replicas(1), Some(50));
     }
 
     #[test]
@@ -892,6 +952,7 @@ mod tests {
                 assert!(hw >= before);
                 assert!(hw <= l.durable_offset());
                 if hw > before {
+                    assert!(!l.is_under_min_isr(), "the HW moved under the minimum");
                     for r in l.maximal_isr().iter().filter(|r| **r != 1) {
                         assert!(l.follower(*r).unwrap().log_end_offset >= hw);
                     }

@@ -11,8 +11,9 @@
 //!
 //! Map of the modules:
 //! - [`leader`]: [`LeaderState`], one partition's leader view: follower
-//!   LEOs, ISR with its pending AlterPartition, the HW, `min.insync.replicas`
-//!   and the acks=all completion test.
+//!   LEOs, ISR with its pending AlterPartition, the HW (held still under
+//!   `min.insync.replicas`, which makes the controller's eligible leader
+//!   replicas safe) and the acks=all completion test.
 //! - [`epoch_cache`]: [`LeaderEpochCache`], Kafka's `leader-epoch-checkpoint`
 //!   (epoch → start offset), the OffsetForLeaderEpoch answer, and the
 //!   checkpoint's text format.

@@ -21,15 +21,39 @@ use kernel::call::OwnerCall;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-/// Broker synonyms of topic configs that stay static: the controller's
-/// elections read the file's `unclean.leader.election.enable` default (see
-/// `cluster_runtime::quorum`), so a dynamic value would be described but not
-/// obeyed.
-const STATIC_ONLY: &[&str] = &["unclean.leader.election.enable"];
+/// Broker synonyms of topic configs the active controller's elections
+/// read (`cluster::metadata::controller::elr`): one value must hold for the
+/// whole cluster, so they change only on the cluster-wide resource (`""`),
+/// never per broker. Kafka 4.1 refuses a per-broker `min.insync.replicas`
+/// for the same reason: a leader advancing its high watermark under another
+/// minimum than the controller's would let an eligible leader replica miss
+/// committed records.
+pub const CLUSTER_WIDE_ONLY: &[&str] = &["unclean.leader.election.enable", "min.insync.replicas"];
 
 /// Whether `key` is a broker config rill changes at runtime.
 pub fn is_dynamic(key: &str) -> bool {
-    spec_of_broker_name(key).is_some() && !STATIC_ONLY.contains(&key)
+    spec_of_broker_name(key).is_some()
+}
+
+/// Whether `ops` may change the dynamic configs of resource `broker`
+/// (`""`: cluster-wide); the refusal if not.
+pub fn check_resource(
+    broker: &str,
+    ops: &[(String, Option<String>, ConfigOpKind)],
+) -> Result<(), (ErrorCode, String)> {
+    match ops
+        .iter()
+        .find(|(key, _, _)| !broker.is_empty() && CLUSTER_WIDE_ONLY.contains(&key.as_str()))
+    {
+        Some((key, _, _)) => Err((
+            ErrorCode::InvalidConfig,
+            format!(
+                "broker config '{key}' is cluster-wide in rill: set it on the default broker \
+                 resource (an empty name), not on broker {broker}"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The new set of dynamic configs of a resource after `ops` (pure).
@@ -103,6 +127,7 @@ impl OwnerCall<crate::ShardRuntime> for AlterBrokerConfigs {
             .acquire_permit(1)
             .await
             .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
+        check_resource(&self.broker, &self.ops)?;
         let image = shard.runtime().view.image();
         let current = image
             .broker_configs()
@@ -218,15 +243,23 @@ mod tests {
                 .0,
             ErrorCode::InvalidRequest
         );
-        assert_eq!(
-            altered_broker_configs(
-                &current,
-                &[set("unclean.leader.election.enable", "true")],
-                none
-            )
-            .unwrap_err()
-            .0,
-            ErrorCode::InvalidRequest
-        );
+        let c = altered_broker_configs(
+            &current,
+            &[set("unclean.leader.election.enable", "true")],
+            none,
+        )
+        .unwrap();
+        assert_eq!(c["unclean.leader.election.enable"], "true");
+    }
+
+    #[test]
+    fn election_configs_change_only_cluster_wide() {
+        let set = |k: &str, v: &str| (k.to_string(), Some(v.to_string()), ConfigOpKind::Set);
+        for key in CLUSTER_WIDE_ONLY {
+            assert_eq!(check_resource("", &[set(key, "2")]), Ok(()));
+            let refused = check_resource("3", &[set("log.retention.ms", "5"), set(key, "2")]);
+            assert_eq!(refused.unwrap_err().0, ErrorCode::InvalidConfig);
+        }
+        assert_eq!(check_resource("3", &[set("log.retention.ms", "5")]), Ok(()));
     }
 }

@@ -17,6 +17,7 @@
 //! - [`client_metrics`]: client-metrics subscriptions (KIP-714).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`commit`]: one ACL, credential or quota change through the controller.
+//! - [`elections`]: ElectLeaders through the controller.
 //! - [`topic_defaults`]: the topic defaults in force (file, then dynamic).
 //! - [`scram_credentials`]: SASL/SCRAM users (AlterUserScramCredentials,
 //!   bootstrap users).
@@ -27,6 +28,7 @@ pub mod client_metrics;
 pub mod client_quotas;
 pub mod commit;
 mod config_ops;
+pub mod elections;
 mod reconcile;
 pub mod scram_credentials;
 mod topic_changes;

@@ -57,8 +57,10 @@ pub struct Reconciler {
     /// disk; then the image's (its own memory, not a topic table's, so
     /// that it sees what changed between two images it applied).
     topics: RefCell<BTreeMap<String, Reconciled>>,
-    /// The partition state last handed to each local replica's owner shard.
-    applied: RefCell<HashMap<(String, i32), PartitionState>>,
+    /// The partition state last handed to each local replica's owner
+    /// shard, with the topic's `min.insync.replicas` then (a new minimum
+    /// reaches a running leader too: its high watermark rule reads it).
+    applied: RefCell<HashMap<(String, i32), (PartitionState, usize)>>,
     /// The partitions this broker holds a replica of, by topic id (a topic
     /// deleted and created again under the same name is another topic).
     hosted: RefCell<HashSet<(TopicId, i32)>>,
@@ -314,11 +316,12 @@ async fn apply_partition_states(
                 }
                 // A replica moved off this broker gets its last state (its
                 // shard drops the role) and leaves the map.
-                if applied.get(&key) == Some(state) {
+                let handed = (state.clone(), min_insync_replicas);
+                if applied.get(&key) == Some(&handed) {
                     continue;
                 }
                 if state.replicas.contains(&own) {
-                    applied.insert(key, state.clone());
+                    applied.insert(key, handed);
                 } else {
                     applied.remove(&key);
                 }

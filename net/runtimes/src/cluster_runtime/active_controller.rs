@@ -14,8 +14,8 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::Shard;
 use cluster::metadata::{
-    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, MetadataError, MetadataImage,
-    MetadataRecord, ScramCredential, TopicAssignment,
+    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, ElectionType, MetadataError,
+    MetadataImage, MetadataRecord, ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -76,6 +76,12 @@ pub async fn handle(
                 };
                 (records, reply)
             })
+    } else if let ControllerRpc::ElectLeaders {
+        election_type,
+        partitions,
+    } = &request
+    {
+        elect_leaders(&controller, *election_type, partitions.as_deref())
     } else {
         // A topic change: answered with the offset it committed at.
         topic_change(&controller, &request)
@@ -218,10 +224,49 @@ fn topic_change(
         ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
-        | ControllerRpc::AllocateProducerIds { .. } => Err(MetadataError::InvalidRequest {
+        | ControllerRpc::AllocateProducerIds { .. }
+        | ControllerRpc::ElectLeaders { .. } => Err(MetadataError::InvalidRequest {
             reason: String::from("not a topic change"),
         }),
     }
+}
+
+/// ElectLeaders: the elections' records, and the answers (sent once the
+/// records are committed, with the offset).
+fn elect_leaders(
+    controller: &Controller<'_>,
+    election_type: i8,
+    partitions: Option<&[(String, Vec<i32>)]>,
+) -> Result<(Vec<MetadataRecord>, ControllerReply), MetadataError> {
+    let election =
+        ElectionType::from_code(election_type).ok_or_else(|| MetadataError::InvalidRequest {
+            reason: format!("unknown election type {election_type}"),
+        })?;
+    let outcome = controller.elect_leaders(election, partitions);
+    for record in &outcome.records {
+        if let MetadataRecord::PartitionChange(change) = record {
+            tracing::info!(
+                topic_id = ?change.topic_id,
+                partition = change.partition,
+                leader = ?change.leader,
+                ?election,
+                "ElectLeaders moves a leadership"
+            );
+        }
+    }
+    let results = outcome
+        .results
+        .into_iter()
+        .map(|(topic, answers)| {
+            let answers = answers
+                .into_iter()
+                .map(|a| (a.partition, a.error_code.code(), a.message))
+                .collect();
+            (topic, answers)
+        })
+        .collect();
+    let reply = ControllerReply::Elected { offset: 0, results };
+    Ok((outcome.records, reply))
 }
 
 /// A fresh random start and shift for placing a topic's replicas.
@@ -353,11 +398,15 @@ async fn commit(
     records: &[MetadataRecord],
     reply: ControllerReply,
 ) -> ControllerReply {
-    let reply_at = |offset: u64| match reply {
-        ControllerReply::Committed { .. } => ControllerReply::Committed {
-            offset: i64::try_from(offset).unwrap_or(i64::MAX),
-        },
-        other => other,
+    let reply_at = |offset: u64| {
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        match reply {
+            ControllerReply::Committed { .. } => ControllerReply::Committed { offset },
+            ControllerReply::Elected { results, .. } => {
+                ControllerReply::Elected { offset, results }
+            }
+            other => other,
+        }
     };
     if records.is_empty() {
         return reply_at(quorum.applied_index());
@@ -433,7 +482,7 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             fenced_records
         } else if cluster.auto_leader_rebalance_enable && now_ms >= next_rebalance_ms {
             next_rebalance_ms = now_ms + cluster.leader_imbalance_check_interval_ms;
-            let moves = controller.preferred_leader_election();
+            let moves = controller.auto_leader_rebalance();
             if !moves.is_empty() {
                 tracing::info!(
                     partitions = moves.len(),

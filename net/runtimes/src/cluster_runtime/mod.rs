@@ -43,7 +43,7 @@ mod view;
 pub use acls::{authz, AclView};
 pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
 pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
-pub use rpc::{ControllerReply, ControllerRpc, WireAcl};
+pub use rpc::{ControllerReply, ControllerRpc, TopicElections, WireAcl};
 pub use view::{
     every_shard_reached, leads, own_endpoint, partition_leader, partition_leader_on, ClusterView,
     LeaderEndpoint, QuorumStatus, ViewReached,

@@ -182,6 +182,12 @@ impl MetadataQuorum {
         let controller_config = ControllerConfig {
             broker_session_timeout_ms: config.cluster.session_timeout_ms,
             unclean_leader_election_enable: config.topic_defaults().unclean_leader_election_enable,
+            min_insync_replicas: usize::try_from(config.topic_defaults().min_insync_replicas)
+                .unwrap_or(1)
+                .max(1),
+            leader_imbalance_per_broker_percentage: config
+                .cluster
+                .leader_imbalance_per_broker_percentage,
         };
         MetadataQuorum {
             member,

@@ -147,7 +147,19 @@ pub enum ControllerRpc {
         /// The ids.
         ids: Vec<[u8; 16]>,
     },
+    /// ElectLeaders (KIP-460): Kafka's election type code (0 preferred,
+    /// 1 unclean) and the partitions by topic name (`None`: all).
+    ElectLeaders {
+        /// Kafka's `ElectionType` code.
+        election_type: i8,
+        /// (topic, partitions); `None`: every partition.
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+    },
 }
+
+/// One topic's ElectLeaders answers: its name, and (partition, Kafka error
+/// code, message) for each partition.
+pub type TopicElections = (String, Vec<(i32, i16, Option<String>)>);
 
 /// An ACL as [`ControllerRpc::CreateAcls`] carries it ([`AclRecord`]'s fields).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,6 +244,13 @@ pub enum ControllerReply {
     Committed {
         /// Offset of its last record.
         offset: i64,
+    },
+    /// ElectLeaders' answers, its elections committed at `offset`.
+    Elected {
+        /// Offset of its last record.
+        offset: i64,
+        /// Per topic, each partition's answer.
+        results: Vec<TopicElections>,
     },
     /// This node is not the active controller; ask `leader` (a node id), if known.
     NotController {

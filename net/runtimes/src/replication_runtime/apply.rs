@@ -171,6 +171,12 @@ fn apply_leader(
                 isr,
                 shard.now_ms(),
             );
+            // The topic's minimum ISR may have changed alone (the strict
+            // high watermark rule reads it).
+            let released = leader
+                .borrow_mut()
+                .set_min_insync_replicas(state.min_insync_replicas);
+            let moved = moved.map(|hw| hw.max(released));
             match moved {
                 Ok(Some(hw)) => log.set_replication_limit(Some(hw)),
                 Ok(None) => {}

@@ -4,14 +4,14 @@
 //! whose ACL exists already (Kafka answers it with success and writes
 //! nothing) and a removal of an ACL that is gone (a concurrent delete).
 
-use super::{Controller, Proposal};
+use super::Controller;
 use crate::metadata::error::MetadataError;
 use crate::metadata::record::{AclRecord, MetadataRecord};
 
 impl Controller<'_> {
     /// The records that create `acls` (those that do not exist yet).
     pub fn create_acls(&self, acls: &[AclRecord]) -> Result<Vec<MetadataRecord>, MetadataError> {
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         for acl in acls {
             let exists = proposal
                 .image()
@@ -38,7 +38,7 @@ impl Controller<'_> {
 
     /// The records that delete the ACLs `ids` (those that still exist).
     pub fn delete_acls(&self, ids: &[[u8; 16]]) -> Vec<MetadataRecord> {
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         for id in ids {
             if proposal.image().acls().contains_key(id) {
                 proposal.push(MetadataRecord::RemoveAccessControlEntry { id: *id });

@@ -112,7 +112,7 @@ impl Controller<'_> {
                 reason: format!("negative broker id {broker_id}"),
             });
         }
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         if let Some(existing) = self.image.broker(broker_id) {
             let session = heartbeats.has_valid_session(
                 broker_id,
@@ -199,7 +199,7 @@ impl Controller<'_> {
     /// The records fencing `leaving`: their leaderships and ISR places
     /// first, then each broker.
     fn fence(&self, leaving: &BTreeSet<BrokerId>) -> Vec<MetadataRecord> {
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         move_away(&mut proposal, self.config, leaving);
         for &broker_id in leaving {
             let broker_epoch = proposal
@@ -252,7 +252,7 @@ impl Controller<'_> {
         if !broker.fenced {
             return Ok(Vec::new());
         }
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::UnfenceBroker {
             broker_id,
             broker_epoch: broker.broker_epoch,
@@ -295,7 +295,7 @@ impl Controller<'_> {
         if broker.fenced {
             return Ok(Vec::new());
         }
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         move_away(&mut proposal, self.config, &BTreeSet::from([broker_id]));
         proposal.push(MetadataRecord::FenceBroker {
             broker_id,
@@ -316,7 +316,7 @@ impl Controller<'_> {
             .image
             .broker(broker_id)
             .ok_or(MetadataError::BrokerNotRegistered { broker_id })?;
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         move_away(&mut proposal, self.config, &BTreeSet::from([broker_id]));
         proposal.push(MetadataRecord::UnregisterBroker {
             broker_id,

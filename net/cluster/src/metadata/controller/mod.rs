@@ -13,14 +13,23 @@
 //! would propose a record `apply` refuses is a bug and stops the process
 //! here, at the decision, rather than on every node that applies it.
 //!
+//! Every partition change a decision proposes is completed by its
+//! `Proposal` with the eligible leader replicas KIP-966 gives it ([`elr`]),
+//! so no decision that moves an ISR can forget them.
+//!
 //! Files by responsibility:
-//! - [`election`]: choosing a partition's leader and ISR when brokers leave.
+//! - [`election`]: choosing a partition's leader and ISR when brokers leave,
+//!   and for ElectLeaders (preferred, unclean).
+//! - [`elr`]: eligible leader replicas (KIP-966), and the topic settings the
+//!   elections read (`min.insync.replicas`, `unclean.leader.election.enable`).
+//! - `leaders.rs`: ElectLeaders, and the automatic preferred-leader
+//!   rebalance with its per-broker imbalance threshold.
 //! - `acls.rs`: CreateAcls and DeleteAcls.
 //! - `client_metrics.rs`: client-metrics subscriptions (KIP-714).
 //! - `brokers.rs`: registration, heartbeats, fencing, unfencing, controlled
 //!   shutdown, unregistration.
 //! - `topics.rs`: CreateTopics, DeleteTopics, CreatePartitions, config changes.
-//! - `partitions.rs`: AlterPartition and preferred-leader election.
+//! - `partitions.rs`: AlterPartition.
 //! - `producer_ids.rs`: producer-id blocks (KIP-730).
 //! - `quotas.rs`: AlterClientQuotas.
 //! - `reassignments.rs`: AlterPartitionReassignments (KIP-455): start,
@@ -30,6 +39,8 @@ mod acls;
 mod brokers;
 mod client_metrics;
 pub mod election;
+pub mod elr;
+mod leaders;
 mod partitions;
 mod producer_ids;
 mod quotas;
@@ -43,6 +54,7 @@ use super::record::MetadataRecord;
 pub use brokers::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, HeartbeatOutcome, RegisterOutcome,
 };
+pub use leaders::{ElectLeadersOutcome, ElectionType, PartitionElection};
 pub use partitions::{AlterPartitionOutcome, AlterPartitionRequest};
 pub use reassignments::{ongoing_reassignments, OngoingReassignment};
 pub use topics::{CreateTopicRequest, TopicAssignment};
@@ -53,17 +65,29 @@ pub struct ControllerConfig {
     /// `broker.session.timeout.ms`: a broker not heard from for this long is
     /// fenced.
     pub broker_session_timeout_ms: i64,
-    /// `unclean.leader.election.enable`, the cluster default (a topic may
-    /// override it): whether an out-of-sync replica may lead when no ISR
-    /// member is alive, losing what only the ISR had.
+    /// `unclean.leader.election.enable` of the config file: the default
+    /// when neither the topic nor the cluster-wide dynamic config sets it.
+    /// Whether an out-of-sync replica may lead when no ISR or ELR member is
+    /// alive, losing what only those had.
     pub unclean_leader_election_enable: bool,
+    /// `min.insync.replicas` of the config file: the default when neither
+    /// the topic nor the cluster-wide dynamic config sets it. Below it an
+    /// ISR's removed members become eligible leader replicas (KIP-966).
+    pub min_insync_replicas: usize,
+    /// `leader.imbalance.per.broker.percentage`: the automatic rebalance
+    /// moves a broker's preferred leaderships back only when more than
+    /// this share of them is led elsewhere.
+    pub leader_imbalance_per_broker_percentage: u32,
 }
 
 impl Default for ControllerConfig {
+    /// Kafka's defaults.
     fn default() -> Self {
         ControllerConfig {
             broker_session_timeout_ms: DEFAULT_BROKER_SESSION_TIMEOUT_MS,
             unclean_leader_election_enable: false,
+            min_insync_replicas: 1,
+            leader_imbalance_per_broker_percentage: 10,
         }
     }
 }
@@ -82,6 +106,11 @@ impl<'a> Controller<'a> {
     pub fn new(image: &'a MetadataImage, config: &'a ControllerConfig) -> Self {
         Controller { image, config }
     }
+
+    /// An empty proposal over this controller's image.
+    pub(crate) fn proposal(&self) -> Proposal {
+        Proposal::new(self.image, self.config)
+    }
 }
 
 /// Records being proposed, each applied to a scratch image as it is added,
@@ -91,13 +120,16 @@ impl<'a> Controller<'a> {
 pub(crate) struct Proposal {
     scratch: MetadataImage,
     records: Vec<MetadataRecord>,
+    /// The settings the ELR of each partition change depends on.
+    config: ControllerConfig,
 }
 
 impl Proposal {
-    pub(crate) fn new(image: &MetadataImage) -> Self {
+    pub(crate) fn new(image: &MetadataImage, config: &ControllerConfig) -> Self {
         Proposal {
             scratch: image.clone(),
             records: Vec::new(),
+            config: config.clone(),
         }
     }
 
@@ -106,8 +138,21 @@ impl Proposal {
         &self.scratch
     }
 
-    /// Adds a record; panics if the image refuses it (a controller bug).
+    /// The settings decisions read.
+    pub(crate) fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+
+    /// Adds a record; panics if the image refuses it (a controller bug). A
+    /// partition change whose ELR fields the decision left unset gets them
+    /// from KIP-966's rules first ([`elr::complete_elr`]).
     pub(crate) fn push(&mut self, record: MetadataRecord) {
+        let record = match record {
+            MetadataRecord::PartitionChange(change) => MetadataRecord::PartitionChange(
+                elr::complete_elr(&self.scratch, &self.config, change),
+            ),
+            other => other,
+        };
         let offset = self.scratch.last_applied_offset() + 1;
         if let Err(error) = self.scratch.apply(offset, &record) {
             panic!("the controller proposed a record the image refuses: {error}; {record:?}");
@@ -120,6 +165,8 @@ impl Proposal {
     }
 }
 
+#[cfg(test)]
+mod election_tests;
 #[cfg(test)]
 mod reassignment_tests;
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! Partition decisions: AlterPartition (a leader shrinks or expands its ISR)
-//! and preferred-leader election (`auto.leader.rebalance.enable`).
+//! Partition decisions: AlterPartition (a leader shrinks or expands its ISR;
+//! the proposal keeps the partition's eligible leader replicas in step, see
+//! [`super::elr`]).
 //!
 //! AlterPartition carries the leader epoch and partition epoch the leader
 //! last saw. A mismatch means the leader acts on stale state — deposed
@@ -17,7 +18,7 @@ use crate::placement::BrokerId;
 use super::super::error::MetadataError;
 use super::super::image::PartitionState;
 use super::super::record::{MetadataRecord, PartitionChangeRecord};
-use super::{Controller, Proposal};
+use super::Controller;
 
 /// An AlterPartition entry, from the partition's leader.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,13 +76,15 @@ impl Controller<'_> {
                 isr: state.isr.clone(),
             });
         }
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
             topic_id,
             partition,
             leader: None,
             isr: Some(new_isr.clone()),
             replicas: None,
+            eligible_leader_replicas: None,
+            last_known_elr: None,
         }));
         let after = proposal.image().partition(&topic_id, partition).cloned();
         let Some(after) = after else {
@@ -186,34 +189,5 @@ impl Controller<'_> {
             });
         }
         Ok(state)
-    }
-
-    /// Preferred-leader election over every partition: where the first
-    /// replica is alive, in the ISR and not the leader, it becomes leader
-    /// (a new leader epoch), which spreads leaderships back out after
-    /// failovers piled them onto the survivors.
-    pub fn preferred_leader_election(&self) -> Vec<MetadataRecord> {
-        let mut proposal = Proposal::new(self.image);
-        let changes: Vec<PartitionChangeRecord> = self
-            .image
-            .partitions()
-            .filter_map(|(topic, partition, state)| {
-                let preferred = *state.replicas.first()?;
-                let eligible = preferred != state.leader
-                    && state.isr.contains(&preferred)
-                    && self.image.is_live(preferred);
-                eligible.then_some(PartitionChangeRecord {
-                    topic_id: topic.topic_id,
-                    partition,
-                    leader: Some(preferred),
-                    isr: None,
-                    replicas: None,
-                })
-            })
-            .collect();
-        for change in changes {
-            proposal.push(MetadataRecord::PartitionChange(change));
-        }
-        proposal.into_records()
     }
 }

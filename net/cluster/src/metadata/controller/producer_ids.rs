@@ -14,7 +14,7 @@ use crate::placement::BrokerId;
 
 use super::super::error::MetadataError;
 use super::super::record::MetadataRecord;
-use super::{Controller, Proposal};
+use super::Controller;
 
 impl Controller<'_> {
     /// The next producer-id block for `broker_id`, and the record that
@@ -34,7 +34,7 @@ impl Controller<'_> {
         })?;
         assert_eq!(block.first, start);
         assert!(blocks.next_block_start() > block.last);
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::ProducerIds {
             broker_id,
             broker_epoch,

@@ -2,7 +2,7 @@
 //! entity's quotas, checked as the image checks them so that a bad request
 //! is an answer, not a refused proposal.
 
-use super::{Controller, Proposal};
+use super::Controller;
 use crate::metadata::error::MetadataError;
 use crate::metadata::image::{check_quota_entity, QuotaEntity};
 use crate::metadata::record::MetadataRecord;
@@ -22,7 +22,7 @@ impl Controller<'_> {
         };
         check_quota_entity(entity).map_err(|reason| refuse("entity", None, reason))?;
         let current = self.image.client_quotas().get(entity);
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         for (key, value) in changes {
             if key.is_empty() {
                 return Err(refuse(key, *value, String::from("empty quota name")));

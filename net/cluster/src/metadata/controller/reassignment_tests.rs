@@ -193,6 +193,8 @@ fn the_image_refuses_reassignments_outside_the_replicas() {
         leader: None,
         isr: None,
         replicas: Some(vec![3, 1, 2, 0]),
+        eligible_leader_replicas: None,
+        last_known_elr: None,
     });
     cluster.commit(&[change]);
     assert!(!cluster.state(1, 0).is_reassigning());

@@ -27,7 +27,7 @@ use crate::placement::BrokerId;
 use super::super::error::MetadataError;
 use super::super::image::{MetadataImage, PartitionState};
 use super::super::record::{MetadataRecord, PartitionChangeRecord, NO_LEADER};
-use super::{Controller, Proposal};
+use super::Controller;
 
 /// A partition's reassignment in progress (ListPartitionReassignments).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,7 +88,7 @@ impl Controller<'_> {
                 partition,
             });
         }
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         let original = original_replicas(state);
         let change = self.shrink_to(topic_id, partition, state, &original)?;
         proposal.push(MetadataRecord::PartitionChange(change));
@@ -105,7 +105,7 @@ impl Controller<'_> {
         target: &[BrokerId],
     ) -> Result<Vec<MetadataRecord>, MetadataError> {
         self.check_target(target)?;
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         let original = original_replicas(state);
         let mut merged: Vec<BrokerId> = target.to_vec();
         merged.extend(original.iter().filter(|r| !target.contains(r)));
@@ -143,6 +143,8 @@ impl Controller<'_> {
                 leader: None,
                 isr: (isr != state.isr).then_some(isr),
                 replicas: Some(merged),
+                eligible_leader_replicas: None,
+                last_known_elr: None,
             }));
         }
         if !adding.is_empty() || !removing.is_empty() {
@@ -163,7 +165,7 @@ impl Controller<'_> {
     /// Completes every reassignment whose added replicas are all in sync;
     /// the controller runs it after each AlterPartition and on its timer.
     pub fn complete_reassignments(&self) -> Vec<MetadataRecord> {
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         let ready: Vec<(TopicId, i32)> = self
             .image
             .partitions()
@@ -296,5 +298,7 @@ fn shrink_to(
         leader,
         isr: Some(isr),
         replicas: Some(keep.to_vec()),
+        eligible_leader_replicas: None,
+        last_known_elr: None,
     })
 }

@@ -119,14 +119,14 @@ impl Cluster {
             .clone()
     }
 
-    fn fence_stale(&mut self, now_ms: i64) -> Vec<MetadataRecord> {
+    pub(crate) fn fence_stale(&mut self, now_ms: i64) -> Vec<MetadataRecord> {
         let controller = Controller::new(&self.image, &self.config);
         let records = controller.fence_stale_brokers(&mut self.heartbeats, now_ms);
         self.commit(&records);
         records
     }
 
-    fn alter(
+    pub(crate) fn alter(
         &mut self,
         id: u8,
         partition: i32,
@@ -148,7 +148,7 @@ impl Cluster {
     }
 }
 
-fn three_brokers() -> Cluster {
+pub(crate) fn three_brokers() -> Cluster {
     let mut cluster = Cluster::new();
     for broker in 0..3 {
         cluster.start_broker(broker, None, 0);
@@ -833,7 +833,7 @@ fn producer_id_blocks_are_monotonic_and_never_overlap() {
 }
 
 #[test]
-fn preferred_leader_election_returns_leadership_to_the_first_replica() {
+fn auto_rebalance_returns_leadership_to_the_first_replica() {
     let mut cluster = three_brokers();
     cluster.create("t", 1, 3, 3);
     cluster.beat(1, 5_000).unwrap();
@@ -842,20 +842,20 @@ fn preferred_leader_election_returns_leadership_to_the_first_replica() {
     assert_ne!(cluster.state(1, 0).leader, 0);
     // Broker 0 comes back; it is not in any ISR yet, so it cannot lead.
     cluster.start_broker(0, None, 9_500);
-    assert!(cluster.controller().preferred_leader_election().is_empty());
+    assert!(cluster.controller().auto_leader_rebalance().is_empty());
     // The leaders add it back to their ISRs.
     for partition in 0..3 {
         let mut isr = cluster.state(1, partition).isr;
         isr.push(0);
         cluster.alter(1, partition, isr).unwrap();
     }
-    let records = cluster.controller().preferred_leader_election();
+    let records = cluster.controller().auto_leader_rebalance();
     cluster.commit(&records);
     for partition in 0..3 {
         let state = cluster.state(1, partition);
         assert_eq!(state.leader, state.replicas[0]);
     }
-    assert!(cluster.controller().preferred_leader_election().is_empty());
+    assert!(cluster.controller().auto_leader_rebalance().is_empty());
 }
 
 #[test]

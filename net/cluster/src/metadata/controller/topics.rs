@@ -1,5 +1,14 @@
-//! Topic decisions: CreateTopics, DeleteTopics, CreatePartitions and topic
-//! config changes (IncrementalAlterConfigs on a topic).
+//! Topic decisions: CreateTopics, DeleteTopics, CreatePartitions and
+//! config changes (IncrementalAlterConfigs on a topic, or on the brokers'
+//! cluster-wide default).
+//!
+//! Two configs act on the partitions as they change, in the same decision
+//! (KRaft does the same): `unclean.leader.election.enable` turned on elects
+//! a leader, uncleanly if need be, for every leaderless partition it now
+//! governs — an operator who flips it wants the partition back now, not at
+//! the next broker event; and a new `min.insync.replicas` empties the
+//! eligible leader replicas of the partitions it governs (see
+//! [`super::elr`]: a lower minimum lets the high watermark pass them).
 //!
 //! New partitions are placed over the live (registered, unfenced) brokers by
 //! [`crate::placement`], or take an explicit assignment checked against the
@@ -20,7 +29,9 @@ use crate::placement::{
 
 use super::super::error::MetadataError;
 use super::super::image::{MetadataImage, UNCLEAN_LEADER_ELECTION_ENABLE};
-use super::super::record::{MetadataRecord, PartitionRecord};
+use super::super::record::{MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
+use super::election::elect_without;
+use super::elr::MIN_INSYNC_REPLICAS;
 use super::{Controller, Proposal};
 
 /// How a new topic's replicas are chosen.
@@ -103,7 +114,7 @@ impl Controller<'_> {
                 validate_replica_assignment(assignment, 0, None, &registered_brokers(self.image))?
             }
         };
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::Topic {
             name: name.clone(),
             topic_id: request.topic_id,
@@ -121,7 +132,7 @@ impl Controller<'_> {
             .ok_or_else(|| MetadataError::UnknownTopic {
                 name: name.to_owned(),
             })?;
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::RemoveTopic {
             topic_id: topic.topic_id,
         });
@@ -185,7 +196,7 @@ impl Controller<'_> {
                 current,
             )?,
         };
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         push_new_partitions(&mut proposal, topic.topic_id, current, replicas)?;
         Ok(proposal.into_records())
     }
@@ -207,12 +218,24 @@ impl Controller<'_> {
                 reason: format!("broker resource {broker:?} is not a broker id"),
             });
         }
-        let mut proposal = Proposal::new(self.image);
+        if !broker.is_empty() && ELECTION_KEYS.contains(&key) {
+            // The controller's elections read one value for the cluster;
+            // Kafka refuses a per-broker minimum ISR with the ELR too.
+            return Err(MetadataError::InvalidConfig {
+                key: key.to_owned(),
+                value: value.map(str::to_owned),
+                reason: String::from(
+                    "cluster-wide only: set it on the default broker resource (no broker id)",
+                ),
+            });
+        }
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::BrokerConfigChange {
             broker: broker.to_owned(),
             key: key.to_owned(),
             value: value.map(str::to_owned),
         });
+        follow_config_change(&mut proposal, None, key);
         Ok(proposal.into_records())
     }
 
@@ -229,13 +252,56 @@ impl Controller<'_> {
             });
         }
         check_config(key, value)?;
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         proposal.push(MetadataRecord::ConfigChange {
             topic: name.to_owned(),
             key: key.to_owned(),
             value: value.map(str::to_owned),
         });
+        follow_config_change(&mut proposal, Some(name), key);
         Ok(proposal.into_records())
+    }
+}
+
+/// The configs the controller's elections read.
+const ELECTION_KEYS: [&str; 2] = [UNCLEAN_LEADER_ELECTION_ENABLE, MIN_INSYNC_REPLICAS];
+
+/// What a change of config `key` (of topic `topic`, or cluster-wide when
+/// `None`), already in `proposal`, does to the partitions it governs (see
+/// the module doc).
+fn follow_config_change(proposal: &mut Proposal, topic: Option<&str>, key: &str) {
+    let in_scope: Vec<([u8; 16], i32)> = proposal
+        .image()
+        .partitions()
+        .filter(|(t, _, _)| topic.is_none_or(|name| t.name == name))
+        .filter(|(_, _, state)| match key {
+            UNCLEAN_LEADER_ELECTION_ENABLE => state.leader == NO_LEADER,
+            MIN_INSYNC_REPLICAS => {
+                !state.eligible_leader_replicas.is_empty() || !state.last_known_elr.is_empty()
+            }
+            _ => false,
+        })
+        .map(|(t, partition, _)| (t.topic_id, partition))
+        .collect();
+    for (topic_id, partition) in in_scope {
+        let image = proposal.image();
+        let change = match key {
+            UNCLEAN_LEADER_ELECTION_ENABLE => image.topic(&topic_id).and_then(|topic| {
+                elect_without(image, proposal.config(), topic, partition, &BTreeSet::new())
+            }),
+            _ => Some(PartitionChangeRecord {
+                topic_id,
+                partition,
+                leader: None,
+                isr: None,
+                replicas: None,
+                eligible_leader_replicas: Some(Vec::new()),
+                last_known_elr: Some(Vec::new()),
+            }),
+        };
+        if let Some(change) = change {
+            proposal.push(MetadataRecord::PartitionChange(change));
+        }
     }
 }
 
@@ -254,6 +320,11 @@ fn check_config(key: &str, value: Option<&str>) -> Result<(), MetadataError> {
         && !matches!(value, None | Some("true") | Some("false"))
     {
         return Err(refuse("must be true or false"));
+    }
+    if key == MIN_INSYNC_REPLICAS
+        && value.is_some_and(|v| v.trim().parse::<u32>().map_or(true, |n| n < 1))
+    {
+        return Err(refuse("must be a whole number of at least 1"));
     }
     Ok(())
 }
@@ -304,6 +375,8 @@ fn push_new_partitions(
             leader,
             leader_epoch: 0,
             partition_epoch: 0,
+            eligible_leader_replicas: Vec::new(),
+            last_known_elr: Vec::new(),
         });
     }
     // All checked before the first is proposed: a refused request proposes nothing.

@@ -13,6 +13,12 @@ pub struct SimConfig {
     pub leader: LeaderConfig,
     /// Who the controller may elect.
     pub election: ElectionRule,
+    /// The minimum ISR the controller keeps eligible leader replicas for
+    /// (KIP-966); `None`: no ELR. rill's controller uses the topic's
+    /// `min.insync.replicas`, the leaders' `leader.min_insync_replicas`; a
+    /// larger value breaks the rule on purpose: leaders then commit with
+    /// fewer in-sync members than the ELR counts on.
+    pub eligible_leader_replicas: Option<usize>,
     /// Followers fsync before they report a fetch offset (the rule the HW's
     /// durability depends on); `false` breaks it on purpose.
     pub follower_fsync_before_fetch: bool,
@@ -62,6 +68,7 @@ impl Default for SimConfig {
                 replica_lag_time_max_ms: 300,
             },
             election: ElectionRule::Clean,
+            eligible_leader_replicas: Some(2),
             follower_fsync_before_fetch: true,
             leader_applies_isr_before_commit: false,
             max_in_flight: 64,

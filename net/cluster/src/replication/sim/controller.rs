@@ -4,6 +4,13 @@
 //! AlterPartition. It stands in for the Raft quorum, which is simulated on
 //! its own (`crate::quorum`): here its log is one authoritative state that
 //! replicas read with a delay (a metadata sync step).
+//!
+//! It keeps the eligible leader replicas as rill's controller does
+//! (KIP-966, `metadata::controller::elr`): an ISR that shrinks below the
+//! minimum puts the members it loses in the ELR; an ELR member leads,
+//! cleanly, when no ISR member can; an unclean leader or an ISR back at
+//! the minimum empties it. Replicas read only the ISR, so the ELR stays
+//! here.
 
 use std::collections::BTreeSet;
 
@@ -39,6 +46,7 @@ pub(super) struct Published {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct ControllerCounts {
     pub(super) elections: u64,
+    pub(super) elections_from_elr: u64,
     pub(super) isr_shrinks: u64,
     pub(super) isr_expands: u64,
 }
@@ -49,13 +57,23 @@ pub(super) struct Controller {
     rule: ElectionRule,
     state: Published,
     fenced: BTreeSet<ReplicaId>,
+    /// The minimum ISR the ELR is kept for (capped at the replica count);
+    /// `None`: no ELR.
+    elr_min_isr: Option<usize>,
+    /// Eligible leader replicas: out of the ISR, holding every committed
+    /// record.
+    elr: BTreeSet<ReplicaId>,
     pub(super) counts: ControllerCounts,
 }
 
 impl Controller {
     /// A new partition: the first replica leads epoch 0, every replica in
     /// the ISR (nothing written yet).
-    pub(super) fn new(replicas: Vec<ReplicaId>, rule: ElectionRule) -> Self {
+    pub(super) fn new(
+        replicas: Vec<ReplicaId>,
+        rule: ElectionRule,
+        elr_min_isr: Option<usize>,
+    ) -> Self {
         assert!(!replicas.is_empty());
         let state = Published {
             leader: Some(replicas[0]),
@@ -63,13 +81,31 @@ impl Controller {
             partition_epoch: 0,
             isr: replicas.iter().copied().collect(),
         };
+        let elr_min_isr = elr_min_isr.map(|m| m.clamp(1, replicas.len()));
         Controller {
             replicas,
             rule,
             state,
             fenced: BTreeSet::new(),
+            elr_min_isr,
+            elr: BTreeSet::new(),
             counts: ControllerCounts::default(),
         }
+    }
+
+    /// The ISR becomes `isr`, the ELR following it (see the module doc):
+    /// an unclean change, or an ISR at the minimum, empties the ELR; below
+    /// the minimum the members the ISR loses join it.
+    fn set_isr(&mut self, isr: BTreeSet<ReplicaId>, unclean: bool) {
+        match self.elr_min_isr {
+            Some(min_isr) if !unclean && isr.len() < min_isr => {
+                let old_isr = std::mem::take(&mut self.state.isr);
+                self.elr.extend(old_isr);
+                self.elr.retain(|r| !isr.contains(r));
+            }
+            _ => self.elr.clear(),
+        }
+        self.state.isr = isr;
     }
 
     pub(super) fn published(&self) -> &Published {
@@ -90,7 +126,9 @@ impl Controller {
         if self.state.leader == Some(replica) {
             self.elect(rng);
         } else if self.state.isr.contains(&replica) && self.state.isr.len() > 1 {
-            self.state.isr.remove(&replica);
+            let mut isr = self.state.isr.clone();
+            isr.remove(&replica);
+            self.set_isr(isr, false);
             self.state.partition_epoch += 1;
         }
         self.assert_invariants();
@@ -118,12 +156,18 @@ impl Controller {
             }
         }
         let unfenced = |r: &ReplicaId| !self.fenced.contains(r) && Some(*r) != old_leader;
-        let in_sync: Vec<ReplicaId> = isr.iter().copied().filter(unfenced).collect();
+        let mut in_sync: Vec<ReplicaId> = isr.iter().copied().filter(unfenced).collect();
+        // No ISR member can lead: an eligible leader replica can, cleanly,
+        // with an ISR of itself.
+        let from_elr = in_sync.is_empty() && self.rule != ElectionRule::OutOfSyncFirst;
+        if from_elr {
+            in_sync = self.elr.iter().copied().filter(unfenced).collect();
+        }
         let out_of_sync: Vec<ReplicaId> = self
             .replicas
             .iter()
             .copied()
-            .filter(|r| !isr.contains(r))
+            .filter(|r| !isr.contains(r) && !self.elr.contains(r))
             .filter(unfenced)
             .collect();
         let chosen = match self.rule {
@@ -142,15 +186,19 @@ impl Controller {
             return;
         }
         self.state.leader = chosen.map(|(r, _)| r);
-        self.state.isr = match chosen {
+        match chosen {
             // An unclean leader starts a new history: the ISR is itself.
-            Some((r, true)) => std::iter::once(r).collect(),
-            _ => isr,
-        };
+            Some((r, true)) => self.set_isr(std::iter::once(r).collect(), true),
+            Some((r, false)) if from_elr => self.set_isr(std::iter::once(r).collect(), false),
+            _ => self.set_isr(isr, false),
+        }
         self.state.leader_epoch += 1;
         self.state.partition_epoch += 1;
         if chosen.is_some() {
             self.counts.elections += 1;
+        }
+        if matches!(chosen, Some((_, false))) && from_elr {
+            self.counts.elections_from_elr += 1;
         }
         self.assert_invariants();
     }
@@ -178,7 +226,7 @@ impl Controller {
             IsrChangeKind::Shrink => self.counts.isr_shrinks += 1,
             IsrChangeKind::Expand => self.counts.isr_expands += 1,
         }
-        self.state.isr = request.new_isr.clone();
+        self.set_isr(request.new_isr.clone(), false);
         self.state.partition_epoch += 1;
         self.assert_invariants();
         Ok(&self.state)
@@ -186,6 +234,8 @@ impl Controller {
 
     fn assert_invariants(&self) {
         assert!(!self.state.isr.is_empty());
+        assert!(self.elr.iter().all(|r| !self.state.isr.contains(r)));
+        assert!(self.elr_min_isr.is_some() || self.elr.is_empty());
         assert!(self.state.isr.iter().all(|r| self.replicas.contains(r)));
         if let Some(leader) = self.state.leader {
             assert!(self.state.isr.contains(&leader), "the leader is in the ISR");

@@ -45,6 +45,7 @@
 //!
 //! Faults a correct cluster survives are always on. Rules a correct cluster
 //! keeps can be broken through [`SimConfig`] (`election`,
+//! `eligible_leader_replicas` above the leaders' minimum ISR,
 //! `follower_fsync_before_fetch`, `leader_applies_isr_before_commit`,
 //! `coordinator_writes_locally` — the coordinator before issue #30's fix —
 //! `coordinator_loads_early` and `markers_unfenced`); the tests break each and check the auditor

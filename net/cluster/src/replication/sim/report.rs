@@ -16,6 +16,8 @@ pub struct SimStats {
     pub produces_abandoned: u64,
     /// Leaders elected after the first.
     pub elections: u64,
+    /// Of those, leaders taken from the eligible leader replicas (KIP-966).
+    pub elections_from_elr: u64,
     /// ISR shrinks the controller committed.
     pub isr_shrinks: u64,
     /// ISR expansions the controller committed.
