@@ -5,7 +5,7 @@
 //! keeps to what the image checks, so that a bad request is an answer, not
 //! a refused proposal.
 
-use super::{Controller, Proposal};
+use super::Controller;
 use crate::metadata::error::MetadataError;
 use crate::metadata::record::MetadataRecord;
 
@@ -35,7 +35,7 @@ impl Controller<'_> {
             .client_metrics_configs()
             .get(name)
             .is_some_and(|configs| configs.contains_key(key));
-        let mut proposal = Proposal::new(self.image);
+        let mut proposal = self.proposal();
         if value.is_some() || had {
             proposal.push(MetadataRecord::ClientMetricsConfigChange {
                 name: name.to_owned(),
