@@ -195,13 +195,18 @@ impl BrokerCpu {
 }
 
 /// Voluntary + involuntary context switches of every live thread of a
-/// local process, from `/proc/PID/task/*/status`.
+/// local process, from `/proc/PID/task/*/status` (`None` when the process
+/// is not there).
 pub fn process_context_switches(pid: u32) -> Option<u64> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut total = 0;
     for task in tasks.flatten() {
-        let status = std::fs::read_to_string(task.path().join("status")).ok()?;
-        total += context_switches_of_status(&status)?;
+        // A thread that ended since the listing has no status any more:
+        // its switches are gone from the count either way.
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        total += context_switches_of_status(&status).unwrap_or(0);
     }
     Some(total)
 }

@@ -11,9 +11,8 @@
 //! partitions that do not override it.
 
 use super::config_ops::{edit_list, ConfigOpKind};
-use super::reconcile::wait_reconciled;
 use super::CONTROLLER_SHARD;
-use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::cluster_runtime::ControllerRpc;
 use crate::Shard;
 use engine::config::kafka_topic_configs::spec_of_broker_name;
 use engine::{ErrorCode, TopicConfig};
@@ -150,16 +149,9 @@ impl OwnerCall<crate::ShardRuntime> for AlterBrokerConfigs {
             broker: self.broker,
             configs: configs.into_iter().collect(),
         };
-        match call_controller_until_answered(&shard, request).await? {
-            ControllerReply::Committed { offset } => {
-                wait_reconciled(&shard, offset).await;
-                Ok(())
-            }
-            other => Err((
-                ErrorCode::UnknownServerError,
-                format!("unexpected controller answer {other:?}"),
-            )),
-        }
+        super::commit::commit_here(&shard, request)
+            .await
+            .map(|_| ())
     }
 }
 

@@ -9,9 +9,8 @@
 //! changes, so that two APPENDs to `metrics` do not lose one.
 
 use super::config_ops::ConfigOpKind;
-use super::reconcile::wait_reconciled;
 use super::CONTROLLER_SHARD;
-use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::cluster_runtime::ControllerRpc;
 use crate::telemetry::subscription::{
     self, list_items, SubscriptionError, CONFIGS, MATCH, METRICS,
 };
@@ -118,16 +117,9 @@ impl OwnerCall<crate::ShardRuntime> for AlterClientMetricsConfigs {
             name: self.name,
             configs: configs.into_iter().collect(),
         };
-        match call_controller_until_answered(&shard, request).await? {
-            ControllerReply::Committed { offset } => {
-                wait_reconciled(&shard, offset).await;
-                Ok(())
-            }
-            other => Err((
-                ErrorCode::UnknownServerError,
-                format!("unexpected controller answer {other:?}"),
-            )),
-        }
+        super::commit::commit_here(&shard, request)
+            .await
+            .map(|_| ())
     }
 }
 

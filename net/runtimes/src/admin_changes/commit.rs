@@ -24,16 +24,25 @@ impl OwnerCall<crate::ShardRuntime> for Commit {
     type Reply = Result<i64, (ErrorCode, String)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        match call_controller_until_answered(&shard, self.0).await? {
-            ControllerReply::Committed { offset } => {
-                wait_reconciled(&shard, offset).await;
-                Ok(offset)
-            }
-            other => Err((
-                ErrorCode::UnknownServerError,
-                format!("unexpected controller answer {other:?}"),
-            )),
+        commit_here(&shard, self.0).await
+    }
+}
+
+/// On the controller shard: commits `change` through the active controller
+/// and waits until this shard has reconciled it; the offset it committed at.
+pub(crate) async fn commit_here(
+    shard: &Rc<Shard>,
+    change: ControllerRpc,
+) -> Result<i64, (ErrorCode, String)> {
+    match call_controller_until_answered(shard, change).await? {
+        ControllerReply::Committed { offset } => {
+            wait_reconciled(shard, offset).await;
+            Ok(offset)
         }
+        other => Err((
+            ErrorCode::UnknownServerError,
+            format!("unexpected controller answer {other:?}"),
+        )),
     }
 }
 
