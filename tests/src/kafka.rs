@@ -96,13 +96,18 @@ pub fn producer_without_retries(bootstrap: &str) -> FutureProducer {
 
 /// Produces `(key, value)` pairs to `topic` (partition by key hash, or the
 /// given partition), returning (partition, offset) of each delivery.
+///
+/// Every record is queued before any delivery is awaited, so they travel
+/// in batches as an application's would (`FutureProducer::send` queues a
+/// record only when its future is first polled: awaited one by one, that
+/// is one request and one linger per record). A full queue waits for room.
 pub async fn produce_all(
     producer: &FutureProducer,
     topic: &str,
     records: &[(Option<Vec<u8>>, Vec<u8>)],
     partition: Option<i32>,
 ) -> Vec<(i32, i64)> {
-    let mut futures = Vec::new();
+    let mut deliveries = Vec::with_capacity(records.len());
     for (key, value) in records {
         let mut record: FutureRecord<'_, Vec<u8>, Vec<u8>> = FutureRecord::to(topic).payload(value);
         if let Some(k) = key {
@@ -111,14 +116,32 @@ pub async fn produce_all(
         if let Some(p) = partition {
             record = record.partition(p);
         }
-        futures.push(producer.send(record, Duration::from_secs(20)));
+        loop {
+            match producer.send_result(record) {
+                Ok(delivery) => break deliveries.push(delivery),
+                Err((e, back)) if queue_full(&e) => {
+                    record = back;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err((e, _)) => panic!("record not queued: {e}"),
+            }
+        }
     }
-    let mut out = Vec::new();
-    for f in futures {
-        let delivery = f.await.map_err(|(e, _)| e).expect("delivered");
-        out.push((delivery.partition, delivery.offset));
+    let mut out = Vec::with_capacity(deliveries.len());
+    for delivery in deliveries {
+        let delivered = delivery
+            .await
+            .expect("a delivery report")
+            .map_err(|(e, _)| e)
+            .expect("delivered");
+        out.push((delivered.partition, delivered.offset));
     }
     out
+}
+
+/// Whether librdkafka refused a record because its queue is full.
+fn queue_full(e: &rdkafka::error::KafkaError) -> bool {
+    e.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::QueueFull)
 }
 
 /// Whether librdkafka reports `e` about a connection it retries by itself.
