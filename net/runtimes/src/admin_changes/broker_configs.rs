@@ -120,12 +120,13 @@ impl OwnerCall<crate::ShardRuntime> for AlterBrokerConfigs {
     type Reply = Result<(), (ErrorCode, String)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        let state = shard.runtime().admin_changes.clone();
-        let _permit = state
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
+        super::one_at_a_time(&shard, self.apply(&shard)).await
+    }
+}
+
+impl AlterBrokerConfigs {
+    /// The change, decided on the current image and committed.
+    async fn apply(self, shard: &Rc<Shard>) -> Result<(), (ErrorCode, String)> {
         check_resource(&self.broker, &self.ops)?;
         let image = shard.runtime().view.image();
         let current = image
@@ -149,9 +150,7 @@ impl OwnerCall<crate::ShardRuntime> for AlterBrokerConfigs {
             broker: self.broker,
             configs: configs.into_iter().collect(),
         };
-        super::commit::commit_here(&shard, request)
-            .await
-            .map(|_| ())
+        super::commit::commit_here(shard, request).await.map(|_| ())
     }
 }
 

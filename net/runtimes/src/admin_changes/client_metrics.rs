@@ -88,18 +88,19 @@ impl OwnerCall<crate::ShardRuntime> for AlterClientMetricsConfigs {
     type Reply = Result<(), (ErrorCode, String)>;
 
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        super::one_at_a_time(&shard, self.apply(&shard)).await
+    }
+}
+
+impl AlterClientMetricsConfigs {
+    /// The change, decided on the current image and committed.
+    async fn apply(self, shard: &Rc<Shard>) -> Result<(), (ErrorCode, String)> {
         if self.name.is_empty() {
             return Err((
                 ErrorCode::InvalidRequest,
                 String::from("a client-metrics resource needs a name"),
             ));
         }
-        let state = shard.runtime().admin_changes.clone();
-        let _permit = state
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
         let image = shard.runtime().view.image();
         let current = (image.client_metrics_configs().get(&self.name))
             .cloned()
@@ -117,9 +118,7 @@ impl OwnerCall<crate::ShardRuntime> for AlterClientMetricsConfigs {
             name: self.name,
             configs: configs.into_iter().collect(),
         };
-        super::commit::commit_here(&shard, request)
-            .await
-            .map(|_| ())
+        super::commit::commit_here(shard, request).await.map(|_| ())
     }
 }
 

@@ -148,14 +148,28 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
 }
 
-/// Runs a change on the controller shard (serialized).
-async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
+/// Runs `change` on the controller shard holding the admin lock, so that
+/// topic, broker-config and client-metrics changes decide one at a time,
+/// each on the image the one before it left.
+pub(crate) async fn one_at_a_time<T>(
+    shard: &Rc<Shard>,
+    change: impl std::future::Future<Output = Result<T, (ErrorCode, String)>>,
+) -> Result<T, (ErrorCode, String)> {
     let state = shard.runtime().admin_changes.clone();
     let _permit = state
         .lock
         .acquire_permit(1)
         .await
         .map_err(|e| (ErrorCode::UnknownServerError, e.to_string()))?;
+    change.await
+}
+
+/// Runs a change on the controller shard (serialized).
+async fn execute(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
+    one_at_a_time(shard, execute_now(shard, request)).await
+}
+
+async fn execute_now(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
     match request {
         ControllerRequest::CreateTopic {
             name,
