@@ -492,6 +492,28 @@ fn create_topic_with_an_explicit_assignment() {
 }
 
 #[test]
+fn a_retried_create_topic_adds_nothing_and_another_id_is_refused() {
+    let mut cluster = three_brokers();
+    let request = CreateTopicRequest {
+        name: "retried".into(),
+        topic_id: topic_id(4),
+        assignment: TopicAssignment::Explicit(vec![(0, vec![0, 1])]),
+        configs: BTreeMap::new(),
+    };
+    let records = cluster.controller().create_topic(&request).unwrap();
+    assert!(!records.is_empty());
+    cluster.commit(&records);
+    // The broker retries when the first answer was lost: same id, no records.
+    assert_eq!(cluster.controller().create_topic(&request).unwrap(), vec![]);
+    let another = CreateTopicRequest {
+        topic_id: topic_id(5),
+        ..request
+    };
+    let error = cluster.controller().create_topic(&another).unwrap_err();
+    assert_eq!(error.error_code(), ErrorCode::TopicAlreadyExists);
+}
+
+#[test]
 fn create_topic_refusals_carry_kafkas_codes() {
     let mut cluster = three_brokers();
     cluster.create("t", 1, 1, 1);

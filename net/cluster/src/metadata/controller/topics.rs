@@ -74,7 +74,13 @@ impl Controller<'_> {
         if !is_valid_topic_name(name) {
             return Err(MetadataError::InvalidTopicName { name: name.clone() });
         }
-        if self.image.topic_by_name(name).is_some() {
+        if let Some(existing) = self.image.topic_by_name(name) {
+            // The same id: a retry of this very request, whose first try
+            // committed but whose answer was lost (a timeout, a controller
+            // move). Nothing to add; the asker waits for what is there.
+            if existing.topic_id == request.topic_id {
+                return Ok(Vec::new());
+            }
             return Err(MetadataError::TopicAlreadyExists { name: name.clone() });
         }
         // Kafka's `Topic.hasCollision`: `a.b` and `a_b` share metric names.
