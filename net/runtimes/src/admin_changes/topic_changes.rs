@@ -154,8 +154,12 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
             String::from("delete.topic.enable is false"),
         ));
     }
-    existing_topic(shard, &name)?;
-    commit(shard, ControllerRpc::DeleteTopic { name: name.clone() }).await?;
+    let entry = existing_topic(shard, &name)?;
+    let request = ControllerRpc::DeleteTopic {
+        name: name.clone(),
+        topic_id: entry.topic_id,
+    };
+    commit(shard, request).await?;
     tracing::info!(topic = %name, "topic deleted");
     Ok(TopicChange::Delete { name })
 }
@@ -187,6 +191,7 @@ pub(super) async fn create_partitions(
         ControllerRpc::CreatePartitions {
             name: name.clone(),
             count,
+            from_count: entry.partitions,
         },
         &name,
     )

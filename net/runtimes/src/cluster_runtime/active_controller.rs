@@ -169,10 +169,14 @@ fn topic_change(
             assignment: topic_assignment(*partitions, *replication_factor, assignment),
             configs: configs.iter().cloned().collect(),
         }),
-        ControllerRpc::DeleteTopic { name } => controller.delete_topic(name),
-        ControllerRpc::CreatePartitions { name, count } => {
-            controller.create_partitions(name, *count, None, placement_seed())
+        ControllerRpc::DeleteTopic { name, topic_id } => {
+            controller.delete_seen_topic(name, topic_id)
         }
+        ControllerRpc::CreatePartitions {
+            name,
+            count,
+            from_count,
+        } => controller.grow_seen_topic(name, *from_count, *count, placement_seed()),
         ControllerRpc::SetTopicConfigs { name, configs } => {
             set_topic_configs(controller, name, configs)
         }

@@ -55,6 +55,8 @@ pub enum ControllerRpc {
     DeleteTopic {
         /// Name.
         name: String,
+        /// The id the asking broker saw: a retry finds it gone and is done.
+        topic_id: [u8; 16],
     },
     /// CreatePartitions: grow to `count`, placed.
     CreatePartitions {
@@ -62,6 +64,8 @@ pub enum ControllerRpc {
         name: String,
         /// New total.
         count: i32,
+        /// The count the asking broker saw: a retry finds `count` and is done.
+        from_count: i32,
     },
     /// AlterPartition: a leader shrinks or expands a partition's ISR.
     AlterPartition {

@@ -594,6 +594,41 @@ fn create_topic_refusals_carry_kafkas_codes() {
 }
 
 #[test]
+fn retried_deletes_and_grows_add_nothing() {
+    let mut cluster = three_brokers();
+    cluster.create("t", 1, 3, 2);
+    let seed = PlacementSeed::default();
+    let grow = cluster
+        .controller()
+        .grow_seen_topic("t", 3, 5, seed)
+        .unwrap();
+    assert!(!grow.is_empty());
+    cluster.commit(&grow);
+    // The retry of that grow finds 5 partitions: nothing more to add.
+    assert_eq!(
+        cluster.controller().grow_seen_topic("t", 3, 5, seed),
+        Ok(vec![])
+    );
+    // Asked by someone who saw 5 already: Kafka's refusal.
+    let error = cluster
+        .controller()
+        .grow_seen_topic("t", 5, 5, seed)
+        .unwrap_err();
+    assert_eq!(error.error_code(), ErrorCode::InvalidPartitions);
+    let delete = (cluster.controller())
+        .delete_seen_topic("t", &topic_id(1))
+        .unwrap();
+    assert!(!delete.is_empty());
+    cluster.commit(&delete);
+    let retried = cluster.controller().delete_seen_topic("t", &topic_id(1));
+    assert_eq!(retried, Ok(vec![]));
+    // A topic of the same name created since is not deleted by the retry.
+    cluster.create("t", 2, 1, 1);
+    let again = cluster.controller().delete_seen_topic("t", &topic_id(1));
+    assert_eq!(again, Ok(vec![]));
+}
+
+#[test]
 fn delete_topic_removes_it_and_frees_the_name() {
     let mut cluster = three_brokers();
     cluster.create("t", 1, 3, 2);

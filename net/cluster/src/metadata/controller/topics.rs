@@ -28,7 +28,7 @@ use crate::placement::{
 };
 
 use super::super::error::MetadataError;
-use super::super::image::{MetadataImage, UNCLEAN_LEADER_ELECTION_ENABLE};
+use super::super::image::{MetadataImage, TopicImage, UNCLEAN_LEADER_ELECTION_ENABLE};
 use super::super::record::{MetadataRecord, PartitionChangeRecord, PartitionRecord, NO_LEADER};
 use super::election::elect_without;
 use super::elr::MIN_INSYNC_REPLICAS;
@@ -143,6 +143,40 @@ impl Controller<'_> {
             topic_id: topic.topic_id,
         });
         Ok(proposal.into_records())
+    }
+
+    /// DeleteTopics of the topic `topic_id` the asking broker saw as
+    /// `name`. Gone already: a retry whose first try committed (its answer
+    /// lost to a timeout or a controller move); nothing to add.
+    pub fn delete_seen_topic(
+        &self,
+        name: &str,
+        topic_id: &TopicId,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        if self.image.topic(topic_id).is_none() {
+            return Ok(Vec::new());
+        }
+        self.delete_topic(name)
+    }
+
+    /// CreatePartitions, placed, from the `from_count` the asking broker saw
+    /// to `total_count`. At `total_count` already: a retry whose first try
+    /// committed; nothing to add.
+    pub fn grow_seen_topic(
+        &self,
+        name: &str,
+        from_count: i32,
+        total_count: i32,
+        seed: PlacementSeed,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let now = self
+            .image
+            .topic_by_name(name)
+            .map(TopicImage::partition_count);
+        if from_count < total_count && now == Some(total_count) {
+            return Ok(Vec::new());
+        }
+        self.create_partitions(name, total_count, None, seed)
     }
 
     /// CreatePartitions: grows the topic to `total_count` partitions, placed
