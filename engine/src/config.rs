@@ -152,6 +152,36 @@ pub struct CleanupPolicy {
     pub compact: bool,
 }
 
+/// A topic's tiered-storage settings (KIP-405, Kafka's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteLogSettings {
+    /// `remote.storage.enable`: sealed segments are uploaded to the object
+    /// store, and the local log keeps only `local.retention.*`.
+    pub storage_enable: bool,
+    /// `remote.log.copy.disable` (KIP-950): uploads stop; what is remote
+    /// stays readable, and local segments go by `retention.*` again.
+    pub copy_disable: bool,
+    /// `remote.log.delete.on.disable`: turning `remote.storage.enable` off
+    /// deletes the remote data (Kafka refuses turning it off without it).
+    pub delete_on_disable: bool,
+    /// `local.retention.ms` (-2: `retention.ms`).
+    pub local_retention_ms: i64,
+    /// `local.retention.bytes` (-2: `retention.bytes`).
+    pub local_retention_bytes: i64,
+}
+
+impl Default for RemoteLogSettings {
+    fn default() -> Self {
+        RemoteLogSettings {
+            storage_enable: false,
+            copy_disable: false,
+            delete_on_disable: false,
+            local_retention_ms: -2,
+            local_retention_bytes: -2,
+        }
+    }
+}
+
 /// Per-topic settings, Kafka's names in [`TopicConfig::NAMES`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicConfig {
@@ -204,6 +234,8 @@ pub struct TopicConfig {
     pub min_insync_replicas: i32,
     /// `unclean.leader.election.enable` (default false).
     pub unclean_leader_election_enable: bool,
+    /// Tiered storage (KIP-405): `remote.storage.enable` and what stays local.
+    pub remote: RemoteLogSettings,
     /// The configs rill accepts but does not act on (see
     /// [`kafka_topic_configs`]), by name, every one present with its value.
     pub inert: BTreeMap<&'static str, String>,
@@ -236,6 +268,7 @@ impl Default for TopicConfig {
             compression_levels: CompressionLevels::default(),
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
+            remote: RemoteLogSettings::default(),
             inert: kafka_topic_configs::SPECS
                 .iter()
                 .filter(|s| !s.applied)
@@ -314,6 +347,13 @@ impl TopicConfig {
             "unclean.leader.election.enable" => {
                 self.unclean_leader_election_enable = parse_num(name, value)?
             }
+            "remote.storage.enable" => self.remote.storage_enable = parse_num(name, value)?,
+            "remote.log.copy.disable" => self.remote.copy_disable = parse_num(name, value)?,
+            "remote.log.delete.on.disable" => {
+                self.remote.delete_on_disable = parse_num(name, value)?
+            }
+            "local.retention.ms" => self.remote.local_retention_ms = parse_num(name, value)?,
+            "local.retention.bytes" => self.remote.local_retention_bytes = parse_num(name, value)?,
             _ => return Err(invalid(name, value, "unknown topic config")),
         }
         Ok(())
@@ -359,6 +399,11 @@ impl TopicConfig {
             "compression.zstd.level" => self.compression_levels.zstd.to_string(),
             "min.insync.replicas" => self.min_insync_replicas.to_string(),
             "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
+            "remote.storage.enable" => self.remote.storage_enable.to_string(),
+            "remote.log.copy.disable" => self.remote.copy_disable.to_string(),
+            "remote.log.delete.on.disable" => self.remote.delete_on_disable.to_string(),
+            "local.retention.ms" => self.remote.local_retention_ms.to_string(),
+            "local.retention.bytes" => self.remote.local_retention_bytes.to_string(),
             _ => return self.inert.get(name).cloned(),
         })
     }

@@ -19,6 +19,16 @@ pub enum EngineError {
         /// Next offset to be written.
         log_end_offset: i64,
     },
+    /// A read below the local log that the remote (tiered) log holds: the
+    /// caller reads it from the object store (a follower is told
+    /// OFFSET_MOVED_TO_TIERED_STORAGE).
+    #[error("offset {offset} is in tiered storage (local log starts at {local_log_start_offset})")]
+    OffsetInRemoteStorage {
+        /// The offset asked for.
+        offset: i64,
+        /// First offset of the local log.
+        local_log_start_offset: i64,
+    },
     /// The partition does not exist on this shard.
     #[error("unknown topic or partition {topic}-{partition}")]
     UnknownPartition {
@@ -224,6 +234,7 @@ impl EngineError {
         match self {
             EngineError::Batch(e) => e.error_code(),
             EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            EngineError::OffsetInRemoteStorage { .. } => ErrorCode::OffsetMovedToTieredStorage,
             // Seen only by the follower's own fetcher, which, as after an
             // out-of-range fetch, re-checks its position against the leader.
             EngineError::ReplicaOffsetMismatch { .. } => ErrorCode::OffsetOutOfRange,

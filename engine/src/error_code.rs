@@ -226,6 +226,9 @@ error_codes! {
     /// A new ISR names a replica that may not join it (fenced, or in
     /// controlled shutdown).
     IneligibleReplica = 107, "INELIGIBLE_REPLICA";
+    /// A follower fetched below the leader's local log: that part is in
+    /// tiered storage (KIP-405); the follower starts at the local start.
+    OffsetMovedToTieredStorage = 109, "OFFSET_MOVED_TO_TIERED_STORAGE";
     /// The member epoch is ahead of, or unrelated to, the broker's.
     FencedMemberEpoch = 110, "FENCED_MEMBER_EPOCH";
     /// The static member's previous incarnation has not left yet.

@@ -103,7 +103,9 @@ pub use config::{EngineConfig, FlushPolicy, TopicConfig};
 pub use error::{EngineError, FaultClass};
 pub use error_code::ErrorCode;
 pub use log::epoch_cache::{EpochEndOffset, EpochEntry, LeaderEpochCache};
-pub use log::{AppendResult, FileSlice, PartitionLog, ReadData, ReadResult};
+pub use log::{
+    AppendResult, FileSlice, PartitionLog, ReadData, ReadResult, RemoteSpan, SealedSegment,
+};
 pub use manager::LogManager;
 pub use producer_id_blocks::{ProducerIdBlock, ProducerIdBlocks, ProducerIdError, ProducerIdStore};
 pub use types::TopicPartition;

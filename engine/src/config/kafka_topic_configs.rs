@@ -37,13 +37,6 @@ pub enum ConfigKind {
     },
     /// `true` or `false` (any case, as Kafka's BOOLEAN).
     Bool,
-    /// A boolean whose feature rill does not have: `false` is accepted,
-    /// `true` refused with the reason (as Kafka refuses
-    /// `remote.storage.enable=true` on a broker without tiered storage).
-    OffOnly {
-        /// Why `true` is refused.
-        reason: &'static str,
-    },
     /// One of the given strings.
     OneOf(&'static [&'static str]),
     /// A comma list of the given strings (Kafka's LIST with `ValidList.in`).
@@ -195,14 +188,14 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             Long { min: -2 },
             "-2",
             Some("log.local.retention.bytes"),
-            false,
+            true,
         ),
         spec(
             "local.retention.ms",
             Long { min: -2 },
             "-2",
             Some("log.local.retention.ms"),
-            false,
+            true,
         ),
         spec(
             "max.compaction.lag.ms",
@@ -270,18 +263,12 @@ pub const SPECS: [TopicConfigSpec; 33] = {
         // rill always preallocates its segments (see DESIGN.md: appends never
         // extend a file), whatever this says.
         spec("preallocate", Bool, "false", Some("log.preallocate"), false),
-        spec("remote.log.copy.disable", Bool, "false", None, false),
-        spec("remote.log.delete.on.disable", Bool, "false", None, false),
-        spec(
-            "remote.storage.enable",
-            OffOnly {
-                reason: "tiered storage is not available in rill (Kafka answers the same \
-                         when remote.log.storage.system.enable is false)",
-            },
-            "false",
-            None,
-            false,
-        ),
+        spec("remote.log.copy.disable", Bool, "false", None, true),
+        spec("remote.log.delete.on.disable", Bool, "false", None, true),
+        // Refused with `true` where the broker has no tiered storage
+        // (remote.log.storage.system.enable=false), as Kafka refuses it; the
+        // broker checks that, this table only the type.
+        spec("remote.storage.enable", Bool, "false", None, true),
         // Kafka puts no lower bound on retention.bytes (any negative is "no limit").
         spec(
             "retention.bytes",
@@ -408,11 +395,6 @@ pub fn validate(spec: &TopicConfigSpec, value: &str) -> Result<String, EngineErr
             "false" => Ok("false".into()),
             _ => Err(refuse("expected true or false")),
         },
-        ConfigKind::OffOnly { reason } => match value.to_ascii_lowercase().as_str() {
-            "false" => Ok("false".into()),
-            "true" => Err(refuse(reason)),
-            _ => Err(refuse("expected true or false")),
-        },
         ConfigKind::OneOf(allowed) => {
             if allowed.contains(&value) {
                 Ok(value.to_string())
@@ -533,7 +515,7 @@ mod tests {
         );
         assert!(check("leader.replication.throttled.replicas", "0-1").is_err());
         assert!(check("message.timestamp.type", "Now").is_err());
-        assert!(check("remote.storage.enable", "true").is_err());
+        assert_eq!(check("remote.storage.enable", "True").unwrap(), "true");
         assert_eq!(check("remote.storage.enable", "FALSE").unwrap(), "false");
         assert!(spec_of("message.downconversion.enable").is_none());
         assert_eq!(

@@ -8,9 +8,11 @@
 //! producers.
 
 use super::PartitionLog;
+use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::retention::{expired_prefix, RetentionLimits, SegmentSpan};
 use crate::segment::write_file_synced;
+use crate::types::Offset;
 
 impl PartitionLog {
     /// DeleteRecords: makes `before_offset` the log start offset (it may not
@@ -64,8 +66,33 @@ impl PartitionLog {
         Ok(doomed.len())
     }
 
-    /// Applies `retention.ms` and `retention.bytes`: deletes the oldest
-    /// sealed segments that are past either, moving the log start offset.
+    /// The limits the local log keeps, and the offset below which whole
+    /// segments may go: `retention.*` below the high watermark, or on a
+    /// tiered topic `local.retention.*` (-2: `retention.*`) below what is
+    /// safely uploaded too, so that a store that is down never costs data.
+    /// With `remote.log.copy.disable` the local log goes by `retention.*`
+    /// again, as Kafka's does (KIP-950).
+    fn local_retention(&self, config: &TopicConfig, hw: Offset) -> (RetentionLimits, Offset) {
+        let total = RetentionLimits {
+            retention_ms: config.retention_ms,
+            retention_bytes: config.retention_bytes,
+        };
+        let remote = &config.remote;
+        if !remote.storage_enable || remote.copy_disable {
+            return (total, hw);
+        }
+        let or_total = |local: i64, total: i64| if local == -2 { total } else { local };
+        let local = RetentionLimits {
+            retention_ms: or_total(remote.local_retention_ms, total.retention_ms),
+            retention_bytes: or_total(remote.local_retention_bytes, total.retention_bytes),
+        };
+        let uploaded_below = self.remote.get().end_offset.map_or(0, |end| end + 1);
+        (local, hw.min(uploaded_below))
+    }
+
+    /// Applies `retention.ms` and `retention.bytes` (on a tiered topic the
+    /// local ones, see `local_retention`): deletes the oldest sealed
+    /// segments that are past either, moving the log start offset.
     /// Sealed segments wholly below the log start offset (left by a
     /// DeleteRecords that ended in the then active segment) go first, as
     /// Kafka's log-start-offset breach does. Returns how many segments were
@@ -91,6 +118,7 @@ impl PartitionLog {
         }
         let now = self.now_ms();
         let hw = self.high_watermark.get();
+        let (limits, deletable_below) = self.local_retention(&config, hw);
         let delete_count = {
             let state = self.state.borrow();
             let sealed = state.segments.len().saturating_sub(1);
@@ -107,11 +135,7 @@ impl PartitionLog {
                     size_bytes: meta.size_bytes,
                 }
             });
-            let limits = RetentionLimits {
-                retention_ms: config.retention_ms,
-                retention_bytes: config.retention_bytes,
-            };
-            expired_prefix(spans, total_bytes, limits, now, hw)
+            expired_prefix(spans, total_bytes, limits, now, deletable_below)
         };
         if delete_count == 0 {
             return Ok(below_start);

@@ -20,7 +20,8 @@
 //! [`append`] (validation, offsets, roll), `record_checks` (keys and
 //! timestamps record by record, KIP-467), [`flush`] (the
 //! pipelined group commit), [`read`] (copy and file-slice reads, lookups),
-//! [`cleanup`] (delete-records, retention), [`open`] (recovery at
+//! [`cleanup`] (delete-records, retention), `tiering` (the remote copy's
+//! reach, segments to upload), [`open`] (recovery at
 //! start), [`txn`] (idempotent producers, transaction markers, the last
 //! stable offset, the aborted-transaction index), [`watch`] (offsets that
 //! tasks wait on), [`maintenance`] (the narrow view the background cleaners
@@ -36,6 +37,7 @@ mod open;
 mod read;
 mod record_checks;
 mod replica;
+mod tiering;
 mod truncate;
 mod txn;
 pub mod watch;
@@ -56,6 +58,7 @@ use watch::OffsetWatch;
 pub(crate) use append::validated_batches;
 pub use epochs::CHECKPOINT_FILE_NAME as LEADER_EPOCH_CHECKPOINT_FILE_NAME;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
+pub use tiering::{RemoteSpan, SealedSegment};
 
 /// What the shard's partitions share. Shard-local.
 pub struct LogContext {
@@ -259,6 +262,8 @@ pub struct PartitionLog {
     scanned_at_open_bytes: u64,
     /// Which of the configured data dirs holds `dir` (0: the first).
     dir_index: usize,
+    /// How far the remote (tiered) copy reaches (`tiering`).
+    pub(crate) remote: Cell<RemoteSpan>,
 }
 
 impl PartitionLog {

@@ -126,6 +126,7 @@ impl PartitionLog {
             mutated: Cell::new(reopened.checkpoints_behind),
             scanned_at_open_bytes: reopened.scanned_bytes,
             dir_index,
+            remote: Cell::new(super::RemoteSpan::default()),
         });
         log.check_offsets();
         Ok(log)

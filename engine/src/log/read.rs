@@ -216,14 +216,17 @@ impl PartitionLog {
         let mut result = ReadResult {
             high_watermark: hw,
             last_stable_offset: self.last_stable_offset(),
-            log_start_offset: start,
+            log_start_offset: self.earliest_offset(),
             data: ReadData::Empty,
             aborted_transactions: None,
         };
-        if offset < start || offset > end {
+        if offset < start {
+            return Err(self.below_local_start(offset, end));
+        }
+        if offset > end {
             return Err(EngineError::OffsetOutOfRange {
                 offset,
-                log_start_offset: start,
+                log_start_offset: self.earliest_offset(),
                 log_end_offset: end,
             });
         }
@@ -432,7 +435,10 @@ impl PartitionLog {
         let hw = self.high_watermark.get();
         match timestamp_ms {
             -1 => return Ok(Some((hw, -1))),
-            -2 => return Ok(Some((self.log_start_offset(), -1))),
+            -2 => return Ok(Some((self.earliest_offset(), -1))),
+            // KIP-1005: earliest-local and earliest-pending-upload.
+            -4 => return Ok(Some((self.log_start_offset(), -1))),
+            -5 => return Ok(self.earliest_pending_upload().map(|offset| (offset, -1))),
             -3 => return self.max_timestamp_offset(hw).await,
             _ => {}
         }

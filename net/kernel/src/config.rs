@@ -19,12 +19,14 @@
 //!   SCRAM users.
 //! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
 //!   and each TLS listener's certificate, truststore and client auth.
+//! - [`tiered`]: tiered storage (`remote.log.*`, `rill.remote.storage.*`).
 
 pub mod authorizer;
 pub mod keys;
 pub mod listeners;
 pub mod properties;
 pub mod sasl;
+pub mod tiered;
 pub mod tls;
 
 use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
@@ -203,6 +205,8 @@ pub struct BrokerConfig {
     pub sasl: sasl::SaslConfig,
     /// ACL enforcement (`authorizer.class.name`, `super.users`, ...).
     pub authorizer: authorizer::AuthorizerConfig,
+    /// Tiered storage (`remote.log.storage.system.enable`, the store's URL).
+    pub tiered: tiered::TieredStorageConfig,
 }
 
 impl BrokerConfig {
@@ -255,6 +259,7 @@ impl BrokerConfig {
             tls: tls::TlsSettings::default(),
             sasl: sasl::SaslConfig::default(),
             authorizer: authorizer::AuthorizerConfig::default(),
+            tiered: tiered::TieredStorageConfig::default(),
         }
     }
 
@@ -326,6 +331,7 @@ impl BrokerConfig {
         }
         config.cluster.validate(config.broker_id)?;
         config.check_inter_broker_listener()?;
+        config.tiered.validate()?;
         Ok(config)
     }
 
@@ -391,7 +397,8 @@ impl BrokerConfig {
             || self.connection_limits.apply(name, value)?
             || self.tls.apply(name, value)?
             || self.sasl.apply(name, value)?
-            || self.authorizer.apply(name, value)?;
+            || self.authorizer.apply(name, value)?
+            || self.tiered.apply(name, value)?;
         Ok(if known {
             KeyOutcome::Applied
         } else if keys::IGNORED_KAFKA_KEYS.contains(&name) {

@@ -98,7 +98,6 @@ fn kind_text(kind: &ConfigKind) -> String {
         ConfigKind::Int { min, max } => format!("int, {min} to {max}"),
         ConfigKind::Double { min, max } => format!("double, {min} to {max}"),
         ConfigKind::Bool => String::from("bool"),
-        ConfigKind::OffOnly { .. } => String::from("bool, false only"),
         ConfigKind::OneOf(values) => format!("one of {}", values.join(", ")),
         ConfigKind::ListOf(values) => format!("comma list of {}", values.join(", ")),
         ConfigKind::GzipLevel => String::from("-1, or 1 to 9"),
@@ -146,10 +145,10 @@ fn write_topic_configs(out: &mut String) {
          | config | type | default | rill acts on it |\n| --- | --- | --- | --- |\n",
     );
     for spec in SPECS.iter() {
-        let applied = match spec.kind {
-            ConfigKind::OffOnly { reason } => format!("no: `true` is refused ({reason})"),
-            _ if spec.applied => String::from("yes"),
-            _ => String::from("no (accepted, kept, described)"),
+        let applied = if spec.applied {
+            "yes"
+        } else {
+            "no (accepted, kept, described)"
         };
         let _ = writeln!(
             out,
@@ -157,7 +156,7 @@ fn write_topic_configs(out: &mut String) {
             spec.name,
             cell(&kind_text(&spec.kind)),
             cell(spec.default),
-            cell(&applied)
+            cell(applied)
         );
     }
 }

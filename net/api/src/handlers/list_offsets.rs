@@ -1,4 +1,8 @@
-//! ListOffsets (key 2): latest (-1), earliest (-2), max timestamp (-3) or by time.
+//! ListOffsets (key 2): latest (-1), earliest (-2), max timestamp (-3),
+//! earliest local (-4) and earliest pending upload (-5, v9, KIP-1005), or by
+//! time. v10's `timeout_ms` bounds remote lookups, and rill answers every
+//! lookup from the local log (a lookup by time below it finds the local
+//! start), so it is read and needs no wait.
 //! Under `isolation_level=1` (read_committed, v2+) latest is the last stable
 //! offset and a lookup by time never answers an offset at or past it.
 
@@ -16,22 +20,13 @@ use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
-/// v0–v8 (v9+ add tiered-storage timestamps; v0 through `legacy`).
+/// v0–v10 (v0 through `legacy`).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::ListOffsets,
     min_version: 0,
-    max_version: 8,
+    max_version: 10,
     handle,
 };
-
-/// Kafka's "earliest local" (-4) is "earliest" on a broker without tiered storage.
-fn engine_timestamp(timestamp: i64) -> i64 {
-    if timestamp == -4 {
-        -2
-    } else {
-        timestamp
-    }
-}
 
 /// The request body as this version lays it out, with v0's max counts
 /// (also the fuzzed decoder, see [`crate::fuzzing`]).
@@ -54,7 +49,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         for topic in &body.topics {
             for p in &topic.partitions {
                 pairs.push((topic.name.0.to_string(), p.partition_index));
-                timestamps.push(engine_timestamp(p.timestamp));
+                timestamps.push(p.timestamp);
             }
         }
         let authz = cluster_runtime::authz(&shard, &request.session);

@@ -39,13 +39,15 @@ pub enum KeySection {
     Sasl,
     /// ACLs.
     Authorizer,
+    /// Tiered storage (KIP-405).
+    Tiered,
     /// rill's own tuning (`rill.*`).
     Rill,
 }
 
 impl KeySection {
     /// Every section, in the reference's order.
-    pub const ALL: [KeySection; 9] = [
+    pub const ALL: [KeySection; 10] = [
         KeySection::Broker,
         KeySection::Cluster,
         KeySection::Groups,
@@ -54,6 +56,7 @@ impl KeySection {
         KeySection::Tls,
         KeySection::Sasl,
         KeySection::Authorizer,
+        KeySection::Tiered,
         KeySection::Rill,
     ];
 
@@ -68,6 +71,7 @@ impl KeySection {
             KeySection::Tls => "TLS",
             KeySection::Sasl => "SASL",
             KeySection::Authorizer => "ACLs",
+            KeySection::Tiered => "Tiered storage",
             KeySection::Rill => "rill's own tuning",
         }
     }
@@ -209,6 +213,19 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("fetch.send.path", Rill, "copy, sendfile or splice", Value("splice"), "copy", "Synonym of `rill.fetch.send.path`."),
     key("rill.telemetry.max.clients", Rill, "int, at least 1", Value("1000"), "100", "Client instances whose pushed telemetry (KIP-714) the broker keeps and shows on /metrics, split evenly over its shards; past it the least recently pushed is dropped."),
     key("rill.flush.policy", Rill, "fsync, interval or os", Value("fsync"), "interval", "When an append is durable before it is acknowledged: fsync (group commit, the default), interval (Kafka's flush.ms / flush.messages) or os (the page cache, as Kafka's default)."),
+    key("remote.log.storage.system.enable", Tiered, "bool", Value("false"), "false", "Turns tiered storage on (KIP-405): topics with `remote.storage.enable=true` upload sealed segments and keep only `local.retention.*` locally. Needs `rill.remote.storage.url`."),
+    key("rill.remote.storage.url", Tiered, "URL", Implied("none"), "file:///var/lib/rill-remote", "The object store: `s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix` or `file:///path`. Credentials come from the store's usual environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), never from this file."),
+    key("rill.remote.storage.endpoint", Tiered, "URL", Implied("the provider's"), "http://127.0.0.1:9000", "An S3-compatible store's endpoint (MinIO, Ceph, R2)."),
+    key("rill.remote.storage.region", Tiered, "string", Implied("from the environment"), "eu-west-1", "The store's region."),
+    key("rill.remote.storage.allow.http", Tiered, "bool", Value("false"), "true", "Allows plain HTTP to the endpoint (a store on loopback)."),
+    key("remote.log.manager.task.interval.ms", Tiered, "ms, at least 1", Value("30000"), "1000", "How often each partition leader uploads sealed segments and expires remote ones (Kafka's copier and expiration thread pools are tasks on the shards)."),
+    key("remote.log.manager.task.retry.backoff.ms", Tiered, "ms, at least 1", Value("500"), "1000", "The first wait after a failed upload or deletion."),
+    key("remote.log.manager.task.retry.backoff.max.ms", Tiered, "ms, at least 1", Value("30000"), "60000", "The longest wait between retries."),
+    key("remote.log.index.file.cache.total.size.bytes", Tiered, "bytes", Value("1073741824"), "268435456", "The cap on the cache of fetched remote indexes and log chunks (on `/metrics`)."),
+    key("rill.remote.storage.chunk.bytes", Tiered, "bytes, at least 1", Value("4194304"), "1048576", "The unit a remote read fetches and caches."),
+    key("rill.remote.storage.op.timeout.ms", Tiered, "ms, at least 1", Value("30000"), "10000", "One store call's limit; past it the call fails as unavailable (a fetch gets a retriable error, an upload retries)."),
+    key("remote.log.storage.manager.class.name", Tiered, "empty", Implied("none"), "", "Kafka's plug-in class: rill has its own store, so any class name stops the start."),
+    key("remote.log.metadata.manager.class.name", Tiered, "empty", Implied("none"), "", "Kafka's plug-in class: rill keeps the remote log metadata in the metadata quorum, so any class name stops the start."),
 ];
 
 /// Kafka broker keys accepted and ignored: they name a mechanism rill does

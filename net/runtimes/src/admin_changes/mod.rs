@@ -31,6 +31,7 @@ mod config_ops;
 pub mod elections;
 mod reconcile;
 pub mod scram_credentials;
+mod tiered_configs;
 mod topic_changes;
 pub mod topic_defaults;
 mod topic_id;

@@ -9,6 +9,7 @@
 
 use super::config_ops::{altered_config, ConfigOpKind};
 use super::reconcile::wait_reconciled;
+use super::tiered_configs::check_tiering;
 use super::topic_id::random_topic_id;
 use super::{ControllerReply, TopicChange, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
@@ -64,6 +65,7 @@ pub(super) async fn create_topic(
     let config = defaults
         .with_overrides(configs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .map_err(|e| (ErrorCode::InvalidConfig, e.to_string()))?;
+    check_tiering(shard, &config, None)?;
     let entry = TopicEntry {
         name: name.clone(),
         topic_id: random_topic_id(),
@@ -208,6 +210,7 @@ pub(super) async fn alter_configs(
     let entry = existing_topic(shard, &name)?;
     let defaults = &super::topic_defaults::topic_defaults(shard);
     let config = altered_config(defaults, &entry.config, &ops, replace_all)?;
+    check_tiering(shard, &config, Some(&entry.config))?;
     if validate_only {
         return Ok(TopicChange::Upsert(Box::new(TopicEntry {
             config,

@@ -319,7 +319,9 @@ fn fetched_of(
                 diverging_epoch: None,
             })
         }
-        Err(Some(ErrorCode::OffsetOutOfRange)) => return Err(SessionError::OutOfRange),
+        Err(Some(ErrorCode::OffsetOutOfRange | ErrorCode::OffsetMovedToTieredStorage)) => {
+            return Err(SessionError::OutOfRange)
+        }
         Err(Some(code)) => return Err(SessionError::Other(format!("the leader answered {code}"))),
         Err(None) => {
             return Err(SessionError::from(

@@ -498,7 +498,12 @@ impl OwnerCall<crate::ShardRuntime> for ServeFollowerFetch {
         // its log end (Kafka reads first and updates the follower only
         // after a read that succeeded).
         if self.fetch_offset < log.log_start_offset() {
-            return FollowerFetchReply::error(ErrorCode::OffsetOutOfRange);
+            let below_local = log.earliest_offset() <= self.fetch_offset;
+            return FollowerFetchReply::error(if below_local {
+                ErrorCode::OffsetMovedToTieredStorage
+            } else {
+                ErrorCode::OffsetOutOfRange
+            });
         }
         if let Err(code) = self.record_fetch(&shard, &state, &log) {
             return FollowerFetchReply::error(code);

@@ -18,8 +18,12 @@ use kafka_protocol::protocol::StrBytes;
 
 /// ListOffsets v4: the current leader epoch is checked.
 const LIST_OFFSETS_VERSION: i16 = 4;
-/// ListOffsets' timestamp for the log start.
-const EARLIEST_TIMESTAMP: i64 = -2;
+/// ListOffsets' timestamp for the local log start (KIP-405's
+/// earliest-local: the log start on a topic that is not tiered). A tiered
+/// leader answers a fetch below it OFFSET_MOVED_TO_TIERED_STORAGE, and the
+/// follower starts there, as Kafka's does: what lies below is remote, and
+/// a follower never copies it.
+const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
 
 /// The leader's log start for `tp`.
 async fn leader_log_start(
@@ -31,7 +35,7 @@ async fn leader_log_start(
     let mut partition = ListOffsetsPartition::default();
     partition.partition_index = tp.partition;
     partition.current_leader_epoch = leader_epoch;
-    partition.timestamp = EARLIEST_TIMESTAMP;
+    partition.timestamp = EARLIEST_LOCAL_TIMESTAMP;
     let mut topic = ListOffsetsTopic::default();
     topic.name = TopicName(StrBytes::from_string(tp.topic.clone()));
     topic.partitions = vec![partition];

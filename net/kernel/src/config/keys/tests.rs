@@ -13,6 +13,7 @@ const PARSER_SOURCES: &[(&str, &str)] = &[
     ("config/sasl.rs", include_str!("../sasl.rs")),
     ("config/tls.rs", include_str!("../tls.rs")),
     ("config/authorizer.rs", include_str!("../authorizer.rs")),
+    ("config/tiered.rs", include_str!("../tiered.rs")),
     ("conn_limits.rs", include_str!("../../conn_limits.rs")),
 ];
 

@@ -1,0 +1,165 @@
+//! The log's side of tiered storage (KIP-405). The engine knows nothing of
+//! object stores: the broker's remote log manager tells each log how far
+//! the remote copy reaches ([`RemoteSpan`], from the committed remote
+//! segment metadata), and asks it for the next sealed segment to upload
+//! ([`SealedSegment`]). With that:
+//! - the log's Kafka-visible start is the remote start
+//!   ([`PartitionLog::earliest_offset`]), the local start is Kafka's
+//!   `localLogStartOffset`;
+//! - a read below the local start that the remote log holds fails with
+//!   [`EngineError::OffsetInRemoteStorage`], which the broker serves from
+//!   the object store;
+//! - retention deletes a local segment only once it is wholly uploaded
+//!   (`cleanup.rs`), so a store that is down never costs data.
+
+use super::PartitionLog;
+use crate::error::EngineError;
+use crate::types::{LeaderEpoch, Offset};
+use std::path::PathBuf;
+
+/// How far the committed remote copy of a partition reaches.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoteSpan {
+    /// First offset readable from the remote log (`None`: nothing uploaded).
+    pub start_offset: Option<Offset>,
+    /// Last offset safely uploaded (inclusive).
+    pub end_offset: Option<Offset>,
+}
+
+/// A sealed segment, ready to upload: what Kafka's
+/// `RemoteLogSegmentMetadata` and `LogSegmentData` carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedSegment {
+    /// First offset.
+    pub base_offset: Offset,
+    /// Last offset (inclusive).
+    pub end_offset: Offset,
+    /// Newest record timestamp (-1: none).
+    pub max_timestamp_ms: i64,
+    /// Bytes of the log file that hold batches (upload exactly these).
+    pub size_bytes: u64,
+    /// The `.log` file.
+    pub log_path: PathBuf,
+    /// The offset index, in Kafka's `.index` format.
+    pub offset_index: Vec<u8>,
+    /// The time index, in Kafka's `.timeindex` format.
+    pub time_index: Vec<u8>,
+    /// The aborted transactions of the segment, in Kafka's `.txnindex`
+    /// format (empty: none).
+    pub txn_index: Vec<u8>,
+    /// Leader epoch → first offset, for the epochs the segment holds.
+    pub leader_epochs: Vec<(LeaderEpoch, Offset)>,
+}
+
+impl PartitionLog {
+    /// Sets how far the remote copy reaches (the broker's remote log
+    /// manager, from the committed metadata).
+    pub fn set_remote_span(&self, span: RemoteSpan) {
+        self.remote.set(span);
+    }
+
+    /// How far the remote copy reaches, as last set.
+    pub fn remote_span(&self) -> RemoteSpan {
+        self.remote.get()
+    }
+
+    /// Kafka's log start offset: the remote log's start when the remote
+    /// copy reaches below the local log, else the local start.
+    pub fn earliest_offset(&self) -> Offset {
+        let local = self.log_start_offset();
+        match self.remote.get().start_offset {
+            Some(remote) if remote < local => remote,
+            _ => local,
+        }
+    }
+
+    /// The read of `offset` below the local start: remote, or out of range.
+    pub(super) fn below_local_start(&self, offset: Offset, end: Offset) -> EngineError {
+        let local = self.log_start_offset();
+        match self.remote.get().start_offset {
+            Some(remote) if remote <= offset && offset < local => {
+                EngineError::OffsetInRemoteStorage {
+                    offset,
+                    local_log_start_offset: local,
+                }
+            }
+            _ => EngineError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.earliest_offset(),
+                log_end_offset: end,
+            },
+        }
+    }
+
+    /// ListOffsets' earliest-pending-upload (-5, KIP-1005): the first
+    /// offset not yet uploaded; `None` for a topic that is not tiered.
+    pub(super) fn earliest_pending_upload(&self) -> Option<Offset> {
+        if !self.config.borrow().remote.storage_enable {
+            return None;
+        }
+        let next = self.remote.get().end_offset.map_or(0, |end| end + 1);
+        Some(next.max(self.log_start_offset()))
+    }
+
+    /// The oldest sealed segment holding offsets after `uploaded_end` (the
+    /// remote log's last offset, -1 for none) that lies wholly below the
+    /// last stable offset, as Kafka's copier picks it; `None` when there is
+    /// none yet (only the active segment, or still being written).
+    pub async fn segment_to_upload(
+        &self,
+        uploaded_end: Offset,
+    ) -> Result<Option<SealedSegment>, EngineError> {
+        let stable = self.last_stable_offset().min(self.high_watermark.get());
+        let candidate = {
+            let state = self.state.borrow();
+            let sealed = state.segments.len().saturating_sub(1);
+            state.segments[..sealed]
+                .iter()
+                .find(|s| s.meta.borrow().next_offset > uploaded_end + 1)
+                .filter(|s| s.meta.borrow().next_offset <= stable)
+                .cloned()
+        };
+        let Some(segment) = candidate else {
+            return Ok(None);
+        };
+        let (offset_index, time_index) = self
+            .with_indexes(&segment, |index, time| (index.to_bytes(), time.to_bytes()))
+            .await;
+        let meta = segment.meta.borrow();
+        let end_offset = meta.next_offset - 1;
+        let txn_index = crate::txn_index::encode_entries(
+            self.txn
+                .borrow()
+                .aborted
+                .segment_entries(segment.base_offset),
+        );
+        let leader_epochs = self.epochs_in(segment.base_offset, end_offset);
+        Ok(Some(SealedSegment {
+            base_offset: segment.base_offset,
+            end_offset,
+            max_timestamp_ms: meta.max_timestamp_ms,
+            size_bytes: meta.size_bytes,
+            log_path: segment.log_path(),
+            offset_index,
+            time_index,
+            txn_index,
+            leader_epochs,
+        }))
+    }
+
+    /// The leader epochs with records in `[base, end]`, each with its first
+    /// offset there (the epoch in force at `base` starts at `base`).
+    fn epochs_in(&self, base: Offset, end: Offset) -> Vec<(LeaderEpoch, Offset)> {
+        let epochs = self.epochs.borrow();
+        let entries = epochs.entries();
+        let mut out = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let next_start = entries.get(i + 1).map_or(Offset::MAX, |e| e.start_offset);
+            if next_start <= base || entry.start_offset > end {
+                continue;
+            }
+            out.push((entry.epoch, entry.start_offset.max(base)));
+        }
+        out
+    }
+}

@@ -1,0 +1,130 @@
+//! The log's side of tiered storage (KIP-405) on a real disk: which sealed
+//! segment is next to upload, what it carries, local retention held back
+//! until a segment is uploaded, reads below the local start sent to the
+//! remote copy, and ListOffsets' earliest, earliest-local and
+//! earliest-pending-upload.
+
+mod common;
+
+use common::*;
+use engine::log::ReadMode;
+use engine::{EngineError, FlushPolicy, RemoteSpan, TopicConfig};
+
+fn tempdir() -> tempfile::TempDir {
+    // Not /tmp: tmpfs has no O_DIRECT.
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// A tiered topic keeping one byte locally: everything uploaded may go.
+fn tiered(extra: &[(&str, &str)]) -> TopicConfig {
+    let mut overrides = vec![
+        ("segment.bytes", "4096"),
+        ("remote.storage.enable", "true"),
+        ("local.retention.bytes", "1"),
+    ];
+    overrides.extend_from_slice(extra);
+    TopicConfig::default().with_overrides(overrides).unwrap()
+}
+
+#[test]
+fn sealed_segments_are_offered_in_order_with_their_indexes() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", tiered(&[])).await;
+        let now_ms = log.clock().now_ms();
+        // About 3 KiB per batch of 100: each batch rolls a segment.
+        for first in [0, 100, 200] {
+            append_durable(&log, batch(first, 100, now_ms)).await;
+        }
+        assert_eq!(log.segment_base_offsets(), vec![0, 100, 200]);
+        let first = log.segment_to_upload(-1).await.unwrap().unwrap();
+        assert_eq!((first.base_offset, first.end_offset), (0, 99));
+        let on_disk = std::fs::read(&first.log_path).unwrap();
+        assert!(first.size_bytes > 0 && first.size_bytes <= on_disk.len() as u64);
+        assert!(first.max_timestamp_ms >= now_ms);
+        assert_eq!(first.leader_epochs, vec![(0, 0)]);
+        // The index is Kafka's format: 8-byte entries.
+        assert_eq!(first.offset_index.len() % 8, 0);
+        assert_eq!(first.time_index.len() % 12, 0);
+        let second = log.segment_to_upload(99).await.unwrap().unwrap();
+        assert_eq!((second.base_offset, second.end_offset), (100, 199));
+        // The active segment is never offered.
+        assert!(log.segment_to_upload(199).await.unwrap().is_none());
+    });
+}
+
+#[test]
+fn local_retention_waits_for_the_upload_and_reads_below_go_remote() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", tiered(&[])).await;
+        let now_ms = log.clock().now_ms();
+        for first in [0, 100, 200, 300] {
+            append_durable(&log, batch(first, 100, now_ms)).await;
+        }
+        // Nothing uploaded: local retention (1 byte) deletes nothing.
+        assert_eq!(log.apply_retention().unwrap(), 0);
+        assert_eq!(log.offset_for_timestamp(-5).await.unwrap(), Some((0, -1)));
+        // Two segments uploaded: they go, the third (not uploaded) stays.
+        log.set_remote_span(RemoteSpan {
+            start_offset: Some(0),
+            end_offset: Some(199),
+        });
+        assert_eq!(log.apply_retention().unwrap(), 2);
+        assert_eq!(log.segment_base_offsets(), vec![200, 300]);
+        assert_eq!(log.log_start_offset(), 200);
+        assert_eq!(log.earliest_offset(), 0);
+        // Earliest is the remote start, earliest-local the local one,
+        // earliest-pending-upload the first offset not uploaded.
+        assert_eq!(log.offset_for_timestamp(-2).await.unwrap(), Some((0, -1)));
+        assert_eq!(log.offset_for_timestamp(-4).await.unwrap(), Some((200, -1)));
+        assert_eq!(log.offset_for_timestamp(-5).await.unwrap(), Some((200, -1)));
+        match log.read(150, 1 << 20, ReadMode::Copy).await {
+            Err(EngineError::OffsetInRemoteStorage {
+                offset: 150,
+                local_log_start_offset: 200,
+            }) => {}
+            other => panic!("expected a remote read, got {other:?}"),
+        }
+        // A read answers the Kafka-visible log start.
+        let read = log.read(200, 1 << 20, ReadMode::Copy).await.unwrap();
+        assert_eq!(read.log_start_offset, 0);
+        // Below the remote start too: out of range, naming the remote start.
+        log.set_remote_span(RemoteSpan {
+            start_offset: Some(100),
+            end_offset: Some(199),
+        });
+        match log.read(50, 1 << 20, ReadMode::Copy).await {
+            Err(EngineError::OffsetOutOfRange {
+                log_start_offset: 100,
+                ..
+            }) => {}
+            other => panic!("expected out of range, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn copy_disabled_or_untiered_topics_keep_kafkas_retention() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let topic = tiered(&[
+            ("remote.log.copy.disable", "true"),
+            ("retention.bytes", "1"),
+        ]);
+        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", topic).await;
+        let now_ms = log.clock().now_ms();
+        for first in [0, 100, 200] {
+            append_durable(&log, batch(first, 100, now_ms)).await;
+        }
+        // Copies are off: retention.bytes applies locally, uploaded or not.
+        assert_eq!(log.apply_retention().unwrap(), 2);
+        assert_eq!(log.earliest_offset(), 200);
+        let plain = TopicConfig::default();
+        let (_m2, other) = open_log(config(&path.join("b"), FlushPolicy::Os), "u", plain).await;
+        assert_eq!(other.offset_for_timestamp(-5).await.unwrap(), None);
+    });
+}
