@@ -9,7 +9,8 @@
 //! - [`Controller`] holds the active controller's decisions (register,
 //!   heartbeat, fence, unfence, create/delete topics and partitions,
 //!   AlterPartition, controlled shutdown, producer ids, ElectLeaders and the
-//!   preferred-leader rebalance, eligible leader replicas):
+//!   preferred-leader rebalance, eligible leader replicas, remote log
+//!   segments):
 //!   pure functions of the image, a [`ControllerConfig`] and `now_ms` that
 //!   return records to propose — nothing changes until they are committed
 //!   and applied.
@@ -59,7 +60,7 @@ pub use controller::{
     ongoing_reassignments, AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
     BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest,
     ElectLeadersOutcome, ElectionType, HeartbeatOutcome, OngoingReassignment, PartitionElection,
-    RegisterOutcome, TopicAssignment,
+    RegisterOutcome, RemoteCopyRequest, RemoteSegmentTransition, TopicAssignment,
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
