@@ -34,7 +34,7 @@ use crate::placement::BrokerId;
 
 use super::super::error::MetadataError;
 use super::super::image::{PartitionState, TopicImage};
-use super::super::record::{MetadataRecord, RemoteSegmentRecord, RemoteSegmentState};
+use super::super::record::{MetadataRecord, RemoteSegmentRecord, RemoteSegmentState, NO_LEADER};
 use super::super::remote_segments::{check_segment, RemoteSegment};
 use super::Controller;
 
@@ -299,9 +299,10 @@ impl Controller<'_> {
 }
 
 /// The broker leads the partition at `leader_epoch`, the partition's
-/// current one (an epoch other than the current is fenced first, as
+/// current one. An epoch other than the current is fenced first, as
 /// AlterPartition and Kafka's fetch do: a deposed leader hears that it is
-/// stale rather than that it is not the leader).
+/// stale rather than that it is not the leader. A leaderless partition is
+/// led by nobody, whatever a request says.
 fn check_leader(
     state: &PartitionState,
     topic_id: &TopicId,
@@ -317,7 +318,7 @@ fn check_leader(
             current_leader_epoch: state.leader_epoch,
         });
     }
-    if broker_id != state.leader {
+    if state.leader == NO_LEADER || broker_id != state.leader {
         return Err(MetadataError::NotLeaderOrFollower {
             topic_id: *topic_id,
             partition,

@@ -9,7 +9,7 @@ use engine::ErrorCode;
 use super::super::error::MetadataError;
 use super::super::image::MetadataImage;
 use super::super::image::REMOTE_STORAGE_ENABLE;
-use super::super::record::{MetadataRecord, RemoteSegmentRecord, RemoteSegmentState};
+use super::super::record::{MetadataRecord, RemoteSegmentRecord, RemoteSegmentState, NO_LEADER};
 use super::tests::{three_brokers, topic_id, Cluster};
 use super::*;
 
@@ -257,6 +257,32 @@ fn a_broker_that_does_not_lead_is_refused() {
     let error = transition(&mut cluster, &finish).unwrap_err();
     assert_eq!(error.error_code(), ErrorCode::NotLeaderOrFollower);
     assert_eq!(states(&cluster), vec![(1, Started)]);
+}
+
+#[test]
+fn a_leaderless_partition_is_led_by_nobody() {
+    let mut cluster = tiered();
+    for broker in 0..3 {
+        let records = cluster
+            .controller()
+            .controlled_shutdown(broker, cluster.epochs[&broker])
+            .unwrap();
+        cluster.commit(&records);
+    }
+    assert_eq!(cluster.state(1, 0).leader, NO_LEADER);
+    let request = copy(&cluster, 1, 0, 99);
+    assert_eq!(request.broker_id, NO_LEADER);
+    let error = start(&mut cluster, &request).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            MetadataError::NotLeaderOrFollower {
+                leader: NO_LEADER,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }
 
 #[test]
