@@ -7,8 +7,9 @@
 //! controller, and every broker holds its image; a new leader finds the
 //! segments its predecessor uploaded in the image, with no extra topic,
 //! coordinator or consumer to wait for. The volume is small: a few records
-//! per segment of up to 1 GiB (1 000 partitions × 100 segments, 100 TB,
-//! are 100 000 segments of ~150 bytes, ~15 MB of image and of snapshot).
+//! per segment of up to 1 GiB. 1 000 partitions × 100 segments (100 TB)
+//! are 100 000 segments: ~200 bytes each in the image (the record and two
+//! map entries), ~20 MB; ~100 bytes each in a snapshot, ~10 MB.
 //!
 //! The protocol the records follow (the controller's side is in
 //! `controller/remote_segments.rs`): the uploader commits
@@ -51,6 +52,11 @@ pub struct RemotePartitionSegments {
     by_base: BTreeMap<(i64, [u8; 16]), RemoteSegment>,
     /// Each segment id's base offset.
     base_of: BTreeMap<[u8; 16], i64>,
+    /// The lowest base and the highest end offset of the
+    /// CopySegmentFinished segments, kept with every change so that the
+    /// broker's reads of them cost nothing (a change copies the partition's
+    /// segments anyway when an older image shares them).
+    finished_span: Option<(i64, i64)>,
 }
 
 impl RemotePartitionSegments {
@@ -85,13 +91,20 @@ impl RemotePartitionSegments {
     /// of a CopySegmentFinished segment (one being deleted no longer
     /// counts).
     pub fn log_start_offset(&self) -> Option<i64> {
-        self.finished().next().map(|s| s.base_offset)
+        self.finished_span.map(|(start, _)| start)
     }
 
     /// The highest end offset of a CopySegmentFinished segment: every
     /// offset up to it is safely in remote storage.
     pub fn log_end_offset(&self) -> Option<i64> {
-        self.finished().map(|s| s.end_offset).max()
+        self.finished_span.map(|(_, end)| end)
+    }
+
+    /// `finished_span` computed afresh.
+    fn span_of_finished(&self) -> Option<(i64, i64)> {
+        let start = self.finished().next()?.base_offset;
+        let end = self.finished().map(|s| s.end_offset).max()?;
+        Some((start, end))
     }
 
     /// The CopySegmentFinished segment holding `offset`, the one with the
@@ -108,6 +121,7 @@ impl RemotePartitionSegments {
         let key = (segment.base_offset, segment.segment_id);
         assert!(self.base_of.insert(key.1, key.0).is_none());
         assert!(self.by_base.insert(key, segment).is_none());
+        self.finished_span = self.span_of_finished();
     }
 
     fn set_state(&mut self, segment_id: &[u8; 16], state: RemoteSegmentState) {
@@ -116,14 +130,16 @@ impl RemotePartitionSegments {
         };
         if state == RemoteSegmentState::DeleteSegmentFinished {
             self.base_of.remove(segment_id);
-            assert!(self.by_base.remove(&(base, *segment_id)).is_some());
-            return;
+            let removed = self.by_base.remove(&(base, *segment_id));
+            assert!(removed.is_some_and(|s| s.state.may_become(state)));
+        } else {
+            let Some(segment) = self.by_base.get_mut(&(base, *segment_id)) else {
+                unreachable!("segment {segment_id:?} indexed at {base} but absent")
+            };
+            assert!(segment.state.may_become(state));
+            segment.state = state;
         }
-        let Some(segment) = self.by_base.get_mut(&(base, *segment_id)) else {
-            unreachable!("segment {segment_id:?} indexed at {base} but absent")
-        };
-        assert!(segment.state.may_become(state));
-        segment.state = state;
+        self.finished_span = self.span_of_finished();
     }
 
     /// The index agrees with the segments, each of which is well formed
@@ -134,6 +150,7 @@ impl RemotePartitionSegments {
             "{topic_id:?}-{partition}: empty entry kept"
         );
         assert_eq!(self.by_base.len(), self.base_of.len());
+        assert_eq!(self.finished_span, self.span_of_finished());
         for ((base, id), segment) in &self.by_base {
             assert_eq!((*base, *id), (segment.base_offset, segment.segment_id));
             assert_eq!(

@@ -38,8 +38,8 @@
 //! Size: a broker is ~60 bytes, a topic ~40 plus its configs, a partition
 //! with three replicas ~60; 10 brokers and 10 000 partitions make ~600 KB,
 //! written once per `snapshot_interval_entries` (1024) committed records.
-//! A remote segment is ~120 bytes: 100 000 of them (100 TB in 1 GiB
-//! segments) add ~12 MB.
+//! A remote segment is ~100 bytes: 100 000 of them (100 TB in 1 GiB
+//! segments) add ~10 MB.
 
 use std::collections::BTreeMap;
 
