@@ -518,6 +518,19 @@ fn a_deleted_topic_keeps_its_segments_until_purged() {
     let error = transition(&mut cluster, &move_to_gone(2, Finished)).unwrap_err();
     assert_eq!(error.error_code(), ErrorCode::UnknownTopicId);
     create(&mut cluster, "tiered", 5, Some("true"));
+    // A CreateTopics with the deleted topic's id (a very late retry of its
+    // creation) is refused, not proposed for the image to refuse.
+    let request = CreateTopicRequest {
+        name: "late".into(),
+        topic_id: topic_id(1),
+        assignment: TopicAssignment::Explicit(vec![(0, vec![0])]),
+        configs: BTreeMap::new(),
+    };
+    let error = cluster.controller().create_topic(&request).unwrap_err();
+    assert!(
+        matches!(error, MetadataError::InvalidRequest { .. }),
+        "{error:?}"
+    );
     let refused = cluster.image.clone().apply(
         cluster.image.last_applied_offset() + 1,
         &MetadataRecord::Topic {
