@@ -13,6 +13,8 @@ use engine::ErrorCode;
 
 use crate::placement::{BrokerId, PlacementError};
 
+use super::record::RemoteSegmentState;
+
 /// A refused decision or record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MetadataError {
@@ -115,8 +117,9 @@ pub enum MetadataError {
         /// Its replicas.
         replicas: Vec<BrokerId>,
     },
-    /// AlterPartition with a leader epoch that is not the partition's
-    /// (Kafka's `FENCED_LEADER_EPOCH`, 74).
+    /// AlterPartition or a remote log request with a leader epoch that is
+    /// not the partition's, or a copy finished in another epoch than it
+    /// started in (Kafka's `FENCED_LEADER_EPOCH`, 74).
     #[error("leader epoch {leader_epoch} of {topic_id:?}-{partition} is not the current {current_leader_epoch}")]
     FencedLeaderEpoch {
         /// The topic.
@@ -174,6 +177,102 @@ pub enum MetadataError {
         /// Why it was refused.
         reason: String,
     },
+    /// A remote log request from a broker that does not lead the
+    /// partition at the leader epoch it gave (Kafka's
+    /// `NOT_LEADER_OR_FOLLOWER`, 6).
+    #[error("broker {broker_id} does not lead {topic_id:?}-{partition} (its leader is {leader})")]
+    NotLeaderOrFollower {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The broker that asked.
+        broker_id: BrokerId,
+        /// The partition's leader (or `NO_LEADER`).
+        leader: BrokerId,
+    },
+    /// A remote segment copy on a topic without `remote.storage.enable=true`
+    /// (`INVALID_REQUEST`).
+    #[error("topic {topic:?} does not have remote.storage.enable=true: its segments are not copied to remote storage")]
+    RemoteStorageNotEnabled {
+        /// The topic.
+        topic: String,
+    },
+    /// A copy that would not extend the remote log contiguously: it must
+    /// start at or below the remote log end + 1 and end above it
+    /// (`INVALID_REQUEST`; the uploader's view is stale, or it skipped a
+    /// segment).
+    #[error("remote segment {base_offset}..={end_offset} of {topic_id:?}-{partition} does not extend the remote log (which ends at {remote_log_end_offset:?}) contiguously")]
+    RemoteSegmentNotExtending {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The segment's first offset.
+        base_offset: i64,
+        /// The segment's last offset.
+        end_offset: i64,
+        /// The partition's remote log end offset (`None`: nothing uploaded).
+        remote_log_end_offset: Option<i64>,
+    },
+    /// Finishing or deleting a remote segment would leave a gap between
+    /// the finished segments (`INVALID_REQUEST`): reads would find no
+    /// segment for offsets inside the remote log.
+    #[error("{change} remote segment {base_offset}..={end_offset} of {topic_id:?}-{partition} would leave a gap in the remote log {remote_log:?}")]
+    RemoteLogGap {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// What was asked: `finishing` or `deleting`.
+        change: &'static str,
+        /// The segment's first offset.
+        base_offset: i64,
+        /// The segment's last offset.
+        end_offset: i64,
+        /// The offsets the finished segments cover now.
+        remote_log: Option<(i64, i64)>,
+    },
+    /// A copy that names a segment id the partition has for another
+    /// segment (`INVALID_REQUEST`): ids are drawn at random per upload.
+    #[error("remote segment id {segment_id:02x?} of {topic_id:?}-{partition} is taken by another segment")]
+    RemoteSegmentIdInUse {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The id.
+        segment_id: [u8; 16],
+    },
+    /// A transition of a segment the partition does not have (Kafka's
+    /// `RESOURCE_NOT_FOUND`, 91).
+    #[error("unknown remote segment {segment_id:02x?} of {topic_id:?}-{partition}")]
+    UnknownRemoteSegment {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The id.
+        segment_id: [u8; 16],
+    },
+    /// A transition KIP-405 does not allow, such as a finished deletion
+    /// back to a copy (`INVALID_REQUEST`).
+    #[error("remote segment {segment_id:02x?} cannot go from {from:?} to {to:?}")]
+    InvalidRemoteSegmentTransition {
+        /// The segment.
+        segment_id: [u8; 16],
+        /// Its state.
+        from: RemoteSegmentState,
+        /// The state asked for.
+        to: RemoteSegmentState,
+    },
+    /// RemoteTopicPurged for a topic that is not deleted (`INVALID_REQUEST`):
+    /// its remote data is still the live topic's.
+    #[error("topic {topic_id:?} is not deleted: its remote data cannot be purged")]
+    RemoteTopicNotDeleted {
+        /// The topic.
+        topic_id: TopicId,
+    },
     /// Every producer id has been handed out.
     #[error("producer ids exhausted at {next_block_start}")]
     ProducerIdsExhausted {
@@ -205,6 +304,14 @@ impl MetadataError {
             }
             MetadataError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
             MetadataError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
+            MetadataError::NotLeaderOrFollower { .. } => ErrorCode::NotLeaderOrFollower,
+            MetadataError::UnknownRemoteSegment { .. } => ErrorCode::ResourceNotFound,
+            MetadataError::RemoteStorageNotEnabled { .. }
+            | MetadataError::RemoteSegmentNotExtending { .. }
+            | MetadataError::RemoteLogGap { .. }
+            | MetadataError::RemoteSegmentIdInUse { .. }
+            | MetadataError::InvalidRemoteSegmentTransition { .. }
+            | MetadataError::RemoteTopicNotDeleted { .. } => ErrorCode::InvalidRequest,
             MetadataError::InvalidTopicName { .. } | MetadataError::TopicNameCollision { .. } => {
                 ErrorCode::InvalidTopicException
             }

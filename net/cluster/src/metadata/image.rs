@@ -15,7 +15,10 @@
 //! - leader epochs and partition epochs never go back, and every change of a
 //!   partition bumps its partition epoch;
 //! - broker epochs only grow; producer-id blocks only move forward;
-//! - a topic's partitions are numbered `0..n` and its name maps to its id.
+//! - a topic's partitions are numbered `0..n` and its name maps to its id;
+//! - remote log segments (tiered storage, [`super::remote_segments`]) are
+//!   of existing partitions, well formed, and a deleted topic's are kept
+//!   until purged, its id never reused meanwhile.
 //!
 //! [`MetadataImage::check_invariants`] checks all of them over the whole
 //! image (the property tests run it after every step; `apply` checks only
@@ -34,9 +37,13 @@ use super::record::{
     AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
     NO_LEADER, SCRAM_MECHANISMS,
 };
+use super::remote_segments::RemoteLogImage;
 
 /// The topic config that lets an out-of-sync replica lead (Kafka's name).
 pub const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
+
+/// The topic config that turns tiered storage on (Kafka's name).
+pub const REMOTE_STORAGE_ENABLE: &str = "remote.storage.enable";
 
 /// A registered broker.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +130,15 @@ impl TopicImage {
         i32::try_from(self.partitions.len()).unwrap_or(i32::MAX)
     }
 
+    /// Whether `remote.storage.enable` is `true` on this topic (tiered
+    /// storage: its segments are copied to remote storage). Kafka reads
+    /// booleans without regard to case.
+    pub fn remote_storage_enabled(&self) -> bool {
+        self.configs
+            .get(REMOTE_STORAGE_ENABLE)
+            .is_some_and(|value| value.eq_ignore_ascii_case("true"))
+    }
+
     /// `unclean.leader.election.enable` on this topic, if set to a boolean.
     pub fn unclean_leader_election(&self) -> Option<bool> {
         match self.configs.get(UNCLEAN_LEADER_ELECTION_ENABLE)?.as_str() {
@@ -161,6 +177,9 @@ pub struct MetadataImage {
     scram_credentials: BTreeMap<(String, u8), ScramCredential>,
     /// ACLs by id (Kafka's AccessControlEntryRecords).
     acls: BTreeMap<[u8; 16], AclRecord>,
+    /// Remote log segments (tiered storage) and deleted topics whose remote
+    /// objects are still to delete.
+    remote: RemoteLogImage,
 }
 
 /// A client-quota entity: its (type, name) parts, a `None` name being the
@@ -191,7 +210,15 @@ impl MetadataImage {
             client_quotas: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
+            remote: RemoteLogImage::default(),
         }
+    }
+
+    /// Remote log segments (tiered storage, KIP-405) and the deleted topics
+    /// whose remote objects are still to delete; the broker's accessors
+    /// are in [`super::remote_segments`].
+    pub fn remote_log(&self) -> &RemoteLogImage {
+        &self.remote
     }
 
     /// ACLs by id.
@@ -332,6 +359,9 @@ impl MetadataImage {
             | MetadataRecord::RemoveUserScramCredential { .. }
             | MetadataRecord::AccessControlEntry(_)
             | MetadataRecord::RemoveAccessControlEntry { .. } => self.validate_security(record),
+            MetadataRecord::RemoteLogSegment(_)
+            | MetadataRecord::RemoteLogSegmentState { .. }
+            | MetadataRecord::RemoteTopicPurged { .. } => self.validate_remote(record),
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -406,7 +436,10 @@ impl MetadataImage {
                 if self.topic_ids.contains_key(name) {
                     return Err(format!("topic {name:?} exists"));
                 }
-                if *topic_id == [0; 16] || self.topics.contains_key(topic_id) {
+                if *topic_id == [0; 16]
+                    || self.topics.contains_key(topic_id)
+                    || self.remote.is_purging(topic_id)
+                {
                     return Err(format!("topic id {topic_id:?} is zero or taken"));
                 }
                 Ok(())
@@ -518,6 +551,28 @@ impl MetadataImage {
                 .ok_or_else(|| format!("unknown ACL id {id:?}")),
             _ => unreachable!("not a SCRAM or ACL record: {}", record.kind()),
         }
+    }
+
+    /// The remote log records' part of [`MetadataImage::validate`]: a
+    /// segment record names an existing partition of a live topic.
+    fn validate_remote(&self, record: &MetadataRecord) -> Result<(), String> {
+        let partition = match record {
+            MetadataRecord::RemoteLogSegment(segment) => {
+                Some((&segment.topic_id, segment.partition))
+            }
+            MetadataRecord::RemoteLogSegmentState {
+                topic_id,
+                partition,
+                ..
+            } => Some((topic_id, *partition)),
+            _ => None,
+        };
+        if let Some((topic_id, partition)) = partition {
+            if self.partition(topic_id, partition).is_none() {
+                return Err(format!("unknown partition {topic_id:?}-{partition}"));
+            }
+        }
+        self.remote.validate(record)
     }
 
     fn check_epoch(
@@ -748,6 +803,9 @@ impl MetadataImage {
             | MetadataRecord::RemoveUserScramCredential { .. }
             | MetadataRecord::AccessControlEntry(_)
             | MetadataRecord::RemoveAccessControlEntry { .. } => self.mutate_security(record),
+            MetadataRecord::RemoteLogSegment(_)
+            | MetadataRecord::RemoteLogSegmentState { .. }
+            | MetadataRecord::RemoteTopicPurged { .. } => self.remote.mutate(record),
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -782,6 +840,7 @@ impl MetadataImage {
                     unreachable!("validated: topic {topic_id:?} exists")
                 };
                 assert_eq!(self.topic_ids.remove(&removed.name), Some(*topic_id));
+                self.remote.remove_topic(topic_id, &removed.name);
             }
             MetadataRecord::Partition(record) => {
                 let state = PartitionState {
@@ -1001,6 +1060,7 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveTopic { topic_id } => {
                 assert!(self.topic(topic_id).is_none());
+                assert!(!self.remote.has_segments(topic_id));
             }
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
@@ -1012,6 +1072,9 @@ impl MetadataImage {
             | MetadataRecord::RemoveAccessControlEntry { .. } => {
                 self.assert_touched_security(record)
             }
+            MetadataRecord::RemoteLogSegment(_)
+            | MetadataRecord::RemoteLogSegmentState { .. }
+            | MetadataRecord::RemoteTopicPurged { .. } => self.assert_touched_remote(record),
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -1154,6 +1217,7 @@ impl MetadataImage {
             }
         }
         assert!(self.producer_ids.next_block_start() >= 0);
+        self.remote.check_invariants(self);
     }
 }
 

@@ -9,10 +9,16 @@
 //! - [`Controller`] holds the active controller's decisions (register,
 //!   heartbeat, fence, unfence, create/delete topics and partitions,
 //!   AlterPartition, controlled shutdown, producer ids, ElectLeaders and the
-//!   preferred-leader rebalance, eligible leader replicas):
+//!   preferred-leader rebalance, eligible leader replicas, remote log
+//!   segments):
 //!   pure functions of the image, a [`ControllerConfig`] and `now_ms` that
 //!   return records to propose — nothing changes until they are committed
 //!   and applied.
+//! - [`remote_segments`] holds tiered storage's remote log metadata
+//!   (KIP-405) in the image: each partition's segments in remote storage
+//!   and their copy/delete state, and deleted topics whose remote objects
+//!   are still to purge — in the quorum instead of Kafka's
+//!   `__remote_log_metadata` topic.
 //! - [`BrokerHeartbeats`] is the controller's in-memory record of when each
 //!   broker last heartbeated; it is deliberately not replicated.
 //! - [`MetadataImage::encode_snapshot`] and
@@ -29,7 +35,8 @@
 //! on every shard.
 //!
 //! Files: `record.rs` (the records), `codec.rs` (bytes), `image.rs` (apply
-//! and invariants), `snapshot.rs` (an image as bytes), `machine.rs` (the
+//! and invariants), `remote_segments.rs` (the image's remote log metadata
+//! and its accessors), `snapshot.rs` (an image as bytes), `machine.rs` (the
 //! quorum's state machine), `heartbeats.rs`, `error.rs`, `controller/`
 //! (decisions, one file per area), `tests.rs` (property tests over random
 //! decision sequences).
@@ -42,6 +49,7 @@ pub mod image;
 pub mod machine;
 mod reader;
 pub mod record;
+pub mod remote_segments;
 pub mod snapshot;
 
 #[cfg(test)]
@@ -52,16 +60,20 @@ pub use controller::{
     ongoing_reassignments, AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
     BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest,
     ElectLeadersOutcome, ElectionType, HeartbeatOutcome, OngoingReassignment, PartitionElection,
-    RegisterOutcome, TopicAssignment,
+    RegisterOutcome, RemoteCopyRequest, RemoteSegmentTransition, TopicAssignment,
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
 pub use image::{
     BrokerRegistration, MetadataImage, PartitionState, QuotaEntity, TopicImage, QUOTA_ENTITY_TYPES,
+    REMOTE_STORAGE_ENABLE,
 };
 pub use machine::{MetadataMachine, CHANGES_MAX};
 pub use record::{
-    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
-    NO_LEADER, SCRAM_MECHANISMS,
+    AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord,
+    RemoteSegmentRecord, RemoteSegmentState, ScramCredential, NO_LEADER, SCRAM_MECHANISMS,
+};
+pub use remote_segments::{
+    RemoteLogImage, RemotePartitionSegments, RemoteSegment, RemoteTopicToPurge,
 };
 pub use snapshot::{SnapshotError, SNAPSHOT_FORMAT_VERSION, SNAPSHOT_MAGIC};

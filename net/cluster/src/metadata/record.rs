@@ -2,7 +2,10 @@
 //!
 //! They are KRaft's records (`RegisterBrokerRecord`, `FenceBrokerRecord`,
 //! `TopicRecord`, `PartitionRecord`, `PartitionChangeRecord`,
-//! `ProducerIdsRecord`, …), trimmed to what rill uses. A record states a
+//! `ProducerIdsRecord`, …), trimmed to what rill uses, plus tiered
+//! storage's remote log metadata (KIP-405's `RemoteLogSegmentMetadata`
+//! records, which Kafka keeps in its `__remote_log_metadata` topic and rill
+//! keeps here; see [`super::remote_segments`]). A record states a
 //! fact that the controller decided; every node applies the committed ones
 //! in log order ([`super::MetadataImage::apply`]) and so holds the same
 //! image. The byte format is in [`super::codec`].
@@ -136,6 +139,100 @@ impl AclRecord {
             ..other.clone()
         }
     }
+}
+
+/// A remote log segment's state (KIP-405's `RemoteLogSegmentState`, with
+/// its names and its ids: the codec writes [`RemoteSegmentState::id`]).
+///
+/// A segment moves only forward: CopySegmentStarted → CopySegmentFinished
+/// → DeleteSegmentStarted → DeleteSegmentFinished, or from
+/// CopySegmentStarted straight to DeleteSegmentStarted (a copy abandoned,
+/// cleaned up by a later leader).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RemoteSegmentState {
+    /// The uploader is copying the segment's objects; readers ignore it.
+    CopySegmentStarted,
+    /// The objects are complete: the segment serves remote reads.
+    CopySegmentFinished,
+    /// The objects are being deleted (retention, or an abandoned copy); the
+    /// segment no longer serves reads.
+    DeleteSegmentStarted,
+    /// The objects are gone; applying this removes the segment.
+    DeleteSegmentFinished,
+}
+
+impl RemoteSegmentState {
+    /// Every state, in Kafka's id order.
+    pub const ALL: [RemoteSegmentState; 4] = [
+        RemoteSegmentState::CopySegmentStarted,
+        RemoteSegmentState::CopySegmentFinished,
+        RemoteSegmentState::DeleteSegmentStarted,
+        RemoteSegmentState::DeleteSegmentFinished,
+    ];
+
+    /// Kafka's id of the state (`RemoteLogSegmentState.id()`).
+    pub fn id(self) -> u8 {
+        match self {
+            RemoteSegmentState::CopySegmentStarted => 0,
+            RemoteSegmentState::CopySegmentFinished => 1,
+            RemoteSegmentState::DeleteSegmentStarted => 2,
+            RemoteSegmentState::DeleteSegmentFinished => 3,
+        }
+    }
+
+    /// The state of a Kafka id, if it is one.
+    pub fn from_id(id: u8) -> Option<RemoteSegmentState> {
+        RemoteSegmentState::ALL.get(usize::from(id)).copied()
+    }
+
+    /// Whether a segment in this state may move to `next` (Kafka's
+    /// `RemoteLogSegmentState.isValidTransition`, a state to itself
+    /// excluded).
+    pub fn may_become(self, next: RemoteSegmentState) -> bool {
+        use RemoteSegmentState::*;
+        matches!(
+            (self, next),
+            (CopySegmentStarted, CopySegmentFinished)
+                | (CopySegmentStarted, DeleteSegmentStarted)
+                | (CopySegmentFinished, DeleteSegmentStarted)
+                | (DeleteSegmentStarted, DeleteSegmentFinished)
+        )
+    }
+}
+
+/// A segment of a partition's log copied to remote storage (KIP-405's
+/// `RemoteLogSegmentMetadataRecord`). The record that starts a copy; the
+/// image keeps it as the segment ([`super::remote_segments::RemoteSegment`]),
+/// `state` following its transitions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteSegmentRecord {
+    /// The topic.
+    pub topic_id: TopicId,
+    /// The partition.
+    pub partition: i32,
+    /// Random id chosen by the uploader (a UUID, never all zeros). Objects
+    /// are keyed by it, so that a retried or abandoned upload never writes
+    /// over another's.
+    pub segment_id: [u8; 16],
+    /// First offset in the segment.
+    pub base_offset: i64,
+    /// Last offset in the segment (inclusive).
+    pub end_offset: i64,
+    /// The largest record timestamp in the segment.
+    pub max_timestamp_ms: i64,
+    /// The segment's size in bytes.
+    pub size_bytes: i64,
+    /// The uploader: the partition's leader when the copy started.
+    pub broker_id: BrokerId,
+    /// The uploader's leader epoch when the copy started.
+    pub leader_epoch: i32,
+    /// Each leader epoch of the segment's records and the offset where it
+    /// starts within the segment (Kafka's `segmentLeaderEpochs`): epochs and
+    /// offsets strictly increasing, the first at `base_offset`.
+    pub segment_leader_epochs: Vec<(i32, i64)>,
+    /// CopySegmentStarted when the controller proposes it; a snapshot
+    /// writes a segment with the state it has reached.
+    pub state: RemoteSegmentState,
 }
 
 /// An entry of the metadata log.
@@ -283,6 +380,27 @@ pub enum MetadataRecord {
         /// The ACL's id.
         id: [u8; 16],
     },
+    /// A segment's copy to remote storage starts (tiered storage,
+    /// KIP-405).
+    RemoteLogSegment(RemoteSegmentRecord),
+    /// A remote segment moves to another state (KIP-405's
+    /// `RemoteLogSegmentMetadataUpdateRecord`).
+    RemoteLogSegmentState {
+        /// The topic.
+        topic_id: TopicId,
+        /// The partition.
+        partition: i32,
+        /// The segment.
+        segment_id: [u8; 16],
+        /// Its new state.
+        state: RemoteSegmentState,
+    },
+    /// Every remote object of a deleted topic is gone: it leaves the
+    /// image's topics to purge.
+    RemoteTopicPurged {
+        /// The deleted topic's id.
+        topic_id: TopicId,
+    },
     /// A broker took the producer-id block that ends just below
     /// `next_block_start` (KIP-730).
     ProducerIds {
@@ -317,6 +435,9 @@ impl MetadataRecord {
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredential",
             MetadataRecord::AccessControlEntry(_) => "AccessControlEntry",
             MetadataRecord::RemoveAccessControlEntry { .. } => "RemoveAccessControlEntry",
+            MetadataRecord::RemoteLogSegment(_) => "RemoteLogSegment",
+            MetadataRecord::RemoteLogSegmentState { .. } => "RemoteLogSegmentState",
+            MetadataRecord::RemoteTopicPurged { .. } => "RemoteTopicPurged",
         }
     }
 }

@@ -10,8 +10,11 @@
 //! ones [`MetadataImage::snapshot_records`] derives from the image (brokers
 //! in epoch order, unfenced ones unfenced, then every topic with its
 //! configs and partitions, each followed by its reassignment if one is in
-//! progress), framed by the metadata [`super::codec`] (each
-//! with its own CRC). What no record states — the offset each broker
+//! progress, and its remote log segments in the state each has reached),
+//! framed by the metadata [`super::codec`] (each with its own CRC). A
+//! deleted topic whose remote objects are still to purge is rebuilt as the
+//! log made it: the topic, stand-in partitions for its segments, the
+//! segments, its removal (see [`MetadataImage::snapshot_records`]). What no record states — the offset each broker
 //! registered at, the highest broker epoch ever handed out (its broker may
 //! be gone), where the next producer-id block starts (a `ProducerIds`
 //! record needs a registered broker), the last applied offset — sits in a
@@ -35,6 +38,8 @@
 //! Size: a broker is ~60 bytes, a topic ~40 plus its configs, a partition
 //! with three replicas ~60; 10 brokers and 10 000 partitions make ~600 KB,
 //! written once per `snapshot_interval_entries` (1024) committed records.
+//! A remote segment is ~100 bytes: 100 000 of them (100 TB in 1 GiB
+//! segments) add ~10 MB.
 
 use std::collections::BTreeMap;
 
@@ -43,7 +48,7 @@ use crate::placement::BrokerId;
 use super::codec::DecodeError;
 use super::error::MetadataError;
 use super::image::MetadataImage;
-use super::record::{MetadataRecord, PartitionRecord};
+use super::record::{MetadataRecord, PartitionRecord, NO_LEADER};
 
 /// The first bytes of every snapshot ("rill metadata snapshot").
 pub const SNAPSHOT_MAGIC: [u8; 4] = *b"RLMS";
@@ -128,8 +133,11 @@ impl MetadataImage {
     /// Records that rebuild this image when applied, in order, to an empty
     /// one: every broker registered in epoch order (the order the image
     /// accepts) and unfenced if it is, then each topic with its configs and
-    /// its partitions `0..n` as they stand now (epochs included). Unfencing
-    /// comes before any partition, so a led partition finds its ISR live.
+    /// its partitions `0..n` as they stand now (epochs included) and its
+    /// remote log segments. Unfencing comes before any partition, so a led
+    /// partition finds its ISR live. Deleted topics still to purge come
+    /// before the live topics, so that a live topic that took the name of
+    /// one does not collide with it.
     ///
     /// The records leave out what no record states; [`Self::encode_snapshot`]
     /// carries that beside them.
@@ -163,6 +171,7 @@ impl MetadataImage {
         for acl in self.acls().values() {
             records.push(MetadataRecord::AccessControlEntry(acl.clone()));
         }
+        self.push_topics_to_purge(&mut records);
         for topic in self.topics().values() {
             records.push(MetadataRecord::Topic {
                 name: topic.name.clone(),
@@ -190,8 +199,46 @@ impl MetadataImage {
                     });
                 }
             }
+            for &partition in topic.partitions.keys() {
+                let segments = self.remote_segments(&topic.topic_id, partition);
+                records.extend(segments.cloned().map(MetadataRecord::RemoteLogSegment));
+            }
         }
         records
+    }
+
+    /// The deleted topics whose remote objects are still to purge, of
+    /// [`Self::snapshot_records`]. No record states one by itself: each is
+    /// rebuilt as the log made it, by creating the topic, its segments and
+    /// removing it. The segments need partitions; the ones written are
+    /// stand-ins (leaderless, on broker 0, which need not exist) that go
+    /// with the topic, since a topic to purge keeps only its name and
+    /// segments.
+    fn push_topics_to_purge(&self, records: &mut Vec<MetadataRecord>) {
+        for (topic_id, purge) in self.remote_topics_to_purge() {
+            records.push(MetadataRecord::Topic {
+                name: purge.name().to_owned(),
+                topic_id,
+                configs: BTreeMap::new(),
+            });
+            let partitions = purge.partitions().map(|(p, _)| p + 1).max().unwrap_or(0);
+            for partition in 0..partitions {
+                records.push(MetadataRecord::Partition(PartitionRecord {
+                    topic_id,
+                    partition,
+                    replicas: vec![0],
+                    isr: vec![0],
+                    leader: NO_LEADER,
+                    leader_epoch: 0,
+                    partition_epoch: 0,
+                    eligible_leader_replicas: Vec::new(),
+                    last_known_elr: Vec::new(),
+                }));
+            }
+            let segments = purge.segments().cloned();
+            records.extend(segments.map(MetadataRecord::RemoteLogSegment));
+            records.push(MetadataRecord::RemoveTopic { topic_id });
+        }
     }
 
     /// The dynamic broker configs, client-metrics subscriptions and client
@@ -524,11 +571,137 @@ mod tests {
         );
     }
 
+    /// The sample image with remote log segments: topic `tiered` with a
+    /// segment in each state that stays in the image, and topic `gone`,
+    /// deleted with segments on its partition 2 (so to purge), whose name
+    /// a new topic took.
+    fn remote_image() -> MetadataImage {
+        use crate::metadata::{RemoteSegmentRecord, RemoteSegmentState};
+        let mut image = sample_image();
+        let partition = |topic_id, partition, leader| {
+            MetadataRecord::Partition(PartitionRecord {
+                topic_id,
+                partition,
+                replicas: vec![1, 2],
+                isr: vec![1],
+                leader,
+                leader_epoch: 0,
+                partition_epoch: 0,
+                eligible_leader_replicas: Vec::new(),
+                last_known_elr: Vec::new(),
+            })
+        };
+        let segment = |topic_id, partition, n: u8, base: i64| {
+            MetadataRecord::RemoteLogSegment(RemoteSegmentRecord {
+                topic_id,
+                partition,
+                segment_id: [n; 16],
+                base_offset: base,
+                end_offset: base + 99,
+                max_timestamp_ms: 5,
+                size_bytes: 1000,
+                broker_id: 1,
+                leader_epoch: 0,
+                segment_leader_epochs: vec![(0, base)],
+                state: RemoteSegmentState::CopySegmentStarted,
+            })
+        };
+        let to = |topic_id, n: u8, state| MetadataRecord::RemoteLogSegmentState {
+            topic_id,
+            partition: 0,
+            segment_id: [n; 16],
+            state,
+        };
+        let topic = |name: &str, topic_id| MetadataRecord::Topic {
+            name: name.to_owned(),
+            topic_id,
+            configs: BTreeMap::from([("remote.storage.enable".to_owned(), "true".to_owned())]),
+        };
+        let (tiered, gone, again) = ([11; 16], [12; 16], [13; 16]);
+        let records = vec![
+            topic("tiered", tiered),
+            partition(tiered, 0, 1),
+            partition(tiered, 1, 1),
+            segment(tiered, 0, 1, 0),
+            segment(tiered, 0, 2, 100),
+            segment(tiered, 0, 3, 200),
+            segment(tiered, 1, 4, 0),
+            to(tiered, 1, RemoteSegmentState::CopySegmentFinished),
+            to(tiered, 2, RemoteSegmentState::CopySegmentFinished),
+            to(tiered, 1, RemoteSegmentState::DeleteSegmentStarted),
+            topic("gone", gone),
+            partition(gone, 0, 1),
+            partition(gone, 1, 1),
+            partition(gone, 2, 1),
+            segment(gone, 2, 5, 0),
+            segment(gone, 2, 6, 100),
+            MetadataRecord::RemoveTopic { topic_id: gone },
+            topic("gone", again),
+            partition(again, 0, 1),
+        ];
+        let start = image.last_applied_offset() + 1;
+        for (offset, record) in (start..).zip(&records) {
+            assert_eq!(image.apply(offset, record), Ok(()), "{record:?}");
+        }
+        image.check_invariants();
+        image
+    }
+
+    #[test]
+    fn remote_segments_and_topics_to_purge_survive_a_snapshot() {
+        let image = remote_image();
+        let tiered = [11; 16];
+        let states: Vec<_> = image.remote_segments(&tiered, 0).map(|s| s.state).collect();
+        assert_eq!(states.len(), 3);
+        assert_eq!(image.remote_log_start_offset(&tiered, 0), Some(100));
+        let to_purge: Vec<_> = image.remote_topics_to_purge().collect();
+        assert_eq!(to_purge.len(), 1);
+        assert_eq!((to_purge[0].0, to_purge[0].1.name()), ([12; 16], "gone"));
+        assert_eq!(to_purge[0].1.segments().count(), 2);
+
+        let bytes = image.encode_snapshot();
+        let restored = MetadataImage::decode_snapshot(&bytes);
+        assert_eq!(restored.as_ref(), Ok(&image));
+        let mut restored = restored.expect("restored");
+        assert_eq!(restored.encode_snapshot(), bytes);
+        // The restored image goes on as the original would.
+        let purged = MetadataRecord::RemoteTopicPurged { topic_id: [12; 16] };
+        let mut original = image.clone();
+        let offset = image.last_applied_offset() + 1;
+        assert_eq!(original.apply(offset, &purged), Ok(()));
+        assert_eq!(restored.apply(offset, &purged), Ok(()));
+        assert_eq!(restored, original);
+        assert_eq!(restored.remote_topics_to_purge().count(), 0);
+    }
+
+    #[test]
+    fn a_snapshot_rebuilds_topics_to_purge_before_the_live_topics() {
+        let records = remote_image().snapshot_records();
+        let position = |wanted: &MetadataRecord| records.iter().position(|r| r == wanted);
+        let removal = position(&MetadataRecord::RemoveTopic { topic_id: [12; 16] });
+        let removal = removal.expect("the topic to purge is removed");
+        // Stand-in partitions 0..=2 for the segments of partition 2.
+        let stand_ins = records[..removal]
+            .iter()
+            .filter(|r| matches!(r, MetadataRecord::Partition(p) if p.topic_id == [12; 16]))
+            .count();
+        assert_eq!(stand_ins, 3);
+        let live = records.iter().position(
+            |r| matches!(r, MetadataRecord::Topic { topic_id, .. } if *topic_id != [12; 16]),
+        );
+        assert!(live > Some(removal), "{records:?}");
+    }
+
     #[test]
     fn every_damaged_byte_and_every_cut_is_an_error() {
-        let bytes = sample_image().encode_snapshot();
+        for image in [sample_image(), remote_image()] {
+            every_damage_is_an_error(&image.encode_snapshot());
+        }
+    }
+
+    fn every_damage_is_an_error(bytes: &[u8]) {
         for at in 0..bytes.len() {
-            let mut damaged = bytes.clone();
+            let mut damaged = bytes.to_vec();
             damaged[at] ^= 0x5a;
             assert!(
                 MetadataImage::decode_snapshot(&damaged).is_err(),
@@ -539,7 +712,7 @@ mod tests {
                 "cut at {at}"
             );
         }
-        let mut longer = bytes.clone();
+        let mut longer = bytes.to_vec();
         longer.push(0);
         assert!(MetadataImage::decode_snapshot(&longer).is_err());
     }

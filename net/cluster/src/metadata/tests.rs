@@ -1,8 +1,8 @@
 //! Property tests of the whole state machine: random sequences of controller
 //! decisions (register, heartbeat, fence, unfence, create/delete topics and
 //! partitions, AlterPartition, controlled shutdown, unregister, producer
-//! ids, preferred election, ElectLeaders, config changes) with random time
-//! steps.
+//! ids, preferred election, ElectLeaders, config changes, remote log
+//! segment copies, transitions and purges) with random time steps.
 //!
 //! After every step: the image's invariants hold, no epoch went back and
 //! every partition change bumped the partition epoch, a leader from outside
@@ -10,7 +10,8 @@
 //! election was allowed or asked for, a second image fed
 //! the same committed records is equal, every record survives
 //! encode → decode; at the end, replaying the whole log into a fresh image
-//! gives the same image again.
+//! gives the same image again. The remote log operations live in
+//! `tests/remote_ops.rs`.
 
 use std::collections::BTreeMap;
 
@@ -19,8 +20,10 @@ use proptest::prelude::*;
 use crate::placement::{BrokerId, PlacementSeed};
 
 use super::controller::tests::topic_id;
-use super::image::UNCLEAN_LEADER_ELECTION_ENABLE;
+use super::image::{REMOTE_STORAGE_ENABLE, UNCLEAN_LEADER_ELECTION_ENABLE};
 use super::*;
+
+mod remote_ops;
 
 const BROKERS: i32 = 5;
 const TOPIC_NAMES: [&str; 3] = ["a", "b", "c"];
@@ -87,6 +90,33 @@ enum Op {
         unclean: bool,
         name: Option<usize>,
     },
+    /// A leader copies a segment to remote storage (`stale`: 1 at an old
+    /// leader epoch, 2 from a follower, 3 leaving a gap).
+    RemoteCopy {
+        pick: usize,
+        length: i64,
+        overlap: i64,
+        stale: u8,
+    },
+    /// A leader moves a remote segment to `RemoteSegmentState::ALL[to]`
+    /// (`to` of 4 and more: to the state after its own).
+    RemoteTransition {
+        pick: usize,
+        to: u8,
+        stale: bool,
+    },
+    /// A deleted (or live, or unknown) topic's remote data is purged.
+    RemotePurge {
+        pick: usize,
+    },
+}
+
+/// The topics with tiered storage: `b` and `c` (of [`TOPIC_NAMES`]).
+fn topic_configs(name: usize) -> BTreeMap<String, String> {
+    match name {
+        0 => BTreeMap::new(),
+        _ => BTreeMap::from([(REMOTE_STORAGE_ENABLE.to_owned(), "true".to_owned())]),
+    }
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -113,6 +143,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::option::of(any::<bool>()).prop_map(|value| Op::SetClusterUnclean { value }),
         2 => (name.clone(), prop::option::of(1u8..4)).prop_map(|(name, value)| Op::SetMinIsr { name, value }),
         2 => (any::<bool>(), prop::option::of(name)).prop_map(|(unclean, name)| Op::ElectLeaders { unclean, name }),
+        4 => (any::<usize>(), 1i64..200, 0i64..50, 0u8..8)
+            .prop_map(|(pick, length, overlap, stale)| Op::RemoteCopy { pick, length, overlap, stale }),
+        5 => (any::<usize>(), 0u8..8, prop::bool::weighted(0.1))
+            .prop_map(|(pick, to, stale)| Op::RemoteTransition { pick, to, stale }),
+        2 => any::<usize>().prop_map(|pick| Op::RemotePurge { pick }),
     ]
 }
 
@@ -246,6 +281,7 @@ impl Model {
         }
         assert!(self.leader.last_broker_epoch() >= before.last_broker_epoch);
         assert!(self.leader.next_producer_id_block_start() >= before.next_producer_id_block_start);
+        remote_ops::check_remote_log(&self.leader);
     }
 
     fn epoch(&self, broker: BrokerId) -> i64 {
@@ -328,7 +364,7 @@ impl Model {
                             shift: seed.1,
                         },
                     },
-                    configs: BTreeMap::new(),
+                    configs: topic_configs(*name),
                 };
                 self.next_topic_id = self.next_topic_id.wrapping_add(1).max(1);
                 controller.create_topic(&request).unwrap_or_default()
@@ -340,7 +376,7 @@ impl Model {
                     assignment: TopicAssignment::Explicit(
                         (0..).zip(replicas.iter().cloned()).collect(),
                     ),
-                    configs: BTreeMap::new(),
+                    configs: topic_configs(*name),
                 };
                 self.next_topic_id = self.next_topic_id.wrapping_add(1).max(1);
                 controller.create_topic(&request).unwrap_or_default()
@@ -401,6 +437,9 @@ impl Model {
                 let asked: Option<Vec<(String, Vec<i32>)>> =
                     name.map(|n| vec![(TOPIC_NAMES[n].to_owned(), vec![0, 1, 2, 9])]);
                 controller.elect_leaders(election, asked.as_deref()).records
+            }
+            Op::RemoteCopy { .. } | Op::RemoteTransition { .. } | Op::RemotePurge { .. } => {
+                self.remote_step(op)
             }
         };
         self.commit(records);
@@ -616,6 +655,7 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         (text, any::<u8>()).prop_map(|(name, mechanism)| {
             MetadataRecord::RemoveUserScramCredential { name, mechanism }
         }),
+        remote_ops::any_remote_record(),
         (any::<i32>(), any::<i64>(), any::<i64>()).prop_map(
             |(broker_id, broker_epoch, next_block_start)| {
                 MetadataRecord::ProducerIds {
@@ -761,6 +801,9 @@ fn random_sequences_reach_every_record_kind() {
         "PartitionChange",
         "ConfigChange",
         "ProducerIds",
+        "RemoteLogSegment",
+        "RemoteLogSegmentState",
+        "RemoteTopicPurged",
     ] {
         assert!(
             kinds.get(kind).copied().unwrap_or(0) >= 5,
@@ -777,8 +820,9 @@ fn random_sequences_reach_every_record_kind() {
 /// The snapshot property test is only worth something if the images it
 /// snapshots hold what a snapshot must carry beyond plain records: fenced
 /// and unfenced brokers, a highest broker epoch whose broker is gone, a
-/// producer-id block taken, topic configs, leaderless partitions. Run a
-/// fixed set of sequences, snapshot each image at every step, and count.
+/// producer-id block taken, topic configs, leaderless partitions, remote
+/// segments, deleted topics still to purge. Run a fixed set of sequences,
+/// snapshot each image at every step, and count.
 #[test]
 fn snapshots_of_random_sequences_cover_every_part_of_the_image() {
     use proptest::strategy::ValueTree;
@@ -787,7 +831,7 @@ fn snapshots_of_random_sequences_cover_every_part_of_the_image() {
     let mut runner = TestRunner::deterministic();
     let strategy = prop::collection::vec(op(), 60..80);
     let mut seen: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for case in 0..10 {
+    for case in 0..30 {
         let ops = strategy.new_tree(&mut runner).unwrap().current();
         let mut model = Model::started(case % 3 == 0);
         for op in &ops {
@@ -817,13 +861,20 @@ fn snapshots_of_random_sequences_cover_every_part_of_the_image() {
                     "changed partition",
                     image.partitions().any(|(_, _, s)| s.partition_epoch > 0),
                 ),
+                (
+                    "remote segment",
+                    image.partitions().any(|(topic, partition, _)| {
+                        image.remote_segments(&topic.topic_id, partition).count() > 0
+                    }),
+                ),
+                ("topic to purge", image.remote_topics_to_purge().count() > 0),
             ];
             for (fact, holds) in facts {
                 *seen.entry(fact).or_default() += usize::from(holds);
             }
         }
     }
-    assert_eq!(seen.len(), 7);
+    assert_eq!(seen.len(), 9);
     assert!(seen.values().all(|&count| count > 0), "{seen:?}");
 }
 

@@ -34,6 +34,8 @@
 //! - `quotas.rs`: AlterClientQuotas.
 //! - `reassignments.rs`: AlterPartitionReassignments (KIP-455): start,
 //!   complete once the added replicas are in sync, cancel.
+//! - `remote_segments.rs`: tiered storage's remote log segments (KIP-405):
+//!   copy started and finished, deletion, a deleted topic's purge.
 
 mod acls;
 mod brokers;
@@ -45,6 +47,7 @@ mod partitions;
 mod producer_ids;
 mod quotas;
 mod reassignments;
+mod remote_segments;
 mod topics;
 
 use super::heartbeats::DEFAULT_BROKER_SESSION_TIMEOUT_MS;
@@ -57,6 +60,7 @@ pub use brokers::{
 pub use leaders::{ElectLeadersOutcome, ElectionType, PartitionElection};
 pub use partitions::{AlterPartitionOutcome, AlterPartitionRequest};
 pub use reassignments::{ongoing_reassignments, OngoingReassignment};
+pub use remote_segments::{RemoteCopyRequest, RemoteSegmentTransition};
 pub use topics::{CreateTopicRequest, TopicAssignment};
 
 /// The controller settings its decisions depend on (Kafka's names).
@@ -169,5 +173,7 @@ impl Proposal {
 mod election_tests;
 #[cfg(test)]
 mod reassignment_tests;
+#[cfg(test)]
+mod remote_segments_tests;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -96,7 +96,9 @@ impl Controller<'_> {
                 existing: existing.name.clone(),
             });
         }
-        if request.topic_id == [0; 16] || self.image.topic(&request.topic_id).is_some() {
+        // An id still naming a deleted topic's remote objects is taken too.
+        let purging = self.image.remote_log().is_purging(&request.topic_id);
+        if request.topic_id == [0; 16] || self.image.topic(&request.topic_id).is_some() || purging {
             return Err(MetadataError::InvalidRequest {
                 reason: format!("topic id {:?} is zero or taken", request.topic_id),
             });
