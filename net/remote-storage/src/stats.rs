@@ -41,9 +41,11 @@ pub struct StatsSnapshot {
     pub cache_misses: u64,
     /// Bytes held in the chunk cache now (a gauge).
     pub cache_bytes: u64,
-    /// Failed `put_file` and `put_bytes`.
+    /// Failed `put_file` and `put_bytes`. The error counts hold the store's
+    /// and the node's failures (`Unavailable`, `Io`, `Config`), not answers
+    /// about the request (`NotFound`, `InvalidKey`, `InvalidRange`).
     pub put_errors: u64,
-    /// Failed `get` and `get_range`, but for `NotFound`.
+    /// Failed `get` and `get_range`.
     pub get_errors: u64,
     /// Failed `list`.
     pub list_errors: u64,

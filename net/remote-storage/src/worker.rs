@@ -177,11 +177,19 @@ async fn dispatch(ctx: &Context, job: Job) {
     }
 }
 
-/// Counts a failure (a missing object is an answer, not a failure) and
-/// answers; a caller that has gone misses nothing.
+/// Counts a failure and answers; a caller that has gone misses nothing.
+/// Only the store's and the node's failures count: a missing object, a bad
+/// key or a range past the end is an answer about the request, and would
+/// only blur a metric that alerts on the store.
 fn send<T>(ctx: &Context, kind: ErrorKind, reply: Reply<T>, answer: Result<T, RemoteError>) {
     if let Err(error) = &answer {
-        if !matches!(error, RemoteError::NotFound { .. }) {
+        let about_the_request = matches!(
+            error,
+            RemoteError::NotFound { .. }
+                | RemoteError::InvalidKey { .. }
+                | RemoteError::InvalidRange { .. }
+        );
+        if !about_the_request {
             ctx.stats.record_error(kind);
             tracing::debug!(?kind, %error, "remote storage operation failed");
         }
