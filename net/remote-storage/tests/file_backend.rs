@@ -87,6 +87,50 @@ fn a_multipart_upload_reads_back_whole_and_by_range() {
 }
 
 #[test]
+fn a_failed_multipart_upload_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote");
+    let mut config = RemoteStorageConfig::from_url(&format!("file://{}", remote.display()));
+    config.part_bytes = 16;
+    let store = RemoteStore::open(config).unwrap();
+    // A directory opens, has a length (4 KiB on ext4, a few hundred bytes
+    // on tmpfs or btrfs with these entries: several 16-byte parts) and fails
+    // at the first read: the upload starts, then fails and is aborted.
+    let unreadable = dir.path().join("not-a-file");
+    std::fs::create_dir(&unreadable).unwrap();
+    for entry in 0..4 {
+        let name = format!("an-entry-with-a-long-name-to-give-the-directory-a-length-{entry}");
+        std::fs::write(unreadable.join(name), b"x").unwrap();
+    }
+    assert!(std::fs::metadata(&unreadable).unwrap().len() > 16);
+    block_on(async {
+        let answer = store.put_file(unreadable, "t/0/seg.log".into()).await;
+        assert!(matches!(answer, Err(RemoteError::Io { .. })), "{answer:?}");
+        assert!(matches!(
+            store.get("t/0/seg.log".into()).await,
+            Err(RemoteError::NotFound { .. })
+        ));
+        assert!(store.list(String::new()).await.unwrap().is_empty());
+    });
+    // Not even a staging file of the upload is left.
+    let mut left = Vec::new();
+    let mut dirs = vec![remote];
+    while let Some(next) = dirs.pop() {
+        for entry in std::fs::read_dir(next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                left.push(path);
+            }
+        }
+    }
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(store.stats().put_errors, 1);
+    assert_eq!(store.stats().objects_uploaded, 0);
+}
+
+#[test]
 fn a_small_file_goes_up_in_one_put() {
     let dir = tempfile::tempdir().unwrap();
     let store = open_store(dir.path());
