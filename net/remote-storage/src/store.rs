@@ -119,3 +119,24 @@ impl fmt::Debug for RemoteStore {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    fn sendable<T: Send>(_: &T) {}
+
+    #[test]
+    fn handles_and_their_futures_cross_threads() {
+        shareable::<RemoteStore>();
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().display());
+        let store = RemoteStore::open(RemoteStorageConfig::from_url(&url)).unwrap();
+        // Send futures: a caller may move one to another executor's thread.
+        sendable(&store.get("k".into()));
+        sendable(&store.put_file(PathBuf::from("f"), "k".into()));
+        let printed = format!("{store:?}");
+        assert!(printed.contains("file"), "{printed}");
+    }
+}
