@@ -49,6 +49,7 @@ pub(crate) async fn get_range(
     if range.is_empty() {
         return Ok(Bytes::new());
     }
+    let deadline = Instant::now() + ctx.op_timeout;
     let read = if ctx.cache.borrow().is_enabled() {
         read_through_cache(ctx, &path, key, &range).await
     } else {
@@ -56,7 +57,7 @@ pub(crate) async fn get_range(
     };
     match read {
         Err(error @ (RemoteError::Unavailable { .. } | RemoteError::Io { .. })) => {
-            Err(past_the_end(ctx, &path, key, &range, error).await)
+            Err(past_the_end(ctx, &path, key, &range, deadline, error).await)
         }
         other => other,
     }
@@ -146,16 +147,23 @@ async fn fetch(
 
 /// A ranged read failed: if the range reaches past the object's end (a
 /// read starting there is refused: 416 from S3, an error of the local
-/// store), say so; otherwise the original error stands.
+/// store), say so; otherwise the original error stands. The HEAD that
+/// tells has only what is left of the operation's time: a store that is
+/// down has used it all, and its failure is not delayed by a second wait.
 async fn past_the_end(
     ctx: &Context,
     path: &Path,
     key: &str,
     range: &Range<u64>,
+    deadline: Instant,
     error: RemoteError,
 ) -> RemoteError {
-    match ctx.bounded(GET_RANGE, key, ctx.store.head(path)).await {
-        Ok(meta) if meta.size < range.end => invalid_range(key, range, meta.size),
+    let time_left = deadline.saturating_duration_since(Instant::now());
+    if time_left.is_zero() {
+        return error;
+    }
+    match tokio::time::timeout(time_left, ctx.store.head(path)).await {
+        Ok(Ok(meta)) if meta.size < range.end => invalid_range(key, range, meta.size),
         _ => error,
     }
 }

@@ -181,6 +181,19 @@ fn multipart_upload_range_reads_list_and_delete_prefix() {
     assert_eq!(after.bytes_fetched, before.bytes_fetched, "nothing fetched");
 
     block_on(async {
+        // Past the end: the cached short last chunk tells for the first two;
+        // chunk 13 starts past the end, S3 answers 416, and a HEAD tells.
+        for range in [
+            length - 10..length + 10,
+            length..length + 1,
+            13 * MIB..13 * MIB + 1,
+        ] {
+            let read = store.get_range(log_key.clone(), range.clone()).await;
+            assert!(
+                matches!(read, Err(RemoteError::InvalidRange { object_bytes, .. }) if object_bytes == length),
+                "{range:?}: {read:?}"
+            );
+        }
         assert_eq!(store.delete_prefix("orders-0".into()).await.unwrap(), 2);
         assert!(store.list(String::new()).await.unwrap().is_empty());
         assert!(matches!(
@@ -218,8 +231,9 @@ fn a_stopped_server_fails_operations_with_unavailable_in_time() {
             matches!(answer, Err(RemoteError::Unavailable { .. })),
             "attempt {attempt}: {answer:?}"
         );
+        // The 2 s timeout, and timer slack on a loaded machine.
         assert!(
-            took < Duration::from_secs(6),
+            took < Duration::from_millis(3_000),
             "attempt {attempt} took {took:?}"
         );
     }
