@@ -11,6 +11,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// The remote thread's state. Not `Send`: it never leaves the thread, and
 /// the cache's `RefCell` is never borrowed across an `.await`.
@@ -21,6 +22,10 @@ pub(crate) struct Context {
     pub chunk_bytes: u64,
     pub part_bytes: u64,
     pub op_timeout: Duration,
+    /// Slots of file uploads (see `worker`).
+    pub upload_slots: Semaphore,
+    /// Slots of the other operations.
+    pub request_slots: Semaphore,
 }
 
 impl Context {

@@ -9,7 +9,7 @@
 //!
 //! Memory: `PARTS_IN_FLIGHT` parts upload while the next is read, so one
 //! upload holds at most `(PARTS_IN_FLIGHT + 1) * part_bytes` (24 MiB with
-//! the 8 MiB default). Each part has the operation timeout to itself: a
+//! the 8 MiB default), and the worker runs at most 4 uploads at once. Each part has the operation timeout to itself: a
 //! 1 GiB segment needs far more than 30 s at 30 MB/s, but no one part does.
 
 use crate::context::{object_path, Context};

@@ -14,8 +14,12 @@
 //! published figures for ring and AES-NI, not measured on rill.
 //!
 //! Bounds: at most `JOB_QUEUE_DEPTH` jobs wait in the channel (a caller's
-//! send waits beyond that: backpressure up to the shard), and at most
-//! `JOBS_IN_FLIGHT` run at once.
+//! send waits beyond that: backpressure up to the shard), at most
+//! `JOBS_ACCEPTED` are taken from it at once, and of those at most
+//! `UPLOADS_IN_FLIGHT` file uploads and `REQUESTS_IN_FLIGHT` other
+//! operations run. Uploads have slots of their own so that a burst of
+//! segment uploads can neither hold more than 4 × 24 MiB of parts nor
+//! starve the remote reads that consumers wait on.
 //!
 //! The thread ends when every `RemoteStore` handle is dropped: the channel
 //! closes, the jobs in flight finish (each bounded by the operation
@@ -45,10 +49,17 @@ pub(crate) const THREAD_NAME: &str = "rill-remote";
 /// Jobs waiting for the thread, beyond which a caller's send waits.
 const JOB_QUEUE_DEPTH: usize = 256;
 
-/// Jobs running at once: enough for every partition's upload and a burst
-/// of remote reads to overlap, few enough to bound memory (an upload holds
-/// up to 3 parts, 24 MiB) and connections.
-const JOBS_IN_FLIGHT: usize = 32;
+/// Jobs taken from the channel at once, running or waiting for a slot.
+const JOBS_ACCEPTED: usize = 256;
+
+/// File uploads at once: each holds up to 3 parts (24 MiB by default) and
+/// streams at the link's speed, so a few fill the link.
+pub(crate) const UPLOADS_IN_FLIGHT: usize = 4;
+
+/// Other operations at once (reads, lists, deletes, small puts): enough for
+/// a burst of consumers' remote reads to overlap, few enough to bound the
+/// connections to the store.
+pub(crate) const REQUESTS_IN_FLIGHT: usize = 32;
 
 /// Threads for blocking file I/O (the local store, reading upload files).
 const BLOCKING_THREADS: usize = 4;
@@ -116,6 +127,8 @@ fn run(
         chunk_bytes: config.chunk_bytes,
         part_bytes: config.part_bytes,
         op_timeout: config.op_timeout(),
+        upload_slots: Semaphore::new(UPLOADS_IN_FLIGHT),
+        request_slots: Semaphore::new(REQUESTS_IN_FLIGHT),
     };
     if ready.send(Ok(())).is_err() {
         return;
@@ -123,21 +136,29 @@ fn run(
     LocalSet::new().block_on(&runtime, serve(Rc::new(context), queue));
 }
 
-/// Takes jobs until every handle is gone, running up to `JOBS_IN_FLIGHT`
-/// at once, then waits for those still running.
+/// Takes jobs until every handle is gone, up to `JOBS_ACCEPTED` at once,
+/// then waits for those still running.
 async fn serve(context: Rc<Context>, queue: async_channel::Receiver<Job>) {
-    let slots = Arc::new(Semaphore::new(JOBS_IN_FLIGHT));
+    let accepted = Arc::new(Semaphore::new(JOBS_ACCEPTED));
     while let Ok(job) = queue.recv().await {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
+        let Ok(acceptance) = accepted.clone().acquire_owned().await else {
             break;
         };
         let context = context.clone();
         tokio::task::spawn_local(async move {
-            dispatch(&context, job).await;
-            drop(slot);
+            let slots = match job {
+                Job::PutFile { .. } => &context.upload_slots,
+                _ => &context.request_slots,
+            };
+            // The semaphores are never closed; were one, the job's caller
+            // would see `Closed` as its reply is dropped.
+            if let Ok(_slot) = slots.acquire().await {
+                dispatch(&context, job).await;
+            }
+            drop(acceptance);
         });
     }
-    let _all_done = slots.acquire_many(JOBS_IN_FLIGHT as u32).await;
+    let _all_done = accepted.acquire_many(JOBS_ACCEPTED as u32).await;
 }
 
 /// Runs one job and sends its answer. Reads whose caller has gone are

@@ -364,3 +364,21 @@ fn open_refuses_configurations_that_cannot_work() {
         Err(RemoteError::Config { .. })
     ));
 }
+
+/// The names of this process's threads, from /proc.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn the_store_runs_on_a_thread_named_rill_remote() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(dir.path());
+    block_on(store.put_bytes("k".into(), Bytes::from_static(b"v"))).unwrap();
+    let names = thread_names();
+    assert!(names.iter().any(|name| name == "rill-remote"), "{names:?}");
+}
