@@ -4,14 +4,15 @@
 //! Why one thread and a current-thread runtime rather than a pool: the
 //! shards own one core each, and every extra busy thread takes time from
 //! them. The work here is mostly waiting on the network; its CPU is TLS
-//! (AES-GCM, several GB/s a core with AES-NI) and SigV4's SHA-256 of each
-//! payload (about 1.5-2 GB/s a core with SHA extensions, ~400 MB/s
-//! without), so one core keeps up with several hundred MB/s of uploads,
-//! more than a broker's tiering rate (its produce rate) on most NICs.
+//! (AES-GCM, GB/s a core with AES-NI) and SigV4's SHA-256 of each payload
+//! (some hundreds of MB/s to about 2 GB/s a core, as the CPU has SHA
+//! extensions or not), so one core keeps up with a few hundred MB/s of
+//! uploads at least: a broker tiers at its produce rate, which its NIC
+//! already bounds.
 //! A current-thread runtime also lets the chunk cache sit in a `RefCell`
 //! with no lock. The local store's and `tokio::fs`'s blocking calls run on
 //! a small blocking pool (`BLOCKING_THREADS`). The rates above are
-//! published figures for ring and AES-NI, not measured on rill.
+//! order-of-magnitude figures for these algorithms, not measured on rill.
 //!
 //! Bounds: at most `JOB_QUEUE_DEPTH` jobs wait in the channel (a caller's
 //! send waits beyond that: backpressure up to the shard), at most
