@@ -45,6 +45,7 @@ fn broker_crates_have_no_import_cycles() {
         "runtimes",
         "api",
         "server",
+        "remote-storage",
     ] {
         assert_no_cycles(&format!("net/{krate}/src"));
     }

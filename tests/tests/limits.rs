@@ -68,6 +68,9 @@ const LAYERS: &[(&str, u32)] = &[
     ("rill-engine", 0),
     ("rill-tuning", 0),
     ("rill-bench", 0),
+    // The object-store client of tiered storage: it imports no rill crate,
+    // and the broker's crates will call it.
+    ("rill-remote-storage", 0),
     // The pure cores.
     ("rill-cluster", 1),
     ("rill-coordinators", 1),

@@ -1,0 +1,220 @@
+//! The remote thread: one OS thread named `rill-remote`, running a
+//! current-thread tokio runtime, fed jobs over a bounded channel.
+//!
+//! Why one thread and a current-thread runtime rather than a pool: the
+//! shards own one core each, and every extra busy thread takes time from
+//! them. The work here is mostly waiting on the network; its CPU is TLS
+//! (AES-GCM, GB/s a core with AES-NI) and SigV4's SHA-256 of each payload
+//! (some hundreds of MB/s to about 2 GB/s a core, as the CPU has SHA
+//! extensions or not), so one core keeps up with a few hundred MB/s of
+//! uploads at least: a broker tiers at its produce rate, which its NIC
+//! already bounds.
+//! A current-thread runtime also lets the chunk cache sit in a `RefCell`
+//! with no lock. The local store's and `tokio::fs`'s blocking calls run on
+//! a small blocking pool (`BLOCKING_THREADS`). The rates above are
+//! order-of-magnitude figures for these algorithms, not measured on rill.
+//!
+//! Bounds: at most `JOB_QUEUE_DEPTH` jobs wait in the channel (a caller's
+//! send waits beyond that: backpressure up to the shard), at most
+//! `JOBS_ACCEPTED` are taken from it at once, and of those at most
+//! `UPLOADS_IN_FLIGHT` file uploads and `REQUESTS_IN_FLIGHT` other
+//! operations run. Uploads have slots of their own so that a burst of
+//! segment uploads can neither hold more than 4 × 24 MiB of parts nor
+//! starve the remote reads that consumers wait on.
+//!
+//! The thread ends when every `RemoteStore` handle is dropped: the channel
+//! closes, the jobs in flight finish (each bounded by the operation
+//! timeout), and the runtime is dropped.
+
+use crate::backend;
+use crate::cache::ChunkCache;
+use crate::config::RemoteStorageConfig;
+use crate::context::Context;
+use crate::error::RemoteError;
+use crate::job::{Job, Reply};
+use crate::listing;
+use crate::location::Location;
+use crate::read;
+use crate::stats::{ErrorKind, Stats};
+use crate::upload;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::LocalSet;
+
+/// The thread's name, as `top -H` and `/proc` show it.
+pub(crate) const THREAD_NAME: &str = "rill-remote";
+
+/// Jobs waiting for the thread, beyond which a caller's send waits.
+const JOB_QUEUE_DEPTH: usize = 256;
+
+/// Jobs taken from the channel at once, running or waiting for a slot.
+const JOBS_ACCEPTED: usize = 256;
+
+/// File uploads at once: each holds up to 3 parts (24 MiB by default) and
+/// streams at the link's speed, so a few fill the link.
+pub(crate) const UPLOADS_IN_FLIGHT: usize = 4;
+
+/// Other operations at once (reads, lists, deletes, small puts): enough for
+/// a burst of consumers' remote reads to overlap, few enough to bound the
+/// connections to the store.
+pub(crate) const REQUESTS_IN_FLIGHT: usize = 32;
+
+/// Threads for blocking file I/O (the local store, reading upload files).
+const BLOCKING_THREADS: usize = 4;
+
+/// The remote thread's answer to startup: ready, or why not.
+type Ready = Result<(), RemoteError>;
+
+/// Starts the thread and waits until its store is built; returns the
+/// channel to send jobs on.
+pub(crate) fn start(
+    location: Location,
+    config: RemoteStorageConfig,
+    stats: Arc<Stats>,
+) -> Result<async_channel::Sender<Job>, RemoteError> {
+    let (jobs, queue) = async_channel::bounded(JOB_QUEUE_DEPTH);
+    let (ready_sender, ready) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name(THREAD_NAME.to_string())
+        .spawn(move || run(location, config, stats, queue, ready_sender))
+        .map_err(RemoteError::io("open"))?;
+    match ready.recv() {
+        Ok(Ok(())) => Ok(jobs),
+        Ok(Err(error)) => Err(error),
+        Err(_thread_ended) => Err(RemoteError::Closed),
+    }
+}
+
+/// The thread's body: build the runtime and the store, report, serve.
+fn run(
+    location: Location,
+    config: RemoteStorageConfig,
+    stats: Arc<Stats>,
+    queue: async_channel::Receiver<Job>,
+    ready: SyncSender<Ready>,
+) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_name("rill-remote-io")
+        .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            let _ = ready.send(Err(RemoteError::io("open")(error)));
+            return;
+        }
+    };
+    let store = {
+        // Some HTTP clients look for a runtime when they are built.
+        let _entered = runtime.enter();
+        backend::build(&location, &config)
+    };
+    let store = match store {
+        Ok(store) => store,
+        Err(error) => {
+            let _ = ready.send(Err(error));
+            return;
+        }
+    };
+    let context = Context {
+        store,
+        cache: RefCell::new(ChunkCache::new(config.cache_bytes)),
+        stats,
+        chunk_bytes: config.chunk_bytes,
+        part_bytes: config.part_bytes,
+        op_timeout: config.op_timeout(),
+        upload_slots: Semaphore::new(UPLOADS_IN_FLIGHT),
+        request_slots: Semaphore::new(REQUESTS_IN_FLIGHT),
+    };
+    if ready.send(Ok(())).is_err() {
+        return;
+    }
+    LocalSet::new().block_on(&runtime, serve(Rc::new(context), queue));
+}
+
+/// Takes jobs until every handle is gone, up to `JOBS_ACCEPTED` at once,
+/// then waits for those still running.
+async fn serve(context: Rc<Context>, queue: async_channel::Receiver<Job>) {
+    let accepted = Arc::new(Semaphore::new(JOBS_ACCEPTED));
+    while let Ok(job) = queue.recv().await {
+        let Ok(acceptance) = accepted.clone().acquire_owned().await else {
+            break;
+        };
+        let context = context.clone();
+        tokio::task::spawn_local(async move {
+            let slots = match job {
+                Job::PutFile { .. } => &context.upload_slots,
+                _ => &context.request_slots,
+            };
+            // The semaphores are never closed; were one, the job's caller
+            // would see `Closed` as its reply is dropped.
+            if let Ok(_slot) = slots.acquire().await {
+                dispatch(&context, job).await;
+            }
+            drop(acceptance);
+        });
+    }
+    let _all_done = accepted.acquire_many(JOBS_ACCEPTED as u32).await;
+}
+
+/// Runs one job and sends its answer. Reads whose caller has gone are
+/// skipped; writes run regardless (the caller may have given up waiting,
+/// not wanting).
+async fn dispatch(ctx: &Context, job: Job) {
+    match job {
+        Job::PutFile { local, key, reply } => {
+            let answer = upload::put_file(ctx, &local, &key).await;
+            send(ctx, ErrorKind::Put, reply, answer);
+        }
+        Job::PutBytes { key, bytes, reply } => {
+            let answer = upload::put_bytes(ctx, &key, bytes).await;
+            send(ctx, ErrorKind::Put, reply, answer);
+        }
+        Job::Get { key, reply } if !reply.is_canceled() => {
+            let answer = read::get(ctx, &key).await;
+            send(ctx, ErrorKind::Get, reply, answer);
+        }
+        Job::GetRange { key, range, reply } if !reply.is_canceled() => {
+            let answer = read::get_range(ctx, &key, range).await;
+            send(ctx, ErrorKind::Get, reply, answer);
+        }
+        Job::List { prefix, reply } if !reply.is_canceled() => {
+            let answer = listing::list(ctx, &prefix).await;
+            send(ctx, ErrorKind::List, reply, answer);
+        }
+        Job::Delete { keys, reply } => {
+            let answer = listing::delete(ctx, &keys).await;
+            send(ctx, ErrorKind::Delete, reply, answer);
+        }
+        Job::DeletePrefix { prefix, reply } => {
+            let answer = listing::delete_prefix(ctx, &prefix).await;
+            send(ctx, ErrorKind::Delete, reply, answer);
+        }
+        Job::Get { .. } | Job::GetRange { .. } | Job::List { .. } => {}
+    }
+}
+
+/// Counts a failure and answers; a caller that has gone misses nothing.
+/// Only the store's and the node's failures count: a missing object, a bad
+/// key or a range past the end is an answer about the request, and would
+/// only blur a metric that alerts on the store.
+fn send<T>(ctx: &Context, kind: ErrorKind, reply: Reply<T>, answer: Result<T, RemoteError>) {
+    if let Err(error) = &answer {
+        let about_the_request = matches!(
+            error,
+            RemoteError::NotFound { .. }
+                | RemoteError::InvalidKey { .. }
+                | RemoteError::InvalidRange { .. }
+        );
+        if !about_the_request {
+            ctx.stats.record_error(kind);
+            tracing::debug!(?kind, %error, "remote storage operation failed");
+        }
+    }
+    let _caller_gone = reply.send(answer);
+}
