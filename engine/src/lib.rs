@@ -90,6 +90,7 @@ pub mod manager;
 pub mod producer_id_blocks;
 pub mod producer_state;
 pub mod recovery;
+pub mod remote_segment;
 pub mod retention;
 pub mod segment;
 pub mod segment_swap;

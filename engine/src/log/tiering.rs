@@ -91,6 +91,34 @@ impl PartitionLog {
         }
     }
 
+    /// Bytes of the local segments holding offsets after `offset` (the
+    /// part of the log not yet in the remote copy), for `retention.bytes`
+    /// over the whole tiered log.
+    pub fn local_bytes_after(&self, offset: Offset) -> u64 {
+        let state = self.state.borrow();
+        state
+            .segments
+            .iter()
+            .map(|s| s.meta.borrow())
+            .filter(|meta| meta.next_offset > offset + 1)
+            .map(|meta| meta.size_bytes)
+            .sum()
+    }
+
+    /// Sealed segments holding offsets after `offset`, and their bytes:
+    /// the upload lag (the active segment is not yet uploadable).
+    pub fn local_sealed_after(&self, offset: Offset) -> (u64, u64) {
+        let state = self.state.borrow();
+        let sealed = state.segments.len().saturating_sub(1);
+        state.segments[..sealed]
+            .iter()
+            .map(|s| s.meta.borrow())
+            .filter(|meta| meta.next_offset > offset + 1)
+            .fold((0, 0), |(count, bytes), meta| {
+                (count + 1, bytes + meta.size_bytes)
+            })
+    }
+
     /// ListOffsets' earliest-pending-upload (-5, KIP-1005): the first
     /// offset not yet uploaded; `None` for a topic that is not tiered.
     pub(super) fn earliest_pending_upload(&self) -> Option<Offset> {

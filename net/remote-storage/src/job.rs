@@ -18,6 +18,7 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T, RemoteError>>;
 pub(crate) enum Job {
     PutFile {
         local: PathBuf,
+        length: Option<u64>,
         key: String,
         reply: Reply<u64>,
     },

@@ -53,7 +53,30 @@ impl RemoteStore {
     /// `part_bytes`: nothing is visible under `key` until all of it is);
     /// returns its length.
     pub async fn put_file(&self, local: PathBuf, key: String) -> Result<u64, RemoteError> {
-        self.call(|reply| Job::PutFile { local, key, reply }).await
+        (self.call(|reply| Job::PutFile {
+            local,
+            length: None,
+            key,
+            reply,
+        }))
+        .await
+    }
+
+    /// [`RemoteStore::put_file`] of the file's first `length` bytes (a
+    /// segment whose file is preallocated past its data).
+    pub async fn put_file_prefix(
+        &self,
+        local: PathBuf,
+        length: u64,
+        key: String,
+    ) -> Result<u64, RemoteError> {
+        (self.call(|reply| Job::PutFile {
+            local,
+            length: Some(length),
+            key,
+            reply,
+        }))
+        .await
     }
 
     /// Stores `bytes` under `key` in one request.

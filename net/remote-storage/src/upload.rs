@@ -50,21 +50,24 @@ pub(crate) async fn put_bytes(ctx: &Context, key: &str, bytes: Bytes) -> Result<
     Ok(())
 }
 
-/// Uploads the file at `local` under `key`; returns its length.
+/// Uploads the file at `local` (its first `length` bytes, when given)
+/// under `key`; returns the bytes uploaded.
 pub(crate) async fn put_file(
     ctx: &Context,
     local: &std::path::Path,
+    length: Option<u64>,
     key: &str,
 ) -> Result<u64, RemoteError> {
     let path = object_path(key)?;
     let mut file = File::open(local).await.map_err(RemoteError::io(PUT_FILE))?;
     let metadata = file.metadata().await.map_err(RemoteError::io(PUT_FILE))?;
-    let file_bytes = metadata.len();
+    let file_bytes = length.map_or(metadata.len(), |n| n.min(metadata.len()));
     let part_bytes = part_bytes_for(file_bytes, ctx.part_bytes);
     let upload = if file_bytes <= part_bytes {
-        put_whole(ctx, &path, key, &mut file, file_bytes).await
+        put_whole(ctx, &path, key, &mut file, file_bytes, length.is_none()).await
     } else {
-        put_parts(ctx, &path, key, &mut file, file_bytes, part_bytes).await
+        let sizes = (file_bytes, part_bytes);
+        put_parts(ctx, &path, key, &mut file, sizes, length.is_none()).await
     };
     ctx.invalidate_key(key);
     upload?;
@@ -84,9 +87,12 @@ async fn put_whole(
     key: &str,
     file: &mut File,
     file_bytes: u64,
+    whole_file: bool,
 ) -> Result<(), RemoteError> {
     let bytes = read_part(file, file_bytes).await?;
-    expect_end(file).await?;
+    if whole_file {
+        expect_end(file).await?;
+    }
     ctx.bounded(PUT_FILE, key, ctx.store.put(path, bytes.into()))
         .await
         .map(drop)
@@ -97,13 +103,17 @@ async fn put_parts(
     path: &Path,
     key: &str,
     file: &mut File,
-    file_bytes: u64,
-    part_bytes: u64,
+    (file_bytes, part_bytes): (u64, u64),
+    whole_file: bool,
 ) -> Result<(), RemoteError> {
     let mut upload = ctx
         .bounded(PUT_FILE, key, ctx.store.put_multipart(path))
         .await?;
     let sent = send_parts(ctx, key, upload.as_mut(), file, file_bytes, part_bytes).await;
+    let sent = match sent {
+        Ok(()) if whole_file => expect_end(file).await,
+        other => other,
+    };
     let completed = match sent {
         Ok(()) => ctx
             .bounded(PUT_FILE, key, upload.complete())
@@ -150,7 +160,6 @@ async fn send_parts(
         let put = upload.put_part(part.into());
         in_flight.spawn(tokio::time::timeout(ctx.op_timeout, put));
     }
-    expect_end(file).await?;
     while !in_flight.is_empty() {
         part_done(ctx, key, &mut in_flight).await?;
     }

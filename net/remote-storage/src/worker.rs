@@ -167,8 +167,13 @@ async fn serve(context: Rc<Context>, queue: async_channel::Receiver<Job>) {
 /// not wanting).
 async fn dispatch(ctx: &Context, job: Job) {
     match job {
-        Job::PutFile { local, key, reply } => {
-            let answer = upload::put_file(ctx, &local, &key).await;
+        Job::PutFile {
+            local,
+            length,
+            key,
+            reply,
+        } => {
+            let answer = upload::put_file(ctx, &local, length, &key).await;
             send(ctx, ErrorKind::Put, reply, answer);
         }
         Job::PutBytes { key, bytes, reply } => {

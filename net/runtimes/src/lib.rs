@@ -50,6 +50,8 @@
 //!   (KIP-227), for the Fetch handler.
 //! - [`telemetry`]: client telemetry (KIP-714): the subscriptions a client
 //!   gets, its pushes, and the series `/metrics` shows; per shard.
+//! - [`tiered`]: tiered storage (KIP-405): uploads of sealed segments,
+//!   remote retention, and fetches served from the object store.
 
 pub mod admin_changes;
 pub mod cluster_runtime;
@@ -60,6 +62,7 @@ pub mod quotas;
 pub mod replication_runtime;
 pub mod routing;
 pub mod telemetry;
+pub mod tiered;
 pub mod txn_runtime;
 
 use admin_changes::{ControllerState, Reconciler};
@@ -74,6 +77,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use telemetry::TelemetryRuntime;
+use tiered::TieredRuntime;
 use txn_runtime::TxnRuntime;
 
 /// The kernel's shard with the broker's runtimes.
@@ -81,6 +85,14 @@ pub type Shard = kernel::shard::Shard<ShardRuntime>;
 
 /// What the broker's shards send each other.
 pub type ShardMessage = kernel::shard::ShardMessage<ShardRuntime>;
+
+/// What the broker's shards share, built once before they start (`Send`).
+pub struct SharedParts {
+    /// The broker's quota sensors.
+    pub quota_sensors: Arc<Sensors>,
+    /// The object store of tiered storage, when it is on.
+    pub remote_store: Option<remote_storage::RemoteStore>,
+}
 
 /// The runtimes of one shard. Parts are `Rc` so that a task may hold one
 /// across an await while the shard keeps serving.
@@ -110,6 +122,9 @@ pub struct ShardRuntime {
     pub fetch_sessions: Rc<RefCell<FetchSessionCache>>,
     /// This shard's client telemetry instances and subscriptions.
     pub telemetry: Rc<TelemetryRuntime>,
+    /// Tiered storage: the broker's object store and this shard's remote
+    /// log work.
+    pub tiered: Rc<TieredRuntime>,
     /// The durable producer-id block store: on
     /// [`producer_id_pool::ALLOCATOR_SHARD`] of a single node only.
     pub producer_id_allocator: Option<Rc<ProducerIdAllocator>>,
@@ -123,7 +138,7 @@ impl ShardRuntime {
     /// Builds every part from the shard's id and settings, opening what
     /// this shard keeps on disk (the metadata log, the producer-id block
     /// store); a store that cannot be opened stops the shard's start.
-    pub fn open(shard: &Shard, quota_sensors: Arc<Sensors>) -> Result<ShardRuntime, String> {
+    pub fn open(shard: &Shard, shared: SharedParts) -> Result<ShardRuntime, String> {
         let id = shard.id;
         let producer_id_allocator = producer_id_pool::open_allocator(shard)
             .map_err(|e| format!("shard {id}: {e}"))?
@@ -141,13 +156,14 @@ impl ShardRuntime {
             admin_changes: Rc::default(),
             reconciler: Rc::new(Reconciler::new(&shard.topic_table(), quorum.as_deref())),
             marker_hooks: Rc::default(),
-            quotas: Rc::new(QuotaManager::new(quota_sensors)),
+            quotas: Rc::new(QuotaManager::new(shared.quota_sensors)),
             fetch_sessions: Rc::new(RefCell::new(FetchSessionCache::new(
                 shard.config.fetch_session_cache_slots,
                 id,
                 shard.count,
             ))),
             telemetry: Rc::new(TelemetryRuntime::new(&shard.config, id, shard.count)),
+            tiered: Rc::new(TieredRuntime::new(shared.remote_store)),
             producer_id_allocator,
             quorum,
         })

@@ -79,6 +79,11 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
     metrics.cleaner = *shard.logs.context().cleaner.borrow();
     metrics.committed_offsets = shard.runtime().groups.committed_offsets();
     metrics.fetch_sessions = shard.runtime().fetch_sessions.borrow().stats();
+    let tiered = shard.runtime().tiered.clone();
+    metrics.tiered = tiered.snapshot();
+    if shard.id == 0 {
+        metrics.remote_store = tiered.store_figures(shard.config.tiered.cache_bytes);
+    }
     let replicas = shard.runtime().replicas.clone();
     metrics.replication = replicas.counters.borrow().clone();
     metrics.replication.lag_at_leader = replicas.lag_at_leader();
@@ -198,6 +203,7 @@ mod tests {
         m.log_end_offsets.push(("t".into(), 0, 9));
         m.replication.follower_lag.insert(("t".into(), 1), 2);
         m.replication.lag_at_leader.push(("t".into(), 0, 2, 3));
+        m.remote_store = Some(kernel::metrics::RemoteStoreFigures::default());
         m
     }
 

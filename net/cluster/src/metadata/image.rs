@@ -1217,7 +1217,10 @@ impl MetadataImage {
             }
         }
         assert!(self.producer_ids.next_block_start() >= 0);
-        self.remote.check_invariants(self);
+        self.remote.check_invariants(
+            |topic_id, partition| self.partition(topic_id, partition).is_some(),
+            |topic_id| self.topic(topic_id).is_some(),
+        );
     }
 }
 

@@ -46,6 +46,7 @@ pub mod controller;
 pub mod error;
 pub mod heartbeats;
 pub mod image;
+mod image_remote;
 pub mod machine;
 mod reader;
 pub mod record;

@@ -37,7 +37,6 @@ use std::sync::Arc;
 
 use engine::types::TopicId;
 
-use super::image::MetadataImage;
 use super::record::{MetadataRecord, RemoteSegmentRecord, RemoteSegmentState};
 
 /// A remote segment as the image holds it: the record that started its
@@ -326,15 +325,20 @@ impl RemoteLogImage {
         }
     }
 
-    /// Checks every rule against the `image` this is part of: live topics'
-    /// segments are of existing partitions, topics to purge are not live.
-    /// Panics on a broken one (a bug).
-    pub(super) fn check_invariants(&self, image: &MetadataImage) {
+    /// Checks every rule against the image this is part of (asked through
+    /// `partition_exists` and `topic_live`): live topics' segments are of
+    /// existing partitions, topics to purge are not live. Panics on a
+    /// broken one (a bug).
+    pub(super) fn check_invariants(
+        &self,
+        partition_exists: impl Fn(&TopicId, i32) -> bool,
+        topic_live: impl Fn(&TopicId) -> bool,
+    ) {
         for (topic_id, partitions) in &self.topics {
             assert!(!partitions.is_empty(), "{topic_id:?}: empty entry kept");
             assert!(!self.to_purge.contains_key(topic_id));
             for (&partition, segments) in partitions.iter() {
-                assert!(image.partition(topic_id, partition).is_some());
+                assert!(partition_exists(topic_id, partition));
                 segments.check(topic_id, partition);
             }
         }
@@ -343,7 +347,7 @@ impl RemoteLogImage {
                 !purge.partitions.is_empty(),
                 "{topic_id:?}: nothing to purge"
             );
-            assert!(image.topic(topic_id).is_none(), "{topic_id:?} is live");
+            assert!(!topic_live(topic_id), "{topic_id:?} is live");
             for (&partition, segments) in purge.partitions.iter() {
                 segments.check(topic_id, partition);
             }
@@ -391,94 +395,4 @@ pub(crate) fn check_segment(segment: &RemoteSegmentRecord) -> Result<(), String>
         ));
     }
     Ok(())
-}
-
-/// The remote log metadata a broker reads (tiered storage, KIP-405).
-impl MetadataImage {
-    /// The invariants of what a remote log record changed (after the
-    /// change).
-    pub(super) fn assert_touched_remote(&self, record: &MetadataRecord) {
-        match record {
-            MetadataRecord::RemoteLogSegment(segment) => {
-                let (topic_id, partition) = (&segment.topic_id, segment.partition);
-                let now = self.remote_segment(topic_id, partition, &segment.segment_id);
-                assert_eq!(now, Some(segment));
-            }
-            MetadataRecord::RemoteLogSegmentState {
-                topic_id,
-                partition,
-                segment_id,
-                state,
-            } => {
-                let now = self.remote_segment(topic_id, *partition, segment_id);
-                match state {
-                    RemoteSegmentState::DeleteSegmentFinished => assert!(now.is_none()),
-                    _ => assert_eq!(now.map(|s| s.state), Some(*state)),
-                }
-            }
-            MetadataRecord::RemoteTopicPurged { topic_id } => {
-                assert!(!self.remote_log().is_purging(topic_id));
-            }
-            _ => unreachable!("not a remote log record: {}", record.kind()),
-        }
-    }
-
-    /// A partition's remote segments in every state, by base offset.
-    pub fn remote_segments(
-        &self,
-        topic_id: &TopicId,
-        partition: i32,
-    ) -> impl Iterator<Item = &RemoteSegment> {
-        self.remote_log()
-            .partition(topic_id, partition)
-            .into_iter()
-            .flat_map(RemotePartitionSegments::iter)
-    }
-
-    /// One remote segment by id, in any state.
-    pub fn remote_segment(
-        &self,
-        topic_id: &TopicId,
-        partition: i32,
-        segment_id: &[u8; 16],
-    ) -> Option<&RemoteSegment> {
-        self.remote_log()
-            .partition(topic_id, partition)?
-            .get(segment_id)
-    }
-
-    /// The first offset in remote storage: the lowest base offset of a
-    /// CopySegmentFinished segment. A segment whose deletion started no
-    /// longer counts (Kafka moves the log start offset when deletion
-    /// starts, before any object is gone).
-    pub fn remote_log_start_offset(&self, topic_id: &TopicId, partition: i32) -> Option<i64> {
-        self.remote_log()
-            .partition(topic_id, partition)?
-            .log_start_offset()
-    }
-
-    /// The highest end offset of a CopySegmentFinished segment: everything
-    /// at or below it is safely uploaded (the local log may drop it).
-    pub fn remote_log_end_offset(&self, topic_id: &TopicId, partition: i32) -> Option<i64> {
-        self.remote_log()
-            .partition(topic_id, partition)?
-            .log_end_offset()
-    }
-
-    /// The CopySegmentFinished segment that holds `offset`.
-    pub fn remote_segment_for_offset(
-        &self,
-        topic_id: &TopicId,
-        partition: i32,
-        offset: i64,
-    ) -> Option<&RemoteSegment> {
-        self.remote_log()
-            .partition(topic_id, partition)?
-            .segment_for_offset(offset)
-    }
-
-    /// Deleted topics whose remote objects are still to delete, by id.
-    pub fn remote_topics_to_purge(&self) -> impl Iterator<Item = (TopicId, &RemoteTopicToPurge)> {
-        self.remote_log().to_purge()
-    }
 }

@@ -19,8 +19,10 @@ pub mod registry;
 mod replication;
 mod requests;
 mod storage;
+mod tiered;
 
 pub use prometheus_client;
+pub use tiered::{RemoteStoreFigures, TieredCounters};
 
 use hdrhistogram::Histogram;
 use per_shard::ShardTable;
@@ -118,6 +120,10 @@ pub struct ShardMetrics {
     /// The shard's incremental fetch session cache (filled when a
     /// snapshot is taken).
     pub fetch_sessions: FetchSessionCounters,
+    /// Tiered storage: this shard's remote log work.
+    pub tiered: TieredCounters,
+    /// Tiered storage: the object store's figures (shard 0 reads them).
+    pub remote_store: Option<RemoteStoreFigures>,
 }
 
 /// One shard's incremental fetch session cache (KIP-227).
@@ -196,6 +202,8 @@ impl Default for ShardMetrics {
             replication: ReplicationCounters::default(),
             sasl_authentications: BTreeMap::new(),
             fetch_sessions: FetchSessionCounters::default(),
+            tiered: TieredCounters::default(),
+            remote_store: None,
         }
     }
 }
@@ -247,6 +255,8 @@ pub fn register(registry: &mut MetricsRegistry, snapshots: Vec<MetricsSnapshot>)
     registry.register(table(&storage::CLEANER));
     registry.register(table(&storage::IO_SIZES));
     registry.register(table(&requests::FETCH_SESSIONS));
+    registry.register(table(&tiered::TIERED));
+    registry.register(tiered::RemoteStoreCollector(shards.clone()));
     registry.register(requests::LatencyCollector(shards.clone()));
     registry.register(replication::ConsumerLagCollector(shards.clone()));
     registry.register(replication::ReplicationCollector(shards.clone()));

@@ -15,7 +15,8 @@ use super::rpc::{ControllerReply, ControllerRpc};
 use crate::Shard;
 use cluster::metadata::{
     AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, ElectionType, MetadataError,
-    MetadataImage, MetadataRecord, ScramCredential, TopicAssignment,
+    MetadataImage, MetadataRecord, RemoteCopyRequest, RemoteSegmentState, RemoteSegmentTransition,
+    ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -192,6 +193,9 @@ fn topic_change(
                 controller.alter_client_metrics_config(name, key, value)
             })
         }
+        ControllerRpc::RemoteCopyStarted { .. }
+        | ControllerRpc::RemoteSegmentState { .. }
+        | ControllerRpc::RemoteTopicPurged { .. } => remote_log_change(controller, request),
         ControllerRpc::AlterPartition {
             broker_id,
             topic_id,
@@ -215,17 +219,10 @@ fn topic_change(
             partition,
             target,
         } => controller.alter_reassignment(topic, *partition, target.as_deref()),
-        ControllerRpc::AlterClientQuotas { entity, changes } => {
-            controller.alter_client_quotas(entity, &parse_quota_changes(changes)?)
-        }
-        ControllerRpc::AlterScramCredentials { upserts, deletions } => {
-            Ok(scram_records(controller.image, upserts, deletions))
-        }
-        ControllerRpc::CreateAcls { acls } => {
-            let acls: Vec<AclRecord> = acls.iter().map(AclRecord::from).collect();
-            controller.create_acls(&acls)
-        }
-        ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
+        ControllerRpc::AlterClientQuotas { .. }
+        | ControllerRpc::AlterScramCredentials { .. }
+        | ControllerRpc::CreateAcls { .. }
+        | ControllerRpc::DeleteAcls { .. } => security_change(controller, request),
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. }
@@ -545,4 +542,85 @@ pub async fn fence_refused_peer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, no
         ControllerReply::NotController { leader: None },
     )
     .await;
+}
+
+/// The records of a tiered-storage change (remote log metadata).
+fn remote_log_change(
+    controller: &Controller<'_>,
+    request: &ControllerRpc,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    match request {
+        ControllerRpc::RemoteCopyStarted {
+            broker_id,
+            leader_epoch,
+            topic_id,
+            partition,
+            segment_id,
+            base_offset,
+            end_offset,
+            max_timestamp_ms,
+            size_bytes,
+            segment_leader_epochs,
+        } => controller.remote_copy_started(&RemoteCopyRequest {
+            topic_id: *topic_id,
+            partition: *partition,
+            segment_id: *segment_id,
+            base_offset: *base_offset,
+            end_offset: *end_offset,
+            max_timestamp_ms: *max_timestamp_ms,
+            size_bytes: *size_bytes,
+            broker_id: *broker_id,
+            leader_epoch: *leader_epoch,
+            segment_leader_epochs: segment_leader_epochs.clone(),
+        }),
+        ControllerRpc::RemoteSegmentState {
+            broker_id,
+            leader_epoch,
+            topic_id,
+            partition,
+            segment_id,
+            state,
+        } => {
+            let state = RemoteSegmentState::from_id(*state).ok_or_else(|| {
+                MetadataError::InvalidRequest {
+                    reason: format!("no remote segment state {state}"),
+                }
+            })?;
+            controller.remote_segment_transition(&RemoteSegmentTransition {
+                broker_id: *broker_id,
+                leader_epoch: *leader_epoch,
+                topic_id: *topic_id,
+                partition: *partition,
+                segment_id: *segment_id,
+                state,
+            })
+        }
+        ControllerRpc::RemoteTopicPurged { topic_id } => controller.remote_topic_purged(topic_id),
+        _ => Err(MetadataError::InvalidRequest {
+            reason: String::from("not a remote log change"),
+        }),
+    }
+}
+
+/// The records of a quota, credential or ACL change.
+fn security_change(
+    controller: &Controller<'_>,
+    request: &ControllerRpc,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    match request {
+        ControllerRpc::AlterClientQuotas { entity, changes } => {
+            controller.alter_client_quotas(entity, &parse_quota_changes(changes)?)
+        }
+        ControllerRpc::AlterScramCredentials { upserts, deletions } => {
+            Ok(scram_records(controller.image, upserts, deletions))
+        }
+        ControllerRpc::CreateAcls { acls } => {
+            let acls: Vec<AclRecord> = acls.iter().map(AclRecord::from).collect();
+            controller.create_acls(&acls)
+        }
+        ControllerRpc::DeleteAcls { ids } => Ok(controller.delete_acls(ids)),
+        _ => Err(MetadataError::InvalidRequest {
+            reason: String::from("not a quota, credential or ACL change"),
+        }),
+    }
 }

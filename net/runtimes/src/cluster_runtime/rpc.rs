@@ -67,6 +67,51 @@ pub enum ControllerRpc {
         /// The count the asking broker saw: a retry finds `count` and is done.
         from_count: i32,
     },
+    /// Tiered storage: the partition's leader starts copying a sealed
+    /// segment (objects are written only once this commits).
+    RemoteCopyStarted {
+        /// The uploader, which must lead the partition.
+        broker_id: i32,
+        /// Its leader epoch, which must be the partition's.
+        leader_epoch: i32,
+        /// Topic id.
+        topic_id: [u8; 16],
+        /// Partition.
+        partition: i32,
+        /// Random id of this upload.
+        segment_id: [u8; 16],
+        /// First offset.
+        base_offset: i64,
+        /// Last offset (inclusive).
+        end_offset: i64,
+        /// Newest record timestamp.
+        max_timestamp_ms: i64,
+        /// Log bytes.
+        size_bytes: i64,
+        /// Leader epoch → first offset within the segment.
+        segment_leader_epochs: Vec<(i32, i64)>,
+    },
+    /// Tiered storage: a remote segment moves on (copy finished, deletion
+    /// started or finished); the state is Kafka's id.
+    RemoteSegmentState {
+        /// The asking leader.
+        broker_id: i32,
+        /// Its leader epoch.
+        leader_epoch: i32,
+        /// Topic id.
+        topic_id: [u8; 16],
+        /// Partition.
+        partition: i32,
+        /// The segment.
+        segment_id: [u8; 16],
+        /// `RemoteSegmentState::id`.
+        state: u8,
+    },
+    /// Tiered storage: every object of a deleted topic is gone.
+    RemoteTopicPurged {
+        /// The deleted topic's id.
+        topic_id: [u8; 16],
+    },
     /// AlterPartition: a leader shrinks or expands a partition's ISR.
     AlterPartition {
         /// The leader asking.

@@ -8,6 +8,7 @@ use super::ops::{
     ProduceRefusal, ReadOptions, ReadOutcome,
 };
 use crate::replication_runtime;
+use crate::tiered::read::read_remote;
 use crate::Shard;
 use engine::log::ReadMode;
 use engine::ErrorCode;
@@ -166,7 +167,7 @@ async fn delete_records(log: &engine::PartitionLog, offset: i64) -> Result<i64, 
 /// A partition's offsets, epoch, size and dir, as Describe answers them.
 fn describe_log(log: &engine::PartitionLog) -> PartitionState {
     PartitionState {
-        log_start_offset: log.log_start_offset(),
+        log_start_offset: log.earliest_offset(),
         log_end_offset: log.log_end_offset(),
         high_watermark: log.high_watermark(),
         leader_epoch: log.leader_epoch(),
@@ -252,14 +253,30 @@ pub(super) async fn read_partition(
         // A follower (or offline) replica: clients go to the leader.
         return ReadOutcome::error(ErrorCode::NotLeaderOrFollower);
     }
-    read_log(
+    let outcome = read_log(
         &log,
         read.offset,
         read.max_bytes,
         options.file_slice,
         options.read_committed,
     )
-    .await
+    .await;
+    if outcome.error_code == ErrorCode::OffsetMovedToTieredStorage {
+        // Below the local log, in the remote copy: a consumer reads it
+        // from the store (a follower is told, and starts at the local log).
+        let (offset, max_bytes) = (read.offset, read.max_bytes);
+        let remote = read_remote(shard, &log, offset, max_bytes, options.read_committed).await;
+        return match remote {
+            Ok(remote) => ReadOutcome {
+                data: ReadData::Bytes(remote.data),
+                aborted_transactions: remote.aborted_transactions,
+                error_code: ErrorCode::None,
+                ..outcome
+            },
+            Err(code) => ReadOutcome::error(code),
+        };
+    }
+    outcome
 }
 
 async fn read_log(
@@ -294,7 +311,7 @@ async fn read_log(
             error_code: e.error_code(),
             high_watermark: log.high_watermark(),
             last_stable_offset: log.last_stable_offset(),
-            log_start_offset: log.log_start_offset(),
+            log_start_offset: log.earliest_offset(),
             data: ReadData::Empty,
             aborted_transactions: None,
         },

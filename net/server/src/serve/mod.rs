@@ -229,6 +229,7 @@ fn spawn_shards(
         config.quota_window_num,
         config.quota_window_size_seconds.saturating_mul(1000),
     ));
+    let remote_store = open_remote_store(config)?;
     let cpus: Vec<usize> = core_affinity::get_core_ids()
         .map(|ids| ids.into_iter().map(|c| c.id).collect())
         .unwrap_or_default();
@@ -250,6 +251,7 @@ fn spawn_shards(
             open_connections: open_connections.clone(),
             per_ip_connections: per_ip_connections.clone(),
             quota_sensors: quota_sensors.clone(),
+            remote_store: remote_store.clone(),
         };
         let handle = LocalExecutorBuilder::new(placement)
             .name(&format!("rill-shard-{index}"))
@@ -260,6 +262,27 @@ fn spawn_shards(
         executors.push(handle);
     }
     Ok(executors)
+}
+
+/// The object store of tiered storage (`remote.log.storage.system.enable`),
+/// opened once and shared by every shard; a store that cannot be opened
+/// (a bad URL, no bucket) stops the start with its reason.
+fn open_remote_store(config: &BrokerConfig) -> Result<Option<remote_storage::RemoteStore>, String> {
+    let tiered = &config.tiered;
+    let (true, Some(url)) = (tiered.enabled, &tiered.url) else {
+        return Ok(None);
+    };
+    let mut store_config = remote_storage::RemoteStorageConfig::from_url(url);
+    store_config.endpoint = tiered.endpoint.clone();
+    store_config.region = tiered.region.clone();
+    store_config.allow_http = tiered.allow_http;
+    store_config.cache_bytes = tiered.cache_bytes;
+    store_config.chunk_bytes = tiered.chunk_bytes;
+    store_config.op_timeout_ms = tiered.op_timeout_ms;
+    let store = remote_storage::RemoteStore::open(store_config)
+        .map_err(|e| format!("tiered storage: cannot open {url}: {e}"))?;
+    tracing::info!(%url, "tiered storage on");
+    Ok(Some(store))
 }
 
 /// Waits for every executor to end; the broker fails with the last shard

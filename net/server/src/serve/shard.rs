@@ -39,6 +39,8 @@ pub(super) struct ShardInput {
     pub(super) open_connections: Arc<AtomicUsize>,
     pub(super) per_ip_connections: Arc<kernel::conn_limits::PerIpConnections>,
     pub(super) quota_sensors: Arc<runtimes::quotas::Sensors>,
+    /// The object store of tiered storage, when it is on.
+    pub(super) remote_store: Option<remote_storage::RemoteStore>,
     /// The metadata offset this node had committed before it stopped, once
     /// shard 0 has opened the metadata log ([`STARTUP_OFFSET_UNKNOWN`]
     /// before): no shard serves clients before its image reaches it.
@@ -179,11 +181,16 @@ async fn build_shard(
 async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), String> {
     let id = shard.id;
     let config = &shard.config;
-    shard.install_runtime(ShardRuntime::open(shard, input.quota_sensors.clone())?);
+    let shared = runtimes::SharedParts {
+        quota_sensors: input.quota_sensors.clone(),
+        remote_store: input.remote_store.clone(),
+    };
+    shard.install_runtime(ShardRuntime::open(shard, shared)?);
     runtimes::cluster_runtime::start(shard)
         .await
         .map_err(|e| format!("shard {id}: {e}"))?;
     runtimes::admin_changes::start_reconciler(shard);
+    glommio::spawn_local(runtimes::tiered::manager::run(shard.clone())).detach();
     if id == runtimes::cluster_runtime::METADATA_SHARD {
         // An observer has no log of its own: it serves what it fetches.
         let offset = shard

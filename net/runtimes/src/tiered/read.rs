@@ -1,0 +1,146 @@
+//! A consumer's fetch below the local log: served from the object store,
+//! as one more read source behind the engine's (DESIGN.md, "Later
+//! capabilities"). The committed remote metadata names the segment; its
+//! offset index (kept in this shard's small cache) gives the position; one
+//! ranged read of its log, through the store's chunk cache, gives the
+//! batches; the engine's `remote_segment` says which bytes to serve. A
+//! store that is down or slow answers the fetch with a retriable error
+//! (KAFKA_STORAGE_ERROR, as Kafka's remote fetch failures), never a hang:
+//! each store call has its own time limit.
+
+use super::keys::SegmentKeys;
+use super::TieredRuntime;
+use crate::Shard;
+use bytes::Bytes;
+use engine::remote_segment::{aborted_in, last_offset_in, position_for, serve_from, RemoteServe};
+use engine::{ErrorCode, PartitionLog};
+use std::rc::Rc;
+use std::time::Instant;
+
+/// Bytes read past `max_bytes` so that the batch wanted is in the first
+/// range although the sparse index points up to `index.interval.bytes`
+/// before it.
+const SLACK_BYTES: u64 = 64 << 10;
+
+/// The segment a remote read reads.
+struct Located {
+    keys: SegmentKeys,
+    segment_id: [u8; 16],
+    base_offset: i64,
+    size_bytes: u64,
+}
+
+/// What a remote read gives: the batches, and for `read_committed` the
+/// aborted transactions overlapping them.
+pub struct RemoteRead {
+    /// Whole batches from the one holding the offset asked for.
+    pub data: Bytes,
+    /// `read_committed` only: `(producer_id, first_offset)`.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
+
+/// Reads `offset` of `log` from its remote copy; OFFSET_OUT_OF_RANGE when
+/// no committed remote segment holds it.
+pub async fn read_remote(
+    shard: &Rc<Shard>,
+    log: &PartitionLog,
+    offset: i64,
+    max_bytes: usize,
+    read_committed: bool,
+) -> Result<RemoteRead, ErrorCode> {
+    let tiered = shard.runtime().tiered.clone();
+    let located = locate(shard, log, offset).ok_or(ErrorCode::OffsetOutOfRange)?;
+    let started = Instant::now();
+    let data = match read_batches(&tiered, &located, offset, max_bytes).await {
+        Ok(data) => data,
+        Err(code) => {
+            tiered.record_read_error();
+            return Err(code);
+        }
+    };
+    tiered.record_read(data.len(), started.elapsed());
+    let aborted_transactions = if read_committed {
+        let last = last_offset_in(&data).unwrap_or(offset);
+        Some(aborted_txns(&tiered, &located, offset, last).await?)
+    } else {
+        None
+    };
+    Ok(RemoteRead {
+        data,
+        aborted_transactions,
+    })
+}
+
+/// The committed remote segment holding `offset`.
+fn locate(shard: &Shard, log: &PartitionLog, offset: i64) -> Option<Located> {
+    let image = shard.runtime().view.image();
+    let tp = log.topic_partition();
+    let topic_id = log.topic_id();
+    let segment = image.remote_segment_for_offset(&topic_id, tp.partition, offset)?;
+    Some(Located {
+        keys: SegmentKeys::new(
+            &tp.topic,
+            &topic_id,
+            tp.partition,
+            segment.base_offset,
+            &segment.segment_id,
+        ),
+        segment_id: segment.segment_id,
+        base_offset: segment.base_offset,
+        size_bytes: u64::try_from(segment.size_bytes).unwrap_or(0),
+    })
+}
+
+/// Whole batches from the one holding `offset`, at most `max_bytes` (the
+/// first whole whatever its size).
+async fn read_batches(
+    tiered: &TieredRuntime,
+    located: &Located,
+    offset: i64,
+    max_bytes: usize,
+) -> Result<Bytes, ErrorCode> {
+    let index = tiered
+        .offset_index(&located.segment_id, &located.keys)
+        .await?;
+    let mut from = position_for(&index, located.size_bytes, located.base_offset, offset);
+    // At most a few rounds: a batch cut by the first range is read whole by
+    // the second; a range of skipped batches moves on.
+    for _ in 0..4 {
+        if from >= located.size_bytes {
+            break;
+        }
+        let want = (max_bytes as u64).saturating_add(SLACK_BYTES);
+        let to = from.saturating_add(want).min(located.size_bytes);
+        let fetched = tiered.get_range(&located.keys.log(), from..to).await?;
+        match serve_from(&fetched, offset, max_bytes) {
+            RemoteServe::Batches(range) => return Ok(fetched.slice(range)),
+            RemoteServe::NeedBytes { start, total_bytes } => {
+                let start = from + start as u64;
+                let end = start.saturating_add(total_bytes as u64);
+                if end > located.size_bytes {
+                    return Err(ErrorCode::CorruptMessage);
+                }
+                let whole = tiered.get_range(&located.keys.log(), start..end).await?;
+                return Ok(whole);
+            }
+            RemoteServe::Nothing { scanned } => {
+                if scanned == 0 {
+                    return Err(ErrorCode::CorruptMessage);
+                }
+                from += scanned as u64;
+            }
+        }
+    }
+    Ok(Bytes::new())
+}
+
+/// The aborted transactions of the segment overlapping `[from, to]`.
+async fn aborted_txns(
+    tiered: &TieredRuntime,
+    located: &Located,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, i64)>, ErrorCode> {
+    let bytes = tiered.get_whole(&located.keys.txn_index()).await?;
+    Ok(aborted_in(&bytes, from, to))
+}

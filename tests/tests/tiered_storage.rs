@@ -1,0 +1,358 @@
+//! Tiered storage (KIP-405) end to end: a real broker with a `file://`
+//! object store, librdkafka producing far past the local retention and
+//! consuming everything back from offset 0, the store's objects checked on
+//! disk, a deleted topic's objects purged, Kafka's refusals, and a
+//! three-node cluster whose leader is killed while it uploads.
+
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rill_tests::cluster::Cluster;
+use rill_tests::kafka::{
+    assert_delivered_as_consumed, client_config, consume_all, create_topic,
+    create_topic_replicated, produce_all, producer,
+};
+use rill_tests::{data_dir, Broker};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+/// The broker's settings: tiered storage on, into `remote`, with rounds
+/// and retention checks every 200 ms.
+fn tiered_broker(dir: &Path, remote: &Path) -> Broker {
+    let props = dir.join("server.properties");
+    let url = format!("file://{}", remote.display());
+    std::fs::write(
+        &props,
+        format!(
+            "remote.log.storage.system.enable=true\n\
+             rill.remote.storage.url={url}\n\
+             remote.log.manager.task.interval.ms=200\n\
+             remote.log.manager.task.retry.backoff.ms=200\n\
+             remote.log.manager.task.retry.backoff.max.ms=1000\n\
+             log.retention.check.interval.ms=200\n"
+        ),
+    )
+    .expect("server.properties");
+    let config = props.to_str().expect("utf-8");
+    Broker::start(RILL, dir, &["--cores", "1", "--config", config])
+}
+
+/// The store's directory, made and named without `..` (which `file://`
+/// URLs may not hold).
+fn remote_dir(data_dir: &Path) -> PathBuf {
+    let remote = data_dir.join("remote");
+    std::fs::create_dir_all(&remote).expect("remote dir");
+    remote.canonicalize().expect("canonical remote dir")
+}
+
+/// Files under `root` whose name ends with `suffix`.
+fn files_ending(root: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.to_string_lossy().ends_with(suffix) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Waits until `check` holds, or fails with `what` after `timeout`.
+fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Records of about 1 KiB with their index in the value.
+fn records(count: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
+    (0..count)
+        .map(|i| {
+            (
+                None,
+                format!("record {i:06} {}", "x".repeat(1000)).into_bytes(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_past_local_retention_are_read_back_from_the_object_store() {
+    let dir = data_dir();
+    let remote = remote_dir(dir.path());
+    let broker = tiered_broker(dir.path(), &remote);
+    let bootstrap = broker.bootstrap();
+    // 64 KiB segments, one byte kept locally: every sealed segment goes
+    // once uploaded.
+    let topic_configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "65536"),
+        ("local.retention.bytes", "1"),
+    ];
+    create_topic(&bootstrap, "tiered", 1, &topic_configs).await;
+    let sent = records(2_000);
+    // Batches of 16 KiB: four to a segment.
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let delivered = produce_all(&writer, "tiered", &sent, None).await;
+    let partition_dir = dir.path().join("tiered-0");
+    // The sealed segments are uploaded, then deleted locally.
+    wait_until(
+        "uploads and local deletion",
+        Duration::from_secs(60),
+        || {
+            let local = files_ending(&partition_dir, ".log").len();
+            let uploaded = files_ending(&remote, ".log").len();
+            uploaded >= 20 && local <= 2
+        },
+    );
+    for suffix in [
+        ".index",
+        ".timeindex",
+        ".txnindex",
+        ".leader-epoch-checkpoint",
+    ] {
+        assert!(
+            files_ending(&remote, suffix).len() >= 20,
+            "each uploaded segment has its {suffix}"
+        );
+    }
+    // Kafka's log start stays 0: the remote copy begins there.
+    let client: BaseConsumer = client_config(&bootstrap).create().expect("client");
+    let (low, high) = client
+        .fetch_watermarks("tiered", 0, Duration::from_secs(5))
+        .expect("watermarks");
+    assert_eq!((low, high), (0, 2_000));
+    // Everything reads back from offset 0, most of it from the store.
+    let consumed = consume_all(
+        &bootstrap,
+        "tiered",
+        1,
+        sent.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    assert_eq!(consumed.len(), sent.len());
+    assert_delivered_as_consumed(&sent, &delivered, &consumed);
+    let metrics = rill_tests::http_get(broker.admin_addr, "/metrics");
+    let reads = metric(&metrics, "rill_remote_fetch_requests_total");
+    assert!(reads > 0.0, "fetches were served remotely:\n{metrics}");
+}
+
+/// The sum of a family's samples on `/metrics` (over its shards).
+fn metric(metrics: &str, name: &str) -> f64 {
+    let samples: Vec<f64> = metrics
+        .lines()
+        .filter(|line| {
+            line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+        .collect();
+    assert!(!samples.is_empty(), "no {name} in /metrics:\n{metrics}");
+    samples.iter().sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_topic_leaves_nothing_in_the_object_store() {
+    let dir = data_dir();
+    let remote = remote_dir(dir.path());
+    let broker = tiered_broker(dir.path(), &remote);
+    let bootstrap = broker.bootstrap();
+    let topic_configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "32768"),
+    ];
+    create_topic(&bootstrap, "doomed", 1, &topic_configs).await;
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "8192")]);
+    produce_all(&writer, "doomed", &records(300), None).await;
+    wait_until("uploads", Duration::from_secs(60), || {
+        files_ending(&remote, ".log").len() >= 5
+    });
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&bootstrap).create().expect("admin");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let deleted = admin
+        .delete_topics(&["doomed"], &options)
+        .await
+        .expect("delete request");
+    assert!(deleted.iter().all(|r| r.is_ok()), "{deleted:?}");
+    wait_until("the purge", Duration::from_secs(60), || {
+        files_ending(&remote, "").is_empty()
+    });
+    // The topic's name is free again, and its new incarnation is empty.
+    create_topic(&bootstrap, "doomed", 1, &topic_configs).await;
+    let client: BaseConsumer = client_config(&bootstrap).create().expect("client");
+    let (low, high) = client
+        .fetch_watermarks("doomed", 0, Duration::from_secs(5))
+        .expect("watermarks");
+    assert_eq!((low, high), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tiering_is_refused_where_kafka_refuses_it() {
+    let dir = data_dir();
+    let remote = remote_dir(dir.path());
+    let broker = tiered_broker(dir.path(), &remote);
+    let bootstrap = broker.bootstrap();
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&bootstrap).create().expect("admin");
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    for bad in [
+        vec![
+            ("remote.storage.enable", "true"),
+            ("cleanup.policy", "compact"),
+        ],
+        vec![
+            ("remote.storage.enable", "true"),
+            ("retention.ms", "60000"),
+            ("local.retention.ms", "120000"),
+        ],
+    ] {
+        let topic =
+            rdkafka::admin::NewTopic::new("refused", 1, rdkafka::admin::TopicReplication::Fixed(1));
+        let topic = bad.iter().fold(topic, |t, (k, v)| t.set(k, v));
+        let result = admin
+            .create_topics(&[topic], &options)
+            .await
+            .expect("request");
+        assert!(
+            matches!(
+                &result[0],
+                Err((_, rdkafka::types::RDKafkaErrorCode::InvalidConfig))
+            ),
+            "{bad:?}: {result:?}"
+        );
+    }
+}
+
+/// The partition's leader, by rdkafka's metadata.
+fn leader_of(bootstrap: &str, topic: &str) -> i32 {
+    let client: BaseConsumer = client_config(bootstrap).create().expect("client");
+    let metadata = client
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    metadata.topics()[0].partitions()[0].leader()
+}
+
+/// The segment stems in the store that lack one of a segment's five
+/// objects (a partial upload left behind).
+fn partial_segments(remote: &Path) -> Vec<String> {
+    let mut objects: std::collections::BTreeMap<String, usize> = Default::default();
+    for path in files_ending(remote, "") {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+        let base = name.unwrap_or_default();
+        let base = base.split('.').next().unwrap_or_default();
+        let stem = path.with_file_name(base).to_string_lossy().to_string();
+        *objects.entry(stem).or_default() += 1;
+    }
+    objects
+        .into_iter()
+        .filter(|&(_, count)| count != 5)
+        .map(|(stem, _)| stem)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothing() {
+    let shared = data_dir();
+    let remote = remote_dir(shared.path());
+    let props = shared.path().join("server.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "remote.log.storage.system.enable=true\n\
+             rill.remote.storage.url=file://{}\n\
+             remote.log.manager.task.interval.ms=200\n\
+             remote.log.manager.task.retry.backoff.ms=200\n\
+             log.retention.check.interval.ms=200\n",
+            remote.display()
+        ),
+    )
+    .expect("server.properties");
+    let config = props.to_str().expect("utf-8");
+    // The first leader aborts at its 5th upload, its indexes written and
+    // its log not.
+    let crash = [("RILL_FAULT_REMOTE_CRASH_AT_UPLOAD", "5")];
+    let mut cluster = Cluster::start_with_env(RILL, 3, &["--config", config], &crash);
+    cluster.wait_settled(Duration::from_secs(60));
+    let bootstrap = cluster.bootstrap();
+    let topic_configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "65536"),
+        ("local.retention.bytes", "1"),
+        ("min.insync.replicas", "2"),
+    ];
+    create_topic_replicated(&bootstrap, "replicated", 1, 3, &topic_configs).await;
+    let first_leader = leader_of(&bootstrap, "replicated");
+    let sent = records(2_000);
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let delivered = produce_all(&writer, "replicated", &sent, None).await;
+    wait_until("the first leader's crash", Duration::from_secs(60), || {
+        !cluster.node(first_leader).is_running()
+    });
+    // A follower takes over, deletes the half-written copy, uploads on,
+    // and every replica keeps only its tail.
+    let survivors: Vec<i32> = cluster
+        .ids
+        .iter()
+        .copied()
+        .filter(|&id| id != first_leader)
+        .collect();
+    let bootstrap = cluster.node(survivors[0]).bootstrap();
+    let dirs: Vec<PathBuf> = survivors
+        .iter()
+        .map(|&id| cluster.node(id).data_dir.join("replicated-0"))
+        .collect();
+    let mut seen = (0, Vec::new());
+    let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until("the new leader's uploads", Duration::from_secs(60), || {
+            seen = (
+                files_ending(&remote, ".log").len(),
+                partial_segments(&remote),
+            );
+            // The new leader's segments follow its own rolls (a follower
+            // appends what each fetch brought): fewer, larger ones.
+            seen.0 >= 6
+                && seen.1.is_empty()
+                && dirs.iter().all(|d| files_ending(d, ".log").len() <= 2)
+        })
+    }));
+    if waited.is_err() {
+        let logs: Vec<String> = survivors.iter().map(|&id| cluster.node(id).log()).collect();
+        panic!(
+            "{} segments uploaded, partial {:?}; survivors' logs:\n{}",
+            seen.0,
+            seen.1,
+            logs.join("\n----\n")
+        );
+    }
+    let deleted: i64 = survivors
+        .iter()
+        .map(|&id| {
+            cluster
+                .node(id)
+                .metric_sum("rill_remote_delete_segments_total")
+        })
+        .sum();
+    assert!(deleted >= 1, "the half-written copy was deleted");
+    let consumed = consume_all(
+        &bootstrap,
+        "replicated",
+        1,
+        sent.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    assert_delivered_as_consumed(&sent, &delivered, &consumed);
+}
