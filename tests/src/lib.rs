@@ -430,4 +430,5 @@ pub mod paced;
 pub mod python;
 pub mod raw;
 pub mod replicated;
+pub mod s3;
 pub mod small_fs;

@@ -1,8 +1,9 @@
 //! Tiered storage (KIP-405) end to end: a real broker with a `file://`
 //! object store, librdkafka producing far past the local retention and
 //! consuming everything back from offset 0, the store's objects checked on
-//! disk, a deleted topic's objects purged, Kafka's refusals, and a
-//! three-node cluster whose leader is killed while it uploads.
+//! disk, a deleted topic's objects purged, Kafka's refusals, a
+//! three-node cluster whose leader is killed while it uploads, and a real
+//! S3 API (an in-process `s3s-fs` server) stopped under load.
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -12,7 +13,7 @@ use rill_tests::kafka::{
     assert_delivered_as_consumed, client_config, consume_all, create_topic,
     create_topic_replicated, produce_all, producer,
 };
-use rill_tests::{data_dir, Broker};
+use rill_tests::{data_dir, s3, Broker};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -236,13 +237,39 @@ async fn tiering_is_refused_where_kafka_refuses_it() {
     }
 }
 
-/// The partition's leader, by rdkafka's metadata.
-fn leader_of(bootstrap: &str, topic: &str) -> i32 {
+/// Partition 0's (leader, replicas, ISR), by rdkafka's metadata.
+fn partition_of(bootstrap: &str, topic: &str) -> (i32, Vec<i32>, Vec<i32>) {
     let client: BaseConsumer = client_config(bootstrap).create().expect("client");
     let metadata = client
         .fetch_metadata(Some(topic), Duration::from_secs(10))
         .expect("metadata");
-    metadata.topics()[0].partitions()[0].leader()
+    let partition = &metadata.topics()[0].partitions()[0];
+    let mut isr = partition.isr().to_vec();
+    isr.sort_unstable();
+    (partition.leader(), partition.replicas().to_vec(), isr)
+}
+
+/// The partition's leader, by rdkafka's metadata.
+fn leader_of(bootstrap: &str, topic: &str) -> i32 {
+    partition_of(bootstrap, topic).0
+}
+
+/// The properties file of a cluster tiering into `remote`.
+fn cluster_properties(dir: &Path, remote: &Path) -> PathBuf {
+    let props = dir.join("server.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "remote.log.storage.system.enable=true\n\
+             rill.remote.storage.url=file://{}\n\
+             remote.log.manager.task.interval.ms=200\n\
+             remote.log.manager.task.retry.backoff.ms=200\n\
+             log.retention.check.interval.ms=200\n",
+            remote.display()
+        ),
+    )
+    .expect("server.properties");
+    props
 }
 
 /// The segment stems in the store that lack one of a segment's five
@@ -267,19 +294,7 @@ fn partial_segments(remote: &Path) -> Vec<String> {
 async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothing() {
     let shared = data_dir();
     let remote = remote_dir(shared.path());
-    let props = shared.path().join("server.properties");
-    std::fs::write(
-        &props,
-        format!(
-            "remote.log.storage.system.enable=true\n\
-             rill.remote.storage.url=file://{}\n\
-             remote.log.manager.task.interval.ms=200\n\
-             remote.log.manager.task.retry.backoff.ms=200\n\
-             log.retention.check.interval.ms=200\n",
-            remote.display()
-        ),
-    )
-    .expect("server.properties");
+    let props = cluster_properties(shared.path(), &remote);
     let config = props.to_str().expect("utf-8");
     // The first leader aborts at its 5th upload, its indexes written and
     // its log not.
@@ -296,7 +311,16 @@ async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothin
     create_topic_replicated(&bootstrap, "replicated", 1, 3, &topic_configs).await;
     let first_leader = leader_of(&bootstrap, "replicated");
     let sent = records(2_000);
-    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    // Idempotent: the leader's crash makes it resend, and a resend must
+    // not write twice.
+    let writer = producer(
+        &bootstrap,
+        &[
+            ("acks", "all"),
+            ("batch.size", "16384"),
+            ("enable.idempotence", "true"),
+        ],
+    );
     let delivered = produce_all(&writer, "replicated", &sent, None).await;
     wait_until("the first leader's crash", Duration::from_secs(60), || {
         !cluster.node(first_leader).is_running()
@@ -349,6 +373,164 @@ async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothin
     let consumed = consume_all(
         &bootstrap,
         "replicated",
+        1,
+        sent.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    assert_delivered_as_consumed(&sent, &delivered, &consumed);
+}
+
+/// A broker tiering to the S3 server at `address`.
+fn s3_broker(dir: &Path, address: std::net::SocketAddr) -> Broker {
+    let props = dir.join("server.properties");
+    std::fs::write(
+        &props,
+        format!(
+            "remote.log.storage.system.enable=true\n\
+             rill.remote.storage.url=s3://{}/cluster-a\n\
+             rill.remote.storage.endpoint=http://{address}\n\
+             rill.remote.storage.allow.http=true\n\
+             rill.remote.storage.op.timeout.ms=2000\n\
+             remote.log.manager.task.interval.ms=200\n\
+             remote.log.manager.task.retry.backoff.ms=200\n\
+             remote.log.manager.task.retry.backoff.max.ms=1000\n\
+             log.retention.check.interval.ms=200\n",
+            s3::BUCKET
+        ),
+    )
+    .expect("server.properties");
+    let config = props.to_str().expect("utf-8");
+    Broker::start_with_env(
+        RILL,
+        dir,
+        &["--cores", "1", "--config", config],
+        &s3::CREDENTIALS_ENV,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_s3_store_down_under_load_delays_uploads_and_loses_nothing() {
+    let dir = data_dir();
+    let store_root = dir.path().join("s3");
+    let server = s3::S3Server::start("127.0.0.1:0".parse().expect("addr"), &store_root);
+    let address = server.address;
+    let broker = s3_broker(dir.path(), address);
+    let bootstrap = broker.bootstrap();
+    let topic_configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "65536"),
+        ("local.retention.bytes", "1"),
+    ];
+    create_topic(&bootstrap, "s3", 1, &topic_configs).await;
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let first = records(1_000);
+    let mut delivered = produce_all(&writer, "s3", &first, None).await;
+    let objects = store_root.join(s3::BUCKET).join("cluster-a");
+    let partition_dir = dir.path().join("s3-0");
+    wait_until("uploads to S3", Duration::from_secs(60), || {
+        files_ending(&objects, ".log").len() >= 10
+            && files_ending(&partition_dir, ".log").len() <= 2
+    });
+    // The store goes down: produce and the local tail go on, nothing local
+    // is deleted that is not uploaded, and uploads wait.
+    drop(server);
+    let uploaded = files_ending(&objects, ".log").len();
+    let second = records(1_000);
+    delivered.extend(produce_all(&writer, "s3", &second, None).await);
+    std::thread::sleep(Duration::from_secs(5));
+    let local = files_ending(&partition_dir, ".log").len();
+    assert!(
+        local >= 10,
+        "local segments kept while the store is down: {local}"
+    );
+    assert_eq!(files_ending(&objects, ".log").len(), uploaded);
+    assert!(broker.metric_sum("rill_remote_task_errors_total") > 0);
+    // Back up: uploads resume and the local log is trimmed again.
+    let _server = s3::S3Server::start(address, &store_root);
+    wait_until("uploads after the outage", Duration::from_secs(60), || {
+        files_ending(&partition_dir, ".log").len() <= 2
+    });
+    let sent: Vec<_> = first.into_iter().chain(second).collect();
+    let consumed = consume_all(
+        &bootstrap,
+        "s3",
+        1,
+        sent.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    assert_delivered_as_consumed(&sent, &delivered, &consumed);
+    assert!(broker.metric_sum("rill_remote_fetch_requests_total") > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emptied_follower_starts_at_the_leaders_local_log() {
+    let shared = data_dir();
+    let remote = remote_dir(shared.path());
+    let props = cluster_properties(shared.path(), &remote);
+    let config = props.to_str().expect("utf-8");
+    let mut cluster =
+        Cluster::start_settled(RILL, 3, &["--config", config], Duration::from_secs(60));
+    let bootstrap = cluster.bootstrap();
+    let topic_configs = [
+        ("remote.storage.enable", "true"),
+        ("segment.bytes", "65536"),
+        ("local.retention.bytes", "1"),
+    ];
+    create_topic_replicated(&bootstrap, "rebuilt", 1, 3, &topic_configs).await;
+    let sent = records(1_000);
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let delivered = produce_all(&writer, "rebuilt", &sent, None).await;
+    let (leader, replicas, _) = partition_of(&bootstrap, "rebuilt");
+    let leader_dir = cluster.node(leader).data_dir.join("rebuilt-0");
+    wait_until("tiering on the leader", Duration::from_secs(60), || {
+        files_ending(&leader_dir, ".log").len() <= 2
+    });
+    // A follower loses its copy: it fetches from 0, which the leader holds
+    // only remotely (OFFSET_MOVED_TO_TIERED_STORAGE), and starts at the
+    // leader's local log instead, back in the ISR.
+    let follower = replicas
+        .iter()
+        .copied()
+        .find(|&id| id != leader)
+        .expect("a follower");
+    let other = replicas
+        .iter()
+        .copied()
+        .find(|&id| id != leader && id != follower)
+        .expect("another");
+    cluster.node(follower).stop();
+    std::fs::remove_dir_all(cluster.node(follower).data_dir.join("rebuilt-0")).expect("emptied");
+    cluster.node(follower).restart();
+    // It holds only the tail: its log starts where the leader's local log
+    // did, not at 0, and it is back in the ISR.
+    let follower_dir = cluster.node(follower).data_dir.join("rebuilt-0");
+    let first_base = || {
+        let bases = files_ending(&follower_dir, ".log");
+        (bases.iter())
+            .filter_map(|p| p.file_stem()?.to_str()?.parse::<i64>().ok())
+            .min()
+    };
+    let all: Vec<i32> = (1..=3).collect();
+    wait_until(
+        "the emptied follower's tail, in the ISR",
+        Duration::from_secs(60),
+        || {
+            first_base().is_some_and(|base| base > 0)
+                && partition_of(&bootstrap, "rebuilt").2 == all
+        },
+    );
+    // The leader goes: a follower leads and serves everything from 0, the
+    // start from the store.
+    cluster.node(leader).kill();
+    let bootstrap = cluster.node(follower).bootstrap();
+    wait_until("a new leader", Duration::from_secs(60), || {
+        [follower, other].contains(&partition_of(&bootstrap, "rebuilt").0)
+    });
+    let consumed = consume_all(
+        &bootstrap,
+        "rebuilt",
         1,
         sent.len(),
         Duration::from_secs(60),
