@@ -19,16 +19,15 @@ use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
-/// The broker's settings: tiered storage on, into `remote`, with rounds
-/// and retention checks every 200 ms.
-fn tiered_broker(dir: &Path, remote: &Path) -> Broker {
+/// Writes `server.properties` in `dir`: tiered storage on, into the store
+/// `store` names (its `rill.remote.storage.*` lines), with rounds and
+/// retention checks every 200 ms and retries backing off from 200 ms to 1 s.
+fn tiered_properties(dir: &Path, store: &str) -> PathBuf {
     let props = dir.join("server.properties");
-    let url = format!("file://{}", remote.display());
     std::fs::write(
         &props,
         format!(
-            "remote.log.storage.system.enable=true\n\
-             rill.remote.storage.url={url}\n\
+            "remote.log.storage.system.enable=true\n{store}\n\
              remote.log.manager.task.interval.ms=200\n\
              remote.log.manager.task.retry.backoff.ms=200\n\
              remote.log.manager.task.retry.backoff.max.ms=1000\n\
@@ -36,9 +35,28 @@ fn tiered_broker(dir: &Path, remote: &Path) -> Broker {
         ),
     )
     .expect("server.properties");
+    props
+}
+
+/// The store line of a `file://` store in `remote`.
+fn file_store(remote: &Path) -> String {
+    format!("rill.remote.storage.url=file://{}", remote.display())
+}
+
+/// A one-shard broker tiering into the directory `remote`.
+fn tiered_broker(dir: &Path, remote: &Path) -> Broker {
+    let props = tiered_properties(dir, &file_store(remote));
     let config = props.to_str().expect("utf-8");
     Broker::start(RILL, dir, &["--cores", "1", "--config", config])
 }
+
+/// A tiered topic's configs: 64 KiB segments, one byte kept locally, so
+/// every sealed segment goes once uploaded.
+const TIERED_TOPIC: [(&str, &str); 3] = [
+    ("remote.storage.enable", "true"),
+    ("segment.bytes", "65536"),
+    ("local.retention.bytes", "1"),
+];
 
 /// The store's directory, made and named without `..` (which `file://`
 /// URLs may not hold).
@@ -95,14 +113,7 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
     let remote = remote_dir(dir.path());
     let broker = tiered_broker(dir.path(), &remote);
     let bootstrap = broker.bootstrap();
-    // 64 KiB segments, one byte kept locally: every sealed segment goes
-    // once uploaded.
-    let topic_configs = [
-        ("remote.storage.enable", "true"),
-        ("segment.bytes", "65536"),
-        ("local.retention.bytes", "1"),
-    ];
-    create_topic(&bootstrap, "tiered", 1, &topic_configs).await;
+    create_topic(&bootstrap, "tiered", 1, &TIERED_TOPIC).await;
     let sent = records(2_000);
     // Batches of 16 KiB: four to a segment.
     let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
@@ -146,22 +157,8 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
     );
     assert_eq!(consumed.len(), sent.len());
     assert_delivered_as_consumed(&sent, &delivered, &consumed);
-    let metrics = rill_tests::http_get(broker.admin_addr, "/metrics");
-    let reads = metric(&metrics, "rill_remote_fetch_requests_total");
-    assert!(reads > 0.0, "fetches were served remotely:\n{metrics}");
-}
-
-/// The sum of a family's samples on `/metrics` (over its shards).
-fn metric(metrics: &str, name: &str) -> f64 {
-    let samples: Vec<f64> = metrics
-        .lines()
-        .filter(|line| {
-            line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
-        })
-        .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
-        .collect();
-    assert!(!samples.is_empty(), "no {name} in /metrics:\n{metrics}");
-    samples.iter().sum()
+    let reads = broker.metric_sum("rill_remote_fetch_requests_total");
+    assert!(reads > 0, "fetches were served remotely");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -254,24 +251,6 @@ fn leader_of(bootstrap: &str, topic: &str) -> i32 {
     partition_of(bootstrap, topic).0
 }
 
-/// The properties file of a cluster tiering into `remote`.
-fn cluster_properties(dir: &Path, remote: &Path) -> PathBuf {
-    let props = dir.join("server.properties");
-    std::fs::write(
-        &props,
-        format!(
-            "remote.log.storage.system.enable=true\n\
-             rill.remote.storage.url=file://{}\n\
-             remote.log.manager.task.interval.ms=200\n\
-             remote.log.manager.task.retry.backoff.ms=200\n\
-             log.retention.check.interval.ms=200\n",
-            remote.display()
-        ),
-    )
-    .expect("server.properties");
-    props
-}
-
 /// The segment stems in the store that lack one of a segment's five
 /// objects (a partial upload left behind).
 fn partial_segments(remote: &Path) -> Vec<String> {
@@ -294,7 +273,7 @@ fn partial_segments(remote: &Path) -> Vec<String> {
 async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothing() {
     let shared = data_dir();
     let remote = remote_dir(shared.path());
-    let props = cluster_properties(shared.path(), &remote);
+    let props = tiered_properties(shared.path(), &file_store(&remote));
     let config = props.to_str().expect("utf-8");
     // The first leader aborts at its 5th upload, its indexes written and
     // its log not.
@@ -302,12 +281,7 @@ async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothin
     let mut cluster = Cluster::start_with_env(RILL, 3, &["--config", config], &crash);
     cluster.wait_settled(Duration::from_secs(60));
     let bootstrap = cluster.bootstrap();
-    let topic_configs = [
-        ("remote.storage.enable", "true"),
-        ("segment.bytes", "65536"),
-        ("local.retention.bytes", "1"),
-        ("min.insync.replicas", "2"),
-    ];
+    let topic_configs = [&TIERED_TOPIC[..], &[("min.insync.replicas", "2")]].concat();
     create_topic_replicated(&bootstrap, "replicated", 1, 3, &topic_configs).await;
     let first_leader = leader_of(&bootstrap, "replicated");
     let sent = records(2_000);
@@ -383,23 +357,14 @@ async fn a_leader_killed_mid_upload_leaves_nothing_half_written_and_loses_nothin
 
 /// A broker tiering to the S3 server at `address`.
 fn s3_broker(dir: &Path, address: std::net::SocketAddr) -> Broker {
-    let props = dir.join("server.properties");
-    std::fs::write(
-        &props,
-        format!(
-            "remote.log.storage.system.enable=true\n\
-             rill.remote.storage.url=s3://{}/cluster-a\n\
-             rill.remote.storage.endpoint=http://{address}\n\
-             rill.remote.storage.allow.http=true\n\
-             rill.remote.storage.op.timeout.ms=2000\n\
-             remote.log.manager.task.interval.ms=200\n\
-             remote.log.manager.task.retry.backoff.ms=200\n\
-             remote.log.manager.task.retry.backoff.max.ms=1000\n\
-             log.retention.check.interval.ms=200\n",
-            s3::BUCKET
-        ),
-    )
-    .expect("server.properties");
+    let store = format!(
+        "rill.remote.storage.url=s3://{}/cluster-a\n\
+         rill.remote.storage.endpoint=http://{address}\n\
+         rill.remote.storage.allow.http=true\n\
+         rill.remote.storage.op.timeout.ms=2000",
+        s3::BUCKET
+    );
+    let props = tiered_properties(dir, &store);
     let config = props.to_str().expect("utf-8");
     Broker::start_with_env(
         RILL,
@@ -417,12 +382,7 @@ async fn an_s3_store_down_under_load_delays_uploads_and_loses_nothing() {
     let address = server.address;
     let broker = s3_broker(dir.path(), address);
     let bootstrap = broker.bootstrap();
-    let topic_configs = [
-        ("remote.storage.enable", "true"),
-        ("segment.bytes", "65536"),
-        ("local.retention.bytes", "1"),
-    ];
-    create_topic(&bootstrap, "s3", 1, &topic_configs).await;
+    create_topic(&bootstrap, "s3", 1, &TIERED_TOPIC).await;
     let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
     let first = records(1_000);
     let mut delivered = produce_all(&writer, "s3", &first, None).await;
@@ -468,17 +428,12 @@ async fn an_s3_store_down_under_load_delays_uploads_and_loses_nothing() {
 async fn an_emptied_follower_starts_at_the_leaders_local_log() {
     let shared = data_dir();
     let remote = remote_dir(shared.path());
-    let props = cluster_properties(shared.path(), &remote);
+    let props = tiered_properties(shared.path(), &file_store(&remote));
     let config = props.to_str().expect("utf-8");
     let mut cluster =
         Cluster::start_settled(RILL, 3, &["--config", config], Duration::from_secs(60));
     let bootstrap = cluster.bootstrap();
-    let topic_configs = [
-        ("remote.storage.enable", "true"),
-        ("segment.bytes", "65536"),
-        ("local.retention.bytes", "1"),
-    ];
-    create_topic_replicated(&bootstrap, "rebuilt", 1, 3, &topic_configs).await;
+    create_topic_replicated(&bootstrap, "rebuilt", 1, 3, &TIERED_TOPIC).await;
     let sent = records(1_000);
     let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
     let delivered = produce_all(&writer, "rebuilt", &sent, None).await;
