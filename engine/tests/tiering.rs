@@ -128,3 +128,40 @@ fn copy_disabled_or_untiered_topics_keep_kafkas_retention() {
         assert_eq!(other.offset_for_timestamp(-5).await.unwrap(), None);
     });
 }
+
+#[test]
+fn delete_records_hides_the_remote_part_too_and_survives_a_restart() {
+    let dir = tempdir();
+    let path = dir.path().to_path_buf();
+    run(async move {
+        let (manager, log) = open_log(config(&path, FlushPolicy::Os), "t", tiered(&[])).await;
+        let now_ms = log.clock().now_ms();
+        for first in [0, 100, 200, 300] {
+            append_durable(&log, batch(first, 100, now_ms)).await;
+        }
+        log.set_remote_span(RemoteSpan {
+            start_offset: Some(0),
+            end_offset: Some(199),
+        });
+        assert_eq!(log.apply_retention().unwrap(), 2);
+        // Below the local start: only the remote part moves.
+        assert_eq!(log.delete_records(150).await.unwrap(), 150);
+        assert_eq!((log.earliest_offset(), log.log_start_offset()), (150, 200));
+        match log.read(120, 1 << 20, ReadMode::Copy).await {
+            Err(EngineError::OffsetOutOfRange {
+                log_start_offset: 150,
+                ..
+            }) => {}
+            other => panic!("expected out of range, got {other:?}"),
+        }
+        assert!(matches!(
+            log.read(160, 1 << 20, ReadMode::Copy).await,
+            Err(EngineError::OffsetInRemoteStorage { offset: 160, .. })
+        ));
+        drop(log);
+        manager.shutdown().await.unwrap();
+        drop(manager);
+        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", tiered(&[])).await;
+        assert_eq!(log.deleted_below(), 150);
+    });
+}

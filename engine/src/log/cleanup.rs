@@ -29,12 +29,18 @@ impl PartitionLog {
         if target < 0 || target > hw {
             return Err(EngineError::OffsetOutOfRange {
                 offset: before_offset,
-                log_start_offset: start,
+                log_start_offset: self.earliest_offset(),
                 log_end_offset: hw,
             });
         }
+        if target <= self.earliest_offset() {
+            return Ok(self.earliest_offset());
+        }
+        // A tiered log's remote part is hidden below the target too (and
+        // its segments there are deleted by the remote log manager).
+        self.record_deleted_below(target)?;
         if target <= start {
-            return Ok(start);
+            return Ok(target);
         }
         self.state.borrow_mut().log_start_offset = target;
         write_file_synced(

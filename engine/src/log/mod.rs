@@ -264,6 +264,8 @@ pub struct PartitionLog {
     dir_index: usize,
     /// How far the remote (tiered) copy reaches (`tiering`).
     pub(crate) remote: Cell<RemoteSpan>,
+    /// What DeleteRecords deleted (`tiering`: it hides the remote part too).
+    pub(crate) deleted_below: Cell<Offset>,
 }
 
 impl PartitionLog {

@@ -92,6 +92,8 @@ impl PartitionLog {
         crate::segment_swap::recover(&dir)?;
         let reopened = recover_log(&ctx, &dir, &tp, config.index_interval_bytes)?;
         let dir_index = crate::log_dirs::dir_index_of(&ctx.config.data_dirs(), &dir);
+        let deleted_below =
+            read_offset_file(&dir.join(super::tiering::DELETED_BELOW_FILE)).unwrap_or(0);
         let log = Rc::new_cyclic(|me| PartitionLog {
             me: me.clone(),
             tp,
@@ -127,6 +129,7 @@ impl PartitionLog {
             scanned_at_open_bytes: reopened.scanned_bytes,
             dir_index,
             remote: Cell::new(super::RemoteSpan::default()),
+            deleted_below: Cell::new(deleted_below),
         });
         log.check_offsets();
         Ok(log)

@@ -17,6 +17,9 @@ use crate::error::EngineError;
 use crate::types::{LeaderEpoch, Offset};
 use std::path::PathBuf;
 
+/// The file that keeps [`PartitionLog::deleted_below`].
+pub(super) const DELETED_BELOW_FILE: &str = "delete-records-offset";
+
 /// How far the committed remote copy of a partition reaches.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RemoteSpan {
@@ -64,20 +67,50 @@ impl PartitionLog {
     }
 
     /// Kafka's log start offset: the remote log's start when the remote
-    /// copy reaches below the local log, else the local start.
+    /// copy reaches below the local log, else the local start; never below
+    /// what DeleteRecords deleted.
     pub fn earliest_offset(&self) -> Offset {
         let local = self.log_start_offset();
-        match self.remote.get().start_offset {
+        let earliest = match self.remote.get().start_offset {
             Some(remote) if remote < local => remote,
             _ => local,
+        };
+        earliest.max(self.deleted_below.get())
+    }
+
+    /// What DeleteRecords deleted: no offset below it is read, locally or
+    /// remotely (0: nothing). Persisted apart from the local log start,
+    /// which also moves when a follower starts over at its leader's local
+    /// log, where nothing was deleted.
+    pub fn deleted_below(&self) -> Offset {
+        self.deleted_below.get()
+    }
+
+    /// A truncation to `offset` takes the DeleteRecords point back with
+    /// the log start (Kafka's `truncateTo`).
+    pub(super) fn lower_deleted_below(&self, offset: Offset) -> Result<(), EngineError> {
+        if self.deleted_below.get() > offset {
+            self.record_deleted_below(offset)?;
         }
+        Ok(())
+    }
+
+    /// Records a DeleteRecords up to `offset`, durably, before it applies.
+    pub(super) fn record_deleted_below(&self, offset: Offset) -> Result<(), EngineError> {
+        crate::segment::write_file_synced(
+            &self.dir.join(DELETED_BELOW_FILE),
+            format!("{offset}\n").as_bytes(),
+        )?;
+        self.deleted_below.set(offset);
+        Ok(())
     }
 
     /// The read of `offset` below the local start: remote, or out of range.
     pub(super) fn below_local_start(&self, offset: Offset, end: Offset) -> EngineError {
         let local = self.log_start_offset();
+        let visible = offset >= self.deleted_below.get();
         match self.remote.get().start_offset {
-            Some(remote) if remote <= offset && offset < local => {
+            Some(remote) if visible && remote <= offset && offset < local => {
                 EngineError::OffsetInRemoteStorage {
                     offset,
                     local_log_start_offset: local,

@@ -168,6 +168,7 @@ pub(crate) fn finish_pending(dir: &Path, tp: &TopicPartition) -> Result<(), Engi
     };
     lower_offset_file(&dir.join("recovery-point"), offset)?;
     lower_offset_file(&dir.join("log-start-offset"), offset)?;
+    lower_offset_file(&dir.join(super::tiering::DELETED_BELOW_FILE), offset)?;
     clear_pending(dir)
 }
 
@@ -319,6 +320,7 @@ impl PartitionLog {
             format!("{offset}\n").as_bytes(),
         )?;
         self.write_recovery_point(offset)?;
+        self.lower_deleted_below(offset)?;
         BatchCache::clear(&self.chunks);
         {
             let mut state = self.state.borrow_mut();
@@ -461,6 +463,7 @@ impl PartitionLog {
                 format!("{cut}\n").as_bytes(),
             )?;
         }
+        self.lower_deleted_below(cut)?;
         self.high_watermark.set(self.high_watermark.get().min(cut));
         self.durable.set(self.durable.get().min(cut));
         self.written.set(self.written.get().min(cut));

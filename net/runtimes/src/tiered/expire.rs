@@ -2,7 +2,8 @@
 //! leader: copies left unfinished (a crash, a store error, an older
 //! leader), deletions left half done, and finished segments past
 //! `retention.ms` / `retention.bytes` (over the whole log, remote and
-//! local) or of a topic whose tiering was turned off with
+//! local), wholly below a DeleteRecords, or of a topic whose tiering was
+//! turned off with
 //! `remote.log.delete.on.disable`. Each goes DeleteSegmentStarted (after
 //! which no reader is sent to it), then its objects, then
 //! DeleteSegmentFinished. Retention deletes only a prefix, as locally.
@@ -45,7 +46,8 @@ fn doomed(log: &PartitionLog, segments: &[RemoteSegment], now_ms: i64) -> Vec<Re
             && now_ms - segment.max_timestamp_ms > config.retention_ms;
         let by_size =
             config.retention_bytes >= 0 && total - segment.size_bytes >= config.retention_bytes;
-        if !(by_time || by_size) {
+        let by_delete_records = segment.end_offset < log.deleted_below();
+        if !(by_time || by_size || by_delete_records) {
             break;
         }
         total -= segment.size_bytes;
