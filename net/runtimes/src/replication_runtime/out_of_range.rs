@@ -2,10 +2,11 @@
 //! while the leader's retention or DeleteRecords moved the start past it.
 //! Every fetch then gets OFFSET_OUT_OF_RANGE, and no truncation helps, since
 //! what the follower lacks no longer exists anywhere. As Kafka's fetcher
-//! does (`handleOutOfRangeError`), it asks the leader for its log start
-//! (ListOffsets, earliest) and, when that is past its own log end, empties
-//! its log and starts it there. Nothing it drops was acknowledged beyond
-//! what the leader itself deleted.
+//! does (`handleOutOfRangeError`), it asks the leader for its local log
+//! start (ListOffsets, earliest-local) and, when that is past its own log
+//! end, empties its log and starts it there. Nothing it drops was
+//! acknowledged beyond what the leader itself deleted, or holds in tiered
+//! storage (the leader then answers OFFSET_MOVED_TO_TIERED_STORAGE).
 
 use super::client::KafkaConnection;
 use crate::Shard;
