@@ -21,7 +21,7 @@ use crate::segment::{sync_dir, write_file_synced, DeferredSyncs};
 use crate::shard::shard_of;
 use crate::types::TopicId;
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::Duration;
@@ -162,6 +162,32 @@ pub struct LogManager {
     logs: RefCell<HashMap<TopicPartition, Rc<PartitionLog>>>,
     /// The partitions whose open failed, by partition.
     offline: RefCell<BTreeMap<TopicPartition, OfflinePartition>>,
+    /// The partitions whose files are being made (off the shard, see
+    /// `create_in`): a second creation meanwhile waits for the first.
+    creating: RefCell<HashSet<TopicPartition>>,
+}
+
+/// A partition marked as being created while this lives (the creation
+/// may be dropped at an await: the mark goes with it).
+struct Creating<'a> {
+    set: &'a RefCell<HashSet<TopicPartition>>,
+    tp: TopicPartition,
+}
+
+impl<'a> Creating<'a> {
+    fn mark(set: &'a RefCell<HashSet<TopicPartition>>, tp: &TopicPartition) -> Self {
+        set.borrow_mut().insert(tp.clone());
+        Creating {
+            set,
+            tp: tp.clone(),
+        }
+    }
+}
+
+impl Drop for Creating<'_> {
+    fn drop(&mut self) {
+        self.set.borrow_mut().remove(&self.tp);
+    }
 }
 
 impl LogManager {
@@ -190,6 +216,7 @@ impl LogManager {
             shard_count,
             logs: RefCell::new(HashMap::new()),
             offline: RefCell::new(BTreeMap::new()),
+            creating: RefCell::new(HashSet::new()),
         });
         let mine: Vec<_> = find_partitions(&data_dirs)?
             .into_iter()
@@ -305,6 +332,12 @@ impl LogManager {
         topic_id: TopicId,
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
+        // A creation of the same partition in flight (its files are made
+        // off the shard) is waited for: the caller is then told it exists,
+        // with its log there, as when the first had finished.
+        while self.creating.borrow().contains(&tp) {
+            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+        }
         if self.logs.borrow().contains_key(&tp) {
             return Err(EngineError::PartitionExists {
                 topic: tp.topic,
@@ -344,6 +377,7 @@ impl LogManager {
         let data_dir = data_dirs
             .get(dir_index)
             .unwrap_or(&self.ctx.config.data_dir);
+        let _creating = Creating::mark(&self.creating, &tp);
         let created = self.create_in(data_dir, tp, topic_id, config).await;
         if created.is_err() {
             load.remove(dir_index);
@@ -359,9 +393,19 @@ impl LogManager {
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
         let dir = data_dir.join(tp.dir_name());
-        std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
-        write_partition_files(&dir, topic_id, &config, &self.ctx.config.topic_defaults)?;
-        sync_dir(data_dir)?;
+        // Made off the shard: a directory and its files are blocking calls
+        // (inode allocation, fsyncs) that, for thousands of partitions
+        // created at once, held the shard for seconds, heartbeats and Raft
+        // included, and got live brokers fenced.
+        let (files_dir, parent) = (dir.clone(), data_dir.to_path_buf());
+        let (files_config, defaults) = (config.clone(), self.ctx.config.topic_defaults.clone());
+        glommio::executor()
+            .spawn_blocking(move || {
+                std::fs::create_dir_all(&files_dir).map_err(|e| EngineError::io(&files_dir, e))?;
+                write_partition_files(&files_dir, topic_id, &files_config, &defaults)?;
+                sync_dir(&parent)
+            })
+            .await?;
         let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
         self.logs.borrow_mut().insert(tp, log.clone());
         Ok(log)
@@ -388,12 +432,17 @@ impl LogManager {
             }
         };
         self.ctx.config.dir_load.remove(dir_index);
-        // The partition's files are in whichever data dir holds it.
-        std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
-        match dir.parent() {
-            Some(data_dir) => sync_dir(data_dir),
-            None => Ok(()),
-        }
+        // The partition's files are in whichever data dir holds it; removed
+        // off the shard, as creations are made (see `create_in`).
+        glommio::executor()
+            .spawn_blocking(move || {
+                std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+                match dir.parent() {
+                    Some(data_dir) => sync_dir(data_dir),
+                    None => Ok(()),
+                }
+            })
+            .await
     }
 
     /// Replaces a partition's topic config and persists it.

@@ -5,7 +5,9 @@
 //! Creating partitions in bulk used to fence live brokers: heartbeats
 //! queued behind the topic decisions waiting for their Raft commits, and
 //! every applied batch deep-copied the whole metadata image on the
-//! controller's shard. The count is `RILL_TEST_MANY_PARTITIONS` (default
+//! controller's shard, each partition's files were made with blocking
+//! calls on the shard, and every Raft commit fsynced the hard state twice
+//! there. The count is `RILL_TEST_MANY_PARTITIONS` (default
 //! 1,500, sized for a debug build on a 2-core CI host). By hand, the
 //! issue's 10,000 against a release build:
 //!

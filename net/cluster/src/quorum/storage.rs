@@ -12,6 +12,16 @@
 //!   reached the disk reads as corruption: the store refuses to start
 //!   rather than guess.)
 //! - `raft_state`: the hard state (term, vote, commit) and the conf state.
+//!   Written when the term or the vote changes and with every snapshot
+//!   (installed or taken); a commit that alone moved is not written.
+//!   The commit index is volatile state in Raft (only the term, the vote
+//!   and the log must survive a crash): a member that restarts behind it
+//!   replays less of its log until the leader tells it the commit again,
+//!   as any member that was away does. Writing it with each commit cost
+//!   two fsyncs per metadata record on the quorum's shard, which under a
+//!   loaded disk (thousands of partitions created at once) held the shard
+//!   for hundreds of milliseconds at a time: heartbeats were answered
+//!   late and live brokers fenced.
 //! - `snapshot`: the last snapshot's metadata and the state machine's bytes.
 //!
 //! - `.reserve`: a ballast file of [`RESERVE_BYTES`] (at most 1/16 of the
@@ -270,11 +280,24 @@ impl LogStore for FileStorage {
     }
 
     fn set_hard_state(&mut self, hard_state: &HardState) -> Result<(), QuorumError> {
-        if self.cache.hard_state() == hard_state {
+        let current = self.cache.hard_state();
+        if current == hard_state {
             return Ok(());
         }
+        // The commit alone is not persisted (see the module doc).
+        let durable_change = current.term != hard_state.term || current.vote != hard_state.vote;
+        assert!(
+            hard_state.term >= current.term,
+            "the term never goes back: {} after {}",
+            hard_state.term,
+            current.term
+        );
         self.cache.set_hard_state(hard_state.clone());
-        self.write_raft_state()
+        if durable_change {
+            self.write_raft_state()
+        } else {
+            Ok(())
+        }
     }
 
     fn apply_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), QuorumError> {
@@ -298,7 +321,9 @@ impl LogStore for FileStorage {
         with_reserve(&self.directory, || {
             write_small_file(&self.directory, SNAPSHOT_FILE, &payload)
         })?;
-        self.rewrite_log()
+        self.rewrite_log()?;
+        // Brings the commit on disk up to date, now and then.
+        self.write_raft_state()
     }
 
     fn cache(&self) -> &LogCache {
@@ -808,6 +833,14 @@ mod tests {
             ]
         }
 
+        /// The model after a restart: the commit is the one last written
+        /// (never below the snapshot, whose entries are committed).
+        fn restarted(model: &mut LogCache, durable_commit: u64) {
+            let mut hard_state = model.hard_state().clone();
+            hard_state.commit = durable_commit.max(model.snapshot_index());
+            model.set_hard_state(hard_state);
+        }
+
         fn assert_same(store: &FileStorage, model: &LogCache) {
             let cache = store.cache();
             assert_eq!(cache.entries_slice(), model.entries_slice());
@@ -826,6 +859,9 @@ mod tests {
                 let mut store = FileStorage::open(directory.path(), &[1]).expect("open");
                 let mut model = LogCache::new(&[1]);
                 let mut term = 1;
+                // The commit on disk: written with a new term or vote and
+                // with a snapshot, not on its own (see the module doc).
+                let mut durable_commit = 0;
                 for operation in operations {
                     match operation {
                         Operation::Append { back, count } => {
@@ -845,6 +881,11 @@ mod tests {
                                 model.hard_state().commit + u64::from(forward),
                             );
                             let next = hard_state(term, 1, commit);
+                            if next.term != model.hard_state().term
+                                || next.vote != model.hard_state().vote
+                            {
+                                durable_commit = commit;
+                            }
                             model.set_hard_state(next.clone());
                             store.set_hard_state(&next).expect("hard state");
                         }
@@ -854,11 +895,13 @@ mod tests {
                                 let data = format!("state-{index}").into_bytes();
                                 model.compact(index, data.clone());
                                 store.compact(index, data).expect("compact");
+                                durable_commit = model.hard_state().commit;
                             }
                         }
                         Operation::Reopen => {
                             drop(store);
                             store = FileStorage::open(directory.path(), &[1]).expect("reopen");
+                            restarted(&mut model, durable_commit);
                         }
                         Operation::TornTail { zeros, length_bytes } => {
                             drop(store);
@@ -876,12 +919,14 @@ mod tests {
                             bytes.extend_from_slice(&tail);
                             fs::write(&path, &bytes).expect("write");
                             store = FileStorage::open(directory.path(), &[1]).expect("reopen torn");
+                            restarted(&mut model, durable_commit);
                         }
                     }
                     assert_same(&store, &model);
                 }
                 drop(store);
                 let reopened = FileStorage::open(directory.path(), &[1]).expect("final reopen");
+                restarted(&mut model, durable_commit);
                 assert_same(&reopened, &model);
             }
         }
