@@ -11,7 +11,7 @@
 //! batch wanted; [`serve_from`] skips to it and keeps whole batches only.
 
 use crate::batch::batches;
-use crate::index::OffsetIndex;
+use crate::index::{OffsetIndex, TimeIndex};
 use crate::txn_index::decode_entries;
 use crate::types::Offset;
 use std::ops::Range;
@@ -109,6 +109,51 @@ pub fn aborted_in(txn_index: &[u8], from: Offset, to: Offset) -> Vec<(i64, i64)>
         .collect()
 }
 
+/// Where a scan of a remote segment for `timestamp_ms` starts: the time
+/// index's entry below it (Kafka's `.timeindex`, as a local lookup uses);
+/// the segment's base for an index that does not parse, which only costs
+/// a longer scan.
+pub fn scan_start_for_timestamp(
+    time_index: &[u8],
+    base_offset: Offset,
+    timestamp_ms: i64,
+) -> Offset {
+    TimeIndex::from_bytes(time_index).map_or(base_offset, |index| {
+        base_offset + i64::from(index.lookup(timestamp_ms))
+    })
+}
+
+/// The first record of the whole batches in `bytes` at or after
+/// `min_offset` whose timestamp reaches `timestamp_ms`, as
+/// `(offset, timestamp)`: a ListOffsets by timestamp, as the local log
+/// answers it (a log-append-time batch's records all carry its max).
+pub fn first_at_timestamp(
+    bytes: &[u8],
+    timestamp_ms: i64,
+    min_offset: Offset,
+) -> Option<(Offset, i64)> {
+    for (header, range) in batches(bytes).map_while(Result::ok) {
+        if header.max_timestamp < timestamp_ms || header.last_offset() < min_offset {
+            continue;
+        }
+        let Ok(records) = crate::batch::records(&bytes[range]) else {
+            return None;
+        };
+        for record in records {
+            let offset = header.base_offset + i64::from(record.offset_delta);
+            let ts = if header.timestamp_type_log_append() {
+                header.max_timestamp
+            } else {
+                header.base_timestamp + record.timestamp_delta
+            };
+            if ts >= timestamp_ms && offset >= min_offset {
+                return Some((offset, ts));
+            }
+        }
+    }
+    None
+}
+
 /// The last offset of the whole batches in `bytes`.
 pub fn last_offset_in(bytes: &[u8]) -> Option<Offset> {
     batches(bytes)
@@ -192,5 +237,30 @@ mod tests {
         assert_eq!(aborted_in(&bytes, 6, 25), vec![(2, 10)]);
         assert_eq!(aborted_in(&bytes, 0, 100).len(), 3);
         assert!(aborted_in(&[], 0, 100).is_empty());
+    }
+
+    #[test]
+    fn a_timestamp_is_found_at_its_first_record_at_or_after_the_start() {
+        let mut bytes = Vec::new();
+        for (base, first_ts) in [(100i64, 1_000i64), (110, 2_000)] {
+            let mut builder = BatchBuilder::new(base, Compression::None);
+            for i in 0..10 {
+                builder.push(i, first_ts + i64::from(i), None, Some(b"v".as_slice()), &[]);
+            }
+            bytes.extend_from_slice(&builder.build().unwrap());
+        }
+        assert_eq!(first_at_timestamp(&bytes, 1_005, 0), Some((105, 1_005)));
+        assert_eq!(first_at_timestamp(&bytes, 1_500, 0), Some((110, 2_000)));
+        assert_eq!(first_at_timestamp(&bytes, 0, 112), Some((112, 2_002)));
+        assert_eq!(first_at_timestamp(&bytes, 9_999, 0), None);
+
+        let mut index = TimeIndex::new();
+        index.maybe_append(1_009, 0);
+        index.maybe_append(2_009, 10);
+        let index = index.to_bytes();
+        assert_eq!(scan_start_for_timestamp(&index, 100, 2_000), 100);
+        assert_eq!(scan_start_for_timestamp(&index, 100, 2_010), 110);
+        // A torn index only costs a scan from the segment's base.
+        assert_eq!(scan_start_for_timestamp(&index[..5], 100, 2_010), 100);
     }
 }

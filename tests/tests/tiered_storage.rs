@@ -1,6 +1,7 @@
 //! Tiered storage (KIP-405) end to end: a real broker with a `file://`
 //! object store, librdkafka producing far past the local retention and
-//! consuming everything back from offset 0, the store's objects checked on
+//! consuming everything back from offset 0 and finding offsets by
+//! timestamp in the remote part, the store's objects checked on
 //! disk, a deleted topic's objects purged, Kafka's refusals, a
 //! three-node cluster whose leader is killed while it uploads, and a real
 //! S3 API (an in-process `s3s-fs` server) stopped under load.
@@ -8,6 +9,8 @@
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
 use rill_tests::cluster::Cluster;
 use rill_tests::kafka::{
     assert_delivered_as_consumed, client_config, consume_all, create_topic,
@@ -146,6 +149,20 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
         .fetch_watermarks("tiered", 0, Duration::from_secs(5))
         .expect("watermarks");
     assert_eq!((low, high), (0, 2_000));
+    // ListOffsets by timestamp looks in the store first: the oldest
+    // timestamp answers offset 0, a remote record's own timestamp the
+    // first record at or after it, far below the local log.
+    assert_eq!(offset_for_time(&client, "tiered", 0), 0);
+    let wanted = timestamp_at(&bootstrap, "tiered", 500);
+    let found = offset_for_time(&client, "tiered", wanted);
+    assert!(
+        found <= 500,
+        "offset {found} for the timestamp of offset 500"
+    );
+    assert!(timestamp_at(&bootstrap, "tiered", found) >= wanted);
+    if found > 0 {
+        assert!(timestamp_at(&bootstrap, "tiered", found - 1) < wanted);
+    }
     // Everything reads back from offset 0, most of it from the store.
     let consumed = consume_all(
         &bootstrap,
@@ -159,6 +176,47 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
     assert_delivered_as_consumed(&sent, &delivered, &consumed);
     let reads = broker.metric_sum("rill_remote_fetch_requests_total");
     assert!(reads > 0, "fetches were served remotely");
+}
+
+/// ListOffsets by timestamp on partition 0 of `topic`.
+fn offset_for_time(client: &BaseConsumer, topic: &str, timestamp_ms: i64) -> i64 {
+    let mut query = TopicPartitionList::new();
+    query
+        .add_partition_offset(topic, 0, Offset::Offset(timestamp_ms))
+        .expect("partition");
+    let found = client
+        .offsets_for_times(query, Duration::from_secs(10))
+        .expect("offsets_for_times");
+    match found
+        .find_partition(topic, 0)
+        .map(|element| element.offset())
+    {
+        Some(Offset::Offset(offset)) => offset,
+        other => panic!("no offset for timestamp {timestamp_ms}: {other:?}"),
+    }
+}
+
+/// The timestamp of the record at `offset` of partition 0 of `topic`.
+fn timestamp_at(bootstrap: &str, topic: &str, offset: i64) -> i64 {
+    let consumer: BaseConsumer = client_config(bootstrap)
+        .set("group.id", "rill-tests-timestamps")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, Offset::Offset(offset))
+        .expect("partition");
+    consumer.assign(&assignment).expect("assign");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(Ok(message)) = consumer.poll(Duration::from_millis(200)) {
+            if message.offset() == offset {
+                return message.timestamp().to_millis().expect("a timestamp");
+            }
+        }
+    }
+    panic!("offset {offset} of {topic} not read");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,6 +77,31 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
     }
 }
 
+/// ListOffsets on a partition's log: a timestamp is looked up in the
+/// remote part first when there is one (its records are the oldest), as
+/// Kafka's `UnifiedLog.fetchOffsetByTimestamp` does, then locally; the
+/// special timestamps (-1 latest, -2 earliest, ...) are the log's.
+async fn list_offset(
+    shard: &Rc<Shard>,
+    log: &engine::PartitionLog,
+    timestamp_ms: i64,
+    read_committed: bool,
+) -> Result<Option<(i64, i64)>, ErrorCode> {
+    if timestamp_ms >= 0 && log.remote_span().start_offset.is_some() {
+        let remote = crate::tiered::read::offset_for_timestamp(shard, log, timestamp_ms).await?;
+        // Remote offsets are below the local log, so below the last stable
+        // offset as well, save a transaction still open across them.
+        if let Some(found) =
+            remote.filter(|&(offset, _)| !read_committed || offset < log.last_stable_offset())
+        {
+            return Ok(Some(found));
+        }
+    }
+    log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
+        .await
+        .map_err(|e| e.error_code())
+}
+
 /// Executes an operation on a partition's log held here: the log must
 /// exist, and only its leader serves clients (Describe and
 /// DescribeProducers answer on any replica, as Kafka's
@@ -108,10 +133,9 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             read_committed,
             ..
         } => PartitionReply::ListOffset(
-            log.offset_for_timestamp_isolated(timestamp_ms, read_committed)
+            list_offset(shard, &log, timestamp_ms, read_committed)
                 .await
-                .map(|found| (found, log.leader_epoch()))
-                .map_err(|e| e.error_code()),
+                .map(|found| (found, log.leader_epoch())),
         ),
         PartitionOp::DeleteRecords { offset, .. } => {
             PartitionReply::DeleteRecords(delete_records(&log, offset).await)

@@ -12,7 +12,11 @@ use super::keys::SegmentKeys;
 use super::TieredRuntime;
 use crate::Shard;
 use bytes::Bytes;
-use engine::remote_segment::{aborted_in, last_offset_in, position_for, serve_from, RemoteServe};
+use cluster::metadata::{RemoteSegment, RemoteSegmentState};
+use engine::remote_segment::{
+    aborted_in, first_at_timestamp, last_offset_in, position_for, scan_start_for_timestamp,
+    serve_from, RemoteServe,
+};
 use engine::{ErrorCode, PartitionLog};
 use std::rc::Rc;
 use std::time::Instant;
@@ -75,20 +79,73 @@ pub async fn read_remote(
 fn locate(shard: &Shard, log: &PartitionLog, offset: i64) -> Option<Located> {
     let image = shard.runtime().view.image();
     let tp = log.topic_partition();
-    let topic_id = log.topic_id();
-    let segment = image.remote_segment_for_offset(&topic_id, tp.partition, offset)?;
-    Some(Located {
-        keys: SegmentKeys::new(
-            &tp.topic,
-            &topic_id,
-            tp.partition,
-            segment.base_offset,
-            &segment.segment_id,
-        ),
-        segment_id: segment.segment_id,
-        base_offset: segment.base_offset,
-        size_bytes: u64::try_from(segment.size_bytes).unwrap_or(0),
-    })
+    let segment = image.remote_segment_for_offset(&log.topic_id(), tp.partition, offset)?;
+    Some(Located::of(log, segment))
+}
+
+impl Located {
+    fn of(log: &PartitionLog, segment: &RemoteSegment) -> Located {
+        let tp = log.topic_partition();
+        Located {
+            keys: SegmentKeys::new(
+                &tp.topic,
+                &log.topic_id(),
+                tp.partition,
+                segment.base_offset,
+                &segment.segment_id,
+            ),
+            segment_id: segment.segment_id,
+            base_offset: segment.base_offset,
+            size_bytes: u64::try_from(segment.size_bytes).unwrap_or(0),
+        }
+    }
+}
+
+/// How much of a remote segment one round of a timestamp scan reads.
+const TIMESTAMP_SCAN_BYTES: usize = 1 << 20;
+
+/// ListOffsets by timestamp in the remote part of `log` (Kafka's
+/// `RemoteLogManager.findOffsetByTimestamp`): the first record at or
+/// after the log start whose timestamp reaches `timestamp_ms`, in the
+/// first committed remote segment (by offset) whose max timestamp reaches
+/// it; `None` when no remote segment has one, and the local log answers.
+/// The segment's time index says where to start; its batches are scanned
+/// from there.
+pub async fn offset_for_timestamp(
+    shard: &Rc<Shard>,
+    log: &PartitionLog,
+    timestamp_ms: i64,
+) -> Result<Option<(i64, i64)>, ErrorCode> {
+    let start = log.earliest_offset();
+    let candidates: Vec<(Located, i64)> = {
+        let image = shard.runtime().view.image();
+        image
+            .remote_segments(&log.topic_id(), log.topic_partition().partition)
+            .filter(|segment| {
+                segment.state == RemoteSegmentState::CopySegmentFinished
+                    && segment.end_offset >= start
+                    && segment.max_timestamp_ms >= timestamp_ms
+            })
+            .map(|segment| (Located::of(log, segment), segment.end_offset))
+            .collect()
+    };
+    let tiered = shard.runtime().tiered.clone();
+    for (located, end_offset) in candidates {
+        let time_index = tiered.get_whole(&located.keys.time_index()).await?;
+        let mut from = scan_start_for_timestamp(&time_index, located.base_offset, timestamp_ms);
+        from = from.max(start);
+        while from <= end_offset {
+            let data = read_batches(&tiered, &located, from, TIMESTAMP_SCAN_BYTES).await?;
+            if let Some(found) = first_at_timestamp(&data, timestamp_ms, start) {
+                return Ok(Some(found));
+            }
+            match last_offset_in(&data) {
+                Some(last) if last >= from => from = last + 1,
+                _ => break,
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Whole batches from the one holding `offset`, at most `max_bytes` (the
