@@ -1,7 +1,8 @@
 //! Tiered storage (KIP-405) end to end: a real broker with a `file://`
 //! object store, librdkafka producing far past the local retention and
 //! consuming everything back from offset 0 and finding offsets by
-//! timestamp in the remote part, the store's objects checked on
+//! timestamp in the remote part, uploads and reads held to their quotas,
+//! the store's objects checked on
 //! disk, a deleted topic's objects purged, Kafka's refusals, a
 //! three-node cluster whose leader is killed while it uploads, and a real
 //! S3 API (an in-process `s3s-fs` server) stopped under load.
@@ -176,6 +177,56 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
     assert_delivered_as_consumed(&sent, &delivered, &consumed);
     let reads = broker.metric_sum("rill_remote_fetch_requests_total");
     assert!(reads > 0, "fetches were served remotely");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_quotas_hold_uploads_and_reads_back_and_lose_nothing() {
+    let dir = data_dir();
+    let remote = remote_dir(dir.path());
+    // 100 KB/s each over two samples of 1 s: about 200 KB go at once, the
+    // rest waits for the rates to fall.
+    let mut store = file_store(&remote);
+    for kind in ["copy", "fetch"] {
+        store.push_str(&format!(
+            "\nremote.log.manager.{kind}.max.bytes.per.second=100000\n\
+             remote.log.manager.{kind}.quota.window.num=2\n\
+             remote.log.manager.{kind}.quota.window.size.seconds=1"
+        ));
+    }
+    let props = tiered_properties(dir.path(), &store);
+    let config = props.to_str().expect("utf-8");
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "1", "--config", config]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "held", 1, &TIERED_TOPIC).await;
+    let sent = records(600);
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let delivered = produce_all(&writer, "held", &sent, None).await;
+    let partition_dir = dir.path().join("held-0");
+    wait_until(
+        "uploads past the copy quota",
+        Duration::from_secs(60),
+        || {
+            files_ending(&partition_dir, ".log").len() <= 2
+                && files_ending(&remote, ".log").len() >= 8
+        },
+    );
+    assert!(
+        broker.metric_sum("rill_remote_copy_throttled_total") > 0,
+        "600 KB went up at 100 KB/s without an upload round held back"
+    );
+    let consumed = consume_all(
+        &bootstrap,
+        "held",
+        1,
+        sent.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    assert_delivered_as_consumed(&sent, &delivered, &consumed);
+    assert!(
+        broker.metric_sum("rill_remote_fetch_throttled_total") > 0,
+        "600 KB read back at 100 KB/s without a remote read held back"
+    );
 }
 
 /// ListOffsets by timestamp on partition 0 of `topic`.

@@ -92,6 +92,8 @@ pub struct SharedParts {
     pub quota_sensors: Arc<Sensors>,
     /// The object store of tiered storage, when it is on.
     pub remote_store: Option<remote_storage::RemoteStore>,
+    /// The broker's remote copy and fetch quotas.
+    pub remote_quotas: Arc<tiered::quota::RemoteQuotas>,
 }
 
 /// The runtimes of one shard. Parts are `Rc` so that a task may hold one
@@ -163,7 +165,10 @@ impl ShardRuntime {
                 shard.count,
             ))),
             telemetry: Rc::new(TelemetryRuntime::new(&shard.config, id, shard.count)),
-            tiered: Rc::new(TieredRuntime::new(shared.remote_store)),
+            tiered: Rc::new(TieredRuntime::new(
+                shared.remote_store,
+                shared.remote_quotas,
+            )),
             producer_id_allocator,
             quorum,
         })

@@ -224,6 +224,13 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("remote.log.index.file.cache.total.size.bytes", Tiered, "bytes", Value("1073741824"), "268435456", "The cap on the cache of fetched remote indexes and log chunks (on `/metrics`)."),
     key("rill.remote.storage.chunk.bytes", Tiered, "bytes, at least 1", Value("4194304"), "1048576", "The unit a remote read fetches and caches."),
     key("rill.remote.storage.op.timeout.ms", Tiered, "ms, at least 1", Value("30000"), "10000", "One store call's limit; past it the call fails as unavailable (a fetch gets a retriable error, an upload retries)."),
+    key("remote.fetch.max.wait.ms", Tiered, "ms, at least 1", Value("500"), "500", "The longest a fetch waits for its remote reads; past it the partition answers empty this time, and the read goes on filling the cache for the next fetch."),
+    key("remote.log.manager.copy.max.bytes.per.second", Tiered, "bytes/s, at least 1", Value("9223372036854775807"), "104857600", "The broker's upload rate (over `remote.log.manager.copy.quota.window.*`); past it uploads wait for a later round."),
+    key("remote.log.manager.fetch.max.bytes.per.second", Tiered, "bytes/s, at least 1", Value("9223372036854775807"), "104857600", "The broker's remote read rate (over `remote.log.manager.fetch.quota.window.*`); past it a fetch's remote reads wait up to `remote.fetch.max.wait.ms`, then answer empty."),
+    key("remote.log.manager.copy.quota.window.num", Tiered, "count, at least 1", Value("11"), "11", "The samples the upload rate is measured over."),
+    key("remote.log.manager.copy.quota.window.size.seconds", Tiered, "s, at least 1", Value("1"), "1", "Each sample's length."),
+    key("remote.log.manager.fetch.quota.window.num", Tiered, "count, at least 1", Value("11"), "11", "The samples the remote read rate is measured over."),
+    key("remote.log.manager.fetch.quota.window.size.seconds", Tiered, "s, at least 1", Value("1"), "1", "Each sample's length."),
     key("remote.log.storage.manager.class.name", Tiered, "empty", Implied("none"), "", "Kafka's plug-in class: rill has its own store, so any class name stops the start."),
     key("remote.log.metadata.manager.class.name", Tiered, "empty", Implied("none"), "", "Kafka's plug-in class: rill keeps the remote log metadata in the metadata quorum, so any class name stops the start."),
 ];

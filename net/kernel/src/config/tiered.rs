@@ -42,6 +42,23 @@ pub struct TieredStorageConfig {
     /// `rill.remote.storage.op.timeout.ms` (default 30 s): one store call's
     /// limit, after which it fails as unavailable.
     pub op_timeout_ms: u64,
+    /// `remote.fetch.max.wait.ms` (default 500 ms): the longest a fetch
+    /// waits for its remote reads; past it the partition answers empty this
+    /// time (the read goes on filling the cache for the next fetch).
+    pub fetch_max_wait_ms: u64,
+    /// `remote.log.manager.copy.max.bytes.per.second` (default unlimited):
+    /// the broker's upload rate; past it uploads wait for a later round.
+    pub copy_max_bytes_per_second: u64,
+    /// `remote.log.manager.fetch.max.bytes.per.second` (default
+    /// unlimited): the broker's remote read rate; past it a fetch's remote
+    /// reads wait, then answer empty.
+    pub fetch_max_bytes_per_second: u64,
+    /// `remote.log.manager.{copy,fetch}.quota.window.num` (default 11
+    /// each): the samples each quota's rate is measured over.
+    pub quota_window_num: (u64, u64),
+    /// `remote.log.manager.{copy,fetch}.quota.window.size.seconds`
+    /// (default 1 each): each sample's length.
+    pub quota_window_size_seconds: (u64, u64),
 }
 
 impl Default for TieredStorageConfig {
@@ -58,6 +75,11 @@ impl Default for TieredStorageConfig {
             cache_bytes: 1 << 30,
             chunk_bytes: 4 << 20,
             op_timeout_ms: 30_000,
+            fetch_max_wait_ms: 500,
+            copy_max_bytes_per_second: i64::MAX as u64,
+            fetch_max_bytes_per_second: i64::MAX as u64,
+            quota_window_num: (11, 11),
+            quota_window_size_seconds: (1, 1),
         }
     }
 }
@@ -94,6 +116,25 @@ impl TieredStorageConfig {
             }
             "rill.remote.storage.chunk.bytes" => self.chunk_bytes = positive(name, value)?,
             "rill.remote.storage.op.timeout.ms" => self.op_timeout_ms = positive(name, value)?,
+            "remote.fetch.max.wait.ms" => self.fetch_max_wait_ms = positive(name, value)?,
+            "remote.log.manager.copy.max.bytes.per.second" => {
+                self.copy_max_bytes_per_second = positive(name, value)?
+            }
+            "remote.log.manager.fetch.max.bytes.per.second" => {
+                self.fetch_max_bytes_per_second = positive(name, value)?
+            }
+            "remote.log.manager.copy.quota.window.num" => {
+                self.quota_window_num.0 = positive(name, value)?
+            }
+            "remote.log.manager.fetch.quota.window.num" => {
+                self.quota_window_num.1 = positive(name, value)?
+            }
+            "remote.log.manager.copy.quota.window.size.seconds" => {
+                self.quota_window_size_seconds.0 = positive(name, value)?
+            }
+            "remote.log.manager.fetch.quota.window.size.seconds" => {
+                self.quota_window_size_seconds.1 = positive(name, value)?
+            }
             _ if PLUGIN_CLASS_KEYS.contains(&name) => {
                 if !value.trim().is_empty() {
                     return Err(ConfigError::invalid(
@@ -169,5 +210,11 @@ mod tests {
             .apply("remote.log.storage.manager.class.name", "")
             .unwrap());
         assert!(!config.apply("log.retention.ms", "1").unwrap());
+        assert_eq!(config.fetch_max_bytes_per_second, i64::MAX as u64);
+        assert!(config
+            .apply("remote.log.manager.fetch.max.bytes.per.second", "1048576")
+            .unwrap());
+        assert_eq!(config.fetch_max_bytes_per_second, 1 << 20);
+        assert!(config.apply("remote.fetch.max.wait.ms", "0").is_err());
     }
 }

@@ -32,6 +32,11 @@ pub struct TieredCounters {
     pub remote_read_micros: u64,
     /// Fetches the store could not serve.
     pub remote_read_errors: u64,
+    /// Upload rounds held back by the copy quota.
+    pub copy_throttled: u64,
+    /// Remote reads held back by the fetch quota or cut short by
+    /// `remote.fetch.max.wait.ms` (answered empty).
+    pub fetch_throttled: u64,
 }
 
 /// The object store's figures (one store per broker).
@@ -52,7 +57,7 @@ pub struct RemoteStoreFigures {
 }
 
 /// The per-shard series.
-pub(super) static TIERED: [PerShard; 10] = [
+pub(super) static TIERED: [PerShard; 12] = [
     PerShard::counter(
         "rill_remote_copy_segments_total",
         "Segments uploaded to tiered storage and committed.",
@@ -102,6 +107,16 @@ pub(super) static TIERED: [PerShard; 10] = [
         "rill_remote_fetch_errors_total",
         "Partition fetches the store could not serve (answered KAFKA_STORAGE_ERROR, retriable).",
         |m| m.tiered.remote_read_errors as i64,
+    ),
+    PerShard::counter(
+        "rill_remote_copy_throttled_total",
+        "Upload rounds held back by remote.log.manager.copy.max.bytes.per.second (the segments go in a later round).",
+        |m| m.tiered.copy_throttled as i64,
+    ),
+    PerShard::counter(
+        "rill_remote_fetch_throttled_total",
+        "Remote reads answered empty: held back by remote.log.manager.fetch.max.bytes.per.second, or past remote.fetch.max.wait.ms.",
+        |m| m.tiered.fetch_throttled as i64,
     ),
 ];
 

@@ -124,11 +124,16 @@ async fn lead_partition(
         let mut end = image
             .remote_log_end_offset(&log.topic_id(), tp.partition)
             .unwrap_or(-1);
-        while let Some(segment) = log
-            .segment_to_upload(end)
-            .await
-            .map_err(|e| e.to_string())?
-        {
+        loop {
+            if tiered.quotas.copy_exceeded() {
+                // Kafka's copy quota: the segment waits for a later round.
+                bump(&tiered.counters.copy_throttled);
+                break;
+            }
+            let next = log.segment_to_upload(end).await;
+            let Some(segment) = next.map_err(|e| e.to_string())? else {
+                break;
+            };
             let segment_end = segment.end_offset;
             let bytes = upload_segment(shard, store, log, leading, segment).await?;
             tiered.record_upload(bytes);
@@ -174,6 +179,7 @@ impl TieredRuntime {
     }
 
     fn record_upload(&self, bytes: u64) {
+        self.quotas.record_copy(bytes);
         let c = &self.counters;
         c.segments_uploaded.set(c.segments_uploaded.get() + 1);
         c.bytes_uploaded.set(c.bytes_uploaded.get() + bytes);
@@ -183,4 +189,8 @@ impl TieredRuntime {
         let c = &self.counters;
         c.segments_deleted.set(c.segments_deleted.get() + segments);
     }
+}
+
+fn bump(counter: &std::cell::Cell<u64>) {
+    counter.set(counter.get() + 1);
 }

@@ -19,16 +19,19 @@
 pub mod expire;
 pub mod keys;
 pub mod manager;
+pub mod quota;
 pub mod read;
 pub mod upload;
 
 use bytes::Bytes;
 use engine::{ErrorCode, TopicPartition};
 use keys::SegmentKeys;
+use quota::RemoteQuotas;
 use remote_storage::{RemoteError, RemoteStore};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Offset indexes of remote segments kept per shard (each up to
@@ -40,6 +43,8 @@ const INDEX_CACHE_ENTRIES: usize = 32;
 pub struct TieredRuntime {
     /// The object store; `None` when tiered storage is off.
     pub store: Option<RemoteStore>,
+    /// The broker's remote copy and fetch quotas (shared by every shard).
+    pub quotas: Arc<RemoteQuotas>,
     /// Recently used remote offset indexes, newest last.
     indexes: RefCell<VecDeque<([u8; 16], Bytes)>>,
     /// Partitions whose last round failed: (wait, next try at, ms).
@@ -67,6 +72,10 @@ pub struct TieredCounters {
     pub remote_read_micros: Cell<u64>,
     /// Fetches the store could not serve.
     pub remote_read_errors: Cell<u64>,
+    /// Upload rounds held back by the copy quota.
+    pub copy_throttled: Cell<u64>,
+    /// Remote reads answered empty (fetch quota, `remote.fetch.max.wait.ms`).
+    pub fetch_throttled: Cell<u64>,
     /// Sealed segments waiting for upload on the partitions led here, and
     /// their bytes, at the last task round.
     pub upload_lag_segments: Cell<u64>,
@@ -84,9 +93,10 @@ fn fetch_error(error: &RemoteError) -> ErrorCode {
 impl TieredRuntime {
     /// The runtime of a shard; `store` is the broker's, if tiered storage
     /// is on.
-    pub fn new(store: Option<RemoteStore>) -> TieredRuntime {
+    pub fn new(store: Option<RemoteStore>, quotas: Arc<RemoteQuotas>) -> TieredRuntime {
         TieredRuntime {
             store,
+            quotas,
             ..TieredRuntime::default()
         }
     }
@@ -134,6 +144,7 @@ impl TieredRuntime {
     }
 
     fn record_read(&self, bytes: usize, took: Duration) {
+        self.quotas.record_fetch(bytes as u64);
         let c = &self.counters;
         c.remote_reads.set(c.remote_reads.get() + 1);
         c.remote_read_bytes
@@ -141,6 +152,11 @@ impl TieredRuntime {
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
         c.remote_read_micros
             .set(c.remote_read_micros.get().saturating_add(micros));
+    }
+
+    fn record_fetch_throttled(&self) {
+        let c = &self.counters;
+        c.fetch_throttled.set(c.fetch_throttled.get() + 1);
     }
 
     fn record_read_error(&self) {
@@ -162,6 +178,8 @@ impl TieredRuntime {
             remote_read_bytes: c.remote_read_bytes.get(),
             remote_read_micros: c.remote_read_micros.get(),
             remote_read_errors: c.remote_read_errors.get(),
+            copy_throttled: c.copy_throttled.get(),
+            fetch_throttled: c.fetch_throttled.get(),
         }
     }
 

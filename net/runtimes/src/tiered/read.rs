@@ -19,7 +19,7 @@ use engine::remote_segment::{
 };
 use engine::{ErrorCode, PartitionLog};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Bytes read past `max_bytes` so that the batch wanted is in the first
 /// range although the sparse index points up to `index.interval.bytes`
@@ -44,7 +44,9 @@ pub struct RemoteRead {
 }
 
 /// Reads `offset` of `log` from its remote copy; OFFSET_OUT_OF_RANGE when
-/// no committed remote segment holds it.
+/// no committed remote segment holds it. Within `remote.fetch.max.wait.ms`
+/// and the fetch quota (see [`within_fetch_limits`]): past either, the
+/// read answers no batches this time, and the consumer fetches again.
 pub async fn read_remote(
     shard: &Rc<Shard>,
     log: &PartitionLog,
@@ -54,12 +56,25 @@ pub async fn read_remote(
 ) -> Result<RemoteRead, ErrorCode> {
     let tiered = shard.runtime().tiered.clone();
     let located = locate(shard, log, offset).ok_or(ErrorCode::OffsetOutOfRange)?;
+    let max_wait = Duration::from_millis(shard.config.tiered.fetch_max_wait_ms);
     let started = Instant::now();
-    let data = match read_batches(&tiered, &located, offset, max_bytes).await {
-        Ok(data) => data,
-        Err(code) => {
+    let read = within_fetch_limits(
+        &tiered,
+        max_wait,
+        read_batches(&tiered, &located, offset, max_bytes),
+    );
+    let data = match read.await {
+        Some(Ok(data)) => data,
+        Some(Err(code)) => {
             tiered.record_read_error();
             return Err(code);
+        }
+        None => {
+            tiered.record_fetch_throttled();
+            return Ok(RemoteRead {
+                data: Bytes::new(),
+                aborted_transactions: read_committed.then(Vec::new),
+            });
         }
     };
     tiered.record_read(data.len(), started.elapsed());
@@ -73,6 +88,35 @@ pub async fn read_remote(
         data,
         aborted_transactions,
     })
+}
+
+/// Runs `read` within the fetch limits, Kafka's: it starts once the
+/// broker's remote fetch rate is under `remote.log.manager.fetch.max.
+/// bytes.per.second`, and ends within `max_wait` of the call
+/// (`remote.fetch.max.wait.ms`); `None` when either holds it back. A read
+/// cut short is dropped here, but the store finishes its call, which fills
+/// the chunk cache for the consumer's next fetch.
+async fn within_fetch_limits(
+    tiered: &TieredRuntime,
+    max_wait: Duration,
+    read: impl std::future::Future<Output = Result<Bytes, ErrorCode>>,
+) -> Option<Result<Bytes, ErrorCode>> {
+    let deadline = Instant::now() + max_wait;
+    loop {
+        let wait = Duration::from_millis(tiered.quotas.fetch_wait_ms());
+        if wait.is_zero() {
+            break;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        glommio::timer::sleep(wait.min(left)).await;
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    glommio::timer::timeout(left, async { Ok(read.await) })
+        .await
+        .ok()
 }
 
 /// The committed remote segment holding `offset`.

@@ -230,6 +230,7 @@ fn spawn_shards(
         config.quota_window_size_seconds.saturating_mul(1000),
     ));
     let remote_store = open_remote_store(config)?;
+    let remote_quotas = Arc::new(runtimes::tiered::quota::RemoteQuotas::new(&config.tiered));
     let cpus: Vec<usize> = core_affinity::get_core_ids()
         .map(|ids| ids.into_iter().map(|c| c.id).collect())
         .unwrap_or_default();
@@ -252,6 +253,7 @@ fn spawn_shards(
             per_ip_connections: per_ip_connections.clone(),
             quota_sensors: quota_sensors.clone(),
             remote_store: remote_store.clone(),
+            remote_quotas: remote_quotas.clone(),
         };
         let handle = LocalExecutorBuilder::new(placement)
             .name(&format!("rill-shard-{index}"))

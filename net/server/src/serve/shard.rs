@@ -41,6 +41,8 @@ pub(super) struct ShardInput {
     pub(super) quota_sensors: Arc<runtimes::quotas::Sensors>,
     /// The object store of tiered storage, when it is on.
     pub(super) remote_store: Option<remote_storage::RemoteStore>,
+    /// The broker's remote copy and fetch quotas.
+    pub(super) remote_quotas: Arc<runtimes::tiered::quota::RemoteQuotas>,
     /// The metadata offset this node had committed before it stopped, once
     /// shard 0 has opened the metadata log ([`STARTUP_OFFSET_UNKNOWN`]
     /// before): no shard serves clients before its image reaches it.
@@ -184,6 +186,7 @@ async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), Str
     let shared = runtimes::SharedParts {
         quota_sensors: input.quota_sensors.clone(),
         remote_store: input.remote_store.clone(),
+        remote_quotas: input.remote_quotas.clone(),
     };
     shard.install_runtime(ShardRuntime::open(shard, shared)?);
     runtimes::cluster_runtime::start(shard)
