@@ -165,3 +165,81 @@ fn delete_records_hides_the_remote_part_too_and_survives_a_restart() {
         assert_eq!(log.deleted_below(), 150);
     });
 }
+
+/// A batch of `count` records from idempotent producer `producer_id`
+/// (epoch 0), its first sequence `sequence`.
+fn producer_batch(producer_id: i64, sequence: i32, count: usize, timestamp_ms: i64) -> Vec<u8> {
+    let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None)
+        .producer(producer_id, 0, sequence, false);
+    for i in 0..count {
+        // About 40 bytes a record: a batch of 100 rolls a 4 KiB segment.
+        let value = format!("p{producer_id}-{:036}", sequence as usize + i);
+        builder.push(i as i32, timestamp_ms, None, Some(value.as_bytes()), &[]);
+    }
+    builder.build().unwrap()
+}
+
+#[test]
+fn a_follower_starts_after_a_remote_segment_with_its_epochs_and_producers() {
+    let dir = tempdir();
+    let (leader_path, follower_path) = (dir.path().join("leader"), dir.path().join("follower"));
+    run(async move {
+        let topic = tiered(&[]);
+        let (_m, leader) =
+            open_log(config(&leader_path, FlushPolicy::Os), "t", topic.clone()).await;
+        let now_ms = leader.clock().now_ms();
+        // Each batch of 100 rolls a segment: producer 7 writes the first
+        // two, producer 8 the third.
+        append_durable(&leader, producer_batch(7, 0, 100, now_ms)).await;
+        append_durable(&leader, producer_batch(7, 100, 100, now_ms)).await;
+        append_durable(&leader, producer_batch(8, 0, 100, now_ms)).await;
+        // Nothing uploaded yet: every segment keeps its snapshot, each
+        // carried by the segment it ends.
+        let first = leader.segment_to_upload(-1).await.unwrap().unwrap();
+        assert!(first.producer_snapshot.is_some());
+        let second = leader.segment_to_upload(99).await.unwrap().unwrap();
+        assert_eq!((second.base_offset, second.end_offset), (100, 199));
+        assert_eq!(second.epochs_to_end, vec![(0, 0)]);
+        let aux = engine::log::RemoteAuxState {
+            epochs: second.epochs_to_end.clone(),
+            producer_snapshot: second.producer_snapshot.clone(),
+        };
+
+        let (manager, follower) =
+            open_log(config(&follower_path, FlushPolicy::Os), "t", topic.clone()).await;
+        follower
+            .start_after_remote_segment(200, aux.clone())
+            .await
+            .unwrap();
+        assert_eq!(
+            (follower.log_start_offset(), follower.log_end_offset()),
+            (200, 200)
+        );
+        let entry = follower
+            .producer_entry(7)
+            .expect("producer 7 from the snapshot");
+        assert_eq!(entry.last_sequence(), 199);
+        assert!(
+            follower.producer_entry(8).is_none(),
+            "8 wrote after the segment"
+        );
+        let epochs: Vec<_> = (follower.leader_epoch_cache().entries().iter())
+            .map(|e| (e.epoch, e.start_offset))
+            .collect();
+        assert_eq!(epochs, vec![(0, 0)]);
+        // The state survives a restart.
+        drop(follower);
+        manager.shutdown().await.unwrap();
+        drop(manager);
+        let (_m, reopened) =
+            open_log(config(&follower_path, FlushPolicy::Os), "t", topic.clone()).await;
+        assert_eq!(
+            reopened.producer_entry(7).map(|e| e.last_sequence()),
+            Some(199)
+        );
+        // A snapshot of another offset is left out, never misapplied.
+        reopened.start_after_remote_segment(300, aux).await.unwrap();
+        assert_eq!(reopened.log_start_offset(), 300);
+        assert!(reopened.producer_entry(7).is_none());
+    });
+}

@@ -3,10 +3,16 @@
 //! consuming everything back from offset 0 and finding offsets by
 //! timestamp in the remote part, uploads and reads held to their quotas,
 //! the store's objects checked on
-//! disk, a deleted topic's objects purged, Kafka's refusals, a
+//! disk, a deleted topic's objects purged, Kafka's refusals, a follower
+//! rebuilt from the store knowing every producer, a
 //! three-node cluster whose leader is killed while it uploads, and a real
 //! S3 API (an in-process `s3s-fs` server) stopped under load.
 
+use kafka_protocol::messages::describe_producers_request::TopicRequest as ProducersTopic;
+use kafka_protocol::messages::{
+    ApiKey, DescribeProducersRequest, DescribeProducersResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -138,6 +144,7 @@ async fn records_past_local_retention_are_read_back_from_the_object_store() {
         ".timeindex",
         ".txnindex",
         ".leader-epoch-checkpoint",
+        ".snapshot",
     ] {
         assert!(
             files_ending(&remote, suffix).len() >= 20,
@@ -227,6 +234,26 @@ async fn remote_quotas_hold_uploads_and_reads_back_and_lose_nothing() {
         broker.metric_sum("rill_remote_fetch_throttled_total") > 0,
         "600 KB read back at 100 KB/s without a remote read held back"
     );
+}
+
+/// DescribeProducers of partition 0 of `topic` on the broker at `addr`:
+/// each producer id with its epoch and last sequence, by id.
+fn producers_of(addr: std::net::SocketAddr, topic: &str) -> Vec<(i64, i32, i32)> {
+    let mut asked = ProducersTopic::default();
+    asked.name = TopicName(StrBytes::from_string(topic.to_string()));
+    asked.partition_indexes = vec![0];
+    let mut body = DescribeProducersRequest::default();
+    body.topics = vec![asked];
+    let response: DescribeProducersResponse =
+        rill_tests::raw::request(addr, ApiKey::DescribeProducers, 0, &body)
+            .expect("DescribeProducers answered");
+    let partition = &response.topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "{partition:?}");
+    let mut producers: Vec<(i64, i32, i32)> = (partition.active_producers.iter())
+        .map(|p| (p.producer_id.0, p.producer_epoch, p.last_sequence))
+        .collect();
+    producers.sort_unstable();
+    producers
 }
 
 /// ListOffsets by timestamp on partition 0 of `topic`.
@@ -360,20 +387,29 @@ fn leader_of(bootstrap: &str, topic: &str) -> i32 {
     partition_of(bootstrap, topic).0
 }
 
-/// The segment stems in the store that lack one of a segment's five
-/// objects (a partial upload left behind).
+/// The segment stems in the store that lack one of a segment's objects (a
+/// partial upload left behind).
 fn partial_segments(remote: &Path) -> Vec<String> {
-    let mut objects: std::collections::BTreeMap<String, usize> = Default::default();
+    // Every segment has these; the producer snapshot only when its leader
+    // had one at the segment's end.
+    const WHOLE: [&str; 5] = [
+        "index",
+        "timeindex",
+        "txnindex",
+        "leader-epoch-checkpoint",
+        "log",
+    ];
+    let mut objects: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for path in files_ending(remote, "") {
         let name = path.file_name().map(|n| n.to_string_lossy().to_string());
-        let base = name.unwrap_or_default();
-        let base = base.split('.').next().unwrap_or_default();
+        let name = name.unwrap_or_default();
+        let (base, suffix) = name.split_once('.').unwrap_or((&name, ""));
         let stem = path.with_file_name(base).to_string_lossy().to_string();
-        *objects.entry(stem).or_default() += 1;
+        objects.entry(stem).or_default().push(suffix.to_string());
     }
     objects
         .into_iter()
-        .filter(|&(_, count)| count != 5)
+        .filter(|(_, suffixes)| !WHOLE.iter().all(|s| suffixes.iter().any(|have| have == s)))
         .map(|(stem, _)| stem)
         .collect()
 }
@@ -543,9 +579,17 @@ async fn an_emptied_follower_starts_at_the_leaders_local_log() {
         Cluster::start_settled(RILL, 3, &["--config", config], Duration::from_secs(60));
     let bootstrap = cluster.bootstrap();
     create_topic_replicated(&bootstrap, "rebuilt", 1, 3, &TIERED_TOPIC).await;
+    // Two idempotent producers: the first writes only what ends up in the
+    // store, the second the rest.
     let sent = records(1_000);
-    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
-    let delivered = produce_all(&writer, "rebuilt", &sent, None).await;
+    let settings = [
+        ("acks", "all"),
+        ("batch.size", "16384"),
+        ("enable.idempotence", "true"),
+    ];
+    let (early, late) = sent.split_at(300);
+    let mut delivered = produce_all(&producer(&bootstrap, &settings), "rebuilt", early, None).await;
+    delivered.extend(produce_all(&producer(&bootstrap, &settings), "rebuilt", late, None).await);
     let (leader, replicas, _) = partition_of(&bootstrap, "rebuilt");
     let leader_dir = cluster.node(leader).data_dir.join("rebuilt-0");
     wait_until("tiering on the leader", Duration::from_secs(60), || {
@@ -584,6 +628,15 @@ async fn an_emptied_follower_starts_at_the_leaders_local_log() {
             first_base().is_some_and(|base| base > 0)
                 && partition_of(&bootstrap, "rebuilt").2 == all
         },
+    );
+    // It knows both producers, the first from the store's producer
+    // snapshot (none of its batches is in the tail it fetched), with the
+    // leader's sequences: leading, it would deduplicate their retries.
+    let leader_producers = producers_of(cluster.node(leader).addr, "rebuilt");
+    assert_eq!(leader_producers.len(), 2, "{leader_producers:?}");
+    assert_eq!(
+        producers_of(cluster.node(follower).addr, "rebuilt"),
+        leader_producers
     );
     // The leader goes: a follower leads and serves everything from 0, the
     // start from the store.

@@ -536,7 +536,7 @@ impl PartitionLog {
     /// producer state first: it is that of `base_offset` until the payload
     /// that rolls is applied.
     fn roll(&self, state: &mut LogState, base_offset: i64, now_ms: i64) {
-        self.checkpoint_at_roll(base_offset);
+        self.checkpoint_at_roll(base_offset, state.log_start_offset);
         let segment = Rc::new(Segment::new(
             &self.dir,
             base_offset,

@@ -58,7 +58,7 @@ use watch::OffsetWatch;
 pub(crate) use append::validated_batches;
 pub use epochs::CHECKPOINT_FILE_NAME as LEADER_EPOCH_CHECKPOINT_FILE_NAME;
 pub use read::{FileSlice, ReadData, ReadMode, ReadResult};
-pub use tiering::{RemoteSpan, SealedSegment};
+pub use tiering::{RemoteAuxState, RemoteSpan, SealedSegment};
 
 /// What the shard's partitions share. Shard-local.
 pub struct LogContext {

@@ -52,6 +52,24 @@ pub struct SealedSegment {
     pub txn_index: Vec<u8>,
     /// Leader epoch → first offset, for the epochs the segment holds.
     pub leader_epochs: Vec<(LeaderEpoch, Offset)>,
+    /// The log's whole epoch history up to the segment's end (Kafka's
+    /// uploaded leader-epoch checkpoint): what a follower starting after
+    /// the segment needs.
+    pub epochs_to_end: Vec<(LeaderEpoch, Offset)>,
+    /// The producer-state snapshot at the segment's end (`end_offset + 1`),
+    /// when the log holds one: what a follower starting there needs.
+    pub producer_snapshot: Option<Vec<u8>>,
+}
+
+/// What a follower takes from the remote log when it starts over after a
+/// remote segment (Kafka's `buildRemoteLogAuxState`): the segment's
+/// uploaded epoch history and producer snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteAuxState {
+    /// Leader epoch → first offset, up to the segment's end.
+    pub epochs: Vec<(LeaderEpoch, Offset)>,
+    /// The producer-state snapshot at the segment's end + 1.
+    pub producer_snapshot: Option<Vec<u8>>,
 }
 
 impl PartitionLog {
@@ -195,6 +213,14 @@ impl PartitionLog {
                 .segment_entries(segment.base_offset),
         );
         let leader_epochs = self.epochs_in(segment.base_offset, end_offset);
+        let epochs_to_end = (self.epochs.borrow().entries().iter())
+            .filter(|entry| entry.start_offset <= end_offset)
+            .map(|entry| (entry.epoch, entry.start_offset))
+            .collect();
+        let snapshot_path = self
+            .dir
+            .join(crate::segment::file_name(end_offset + 1, "snapshot"));
+        let producer_snapshot = std::fs::read(snapshot_path).ok();
         Ok(Some(SealedSegment {
             base_offset: segment.base_offset,
             end_offset,
@@ -205,7 +231,66 @@ impl PartitionLog {
             time_index,
             txn_index,
             leader_epochs,
+            epochs_to_end,
+            producer_snapshot,
         }))
+    }
+
+    /// Kafka's `truncateFullyAndStartAt` with `buildRemoteLogAuxState`: a
+    /// follower that starts over at `offset`, the end + 1 of a remote
+    /// segment, empties its log and starts there with the epochs before it
+    /// and the producer state at it from the segment's uploaded copies, as
+    /// if it had replicated everything below. A snapshot that does not
+    /// decode, or is not at `offset`, is left out (the producers are then
+    /// learnt from what the follower fetches, as without tiering).
+    pub async fn start_after_remote_segment(
+        &self,
+        offset: Offset,
+        aux: RemoteAuxState,
+    ) -> Result<(), EngineError> {
+        let producers = aux.producer_snapshot.as_deref().and_then(|bytes| {
+            match crate::producer_state::ProducerStateManager::decode_snapshot(bytes) {
+                Ok((at, state)) if at == offset => Some(state),
+                outcome => {
+                    let why = outcome.map(|(at, _)| format!("a snapshot at {at}"));
+                    tracing::warn!(partition = %self.tp, offset, ?why,
+                        "the remote producer snapshot does not fit; producers are learnt from the fetches");
+                    None
+                }
+            }
+        });
+        self.truncate_fully_and_start_at(offset).await?;
+        {
+            let mut epochs = self.epochs.borrow_mut();
+            for &(epoch, start) in aux.epochs.iter().filter(|(_, start)| *start < offset) {
+                epochs.assign(epoch, start).map_err(|e| {
+                    EngineError::io(&self.dir, std::io::Error::other(e.to_string()))
+                })?;
+            }
+        }
+        super::epochs::write_checkpoint(&self.dir, &self.epochs.borrow())?;
+        if let Some(state) = producers {
+            let mut txn = self.txn.borrow_mut();
+            txn.producers = state;
+            txn.checkpoint(&self.dir, offset, self.snapshots_kept_from(offset))?;
+        }
+        Ok(())
+    }
+
+    /// The producer snapshots a checkpoint keeps besides the newest two:
+    /// those at or past this offset. On a tiered topic that uploads, the
+    /// snapshots of the local segments not yet uploaded (each goes up with
+    /// its segment); elsewhere none.
+    pub(crate) fn snapshots_kept_from(&self, log_start: Offset) -> Offset {
+        let remote = self.config.borrow().remote;
+        if !remote.storage_enable || remote.copy_disable {
+            return Offset::MAX;
+        }
+        let start = log_start;
+        self.remote
+            .get()
+            .end_offset
+            .map_or(start, |end| (end + 1).max(start))
     }
 
     /// The leader epochs with records in `[base, end]`, each with its first

@@ -79,14 +79,20 @@ impl TxnState {
         Ok(())
     }
 
-    /// Writes the lagging `.txnindex` files, then the snapshot at `offset`.
-    pub fn checkpoint(&mut self, dir: &Path, offset: i64) -> Result<(), EngineError> {
+    /// Writes the lagging `.txnindex` files, then the snapshot at `offset`;
+    /// keeps the newest snapshots and those at or past `kept_from`.
+    pub fn checkpoint(
+        &mut self,
+        dir: &Path,
+        offset: i64,
+        kept_from: i64,
+    ) -> Result<(), EngineError> {
         self.write_dirty_indexes(dir)?;
         write_file_synced(
             &dir.join(file_name(offset, "snapshot")),
             &self.producers.encode_snapshot(offset),
         )?;
-        prune_snapshots(dir)
+        prune_snapshots(dir, kept_from)
     }
 }
 
@@ -118,11 +124,12 @@ pub(crate) fn remove_all_snapshots(dir: &Path) -> Result<(), EngineError> {
     Ok(())
 }
 
-fn prune_snapshots(dir: &Path) -> Result<(), EngineError> {
+fn prune_snapshots(dir: &Path, kept_from: i64) -> Result<(), EngineError> {
     let offsets = snapshot_offsets(dir)?;
     for &offset in offsets
         .iter()
         .take(offsets.len().saturating_sub(SNAPSHOTS_KEPT))
+        .filter(|&&offset| offset < kept_from)
     {
         remove_snapshot(dir, offset)?;
     }
@@ -365,7 +372,9 @@ pub(crate) fn rebuild_at_open(
     let replayed =
         from_offset < log_end_offset && segments.iter().any(|s| s.meta.borrow().size_bytes > 0);
     if replayed {
-        txn.checkpoint(dir, log_end_offset)?;
+        // Nothing pruned at open, where the topic's tiering is not known:
+        // the next checkpoint prunes by the log's own rule.
+        txn.checkpoint(dir, log_end_offset, 0)?;
     } else {
         txn.write_dirty_indexes(dir)?;
     }
@@ -471,16 +480,25 @@ impl PartitionLog {
     /// the log end. Call at clean shutdown (after the last flush) so that
     /// the next open replays nothing.
     pub fn checkpoint_producer_state(&self) -> Result<(), EngineError> {
-        let end = self.state.borrow().log_end_offset;
-        self.txn.borrow_mut().checkpoint(&self.dir, end)
+        let (start, end) = {
+            let state = self.state.borrow();
+            (state.log_start_offset, state.log_end_offset)
+        };
+        let kept_from = self.snapshots_kept_from(start);
+        self.txn.borrow_mut().checkpoint(&self.dir, end, kept_from)
     }
 
     /// At a roll, before the payload that rolls is applied: the producer
     /// state is then exactly that of `offset`, the new segment's base. A
     /// failure is logged, not returned: the snapshot only shortens the next
     /// open's replay, and a missing one is rebuilt from the log.
-    pub(crate) fn checkpoint_at_roll(&self, offset: i64) {
-        if let Err(e) = self.txn.borrow_mut().checkpoint(&self.dir, offset) {
+    pub(crate) fn checkpoint_at_roll(&self, offset: i64, log_start: i64) {
+        let kept_from = self.snapshots_kept_from(log_start);
+        if let Err(e) = self
+            .txn
+            .borrow_mut()
+            .checkpoint(&self.dir, offset, kept_from)
+        {
             tracing::warn!(partition = %self.tp, offset, error = %e,
                 "producer state snapshot at roll failed; the next open replays more of the log");
         }

@@ -51,7 +51,8 @@
 //! - [`telemetry`]: client telemetry (KIP-714): the subscriptions a client
 //!   gets, its pushes, and the series `/metrics` shows; per shard.
 //! - [`tiered`]: tiered storage (KIP-405): uploads of sealed segments,
-//!   remote retention, and fetches served from the object store.
+//!   remote retention, and fetches served from the object store;
+//!   [`remote_keys`], the names of its objects.
 
 pub mod admin_changes;
 pub mod cluster_runtime;
@@ -59,6 +60,7 @@ pub mod fetch_sessions;
 pub mod group_runtime;
 pub mod producer_id_pool;
 pub mod quotas;
+pub mod remote_keys;
 pub mod replication_runtime;
 pub mod routing;
 pub mod telemetry;

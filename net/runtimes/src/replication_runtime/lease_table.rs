@@ -68,7 +68,7 @@ impl LeaseTable {
         }
         unload(partition);
         let tp = TopicPartition::new(self.topic, partition);
-        let lease = leader_lease(shard, &tp).ok_or(ErrorCode::NotCoordinator)?;
+        let lease = leader_lease(shard, &tp).ok_or_else(|| no_lease(shard, &tp))?;
         load(lease).await?;
         Ok(lease)
     }
@@ -103,5 +103,17 @@ impl LeaseTable {
                 leader_lease(shard, &TopicPartition::new(self.topic, *partition)) != Some(*lease)
             })
             .collect()
+    }
+}
+/// Why there is no lease on `tp`: where the committed metadata says this
+/// broker leads it, its replica is still being made or given its role
+/// (just after the topic's creation or a leader change), and the client
+/// retries (COORDINATOR_LOAD_IN_PROGRESS, Kafka's answer while it loads);
+/// elsewhere NOT_COORDINATOR, and the client looks for the coordinator.
+fn no_lease(shard: &Shard, tp: &TopicPartition) -> ErrorCode {
+    if crate::cluster_runtime::leads(shard, &tp.topic, tp.partition) {
+        ErrorCode::CoordinatorLoadInProgress
+    } else {
+        ErrorCode::NotCoordinator
     }
 }

@@ -16,6 +16,9 @@
 //! - [`truncation`]: the follower's truncation I/O (on a fetch answer's
 //!   `diverging_epoch`, or after OffsetForLeaderEpoch), deciding with
 //!   `rill-cluster`'s pure truncation rule.
+//! - [`out_of_range`] and [`remote_aux`]: a follower whose log ends below
+//!   its leader's log start starts over there, on a tiered topic after the
+//!   remote log, with its epochs and producers.
 //! - [`leader_session`]: the follower's side of its fetch session with
 //!   the leader (KIP-227).
 //! - [`client`]: a Kafka request over a plain connection (the follower is
@@ -32,6 +35,7 @@ pub mod leader;
 pub mod leader_session;
 pub mod lease_table;
 pub mod out_of_range;
+pub mod remote_aux;
 pub mod roles;
 pub mod truncation;
 

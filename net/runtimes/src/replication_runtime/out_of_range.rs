@@ -6,7 +6,10 @@
 //! start (ListOffsets, earliest-local) and, when that is past its own log
 //! end, empties its log and starts it there. Nothing it drops was
 //! acknowledged beyond what the leader itself deleted, or holds in tiered
-//! storage (the leader then answers OFFSET_MOVED_TO_TIERED_STORAGE).
+//! storage (the leader then answers OFFSET_MOVED_TO_TIERED_STORAGE). On a
+//! tiered topic it starts after the remote segment below the leader's
+//! local start, with that segment's epochs and producer state
+//! ([`super::remote_aux`]).
 
 use super::client::KafkaConnection;
 use crate::Shard;
@@ -70,6 +73,13 @@ pub async fn start_over_if_behind(
     let log_end = log.log_end_offset();
     if leader_start <= log_end {
         return Ok(false);
+    }
+    // A tiered topic: after the remote segment below the leader's local
+    // start, with the epochs and producers of everything below.
+    if let Some(start) = super::remote_aux::start_after_remote(shard, log, leader_start).await? {
+        tracing::warn!(%tp, log_end, leader_log_start = leader_start, start,
+            "the leader's log starts past ours: starting over after its remote log");
+        return Ok(true);
     }
     tracing::warn!(
         %tp,

@@ -11,9 +11,9 @@
 //! [`purge_deleted_topics`]: the objects of deleted topics, by the active
 //! controller's broker.
 
-use super::keys::{topic_prefix, SegmentKeys};
 use super::upload::{commit, transition, Leading};
 use crate::cluster_runtime::ControllerRpc;
+use crate::remote_keys::{topic_prefix, SegmentKeys};
 use crate::Shard;
 use cluster::metadata::{RemoteSegment, RemoteSegmentState};
 use engine::PartitionLog;

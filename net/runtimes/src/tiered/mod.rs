@@ -12,20 +12,19 @@
 //!   only what is uploaded), and on leaders uploads sealed segments
 //!   ([`upload`]) and expires remote ones ([`expire`]).
 //! - [`read`]: a consumer's fetch below the local log, from the store.
-//! - [`keys`]: the objects' names.
+//! - [`crate::remote_keys`]: the objects' names.
 //!
 //! Shard-local but for the store handle, which every shard clones.
 
 pub mod expire;
-pub mod keys;
 pub mod manager;
 pub mod quota;
 pub mod read;
 pub mod upload;
 
+use crate::remote_keys::SegmentKeys;
 use bytes::Bytes;
 use engine::{ErrorCode, TopicPartition};
-use keys::SegmentKeys;
 use quota::RemoteQuotas;
 use remote_storage::{RemoteError, RemoteStore};
 use std::cell::{Cell, RefCell};

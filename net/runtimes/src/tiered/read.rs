@@ -8,8 +8,8 @@
 //! (KAFKA_STORAGE_ERROR, as Kafka's remote fetch failures), never a hang:
 //! each store call has its own time limit.
 
-use super::keys::SegmentKeys;
 use super::TieredRuntime;
+use crate::remote_keys::SegmentKeys;
 use crate::Shard;
 use bytes::Bytes;
 use cluster::metadata::{RemoteSegment, RemoteSegmentState};

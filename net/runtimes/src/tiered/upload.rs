@@ -8,8 +8,8 @@
 //! leader's expiry deletes them ([`super::expire`]). The segment id is
 //! random per try, so a retry never writes over objects of another.
 
-use super::keys::SegmentKeys;
 use crate::cluster_runtime::{call_controller_until_answered, ControllerReply, ControllerRpc};
+use crate::remote_keys::SegmentKeys;
 use crate::Shard;
 use bytes::Bytes;
 use cluster::metadata::RemoteSegmentState;
@@ -106,12 +106,14 @@ async fn write_objects(
     segment: &SealedSegment,
     leading: Leading,
 ) -> Result<(), String> {
-    let epochs: Vec<EpochEntry> = (segment.leader_epochs.iter())
+    let epochs: Vec<EpochEntry> = (segment.epochs_to_end.iter())
         .map(|&(epoch, start_offset)| EpochEntry {
             epoch,
             start_offset,
         })
         .collect();
+    let snapshot = (segment.producer_snapshot.clone())
+        .map(|bytes| (keys.producer_snapshot(), Bytes::from(bytes)));
     let small = [
         (
             keys.offset_index(),
@@ -124,7 +126,7 @@ async fn write_objects(
             Bytes::from(encode_checkpoint(&epochs)),
         ),
     ];
-    for (key, bytes) in small {
+    for (key, bytes) in small.into_iter().chain(snapshot) {
         store
             .put_bytes(key.clone(), bytes)
             .await

@@ -64,20 +64,27 @@ impl SegmentKeys {
         format!("{}.txnindex", self.stem)
     }
 
-    /// The leader epochs of the segment, in Kafka's checkpoint text.
+    /// The log's leader epochs up to the segment's end, in Kafka's
+    /// checkpoint text.
     pub fn leader_epochs(&self) -> String {
         format!("{}.leader-epoch-checkpoint", self.stem)
+    }
+
+    /// The producer-state snapshot at the segment's end.
+    pub fn producer_snapshot(&self) -> String {
+        format!("{}.snapshot", self.stem)
     }
 
     /// Every object of the segment, the log last: an upload writes it
     /// last and a deletion removes it last, so a listing that shows a log
     /// shows a whole segment.
-    pub fn all(&self) -> [String; 5] {
+    pub fn all(&self) -> [String; 6] {
         [
             self.offset_index(),
             self.time_index(),
             self.txn_index(),
             self.leader_epochs(),
+            self.producer_snapshot(),
             self.log(),
         ]
     }
