@@ -53,11 +53,40 @@ fn file_store(remote: &Path) -> String {
     format!("rill.remote.storage.url=file://{}", remote.display())
 }
 
-/// A one-shard broker tiering into the directory `remote`.
-fn tiered_broker(dir: &Path, remote: &Path) -> Broker {
-    let props = tiered_properties(dir, &file_store(remote));
+/// A one-shard broker tiering into the directory `remote`, with `extra`
+/// lines of `server.properties`.
+fn tiered_broker(dir: &Path, remote: &Path, extra: &str) -> Broker {
+    let props = tiered_properties(dir, &format!("{}{extra}", file_store(remote)));
     let config = props.to_str().expect("utf-8");
     Broker::start(RILL, dir, &["--cores", "1", "--config", config])
+}
+
+/// Creates the tiered topic `topic` on `broker`, produces `count` records
+/// in batches of 16 KiB (four to a segment), and waits until at least
+/// `uploaded` segments are in the store and the local log is down to two:
+/// what was sent, and where it went.
+async fn tier_records(
+    broker: &Broker,
+    remote: &Path,
+    topic: &str,
+    count: usize,
+    uploaded: usize,
+) -> (Vec<(Option<Vec<u8>>, Vec<u8>)>, Vec<(i32, i64)>) {
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, topic, 1, &TIERED_TOPIC).await;
+    let sent = records(count);
+    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
+    let delivered = produce_all(&writer, topic, &sent, None).await;
+    let partition_dir = broker.data_dir.join(format!("{topic}-0"));
+    wait_until(
+        "uploads and local deletion",
+        Duration::from_secs(60),
+        || {
+            files_ending(&partition_dir, ".log").len() <= 2
+                && files_ending(remote, ".log").len() >= uploaded
+        },
+    );
+    (sent, delivered)
 }
 
 /// A tiered topic's configs: 64 KiB segments, one byte kept locally, so
@@ -121,24 +150,9 @@ fn records(count: usize) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
 async fn records_past_local_retention_are_read_back_from_the_object_store() {
     let dir = data_dir();
     let remote = remote_dir(dir.path());
-    let broker = tiered_broker(dir.path(), &remote);
+    let broker = tiered_broker(dir.path(), &remote, "");
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "tiered", 1, &TIERED_TOPIC).await;
-    let sent = records(2_000);
-    // Batches of 16 KiB: four to a segment.
-    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
-    let delivered = produce_all(&writer, "tiered", &sent, None).await;
-    let partition_dir = dir.path().join("tiered-0");
-    // The sealed segments are uploaded, then deleted locally.
-    wait_until(
-        "uploads and local deletion",
-        Duration::from_secs(60),
-        || {
-            let local = files_ending(&partition_dir, ".log").len();
-            let uploaded = files_ending(&remote, ".log").len();
-            uploaded >= 20 && local <= 2
-        },
-    );
+    let (sent, delivered) = tier_records(&broker, &remote, "tiered", 2_000, 20).await;
     for suffix in [
         ".index",
         ".timeindex",
@@ -192,31 +206,17 @@ async fn remote_quotas_hold_uploads_and_reads_back_and_lose_nothing() {
     let remote = remote_dir(dir.path());
     // 100 KB/s each over two samples of 1 s: about 200 KB go at once, the
     // rest waits for the rates to fall.
-    let mut store = file_store(&remote);
+    let mut quotas = String::new();
     for kind in ["copy", "fetch"] {
-        store.push_str(&format!(
+        quotas.push_str(&format!(
             "\nremote.log.manager.{kind}.max.bytes.per.second=100000\n\
              remote.log.manager.{kind}.quota.window.num=2\n\
              remote.log.manager.{kind}.quota.window.size.seconds=1"
         ));
     }
-    let props = tiered_properties(dir.path(), &store);
-    let config = props.to_str().expect("utf-8");
-    let broker = Broker::start(RILL, dir.path(), &["--cores", "1", "--config", config]);
+    let broker = tiered_broker(dir.path(), &remote, &quotas);
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "held", 1, &TIERED_TOPIC).await;
-    let sent = records(600);
-    let writer = producer(&bootstrap, &[("acks", "all"), ("batch.size", "16384")]);
-    let delivered = produce_all(&writer, "held", &sent, None).await;
-    let partition_dir = dir.path().join("held-0");
-    wait_until(
-        "uploads past the copy quota",
-        Duration::from_secs(60),
-        || {
-            files_ending(&partition_dir, ".log").len() <= 2
-                && files_ending(&remote, ".log").len() >= 8
-        },
-    );
+    let (sent, delivered) = tier_records(&broker, &remote, "held", 600, 8).await;
     assert!(
         broker.metric_sum("rill_remote_copy_throttled_total") > 0,
         "600 KB went up at 100 KB/s without an upload round held back"
@@ -301,7 +301,7 @@ fn timestamp_at(bootstrap: &str, topic: &str, offset: i64) -> i64 {
 async fn a_deleted_topic_leaves_nothing_in_the_object_store() {
     let dir = data_dir();
     let remote = remote_dir(dir.path());
-    let broker = tiered_broker(dir.path(), &remote);
+    let broker = tiered_broker(dir.path(), &remote, "");
     let bootstrap = broker.bootstrap();
     let topic_configs = [
         ("remote.storage.enable", "true"),
@@ -337,7 +337,7 @@ async fn a_deleted_topic_leaves_nothing_in_the_object_store() {
 async fn tiering_is_refused_where_kafka_refuses_it() {
     let dir = data_dir();
     let remote = remote_dir(dir.path());
-    let broker = tiered_broker(dir.path(), &remote);
+    let broker = tiered_broker(dir.path(), &remote, "");
     let bootstrap = broker.bootstrap();
     let admin: AdminClient<DefaultClientContext> =
         client_config(&bootstrap).create().expect("admin");

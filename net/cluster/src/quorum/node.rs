@@ -504,6 +504,16 @@ mod tests {
         QuorumNode::open(config, store, Records::default()).expect("open")
     }
 
+    /// `rounds` ticks of every running node, each followed by a [`pump`].
+    fn tick_rounds(nodes: &mut [Option<FileNode>], rounds: usize) {
+        for _ in 0..rounds {
+            for node in nodes.iter_mut().flatten() {
+                node.tick();
+            }
+            pump(nodes);
+        }
+    }
+
     /// Advances every running node and delivers what they send, in rounds,
     /// until the network is quiet. Messages to a stopped node are lost.
     fn pump(nodes: &mut [Option<FileNode>]) {
@@ -582,12 +592,7 @@ mod tests {
             directories[stopped].path(),
             stopped as u64 + 1,
         ));
-        for _ in 0..50 {
-            for node in nodes.iter_mut().flatten() {
-                node.tick();
-            }
-            pump(&mut nodes);
-        }
+        tick_rounds(&mut nodes, 50);
         let caught_up = nodes[stopped].as_ref().expect("runs");
         assert_eq!(caught_up.state_machine().records, expected);
         assert!(caught_up.store().cache().snapshot_index() >= leader_snapshot_index);
@@ -605,12 +610,7 @@ mod tests {
             "replayed {replayed:?} of {expected:?} from disk"
         );
         nodes[stopped] = Some(reopened);
-        for _ in 0..50 {
-            for node in nodes.iter_mut().flatten() {
-                node.tick();
-            }
-            pump(&mut nodes);
-        }
+        tick_rounds(&mut nodes, 50);
         let caught_up = nodes[stopped].as_ref().expect("runs");
         assert_eq!(caught_up.state_machine().records, expected);
     }
