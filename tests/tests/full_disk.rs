@@ -310,7 +310,9 @@ fn the_cleaner_runs_while_the_disk_fills() {
 /// A replicated partition on full disks refuses with KAFKA_STORAGE_ERROR
 /// (the leader's disk), NOT_ENOUGH_REPLICAS (the followers' disks refused
 /// their copies and they left the ISR), or times out (acks=all waiting on
-/// followers that cannot write, before they leave the ISR).
+/// followers that cannot write, before they leave the ISR): the broker's
+/// REQUEST_TIMED_OUT, or the client's own message timeout for a record
+/// queued behind requests that were waiting so.
 fn is_full_cluster_refusal(e: &KafkaError) -> bool {
     matches!(
         e.rdkafka_error_code(),
@@ -319,6 +321,7 @@ fn is_full_cluster_refusal(e: &KafkaError) -> bool {
                 | RDKafkaErrorCode::NotEnoughReplicas
                 | RDKafkaErrorCode::NotEnoughReplicasAfterAppend
                 | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::MessageTimedOut
         )
     )
 }
