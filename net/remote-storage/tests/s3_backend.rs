@@ -5,7 +5,10 @@
 //! key). Then the server is stopped, or replaced by one that never answers,
 //! and operations must fail with `Unavailable` within the timeout.
 
+mod common;
+
 use bytes::Bytes;
+use common::MIB;
 use futures::executor::block_on;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnectionBuilder;
@@ -20,7 +23,6 @@ use std::time::{Duration, Instant};
 const BUCKET: &str = "rill-tiered";
 const ACCESS_KEY: &str = "rill-test-access-key";
 const SECRET_KEY: &str = "rill-test-secret-key";
-const MIB: u64 = 1024 * 1024;
 
 /// The test credentials, where AmazonS3Builder::from_env reads them. Set
 /// once, before any test reads the environment: every test calls this
@@ -98,118 +100,19 @@ fn s3_config(address: SocketAddr, op_timeout_ms: u64) -> RemoteStorageConfig {
     config
 }
 
-/// `length` bytes that differ from one offset to the next (xorshift).
-fn pattern(length: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..length)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
-
 #[test]
 fn multipart_upload_range_reads_list_and_delete_prefix() {
     let server = S3Server::start();
     let store = RemoteStore::open(s3_config(server.address, 10_000)).unwrap();
     assert_eq!(store.key_prefix(), "cluster-1");
-    let dir = tempfile::tempdir().unwrap();
-    // 12 MiB and a tail: parts of 5, 5 and 2 MiB + 4321 bytes.
-    let content = pattern((12 * MIB + 4321) as usize, 11);
-    let length = content.len() as u64;
-    let local = dir.path().join("segment.log");
-    std::fs::write(&local, &content).unwrap();
-    let log_key = "orders-0/00000000000000000000.log".to_string();
-    let index_key = "orders-0/00000000000000000000.index".to_string();
-    block_on(async {
-        assert_eq!(
-            store.put_file(local, log_key.clone()).await.unwrap(),
-            length
-        );
-        let index = Bytes::from(pattern(4096, 12));
-        store
-            .put_bytes(index_key.clone(), index.clone())
-            .await
-            .unwrap();
-        assert_eq!(store.get(index_key.clone()).await.unwrap(), index);
-        assert_eq!(store.get(log_key.clone()).await.unwrap(), content);
-        for range in [
-            0..100,
-            MIB - 10..MIB + 10,
-            5 * MIB - 1..10 * MIB + 1,
-            length - 4321..length,
-        ] {
-            let read = store
-                .get_range(log_key.clone(), range.clone())
-                .await
-                .unwrap();
-            assert!(
-                read == content[range.start as usize..range.end as usize],
-                "{range:?}"
-            );
-        }
-        let listed = store.list("orders-0".into()).await.unwrap();
-        assert_eq!(
-            listed,
-            vec![(index_key.clone(), 4096), (log_key.clone(), length)]
-        );
-    });
+    let uploaded = common::upload_and_read(&store);
     // The URL's prefix is joined in front of the key, in the bucket.
-    let on_server = server.object_file(&format!("cluster-1/{log_key}"));
-    assert_eq!(std::fs::metadata(on_server).unwrap().len(), length);
-
-    // The last range read sits in the last chunk, the most recently used;
-    // the 4 MiB cache holds the last 4 chunks read.
-    let before = store.stats();
-    assert!(before.cache_bytes <= 4 * MIB, "{before:?}");
-    block_on(async {
-        let tail = store
-            .get_range(log_key.clone(), length - 100..length)
-            .await
-            .unwrap();
-        assert!(tail == content[(length - 100) as usize..]);
-    });
-    let after = store.stats();
+    let on_server = server.object_file(&format!("cluster-1/{}", uploaded.log_key));
     assert_eq!(
-        after.cache_hits,
-        before.cache_hits + 1,
-        "the last chunk is cached"
+        std::fs::metadata(on_server).unwrap().len(),
+        uploaded.content.len() as u64
     );
-    assert_eq!(after.bytes_fetched, before.bytes_fetched, "nothing fetched");
-
-    block_on(async {
-        // Past the end: the cached short last chunk tells for the first two;
-        // chunk 13 starts past the end, S3 answers 416, and a HEAD tells.
-        for range in [
-            length - 10..length + 10,
-            length..length + 1,
-            13 * MIB..13 * MIB + 1,
-        ] {
-            let read = store.get_range(log_key.clone(), range.clone()).await;
-            assert!(
-                matches!(read, Err(RemoteError::InvalidRange { object_bytes, .. }) if object_bytes == length),
-                "{range:?}: {read:?}"
-            );
-        }
-        assert_eq!(store.delete_prefix("orders-0".into()).await.unwrap(), 2);
-        assert!(store.list(String::new()).await.unwrap().is_empty());
-        assert!(matches!(
-            store.get(log_key.clone()).await,
-            Err(RemoteError::NotFound { .. })
-        ));
-        // The deleted object's chunks went with it.
-        assert!(matches!(
-            store.get_range(log_key.clone(), 0..100).await,
-            Err(RemoteError::NotFound { .. })
-        ));
-    });
-    let stats = store.stats();
-    assert_eq!(stats.objects_uploaded, 2);
-    assert_eq!(stats.bytes_uploaded, length + 4096);
-    assert_eq!(stats.put_errors + stats.get_errors + stats.delete_errors, 0);
+    common::cache_bounds_and_delete(&store, &uploaded);
 }
 
 #[test]
