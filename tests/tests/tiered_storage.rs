@@ -6,7 +6,7 @@
 //! disk, a deleted topic's objects purged, Kafka's refusals, a follower
 //! rebuilt from the store knowing every producer, a
 //! three-node cluster whose leader is killed while it uploads, and a real
-//! S3 API (an in-process `s3s-fs` server) stopped under load.
+//! S3 API (an in-process `s3s-fs` server) stopped for 30 s under load.
 
 use kafka_protocol::messages::describe_producers_request::TopicRequest as ProducersTopic;
 use kafka_protocol::messages::{
@@ -519,6 +519,9 @@ fn s3_broker(dir: &Path, address: std::net::SocketAddr) -> Broker {
     )
 }
 
+/// How long the S3 store is down under load.
+const STORE_OUTAGE: Duration = Duration::from_secs(30);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_s3_store_down_under_load_delays_uploads_and_loses_nothing() {
     let dir = data_dir();
@@ -537,13 +540,20 @@ async fn an_s3_store_down_under_load_delays_uploads_and_loses_nothing() {
         files_ending(&objects, ".log").len() >= 10
             && files_ending(&partition_dir, ".log").len() <= 2
     });
-    // The store goes down: produce and the local tail go on, nothing local
-    // is deleted that is not uploaded, and uploads wait.
+    // The store goes down for 30 s, the outage, while records go
+    // on arriving (about 33 a second): every one is acknowledged, nothing
+    // local is deleted that is not uploaded, and uploads wait.
     drop(server);
     let uploaded = files_ending(&objects, ".log").len();
     let second = records(1_000);
-    delivered.extend(produce_all(&writer, "s3", &second, None).await);
-    std::thread::sleep(Duration::from_secs(5));
+    let outage_start = tokio::time::Instant::now();
+    let outage_end = outage_start + STORE_OUTAGE;
+    for (second_of_outage, chunk) in second.chunks(second.len() / 30).enumerate() {
+        delivered.extend(produce_all(&writer, "s3", chunk, None).await);
+        let next = outage_start + Duration::from_secs(second_of_outage as u64 + 1);
+        tokio::time::sleep_until(next.min(outage_end)).await;
+    }
+    tokio::time::sleep_until(outage_end).await;
     let local = files_ending(&partition_dir, ".log").len();
     assert!(
         local >= 10,
