@@ -79,6 +79,18 @@ fn elect_leaders(addr: SocketAddr, topic: &str) -> (i16, i16) {
     (response.error_code, partition.error_code)
 }
 
+/// UnregisterBroker v0 of `broker_id`: (error code, message).
+fn unregister_broker(addr: SocketAddr, broker_id: i32) -> (i16, Option<String>) {
+    use kafka_protocol::messages::{BrokerId, UnregisterBrokerRequest, UnregisterBrokerResponse};
+    let mut request = UnregisterBrokerRequest::default();
+    request.broker_id = BrokerId(broker_id);
+    let response: UnregisterBrokerResponse =
+        raw::request(addr, ApiKey::UnregisterBroker, 0, &request)
+            .expect("UnregisterBroker answered");
+    let message = response.error_message.map(|m| m.to_string());
+    (response.error_code, message)
+}
+
 /// An ACL as the tests compare them: (type, name, principal, operation, permission).
 type Acl = (i8, String, String, i8, i8);
 
@@ -388,6 +400,8 @@ fn without_acls_and_without_allow_everyone_an_anonymous_client_is_refused() {
         elect_leaders(addr, "refused"),
         (CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED)
     );
+    // So does UnregisterBroker, before it looks for the broker.
+    assert_eq!(unregister_broker(addr, 7).0, CLUSTER_AUTHORIZATION_FAILED);
     assert!(metadata(addr, None).is_empty());
     // Groups, transactional ids and idempotent producers are refused too.
     let mut find = FindCoordinatorRequest::default();
@@ -432,5 +446,9 @@ fn a_super_user_may_do_everything() {
     assert_eq!(metadata(addr, Some(&["super"])), [("super".to_string(), 0)]);
     // Its only replica leads: ELECTION_NOT_NEEDED, not a refusal.
     assert_eq!(elect_leaders(addr, "super"), (0, 84));
+    // Allowed, UnregisterBroker of an id never registered is Kafka's
+    // BROKER_ID_NOT_REGISTERED (102).
+    let (code, message) = unregister_broker(addr, 7);
+    assert_eq!(code, 102, "{message:?}");
     assert_eq!(describe_acls(addr).1.len(), 2, "{}", broker.log());
 }

@@ -146,6 +146,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::AlterPartitionReassignments => plain::<AlterPartitionReassignmentsRequest>,
         ApiKey::ListPartitionReassignments => plain::<ListPartitionReassignmentsRequest>,
         ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
+        ApiKey::UnregisterBroker => plain::<UnregisterBrokerRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,
         ApiKey::AddOffsetsToTxn => plain::<AddOffsetsToTxnRequest>,
         ApiKey::EndTxn => plain::<EndTxnRequest>,

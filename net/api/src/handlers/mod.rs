@@ -75,6 +75,7 @@ pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod unregister_broker;
 pub mod write_txn_markers;
 
 /// A decoded request header with the undecoded body.
@@ -228,6 +229,7 @@ pub const REGISTRY: &[Handler] = &[
     alter_partition_reassignments::HANDLER,
     list_partition_reassignments::HANDLER,
     elect_leaders::HANDLER,
+    unregister_broker::HANDLER,
     add_partitions_to_txn::HANDLER,
     add_offsets_to_txn::HANDLER,
     end_txn::HANDLER,

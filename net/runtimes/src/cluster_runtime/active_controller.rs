@@ -14,9 +14,9 @@ use super::quorum::MetadataQuorum;
 use super::rpc::{ControllerReply, ControllerRpc};
 use crate::Shard;
 use cluster::metadata::{
-    AclRecord, AlterPartitionRequest, Controller, CreateTopicRequest, ElectionType, MetadataError,
-    MetadataImage, MetadataRecord, RemoteCopyRequest, RemoteSegmentState, RemoteSegmentTransition,
-    ScramCredential, TopicAssignment,
+    AclRecord, AlterPartitionRequest, BrokerHeartbeats, Controller, CreateTopicRequest,
+    ElectionType, MetadataError, MetadataImage, MetadataRecord, RemoteCopyRequest,
+    RemoteSegmentState, RemoteSegmentTransition, ScramCredential, TopicAssignment,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -83,6 +83,9 @@ pub async fn handle(
     } = &request
     {
         elect_leaders(&controller, *election_type, partitions.as_deref())
+    } else if let ControllerRpc::UnregisterBroker { broker_id } = &request {
+        let mut heartbeats = quorum.heartbeats.borrow_mut();
+        unregister_broker(&controller, &mut heartbeats, *broker_id)
     } else {
         // A topic change: answered with the offset it committed at.
         topic_change(&controller, &request)
@@ -226,10 +229,28 @@ fn topic_change(
         ControllerRpc::Register { .. }
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. }
-        | ControllerRpc::ElectLeaders { .. } => Err(MetadataError::InvalidRequest {
+        | ControllerRpc::ElectLeaders { .. }
+        | ControllerRpc::UnregisterBroker { .. } => Err(MetadataError::InvalidRequest {
             reason: String::from("not a topic change"),
         }),
     }
+}
+
+/// UnregisterBroker: the broker's leaderships and ISR memberships move to
+/// live replicas, then its registration goes. Kafka's controller does the
+/// same for a broker that is still running; that broker's next heartbeat
+/// is refused and it registers again, so an operator stops it first.
+fn unregister_broker(
+    controller: &Controller<'_>,
+    heartbeats: &mut BrokerHeartbeats,
+    broker_id: i32,
+) -> Result<(Vec<MetadataRecord>, ControllerReply), MetadataError> {
+    let records = controller.unregister_broker(heartbeats, broker_id)?;
+    tracing::info!(
+        broker_id,
+        "UnregisterBroker removes a broker's registration"
+    );
+    Ok((records, ControllerReply::Committed { offset: 0 }))
 }
 
 /// ElectLeaders: the elections' records, and the answers (sent once the

@@ -204,6 +204,12 @@ pub enum ControllerRpc {
         /// (topic, partitions); `None`: every partition.
         partitions: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// UnregisterBroker (key 64): remove a broker's registration for good
+    /// (decommission), its leaderships and ISR memberships first.
+    UnregisterBroker {
+        /// The broker.
+        broker_id: i32,
+    },
 }
 
 /// One topic's ElectLeaders answers: its name, and (partition, Kafka error
