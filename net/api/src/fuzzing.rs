@@ -147,6 +147,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ListPartitionReassignments => plain::<ListPartitionReassignmentsRequest>,
         ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
         ApiKey::UnregisterBroker => plain::<UnregisterBrokerRequest>,
+        ApiKey::UpdateFeatures => plain::<UpdateFeaturesRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,
         ApiKey::AddOffsetsToTxn => plain::<AddOffsetsToTxnRequest>,
         ApiKey::EndTxn => plain::<EndTxnRequest>,

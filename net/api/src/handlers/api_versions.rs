@@ -1,10 +1,20 @@
-//! ApiVersions (key 18): the served APIs and versions, straight from the registry.
+//! ApiVersions (key 18): the served APIs and versions, straight from the
+//! registry, and from v3 the feature levels (KIP-584): those this binary
+//! supports and those the cluster runs at (`cluster::metadata::features`).
+//! With `group.version` at 0 the consumer group protocol's APIs
+//! (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are left out, as Kafka
+//! leaves them out, so clients use the classic protocol.
 
 use super::{encode_frame, Handler, HandlerFuture, Request, REGISTRY};
 use bytes::Bytes;
+use cluster::metadata::features::{self, GROUP_VERSION};
+use cluster::metadata::MetadataImage;
 use engine::ErrorCode;
-use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::api_versions_response::{
+    ApiVersion, FinalizedFeatureKey, SupportedFeatureKey,
+};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 use runtimes::Shard;
 use std::rc::Rc;
 
@@ -44,7 +54,49 @@ pub fn unsupported_version_frame(correlation_id: i32) -> Result<Bytes, String> {
     )
 }
 
-fn handle(_shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+/// The APIs that run only with `group.version` 1 or more (KIP-848).
+const GROUP_PROTOCOL_APIS: [ApiKey; 2] = [
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
+];
+
+/// `body` with the feature levels of `image` (v3+), and without the APIs
+/// of a feature turned off.
+pub fn with_features(mut body: ApiVersionsResponse, image: &MetadataImage) -> ApiVersionsResponse {
+    if features::finalized_level(image, GROUP_VERSION) < 1 {
+        body.api_keys.retain(|api| {
+            !GROUP_PROTOCOL_APIS
+                .iter()
+                .any(|key| *key as i16 == api.api_key)
+        });
+    }
+    body.supported_features = features::SUPPORTED
+        .iter()
+        .map(|feature| {
+            let mut key = SupportedFeatureKey::default();
+            key.name = StrBytes::from_static_str(feature.name);
+            key.min_version = feature.min_level;
+            key.max_version = feature.max_level;
+            key
+        })
+        .collect();
+    body.finalized_features = features::finalized_levels(image)
+        .into_iter()
+        .map(|(name, level)| {
+            let mut key = FinalizedFeatureKey::default();
+            key.name = StrBytes::from_string(name);
+            key.min_version_level = level;
+            key.max_version_level = level;
+            key
+        })
+        .collect();
+    // The image's offset: it only grows, and it has grown with every
+    // feature change, which is all a client compares it for.
+    body.finalized_features_epoch = image.last_applied_offset().max(0);
+    body
+}
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         // The body only names the client software (v3+), kept for the
         // matching of client-metrics subscriptions (KIP-714).
@@ -55,7 +107,8 @@ fn handle(_shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 body.client_software_version.as_str(),
             );
         }
-        request.respond(&response_body(ErrorCode::None))
+        let image = shard.runtime().view.image();
+        request.respond(&with_features(response_body(ErrorCode::None), &image))
     })
 }
 
@@ -75,6 +128,35 @@ mod tests {
                 (h.min_version, h.max_version)
             );
         }
+    }
+
+    #[test]
+    fn features_are_listed_and_group_protocol_apis_follow_group_version() {
+        let mut image = MetadataImage::new();
+        let body = with_features(response_body(ErrorCode::None), &image);
+        assert_eq!(body.api_keys.len(), REGISTRY.len());
+        assert_eq!(body.supported_features.len(), features::SUPPORTED.len());
+        let finalized: Vec<(String, i16)> = body
+            .finalized_features
+            .iter()
+            .map(|f| (f.name.to_string(), f.max_version_level))
+            .collect();
+        assert!(
+            finalized.contains(&(GROUP_VERSION.to_owned(), 1)),
+            "{finalized:?}"
+        );
+        let off = cluster::metadata::MetadataRecord::FeatureLevel {
+            name: GROUP_VERSION.to_owned(),
+            level: 0,
+        };
+        image.apply(0, &off).unwrap();
+        let body = with_features(response_body(ErrorCode::None), &image);
+        assert_eq!(body.api_keys.len(), REGISTRY.len() - 2);
+        assert!(body
+            .finalized_features
+            .iter()
+            .all(|f| f.name.as_str() != GROUP_VERSION));
+        assert_eq!(body.finalized_features_epoch, 0);
     }
 
     #[test]

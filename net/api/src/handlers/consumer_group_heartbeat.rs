@@ -3,6 +3,7 @@
 //! works by name, so ids are mapped here with this shard's topic table.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use cluster::metadata::features;
 use coordinators::group::{ConsumerHeartbeatRequest, TopicPartition};
 use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -33,6 +34,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if body.subscribed_topic_regex.is_some() && body.subscribed_topic_names.is_none() {
             response.error_code = ErrorCode::InvalidRequest.code();
             response.error_message = Some(str_bytes("regex subscriptions are not supported"));
+            return request.respond(&response);
+        }
+        // `group.version` 0 turns the protocol off, as in Kafka (ApiVersions
+        // no longer lists this API; a client that calls it anyway is told).
+        let image = shard.runtime().view.image();
+        if features::finalized_level(&image, features::GROUP_VERSION) < 1 {
+            response.error_code = ErrorCode::UnsupportedVersion.code();
+            response.error_message = Some(str_bytes(
+                "group.version is 0: the consumer group protocol is off",
+            ));
             return request.respond(&response);
         }
         let authz = cluster_runtime::authz(&shard, &request.session);

@@ -76,6 +76,7 @@ pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
+pub mod update_features;
 pub mod write_txn_markers;
 
 /// A decoded request header with the undecoded body.
@@ -230,6 +231,7 @@ pub const REGISTRY: &[Handler] = &[
     list_partition_reassignments::HANDLER,
     elect_leaders::HANDLER,
     unregister_broker::HANDLER,
+    update_features::HANDLER,
     add_partitions_to_txn::HANDLER,
     add_offsets_to_txn::HANDLER,
     end_txn::HANDLER,

@@ -40,6 +40,10 @@
 //! RemoteTopicPurged (21):     topic_id
 //! ```
 //!
+//! Feature levels (KIP-584): `FeatureLevel` (22) is `name`, `level: i16`.
+//! `RegisterBroker` gained a trailing list of supported features, each
+//! `name`, `min_level: i16`, `max_level: i16`, written only when not empty.
+//!
 //! Why our own format rather than Kafka's generated record schemata: the
 //! metadata log is internal to rill (no Kafka tool reads it), and a small
 //! hand-written format with a version byte and a CRC (Raft replicates bytes,
@@ -53,6 +57,7 @@ use crate::placement::BrokerId;
 
 use super::record::{
     AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
+    SupportedFeature,
 };
 
 /// Version byte written in every frame.
@@ -82,6 +87,7 @@ const RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE: u8 = 18;
 const RECORD_TYPE_REMOTE_LOG_SEGMENT: u8 = 19;
 const RECORD_TYPE_REMOTE_LOG_SEGMENT_STATE: u8 = 20;
 const RECORD_TYPE_REMOTE_TOPIC_PURGED: u8 = 21;
+const RECORD_TYPE_FEATURE_LEVEL: u8 = 22;
 
 mod remote_segments;
 
@@ -208,6 +214,9 @@ impl Writer {
     fn u16(&mut self, value: u16) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
+    fn i16(&mut self, value: i16) {
+        self.0.extend_from_slice(&value.to_be_bytes());
+    }
     fn i32(&mut self, value: i32) {
         self.0.extend_from_slice(&value.to_be_bytes());
     }
@@ -260,7 +269,8 @@ impl Writer {
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
-            | MetadataRecord::ClientQuota { .. } => self.config_record(record),
+            | MetadataRecord::ClientQuota { .. }
+            | MetadataRecord::FeatureLevel { .. } => self.config_record(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
             | MetadataRecord::AccessControlEntry(_)
@@ -280,6 +290,7 @@ impl Writer {
                 broker_epoch,
                 listeners,
                 rack,
+                features,
             } => {
                 self.u8(RECORD_TYPE_REGISTER_BROKER);
                 self.i32(*broker_id);
@@ -292,6 +303,15 @@ impl Writer {
                     self.u16(listener.port);
                 }
                 self.option_string(rack.as_deref());
+                // Trailing, and only when present: see the module docs.
+                if !features.is_empty() {
+                    self.count(features.len());
+                    for feature in features {
+                        self.string(&feature.name);
+                        self.i16(feature.min_level);
+                        self.i16(feature.max_level);
+                    }
+                }
             }
             MetadataRecord::UnregisterBroker {
                 broker_id,
@@ -378,6 +398,11 @@ impl Writer {
                 self.string(name);
                 self.string(key);
                 self.option_string(value.as_deref());
+            }
+            MetadataRecord::FeatureLevel { name, level } => {
+                self.u8(RECORD_TYPE_FEATURE_LEVEL);
+                self.string(name);
+                self.i16(*level);
             }
             MetadataRecord::ClientQuota { entity, key, value } => {
                 self.u8(RECORD_TYPE_CLIENT_QUOTA);
@@ -507,6 +532,10 @@ impl Reader<'_> {
         Ok(i8::from_be_bytes([self.u8()?]))
     }
 
+    fn i16(&mut self) -> Result<i16, DecodeError> {
+        Ok(self.u16()? as i16)
+    }
+
     fn string(&mut self) -> Result<String, DecodeError> {
         let length = self.count(1)?;
         let bytes = self.take(length)?;
@@ -547,7 +576,8 @@ impl Reader<'_> {
             RECORD_TYPE_CONFIG_CHANGE
             | RECORD_TYPE_BROKER_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE
-            | RECORD_TYPE_CLIENT_QUOTA => self.config_record(record_type),
+            | RECORD_TYPE_CLIENT_QUOTA
+            | RECORD_TYPE_FEATURE_LEVEL => self.config_record(record_type),
             RECORD_TYPE_USER_SCRAM_CREDENTIAL
             | RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL
             | RECORD_TYPE_ACCESS_CONTROL_ENTRY
@@ -621,6 +651,10 @@ impl Reader<'_> {
                 key: self.string()?,
                 value: self.option_string()?,
             },
+            RECORD_TYPE_FEATURE_LEVEL => MetadataRecord::FeatureLevel {
+                name: self.string()?,
+                level: self.i16()?,
+            },
             RECORD_TYPE_CLIENT_QUOTA => {
                 // Each part is at least a string length and a flag.
                 let parts = self.count(5)?;
@@ -686,12 +720,25 @@ impl Reader<'_> {
                 port: self.u16()?,
             });
         }
+        let rack = self.option_string()?;
+        let mut features = Vec::new();
+        if self.has_more() {
+            // name (4) + min (2) + max (2) at least.
+            for _ in 0..self.count(8)? {
+                features.push(SupportedFeature {
+                    name: self.string()?,
+                    min_level: self.i16()?,
+                    max_level: self.i16()?,
+                });
+            }
+        }
         Ok(MetadataRecord::RegisterBroker {
             broker_id,
             incarnation_id,
             broker_epoch,
             listeners,
-            rack: self.option_string()?,
+            rack,
+            features,
         })
     }
 
@@ -787,6 +834,7 @@ mod tests {
                 port: 9092,
             }],
             rack: Some("r1".into()),
+            features: crate::metadata::features::supported_by_this_binary(),
         }
     }
 
@@ -802,6 +850,31 @@ mod tests {
             MetadataRecord::decode(&frame),
             Ok(MetadataRecord::RemoveTopic { topic_id: [9; 16] })
         );
+    }
+
+    #[test]
+    fn a_registration_lists_its_features_after_the_older_layout() {
+        let with = sample();
+        let MetadataRecord::RegisterBroker { features, .. } = &with else {
+            unreachable!()
+        };
+        let trailing: usize = 4 + features.iter().map(|f| 4 + f.name.len() + 4).sum::<usize>();
+        let mut without = with.clone();
+        if let MetadataRecord::RegisterBroker { features, .. } = &mut without {
+            features.clear();
+        }
+        // Without features the frame is the older layout, byte for byte
+        // the same length; with them, the list follows it.
+        let (long, short) = (with.encode(), without.encode());
+        assert_eq!(long.len(), short.len() + trailing);
+        assert_eq!(&long[10..short.len()], &short[10..]);
+        assert_eq!(MetadataRecord::decode(&long), Ok(with));
+        assert_eq!(MetadataRecord::decode(&short), Ok(without));
+        let level = MetadataRecord::FeatureLevel {
+            name: "group.version".into(),
+            level: 0,
+        };
+        assert_eq!(MetadataRecord::decode(&level.encode()), Ok(level));
     }
 
     #[test]

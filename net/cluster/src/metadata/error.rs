@@ -45,6 +45,24 @@ pub enum MetadataError {
         /// The broker.
         broker_id: BrokerId,
     },
+    /// A registering broker cannot run a feature at the cluster's level
+    /// (Kafka's `UNSUPPORTED_VERSION` to a BrokerRegistration).
+    #[error("broker {broker_id} does not support {feature} at the cluster's level {level}")]
+    UnsupportedFeatureLevel {
+        /// The broker.
+        broker_id: BrokerId,
+        /// The feature.
+        feature: String,
+        /// The cluster's finalized level.
+        level: i16,
+    },
+    /// An UpdateFeatures change that cannot be made (Kafka's
+    /// `INVALID_UPDATE_VERSION`, 95).
+    #[error("{reason}")]
+    InvalidFeatureUpdate {
+        /// Why.
+        reason: String,
+    },
     /// A new replica for the ISR is fenced, unregistered, or not a replica
     /// (Kafka's `INELIGIBLE_REPLICA`, 107).
     #[error("broker {broker_id} cannot join the ISR of {topic_id:?}-{partition}")]
@@ -303,6 +321,8 @@ impl MetadataError {
                 ErrorCode::DuplicateBrokerRegistration
             }
             MetadataError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
+            MetadataError::UnsupportedFeatureLevel { .. } => ErrorCode::UnsupportedVersion,
+            MetadataError::InvalidFeatureUpdate { .. } => ErrorCode::InvalidUpdateVersion,
             MetadataError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
             MetadataError::NotLeaderOrFollower { .. } => ErrorCode::NotLeaderOrFollower,
             MetadataError::UnknownRemoteSegment { .. } => ErrorCode::ResourceNotFound,

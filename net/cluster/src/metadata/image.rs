@@ -35,7 +35,7 @@ use crate::placement::BrokerId;
 use super::error::MetadataError;
 use super::record::{
     AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord, ScramCredential,
-    NO_LEADER, SCRAM_MECHANISMS,
+    SupportedFeature, NO_LEADER, SCRAM_MECHANISMS,
 };
 use super::remote_segments::RemoteLogImage;
 
@@ -60,6 +60,9 @@ pub struct BrokerRegistration {
     pub rack: Option<String>,
     /// Fenced brokers lead nothing and join no ISR.
     pub fenced: bool,
+    /// The feature levels its binary supports; empty for a binary older
+    /// than feature levels.
+    pub features: Vec<SupportedFeature>,
     /// Log offset of its registration: it has caught up once its metadata
     /// offset reaches this.
     pub registered_at_offset: i64,
@@ -180,6 +183,10 @@ pub struct MetadataImage {
     /// Remote log segments (tiered storage) and deleted topics whose remote
     /// objects are still to delete.
     remote: RemoteLogImage,
+    /// Feature levels finalized by UpdateFeatures (KIP-584), 0 (off)
+    /// included; a feature never set runs at its default (see
+    /// [`super::features`]).
+    finalized_features: BTreeMap<String, i16>,
 }
 
 /// A client-quota entity: its (type, name) parts, a `None` name being the
@@ -211,7 +218,14 @@ impl MetadataImage {
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
             remote: RemoteLogImage::default(),
+            finalized_features: BTreeMap::new(),
         }
+    }
+
+    /// Feature levels set by UpdateFeatures, 0 (off) included; a feature
+    /// absent here runs at its default ([`super::features::finalized_level`]).
+    pub fn finalized_features(&self) -> &BTreeMap<String, i16> {
+        &self.finalized_features
     }
 
     /// Remote log segments (tiered storage, KIP-405) and the deleted topics
@@ -362,6 +376,12 @@ impl MetadataImage {
             MetadataRecord::RemoteLogSegment(_)
             | MetadataRecord::RemoteLogSegmentState { .. }
             | MetadataRecord::RemoteTopicPurged { .. } => self.validate_remote(record),
+            MetadataRecord::FeatureLevel { name, level } => {
+                if name.is_empty() || *level < 0 {
+                    return Err(format!("feature {name:?} level {level}"));
+                }
+                Ok(())
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -806,6 +826,11 @@ impl MetadataImage {
             MetadataRecord::RemoteLogSegment(_)
             | MetadataRecord::RemoteLogSegmentState { .. }
             | MetadataRecord::RemoteTopicPurged { .. } => self.remote.mutate(record),
+            MetadataRecord::FeatureLevel { name, level } => {
+                // Level 0 is kept: it means off, where an absent feature
+                // runs at its default (see `features`).
+                self.finalized_features.insert(name.clone(), *level);
+            }
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -960,6 +985,7 @@ impl MetadataImage {
                 broker_epoch,
                 listeners,
                 rack,
+                features,
             } => {
                 let registration = BrokerRegistration {
                     broker_id: *broker_id,
@@ -968,6 +994,7 @@ impl MetadataImage {
                     listeners: listeners.clone(),
                     rack: rack.clone(),
                     fenced: true,
+                    features: features.clone(),
                     registered_at_offset: offset,
                 };
                 let previous = self.brokers.insert(*broker_id, registration);
@@ -1079,6 +1106,9 @@ impl MetadataImage {
                 next_block_start, ..
             } => {
                 assert_eq!(self.producer_ids.next_block_start(), *next_block_start);
+            }
+            MetadataRecord::FeatureLevel { name, level } => {
+                assert_eq!(self.finalized_features.get(name), Some(level));
             }
         }
         assert_eq!(self.topics.len(), self.topic_ids.len());

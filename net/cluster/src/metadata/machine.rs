@@ -151,6 +151,7 @@ mod tests {
             broker_epoch,
             listeners: vec![],
             rack: Some(format!("rack-{broker_id}")),
+            features: Vec::new(),
         }
     }
 

@@ -19,6 +19,8 @@
 //!   and their copy/delete state, and deleted topics whose remote objects
 //!   are still to purge — in the quorum instead of Kafka's
 //!   `__remote_log_metadata` topic.
+//! - [`features`] says which feature levels (KIP-584) this binary
+//!   supports and at which level each runs in the cluster.
 //! - [`BrokerHeartbeats`] is the controller's in-memory record of when each
 //!   broker last heartbeated; it is deliberately not replicated.
 //! - [`MetadataImage::encode_snapshot`] and
@@ -44,6 +46,7 @@
 pub mod codec;
 pub mod controller;
 pub mod error;
+pub mod features;
 pub mod heartbeats;
 pub mod image;
 mod image_remote;
@@ -60,8 +63,9 @@ pub use codec::DecodeError;
 pub use controller::{
     ongoing_reassignments, AlterPartitionOutcome, AlterPartitionRequest, BrokerHeartbeatRequest,
     BrokerRegistrationRequest, Controller, ControllerConfig, CreateTopicRequest,
-    ElectLeadersOutcome, ElectionType, HeartbeatOutcome, OngoingReassignment, PartitionElection,
-    RegisterOutcome, RemoteCopyRequest, RemoteSegmentTransition, TopicAssignment,
+    ElectLeadersOutcome, ElectionType, FeatureUpdate, HeartbeatOutcome, OngoingReassignment,
+    PartitionElection, RegisterOutcome, RemoteCopyRequest, RemoteSegmentTransition,
+    TopicAssignment, UpgradeType,
 };
 pub use error::MetadataError;
 pub use heartbeats::{BrokerHeartbeats, DEFAULT_BROKER_SESSION_TIMEOUT_MS};
@@ -72,7 +76,8 @@ pub use image::{
 pub use machine::{MetadataMachine, CHANGES_MAX};
 pub use record::{
     AclRecord, Endpoint, MetadataRecord, PartitionChangeRecord, PartitionRecord,
-    RemoteSegmentRecord, RemoteSegmentState, ScramCredential, NO_LEADER, SCRAM_MECHANISMS,
+    RemoteSegmentRecord, RemoteSegmentState, ScramCredential, SupportedFeature, NO_LEADER,
+    SCRAM_MECHANISMS,
 };
 pub use remote_segments::{
     RemoteLogImage, RemotePartitionSegments, RemoteSegment, RemoteTopicToPurge,

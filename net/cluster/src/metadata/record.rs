@@ -20,6 +20,18 @@ use crate::placement::BrokerId;
 /// one of its ISR comes back (or an unclean election picks a replica).
 pub const NO_LEADER: BrokerId = -1;
 
+/// A feature a broker's binary supports, with the lowest and highest
+/// level it can run at (Kafka's `BrokerRegistrationRecord.features`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SupportedFeature {
+    /// The feature's name.
+    pub name: String,
+    /// Lowest supported level.
+    pub min_level: i16,
+    /// Highest supported level.
+    pub max_level: i16,
+}
+
 /// One listener a broker serves clients on (Kafka's `listeners` entry).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Endpoint {
@@ -251,6 +263,10 @@ pub enum MetadataRecord {
         listeners: Vec<Endpoint>,
         /// `broker.rack`.
         rack: Option<String>,
+        /// The feature levels its binary supports (Kafka's
+        /// `BrokerRegistrationRecord.features`); empty for a binary older
+        /// than feature levels (see [`super::features`]).
+        features: Vec<SupportedFeature>,
     },
     /// A broker leaves the cluster for good (decommission).
     UnregisterBroker {
@@ -402,6 +418,15 @@ pub enum MetadataRecord {
         topic_id: TopicId,
     },
     /// A broker took the producer-id block that ends just below
+    /// A feature's finalized level changes (Kafka's `FeatureLevelRecord`,
+    /// written by UpdateFeatures): every broker then behaves at `level`.
+    /// Level 0 turns the feature off.
+    FeatureLevel {
+        /// `metadata.version`, `group.version`, …
+        name: String,
+        /// The new finalized level.
+        level: i16,
+    },
     /// `next_block_start` (KIP-730).
     ProducerIds {
         /// Broker that took the block.
@@ -430,6 +455,7 @@ impl MetadataRecord {
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ClientMetricsConfigChange { .. } => "ClientMetricsConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
+            MetadataRecord::FeatureLevel { .. } => "FeatureLevel",
             MetadataRecord::ClientQuota { .. } => "ClientQuota",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredential",
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredential",

@@ -152,6 +152,7 @@ impl MetadataImage {
                 broker_epoch: broker.broker_epoch,
                 listeners: broker.listeners.clone(),
                 rack: broker.rack.clone(),
+                features: broker.features.clone(),
             });
             if !broker.fenced {
                 records.push(MetadataRecord::UnfenceBroker {
@@ -261,6 +262,12 @@ impl MetadataImage {
                     value: Some(value.clone()),
                 });
             }
+        }
+        for (name, &level) in self.finalized_features() {
+            records.push(MetadataRecord::FeatureLevel {
+                name: name.clone(),
+                level,
+            });
         }
         for (entity, quotas) in self.client_quotas() {
             for (key, value) in quotas {
@@ -446,6 +453,7 @@ mod tests {
                 port: 9092,
             }],
             rack: (broker_id == 1).then(|| "rack-a".to_owned()),
+            features: crate::metadata::features::supported_by_this_binary(),
         };
         let topic_id = [7; 16];
         let records = vec![

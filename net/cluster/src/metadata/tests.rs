@@ -303,6 +303,7 @@ impl Model {
                     incarnation_id: [incarnation; 16],
                     listeners: vec![],
                     rack: Some(format!("rack-{}", broker % 2)),
+                    features: crate::metadata::features::supported_by_this_binary(),
                 };
                 match controller.register_broker(&mut self.heartbeats, &request, now_ms) {
                     Ok(outcome) => {
@@ -542,22 +543,31 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
     let brokers = prop::collection::vec(any::<i32>(), 0..6);
     let endpoint =
         (text, text, any::<u16>()).prop_map(|(name, host, port)| Endpoint { name, host, port });
+    let feature = (text, any::<i16>(), any::<i16>()).prop_map(|(name, min_level, max_level)| {
+        SupportedFeature {
+            name,
+            min_level,
+            max_level,
+        }
+    });
     prop_oneof![
         (
             any::<i32>(),
             any::<[u8; 16]>(),
             any::<i64>(),
             prop::collection::vec(endpoint, 0..3),
-            prop::option::of(text)
+            prop::option::of(text),
+            prop::collection::vec(feature, 0..3)
         )
             .prop_map(
-                |(broker_id, incarnation_id, broker_epoch, listeners, rack)| {
+                |(broker_id, incarnation_id, broker_epoch, listeners, rack, features)| {
                     MetadataRecord::RegisterBroker {
                         broker_id,
                         incarnation_id,
                         broker_epoch,
                         listeners,
                         rack,
+                        features,
                     }
                 }
             ),
@@ -623,6 +633,7 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         (text, text, prop::option::of(text)).prop_map(|(name, key, value)| {
             MetadataRecord::ClientMetricsConfigChange { name, key, value }
         }),
+        (text, any::<i16>()).prop_map(|(name, level)| MetadataRecord::FeatureLevel { name, level }),
         (
             prop::collection::vec((text, prop::option::of(text)), 0..3),
             text,
@@ -989,6 +1000,7 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             broker_epoch: 0,
             listeners: vec![],
             rack: None,
+            features: Vec::new(),
         },
         MetadataRecord::Topic {
             name: "a".into(),

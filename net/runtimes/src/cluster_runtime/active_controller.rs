@@ -15,8 +15,8 @@ use super::rpc::{ControllerReply, ControllerRpc};
 use crate::Shard;
 use cluster::metadata::{
     AclRecord, AlterPartitionRequest, BrokerHeartbeats, Controller, CreateTopicRequest,
-    ElectionType, MetadataError, MetadataImage, MetadataRecord, RemoteCopyRequest,
-    RemoteSegmentState, RemoteSegmentTransition, ScramCredential, TopicAssignment,
+    ElectionType, FeatureUpdate, MetadataError, MetadataImage, MetadataRecord, RemoteCopyRequest,
+    RemoteSegmentState, RemoteSegmentTransition, ScramCredential, TopicAssignment, UpgradeType,
 };
 use cluster::placement::PlacementSeed;
 use std::collections::BTreeMap;
@@ -83,6 +83,12 @@ pub async fn handle(
     } = &request
     {
         elect_leaders(&controller, *election_type, partitions.as_deref())
+    } else if let ControllerRpc::UpdateFeatures {
+        updates,
+        validate_only,
+    } = &request
+    {
+        update_features(&controller, updates, *validate_only)
     } else if let ControllerRpc::UnregisterBroker { broker_id } = &request {
         let mut heartbeats = quorum.heartbeats.borrow_mut();
         unregister_broker(&controller, &mut heartbeats, *broker_id)
@@ -188,13 +194,7 @@ fn topic_change(
             set_broker_configs(controller, broker, configs)
         }
         ControllerRpc::SetClientMetricsConfigs { name, configs } => {
-            let current = (controller.image.client_metrics_configs())
-                .get(name.as_str())
-                .cloned()
-                .unwrap_or_default();
-            replace_configs(&current, configs, |key, value| {
-                controller.alter_client_metrics_config(name, key, value)
-            })
+            set_client_metrics_configs(controller, name, configs)
         }
         ControllerRpc::RemoteCopyStarted { .. }
         | ControllerRpc::RemoteSegmentState { .. }
@@ -230,10 +230,26 @@ fn topic_change(
         | ControllerRpc::Heartbeat { .. }
         | ControllerRpc::AllocateProducerIds { .. }
         | ControllerRpc::ElectLeaders { .. }
-        | ControllerRpc::UnregisterBroker { .. } => Err(MetadataError::InvalidRequest {
+        | ControllerRpc::UnregisterBroker { .. }
+        | ControllerRpc::UpdateFeatures { .. } => Err(MetadataError::InvalidRequest {
             reason: String::from("not a topic change"),
         }),
     }
+}
+
+/// A client-metrics subscription's whole set of configs (KIP-714).
+fn set_client_metrics_configs(
+    controller: &Controller<'_>,
+    name: &str,
+    configs: &[(String, String)],
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current = (controller.image.client_metrics_configs())
+        .get(name)
+        .cloned()
+        .unwrap_or_default();
+    replace_configs(&current, configs, |key, value| {
+        controller.alter_client_metrics_config(name, key, value)
+    })
 }
 
 /// UnregisterBroker: the broker's leaderships and ISR memberships move to
@@ -250,6 +266,32 @@ fn unregister_broker(
         broker_id,
         "UnregisterBroker removes a broker's registration"
     );
+    Ok((records, ControllerReply::Committed { offset: 0 }))
+}
+
+/// UpdateFeatures: the new levels' records, all or none.
+fn update_features(
+    controller: &Controller<'_>,
+    updates: &[(String, i16, i8)],
+    validate_only: bool,
+) -> Result<(Vec<MetadataRecord>, ControllerReply), MetadataError> {
+    let mut asked = Vec::with_capacity(updates.len());
+    for (name, level, upgrade_type) in updates {
+        let upgrade_type = UpgradeType::from_code(*upgrade_type).ok_or_else(|| {
+            MetadataError::InvalidFeatureUpdate {
+                reason: format!("unknown upgrade type {upgrade_type} for {name}"),
+            }
+        })?;
+        asked.push(FeatureUpdate {
+            name: name.clone(),
+            level: *level,
+            upgrade_type,
+        });
+    }
+    let records = controller.update_features(&asked, validate_only)?;
+    for record in &records {
+        tracing::info!(?record, "UpdateFeatures finalizes a feature level");
+    }
     Ok((records, ControllerReply::Committed { offset: 0 }))
 }
 

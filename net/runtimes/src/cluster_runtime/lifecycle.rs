@@ -95,6 +95,10 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             })
             .collect(),
         rack: config.cluster.rack.clone(),
+        features: cluster::metadata::features::supported_by_this_binary()
+            .into_iter()
+            .map(|f| (f.name, f.min_level, f.max_level))
+            .collect(),
     };
     while !quorum.shutting_down.get() {
         let broker_epoch = match call_controller(&quorum, &shard, register.clone()).await {

@@ -196,6 +196,7 @@ mod tests {
                 port: 9092,
             }],
             rack: None,
+            features: cluster::metadata::features::supported_by_this_binary(),
         };
         image.apply(12, &record).unwrap();
         let sent = MetadataReply {

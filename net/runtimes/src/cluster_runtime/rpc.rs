@@ -5,7 +5,9 @@
 //! listener speaks only to rill nodes of the same build, and these are
 //! small and rare (a heartbeat per broker per interval).
 
-use cluster::metadata::{AclRecord, BrokerHeartbeatRequest, BrokerRegistrationRequest, Endpoint};
+use cluster::metadata::{
+    AclRecord, BrokerHeartbeatRequest, BrokerRegistrationRequest, Endpoint, SupportedFeature,
+};
 use engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +24,10 @@ pub enum ControllerRpc {
         listeners: Vec<(String, String, u16)>,
         /// `broker.rack`.
         rack: Option<String>,
+        /// The feature levels this binary supports, as (name, min, max).
+        /// Absent from an older binary's request (JSON): none listed.
+        #[serde(default)]
+        features: Vec<(String, i16, i16)>,
     },
     /// BrokerHeartbeat: keeps the session, unfences once caught up.
     Heartbeat {
@@ -204,6 +210,14 @@ pub enum ControllerRpc {
         /// (topic, partitions); `None`: every partition.
         partitions: Option<Vec<(String, Vec<i32>)>>,
     },
+    /// UpdateFeatures (key 57, KIP-584): finalized feature levels to set,
+    /// all or none.
+    UpdateFeatures {
+        /// (feature, level, Kafka's upgrade type code).
+        updates: Vec<(String, i16, i8)>,
+        /// Check only.
+        validate_only: bool,
+    },
     /// UnregisterBroker (key 64): remove a broker's registration for good
     /// (decommission), its leaderships and ISR memberships first.
     UnregisterBroker {
@@ -340,6 +354,7 @@ impl ControllerRpc {
                 incarnation_id,
                 listeners,
                 rack,
+                features,
             } => Some(BrokerRegistrationRequest {
                 broker_id: *broker_id,
                 incarnation_id: *incarnation_id,
@@ -352,6 +367,14 @@ impl ControllerRpc {
                     })
                     .collect(),
                 rack: rack.clone(),
+                features: features
+                    .iter()
+                    .map(|(name, min_level, max_level)| SupportedFeature {
+                        name: name.clone(),
+                        min_level: *min_level,
+                        max_level: *max_level,
+                    })
+                    .collect(),
             }),
             _ => None,
         }
@@ -398,11 +421,22 @@ mod tests {
             incarnation_id: [7; 16],
             listeners: vec![("PLAINTEXT".into(), "10.0.0.2".into(), 9092)],
             rack: Some("r1".into()),
+            features: vec![("group.version".into(), 0, 1)],
         };
         let bytes = encode(&register).unwrap();
         assert_eq!(decode::<ControllerRpc>(&bytes).unwrap(), register);
         let core = register.registration().unwrap();
         assert_eq!(core.listeners[0].port, 9092);
+        assert_eq!(core.features[0].max_level, 1);
+        // An older binary's registration, without features, still reads.
+        let older = String::from_utf8(bytes)
+            .unwrap()
+            .replace(r#","features":[["group.version",0,1]]"#, "");
+        assert!(!older.contains("features"), "{older}");
+        match decode::<ControllerRpc>(older.as_bytes()).unwrap() {
+            ControllerRpc::Register { features, .. } => assert!(features.is_empty()),
+            other => panic!("{other:?}"),
+        }
         assert!(register.heartbeat().is_none());
         let reply = ControllerReply::error(ErrorCode::StaleBrokerEpoch, "old");
         let bytes = encode(&reply).unwrap();

@@ -17,7 +17,7 @@ use crate::placement::BrokerId;
 use super::super::error::MetadataError;
 use super::super::heartbeats::BrokerHeartbeats;
 use super::super::image::BrokerRegistration;
-use super::super::record::{Endpoint, MetadataRecord};
+use super::super::record::{Endpoint, MetadataRecord, SupportedFeature};
 use super::election::{elect_without, partitions_touching};
 use super::{Controller, ControllerConfig, Proposal};
 
@@ -32,6 +32,8 @@ pub struct BrokerRegistrationRequest {
     pub listeners: Vec<Endpoint>,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// The feature levels its binary supports.
+    pub features: Vec<SupportedFeature>,
 }
 
 /// What a registration decided.
@@ -112,6 +114,7 @@ impl Controller<'_> {
                 reason: format!("negative broker id {broker_id}"),
             });
         }
+        self.check_registration_features(broker_id, &request.features)?;
         let mut proposal = self.proposal();
         if let Some(existing) = self.image.broker(broker_id) {
             let session = heartbeats.has_valid_session(
@@ -141,6 +144,7 @@ impl Controller<'_> {
             broker_epoch,
             listeners: request.listeners.clone(),
             rack: request.rack.clone(),
+            features: request.features.clone(),
         });
         heartbeats.touch(broker_id, now_ms);
         assert!(proposal.image().broker(broker_id).is_some_and(|b| b.fenced));

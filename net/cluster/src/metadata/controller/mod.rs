@@ -42,6 +42,7 @@ mod brokers;
 mod client_metrics;
 pub mod election;
 pub mod elr;
+mod features;
 mod leaders;
 mod partitions;
 mod producer_ids;
@@ -57,6 +58,7 @@ use super::record::MetadataRecord;
 pub use brokers::{
     BrokerHeartbeatRequest, BrokerRegistrationRequest, HeartbeatOutcome, RegisterOutcome,
 };
+pub use features::{FeatureUpdate, UpgradeType};
 pub use leaders::{ElectLeadersOutcome, ElectionType, PartitionElection};
 pub use partitions::{AlterPartitionOutcome, AlterPartitionRequest};
 pub use reassignments::{ongoing_reassignments, OngoingReassignment};

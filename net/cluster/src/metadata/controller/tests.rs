@@ -66,6 +66,7 @@ impl Cluster {
                 port: 9092,
             }],
             rack: rack.map(str::to_owned),
+            features: crate::metadata::features::supported_by_this_binary(),
         };
         let controller = Controller::new(&self.image, &self.config);
         let outcome = controller
@@ -164,6 +165,7 @@ fn a_registered_broker_starts_fenced_and_is_unfenced_once_caught_up() {
         incarnation_id: [1; 16],
         listeners: vec![],
         rack: Some("r1".into()),
+        features: crate::metadata::features::supported_by_this_binary(),
     };
     let outcome = Controller::new(&cluster.image, &cluster.config)
         .register_broker(&mut cluster.heartbeats, &request, 100)
@@ -267,6 +269,7 @@ fn a_second_incarnation_is_refused_while_the_first_has_a_session() {
         incarnation_id: [0xee; 16],
         listeners: vec![],
         rack: None,
+        features: crate::metadata::features::supported_by_this_binary(),
     };
     let refused = Controller::new(&cluster.image, &cluster.config).register_broker(
         &mut cluster.heartbeats,

@@ -1,0 +1,203 @@
+//! Feature levels (KIP-584), as ApiVersions reports them and UpdateFeatures
+//! changes them: which features this binary supports, at which levels, and
+//! at which level each runs in the cluster.
+//!
+//! A feature runs at its *finalized* level: the last level UpdateFeatures
+//! set (a `FeatureLevel` record), or else its default below. Defaults are
+//! implicit rather than written at bootstrap, so that a cluster made
+//! before feature levels existed runs at them too. A level is only
+//! finalized when every registered broker supports it, and a broker that
+//! cannot run a finalized level is refused registration: so a feature is
+//! switched on only once every broker of a rolling upgrade has the binary
+//! that supports it.
+//!
+//! The features:
+//! - `metadata.version`: the format of rill's metadata log. rill's levels
+//!   are its own (its log is not Kafka's): 1 is the format of this release.
+//! - `group.version`: 1 turns on the consumer group protocol of KIP-848
+//!   (ConsumerGroupHeartbeat); 0 leaves only the classic protocol, as in
+//!   Kafka.
+//! - `eligible.leader.replicas.version`: 1, KIP-966's eligible leader
+//!   replicas, always on in rill (it cannot be turned off).
+//! - `transaction.version` and `kraft.version`: only level 0 (KIP-890's
+//!   transactions v2 and KIP-853's dynamic quorum are not built yet).
+
+use super::image::BrokerRegistration;
+use super::record::SupportedFeature;
+use super::MetadataImage;
+
+/// One feature this binary knows: its supported range and default level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Feature {
+    /// Kafka's name.
+    pub name: &'static str,
+    /// Lowest supported level.
+    pub min_level: i16,
+    /// Highest supported level.
+    pub max_level: i16,
+    /// The level it runs at until UpdateFeatures sets one.
+    pub default_level: i16,
+}
+
+/// `metadata.version`.
+pub const METADATA_VERSION: &str = "metadata.version";
+/// `group.version`.
+pub const GROUP_VERSION: &str = "group.version";
+
+/// Every feature this binary supports.
+pub const SUPPORTED: [Feature; 5] = [
+    Feature {
+        name: METADATA_VERSION,
+        min_level: 1,
+        max_level: 1,
+        default_level: 1,
+    },
+    Feature {
+        name: GROUP_VERSION,
+        min_level: 0,
+        max_level: 1,
+        default_level: 1,
+    },
+    Feature {
+        name: "eligible.leader.replicas.version",
+        min_level: 1,
+        max_level: 1,
+        default_level: 1,
+    },
+    Feature {
+        name: "transaction.version",
+        min_level: 0,
+        max_level: 0,
+        default_level: 0,
+    },
+    Feature {
+        name: "kraft.version",
+        min_level: 0,
+        max_level: 0,
+        default_level: 0,
+    },
+];
+
+/// This binary's supported features, as its registration carries them.
+pub fn supported_by_this_binary() -> Vec<SupportedFeature> {
+    SUPPORTED
+        .iter()
+        .map(|feature| SupportedFeature {
+            name: feature.name.to_owned(),
+            min_level: feature.min_level,
+            max_level: feature.max_level,
+        })
+        .collect()
+}
+
+/// This binary's entry for `name`.
+pub fn known(name: &str) -> Option<&'static Feature> {
+    SUPPORTED.iter().find(|feature| feature.name == name)
+}
+
+/// The level `name` runs at in the cluster of `image`: the finalized one,
+/// else its default (0 for a feature this binary does not know).
+pub fn finalized_level(image: &MetadataImage, name: &str) -> i16 {
+    image
+        .finalized_features()
+        .get(name)
+        .copied()
+        .or_else(|| known(name).map(|feature| feature.default_level))
+        .unwrap_or(0)
+}
+
+/// Every feature's level in the cluster of `image`, those this binary
+/// knows and those set by a newer one, above 0 only (as ApiVersions lists
+/// them: an absent feature runs at 0).
+pub fn finalized_levels(image: &MetadataImage) -> Vec<(String, i16)> {
+    let mut levels: Vec<(String, i16)> = SUPPORTED
+        .iter()
+        .map(|feature| {
+            (
+                feature.name.to_owned(),
+                finalized_level(image, feature.name),
+            )
+        })
+        .collect();
+    for (name, &level) in image.finalized_features() {
+        if known(name).is_none() {
+            levels.push((name.clone(), level));
+        }
+    }
+    levels.retain(|(_, level)| *level > 0);
+    levels.sort();
+    levels
+}
+
+/// Whether `broker` can run `name` at `level`. A broker registered without
+/// features (a binary older than feature levels) runs each feature at its
+/// default only; any broker runs a feature it does not list at level 0.
+pub fn broker_supports(broker: &BrokerRegistration, name: &str, level: i16) -> bool {
+    supports(&broker.features, name, level)
+}
+
+/// Whether a registration listing `features` can run `name` at `level`.
+pub fn supports(features: &[SupportedFeature], name: &str, level: i16) -> bool {
+    if features.is_empty() {
+        let default = known(name).map_or(0, |feature| feature.default_level);
+        return level == default;
+    }
+    match features.iter().find(|feature| feature.name == name) {
+        Some(feature) => (feature.min_level..=feature.max_level).contains(&level),
+        None => level == 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::MetadataRecord;
+
+    fn range(name: &str, min_level: i16, max_level: i16) -> SupportedFeature {
+        SupportedFeature {
+            name: name.to_owned(),
+            min_level,
+            max_level,
+        }
+    }
+
+    #[test]
+    fn levels_default_until_set_and_zero_is_kept() {
+        let mut image = MetadataImage::new();
+        assert_eq!(finalized_level(&image, GROUP_VERSION), 1);
+        assert_eq!(finalized_level(&image, "transaction.version"), 0);
+        assert_eq!(finalized_level(&image, "no.such.feature"), 0);
+        let off = MetadataRecord::FeatureLevel {
+            name: GROUP_VERSION.to_owned(),
+            level: 0,
+        };
+        image.apply(0, &off).unwrap();
+        // Set to 0 is off, not back to the default.
+        assert_eq!(finalized_level(&image, GROUP_VERSION), 0);
+        assert_eq!(
+            finalized_levels(&image),
+            vec![
+                ("eligible.leader.replicas.version".to_owned(), 1),
+                (METADATA_VERSION.to_owned(), 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn support_follows_the_registration_and_old_binaries_run_defaults() {
+        let listed = [range(GROUP_VERSION, 0, 1), range(METADATA_VERSION, 1, 1)];
+        assert!(supports(&listed, GROUP_VERSION, 0));
+        assert!(supports(&listed, GROUP_VERSION, 1));
+        assert!(!supports(&listed, GROUP_VERSION, 2));
+        assert!(supports(&listed, "transaction.version", 0));
+        assert!(!supports(&listed, "transaction.version", 1));
+        // A binary from before feature levels: defaults only.
+        assert!(supports(&[], GROUP_VERSION, 1));
+        assert!(!supports(&[], GROUP_VERSION, 0));
+        assert!(supports(&[], "transaction.version", 0));
+        assert_eq!(supported_by_this_binary().len(), SUPPORTED.len());
+        for feature in SUPPORTED {
+            assert!((feature.min_level..=feature.max_level).contains(&feature.default_level));
+        }
+    }
+}
