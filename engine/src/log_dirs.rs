@@ -11,6 +11,12 @@
 //! The shards share one count of partitions per dir ([`DirLoad`]): each
 //! counts the partitions it opens, creates and deletes, so placement
 //! follows the broker's whole load, not one shard's.
+//!
+//! A dir may be *cordoned* (KIP-1066, `cordoned.log.dirs`): it keeps its
+//! partitions but gets no new one while another dir is open. With every
+//! dir cordoned the broker itself is cordoned and the controller places no
+//! new replica on it; one it is still given (an explicit assignment) goes
+//! to the least loaded dir as before.
 
 use crate::error::EngineError;
 use crate::types::TopicPartition;
@@ -28,29 +34,71 @@ pub fn pick_dir(counts: &[usize]) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
-/// Partitions per data dir, broker-wide (every shard's copy of the engine
-/// config shares it).
+/// The dir a new partition goes to, as [`pick_dir`], among the dirs not
+/// `cordoned` (an index past its end is open); among all of them when
+/// every one is cordoned.
+pub fn pick_open_dir(counts: &[usize], cordoned: &[bool]) -> usize {
+    let open = |i: usize| !cordoned.get(i).copied().unwrap_or(false);
+    counts
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| open(i))
+        .min_by_key(|&(i, &count)| (count, i))
+        .map_or_else(|| pick_dir(counts), |(i, _)| i)
+}
+
+/// Partitions per data dir, and which dirs are cordoned, broker-wide
+/// (every shard's copy of the engine config shares it).
 #[derive(Debug, Clone, Default)]
-pub struct DirLoad(Arc<Mutex<Vec<usize>>>);
+pub struct DirLoad(Arc<Mutex<DirState>>);
+
+#[derive(Debug, Default)]
+struct DirState {
+    counts: Vec<usize>,
+    cordoned: Vec<bool>,
+}
 
 impl DirLoad {
-    fn with<R>(&self, dirs: usize, f: impl FnOnce(&mut Vec<usize>) -> R) -> R {
+    fn state<R>(&self, f: impl FnOnce(&mut DirState) -> R) -> R {
         // A poisoned lock only means another shard panicked mid-update of
-        // plain counters: they are still usable for placement.
-        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if counts.len() < dirs {
-            counts.resize(dirs, 0);
-        }
-        f(&mut counts)
+        // plain counters and flags: they are still usable for placement.
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut state)
+    }
+
+    fn with<R>(&self, dirs: usize, f: impl FnOnce(&mut Vec<usize>) -> R) -> R {
+        self.state(|state| {
+            if state.counts.len() < dirs {
+                state.counts.resize(dirs, 0);
+            }
+            f(&mut state.counts)
+        })
     }
 
     /// Chooses the dir of a new partition among `dirs` and counts it there.
     pub fn place(&self, dirs: usize) -> usize {
-        self.with(dirs, |counts| {
-            let dir = pick_dir(&counts[..dirs]);
-            counts[dir] += 1;
+        self.state(|state| {
+            if state.counts.len() < dirs {
+                state.counts.resize(dirs, 0);
+            }
+            let dir = pick_open_dir(&state.counts[..dirs], &state.cordoned);
+            state.counts[dir] += 1;
             dir
         })
+    }
+
+    /// Which dirs are cordoned, by index; whether that changed.
+    pub fn set_cordoned(&self, cordoned: Vec<bool>) -> bool {
+        self.state(|state| {
+            let changed = state.cordoned != cordoned;
+            state.cordoned = cordoned;
+            changed
+        })
+    }
+
+    /// Whether every one of `dirs` dirs is cordoned (and there is one).
+    pub fn all_cordoned(&self, dirs: usize) -> bool {
+        self.state(|state| dirs > 0 && (0..dirs).all(|i| state.cordoned.get(i) == Some(&true)))
     }
 
     /// Counts a partition found in (or created in) `dir`.
@@ -148,6 +196,25 @@ mod tests {
         assert_eq!(pick_dir(&[3, 1, 2]), 1);
         assert_eq!(pick_dir(&[2, 1, 1]), 1);
         assert_eq!(pick_dir(&[1, 2, 1]), 0);
+    }
+
+    #[test]
+    fn a_cordoned_dir_gets_no_new_partition_while_another_is_open() {
+        assert_eq!(pick_open_dir(&[0, 5, 9], &[true]), 1);
+        assert_eq!(pick_open_dir(&[0, 5, 9], &[true, true]), 2);
+        assert_eq!(pick_open_dir(&[4, 5, 1], &[true, true, true]), 2);
+        assert_eq!(pick_open_dir(&[4, 5], &[]), 0);
+        let load = DirLoad::default();
+        assert!(!load.all_cordoned(2));
+        assert!(load.set_cordoned(vec![true, false]));
+        assert!(!load.set_cordoned(vec![true, false]));
+        let placed: Vec<usize> = (0..3).map(|_| load.place(2)).collect();
+        assert_eq!(placed, vec![1, 1, 1]);
+        assert!(!load.all_cordoned(2));
+        load.set_cordoned(vec![true, true]);
+        assert!(load.all_cordoned(2));
+        // Every dir cordoned: the least loaded still takes what comes.
+        assert_eq!(load.place(2), 0);
     }
 
     #[test]

@@ -8,9 +8,12 @@
 //! a partition in two dirs refuses the start, naming both copies; a full
 //! dir (a small loop-mounted file system: root only, skipped elsewhere)
 //! refuses appends to its own partitions with KAFKA_STORAGE_ERROR while
-//! the other dir's partitions keep acknowledging.
+//! the other dir's partitions keep acknowledging; a cordoned dir
+//! (KIP-1066) gets no new partition, and a broker with every dir cordoned
+//! no new replica.
 
 use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::KafkaError;
@@ -513,4 +516,101 @@ fn a_full_dir_refuses_its_partitions_only() {
         std::thread::sleep(Duration::from_millis(200));
     }
     drop(broker);
+}
+
+/// CreateTopics v7 of `name`, `partitions` × 1 replica: its error code.
+fn create_topic_code(addr: std::net::SocketAddr, name: &str, partitions: i32) -> i16 {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, TopicName};
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(StrBytes::from_string(name.to_owned()));
+    topic.num_partitions = partitions;
+    topic.replication_factor = 1;
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![topic];
+    request.timeout_ms = 10_000;
+    let response: CreateTopicsResponse =
+        rill_tests::raw::request(addr, ApiKey::CreateTopics, 7, &request)
+            .expect("CreateTopics answered");
+    response.topics[0].error_code
+}
+
+/// IncrementalAlterConfigs SET of `cordoned.log.dirs` on broker
+/// `resource` (`""`: every broker): its error code.
+fn set_cordoned(addr: std::net::SocketAddr, resource: &str, value: &str) -> i16 {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    let mut config = AlterableConfig::default();
+    config.name = StrBytes::from_static_str("cordoned.log.dirs");
+    config.value = Some(StrBytes::from_string(value.to_owned()));
+    let mut resource_entry = AlterConfigsResource::default();
+    resource_entry.resource_type = 4; // BROKER
+    resource_entry.resource_name = StrBytes::from_string(resource.to_owned());
+    resource_entry.configs = vec![config];
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource_entry];
+    let response: IncrementalAlterConfigsResponse =
+        rill_tests::raw::request(addr, ApiKey::IncrementalAlterConfigs, 0, &request)
+            .expect("IncrementalAlterConfigs answered");
+    response.responses[0].error_code
+}
+
+/// KIP-1066: a cordoned dir keeps its partitions and gets no new one; with
+/// every dir cordoned (dynamically, `*`) the broker gets no new replica and
+/// a topic cannot be placed (INVALID_REPLICATION_FACTOR, as with too few
+/// brokers); uncordoned, new partitions spread over both dirs again.
+#[test]
+fn cordoned_dirs_take_no_new_partitions() {
+    const INVALID_REPLICATION_FACTOR: i16 = 38;
+    let root = tempfile::tempdir().expect("temp dir");
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    let file = root.path().join("cordon.properties");
+    std::fs::write(&file, format!("cordoned.log.dirs={}\n", a.display())).expect("config");
+    let config = file.display().to_string();
+    let broker = Broker::start_logging_to(
+        RILL,
+        &dir_list(&[&a, &b]),
+        root.path(),
+        &["--config", &config],
+    );
+    let addr = broker.addr;
+    let created = |name: &str, partitions: i32| create_topic_code(addr, name, partitions);
+    // The file cordons `a`: every new partition goes to `b`.
+    rill_tests::cluster::wait_for("a topic placed", Duration::from_secs(30), || {
+        (created("kept-off-a", 4) == 0).then_some(())
+    });
+    assert!(partitions_in(&a, "kept-off-a").is_empty());
+    assert_eq!(partitions_in(&b, "kept-off-a").len(), 4);
+    // Every dir cordoned, for every broker: no new replica here at all.
+    assert_eq!(set_cordoned(addr, "", "*"), 0);
+    // (Until the next heartbeat tells the controller, topics are placed:
+    // each try has a name of its own.)
+    let mut tries = 0;
+    let code =
+        rill_tests::cluster::wait_for("the broker cordoned", Duration::from_secs(30), || {
+            tries += 1;
+            let code = created(&format!("nowhere-{tries}"), 1);
+            (code != 0).then_some(code)
+        });
+    assert_eq!(code, INVALID_REPLICATION_FACTOR, "{}", broker.log());
+    // This broker's own empty value wins over every broker's and the
+    // file's: nothing is cordoned, and new partitions use both dirs (the
+    // tries above left the dirs a few partitions apart at most).
+    let (_, ids) = rill_tests::cluster::describe_cluster(&broker).expect("DescribeCluster");
+    assert_eq!(set_cordoned(addr, &ids[0].to_string(), ""), 0);
+    rill_tests::cluster::wait_for("the broker open again", Duration::from_secs(30), || {
+        (created("both-dirs", 20) == 0).then_some(())
+    });
+    let (in_a, in_b) = (
+        partitions_in(&a, "both-dirs").len(),
+        partitions_in(&b, "both-dirs").len(),
+    );
+    assert_eq!(in_a + in_b, 20);
+    assert!(in_a > 0 && in_b > 0, "{in_a} in a, {in_b} in b");
+    // The first topic's partitions stayed where they were.
+    assert_eq!(partitions_in(&b, "kept-off-a").len(), 4);
 }

@@ -55,6 +55,10 @@ pub struct ClusterConfig {
     pub roles: Option<Roles>,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// `cordoned.log.dirs` (KIP-1066) as the file sets it: data dirs that
+    /// take no new partitions, `*` for all of them. A dynamic value
+    /// (IncrementalAlterConfigs on this broker, or on every broker) wins.
+    pub cordoned_log_dirs: Vec<String>,
     /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the
     /// active controller.
     pub heartbeat_interval_ms: i64,
@@ -93,6 +97,7 @@ impl Default for ClusterConfig {
             voters: Vec::new(),
             roles: None,
             rack: None,
+            cordoned_log_dirs: Vec::new(),
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
             quorum_tick_ms: 100,

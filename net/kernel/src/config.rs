@@ -459,6 +459,9 @@ impl BrokerConfig {
             "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
             "process.roles" => self.cluster.roles = Some(parse_roles(name, value)?),
             "broker.rack" => self.cluster.rack = Some(value.to_string()),
+            "cordoned.log.dirs" => {
+                self.cluster.cordoned_log_dirs = crate::cordon::parse_list(value)
+            }
             "broker.heartbeat.interval.ms" => {
                 self.cluster.heartbeat_interval_ms = num(name, value)?
             }

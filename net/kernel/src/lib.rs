@@ -24,6 +24,8 @@
 //!   cluster part (quorum voters, roles, sessions); [`conn_limits`]: the
 //!   connection limits; [`io_setup`]: the engine's I/O sizes from the
 //!   io-properties file `rill iotune` wrote.
+//! - [`cordon`]: which data dirs are cordoned (KIP-1066), from the file
+//!   or a dynamic broker config.
 //! - [`topic_defaults`]: the broker's topic defaults under the dynamic
 //!   broker configs of an image (file, then cluster-wide, then its own).
 //! - [`topics`]: the per-shard topic table, derived from the metadata
@@ -42,6 +44,7 @@ pub mod call;
 pub mod cluster_config;
 pub mod config;
 pub mod conn_limits;
+pub mod cordon;
 pub mod error;
 pub mod fatal;
 pub mod io_setup;

@@ -43,6 +43,8 @@
 //! Feature levels (KIP-584): `FeatureLevel` (22) is `name`, `level: i16`.
 //! `RegisterBroker` gained a trailing list of supported features, each
 //! `name`, `min_level: i16`, `max_level: i16`, written only when not empty.
+//! `CordonBroker` (23, KIP-1066) is `broker_id: i32`, `broker_epoch: i64`,
+//! `cordoned: u8` flag.
 //!
 //! Why our own format rather than Kafka's generated record schemata: the
 //! metadata log is internal to rill (no Kafka tool reads it), and a small
@@ -88,6 +90,7 @@ const RECORD_TYPE_REMOTE_LOG_SEGMENT: u8 = 19;
 const RECORD_TYPE_REMOTE_LOG_SEGMENT_STATE: u8 = 20;
 const RECORD_TYPE_REMOTE_TOPIC_PURGED: u8 = 21;
 const RECORD_TYPE_FEATURE_LEVEL: u8 = 22;
+const RECORD_TYPE_CORDON_BROKER: u8 = 23;
 
 mod remote_segments;
 
@@ -260,6 +263,7 @@ impl Writer {
             | MetadataRecord::UnregisterBroker { .. }
             | MetadataRecord::FenceBroker { .. }
             | MetadataRecord::UnfenceBroker { .. }
+            | MetadataRecord::CordonBroker { .. }
             | MetadataRecord::ProducerIds { .. } => self.broker_record(record),
             MetadataRecord::Topic { .. }
             | MetadataRecord::RemoveTopic { .. }
@@ -325,6 +329,14 @@ impl Writer {
                 broker_id,
                 broker_epoch,
             } => self.broker_and_epoch(RECORD_TYPE_UNFENCE_BROKER, *broker_id, *broker_epoch),
+            MetadataRecord::CordonBroker {
+                broker_id,
+                broker_epoch,
+                cordoned,
+            } => {
+                self.broker_and_epoch(RECORD_TYPE_CORDON_BROKER, *broker_id, *broker_epoch);
+                self.flag(*cordoned);
+            }
             MetadataRecord::ProducerIds {
                 broker_id,
                 broker_epoch,
@@ -567,6 +579,7 @@ impl Reader<'_> {
             | RECORD_TYPE_UNREGISTER_BROKER
             | RECORD_TYPE_FENCE_BROKER
             | RECORD_TYPE_UNFENCE_BROKER
+            | RECORD_TYPE_CORDON_BROKER
             | RECORD_TYPE_PRODUCER_IDS => self.broker_record(record_type),
             RECORD_TYPE_TOPIC
             | RECORD_TYPE_REMOVE_TOPIC
@@ -604,6 +617,11 @@ impl Reader<'_> {
             RECORD_TYPE_UNFENCE_BROKER => MetadataRecord::UnfenceBroker {
                 broker_id: self.i32()?,
                 broker_epoch: self.i64()?,
+            },
+            RECORD_TYPE_CORDON_BROKER => MetadataRecord::CordonBroker {
+                broker_id: self.i32()?,
+                broker_epoch: self.i64()?,
+                cordoned: self.flag()?,
             },
             RECORD_TYPE_PRODUCER_IDS => MetadataRecord::ProducerIds {
                 broker_id: self.i32()?,

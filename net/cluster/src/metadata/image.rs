@@ -63,6 +63,9 @@ pub struct BrokerRegistration {
     /// The feature levels its binary supports; empty for a binary older
     /// than feature levels.
     pub features: Vec<SupportedFeature>,
+    /// Every one of its log dirs is cordoned (KIP-1066): new partitions are
+    /// not placed on it.
+    pub cordoned: bool,
     /// Log offset of its registration: it has caught up once its metadata
     /// offset reaches this.
     pub registered_at_offset: i64,
@@ -359,7 +362,8 @@ impl MetadataImage {
             MetadataRecord::RegisterBroker { .. }
             | MetadataRecord::UnregisterBroker { .. }
             | MetadataRecord::FenceBroker { .. }
-            | MetadataRecord::UnfenceBroker { .. } => self.validate_broker(record),
+            | MetadataRecord::UnfenceBroker { .. }
+            | MetadataRecord::CordonBroker { .. } => self.validate_broker(record),
             MetadataRecord::Topic { .. }
             | MetadataRecord::RemoveTopic { .. }
             | MetadataRecord::Partition(_)
@@ -439,6 +443,16 @@ impl MetadataImage {
             } => {
                 if !self.check_epoch(*broker_id, *broker_epoch)?.fenced {
                     return Err(format!("broker {broker_id} is not fenced"));
+                }
+                Ok(())
+            }
+            MetadataRecord::CordonBroker {
+                broker_id,
+                broker_epoch,
+                cordoned,
+            } => {
+                if self.check_epoch(*broker_id, *broker_epoch)?.cordoned == *cordoned {
+                    return Err(format!("broker {broker_id} cordoned is {cordoned} already"));
                 }
                 Ok(())
             }
@@ -809,7 +823,8 @@ impl MetadataImage {
             MetadataRecord::RegisterBroker { .. }
             | MetadataRecord::UnregisterBroker { .. }
             | MetadataRecord::FenceBroker { .. }
-            | MetadataRecord::UnfenceBroker { .. } => self.mutate_broker(offset, record),
+            | MetadataRecord::UnfenceBroker { .. }
+            | MetadataRecord::CordonBroker { .. } => self.mutate_broker(offset, record),
             MetadataRecord::Topic { .. }
             | MetadataRecord::RemoveTopic { .. }
             | MetadataRecord::Partition(_)
@@ -995,6 +1010,7 @@ impl MetadataImage {
                     rack: rack.clone(),
                     fenced: true,
                     features: features.clone(),
+                    cordoned: false,
                     registered_at_offset: offset,
                 };
                 let previous = self.brokers.insert(*broker_id, registration);
@@ -1017,6 +1033,16 @@ impl MetadataImage {
                 };
                 assert_ne!(broker.fenced, fence);
                 broker.fenced = fence;
+            }
+            MetadataRecord::CordonBroker {
+                broker_id,
+                cordoned,
+                ..
+            } => {
+                let Some(broker) = self.brokers.get_mut(broker_id) else {
+                    unreachable!("validated: broker {broker_id} is registered")
+                };
+                broker.cordoned = *cordoned;
             }
             _ => unreachable!("not a broker record: {}", record.kind()),
         }
@@ -1081,6 +1107,13 @@ impl MetadataImage {
             }
             MetadataRecord::UnfenceBroker { broker_id, .. } => {
                 assert!(self.is_live(*broker_id));
+            }
+            MetadataRecord::CordonBroker {
+                broker_id,
+                cordoned,
+                ..
+            } => {
+                assert_eq!(self.broker(*broker_id).map(|b| b.cordoned), Some(*cordoned));
             }
             MetadataRecord::Topic { name, topic_id, .. } => {
                 assert_eq!(self.topic_ids.get(name), Some(topic_id));

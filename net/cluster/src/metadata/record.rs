@@ -275,6 +275,17 @@ pub enum MetadataRecord {
         /// Its current epoch.
         broker_epoch: i64,
     },
+    /// A broker is cordoned (KIP-1066: every one of its log dirs is in
+    /// `cordoned.log.dirs`), or no longer: a cordoned broker keeps its
+    /// replicas, but new partitions are not placed on it.
+    CordonBroker {
+        /// Broker id.
+        broker_id: BrokerId,
+        /// Its current epoch.
+        broker_epoch: i64,
+        /// Cordoned from now on, or not.
+        cordoned: bool,
+    },
     /// A broker may no longer lead or join an ISR (session expired, or
     /// controlled shutdown).
     FenceBroker {
@@ -446,6 +457,7 @@ impl MetadataRecord {
             MetadataRecord::UnregisterBroker { .. } => "UnregisterBroker",
             MetadataRecord::FenceBroker { .. } => "FenceBroker",
             MetadataRecord::UnfenceBroker { .. } => "UnfenceBroker",
+            MetadataRecord::CordonBroker { .. } => "CordonBroker",
             MetadataRecord::Topic { .. } => "Topic",
             MetadataRecord::RemoveTopic { .. } => "RemoveTopic",
             MetadataRecord::Partition(_) => "Partition",

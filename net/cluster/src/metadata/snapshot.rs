@@ -160,6 +160,13 @@ impl MetadataImage {
                     broker_epoch: broker.broker_epoch,
                 });
             }
+            if broker.cordoned {
+                records.push(MetadataRecord::CordonBroker {
+                    broker_id: broker.broker_id,
+                    broker_epoch: broker.broker_epoch,
+                    cordoned: true,
+                });
+            }
         }
         self.push_config_records(&mut records);
         for ((name, mechanism), credential) in self.scram_credentials() {

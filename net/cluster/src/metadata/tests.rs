@@ -38,6 +38,7 @@ enum Op {
         broker: BrokerId,
         caught_up: bool,
         want_fence: bool,
+        cordoned: bool,
     },
     Advance {
         ms: i64,
@@ -124,8 +125,8 @@ fn op() -> impl Strategy<Value = Op> {
     let name = 0..TOPIC_NAMES.len();
     prop_oneof![
         3 => (broker.clone(), any::<bool>()).prop_map(|(broker, new_incarnation)| Op::Register { broker, new_incarnation }),
-        6 => (broker.clone(), prop::bool::weighted(0.9), prop::bool::weighted(0.1))
-            .prop_map(|(broker, caught_up, want_fence)| Op::Heartbeat { broker, caught_up, want_fence }),
+        6 => (broker.clone(), prop::bool::weighted(0.9), prop::bool::weighted(0.1), prop::bool::weighted(0.15))
+            .prop_map(|(broker, caught_up, want_fence, cordoned)| Op::Heartbeat { broker, caught_up, want_fence, cordoned }),
         3 => (0i64..6_000).prop_map(|ms| Op::Advance { ms }),
         2 => Just(Op::FenceStale),
         1 => broker.clone().prop_map(|broker| Op::ControlledShutdown { broker }),
@@ -203,6 +204,7 @@ impl Model {
                 broker,
                 caught_up: true,
                 want_fence: false,
+                cordoned: false,
             });
         }
         model
@@ -323,6 +325,7 @@ impl Model {
                 broker,
                 caught_up,
                 want_fence,
+                cordoned,
             } => {
                 let offset = self.leader.last_applied_offset();
                 let request = BrokerHeartbeatRequest {
@@ -331,6 +334,7 @@ impl Model {
                     current_metadata_offset: if *caught_up { offset } else { -1 },
                     want_fence: *want_fence,
                     want_shutdown: false,
+                    cordoned: *cordoned,
                 };
                 controller
                     .heartbeat(&mut self.heartbeats, &request, now_ms)
@@ -634,6 +638,15 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
             MetadataRecord::ClientMetricsConfigChange { name, key, value }
         }),
         (text, any::<i16>()).prop_map(|(name, level)| MetadataRecord::FeatureLevel { name, level }),
+        (any::<i32>(), any::<i64>(), any::<bool>()).prop_map(
+            |(broker_id, broker_epoch, cordoned)| {
+                MetadataRecord::CordonBroker {
+                    broker_id,
+                    broker_epoch,
+                    cordoned,
+                }
+            }
+        ),
         (
             prop::collection::vec((text, prop::option::of(text)), 0..3),
             text,
@@ -901,6 +914,7 @@ fn two_images_fed_the_same_records_are_equal_and_order_matters() {
             broker,
             caught_up: true,
             want_fence: false,
+            cordoned: false,
         });
     }
     model.step(&Op::CreateTopic {
@@ -919,6 +933,7 @@ fn two_images_fed_the_same_records_are_equal_and_order_matters() {
         broker: 1,
         caught_up: true,
         want_fence: false,
+        cordoned: false,
     });
     model.step(&Op::FenceStale);
     model.step(&Op::AllocateProducerIds { broker: 1 });
@@ -952,6 +967,7 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             broker,
             caught_up: true,
             want_fence: false,
+            cordoned: false,
         });
     }
     model.step(&Op::CreateTopic {

@@ -17,6 +17,7 @@ use crate::Shard;
 use engine::config::kafka_topic_configs::spec_of_broker_name;
 use engine::{ErrorCode, TopicConfig};
 use kernel::call::OwnerCall;
+use kernel::cordon::CORDONED_LOG_DIRS;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -29,9 +30,10 @@ use std::rc::Rc;
 /// committed records.
 pub const CLUSTER_WIDE_ONLY: &[&str] = &["unclean.leader.election.enable", "min.insync.replicas"];
 
-/// Whether `key` is a broker config rill changes at runtime.
+/// Whether `key` is a broker config rill changes at runtime: the broker
+/// synonyms of topic configs, and `cordoned.log.dirs` (KIP-1066).
 pub fn is_dynamic(key: &str) -> bool {
-    spec_of_broker_name(key).is_some()
+    key == CORDONED_LOG_DIRS || spec_of_broker_name(key).is_some()
 }
 
 /// Whether `ops` may change the dynamic configs of resource `broker`
@@ -66,6 +68,10 @@ pub fn altered_broker_configs(
 ) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
     let mut configs = current.clone();
     for (key, value, kind) in ops {
+        if key == CORDONED_LOG_DIRS {
+            set_cordoned_log_dirs(&mut configs, value.as_deref(), *kind)?;
+            continue;
+        }
         let Some(spec) = spec_of_broker_name(key).filter(|_| is_dynamic(key)) else {
             return Err((
                 ErrorCode::InvalidRequest,
@@ -99,6 +105,37 @@ pub fn altered_broker_configs(
         }
     }
     Ok(configs)
+}
+
+/// `cordoned.log.dirs`: set (a comma list of paths, `*`, or empty to
+/// cordon nothing and override the file) or deleted (back to the file's).
+fn set_cordoned_log_dirs(
+    configs: &mut BTreeMap<String, String>,
+    value: Option<&str>,
+    kind: ConfigOpKind,
+) -> Result<(), (ErrorCode, String)> {
+    match (kind, value) {
+        (ConfigOpKind::Set, Some(value)) => {
+            let list = kernel::cordon::parse_list(value).join(",");
+            configs.insert(CORDONED_LOG_DIRS.to_owned(), list);
+        }
+        (ConfigOpKind::Delete, _) => {
+            configs.remove(CORDONED_LOG_DIRS);
+        }
+        (ConfigOpKind::Set, None) => {
+            return Err((
+                ErrorCode::InvalidConfig,
+                format!("{CORDONED_LOG_DIRS}: no value"),
+            ));
+        }
+        (ConfigOpKind::Append | ConfigOpKind::Subtract, _) => {
+            return Err((
+                ErrorCode::InvalidConfig,
+                format!("{CORDONED_LOG_DIRS}: set the whole list (append and subtract are not supported)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// IncrementalAlterConfigs on a BROKER resource, run on the controller

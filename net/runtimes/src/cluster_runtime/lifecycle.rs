@@ -131,6 +131,7 @@ async fn heartbeat_until_lost(
             broker_epoch,
             metadata_offset: quorum.applied_offset(),
             want_shutdown: false,
+            cordoned: apply_cordoned_dirs(shard),
         };
         let sent = std::time::Instant::now();
         let reply = call_controller(quorum, shard, heartbeat).await;
@@ -160,6 +161,26 @@ async fn heartbeat_until_lost(
     }
 }
 
+/// Applies `cordoned.log.dirs` as it stands now (the file, under any
+/// dynamic value in the metadata) to the engine's placement of new
+/// partitions; whether every data dir is cordoned, which the heartbeat
+/// tells the controller. Run at each heartbeat, so a dynamic change holds
+/// within one interval.
+fn apply_cordoned_dirs(shard: &Rc<Shard>) -> bool {
+    let image = shard.runtime().view.image();
+    let list = kernel::cordon::effective_list(
+        &shard.config.cluster.cordoned_log_dirs,
+        image.broker_configs(),
+        shard.config.broker_id,
+    );
+    let dirs = shard.config.data_dirs();
+    let load = &shard.config.engine.dir_load;
+    if load.set_cordoned(kernel::cordon::cordoned_flags(&list, &dirs)) {
+        tracing::info!(cordoned = ?list, "cordoned log dirs changed");
+    }
+    load.all_cordoned(dirs.len())
+}
+
 /// How long a stopping broker waits for the controller to move its
 /// leaderships away before it stops anyway.
 const CONTROLLED_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -185,6 +206,7 @@ pub async fn controlled_shutdown(shard: &Rc<Shard>) {
         broker_epoch,
         metadata_offset: quorum.applied_offset(),
         want_shutdown: true,
+        cordoned: false,
     };
     let deadline = std::time::Instant::now() + CONTROLLED_SHUTDOWN_TIMEOUT;
     while std::time::Instant::now() < deadline {

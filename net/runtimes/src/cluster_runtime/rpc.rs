@@ -39,6 +39,10 @@ pub enum ControllerRpc {
         metadata_offset: i64,
         /// It asks for a controlled shutdown.
         want_shutdown: bool,
+        /// Every one of its data dirs is cordoned (KIP-1066). Absent from
+        /// an older binary's request (JSON): not cordoned.
+        #[serde(default)]
+        cordoned: bool,
     },
     /// CreateTopics (validated by the asking broker), or the adoption of a
     /// topic a single node had on disk before it kept metadata (explicit
@@ -388,12 +392,14 @@ impl ControllerRpc {
                 broker_epoch,
                 metadata_offset,
                 want_shutdown,
+                cordoned,
             } => Some(BrokerHeartbeatRequest {
                 broker_id: *broker_id,
                 broker_epoch: *broker_epoch,
                 current_metadata_offset: *metadata_offset,
                 want_fence: false,
                 want_shutdown: *want_shutdown,
+                cordoned: *cordoned,
             }),
             _ => None,
         }

@@ -58,6 +58,8 @@ pub struct BrokerHeartbeatRequest {
     pub want_fence: bool,
     /// The broker asks for a controlled shutdown.
     pub want_shutdown: bool,
+    /// Every one of its log dirs is cordoned (KIP-1066).
+    pub cordoned: bool,
 }
 
 /// What a heartbeat decided.
@@ -166,13 +168,20 @@ impl Controller<'_> {
         let broker = self.registered(request.broker_id, request.broker_epoch)?;
         heartbeats.touch(request.broker_id, now_ms);
         let is_caught_up = request.current_metadata_offset >= broker.registered_at_offset;
-        let records = if request.want_shutdown {
+        let mut records = if request.want_shutdown {
             self.controlled_shutdown(request.broker_id, request.broker_epoch)?
         } else if broker.fenced && !request.want_fence && is_caught_up {
             self.unfence_broker(request.broker_id)?
         } else {
             Vec::new()
         };
+        if broker.cordoned != request.cordoned && !request.want_shutdown {
+            records.push(MetadataRecord::CordonBroker {
+                broker_id: request.broker_id,
+                broker_epoch: request.broker_epoch,
+                cordoned: request.cordoned,
+            });
+        }
         let unfenced = records
             .iter()
             .any(|record| matches!(record, MetadataRecord::UnfenceBroker { .. }));

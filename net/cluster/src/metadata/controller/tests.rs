@@ -91,6 +91,7 @@ impl Cluster {
             current_metadata_offset: self.image.last_applied_offset(),
             want_fence: false,
             want_shutdown: false,
+            cordoned: false,
         };
         let controller = Controller::new(&self.image, &self.config);
         let outcome = controller.heartbeat(&mut self.heartbeats, &request, now_ms)?;
@@ -183,6 +184,7 @@ fn a_registered_broker_starts_fenced_and_is_unfenced_once_caught_up() {
         current_metadata_offset: registration.registered_at_offset - 1,
         want_fence: false,
         want_shutdown: false,
+        cordoned: false,
     };
     // Behind its own registration: stays fenced.
     let behind = Controller::new(&cluster.image, &cluster.config)
@@ -236,6 +238,7 @@ fn heartbeats_with_a_stale_epoch_or_unknown_id_are_refused() {
         current_metadata_offset: 0,
         want_fence: false,
         want_shutdown: false,
+        cordoned: false,
     };
     let error = Controller::new(&cluster.image, &cluster.config)
         .heartbeat(&mut cluster.heartbeats, &stale, 1)
@@ -842,6 +845,7 @@ fn controlled_shutdown_moves_leaderships_first_then_fences() {
         current_metadata_offset: cluster.image.last_applied_offset(),
         want_fence: false,
         want_shutdown: true,
+        cordoned: false,
     };
     let outcome = Controller::new(&cluster.image, &cluster.config)
         .heartbeat(&mut cluster.heartbeats, &request, 50)
@@ -981,4 +985,61 @@ fn a_broker_known_dead_is_fenced_at_once_and_a_live_one_comes_back_by_heartbeat(
     let beat = cluster.beat(0, 10).unwrap();
     assert!(!beat.is_fenced);
     assert!(cluster.image.is_live(0));
+}
+
+/// A heartbeat of `broker_id` saying whether its dirs are all cordoned.
+fn beat_cordoned(cluster: &mut Cluster, broker_id: BrokerId, cordoned: bool) {
+    let request = BrokerHeartbeatRequest {
+        broker_id,
+        broker_epoch: cluster.epochs[&broker_id],
+        current_metadata_offset: cluster.image.last_applied_offset(),
+        want_fence: false,
+        want_shutdown: false,
+        cordoned,
+    };
+    let outcome = Controller::new(&cluster.image, &cluster.config)
+        .heartbeat(&mut cluster.heartbeats, &request, 0)
+        .unwrap();
+    cluster.commit(&outcome.records);
+}
+
+#[test]
+fn a_cordoned_broker_keeps_its_replicas_and_gets_no_new_ones() {
+    let mut cluster = Cluster::new();
+    for broker in 1..=3 {
+        cluster.start_broker(broker, None, 0);
+    }
+    cluster.create("before", 1, 6, 3);
+    beat_cordoned(&mut cluster, 3, true);
+    assert!(cluster.image.broker(3).unwrap().cordoned);
+    // Its replicas stay, and it stays live and in the ISRs.
+    assert!(cluster.state(1, 0).replicas.contains(&3));
+    assert!(cluster.image.is_live(3));
+    // New partitions go to the others only; three replicas cannot be
+    // placed on two brokers.
+    cluster.create("after", 2, 6, 2);
+    for partition in 0..6 {
+        assert!(!cluster.state(2, partition).replicas.contains(&3));
+    }
+    let three = CreateTopicRequest {
+        name: "three".into(),
+        topic_id: topic_id(3),
+        assignment: TopicAssignment::Placed {
+            partitions: 1,
+            replication_factor: 3,
+            seed: PlacementSeed::fixed(0),
+        },
+        configs: BTreeMap::new(),
+    };
+    assert!(cluster.controller().create_topic(&three).is_err());
+    // The same heartbeat again changes nothing; uncordoned, it is placed on.
+    beat_cordoned(&mut cluster, 3, true);
+    beat_cordoned(&mut cluster, 3, false);
+    assert!(!cluster.image.broker(3).unwrap().cordoned);
+    let records = cluster.controller().create_topic(&three).unwrap();
+    cluster.commit(&records);
+    // A snapshot keeps the flag.
+    beat_cordoned(&mut cluster, 2, true);
+    let restored = MetadataImage::decode_snapshot(&cluster.image.encode_snapshot()).unwrap();
+    assert!(restored.broker(2).unwrap().cordoned);
 }

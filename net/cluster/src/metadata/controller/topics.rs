@@ -371,12 +371,13 @@ fn check_config(key: &str, value: Option<&str>) -> Result<(), MetadataError> {
     Ok(())
 }
 
-/// Registered, unfenced brokers with their racks.
+/// Registered, unfenced brokers with their racks, less the cordoned ones
+/// (KIP-1066): new partitions are placed on these.
 fn live_brokers(image: &MetadataImage) -> Vec<PlacementBroker> {
     image
         .brokers()
         .values()
-        .filter(|broker| !broker.fenced)
+        .filter(|broker| !broker.fenced && !broker.cordoned)
         .map(|broker| PlacementBroker {
             id: broker.broker_id,
             rack: broker.rack.clone(),
