@@ -206,9 +206,11 @@ fn cluster_settings_that_cannot_work_stop_the_broker_with_a_reason() {
     ]);
     assert_eq!(voter_without_vote.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&voter_without_vote.stderr).contains("controller role"));
+    // A controller-only node must be a voter (tests/tests/controller_only.rs
+    // runs three of them).
     let controller_only = run(&[
         "--node-id",
-        "1",
+        "2",
         "--controller-quorum-voters",
         &voters,
         "--process-roles",

@@ -140,12 +140,12 @@ impl ClusterConfig {
             broker: true,
             controller: true,
         });
-        if !roles.broker {
+        if !roles.broker && (self.is_single_node() || self.voter(node_id).is_none()) {
             return Err(ConfigError::invalid(
                 "process.roles",
                 "controller",
-                "a controller-only node is not supported yet; use broker,controller \
-                 (a voter) or broker (an observer)",
+                "a controller-only node must be one of controller.quorum.voters, in a \
+                 cluster with broker nodes",
             ));
         }
         let explicit_controller = self.roles.is_some_and(|r| r.controller);
@@ -291,7 +291,13 @@ mod tests {
             "a voter needs the controller role"
         );
         config.roles = Some(parse_roles("r", "controller").unwrap());
-        assert!(config.validate(1).is_err());
+        assert!(config.validate(1).is_ok(), "a controller-only voter");
+        assert!(config.validate(3).is_err(), "a controller-only non-voter");
+        let lone = ClusterConfig {
+            roles: Some(parse_roles("r", "controller").unwrap()),
+            ..ClusterConfig::default()
+        };
+        assert!(lone.validate(0).is_err(), "a single node with no broker");
         let single = ClusterConfig {
             roles: Some(parse_roles("r", "broker").unwrap()),
             ..ClusterConfig::default()

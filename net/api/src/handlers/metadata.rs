@@ -98,8 +98,10 @@ pub struct ListedBroker {
 }
 
 /// The live (registered, unfenced) brokers of the committed image, in id
-/// order, with their addresses on listener `listener`, and this broker: it serves the request, so it is alive, even
-/// while its own registration is being committed.
+/// order, with their addresses on listener `listener`, and this broker: it
+/// serves the request, so it is alive, even while its own registration is
+/// being committed. A controller-only node is no broker and lists only the
+/// others.
 pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
     let image = shard.runtime().view.image();
     let own = shard.config.broker_id;
@@ -117,13 +119,15 @@ pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
             })
         })
         .collect();
-    let (host, port) = own_endpoint(shard, listener);
-    brokers.push(ListedBroker {
-        node_id: own,
-        host,
-        port,
-        rack: shard.config.cluster.rack.clone(),
-    });
+    if shard.config.cluster.roles.is_none_or(|roles| roles.broker) {
+        let (host, port) = own_endpoint(shard, listener);
+        brokers.push(ListedBroker {
+            node_id: own,
+            host,
+            port,
+            rack: shard.config.cluster.rack.clone(),
+        });
+    }
     brokers.sort_by_key(|b| b.node_id);
     brokers
 }
@@ -131,13 +135,23 @@ pub fn cluster_brokers(shard: &Shard, listener: &str) -> Vec<ListedBroker> {
 /// The active controller's id (the quorum leader), or this broker's while
 /// none is known (a client then retries here).
 pub fn active_controller(shard: &Shard) -> i32 {
-    shard
-        .runtime()
-        .view
-        .clone()
-        .quorum()
-        .leader_id
-        .unwrap_or(shard.config.broker_id)
+    let view = shard.runtime().view.clone();
+    let leader = view.quorum().leader_id;
+    let image = view.image();
+    let own = shard.config.broker_id;
+    // Clients send admin requests to this id, so it must be a broker they
+    // can reach: the active controller where it is a live broker too, else
+    // (a controller-only node, KRaft's answer) a live broker, this one
+    // first; any broker forwards to the controller.
+    match leader {
+        Some(id) if image.is_live(id) => id,
+        _ if image.is_live(own) => own,
+        _ => image
+            .brokers()
+            .values()
+            .find(|broker| !broker.fenced)
+            .map_or(leader.unwrap_or(own), |broker| broker.broker_id),
+    }
 }
 
 async fn lookup_or_create(

@@ -127,7 +127,17 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
         shard.clone(),
     ))
     .detach();
-    glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
+    // A controller-only node (`process.roles=controller`) votes and may be
+    // the active controller, but never registers as a broker: it holds no
+    // partition and clients are not sent to it.
+    if config.cluster.roles.is_none_or(|roles| roles.broker) {
+        glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
+    } else {
+        tracing::info!(
+            node_id = config.broker_id,
+            "a controller-only node: not registering as a broker"
+        );
+    }
     Ok(())
 }
 
