@@ -354,7 +354,9 @@ impl Broker {
     pub fn metric_sum(&self, name: &str) -> i64 {
         http_get(self.admin_addr, "/metrics")
             .lines()
-            .filter(|line| line.starts_with(&format!("{name}{{")))
+            .filter(|line| {
+                line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
+            })
             .filter_map(|line| line.rsplit(' ').next()?.parse::<i64>().ok())
             .sum()
     }

@@ -10,7 +10,8 @@
 //! - the killed broker restarts while the controller moves, and comes
 //!   back into the ISR;
 //!
-//! and every acknowledged record is read back.
+//! and every acknowledged record is read back. The brokers learn the
+//! metadata as deltas from the controllers.
 
 use rill_tests::cluster::{describe_cluster, describe_quorum, wait_for, Cluster};
 use rill_tests::kafka::create_topic_replicated;
@@ -94,6 +95,15 @@ fn controller_only_voters_and_broker_only_nodes_fail_over_and_lose_nothing() {
         (view.isr == BROKERS.to_vec()).then_some(())
     });
 
+    // The brokers learned the metadata as deltas (the records since their
+    // offset), not as the whole image at every change.
+    for id in BROKERS {
+        let deltas = cluster
+            .node(id)
+            .metric_sum("rill_metadata_deltas_fetched_total");
+        let images = cluster.node(id).metric_sum("rill_metadata_images_fetched_total");
+        assert!(deltas > 0, "broker {id} took no metadata delta ({images} images)");
+    }
     assert_eq!(acknowledged.len(), 600, "every record acknowledged");
     let mut read = read_numbers(&bootstrap, "held", acknowledged.len());
     read.sort_unstable();

@@ -19,6 +19,13 @@
 //! replaced wholesale (a snapshot was installed, or the change list
 //! overflowed) and every derived view must be rebuilt from
 //! [`MetadataMachine::image`].
+//!
+//! And it keeps the encoded records it applied most recently, up to
+//! [`RECENT_MAX_BYTES`], so that a voter can send a broker-only node the
+//! records since its offset (a delta) rather than the whole image
+//! ([`MetadataMachine::records_after`]).
+
+use std::collections::VecDeque;
 
 use crate::quorum::node::StateMachine;
 
@@ -35,14 +42,38 @@ use super::record::MetadataRecord;
 /// many changes, so memory stays bounded whatever the log holds.
 pub const CHANGES_MAX: usize = 65_536;
 
+/// The most bytes of recently applied records kept for deltas: thousands
+/// of records (most frames are under 200 bytes), so that an observer a
+/// few seconds or a burst of topic creations behind takes a delta.
+pub const RECENT_MAX_BYTES: usize = 4 << 20;
+
 /// The metadata state machine that the quorum applies committed records to
 /// (see the module doc).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MetadataMachine {
     image: MetadataImage,
     skipped_records: u64,
     changes: Vec<(u64, MetadataRecord)>,
     restored: bool,
+    /// Applied records as (offset, frame), oldest first: every record
+    /// applied after `recent_after` is here.
+    recent: VecDeque<(i64, Vec<u8>)>,
+    recent_after: i64,
+    recent_bytes: usize,
+}
+
+impl Default for MetadataMachine {
+    fn default() -> Self {
+        MetadataMachine {
+            image: MetadataImage::new(),
+            skipped_records: 0,
+            changes: Vec::new(),
+            restored: false,
+            recent: VecDeque::new(),
+            recent_after: -1,
+            recent_bytes: 0,
+        }
+    }
 }
 
 impl MetadataMachine {
@@ -75,6 +106,38 @@ impl MetadataMachine {
     /// and whatever the runtime derived from the image must be rebuilt.
     pub fn take_restored(&mut self) -> bool {
         std::mem::take(&mut self.restored)
+    }
+
+    /// The records applied after `offset`, oldest first, as (offset,
+    /// frame), at most `max_bytes` of frames (at least one record when
+    /// there is one); `None` when some were applied after `offset` but are
+    /// no longer kept (the asker needs the whole image).
+    pub fn records_after(&self, offset: i64, max_bytes: usize) -> Option<Vec<(i64, &[u8])>> {
+        if offset < self.recent_after {
+            return None;
+        }
+        let mut bytes = 0usize;
+        let mut records = Vec::new();
+        for (at, frame) in self.recent.iter().filter(|(at, _)| *at > offset) {
+            if !records.is_empty() && bytes + frame.len() > max_bytes {
+                break;
+            }
+            bytes += frame.len();
+            records.push((*at, frame.as_slice()));
+        }
+        Some(records)
+    }
+
+    fn keep_recent(&mut self, offset: i64, frame: &[u8]) {
+        self.recent.push_back((offset, frame.to_vec()));
+        self.recent_bytes += frame.len();
+        while self.recent_bytes > RECENT_MAX_BYTES {
+            let Some((dropped_at, dropped)) = self.recent.pop_front() else {
+                break;
+            };
+            self.recent_bytes -= dropped.len();
+            self.recent_after = dropped_at;
+        }
     }
 
     fn skip(&mut self, index: u64, reason: &dyn std::fmt::Display) {
@@ -110,6 +173,7 @@ impl StateMachine for MetadataMachine {
         match self.image.apply(offset, &record) {
             Ok(()) => {
                 assert_eq!(self.image.last_applied_offset(), offset);
+                self.keep_recent(offset, data);
                 self.record_change(index, record);
             }
             Err(error) => {
@@ -128,6 +192,10 @@ impl StateMachine for MetadataMachine {
         self.image = image;
         self.changes.clear();
         self.restored = true;
+        // What the snapshot holds was never seen record by record here.
+        self.recent.clear();
+        self.recent_bytes = 0;
+        self.recent_after = self.image.last_applied_offset();
         Ok(())
     }
 }
@@ -260,6 +328,46 @@ mod tests {
         machine.apply(6, &unfence(1, 0).encode());
         assert!(machine.image().is_live(1));
         assert_eq!(machine.skipped_records(), 6);
+    }
+
+    #[test]
+    fn recent_records_give_a_delta_until_they_are_dropped_or_restored_over() {
+        let mut machine = MetadataMachine::new();
+        let records = cluster_records();
+        let mut offsets = Vec::new();
+        for (index, record) in (10u64..).step_by(3).zip(&records) {
+            machine.apply(index, &record.encode());
+            offsets.push(index as i64);
+        }
+        // From the start, or from any applied offset: the rest, in order,
+        // and they rebuild the same image.
+        let all = machine.records_after(-1, usize::MAX).unwrap();
+        assert_eq!(all.len(), records.len());
+        let mut rebuilt = MetadataImage::new();
+        for (offset, frame) in &all {
+            rebuilt
+                .apply(*offset, &MetadataRecord::decode(frame).unwrap())
+                .unwrap();
+        }
+        assert_eq!(&rebuilt, machine.image());
+        let tail = machine.records_after(offsets[1], usize::MAX).unwrap();
+        assert_eq!(tail.len(), records.len() - 2);
+        assert_eq!(tail[0].0, offsets[2]);
+        assert!(machine
+            .records_after(*offsets.last().unwrap(), usize::MAX)
+            .unwrap()
+            .is_empty());
+        // A byte cap still gives one record.
+        assert_eq!(machine.records_after(-1, 1).unwrap().len(), 1);
+        // Restored from a snapshot: nothing before the snapshot is kept.
+        let bytes = machine.snapshot();
+        let mut other = MetadataMachine::new();
+        other.restore(&bytes).unwrap();
+        assert!(other.records_after(-1, usize::MAX).is_none());
+        assert_eq!(
+            other.records_after(*offsets.last().unwrap(), usize::MAX),
+            Some(vec![])
+        );
     }
 
     #[test]

@@ -1,15 +1,17 @@
 //! The cluster's gauges for `/metrics`, from this broker's view of the
 //! committed metadata: the quorum (term, commit index, the active
 //! controller), the brokers (live, fenced), and the partitions this broker
-//! leads (offline, under-replicated — Kafka's `UnderReplicatedPartitions`).
+//! leads (offline, under-replicated — Kafka's `UnderReplicatedPartitions`),
+//! and, on a broker-only node, how it learned the metadata (deltas or
+//! whole images).
 
 use crate::Shard;
 use kernel::metrics::prometheus_client::collector::Collector;
 use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
 use kernel::metrics::registry::{Declared, Family, Value};
 
-/// The gauges, in the order they are written.
-static GAUGES: [Family; 9] = [
+/// The gauges (and two counters), in the order they are written.
+static GAUGES: [Family; 11] = [
     Family::gauge(
         "rill_metadata_quorum_term",
         "the metadata quorum's Raft term",
@@ -47,12 +49,22 @@ static GAUGES: [Family; 9] = [
         "partitions of the cluster without a leader",
         &[],
     ),
+    Family::counter(
+        "rill_metadata_deltas_fetched_total",
+        "metadata answers a broker-only node took as the records since its offset",
+        &[],
+    ),
+    Family::counter(
+        "rill_metadata_images_fetched_total",
+        "metadata answers a broker-only node took as the whole image",
+        &[],
+    ),
 ];
 
 /// The values of [`GAUGES`], read at scrape time: the collector of the
 /// cluster's gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClusterGauges([u64; 9]);
+pub struct ClusterGauges([u64; 11]);
 
 impl ClusterGauges {
     /// Reads the gauges from this broker's view of the cluster.
@@ -91,6 +103,8 @@ impl ClusterGauges {
             leader_count,
             under_replicated,
             offline,
+            super::metadata_fetch::OBSERVED_DELTAS.load(std::sync::atomic::Ordering::Relaxed),
+            super::metadata_fetch::OBSERVED_IMAGES.load(std::sync::atomic::Ordering::Relaxed),
         ])
     }
 }

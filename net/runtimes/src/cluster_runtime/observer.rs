@@ -8,7 +8,7 @@
 //! cannot be reached, or answers with something unreadable, is dropped and
 //! the next one tried after a short pause.
 
-use super::metadata_fetch::FetchMetadata;
+use super::metadata_fetch::{FetchMetadata, OBSERVED_DELTAS, OBSERVED_IMAGES};
 use super::quorum::MetadataQuorum;
 use super::transport;
 use super::view::QuorumStatus;
@@ -16,6 +16,7 @@ use crate::Shard;
 use glommio::net::TcpStream;
 use kernel::cluster_config::Voter;
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Pause before asking the next voter after one failed.
@@ -31,6 +32,8 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let mut next_voter = 0usize;
     // The open connection and the voter it goes to.
     let mut link: Option<(i32, TcpStream)> = None;
+    // Take deltas until one does not apply; then the whole image once.
+    let mut deltas = true;
     loop {
         let wanted = quorum
             .leader()
@@ -40,7 +43,7 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         if link.as_ref().is_some_and(|(id, _)| *id != wanted.node_id) {
             link = None;
         }
-        match fetch_once(&quorum, &shard, &wanted, &mut link).await {
+        match fetch_once(&quorum, &shard, &wanted, &mut link, &mut deltas).await {
             Ok(()) => {}
             Err(e) => {
                 tracing::debug!(voter = wanted.node_id, error = %e, "metadata fetch failed");
@@ -62,6 +65,7 @@ async fn fetch_once(
     shard: &Rc<Shard>,
     voter: &Voter,
     link: &mut Option<(i32, TcpStream)>,
+    deltas: &mut bool,
 ) -> Result<(), String> {
     if link.is_none() {
         *link = Some((voter.node_id, transport::connect(voter).await?));
@@ -72,9 +76,28 @@ async fn fetch_once(
     let request = FetchMetadata {
         node_id: shard.config.broker_id,
         applied_offset: quorum.applied_offset(),
+        deltas: *deltas,
     };
     let reply = transport::fetch_metadata(stream, &request).await?;
+    let status = QuorumStatus {
+        leader_id: reply.header.leader_id,
+        term: reply.header.term,
+        commit_index: reply.header.commit_index,
+        applied_index: 0,
+    };
+    if reply.header.delta {
+        let applied = reply
+            .records()
+            .and_then(|records| quorum.observed_records(shard, status, &records));
+        *deltas = applied.is_ok();
+        OBSERVED_DELTAS.fetch_add(1, Ordering::Relaxed);
+        return applied.map_err(|e| format!("a metadata delta did not apply: {e}"));
+    }
+    *deltas = true;
     let image = reply.image()?;
+    if image.is_some() {
+        OBSERVED_IMAGES.fetch_add(1, Ordering::Relaxed);
+    }
     if let Some(image) = &image {
         tracing::debug!(
             voter = voter.node_id,
@@ -82,12 +105,6 @@ async fn fetch_once(
             "metadata image fetched"
         );
     }
-    let status = QuorumStatus {
-        leader_id: reply.header.leader_id,
-        term: reply.header.term,
-        commit_index: reply.header.commit_index,
-        applied_index: 0,
-    };
     quorum.observed(shard, status, image);
     Ok(())
 }

@@ -22,7 +22,9 @@
 use super::raft_id;
 use super::view::{publish, QuorumStatus};
 use crate::Shard;
-use cluster::metadata::{BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine};
+use cluster::metadata::{
+    BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine, MetadataRecord,
+};
 use cluster::quorum::node::{QuorumConfig, QuorumNode};
 use cluster::quorum::storage::{FileStorage, LogStore};
 use futures::channel::{mpsc, oneshot};
@@ -367,6 +369,47 @@ impl MetadataQuorum {
         if let Some((sequence, image, status)) = publication {
             publish(shard, sequence, image, status);
         }
+    }
+
+    /// A voter's records applied after `offset`, at most `max_bytes` of
+    /// them, encoded as a FetchMetadata delta (each record's offset, i64
+    /// BE, then its frame); `None` on an observer, or when some of them are
+    /// no longer kept.
+    pub fn records_after(&self, offset: i64, max_bytes: usize) -> Option<Vec<u8>> {
+        let voter = self.voter()?;
+        let node = voter.node.borrow();
+        let records = node.state_machine().records_after(offset, max_bytes)?;
+        let mut body = Vec::with_capacity(records.iter().map(|(_, f)| 8 + f.len()).sum());
+        for (at, frame) in records {
+            body.extend_from_slice(&at.to_be_bytes());
+            body.extend_from_slice(frame);
+        }
+        Some(body)
+    }
+
+    /// An observer's delta from a voter: `records`, applied in order to a
+    /// copy of its image, which is then published as a whole image is. A
+    /// record that does not apply leaves the image as it was, and is the
+    /// error: the observer then asks for the whole image.
+    pub fn observed_records(
+        &self,
+        shard: &Rc<Shard>,
+        status: QuorumStatus,
+        records: &[(i64, MetadataRecord)],
+    ) -> Result<(), String> {
+        let Member::Observer(observed) = &self.member else {
+            return Ok(());
+        };
+        let mut image = MetadataImage::clone(&observed.borrow().image);
+        for (offset, record) in records {
+            // Records at or below the image's offset were applied already
+            // (an answer overtaken by a newer one).
+            if *offset > image.last_applied_offset() {
+                image.apply(*offset, record).map_err(|e| e.to_string())?;
+            }
+        }
+        self.observed(shard, status, Some(image));
+        Ok(())
     }
 
     /// An observer's controller `leader` stopped answering: forget it, so
