@@ -1,0 +1,611 @@
+//! `rill admin` against a real single-node broker: each command run as the
+//! real binary (`rill admin --brokers ...`), its table and its
+//! `--format json` output checked against what the broker holds (a group
+//! made by a real rdkafka consumer, records produced and read back).
+//!
+//! One broker serves the whole test (it starts in about a second; the
+//! commands are sub-second each), with an authorizer so that the ACL
+//! commands are answered, and `User:ANONYMOUS` a super user so that the
+//! authorizer refuses nothing else.
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::Message;
+use rill_tests::kafka::client_config;
+use rill_tests::{data_dir, Broker};
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+fn broker(dir: &std::path::Path) -> Broker {
+    let file = dir.join("admin-server.properties");
+    let settings =
+        format!("authorizer.class.name={STANDARD_AUTHORIZER}\nsuper.users=User:ANONYMOUS\n");
+    std::fs::write(&file, settings).expect("write server.properties");
+    Broker::start(
+        RILL,
+        dir,
+        &[
+            "--cores",
+            "2",
+            "--config",
+            file.to_str().expect("utf-8 path"),
+        ],
+    )
+}
+
+/// Runs `rill admin --brokers <broker> args...`, with `stdin` piped in.
+fn admin_with_input(broker: &Broker, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(RILL)
+        .arg("admin")
+        .args(["--brokers", &broker.bootstrap(), "--timeout-ms", "10000"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rill admin starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("rill admin ends")
+}
+
+fn admin(broker: &Broker, args: &[&str]) -> Output {
+    admin_with_input(broker, args, "")
+}
+
+/// The table a command printed; the command must have succeeded.
+fn admin_ok(broker: &Broker, args: &[&str]) -> String {
+    let output = admin(broker, args);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "rill admin {args:?} failed ({}):\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The JSON a command printed with `--format json`.
+fn admin_json(broker: &Broker, args: &[&str]) -> Value {
+    let mut with_format = args.to_vec();
+    with_format.extend(["--format", "json"]);
+    let stdout = admin_ok(broker, &with_format);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {stdout}"))
+}
+
+/// The rows of a table whose first cell is `first`, split on blanks.
+fn rows_starting<'a>(table: &'a str, first: &str) -> Vec<Vec<&'a str>> {
+    table
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|cells| cells.first() == Some(&first))
+        .collect()
+}
+
+fn names(json: &Value, field: &str) -> Vec<String> {
+    json.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|item| item[field].as_str().expect("a string field").to_string())
+        .collect()
+}
+
+#[test]
+fn admin_commands_against_a_real_broker() {
+    let dir = data_dir();
+    let broker = broker(dir.path());
+    cluster_and_quorum(&broker);
+    topics(&broker);
+    records(&broker);
+    groups(&broker);
+    acls(&broker);
+    users(&broker);
+    quotas(&broker);
+    leaders_and_reassignments(&broker);
+    deletion_and_errors(&broker);
+}
+
+fn cluster_and_quorum(broker: &Broker) {
+    let info = admin_json(broker, &["cluster", "info"]);
+    let brokers = info["brokers"].as_array().expect("brokers");
+    assert_eq!(brokers.len(), 1, "{info}");
+    assert_eq!(brokers[0]["port"], broker.addr.port(), "{info}");
+    assert!(!info["cluster_id"].as_str().expect("cluster id").is_empty());
+    let node_id = brokers[0]["id"].as_i64().expect("id");
+    assert_eq!(info["controller_id"].as_i64(), Some(node_id), "{info}");
+    let table = admin_ok(broker, &["cluster", "info"]);
+    assert!(table.contains("BROKERS"), "{table}");
+    assert_eq!(
+        rows_starting(&table, &node_id.to_string()).len(),
+        1,
+        "{table}"
+    );
+
+    let quorum = admin_json(broker, &["quorum", "describe"]);
+    assert_eq!(quorum["leader_id"].as_i64(), Some(node_id), "{quorum}");
+    let voters = quorum["voters"].as_array().expect("voters");
+    assert_eq!(voters.len(), 1, "{quorum}");
+    assert_eq!(voters[0]["node_id"].as_i64(), Some(node_id), "{quorum}");
+}
+
+fn topics(broker: &Broker) {
+    let created = admin_ok(
+        broker,
+        &[
+            "topic",
+            "create",
+            "orders",
+            "-p",
+            "3",
+            "-c",
+            "retention.ms=3600000",
+        ],
+    );
+    assert_eq!(
+        rows_starting(&created, "orders"),
+        [vec!["orders", "OK"]],
+        "{created}"
+    );
+    let list = admin_json(broker, &["topic", "list"]);
+    let orders: Vec<&Value> = list
+        .as_array()
+        .expect("topics")
+        .iter()
+        .filter(|t| t["name"] == "orders")
+        .collect();
+    assert_eq!(orders.len(), 1, "{list}");
+    assert_eq!(orders[0]["partitions"], 3, "{list}");
+    assert_eq!(orders[0]["replicas"], 1, "{list}");
+    let table = admin_ok(broker, &["topic", "list"]);
+    assert_eq!(
+        rows_starting(&table, "orders"),
+        [vec!["orders", "3", "1", "false"]]
+    );
+
+    let altered = admin_ok(
+        broker,
+        &[
+            "topic",
+            "alter-config",
+            "orders",
+            "--set",
+            "retention.bytes=1073741824",
+            "--delete",
+            "retention.ms",
+        ],
+    );
+    assert_eq!(
+        rows_starting(&altered, "orders"),
+        [vec!["orders", "OK"]],
+        "{altered}"
+    );
+    let described = admin_json(broker, &["topic", "describe", "orders"]);
+    let partitions = described["partitions"].as_array().expect("partitions");
+    assert_eq!(partitions.len(), 3, "{described}");
+    assert_eq!(partitions[2]["partition"], 2);
+    let config = |name: &str| {
+        described["configs"]
+            .as_array()
+            .expect("configs")
+            .iter()
+            .find(|c| c["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no config {name} in {described}"))
+    };
+    assert_eq!(config("retention.bytes")["value"], "1073741824");
+    assert_eq!(config("retention.bytes")["source"], "DYNAMIC_TOPIC_CONFIG");
+    assert_ne!(config("retention.ms")["source"], "DYNAMIC_TOPIC_CONFIG");
+    let set_only = admin_ok(broker, &["topic", "describe", "orders", "--non-default"]);
+    assert_eq!(
+        rows_starting(&set_only, "retention.bytes"),
+        [vec![
+            "retention.bytes",
+            "1073741824",
+            "DYNAMIC_TOPIC_CONFIG"
+        ]],
+        "{set_only}"
+    );
+    assert!(
+        rows_starting(&set_only, "retention.ms").is_empty(),
+        "{set_only}"
+    );
+}
+
+fn records(broker: &Broker) {
+    let output = admin_with_input(
+        broker,
+        &[
+            "topic", "produce", "orders", "--key", "k", "--format", "json",
+        ],
+        "first\nsecond\nthird\n",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let produced: Value = serde_json::from_slice(&output.stdout).expect("produce JSON");
+    let offsets: Vec<i64> = produced
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| r["offset"].as_i64().expect("offset"))
+        .collect();
+    assert_eq!(offsets, [0, 1, 2], "{produced}");
+
+    let consumed = admin_json(
+        broker,
+        &["topic", "consume", "orders", "--offset", "earliest"],
+    );
+    let values = names(&consumed, "value");
+    assert_eq!(values, ["first", "second", "third"], "{consumed}");
+    assert!(consumed
+        .as_array()
+        .expect("records")
+        .iter()
+        .all(|r| r["key"] == "k" && r["partition"] == 0));
+    let from_one = admin_ok(
+        broker,
+        &[
+            "topic", "consume", "orders", "-p", "0", "--offset", "1", "--num", "1",
+        ],
+    );
+    assert_eq!(
+        rows_starting(&from_one, "orders")
+            .iter()
+            .map(|row| (row[2], row[5]))
+            .collect::<Vec<_>>(),
+        [("1", "second")],
+        "{from_one}"
+    );
+    let latest = admin_json(
+        broker,
+        &["topic", "consume", "orders", "--offset", "latest"],
+    );
+    assert_eq!(latest.as_array().map(Vec::len), Some(0), "{latest}");
+}
+
+/// A subscribed consumer of `orders` in `group` that read the 3 records
+/// and committed.
+fn group_member(broker: &Broker, group: &str) -> BaseConsumer {
+    let mut config = client_config(&broker.bootstrap());
+    config
+        .set("group.id", group)
+        .set("auto.offset.reset", "earliest")
+        .set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    consumer.subscribe(&["orders"]).expect("subscribe");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got = 0;
+    while got < 3 && Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(message)) => {
+                assert_eq!(message.topic(), "orders");
+                got += 1;
+            }
+            Some(Err(e)) => panic!("consume through {group}: {e}"),
+            None => {}
+        }
+    }
+    assert_eq!(got, 3);
+    consumer
+        .commit_consumer_state(CommitMode::Sync)
+        .expect("commit");
+    consumer
+}
+
+fn committed_offset(described: &Value, partition: i64) -> Option<i64> {
+    described["offsets"]
+        .as_array()
+        .expect("offsets")
+        .iter()
+        .find(|o| o["topic"] == "orders" && o["partition"] == partition)
+        .and_then(|o| o["committed_offset"].as_i64())
+}
+
+fn groups(broker: &Broker) {
+    let consumer = group_member(broker, "billing");
+    let list = admin_json(broker, &["group", "list"]);
+    assert!(
+        names(&list, "group").contains(&String::from("billing")),
+        "{list}"
+    );
+    let described = admin_json(broker, &["group", "describe", "billing"]);
+    assert_eq!(described["state"], "Stable", "{described}");
+    assert_eq!(
+        described["members"].as_array().map(Vec::len),
+        Some(1),
+        "{described}"
+    );
+    assert_eq!(committed_offset(&described, 0), Some(3), "{described}");
+    assert_eq!(described["offsets"][0]["lag"], 0, "{described}");
+
+    // As Kafka's tool: no reset while the group has members.
+    let refused = admin(
+        broker,
+        &["group", "reset-offsets", "billing", "--to-earliest"],
+    );
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("only for an empty group"), "{why}");
+
+    drop(consumer); // leaves the group
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin_json(broker, &["group", "describe", "billing"])["state"] != "Empty" {
+        assert!(Instant::now() < deadline, "billing never became empty");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let reset = admin_ok(
+        broker,
+        &["group", "reset-offsets", "billing", "--to-earliest"],
+    );
+    assert_eq!(rows_starting(&reset, "orders").len(), 3, "{reset}");
+    let described = admin_json(broker, &["group", "describe", "billing"]);
+    assert_eq!(committed_offset(&described, 0), Some(0), "{described}");
+    assert_eq!(described["offsets"][0]["lag"], 3, "{described}");
+    let to_two = admin_json(
+        broker,
+        &[
+            "group",
+            "reset-offsets",
+            "billing",
+            "-t",
+            "orders",
+            "--to-offset",
+            "2",
+        ],
+    );
+    assert_eq!(to_two["offsets"][0]["new_offset"], 2, "{to_two}");
+    let described = admin_json(broker, &["group", "describe", "billing"]);
+    assert_eq!(committed_offset(&described, 0), Some(2), "{described}");
+
+    let deleted = admin_ok(broker, &["group", "delete", "billing"]);
+    assert_eq!(
+        rows_starting(&deleted, "billing"),
+        [vec!["billing", "OK"]],
+        "{deleted}"
+    );
+    let list = admin_json(broker, &["group", "list"]);
+    assert!(
+        !names(&list, "group").contains(&String::from("billing")),
+        "{list}"
+    );
+    let gone = admin(broker, &["group", "describe", "billing"]);
+    assert_eq!(gone.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&gone.stderr);
+    assert_eq!(stderr.trim(), "error: group billing does not exist");
+}
+
+fn acls(broker: &Broker) {
+    let created = admin_ok(
+        broker,
+        &[
+            "acl",
+            "create",
+            "--resource-type",
+            "topic",
+            "--resource-name",
+            "orders",
+            "--principal",
+            "User:alice",
+            "--operation",
+            "read",
+            "--operation",
+            "describe",
+        ],
+    );
+    assert_eq!(rows_starting(&created, "topic").len(), 2, "{created}");
+    let listed = admin_json(broker, &["acl", "list", "--principal", "User:alice"]);
+    let operations = names(&listed, "operation");
+    assert_eq!(operations, ["read", "describe"], "{listed}");
+    assert!(listed
+        .as_array()
+        .expect("acls")
+        .iter()
+        .all(|a| a["resource_name"] == "orders"
+            && a["permission"] == "allow"
+            && a["pattern"] == "literal"));
+    let deleted = admin_json(
+        broker,
+        &[
+            "acl",
+            "delete",
+            "--principal",
+            "User:alice",
+            "--operation",
+            "read",
+        ],
+    );
+    assert_eq!(names(&deleted, "operation"), ["read"], "{deleted}");
+    let left = admin_ok(broker, &["acl", "list"]);
+    assert_eq!(
+        rows_starting(&left, "topic"),
+        [vec![
+            "topic",
+            "orders",
+            "literal",
+            "User:alice",
+            "*",
+            "describe",
+            "allow"
+        ]],
+        "{left}"
+    );
+}
+
+fn users(broker: &Broker) {
+    let created = admin_ok(
+        broker,
+        &[
+            "user",
+            "create",
+            "alice",
+            "--password",
+            "secret",
+            "--mechanism",
+            "SCRAM-SHA-512",
+            "--iterations",
+            "8192",
+        ],
+    );
+    assert_eq!(
+        rows_starting(&created, "alice"),
+        [vec!["alice", "OK"]],
+        "{created}"
+    );
+    let list = admin_ok(broker, &["user", "list"]);
+    assert_eq!(
+        rows_starting(&list, "alice"),
+        [vec!["alice", "SCRAM-SHA-512", "8192"]],
+        "{list}"
+    );
+    admin_ok(
+        broker,
+        &["user", "delete", "alice", "--mechanism", "SCRAM-SHA-512"],
+    );
+    let list = admin_json(broker, &["user", "list"]);
+    assert!(
+        !names(&list, "user").contains(&String::from("alice")),
+        "{list}"
+    );
+}
+
+fn quotas(broker: &Broker) {
+    admin_ok(
+        broker,
+        &[
+            "quota",
+            "alter",
+            "--user",
+            "alice",
+            "--set",
+            "producer_byte_rate=1048576",
+            "--set",
+            "consumer_byte_rate=2048",
+        ],
+    );
+    let described = admin_json(broker, &["quota", "describe", "--user", "alice"]);
+    let mut pairs: Vec<(String, f64)> = described
+        .as_array()
+        .expect("quotas")
+        .iter()
+        .map(|q| {
+            assert_eq!(q["entity"]["user"], "alice", "{described}");
+            (
+                q["key"].as_str().expect("key").to_string(),
+                q["value"].as_f64().expect("value"),
+            )
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        pairs,
+        [
+            (String::from("consumer_byte_rate"), 2048.0),
+            (String::from("producer_byte_rate"), 1048576.0)
+        ],
+        "{described}"
+    );
+    admin_ok(
+        broker,
+        &[
+            "quota",
+            "alter",
+            "--user",
+            "alice",
+            "--delete",
+            "consumer_byte_rate",
+        ],
+    );
+    let table = admin_ok(broker, &["quota", "describe"]);
+    assert_eq!(
+        rows_starting(&table, "user=alice"),
+        [vec!["user=alice", "producer_byte_rate", "1048576"]],
+        "{table}"
+    );
+}
+
+fn leaders_and_reassignments(broker: &Broker) {
+    let elected = admin_json(
+        broker,
+        &["elect-leaders", "--type", "preferred", "--topic", "orders"],
+    );
+    let statuses: Vec<(i64, String)> = elected
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            (
+                r["partition"].as_i64().expect("partition"),
+                r["status"].as_str().expect("status").to_string(),
+            )
+        })
+        .collect();
+    // One replica each, already the leader: nothing to elect.
+    assert_eq!(
+        statuses,
+        [
+            (0, "not needed".to_string()),
+            (1, "not needed".to_string()),
+            (2, "not needed".to_string())
+        ],
+        "{elected}"
+    );
+    let ongoing = admin_json(broker, &["reassign", "list"]);
+    assert_eq!(ongoing.as_array().map(Vec::len), Some(0), "{ongoing}");
+}
+
+fn deletion_and_errors(broker: &Broker) {
+    // A broker's refusal: one clear line, exit code 1, no panic.
+    let again = admin(broker, &["topic", "create", "orders"]);
+    assert_eq!(again.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("TopicAlreadyExists"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let deleted = admin_ok(broker, &["topic", "delete", "orders"]);
+    assert_eq!(
+        rows_starting(&deleted, "orders"),
+        [vec!["orders", "OK"]],
+        "{deleted}"
+    );
+    let list = admin_json(broker, &["topic", "list"]);
+    assert!(
+        !names(&list, "name").contains(&String::from("orders")),
+        "{list}"
+    );
+    let missing = admin(broker, &["topic", "describe", "orders"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("UnknownTopicOrPartition"), "{stderr}");
+
+    // No broker at all: a connection error, not a hang or a panic.
+    let nobody = Command::new(RILL)
+        .args([
+            "admin",
+            "--brokers",
+            "127.0.0.1:1",
+            "--timeout-ms",
+            "2000",
+            "cluster",
+            "info",
+        ])
+        .output()
+        .expect("rill admin runs");
+    assert_eq!(nobody.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&nobody.stderr);
+    assert!(
+        stderr.starts_with("error: connect to 127.0.0.1:1"),
+        "{stderr}"
+    );
+}
