@@ -1,5 +1,5 @@
-//! `rill admin cluster info` (DescribeCluster: cluster id, controller,
-//! brokers) and `rill admin quorum describe` (DescribeQuorum of the
+//! `rill admin cluster info` (DescribeCluster, or Metadata where a broker
+//! lacks it: cluster id, controller, brokers) and `rill admin quorum describe` (DescribeQuorum of the
 //! metadata quorum, `__cluster_metadata`-0, as
 //! `kafka-metadata-quorum.sh describe --status` shows it).
 //!
@@ -46,39 +46,80 @@ pub async fn run_quorum(admin: &mut Admin, command: QuorumCommand) -> Result<Rep
     }
 }
 
-async fn info(admin: &mut Admin) -> Result<Report> {
+/// The cluster as `cluster info` shows it.
+struct ClusterView {
+    cluster_id: String,
+    controller_id: i32,
+    /// id, host, port, rack, fenced.
+    brokers: Vec<(i32, String, i32, Option<String>, bool)>,
+}
+
+/// DescribeCluster (Kafka 2.8+, rill); Metadata for a broker without it.
+async fn cluster_view(admin: &Admin) -> Result<ClusterView> {
+    if admin.any().version_of::<DescribeClusterRequest>().is_err() {
+        let metadata = admin.metadata(Some(&[])).await?;
+        return Ok(ClusterView {
+            cluster_id: metadata
+                .cluster_id
+                .map_or(String::new(), |id| id.to_string()),
+            controller_id: metadata.controller_id.0,
+            brokers: metadata
+                .brokers
+                .iter()
+                .map(|b| {
+                    let rack = b.rack.as_ref().map(|r| r.to_string());
+                    (b.node_id.0, b.host.to_string(), b.port, rack, false)
+                })
+                .collect(),
+        });
+    }
     let answer = admin.call_any(&DescribeClusterRequest::default()).await?;
     check(
         answer.error_code,
         answer.error_message.as_deref(),
         "DescribeCluster",
     )?;
+    Ok(ClusterView {
+        cluster_id: answer.cluster_id.to_string(),
+        controller_id: answer.controller_id.0,
+        brokers: answer
+            .brokers
+            .iter()
+            .map(|b| {
+                let rack = b.rack.as_ref().map(|r| r.to_string());
+                (b.broker_id.0, b.host.to_string(), b.port, rack, b.is_fenced)
+            })
+            .collect(),
+    })
+}
+
+async fn info(admin: &mut Admin) -> Result<Report> {
+    let mut view = cluster_view(admin).await?;
+    view.brokers.sort();
     let mut summary = Table::new(&["CLUSTER-ID", "CONTROLLER"]).titled("CLUSTER");
     summary.row(vec![
-        answer.cluster_id.to_string(),
-        answer.controller_id.0.to_string(),
+        view.cluster_id.clone(),
+        view.controller_id.to_string(),
     ]);
     let mut brokers = Table::new(&["ID", "HOST", "PORT", "RACK", "FENCED"]).titled("BROKERS");
-    let mut listed = answer.brokers.clone();
-    listed.sort_by_key(|b| b.broker_id.0);
-    for broker in &listed {
+    for (id, host, port, rack, fenced) in &view.brokers {
         brokers.row(vec![
-            broker.broker_id.0.to_string(),
-            broker.host.to_string(),
-            broker.port.to_string(),
-            broker.rack.as_deref().unwrap_or("-").to_string(),
-            broker.is_fenced.to_string(),
+            id.to_string(),
+            host.clone(),
+            port.to_string(),
+            rack.as_deref().unwrap_or("-").to_string(),
+            fenced.to_string(),
         ]);
     }
     let json = json!({
-        "cluster_id": answer.cluster_id.as_str(),
-        "controller_id": answer.controller_id.0,
-        "brokers": listed.iter().map(|b| json!({
-            "id": b.broker_id.0,
-            "host": b.host.as_str(),
-            "port": b.port,
-            "rack": b.rack.as_deref(),
-            "fenced": b.is_fenced,
+        "cluster_id": view.cluster_id,
+        "controller_id": view.controller_id,
+        "brokers": view.brokers.iter().map(|(id, host, port, rack, fenced)| json!({
+            "id": id,
+            "host": host,
+            "port": port,
+            "rack": rack,
+            "fenced": fenced,
         })).collect::<Vec<_>>(),
     });
     Ok(Report {
