@@ -11,7 +11,7 @@
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::Message;
 use rill_tests::kafka::client_config;
-use rill_tests::{data_dir, Broker};
+use rill_tests::{data_dir, free_port, Broker};
 use serde_json::Value;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -608,4 +608,73 @@ fn deletion_and_errors(broker: &Broker) {
         stderr.starts_with("error: connect to 127.0.0.1:1"),
         "{stderr}"
     );
+}
+
+/// A user made by `user create` logs in: `rill admin` itself, with
+/// rill-bench's SASL flags, over a SASL_PLAINTEXT listener (which also
+/// proves the salted password the tool computed is the one SCRAM expects).
+#[test]
+fn a_created_scram_user_logs_in_with_the_sasl_flags() {
+    let dir = data_dir();
+    let sasl_port = free_port();
+    let file = dir.path().join("sasl-server.properties");
+    std::fs::write(
+        &file,
+        format!(
+            // The PLAINTEXT listener's address comes from `--listen`.
+            "listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n\
+             advertised.listeners=SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n\
+             sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512\n"
+        ),
+    )
+    .expect("write server.properties");
+    let broker = Broker::start(
+        RILL,
+        dir.path(),
+        &["--config", file.to_str().expect("utf-8 path")],
+    );
+    admin_ok(
+        &broker,
+        &["user", "create", "carol", "--password", "carol-secret"],
+    );
+    let sasl = |password: &str| {
+        Command::new(RILL)
+            .args([
+                "admin",
+                "--brokers",
+                &format!("127.0.0.1:{sasl_port}"),
+                "--timeout-ms",
+                "10000",
+            ])
+            .args([
+                "--security-protocol",
+                "SASL_PLAINTEXT",
+                "--sasl-mechanism",
+                "SCRAM-SHA-256",
+            ])
+            .args(["--sasl-username", "carol", "--sasl-password", password])
+            .args(["cluster", "info", "--format", "json"])
+            .output()
+            .expect("rill admin runs")
+    };
+    // The credential may take a moment to reach the listener's shard.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let output = loop {
+        let output = sasl("carol-secret");
+        if output.status.success() || Instant::now() > deadline {
+            break output;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let info: Value = serde_json::from_slice(&output.stdout).expect("cluster info JSON");
+    assert_eq!(info["brokers"].as_array().map(Vec::len), Some(1), "{info}");
+    let refused = sasl("wrong");
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("SaslAuthenticate"), "{stderr}");
 }
