@@ -7,7 +7,8 @@
 //!
 //! Modules, one per command group:
 //! - [`cluster`]: `cluster info`, `quorum describe`.
-//! - [`topic`]: `topic create / list / describe / alter-config / delete`.
+//! - [`topic`]: `topic create / list / describe / alter-config /
+//!   add-partitions / delete`.
 //! - [`records`]: `topic produce / consume`.
 //! - [`group`]: `group list / describe / reset-offsets / delete`.
 //! - [`acl`]: `acl create / list / delete`.

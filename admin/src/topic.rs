@@ -1,21 +1,25 @@
-//! `rill admin topic create / list / describe / alter-config / delete`
-//! (CreateTopics, Metadata, DescribeConfigs, IncrementalAlterConfigs,
+//! `rill admin topic create / list / describe / alter-config /
+//! add-partitions / delete` (CreateTopics, Metadata and ListOffsets,
+//! DescribeConfigs, IncrementalAlterConfigs, CreatePartitions,
 //! DeleteTopics); `produce` and `consume` are [`crate::records`]'s.
 
 use crate::client::{codes, key_value, Admin};
 use crate::error::{check, status, AdminError, Result};
 use crate::output::{id_list, Report, Table};
 use crate::records::{ConsumeArgs, ProduceArgs};
-use bench_harness::kafka::client::topic_name;
+use bench_harness::kafka::client::{topic_name, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
-use kafka_protocol::messages::metadata_response::MetadataResponseTopic;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponsePartition, MetadataResponseTopic,
+};
 use kafka_protocol::messages::{
-    CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
+    BrokerId, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+    DescribeConfigsRequest, IncrementalAlterConfigsRequest, MetadataResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde_json::json;
@@ -68,6 +72,14 @@ pub enum TopicCommand {
         #[arg(long = "delete")]
         delete: Vec<String>,
     },
+    /// Add partitions to a topic (CreatePartitions); records keep their
+    /// partitions, so keyed records may land elsewhere from now on.
+    AddPartitions {
+        topic: String,
+        /// How many partitions to add.
+        #[arg(short, long)]
+        num: i32,
+    },
     /// Delete topics.
     Delete {
         #[arg(required = true)]
@@ -93,6 +105,7 @@ pub async fn run(admin: &mut Admin, command: TopicCommand) -> Result<Report> {
         TopicCommand::AlterConfig { topic, set, delete } => {
             alter_config(admin, &topic, &set, &delete).await
         }
+        TopicCommand::AddPartitions { topic, num } => add_partitions(admin, &topic, num).await,
         TopicCommand::Delete { topics } => delete_topics(admin, &topics).await,
         TopicCommand::Produce(args) => crate::records::produce(admin, args).await,
         TopicCommand::Consume(args) => crate::records::consume(admin, args).await,
@@ -171,6 +184,20 @@ async fn create(
         })
         .collect();
     Ok(status_report(results, "create topic"))
+}
+
+/// `topic` in a Metadata answer; its error (it does not exist) fails.
+fn find_topic<'a>(
+    metadata: &'a MetadataResponse,
+    topic: &str,
+) -> Result<&'a MetadataResponseTopic> {
+    let found = metadata
+        .topics
+        .iter()
+        .find(|t| topic_title(t) == topic)
+        .ok_or_else(|| AdminError::Answer(format!("Metadata did not name topic {topic}")))?;
+    check(found.error_code, None, format!("topic {topic}"))?;
+    Ok(found)
 }
 
 fn topic_title(topic: &MetadataResponseTopic) -> String {
@@ -264,6 +291,52 @@ async fn topic_configs(admin: &Admin, topic: &str) -> Result<Vec<ConfigRow>> {
     Ok(rows)
 }
 
+/// Each partition's leader, replicas and offsets (log start, high
+/// watermark; `-` where unknown).
+fn partitions_section(
+    partitions: &[MetadataResponsePartition],
+    offsets: impl Fn(&MetadataResponsePartition) -> (Option<i64>, Option<i64>),
+) -> (Table, Vec<serde_json::Value>) {
+    let mut table = Table::new(&[
+        "PARTITION",
+        "LEADER",
+        "EPOCH",
+        "REPLICAS",
+        "ISR",
+        "OFFLINE",
+        "LOG-START",
+        "HIGH-WATERMARK",
+    ])
+    .titled("PARTITIONS");
+    let ids = |nodes: &[BrokerId]| nodes.iter().map(|b| b.0).collect::<Vec<i32>>();
+    let shown = |offset: Option<i64>| offset.map_or(String::from("-"), |o| o.to_string());
+    let mut json = Vec::new();
+    for p in partitions {
+        let (start, end) = offsets(p);
+        table.row(vec![
+            p.partition_index.to_string(),
+            p.leader_id.0.to_string(),
+            p.leader_epoch.to_string(),
+            id_list(&ids(&p.replica_nodes)),
+            id_list(&ids(&p.isr_nodes)),
+            id_list(&ids(&p.offline_replicas)),
+            shown(start),
+            shown(end),
+        ]);
+        json.push(json!({
+            "partition": p.partition_index,
+            "leader": p.leader_id.0,
+            "leader_epoch": p.leader_epoch,
+            "replicas": ids(&p.replica_nodes),
+            "isr": ids(&p.isr_nodes),
+            "offline": ids(&p.offline_replicas),
+            "log_start_offset": start,
+            "high_watermark": end,
+        }));
+    }
+    (table, json)
+}
+
 fn configs_table(configs: &[ConfigRow]) -> Table {
     let mut table = Table::new(&["KEY", "VALUE", "SOURCE"]).titled("CONFIGS");
     for (name, value, source, _, sensitive) in configs {
@@ -283,12 +356,7 @@ fn configs_table(configs: &[ConfigRow]) -> Table {
 
 async fn describe(admin: &mut Admin, topic: &str, non_default: bool) -> Result<Report> {
     let metadata = admin.metadata(Some(&[topic.to_string()])).await?;
-    let found = metadata
-        .topics
-        .iter()
-        .find(|t| topic_title(t) == topic)
-        .ok_or_else(|| AdminError::Answer(format!("Metadata did not name topic {topic}")))?;
-    check(found.error_code, None, format!("describe topic {topic}"))?;
+    let found = find_topic(&metadata, topic)?;
     let mut summary = Table::new(&["NAME", "ID", "PARTITIONS", "INTERNAL"]).titled("SUMMARY");
     summary.row(vec![
         topic.to_string(),
@@ -298,22 +366,22 @@ async fn describe(admin: &mut Admin, topic: &str, non_default: bool) -> Result<R
     ]);
     let mut partitions = found.partitions.clone();
     partitions.sort_by_key(|p| p.partition_index);
-    let mut partition_table =
-        Table::new(&["PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE"])
-            .titled("PARTITIONS");
-    let ids = |nodes: &[kafka_protocol::messages::BrokerId]| {
-        nodes.iter().map(|b| b.0).collect::<Vec<i32>>()
+    // Offsets are extra: a partition without a leader has none to give,
+    // and its replicas are still worth showing.
+    let topics = [topic.to_string()];
+    let starts = admin
+        .offsets(&topics, EARLIEST_TIMESTAMP)
+        .await
+        .unwrap_or_default();
+    let ends = admin
+        .offsets(&topics, LATEST_TIMESTAMP)
+        .await
+        .unwrap_or_default();
+    let offsets = |p: &MetadataResponsePartition| {
+        let key = (topic.to_string(), p.partition_index);
+        (starts.get(&key).copied(), ends.get(&key).copied())
     };
-    for p in &partitions {
-        partition_table.row(vec![
-            p.partition_index.to_string(),
-            p.leader_id.0.to_string(),
-            p.leader_epoch.to_string(),
-            id_list(&ids(&p.replica_nodes)),
-            id_list(&ids(&p.isr_nodes)),
-            id_list(&ids(&p.offline_replicas)),
-        ]);
-    }
+    let (partition_table, partitions_json) = partitions_section(&partitions, offsets);
     let configs: Vec<ConfigRow> = topic_configs(admin, topic)
         .await?
         .into_iter()
@@ -324,14 +392,7 @@ async fn describe(admin: &mut Admin, topic: &str, non_default: bool) -> Result<R
         "name": topic,
         "id": found.topic_id.to_string(),
         "internal": found.is_internal,
-        "partitions": partitions.iter().map(|p| json!({
-            "partition": p.partition_index,
-            "leader": p.leader_id.0,
-            "leader_epoch": p.leader_epoch,
-            "replicas": ids(&p.replica_nodes),
-            "isr": ids(&p.isr_nodes),
-            "offline": ids(&p.offline_replicas),
-        })).collect::<Vec<_>>(),
+        "partitions": partitions_json,
         "configs": configs.iter().map(|(name, value, source, read_only, sensitive)| json!({
             "name": name, "value": value, "source": source,
             "read_only": read_only, "sensitive": sensitive,
@@ -392,6 +453,43 @@ async fn alter_config(
         })
         .collect();
     Ok(status_report(results, "alter configs of topic"))
+}
+
+async fn add_partitions(admin: &mut Admin, topic: &str, num: i32) -> Result<Report> {
+    if num < 1 {
+        return Err(AdminError::Usage(format!(
+            "--num {num}: add at least one partition"
+        )));
+    }
+    let metadata = admin.metadata(Some(&[topic.to_string()])).await?;
+    let total = find_topic(&metadata, topic)?.partitions.len() as i32 + num;
+    let request = CreatePartitionsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(vec![CreatePartitionsTopic::default()
+            .with_name(topic_name(topic))
+            .with_count(total)
+            .with_assignments(None)]);
+    let mut answer = admin.call_any(&request).await?;
+    if answer
+        .results
+        .iter()
+        .any(|t| t.error_code == codes::NOT_CONTROLLER)
+    {
+        let controller = admin.controller().await?;
+        answer = admin.call(&controller, &request).await?;
+    }
+    let results = answer
+        .results
+        .into_iter()
+        .map(|r| {
+            (
+                r.name.0.to_string(),
+                r.error_code,
+                r.error_message.map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    Ok(status_report(results, "add partitions to topic"))
 }
 
 async fn delete_topics(admin: &mut Admin, topics: &[String]) -> Result<Report> {
