@@ -22,9 +22,10 @@ const FETCH_PARTITION_BYTES: i32 = 1024 * 1024;
 #[derive(Debug, clap::Args)]
 pub struct ProduceArgs {
     pub topic: String,
-    /// The partition to write to.
-    #[arg(short, long, default_value_t = 0)]
-    pub partition: i32,
+    /// The partition to write to (default: the key's, as Kafka's default
+    /// partitioner picks it; partition 0 for records without a key).
+    #[arg(short, long)]
+    pub partition: Option<i32>,
     /// The key of every record (none: a null key).
     #[arg(short, long)]
     pub key: Option<String>,
@@ -85,10 +86,57 @@ async fn leader_of(admin: &Admin, topic: &str, partition: i32) -> Result<i32> {
         .ok_or_else(|| AdminError::Usage(format!("topic {topic} has no partition {partition}")))
 }
 
+/// Kafka's `murmur2` (`org.apache.kafka.common.utils.Utils`), by which
+/// its default partitioner places a keyed record: the same key lands in
+/// the same partition whichever client wrote it.
+fn murmur2(data: &[u8]) -> i32 {
+    const SEED: u32 = 0x9747_b28c;
+    const M: u32 = 0x5bd1_e995;
+    let mut h = SEED ^ data.len() as u32;
+    let mut chunks = data.chunks_exact(4);
+    for chunk in &mut chunks {
+        let mut k = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        k = k.wrapping_mul(M);
+        k ^= k >> 24;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        for (index, byte) in tail.iter().enumerate().rev() {
+            h ^= u32::from(*byte) << (8 * index);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^= h >> 15;
+    h as i32
+}
+
+/// The partition a produce writes to, and its leader.
+async fn produce_target(admin: &Admin, args: &ProduceArgs) -> Result<(i32, i32)> {
+    let by_leader = admin.leaders(std::slice::from_ref(&args.topic)).await?;
+    let count = by_leader.values().map(Vec::len).sum::<usize>() as i32;
+    let partition = match (args.partition, &args.key) {
+        (Some(partition), _) => partition,
+        (None, Some(key)) if count > 0 => (murmur2(key.as_bytes()) & 0x7fff_ffff) % count,
+        (None, _) => 0,
+    };
+    by_leader
+        .into_iter()
+        .find(|(_, partitions)| partitions.iter().any(|(_, p)| *p == partition))
+        .map(|(leader, _)| (partition, leader))
+        .ok_or_else(|| {
+            AdminError::Usage(format!("topic {} has no partition {partition}", args.topic))
+        })
+}
+
 /// Writes the records (one batch, acks=all) and prints each one's offset.
 pub async fn produce(admin: &mut Admin, args: ProduceArgs) -> Result<Report> {
-    let values: Vec<String> = match args.value {
-        Some(value) => vec![value],
+    let values: Vec<String> = match &args.value {
+        Some(value) => vec![value.clone()],
         None => std::io::stdin()
             .lock()
             .lines()
@@ -108,15 +156,15 @@ pub async fn produce(admin: &mut Admin, args: ProduceArgs) -> Result<Report> {
         builder.append(now_ms, key, b"", value.as_bytes());
     }
     let batch = builder.finish(Compression::None)?;
+    let (partition_index, leader) = produce_target(admin, &args).await?;
     let request = ProduceRequest::default()
         .with_acks(-1)
         .with_timeout_ms(30_000)
         .with_topic_data(vec![TopicProduceData::default()
             .with_name(topic_name(&args.topic))
             .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(args.partition)
+                .with_index(partition_index)
                 .with_records(Some(batch))])]);
-    let leader = leader_of(admin, &args.topic, args.partition).await?;
     let connection = admin.broker(leader).await?;
     let answer = admin.call(&connection, &request).await?;
     let partition = answer
@@ -127,7 +175,7 @@ pub async fn produce(admin: &mut Admin, args: ProduceArgs) -> Result<Report> {
     check(
         partition.error_code,
         partition.error_message.as_deref(),
-        format!("produce to {}-{}", args.topic, args.partition),
+        format!("produce to {}-{partition_index}", args.topic),
     )?;
     let mut table = Table::new(&["TOPIC", "PARTITION", "OFFSET"]);
     let mut json = Vec::new();
@@ -135,10 +183,10 @@ pub async fn produce(admin: &mut Admin, args: ProduceArgs) -> Result<Report> {
         let offset = partition.base_offset + index as i64;
         table.row(vec![
             args.topic.clone(),
-            args.partition.to_string(),
+            partition_index.to_string(),
             offset.to_string(),
         ]);
-        json.push(json!({"topic": args.topic, "partition": args.partition, "offset": offset}));
+        json.push(json!({"topic": args.topic, "partition": partition_index, "offset": offset}));
     }
     Ok(Report::single(table, json.into()))
 }
@@ -289,6 +337,25 @@ fn consumed_report(topic: &str, consumed: &[Consumed]) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn murmur2_is_kafkas() {
+        // Kafka's own test vectors (UtilsTest.testMurmur2).
+        let cases: [(&[u8], i32); 6] = [
+            (b"21", -973_932_308),
+            (b"foobar", -790_332_482),
+            (b"a-little-bit-long-string", -985_981_536),
+            (b"a-little-bit-longer-string", -1_486_304_829),
+            (
+                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
+                -58_897_971,
+            ),
+            (b"abc", 479_470_107),
+        ];
+        for (data, expected) in cases {
+            assert_eq!(murmur2(data), expected, "{}", String::from_utf8_lossy(data));
+        }
+    }
 
     #[test]
     fn starts_parse() {
