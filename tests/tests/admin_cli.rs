@@ -10,7 +10,7 @@
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::Message;
-use rill_tests::kafka::client_config;
+use rill_tests::kafka::{client_config, produce_all, producer};
 use rill_tests::{data_dir, free_port, Broker};
 use serde_json::Value;
 use std::io::Write;
@@ -225,7 +225,7 @@ fn records(broker: &Broker) {
     let output = admin_with_input(
         broker,
         &[
-            "topic", "produce", "orders", "--key", "k", "--format", "json",
+            "topic", "produce", "orders", "-p", "0", "--key", "k", "--format", "json",
         ],
         "first\nsecond\nthird\n",
     );
@@ -273,6 +273,46 @@ fn records(broker: &Broker) {
         &["topic", "consume", "orders", "--offset", "latest"],
     );
     assert_eq!(latest.as_array().map(Vec::len), Some(0), "{latest}");
+    let described = admin_json(broker, &["topic", "describe", "orders"]);
+    let partition_0 = &described["partitions"][0];
+    assert_eq!(partition_0["log_start_offset"], 0, "{described}");
+    assert_eq!(partition_0["high_watermark"], 3, "{described}");
+    assert_eq!(
+        described["partitions"][1]["high_watermark"], 0,
+        "{described}"
+    );
+    keys_land_where_kafkas_partitioner_puts_them(broker);
+}
+
+/// Without `-p`, a keyed record goes where Kafka's default partitioner
+/// (murmur2) puts it: where librdkafka's `murmur2_random` puts it too.
+fn keys_land_where_kafkas_partitioner_puts_them(broker: &Broker) {
+    admin_ok(broker, &["topic", "create", "keyed", "-p", "8"]);
+    let producer = producer(&broker.bootstrap(), &[("partitioner", "murmur2_random")]);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    for key in ["user-1", "user-2", "user-42", "a-little-bit-longer-key"] {
+        let produced = admin_json(
+            broker,
+            &["topic", "produce", "keyed", "--key", key, "--value", "v"],
+        );
+        let ours = produced[0]["partition"].as_i64().expect("partition");
+        let record = [(Some(key.as_bytes().to_vec()), b"v".to_vec())];
+        let delivered = runtime.block_on(produce_all(&producer, "keyed", &record, None));
+        assert_eq!(i64::from(delivered[0].0), ours, "key {key}");
+    }
+    let added = admin_ok(broker, &["topic", "add-partitions", "keyed", "-n", "2"]);
+    assert_eq!(
+        rows_starting(&added, "keyed"),
+        [vec!["keyed", "OK"]],
+        "{added}"
+    );
+    let described = admin_json(broker, &["topic", "describe", "keyed"]);
+    assert_eq!(
+        described["partitions"].as_array().map(Vec::len),
+        Some(10),
+        "{described}"
+    );
+    admin_ok(broker, &["topic", "delete", "keyed"]);
 }
 
 /// A subscribed consumer of `orders` in `group` that read the 3 records
