@@ -601,8 +601,39 @@ fn leaders_and_reassignments(broker: &Broker) {
         ],
         "{elected}"
     );
+    // One broker: the only move is onto the replica it has, done at once.
+    let node_id = admin_json(broker, &["cluster", "info"])["controller_id"].to_string();
+    let moved = admin_json(
+        broker,
+        &[
+            "reassign",
+            "alter",
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+            "--replicas",
+            &node_id,
+        ],
+    );
+    assert_eq!(moved[0]["status"], "OK", "{moved}");
     let ongoing = admin_json(broker, &["reassign", "list"]);
     assert_eq!(ongoing.as_array().map(Vec::len), Some(0), "{ongoing}");
+    let cancel = admin(
+        broker,
+        &[
+            "reassign",
+            "alter",
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+            "--cancel",
+        ],
+    );
+    assert_eq!(cancel.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&cancel.stderr);
+    assert!(stderr.contains("NoReassignmentInProgress"), "{stderr}");
 }
 
 fn deletion_and_errors(broker: &Broker) {
