@@ -15,18 +15,19 @@
 //! - [`user`]: `user create / delete / list` (SCRAM credentials).
 //! - [`quota`]: `quota describe / alter` (client quotas).
 //! - [`reassign`]: `reassign alter / list`, `elect-leaders`.
+//! - [`decommission`]: move every replica off a broker, then unregister it.
 //! - [`client`]: connections, the coordinator, the API version table.
 //! - [`output`]: tables and JSON.
 //! - [`error`]: the crate's error type.
 //!
 //! Not here, because rill's broker does not serve the APIs yet:
 //! `quorum add-voter / remove-voter` (KIP-853 AddRaftVoter,
-//! RemoveRaftVoter), `decommission` (UnregisterBroker) and `cordon`
-//! (KIP-1066).
+//! RemoveRaftVoter) and `cordon` (KIP-1066).
 
 pub mod acl;
 pub mod client;
 pub mod cluster;
+pub mod decommission;
 pub mod error;
 pub mod group;
 pub mod output;
@@ -96,6 +97,9 @@ pub enum AdminCommand {
     Reassign(reassign::ReassignCommand),
     /// Elect partition leaders (preferred or unclean).
     ElectLeaders(reassign::ElectArgs),
+    /// Retire a broker: move its replicas away, then unregister it (stop
+    /// it first).
+    Decommission(decommission::DecommissionArgs),
 }
 
 /// Runs one admin command and returns the process's exit code: 0 when it
@@ -157,5 +161,6 @@ async fn dispatch(args: AdminArgs) -> Result<Report> {
         AdminCommand::Quota(command) => quota::run(&mut admin, command).await,
         AdminCommand::Reassign(command) => reassign::run(&mut admin, command).await,
         AdminCommand::ElectLeaders(elect) => reassign::elect_leaders(&mut admin, elect).await,
+        AdminCommand::Decommission(args) => decommission::run(&mut admin, args).await,
     }
 }
