@@ -10,6 +10,7 @@
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::Message;
+use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::{client_config, produce_all, producer};
 use rill_tests::{data_dir, free_port, Broker};
 use serde_json::Value;
@@ -39,10 +40,28 @@ fn broker(dir: &std::path::Path) -> Broker {
 }
 
 /// Runs `rill admin --brokers <broker> args...`, with `stdin` piped in.
-fn admin_with_input(broker: &Broker, args: &[&str], stdin: &str) -> Output {
+/// What `rill admin --brokers` is pointed at: one broker or a cluster's
+/// bootstrap list.
+trait Target {
+    fn brokers(&self) -> String;
+}
+
+impl Target for Broker {
+    fn brokers(&self) -> String {
+        self.bootstrap()
+    }
+}
+
+impl Target for str {
+    fn brokers(&self) -> String {
+        self.to_string()
+    }
+}
+
+fn admin_with_input(broker: &(impl Target + ?Sized), args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(RILL)
         .arg("admin")
-        .args(["--brokers", &broker.bootstrap(), "--timeout-ms", "10000"])
+        .args(["--brokers", &broker.brokers(), "--timeout-ms", "10000"])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -58,12 +77,12 @@ fn admin_with_input(broker: &Broker, args: &[&str], stdin: &str) -> Output {
     child.wait_with_output().expect("rill admin ends")
 }
 
-fn admin(broker: &Broker, args: &[&str]) -> Output {
+fn admin(broker: &(impl Target + ?Sized), args: &[&str]) -> Output {
     admin_with_input(broker, args, "")
 }
 
 /// The table a command printed; the command must have succeeded.
-fn admin_ok(broker: &Broker, args: &[&str]) -> String {
+fn admin_ok(broker: &(impl Target + ?Sized), args: &[&str]) -> String {
     let output = admin(broker, args);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
@@ -76,7 +95,7 @@ fn admin_ok(broker: &Broker, args: &[&str]) -> String {
 }
 
 /// The JSON a command printed with `--format json`.
-fn admin_json(broker: &Broker, args: &[&str]) -> Value {
+fn admin_json(broker: &(impl Target + ?Sized), args: &[&str]) -> Value {
     let mut with_format = args.to_vec();
     with_format.extend(["--format", "json"]);
     let stdout = admin_ok(broker, &with_format);
@@ -748,4 +767,86 @@ fn a_created_scram_user_logs_in_with_the_sasl_flags() {
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("SaslAuthenticate"), "{stderr}");
+}
+
+/// The replica lists of `topic`'s partitions, by partition.
+fn replicas(bootstrap: &str, topic: &str) -> Vec<Vec<i64>> {
+    let described = admin_json(bootstrap, &["topic", "describe", topic]);
+    described["partitions"]
+        .as_array()
+        .expect("partitions")
+        .iter()
+        .map(|p| {
+            let ids = p["replicas"].as_array().expect("replicas");
+            ids.iter().map(|id| id.as_i64().expect("id")).collect()
+        })
+        .collect()
+}
+
+/// `decommission` of a stopped broker-only node: its replicas move to the
+/// broker that has room, the moves finish, and it is unregistered.
+#[test]
+fn decommission_moves_replicas_off_a_stopped_broker_then_unregisters_it() {
+    let mut cluster = Cluster::start_settled(RILL, 2, &[], Duration::from_secs(30));
+    cluster.add_broker(RILL, 3, &[]);
+    let bootstrap = cluster.bootstrap();
+    let live = |bootstrap: &str| {
+        let info = admin_json(bootstrap, &["cluster", "info"]);
+        let brokers = info["brokers"].as_array().expect("brokers").clone();
+        brokers
+            .iter()
+            .map(|b| b["id"].as_i64().expect("id"))
+            .collect::<Vec<_>>()
+    };
+    wait_for("broker 3 to register", Duration::from_secs(30), || {
+        (live(&bootstrap) == [1, 2, 3]).then_some(())
+    });
+    admin_ok(
+        bootstrap.as_str(),
+        &["topic", "create", "moving", "-p", "2", "-r", "2"],
+    );
+    let moved = admin_json(
+        bootstrap.as_str(),
+        &[
+            "reassign",
+            "alter",
+            "--topic",
+            "moving",
+            "--partition",
+            "0",
+            "--replicas",
+            "3,1",
+        ],
+    );
+    assert_eq!(moved[0]["status"], "OK", "{moved}");
+    wait_for("partition 0 on 3 and 1", Duration::from_secs(30), || {
+        let done = admin_json(bootstrap.as_str(), &["reassign", "list"]);
+        let placed = replicas(&bootstrap, "moving")[0] == [3, 1];
+        (placed && done.as_array().is_some_and(Vec::is_empty)).then_some(())
+    });
+
+    cluster.node(3).stop();
+    let survivors: String = bootstrap.split(',').take(2).collect::<Vec<_>>().join(",");
+    let retired = admin_json(survivors.as_str(), &["decommission", "3"]);
+    assert_eq!(retired["unregistered"], true, "{retired}");
+    let first = &retired["moves"][0];
+    assert_eq!(
+        (first["topic"].as_str(), first["partition"].as_i64()),
+        (Some("moving"), Some(0))
+    );
+    assert_eq!(first["before"], serde_json::json!([3, 1]), "{retired}");
+    assert_eq!(first["after"], serde_json::json!([2, 1]), "{retired}");
+    for placement in replicas(&survivors, "moving") {
+        assert!(!placement.contains(&3), "{placement:?}");
+        assert_eq!(placement.len(), 2, "{placement:?}");
+    }
+    assert_eq!(live(&survivors), [1, 2]);
+    // Once more: Kafka's BROKER_ID_NOT_REGISTERED, exit code 1.
+    let again = admin(
+        survivors.as_str(),
+        &["decommission", "3", "--skip-reassign"],
+    );
+    assert_eq!(again.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("BrokerIdNotRegistered"), "{stderr}");
 }
