@@ -1,10 +1,12 @@
 //! `rill admin decommission <broker-id>`: retire a broker for good, as
 //! rpk's `redpanda admin brokers decommission` does. Every replica the
 //! broker holds is reassigned to the other live brokers
-//! (AlterPartitionReassignments), the tool waits until those moves are done
-//! (ListPartitionReassignments), then unregisters the broker
-//! (UnregisterBroker, as `kafka-cluster.sh unregister` sends it). Stop the
-//! broker first: a running broker registers again at its next heartbeat.
+//! (AlterPartitionReassignments) and the tool waits until those moves are
+//! done (ListPartitionReassignments); then, once the broker is stopped, it
+//! unregisters it (UnregisterBroker, as `kafka-cluster.sh unregister` sends
+//! it). A running broker would register again at its next heartbeat, so
+//! a broker still running after its moves is left registered, with a word
+//! to stop it and run the command again.
 
 use crate::client::Admin;
 use crate::error::{check, status, AdminError, Result};
@@ -92,7 +94,10 @@ pub fn plan_moves(
     Ok(moves)
 }
 
-/// Runs `decommission`.
+/// Runs `decommission`: the moves first, while the broker still runs (its
+/// replicas stay in sync while the new ones catch up); the unregistering
+/// once it is stopped (a running broker would register again at its next
+/// heartbeat), which a second run does when the first found it running.
 pub async fn run(admin: &mut Admin, args: DecommissionArgs) -> Result<Report> {
     let moves = if args.skip_reassign {
         Vec::new()
@@ -102,17 +107,35 @@ pub async fn run(admin: &mut Admin, args: DecommissionArgs) -> Result<Report> {
         wait_for_moves(admin, &moves, Duration::from_millis(args.wait_ms)).await?;
         moves
     };
-    let answer = admin
-        .call_any(&UnregisterBrokerRequest::default().with_broker_id(BrokerId(args.broker_id)))
-        .await?;
-    check(
-        answer.error_code,
-        answer.error_message.as_deref(),
-        format!("unregister broker {}", args.broker_id),
-    )?;
-    let mut table = Table::new(&["TOPIC", "PARTITION", "REPLICAS-BEFORE", "REPLICAS-AFTER"])
-        .titled(format!("BROKER {} UNREGISTERED; MOVES", args.broker_id));
-    for (topic, partition, before, after) in &moves {
+    // Metadata lists live brokers only: a stopped one has dropped out.
+    let metadata = admin.metadata(Some(&[])).await?;
+    let running = metadata
+        .brokers
+        .iter()
+        .any(|b| b.node_id.0 == args.broker_id);
+    if !running {
+        let request = UnregisterBrokerRequest::default().with_broker_id(BrokerId(args.broker_id));
+        let answer = admin.call_any(&request).await?;
+        check(
+            answer.error_code,
+            answer.error_message.as_deref(),
+            format!("unregister broker {}", args.broker_id),
+        )?;
+    }
+    Ok(decommission_report(args.broker_id, running, &moves))
+}
+
+fn decommission_report(broker_id: i32, running: bool, moves: &[Move]) -> Report {
+    let mut summary = Table::new(&["BROKER", "STATUS"]);
+    let status = if running {
+        "replicas moved; still running: stop it, then run decommission again to unregister it"
+    } else {
+        "unregistered"
+    };
+    summary.row(vec![broker_id.to_string(), status.to_string()]);
+    let mut table =
+        Table::new(&["TOPIC", "PARTITION", "REPLICAS-BEFORE", "REPLICAS-AFTER"]).titled("MOVES");
+    for (topic, partition, before, after) in moves {
         table.row(vec![
             topic.clone(),
             partition.to_string(),
@@ -121,13 +144,18 @@ pub async fn run(admin: &mut Admin, args: DecommissionArgs) -> Result<Report> {
         ]);
     }
     let json = json!({
-        "broker_id": args.broker_id,
-        "unregistered": true,
+        "broker_id": broker_id,
+        "running": running,
+        "unregistered": !running,
         "moves": moves.iter().map(|(topic, partition, before, after)| json!({
             "topic": topic, "partition": partition, "before": before, "after": after,
         })).collect::<Vec<_>>(),
     });
-    Ok(Report::single(table, json))
+    Report {
+        tables: vec![summary, table],
+        json,
+        failures: Vec::new(),
+    }
 }
 
 /// Every partition's replicas and the live brokers, from Metadata, and

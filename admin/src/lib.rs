@@ -15,7 +15,8 @@
 //! - [`user`]: `user create / delete / list` (SCRAM credentials).
 //! - [`quota`]: `quota describe / alter` (client quotas).
 //! - [`reassign`]: `reassign alter / list`, `elect-leaders`.
-//! - [`decommission`]: move every replica off a broker, then unregister it.
+//! - [`decommission`]: move every replica off a broker; unregister it once
+//!   stopped.
 //! - [`client`]: connections, the coordinator, the API version table.
 //! - [`output`]: tables and JSON.
 //! - [`error`]: the crate's error type.
@@ -97,8 +98,8 @@ pub enum AdminCommand {
     Reassign(reassign::ReassignCommand),
     /// Elect partition leaders (preferred or unclean).
     ElectLeaders(reassign::ElectArgs),
-    /// Retire a broker: move its replicas away, then unregister it (stop
-    /// it first).
+    /// Retire a broker: move its replicas away while it runs; once it is
+    /// stopped, unregister it.
     Decommission(decommission::DecommissionArgs),
 }
 
