@@ -1,6 +1,7 @@
 //! `rill`: the broker binary. A thin CLI: `serve` runs the broker (crate
 //! `server`, under `net/`), `tune` and `iotune` inspect and measure the host
-//! (crate `tuning`).
+//! (crate `tuning`), `admin` administers any Kafka-protocol cluster (crate
+//! `admin`).
 
 /// mimalloc: a produce request's record buffers (often just over 1 KiB)
 /// miss glibc's per-thread cache and take its slow path; with mimalloc
@@ -28,6 +29,9 @@ enum Command {
     Tune(tuning::cli::TuneArgs),
     /// Measure the disk under the data dir.
     Iotune(tuning::cli::IotuneArgs),
+    /// Administer a cluster over the Kafka protocol: topics, groups,
+    /// ACLs, users, quotas (docs/admin.md).
+    Admin(admin::AdminArgs),
     /// Print a reference generated from the code (`docs/` holds the
     /// committed copies; a test keeps them equal).
     Docs {
@@ -110,6 +114,8 @@ fn main() {
             init_logging("info");
             tuning::cli::run_iotune(args)
         }
+        // No log subscriber: the admin tool's output is its tables.
+        Command::Admin(args) => admin::run(args),
         Command::Docs { reference } => {
             match reference {
                 DocsReference::Config => {

@@ -71,6 +71,8 @@ const LAYERS: &[(&str, u32)] = &[
     // The object-store client of tiered storage: it imports no rill crate,
     // and the broker's crates will call it.
     ("rill-remote-storage", 0),
+    // `rill admin`: a client built on the load generator's Kafka client.
+    ("rill-admin", 1),
     // The pure cores.
     ("rill-cluster", 1),
     ("rill-coordinators", 1),

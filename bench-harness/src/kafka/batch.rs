@@ -285,6 +285,32 @@ pub fn walk_batches(
     min_offset: i64,
     mut on_value: impl FnMut(&[u8]),
 ) -> Result<WalkSummary> {
+    walk_batch_records(data, min_offset, |record| {
+        if let Some(value) = record.value {
+            on_value(value);
+        }
+    })
+}
+
+/// One record of a fetched batch, borrowed from the fetch buffer (or from
+/// the batch's decompressed body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub offset: i64,
+    pub timestamp_ms: i64,
+    /// `None` for a null key.
+    pub key: Option<&'a [u8]>,
+    /// `None` for a null value (a tombstone).
+    pub value: Option<&'a [u8]>,
+}
+
+/// [`walk_batches`] handing over whole records (offset, timestamp, key,
+/// value): what a console consumer prints (`rill admin topic consume`).
+pub fn walk_batch_records(
+    data: &[u8],
+    min_offset: i64,
+    mut on_record: impl FnMut(RecordView<'_>),
+) -> Result<WalkSummary> {
     let mut summary = WalkSummary::default();
     let mut pos = 0;
     while pos + BATCH_HEADER_BYTES <= data.len() {
@@ -331,25 +357,18 @@ pub fn walk_batches(
         if !is_control {
             let codec = attributes & 0x07;
             let body = &batch[BATCH_HEADER_BYTES..];
+            let base = BatchBase {
+                offset: base_offset,
+                timestamp_ms: i64::from_be_bytes(
+                    batch[27..35].try_into().map_err(|_| truncated())?,
+                ),
+                count,
+            };
             if codec == 0 {
-                walk_records(
-                    body,
-                    count,
-                    base_offset,
-                    min_offset,
-                    &mut summary,
-                    &mut on_value,
-                )?;
+                walk_records(body, base, min_offset, &mut summary, &mut on_record)?;
             } else {
                 let plain = decompress(codec, body)?;
-                walk_records(
-                    &plain,
-                    count,
-                    base_offset,
-                    min_offset,
-                    &mut summary,
-                    &mut on_value,
-                )?;
+                walk_records(&plain, base, min_offset, &mut summary, &mut on_record)?;
             }
         }
         pos = batch_end;
@@ -361,42 +380,62 @@ fn truncated() -> BenchError {
     BenchError::Protocol("truncated record batch".into())
 }
 
+/// What the records of one batch need from its header.
+#[derive(Clone, Copy)]
+struct BatchBase {
+    offset: i64,
+    timestamp_ms: i64,
+    count: i32,
+}
+
 fn walk_records(
     body: &[u8],
-    count: i32,
-    base_offset: i64,
+    base: BatchBase,
     min_offset: i64,
     summary: &mut WalkSummary,
-    on_value: &mut impl FnMut(&[u8]),
+    on_record: &mut impl FnMut(RecordView<'_>),
 ) -> Result<()> {
     let mut pos = 0;
-    for _ in 0..count {
+    for _ in 0..base.count {
         let len = get_varint(body, &mut pos).ok_or_else(truncated)?;
         let record_end = pos + len.max(0) as usize;
         if record_end > body.len() {
             return Err(truncated());
         }
         let mut cursor = pos + 1; // skip attributes
-        get_varint(body, &mut cursor).ok_or_else(truncated)?; // timestamp delta
+        let timestamp_delta = get_varint(body, &mut cursor).ok_or_else(truncated)?;
         let offset_delta = get_varint(body, &mut cursor).ok_or_else(truncated)?;
-        if base_offset + offset_delta < min_offset {
+        if base.offset + offset_delta < min_offset {
             pos = record_end;
             continue;
         }
-        let key_len = get_varint(body, &mut cursor).ok_or_else(truncated)?;
-        cursor += key_len.max(0) as usize;
-        let value_len = get_varint(body, &mut cursor).ok_or_else(truncated)?;
-        if value_len >= 0 {
-            let value = body
-                .get(cursor..cursor + value_len as usize)
-                .ok_or_else(truncated)?;
-            on_value(value);
-            summary.value_bytes += value_len as u64;
-        }
+        let key = length_prefixed(body, &mut cursor)?;
+        let value = length_prefixed(body, &mut cursor)?;
+        summary.value_bytes += value.map_or(0, |v| v.len() as u64);
+        on_record(RecordView {
+            offset: base.offset + offset_delta,
+            timestamp_ms: base.timestamp_ms + timestamp_delta,
+            key,
+            value,
+        });
         summary.records += 1;
         pos = record_end;
     }
     Ok(())
+}
+
+/// A varint length and that many bytes at `*cursor`; a negative length is
+/// a null.
+fn length_prefixed<'a>(body: &'a [u8], cursor: &mut usize) -> Result<Option<&'a [u8]>> {
+    let len = get_varint(body, cursor).ok_or_else(truncated)?;
+    if len < 0 {
+        return Ok(None);
+    }
+    let bytes = body
+        .get(*cursor..*cursor + len as usize)
+        .ok_or_else(truncated)?;
+    *cursor += len as usize;
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]
@@ -501,6 +540,33 @@ mod tests {
         let summary = walk_batches(&batch, 7, |_| {}).unwrap();
         assert_eq!(summary.records, 3);
         assert_eq!(summary.next_offset, Some(10));
+    }
+
+    #[test]
+    fn whole_records_carry_offset_timestamp_key_and_value() {
+        for compression in [Compression::None, Compression::Zstd] {
+            let mut builder = BatchBuilder::new(1024);
+            builder.append(1_000, Some(b"k1"), b"", b"v1");
+            builder.append(1_005, None, b"", b"v2");
+            let batch = builder.finish(compression).unwrap();
+            let mut seen = Vec::new();
+            walk_batch_records(&batch, 0, |r| {
+                seen.push((
+                    r.offset,
+                    r.timestamp_ms,
+                    r.key.map(<[u8]>::to_vec),
+                    r.value.map(<[u8]>::to_vec),
+                ));
+            })
+            .unwrap();
+            assert_eq!(
+                seen,
+                vec![
+                    (0, 1_000, Some(b"k1".to_vec()), Some(b"v1".to_vec())),
+                    (1, 1_005, None, Some(b"v2".to_vec())),
+                ]
+            );
+        }
     }
 
     #[test]

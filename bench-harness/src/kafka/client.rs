@@ -5,6 +5,7 @@
 
 use crate::error::{BenchError, Result};
 use crate::kafka::connection::Connection;
+use crate::kafka::versions::{ApiRanges, SUPPORTED_RANGES};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -61,9 +62,20 @@ pub async fn connect_any(
     client_id: &str,
     timeout: Duration,
 ) -> Result<Arc<Connection>> {
+    connect_any_with_ranges(bootstrap, client_id, timeout, &SUPPORTED_RANGES).await
+}
+
+/// [`connect_any`] negotiating another client's API `ranges`.
+pub async fn connect_any_with_ranges(
+    bootstrap: &str,
+    client_id: &str,
+    timeout: Duration,
+    ranges: ApiRanges,
+) -> Result<Arc<Connection>> {
     let mut last_error = None;
     for addr in parse_bootstrap(bootstrap)? {
-        match tokio::time::timeout(timeout, Connection::connect(&addr, client_id)).await {
+        let connect = Connection::connect_with_ranges(&addr, client_id, ranges);
+        match tokio::time::timeout(timeout, connect).await {
             Ok(Ok(connection)) => return Ok(connection),
             Ok(Err(error)) => last_error = Some(error),
             Err(_) => last_error = Some(BenchError::Timeout(format!("connect to {addr}"))),

@@ -14,7 +14,7 @@ use crate::kafka::framing::{decode_response, encode_request, peek_correlation_id
 use crate::kafka::sasl::{
     self, client_nonce, plain_message, SaslCredentials, SaslMechanism, ScramClient,
 };
-use crate::kafka::versions::{negotiate, NegotiatedVersions};
+use crate::kafka::versions::{negotiate_ranges, ApiRanges, NegotiatedVersions, SUPPORTED_RANGES};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, SaslAuthenticateRequest, SaslHandshakeRequest,
@@ -78,6 +78,16 @@ impl<R: Request> PendingResponse<R> {
 impl Connection {
     /// Connects and negotiates API versions with ApiVersions.
     pub async fn connect(addr: &str, client_id: &str) -> Result<Arc<Connection>> {
+        Connection::connect_with_ranges(addr, client_id, &SUPPORTED_RANGES).await
+    }
+
+    /// [`Connection::connect`] negotiating `ranges` instead of the load
+    /// generator's (they must hold the SASL APIs when SASL is configured).
+    pub async fn connect_with_ranges(
+        addr: &str,
+        client_id: &str,
+        ranges: ApiRanges,
+    ) -> Result<Arc<Connection>> {
         let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(addr))
             .await
             .map_err(|_| BenchError::Timeout(format!("connect to {addr}")))?
@@ -123,7 +133,7 @@ impl Connection {
             versions: NegotiatedVersions::bootstrap(),
         };
         let response = connection.api_versions().await?;
-        connection.versions = negotiate(addr, &response.api_keys);
+        connection.versions = negotiate_ranges(addr, ranges, &response.api_keys);
         authenticate_if_configured(&connection).await?;
         Ok(Arc::new(connection))
     }

@@ -170,18 +170,7 @@ impl ScramClient {
     }
 
     fn salted_password(&self, salt: &[u8], iterations: u32) -> Vec<u8> {
-        match self.mechanism {
-            SaslMechanism::ScramSha512 => {
-                let mut out = vec![0u8; 64];
-                pbkdf2::pbkdf2_hmac::<Sha512>(self.password.as_bytes(), salt, iterations, &mut out);
-                out
-            }
-            _ => {
-                let mut out = vec![0u8; 32];
-                pbkdf2::pbkdf2_hmac::<Sha256>(self.password.as_bytes(), salt, iterations, &mut out);
-                out
-            }
-        }
+        salted_password(self.mechanism, &self.password, salt, iterations)
     }
 
     fn hmac(&self, key: &[u8], data: &[u8]) -> Vec<u8> {
@@ -208,6 +197,37 @@ impl ScramClient {
             _ => Sha256::digest(data).to_vec(),
         }
     }
+}
+
+/// RFC 5802's `SaltedPassword := Hi(password, salt, i)`: PBKDF2 with the
+/// mechanism's HMAC. Also what a client sends to create a SCRAM user
+/// (AlterUserScramCredentials carries the salted password, never the
+/// password; `rill admin user create`).
+pub fn salted_password(
+    mechanism: SaslMechanism,
+    password: &str,
+    salt: &[u8],
+    iterations: u32,
+) -> Vec<u8> {
+    match mechanism {
+        SaslMechanism::ScramSha512 => {
+            let mut out = vec![0u8; 64];
+            pbkdf2::pbkdf2_hmac::<Sha512>(password.as_bytes(), salt, iterations, &mut out);
+            out
+        }
+        _ => {
+            let mut out = vec![0u8; 32];
+            pbkdf2::pbkdf2_hmac::<Sha256>(password.as_bytes(), salt, iterations, &mut out);
+            out
+        }
+    }
+}
+
+/// A fresh salt for a new SCRAM credential: 32 bytes of rand's thread
+/// RNG, a CSPRNG (ChaCha), as a salt must not be guessable in advance.
+pub fn random_salt() -> Vec<u8> {
+    let bytes: [u8; 32] = rand::random();
+    bytes.to_vec()
 }
 
 fn scram_error(message: &str) -> BenchError {

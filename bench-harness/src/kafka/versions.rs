@@ -29,10 +29,15 @@ pub const SUPPORTED_RANGES: [(i16, i16, i16); 16] = [
     (68, 0, 1), // ConsumerGroupHeartbeat (KIP-848)
 ];
 
+/// `(api key, our min, our max)` rows: the APIs one client speaks.
+pub type ApiRanges = &'static [(i16, i16, i16)];
+
 /// The chosen version per API key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NegotiatedVersions {
     chosen: HashMap<i16, i16>,
+    /// The ranges negotiated from, for the error that names ours.
+    ranges: ApiRanges,
 }
 
 impl NegotiatedVersions {
@@ -40,6 +45,7 @@ impl NegotiatedVersions {
     pub fn bootstrap() -> Self {
         NegotiatedVersions {
             chosen: HashMap::from([(API_VERSIONS_KEY, 0)]),
+            ranges: &SUPPORTED_RANGES,
         }
     }
 
@@ -48,7 +54,8 @@ impl NegotiatedVersions {
     }
 
     pub fn unsupported(&self, addr: &str, api_key: i16) -> BenchError {
-        let (ours_min, ours_max) = SUPPORTED_RANGES
+        let (ours_min, ours_max) = self
+            .ranges
             .iter()
             .find(|(key, _, _)| *key == api_key)
             .map_or((-1, -1), |(_, min, max)| (*min, *max));
@@ -63,9 +70,19 @@ impl NegotiatedVersions {
 
 /// Picks, for each API we speak, the highest version inside both ranges.
 /// APIs with no overlap are left out; using them later is an error.
-pub fn negotiate(_addr: &str, broker: &[ApiVersion]) -> NegotiatedVersions {
+pub fn negotiate(addr: &str, broker: &[ApiVersion]) -> NegotiatedVersions {
+    negotiate_ranges(addr, &SUPPORTED_RANGES, broker)
+}
+
+/// [`negotiate`] over another client's `ranges` (`rill admin` speaks the
+/// admin APIs the load generator never sends).
+pub fn negotiate_ranges(
+    _addr: &str,
+    ranges: ApiRanges,
+    broker: &[ApiVersion],
+) -> NegotiatedVersions {
     let mut chosen = HashMap::new();
-    for (api_key, ours_min, ours_max) in SUPPORTED_RANGES {
+    for &(api_key, ours_min, ours_max) in ranges {
         if let Some(theirs) = broker.iter().find(|v| v.api_key == api_key) {
             let version = ours_max.min(theirs.max_version);
             if version >= ours_min.max(theirs.min_version) {
@@ -73,7 +90,7 @@ pub fn negotiate(_addr: &str, broker: &[ApiVersion]) -> NegotiatedVersions {
             }
         }
     }
-    NegotiatedVersions { chosen }
+    NegotiatedVersions { chosen, ranges }
 }
 
 #[cfg(test)]
