@@ -17,19 +17,23 @@
 //! - [`reassign`]: `reassign alter / list`, `elect-leaders`.
 //! - [`decommission`]: move every replica off a broker; unregister it once
 //!   stopped.
+//! - [`cordon`]: `cordon / uncordon`, KIP-1066's `cordoned.log.dirs`.
+//! - [`feature`]: `feature describe / upgrade / downgrade` (KIP-584).
 //! - [`client`]: connections, the coordinator, the API version table.
 //! - [`output`]: tables and JSON.
 //! - [`error`]: the crate's error type.
 //!
 //! Not here, because rill's broker does not serve the APIs yet:
 //! `quorum add-voter / remove-voter` (KIP-853 AddRaftVoter,
-//! RemoveRaftVoter) and `cordon` (KIP-1066).
+//! RemoveRaftVoter).
 
 pub mod acl;
 pub mod client;
 pub mod cluster;
+pub mod cordon;
 pub mod decommission;
 pub mod error;
+pub mod feature;
 pub mod group;
 pub mod output;
 pub mod quota;
@@ -101,6 +105,16 @@ pub enum AdminCommand {
     /// Retire a broker: move its replicas away while it runs; once it is
     /// stopped, unregister it.
     Decommission(decommission::DecommissionArgs),
+    /// Keep new partitions off a broker (or some of its dirs).
+    Cordon(cordon::CordonArgs),
+    /// Let a cordoned broker take new partitions again.
+    Uncordon {
+        /// A broker id, or `all`.
+        broker: String,
+    },
+    /// Feature levels (KIP-584).
+    #[command(subcommand)]
+    Feature(feature::FeatureCommand),
 }
 
 /// Runs one admin command and returns the process's exit code: 0 when it
@@ -163,5 +177,8 @@ async fn dispatch(args: AdminArgs) -> Result<Report> {
         AdminCommand::Reassign(command) => reassign::run(&mut admin, command).await,
         AdminCommand::ElectLeaders(elect) => reassign::elect_leaders(&mut admin, elect).await,
         AdminCommand::Decommission(args) => decommission::run(&mut admin, args).await,
+        AdminCommand::Cordon(args) => cordon::cordon(&mut admin, &args).await,
+        AdminCommand::Uncordon { broker } => cordon::uncordon(&mut admin, &broker).await,
+        AdminCommand::Feature(command) => feature::run(&mut admin, command).await,
     }
 }

@@ -131,7 +131,123 @@ fn admin_commands_against_a_real_broker() {
     users(&broker);
     quotas(&broker);
     leaders_and_reassignments(&broker);
+    features_and_cordons(&broker);
     deletion_and_errors(&broker);
+}
+
+/// The cluster's level of `feature` as `feature describe` shows it.
+fn finalized(broker: &Broker, feature: &str) -> i64 {
+    let described = admin_json(broker, &["feature", "describe"]);
+    let found = described
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .find(|f| f["feature"] == feature)
+        .unwrap_or_else(|| panic!("{feature} not described: {described}"));
+    found["finalized"].as_i64().expect("a level")
+}
+
+fn features_and_cordons(broker: &Broker) {
+    // Feature levels: a downgrade as asked, a dry run changing nothing, a
+    // level past the supported range refused.
+    assert_eq!(finalized(broker, "group.version"), 1);
+    let table = admin_ok(broker, &["feature", "describe"]);
+    assert_eq!(
+        rows_starting(&table, "group.version"),
+        vec![vec!["group.version", "0-1", "1"]]
+    );
+    admin_ok(
+        broker,
+        &[
+            "feature",
+            "downgrade",
+            "--feature",
+            "group.version",
+            "--version",
+            "0",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(finalized(broker, "group.version"), 1);
+    admin_ok(
+        broker,
+        &[
+            "feature",
+            "downgrade",
+            "--feature",
+            "group.version",
+            "--version",
+            "0",
+        ],
+    );
+    assert_eq!(finalized(broker, "group.version"), 0);
+    let refused = admin(
+        broker,
+        &[
+            "feature",
+            "upgrade",
+            "--feature",
+            "group.version",
+            "--version",
+            "2",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("InvalidUpdateVersion"));
+    admin_ok(
+        broker,
+        &[
+            "feature",
+            "upgrade",
+            "--feature",
+            "group.version",
+            "--version",
+            "1",
+        ],
+    );
+    assert_eq!(finalized(broker, "group.version"), 1);
+    // Cordoned, the only broker takes no new topic; uncordoned, it does.
+    // (It holds within a heartbeat: the creation is retried until then.)
+    admin_ok(broker, &["cordon", "all"]);
+    let refused_creation = wait_for("the broker cordoned", Duration::from_secs(30), || {
+        let output = admin(
+            broker,
+            &[
+                "topic",
+                "create",
+                &format!("cordoned-{}", next_suffix()),
+                "-p",
+                "1",
+            ],
+        );
+        (!output.status.success()).then_some(output)
+    });
+    assert!(String::from_utf8_lossy(&refused_creation.stderr).contains("InvalidReplicationFactor"));
+    let (_, ids) = rill_tests::cluster::describe_cluster(broker).expect("DescribeCluster");
+    admin_ok(broker, &["uncordon", &ids[0].to_string()]);
+    wait_for("the broker open again", Duration::from_secs(30), || {
+        admin(
+            broker,
+            &[
+                "topic",
+                "create",
+                &format!("open-{}", next_suffix()),
+                "-p",
+                "1",
+            ],
+        )
+        .status
+        .success()
+        .then_some(())
+    });
+    admin_ok(broker, &["uncordon", "all"]);
+}
+
+/// A suffix that makes each try's topic name new.
+fn next_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 fn cluster_and_quorum(broker: &Broker) {

@@ -101,8 +101,13 @@ fn controller_only_voters_and_broker_only_nodes_fail_over_and_lose_nothing() {
         let deltas = cluster
             .node(id)
             .metric_sum("rill_metadata_deltas_fetched_total");
-        let images = cluster.node(id).metric_sum("rill_metadata_images_fetched_total");
-        assert!(deltas > 0, "broker {id} took no metadata delta ({images} images)");
+        let images = cluster
+            .node(id)
+            .metric_sum("rill_metadata_images_fetched_total");
+        assert!(
+            deltas > 0,
+            "broker {id} took no metadata delta ({images} images)"
+        );
     }
     assert_eq!(acknowledged.len(), 600, "every record acknowledged");
     let mut read = read_numbers(&bootstrap, "held", acknowledged.len());
