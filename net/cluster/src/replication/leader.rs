@@ -422,6 +422,20 @@ impl LeaderState {
     /// `replica.lag.time.max.ms`. Otherwise expands: followers out of the ISR
     /// that have reached the HW and this epoch's start and are caught up.
     pub fn tick(&mut self, now_ms: i64) -> Option<AlterPartition> {
+        self.tick_with(now_ms, |_| true)
+    }
+
+    /// [`LeaderState::tick`], where only replicas `eligible` says may join
+    /// the ISR are proposed (Kafka's `isReplicaIsrEligible`, KIP-841: not
+    /// fenced, not shutting down). A fenced replica of an idle partition
+    /// still looks caught up (its log end is the leader's), and proposing it
+    /// would be refused every time, keeping a live one out too: a
+    /// reassignment away from a stopped broker then never finished.
+    pub fn tick_with(
+        &mut self,
+        now_ms: i64,
+        eligible: impl Fn(ReplicaId) -> bool,
+    ) -> Option<AlterPartition> {
         if self.pending.is_some() {
             return None;
         }
@@ -446,7 +460,7 @@ impl LeaderState {
             let joining: Vec<ReplicaId> = self
                 .followers
                 .iter()
-                .filter(|(r, _)| !self.isr.contains(*r))
+                .filter(|(r, _)| !self.isr.contains(*r) && eligible(**r))
                 .filter(|(_, v)| {
                     v.log_end_offset >= self.high_watermark
                         && v.log_end_offset >= self.epoch_start_offset
@@ -915,6 +929,28 @@ mod tests {
         assert!(l
             .on_partition_committed(5, 11, &[4, 1], set(&[1, 2]), 5)
             .is_err());
+    }
+
+    #[test]
+    fn a_fenced_replica_that_looks_caught_up_does_not_keep_a_live_one_out() {
+        // Leader 1 of an idle partition (log end 10): 3 was stopped, left
+        // the ISR, and still looks caught up; 4 is added and catches up.
+        let mut l = leader(1);
+        l.on_partition_committed(5, 8, &[1, 2, 3], set(&[1, 2]), 1)
+            .unwrap();
+        l.on_partition_committed(5, 9, &[1, 2, 4, 3], set(&[1, 2]), 2)
+            .unwrap();
+        l.on_follower_fetch(2, 10, 3).unwrap();
+        l.on_follower_fetch(3, 10, 3).unwrap();
+        l.on_follower_fetch(4, 10, 3).unwrap();
+        let proposal = l.tick_with(4, |replica| replica != 3).unwrap();
+        assert_eq!(proposal.new_isr, set(&[1, 2, 4]));
+        // Without the eligibility check, 3 would ride along.
+        let mut l2 = leader(1);
+        l2.on_partition_committed(5, 8, &[1, 2, 3], set(&[1, 2]), 1)
+            .unwrap();
+        l2.on_follower_fetch(3, 10, 3).unwrap();
+        assert_eq!(l2.tick(4).unwrap().new_isr, set(&[1, 2, 3]));
     }
 
     #[test]

@@ -597,14 +597,15 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
             return;
         };
         sync(&state, &log);
-        let proposal = state.borrow_mut().tick(shard.now_ms());
+        // KIP-841: a fenced broker may not join an ISR; the controller would
+        // refuse it, so it is not proposed.
+        let image = shard.runtime().view.image();
+        let proposal = state
+            .borrow_mut()
+            .tick_with(shard.now_ms(), |replica| image.is_live(replica));
         let Some(proposal) = proposal else {
             continue;
         };
-        // KIP-841: a fenced broker may not join an ISR; the controller would
-        // refuse it, so do not ask (the proposal comes back next tick only
-        // while the follower still looks caught up).
-        let image = shard.runtime().view.image();
         let ineligible = proposal.kind == IsrChangeKind::Expand
             && proposal
                 .new_isr
