@@ -103,6 +103,13 @@ impl Admin {
         }
     }
 
+    /// [`Admin::call`] on the active controller's connection (a broker
+    /// that forwards to it, for rill and KRaft).
+    pub async fn call_controller<R: Request>(&mut self, request: &R) -> Result<R::Response> {
+        let controller = self.controller().await?;
+        self.call(&controller, request).await
+    }
+
     /// [`Admin::call`] on the bootstrap connection.
     pub async fn call_any<R: Request>(&self, request: &R) -> Result<R::Response> {
         let any = self.any();

@@ -203,8 +203,7 @@ async fn start_moves(admin: &mut Admin, moves: &[Move]) -> Result<()> {
                 })
                 .collect(),
         );
-    let controller = admin.controller().await?;
-    let answer = admin.call(&controller, &request).await?;
+    let answer = admin.call_controller(&request).await?;
     check(
         answer.error_code,
         answer.error_message.as_deref(),
@@ -227,11 +226,10 @@ async fn start_moves(admin: &mut Admin, moves: &[Move]) -> Result<()> {
 async fn wait_for_moves(admin: &mut Admin, moves: &[Move], wait: Duration) -> Result<()> {
     let deadline = Instant::now() + wait;
     while !moves.is_empty() {
-        let controller = admin.controller().await?;
         let request = ListPartitionReassignmentsRequest::default()
             .with_timeout_ms(30_000)
             .with_topics(None);
-        let answer = admin.call(&controller, &request).await?;
+        let answer = admin.call_controller(&request).await?;
         check(
             answer.error_code,
             answer.error_message.as_deref(),

@@ -88,8 +88,7 @@ async fn alter(
                         .clone()
                         .map(|ids| ids.into_iter().map(BrokerId).collect()),
                 )])]);
-    let controller = admin.controller().await?;
-    let answer = admin.call(&controller, &request).await?;
+    let answer = admin.call_controller(&request).await?;
     check(
         answer.error_code,
         answer.error_message.as_deref(),
@@ -148,8 +147,7 @@ async fn list(admin: &mut Admin, topic: Option<String>) -> Result<Report> {
     let request = ListPartitionReassignmentsRequest::default()
         .with_timeout_ms(30_000)
         .with_topics(topics);
-    let controller = admin.controller().await?;
-    let answer = admin.call(&controller, &request).await?;
+    let answer = admin.call_controller(&request).await?;
     check(
         answer.error_code,
         answer.error_message.as_deref(),
@@ -226,8 +224,7 @@ pub async fn elect_leaders(admin: &mut Admin, args: ElectArgs) -> Result<Report>
         .with_election_type(election)
         .with_topic_partitions(topic_partitions)
         .with_timeout_ms(30_000);
-    let controller = admin.controller().await?;
-    let answer = admin.call(&controller, &request).await?;
+    let answer = admin.call_controller(&request).await?;
     check(answer.error_code, None, "ElectLeaders")?;
     let mut rows = Vec::new();
     for topic in &answer.replica_election_results {

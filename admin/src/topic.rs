@@ -169,8 +169,7 @@ async fn create(
         .any(|t| t.error_code == codes::NOT_CONTROLLER)
     {
         // Kafka before KRaft takes CreateTopics only at the controller.
-        let controller = admin.controller().await?;
-        answer = admin.call(&controller, &request).await?;
+        answer = admin.call_controller(&request).await?;
     }
     let results = answer
         .topics
@@ -475,8 +474,7 @@ async fn add_partitions(admin: &mut Admin, topic: &str, num: i32) -> Result<Repo
         .iter()
         .any(|t| t.error_code == codes::NOT_CONTROLLER)
     {
-        let controller = admin.controller().await?;
-        answer = admin.call(&controller, &request).await?;
+        answer = admin.call_controller(&request).await?;
     }
     let results = answer
         .results
@@ -502,8 +500,7 @@ async fn delete_topics(admin: &mut Admin, topics: &[String]) -> Result<Report> {
         .iter()
         .any(|t| t.error_code == codes::NOT_CONTROLLER)
     {
-        let controller = admin.controller().await?;
-        answer = admin.call(&controller, &request).await?;
+        answer = admin.call_controller(&request).await?;
     }
     let results = answer
         .responses

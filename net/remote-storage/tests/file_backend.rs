@@ -4,26 +4,15 @@
 //! `futures::executor::block_on`, on threads with no tokio runtime: the
 //! shards that will call this run glommio.
 
+mod common;
+
 use bytes::Bytes;
+use common::pattern;
 use futures::executor::block_on;
 use remote_storage::{RemoteError, RemoteStorageConfig, RemoteStore};
 use std::path::Path;
 
 const KIB: u64 = 1024;
-
-/// `length` bytes that differ from one offset to the next (xorshift), so a
-/// misplaced slice cannot pass for the right one.
-fn pattern(length: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..length)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
-}
 
 /// A store in `dir/remote` with small sizes: 64 KiB parts, 16 KiB chunks,
 /// a 64 KiB cache.

@@ -2,6 +2,9 @@
 //! multipart upload, whole and ranged reads, a listing, the chunk cache,
 //! reads past the end, and a prefix deleted.
 
+// Each test binary uses part of this module (file_backend only `pattern`).
+#![allow(dead_code)]
+
 use bytes::Bytes;
 use futures::executor::block_on;
 use remote_storage::{RemoteError, RemoteStore};

@@ -135,10 +135,9 @@ impl Controller<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::Cluster;
+    use super::super::tests::{registration, Cluster};
     use super::*;
     use crate::metadata::features::GROUP_VERSION;
-    use crate::metadata::{BrokerRegistrationRequest, Endpoint};
     use engine::ErrorCode;
 
     fn update(name: &str, level: i16, upgrade_type: UpgradeType) -> FeatureUpdate {
@@ -198,29 +197,12 @@ mod tests {
         assert_eq!(finalized_level(&cluster.image, GROUP_VERSION), 1);
     }
 
-    fn registration(
-        broker_id: BrokerId,
-        features: Vec<SupportedFeature>,
-    ) -> BrokerRegistrationRequest {
-        BrokerRegistrationRequest {
-            broker_id,
-            incarnation_id: [broker_id as u8 + 1; 16],
-            listeners: vec![Endpoint {
-                name: "PLAINTEXT".into(),
-                host: format!("broker-{broker_id}"),
-                port: 9092,
-            }],
-            rack: None,
-            features,
-        }
-    }
-
     #[test]
     fn an_older_broker_holds_a_level_back_and_a_broker_that_cannot_run_it_is_refused() {
         let mut cluster = Cluster::new();
         cluster.start_broker(1, None, 0);
         // A broker from before feature levels runs group.version 1 only.
-        let old = registration(2, Vec::new());
+        let old = registration(2, None, Vec::new());
         let outcome = Controller::new(&cluster.image, &cluster.config)
             .register_broker(&mut cluster.heartbeats, &old, 0)
             .unwrap();
@@ -249,7 +231,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A current binary registers.
-        let current = registration(3, crate::metadata::features::supported_by_this_binary());
+        let current = registration(
+            3,
+            None,
+            crate::metadata::features::supported_by_this_binary(),
+        );
         assert!(Controller::new(&cluster.image, &cluster.config)
             .register_broker(&mut cluster.heartbeats, &current, 0)
             .is_ok());

@@ -22,6 +22,26 @@ pub(crate) struct Cluster {
     pub(crate) epochs: BTreeMap<BrokerId, i64>,
 }
 
+/// A registration of `broker_id` (its incarnation id, one PLAINTEXT
+/// listener) with `rack` and `features`.
+pub(crate) fn registration(
+    broker_id: BrokerId,
+    rack: Option<&str>,
+    features: Vec<crate::metadata::SupportedFeature>,
+) -> BrokerRegistrationRequest {
+    BrokerRegistrationRequest {
+        broker_id,
+        incarnation_id: [broker_id as u8 + 1; 16],
+        listeners: vec![Endpoint {
+            name: "PLAINTEXT".into(),
+            host: format!("broker-{broker_id}"),
+            port: 9092,
+        }],
+        rack: rack.map(str::to_owned),
+        features,
+    }
+}
+
 pub(crate) fn topic_id(n: u8) -> TopicId {
     let mut id = [0u8; 16];
     id[0] = 0xa0;
@@ -57,17 +77,8 @@ impl Cluster {
 
     /// Registers a broker and heartbeats it unfenced.
     pub(crate) fn start_broker(&mut self, broker_id: BrokerId, rack: Option<&str>, now_ms: i64) {
-        let request = BrokerRegistrationRequest {
-            broker_id,
-            incarnation_id: [broker_id as u8 + 1; 16],
-            listeners: vec![Endpoint {
-                name: "PLAINTEXT".into(),
-                host: format!("broker-{broker_id}"),
-                port: 9092,
-            }],
-            rack: rack.map(str::to_owned),
-            features: crate::metadata::features::supported_by_this_binary(),
-        };
+        let features = crate::metadata::features::supported_by_this_binary();
+        let request = registration(broker_id, rack, features);
         let controller = Controller::new(&self.image, &self.config);
         let outcome = controller
             .register_broker(&mut self.heartbeats, &request, now_ms)
