@@ -3,8 +3,8 @@
 //! `--format json` output checked against what the broker holds (a group
 //! made by a real rdkafka consumer, records produced and read back).
 //!
-//! One broker serves the whole test (it starts in about a second; the
-//! commands are sub-second each), with an authorizer so that the ACL
+//! One broker serves the main test (it starts in about a second; the
+//! commands are sub-second each; decommission has a cluster of its own), with an authorizer so that the ACL
 //! commands are answered, and `User:ANONYMOUS` a super user so that the
 //! authorizer refuses nothing else.
 
@@ -904,13 +904,18 @@ fn placements(bootstrap: &str, topic: &str) -> Vec<(Vec<i64>, Vec<i64>)> {
         .collect()
 }
 
-/// `decommission` of a broker-only node: while it runs, its replicas move
-/// to the brokers that have room and it stays registered; once stopped, a
-/// second run unregisters it.
+/// The runbook of issue #33 point 3 on four brokers (three voters and the
+/// broker-only node 4), under idempotent acks=all load throughout: `cordon
+/// 4`; `decommission 4` while it runs moves its replicas to the brokers
+/// that have room and leaves it registered; once stopped, a second run
+/// unregisters it. Not one acknowledged record is lost.
 #[test]
-fn decommission_moves_replicas_off_a_broker_then_unregisters_it_once_stopped() {
-    let mut cluster = Cluster::start_settled(RILL, 2, &[], Duration::from_secs(30));
-    cluster.add_broker(RILL, 3, &[]);
+fn decommission_moves_replicas_off_a_broker_under_load_then_unregisters_it_once_stopped() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Three voters and a broker-only node 4, the one retired.
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], Duration::from_secs(30));
+    cluster.add_broker(RILL, 4, &[]);
     let bootstrap = cluster.bootstrap();
     let live = |bootstrap: &str| {
         let info = admin_json(bootstrap, &["cluster", "info"]);
@@ -918,51 +923,84 @@ fn decommission_moves_replicas_off_a_broker_then_unregisters_it_once_stopped() {
         let ids = brokers.iter().map(|b| b["id"].as_i64().expect("id"));
         ids.collect::<Vec<_>>()
     };
-    wait_for("broker 3 to register", Duration::from_secs(30), || {
-        (live(&bootstrap) == [1, 2, 3]).then_some(())
+    wait_for("broker 4 to register", Duration::from_secs(30), || {
+        (live(&bootstrap) == [1, 2, 3, 4]).then_some(())
     });
-    // Three partitions of two replicas on three brokers: broker 3 holds some.
-    let create = ["topic", "create", "moving", "-p", "3", "-r", "2"];
+    // Four partitions of three replicas on four brokers: 4 holds three.
+    let create = [
+        "topic",
+        "create",
+        "moving",
+        "-p",
+        "4",
+        "-r",
+        "3",
+        "-c",
+        "min.insync.replicas=2",
+    ];
     admin_ok(bootstrap.as_str(), &create);
     wait_for("every replica in sync", Duration::from_secs(30), || {
         let placed = placements(&bootstrap, "moving");
         let in_sync = placed.iter().all(|(replicas, isr)| {
             let mut sorted = replicas.clone();
             sorted.sort_unstable();
-            replicas.len() == 2 && sorted == *isr
+            replicas.len() == 3 && sorted == *isr
         });
-        (placed.len() == 3 && in_sync).then_some(())
+        (placed.len() == 4 && in_sync).then_some(())
     });
-    let placed = placements(&bootstrap, "moving");
-    let on_3 = placed
+    let on_4 = placements(&bootstrap, "moving")
         .iter()
-        .filter(|(replicas, _)| replicas.contains(&3))
+        .filter(|(replicas, _)| replicas.contains(&4))
         .count();
-    assert!(on_3 > 0, "broker 3 holds no replica of moving: {placed:?}");
+    assert!(on_4 > 0, "broker 4 holds no replica of moving");
 
-    let decommission = ["decommission", "3", "--wait-ms", "60000"];
+    // Under idempotent acks=all load throughout, as the runbook goes:
+    // cordon, drain, stop, unregister.
+    let stop = Arc::new(AtomicBool::new(false));
+    let producing = {
+        let (stop, bootstrap) = (stop.clone(), bootstrap.clone());
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().expect("runtime");
+            let producer = rill_tests::replicated::idempotent_producer(&bootstrap);
+            let mut acknowledged = Vec::new();
+            let mut next = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                let values: Vec<u32> = (next..next + 20).collect();
+                let records: Vec<_> = values
+                    .iter()
+                    .map(|v| (None, v.to_string().into_bytes()))
+                    .collect();
+                runtime.block_on(produce_all(&producer, "moving", &records, None));
+                acknowledged.extend(values);
+                next += 20;
+            }
+            acknowledged
+        })
+    };
+    admin_ok(bootstrap.as_str(), &["cordon", "4"]);
+    let decommission = ["decommission", "4", "--wait-ms", "60000"];
     let drained = admin_json(bootstrap.as_str(), &decommission);
     assert_eq!(drained["running"], true, "{drained}");
     assert_eq!(drained["unregistered"], false, "{drained}");
     let moves = drained["moves"].as_array().expect("moves");
-    assert_eq!(moves.len(), on_3, "{drained}");
+    assert_eq!(moves.len(), on_4, "{drained}");
     for moved in moves {
         let before = moved["before"].as_array().expect("before");
         let after = moved["after"].as_array().expect("after");
-        assert!(before.contains(&Value::from(3)), "{drained}");
-        assert!(!after.contains(&Value::from(3)), "{drained}");
-        assert_eq!(after.len(), 2, "{drained}");
+        assert!(before.contains(&Value::from(4)), "{drained}");
+        assert!(!after.contains(&Value::from(4)), "{drained}");
+        assert_eq!(after.len(), 3, "{drained}");
     }
     for (replicas, _) in placements(&bootstrap, "moving") {
-        assert!(!replicas.contains(&3), "{replicas:?}");
-        assert_eq!(replicas.len(), 2, "{replicas:?}");
+        assert!(!replicas.contains(&4), "{replicas:?}");
+        assert_eq!(replicas.len(), 3, "{replicas:?}");
     }
 
-    cluster.node(3).stop();
-    let survivors: String = bootstrap.split(',').take(2).collect::<Vec<_>>().join(",");
+    cluster.node(4).stop();
+    let survivors: String = bootstrap.split(',').take(3).collect::<Vec<_>>().join(",");
     // Until its registration times out, a stopped broker may still be
     // listed as live: the command then leaves it registered again.
-    let retired = wait_for("broker 3 unregistered", Duration::from_secs(30), || {
+    let retired = wait_for("broker 4 unregistered", Duration::from_secs(30), || {
         let retired = admin_json(survivors.as_str(), &decommission);
         (retired["unregistered"] == true).then_some(retired)
     });
@@ -971,11 +1009,36 @@ fn decommission_moves_replicas_off_a_broker_then_unregisters_it_once_stopped() {
         Some(0),
         "{retired}"
     );
-    assert_eq!(live(&survivors), [1, 2]);
+    assert_eq!(live(&survivors), [1, 2, 3]);
+    stop.store(true, Ordering::Release);
+    let acknowledged = producing.join().expect("the producer");
+    assert!(
+        acknowledged.len() >= 20,
+        "records went on being acknowledged"
+    );
+    // Not one acknowledged record is lost.
+    let read = rill_tests::kafka::consume_all(
+        &survivors,
+        "moving",
+        4,
+        acknowledged.len(),
+        Duration::from_secs(60),
+        &[],
+    );
+    let read: std::collections::BTreeSet<u32> = read
+        .iter()
+        .filter_map(|r| String::from_utf8(r.value.clone()?).ok()?.parse().ok())
+        .collect();
+    let lost: Vec<&u32> = acknowledged.iter().filter(|v| !read.contains(v)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} acknowledged records lost: {lost:?}",
+        lost.len()
+    );
     // Once more: Kafka's BROKER_ID_NOT_REGISTERED, exit code 1.
     let again = admin(
         survivors.as_str(),
-        &["decommission", "3", "--skip-reassign"],
+        &["decommission", "4", "--skip-reassign"],
     );
     assert_eq!(again.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&again.stderr);
