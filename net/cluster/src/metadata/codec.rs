@@ -45,6 +45,8 @@
 //! `name`, `min_level: i16`, `max_level: i16`, written only when not empty.
 //! `CordonBroker` (23, KIP-1066) is `broker_id: i32`, `broker_epoch: i64`,
 //! `cordoned: u8` flag.
+//! `RegisterController` (24, KIP-853) is `node_id: i32`, `host`,
+//! `port: u16`.
 //!
 //! Why our own format rather than Kafka's generated record schemata: the
 //! metadata log is internal to rill (no Kafka tool reads it), and a small
@@ -91,6 +93,7 @@ const RECORD_TYPE_REMOTE_LOG_SEGMENT_STATE: u8 = 20;
 const RECORD_TYPE_REMOTE_TOPIC_PURGED: u8 = 21;
 const RECORD_TYPE_FEATURE_LEVEL: u8 = 22;
 const RECORD_TYPE_CORDON_BROKER: u8 = 23;
+const RECORD_TYPE_REGISTER_CONTROLLER: u8 = 24;
 
 mod remote_segments;
 
@@ -274,7 +277,8 @@ impl Writer {
             | MetadataRecord::BrokerConfigChange { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
-            | MetadataRecord::FeatureLevel { .. } => self.config_record(record),
+            | MetadataRecord::FeatureLevel { .. }
+            | MetadataRecord::RegisterController { .. } => self.config_record(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
             | MetadataRecord::AccessControlEntry(_)
@@ -415,6 +419,16 @@ impl Writer {
                 self.u8(RECORD_TYPE_FEATURE_LEVEL);
                 self.string(name);
                 self.i16(*level);
+            }
+            MetadataRecord::RegisterController {
+                node_id,
+                host,
+                port,
+            } => {
+                self.u8(RECORD_TYPE_REGISTER_CONTROLLER);
+                self.i32(*node_id);
+                self.string(host);
+                self.u16(*port);
             }
             MetadataRecord::ClientQuota { entity, key, value } => {
                 self.u8(RECORD_TYPE_CLIENT_QUOTA);
@@ -590,7 +604,8 @@ impl Reader<'_> {
             | RECORD_TYPE_BROKER_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_QUOTA
-            | RECORD_TYPE_FEATURE_LEVEL => self.config_record(record_type),
+            | RECORD_TYPE_FEATURE_LEVEL
+            | RECORD_TYPE_REGISTER_CONTROLLER => self.config_record(record_type),
             RECORD_TYPE_USER_SCRAM_CREDENTIAL
             | RECORD_TYPE_REMOVE_USER_SCRAM_CREDENTIAL
             | RECORD_TYPE_ACCESS_CONTROL_ENTRY
@@ -672,6 +687,11 @@ impl Reader<'_> {
             RECORD_TYPE_FEATURE_LEVEL => MetadataRecord::FeatureLevel {
                 name: self.string()?,
                 level: self.i16()?,
+            },
+            RECORD_TYPE_REGISTER_CONTROLLER => MetadataRecord::RegisterController {
+                node_id: self.i32()?,
+                host: self.string()?,
+                port: self.u16()?,
             },
             RECORD_TYPE_CLIENT_QUOTA => {
                 // Each part is at least a string length and a flag.

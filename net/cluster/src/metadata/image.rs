@@ -190,6 +190,9 @@ pub struct MetadataImage {
     /// included; a feature never set runs at its default (see
     /// [`super::features`]).
     finalized_features: BTreeMap<String, i16>,
+    /// Controller listeners registered for KIP-853's AddRaftVoter, by node
+    /// id (a voter named in `controller.quorum.voters` needs none).
+    controllers: BTreeMap<BrokerId, (String, u16)>,
 }
 
 /// A client-quota entity: its (type, name) parts, a `None` name being the
@@ -222,7 +225,14 @@ impl MetadataImage {
             acls: BTreeMap::new(),
             remote: RemoteLogImage::default(),
             finalized_features: BTreeMap::new(),
+            controllers: BTreeMap::new(),
         }
+    }
+
+    /// Controller listeners registered by AddRaftVoter (KIP-853), as
+    /// `node id -> (host, port)`.
+    pub fn controllers(&self) -> &BTreeMap<BrokerId, (String, u16)> {
+        &self.controllers
     }
 
     /// Feature levels set by UpdateFeatures, 0 (off) included; a feature
@@ -383,6 +393,16 @@ impl MetadataImage {
             MetadataRecord::FeatureLevel { name, level } => {
                 if name.is_empty() || *level < 0 {
                     return Err(format!("feature {name:?} level {level}"));
+                }
+                Ok(())
+            }
+            MetadataRecord::RegisterController {
+                node_id,
+                host,
+                port,
+            } => {
+                if *node_id < 0 || host.is_empty() || *port == 0 {
+                    return Err(format!("controller {node_id} at {host}:{port}"));
                 }
                 Ok(())
             }
@@ -846,6 +866,13 @@ impl MetadataImage {
                 // runs at its default (see `features`).
                 self.finalized_features.insert(name.clone(), *level);
             }
+            MetadataRecord::RegisterController {
+                node_id,
+                host,
+                port,
+            } => {
+                self.controllers.insert(*node_id, (host.clone(), *port));
+            }
             MetadataRecord::ProducerIds {
                 next_block_start, ..
             } => {
@@ -1142,6 +1169,13 @@ impl MetadataImage {
             }
             MetadataRecord::FeatureLevel { name, level } => {
                 assert_eq!(self.finalized_features.get(name), Some(level));
+            }
+            MetadataRecord::RegisterController {
+                node_id,
+                host,
+                port,
+            } => {
+                assert_eq!(self.controllers.get(node_id), Some(&(host.clone(), *port)));
             }
         }
         assert_eq!(self.topics.len(), self.topic_ids.len());

@@ -438,6 +438,17 @@ pub enum MetadataRecord {
         /// The new finalized level.
         level: i16,
     },
+    /// A controller's listener (KIP-853's `RegisterControllerRecord`,
+    /// reduced to its endpoint): written before a node is added as a voter,
+    /// so that every member and observer can reach it once it votes.
+    RegisterController {
+        /// Its `node.id`.
+        node_id: BrokerId,
+        /// Host of its controller listener.
+        host: String,
+        /// Port of its controller listener.
+        port: u16,
+    },
     /// `next_block_start` (KIP-730).
     ProducerIds {
         /// Broker that took the block.
@@ -468,6 +479,7 @@ impl MetadataRecord {
             MetadataRecord::ClientMetricsConfigChange { .. } => "ClientMetricsConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
             MetadataRecord::FeatureLevel { .. } => "FeatureLevel",
+            MetadataRecord::RegisterController { .. } => "RegisterController",
             MetadataRecord::ClientQuota { .. } => "ClientQuota",
             MetadataRecord::UserScramCredential { .. } => "UserScramCredential",
             MetadataRecord::RemoveUserScramCredential { .. } => "RemoveUserScramCredential",

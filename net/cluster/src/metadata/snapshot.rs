@@ -276,6 +276,13 @@ impl MetadataImage {
                 level,
             });
         }
+        for (&node_id, (host, port)) in self.controllers() {
+            records.push(MetadataRecord::RegisterController {
+                node_id,
+                host: host.clone(),
+                port: *port,
+            });
+        }
         for (entity, quotas) in self.client_quotas() {
             for (key, value) in quotas {
                 records.push(MetadataRecord::ClientQuota {

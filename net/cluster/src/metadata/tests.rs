@@ -638,6 +638,13 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
             MetadataRecord::ClientMetricsConfigChange { name, key, value }
         }),
         (text, any::<i16>()).prop_map(|(name, level)| MetadataRecord::FeatureLevel { name, level }),
+        (any::<i32>(), text, any::<u16>()).prop_map(|(node_id, host, port)| {
+            MetadataRecord::RegisterController {
+                node_id,
+                host,
+                port,
+            }
+        }),
         (any::<i32>(), any::<i64>(), any::<bool>()).prop_map(
             |(broker_id, broker_epoch, cordoned)| {
                 MetadataRecord::CordonBroker {

@@ -22,9 +22,10 @@ pub struct LogCache {
 }
 
 impl LogCache {
-    /// A fresh member's state: no log, the given voters.
+    /// A fresh member's state: no log, the given voters. No voters: a
+    /// controller that joins an existing quorum (KIP-853); it learns the
+    /// voters from the leader's snapshot once it is added.
     pub fn new(voters: &[u64]) -> Self {
-        assert!(!voters.is_empty(), "a quorum needs at least one voter");
         LogCache {
             conf_state: ConfState {
                 voters: voters.to_vec(),
@@ -169,6 +170,11 @@ impl LogCache {
             return None;
         }
         self.entries.get((index - first) as usize)
+    }
+
+    /// Replaces the conf state: a membership change was applied.
+    pub fn set_conf_state(&mut self, conf_state: ConfState) {
+        self.conf_state = conf_state;
     }
 
     /// Replaces the hard state.

@@ -23,9 +23,10 @@
 //! - [`rng`]: the seeded generator that replaces raft-rs's `thread_rng` for
 //!   election timeouts, so a run is a function of its seed.
 //!
-//! Not here yet: membership changes (conf-change entries are refused). The
-//! transport and the wiring onto the metadata shard are `rill-runtimes`'s
-//! `cluster_runtime`.
+//! Membership changes (KIP-853) are raft-rs's ConfChangeV2 entries, one
+//! change at a time; [`node::QuorumNode::propose_conf_change`] says why a
+//! snapshot follows each. The transport and the wiring onto the metadata
+//! shard are `rill-runtimes`'s `cluster_runtime`.
 
 /// Implements `raft::Storage` for a store whose `cache` field (a
 /// [`log_cache::LogCache`]) holds what raft-rs reads: the durable stores
@@ -119,8 +120,8 @@ pub enum QuorumError {
     /// raft-rs refused a call (e.g. a proposal with no leader known).
     #[error("raft: {0}")]
     Raft(#[from] raft::Error),
-    /// A committed entry of a type this node does not handle yet.
-    #[error("entry {index} has type {entry_type}, which this quorum does not support yet")]
+    /// A committed entry this node cannot read.
+    #[error("entry {index} has type {entry_type}, which this quorum cannot apply")]
     UnsupportedEntry {
         /// The entry's index.
         index: u64,

@@ -20,7 +20,10 @@
 //! redraws each timeout from a seeded generator whenever raft-rs restarts
 //! the election timer, so a simulated run depends on its seed only.
 
-use raft::eraftpb::{EntryType, Message};
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message,
+};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
 use super::logger::raft_logger;
@@ -82,11 +85,27 @@ impl QuorumConfig {
     }
 }
 
+/// One membership change of one member (KIP-853 changes one voter at a
+/// time), for [`QuorumNode::propose_conf_change`].
+pub fn membership_change(node_id: u64, change_type: ConfChangeType) -> ConfChangeV2 {
+    let mut single = ConfChangeSingle {
+        node_id,
+        ..Default::default()
+    };
+    single.set_change_type(change_type);
+    ConfChangeV2 {
+        changes: vec![single].into(),
+        ..Default::default()
+    }
+}
+
 /// What one [`QuorumNode::advance`] produced.
 #[derive(Debug, Default)]
 pub struct Outgoing {
     /// Messages for the peers (`message.to`), to send in order.
     pub messages: Vec<Message>,
+    /// A membership change was applied: the voters or learners changed.
+    pub conf_changed: bool,
     /// Records that became committed and were applied, as `(index, bytes)`,
     /// in index order.
     pub committed: Vec<(u64, Vec<u8>)>,
@@ -106,6 +125,9 @@ pub struct QuorumNode<S: StateMachine, L: LogStore = FileStorage> {
     election_timeout_min_ticks: u64,
     election_timeout_max_ticks: u64,
     applied_index: u64,
+    /// A membership change applied since the last snapshot: snapshot now
+    /// (see [`QuorumNode::apply_conf_change`]).
+    snapshot_due: bool,
 }
 
 impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
@@ -144,6 +166,7 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
             election_timeout_max_ticks: raft_config.max_election_tick() as u64,
             config,
             applied_index: snapshot_index,
+            snapshot_due: false,
         };
         node.rearm_election_timeout(true);
         if only_voter {
@@ -163,6 +186,17 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
             return Err(QuorumError::EmptyProposal);
         }
         let result = self.raw.propose(Vec::new(), data);
+        self.rearm_election_timeout(false);
+        result.map_err(QuorumError::from)
+    }
+
+    /// Proposes a membership change (KIP-853's AddRaftVoter and
+    /// RemoveRaftVoter, through raft-rs's ConfChangeV2). raft-rs takes one
+    /// change at a time: while another is not applied yet it turns this one
+    /// into an empty entry, so the caller checks [`Self::conf_state`] once
+    /// it committed.
+    pub fn propose_conf_change(&mut self, change: ConfChangeV2) -> Result<(), QuorumError> {
+        let result = self.raw.propose_conf_change(Vec::new(), change);
         self.rearm_election_timeout(false);
         result.map_err(QuorumError::from)
     }
@@ -259,11 +293,9 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
                         outgoing.committed.push((entry.index, entry.data.to_vec()));
                     }
                 }
-                other => {
-                    return Err(QuorumError::UnsupportedEntry {
-                        index: entry.index,
-                        entry_type: format!("{other:?}"),
-                    })
+                EntryType::EntryConfChange | EntryType::EntryConfChangeV2 => {
+                    self.apply_conf_change(&entry)?;
+                    outgoing.conf_changed = true;
                 }
             }
             self.applied_index = entry.index;
@@ -271,12 +303,52 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
         Ok(())
     }
 
+    /// Applies a committed membership change and persists the new conf
+    /// state. A change raft-rs refuses (one that would leave no voter) is
+    /// skipped on every member alike: a committed entry cannot be refused.
+    ///
+    /// Then a snapshot is due at once: a member that joins with an empty
+    /// log must start from a snapshot whose conf state names it (raft-rs
+    /// ignores one that does not), never replay the log from its first
+    /// entry, which would make it a quorum of itself. A snapshot taken after
+    /// the change puts the leader's first index past what the new member
+    /// holds, so it is sent one.
+    fn apply_conf_change(&mut self, entry: &Entry) -> Result<(), QuorumError> {
+        // Only V2 changes are ever proposed (`propose_conf_change`).
+        let change = match entry.get_entry_type() {
+            EntryType::EntryConfChangeV2 => ConfChangeV2::parse_from_bytes(&entry.data).ok(),
+            _ => None,
+        };
+        let Some(change) = change else {
+            return Err(QuorumError::UnsupportedEntry {
+                index: entry.index,
+                entry_type: format!("{:?}", entry.get_entry_type()),
+            });
+        };
+        match self.raw.apply_conf_change(&change) {
+            Ok(conf_state) => {
+                tracing::info!(
+                    index = entry.index,
+                    voters = ?conf_state.voters,
+                    learners = ?conf_state.learners,
+                    "metadata quorum membership changed"
+                );
+                self.raw.mut_store().set_conf_state(&conf_state)?;
+                self.snapshot_due = true;
+            }
+            Err(e) => tracing::warn!(index = entry.index, error = %e, "membership change skipped"),
+        }
+        Ok(())
+    }
+
     fn maybe_compact(&mut self) -> Result<(), QuorumError> {
         let snapshot_index = self.raw.store().cache().snapshot_index();
         assert!(self.applied_index >= snapshot_index);
-        if self.applied_index - snapshot_index < self.config.snapshot_interval_entries {
+        let due = self.snapshot_due && self.applied_index > snapshot_index;
+        if !due && self.applied_index - snapshot_index < self.config.snapshot_interval_entries {
             return Ok(());
         }
+        self.snapshot_due = false;
         let data = self.machine.snapshot();
         self.raw.mut_store().compact(self.applied_index, data)?;
         assert_eq!(
@@ -380,6 +452,24 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
             .collect();
         voters.sort_unstable();
         voters
+    }
+
+    /// The voters and learners as last applied.
+    pub fn conf_state(&self) -> &ConfState {
+        self.raw.store().cache().conf_state()
+    }
+
+    /// The highest index the leader knows `peer` holds; `None` on a
+    /// follower, or for a peer that is not a member.
+    pub fn matched_index(&self, peer: u64) -> Option<u64> {
+        if !self.is_leader() {
+            return None;
+        }
+        self.raw
+            .raft
+            .prs()
+            .get(peer)
+            .map(|progress| progress.matched)
     }
 
     /// The highest index applied to the state machine.
@@ -613,5 +703,99 @@ mod tests {
         tick_rounds(&mut nodes, 50);
         let caught_up = nodes[stopped].as_ref().expect("runs");
         assert_eq!(caught_up.state_machine().records, expected);
+    }
+
+    /// Proposes `change` on the leader and runs the quorum until it applied.
+    fn reconfigure(nodes: &mut [Option<FileNode>], change: ConfChangeV2) -> ConfState {
+        let leader = tick_until_leader(nodes);
+        let node = nodes[leader].as_mut().expect("leader runs");
+        node.propose_conf_change(change).expect("propose");
+        tick_rounds(nodes, 5);
+        let leader = tick_until_leader(nodes);
+        nodes[leader].as_ref().expect("runs").conf_state().clone()
+    }
+
+    fn commit_on_leader(nodes: &mut [Option<FileNode>], record: &str) {
+        let leader = tick_until_leader(nodes);
+        let node = nodes[leader].as_mut().expect("leader runs");
+        node.propose(record.as_bytes().to_vec()).expect("propose");
+        pump(nodes);
+    }
+
+    #[test]
+    fn a_dead_voter_is_replaced_by_a_fresh_member_that_starts_from_a_snapshot() {
+        let directories: Vec<_> = (0..4)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
+            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
+            .chain(std::iter::once(None))
+            .collect();
+        let first_leader = tick_until_leader(&mut nodes);
+        for record in 0..3 {
+            commit_on_leader(&mut nodes, &format!("before-{record}"));
+        }
+        // A follower dies for good; node 4 starts empty, knowing no voter.
+        let dead = (first_leader + 1) % 3;
+        nodes[dead] = None;
+        let mut config = QuorumConfig::new(4, 104);
+        config.snapshot_interval_entries = 1000;
+        let store = FileStorage::open(directories[3].path(), &[]).expect("store");
+        nodes[3] = Some(QuorumNode::open(config, store, Records::default()).expect("open"));
+        tick_rounds(&mut nodes, 30);
+        assert!(
+            !nodes[3].as_ref().expect("runs").is_leader(),
+            "not a voter yet"
+        );
+
+        let state = reconfigure(
+            &mut nodes,
+            membership_change(4, ConfChangeType::AddLearnerNode),
+        );
+        assert_eq!(state.learners, vec![4]);
+        let state = reconfigure(&mut nodes, membership_change(4, ConfChangeType::AddNode));
+        assert!(state.voters.contains(&4) && state.learners.is_empty());
+        let state = reconfigure(
+            &mut nodes,
+            membership_change(dead as u64 + 1, ConfChangeType::RemoveNode),
+        );
+        let mut voters = state.voters.clone();
+        voters.sort_unstable();
+        assert_eq!(voters.len(), 3);
+        assert!(!voters.contains(&(dead as u64 + 1)) && voters.contains(&4));
+        commit_on_leader(&mut nodes, "after");
+
+        // The new member holds every record, though it never saw the log's
+        // start, and knows the voters from its store.
+        let leader = tick_until_leader(&mut nodes);
+        let expected = nodes[leader]
+            .as_ref()
+            .expect("runs")
+            .state_machine()
+            .records
+            .clone();
+        assert_eq!(expected.len(), 4);
+        let joined = nodes[3].as_ref().expect("runs");
+        assert_eq!(joined.state_machine().records, expected);
+        assert!(
+            joined.store().cache().snapshot_index() > 0,
+            "began from a snapshot"
+        );
+        let mut stored = joined.store().cache().conf_state().voters.clone();
+        stored.sort_unstable();
+        assert_eq!(stored, voters);
+
+        // One more original voter dies: 2 of the 3 voters still commit.
+        let other = (0..3).find(|&i| i != dead && i != leader).unwrap_or(leader);
+        nodes[other] = None;
+        commit_on_leader(&mut nodes, "with-two");
+        tick_rounds(&mut nodes, 5);
+        let leader = tick_until_leader(&mut nodes);
+        let records = &nodes[leader]
+            .as_ref()
+            .expect("runs")
+            .state_machine()
+            .records;
+        assert_eq!(records.len(), 5, "committed with 2 of 3 voters");
     }
 }

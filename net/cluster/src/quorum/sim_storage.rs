@@ -9,7 +9,7 @@
 //! it lie about fsync: a restart finds the last log entry gone, as a disk
 //! that acknowledged a flush it never did would (see [`DiskFault`]).
 
-use raft::eraftpb::{Entry, HardState, Snapshot};
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 
 use super::log_cache::LogCache;
 use super::storage::LogStore;
@@ -91,6 +91,11 @@ impl LogStore for SimStorage {
 
     fn set_hard_state(&mut self, hard_state: &HardState) -> Result<(), QuorumError> {
         self.cache.set_hard_state(hard_state.clone());
+        Ok(())
+    }
+
+    fn set_conf_state(&mut self, conf_state: &ConfState) -> Result<(), QuorumError> {
+        self.cache.set_conf_state(conf_state.clone());
         Ok(())
     }
 

@@ -52,7 +52,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use raft::eraftpb::{Entry, HardState, Snapshot};
+use raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 
 use super::codec::{self, FrameRead};
 use super::log_cache::LogCache;
@@ -85,6 +85,8 @@ pub trait LogStore: raft::Storage {
     fn append(&mut self, entries: &[Entry]) -> Result<(), QuorumError>;
     /// Replaces the hard state.
     fn set_hard_state(&mut self, hard_state: &HardState) -> Result<(), QuorumError>;
+    /// Replaces the conf state once a membership change applied.
+    fn set_conf_state(&mut self, conf_state: &ConfState) -> Result<(), QuorumError>;
     /// Installs a snapshot received from the leader, replacing the log.
     fn apply_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), QuorumError>;
     /// Stores a snapshot of the applied state at `index` and drops the log
@@ -298,6 +300,14 @@ impl LogStore for FileStorage {
         } else {
             Ok(())
         }
+    }
+
+    fn set_conf_state(&mut self, conf_state: &ConfState) -> Result<(), QuorumError> {
+        if self.cache.conf_state() == conf_state {
+            return Ok(());
+        }
+        self.cache.set_conf_state(conf_state.clone());
+        self.write_raft_state()
     }
 
     fn apply_snapshot(&mut self, snapshot: &Snapshot) -> Result<(), QuorumError> {
