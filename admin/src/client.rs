@@ -19,7 +19,7 @@ use std::time::Duration;
 /// too, FindCoordinator v4 batches keys, OffsetFetch v8 batches groups:
 /// those stay below). SaslHandshake and SaslAuthenticate are here because
 /// a SASL connection authenticates with this table's versions.
-pub const ADMIN_RANGES: [(i16, i16, i16); 32] = [
+pub const ADMIN_RANGES: [(i16, i16, i16); 34] = [
     (0, 3, 9),  // Produce
     (1, 4, 12), // Fetch
     (2, 1, 7),  // ListOffsets
@@ -48,10 +48,12 @@ pub const ADMIN_RANGES: [(i16, i16, i16); 32] = [
     (49, 0, 1), // AlterClientQuotas
     (50, 0, 0), // DescribeUserScramCredentials
     (51, 0, 0), // AlterUserScramCredentials
-    (55, 0, 1), // DescribeQuorum
+    (55, 0, 2), // DescribeQuorum (v2: the members' listeners)
     (57, 1, 1), // UpdateFeatures (v1: upgrade type; v2 drops the results)
     (60, 0, 1), // DescribeCluster
     (64, 0, 0), // UnregisterBroker
+    (80, 0, 0), // AddRaftVoter
+    (81, 0, 0), // RemoveRaftVoter
 ];
 
 /// Broker error codes the tool acts on by name.

@@ -2,9 +2,7 @@
 //! lacks it: cluster id, controller, brokers) and `rill admin quorum describe` (DescribeQuorum of the
 //! metadata quorum, `__cluster_metadata`-0, as
 //! `kafka-metadata-quorum.sh describe --status` shows it).
-//!
-//! `quorum add-voter` / `remove-voter` (KIP-853: AddRaftVoter,
-//! RemoveRaftVoter) are not here: rill's broker does not serve those APIs.
+//! `quorum add-voter` / `remove-voter` are in [`crate::voters`].
 
 use crate::client::Admin;
 use crate::error::{check, AdminError, Result};
@@ -30,6 +28,14 @@ pub enum QuorumCommand {
     /// Leader, epoch, high watermark and each voter's progress of the
     /// metadata quorum (DescribeQuorum, asked of its leader).
     Describe,
+    /// Make a running controller a voter (AddRaftVoter, KIP-853).
+    AddVoter(crate::voters::AddVoterArgs),
+    /// Make a voter stop voting (RemoveRaftVoter, KIP-853).
+    RemoveVoter {
+        /// The voter's `node.id`.
+        #[arg(long)]
+        id: i32,
+    },
 }
 
 /// Runs a `cluster` command.
@@ -43,6 +49,8 @@ pub async fn run_cluster(admin: &mut Admin, command: ClusterCommand) -> Result<R
 pub async fn run_quorum(admin: &mut Admin, command: QuorumCommand) -> Result<Report> {
     match command {
         QuorumCommand::Describe => quorum(admin).await,
+        QuorumCommand::AddVoter(args) => crate::voters::add_voter(admin, &args).await,
+        QuorumCommand::RemoveVoter { id } => crate::voters::remove_voter(admin, id).await,
     }
 }
 
@@ -179,8 +187,20 @@ async fn quorum(admin: &mut Admin) -> Result<Report> {
         partition.current_voters.len().to_string(),
         partition.observers.len().to_string(),
     ]);
-    let mut replicas = Table::new(&["NODE", "ROLE", "LOG-END-OFFSET", "LAG", "LAST-CAUGHT-UP-MS"])
-        .titled("REPLICAS");
+    let mut replicas = Table::new(&[
+        "NODE",
+        "ROLE",
+        "LOG-END-OFFSET",
+        "LAG",
+        "LAST-CAUGHT-UP-MS",
+        "ENDPOINT",
+    ])
+    .titled("REPLICAS");
+    let endpoint = |id: i32| {
+        let node = answer.nodes.iter().find(|node| node.node_id.0 == id);
+        let listener = node.and_then(|node| node.listeners.first());
+        listener.map_or_else(String::new, |l| format!("{}:{}", l.host, l.port))
+    };
     let roles = [
         ("voter", &partition.current_voters),
         ("observer", &partition.observers),
@@ -194,6 +214,7 @@ async fn quorum(admin: &mut Admin) -> Result<Report> {
                 state.log_end_offset.to_string(),
                 lag(partition.high_watermark, state).to_string(),
                 state.last_caught_up_timestamp.to_string(),
+                endpoint(state.replica_id.0),
             ]);
         }
     }
@@ -203,6 +224,7 @@ async fn quorum(admin: &mut Admin) -> Result<Report> {
         "high_watermark": partition.high_watermark,
         "voters": partition.current_voters.iter().map(|s| replica_json(partition.high_watermark, s)).collect::<Vec<_>>(),
         "observers": partition.observers.iter().map(|s| replica_json(partition.high_watermark, s)).collect::<Vec<_>>(),
+        "endpoints": answer.nodes.iter().map(|n| json!({ "node_id": n.node_id.0, "endpoint": endpoint(n.node_id.0) })).collect::<Vec<_>>(),
     });
     Ok(Report {
         tables: vec![summary, replicas],

@@ -22,10 +22,7 @@
 //! - [`client`]: connections, the coordinator, the API version table.
 //! - [`output`]: tables and JSON.
 //! - [`error`]: the crate's error type.
-//!
-//! Not here, because rill's broker does not serve the APIs yet:
-//! `quorum add-voter / remove-voter` (KIP-853 AddRaftVoter,
-//! RemoveRaftVoter).
+//! - [`voters`]: `quorum add-voter / remove-voter` (KIP-853).
 
 pub mod acl;
 pub mod client;
@@ -41,6 +38,7 @@ pub mod reassign;
 pub mod records;
 pub mod topic;
 pub mod user;
+pub mod voters;
 
 use bench_harness::kafka::security::SecurityArgs;
 use error::Result;

@@ -242,6 +242,10 @@ error_codes! {
     UnknownSubscriptionId = 117, "UNKNOWN_SUBSCRIPTION_ID";
     /// A telemetry push larger than `telemetry.max.bytes`.
     TelemetryTooLarge = 118, "TELEMETRY_TOO_LARGE";
+    /// AddRaftVoter for a node that votes already (KIP-853).
+    DuplicateVoter = 126, "DUPLICATE_VOTER";
+    /// RemoveRaftVoter for a node that does not vote (KIP-853).
+    VoterNotFound = 127, "VOTER_NOT_FOUND";
 }
 
 impl ErrorCode {

@@ -101,6 +101,33 @@ impl Cluster {
         self.node(node_id)
     }
 
+    /// Starts a controller-only node `node_id` outside the configured
+    /// voters, with a controller listener of its own: it joins the quorum
+    /// once AddRaftVoter adds it (KIP-853). Returns its controller
+    /// listener, `host:port`.
+    pub fn add_controller(&mut self, binary: &str, node_id: i32) -> String {
+        let endpoint = format!("127.0.0.1:{}", free_port());
+        let dir = data_dir();
+        let id = node_id.to_string();
+        let args = [
+            "--cores",
+            "1",
+            "--node-id",
+            id.as_str(),
+            "--controller-quorum-voters",
+            self.voters.as_str(),
+            "--process-roles",
+            "controller",
+            "--controller-listener",
+            endpoint.as_str(),
+        ];
+        let broker = Broker::start(binary, dir.path(), &args);
+        self._dirs.push(dir);
+        self.brokers.push(broker);
+        self.ids.push(node_id);
+        endpoint
+    }
+
     /// [`Cluster::start`], then waits (up to `timeout`) until every broker
     /// lists all `n` as live.
     pub fn start_settled(

@@ -147,6 +147,8 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ListPartitionReassignments => plain::<ListPartitionReassignmentsRequest>,
         ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
         ApiKey::UnregisterBroker => plain::<UnregisterBrokerRequest>,
+        ApiKey::AddRaftVoter => plain::<AddRaftVoterRequest>,
+        ApiKey::RemoveRaftVoter => plain::<RemoveRaftVoterRequest>,
         ApiKey::UpdateFeatures => plain::<UpdateFeaturesRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,
         ApiKey::AddOffsetsToTxn => plain::<AddOffsetsToTxnRequest>,

@@ -50,6 +50,10 @@ pub struct Roles {
 pub struct ClusterConfig {
     /// `controller.quorum.voters`; empty: a single node (a quorum of itself).
     pub voters: Vec<Voter>,
+    /// This node's controller listener `(host, port)` when it is not among
+    /// `controller.quorum.voters`: a controller that joins the running
+    /// quorum by AddRaftVoter (KIP-853).
+    pub controller_listener: Option<(String, u16)>,
     /// `process.roles` as set; `None`: not set, which means
     /// `broker,controller` for a voter and `broker` for any other node.
     pub roles: Option<Roles>,
@@ -95,6 +99,7 @@ impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
             voters: Vec::new(),
+            controller_listener: None,
             roles: None,
             rack: None,
             cordoned_log_dirs: Vec::new(),
@@ -125,7 +130,29 @@ impl ClusterConfig {
     /// metadata quorum (it is not among the voters of a cluster). Only
     /// meaningful once [`ClusterConfig::validate`] accepted the settings.
     pub fn is_observer(&self, node_id: i32) -> bool {
-        !self.is_single_node() && self.voter(node_id).is_none()
+        !self.is_single_node() && self.voter(node_id).is_none() && !self.is_joining_controller()
+    }
+
+    /// Whether this node is a controller outside the configured voters,
+    /// with a controller listener of its own: it runs a quorum member that
+    /// waits to be added by AddRaftVoter (KIP-853), or one that was added
+    /// (its metadata log then names it).
+    pub fn is_joining_controller(&self) -> bool {
+        !self.is_single_node()
+            && self.controller_listener.is_some()
+            && self.roles.is_some_and(|roles| roles.controller)
+    }
+
+    /// Where `node_id`'s own controller listener is: its entry in the
+    /// voters, else its controller listener.
+    pub fn own_controller_endpoint(&self, node_id: i32) -> Option<Voter> {
+        self.voter(node_id).cloned().or_else(|| {
+            self.controller_listener.as_ref().map(|(host, port)| Voter {
+                node_id,
+                host: host.clone(),
+                port: *port,
+            })
+        })
     }
 
     /// Checks the settings against this node's id; called once all are read.
@@ -140,7 +167,8 @@ impl ClusterConfig {
             broker: true,
             controller: true,
         });
-        if !roles.broker && (self.is_single_node() || self.voter(node_id).is_none()) {
+        let joining = self.is_joining_controller() && self.voter(node_id).is_none();
+        if !roles.broker && !joining && (self.is_single_node() || self.voter(node_id).is_none()) {
             return Err(ConfigError::invalid(
                 "process.roles",
                 "controller",
@@ -165,12 +193,15 @@ impl ClusterConfig {
                 ),
             )),
             (false, true) => Ok(()),
+            (false, false) if joining => Ok(()),
             (false, false) if explicit_controller => Err(ConfigError::invalid(
                 "controller.quorum.voters",
                 &self.voters_text(),
                 &format!(
                     "node.id {node_id} has the controller role but is not a voter; \
-                     use --process-roles broker to join as a broker-only node"
+                     give it a controller listener (listeners=...,CONTROLLER://host:port) \
+                     to join the quorum by AddRaftVoter, or use --process-roles broker to \
+                     join as a broker-only node"
                 ),
             )),
             (false, false) => Ok(()),
@@ -293,6 +324,15 @@ mod tests {
         config.roles = Some(parse_roles("r", "controller").unwrap());
         assert!(config.validate(1).is_ok(), "a controller-only voter");
         assert!(config.validate(3).is_err(), "a controller-only non-voter");
+        config.controller_listener = Some((String::from("h"), 3));
+        assert!(
+            config.validate(3).is_ok(),
+            "a controller joining by AddRaftVoter"
+        );
+        assert!(!config.is_observer(3));
+        assert_eq!(config.own_controller_endpoint(3).map(|v| v.port), Some(3));
+        assert_eq!(config.own_controller_endpoint(1).map(|v| v.port), Some(1));
+        config.controller_listener = None;
         let lone = ClusterConfig {
             roles: Some(parse_roles("r", "controller").unwrap()),
             ..ClusterConfig::default()

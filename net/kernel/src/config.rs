@@ -84,6 +84,12 @@ pub struct ServeArgs {
     /// has both, a node outside the voters is a broker-only observer).
     #[arg(long)]
     pub process_roles: Option<String>,
+    /// This node's controller listener, `host:port`, when it joins a running
+    /// quorum as a new controller (KIP-853's AddRaftVoter; in a file,
+    /// `listeners=...,CONTROLLER://host:port`). A voter named in
+    /// `controller.quorum.voters` listens where that list says.
+    #[arg(long)]
+    pub controller_listener: Option<String>,
     /// The disk figures `rill iotune` wrote (`rill.io.properties.file`;
     /// default: `io-properties.yaml` in the data dir, then
     /// `/etc/rill/io-properties.yaml`, else rill's built-in sizes).
@@ -279,6 +285,7 @@ impl BrokerConfig {
             };
             let applied = config.apply_settings(&settings)?;
             specs = applied.resolve()?;
+            config.cluster.controller_listener = applied.controller_listener()?;
         }
         if let Some(dir) = &args.data_dir {
             config.set_data_dirs("--data-dir", &dir.to_string_lossy())?;
@@ -321,6 +328,13 @@ impl BrokerConfig {
         }
         if let Some(text) = &args.process_roles {
             config.cluster.roles = Some(parse_roles("--process-roles", text)?);
+        }
+        if let Some(text) = &args.controller_listener {
+            let parsed = parse_voters("--controller-listener", &format!("0@{text}"))?;
+            config.cluster.controller_listener = parsed
+                .into_iter()
+                .next()
+                .map(|voter| (voter.host, voter.port));
         }
         if config.broker_id < 0 {
             return Err(ConfigError::invalid(
@@ -786,6 +800,26 @@ pub struct AppliedListeners {
 }
 
 impl AppliedListeners {
+    /// The controller listener of `listeners` (named in
+    /// `controller.listener.names`, `CONTROLLER` when that is unset), as
+    /// `(host, port)`: where a controller that joins a running quorum
+    /// listens.
+    pub fn controller_listener(&self) -> Result<Option<(String, u16)>, ConfigError> {
+        let Some(text) = &self.listeners else {
+            return Ok(None);
+        };
+        let default_names = [String::from("CONTROLLER")];
+        let names = if self.controller_names.is_empty() {
+            &default_names[..]
+        } else {
+            &self.controller_names[..]
+        };
+        Ok(parse_listeners("listeners", text)?
+            .into_iter()
+            .find(|l| names.iter().any(|n| n.eq_ignore_ascii_case(&l.name)))
+            .map(|l| (l.host, l.port)))
+    }
+
     /// The client listeners, in file order: every entry of `listeners` that
     /// is not a controller listener (rill's Raft traffic goes to the voters'
     /// addresses), with its protocol and advertised address. A name the

@@ -21,6 +21,7 @@ use std::time::Instant;
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod add_raft_voter;
 pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
@@ -71,6 +72,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod push_telemetry;
+pub mod remove_raft_voter;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
@@ -224,6 +226,8 @@ pub const REGISTRY: &[Handler] = &[
     describe_client_quotas::HANDLER,
     alter_client_quotas::HANDLER,
     describe_quorum::HANDLER,
+    add_raft_voter::HANDLER,
+    remove_raft_voter::HANDLER,
     describe_acls::HANDLER,
     create_acls::HANDLER,
     delete_acls::HANDLER,

@@ -23,6 +23,7 @@
 use protobuf::Message as _;
 use raft::eraftpb::{
     ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType, Message,
+    MessageType,
 };
 use raft::{RawNode, SnapshotStatus, StateRole};
 
@@ -206,6 +207,26 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
         let result = self.raw.step(message);
         self.rearm_election_timeout(false);
         result.map_err(QuorumError::from)
+    }
+
+    /// The leader this member follows is gone (its process no longer
+    /// listens): campaign now rather than after an election timeout of 1–2
+    /// s, as a leadership transfer does. raft-rs's MsgTimeoutNow from that
+    /// leader starts the campaign; its vote requests carry the transfer
+    /// context, which the other voters grant even within the dead leader's
+    /// lease. Safety is Raft's own: a vote goes only to a log at least as
+    /// up to date as the voter's, and the term moves on. Nothing happens
+    /// unless `leader` is still the leader this member knows.
+    pub fn campaign_after_leader_loss(&mut self, leader: u64) -> Result<(), QuorumError> {
+        if self.leader_id() != Some(leader) || self.is_leader() {
+            return Ok(());
+        }
+        let mut message = Message::default();
+        message.set_msg_type(MessageType::MsgTimeoutNow);
+        message.from = leader;
+        message.to = self.config.node_id;
+        message.term = self.term();
+        self.step(message)
     }
 
     /// One tick of the election and heartbeat timers.
@@ -423,35 +444,6 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
     /// right after [`QuorumNode::propose`], the index the proposal got.
     pub fn last_index(&self) -> u64 {
         self.raw.raft.raft_log.last_index()
-    }
-
-    /// The voters with the highest index each is known to hold
-    /// (DescribeQuorum's `current_voters`): exact on the leader, which
-    /// tracks its followers; elsewhere only this member's own entry is known
-    /// (`None` for the others).
-    pub fn voter_progress(&self) -> Vec<(u64, Option<u64>)> {
-        let leader = self.is_leader();
-        let own = self.config.node_id;
-        let mut voters: Vec<(u64, Option<u64>)> = self
-            .raw
-            .store()
-            .cache()
-            .conf_state()
-            .voters
-            .iter()
-            .map(|&id| {
-                let matched = if id == own {
-                    Some(self.last_index())
-                } else if leader {
-                    self.raw.raft.prs().get(id).map(|progress| progress.matched)
-                } else {
-                    None
-                };
-                (id, matched)
-            })
-            .collect();
-        voters.sort_unstable();
-        voters
     }
 
     /// The voters and learners as last applied.
@@ -797,5 +789,37 @@ mod tests {
             .state_machine()
             .records;
         assert_eq!(records.len(), 5, "committed with 2 of 3 voters");
+    }
+
+    #[test]
+    fn a_follower_campaigns_at_once_when_its_leader_is_gone() {
+        let directories: Vec<_> = (0..3)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
+            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
+            .collect();
+        let first = tick_until_leader(&mut nodes);
+        commit_on_leader(&mut nodes, "before");
+        let gone = first as u64 + 1;
+        nodes[first] = None;
+        // No tick: no election timeout passes, and the other follower is
+        // still within the dead leader's lease.
+        let next = (first + 1) % 3;
+        let node = nodes[next].as_mut().expect("runs");
+        node.campaign_after_leader_loss(gone).expect("campaign");
+        pump(&mut nodes);
+        let node = nodes[next].as_ref().expect("runs");
+        assert!(node.is_leader(), "elected without an election timeout");
+        let term = node.term();
+        commit_on_leader(&mut nodes, "after");
+        // A late call about the old leader changes nothing.
+        let other = (first + 2) % 3;
+        let late = nodes[other].as_mut().expect("runs");
+        late.campaign_after_leader_loss(gone).expect("no-op");
+        pump(&mut nodes);
+        let node = nodes[next].as_ref().expect("runs");
+        assert!(node.is_leader() && node.term() == term);
+        assert_eq!(node.state_machine().records.len(), 2);
     }
 }

@@ -32,6 +32,12 @@ pub async fn handle(
     if let Some(reply) = heartbeat_that_changes_nothing(quorum, shard, &request) {
         return reply;
     }
+    // The quorum's own requests take their own path: a new voter's
+    // catch-up must not hold every other decision back.
+    let request = match super::membership::answer(quorum, shard, request).await {
+        Ok(reply) => return reply,
+        Err(request) => request,
+    };
     let _decision = quorum.decisions.lock().await;
     if !quorum.is_leader() {
         return ControllerReply::NotController {
@@ -68,15 +74,7 @@ pub async fn handle(
         broker_epoch,
     } = &request
     {
-        controller
-            .allocate_producer_ids(*broker_id, *broker_epoch)
-            .map(|(block, records)| {
-                let reply = ControllerReply::ProducerIds {
-                    first: block.first,
-                    last: block.last,
-                };
-                (records, reply)
-            })
+        allocate_producer_ids(&controller, *broker_id, *broker_epoch)
     } else if let ControllerRpc::ElectLeaders {
         election_type,
         partitions,
@@ -231,6 +229,9 @@ fn topic_change(
         | ControllerRpc::AllocateProducerIds { .. }
         | ControllerRpc::ElectLeaders { .. }
         | ControllerRpc::UnregisterBroker { .. }
+        | ControllerRpc::AddVoter { .. }
+        | ControllerRpc::RemoveVoter { .. }
+        | ControllerRpc::DescribeQuorum
         | ControllerRpc::UpdateFeatures { .. } => Err(MetadataError::InvalidRequest {
             reason: String::from("not a topic change"),
         }),
@@ -267,6 +268,20 @@ fn unregister_broker(
         "UnregisterBroker removes a broker's registration"
     );
     Ok((records, ControllerReply::Committed { offset: 0 }))
+}
+
+/// AllocateProducerIds: the next block, taken for `broker_id`.
+fn allocate_producer_ids(
+    controller: &Controller<'_>,
+    broker_id: i32,
+    broker_epoch: i64,
+) -> Result<(Vec<MetadataRecord>, ControllerReply), MetadataError> {
+    let (block, records) = controller.allocate_producer_ids(broker_id, broker_epoch)?;
+    let reply = ControllerReply::ProducerIds {
+        first: block.first,
+        last: block.last,
+    };
+    Ok((records, reply))
 }
 
 /// UpdateFeatures: the new levels' records, all or none.

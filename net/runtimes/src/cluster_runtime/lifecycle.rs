@@ -28,12 +28,9 @@ pub async fn call_controller(
     if leader == shard.config.broker_id {
         return Ok(active_controller::handle(quorum, shard, request).await);
     }
-    let voter = shard
-        .config
-        .cluster
-        .voter(leader)
-        .cloned()
-        .ok_or_else(|| format!("the active controller {leader} is not a configured voter"))?;
+    let voter = quorum
+        .controller_endpoint(shard, leader)
+        .ok_or_else(|| format!("the active controller {leader}'s listener is not known"))?;
     transport::call_remote(&voter, &request).await
 }
 

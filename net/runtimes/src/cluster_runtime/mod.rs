@@ -32,6 +32,7 @@ pub mod acls;
 mod active_controller;
 mod frame;
 mod lifecycle;
+mod membership;
 mod metadata_fetch;
 pub mod metrics;
 mod observer;
@@ -42,8 +43,8 @@ mod view;
 
 pub use acls::{authz, AclView};
 pub use lifecycle::{call_controller_until_answered, controlled_shutdown};
-pub use quorum::{MetadataQuorum, QuorumDescription, METADATA_SHARD};
-pub use rpc::{ControllerReply, ControllerRpc, TopicElections, WireAcl};
+pub use quorum::{MetadataQuorum, METADATA_SHARD};
+pub use rpc::{ControllerReply, ControllerRpc, QuorumDescription, TopicElections, WireAcl};
 pub use view::{
     every_shard_reached, leads, own_endpoint, partition_leader, partition_leader_on, ClusterView,
     LeaderEndpoint, QuorumStatus, ViewReached,
@@ -92,9 +93,8 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
     if !config.cluster.is_single_node() {
         let own = config
             .cluster
-            .voter(config.broker_id)
-            .cloned()
-            .ok_or_else(|| String::from("this node is not a voter"))?;
+            .own_controller_endpoint(config.broker_id)
+            .ok_or_else(|| String::from("this node has no controller listener"))?;
         let address = own.resolve()?;
         // `serve::start` waited until no other socket held this port.
         let listener = kernel::listen::bind_shared(address)
@@ -158,6 +158,30 @@ fn start_observer(quorum: Rc<MetadataQuorum>, shard: &Rc<Shard>) {
     glommio::spawn_local(lifecycle::run(quorum, shard.clone())).detach();
 }
 
+/// Starts the link to a member this node has no link to yet: a voter
+/// added by AddRaftVoter, or, on a controller that is joining, the
+/// leader it answers. A member whose listener is unknown gets none (its
+/// messages are dropped and raft-rs retries).
+fn open_peer_link(shard: &Rc<Shard>, peer: u64) {
+    let Some(quorum) = shard.runtime().quorum.clone() else {
+        return;
+    };
+    let Some(endpoint) = quorum.controller_endpoint(shard, node_id(peer)) else {
+        tracing::debug!(peer, "no controller listener known for a quorum member");
+        return;
+    };
+    let (frames, queue) = mpsc::unbounded();
+    quorum.add_peer(peer, frames);
+    glommio::spawn_local(transport::run_peer_link(
+        quorum,
+        shard.clone(),
+        peer,
+        endpoint,
+        queue,
+    ))
+    .detach();
+}
+
 async fn accept(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, listener: glommio::net::TcpListener) {
     loop {
         match listener.accept().await {
@@ -193,12 +217,17 @@ pub struct DescribeQuorum;
 impl OwnerCall<crate::ShardRuntime> for DescribeQuorum {
     type Reply = Option<QuorumDescription>;
 
+    /// Asks the active controller, which alone knows every member's
+    /// progress; this node's own view when it cannot be reached.
     async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        shard
-            .runtime()
-            .quorum
-            .clone()
-            .map(|quorum| quorum.describe())
+        let quorum = shard.runtime().quorum.clone()?;
+        if !quorum.is_leader() && quorum.leader().is_some() {
+            let asked = lifecycle::call_controller(&quorum, &shard, ControllerRpc::DescribeQuorum);
+            if let Ok(ControllerReply::Quorum(description)) = asked.await {
+                return Some(description);
+            }
+        }
+        Some(quorum.describe(&shard))
     }
 }
 

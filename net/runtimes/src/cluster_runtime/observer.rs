@@ -37,9 +37,8 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     loop {
         let wanted = quorum
             .leader()
-            .and_then(|leader| shard.config.cluster.voter(leader))
-            .unwrap_or(&voters[next_voter % voters.len()])
-            .clone();
+            .and_then(|leader| quorum.controller_endpoint(&shard, leader))
+            .unwrap_or_else(|| voters[next_voter % voters.len()].clone());
         if link.as_ref().is_some_and(|(id, _)| *id != wanted.node_id) {
             link = None;
         }

@@ -20,14 +20,18 @@
 //! millisecond, not throughput.
 
 use super::raft_id;
+use super::rpc::QuorumDescription;
 use super::view::{publish, QuorumStatus};
 use crate::Shard;
 use cluster::metadata::{
     BrokerHeartbeats, ControllerConfig, MetadataImage, MetadataMachine, MetadataRecord,
 };
-use cluster::quorum::node::{QuorumConfig, QuorumNode};
+use cluster::quorum::node::{membership_change, QuorumConfig, QuorumNode};
 use cluster::quorum::storage::{FileStorage, LogStore};
+use cluster::quorum::QuorumError;
 use futures::channel::{mpsc, oneshot};
+use kernel::cluster_config::Voter;
+use raft::eraftpb::ConfChangeType;
 use raft::eraftpb::Message;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -102,47 +106,19 @@ impl MetadataQuorum {
     pub fn open(shard: &Shard) -> Result<MetadataQuorum, String> {
         let config = &shard.config;
         let own = raft_id(config.broker_id);
-        let voters: Vec<u64> = if config.cluster.is_single_node() {
-            vec![own]
-        } else {
-            config
-                .cluster
-                .voters
-                .iter()
-                .map(|v| raft_id(v.node_id))
-                .collect()
-        };
         let directory = config
             .cluster
             .metadata_log_dir
             .as_ref()
             .unwrap_or(&config.data_dir)
             .join(engine::types::CLUSTER_METADATA_DIR);
-        let store = FileStorage::open(&directory, &voters).map_err(|e| {
+        let store = FileStorage::open(&directory, &initial_voters(config)).map_err(|e| {
             format!(
                 "cannot open the metadata log in {}: {e}",
                 directory.display()
             )
         })?;
-        let mut stored: Vec<u64> = store.cache().conf_state().voters.clone();
-        stored.sort_unstable();
-        let mut wanted = voters.clone();
-        wanted.sort_unstable();
-        if stored != wanted {
-            let show = |ids: &[u64]| {
-                ids.iter()
-                    .map(|id| (id - 1).to_string())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
-            return Err(format!(
-                "the metadata log in {} belongs to a quorum of nodes [{}], but this node is \
-                 configured with [{}]; changing the voters of a quorum is not supported yet",
-                directory.display(),
-                show(&stored),
-                show(&wanted)
-            ));
-        }
+        check_membership(config, store.cache().conf_state(), &directory)?;
         let mut quorum_config = QuorumConfig::new(own, rand::random());
         quorum_config.election_tick = 10;
         quorum_config.heartbeat_tick = 2;
@@ -241,6 +217,38 @@ impl MetadataQuorum {
         }
     }
 
+    /// The leader `leader_raft_id` this voter follows is gone: its process
+    /// no longer listens. The lowest surviving voter campaigns at once (the
+    /// others wait for it, so that two campaigns do not split the vote);
+    /// if it cannot win (its log is behind, or it is gone too), the usual
+    /// election timeout elects another.
+    pub fn leader_gone(&self, shard: &Rc<Shard>, leader_raft_id: u64) {
+        let Some(voter) = self.voter() else {
+            return;
+        };
+        let campaigned = {
+            let mut node = voter.node.borrow_mut();
+            let own = node.node_id();
+            let survivors = node
+                .conf_state()
+                .voters
+                .iter()
+                .filter(|&&id| id != leader_raft_id);
+            if survivors.min() != Some(&own) {
+                return;
+            }
+            tracing::info!(
+                leader = super::node_id(leader_raft_id),
+                "the active controller's process is gone: campaigning now"
+            );
+            node.campaign_after_leader_loss(leader_raft_id)
+        };
+        if let Err(e) = campaigned {
+            tracing::debug!(error = %e, "no campaign after the leader's loss");
+        }
+        self.pump(shard);
+    }
+
     /// The link to a peer failed: raft-rs probes it instead of streaming.
     pub fn peer_unreachable(&self, shard: &Rc<Shard>, peer_raft_id: u64) {
         if let Some(voter) = self.voter() {
@@ -257,17 +265,40 @@ impl MetadataQuorum {
         shard: &Rc<Shard>,
         records: &[cluster::metadata::MetadataRecord],
     ) -> Option<(oneshot::Receiver<bool>, u64)> {
+        self.propose_with(shard, |node| {
+            records
+                .iter()
+                .try_for_each(|record| node.propose(record.encode()))
+        })
+    }
+
+    /// Proposes a membership change of `node_id` (KIP-853), as
+    /// [`Self::propose`] does records. raft-rs drops a change while another
+    /// is pending: the caller checks [`Self::membership`] once committed.
+    pub fn propose_membership(
+        &self,
+        shard: &Rc<Shard>,
+        node_id: i32,
+        change_type: ConfChangeType,
+    ) -> Option<(oneshot::Receiver<bool>, u64)> {
+        let change = membership_change(super::raft_id(node_id), change_type);
+        self.propose_with(shard, |node| node.propose_conf_change(change))
+    }
+
+    fn propose_with(
+        &self,
+        shard: &Rc<Shard>,
+        propose: impl FnOnce(&mut QuorumNode<MetadataMachine>) -> Result<(), QuorumError>,
+    ) -> Option<(oneshot::Receiver<bool>, u64)> {
         let voter = self.voter()?;
         let receiver = {
             let mut node = voter.node.borrow_mut();
             if !node.is_leader() {
                 return None;
             }
-            for record in records {
-                if let Err(e) = node.propose(record.encode()) {
-                    tracing::warn!(error = %e, "metadata proposal dropped");
-                    return None;
-                }
+            if let Err(e) = propose(&mut node) {
+                tracing::warn!(error = %e, "metadata proposal dropped");
+                return None;
             }
             let (done, receiver) = oneshot::channel();
             let index = node.last_index();
@@ -280,6 +311,41 @@ impl MetadataQuorum {
         };
         self.pump(shard);
         Some(receiver)
+    }
+
+    /// The voters and the learners (members being added, still catching
+    /// up) as node ids; `None` on an observer.
+    pub fn membership(&self) -> Option<(Vec<i32>, Vec<i32>)> {
+        let voter = self.voter()?;
+        let node = voter.node.borrow();
+        let ids = |raft_ids: &[u64]| raft_ids.iter().map(|&id| super::node_id(id)).collect();
+        let conf_state = node.conf_state();
+        Some((ids(&conf_state.voters), ids(&conf_state.learners)))
+    }
+
+    /// Whether `node_id` holds every entry committed so far, as the leader
+    /// knows; false on any other member.
+    pub fn caught_up(&self, node_id: i32) -> bool {
+        self.voter().is_some_and(|voter| {
+            let node = voter.node.borrow();
+            node.matched_index(super::raft_id(node_id))
+                .is_some_and(|matched| matched >= node.commit_index())
+        })
+    }
+
+    /// Where `node_id`'s controller listener is: its entry in
+    /// `controller.quorum.voters`, else what AddRaftVoter registered.
+    pub fn controller_endpoint(&self, shard: &Shard, node_id: i32) -> Option<Voter> {
+        if let Some(voter) = shard.config.cluster.voter(node_id) {
+            return Some(voter.clone());
+        }
+        self.with_image(|image| {
+            image.controllers().get(&node_id).map(|(host, port)| Voter {
+                node_id,
+                host: host.clone(),
+                port: *port,
+            })
+        })
     }
 
     /// Runs raft-rs's ready cycle and hands out what it produced (a no-op
@@ -302,6 +368,9 @@ impl MetadataQuorum {
             }
         };
         for message in outgoing.messages {
+            if !voter.peers.borrow().contains_key(&message.to) {
+                super::open_peer_link(shard, message.to);
+            }
             Self::send(voter, message);
         }
         let node = voter.node.borrow();
@@ -558,19 +627,35 @@ impl MetadataQuorum {
     /// -1 when unknown) per voter, leader, term, high watermark. An
     /// observer knows the voters from its config and none of their
     /// progress.
-    pub fn describe(&self) -> QuorumDescription {
-        match &self.member {
+    pub fn describe(&self, shard: &Shard) -> QuorumDescription {
+        let mut description = match &self.member {
             Member::Voter(voter) => {
                 let node = voter.node.borrow();
+                let progress = |id: u64| {
+                    let matched = if id == node.node_id() {
+                        Some(node.last_index())
+                    } else {
+                        node.matched_index(id)
+                    };
+                    (super::node_id(id), matched.map_or(-1, |m| m as i64))
+                };
                 QuorumDescription {
                     leader_id: node.leader_id().map(super::node_id),
                     term: node.term(),
                     high_watermark: node.commit_index(),
                     voters: node
-                        .voter_progress()
-                        .into_iter()
-                        .map(|(id, matched)| (super::node_id(id), matched.map_or(-1, |m| m as i64)))
+                        .conf_state()
+                        .voters
+                        .iter()
+                        .map(|&id| progress(id))
                         .collect(),
+                    observers: node
+                        .conf_state()
+                        .learners
+                        .iter()
+                        .map(|&id| progress(id))
+                        .collect(),
+                    endpoints: Vec::new(),
                 }
             }
             Member::Observer(observed) => {
@@ -580,23 +665,84 @@ impl MetadataQuorum {
                     term: observed.status.term,
                     high_watermark: observed.status.commit_index,
                     voters: observed.voters.iter().map(|&id| (id, -1)).collect(),
+                    observers: Vec::new(),
+                    endpoints: Vec::new(),
                 }
             }
-        }
+        };
+        description.voters.sort_unstable();
+        let members = description.voters.iter().chain(&description.observers);
+        let ids: Vec<i32> = members.map(|&(id, _)| id).collect();
+        description.endpoints = ids
+            .into_iter()
+            .filter_map(|id| self.controller_endpoint(shard, id))
+            .map(|voter| (voter.node_id, voter.host, voter.port))
+            .collect();
+        description
     }
 }
 
-/// What DescribeQuorum reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QuorumDescription {
-    /// The leader's node id, if known.
-    pub leader_id: Option<i32>,
-    /// The Raft term (KRaft's leader epoch).
-    pub term: u64,
-    /// The commit index (KRaft's high watermark).
-    pub high_watermark: u64,
-    /// (node id, log end offset; -1 unknown) per voter.
-    pub voters: Vec<(i32, i64)>,
+/// The voters a new metadata log starts with: the configured ones; none
+/// for a controller that joins a running quorum (it learns them from the
+/// leader's snapshot once AddRaftVoter added it); itself on a single node.
+fn initial_voters(config: &kernel::config::BrokerConfig) -> Vec<u64> {
+    let own = raft_id(config.broker_id);
+    if config.cluster.is_single_node() {
+        vec![own]
+    } else if config.cluster.voter(config.broker_id).is_none() {
+        Vec::new()
+    } else {
+        let voters = config.cluster.voters.iter();
+        voters.map(|v| raft_id(v.node_id)).collect()
+    }
+}
+
+/// The metadata log's membership is the quorum's: AddRaftVoter and
+/// RemoveRaftVoter change it after `controller.quorum.voters` was written,
+/// so a difference is told, not refused. A log that does not name this
+/// node at all is refused: it is another quorum's (a single node's data
+/// dir reused for a cluster), or this node was removed, and either way it
+/// cannot vote.
+fn check_membership(
+    config: &kernel::config::BrokerConfig,
+    conf_state: &raft::eraftpb::ConfState,
+    directory: &std::path::Path,
+) -> Result<(), String> {
+    let show = |ids: &[u64]| {
+        let ids: Vec<String> = ids
+            .iter()
+            .map(|&id| super::node_id(id).to_string())
+            .collect();
+        ids.join(",")
+    };
+    let mut stored = conf_state.voters.clone();
+    stored.sort_unstable();
+    let mut configured = initial_voters(config);
+    configured.sort_unstable();
+    let own = raft_id(config.broker_id);
+    if stored.is_empty() {
+        tracing::info!(
+            "this controller is not a voter yet: it waits for AddRaftVoter \
+             (rill admin quorum add-voter) to add it"
+        );
+    } else if !stored.contains(&own) && !conf_state.learners.contains(&own) {
+        return Err(format!(
+            "the metadata log in {} names the voters [{}], not this node {}: it belongs to \
+             another quorum, or this node was removed by RemoveRaftVoter; give it an empty \
+             data dir and add it with `rill admin quorum add-voter`",
+            directory.display(),
+            show(&stored),
+            config.broker_id
+        ));
+    } else if stored != configured {
+        tracing::info!(
+            voters = %show(&stored),
+            configured = %show(&configured),
+            "the quorum's voters changed since controller.quorum.voters was written \
+             (AddRaftVoter / RemoveRaftVoter); the metadata log's are used"
+        );
+    }
+    Ok(())
 }
 
 /// What to do about a metadata log write that failed for want of file

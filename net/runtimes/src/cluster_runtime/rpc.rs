@@ -11,6 +11,10 @@ use cluster::metadata::{
 use engine::ErrorCode;
 use serde::{Deserialize, Serialize};
 
+/// How long AddRaftVoter waits for the new voter to catch up as a
+/// learner before it gives up (the voter stays a learner).
+pub const ADD_VOTER_CATCH_UP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A request for the active controller.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ControllerRpc {
@@ -228,6 +232,25 @@ pub enum ControllerRpc {
         /// The broker.
         broker_id: i32,
     },
+    /// AddRaftVoter (key 80, KIP-853): make `node_id`, whose controller
+    /// listener is `host:port`, a voter of the metadata quorum.
+    AddVoter {
+        /// The new voter's `node.id`.
+        node_id: i32,
+        /// Host of its controller listener.
+        host: String,
+        /// Port of its controller listener.
+        port: u16,
+    },
+    /// RemoveRaftVoter (key 81, KIP-853): `node_id` stops voting.
+    RemoveVoter {
+        /// The voter's `node.id`.
+        node_id: i32,
+    },
+    /// DescribeQuorum asked of a node that is not the leader: only the
+    /// leader knows every member's progress (and an observer not even the
+    /// members).
+    DescribeQuorum,
 }
 
 /// One topic's ElectLeaders answers: its name, and (partition, Kafka error
@@ -330,6 +353,8 @@ pub enum ControllerReply {
         /// The active controller this node knows of.
         leader: Option<i32>,
     },
+    /// The quorum as the active controller sees it.
+    Quorum(QuorumDescription),
     /// Refused with a Kafka error code.
     Error {
         /// The code's number.
@@ -449,4 +474,23 @@ mod tests {
         assert_eq!(decode::<ControllerReply>(&bytes).unwrap(), reply);
         assert!(decode::<ControllerReply>(b"{nope").is_err());
     }
+}
+
+/// What DescribeQuorum reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumDescription {
+    /// The leader's node id, if known.
+    pub leader_id: Option<i32>,
+    /// The Raft term (KRaft's leader epoch).
+    pub term: u64,
+    /// The commit index (KRaft's high watermark).
+    pub high_watermark: u64,
+    /// (node id, log end offset; -1 unknown) per voter.
+    pub voters: Vec<(i32, i64)>,
+    /// The same for each learner: a controller AddRaftVoter is adding,
+    /// still catching up.
+    pub observers: Vec<(i32, i64)>,
+    /// (node id, host, port) of each member's controller listener, where
+    /// known.
+    pub endpoints: Vec<(i32, String, u16)>,
 }

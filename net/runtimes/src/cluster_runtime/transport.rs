@@ -141,7 +141,12 @@ pub async fn call_remote(
             None => Err(String::from("connection closed before the reply")),
         }
     };
-    match glommio::timer::timeout(IO_TIMEOUT, async { Ok(exchange.await) }).await {
+    // AddRaftVoter waits for the new voter to catch up.
+    let reply_timeout = match request {
+        ControllerRpc::AddVoter { .. } => rpc::ADD_VOTER_CATCH_UP_TIMEOUT + IO_TIMEOUT,
+        _ => IO_TIMEOUT,
+    };
+    match glommio::timer::timeout(reply_timeout, async { Ok(exchange.await) }).await {
         Ok(result) => result,
         Err(_) => Err(format!(
             "controller {} did not answer in time",
@@ -178,10 +183,43 @@ pub async fn fetch_metadata(
     }
 }
 
-/// Serves one connection to the controller listener until it closes.
+/// Serves one connection to the controller listener until it closes. A
+/// peer's Raft link that closes may mean its process died: see
+/// [`raft_link_closed`].
 pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut stream: TcpStream) {
+    let mut raft_peer = None;
+    serve_frames(&quorum, &shard, &mut stream, &mut raft_peer).await;
+    if let Some(peer) = raft_peer {
+        raft_link_closed(quorum, shard, peer).await;
+    }
+}
+
+/// The Raft link from `peer` closed. If `peer` leads the quorum and its
+/// controller listener now refuses connections, its process is gone: the
+/// election starts now rather than after an election timeout (1–2 s), so
+/// that a killed active controller costs about what a killed broker does.
+async fn raft_link_closed(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, peer: u64) {
+    let leader = super::node_id(peer);
+    if quorum.is_leader() || quorum.leader() != Some(leader) {
+        return;
+    }
+    let Some(endpoint) = quorum.controller_endpoint(&shard, leader) else {
+        return;
+    };
+    if let Err((_, true)) = connect_or_refused(&endpoint).await {
+        quorum.leader_gone(&shard, peer);
+    }
+}
+
+async fn serve_frames(
+    quorum: &Rc<MetadataQuorum>,
+    shard: &Rc<Shard>,
+    stream: &mut TcpStream,
+    raft_peer: &mut Option<u64>,
+) {
+    let (quorum, shard) = (quorum.clone(), shard.clone());
     loop {
-        let (kind, body) = match read_frame(&mut stream).await {
+        let (kind, body) = match read_frame(stream).await {
             Ok(Some(frame)) => frame,
             Ok(None) => return,
             Err(e) => {
@@ -191,7 +229,10 @@ pub async fn serve_connection(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>, mut 
         };
         match kind {
             KIND_RAFT => match cluster::quorum::wire::decode_message(&body) {
-                Ok(message) => quorum.step(&shard, message),
+                Ok(message) => {
+                    *raft_peer = Some(message.from);
+                    quorum.step(&shard, message)
+                }
                 Err(e) => tracing::warn!(error = %e, "undecodable Raft message dropped"),
             },
             KIND_REQUEST => {
