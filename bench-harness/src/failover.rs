@@ -62,6 +62,22 @@ pub struct FailoverArgs {
     /// Result JSON path.
     #[arg(long, default_value = "rill-bench-failover.json")]
     pub out: PathBuf,
+    /// Which leader each kill hits: `leader`, the partition's leader
+    /// wherever it is, or `controller`, the partition's leader moved first
+    /// onto the active metadata controller (a reorder of its replicas and
+    /// a preferred election), so that every kill loses both at once.
+    #[arg(long, value_enum, default_value_t = KillTarget::Leader)]
+    pub target: KillTarget,
+}
+
+/// What [`FailoverArgs::target`] kills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillTarget {
+    /// The partition's leader, wherever it is.
+    Leader,
+    /// The partition's leader, moved onto the active controller first.
+    Controller,
 }
 
 /// One kill and what followed it.
@@ -452,6 +468,8 @@ struct Rig {
     topic: String,
     /// Every node id: the full ISR.
     all: Vec<i32>,
+    /// Which leader each kill hits.
+    target: KillTarget,
 }
 
 impl Rig {
@@ -488,6 +506,7 @@ impl Rig {
             bootstrap,
             topic,
             all,
+            target: args.target,
         })
     }
 
@@ -497,11 +516,14 @@ impl Rig {
     /// the round's result and the sequence number of that acknowledgement.
     async fn kill_leader(&mut self, shared: &Shared) -> Result<(KillResult, u64)> {
         let (bootstrap, topic, all) = (&self.bootstrap, &self.topic, &self.all);
-        let (leader, _) = wait_until("the partition leader", STEP_TIMEOUT, || async {
+        let (mut leader, _) = wait_until("the partition leader", STEP_TIMEOUT, || async {
             let (leader, isr) = partition_state(bootstrap, topic).await?;
             (leader > 0 && isr == *all).then_some((leader, isr))
         })
         .await?;
+        if self.target == KillTarget::Controller {
+            leader = self.lead_on_controller().await?;
+        }
         let killed_controller = leader_address(bootstrap, topic)
             .await
             .is_ok_and(|m| m.controller_id == leader);
@@ -536,6 +558,29 @@ impl Rig {
             rejoin_ms,
         };
         Ok((kill, ack.seq))
+    }
+
+    /// Moves the partition's leadership onto the active controller and
+    /// returns that node, once it leads.
+    async fn lead_on_controller(&self) -> Result<i32> {
+        let (bootstrap, topic, all) = (&self.bootstrap, &self.topic, &self.all);
+        wait_until(
+            "the partition led by the controller",
+            STEP_TIMEOUT,
+            || async {
+                let controller = leader_address(bootstrap, topic).await.ok()?.controller_id;
+                let (leader, _) = partition_state(bootstrap, topic).await?;
+                if leader == controller {
+                    return Some(leader);
+                }
+                if let Err(e) = crate::leader_move::lead_on(bootstrap, topic, controller, all).await
+                {
+                    eprintln!("moving the leader onto controller {controller}: {e}");
+                }
+                None
+            },
+        )
+        .await
     }
 
     /// Waits until one of the brokers other than `killed` leads the

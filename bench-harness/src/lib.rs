@@ -58,6 +58,7 @@ pub mod floor;
 pub mod group;
 pub mod handshakes;
 pub mod kafka;
+pub mod leader_move;
 pub mod loopfs;
 pub mod netns;
 pub mod null_sink;

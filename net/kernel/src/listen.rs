@@ -17,14 +17,44 @@
 //! seconds for a held port ([`wait_until_unused`]) before it refuses. Binding
 //! beside such a socket would be worse than waiting: connections queued on
 //! it are never accepted.
+//!
+//! [`peer_has_closed`] tells whether the other end of a one-way connection
+//! went away, before a write that TCP would otherwise accept and lose.
 
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{FromRawFd, IntoRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 
 /// Pending connections the kernel queues per listening socket (what
 /// glommio's own bind asks for; the kernel caps it at `net.core.somaxconn`).
 const LISTEN_BACKLOG: i32 = 1024;
+
+/// Whether the peer of `socket`, a connection it never writes on, has
+/// closed it (or reset it): the socket reads as end of stream or an error.
+/// A write to such a socket is accepted into the send buffer and lost: the
+/// peer's RST comes back only after it, and only the next write fails. A
+/// link that writes one-shot messages (a Raft vote answer) checks first.
+pub fn peer_has_closed(socket: &impl AsRawFd) -> bool {
+    let mut byte = 0u8;
+    // SAFETY: `byte` is one writable byte; recv(2) with MSG_PEEK writes at
+    // most one byte there and consumes nothing; MSG_DONTWAIT never blocks.
+    let received = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            std::ptr::addr_of_mut!(byte).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    match received {
+        0 => true,
+        n if n > 0 => false,
+        _ => !matches!(
+            io::Error::last_os_error().kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+        ),
+    }
+}
 
 /// Binds `address` once without SO_REUSEPORT and lets it go: an error when
 /// any socket already listens on it. Port 0 (any free port) passes.
@@ -174,5 +204,20 @@ mod tests {
             .expect("executor")
             .join()
             .expect("join");
+    }
+
+    #[test]
+    fn a_closed_peer_is_seen_before_the_write_that_would_be_lost() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        assert!(!peer_has_closed(&client), "an open, quiet connection");
+        drop(server);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !peer_has_closed(&client) {
+            assert!(std::time::Instant::now() < deadline, "the close is seen");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }

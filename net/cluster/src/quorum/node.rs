@@ -216,9 +216,9 @@ impl<S: StateMachine, L: LogStore> QuorumNode<S, L> {
     /// context, which the other voters grant even within the dead leader's
     /// lease. Safety is Raft's own: a vote goes only to a log at least as
     /// up to date as the voter's, and the term moves on. Nothing happens
-    /// unless `leader` is still the leader this member knows.
+    /// once this member knows of another leader.
     pub fn campaign_after_leader_loss(&mut self, leader: u64) -> Result<(), QuorumError> {
-        if self.leader_id() != Some(leader) || self.is_leader() {
+        if self.is_leader() || self.leader_id().is_some_and(|known| known != leader) {
             return Ok(());
         }
         let mut message = Message::default();

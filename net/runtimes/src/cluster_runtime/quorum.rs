@@ -38,6 +38,11 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+/// Between the campaigns of the surviving voters after the leader's
+/// process died (see [`MetadataQuorum::leader_gone`]): a vote round trip
+/// and its fsyncs, with room to spare.
+const CAMPAIGN_STAGGER: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// The shard that runs the metadata quorum (and the active controller when
 /// this node leads it).
 pub const METADATA_SHARD: usize = 0;
@@ -218,30 +223,51 @@ impl MetadataQuorum {
     }
 
     /// The leader `leader_raft_id` this voter follows is gone: its process
-    /// no longer listens. The lowest surviving voter campaigns at once (the
-    /// others wait for it, so that two campaigns do not split the vote);
-    /// if it cannot win (its log is behind, or it is gone too), the usual
-    /// election timeout elects another.
+    /// no longer listens. The surviving voters campaign in turn, lowest id
+    /// first and each [`CAMPAIGN_STAGGER`] after the one before while no
+    /// leader is known: one at a time, so that two do not split the vote,
+    /// and the next soon, in case the first cannot win (its log is behind
+    /// the others', or it is gone too). The election timeout remains the
+    /// last resort.
     pub fn leader_gone(&self, shard: &Rc<Shard>, leader_raft_id: u64) {
+        let Some(voter) = self.voter() else {
+            return;
+        };
+        let rank = {
+            let node = voter.node.borrow();
+            let own = node.node_id();
+            let voters = &node.conf_state().voters;
+            let survivors = voters.iter().filter(|&&id| id != leader_raft_id);
+            survivors.filter(|&&id| id < own).count() as u32
+        };
+        if rank == 0 {
+            self.campaign_for(shard, leader_raft_id);
+            return;
+        }
+        let (Some(quorum), shard) = (shard.runtime().quorum.clone(), shard.clone()) else {
+            return;
+        };
+        glommio::spawn_local(async move {
+            glommio::timer::sleep(CAMPAIGN_STAGGER * rank).await;
+            quorum.campaign_for(&shard, leader_raft_id);
+        })
+        .detach();
+    }
+
+    fn campaign_for(&self, shard: &Rc<Shard>, gone: u64) {
         let Some(voter) = self.voter() else {
             return;
         };
         let campaigned = {
             let mut node = voter.node.borrow_mut();
-            let own = node.node_id();
-            let survivors = node
-                .conf_state()
-                .voters
-                .iter()
-                .filter(|&&id| id != leader_raft_id);
-            if survivors.min() != Some(&own) {
+            if node.is_leader() || node.leader_id().is_some_and(|known| known != gone) {
                 return;
             }
             tracing::info!(
-                leader = super::node_id(leader_raft_id),
+                leader = super::node_id(gone),
                 "the active controller's process is gone: campaigning now"
             );
-            node.campaign_after_leader_loss(leader_raft_id)
+            node.campaign_after_leader_loss(gone)
         };
         if let Err(e) = campaigned {
             tracing::debug!(error = %e, "no campaign after the leader's loss");

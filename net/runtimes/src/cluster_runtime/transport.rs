@@ -92,6 +92,15 @@ pub async fn run_peer_link(
 ) {
     let mut stream: Option<TcpStream> = None;
     while let Some(frame) = frames.next().await {
+        // A peer that restarted closed our old connection; a write there
+        // would be taken and lost (the one answer to a vote, say).
+        if stream.as_ref().is_some_and(kernel::listen::peer_has_closed) {
+            tracing::debug!(
+                peer = voter.node_id,
+                "quorum peer closed the link; reconnecting"
+            );
+            stream = None;
+        }
         if stream.is_none() {
             match connect_or_refused(&voter).await {
                 Ok(connected) => stream = Some(connected),
