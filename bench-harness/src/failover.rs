@@ -99,6 +99,8 @@ pub struct KillResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct FailoverReport {
     pub brokers: u32,
+    /// Which leader each kill hit.
+    pub target: KillTarget,
     pub session_timeout_ms: Option<u32>,
     pub heartbeat_interval_ms: Option<u32>,
     pub kills: Vec<KillResult>,
@@ -654,6 +656,7 @@ fn failover_report(
     };
     FailoverReport {
         brokers: args.cluster.brokers,
+        target: args.target,
         session_timeout_ms: args.cluster.session_timeout_ms,
         heartbeat_interval_ms: args.cluster.heartbeat_interval_ms,
         failover_ms_median: median(&failovers),
