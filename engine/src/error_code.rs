@@ -242,6 +242,10 @@ error_codes! {
     UnknownSubscriptionId = 117, "UNKNOWN_SUBSCRIPTION_ID";
     /// A telemetry push larger than `telemetry.max.bytes`.
     TelemetryTooLarge = 118, "TELEMETRY_TOO_LARGE";
+    /// The broker holds no replica of the partition (AlterReplicaLogDirs).
+    ReplicaNotAvailable = 9, "REPLICA_NOT_AVAILABLE";
+    /// A log dir the broker does not have (AlterReplicaLogDirs).
+    LogDirNotFound = 57, "LOG_DIR_NOT_FOUND";
     /// AddRaftVoter for a node that votes already (KIP-853).
     DuplicateVoter = 126, "DUPLICATE_VOTER";
     /// RemoveRaftVoter for a node that does not vote (KIP-853).

@@ -12,6 +12,12 @@
 //! counts the partitions it opens, creates and deletes, so placement
 //! follows the broker's whole load, not one shard's.
 //!
+//! A partition moves to another dir (AlterReplicaLogDirs) by a copy made
+//! beside its new place and swapped in ([`move_partition_dir`]); a move a
+//! crash cut short is finished or undone before the next start scans the
+//! dirs ([`recover_moves`]), so a partition is never in two dirs, nor in
+//! none.
+//!
 //! A dir may be *cordoned* (KIP-1066, `cordoned.log.dirs`): it keeps its
 //! partitions but gets no new one while another dir is open. With every
 //! dir cordoned the broker itself is cordoned and the controller places no
@@ -19,6 +25,7 @@
 //! to the least loaded dir as before.
 
 use crate::error::EngineError;
+use crate::segment::sync_dir;
 use crate::types::TopicPartition;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -174,6 +181,100 @@ pub fn find_partitions(dirs: &[PathBuf]) -> Result<Vec<FoundPartition>, EngineEr
     Ok(found)
 }
 
+/// Suffix of a moving partition's copy in its new data dir (Kafka's own
+/// moves name theirs `-future` too; no topic-partition name ends so).
+const MOVE_COPY_SUFFIX: &str = ".move-future";
+/// Suffix of a moved partition's old directory until it is deleted.
+const MOVE_OLD_SUFFIX: &str = ".move-old";
+
+/// `dir` with `suffix` appended to its last component.
+fn with_suffix(dir: &Path, suffix: &str) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    dir.with_file_name(name)
+}
+
+/// Moves the (closed) partition directory `from` to `to`, in another data
+/// dir, so that a crash at any point leaves it whole in one of the two:
+/// 1. copy it to `to` + [`MOVE_COPY_SUFFIX`], every file synced;
+/// 2. rename `from` aside (+ [`MOVE_OLD_SUFFIX`]): it is no longer found;
+/// 3. rename the copy to `to`: it is found there;
+/// 4. delete the old one.
+///
+/// [`recover_moves`] undoes a move cut before step 3 and finishes one cut
+/// after it.
+pub fn move_partition_dir(from: &Path, to: &Path) -> Result<(), EngineError> {
+    let copy = with_suffix(to, MOVE_COPY_SUFFIX);
+    let old = with_suffix(from, MOVE_OLD_SUFFIX);
+    if copy.exists() {
+        std::fs::remove_dir_all(&copy).map_err(|e| EngineError::io(&copy, e))?;
+    }
+    copy_dir_synced(from, &copy)?;
+    let (from_parent, to_parent) = (parent_of(from), parent_of(to));
+    sync_dir(&to_parent)?;
+    std::fs::rename(from, &old).map_err(|e| EngineError::io(from, e))?;
+    sync_dir(&from_parent)?;
+    std::fs::rename(&copy, to).map_err(|e| EngineError::io(&copy, e))?;
+    sync_dir(&to_parent)?;
+    std::fs::remove_dir_all(&old).map_err(|e| EngineError::io(&old, e))?;
+    sync_dir(&from_parent)
+}
+
+fn parent_of(dir: &Path) -> PathBuf {
+    dir.parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Copies directory `from` to `to` (made), each file synced, then `to`.
+fn copy_dir_synced(from: &Path, to: &Path) -> Result<(), EngineError> {
+    std::fs::create_dir_all(to).map_err(|e| EngineError::io(to, e))?;
+    for entry in std::fs::read_dir(from).map_err(|e| EngineError::io(from, e))? {
+        let entry = entry.map_err(|e| EngineError::io(from, e))?;
+        let (source, target) = (entry.path(), to.join(entry.file_name()));
+        if source.is_dir() {
+            copy_dir_synced(&source, &target)?;
+            continue;
+        }
+        std::fs::copy(&source, &target).map_err(|e| EngineError::io(&source, e))?;
+        let file = std::fs::File::open(&target).map_err(|e| EngineError::io(&target, e))?;
+        file.sync_all().map_err(|e| EngineError::io(&target, e))?;
+    }
+    sync_dir(to)
+}
+
+/// Finishes or undoes the moves ([`move_partition_dir`]) a crash cut
+/// short, before the dirs are scanned: an unfinished copy is deleted; an
+/// old directory set aside is deleted when its partition is in place in
+/// some dir, and put back when it is not.
+pub fn recover_moves(dirs: &[PathBuf]) -> Result<(), EngineError> {
+    for (suffix, data_dir) in [MOVE_COPY_SUFFIX, MOVE_OLD_SUFFIX]
+        .into_iter()
+        .flat_map(|suffix| dirs.iter().map(move |dir| (suffix, dir)))
+    {
+        if !data_dir.is_dir() {
+            continue;
+        }
+        for entry in std::fs::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
+            let path = entry.map_err(|e| EngineError::io(data_dir, e))?.path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let Some(base) = name.strip_suffix(suffix).map(str::to_string) else {
+                continue;
+            };
+            let placed = dirs.iter().any(|d| d.join(&base).is_dir());
+            if suffix == MOVE_OLD_SUFFIX && !placed {
+                tracing::warn!(dir = %path.display(), "a log dir move was cut short: putting it back");
+                std::fs::rename(&path, data_dir.join(&base))
+                    .map_err(|e| EngineError::io(&path, e))?;
+            } else {
+                tracing::warn!(dir = %path.display(), "a log dir move was cut short: deleting its leftover");
+                std::fs::remove_dir_all(&path).map_err(|e| EngineError::io(&path, e))?;
+            }
+            sync_dir(data_dir)?;
+        }
+    }
+    Ok(())
+}
+
 /// The index in `dirs` of the data dir holding the partition directory
 /// `partition_dir` (its parent); 0 when none matches (a log opened
 /// outside the configured dirs, in a test say).
@@ -262,5 +363,58 @@ mod tests {
             text.contains(&b.join("t-1").display().to_string()),
             "{text}"
         );
+    }
+
+    /// A partition directory with one file, `name` in `data_dir`.
+    fn partition_dir(data_dir: &Path, name: &str, content: &[u8]) -> PathBuf {
+        let dir = data_dir.join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("00000000000000000000.log"), content).expect("write");
+        dir
+    }
+
+    #[test]
+    fn a_move_lands_in_one_dir_and_a_move_cut_short_is_undone_or_finished() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let (a, b) = (root.path().join("a"), root.path().join("b"));
+        std::fs::create_dir_all(&b).expect("mkdir");
+        let dirs = [a.clone(), b.clone()];
+        let from = partition_dir(&a, "t-0", b"records");
+        move_partition_dir(&from, &b.join("t-0")).expect("move");
+        let found = find_partitions(&dirs).expect("found once");
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].dir_index, 1);
+        let moved = std::fs::read(b.join("t-0/00000000000000000000.log")).expect("read");
+        assert_eq!(moved, b"records");
+
+        // Cut after the old dir was set aside, before the copy was renamed:
+        // undone, the partition back where it was.
+        let old = partition_dir(&a, "u-0.move-old", b"u");
+        partition_dir(&b, "u-0.move-future", b"u");
+        // Cut after the rename: finished, the old one deleted.
+        partition_dir(&b, "v-0", b"v");
+        partition_dir(&a, "v-0.move-old", b"v");
+        // Cut during the copy: the copy deleted.
+        partition_dir(&a, "w-0", b"w");
+        partition_dir(&b, "w-0.move-future", b"partial");
+        recover_moves(&dirs).expect("recover");
+        assert!(!old.exists());
+        let found: Vec<(String, usize)> = find_partitions(&dirs)
+            .expect("no duplicate")
+            .into_iter()
+            .map(|f| (f.tp.to_string(), f.dir_index))
+            .collect();
+        let expected = [("t-0", 1), ("u-0", 0), ("v-0", 1), ("w-0", 0)];
+        let expected: Vec<(String, usize)> =
+            expected.iter().map(|(n, i)| (n.to_string(), *i)).collect();
+        assert_eq!(found, expected);
+        for data_dir in &dirs {
+            let leftovers = std::fs::read_dir(data_dir)
+                .expect("read dir")
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().contains(".move-"))
+                .count();
+            assert_eq!(leftovers, 0, "{}", data_dir.display());
+        }
     }
 }

@@ -16,7 +16,7 @@ use crate::config::{EngineConfig, TopicConfig};
 use crate::disk_space::{SpaceChange, SPACE_CHECK_INTERVAL};
 use crate::error::{EngineError, FaultClass};
 use crate::log::{LogContext, PartitionLog};
-use crate::log_dirs::{find_partitions, FoundPartition};
+use crate::log_dirs::{find_partitions, move_partition_dir, recover_moves, FoundPartition};
 use crate::segment::{sync_dir, write_file_synced, DeferredSyncs};
 use crate::shard::shard_of;
 use crate::types::TopicId;
@@ -115,11 +115,13 @@ fn write_config_file(
 }
 
 /// Topics with partition count, id and config, from the partition
-/// directories of every data dir (a partition in two dirs is an error).
+/// directories of every data dir (a partition in two dirs is an error),
+/// once the log dir moves a crash cut short are finished or undone.
 pub fn scan_topics(
     data_dirs: &[PathBuf],
     defaults: &TopicConfig,
 ) -> Result<BTreeMap<String, TopicMeta>, EngineError> {
+    recover_moves(data_dirs)?;
     let mut topics: BTreeMap<String, TopicMeta> = BTreeMap::new();
     for FoundPartition { tp, dir, .. } in find_partitions(data_dirs)? {
         let entry = topics.entry(tp.topic.clone()).or_insert_with(|| TopicMeta {
@@ -443,6 +445,64 @@ impl LogManager {
                 }
             })
             .await
+    }
+
+    /// Moves a partition to data dir `target` (AlterReplicaLogDirs): it
+    /// closes, its directory is copied into the target dir and swapped in
+    /// ([`move_partition_dir`], crash-safe), and it opens there. Meanwhile
+    /// requests for it find no log (NOT_LEADER_OR_FOLLOWER, which clients
+    /// and followers retry); a move that fails reopens it where it was.
+    pub async fn move_partition(
+        &self,
+        tp: &TopicPartition,
+        target: usize,
+    ) -> Result<(), EngineError> {
+        let Some(target_dir) = self.ctx.config.data_dirs().get(target).cloned() else {
+            return Err(EngineError::InvalidConfig {
+                name: String::from("log dir"),
+                value: target.to_string(),
+                reason: String::from("no such data dir"),
+            });
+        };
+        while self.creating.borrow().contains(tp) {
+            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let Some(log) = self.get(tp).filter(|log| log.log_dir_index() != target) else {
+            return match self.get(tp) {
+                Some(_) => Ok(()),
+                None => Err(EngineError::UnknownPartition {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                }),
+            };
+        };
+        let _moving = Creating::mark(&self.creating, tp);
+        self.logs.borrow_mut().remove(tp);
+        let (topic_id, config, from) = (log.topic_id(), log.config(), log.dir().to_path_buf());
+        let from_index = log.log_dir_index();
+        let closed = log.close().await;
+        drop(log);
+        let to = target_dir.join(tp.dir_name());
+        let moved = match closed {
+            Ok(()) => {
+                let (from, to) = (from.clone(), to.clone());
+                glommio::executor()
+                    .spawn_blocking(move || move_partition_dir(&from, &to))
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let dir = match &moved {
+            Ok(()) => {
+                self.ctx.config.dir_load.remove(from_index);
+                self.ctx.config.dir_load.add(target);
+                to
+            }
+            Err(_) => from,
+        };
+        let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
+        self.logs.borrow_mut().insert(tp.clone(), log);
+        moved
     }
 
     /// Replaces a partition's topic config and persists it.

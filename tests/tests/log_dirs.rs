@@ -10,9 +10,14 @@
 //! refuses appends to its own partitions with KAFKA_STORAGE_ERROR while
 //! the other dir's partitions keep acknowledging; a cordoned dir
 //! (KIP-1066) gets no new partition, and a broker with every dir cordoned
-//! no new replica.
+//! no new replica; a replica moved to the other dir by AlterReplicaLogDirs
+//! while records arrive keeps every one, and is found there after a
+//! restart.
 
-use kafka_protocol::messages::{ApiKey, DescribeLogDirsRequest, DescribeLogDirsResponse};
+use kafka_protocol::messages::{
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, DescribeLogDirsRequest,
+    DescribeLogDirsResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -613,4 +618,106 @@ fn cordoned_dirs_take_no_new_partitions() {
     assert!(in_a > 0 && in_b > 0, "{in_a} in a, {in_b} in b");
     // The first topic's partitions stayed where they were.
     assert_eq!(partitions_in(&b, "kept-off-a").len(), 4);
+}
+
+/// AlterReplicaLogDirs v2 of `moves`, each (dir, topic, partition): the
+/// (topic, partition, error code) answers.
+fn alter_replica_log_dirs(
+    addr: std::net::SocketAddr,
+    moves: &[(&Path, &str, i32)],
+) -> Vec<(String, i32, i16)> {
+    use kafka_protocol::messages::alter_replica_log_dirs_request::{
+        AlterReplicaLogDir, AlterReplicaLogDirTopic,
+    };
+    let mut body = AlterReplicaLogDirsRequest::default();
+    for &(dir, topic, partition) in moves {
+        let mut wanted = AlterReplicaLogDirTopic::default();
+        wanted.name = TopicName(StrBytes::from_string(topic.to_string()));
+        wanted.partitions = vec![partition];
+        let mut entry = AlterReplicaLogDir::default();
+        entry.path = StrBytes::from_string(dir.display().to_string());
+        entry.topics = vec![wanted];
+        body.dirs.push(entry);
+    }
+    let response: AlterReplicaLogDirsResponse =
+        rill_tests::raw::request(addr, ApiKey::AlterReplicaLogDirs, 2, &body)
+            .expect("AlterReplicaLogDirs answered");
+    response
+        .results
+        .iter()
+        .flat_map(|t| {
+            let topic = t.topic_name.0.to_string();
+            t.partitions
+                .iter()
+                .map(move |p| (topic.clone(), p.partition_index, p.error_code))
+        })
+        .collect()
+}
+
+#[test]
+fn a_replica_moves_to_another_dir_while_records_arrive_and_keeps_them_all() {
+    let root = rill_tests::data_dir();
+    let a = root.path().join("a");
+    let b = root.path().join("b");
+    let mut broker = Broker::start_logging_to(RILL, &dir_list(&[&a, &b]), root.path(), &[]);
+    let bootstrap = broker.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic(
+        &bootstrap,
+        "moving",
+        2,
+        &[],
+    ));
+    let partition = *partitions_in(&a, "moving")
+        .first()
+        .expect("a partition in a");
+    let producer = producer(&bootstrap);
+    let first: Vec<i32> = vec![partition; 200];
+    let (mut sent, refused) = runtime.block_on(send_each(&producer, "moving", &first, 0));
+    assert!(refused.is_empty(), "refused: {refused:?}");
+
+    // The move runs while a retrying producer keeps sending to it.
+    let mover = {
+        let (addr, b) = (broker.addr, b.clone());
+        std::thread::spawn(move || alter_replica_log_dirs(addr, &[(&b, "moving", partition)]))
+    };
+    let retrying = rill_tests::kafka::producer(&bootstrap, &[("message.timeout.ms", "30000")]);
+    let during: Vec<i32> = vec![partition; 300];
+    let (more, refused) = runtime.block_on(send_each(&retrying, "moving", &during, 1000));
+    assert!(refused.is_empty(), "refused during the move: {refused:?}");
+    sent.extend(more);
+    let answers = mover.join().expect("the move");
+    assert_eq!(answers, [("moving".to_string(), partition, 0)]);
+
+    // It is in b only, DescribeLogDirs says so, and nothing is lost.
+    assert!(!partitions_in(&a, "moving").contains(&partition));
+    assert!(partitions_in(&b, "moving").contains(&partition));
+    let described = describe_log_dirs(&broker);
+    let (_, _, in_b) = &described[&canonical(&b)];
+    assert!(
+        in_b.contains_key(&("moving".to_string(), partition)),
+        "{described:?}"
+    );
+    let sent: BTreeSet<(i32, u32)> = sent.into_iter().collect();
+    assert_eq!(read_all(&bootstrap, "moving", 2, sent.len()), sent);
+
+    // Kafka's refusals: a dir the broker lacks, a partition it lacks.
+    let elsewhere = root.path().join("elsewhere");
+    let refusals = alter_replica_log_dirs(
+        broker.addr,
+        &[
+            (&elsewhere, "moving", 0),
+            (&a, "moving", 7),
+            (&a, "nothing", 0),
+        ],
+    );
+    let codes: Vec<i16> = refusals.iter().map(|(_, _, code)| *code).collect();
+    assert_eq!(codes, [57, 3, 3], "{refusals:?}");
+
+    // After a restart it is found in b, with every record.
+    assert_eq!(broker.stop(), Some(0));
+    broker.restart();
+    assert!(partitions_in(&b, "moving").contains(&partition));
+    assert!(!partitions_in(&a, "moving").contains(&partition));
+    assert_eq!(read_all(&bootstrap, "moving", 2, sent.len()), sent);
 }

@@ -148,6 +148,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
         ApiKey::UnregisterBroker => plain::<UnregisterBrokerRequest>,
         ApiKey::AddRaftVoter => plain::<AddRaftVoterRequest>,
+        ApiKey::AlterReplicaLogDirs => plain::<AlterReplicaLogDirsRequest>,
         ApiKey::RemoveRaftVoter => plain::<RemoveRaftVoterRequest>,
         ApiKey::UpdateFeatures => plain::<UpdateFeaturesRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,

@@ -25,6 +25,7 @@ pub mod add_raft_voter;
 pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod consumer_group_describe;
@@ -232,6 +233,7 @@ pub const REGISTRY: &[Handler] = &[
     create_acls::HANDLER,
     delete_acls::HANDLER,
     alter_partition_reassignments::HANDLER,
+    alter_replica_log_dirs::HANDLER,
     list_partition_reassignments::HANDLER,
     elect_leaders::HANDLER,
     unregister_broker::HANDLER,

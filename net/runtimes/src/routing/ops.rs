@@ -53,6 +53,14 @@ pub enum PartitionOp {
         /// Partition.
         tp: TopicPartition,
     },
+    /// Move a partition to another of this broker's data dirs
+    /// (AlterReplicaLogDirs).
+    MoveToDir {
+        /// Partition.
+        tp: TopicPartition,
+        /// The data dir's index in `log.dirs`.
+        dir_index: usize,
+    },
     /// Replace a partition's config.
     AlterConfig {
         /// Partition.
@@ -106,6 +114,7 @@ impl PartitionOp {
             | PartitionOp::Create { tp, .. }
             | PartitionOp::Delete { tp }
             | PartitionOp::AlterConfig { tp, .. }
+            | PartitionOp::MoveToDir { tp, .. }
             | PartitionOp::Describe { tp }
             | PartitionOp::DescribeProducers { tp }
             | PartitionOp::EpochEndOffset { tp, .. }
@@ -240,7 +249,7 @@ pub enum PartitionReply {
     ListOffset(Result<(Option<(i64, i64)>, i32), ErrorCode>),
     /// DeleteRecords: the new low watermark.
     DeleteRecords(Result<i64, ErrorCode>),
-    /// Create, Delete, AlterConfig.
+    /// Create, Delete, AlterConfig, MoveToDir.
     Done(Result<(), ErrorCode>),
     /// Describe.
     Describe(Result<PartitionState, ErrorCode>),
@@ -272,6 +281,7 @@ impl OpKind {
             PartitionOp::Create { .. }
             | PartitionOp::Delete { .. }
             | PartitionOp::AlterConfig { .. }
+            | PartitionOp::MoveToDir { .. }
             | PartitionOp::WriteMarker { .. } => OpKind::Done,
             PartitionOp::Describe { .. } => OpKind::Describe,
             PartitionOp::EpochEndOffset { .. } => OpKind::EpochEndOffset,

@@ -66,6 +66,13 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             }
             PartitionReply::Done(deleted.map_err(|e| e.error_code()))
         }
+        PartitionOp::MoveToDir { tp, dir_index } => PartitionReply::Done(
+            shard
+                .logs
+                .move_partition(&tp, dir_index)
+                .await
+                .map_err(|e| e.error_code()),
+        ),
         PartitionOp::AlterConfig { tp, config } => PartitionReply::Done(
             shard
                 .logs
