@@ -19,7 +19,7 @@ use std::time::Duration;
 /// too, FindCoordinator v4 batches keys, OffsetFetch v8 batches groups:
 /// those stay below). SaslHandshake and SaslAuthenticate are here because
 /// a SASL connection authenticates with this table's versions.
-pub const ADMIN_RANGES: [(i16, i16, i16); 34] = [
+pub const ADMIN_RANGES: [(i16, i16, i16); 36] = [
     (0, 3, 9),  // Produce
     (1, 4, 12), // Fetch
     (2, 1, 7),  // ListOffsets
@@ -37,6 +37,8 @@ pub const ADMIN_RANGES: [(i16, i16, i16); 34] = [
     (30, 1, 3), // CreateAcls
     (31, 1, 3), // DeleteAcls
     (32, 1, 4), // DescribeConfigs
+    (34, 1, 2), // AlterReplicaLogDirs
+    (35, 1, 4), // DescribeLogDirs
     (36, 0, 2), // SaslAuthenticate
     (37, 0, 3), // CreatePartitions
     (42, 0, 2), // DeleteGroups

@@ -19,6 +19,7 @@
 //!   stopped.
 //! - [`cordon`]: `cordon / uncordon`, KIP-1066's `cordoned.log.dirs`.
 //! - [`feature`]: `feature describe / upgrade / downgrade` (KIP-584).
+//! - [`log_dirs`]: `log-dirs describe / move` (a broker's data dirs).
 //! - [`client`]: connections, the coordinator, the API version table.
 //! - [`output`]: tables and JSON.
 //! - [`error`]: the crate's error type.
@@ -32,6 +33,7 @@ pub mod decommission;
 pub mod error;
 pub mod feature;
 pub mod group;
+pub mod log_dirs;
 pub mod output;
 pub mod quota;
 pub mod reassign;
@@ -113,6 +115,9 @@ pub enum AdminCommand {
     /// Feature levels (KIP-584).
     #[command(subcommand)]
     Feature(feature::FeatureCommand),
+    /// A broker's data dirs, and moving a replica between them.
+    #[command(subcommand)]
+    LogDirs(log_dirs::LogDirsCommand),
 }
 
 /// Runs one admin command and returns the process's exit code: 0 when it
@@ -178,5 +183,6 @@ async fn dispatch(args: AdminArgs) -> Result<Report> {
         AdminCommand::Cordon(args) => cordon::cordon(&mut admin, &args).await,
         AdminCommand::Uncordon { broker } => cordon::uncordon(&mut admin, &broker).await,
         AdminCommand::Feature(command) => feature::run(&mut admin, command).await,
+        AdminCommand::LogDirs(command) => log_dirs::run(&mut admin, command).await,
     }
 }

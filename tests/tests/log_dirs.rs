@@ -720,4 +720,35 @@ fn a_replica_moves_to_another_dir_while_records_arrive_and_keeps_them_all() {
     assert!(partitions_in(&b, "moving").contains(&partition));
     assert!(!partitions_in(&a, "moving").contains(&partition));
     assert_eq!(read_all(&bootstrap, "moving", 2, sent.len()), sent);
+
+    // `rill admin log-dirs` moves it back, and describes where it is.
+    let admin = |args: &[&str]| {
+        let output = Command::new(RILL)
+            .args(["admin", "--brokers", &bootstrap])
+            .args(args)
+            .output()
+            .expect("rill admin runs");
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{args:?}: {stdout}");
+        stdout
+    };
+    let (home, number) = (canonical(&a), partition.to_string());
+    let moved = ["log-dirs", "move", "--broker", "0", "--topic", "moving"];
+    admin(&[&moved[..], &["--partition", &number, "--dir", &home]].concat());
+    assert!(partitions_in(&a, "moving").contains(&partition));
+    let described = admin(&["log-dirs", "describe", "--broker", "0", "--format", "json"]);
+    let described: serde_json::Value = serde_json::from_str(&described).expect("JSON");
+    let dirs = described["dirs"].as_array().expect("dirs");
+    let home_dir = dirs
+        .iter()
+        .find(|d| d["dir"] == home.as_str())
+        .expect("dir a");
+    let listed = home_dir["partitions"].as_array().expect("partitions");
+    assert!(
+        listed
+            .iter()
+            .any(|p| p["topic"] == "moving" && p["partition"] == partition),
+        "{described}"
+    );
+    assert_eq!(read_all(&bootstrap, "moving", 2, sent.len()), sent);
 }
