@@ -77,28 +77,9 @@ impl Cluster {
     /// then `cluster.node(node_id)`. Returns once it listens, not once it
     /// is registered.
     pub fn add_broker(&mut self, binary: &str, node_id: i32, extra_args: &[&str]) -> &mut Broker {
-        assert!(
-            !self.ids.contains(&node_id),
-            "node {node_id} is already in the cluster"
-        );
-        let dir = data_dir();
-        let id = node_id.to_string();
-        let mut args = vec![
-            "--cores",
-            "1",
-            "--node-id",
-            id.as_str(),
-            "--controller-quorum-voters",
-            self.voters.as_str(),
-            "--process-roles",
-            "broker",
-        ];
+        let mut args = vec!["--process-roles", "broker"];
         args.extend_from_slice(extra_args);
-        let broker = Broker::start(binary, dir.path(), &args);
-        self._dirs.push(dir);
-        self.brokers.push(broker);
-        self.ids.push(node_id);
-        self.node(node_id)
+        self.add_node(binary, node_id, &args)
     }
 
     /// Starts a controller-only node `node_id` outside the configured
@@ -107,25 +88,53 @@ impl Cluster {
     /// listener, `host:port`.
     pub fn add_controller(&mut self, binary: &str, node_id: i32) -> String {
         let endpoint = format!("127.0.0.1:{}", free_port());
+        let args = [
+            "--process-roles",
+            "controller",
+            "--controller-listener",
+            &endpoint,
+        ];
+        self.add_node(binary, node_id, &args);
+        endpoint
+    }
+
+    /// Starts node `node_id` (one shard, its own data dir, this cluster's
+    /// voters, then `args`); it is then `cluster.node(node_id)`.
+    fn add_node(&mut self, binary: &str, node_id: i32, args: &[&str]) -> &mut Broker {
+        assert!(
+            !self.ids.contains(&node_id),
+            "node {node_id} is already in the cluster"
+        );
         let dir = data_dir();
         let id = node_id.to_string();
-        let args = [
+        let mut all = vec![
             "--cores",
             "1",
             "--node-id",
             id.as_str(),
             "--controller-quorum-voters",
             self.voters.as_str(),
-            "--process-roles",
-            "controller",
-            "--controller-listener",
-            endpoint.as_str(),
         ];
-        let broker = Broker::start(binary, dir.path(), &args);
+        all.extend_from_slice(args);
+        let broker = Broker::start(binary, dir.path(), &all);
         self._dirs.push(dir);
         self.brokers.push(broker);
         self.ids.push(node_id);
-        endpoint
+        self.node(node_id)
+    }
+
+    /// Three controller-only voters (1, 2, 3) and the broker-only nodes
+    /// `brokers`; the cluster and the brokers' bootstrap list.
+    pub fn controllers_and_brokers(binary: &str, brokers: &[i32]) -> (Cluster, String) {
+        let mut cluster = Cluster::start(binary, 3, &["--process-roles", "controller"]);
+        for &id in brokers {
+            cluster.add_broker(binary, id, &[]);
+        }
+        let addresses: Vec<String> = brokers
+            .iter()
+            .map(|&id| cluster.node(id).bootstrap())
+            .collect();
+        (cluster, addresses.join(","))
     }
 
     /// [`Cluster::start`], then waits (up to `timeout`) until every broker

@@ -46,15 +46,7 @@ fn wait_brokers(cluster: &mut Cluster, node: i32, live: &[i32]) {
 
 #[test]
 fn controller_only_voters_and_broker_only_nodes_fail_over_and_lose_nothing() {
-    let mut cluster = Cluster::start(RILL, 3, &["--process-roles", "controller"]);
-    for id in BROKERS {
-        cluster.add_broker(RILL, id, &[]);
-    }
-    let bootstrap: String = BROKERS
-        .iter()
-        .map(|&id| cluster.node(id).bootstrap())
-        .collect::<Vec<_>>()
-        .join(",");
+    let (mut cluster, bootstrap) = Cluster::controllers_and_brokers(RILL, &BROKERS);
     // Controllers and brokers alike list the three brokers only.
     wait_brokers(&mut cluster, 1, &BROKERS);
     wait_brokers(&mut cluster, 4, &BROKERS);

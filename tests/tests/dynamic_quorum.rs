@@ -90,15 +90,7 @@ fn keep_producing(bootstrap: String, stop: Arc<AtomicBool>) -> std::thread::Join
 
 #[test]
 fn a_dead_controller_is_replaced_under_load_and_the_new_quorum_outlives_one_more_loss() {
-    let mut cluster = Cluster::start(RILL, 3, &["--process-roles", "controller"]);
-    for id in BROKERS {
-        cluster.add_broker(RILL, id, &[]);
-    }
-    let bootstrap: String = BROKERS
-        .iter()
-        .map(|&id| cluster.node(id).bootstrap())
-        .collect::<Vec<_>>()
-        .join(",");
+    let (mut cluster, bootstrap) = Cluster::controllers_and_brokers(RILL, &BROKERS);
     // Metadata lists the other brokers once they are unfenced (and the
     // answering one always): placement needs all 3 live.
     for id in BROKERS {

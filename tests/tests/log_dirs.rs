@@ -200,20 +200,49 @@ fn python_log_dirs(bootstrap: &str) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// A broker on two data dirs, `a` and `b` under `root`, with one topic.
+struct TwoDirs {
+    root: tempfile::TempDir,
+    a: PathBuf,
+    b: PathBuf,
+    broker: Broker,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl TwoDirs {
+    fn with_topic(topic: &str, partitions: i32) -> TwoDirs {
+        let root = rill_tests::data_dir();
+        let a = root.path().join("a");
+        let b = root.path().join("b");
+        let broker = Broker::start_logging_to(RILL, &dir_list(&[&a, &b]), root.path(), &[]);
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let bootstrap = broker.bootstrap();
+        runtime.block_on(rill_tests::kafka::create_topic(
+            &bootstrap,
+            topic,
+            partitions,
+            &[],
+        ));
+        TwoDirs {
+            root,
+            a,
+            b,
+            broker,
+            runtime,
+        }
+    }
+}
+
 #[test]
 fn partitions_spread_over_two_dirs_and_read_back_after_a_restart() {
-    let root = rill_tests::data_dir();
-    let a = root.path().join("a");
-    let b = root.path().join("b");
-    let mut broker = Broker::start_logging_to(RILL, &dir_list(&[&a, &b]), root.path(), &[]);
+    let TwoDirs {
+        root: _root,
+        a,
+        b,
+        mut broker,
+        runtime,
+    } = TwoDirs::with_topic("spread", 6);
     let bootstrap = broker.bootstrap();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(rill_tests::kafka::create_topic(
-        &bootstrap,
-        "spread",
-        6,
-        &[],
-    ));
 
     // Each partition is in one dir, both dirs hold some, and the dirs'
     // partition counts differ by one at most (fewest-partitions placement).
@@ -656,18 +685,14 @@ fn alter_replica_log_dirs(
 
 #[test]
 fn a_replica_moves_to_another_dir_while_records_arrive_and_keeps_them_all() {
-    let root = rill_tests::data_dir();
-    let a = root.path().join("a");
-    let b = root.path().join("b");
-    let mut broker = Broker::start_logging_to(RILL, &dir_list(&[&a, &b]), root.path(), &[]);
+    let TwoDirs {
+        root,
+        a,
+        b,
+        mut broker,
+        runtime,
+    } = TwoDirs::with_topic("moving", 2);
     let bootstrap = broker.bootstrap();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(rill_tests::kafka::create_topic(
-        &bootstrap,
-        "moving",
-        2,
-        &[],
-    ));
     let partition = *partitions_in(&a, "moving")
         .first()
         .expect("a partition in a");

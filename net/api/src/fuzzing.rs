@@ -148,7 +148,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ElectLeaders => plain::<ElectLeadersRequest>,
         ApiKey::UnregisterBroker => plain::<UnregisterBrokerRequest>,
         ApiKey::AddRaftVoter => plain::<AddRaftVoterRequest>,
-        ApiKey::AlterReplicaLogDirs => plain::<AlterReplicaLogDirsRequest>,
+        ApiKey::AlterReplicaLogDirs => |r| alter_replica_log_dirs::decode_body(r).map(drop),
         ApiKey::RemoveRaftVoter => plain::<RemoveRaftVoterRequest>,
         ApiKey::UpdateFeatures => plain::<UpdateFeaturesRequest>,
         ApiKey::AddPartitionsToTxn => plain::<AddPartitionsToTxnRequest>,

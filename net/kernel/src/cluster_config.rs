@@ -54,6 +54,9 @@ pub struct ClusterConfig {
     /// `controller.quorum.voters`: a controller that joins the running
     /// quorum by AddRaftVoter (KIP-853).
     pub controller_listener: Option<(String, u16)>,
+    /// `controller.quorum.bootstrap.servers` as set (Kafka 3.9's dynamic
+    /// quorum): without voters it stops the start (see [`Self::validate`]).
+    pub bootstrap_servers: Option<String>,
     /// `process.roles` as set; `None`: not set, which means
     /// `broker,controller` for a voter and `broker` for any other node.
     pub roles: Option<Roles>,
@@ -100,6 +103,7 @@ impl Default for ClusterConfig {
         ClusterConfig {
             voters: Vec::new(),
             controller_listener: None,
+            bootstrap_servers: None,
             roles: None,
             rack: None,
             cordoned_log_dirs: Vec::new(),
@@ -163,6 +167,7 @@ impl ClusterConfig {
     /// because the voter list already says which nodes vote. Roles that
     /// were set explicitly must agree with the voter list.
     pub fn validate(&self, node_id: i32) -> Result<(), ConfigError> {
+        self.check_bootstrap_servers()?;
         let roles = self.roles.unwrap_or(Roles {
             broker: true,
             controller: true,
@@ -206,6 +211,27 @@ impl ClusterConfig {
             )),
             (false, false) => Ok(()),
         }
+    }
+
+    /// Kafka 3.9's `controller.quorum.bootstrap.servers` naming several
+    /// controllers, with no voters: a cluster rill cannot find that way.
+    /// Kafka's own single-node sample names just itself, and is a single
+    /// node here too; beside the voters the key is ignored.
+    fn check_bootstrap_servers(&self) -> Result<(), ConfigError> {
+        let Some(servers) = &self.bootstrap_servers else {
+            return Ok(());
+        };
+        let listed = servers.split(',').filter(|s| !s.trim().is_empty()).count();
+        if listed > 1 && self.is_single_node() {
+            return Err(ConfigError::invalid(
+                "controller.quorum.bootstrap.servers",
+                servers,
+                "rill finds a quorum of several controllers by controller.quorum.voters \
+                 (id@host:port of the first voters; voters change later with AddRaftVoter and \
+                 RemoveRaftVoter, and the metadata log records them): set it instead",
+            ));
+        }
+        Ok(())
     }
 
     fn voters_text(&self) -> String {

@@ -437,13 +437,7 @@ impl BrokerConfig {
             "listeners" => applied.listeners = Some(value.to_string()),
             "advertised.listeners" => applied.advertised = Some(value.to_string()),
             "listener.security.protocol.map" => applied.protocol_map = Some(value.to_string()),
-            "controller.listener.names" => {
-                applied.controller_names = value
-                    .split(',')
-                    .map(|n| n.trim().to_ascii_uppercase())
-                    .filter(|n| !n.is_empty())
-                    .collect()
-            }
+            "controller.listener.names" => applied.controller_names = listener_names(value),
             "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
             "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
             "num.partitions" => {
@@ -472,6 +466,9 @@ impl BrokerConfig {
             }
             "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
             "process.roles" => self.cluster.roles = Some(parse_roles(name, value)?),
+            "controller.quorum.bootstrap.servers" => {
+                self.cluster.bootstrap_servers = Some(value.to_string())
+            }
             "broker.rack" => self.cluster.rack = Some(value.to_string()),
             "cordoned.log.dirs" => {
                 self.cluster.cordoned_log_dirs = crate::cordon::parse_list(value)
@@ -784,6 +781,15 @@ pub struct ListenerSpec {
     pub bind: String,
     /// `host:port` to advertise, when `advertised.listeners` names one.
     pub advertised: Option<String>,
+}
+
+/// `controller.listener.names`: upper-cased, blanks dropped.
+fn listener_names(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(|n| n.trim().to_ascii_uppercase())
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 /// Listener texts found in the file, resolved once every key is read.

@@ -195,6 +195,30 @@ fn wildcard_listen_advertises_the_host_name() {
 }
 
 #[test]
+fn kafka_bootstrap_servers_of_several_controllers_need_voters() {
+    let (args, _file) = args_with_named_file(
+        "controller.quorum.bootstrap.servers=127.0.0.1:19093,127.0.0.1:19095\n",
+        ".properties",
+    );
+    let err = BrokerConfig::from_args(&args).unwrap_err().to_string();
+    assert!(err.contains("controller.quorum.voters"), "{err}");
+    // Kafka's single-node sample names itself: a single node.
+    let (args, _file) = args_with_named_file(
+        "controller.quorum.bootstrap.servers=localhost:9093\n",
+        ".properties",
+    );
+    let config = BrokerConfig::from_args(&args).unwrap();
+    assert!(config.cluster.is_single_node());
+    let (args, _file) = args_with_named_file(
+        "controller.quorum.bootstrap.servers=127.0.0.1:19093,127.0.0.1:19095\n\
+         controller.quorum.voters=0@127.0.0.1:19093\n",
+        ".properties",
+    );
+    let config = BrokerConfig::from_args(&args).unwrap();
+    assert_eq!(config.cluster.voters.len(), 1);
+}
+
+#[test]
 fn sasl_listeners_serve_and_a_sasl_first_listener_needs_a_single_node() {
     let listeners = "listeners=PLAINTEXT://127.0.0.1:19092,SASL_PLAINTEXT://127.0.0.1:19094\n\
                      listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\

@@ -24,6 +24,7 @@ use kafka_protocol::messages::alter_replica_log_dirs_response::{
 use kafka_protocol::messages::{
     AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, ApiKey, TopicName,
 };
+use kernel::error::RequestError;
 use runtimes::cluster_runtime;
 use runtimes::routing::{run_checked, PartitionOp, PartitionReply};
 use runtimes::Shard;
@@ -31,13 +32,23 @@ use security::acl::Operation;
 use std::path::Path;
 use std::rc::Rc;
 
-/// v1–v2 (Kafka 4 removed v0).
+/// v0–v2 (v0 is v1's layout both ways; Kafka 4 dropped it, Kafka 3.9's
+/// clients may still send it).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::AlterReplicaLogDirs,
-    min_version: 1,
+    min_version: 0,
     max_version: 2,
     handle,
 };
+
+/// The request body as this version lays it out (also the fuzzed decoder,
+/// see [`crate::fuzzing`]).
+pub(crate) fn decode_body(
+    request: &mut Request,
+) -> Result<AlterReplicaLogDirsRequest, RequestError> {
+    let layout = request.version.max(1);
+    request.decode_as(layout)
+}
 
 /// The index of `path` among this broker's data dirs, compared as the
 /// file system resolves them (DescribeLogDirs shows them resolved).
@@ -66,7 +77,8 @@ fn partition_code(reply: Result<PartitionReply, ErrorCode>) -> ErrorCode {
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
-        let body: AlterReplicaLogDirsRequest = request.decode()?;
+        let layout = request.version.max(1);
+        let body = decode_body(&mut request)?;
         let authorized = cluster_runtime::authz(&shard, &request.session)
             .cluster(Operation::Alter)
             .err();
@@ -101,6 +113,6 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         let mut response = AlterReplicaLogDirsResponse::default();
         response.results = results;
-        request.respond(&response)
+        request.respond_as(&response, layout)
     })
 }

@@ -586,6 +586,18 @@ mod tests {
         QuorumNode::open(config, store, Records::default()).expect("open")
     }
 
+    /// `slots` directories, and members 1, 2 and 3 (the voters) running on
+    /// the first three; a slot past them holds no node yet.
+    fn file_nodes(slots: usize) -> (Vec<tempfile::TempDir>, Vec<Option<FileNode>>) {
+        let directories: Vec<_> = (0..slots)
+            .map(|_| tempfile::tempdir().expect("tempdir"))
+            .collect();
+        let nodes = (1..=slots as u64)
+            .map(|id| (id <= 3).then(|| open_file_node(directories[(id - 1) as usize].path(), id)))
+            .collect();
+        (directories, nodes)
+    }
+
     /// `rounds` ticks of every running node, each followed by a [`pump`].
     fn tick_rounds(nodes: &mut [Option<FileNode>], rounds: usize) {
         for _ in 0..rounds {
@@ -637,12 +649,7 @@ mod tests {
 
     #[test]
     fn three_members_on_files_and_a_lagging_one_catches_up_by_snapshot() {
-        let directories: Vec<_> = (0..3)
-            .map(|_| tempfile::tempdir().expect("tempdir"))
-            .collect();
-        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
-            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
-            .collect();
+        let (directories, mut nodes) = file_nodes(3);
         let first_leader = tick_until_leader(&mut nodes);
         // Stop a follower; the other two go on committing and compacting.
         let stopped = (first_leader + 1) % 3;
@@ -716,13 +723,7 @@ mod tests {
 
     #[test]
     fn a_dead_voter_is_replaced_by_a_fresh_member_that_starts_from_a_snapshot() {
-        let directories: Vec<_> = (0..4)
-            .map(|_| tempfile::tempdir().expect("tempdir"))
-            .collect();
-        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
-            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
-            .chain(std::iter::once(None))
-            .collect();
+        let (directories, mut nodes) = file_nodes(4);
         let first_leader = tick_until_leader(&mut nodes);
         for record in 0..3 {
             commit_on_leader(&mut nodes, &format!("before-{record}"));
@@ -793,12 +794,7 @@ mod tests {
 
     #[test]
     fn a_follower_campaigns_at_once_when_its_leader_is_gone() {
-        let directories: Vec<_> = (0..3)
-            .map(|_| tempfile::tempdir().expect("tempdir"))
-            .collect();
-        let mut nodes: Vec<Option<FileNode>> = (1..=3u64)
-            .map(|id| Some(open_file_node(directories[(id - 1) as usize].path(), id)))
-            .collect();
+        let (_directories, mut nodes) = file_nodes(3);
         let first = tick_until_leader(&mut nodes);
         commit_on_leader(&mut nodes, "before");
         let gone = first as u64 + 1;

@@ -108,10 +108,8 @@ async fn add_voter(
         node_id,
         "AddRaftVoter: the learner caught up; promoting it to voter"
     );
-    match change(quorum, shard, node_id, ConfChangeType::AddNode).await {
-        Ok(reply) => reply,
-        Err(reply) => reply,
-    }
+    let promoted = change(quorum, shard, node_id, ConfChangeType::AddNode).await;
+    promoted.unwrap_or_else(|refused| refused)
 }
 
 /// RemoveRaftVoter: `node_id` stops voting.
@@ -145,10 +143,8 @@ async fn remove_voter(
         );
     }
     tracing::info!(node_id, "RemoveRaftVoter: removing a voter");
-    match change(quorum, shard, node_id, ConfChangeType::RemoveNode).await {
-        Ok(reply) => reply,
-        Err(reply) => reply,
-    }
+    let removed = change(quorum, shard, node_id, ConfChangeType::RemoveNode).await;
+    removed.unwrap_or_else(|refused| refused)
 }
 
 /// Proposes one membership change and waits for it to commit; then checks

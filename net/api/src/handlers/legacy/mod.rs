@@ -47,6 +47,7 @@ pub fn lowest_version(api_key: ApiKey) -> Option<i16> {
         | ApiKey::DeleteTopics
         | ApiKey::DescribeConfigs
         | ApiKey::DescribeLogDirs
+        | ApiKey::AlterReplicaLogDirs
         | ApiKey::OffsetForLeaderEpoch => Some(0),
         _ => None,
     }
