@@ -271,6 +271,25 @@ fn cluster_and_quorum(broker: &Broker) {
     let voters = quorum["voters"].as_array().expect("voters");
     assert_eq!(voters.len(), 1, "{quorum}");
     assert_eq!(voters[0]["node_id"].as_i64(), Some(node_id), "{quorum}");
+
+    // KIP-853's refusals, exit code 1 with Kafka's error names: the node
+    // votes already, a node that does not vote, the active controller.
+    let id = node_id.to_string();
+    let endpoint = broker.addr.to_string();
+    let refusals = [
+        (
+            vec!["add-voter", "--id", &id, "--endpoint", &endpoint],
+            "DuplicateVoter",
+        ),
+        (vec!["remove-voter", "--id", "42"], "VoterNotFound"),
+        (vec!["remove-voter", "--id", &id], "InvalidRequest"),
+    ];
+    for (args, name) in refusals {
+        let refused = admin(broker, &[&["quorum"][..], &args].concat());
+        assert_eq!(refused.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(name), "{args:?}: {stderr}");
+    }
 }
 
 fn topics(broker: &Broker) {
