@@ -24,8 +24,7 @@ const RETRY_BACKOFF: Duration = Duration::from_millis(200);
 
 /// Fetches the committed metadata for the life of the broker.
 pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
-    let voters = shard.config.cluster.voters.clone();
-    if voters.is_empty() {
+    if shard.config.cluster.voters.is_empty() {
         return;
     }
     // The next voter to try when no controller is known.
@@ -35,10 +34,18 @@ pub async fn run(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     // Take deltas until one does not apply; then the whole image once.
     let mut deltas = true;
     loop {
-        let wanted = quorum
-            .leader()
-            .and_then(|leader| quorum.controller_endpoint(&shard, leader))
-            .unwrap_or_else(|| voters[next_voter % voters.len()].clone());
+        // With no controller known, the voters in turn: the configured ones
+        // and those AddRaftVoter added since, so that a broker still finds
+        // the quorum once every configured voter is gone.
+        let leader = quorum.leader();
+        let wanted = leader.and_then(|leader| quorum.controller_endpoint(&shard, leader));
+        let wanted = wanted.or_else(|| {
+            let known = quorum.known_controllers(&shard);
+            known.get(next_voter % known.len().max(1)).cloned()
+        });
+        let Some(wanted) = wanted else {
+            return;
+        };
         if link.as_ref().is_some_and(|(id, _)| *id != wanted.node_id) {
             link = None;
         }

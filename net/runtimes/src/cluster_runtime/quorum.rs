@@ -359,6 +359,25 @@ impl MetadataQuorum {
         })
     }
 
+    /// Every controller this node knows how to reach: the configured
+    /// voters, then those AddRaftVoter registered (never empty on a node
+    /// with configured voters).
+    pub fn known_controllers(&self, shard: &Shard) -> Vec<Voter> {
+        let mut known = shard.config.cluster.voters.clone();
+        self.with_image(|image| {
+            for (&node_id, (host, port)) in image.controllers() {
+                if !known.iter().any(|voter| voter.node_id == node_id) {
+                    known.push(Voter {
+                        node_id,
+                        host: host.clone(),
+                        port: *port,
+                    });
+                }
+            }
+        });
+        known
+    }
+
     /// Where `node_id`'s controller listener is: its entry in
     /// `controller.quorum.voters`, else what AddRaftVoter registered.
     pub fn controller_endpoint(&self, shard: &Shard, node_id: i32) -> Option<Voter> {
