@@ -202,22 +202,34 @@ fn with_suffix(dir: &Path, suffix: &str) -> PathBuf {
 /// 4. delete the old one.
 ///
 /// [`recover_moves`] undoes a move cut before step 3 and finishes one cut
-/// after it.
+/// after it. An error before step 3 leaves the partition at `from` (step
+/// 2 is put back when step 3 fails); after step 3 the move is done, and a
+/// failure to sync or tidy up is only logged: the caller opens the
+/// partition wherever its directory is.
 pub fn move_partition_dir(from: &Path, to: &Path) -> Result<(), EngineError> {
     let copy = with_suffix(to, MOVE_COPY_SUFFIX);
     let old = with_suffix(from, MOVE_OLD_SUFFIX);
+    let (from_parent, to_parent) = (parent_of(from), parent_of(to));
     if copy.exists() {
         std::fs::remove_dir_all(&copy).map_err(|e| EngineError::io(&copy, e))?;
     }
-    copy_dir_synced(from, &copy)?;
-    let (from_parent, to_parent) = (parent_of(from), parent_of(to));
-    sync_dir(&to_parent)?;
+    if let Err(e) = copy_dir_synced(from, &copy).and_then(|()| sync_dir(&to_parent)) {
+        // Left behind, the copy would go at the next start anyway.
+        let _ = std::fs::remove_dir_all(&copy);
+        return Err(e);
+    }
     std::fs::rename(from, &old).map_err(|e| EngineError::io(from, e))?;
-    sync_dir(&from_parent)?;
-    std::fs::rename(&copy, to).map_err(|e| EngineError::io(&copy, e))?;
-    sync_dir(&to_parent)?;
-    std::fs::remove_dir_all(&old).map_err(|e| EngineError::io(&old, e))?;
-    sync_dir(&from_parent)
+    if let Err(e) = std::fs::rename(&copy, to) {
+        std::fs::rename(&old, from).map_err(|e| EngineError::io(&old, e))?;
+        return Err(EngineError::io(&copy, e));
+    }
+    let tidied = sync_dir(&to_parent)
+        .and_then(|()| std::fs::remove_dir_all(&old).map_err(|e| EngineError::io(&old, e)))
+        .and_then(|()| sync_dir(&from_parent));
+    if let Err(e) = tidied {
+        tracing::warn!(error = %e, "a log dir move is done; its old copy goes at the next start");
+    }
+    Ok(())
 }
 
 fn parent_of(dir: &Path) -> PathBuf {

@@ -492,13 +492,20 @@ impl LogManager {
             }
             Err(e) => Err(e),
         };
-        let dir = match &moved {
-            Ok(()) => {
-                self.ctx.config.dir_load.remove(from_index);
-                self.ctx.config.dir_load.add(target);
-                to
-            }
-            Err(_) => from,
+        // Opened wherever its directory is; with neither there (putting a
+        // failed move back failed too) it stays closed, and the next start
+        // puts it back (`recover_moves`).
+        let dir = if moved.is_ok() && to.is_dir() {
+            self.ctx.config.dir_load.remove(from_index);
+            self.ctx.config.dir_load.add(target);
+            to
+        } else if from.is_dir() {
+            from
+        } else {
+            return moved.and(Err(EngineError::io(
+                &from,
+                std::io::Error::other("a failed log dir move left the partition closed"),
+            )));
         };
         let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
         self.logs.borrow_mut().insert(tp.clone(), log);

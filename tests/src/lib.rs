@@ -344,8 +344,20 @@ impl Broker {
     }
 
     /// Starts the process again on the same port and data dir.
+    ///
+    /// First it waits until nothing accepts on the port: a process that
+    /// just exited can hold its listening sockets a moment longer (io_uring
+    /// tears its ring down after the exit), and a connection they take is
+    /// never served, then reset. Seen once: the readiness check below
+    /// connected to such a socket, and the test's next request was reset.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "stop the broker first");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline
+            && TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok()
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         self.spawn();
     }
 
