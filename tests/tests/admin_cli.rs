@@ -82,6 +82,16 @@ fn admin(broker: &(impl Target + ?Sized), args: &[&str]) -> Output {
 }
 
 /// The table a command printed; the command must have succeeded.
+/// `rill admin ARGS` refused by the broker: exit code 1 and Kafka's error
+/// `name` on stderr, which is returned.
+fn admin_refused(broker: &(impl Target + ?Sized), args: &[&str], name: &str) -> String {
+    let refused = admin(broker, args);
+    assert_eq!(refused.status.code(), Some(1), "{args:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(stderr.contains(name), "{args:?}: {stderr}");
+    stderr
+}
+
 fn admin_ok(broker: &(impl Target + ?Sized), args: &[&str]) -> String {
     let output = admin(broker, args);
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -181,7 +191,7 @@ fn features_and_cordons(broker: &Broker) {
         ],
     );
     assert_eq!(finalized(broker, "group.version"), 0);
-    let refused = admin(
+    admin_refused(
         broker,
         &[
             "feature",
@@ -191,9 +201,8 @@ fn features_and_cordons(broker: &Broker) {
             "--version",
             "2",
         ],
+        "InvalidUpdateVersion",
     );
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("InvalidUpdateVersion"));
     admin_ok(
         broker,
         &[
@@ -285,10 +294,7 @@ fn cluster_and_quorum(broker: &Broker) {
         (vec!["remove-voter", "--id", &id], "InvalidRequest"),
     ];
     for (args, name) in refusals {
-        let refused = admin(broker, &[&["quorum"][..], &args].concat());
-        assert_eq!(refused.status.code(), Some(1), "{args:?}");
-        let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert!(stderr.contains(name), "{args:?}: {stderr}");
+        admin_refused(broker, &[&["quorum"][..], &args].concat(), name);
     }
 }
 
@@ -587,10 +593,7 @@ fn delete_and_check_gone(broker: &Broker, noun: &str, name: &str, list_field: &s
         !names(&list, list_field).contains(&name.to_string()),
         "{list}"
     );
-    let gone = admin(broker, &[noun, "describe", name]);
-    assert_eq!(gone.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&gone.stderr);
-    assert!(stderr.contains(missing), "{stderr}");
+    admin_refused(broker, &[noun, "describe", name], missing);
 }
 
 fn acls(broker: &Broker) {
@@ -786,7 +789,7 @@ fn leaders_and_reassignments(broker: &Broker) {
     assert_eq!(moved[0]["status"], "OK", "{moved}");
     let ongoing = admin_json(broker, &["reassign", "list"]);
     assert_eq!(ongoing.as_array().map(Vec::len), Some(0), "{ongoing}");
-    let cancel = admin(
+    admin_refused(
         broker,
         &[
             "reassign",
@@ -797,18 +800,13 @@ fn leaders_and_reassignments(broker: &Broker) {
             "0",
             "--cancel",
         ],
+        "NoReassignmentInProgress",
     );
-    assert_eq!(cancel.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&cancel.stderr);
-    assert!(stderr.contains("NoReassignmentInProgress"), "{stderr}");
 }
 
 fn deletion_and_errors(broker: &Broker) {
     // A broker's refusal: one clear line, exit code 1, no panic.
-    let again = admin(broker, &["topic", "create", "orders"]);
-    assert_eq!(again.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("TopicAlreadyExists"), "{stderr}");
+    let stderr = admin_refused(broker, &["topic", "create", "orders"], "TopicAlreadyExists");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     delete_and_check_gone(broker, "topic", "orders", "name", "UnknownTopicOrPartition");
@@ -1055,11 +1053,9 @@ fn decommission_moves_replicas_off_a_broker_under_load_then_unregisters_it_once_
         lost.len()
     );
     // Once more: Kafka's BROKER_ID_NOT_REGISTERED, exit code 1.
-    let again = admin(
+    admin_refused(
         survivors.as_str(),
         &["decommission", "4", "--skip-reassign"],
+        "BrokerIdNotRegistered",
     );
-    assert_eq!(again.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("BrokerIdNotRegistered"), "{stderr}");
 }
