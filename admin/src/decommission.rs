@@ -16,8 +16,7 @@ use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, BrokerId, ListPartitionReassignmentsRequest,
-    UnregisterBrokerRequest,
+    AlterPartitionReassignmentsRequest, BrokerId, UnregisterBrokerRequest,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
@@ -226,15 +225,7 @@ async fn start_moves(admin: &mut Admin, moves: &[Move]) -> Result<()> {
 async fn wait_for_moves(admin: &mut Admin, moves: &[Move], wait: Duration) -> Result<()> {
     let deadline = Instant::now() + wait;
     while !moves.is_empty() {
-        let request = ListPartitionReassignmentsRequest::default()
-            .with_timeout_ms(30_000)
-            .with_topics(None);
-        let answer = admin.call_controller(&request).await?;
-        check(
-            answer.error_code,
-            answer.error_message.as_deref(),
-            "ListPartitionReassignments",
-        )?;
+        let answer = crate::reassign::ongoing_reassignments(admin, None).await?;
         let ongoing = answer.topics.iter().any(|t| {
             t.partitions.iter().any(|p| {
                 moves.iter().any(|(topic, partition, _, _)| {

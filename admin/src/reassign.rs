@@ -13,7 +13,7 @@ use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, BrokerId, ElectLeadersRequest,
-    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
 };
 use serde_json::json;
 
@@ -128,6 +128,24 @@ async fn alter(
     })
 }
 
+/// ListPartitionReassignments of `topics` (`None`: every partition),
+/// asked of the controller; a refusal is the error.
+pub async fn ongoing_reassignments(
+    admin: &mut Admin,
+    topics: Option<Vec<ListPartitionReassignmentsTopics>>,
+) -> Result<ListPartitionReassignmentsResponse> {
+    let request = ListPartitionReassignmentsRequest::default()
+        .with_timeout_ms(30_000)
+        .with_topics(topics);
+    let answer = admin.call_controller(&request).await?;
+    check(
+        answer.error_code,
+        answer.error_message.as_deref(),
+        "ListPartitionReassignments",
+    )?;
+    Ok(answer)
+}
+
 async fn list(admin: &mut Admin, topic: Option<String>) -> Result<Report> {
     let topics = match topic {
         None => None,
@@ -144,15 +162,7 @@ async fn list(admin: &mut Admin, topic: Option<String>) -> Result<Report> {
                 .with_partition_indexes(partitions)])
         }
     };
-    let request = ListPartitionReassignmentsRequest::default()
-        .with_timeout_ms(30_000)
-        .with_topics(topics);
-    let answer = admin.call_controller(&request).await?;
-    check(
-        answer.error_code,
-        answer.error_message.as_deref(),
-        "ListPartitionReassignments",
-    )?;
+    let answer = ongoing_reassignments(admin, topics).await?;
     let ids = |nodes: &[BrokerId]| nodes.iter().map(|b| b.0).collect::<Vec<i32>>();
     let mut rows = Vec::new();
     for topic in &answer.topics {
