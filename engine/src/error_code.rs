@@ -250,6 +250,15 @@ error_codes! {
     DuplicateVoter = 126, "DUPLICATE_VOTER";
     /// RemoveRaftVoter for a node that does not vote (KIP-853).
     VoterNotFound = 127, "VOTER_NOT_FOUND";
+    /// A share acknowledgement names a record that is not acquired by the
+    /// member (KIP-932): its lock ran out, or it was never delivered to it.
+    InvalidRecordState = 121, "INVALID_RECORD_STATE";
+    /// The share session is not in this broker's cache (KIP-932).
+    ShareSessionNotFound = 122, "SHARE_SESSION_NOT_FOUND";
+    /// The share session epoch is not the one the broker expects (KIP-932).
+    InvalidShareSessionEpoch = 123, "INVALID_SHARE_SESSION_EPOCH";
+    /// The broker's share session cache is full (KIP-932).
+    ShareSessionLimitReached = 133, "SHARE_SESSION_LIMIT_REACHED";
 }
 
 impl ErrorCode {

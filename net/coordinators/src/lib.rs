@@ -1,5 +1,5 @@
-//! rill's sans-I/O coordinators: the state machines behind consumer groups
-//! and transactions.
+//! rill's sans-I/O coordinators: the state machines behind consumer groups,
+//! share groups and transactions.
 //!
 //! Each core is stepped with plain requests and the current time (`now_ms`)
 //! and answers with replies and the records to persist; it never touches a
@@ -13,7 +13,11 @@
 //! - [`txn`]: the transaction coordinator (InitProducerId for transactional
 //!   ids, AddPartitions, EndTxn, timeouts).
 //!
-//! Share groups (KIP-932) get their core here, beside these two.
+//! - [`share`]: share groups (KIP-932) at the partition leader: which
+//!   records are delivered to which member, locks, acknowledgements. The
+//!   share group's membership is the group coordinator's
+//!   ([`group::share`]).
 
 pub mod group;
+pub mod share;
 pub mod txn;

@@ -516,6 +516,27 @@ impl BrokerConfig {
             "group.consumer.heartbeat.interval.ms" => {
                 self.group.consumer_heartbeat_interval_ms = num(name, value)?
             }
+            "group.share.session.timeout.ms" => {
+                self.group.share.session_timeout_ms = num(name, value)?
+            }
+            "group.share.heartbeat.interval.ms" => {
+                self.group.share.heartbeat_interval_ms = num(name, value)?
+            }
+            "group.share.max.size" => self.group.share.max_size = num(name, value)?,
+            "group.share.record.lock.duration.ms" => {
+                self.group.share.records.lock_duration_ms = positive(name, value)?
+            }
+            "group.share.delivery.attempt.limit" => {
+                let limit: i16 = num(name, value)?;
+                if !(2..=10).contains(&limit) {
+                    return Err(ConfigError::invalid(name, value, "from 2 to 10"));
+                }
+                self.group.share.records.delivery_limit = limit;
+            }
+            "group.share.partition.max.record.locks" => {
+                self.group.share.records.max_in_flight = positive(name, value)?
+            }
+            "group.share.max.share.sessions" => self.group.share.max_sessions = num(name, value)?,
             "offsets.retention.minutes" => {
                 let minutes: i64 = num(name, value)?;
                 self.group.offsets_retention_ms = minutes.saturating_mul(60_000);
@@ -1020,6 +1041,18 @@ fn num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> 
         .trim()
         .parse()
         .map_err(|_| ConfigError::invalid(name, value, "not a number in range"))
+}
+
+/// A number above 0.
+fn positive<T: std::str::FromStr + PartialOrd + Default>(
+    name: &str,
+    value: &str,
+) -> Result<T, ConfigError> {
+    let n: T = num(name, value)?;
+    if n <= T::default() {
+        return Err(ConfigError::invalid(name, value, "above 0"));
+    }
+    Ok(n)
 }
 
 fn boolean(name: &str, value: &str) -> Result<bool, ConfigError> {

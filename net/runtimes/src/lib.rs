@@ -13,6 +13,7 @@
 //! group_runtime ───────┤            coordinators (cores: rill-coordinators)
 //! txn_runtime ─────────┤
 //! producer_id_pool ────┤            producer-id blocks for InitProducerId
+//! share_runtime ───────┤            share groups: record locks on the owners
 //! quotas ──────────────┤            client byte-rate quotas, throttling
 //! telemetry ───────────┤            client metrics pushed (KIP-714), per shard
 //!                      ↓
@@ -48,6 +49,8 @@
 //!   transport, broker registration and heartbeats, every shard's view.
 //! - [`fetch_sessions`]: this shard's cache of incremental fetch sessions
 //!   (KIP-227), for the Fetch handler.
+//! - [`share_runtime`]: share groups (KIP-932): the records' delivery state
+//!   on each partition's owner, and the share sessions.
 //! - [`telemetry`]: client telemetry (KIP-714): the subscriptions a client
 //!   gets, its pushes, and the series `/metrics` shows; per shard.
 //! - [`tiered`]: tiered storage (KIP-405): uploads of sealed segments,
@@ -63,6 +66,7 @@ pub mod quotas;
 pub mod remote_keys;
 pub mod replication_runtime;
 pub mod routing;
+pub mod share_runtime;
 pub mod telemetry;
 pub mod tiered;
 pub mod txn_runtime;
@@ -75,6 +79,7 @@ use producer_id_pool::{ProducerIdAllocator, ProducerIdPool};
 use quotas::{QuotaManager, Sensors};
 use replication_runtime::ReplicaManager;
 use routing::MarkerHooks;
+use share_runtime::ShareRuntime;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -124,6 +129,9 @@ pub struct ShardRuntime {
     pub quotas: Rc<QuotaManager>,
     /// This shard's incremental fetch sessions.
     pub fetch_sessions: Rc<RefCell<FetchSessionCache>>,
+    /// Share groups (KIP-932): the delivery state of the partitions owned
+    /// here, and the share sessions of this shard's connections.
+    pub share: Rc<ShareRuntime>,
     /// This shard's client telemetry instances and subscriptions.
     pub telemetry: Rc<TelemetryRuntime>,
     /// Tiered storage: the broker's object store and this shard's remote
@@ -166,6 +174,11 @@ impl ShardRuntime {
                 id,
                 shard.count,
             ))),
+            share: Rc::new(ShareRuntime::new(
+                shard.config.group.share.max_sessions,
+                id,
+                shard.count,
+            )),
             telemetry: Rc::new(TelemetryRuntime::new(&shard.config, id, shard.count)),
             tiered: Rc::new(TieredRuntime::new(
                 shared.remote_store,

@@ -76,6 +76,10 @@ pub mod push_telemetry;
 pub mod remove_raft_voter;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
+pub mod share_acknowledge;
+pub mod share_fetch;
+pub mod share_group_describe;
+pub mod share_group_heartbeat;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
@@ -248,6 +252,10 @@ pub const REGISTRY: &[Handler] = &[
     list_transactions::HANDLER,
     consumer_group_describe::HANDLER,
     consumer_group_heartbeat::HANDLER,
+    share_group_heartbeat::HANDLER,
+    share_group_describe::HANDLER,
+    share_fetch::HANDLER,
+    share_acknowledge::HANDLER,
     delete_groups::HANDLER,
     describe_groups::HANDLER,
     find_coordinator::HANDLER,
@@ -318,6 +326,10 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::DeleteGroups => "DeleteGroups",
         ApiKey::ConsumerGroupHeartbeat => "ConsumerGroupHeartbeat",
         ApiKey::ConsumerGroupDescribe => "ConsumerGroupDescribe",
+        ApiKey::ShareGroupHeartbeat => "ShareGroupHeartbeat",
+        ApiKey::ShareGroupDescribe => "ShareGroupDescribe",
+        ApiKey::ShareFetch => "ShareFetch",
+        ApiKey::ShareAcknowledge => "ShareAcknowledge",
         ApiKey::SaslHandshake => "SaslHandshake",
         ApiKey::SaslAuthenticate => "SaslAuthenticate",
         ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",

@@ -25,6 +25,7 @@ use super::consumer::{
 use super::error::RecordError;
 use super::offsets::{OffsetStore, Record};
 use super::records::{self, OffsetCommitValue, RecordKey};
+use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
 
 /// A group of either protocol. Both share one namespace of group ids.
@@ -34,6 +35,8 @@ pub enum Group {
     Classic(ClassicGroup),
     /// KIP-848 consumer protocol.
     Consumer(ConsumerGroup),
+    /// KIP-932 share group.
+    Share(ShareGroup),
 }
 
 impl Group {
@@ -42,6 +45,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.state.name(),
             Group::Consumer(g) => g.state().name(),
+            Group::Share(g) => g.state_name(),
         }
     }
 
@@ -49,6 +53,7 @@ impl Group {
         match self {
             Group::Classic(g) => g.is_empty(),
             Group::Consumer(g) => g.members.is_empty(),
+            Group::Share(g) => g.members.is_empty(),
         }
     }
 }
@@ -274,7 +279,7 @@ impl GroupCoordinator {
                 let g = ClassicGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Classic(g));
             }
-            Some(Group::Consumer(_)) => {
+            Some(Group::Consumer(_) | Group::Share(_)) => {
                 return immediate(ErrorCode::InconsistentGroupProtocol, &req)
             }
             Some(Group::Classic(_)) => {}
@@ -394,7 +399,9 @@ impl GroupCoordinator {
             Some(Group::Classic(g)) if g.is_empty() => {
                 return (error(ErrorCode::UnknownMemberId), Vec::new())
             }
-            Some(Group::Classic(_)) => return (error(ErrorCode::GroupIdNotFound), Vec::new()),
+            Some(Group::Classic(_) | Group::Share(_)) => {
+                return (error(ErrorCode::GroupIdNotFound), Vec::new())
+            }
             Some(Group::Consumer(_)) => {}
         }
         let Some(Group::Consumer(g)) = self.groups.get_mut(&req.group_id) else {
@@ -412,6 +419,52 @@ impl GroupCoordinator {
     pub fn describe_consumer_group(&self, group_id: &str) -> Result<&ConsumerGroup, ErrorCode> {
         match self.groups.get(group_id) {
             Some(Group::Consumer(g)) => Ok(g),
+            _ => Err(ErrorCode::GroupIdNotFound),
+        }
+    }
+
+    // ------------------------------------------------------------ share
+
+    /// Handles a ShareGroupHeartbeat. A group id held by a non-empty group
+    /// of another type is GROUP_ID_NOT_FOUND, as in Kafka.
+    pub fn share_heartbeat(
+        &mut self,
+        now_ms: i64,
+        req: &ShareHeartbeatRequest,
+        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+    ) -> ShareHeartbeatResponse {
+        let error = |code: ErrorCode| ShareHeartbeatResponse {
+            error_code: code,
+            member_id: req.member_id.clone(),
+            member_epoch: req.member_epoch,
+            heartbeat_interval_ms: 0,
+            assignment: None,
+        };
+        if req.group_id.is_empty() {
+            return error(ErrorCode::InvalidGroupId);
+        }
+        let other_type = match self.groups.get(&req.group_id) {
+            None => false,
+            Some(Group::Share(_)) => false,
+            Some(g) => !g.is_empty() || self.offsets.has_offsets(&req.group_id),
+        };
+        if other_type {
+            return error(ErrorCode::GroupIdNotFound);
+        }
+        if !matches!(self.groups.get(&req.group_id), Some(Group::Share(_))) {
+            let g = ShareGroup::new(&req.group_id, now_ms);
+            self.groups.insert(req.group_id.clone(), Group::Share(g));
+        }
+        match self.groups.get_mut(&req.group_id) {
+            Some(Group::Share(g)) => g.heartbeat(&self.config.share, now_ms, req, topics),
+            _ => error(ErrorCode::GroupIdNotFound),
+        }
+    }
+
+    /// The share group for ShareGroupDescribe, or GROUP_ID_NOT_FOUND.
+    pub fn describe_share_group(&self, group_id: &str) -> Result<&ShareGroup, ErrorCode> {
+        match self.groups.get(group_id) {
+            Some(Group::Share(g)) => Ok(g),
             _ => Err(ErrorCode::GroupIdNotFound),
         }
     }
@@ -448,6 +501,8 @@ impl GroupCoordinator {
                 generation,
             ),
             Some(Group::Consumer(g)) => g.validate_offset_commit(&req.member_id, generation),
+            // A share group keeps no consumer offsets (Kafka: GROUP_ID_NOT_FOUND).
+            Some(Group::Share(_)) => Err(ErrorCode::GroupIdNotFound),
         };
         if let Err(code) = verdict {
             return (all(code), Vec::new());
@@ -505,6 +560,7 @@ impl GroupCoordinator {
                 generation,
             ),
             Some(Group::Consumer(g)) => g.validate_offset_commit(&req.member_id, generation),
+            Some(Group::Share(_)) => Err(ErrorCode::GroupIdNotFound),
         };
         verdict.err().unwrap_or(ErrorCode::None)
     }
@@ -684,6 +740,7 @@ impl GroupCoordinator {
                 None => Default::default(),
             },
             Some(Group::Consumer(g)) => g.subscribed_topics(),
+            Some(Group::Share(_)) => return (ErrorCode::GroupIdNotFound, Vec::new(), Vec::new()),
         };
         let mut codes = Vec::with_capacity(partitions.len());
         let mut records = Vec::new();
@@ -754,6 +811,12 @@ impl GroupCoordinator {
                     state: c.state().name().to_string(),
                     group_type: "consumer".to_string(),
                 },
+                Group::Share(g) => ListedGroup {
+                    group_id: id.clone(),
+                    protocol_type: "share".to_string(),
+                    state: g.state_name().to_string(),
+                    group_type: "share".to_string(),
+                },
             })
             .collect()
     }
@@ -790,7 +853,9 @@ impl GroupCoordinator {
                     })
                     .collect();
             }
-            Some(Group::Consumer(_)) => out.error_code = ErrorCode::GroupIdNotFound,
+            Some(Group::Consumer(_) | Group::Share(_)) => {
+                out.error_code = ErrorCode::GroupIdNotFound
+            }
             None => {}
         }
         out
@@ -816,6 +881,7 @@ impl GroupCoordinator {
                     }
                 }
                 Group::Consumer(g) => g.tick(now_ms),
+                Group::Share(g) => g.tick(now_ms),
             }
         }
         if now_ms >= self.next_expiry_check_ms {
@@ -862,6 +928,7 @@ impl GroupCoordinator {
         let groups = self.groups.values().filter_map(|g| match g {
             Group::Classic(c) => c.next_deadline_ms(),
             Group::Consumer(c) => c.next_deadline_ms(),
+            Group::Share(g) => g.next_deadline_ms(),
         });
         let expiry = (!self.groups.is_empty()).then_some(self.next_expiry_check_ms.max(0));
         groups.chain(expiry).min()

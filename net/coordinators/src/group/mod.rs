@@ -11,6 +11,8 @@
 //! Map of the modules:
 //! - [`classic`]: the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
 //! - [`consumer`]: the KIP-848 protocol (ConsumerGroupHeartbeat).
+//! - [`share`]: KIP-932 share groups (ShareGroupHeartbeat): membership and
+//!   assignment; the records' delivery is [`crate::share`]'s.
 //! - [`assignor`]: server-side assignors `range`, `roundrobin`, `uniform`.
 //! - [`offsets`]: committed offsets and their expiry.
 //! - [`records`]: the `__consumer_offsets` key and value formats.
@@ -24,7 +26,10 @@ pub mod coordinator;
 pub mod error;
 pub mod offsets;
 pub mod records;
+pub mod share;
 
+#[cfg(test)]
+mod share_tests;
 #[cfg(test)]
 mod tests;
 
@@ -39,6 +44,7 @@ pub use coordinator::{
     SyncOutcome,
 };
 pub use offsets::Record;
+pub use share::{ShareGroup, ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResponse};
 
 /// Identifies a request whose answer may come later; chosen by the caller.
 pub type RequestToken = u64;
@@ -73,6 +79,8 @@ pub struct GroupConfig {
     pub offsets_retention_check_interval_ms: i64,
     /// Seed of the member-id generator (give each shard and start a different one).
     pub member_id_seed: u64,
+    /// Share groups' settings.
+    pub share: share::ShareGroupConfig,
 }
 
 impl Default for GroupConfig {
@@ -87,6 +95,7 @@ impl Default for GroupConfig {
             offsets_retention_ms: 10_080 * 60_000,
             offsets_retention_check_interval_ms: 600_000,
             member_id_seed: 0x5eed,
+            share: share::ShareGroupConfig::default(),
         }
     }
 }

@@ -101,6 +101,7 @@ fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
         GroupRequest::Sync(r) => &r.group_id,
         GroupRequest::Heartbeat(r) => &r.group_id,
         GroupRequest::ConsumerHeartbeat(r) => &r.group_id,
+        GroupRequest::ShareHeartbeat(r) => &r.group_id,
         GroupRequest::Commit(r)
         | GroupRequest::ValidateTxnCommit(r)
         | GroupRequest::CommitTxn(r) => &r.group_id,
@@ -111,7 +112,8 @@ fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
         | GroupRequest::DeleteOffsets { group_id, .. }
         | GroupRequest::DeleteGroup(group_id)
         | GroupRequest::Describe(group_id)
-        | GroupRequest::DescribeConsumer(group_id) => group_id,
+        | GroupRequest::DescribeConsumer(group_id)
+        | GroupRequest::DescribeShare(group_id) => group_id,
         GroupRequest::List(_) => return None,
     };
     offsets_partitions(shard).map(|partitions| offsets_partition_for(group, partitions))
@@ -141,6 +143,9 @@ fn step(
             coordinator.consumer_heartbeat(now, &req, topics),
             GroupReply::ConsumerHeartbeat,
         ),
+        GroupRequest::ShareHeartbeat(req) => answered(GroupReply::ShareHeartbeat(
+            coordinator.share_heartbeat(now, &req, topics),
+        )),
         GroupRequest::Commit(req) => {
             answered_with(coordinator.commit_offsets(now, &req), GroupReply::Committed)
         }
@@ -179,6 +184,11 @@ fn step(
             answered(GroupReply::Described(coordinator.describe_group(&group_id)))
         }
         GroupRequest::DescribeConsumer(group_id) => describe_consumer(coordinator, &group_id),
+        GroupRequest::DescribeShare(group_id) => answered(GroupReply::DescribedShare(
+            coordinator
+                .describe_share_group(&group_id)
+                .map(|g| Box::new(g.clone())),
+        )),
         GroupRequest::List(states) => {
             answered(GroupReply::Listed(coordinator.list_groups(&states)))
         }

@@ -43,8 +43,8 @@ use coordinators::group::coordinator::DescribedGroup;
 use coordinators::group::{
     offsets_partition_for, ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse,
     FetchedOffset, GroupConfig, GroupCoordinator, GroupResponse, HeartbeatRequest, JoinRequest,
-    JoinResponse, LeavingMember, ListedGroup, OffsetCommitRequest, RequestToken, SyncRequest,
-    SyncResponse, TopicPartition,
+    JoinResponse, LeavingMember, ListedGroup, OffsetCommitRequest, RequestToken, ShareGroup,
+    ShareHeartbeatRequest, ShareHeartbeatResponse, SyncRequest, SyncResponse, TopicPartition,
 };
 use engine::ErrorCode;
 use futures::channel::oneshot;
@@ -83,6 +83,8 @@ pub enum GroupRequest {
     },
     /// ConsumerGroupHeartbeat (KIP-848).
     ConsumerHeartbeat(ConsumerHeartbeatRequest),
+    /// ShareGroupHeartbeat (KIP-932).
+    ShareHeartbeat(ShareHeartbeatRequest),
     /// OffsetCommit.
     Commit(OffsetCommitRequest),
     /// TxnOffsetCommit's membership check, before the offsets join the
@@ -133,6 +135,8 @@ pub enum GroupRequest {
     Describe(String),
     /// ConsumerGroupDescribe of one group.
     DescribeConsumer(String),
+    /// ShareGroupDescribe of one group.
+    DescribeShare(String),
     /// ListGroups on one shard (the handler asks every shard).
     List(Vec<String>),
 }
@@ -153,6 +157,8 @@ pub enum GroupReply {
     Codes(Vec<ErrorCode>),
     /// ConsumerGroupHeartbeat.
     ConsumerHeartbeat(ConsumerHeartbeatResponse),
+    /// ShareGroupHeartbeat.
+    ShareHeartbeat(ShareHeartbeatResponse),
     /// OffsetCommit: per partition.
     Committed(Vec<(TopicPartition, ErrorCode)>),
     /// OffsetFetch.
@@ -163,6 +169,8 @@ pub enum GroupReply {
     Described(DescribedGroup),
     /// ConsumerGroupDescribe.
     DescribedConsumer(Result<Box<ConsumerGroup>, ErrorCode>),
+    /// ShareGroupDescribe.
+    DescribedShare(Result<Box<ShareGroup>, ErrorCode>),
     /// ListGroups.
     Listed(Vec<ListedGroup>),
 }

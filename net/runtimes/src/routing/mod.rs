@@ -21,6 +21,7 @@ pub use ops::{
     PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ProduceRefusal,
     ReadOptions, ReadOutcome,
 };
+pub(crate) use owner::missing_partition_error;
 pub use split::{join_by_position, split_by_owner};
 
 use crate::Shard;

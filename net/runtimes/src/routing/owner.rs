@@ -23,7 +23,7 @@ use std::time::Duration;
 /// exists in the cluster on other brokers (NOT_LEADER_OR_FOLLOWER: the
 /// client refreshes its metadata and goes to the leader), or it does not
 /// exist.
-fn missing_partition_error(shard: &Shard, tp: &engine::TopicPartition) -> ErrorCode {
+pub(crate) fn missing_partition_error(shard: &Shard, tp: &engine::TopicPartition) -> ErrorCode {
     if shard.logs.failed_to_open(tp) {
         return ErrorCode::KafkaStorageError;
     }

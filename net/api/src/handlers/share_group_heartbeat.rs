@@ -1,0 +1,86 @@
+//! ShareGroupHeartbeat (key 76): a share consumer (KIP-932) joins, stays
+//! in and leaves its share group, and learns its assignment. Topics cross
+//! the wire by id; the coordinator works by name.
+
+use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use coordinators::group::{ShareHeartbeatRequest, TopicPartition};
+use engine::ErrorCode;
+use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
+use kafka_protocol::messages::{ApiKey, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse};
+use runtimes::cluster_runtime;
+use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::Shard;
+use security::acl::Operation;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// v1 (Kafka 4.1's first production version; v0 was the early access).
+pub const HANDLER: Handler = Handler {
+    api_key: ApiKey::ShareGroupHeartbeat,
+    min_version: 1,
+    max_version: 1,
+    handle,
+};
+
+fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
+    Box::pin(async move {
+        let body: ShareGroupHeartbeatRequest = request.decode()?;
+        let mut response = ShareGroupHeartbeatResponse::default();
+        response.member_id = Some(body.member_id.clone());
+        response.member_epoch = body.member_epoch;
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        if let Err(code) = authz.group(Operation::Read, &body.group_id) {
+            response.error_code = code.code();
+            return request.respond(&response);
+        }
+        let group_id = body.group_id.0.to_string();
+        let heartbeat = ShareHeartbeatRequest {
+            group_id: group_id.clone(),
+            member_id: body.member_id.to_string(),
+            member_epoch: body.member_epoch,
+            rack_id: body.rack_id.map(|s| s.to_string()),
+            subscribed_topic_names: body
+                .subscribed_topic_names
+                .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
+            client_id: super::join_group::client_id(&request),
+            client_host: String::new(),
+        };
+        let call = GroupRequest::ShareHeartbeat(heartbeat);
+        match group_runtime::call(&shard, &group_id, call).await {
+            GroupReply::ShareHeartbeat(r) => {
+                response.error_code = r.error_code.code();
+                if r.error_code != ErrorCode::None {
+                    response.error_message = Some(str_bytes(r.error_code.name()));
+                }
+                response.member_id = Some(str_bytes(r.member_id));
+                response.member_epoch = r.member_epoch;
+                response.heartbeat_interval_ms = r.heartbeat_interval_ms;
+                response.assignment = r.assignment.map(|p| assignment(&shard, p));
+            }
+            GroupReply::Unavailable(code) => response.error_code = code.code(),
+            _ => response.error_code = ErrorCode::UnknownServerError.code(),
+        }
+        request.respond(&response)
+    })
+}
+
+/// The assignment by topic id; partitions of topics gone meanwhile are left out.
+fn assignment(shard: &Shard, partitions: Vec<TopicPartition>) -> Assignment {
+    let table = shard.topics.borrow();
+    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for tp in partitions {
+        by_topic.entry(tp.topic).or_default().push(tp.partition);
+    }
+    let mut out = Assignment::default();
+    out.topic_partitions = by_topic
+        .into_iter()
+        .filter_map(|(name, partitions)| {
+            let entry = table.get(&name)?;
+            let mut t = TopicPartitions::default();
+            t.topic_id = uuid(entry.topic_id);
+            t.partitions = partitions;
+            Some(t)
+        })
+        .collect();
+    out
+}

@@ -1,0 +1,140 @@
+//! Scenario tests of share groups at the coordinator (KIP-932).
+
+use engine::ErrorCode;
+
+use super::consumer::{ConsumerHeartbeatRequest, TopicInfo};
+use super::share::{ShareHeartbeatRequest, ShareHeartbeatResponse};
+use super::*;
+
+/// Topic "one" has 1 partition, "four" 4.
+fn topics(name: &str) -> Option<TopicInfo> {
+    let partitions = match name {
+        "one" => 1,
+        "four" => 4,
+        _ => return None,
+    };
+    Some(TopicInfo {
+        id: [1; 16],
+        partitions,
+    })
+}
+
+fn beat(
+    c: &mut GroupCoordinator,
+    now_ms: i64,
+    member: &str,
+    epoch: i32,
+    topics_named: Option<&[&str]>,
+) -> ShareHeartbeatResponse {
+    let req = ShareHeartbeatRequest {
+        group_id: "sg".into(),
+        member_id: member.into(),
+        member_epoch: epoch,
+        subscribed_topic_names: topics_named.map(|t| t.iter().map(|s| s.to_string()).collect()),
+        ..Default::default()
+    };
+    c.share_heartbeat(now_ms, &req, &topics)
+}
+
+fn partitions(r: &ShareHeartbeatResponse) -> Vec<i32> {
+    let mut p: Vec<i32> = r
+        .assignment
+        .iter()
+        .flatten()
+        .map(|tp| tp.partition)
+        .collect();
+    p.sort_unstable();
+    p
+}
+
+#[test]
+fn several_members_share_one_partition() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    let a = beat(&mut c, 0, "a", 0, Some(&["one"]));
+    assert_eq!((a.error_code, a.member_epoch), (ErrorCode::None, 1));
+    assert_eq!(partitions(&a), vec![0]);
+    let b = beat(&mut c, 0, "b", 0, Some(&["one"]));
+    assert_eq!((b.member_epoch, partitions(&b)), (2, vec![0]));
+    // "a" catches up with the new epoch, and keeps the partition.
+    let a = beat(&mut c, 10, "a", 1, None);
+    assert_eq!((a.error_code, a.member_epoch), (ErrorCode::None, 2));
+    assert_eq!(partitions(&a), vec![0]);
+    let listed = c.list_groups(&[]);
+    assert_eq!(listed[0].group_type, "share");
+    assert_eq!(listed[0].state, "Stable");
+}
+
+#[test]
+fn partitions_are_split_while_members_are_fewer() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    beat(&mut c, 0, "a", 0, Some(&["four"]));
+    let b = beat(&mut c, 0, "b", 0, Some(&["four"]));
+    let a = beat(&mut c, 0, "a", 1, None);
+    assert_eq!(partitions(&a), vec![0, 2]);
+    assert_eq!(partitions(&b), vec![1, 3]);
+}
+
+#[test]
+fn leaving_and_expiring_give_the_partitions_to_the_others() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    beat(&mut c, 0, "a", 0, Some(&["four"]));
+    beat(&mut c, 0, "b", 0, Some(&["four"]));
+    let left = beat(&mut c, 0, "b", 2, Some(&["four"]));
+    assert_eq!(left.error_code, ErrorCode::None);
+    let gone = beat(&mut c, 0, "b", -1, None);
+    assert_eq!((gone.error_code, gone.member_epoch), (ErrorCode::None, -1));
+    let a = beat(&mut c, 0, "a", 2, None);
+    assert_eq!((a.member_epoch, partitions(&a)), (3, vec![0, 1, 2, 3]));
+    // "a" stops heartbeating: dropped after the session timeout.
+    let timeout = GroupConfig::default().share.session_timeout_ms;
+    c.tick(timeout + 1);
+    assert!(c.describe_share_group("sg").unwrap().members.is_empty());
+    assert_eq!(
+        beat(&mut c, timeout + 2, "a", 3, None).error_code,
+        ErrorCode::UnknownMemberId
+    );
+}
+
+#[test]
+fn stale_and_unknown_epochs_are_fenced() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    beat(&mut c, 0, "a", 0, Some(&["one"]));
+    beat(&mut c, 0, "b", 0, Some(&["one"]));
+    // "a" is at 1; the group at 2. 1 is tolerated (a lost answer), 7 is not.
+    assert_eq!(
+        beat(&mut c, 0, "a", 7, None).error_code,
+        ErrorCode::FencedMemberEpoch
+    );
+    assert_eq!(beat(&mut c, 0, "a", 1, None).error_code, ErrorCode::None);
+    assert_eq!(
+        beat(&mut c, 0, "zz", 4, None).error_code,
+        ErrorCode::UnknownMemberId
+    );
+}
+
+#[test]
+fn a_share_group_id_is_not_another_protocols() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    beat(&mut c, 0, "a", 0, Some(&["one"]));
+    let consumer = ConsumerHeartbeatRequest {
+        group_id: "sg".into(),
+        member_epoch: 0,
+        subscribed_topic_names: Some(vec!["one".into()]),
+        ..Default::default()
+    };
+    let (r, _) = c.consumer_heartbeat(0, &consumer, &topics);
+    assert_eq!(r.error_code, ErrorCode::GroupIdNotFound);
+    // A share group commits no consumer offsets.
+    let commit = coordinator::OffsetCommitRequest {
+        group_id: "sg".into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        offsets: vec![(TopicPartition::new("one", 0), 5, -1, String::new(), -1)],
+        retention_ms: -1,
+    };
+    let (codes, _) = c.commit_offsets(0, &commit);
+    assert!(codes
+        .iter()
+        .all(|(_, code)| *code == ErrorCode::GroupIdNotFound));
+}

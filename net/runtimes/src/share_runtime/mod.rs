@@ -1,0 +1,66 @@
+//! Share groups (KIP-932) on the shards: the delivery state each partition
+//! owner keeps per share group, and the share sessions of the connections.
+//!
+//! - The **owner** of a partition (its leader's owning shard) keeps one
+//!   [`SharePartition`] per share group that reads it, and alone acquires,
+//!   acknowledges and releases its records ([`owner`]). The state lives as
+//!   long as the partition's role here: a new leadership (or a restart)
+//!   starts it again from `share.auto.offset.reset`'s offset. It is not
+//!   written to `__share_group_state` yet, so after a failover records not
+//!   yet acknowledged may be delivered again, and acknowledged ones from
+//!   before the start offset are not (Kafka keeps it durably).
+//! - The **connection's shard** keeps the member's share session
+//!   ([`sessions`]): which partitions its fetches name, and the epoch the
+//!   next request must carry.
+//! - [`fetch`]: a ShareFetch's rounds over the owners: acknowledge and
+//!   acquire on every owner at once, and while nothing was acquired wait on
+//!   them all (cancellable: a wait changes nothing) until one has records
+//!   to give, or the deadline.
+
+pub mod fetch;
+pub mod owner;
+pub mod sessions;
+
+use coordinators::share::SharePartition;
+use engine::TopicPartition;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+pub use fetch::{acknowledge, release, share_fetch, FetchRound};
+pub use owner::{AckBatch, PartitionAcks, ShareReadOutcome};
+pub use sessions::{SessionCheck, ShareSessionCache};
+
+/// One share group's state of one partition, under the role generation it
+/// was built in (a new leadership starts it again).
+#[derive(Debug)]
+pub struct OwnedSharePartition {
+    /// The role generation of the partition here when the state was made.
+    pub generation: u64,
+    /// The records' states.
+    pub state: SharePartition,
+}
+
+/// One shard's share-group state.
+#[derive(Debug, Default)]
+pub struct ShareRuntime {
+    /// Share-partitions of the partitions this shard owns, by group.
+    pub partitions: RefCell<HashMap<(String, TopicPartition), OwnedSharePartition>>,
+    /// The share sessions of this shard's connections.
+    pub sessions: RefCell<ShareSessionCache>,
+}
+
+impl ShareRuntime {
+    /// A runtime whose session cache holds this shard's part of
+    /// `max_sessions` (the broker's cap).
+    pub fn new(max_sessions: usize, shard_id: usize, shards: usize) -> Self {
+        let shards = shards.max(1);
+        let mut share = max_sessions / shards;
+        if shard_id < max_sessions % shards {
+            share += 1;
+        }
+        Self {
+            partitions: RefCell::default(),
+            sessions: RefCell::new(ShareSessionCache::new(share)),
+        }
+    }
+}

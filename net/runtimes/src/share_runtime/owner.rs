@@ -1,0 +1,349 @@
+//! What a partition's owner does for share groups: acknowledge, release
+//! and acquire records of the partitions it leads ([`ShareWork`]), and
+//! wait until one of them has records to give ([`ShareWait`]).
+
+use super::OwnedSharePartition;
+use crate::replication_runtime;
+use crate::routing::missing_partition_error;
+use crate::Shard;
+use bytes::Bytes;
+use coordinators::share::{AckType, AcquiredRange, BatchSpan, SharePartition, ShareSettings};
+use engine::log::ReadMode;
+use engine::{ErrorCode, ReadData, TopicPartition};
+use futures::future::{select, select_all, LocalBoxFuture};
+use kernel::call::OwnerCall;
+use std::ops::Range;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// One acknowledged range of offsets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckBatch {
+    /// First offset.
+    pub first_offset: i64,
+    /// Last offset.
+    pub last_offset: i64,
+    /// One type for the range, or one per offset.
+    pub types: Vec<AckType>,
+}
+
+/// A member's acknowledgements of one partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionAcks {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// The ranges.
+    pub batches: Vec<AckBatch>,
+}
+
+/// What one partition gave a share fetch.
+#[derive(Debug)]
+pub struct ShareReadOutcome {
+    /// Partition.
+    pub tp: TopicPartition,
+    /// Error code (the partition is not led here, say).
+    pub error_code: ErrorCode,
+    /// The batches that hold the acquired records.
+    pub records: Option<Bytes>,
+    /// The acquired offsets.
+    pub acquired: Vec<AcquiredRange>,
+    /// The partition's leader epoch here.
+    pub leader_epoch: i32,
+}
+
+impl ShareReadOutcome {
+    fn error(tp: TopicPartition, error_code: ErrorCode) -> Self {
+        Self {
+            tp,
+            error_code,
+            records: None,
+            acquired: Vec::new(),
+            leader_epoch: -1,
+        }
+    }
+}
+
+/// One owner's part of a share fetch or acknowledgement: acknowledgements
+/// first, then releases, then acquisitions.
+#[derive(Debug)]
+pub struct ShareWork {
+    /// Share group.
+    pub group: String,
+    /// Member.
+    pub member: String,
+    /// Acknowledgements.
+    pub acks: Vec<PartitionAcks>,
+    /// Partitions whose records held by the member go back.
+    pub release: Vec<TopicPartition>,
+    /// Partitions to acquire records of.
+    pub reads: Vec<TopicPartition>,
+    /// Records to acquire at most (whole batches may go past it).
+    pub max_records: usize,
+    /// Bytes to read per partition at most.
+    pub max_bytes: usize,
+    /// `share.auto.offset.reset=earliest`: a new share-partition starts at
+    /// the log start (else at its end).
+    pub from_earliest: bool,
+}
+
+/// The answer to a [`ShareWork`].
+#[derive(Debug, Default)]
+pub struct ShareWorkReply {
+    /// Each acknowledged partition's outcome.
+    pub acks: Vec<(TopicPartition, ErrorCode)>,
+    /// Each read partition's outcome.
+    pub reads: Vec<ShareReadOutcome>,
+}
+
+impl OwnerCall<crate::ShardRuntime> for ShareWork {
+    type Reply = ShareWorkReply;
+
+    async fn run(self, shard: Rc<Shard>) -> ShareWorkReply {
+        let settings = shard.config.group.share.records;
+        let mut reply = ShareWorkReply::default();
+        for acks in &self.acks {
+            let code = self.acknowledge(&shard, acks, &settings);
+            reply.acks.push((acks.tp.clone(), code));
+        }
+        for tp in &self.release {
+            let _ = with_state(&shard, &self.group, tp, self.from_earliest, |state| {
+                state.release_member(&self.member, &settings)
+            });
+        }
+        let mut budget = self.max_records;
+        for tp in &self.reads {
+            let outcome = self.acquire(&shard, tp, budget, &settings).await;
+            let count: i64 = outcome
+                .acquired
+                .iter()
+                .map(|r| r.last_offset - r.first_offset + 1)
+                .sum();
+            budget = budget.saturating_sub(count as usize);
+            reply.reads.push(outcome);
+        }
+        reply
+    }
+}
+
+impl ShareWork {
+    fn acknowledge(
+        &self,
+        shard: &Shard,
+        acks: &PartitionAcks,
+        settings: &ShareSettings,
+    ) -> ErrorCode {
+        let outcome = with_state(shard, &self.group, &acks.tp, self.from_earliest, |state| {
+            let mut code = ErrorCode::None;
+            for batch in &acks.batches {
+                let range = (batch.first_offset, batch.last_offset);
+                if let Err(e) = state.acknowledge(&self.member, range, &batch.types, settings) {
+                    code = e;
+                }
+            }
+            code
+        });
+        outcome.unwrap_or_else(|code| code)
+    }
+
+    /// Reads from the first available offset and acquires what it can.
+    async fn acquire(
+        &self,
+        shard: &Rc<Shard>,
+        tp: &TopicPartition,
+        max_records: usize,
+        settings: &ShareSettings,
+    ) -> ShareReadOutcome {
+        let now_ms = shard.now_ms();
+        let from = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+            state.expire(now_ms, settings);
+            (state.has_available() || state.has_room(settings)).then(|| state.next_read_offset())
+        });
+        let from = match from {
+            Ok(Some(from)) if max_records > 0 => from,
+            Ok(_) => return ShareReadOutcome::error(tp.clone(), ErrorCode::None),
+            Err(code) => return ShareReadOutcome::error(tp.clone(), code),
+        };
+        let Some(log) = shard.logs.get(tp) else {
+            return ShareReadOutcome::error(tp.clone(), missing_partition_error(shard, tp));
+        };
+        let leader_epoch = log.leader_epoch();
+        if from >= log.high_watermark() {
+            return ShareReadOutcome {
+                leader_epoch,
+                ..ShareReadOutcome::error(tp.clone(), ErrorCode::None)
+            };
+        }
+        let bytes = match log.read(from, self.max_bytes, ReadMode::Copy).await {
+            Ok(read) => match read.data {
+                ReadData::Bytes(bytes) => bytes,
+                _ => Bytes::new(),
+            },
+            Err(e) if e.error_code() == ErrorCode::OffsetOutOfRange => {
+                // The log start moved past the window: skip to it.
+                let start = log.log_start_offset();
+                let _ = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+                    state.skip_to(start)
+                });
+                Bytes::new()
+            }
+            Err(e) => return ShareReadOutcome::error(tp.clone(), e.error_code()),
+        };
+        let spans = batch_spans(&bytes);
+        let now_ms = shard.now_ms();
+        let acquired = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+            let batches: Vec<BatchSpan> = spans.iter().map(|(span, _)| *span).collect();
+            state.acquire(&self.member, &batches, max_records, now_ms, settings)
+        })
+        .unwrap_or_default();
+        let records = covering(&bytes, &spans, &acquired);
+        ShareReadOutcome {
+            tp: tp.clone(),
+            error_code: ErrorCode::None,
+            records,
+            acquired,
+            leader_epoch,
+        }
+    }
+}
+
+/// Runs `f` on the group's share-partition of `tp`, made first when there
+/// is none (or the one there predates the partition's current role). An
+/// error when this shard does not serve `tp` to clients.
+fn with_state<T>(
+    shard: &Shard,
+    group: &str,
+    tp: &TopicPartition,
+    from_earliest: bool,
+    f: impl FnOnce(&mut SharePartition) -> T,
+) -> Result<T, ErrorCode> {
+    let Some(log) = shard.logs.get(tp) else {
+        return Err(missing_partition_error(shard, tp));
+    };
+    if !replication_runtime::serves_clients(shard, tp) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    let generation = shard
+        .runtime()
+        .replicas
+        .role(tp)
+        .map_or(0, |(generation, _)| generation);
+    let share = &shard.runtime().share;
+    let mut partitions = share.partitions.borrow_mut();
+    let key = (group.to_string(), tp.clone());
+    let fresh = |generation| OwnedSharePartition {
+        generation,
+        state: SharePartition::new(if from_earliest {
+            log.log_start_offset()
+        } else {
+            log.high_watermark()
+        }),
+    };
+    let entry = partitions.entry(key).or_insert_with(|| fresh(generation));
+    if entry.generation != generation {
+        *entry = fresh(generation);
+    }
+    entry.state.skip_to(log.log_start_offset());
+    Ok(f(&mut entry.state))
+}
+
+/// The batches in `bytes` (whole ones), with their byte ranges.
+fn batch_spans(bytes: &[u8]) -> Vec<(BatchSpan, Range<usize>)> {
+    engine::batch::batches(bytes)
+        .map_while(Result::ok)
+        .map(|(header, range)| {
+            let span = BatchSpan {
+                first_offset: header.base_offset,
+                last_offset: header.last_offset(),
+                control: header.is_control(),
+                aborted: false,
+            };
+            (span, range)
+        })
+        .collect()
+}
+
+/// The bytes from the first batch holding an acquired offset to the last.
+fn covering(
+    bytes: &Bytes,
+    spans: &[(BatchSpan, Range<usize>)],
+    acquired: &[AcquiredRange],
+) -> Option<Bytes> {
+    let holds = |span: &BatchSpan| {
+        acquired
+            .iter()
+            .any(|r| r.first_offset <= span.last_offset && span.first_offset <= r.last_offset)
+    };
+    let first = spans.iter().find(|(span, _)| holds(span))?;
+    let last = spans.iter().rev().find(|(span, _)| holds(span))?;
+    Some(bytes.slice(first.1.start..last.1.end))
+}
+
+/// Waits until one of `tps` has records the group could acquire (new
+/// data, or records given back), a lock runs out, or the deadline.
+/// Changes nothing, so it is dropped when the asker stops waiting.
+#[derive(Debug)]
+pub struct ShareWait {
+    /// Share group.
+    pub group: String,
+    /// Partitions, all this shard's.
+    pub tps: Vec<TopicPartition>,
+    /// When to give up.
+    pub deadline: Instant,
+}
+
+impl OwnerCall<crate::ShardRuntime> for ShareWait {
+    type Reply = ();
+    const CANCEL_WHEN_ASKER_GONE: bool = true;
+
+    async fn run(self, shard: Rc<Shard>) {
+        let settings = shard.config.group.share.records;
+        let now_ms = shard.now_ms();
+        let mut waits: Vec<LocalBoxFuture<'static, ()>> = Vec::new();
+        let mut wake_ms = i64::MAX;
+        for tp in &self.tps {
+            let (Some(log), Some(owned)) = (
+                shard.logs.get(tp),
+                shard
+                    .runtime()
+                    .share
+                    .partitions
+                    .borrow()
+                    .get(&(self.group.clone(), tp.clone()))
+                    .map(|o| {
+                        (
+                            o.state.has_available(),
+                            o.state.has_room(&settings),
+                            o.state.end_offset(),
+                            o.state.next_deadline_ms(),
+                        )
+                    }),
+            ) else {
+                // Gone, or not started: the next acquisition round answers.
+                return;
+            };
+            let (available, room, end_offset, deadline_ms) = owned;
+            if available {
+                return;
+            }
+            if room {
+                waits.push(Box::pin(async move { log.wait_for_data(end_offset).await }));
+            }
+            wake_ms = wake_ms.min(deadline_ms.unwrap_or(i64::MAX));
+        }
+        let until_lock = Duration::from_millis(wake_ms.saturating_sub(now_ms).max(0) as u64);
+        let left = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .min(until_lock);
+        if left.is_zero() {
+            return;
+        }
+        let timer = glommio::timer::sleep(left);
+        futures::pin_mut!(timer);
+        if waits.is_empty() {
+            timer.await;
+        } else {
+            let _ = select(select_all(waits), timer).await;
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Share sessions (KIP-932): one shard's cache, keyed by group and member.
+//!
+//! A ShareFetch with epoch 0 opens a session naming its partitions; later
+//! requests carry the next epoch and name only partitions to add (and
+//! those to forget); epoch -1 closes it. A connection is served by one
+//! shard, so each shard keeps the sessions of its connections, like the
+//! fetch sessions of KIP-227; a member that reconnects to another shard is
+//! told SHARE_SESSION_NOT_FOUND and opens a new one.
+//!
+//! `group.share.max.share.sessions` is the broker's cap, split over the
+//! shards. A full shard makes room by dropping sessions idle for longer
+//! than the share session timeout; when none is, the new session is
+//! refused with SHARE_SESSION_LIMIT_REACHED.
+
+use engine::{ErrorCode, TopicPartition};
+use std::collections::{BTreeSet, HashMap};
+
+/// Epoch of a request that opens a session.
+pub const OPEN_EPOCH: i32 = 0;
+/// Epoch of a request that closes it.
+pub const FINAL_EPOCH: i32 = -1;
+
+#[derive(Debug)]
+struct ShareSession {
+    /// The epoch the next request must carry.
+    next_epoch: i32,
+    partitions: BTreeSet<TopicPartition>,
+    last_used_ms: i64,
+}
+
+/// What a request's epoch did to the member's session.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SessionCheck {
+    /// Epoch 0: a new session; the old one's partitions, if it had one
+    /// (the member's locks there go back).
+    Opened(Option<BTreeSet<TopicPartition>>),
+    /// The session goes on at the next epoch.
+    Continued,
+    /// Epoch -1: the session is closed; its partitions.
+    Closed(BTreeSet<TopicPartition>),
+    /// Refused; the partitions of a session that ended for it.
+    Refused(ErrorCode, Option<BTreeSet<TopicPartition>>),
+}
+
+/// One shard's share sessions.
+#[derive(Debug, Default)]
+pub struct ShareSessionCache {
+    capacity: usize,
+    sessions: HashMap<(String, String), ShareSession>,
+}
+
+impl ShareSessionCache {
+    /// A cache of at most `capacity` sessions.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            sessions: HashMap::new(),
+        }
+    }
+
+    /// Sessions held.
+    pub fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty()
+    }
+
+    /// Checks `epoch` for `(group, member)` and moves the session on.
+    /// `may_open`: ShareFetch may open a session, ShareAcknowledge may not.
+    pub fn check(
+        &mut self,
+        (group, member): (&str, &str),
+        epoch: i32,
+        may_open: bool,
+        (now_ms, idle_ms): (i64, i64),
+    ) -> SessionCheck {
+        let key = (group.to_string(), member.to_string());
+        match epoch {
+            OPEN_EPOCH if !may_open => SessionCheck::Refused(ErrorCode::InvalidRequest, None),
+            OPEN_EPOCH => {
+                let old = self.sessions.remove(&key).map(|s| s.partitions);
+                if self.sessions.len() >= self.capacity {
+                    self.sessions
+                        .retain(|_, s| now_ms.saturating_sub(s.last_used_ms) <= idle_ms);
+                }
+                if self.sessions.len() >= self.capacity {
+                    return SessionCheck::Refused(ErrorCode::ShareSessionLimitReached, old);
+                }
+                let session = ShareSession {
+                    next_epoch: 1,
+                    partitions: BTreeSet::new(),
+                    last_used_ms: now_ms,
+                };
+                self.sessions.insert(key, session);
+                SessionCheck::Opened(old)
+            }
+            FINAL_EPOCH => match self.sessions.remove(&key) {
+                Some(s) => SessionCheck::Closed(s.partitions),
+                None => SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None),
+            },
+            _ => match self.sessions.get_mut(&key) {
+                None => SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None),
+                Some(s) if s.next_epoch != epoch => {
+                    let dropped = self.sessions.remove(&key).map(|s| s.partitions);
+                    SessionCheck::Refused(ErrorCode::InvalidShareSessionEpoch, dropped)
+                }
+                Some(s) => {
+                    s.next_epoch = s.next_epoch.checked_add(1).unwrap_or(1);
+                    s.last_used_ms = now_ms;
+                    SessionCheck::Continued
+                }
+            },
+        }
+    }
+
+    /// Adds `added` to the session's partitions and drops `forgotten`;
+    /// the session's partitions after. Empty when there is no session.
+    pub fn update(
+        &mut self,
+        (group, member): (&str, &str),
+        added: impl IntoIterator<Item = TopicPartition>,
+        forgotten: &[TopicPartition],
+    ) -> Vec<TopicPartition> {
+        let key = (group.to_string(), member.to_string());
+        let Some(session) = self.sessions.get_mut(&key) else {
+            return Vec::new();
+        };
+        session.partitions.extend(added);
+        for tp in forgotten {
+            session.partitions.remove(tp);
+        }
+        session.partitions.iter().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: (&str, &str) = ("g", "m");
+
+    fn tp(partition: i32) -> TopicPartition {
+        TopicPartition::new("t", partition)
+    }
+
+    #[test]
+    fn epochs_open_continue_and_close() {
+        let mut cache = ShareSessionCache::new(10);
+        assert_eq!(
+            cache.check(KEY, 0, true, (0, 1)),
+            SessionCheck::Opened(None)
+        );
+        assert_eq!(cache.update(KEY, [tp(0), tp(1)], &[]), vec![tp(0), tp(1)]);
+        assert_eq!(cache.check(KEY, 1, true, (0, 1)), SessionCheck::Continued);
+        assert_eq!(cache.update(KEY, [], &[tp(0)]), vec![tp(1)]);
+        assert_eq!(cache.check(KEY, 2, false, (0, 1)), SessionCheck::Continued);
+        let closed = cache.check(KEY, -1, false, (0, 1));
+        assert_eq!(closed, SessionCheck::Closed(BTreeSet::from([tp(1)])));
+        assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn wrong_epochs_are_refused() {
+        let mut cache = ShareSessionCache::new(10);
+        let missing = cache.check(KEY, 3, true, (0, 1));
+        assert_eq!(
+            missing,
+            SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None)
+        );
+        let final_missing = cache.check(KEY, -1, true, (0, 1));
+        assert_eq!(
+            final_missing,
+            SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None)
+        );
+        let ack_open = cache.check(KEY, 0, false, (0, 1));
+        assert_eq!(
+            ack_open,
+            SessionCheck::Refused(ErrorCode::InvalidRequest, None)
+        );
+        cache.check(KEY, 0, true, (0, 1));
+        cache.update(KEY, [tp(0)], &[]);
+        let wrong = cache.check(KEY, 5, true, (0, 1));
+        let dropped = Some(BTreeSet::from([tp(0)]));
+        assert_eq!(
+            wrong,
+            SessionCheck::Refused(ErrorCode::InvalidShareSessionEpoch, dropped)
+        );
+        assert!(cache.is_empty(), "a wrong epoch ends the session");
+    }
+
+    #[test]
+    fn a_full_cache_drops_idle_sessions_only() {
+        let mut cache = ShareSessionCache::new(1);
+        cache.check(("g", "a"), 0, true, (0, 100));
+        let full = cache.check(("g", "b"), 0, true, (50, 100));
+        assert_eq!(
+            full,
+            SessionCheck::Refused(ErrorCode::ShareSessionLimitReached, None)
+        );
+        assert_eq!(
+            cache.check(("g", "b"), 0, true, (101, 100)),
+            SessionCheck::Opened(None)
+        );
+        assert_eq!(cache.len(), 1);
+        // Reopening one's own session never counts against the cap.
+        let again = cache.check(("g", "b"), 0, true, (102, 100));
+        assert_eq!(again, SessionCheck::Opened(Some(BTreeSet::new())));
+    }
+}
