@@ -27,3 +27,19 @@ pub fn require_kafka_python() {
         "these tests need python3 with kafka-python: pip install kafka-python"
     );
 }
+
+/// Fails (never skips) when `python3` lacks confluent-kafka's
+/// `ShareConsumer` (2.15+): CI installs it.
+pub fn require_share_consumer() {
+    let found = Command::new("python3")
+        .args(["-c", "from confluent_kafka import ShareConsumer"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "these tests need python3 with confluent-kafka 2.16.1 or later: pip install confluent-kafka"
+    );
+}

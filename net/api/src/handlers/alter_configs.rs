@@ -2,13 +2,16 @@
 //! resource's dynamic configs, or a client-metrics subscription's configs
 //! (KIP-714), with the given set.
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC};
+use super::describe_configs::{
+    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
+};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
 use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
+use runtimes::admin_changes::group_configs::{self, AlterGroupConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -77,6 +80,15 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         validate_only: body.validate_only,
                     };
                     client_metrics::submit(&shard, change).await
+                }
+                RESOURCE_GROUP => {
+                    let change = AlterGroupConfigs {
+                        group: resource.resource_name.to_string(),
+                        ops,
+                        replace_all: true,
+                        validate_only: body.validate_only,
+                    };
+                    group_configs::submit(&shard, change).await
                 }
                 other => Err((
                     ErrorCode::InvalidRequest,

@@ -1,7 +1,7 @@
 //! DescribeConfigs (key 32): topic configs (overrides marked dynamic), the
-//! broker's settings, and client-metrics subscriptions (KIP-714: every
+//! broker's settings, client-metrics subscriptions (KIP-714: every
 //! config of the named one, those not set at their defaults, as Kafka
-//! answers even for a name not configured).
+//! answers even for a name not configured), and group configs (likewise).
 
 use super::{legacy, str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
@@ -11,7 +11,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use kernel::config::BrokerConfig;
 use kernel::error::RequestError;
-use runtimes::admin_changes::{broker_configs, topic_defaults};
+use runtimes::admin_changes::{broker_configs, group_configs, topic_defaults};
 use runtimes::cluster_runtime;
 use runtimes::telemetry::subscription::{self, DEFAULT_INTERVAL_MS};
 use runtimes::Shard;
@@ -48,6 +48,8 @@ const SOURCE_STATIC_BROKER: i8 = 4;
 const SOURCE_DEFAULT: i8 = 5;
 /// Kafka's `ConfigSource`: a client-metrics subscription's config.
 const SOURCE_CLIENT_METRICS: i8 = 7;
+/// Kafka's `ConfigSource`: a group's config.
+const SOURCE_GROUP: i8 = 8;
 
 fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
     let mut c = DescribeConfigsResourceResult::default();
@@ -190,6 +192,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     let name = resource.resource_name.as_str();
                     describe_client_metrics(&shard, &mut result, name, wanted)
                 }
+                RESOURCE_GROUP => {
+                    let name = resource.resource_name.as_str();
+                    describe_group(&shard, &mut result, name, wanted)
+                }
                 other => {
                     result.error_code = ErrorCode::InvalidRequest.code();
                     result.error_message =
@@ -271,6 +277,32 @@ fn describe_broker(
         result
             .configs
             .push(entry(config_name, value, source, read_only));
+    }
+}
+
+/// A group's configs that `wanted` asks for: those set, and the others at
+/// their defaults.
+fn describe_group(
+    shard: &Shard,
+    result: &mut DescribeConfigsResult,
+    group: &str,
+    wanted: impl Fn(&str) -> bool,
+) {
+    if group.is_empty() {
+        result.error_code = ErrorCode::InvalidRequest.code();
+        result.error_message = Some(str_bytes("a group resource needs a group id"));
+        return;
+    }
+    let image = shard.runtime().view.image();
+    let set = image.group_configs().get(group);
+    for (name, default) in group_configs::GROUP_CONFIGS {
+        if !wanted(name) {
+            continue;
+        }
+        result.configs.push(match set.and_then(|c| c.get(name)) {
+            Some(value) => entry(name, value.clone(), SOURCE_GROUP, false),
+            None => entry(name, default.to_string(), SOURCE_DEFAULT, false),
+        });
     }
 }
 

@@ -1,9 +1,12 @@
 //! IncrementalAlterConfigs (key 44): set / delete / append / subtract single
 //! topic configs; set / delete the dynamic broker configs (the broker-wide
 //! topic defaults, see `admin_changes::broker_configs`); the configs of
-//! client-metrics subscriptions (KIP-714, `admin_changes::client_metrics`).
+//! client-metrics subscriptions (KIP-714, `admin_changes::client_metrics`);
+//! group configs (`admin_changes::group_configs`).
 
-use super::describe_configs::{RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_TOPIC};
+use super::describe_configs::{
+    RESOURCE_BROKER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP, RESOURCE_TOPIC,
+};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use engine::ErrorCode;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
@@ -12,6 +15,7 @@ use kafka_protocol::messages::{
 };
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
 use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
+use runtimes::admin_changes::group_configs::{self, AlterGroupConfigs};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -123,6 +127,15 @@ async fn alter(
                 validate_only,
             };
             client_metrics::submit(shard, change).await
+        }
+        RESOURCE_GROUP => {
+            let change = AlterGroupConfigs {
+                group: name,
+                ops,
+                replace_all: false,
+                validate_only,
+            };
+            group_configs::submit(shard, change).await
         }
         other => Err((
             ErrorCode::InvalidRequest,

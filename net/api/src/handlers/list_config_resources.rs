@@ -5,8 +5,8 @@
 //! v1 (KIP-1142) takes a list of types, empty for all: topics the caller
 //! may DESCRIBE_CONFIGS, and, where it may on the cluster, the brokers
 //! (for BROKER and BROKER_LOGGER) and the client-metrics subscriptions.
-//! rill has no group configs, so GROUP lists nothing; any other type is
-//! UNSUPPORTED_VERSION, as Kafka answers.
+//! GROUP lists the groups with configs set that the caller may
+//! DESCRIBE_CONFIGS; any other type is UNSUPPORTED_VERSION, as Kafka answers.
 
 use super::describe_configs::{
     RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, RESOURCE_CLIENT_METRICS, RESOURCE_GROUP,
@@ -73,6 +73,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 RESOURCE_CLIENT_METRICS if cluster_allowed => {
                     image.client_metrics_configs().keys().cloned().collect()
                 }
+                RESOURCE_GROUP => (image.group_configs().keys())
+                    .filter(|group| authz.group(Operation::DescribeConfigs, group).is_ok())
+                    .cloned()
+                    .collect(),
                 _ => Vec::new(),
             };
             listed.extend(names.into_iter().map(|name| {

@@ -11,11 +11,15 @@
 
 use super::share_acknowledge::{acks_of, group_and_member, session_step, SessionStep};
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use coordinators::share::ShareSettings;
 use engine::{ErrorCode, TopicPartition};
 use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
 };
 use kafka_protocol::messages::{ApiKey, ShareFetchRequest, ShareFetchResponse};
+use runtimes::admin_changes::group_configs::{
+    SHARE_AUTO_OFFSET_RESET, SHARE_ISOLATION_LEVEL, SHARE_RECORD_LOCK_DURATION_MS,
+};
 use runtimes::cluster_runtime;
 use runtimes::share_runtime::{self, FetchRound, PartitionAcks, ShareReadOutcome};
 use runtimes::Shard;
@@ -40,8 +44,6 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: ShareFetchRequest = request.decode()?;
         let mut response = ShareFetchResponse::default();
-        let settings = shard.config.group.share.records;
-        response.acquisition_lock_timeout_ms = settings.lock_duration_ms as i32;
         let (group, member) = match group_and_member(&body.group_id, &body.member_id) {
             Ok(ids) => ids,
             Err(code) => return refuse(&request, response, code),
@@ -79,6 +81,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             SessionStep::Closed(release) => (Vec::new(), release),
             SessionStep::Open(reads) => (reads, forgotten),
         };
+        let (settings, from_earliest, read_committed) = group_settings(&shard, &group);
+        response.acquisition_lock_timeout_ms = settings.lock_duration_ms as i32;
         let wait_ms = u64::try_from(body.max_wait_ms).unwrap_or(0);
         let round = FetchRound {
             group,
@@ -90,13 +94,35 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             max_bytes: usize::try_from(body.max_bytes)
                 .unwrap_or(0)
                 .clamp(1, PARTITION_MAX_BYTES),
-            from_earliest: false,
+            from_earliest,
+            read_committed,
+            settings,
             deadline: Instant::now() + Duration::from_millis(wait_ms),
         };
         let (acked, read) = share_runtime::share_fetch(&shard, round).await;
         response.responses = responses(&shard, read, acked, unknown);
         request.respond(&response)
     })
+}
+
+/// The group's settings from its configs (the broker's where unset):
+/// records, `share.auto.offset.reset=earliest`, read_committed.
+fn group_settings(shard: &Shard, group: &str) -> (ShareSettings, bool, bool) {
+    let image = shard.runtime().view.image();
+    let set = |key: &str| {
+        image
+            .group_configs()
+            .get(group)
+            .and_then(|c| c.get(key))
+            .cloned()
+    };
+    let mut settings = shard.config.group.share.records;
+    if let Some(ms) = set(SHARE_RECORD_LOCK_DURATION_MS).and_then(|v| v.parse().ok()) {
+        settings.lock_duration_ms = ms;
+    }
+    let from_earliest = set(SHARE_AUTO_OFFSET_RESET).as_deref() == Some("earliest");
+    let read_committed = set(SHARE_ISOLATION_LEVEL).as_deref() == Some("read_committed");
+    (settings, from_earliest, read_committed)
 }
 
 fn refuse(

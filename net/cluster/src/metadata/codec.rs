@@ -94,6 +94,7 @@ const RECORD_TYPE_REMOTE_TOPIC_PURGED: u8 = 21;
 const RECORD_TYPE_FEATURE_LEVEL: u8 = 22;
 const RECORD_TYPE_CORDON_BROKER: u8 = 23;
 const RECORD_TYPE_REGISTER_CONTROLLER: u8 = 24;
+const RECORD_TYPE_GROUP_CONFIG_CHANGE: u8 = 25;
 
 mod remote_segments;
 
@@ -276,6 +277,7 @@ impl Writer {
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
+            | MetadataRecord::GroupConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
             | MetadataRecord::FeatureLevel { .. }
             | MetadataRecord::RegisterController { .. } => self.config_record(record),
@@ -412,6 +414,12 @@ impl Writer {
             MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
                 self.u8(RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE);
                 self.string(name);
+                self.string(key);
+                self.option_string(value.as_deref());
+            }
+            MetadataRecord::GroupConfigChange { group, key, value } => {
+                self.u8(RECORD_TYPE_GROUP_CONFIG_CHANGE);
+                self.string(group);
                 self.string(key);
                 self.option_string(value.as_deref());
             }
@@ -603,6 +611,7 @@ impl Reader<'_> {
             RECORD_TYPE_CONFIG_CHANGE
             | RECORD_TYPE_BROKER_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE
+            | RECORD_TYPE_GROUP_CONFIG_CHANGE
             | RECORD_TYPE_CLIENT_QUOTA
             | RECORD_TYPE_FEATURE_LEVEL
             | RECORD_TYPE_REGISTER_CONTROLLER => self.config_record(record_type),
@@ -681,6 +690,11 @@ impl Reader<'_> {
             },
             RECORD_TYPE_CLIENT_METRICS_CONFIG_CHANGE => MetadataRecord::ClientMetricsConfigChange {
                 name: self.string()?,
+                key: self.string()?,
+                value: self.option_string()?,
+            },
+            RECORD_TYPE_GROUP_CONFIG_CHANGE => MetadataRecord::GroupConfigChange {
+                group: self.string()?,
                 key: self.string()?,
                 value: self.option_string()?,
             },

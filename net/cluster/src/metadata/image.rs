@@ -177,6 +177,8 @@ pub struct MetadataImage {
     /// Client-metrics subscriptions (KIP-714) by name, each
     /// `key -> value`; a name with no config is absent.
     client_metrics_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Group configs (GROUP resources), by group id.
+    group_configs: BTreeMap<String, BTreeMap<String, String>>,
     /// Client quotas by entity, each `key -> value` (decimal text).
     client_quotas: BTreeMap<QuotaEntity, BTreeMap<String, String>>,
     /// SCRAM credentials by (user, mechanism number).
@@ -220,6 +222,7 @@ impl MetadataImage {
             producer_ids: ProducerIdBlocks::default(),
             broker_configs: BTreeMap::new(),
             client_metrics_configs: BTreeMap::new(),
+            group_configs: BTreeMap::new(),
             client_quotas: BTreeMap::new(),
             scram_credentials: BTreeMap::new(),
             acls: BTreeMap::new(),
@@ -263,6 +266,11 @@ impl MetadataImage {
     /// as set (`metrics`, `interval.ms`, `match`).
     pub fn client_metrics_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
         &self.client_metrics_configs
+    }
+
+    /// The dynamic configs of groups (GROUP resources), by group id.
+    pub fn group_configs(&self) -> &BTreeMap<String, BTreeMap<String, String>> {
+        &self.group_configs
     }
 
     /// Client quotas by entity.
@@ -382,6 +390,7 @@ impl MetadataImage {
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
+            | MetadataRecord::GroupConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.validate_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -542,6 +551,15 @@ impl MetadataImage {
             MetadataRecord::BrokerConfigChange { broker, key, .. } => {
                 if !broker.is_empty() && broker.parse::<BrokerId>().is_err() {
                     return Err(format!("broker resource {broker:?} is not an id"));
+                }
+                if key.is_empty() {
+                    return Err("empty config name".to_owned());
+                }
+                Ok(())
+            }
+            MetadataRecord::GroupConfigChange { group, key, .. } => {
+                if group.is_empty() {
+                    return Err("empty group id".to_owned());
                 }
                 if key.is_empty() {
                     return Err("empty config name".to_owned());
@@ -853,6 +871,7 @@ impl MetadataImage {
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
+            | MetadataRecord::GroupConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.mutate_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -968,6 +987,16 @@ impl MetadataImage {
                 };
                 if configs.is_empty() {
                     self.broker_configs.remove(broker);
+                }
+            }
+            MetadataRecord::GroupConfigChange { group, key, value } => {
+                let configs = self.group_configs.entry(group.clone()).or_default();
+                match value {
+                    Some(value) => configs.insert(key.clone(), value.clone()),
+                    None => configs.remove(key),
+                };
+                if configs.is_empty() {
+                    self.group_configs.remove(group);
                 }
             }
             MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
@@ -1152,6 +1181,7 @@ impl MetadataImage {
             MetadataRecord::ConfigChange { .. }
             | MetadataRecord::ClientQuota { .. }
             | MetadataRecord::ClientMetricsConfigChange { .. }
+            | MetadataRecord::GroupConfigChange { .. }
             | MetadataRecord::BrokerConfigChange { .. } => self.assert_touched_config(record),
             MetadataRecord::UserScramCredential { .. }
             | MetadataRecord::RemoveUserScramCredential { .. }
@@ -1197,6 +1227,11 @@ impl MetadataImage {
                     .get(broker)
                     .and_then(|configs| configs.get(key));
                 assert_eq!(now, value.as_ref());
+            }
+            MetadataRecord::GroupConfigChange { group, key, value } => {
+                let now = self.group_configs.get(group).and_then(|c| c.get(key));
+                assert_eq!(now, value.as_ref());
+                assert!(self.group_configs.values().all(|c| !c.is_empty()));
             }
             MetadataRecord::ClientMetricsConfigChange { name, key, value } => {
                 let now = self

@@ -370,6 +370,17 @@ pub enum MetadataRecord {
         /// New value, or `None` to remove it.
         value: Option<String>,
     },
+    /// A group config is set (`Some`) or removed (`None`): Kafka's
+    /// ConfigRecord on a GROUP resource (KIP-848, KIP-932), `group` being
+    /// the group id. A group with no config left has none.
+    GroupConfigChange {
+        /// The group id, never empty.
+        group: String,
+        /// Config name (`share.auto.offset.reset`, ...).
+        key: String,
+        /// New value, or `None` to return to the default.
+        value: Option<String>,
+    },
     /// A client quota is set (`Some`) or removed (`None`): Kafka's
     /// ClientQuotaRecord. `entity` is its (type, name) parts in order, types
     /// `user`, `client-id` or `ip`, a `None` name being the type's default
@@ -477,6 +488,7 @@ impl MetadataRecord {
             MetadataRecord::ConfigChange { .. } => "ConfigChange",
             MetadataRecord::BrokerConfigChange { .. } => "BrokerConfigChange",
             MetadataRecord::ClientMetricsConfigChange { .. } => "ClientMetricsConfigChange",
+            MetadataRecord::GroupConfigChange { .. } => "GroupConfigChange",
             MetadataRecord::ProducerIds { .. } => "ProducerIds",
             MetadataRecord::FeatureLevel { .. } => "FeatureLevel",
             MetadataRecord::RegisterController { .. } => "RegisterController",

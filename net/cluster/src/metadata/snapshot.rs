@@ -270,6 +270,15 @@ impl MetadataImage {
                 });
             }
         }
+        for (group, configs) in self.group_configs() {
+            for (key, value) in configs {
+                records.push(MetadataRecord::GroupConfigChange {
+                    group: group.clone(),
+                    key: key.clone(),
+                    value: Some(value.clone()),
+                });
+            }
+        }
         for (name, &level) in self.finalized_features() {
             records.push(MetadataRecord::FeatureLevel {
                 name: name.clone(),

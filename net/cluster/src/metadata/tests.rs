@@ -637,6 +637,9 @@ fn any_record() -> impl Strategy<Value = MetadataRecord> {
         (text, text, prop::option::of(text)).prop_map(|(name, key, value)| {
             MetadataRecord::ClientMetricsConfigChange { name, key, value }
         }),
+        (text, text, prop::option::of(text)).prop_map(|(group, key, value)| {
+            MetadataRecord::GroupConfigChange { group, key, value }
+        }),
         (text, any::<i16>()).prop_map(|(name, level)| MetadataRecord::FeatureLevel { name, level }),
         (any::<i32>(), text, any::<u16>()).prop_map(|(node_id, host, port)| {
             MetadataRecord::RegisterController {

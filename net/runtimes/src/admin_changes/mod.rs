@@ -15,6 +15,7 @@
 //! - [`acls`]: CreateAcls / DeleteAcls, committed through the controller.
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_metrics`]: client-metrics subscriptions (KIP-714).
+//! - [`group_configs`]: group configs (GROUP resources: share groups' settings).
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`commit`]: one ACL, credential or quota change through the controller.
 //! - [`elections`]: ElectLeaders through the controller.
@@ -29,6 +30,7 @@ pub mod client_quotas;
 pub mod commit;
 mod config_ops;
 pub mod elections;
+pub mod group_configs;
 mod reconcile;
 pub mod scram_credentials;
 mod tiered_configs;

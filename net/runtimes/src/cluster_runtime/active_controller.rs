@@ -185,15 +185,10 @@ fn topic_change(
             count,
             from_count,
         } => controller.grow_seen_topic(name, *from_count, *count, placement_seed()),
-        ControllerRpc::SetTopicConfigs { name, configs } => {
-            set_topic_configs(controller, name, configs)
-        }
-        ControllerRpc::SetBrokerConfigs { broker, configs } => {
-            set_broker_configs(controller, broker, configs)
-        }
-        ControllerRpc::SetClientMetricsConfigs { name, configs } => {
-            set_client_metrics_configs(controller, name, configs)
-        }
+        ControllerRpc::SetTopicConfigs { .. }
+        | ControllerRpc::SetBrokerConfigs { .. }
+        | ControllerRpc::SetClientMetricsConfigs { .. }
+        | ControllerRpc::SetGroupConfigs { .. } => config_change(controller, request),
         ControllerRpc::RemoteCopyStarted { .. }
         | ControllerRpc::RemoteSegmentState { .. }
         | ControllerRpc::RemoteTopicPurged { .. } => remote_log_change(controller, request),
@@ -238,6 +233,31 @@ fn topic_change(
     }
 }
 
+/// The records of a config change of a topic, broker, client-metrics
+/// subscription or group.
+fn config_change(
+    controller: &Controller<'_>,
+    request: &ControllerRpc,
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    match request {
+        ControllerRpc::SetTopicConfigs { name, configs } => {
+            set_topic_configs(controller, name, configs)
+        }
+        ControllerRpc::SetBrokerConfigs { broker, configs } => {
+            set_broker_configs(controller, broker, configs)
+        }
+        ControllerRpc::SetClientMetricsConfigs { name, configs } => {
+            set_client_metrics_configs(controller, name, configs)
+        }
+        ControllerRpc::SetGroupConfigs { group, configs } => {
+            set_group_configs(controller, group, configs)
+        }
+        _ => Err(MetadataError::InvalidRequest {
+            reason: String::from("not a config change"),
+        }),
+    }
+}
+
 /// A client-metrics subscription's whole set of configs (KIP-714).
 fn set_client_metrics_configs(
     controller: &Controller<'_>,
@@ -250,6 +270,20 @@ fn set_client_metrics_configs(
         .unwrap_or_default();
     replace_configs(&current, configs, |key, value| {
         controller.alter_client_metrics_config(name, key, value)
+    })
+}
+
+/// A group's whole set of configs.
+fn set_group_configs(
+    controller: &Controller<'_>,
+    group: &str,
+    configs: &[(String, String)],
+) -> Result<Vec<MetadataRecord>, MetadataError> {
+    let current = (controller.image.group_configs().get(group))
+        .cloned()
+        .unwrap_or_default();
+    replace_configs(&current, configs, |key, value| {
+        controller.alter_group_config(group, key, value)
     })
 }
 

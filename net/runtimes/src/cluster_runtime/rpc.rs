@@ -192,6 +192,14 @@ pub enum ControllerRpc {
         /// Every config the subscription keeps.
         configs: Vec<(String, String)>,
     },
+    /// IncrementalAlterConfigs / AlterConfigs on a GROUP resource: the
+    /// group's whole set of configs after the change (empty: none left).
+    SetGroupConfigs {
+        /// The group id.
+        group: String,
+        /// Every config the group keeps.
+        configs: Vec<(String, String)>,
+    },
     /// AlterUserScramCredentials (and the bootstrap users): SCRAM
     /// credentials to create or replace, and to delete.
     AlterScramCredentials {

@@ -5,6 +5,7 @@
 use super::owner::{ShareWait, ShareWork, ShareWorkReply};
 use super::{PartitionAcks, ShareReadOutcome};
 use crate::Shard;
+use coordinators::share::ShareSettings;
 use engine::{ErrorCode, TopicPartition};
 use futures::future::{join_all, select, select_all};
 use std::collections::BTreeMap;
@@ -31,6 +32,10 @@ pub struct FetchRound {
     pub max_bytes: usize,
     /// Start a new share-partition at the log start (else at its end).
     pub from_earliest: bool,
+    /// Deliver committed records only.
+    pub read_committed: bool,
+    /// The group's locks, attempt limit and window.
+    pub settings: ShareSettings,
     /// When a fetch with nothing acquired is answered.
     pub deadline: Instant,
 }
@@ -77,6 +82,8 @@ pub async fn acknowledge(
         max_records: 0,
         max_bytes: 0,
         from_earliest: false,
+        read_committed: false,
+        settings: shard.config.group.share.records,
         deadline: Instant::now(),
     };
     run_round(shard, &round).await.acks
@@ -106,6 +113,8 @@ async fn run_round(shard: &Rc<Shard>, round: &FetchRound) -> ShareWorkReply {
             max_records: round.max_records,
             max_bytes: round.max_bytes,
             from_earliest: round.from_earliest,
+            read_committed: round.read_committed,
+            settings: round.settings,
         })
     }
     for acks in &round.acks {

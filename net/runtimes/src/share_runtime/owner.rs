@@ -84,6 +84,11 @@ pub struct ShareWork {
     /// `share.auto.offset.reset=earliest`: a new share-partition starts at
     /// the log start (else at its end).
     pub from_earliest: bool,
+    /// `share.isolation.level=read_committed`: read up to the last stable
+    /// offset, and never deliver an aborted transaction's records.
+    pub read_committed: bool,
+    /// The group's locks, attempt limit and window.
+    pub settings: ShareSettings,
 }
 
 /// The answer to a [`ShareWork`].
@@ -99,14 +104,16 @@ impl OwnerCall<crate::ShardRuntime> for ShareWork {
     type Reply = ShareWorkReply;
 
     async fn run(self, shard: Rc<Shard>) -> ShareWorkReply {
-        let settings = shard.config.group.share.records;
+        let settings = self.settings;
         let mut reply = ShareWorkReply::default();
         for acks in &self.acks {
             let code = self.acknowledge(&shard, acks, &settings);
+            tracing::debug!(group = %self.group, member = %self.member, ?acks, ?code, "share acknowledgement");
             reply.acks.push((acks.tp.clone(), code));
         }
         for tp in &self.release {
-            let _ = with_state(&shard, &self.group, tp, self.from_earliest, |state| {
+            tracing::debug!(group = %self.group, member = %self.member, ?tp, "share records released");
+            let _ = with_state(&shard, &self.group, tp, None, |state| {
                 state.release_member(&self.member, &settings)
             });
         }
@@ -132,7 +139,7 @@ impl ShareWork {
         acks: &PartitionAcks,
         settings: &ShareSettings,
     ) -> ErrorCode {
-        let outcome = with_state(shard, &self.group, &acks.tp, self.from_earliest, |state| {
+        let outcome = with_state(shard, &self.group, &acks.tp, None, |state| {
             let mut code = ErrorCode::None;
             for batch in &acks.batches {
                 let range = (batch.first_offset, batch.last_offset);
@@ -154,7 +161,7 @@ impl ShareWork {
         settings: &ShareSettings,
     ) -> ShareReadOutcome {
         let now_ms = shard.now_ms();
-        let from = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+        let from = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
             state.expire(now_ms, settings);
             (state.has_available() || state.has_room(settings)).then(|| state.next_read_offset())
         });
@@ -173,28 +180,37 @@ impl ShareWork {
                 ..ShareReadOutcome::error(tp.clone(), ErrorCode::None)
             };
         }
-        let bytes = match log.read(from, self.max_bytes, ReadMode::Copy).await {
+        let read = if self.read_committed {
+            log.read_committed(from, self.max_bytes, ReadMode::Copy)
+                .await
+        } else {
+            log.read(from, self.max_bytes, ReadMode::Copy).await
+        };
+        let (bytes, aborted) = match read {
             Ok(read) => match read.data {
-                ReadData::Bytes(bytes) => bytes,
-                _ => Bytes::new(),
+                ReadData::Bytes(bytes) => (bytes, read.aborted_transactions.unwrap_or_default()),
+                _ => (Bytes::new(), Vec::new()),
             },
             Err(e) if e.error_code() == ErrorCode::OffsetOutOfRange => {
                 // The log start moved past the window: skip to it.
                 let start = log.log_start_offset();
-                let _ = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+                let _ = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
                     state.skip_to(start)
                 });
-                Bytes::new()
+                (Bytes::new(), Vec::new())
             }
             Err(e) => return ShareReadOutcome::error(tp.clone(), e.error_code()),
         };
-        let spans = batch_spans(&bytes);
+        let spans = batch_spans(&bytes, &aborted);
         let now_ms = shard.now_ms();
-        let acquired = with_state(shard, &self.group, tp, self.from_earliest, |state| {
+        let acquired = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
             let batches: Vec<BatchSpan> = spans.iter().map(|(span, _)| *span).collect();
             state.acquire(&self.member, &batches, max_records, now_ms, settings)
         })
         .unwrap_or_default();
+        if !acquired.is_empty() {
+            tracing::debug!(group = %self.group, member = %self.member, ?tp, ?acquired, "share records acquired");
+        }
         let records = covering(&bytes, &spans, &acquired);
         ShareReadOutcome {
             tp: tp.clone(),
@@ -206,14 +222,16 @@ impl ShareWork {
     }
 }
 
-/// Runs `f` on the group's share-partition of `tp`, made first when there
-/// is none (or the one there predates the partition's current role). An
-/// error when this shard does not serve `tp` to clients.
+/// Runs `f` on the group's share-partition of `tp`. One that predates the
+/// partition's current role is dropped; a missing one is made when
+/// `start` says where (`Some(from_earliest)`: only a fetch starts a
+/// share-partition), else INVALID_RECORD_STATE: nothing is held there. An
+/// error too when this shard does not serve `tp` to clients.
 fn with_state<T>(
     shard: &Shard,
     group: &str,
     tp: &TopicPartition,
-    from_earliest: bool,
+    start: Option<bool>,
     f: impl FnOnce(&mut SharePartition) -> T,
 ) -> Result<T, ErrorCode> {
     let Some(log) = shard.logs.get(tp) else {
@@ -230,36 +248,62 @@ fn with_state<T>(
     let share = &shard.runtime().share;
     let mut partitions = share.partitions.borrow_mut();
     let key = (group.to_string(), tp.clone());
-    let fresh = |generation| OwnedSharePartition {
-        generation,
-        state: SharePartition::new(if from_earliest {
+    if partitions
+        .get(&key)
+        .is_some_and(|o| o.generation != generation)
+    {
+        partitions.remove(&key);
+    }
+    if !partitions.contains_key(&key) {
+        let Some(from_earliest) = start else {
+            return Err(ErrorCode::InvalidRecordState);
+        };
+        let start_offset = if from_earliest {
             log.log_start_offset()
         } else {
             log.high_watermark()
-        }),
-    };
-    let entry = partitions.entry(key).or_insert_with(|| fresh(generation));
-    if entry.generation != generation {
-        *entry = fresh(generation);
+        };
+        let state = SharePartition::new(start_offset);
+        partitions.insert(key.clone(), OwnedSharePartition { generation, state });
     }
+    let Some(entry) = partitions.get_mut(&key) else {
+        return Err(ErrorCode::InvalidRecordState);
+    };
     entry.state.skip_to(log.log_start_offset());
     Ok(f(&mut entry.state))
 }
 
-/// The batches in `bytes` (whole ones), with their byte ranges.
-fn batch_spans(bytes: &[u8]) -> Vec<(BatchSpan, Range<usize>)> {
-    engine::batch::batches(bytes)
-        .map_while(Result::ok)
-        .map(|(header, range)| {
-            let span = BatchSpan {
-                first_offset: header.base_offset,
-                last_offset: header.last_offset(),
-                control: header.is_control(),
-                aborted: false,
-            };
-            (span, range)
-        })
-        .collect()
+/// The batches in `bytes` (whole ones), with their byte ranges. A
+/// transactional batch is aborted when an aborted transaction of its
+/// producer (`aborted`: producer id, first offset, as a read_committed
+/// read lists them) began at or before it and its abort marker is not
+/// passed yet: the consumer's rule in Kafka's fetcher.
+fn batch_spans(bytes: &[u8], aborted: &[(i64, i64)]) -> Vec<(BatchSpan, Range<usize>)> {
+    let mut pending: Vec<(i64, i64)> = aborted.to_vec();
+    pending.sort_by_key(|&(_, first_offset)| first_offset);
+    let mut open: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut next = 0;
+    let mut spans = Vec::new();
+    for (header, range) in engine::batch::batches(bytes).map_while(Result::ok) {
+        while next < pending.len() && pending[next].1 <= header.last_offset() {
+            open.insert(pending[next].0);
+            next += 1;
+        }
+        let transactional = header.is_transactional();
+        let in_aborted = transactional && open.contains(&header.producer_id);
+        if header.is_control() && transactional {
+            // A marker ends its producer's transaction either way.
+            open.remove(&header.producer_id);
+        }
+        let span = BatchSpan {
+            first_offset: header.base_offset,
+            last_offset: header.last_offset(),
+            control: header.is_control(),
+            aborted: in_aborted && !header.is_control(),
+        };
+        spans.push((span, range));
+    }
+    spans
 }
 
 /// The bytes from the first batch holding an acquired offset to the last.

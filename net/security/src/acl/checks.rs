@@ -161,6 +161,8 @@ impl Authz {
             // BROKER, BROKER_LOGGER and CLIENT_METRICS (KIP-714) resources
             // are the cluster's, as in Kafka.
             4 | 8 | 16 => self.cluster(operation),
+            // GROUP resources are the group's, as in Kafka.
+            32 => self.group(operation, name),
             _ => Ok(()),
         }
     }

@@ -43,6 +43,7 @@ mod client_metrics;
 pub mod election;
 pub mod elr;
 mod features;
+mod group_configs;
 mod leaders;
 mod partitions;
 mod producer_ids;

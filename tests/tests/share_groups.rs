@@ -1,0 +1,272 @@
+//! Share groups (KIP-932) against a real `rill`, read with the share
+//! consumer of librdkafka (confluent-kafka's `ShareConsumer`, 2.16.1 in
+//! CI), driven by `tests/python/share_groups.py`.
+//!
+//! What must hold:
+//! - several share consumers on one partition split its records: each
+//!   record reaches one of them, once, and more than one consumer reads;
+//! - a released record is delivered again with a higher delivery count,
+//!   until `group.share.delivery.attempt.limit` deliveries, then never;
+//! - a consumer that dies holding records (no acknowledgement, no close)
+//!   gives them back when their lock (`share.record.lock.duration.ms`, a
+//!   group config) runs out: another consumer reads them, delivered twice;
+//! - with `share.isolation.level=read_committed` (a group config) an
+//!   aborted transaction's records are never delivered;
+//! - group configs are checked (INVALID_CONFIG for a bad value);
+//! - the share session and heartbeat errors a client relies on, over a
+//!   raw socket: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
+//!   INVALID_REQUEST for acknowledgements in a session-opening fetch or an
+//!   acknowledgement that opens a session, UNKNOWN_MEMBER_ID.
+
+use kafka_protocol::messages::share_fetch_request::{
+    AcknowledgementBatch, FetchPartition, FetchTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, GroupId, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
+    ShareFetchResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use rill_tests::kafka::create_topic;
+use rill_tests::python::{python_script, require_share_consumer};
+use rill_tests::{data_dir, Broker};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+const RILL: &str = env!("CARGO_BIN_EXE_rill");
+
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const INVALID_REQUEST: i16 = 42;
+const SHARE_SESSION_NOT_FOUND: i16 = 122;
+const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
+
+/// A broker whose settings file holds `properties`.
+fn start(dir: &Path, properties: &str) -> Broker {
+    let config = dir.join("server.properties");
+    std::fs::write(&config, properties).expect("settings file");
+    let config = config.to_string_lossy().into_owned();
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).expect("data dir");
+    Broker::start(RILL, &data, &["--config", &config])
+}
+
+/// `share_groups.py BOOTSTRAP args...`: its last line of output, or what
+/// it printed when it failed.
+fn try_share(bootstrap: &str, args: &[&str]) -> Result<String, String> {
+    require_share_consumer();
+    let output = Command::new("python3")
+        .arg(python_script("share_groups.py"))
+        .arg(bootstrap)
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default().trim().to_owned();
+    if output.status.success() {
+        Ok(last)
+    } else {
+        Err(format!(
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// [`try_share`], which must succeed; its output as JSON where it is.
+fn share(bootstrap: &str, args: &[&str]) -> Value {
+    let out = try_share(bootstrap, args)
+        .unwrap_or_else(|failure| panic!("share_groups.py {args:?}: {failure}"));
+    serde_json::from_str(&out).unwrap_or(Value::String(out))
+}
+
+fn numbers(value: &Value) -> Vec<i64> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {value}"))
+        .iter()
+        .map(|v| v.as_i64().unwrap_or_else(|| panic!("a number: {v}")))
+        .collect()
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {value}"))
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_consumers_split_one_partition() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "queue", 1, &[]).await;
+    let refused = try_share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=newest"],
+    );
+    let refusal = refused.expect_err("a bad group config value is refused");
+    assert!(refusal.contains("INVALID_CONFIG"), "{refusal}");
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+
+    let out = share(&bootstrap, &["split", "queue", "g", "3", "600"]);
+    let values = numbers(&out["values"]);
+    assert_eq!(values, (0..600).collect::<Vec<_>>(), "each record once");
+    let per_consumer = numbers(&out["per_consumer"]);
+    let readers = per_consumer.iter().filter(|&&n| n > 0).count();
+    assert!(
+        readers >= 2,
+        "the consumers share the partition: {per_consumer:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_record_comes_back_until_the_attempt_limit() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "group.share.delivery.attempt.limit=3\n");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "again", 1, &[]).await;
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    let counts = numbers(&share(&bootstrap, &["release", "again", "g"]));
+    assert_eq!(
+        counts,
+        vec![1, 2, 3],
+        "delivered three times, then archived"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_consumers_records_come_back_when_its_lock_runs_out() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "locks", 1, &[]).await;
+    share(
+        &bootstrap,
+        &[
+            "config",
+            "g",
+            "share.auto.offset.reset=earliest",
+            "share.record.lock.duration.ms=2000",
+        ],
+    );
+    share(&bootstrap, &["produce", "locks", "0", "20"]);
+    let held: BTreeSet<i64> = numbers(&share(&bootstrap, &["hold", "locks", "g"]))
+        .into_iter()
+        .collect();
+    assert!(!held.is_empty(), "the first consumer got records");
+
+    let out = share(&bootstrap, &["collect", "locks", "g", "20"]);
+    let values = strings(&out["values"]);
+    let counts = numbers(&out["delivery_counts"]);
+    let read: BTreeSet<i64> = values.iter().map(|v| v.parse().unwrap_or(-1)).collect();
+    assert_eq!(read, (0..20).collect(), "every record, the dead one's too");
+    assert_eq!(values.len(), 20, "none twice to the same reader");
+    for (value, count) in values.iter().zip(&counts) {
+        let expected = if held.contains(&value.parse().unwrap_or(-1)) {
+            2
+        } else {
+            1
+        };
+        assert_eq!(*count, expected, "delivery count of {value}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_committed_never_delivers_an_aborted_transaction() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "txns", 1, &[]).await;
+    let group = [
+        "config",
+        "committed",
+        "share.auto.offset.reset=earliest",
+        "share.isolation.level=read_committed",
+    ];
+    share(&bootstrap, &group);
+    share(&bootstrap, &["transactions", "txns"]);
+    let out = share(&bootstrap, &["collect", "txns", "committed", "6"]);
+    let mut expected: Vec<String> = (0..5).map(|i| format!("committed-{i}")).collect();
+    expected.push("after".into());
+    assert_eq!(strings(&out["values"]), expected);
+}
+
+fn fetch(group: &str, member: &str, epoch: i32) -> ShareFetchRequest {
+    let mut r = ShareFetchRequest::default();
+    r.group_id = Some(GroupId(StrBytes::from_string(group.into())));
+    r.member_id = Some(StrBytes::from_string(member.into()));
+    r.share_session_epoch = epoch;
+    r.max_wait_ms = 0;
+    r.max_records = 10;
+    r.max_bytes = 1 << 20;
+    r
+}
+
+fn share_fetch(broker: &Broker, request: &ShareFetchRequest) -> i16 {
+    let response: ShareFetchResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ShareFetch, 1, request).expect("ShareFetch");
+    response.error_code
+}
+
+#[test]
+fn share_sessions_answer_kafkas_codes() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let unknown = share_fetch(&broker, &fetch("g", "m", 3));
+    assert_eq!(unknown, SHARE_SESSION_NOT_FOUND);
+    let closing = share_fetch(&broker, &fetch("g", "m", -1));
+    assert_eq!(closing, SHARE_SESSION_NOT_FOUND);
+
+    let mut with_acks = fetch("g", "m", 0);
+    let mut partition = FetchPartition::default();
+    partition.acknowledgement_batches = vec![AcknowledgementBatch::default()
+        .with_first_offset(0)
+        .with_last_offset(0)
+        .with_acknowledge_types(vec![1])];
+    with_acks.topics = vec![FetchTopic::default().with_partitions(vec![partition])];
+    assert_eq!(share_fetch(&broker, &with_acks), INVALID_REQUEST);
+
+    let mut ack = ShareAcknowledgeRequest::default();
+    ack.group_id = Some(GroupId(StrBytes::from_static_str("g")));
+    ack.member_id = Some(StrBytes::from_static_str("m"));
+    ack.share_session_epoch = 0;
+    let response: ShareAcknowledgeResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ShareAcknowledge, 1, &ack)
+            .expect("ShareAcknowledge");
+    assert_eq!(response.error_code, INVALID_REQUEST);
+
+    // A session opens at 0 and goes on at 1; a wrong epoch ends it.
+    let mut socket = std::net::TcpStream::connect(broker.addr).expect("connect");
+    let mut on_socket = |request: &ShareFetchRequest, id: i32| {
+        let response: ShareFetchResponse =
+            rill_tests::raw::exchange(&mut socket, ApiKey::ShareFetch, 1, id, request)
+                .expect("ShareFetch");
+        response.error_code
+    };
+    assert_eq!(on_socket(&fetch("g", "s", 0), 1), 0);
+    assert_eq!(on_socket(&fetch("g", "s", 1), 2), 0);
+    assert_eq!(
+        on_socket(&fetch("g", "s", 5), 3),
+        INVALID_SHARE_SESSION_EPOCH
+    );
+    assert_eq!(on_socket(&fetch("g", "s", 2), 4), SHARE_SESSION_NOT_FOUND);
+
+    let mut heartbeat = ShareGroupHeartbeatRequest::default();
+    heartbeat.group_id = GroupId(StrBytes::from_static_str("g"));
+    heartbeat.member_id = StrBytes::from_static_str("nobody");
+    heartbeat.member_epoch = 5;
+    let response: ShareGroupHeartbeatResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ShareGroupHeartbeat, 1, &heartbeat)
+            .expect("ShareGroupHeartbeat");
+    assert_eq!(response.error_code, UNKNOWN_MEMBER_ID);
+}
