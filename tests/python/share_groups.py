@@ -19,6 +19,13 @@ preview share consumer of librdkafka 2.15+), for tests/tests/share_groups.rs.
         {"values": [...], "delivery_counts": [...], "seconds": s}.
     share_groups.py BOOTSTRAP produce TOPIC FIRST COUNT
         Produces values FIRST..FIRST+COUNT-1, acks=all.
+    share_groups.py BOOTSTRAP stream TOPIC GROUP COUNT
+        Produces 0..COUNT-1 (idempotent, paced) while one consumer in
+        explicit mode accepts what it gets, committing each poll's records;
+        ends once every value was delivered (or after 120 s); prints
+        {"missing": [...], "redelivered_accepted": [...], "accepted": n,
+        "failed_commits": n}: values never delivered, and deliveries of
+        values whose acceptance had been confirmed.
     share_groups.py BOOTSTRAP transactions TOPIC
         Produces "committed-0..4" in a committed transaction and
         "aborted-0..4" in an aborted one, then "after".
@@ -147,6 +154,50 @@ def collect(bootstrap, topic, group, count):
                       "seconds": time.time() - start}))
 
 
+def stream(bootstrap, topic, group, count):
+    producer = threading.Thread(target=lambda: produce_idempotent(bootstrap, topic, count))
+    producer.start()
+    c = consumer(bootstrap, group, topic, explicit=True)
+    delivered, accepted, again = set(), set(), []
+    failed = 0
+    deadline = time.time() + 120
+    while time.time() < deadline and len(delivered) < count:
+        batch = list(records(c.poll(0.5)))
+        for m in batch:
+            value = int(m.value())
+            if value in accepted:
+                again.append(value)
+            delivered.add(value)
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        if not batch:
+            continue
+        try:
+            outcome = c.commit_sync(30)
+        except Exception as e:  # the coordinator or leader moved
+            print("commit failed:", e, file=sys.stderr)
+            outcome = {None: e}
+        if all(error is None for error in outcome.values()):
+            accepted.update(int(m.value()) for m in batch)
+        else:
+            failed += 1
+    producer.join()
+    c.close()
+    print(json.dumps({"missing": sorted(set(range(count)) - delivered),
+                      "redelivered_accepted": again, "accepted": len(accepted),
+                      "failed_commits": failed}))
+
+
+def produce_idempotent(bootstrap, topic, count):
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                  "linger.ms": 0, "message.timeout.ms": 60000})
+    for v in range(count):
+        p.produce(topic, str(v).encode())
+        p.poll(0)
+        time.sleep(0.01)
+    if p.flush(60) != 0:
+        print("producer: records not delivered", file=sys.stderr)
+
+
 def transactions(bootstrap, topic):
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": "share-txn"})
     p.init_transactions(30)
@@ -180,6 +231,8 @@ def main():
     elif command == "produce":
         first, count = int(args[1]), int(args[2])
         produce(bootstrap, args[0], range(first, first + count))
+    elif command == "stream":
+        stream(bootstrap, args[0], args[1], int(args[2]))
     elif command == "transactions":
         transactions(bootstrap, args[0])
     else:

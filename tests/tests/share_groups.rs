@@ -12,6 +12,12 @@
 //!   group config) runs out: another consumer reads them, delivered twice;
 //! - with `share.isolation.level=read_committed` (a group config) an
 //!   aborted transaction's records are never delivered;
+//! - what was accepted stays accepted across a broker restart (the state
+//!   is read back from `__share_group_state`), and what was not is
+//!   delivered after it;
+//! - in a 3-broker cluster, killing the partition's leader mid-stream
+//!   loses no record and delivers no record again whose acceptance the
+//!   consumer saw confirmed;
 //! - group configs are checked (INVALID_CONFIG for a bad value);
 //! - the share session and heartbeat errors a client relies on, over a
 //!   raw socket: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
@@ -26,13 +32,16 @@ use kafka_protocol::messages::{
     ShareFetchResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use rill_tests::kafka::create_topic;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rill_tests::cluster::Cluster;
+use rill_tests::kafka::{client_config, create_topic, create_topic_replicated};
 use rill_tests::python::{python_script, require_share_consumer};
 use rill_tests::{data_dir, Broker};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
@@ -182,6 +191,38 @@ async fn a_dead_consumers_records_come_back_when_its_lock_runs_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_records_stay_accepted_across_a_restart() {
+    let dir = data_dir();
+    let mut broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "durable", 1, &[]).await;
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    share(&bootstrap, &["produce", "durable", "0", "20"]);
+    let before = strings(&share(&bootstrap, &["collect", "durable", "g", "1"])["values"]);
+    assert!(!before.is_empty(), "the first consumer read records");
+
+    broker.stop();
+    broker.restart();
+    share(&bootstrap, &["produce", "durable", "20", "20"]);
+    let left = (40 - before.len()).to_string();
+    let after = strings(&share(&bootstrap, &["collect", "durable", "g", &left])["values"]);
+    let mut all: Vec<i64> = before
+        .iter()
+        .chain(&after)
+        .map(|v| v.parse().unwrap_or(-1))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(
+        all,
+        (0..40).collect::<Vec<_>>(),
+        "before {before:?}, after {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_committed_never_delivers_an_aborted_transaction() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
@@ -199,6 +240,58 @@ async fn read_committed_never_delivers_an_aborted_transaction() {
     let mut expected: Vec<String> = (0..5).map(|i| format!("committed-{i}")).collect();
     expected.push("after".into());
     assert_eq!(strings(&out["values"]), expected);
+}
+
+/// The leader of `topic`'s partition 0, as Metadata says.
+fn leader_of(bootstrap: &str, topic: &str) -> i32 {
+    let consumer: BaseConsumer = client_config(bootstrap).create().expect("consumer");
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .expect("metadata");
+    metadata.topics()[0].partitions()[0].leader()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_kill_neither_loses_nor_redelivers_an_accepted_record() {
+    require_share_consumer();
+    let mut cluster = Cluster::start(RILL, 3, &[]);
+    cluster.wait_settled(Duration::from_secs(60));
+    let bootstrap = cluster.bootstrap();
+    create_topic_replicated(&bootstrap, "failover", 1, 3, &[]).await;
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    let stream = Command::new("python3")
+        .arg(python_script("share_groups.py"))
+        .args([bootstrap.as_str(), "stream", "failover", "g", "600"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    // Mid-stream: 600 records take 6 s or more to produce.
+    std::thread::sleep(Duration::from_secs(3));
+    let leader = leader_of(&bootstrap, "failover");
+    cluster.node(leader).kill();
+    let output = stream.wait_with_output().expect("the stream ends");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
+    assert_eq!(
+        out["missing"],
+        Value::Array(Vec::new()),
+        "lost records: {out}"
+    );
+    let again = &out["redelivered_accepted"];
+    assert_eq!(
+        again,
+        &Value::Array(Vec::new()),
+        "accepted, then delivered again: {out}"
+    );
+    assert!(out["accepted"].as_i64().unwrap_or(0) > 0, "{out}");
+    eprintln!("leader {leader} killed mid-stream: {out}");
 }
 
 fn fetch(group: &str, member: &str, epoch: i32) -> ShareFetchRequest {

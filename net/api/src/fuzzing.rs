@@ -166,6 +166,8 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ShareGroupDescribe => plain::<ShareGroupDescribeRequest>,
         ApiKey::ShareFetch => plain::<ShareFetchRequest>,
         ApiKey::ShareAcknowledge => plain::<ShareAcknowledgeRequest>,
+        ApiKey::ReadShareGroupState => plain::<ReadShareGroupStateRequest>,
+        ApiKey::WriteShareGroupState => plain::<WriteShareGroupStateRequest>,
         ApiKey::DeleteGroups => plain::<DeleteGroupsRequest>,
         ApiKey::DescribeGroups => plain::<DescribeGroupsRequest>,
         ApiKey::FindCoordinator => plain::<FindCoordinatorRequest>,

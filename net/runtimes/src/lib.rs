@@ -51,6 +51,8 @@
 //!   (KIP-227), for the Fetch handler.
 //! - [`share_runtime`]: share groups (KIP-932): the records' delivery state
 //!   on each partition's owner, and the share sessions.
+//! - [`share_coordinator`]: the share-partitions' durable state in
+//!   `__share_group_state`, on the leaders of its partitions.
 //! - [`telemetry`]: client telemetry (KIP-714): the subscriptions a client
 //!   gets, its pushes, and the series `/metrics` shows; per shard.
 //! - [`tiered`]: tiered storage (KIP-405): uploads of sealed segments,
@@ -66,6 +68,7 @@ pub mod quotas;
 pub mod remote_keys;
 pub mod replication_runtime;
 pub mod routing;
+pub mod share_coordinator;
 pub mod share_runtime;
 pub mod telemetry;
 pub mod tiered;
@@ -79,6 +82,7 @@ use producer_id_pool::{ProducerIdAllocator, ProducerIdPool};
 use quotas::{QuotaManager, Sensors};
 use replication_runtime::ReplicaManager;
 use routing::MarkerHooks;
+use share_coordinator::ShareCoordinator;
 use share_runtime::ShareRuntime;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -132,6 +136,9 @@ pub struct ShardRuntime {
     /// Share groups (KIP-932): the delivery state of the partitions owned
     /// here, and the share sessions of this shard's connections.
     pub share: Rc<ShareRuntime>,
+    /// The share coordinator's state for the `__share_group_state`
+    /// partitions led here.
+    pub share_coordinator: Rc<ShareCoordinator>,
     /// This shard's client telemetry instances and subscriptions.
     pub telemetry: Rc<TelemetryRuntime>,
     /// Tiered storage: the broker's object store and this shard's remote
@@ -179,6 +186,7 @@ impl ShardRuntime {
                 id,
                 shard.count,
             )),
+            share_coordinator: Rc::default(),
             telemetry: Rc::new(TelemetryRuntime::new(&shard.config, id, shard.count)),
             tiered: Rc::new(TieredRuntime::new(
                 shared.remote_store,

@@ -73,6 +73,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod push_telemetry;
+pub mod read_share_group_state;
 pub mod remove_raft_voter;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
@@ -84,6 +85,7 @@ pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unregister_broker;
 pub mod update_features;
+pub mod write_share_group_state;
 pub mod write_txn_markers;
 
 /// A decoded request header with the undecoded body.
@@ -256,6 +258,8 @@ pub const REGISTRY: &[Handler] = &[
     share_group_describe::HANDLER,
     share_fetch::HANDLER,
     share_acknowledge::HANDLER,
+    read_share_group_state::HANDLER,
+    write_share_group_state::HANDLER,
     delete_groups::HANDLER,
     describe_groups::HANDLER,
     find_coordinator::HANDLER,
@@ -330,6 +334,8 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::ShareGroupDescribe => "ShareGroupDescribe",
         ApiKey::ShareFetch => "ShareFetch",
         ApiKey::ShareAcknowledge => "ShareAcknowledge",
+        ApiKey::ReadShareGroupState => "ReadShareGroupState",
+        ApiKey::WriteShareGroupState => "WriteShareGroupState",
         ApiKey::SaslHandshake => "SaslHandshake",
         ApiKey::SaslAuthenticate => "SaslAuthenticate",
         ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",

@@ -8,10 +8,13 @@
 //! with no coordination beyond the partition's own owner.
 //!
 //! - [`partition`]: one share-partition's window of record states.
+//! - [`state`]: its durable part, as `__share_group_state` keeps it.
 
 pub mod partition;
+pub mod state;
 
 pub use partition::{AckType, AcquiredRange, BatchSpan, SharePartition, ShareSettings};
+pub use state::{ShareKey, ShareSnapshot, StateError};
 
 #[cfg(test)]
 mod tests;

@@ -93,18 +93,20 @@ pub struct AcquiredRange {
     pub delivery_count: i16,
 }
 
+/// The state of one offset of the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum State {
+pub(super) enum State {
     Available,
     Acquired { member: String, deadline_ms: i64 },
     Acknowledged,
     Archived,
 }
 
+/// One offset of the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Slot {
-    state: State,
-    delivery_count: i16,
+pub(super) struct Slot {
+    pub(super) state: State,
+    pub(super) delivery_count: i16,
 }
 
 impl Slot {
@@ -130,6 +132,30 @@ impl SharePartition {
             end_offset: start_offset,
             slots: BTreeMap::new(),
         }
+    }
+
+    /// A share-partition of `slots` from `start_offset` (a restored state):
+    /// offsets missing between start and the last are archived (no record).
+    pub(super) fn from_slots(start_offset: i64, mut slots: BTreeMap<i64, Slot>) -> Self {
+        let end_offset = slots.last_key_value().map_or(start_offset, |(&o, _)| o + 1);
+        for offset in start_offset..end_offset {
+            slots.entry(offset).or_insert(Slot {
+                state: State::Archived,
+                delivery_count: 0,
+            });
+        }
+        let mut restored = Self {
+            start_offset,
+            end_offset,
+            slots,
+        };
+        restored.advance_start();
+        restored
+    }
+
+    /// Every offset of the window, with its state.
+    pub(super) fn slots(&self) -> &BTreeMap<i64, Slot> {
+        &self.slots
     }
 
     /// The share-partition start offset (SPSO).

@@ -205,3 +205,66 @@ fn wire_ack_types() {
     assert_eq!(AckType::from_wire(3), Some(AckType::Reject));
     assert_eq!(AckType::from_wire(4), None);
 }
+
+#[test]
+fn a_snapshot_restores_the_window_with_nothing_acquired() {
+    let s = settings();
+    let mut p = SharePartition::new(10);
+    p.acquire("a", &[batch(10, 14), batch(16, 17)], 100, 0, &s);
+    p.acknowledge("a", (11, 11), &[AckType::Accept], &s)
+        .unwrap();
+    p.acknowledge("a", (12, 12), &[AckType::Release], &s)
+        .unwrap();
+    p.acknowledge("a", (13, 13), &[AckType::Reject], &s)
+        .unwrap();
+    let snapshot = p.snapshot(3, 7);
+    assert_eq!((snapshot.leader_epoch, snapshot.sequence), (3, 7));
+    let bytes = state::encode_value(&snapshot);
+    let decoded = state::decode_value(&bytes).unwrap();
+    assert_eq!(decoded, snapshot);
+    let mut restored = SharePartition::restore(&decoded).unwrap();
+    assert_eq!(restored.start_offset(), 10);
+    assert_eq!(restored.end_offset(), 18);
+    // 10, 12, 14, 16, 17 come back (10, 14, 16, 17 were held by "a"); 11
+    // and 13 are done, 15 was a gap.
+    let again = restored.acquire("b", &[batch(10, 14), batch(16, 17)], 100, 0, &s);
+    assert_eq!(
+        again,
+        vec![
+            range(10, 10, 2),
+            range(12, 12, 2),
+            range(14, 14, 2),
+            range(16, 17, 2)
+        ]
+    );
+}
+
+#[test]
+fn share_keys_and_bad_values_decode_as_they_should() {
+    let key = ShareKey {
+        group: "g".into(),
+        topic_id: [9; 16],
+        partition: 4,
+    };
+    assert_eq!(state::decode_key(&state::encode_key(&key)), Ok(key));
+    assert_eq!(state::decode_value(&[]), Err(StateError::Truncated));
+    assert_eq!(state::decode_value(&[7]), Err(StateError::Version(7)));
+    let mut huge = state::encode_value(&SharePartition::new(0).snapshot(0, 0));
+    huge[17..21].copy_from_slice(&u32::MAX.to_be_bytes());
+    assert_eq!(state::decode_value(&huge), Err(StateError::Truncated));
+    let bad = ShareSnapshot {
+        leader_epoch: 0,
+        sequence: 0,
+        start_offset: 0,
+        runs: vec![state::StateRun {
+            first_offset: 0,
+            last_offset: 0,
+            state: 1,
+            delivery_count: 1,
+        }],
+    };
+    assert_eq!(
+        SharePartition::restore(&bad),
+        Err(StateError::RecordState(1))
+    );
+}

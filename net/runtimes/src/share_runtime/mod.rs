@@ -3,12 +3,13 @@
 //!
 //! - The **owner** of a partition (its leader's owning shard) keeps one
 //!   [`SharePartition`] per share group that reads it, and alone acquires,
-//!   acknowledges and releases its records ([`owner`]). The state lives as
-//!   long as the partition's role here: a new leadership (or a restart)
-//!   starts it again from `share.auto.offset.reset`'s offset. It is not
-//!   written to `__share_group_state` yet, so after a failover records not
-//!   yet acknowledged may be delivered again, and acknowledged ones from
-//!   before the start offset are not (Kafka keeps it durably).
+//!   acknowledges and releases its records ([`owner`]). Its durable part
+//!   (start offset, states, delivery counts) is read from the share
+//!   coordinator when the owner starts serving it under a new role, and
+//!   written there after every acknowledgement, before the answer
+//!   (`durable.rs`, [`persister`], `crate::share_coordinator`): after a
+//!   failover nothing accepted is delivered again, and records that were
+//!   only acquired come back with their delivery counts.
 //! - The **connection's shard** keeps the member's share session
 //!   ([`sessions`]): which partitions its fetches name, and the epoch the
 //!   next request must carry.
@@ -17,8 +18,10 @@
 //!   them all (cancellable: a wait changes nothing) until one has records
 //!   to give, or the deadline.
 
+mod durable;
 pub mod fetch;
 pub mod owner;
+pub mod persister;
 pub mod sessions;
 
 use coordinators::share::SharePartition;
@@ -38,6 +41,10 @@ pub struct OwnedSharePartition {
     pub generation: u64,
     /// The records' states.
     pub state: SharePartition,
+    /// The partition's leader epoch here, stamped on each state write.
+    pub leader_epoch: i32,
+    /// The sequence of the next state write.
+    pub next_sequence: i32,
 }
 
 /// One shard's share-group state.

@@ -2,12 +2,11 @@
 //! and acquire records of the partitions it leads ([`ShareWork`]), and
 //! wait until one of them has records to give ([`ShareWait`]).
 
-use super::OwnedSharePartition;
-use crate::replication_runtime;
+use super::durable::{ensure_loaded, persist, with_state};
 use crate::routing::missing_partition_error;
 use crate::Shard;
 use bytes::Bytes;
-use coordinators::share::{AckType, AcquiredRange, BatchSpan, SharePartition, ShareSettings};
+use coordinators::share::{AckType, AcquiredRange, BatchSpan, ShareSettings};
 use engine::log::ReadMode;
 use engine::{ErrorCode, ReadData, TopicPartition};
 use futures::future::{select, select_all, LocalBoxFuture};
@@ -107,13 +106,21 @@ impl OwnerCall<crate::ShardRuntime> for ShareWork {
         let settings = self.settings;
         let mut reply = ShareWorkReply::default();
         for acks in &self.acks {
-            let code = self.acknowledge(&shard, acks, &settings);
+            let mut code = self.acknowledge(&shard, acks, &settings);
+            if code == ErrorCode::None {
+                // Answered once durable: a new leader must not deliver
+                // again what was accepted.
+                code = persist(&shard, &self.group, &acks.tp)
+                    .await
+                    .err()
+                    .unwrap_or(code);
+            }
             tracing::debug!(group = %self.group, member = %self.member, ?acks, ?code, "share acknowledgement");
             reply.acks.push((acks.tp.clone(), code));
         }
         for tp in &self.release {
             tracing::debug!(group = %self.group, member = %self.member, ?tp, "share records released");
-            let _ = with_state(&shard, &self.group, tp, None, |state| {
+            let _ = with_state(&shard, &self.group, tp, |state| {
                 state.release_member(&self.member, &settings)
             });
         }
@@ -139,7 +146,7 @@ impl ShareWork {
         acks: &PartitionAcks,
         settings: &ShareSettings,
     ) -> ErrorCode {
-        let outcome = with_state(shard, &self.group, &acks.tp, None, |state| {
+        let outcome = with_state(shard, &self.group, &acks.tp, |state| {
             let mut code = ErrorCode::None;
             for batch in &acks.batches {
                 let range = (batch.first_offset, batch.last_offset);
@@ -160,8 +167,20 @@ impl ShareWork {
         max_records: usize,
         settings: &ShareSettings,
     ) -> ShareReadOutcome {
+        match ensure_loaded(shard, &self.group, tp, self.from_earliest).await {
+            Ok(()) => {}
+            // The share coordinator moves or loads: nothing this time (the
+            // client fetches again); librdkafka surfaces these to the
+            // application as errors.
+            Err(
+                ErrorCode::CoordinatorNotAvailable
+                | ErrorCode::CoordinatorLoadInProgress
+                | ErrorCode::NotCoordinator,
+            ) => return ShareReadOutcome::error(tp.clone(), ErrorCode::None),
+            Err(code) => return ShareReadOutcome::error(tp.clone(), code),
+        }
         let now_ms = shard.now_ms();
-        let from = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
+        let from = with_state(shard, &self.group, tp, |state| {
             state.expire(now_ms, settings);
             (state.has_available() || state.has_room(settings)).then(|| state.next_read_offset())
         });
@@ -194,16 +213,14 @@ impl ShareWork {
             Err(e) if e.error_code() == ErrorCode::OffsetOutOfRange => {
                 // The log start moved past the window: skip to it.
                 let start = log.log_start_offset();
-                let _ = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
-                    state.skip_to(start)
-                });
+                let _ = with_state(shard, &self.group, tp, |state| state.skip_to(start));
                 (Bytes::new(), Vec::new())
             }
             Err(e) => return ShareReadOutcome::error(tp.clone(), e.error_code()),
         };
         let spans = batch_spans(&bytes, &aborted);
         let now_ms = shard.now_ms();
-        let acquired = with_state(shard, &self.group, tp, Some(self.from_earliest), |state| {
+        let acquired = with_state(shard, &self.group, tp, |state| {
             let batches: Vec<BatchSpan> = spans.iter().map(|(span, _)| *span).collect();
             state.acquire(&self.member, &batches, max_records, now_ms, settings)
         })
@@ -220,57 +237,6 @@ impl ShareWork {
             leader_epoch,
         }
     }
-}
-
-/// Runs `f` on the group's share-partition of `tp`. One that predates the
-/// partition's current role is dropped; a missing one is made when
-/// `start` says where (`Some(from_earliest)`: only a fetch starts a
-/// share-partition), else INVALID_RECORD_STATE: nothing is held there. An
-/// error too when this shard does not serve `tp` to clients.
-fn with_state<T>(
-    shard: &Shard,
-    group: &str,
-    tp: &TopicPartition,
-    start: Option<bool>,
-    f: impl FnOnce(&mut SharePartition) -> T,
-) -> Result<T, ErrorCode> {
-    let Some(log) = shard.logs.get(tp) else {
-        return Err(missing_partition_error(shard, tp));
-    };
-    if !replication_runtime::serves_clients(shard, tp) {
-        return Err(ErrorCode::NotLeaderOrFollower);
-    }
-    let generation = shard
-        .runtime()
-        .replicas
-        .role(tp)
-        .map_or(0, |(generation, _)| generation);
-    let share = &shard.runtime().share;
-    let mut partitions = share.partitions.borrow_mut();
-    let key = (group.to_string(), tp.clone());
-    if partitions
-        .get(&key)
-        .is_some_and(|o| o.generation != generation)
-    {
-        partitions.remove(&key);
-    }
-    if !partitions.contains_key(&key) {
-        let Some(from_earliest) = start else {
-            return Err(ErrorCode::InvalidRecordState);
-        };
-        let start_offset = if from_earliest {
-            log.log_start_offset()
-        } else {
-            log.high_watermark()
-        };
-        let state = SharePartition::new(start_offset);
-        partitions.insert(key.clone(), OwnedSharePartition { generation, state });
-    }
-    let Some(entry) = partitions.get_mut(&key) else {
-        return Err(ErrorCode::InvalidRecordState);
-    };
-    entry.state.skip_to(log.log_start_offset());
-    Ok(f(&mut entry.state))
 }
 
 /// The batches in `bytes` (whole ones), with their byte ranges. A
@@ -322,6 +288,10 @@ fn covering(
     Some(bytes.slice(first.1.start..last.1.end))
 }
 
+/// How long a fetch waits before it tries again to load a share-partition
+/// whose share coordinator could not answer.
+const STATE_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 /// Waits until one of `tps` has records the group could acquire (new
 /// data, or records given back), a lock runs out, or the deadline.
 /// Changes nothing, so it is dropped when the asker stops waiting.
@@ -362,7 +332,14 @@ impl OwnerCall<crate::ShardRuntime> for ShareWait {
                         )
                     }),
             ) else {
-                // Gone, or not started: the next acquisition round answers.
+                if shard.logs.get(tp).is_none() {
+                    // Gone: the next acquisition round answers the error.
+                    return;
+                }
+                // Its state is not loaded yet (its share coordinator moves
+                // or loads): a short pause before the next round tries.
+                let pause = self.deadline.saturating_duration_since(Instant::now());
+                glommio::timer::sleep(pause.min(STATE_RETRY_PAUSE)).await;
                 return;
             };
             let (available, room, end_offset, deadline_ms) = owned;

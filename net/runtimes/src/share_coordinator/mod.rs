@@ -1,0 +1,219 @@
+//! The share coordinator (KIP-932): the durable state of share-partitions,
+//! kept in `__share_group_state` by the leader of the partition each
+//! share-partition's key hashes to, as Kafka keeps it.
+//!
+//! A partition leader reads a share-partition's state when it starts
+//! serving it (ReadShareGroupState) and writes the whole state after each
+//! acknowledgement (WriteShareGroupState), through [`call`] here when this
+//! broker leads the state partition, or over the wire to the broker that
+//! does (`share_runtime::persister`). The coordinator appends each write
+//! as the state partition's leader with acks=all (like the group and
+//! transaction coordinators, under the lease it loaded the partition
+//! with), and keeps the newest state of each key in memory; the topic is
+//! compacted, so a new leader replays little.
+//!
+//! Writes are fenced: one carrying an older partition leader epoch than the
+//! key's last read or write is FENCED_LEADER_EPOCH (a deposed partition
+//! leader), one with the same epoch and a lower sequence is overtaken and
+//! skipped.
+//!
+//! - `load.rs`: loading a state partition under its lease, replaying it.
+
+mod load;
+
+use crate::admin_changes::{self, ControllerRequest};
+use crate::replication_runtime::{append_as_leader, coordinator_error, LeaseTable};
+use crate::Shard;
+use coordinators::group::offsets_partition_for;
+use coordinators::share::state::{encode_key, encode_value};
+use coordinators::share::{ShareKey, ShareSnapshot};
+use engine::batch::header::Compression;
+use engine::batch::BatchBuilder;
+use engine::{ErrorCode, TopicPartition};
+use kernel::call::OwnerCall;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Kafka's internal topic of share-partition states.
+pub const STATE_TOPIC: &str = "__share_group_state";
+/// Kafka's `share.coordinator.state.topic.num.partitions` default.
+pub const STATE_TOPIC_PARTITIONS: i32 = 50;
+/// How long a state write may wait for its high watermark.
+const STATE_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One shard's share coordinator: the states of the keys of the state
+/// partitions it owns and leads.
+#[derive(Debug)]
+pub struct ShareCoordinator {
+    states: RefCell<HashMap<ShareKey, ShareSnapshot>>,
+    /// The highest partition leader epoch seen per key (reads included).
+    fences: RefCell<HashMap<ShareKey, i32>>,
+    leases: LeaseTable,
+}
+
+impl Default for ShareCoordinator {
+    fn default() -> Self {
+        Self {
+            states: RefCell::default(),
+            fences: RefCell::default(),
+            leases: LeaseTable::new(STATE_TOPIC),
+        }
+    }
+}
+
+/// What a partition leader asks of the share coordinator.
+#[derive(Debug, Clone)]
+pub enum StateRequest {
+    /// The key's state (`None`: never written), fencing leaders older than
+    /// `leader_epoch`.
+    Read {
+        /// The share-partition.
+        key: ShareKey,
+        /// The reading partition leader's epoch.
+        leader_epoch: i32,
+    },
+    /// Replace the key's state.
+    Write {
+        /// The share-partition.
+        key: ShareKey,
+        /// Its whole state.
+        snapshot: ShareSnapshot,
+    },
+}
+
+impl StateRequest {
+    fn key(&self) -> &ShareKey {
+        match self {
+            StateRequest::Read { key, .. } | StateRequest::Write { key, .. } => key,
+        }
+    }
+}
+
+/// The `__share_group_state` partition of `key`: Java's hash of
+/// `groupId:topicId:partition` (Kafka's coordinator key; the topic id in
+/// hex here), as the group coordinator places groups.
+pub fn state_partition_for(key: &ShareKey, partitions: i32) -> i32 {
+    let topic_id: String = key.topic_id.iter().map(|b| format!("{b:02x}")).collect();
+    offsets_partition_for(
+        &format!("{}:{topic_id}:{}", key.group, key.partition),
+        partitions,
+    )
+}
+
+/// The partition count of `__share_group_state`, creating it (compacted)
+/// when it does not exist yet.
+pub async fn ensure_state_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
+    if let Some(entry) = shard.topics.borrow().get(STATE_TOPIC) {
+        return Ok(entry.partitions);
+    }
+    let request = ControllerRequest::CreateTopic {
+        name: STATE_TOPIC.to_string(),
+        partitions: STATE_TOPIC_PARTITIONS,
+        configs: vec![("cleanup.policy".to_string(), "compact".to_string())],
+        replication_factor: admin_changes::INTERNAL_REPLICATION,
+        assignment: Vec::new(),
+        validate_only: false,
+    };
+    match admin_changes::submit(shard, request).await {
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
+        Err((code, message)) => {
+            tracing::warn!(%code, %message, "cannot create __share_group_state");
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+    }
+    (shard.topics.borrow().get(STATE_TOPIC))
+        .map(|e| e.partitions)
+        .ok_or(ErrorCode::CoordinatorNotAvailable)
+}
+
+/// Runs `request` on this broker's share coordinator of its key: the
+/// state read (`None` for a write, or a key never written).
+/// NOT_COORDINATOR when another broker leads the key's state partition.
+pub async fn call(
+    shard: &Rc<Shard>,
+    request: StateRequest,
+) -> Result<Option<ShareSnapshot>, ErrorCode> {
+    let partitions = ensure_state_topic(shard).await?;
+    let partition = state_partition_for(request.key(), partitions);
+    let owner = shard.owner(&TopicPartition::new(STATE_TOPIC, partition));
+    let call = StateCall { partition, request };
+    shard
+        .call(owner, call)
+        .await
+        .map_err(|_| ErrorCode::CoordinatorNotAvailable)?
+}
+
+/// A [`StateRequest`] on the owner shard of its state partition.
+#[derive(Debug)]
+struct StateCall {
+    partition: i32,
+    request: StateRequest,
+}
+
+impl OwnerCall<crate::ShardRuntime> for StateCall {
+    type Reply = Result<Option<ShareSnapshot>, ErrorCode>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        let rt = &shard.runtime().share_coordinator;
+        let lease = load::loaded_lease(&shard, rt, self.partition).await?;
+        match self.request {
+            StateRequest::Read { key, leader_epoch } => {
+                let mut fences = rt.fences.borrow_mut();
+                let fence = fences.entry(key.clone()).or_insert(leader_epoch);
+                *fence = (*fence).max(leader_epoch);
+                Ok(rt.states.borrow().get(&key).cloned())
+            }
+            StateRequest::Write { key, snapshot } => {
+                if !admits(rt, &key, &snapshot)? {
+                    return Ok(None);
+                }
+                let tp = TopicPartition::new(STATE_TOPIC, self.partition);
+                let mut builder = BatchBuilder::new(0, Compression::None);
+                let value = encode_value(&snapshot);
+                builder.push(
+                    0,
+                    shard.now_ms(),
+                    Some(&encode_key(&key)),
+                    Some(&value),
+                    &[],
+                );
+                let mut batch = builder.build().map_err(|e| {
+                    tracing::warn!(error = %e, "cannot build a __share_group_state batch");
+                    ErrorCode::UnknownServerError
+                })?;
+                append_as_leader(&shard, &tp, lease, &mut batch, STATE_WRITE_TIMEOUT)
+                    .await
+                    .map_err(coordinator_error)?;
+                // Another write may have passed this one while it waited.
+                if admits(rt, &key, &snapshot)? {
+                    rt.fences
+                        .borrow_mut()
+                        .insert(key.clone(), snapshot.leader_epoch);
+                    rt.states.borrow_mut().insert(key, snapshot);
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Whether `snapshot` may replace the key's state: FENCED_LEADER_EPOCH
+/// from a leader older than the key's fence; `false` when a newer write of
+/// the same leader is already there.
+fn admits(
+    rt: &ShareCoordinator,
+    key: &ShareKey,
+    snapshot: &ShareSnapshot,
+) -> Result<bool, ErrorCode> {
+    let fence = rt.fences.borrow().get(key).copied().unwrap_or(i32::MIN);
+    if snapshot.leader_epoch < fence {
+        return Err(ErrorCode::FencedLeaderEpoch);
+    }
+    let states = rt.states.borrow();
+    Ok(match states.get(key) {
+        Some(old) if old.leader_epoch == snapshot.leader_epoch => old.sequence < snapshot.sequence,
+        _ => true,
+    })
+}
