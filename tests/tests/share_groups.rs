@@ -14,7 +14,9 @@
 //!   aborted transaction's records are never delivered;
 //! - what was accepted stays accepted across a broker restart (the state
 //!   is read back from `__share_group_state`), and what was not is
-//!   delivered after it;
+//!   delivered after it; DescribeShareGroupOffsets then shows the start
+//!   offset past every record, and ListGroups lists the group as a share
+//!   group;
 //! - in a 3-broker cluster, killing the partition's leader mid-stream
 //!   loses no record and delivers no record again whose acceptance the
 //!   consumer saw confirmed;
@@ -24,12 +26,17 @@
 //!   INVALID_REQUEST for acknowledgements in a session-opening fetch or an
 //!   acknowledgement that opens a session, UNKNOWN_MEMBER_ID.
 
+use kafka_protocol::messages::describe_share_group_offsets_request::{
+    DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
+};
 use kafka_protocol::messages::share_fetch_request::{
     AcknowledgementBatch, FetchPartition, FetchTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, GroupId, ShareAcknowledgeRequest, ShareAcknowledgeResponse, ShareFetchRequest,
-    ShareFetchResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+    ApiKey, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, GroupId,
+    ListGroupsRequest, ListGroupsResponse, ShareAcknowledgeRequest, ShareAcknowledgeResponse,
+    ShareFetchRequest, ShareFetchResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -220,6 +227,38 @@ async fn accepted_records_stay_accepted_across_a_restart() {
         (0..40).collect::<Vec<_>>(),
         "before {before:?}, after {after:?}"
     );
+    assert_eq!(
+        start_offset(&broker, "g", "durable"),
+        40,
+        "every record accepted"
+    );
+    let mut list = ListGroupsRequest::default();
+    list.types_filter = vec![StrBytes::from_static_str("share")];
+    let listed: ListGroupsResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ListGroups, 5, &list).expect("ListGroups");
+    let share_groups: Vec<String> = (listed.groups.iter())
+        .map(|g| g.group_id.to_string())
+        .collect();
+    assert_eq!(share_groups, vec!["g".to_string()]);
+}
+
+/// The share-partition start offset of `group` on `topic`'s partition 0,
+/// as DescribeShareGroupOffsets answers.
+fn start_offset(broker: &Broker, group: &str, topic: &str) -> i64 {
+    let mut request = DescribeShareGroupOffsetsRequest::default();
+    let mut asked = DescribeShareGroupOffsetsRequestGroup::default();
+    asked.group_id = GroupId(StrBytes::from_string(group.into()));
+    let mut t = DescribeShareGroupOffsetsRequestTopic::default();
+    t.topic_name = TopicName(StrBytes::from_string(topic.into()));
+    t.partitions = vec![0];
+    asked.topics = Some(vec![t]);
+    request.groups = vec![asked];
+    let response: DescribeShareGroupOffsetsResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::DescribeShareGroupOffsets, 0, &request)
+            .expect("DescribeShareGroupOffsets");
+    let partition = &response.groups[0].topics[0].partitions[0];
+    assert_eq!(partition.error_code, 0, "{response:?}");
+    partition.start_offset
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

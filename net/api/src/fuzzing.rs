@@ -168,6 +168,7 @@ pub fn body_decoder(api_key: ApiKey) -> Option<BodyDecoder> {
         ApiKey::ShareAcknowledge => plain::<ShareAcknowledgeRequest>,
         ApiKey::ReadShareGroupState => plain::<ReadShareGroupStateRequest>,
         ApiKey::WriteShareGroupState => plain::<WriteShareGroupStateRequest>,
+        ApiKey::DescribeShareGroupOffsets => plain::<DescribeShareGroupOffsetsRequest>,
         ApiKey::DeleteGroups => plain::<DeleteGroupsRequest>,
         ApiKey::DescribeGroups => plain::<DescribeGroupsRequest>,
         ApiKey::FindCoordinator => plain::<FindCoordinatorRequest>,

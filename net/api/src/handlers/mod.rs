@@ -45,6 +45,7 @@ pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_quorum;
+pub mod describe_share_group_offsets;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
@@ -260,6 +261,7 @@ pub const REGISTRY: &[Handler] = &[
     share_acknowledge::HANDLER,
     read_share_group_state::HANDLER,
     write_share_group_state::HANDLER,
+    describe_share_group_offsets::HANDLER,
     delete_groups::HANDLER,
     describe_groups::HANDLER,
     find_coordinator::HANDLER,
@@ -336,6 +338,7 @@ pub fn api_name(api_key: ApiKey) -> &'static str {
         ApiKey::ShareAcknowledge => "ShareAcknowledge",
         ApiKey::ReadShareGroupState => "ReadShareGroupState",
         ApiKey::WriteShareGroupState => "WriteShareGroupState",
+        ApiKey::DescribeShareGroupOffsets => "DescribeShareGroupOffsets",
         ApiKey::SaslHandshake => "SaslHandshake",
         ApiKey::SaslAuthenticate => "SaslAuthenticate",
         ApiKey::DescribeUserScramCredentials => "DescribeUserScramCredentials",
