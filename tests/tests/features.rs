@@ -4,12 +4,14 @@
 //! (INVALID_UPDATE_VERSION otherwise), and the change survives a restart.
 //! `group.version` 0 turns the consumer group protocol off: ApiVersions
 //! stops listing ConsumerGroupHeartbeat, and a call to it is refused with
-//! UNSUPPORTED_VERSION, as in Kafka; 1 turns it back on.
+//! UNSUPPORTED_VERSION, as in Kafka; 1 turns it back on. `share.version`
+//! 0 does the same to share groups (ShareGroupHeartbeat, ShareFetch, ...).
 
 use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, GroupId, UpdateFeaturesRequest, UpdateFeaturesResponse,
+    ConsumerGroupHeartbeatResponse, GroupId, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use rill_tests::cluster::wait_for;
@@ -170,4 +172,46 @@ fn feature_levels_are_listed_changed_as_asked_and_kept_over_a_restart() {
         "{}",
         broker.log()
     );
+}
+
+/// A ShareGroupHeartbeat v1 join: its error code.
+fn join_share_group(addr: SocketAddr) -> i16 {
+    let mut request = ShareGroupHeartbeatRequest::default();
+    request.group_id = GroupId(StrBytes::from_static_str("share-features"));
+    request.member_id = StrBytes::from_static_str("member-1");
+    request.member_epoch = 0;
+    request.subscribed_topic_names = Some(vec![]);
+    let response: ShareGroupHeartbeatResponse =
+        raw::request(addr, ApiKey::ShareGroupHeartbeat, 1, &request)
+            .expect("ShareGroupHeartbeat answered");
+    response.error_code
+}
+
+#[test]
+fn share_version_zero_turns_share_groups_off() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    let addr = broker.addr;
+    let share_apis = [
+        ApiKey::ShareGroupHeartbeat as i16,
+        ApiKey::ShareFetch as i16,
+    ];
+    let versions = api_versions(addr);
+    assert!(versions.1.contains(&("share.version".to_owned(), 0, 1)));
+    assert!(versions.2.contains(&("share.version".to_owned(), 1)));
+    assert!(share_apis.iter().all(|api| versions.0.contains(api)));
+    assert_eq!(join_share_group(addr), 0);
+
+    assert_eq!(
+        update(addr, "share.version", 0, SAFE_DOWNGRADE, false),
+        (0, 0)
+    );
+    let versions = api_versions(addr);
+    assert!(!versions.2.iter().any(|(name, _)| name == "share.version"));
+    assert!(share_apis.iter().all(|api| !versions.0.contains(api)));
+    assert_eq!(join_share_group(addr), UNSUPPORTED_VERSION);
+
+    assert_eq!(update(addr, "share.version", 1, UPGRADE, false), (0, 0));
+    assert!(api_versions(addr).0.contains(&share_apis[0]));
+    assert_eq!(join_share_group(addr), 0);
 }

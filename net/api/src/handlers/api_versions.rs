@@ -3,11 +3,12 @@
 //! supports and those the cluster runs at (`cluster::metadata::features`).
 //! With `group.version` at 0 the consumer group protocol's APIs
 //! (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are left out, as Kafka
-//! leaves them out, so clients use the classic protocol.
+//! leaves them out, so clients use the classic protocol; with
+//! `share.version` at 0, the share groups' client APIs.
 
 use super::{encode_frame, Handler, HandlerFuture, Request, REGISTRY};
 use bytes::Bytes;
-use cluster::metadata::features::{self, GROUP_VERSION};
+use cluster::metadata::features::{self, GROUP_VERSION, SHARE_VERSION};
 use cluster::metadata::MetadataImage;
 use engine::ErrorCode;
 use kafka_protocol::messages::api_versions_response::{
@@ -60,12 +61,29 @@ const GROUP_PROTOCOL_APIS: [ApiKey; 2] = [
     ApiKey::ConsumerGroupDescribe,
 ];
 
+/// The client APIs of share groups, which run only with `share.version` 1
+/// or more (KIP-932).
+const SHARE_GROUP_APIS: [ApiKey; 5] = [
+    ApiKey::ShareGroupHeartbeat,
+    ApiKey::ShareGroupDescribe,
+    ApiKey::ShareFetch,
+    ApiKey::ShareAcknowledge,
+    ApiKey::DescribeShareGroupOffsets,
+];
+
 /// `body` with the feature levels of `image` (v3+), and without the APIs
 /// of a feature turned off.
 pub fn with_features(mut body: ApiVersionsResponse, image: &MetadataImage) -> ApiVersionsResponse {
     if features::finalized_level(image, GROUP_VERSION) < 1 {
         body.api_keys.retain(|api| {
             !GROUP_PROTOCOL_APIS
+                .iter()
+                .any(|key| *key as i16 == api.api_key)
+        });
+    }
+    if features::finalized_level(image, SHARE_VERSION) < 1 {
+        body.api_keys.retain(|api| {
+            !SHARE_GROUP_APIS
                 .iter()
                 .any(|key| *key as i16 == api.api_key)
         });

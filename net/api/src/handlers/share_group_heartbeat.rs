@@ -3,6 +3,7 @@
 //! the wire by id; the coordinator works by name.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use cluster::metadata::features;
 use coordinators::group::{ShareHeartbeatRequest, TopicPartition};
 use engine::ErrorCode;
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
@@ -28,6 +29,14 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let mut response = ShareGroupHeartbeatResponse::default();
         response.member_id = Some(body.member_id.clone());
         response.member_epoch = body.member_epoch;
+        // `share.version` 0 turns share groups off, as in Kafka (ApiVersions
+        // no longer lists the APIs; a client that calls anyway is told).
+        let image = shard.runtime().view.image();
+        if features::finalized_level(&image, features::SHARE_VERSION) < 1 {
+            response.error_code = ErrorCode::UnsupportedVersion.code();
+            response.error_message = Some(str_bytes("share.version is 0: share groups are off"));
+            return request.respond(&response);
+        }
         let authz = cluster_runtime::authz(&shard, &request.session);
         if let Err(code) = authz.group(Operation::Read, &body.group_id) {
             response.error_code = code.code();

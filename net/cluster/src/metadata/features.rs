@@ -19,8 +19,12 @@
 //!   Kafka.
 //! - `eligible.leader.replicas.version`: 1, KIP-966's eligible leader
 //!   replicas, always on in rill (it cannot be turned off).
-//! - `transaction.version` and `kraft.version`: only level 0 (KIP-890's
-//!   transactions v2 and KIP-853's dynamic quorum are not built yet).
+//! - `share.version`: 1 turns on share groups (KIP-932: ShareGroupHeartbeat,
+//!   ShareFetch, ...); 0 turns them off, as in Kafka 4.1+.
+//! - `transaction.version`: only level 0 (KIP-890's transactions v2 is not
+//!   built yet).
+//! - `kraft.version`: level 0; rill's dynamic quorum (KIP-853) keeps its
+//!   membership in the metadata log's Raft configuration, with no level.
 
 use super::image::BrokerRegistration;
 use super::record::SupportedFeature;
@@ -43,9 +47,11 @@ pub struct Feature {
 pub const METADATA_VERSION: &str = "metadata.version";
 /// `group.version`.
 pub const GROUP_VERSION: &str = "group.version";
+/// `share.version`.
+pub const SHARE_VERSION: &str = "share.version";
 
 /// Every feature this binary supports.
-pub const SUPPORTED: [Feature; 5] = [
+pub const SUPPORTED: [Feature; 6] = [
     Feature {
         name: METADATA_VERSION,
         min_level: 1,
@@ -61,6 +67,12 @@ pub const SUPPORTED: [Feature; 5] = [
     Feature {
         name: "eligible.leader.replicas.version",
         min_level: 1,
+        max_level: 1,
+        default_level: 1,
+    },
+    Feature {
+        name: SHARE_VERSION,
+        min_level: 0,
         max_level: 1,
         default_level: 1,
     },
@@ -178,7 +190,8 @@ mod tests {
             finalized_levels(&image),
             vec![
                 ("eligible.leader.replicas.version".to_owned(), 1),
-                (METADATA_VERSION.to_owned(), 1)
+                (METADATA_VERSION.to_owned(), 1),
+                (SHARE_VERSION.to_owned(), 1)
             ]
         );
     }
