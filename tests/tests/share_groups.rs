@@ -5,6 +5,7 @@
 //! What must hold:
 //! - several share consumers on one partition split its records: each
 //!   record reaches one of them, once, and more than one consumer reads;
+//!   on one broker and on a partition replicated over three;
 //! - a released record is delivered again with a higher delivery count,
 //!   until `group.share.delivery.attempt.limit` deliveries, then never;
 //! - a consumer that dies holding records (no acknowledgement, no close)
@@ -134,6 +135,31 @@ async fn share_consumers_split_one_partition() {
     let out = share(&bootstrap, &["split", "queue", "g", "3", "600"]);
     let values = numbers(&out["values"]);
     assert_eq!(values, (0..600).collect::<Vec<_>>(), "each record once");
+    let per_consumer = numbers(&out["per_consumer"]);
+    let readers = per_consumer.iter().filter(|&&n| n > 0).count();
+    assert!(
+        readers >= 2,
+        "the consumers share the partition: {per_consumer:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_consumers_split_a_replicated_partition_of_three_brokers() {
+    require_share_consumer();
+    let mut cluster = Cluster::start(RILL, 3, &[]);
+    cluster.wait_settled(Duration::from_secs(60));
+    let bootstrap = cluster.bootstrap();
+    create_topic_replicated(&bootstrap, "queue3", 1, 3, &[]).await;
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    let out = share(&bootstrap, &["split", "queue3", "g", "3", "300"]);
+    assert_eq!(
+        numbers(&out["values"]),
+        (0..300).collect::<Vec<_>>(),
+        "each record once"
+    );
     let per_consumer = numbers(&out["per_consumer"]);
     let readers = per_consumer.iter().filter(|&&n| n > 0).count();
     assert!(
