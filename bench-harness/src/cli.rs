@@ -71,7 +71,7 @@ pub struct WorkloadArgs {
     /// Client-side assignor of a classic group: range, roundrobin, sticky.
     #[arg(long)]
     pub assignor: Option<String>,
-    /// classic or consumer (KIP-848).
+    /// classic, consumer (KIP-848) or share (KIP-932 share group).
     #[arg(long, value_enum)]
     pub group_protocol: Option<GroupProtocolArg>,
 }
@@ -80,6 +80,7 @@ pub struct WorkloadArgs {
 pub enum GroupProtocolArg {
     Classic,
     Consumer,
+    Share,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -127,6 +128,7 @@ impl From<GroupProtocolArg> for GroupProtocol {
         match arg {
             GroupProtocolArg::Classic => GroupProtocol::Classic,
             GroupProtocolArg::Consumer => GroupProtocol::Consumer,
+            GroupProtocolArg::Share => GroupProtocol::Share,
         }
     }
 }

@@ -104,6 +104,9 @@ pub enum GroupProtocol {
     Classic,
     /// KIP-848 ConsumerGroupHeartbeat, the broker assigns.
     Consumer,
+    /// KIP-932 share group: ShareGroupHeartbeat and ShareFetch, every
+    /// record accepted; a partition may be shared by several consumers.
+    Share,
 }
 
 /// One benchmark workload. Field names follow OMB where there is an
@@ -440,6 +443,8 @@ mod tests {
         assert_eq!(workload.group_protocol, GroupProtocol::Classic);
         assert_eq!(Workload::default().consumer_group, None);
         assert!(Workload::parse("assignor: cooperative\n", "yaml").is_err());
+        let share = Workload::parse("group_protocol: share\n", "yaml").unwrap();
+        assert_eq!(share.group_protocol, GroupProtocol::Share);
         assert!(Workload::parse("consumer_group: ''\n", "yaml").is_err());
     }
 

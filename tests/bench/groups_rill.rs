@@ -1,7 +1,9 @@
 //! Consumer groups against the real rill broker: the harness's consumers
 //! join a real group (classic protocol with each of the harness's own
 //! assignors, and KIP-848 `group.protocol=consumer`), consume everything
-//! that was produced, and leave committed offsets that add up to it.
+//! that was produced, and leave committed offsets that add up to it; the
+//! harness's share consumers (KIP-932) share a partition and consume each
+//! record once.
 
 mod common;
 
@@ -92,6 +94,34 @@ async fn classic_group_sticky() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_protocol_group() {
     check_group("bench-kip848", Assignor::Range, GroupProtocol::Consumer).await;
+}
+
+/// A share group (KIP-932): three members share one partition, and every
+/// record produced is consumed, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_group_members_share_one_partition() {
+    let rill = start_rill();
+    let workload = Workload {
+        name: "share-group".into(),
+        topics: 1,
+        partitions_per_topic: 1,
+        consumers_per_topic: 3,
+        ..group_workload("bench-share", Assignor::Range, GroupProtocol::Share)
+    };
+    let options = RunOptions {
+        quiet: true,
+        topics: Some(vec!["bench-share-topic".into()]),
+        ..RunOptions::default()
+    };
+    let result = run_workload(&rill.addr, &workload, &options).await.unwrap();
+    assert_eq!(result.errors, 0, "{:?}", result.error_samples);
+    assert!(result.total_produced_messages > 0);
+    assert_eq!(
+        result.total_produced_messages, result.total_consumed_messages,
+        "every message consumed once by the share group"
+    );
+    let e2e = &result.end_to_end_latency_us;
+    assert!(e2e.count > 0 && e2e.p50_us > 0 && e2e.p50_us <= e2e.p99_us);
 }
 
 /// The same through the binary's flags.

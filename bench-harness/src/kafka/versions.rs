@@ -10,7 +10,7 @@ use std::collections::HashMap;
 pub const API_VERSIONS_KEY: i16 = 18;
 
 /// `(api key, our min, our max)`.
-pub const SUPPORTED_RANGES: [(i16, i16, i16); 16] = [
+pub const SUPPORTED_RANGES: [(i16, i16, i16); 18] = [
     (0, 3, 9),  // Produce
     (1, 4, 11), // Fetch
     (2, 1, 5),  // ListOffsets
@@ -27,6 +27,8 @@ pub const SUPPORTED_RANGES: [(i16, i16, i16); 16] = [
     (19, 2, 5), // CreateTopics
     (36, 0, 2), // SaslAuthenticate
     (68, 0, 1), // ConsumerGroupHeartbeat (KIP-848)
+    (76, 1, 1), // ShareGroupHeartbeat (KIP-932)
+    (78, 1, 1), // ShareFetch (KIP-932)
 ];
 
 /// `(api key, our min, our max)` rows: the APIs one client speaks.

@@ -38,15 +38,16 @@ pub struct GroupStatus {
 }
 
 impl GroupStatus {
-    fn report(&self, member: usize, owned: &[TopicPartition]) {
+    pub(crate) fn report(&self, member: usize, owned: &[TopicPartition]) {
         if let Ok(mut map) = self.owned.lock() {
             map.insert(member, owned.to_vec());
         }
     }
 
     /// True when all `members` have reported and together own each of
-    /// `total` partitions exactly once.
-    pub fn complete(&self, members: usize, total: usize) -> bool {
+    /// `total` partitions exactly once (`shared`: a share group's, at
+    /// least once, each member owning some).
+    pub fn complete(&self, members: usize, total: usize, shared: bool) -> bool {
         let Ok(map) = self.owned.lock() else {
             return false;
         };
@@ -54,7 +55,12 @@ impl GroupStatus {
         let count = all.len();
         all.sort();
         all.dedup();
-        map.len() == members && count == total && all.len() == total
+        let once = if shared {
+            map.values().all(|owned| !owned.is_empty())
+        } else {
+            count == total
+        };
+        map.len() == members && once && all.len() == total
     }
 }
 
@@ -107,7 +113,7 @@ pub async fn run_group_consumer(spec: GroupConsumerSpec) -> Result<()> {
         GroupProtocol::Classic => {
             Member::Classic(ClassicMember::new(coordinator, spec.settings.clone()))
         }
-        GroupProtocol::Consumer => {
+        GroupProtocol::Consumer | GroupProtocol::Share => {
             if spec.settings.topic_ids.is_empty() {
                 return Err(BenchError::Protocol(
                     "group.protocol=consumer needs topic ids (Metadata v10+)".into(),
@@ -407,11 +413,23 @@ mod tests {
         let status = GroupStatus::default();
         let tp = |p: i32| ("t".to_string(), p);
         status.report(0, &[tp(0), tp(1), tp(2), tp(3)]);
-        assert!(!status.complete(2, 4), "second member not reported");
+        assert!(!status.complete(2, 4, false), "second member not reported");
         status.report(1, &[tp(2), tp(3)]);
-        assert!(!status.complete(2, 4), "overlap during a rebalance");
+        assert!(!status.complete(2, 4, false), "overlap during a rebalance");
         status.report(0, &[tp(0), tp(1)]);
-        assert!(status.complete(2, 4));
-        assert!(!status.complete(2, 5));
+        assert!(status.complete(2, 4, false));
+        assert!(!status.complete(2, 5, false));
+    }
+
+    #[test]
+    fn a_share_group_is_complete_when_every_member_owns_some() {
+        let status = GroupStatus::default();
+        let tp = |p: i32| ("t".to_string(), p);
+        status.report(0, &[tp(0)]);
+        status.report(1, &[]);
+        assert!(!status.complete(2, 1, true), "a member owns nothing yet");
+        status.report(1, &[tp(0)]);
+        assert!(status.complete(2, 1, true), "one partition, shared");
+        assert!(!status.complete(2, 1, false), "not once each");
     }
 }

@@ -11,6 +11,7 @@ pub mod consumer;
 pub mod group_consumer;
 pub mod producer;
 pub mod progress;
+pub mod share_consumer;
 
 use crate::broker_cpu::{BrokerCounters, BrokerCpu, CpuSource};
 use crate::error::{BenchError, Result};
@@ -202,13 +203,9 @@ impl<'a> Run<'a> {
         let (handles, ready_rx, loops) = self.spawn_consumers();
         await_ready(ready_rx, loops).await?;
         if self.group_settings.is_some() {
-            await_group(
-                &self.group_status,
-                &handles,
-                self.consumer_count,
-                self.all_assignments.len(),
-            )
-            .await?;
+            let shared = self.workload.group_protocol == crate::workload::GroupProtocol::Share;
+            let members = (self.consumer_count, self.all_assignments.len(), shared);
+            await_group(&self.group_status, &handles, members).await?;
         }
         Ok(handles)
     }
@@ -233,7 +230,7 @@ impl<'a> Run<'a> {
             .collect::<std::collections::HashMap<_, _>>();
         (0..self.consumer_count)
             .map(|index| {
-                tokio::spawn(run_group_consumer(GroupConsumerSpec {
+                let spec = GroupConsumerSpec {
                     index,
                     bootstrap: self.bootstrap.to_string(),
                     client_id: format!("{CLIENT_ID}-consumer-{index}"),
@@ -244,7 +241,13 @@ impl<'a> Run<'a> {
                     recorder: self.recorder.clone(),
                     stop: self.consumers_stop.clone(),
                     status: self.group_status.clone(),
-                }))
+                };
+                match self.workload.group_protocol {
+                    crate::workload::GroupProtocol::Share => {
+                        tokio::spawn(share_consumer::run_share_consumer(spec))
+                    }
+                    _ => tokio::spawn(run_group_consumer(spec)),
+                }
             })
             .collect()
     }
@@ -600,11 +603,10 @@ async fn read_counters(options: &RunOptions, recorder: &Recorder) -> Option<Brok
 async fn await_group(
     status: &GroupStatus,
     handles: &[JoinHandle<Result<()>>],
-    members: usize,
-    partitions: usize,
+    (members, partitions, shared): (usize, usize, bool),
 ) -> Result<()> {
     let deadline = Instant::now() + GROUP_STABLE_TIMEOUT;
-    while !status.complete(members, partitions) {
+    while !status.complete(members, partitions, shared) {
         if handles.iter().any(JoinHandle::is_finished) {
             return Err(BenchError::Other(
                 "a group consumer stopped before the group was stable".into(),
