@@ -11,9 +11,10 @@ preview share consumer of librdkafka 2.15+), for tests/tests/share_groups.rs.
         One record produced; one consumer (explicit mode) releases it at
         each delivery until it stops coming back; prints the delivery
         counts it saw, as JSON.
-    share_groups.py BOOTSTRAP hold TOPIC GROUP
+    share_groups.py BOOTSTRAP hold TOPIC GROUP STALL_S
         Polls until it holds records (explicit mode, none acknowledged),
-        prints them, then dies without closing.
+        prints them, stays stuck STALL_S seconds (its connections open),
+        then dies without closing.
     share_groups.py BOOTSTRAP collect TOPIC GROUP COUNT
         Reads until COUNT records came (or 60 s), accepting them; prints
         {"values": [...], "delivery_counts": [...], "seconds": s}.
@@ -127,7 +128,7 @@ def release(bootstrap, topic, group):
     print(json.dumps(counts))
 
 
-def hold(bootstrap, topic, group):
+def hold(bootstrap, topic, group, stall_s):
     c = consumer(bootstrap, group, topic, explicit=True)
     held = []
     deadline = time.time() + 60
@@ -136,7 +137,9 @@ def hold(bootstrap, topic, group):
     while not held and time.time() < deadline:
         held.extend(int(m.value()) for m in records(c.poll(0.5)))
     print(json.dumps(sorted(held)), flush=True)
-    # Dies holding the records: no acknowledgement, no close.
+    # Stuck for a while, its connections open, then dies holding the
+    # records: no acknowledgement, no close.
+    time.sleep(stall_s)
     os._exit(0)
 
 
@@ -225,7 +228,7 @@ def main():
     elif command == "release":
         release(bootstrap, args[0], args[1])
     elif command == "hold":
-        hold(bootstrap, args[0], args[1])
+        hold(bootstrap, args[0], args[1], float(args[2]))
     elif command == "collect":
         collect(bootstrap, args[0], args[1], int(args[2]))
     elif command == "produce":

@@ -8,9 +8,10 @@
 //!   on one broker and on a partition replicated over three;
 //! - a released record is delivered again with a higher delivery count,
 //!   until `group.share.delivery.attempt.limit` deliveries, then never;
-//! - a consumer that dies holding records (no acknowledgement, no close)
-//!   gives them back when their lock (`share.record.lock.duration.ms`, a
-//!   group config) runs out: another consumer reads them, delivered twice;
+//! - a consumer stuck holding records gives them back when their lock
+//!   (`share.record.lock.duration.ms`, a group config) runs out, and one
+//!   that dies (no acknowledgement, no close) at once, as its connection
+//!   closes: another consumer reads them, delivered twice;
 //! - with `share.isolation.level=read_committed` (a group config) an
 //!   aborted transaction's records are never delivered;
 //! - what was accepted stays accepted across a broker restart (the state
@@ -186,41 +187,90 @@ async fn a_released_record_comes_back_until_the_attempt_limit() {
     );
 }
 
+/// Runs `hold` (stuck for `stall_s` after it printed what it holds) and
+/// returns the values it holds, with the process while it is stuck.
+fn hold(bootstrap: &str, topic: &str, stall_s: &str) -> (BTreeSet<i64>, std::process::Child) {
+    require_share_consumer();
+    let mut child = Command::new("python3")
+        .arg(python_script("share_groups.py"))
+        .args([bootstrap, "hold", topic, "g", stall_s])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+        .expect("hold prints what it holds");
+    let held: Value = serde_json::from_str(line.trim()).unwrap_or(Value::Null);
+    (numbers(&held).into_iter().collect(), child)
+}
+
+/// Every record of `topic` (0..20) reaches `collect`, those `held`
+/// delivered twice, the others once.
+fn collect_all(bootstrap: &str, topic: &str, held: &BTreeSet<i64>) {
+    let out = share(bootstrap, &["collect", topic, "g", "20"]);
+    let values = strings(&out["values"]);
+    let counts = numbers(&out["delivery_counts"]);
+    let read: BTreeSet<i64> = values.iter().map(|v| v.parse().unwrap_or(-1)).collect();
+    assert_eq!(
+        read,
+        (0..20).collect(),
+        "every record, the held ones too: {out}"
+    );
+    assert_eq!(values.len(), 20, "none twice to the same reader");
+    for (value, count) in values.iter().zip(&counts) {
+        let twice = held.contains(&value.parse().unwrap_or(-1));
+        assert_eq!(
+            *count,
+            if twice { 2 } else { 1 },
+            "delivery count of {value}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_consumers_records_come_back_when_its_lock_runs_out() {
+async fn a_stuck_consumers_records_come_back_when_its_lock_runs_out() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "locks", 1, &[]).await;
-    share(
-        &bootstrap,
-        &[
-            "config",
-            "g",
-            "share.auto.offset.reset=earliest",
-            "share.record.lock.duration.ms=2000",
-        ],
-    );
+    let config = [
+        "config",
+        "g",
+        "share.auto.offset.reset=earliest",
+        "share.record.lock.duration.ms=2000",
+    ];
+    share(&bootstrap, &config);
     share(&bootstrap, &["produce", "locks", "0", "20"]);
-    let held: BTreeSet<i64> = numbers(&share(&bootstrap, &["hold", "locks", "g"]))
-        .into_iter()
-        .collect();
+    // Stuck with its connections open: only the 2 s lock frees its records.
+    let (held, mut stuck) = hold(&bootstrap, "locks", "120");
     assert!(!held.is_empty(), "the first consumer got records");
+    collect_all(&bootstrap, "locks", &held);
+    let _ = stuck.kill();
+    let _ = stuck.wait();
+}
 
-    let out = share(&bootstrap, &["collect", "locks", "g", "20"]);
-    let values = strings(&out["values"]);
-    let counts = numbers(&out["delivery_counts"]);
-    let read: BTreeSet<i64> = values.iter().map(|v| v.parse().unwrap_or(-1)).collect();
-    assert_eq!(read, (0..20).collect(), "every record, the dead one's too");
-    assert_eq!(values.len(), 20, "none twice to the same reader");
-    for (value, count) in values.iter().zip(&counts) {
-        let expected = if held.contains(&value.parse().unwrap_or(-1)) {
-            2
-        } else {
-            1
-        };
-        assert_eq!(*count, expected, "delivery count of {value}");
-    }
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_consumers_records_come_back_when_its_connection_closes() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "gone", 1, &[]).await;
+    // A lock far longer than `collect` waits (60 s): the records can only
+    // come back because the dead consumer's connection closed.
+    let config = [
+        "config",
+        "g",
+        "share.auto.offset.reset=earliest",
+        "share.record.lock.duration.ms=600000",
+    ];
+    share(&bootstrap, &config);
+    share(&bootstrap, &["produce", "gone", "0", "20"]);
+    let (held, mut dead) = hold(&bootstrap, "gone", "0");
+    assert!(!held.is_empty(), "the first consumer got records");
+    let _ = dead.wait();
+    collect_all(&bootstrap, "gone", &held);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

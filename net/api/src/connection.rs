@@ -234,6 +234,10 @@ pub async fn serve(
     .await;
     writer.await;
     activity.ended.set(true);
+    // The share sessions this connection opened end with it (KIP-932).
+    if !shard.runtime().share.sessions.borrow().is_empty() {
+        runtimes::share_runtime::connection_closed(&shard, Rc::as_ptr(&session) as usize).await;
+    }
     watcher.cancel();
     if let Some(handshake_watch) = handshake_watch {
         handshake_watch.cancel();

@@ -50,7 +50,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let release = match session_step(
             &shard,
             key,
-            body.share_session_epoch,
+            (body.share_session_epoch, connection_id(&request)),
             false,
             Vec::new(),
             &[],
@@ -128,6 +128,12 @@ fn responses(
             t
         })
         .collect()
+}
+
+/// The connection a request came on (its session's address): a share
+/// session ends with the connection that opened it.
+pub fn connection_id(request: &Request) -> usize {
+    Rc::as_ptr(&request.session) as usize
 }
 
 /// The group and member ids a share request must name (INVALID_REQUEST
@@ -223,17 +229,19 @@ pub enum SessionStep {
 pub async fn session_step(
     shard: &Rc<Shard>,
     (group, member): (&str, &str),
-    epoch: i32,
+    (epoch, connection): (i32, usize),
     may_open: bool,
     requested: Vec<TopicPartition>,
     forgotten: &[TopicPartition],
 ) -> SessionStep {
     let idle_ms = shard.config.group.share.session_timeout_ms;
     let sessions = &shard.runtime().share.sessions;
-    let check =
-        sessions
-            .borrow_mut()
-            .check((group, member), epoch, may_open, (shard.now_ms(), idle_ms));
+    let check = sessions.borrow_mut().check(
+        (group, member),
+        (epoch, connection),
+        may_open,
+        (shard.now_ms(), idle_ms),
+    );
     let ended = match check {
         SessionCheck::Refused(code, ended) => {
             let ended = ended.map(|p| p.into_iter().collect()).unwrap_or_default();

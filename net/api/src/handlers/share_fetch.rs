@@ -9,7 +9,9 @@
 //! the partitions' owners acknowledge and acquire (`share_runtime::fetch`),
 //! waiting up to `max_wait_ms` while nothing could be acquired.
 
-use super::share_acknowledge::{acks_of, group_and_member, session_step, SessionStep};
+use super::share_acknowledge::{
+    acks_of, connection_id, group_and_member, session_step, SessionStep,
+};
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
 use coordinators::share::ShareSettings;
 use engine::{ErrorCode, TopicPartition};
@@ -70,7 +72,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let (reads, release) = match session_step(
             &shard,
             key,
-            body.share_session_epoch,
+            (body.share_session_epoch, connection_id(&request)),
             true,
             requested,
             &forgotten,

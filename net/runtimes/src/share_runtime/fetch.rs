@@ -89,6 +89,20 @@ pub async fn acknowledge(
     run_round(shard, &round).await.acks
 }
 
+/// Ends the share sessions `connection` opened on this shard: their
+/// members' records go back (the connection closed).
+pub async fn connection_closed(shard: &Rc<Shard>, connection: usize) {
+    let ended = shard
+        .runtime()
+        .share
+        .sessions
+        .borrow_mut()
+        .close_connection(connection);
+    for ((group, member), tps) in ended {
+        release(shard, &group, &member, tps).await;
+    }
+}
+
 /// Gives back the records `member` holds of `tps` (its session ended).
 pub async fn release(shard: &Rc<Shard>, group: &str, member: &str, tps: Vec<TopicPartition>) {
     if !tps.is_empty() {

@@ -29,7 +29,7 @@ use engine::TopicPartition;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-pub use fetch::{acknowledge, release, share_fetch, FetchRound};
+pub use fetch::{acknowledge, connection_closed, release, share_fetch, FetchRound};
 pub use owner::{AckBatch, PartitionAcks, ShareReadOutcome};
 pub use sessions::{SessionCheck, ShareSessionCache};
 

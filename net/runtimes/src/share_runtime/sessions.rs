@@ -7,6 +7,10 @@
 //! fetch sessions of KIP-227; a member that reconnects to another shard is
 //! told SHARE_SESSION_NOT_FOUND and opens a new one.
 //!
+//! A session belongs to the connection that opened it: when that
+//! connection closes, the session ends and the member's records go back at
+//! once, as Kafka releases them (rather than when their locks run out).
+//!
 //! `group.share.max.share.sessions` is the broker's cap, split over the
 //! shards. A full shard makes room by dropping sessions idle for longer
 //! than the share session timeout; when none is, the new session is
@@ -22,6 +26,8 @@ pub const FINAL_EPOCH: i32 = -1;
 
 #[derive(Debug)]
 struct ShareSession {
+    /// The connection that opened it (its `Session`'s address).
+    connection: usize,
     /// The epoch the next request must carry.
     next_epoch: i32,
     partitions: BTreeSet<TopicPartition>,
@@ -73,7 +79,7 @@ impl ShareSessionCache {
     pub fn check(
         &mut self,
         (group, member): (&str, &str),
-        epoch: i32,
+        (epoch, connection): (i32, usize),
         may_open: bool,
         (now_ms, idle_ms): (i64, i64),
     ) -> SessionCheck {
@@ -90,6 +96,7 @@ impl ShareSessionCache {
                     return SessionCheck::Refused(ErrorCode::ShareSessionLimitReached, old);
                 }
                 let session = ShareSession {
+                    connection,
                     next_epoch: 1,
                     partitions: BTreeSet::new(),
                     last_used_ms: now_ms,
@@ -114,6 +121,23 @@ impl ShareSessionCache {
                 }
             },
         }
+    }
+
+    /// Ends the sessions `connection` opened: their members and partitions.
+    pub fn close_connection(
+        &mut self,
+        connection: usize,
+    ) -> Vec<((String, String), Vec<TopicPartition>)> {
+        let keys: Vec<(String, String)> = (self.sessions.iter())
+            .filter(|(_, s)| s.connection == connection)
+            .map(|(key, _)| key.clone())
+            .collect();
+        (keys.into_iter())
+            .filter_map(|key| {
+                let session = self.sessions.remove(&key)?;
+                Some((key, session.partitions.into_iter().collect()))
+            })
+            .collect()
     }
 
     /// Adds `added` to the session's partitions and drops `forgotten`;
@@ -150,14 +174,20 @@ mod tests {
     fn epochs_open_continue_and_close() {
         let mut cache = ShareSessionCache::new(10);
         assert_eq!(
-            cache.check(KEY, 0, true, (0, 1)),
+            cache.check(KEY, (0, 1), true, (0, 1)),
             SessionCheck::Opened(None)
         );
         assert_eq!(cache.update(KEY, [tp(0), tp(1)], &[]), vec![tp(0), tp(1)]);
-        assert_eq!(cache.check(KEY, 1, true, (0, 1)), SessionCheck::Continued);
+        assert_eq!(
+            cache.check(KEY, (1, 1), true, (0, 1)),
+            SessionCheck::Continued
+        );
         assert_eq!(cache.update(KEY, [], &[tp(0)]), vec![tp(1)]);
-        assert_eq!(cache.check(KEY, 2, false, (0, 1)), SessionCheck::Continued);
-        let closed = cache.check(KEY, -1, false, (0, 1));
+        assert_eq!(
+            cache.check(KEY, (2, 1), false, (0, 1)),
+            SessionCheck::Continued
+        );
+        let closed = cache.check(KEY, (-1, 1), false, (0, 1));
         assert_eq!(closed, SessionCheck::Closed(BTreeSet::from([tp(1)])));
         assert!(cache.is_empty());
     }
@@ -165,24 +195,24 @@ mod tests {
     #[test]
     fn wrong_epochs_are_refused() {
         let mut cache = ShareSessionCache::new(10);
-        let missing = cache.check(KEY, 3, true, (0, 1));
+        let missing = cache.check(KEY, (3, 1), true, (0, 1));
         assert_eq!(
             missing,
             SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None)
         );
-        let final_missing = cache.check(KEY, -1, true, (0, 1));
+        let final_missing = cache.check(KEY, (-1, 1), true, (0, 1));
         assert_eq!(
             final_missing,
             SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None)
         );
-        let ack_open = cache.check(KEY, 0, false, (0, 1));
+        let ack_open = cache.check(KEY, (0, 1), false, (0, 1));
         assert_eq!(
             ack_open,
             SessionCheck::Refused(ErrorCode::InvalidRequest, None)
         );
-        cache.check(KEY, 0, true, (0, 1));
+        cache.check(KEY, (0, 1), true, (0, 1));
         cache.update(KEY, [tp(0)], &[]);
-        let wrong = cache.check(KEY, 5, true, (0, 1));
+        let wrong = cache.check(KEY, (5, 1), true, (0, 1));
         let dropped = Some(BTreeSet::from([tp(0)]));
         assert_eq!(
             wrong,
@@ -194,19 +224,34 @@ mod tests {
     #[test]
     fn a_full_cache_drops_idle_sessions_only() {
         let mut cache = ShareSessionCache::new(1);
-        cache.check(("g", "a"), 0, true, (0, 100));
-        let full = cache.check(("g", "b"), 0, true, (50, 100));
+        cache.check(("g", "a"), (0, 1), true, (0, 100));
+        let full = cache.check(("g", "b"), (0, 1), true, (50, 100));
         assert_eq!(
             full,
             SessionCheck::Refused(ErrorCode::ShareSessionLimitReached, None)
         );
         assert_eq!(
-            cache.check(("g", "b"), 0, true, (101, 100)),
+            cache.check(("g", "b"), (0, 1), true, (101, 100)),
             SessionCheck::Opened(None)
         );
         assert_eq!(cache.len(), 1);
         // Reopening one's own session never counts against the cap.
-        let again = cache.check(("g", "b"), 0, true, (102, 100));
+        let again = cache.check(("g", "b"), (0, 1), true, (102, 100));
         assert_eq!(again, SessionCheck::Opened(Some(BTreeSet::new())));
+    }
+
+    #[test]
+    fn a_closed_connection_ends_its_sessions_only() {
+        let mut cache = ShareSessionCache::new(10);
+        cache.check(("g", "a"), (0, 7), true, (0, 1));
+        cache.update(("g", "a"), [tp(0)], &[]);
+        cache.check(("g", "b"), (0, 8), true, (0, 1));
+        let ended = cache.close_connection(7);
+        assert_eq!(
+            ended,
+            vec![(("g".to_string(), "a".to_string()), vec![tp(0)])]
+        );
+        assert_eq!(cache.len(), 1);
+        assert!(cache.close_connection(7).is_empty());
     }
 }
