@@ -43,14 +43,7 @@ async fn check_group(group: &str, assignor: Assignor, protocol: GroupProtocol) {
         ..RunOptions::default()
     };
     let result = run_workload(&rill.addr, &workload, &options).await.unwrap();
-    assert_eq!(result.errors, 0, "{:?}", result.error_samples);
-    assert!(result.total_produced_messages > 0);
-    assert_eq!(
-        result.total_produced_messages, result.total_consumed_messages,
-        "every message consumed once by the group"
-    );
-    let e2e = &result.end_to_end_latency_us;
-    assert!(e2e.count > 0 && e2e.p50_us > 0 && e2e.p50_us <= e2e.p99_us);
+    assert_every_message_consumed_once(&result);
 
     // The members committed their positions on the way out: the committed
     // offsets of all six partitions add up to everything produced.
@@ -114,11 +107,17 @@ async fn share_group_members_share_one_partition() {
         ..RunOptions::default()
     };
     let result = run_workload(&rill.addr, &workload, &options).await.unwrap();
+    assert_every_message_consumed_once(&result);
+}
+
+/// A run with no error whose consumers got every message produced, once,
+/// with end-to-end latencies.
+fn assert_every_message_consumed_once(result: &bench_harness::results::RunResult) {
     assert_eq!(result.errors, 0, "{:?}", result.error_samples);
     assert!(result.total_produced_messages > 0);
     assert_eq!(
         result.total_produced_messages, result.total_consumed_messages,
-        "every message consumed once by the share group"
+        "every message consumed once by the group"
     );
     let e2e = &result.end_to_end_latency_us;
     assert!(e2e.count > 0 && e2e.p50_us > 0 && e2e.p50_us <= e2e.p99_us);

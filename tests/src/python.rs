@@ -15,31 +15,26 @@ pub fn python_script(name: &str) -> PathBuf {
 /// Fails (never skips) when `python3` or kafka-python is missing: CI
 /// installs both, so a missing one is a broken setup, not a reason to pass.
 pub fn require_kafka_python() {
-    let found = Command::new("python3")
-        .args(["-c", "import kafka"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "these tests need python3 with kafka-python: pip install kafka-python"
-    );
+    require_python("import kafka", "kafka-python: pip install kafka-python");
 }
 
 /// Fails (never skips) when `python3` lacks confluent-kafka's
 /// `ShareConsumer` (2.15+): CI installs it.
 pub fn require_share_consumer() {
+    require_python(
+        "from confluent_kafka import ShareConsumer",
+        "confluent-kafka 2.16.1 or later: pip install confluent-kafka",
+    );
+}
+
+/// Fails unless `python3 -c statement` succeeds, naming what to install.
+fn require_python(statement: &str, what: &str) {
     let found = Command::new("python3")
-        .args(["-c", "from confluent_kafka import ShareConsumer"])
+        .args(["-c", statement])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    assert!(
-        found,
-        "these tests need python3 with confluent-kafka 2.16.1 or later: pip install confluent-kafka"
-    );
+    assert!(found, "these tests need python3 with {what}");
 }

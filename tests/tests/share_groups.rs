@@ -206,6 +206,16 @@ fn hold(bootstrap: &str, topic: &str, stall_s: &str) -> (BTreeSet<i64>, std::pro
     (numbers(&held).into_iter().collect(), child)
 }
 
+/// Topic `topic` with records 0..20, read by group "g" from the start
+/// under a lock of `lock_ms`.
+async fn twenty_records_locked_for(bootstrap: &str, topic: &str, lock_ms: &str) {
+    create_topic(bootstrap, topic, 1, &[]).await;
+    let lock = format!("share.record.lock.duration.ms={lock_ms}");
+    let config = ["config", "g", "share.auto.offset.reset=earliest", &lock];
+    share(bootstrap, &config);
+    share(bootstrap, &["produce", topic, "0", "20"]);
+}
+
 /// Every record of `topic` (0..20) reaches `collect`, those `held`
 /// delivered twice, the others once.
 fn collect_all(bootstrap: &str, topic: &str, held: &BTreeSet<i64>) {
@@ -234,15 +244,7 @@ async fn a_stuck_consumers_records_come_back_when_its_lock_runs_out() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "locks", 1, &[]).await;
-    let config = [
-        "config",
-        "g",
-        "share.auto.offset.reset=earliest",
-        "share.record.lock.duration.ms=2000",
-    ];
-    share(&bootstrap, &config);
-    share(&bootstrap, &["produce", "locks", "0", "20"]);
+    twenty_records_locked_for(&bootstrap, "locks", "2000").await;
     // Stuck with its connections open: only the 2 s lock frees its records.
     let (held, mut stuck) = hold(&bootstrap, "locks", "120");
     assert!(!held.is_empty(), "the first consumer got records");
@@ -256,17 +258,9 @@ async fn a_dead_consumers_records_come_back_when_its_connection_closes() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
     let bootstrap = broker.bootstrap();
-    create_topic(&bootstrap, "gone", 1, &[]).await;
     // A lock far longer than `collect` waits (60 s): the records can only
     // come back because the dead consumer's connection closed.
-    let config = [
-        "config",
-        "g",
-        "share.auto.offset.reset=earliest",
-        "share.record.lock.duration.ms=600000",
-    ];
-    share(&bootstrap, &config);
-    share(&bootstrap, &["produce", "gone", "0", "20"]);
+    twenty_records_locked_for(&bootstrap, "gone", "600000").await;
     let (held, mut dead) = hold(&bootstrap, "gone", "0");
     assert!(!held.is_empty(), "the first consumer got records");
     let _ = dead.wait();

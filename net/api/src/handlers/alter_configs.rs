@@ -10,8 +10,7 @@ use engine::ErrorCode;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse, ApiKey};
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
-use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
-use runtimes::admin_changes::group_configs::{self, AlterGroupConfigs};
+use runtimes::admin_changes::named_configs::{self, AlterNamedConfigs, NamedResource};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -72,23 +71,19 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     };
                     broker_configs::submit(&shard, change).await
                 }
-                RESOURCE_CLIENT_METRICS => {
-                    let change = AlterClientMetricsConfigs {
+                kind @ (RESOURCE_CLIENT_METRICS | RESOURCE_GROUP) => {
+                    let change = AlterNamedConfigs {
+                        resource: if kind == RESOURCE_GROUP {
+                            NamedResource::Group
+                        } else {
+                            NamedResource::ClientMetrics
+                        },
                         name: resource.resource_name.to_string(),
                         ops,
                         replace_all: true,
                         validate_only: body.validate_only,
                     };
-                    client_metrics::submit(&shard, change).await
-                }
-                RESOURCE_GROUP => {
-                    let change = AlterGroupConfigs {
-                        group: resource.resource_name.to_string(),
-                        ops,
-                        replace_all: true,
-                        validate_only: body.validate_only,
-                    };
-                    group_configs::submit(&shard, change).await
+                    named_configs::submit(&shard, change).await
                 }
                 other => Err((
                     ErrorCode::InvalidRequest,

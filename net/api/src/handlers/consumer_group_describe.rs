@@ -1,7 +1,7 @@
 //! ConsumerGroupDescribe (key 69): KIP-848 groups with their members'
 //! current and target assignments.
 
-use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use super::{by_topic, str_bytes, Handler, HandlerFuture, Request};
 use coordinators::group::assignor::MemberAssignment;
 use engine::ErrorCode;
 use kafka_protocol::messages::consumer_group_describe_response::{
@@ -14,7 +14,6 @@ use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
 use security::acl::Operation;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// v0–v1.
@@ -90,19 +89,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 }
 
 fn assignment(shard: &Shard, partitions: &MemberAssignment) -> Assignment {
-    let table = shard.topics.borrow();
-    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        by_topic.entry(&tp.topic).or_default().push(tp.partition);
-    }
     let mut out = Assignment::default();
-    out.topic_partitions = by_topic
+    out.topic_partitions = by_topic(shard, partitions)
         .into_iter()
-        .map(|(name, partitions)| {
+        .map(|(name, id, partitions)| {
             let mut t = TopicPartitions::default();
-            if let Some(entry) = table.get(name) {
-                t.topic_id = uuid(entry.topic_id);
-            }
+            t.topic_id = id.unwrap_or_default();
             t.topic_name = str_bytes(name).into();
             t.partitions = partitions;
             t

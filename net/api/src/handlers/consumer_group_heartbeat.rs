@@ -2,7 +2,7 @@
 //! (server-side assignors); topics cross the wire by id, the coordinator
 //! works by name, so ids are mapped here with this shard's topic table.
 
-use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use super::{by_topic, str_bytes, Handler, HandlerFuture, Request};
 use cluster::metadata::features;
 use coordinators::group::{ConsumerHeartbeatRequest, TopicPartition};
 use engine::ErrorCode;
@@ -14,7 +14,6 @@ use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
 use security::acl::Operation;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// v0–v1 (v1 adds regex subscriptions, answered INVALID_REQUEST for now).
@@ -107,18 +106,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 
 /// The assignment by topic id; partitions of topics gone meanwhile are left out.
 fn assignment(shard: &Shard, partitions: Vec<TopicPartition>) -> Assignment {
-    let table = shard.topics.borrow();
-    let mut by_topic: BTreeMap<String, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        by_topic.entry(tp.topic).or_default().push(tp.partition);
-    }
     let mut out = Assignment::default();
-    out.topic_partitions = by_topic
+    out.topic_partitions = by_topic(shard, &partitions)
         .into_iter()
-        .filter_map(|(name, partitions)| {
-            let entry = table.get(&name)?;
+        .filter_map(|(_, id, partitions)| {
             let mut t = TopicPartitions::default();
-            t.topic_id = uuid(entry.topic_id);
+            t.topic_id = id?;
             t.partitions = partitions;
             Some(t)
         })

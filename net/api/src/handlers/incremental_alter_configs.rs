@@ -14,8 +14,7 @@ use kafka_protocol::messages::{
     ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use runtimes::admin_changes::broker_configs::{self, AlterBrokerConfigs};
-use runtimes::admin_changes::client_metrics::{self, AlterClientMetricsConfigs};
-use runtimes::admin_changes::group_configs::{self, AlterGroupConfigs};
+use runtimes::admin_changes::named_configs::{self, AlterNamedConfigs, NamedResource};
 use runtimes::admin_changes::{self, ConfigOpKind, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::Shard;
@@ -119,23 +118,20 @@ async fn alter(
             };
             broker_configs::submit(shard, change).await
         }
-        RESOURCE_CLIENT_METRICS => {
-            let change = AlterClientMetricsConfigs {
+        RESOURCE_CLIENT_METRICS | RESOURCE_GROUP => {
+            let resource = if resource_type == RESOURCE_GROUP {
+                NamedResource::Group
+            } else {
+                NamedResource::ClientMetrics
+            };
+            let change = AlterNamedConfigs {
+                resource,
                 name,
                 ops,
                 replace_all: false,
                 validate_only,
             };
-            client_metrics::submit(shard, change).await
-        }
-        RESOURCE_GROUP => {
-            let change = AlterGroupConfigs {
-                group: name,
-                ops,
-                replace_all: false,
-                validate_only,
-            };
-            group_configs::submit(shard, change).await
+            named_configs::submit(shard, change).await
         }
         other => Err((
             ErrorCode::InvalidRequest,

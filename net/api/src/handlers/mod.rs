@@ -385,6 +385,27 @@ pub fn uuid(id: [u8; 16]) -> uuid::Uuid {
     uuid::Uuid::from_bytes(id)
 }
 
+/// An assignment's partitions by topic, in name order, each topic with its
+/// id where this shard's table knows it (`None`: gone meanwhile): what the
+/// group heartbeat and describe answers carry.
+pub fn by_topic<'a>(
+    shard: &Shard,
+    partitions: impl IntoIterator<Item = &'a coordinators::group::TopicPartition>,
+) -> Vec<(String, Option<uuid::Uuid>, Vec<i32>)> {
+    let table = shard.topics.borrow();
+    let mut grouped: std::collections::BTreeMap<&str, Vec<i32>> = Default::default();
+    for tp in partitions {
+        grouped.entry(&tp.topic).or_default().push(tp.partition);
+    }
+    grouped
+        .into_iter()
+        .map(|(name, partitions)| {
+            let id = table.get(name).map(|entry| uuid(entry.topic_id));
+            (name.to_owned(), id, partitions)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

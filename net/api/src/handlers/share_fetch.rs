@@ -23,7 +23,7 @@ use runtimes::admin_changes::group_configs::{
     SHARE_AUTO_OFFSET_RESET, SHARE_ISOLATION_LEVEL, SHARE_RECORD_LOCK_DURATION_MS,
 };
 use runtimes::cluster_runtime;
-use runtimes::share_runtime::{self, FetchRound, PartitionAcks, ShareReadOutcome};
+use runtimes::share_runtime::{self, FetchRound, PartitionAcks, ShareParams, ShareReadOutcome};
 use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::collections::BTreeMap;
@@ -85,13 +85,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         };
         let (settings, from_earliest, read_committed) = group_settings(&shard, &group);
         response.acquisition_lock_timeout_ms = settings.lock_duration_ms as i32;
+        // max_bytes 0 asks for no records (acknowledgements still apply).
+        let reads = if body.max_bytes > 0 {
+            reads
+        } else {
+            Vec::new()
+        };
         let wait_ms = u64::try_from(body.max_wait_ms).unwrap_or(0);
-        let round = FetchRound {
+        let params = ShareParams {
             group,
             member,
-            acks,
-            release,
-            reads,
             max_records: usize::try_from(body.max_records).unwrap_or(0).max(1),
             max_bytes: usize::try_from(body.max_bytes)
                 .unwrap_or(0)
@@ -99,6 +102,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             from_earliest,
             read_committed,
             settings,
+        };
+        let round = FetchRound {
+            params,
+            acks,
+            release,
+            reads,
             deadline: Instant::now() + Duration::from_millis(wait_ms),
         };
         let (acked, read) = share_runtime::share_fetch(&shard, round).await;

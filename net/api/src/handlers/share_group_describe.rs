@@ -1,7 +1,7 @@
 //! ShareGroupDescribe (key 77): share groups (KIP-932) with their members
 //! and assignments.
 
-use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
+use super::{by_topic, str_bytes, Handler, HandlerFuture, Request};
 use coordinators::group::{ShareGroup, TopicPartition};
 use engine::ErrorCode;
 use kafka_protocol::messages::share_group_describe_response::{
@@ -13,7 +13,6 @@ use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
 use security::acl::Operation;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// v1 (Kafka 4.1's).
@@ -84,19 +83,13 @@ fn describe(shard: &Shard, g: &ShareGroup, out: &mut DescribedGroup) {
 }
 
 fn assignment(shard: &Shard, partitions: &[TopicPartition]) -> Assignment {
-    let table = shard.topics.borrow();
-    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        by_topic.entry(&tp.topic).or_default().push(tp.partition);
-    }
     let mut out = Assignment::default();
-    out.topic_partitions = by_topic
+    out.topic_partitions = by_topic(shard, partitions)
         .into_iter()
-        .filter_map(|(name, partitions)| {
-            let entry = table.get(name)?;
+        .filter_map(|(name, id, partitions)| {
             let mut t = TopicPartitions::default();
-            t.topic_id = uuid(entry.topic_id);
-            t.topic_name = str_bytes(name.to_string()).into();
+            t.topic_id = id?;
+            t.topic_name = str_bytes(name).into();
             t.partitions = partitions;
             Some(t)
         })

@@ -206,8 +206,9 @@ impl SharePartition {
 
     /// Acquires for `member` what `batches` (read from the log at
     /// [`Self::next_read_offset`]) hold that is available, then new
-    /// records past the end, whole batches, until `max_records` are
-    /// acquired or the window is full.
+    /// records past the end, until `max_records` are acquired or the
+    /// window is full (a batch that starts in a full window is not taken
+    /// on).
     pub fn acquire(
         &mut self,
         member: &str,
@@ -227,6 +228,10 @@ impl SharePartition {
                 break;
             }
             for offset in batch.first_offset.max(self.start_offset)..=batch.last_offset {
+                if offset >= self.end_offset && acquired.len() >= max_records {
+                    // Past the end nothing is taken on beyond the limit.
+                    break;
+                }
                 if offset >= self.end_offset {
                     self.extend_to(offset);
                     let never = batch.control || batch.aborted;
@@ -247,10 +252,10 @@ impl SharePartition {
                 let Some(slot) = self.slots.get_mut(&offset) else {
                     continue;
                 };
-                // A batch is taken whole once begun; records delivered
-                // before are taken one by one, up to `max_records`.
-                let fresh = slot.delivery_count == 0;
-                if slot.state == State::Available && (fresh || acquired.len() < max_records) {
+                // `max_records` is strict (Kafka 4.1+): a batch is split
+                // when it holds more; the client keeps only the records
+                // inside the acquired ranges.
+                if slot.state == State::Available && acquired.len() < max_records {
                     slot.state = State::Acquired {
                         member: member.to_string(),
                         deadline_ms,

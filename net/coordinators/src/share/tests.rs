@@ -145,16 +145,19 @@ fn control_batches_and_gaps_are_never_delivered() {
 }
 
 #[test]
-fn max_records_stops_at_a_batch_boundary_for_new_records() {
+fn max_records_is_strict_and_splits_batches() {
     let s = settings();
     let mut p = SharePartition::new(0);
     let got = p.acquire("a", &[batch(0, 4), batch(5, 9)], 3, 0, &s);
-    assert_eq!(got, vec![range(0, 4, 1)], "a batch begun is taken whole");
-    p.acknowledge("a", (0, 4), &[AckType::Release], &s).unwrap();
+    assert_eq!(got, vec![range(0, 2, 1)], "a batch is split at the limit");
+    assert_eq!(p.end_offset(), 3, "nothing past the limit is taken on");
     let got = p.acquire("b", &[batch(0, 4), batch(5, 9)], 3, 0, &s);
+    assert_eq!(got, vec![range(3, 5, 1)]);
+    p.acknowledge("a", (0, 2), &[AckType::Release], &s).unwrap();
+    let got = p.acquire("c", &[batch(0, 4), batch(5, 9)], 2, 0, &s);
     assert_eq!(
         got,
-        vec![range(0, 2, 2)],
+        vec![range(0, 1, 2)],
         "redeliveries stop at max_records"
     );
 }

@@ -1,24 +1,16 @@
-//! Client-metrics subscriptions (KIP-714) as this broker asks them of the
-//! cluster: IncrementalAlterConfigs (and AlterConfigs) on a CLIENT_METRICS
-//! resource, checked here, committed by the active controller as Kafka's
-//! ConfigRecords of that resource type, and answered once every shard's
-//! image holds them (so the client's next GetTelemetrySubscriptions, on any
-//! shard, sees the change).
-//!
-//! Edits run on the controller shard one at a time with the other admin
-//! changes, so that two APPENDs to `metrics` do not lose one.
+//! Client-metrics subscriptions (KIP-714): how IncrementalAlterConfigs
+//! (and AlterConfigs) on a CLIENT_METRICS resource edit a subscription's
+//! configs, checked here; [`super::named_configs`] commits them (Kafka's
+//! ConfigRecords of that resource type), so the client's next
+//! GetTelemetrySubscriptions, on any shard, sees the change. Edits run one
+//! at a time, so that two APPENDs to `metrics` do not lose one.
 
 use super::config_ops::ConfigOpKind;
-use super::CONTROLLER_SHARD;
-use crate::cluster_runtime::ControllerRpc;
 use crate::telemetry::subscription::{
     self, list_items, SubscriptionError, CONFIGS, MATCH, METRICS,
 };
-use crate::Shard;
 use engine::ErrorCode;
-use kernel::call::OwnerCall;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 /// The configs of a subscription after `ops` (pure). SET checks the value;
 /// DELETE returns the key to its default; APPEND and SUBTRACT edit the two
@@ -68,69 +60,6 @@ pub fn altered_client_metrics_configs(
         configs.insert(key.clone(), edited);
     }
     Ok(configs)
-}
-
-/// IncrementalAlterConfigs / AlterConfigs on one CLIENT_METRICS resource,
-/// run on the controller shard.
-#[derive(Debug, Clone)]
-pub struct AlterClientMetricsConfigs {
-    /// The subscription's name.
-    pub name: String,
-    /// The changes.
-    pub ops: Vec<(String, Option<String>, ConfigOpKind)>,
-    /// AlterConfigs semantics: the given set replaces every config.
-    pub replace_all: bool,
-    /// Only check.
-    pub validate_only: bool,
-}
-
-impl OwnerCall<crate::ShardRuntime> for AlterClientMetricsConfigs {
-    type Reply = Result<(), (ErrorCode, String)>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        super::one_at_a_time(&shard, self.apply(&shard)).await
-    }
-}
-
-impl AlterClientMetricsConfigs {
-    /// The change, decided on the current image and committed.
-    async fn apply(self, shard: &Rc<Shard>) -> Result<(), (ErrorCode, String)> {
-        if self.name.is_empty() {
-            return Err((
-                ErrorCode::InvalidRequest,
-                String::from("a client-metrics resource needs a name"),
-            ));
-        }
-        let image = shard.runtime().view.image();
-        let current = (image.client_metrics_configs().get(&self.name))
-            .cloned()
-            .unwrap_or_default();
-        let start = if self.replace_all {
-            BTreeMap::new()
-        } else {
-            current.clone()
-        };
-        let configs = altered_client_metrics_configs(&start, &self.ops)?;
-        if self.validate_only || configs == current {
-            return Ok(());
-        }
-        let request = ControllerRpc::SetClientMetricsConfigs {
-            name: self.name,
-            configs: configs.into_iter().collect(),
-        };
-        super::commit::commit_here(shard, request).await.map(|_| ())
-    }
-}
-
-/// Asks the controller shard for a subscription change, from any shard.
-pub async fn submit(
-    shard: &Rc<Shard>,
-    request: AlterClientMetricsConfigs,
-) -> Result<(), (ErrorCode, String)> {
-    shard
-        .call(CONTROLLER_SHARD, request)
-        .await
-        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
-//! Group configs as this broker asks them of the cluster: IncrementalAlterConfigs
-//! (and AlterConfigs) on a GROUP resource, checked here, committed by the
-//! active controller as ConfigRecords of that resource type, and answered
-//! once every shard's image holds them. The share groups of KIP-932 read
-//! them at each ShareFetch (`share_runtime`).
+//! Group configs: how IncrementalAlterConfigs (and AlterConfigs) on a GROUP
+//! resource edit a group's configs, checked here; [`super::named_configs`]
+//! commits them (ConfigRecords of that resource type). The share groups of
+//! KIP-932 read them at each ShareFetch (`share_runtime`).
 //!
 //! The keys are those of Kafka's `GroupConfig` that rill applies:
 //! - `share.auto.offset.reset`: `latest` (the default) or `earliest`, where
@@ -14,13 +13,8 @@
 //!   otherwise).
 
 use super::config_ops::ConfigOpKind;
-use super::CONTROLLER_SHARD;
-use crate::cluster_runtime::ControllerRpc;
-use crate::Shard;
 use engine::ErrorCode;
-use kernel::call::OwnerCall;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 /// `share.auto.offset.reset`.
 pub const SHARE_AUTO_OFFSET_RESET: &str = "share.auto.offset.reset";
@@ -81,69 +75,6 @@ pub fn altered_group_configs(
         }
     }
     Ok(configs)
-}
-
-/// IncrementalAlterConfigs / AlterConfigs on one GROUP resource, run on
-/// the controller shard.
-#[derive(Debug, Clone)]
-pub struct AlterGroupConfigs {
-    /// The group id.
-    pub group: String,
-    /// The changes.
-    pub ops: Vec<(String, Option<String>, ConfigOpKind)>,
-    /// AlterConfigs semantics: the given set replaces every config.
-    pub replace_all: bool,
-    /// Only check.
-    pub validate_only: bool,
-}
-
-impl OwnerCall<crate::ShardRuntime> for AlterGroupConfigs {
-    type Reply = Result<(), (ErrorCode, String)>;
-
-    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
-        super::one_at_a_time(&shard, self.apply(&shard)).await
-    }
-}
-
-impl AlterGroupConfigs {
-    /// The change, decided on the current image and committed.
-    async fn apply(self, shard: &Rc<Shard>) -> Result<(), (ErrorCode, String)> {
-        if self.group.is_empty() {
-            return Err((
-                ErrorCode::InvalidRequest,
-                String::from("a group resource needs a group id"),
-            ));
-        }
-        let image = shard.runtime().view.image();
-        let current = (image.group_configs().get(&self.group))
-            .cloned()
-            .unwrap_or_default();
-        let start = if self.replace_all {
-            BTreeMap::new()
-        } else {
-            current.clone()
-        };
-        let configs = altered_group_configs(&start, &self.ops)?;
-        if self.validate_only || configs == current {
-            return Ok(());
-        }
-        let request = ControllerRpc::SetGroupConfigs {
-            group: self.group,
-            configs: configs.into_iter().collect(),
-        };
-        super::commit::commit_here(shard, request).await.map(|_| ())
-    }
-}
-
-/// Asks the controller shard for a group config change, from any shard.
-pub async fn submit(
-    shard: &Rc<Shard>,
-    request: AlterGroupConfigs,
-) -> Result<(), (ErrorCode, String)> {
-    shard
-        .call(CONTROLLER_SHARD, request)
-        .await
-        .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
 }
 
 #[cfg(test)]

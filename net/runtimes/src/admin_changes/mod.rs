@@ -16,6 +16,8 @@
 //! - [`broker_configs`]: dynamic broker configs (IncrementalAlterConfigs).
 //! - [`client_metrics`]: client-metrics subscriptions (KIP-714).
 //! - [`group_configs`]: group configs (GROUP resources: share groups' settings).
+//! - [`named_configs`]: the change of a client-metrics subscription's or a
+//!   group's configs, committed through the controller.
 //! - [`client_quotas`]: client quotas (AlterClientQuotas).
 //! - [`commit`]: one ACL, credential or quota change through the controller.
 //! - [`elections`]: ElectLeaders through the controller.
@@ -31,6 +33,7 @@ pub mod commit;
 mod config_ops;
 pub mod elections;
 pub mod group_configs;
+pub mod named_configs;
 mod reconcile;
 pub mod scram_credentials;
 mod tiered_configs;

@@ -2,10 +2,9 @@
 //! at once; while nothing was acquired, a [`ShareWait`] on every owner
 //! until the first wakes (the others are dropped), then another round.
 
-use super::owner::{ShareWait, ShareWork, ShareWorkReply};
+use super::owner::{ShareParams, ShareWait, ShareWork, ShareWorkReply};
 use super::{PartitionAcks, ShareReadOutcome};
 use crate::Shard;
-use coordinators::share::ShareSettings;
 use engine::{ErrorCode, TopicPartition};
 use futures::future::{join_all, select, select_all};
 use std::collections::BTreeMap;
@@ -15,10 +14,8 @@ use std::time::Instant;
 /// A share fetch (or, with no reads, an acknowledgement) of one member.
 #[derive(Debug, Clone)]
 pub struct FetchRound {
-    /// Share group.
-    pub group: String,
-    /// Member.
-    pub member: String,
+    /// Who fetches, and how.
+    pub params: ShareParams,
     /// Acknowledgements to apply first.
     pub acks: Vec<PartitionAcks>,
     /// Partitions whose records the member holds go back (forgotten, or
@@ -26,16 +23,6 @@ pub struct FetchRound {
     pub release: Vec<TopicPartition>,
     /// Partitions to acquire records of.
     pub reads: Vec<TopicPartition>,
-    /// Records to acquire at most, per owner shard.
-    pub max_records: usize,
-    /// Bytes to read per partition at most.
-    pub max_bytes: usize,
-    /// Start a new share-partition at the log start (else at its end).
-    pub from_earliest: bool,
-    /// Deliver committed records only.
-    pub read_committed: bool,
-    /// The group's locks, attempt limit and window.
-    pub settings: ShareSettings,
     /// When a fetch with nothing acquired is answered.
     pub deadline: Instant,
 }
@@ -74,16 +61,18 @@ pub async fn acknowledge(
     release: Vec<TopicPartition>,
 ) -> Vec<(TopicPartition, ErrorCode)> {
     let round = FetchRound {
-        group: group.to_string(),
-        member: member.to_string(),
+        params: ShareParams {
+            group: group.to_string(),
+            member: member.to_string(),
+            max_records: 0,
+            max_bytes: 0,
+            from_earliest: false,
+            read_committed: false,
+            settings: shard.config.group.share.records,
+        },
         acks,
         release,
         reads: Vec::new(),
-        max_records: 0,
-        max_bytes: 0,
-        from_earliest: false,
-        read_committed: false,
-        settings: shard.config.group.share.records,
         deadline: Instant::now(),
     };
     run_round(shard, &round).await.acks
@@ -119,16 +108,10 @@ async fn run_round(shard: &Rc<Shard>, round: &FetchRound) -> ShareWorkReply {
         round: &FetchRound,
     ) -> &'a mut ShareWork {
         work.entry(owner).or_insert_with(|| ShareWork {
-            group: round.group.clone(),
-            member: round.member.clone(),
+            params: round.params.clone(),
             acks: Vec::new(),
             release: Vec::new(),
             reads: Vec::new(),
-            max_records: round.max_records,
-            max_bytes: round.max_bytes,
-            from_earliest: round.from_earliest,
-            read_committed: round.read_committed,
-            settings: round.settings,
         })
     }
     for acks in &round.acks {
@@ -192,7 +175,7 @@ async fn wait_any(shard: &Rc<Shard>, round: &FetchRound) {
     }
     let waits = by_owner.into_iter().map(|(owner, tps)| {
         let wait = ShareWait {
-            group: round.group.clone(),
+            group: round.params.group.clone(),
             tps,
             deadline: round.deadline,
         };

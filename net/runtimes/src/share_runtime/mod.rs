@@ -30,7 +30,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 pub use fetch::{acknowledge, connection_closed, release, share_fetch, FetchRound};
-pub use owner::{AckBatch, PartitionAcks, ShareReadOutcome};
+pub use owner::{AckBatch, PartitionAcks, ShareParams, ShareReadOutcome};
 pub use sessions::{SessionCheck, ShareSessionCache};
 
 /// One share group's state of one partition, under the role generation it

@@ -62,20 +62,13 @@ impl ShareReadOutcome {
     }
 }
 
-/// One owner's part of a share fetch or acknowledgement: acknowledgements
-/// first, then releases, then acquisitions.
-#[derive(Debug)]
-pub struct ShareWork {
+/// Who fetches, and how: the same for every owner of one share fetch.
+#[derive(Debug, Clone)]
+pub struct ShareParams {
     /// Share group.
     pub group: String,
     /// Member.
     pub member: String,
-    /// Acknowledgements.
-    pub acks: Vec<PartitionAcks>,
-    /// Partitions whose records held by the member go back.
-    pub release: Vec<TopicPartition>,
-    /// Partitions to acquire records of.
-    pub reads: Vec<TopicPartition>,
     /// Records to acquire at most (whole batches may go past it).
     pub max_records: usize,
     /// Bytes to read per partition at most.
@@ -88,6 +81,20 @@ pub struct ShareWork {
     pub read_committed: bool,
     /// The group's locks, attempt limit and window.
     pub settings: ShareSettings,
+}
+
+/// One owner's part of a share fetch or acknowledgement: acknowledgements
+/// first, then releases, then acquisitions.
+#[derive(Debug)]
+pub struct ShareWork {
+    /// Who fetches, and how.
+    pub params: ShareParams,
+    /// Acknowledgements.
+    pub acks: Vec<PartitionAcks>,
+    /// Partitions whose records held by the member go back.
+    pub release: Vec<TopicPartition>,
+    /// Partitions to acquire records of.
+    pub reads: Vec<TopicPartition>,
 }
 
 /// The answer to a [`ShareWork`].
@@ -103,28 +110,28 @@ impl OwnerCall<crate::ShardRuntime> for ShareWork {
     type Reply = ShareWorkReply;
 
     async fn run(self, shard: Rc<Shard>) -> ShareWorkReply {
-        let settings = self.settings;
+        let settings = self.params.settings;
         let mut reply = ShareWorkReply::default();
         for acks in &self.acks {
             let mut code = self.acknowledge(&shard, acks, &settings);
             if code == ErrorCode::None {
                 // Answered once durable: a new leader must not deliver
                 // again what was accepted.
-                code = persist(&shard, &self.group, &acks.tp)
+                code = persist(&shard, &self.params.group, &acks.tp)
                     .await
                     .err()
                     .unwrap_or(code);
             }
-            tracing::debug!(group = %self.group, member = %self.member, ?acks, ?code, "share acknowledgement");
+            tracing::debug!(group = %self.params.group, member = %self.params.member, ?acks, ?code, "share acknowledgement");
             reply.acks.push((acks.tp.clone(), code));
         }
         for tp in &self.release {
-            tracing::debug!(group = %self.group, member = %self.member, ?tp, "share records released");
-            let _ = with_state(&shard, &self.group, tp, |state| {
-                state.release_member(&self.member, &settings)
+            tracing::debug!(group = %self.params.group, member = %self.params.member, ?tp, "share records released");
+            let _ = with_state(&shard, &self.params.group, tp, |state| {
+                state.release_member(&self.params.member, &settings)
             });
         }
-        let mut budget = self.max_records;
+        let mut budget = self.params.max_records;
         for tp in &self.reads {
             let outcome = self.acquire(&shard, tp, budget, &settings).await;
             let count: i64 = outcome
@@ -146,11 +153,13 @@ impl ShareWork {
         acks: &PartitionAcks,
         settings: &ShareSettings,
     ) -> ErrorCode {
-        let outcome = with_state(shard, &self.group, &acks.tp, |state| {
+        let outcome = with_state(shard, &self.params.group, &acks.tp, |state| {
             let mut code = ErrorCode::None;
             for batch in &acks.batches {
                 let range = (batch.first_offset, batch.last_offset);
-                if let Err(e) = state.acknowledge(&self.member, range, &batch.types, settings) {
+                if let Err(e) =
+                    state.acknowledge(&self.params.member, range, &batch.types, settings)
+                {
                     code = e;
                 }
             }
@@ -167,7 +176,7 @@ impl ShareWork {
         max_records: usize,
         settings: &ShareSettings,
     ) -> ShareReadOutcome {
-        match ensure_loaded(shard, &self.group, tp, self.from_earliest).await {
+        match ensure_loaded(shard, &self.params.group, tp, self.params.from_earliest).await {
             Ok(()) => {}
             // The share coordinator moves or loads: nothing this time (the
             // client fetches again); librdkafka surfaces these to the
@@ -180,7 +189,7 @@ impl ShareWork {
             Err(code) => return ShareReadOutcome::error(tp.clone(), code),
         }
         let now_ms = shard.now_ms();
-        let from = with_state(shard, &self.group, tp, |state| {
+        let from = with_state(shard, &self.params.group, tp, |state| {
             state.expire(now_ms, settings);
             (state.has_available() || state.has_room(settings)).then(|| state.next_read_offset())
         });
@@ -199,11 +208,11 @@ impl ShareWork {
                 ..ShareReadOutcome::error(tp.clone(), ErrorCode::None)
             };
         }
-        let read = if self.read_committed {
-            log.read_committed(from, self.max_bytes, ReadMode::Copy)
+        let read = if self.params.read_committed {
+            log.read_committed(from, self.params.max_bytes, ReadMode::Copy)
                 .await
         } else {
-            log.read(from, self.max_bytes, ReadMode::Copy).await
+            log.read(from, self.params.max_bytes, ReadMode::Copy).await
         };
         let (bytes, aborted) = match read {
             Ok(read) => match read.data {
@@ -213,20 +222,20 @@ impl ShareWork {
             Err(e) if e.error_code() == ErrorCode::OffsetOutOfRange => {
                 // The log start moved past the window: skip to it.
                 let start = log.log_start_offset();
-                let _ = with_state(shard, &self.group, tp, |state| state.skip_to(start));
+                let _ = with_state(shard, &self.params.group, tp, |state| state.skip_to(start));
                 (Bytes::new(), Vec::new())
             }
             Err(e) => return ShareReadOutcome::error(tp.clone(), e.error_code()),
         };
         let spans = batch_spans(&bytes, &aborted);
         let now_ms = shard.now_ms();
-        let acquired = with_state(shard, &self.group, tp, |state| {
+        let acquired = with_state(shard, &self.params.group, tp, |state| {
             let batches: Vec<BatchSpan> = spans.iter().map(|(span, _)| *span).collect();
-            state.acquire(&self.member, &batches, max_records, now_ms, settings)
+            state.acquire(&self.params.member, &batches, max_records, now_ms, settings)
         })
         .unwrap_or_default();
         if !acquired.is_empty() {
-            tracing::debug!(group = %self.group, member = %self.member, ?tp, ?acquired, "share records acquired");
+            tracing::debug!(group = %self.params.group, member = %self.params.member, ?tp, ?acquired, "share records acquired");
         }
         let records = covering(&bytes, &spans, &acquired);
         ShareReadOutcome {

@@ -128,6 +128,36 @@ async fn remote(
     }
 }
 
+/// The wire's state batches of `runs` (the same fields in each message).
+macro_rules! wire_batches {
+    ($batch:ty, $runs:expr) => {
+        ($runs.iter())
+            .map(|run| {
+                let mut batch = <$batch>::default();
+                batch.first_offset = run.first_offset;
+                batch.last_offset = run.last_offset;
+                batch.delivery_state = run.state as i8;
+                batch.delivery_count = run.delivery_count;
+                batch
+            })
+            .collect()
+    };
+}
+
+/// The runs of the wire's state batches.
+macro_rules! runs_of {
+    ($batches:expr) => {
+        ($batches.iter())
+            .map(|b| StateRun {
+                first_offset: b.first_offset,
+                last_offset: b.last_offset,
+                state: b.delivery_state as u8,
+                delivery_count: b.delivery_count,
+            })
+            .collect()
+    };
+}
+
 fn read_request(key: &ShareKey, leader_epoch: i32) -> ReadShareGroupStateRequest {
     let mut partition = read_share_group_state_request::PartitionData::default();
     partition.partition = key.partition;
@@ -147,16 +177,8 @@ fn write_request(key: &ShareKey, snapshot: &ShareSnapshot) -> WriteShareGroupSta
     partition.state_epoch = snapshot.sequence;
     partition.leader_epoch = snapshot.leader_epoch;
     partition.start_offset = snapshot.start_offset;
-    partition.state_batches = (snapshot.runs.iter())
-        .map(|run| {
-            let mut batch = write_share_group_state_request::StateBatch::default();
-            batch.first_offset = run.first_offset;
-            batch.last_offset = run.last_offset;
-            batch.delivery_state = run.state as i8;
-            batch.delivery_count = run.delivery_count;
-            batch
-        })
-        .collect();
+    partition.state_batches =
+        wire_batches!(write_share_group_state_request::StateBatch, snapshot.runs);
     let mut topic = write_share_group_state_request::WriteStateData::default();
     topic.topic_id = uuid::Uuid::from_bytes(key.topic_id);
     topic.partitions = vec![partition];
@@ -174,14 +196,7 @@ pub fn snapshot_of_write(
         leader_epoch: partition.leader_epoch,
         sequence: partition.state_epoch,
         start_offset: partition.start_offset,
-        runs: (partition.state_batches.iter())
-            .map(|b| StateRun {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                state: b.delivery_state as u8,
-                delivery_count: b.delivery_count,
-            })
-            .collect(),
+        runs: runs_of!(partition.state_batches),
     }
 }
 
@@ -197,16 +212,8 @@ pub fn read_result(
     if let Some(snapshot) = snapshot {
         result.state_epoch = snapshot.sequence;
         result.start_offset = snapshot.start_offset;
-        result.state_batches = (snapshot.runs.iter())
-            .map(|run| {
-                let mut batch = read_share_group_state_response::StateBatch::default();
-                batch.first_offset = run.first_offset;
-                batch.last_offset = run.last_offset;
-                batch.delivery_state = run.state as i8;
-                batch.delivery_count = run.delivery_count;
-                batch
-            })
-            .collect();
+        result.state_batches =
+            wire_batches!(read_share_group_state_response::StateBatch, snapshot.runs);
     }
     result
 }
@@ -227,13 +234,6 @@ fn snapshot_of_read(
         leader_epoch: -1,
         sequence: result.state_epoch,
         start_offset: result.start_offset,
-        runs: (result.state_batches.iter())
-            .map(|b| StateRun {
-                first_offset: b.first_offset,
-                last_offset: b.last_offset,
-                state: b.delivery_state as u8,
-                delivery_count: b.delivery_count,
-            })
-            .collect(),
+        runs: runs_of!(result.state_batches),
     }))
 }

@@ -19,32 +19,69 @@ impl Controller<'_> {
         key: &str,
         value: Option<&str>,
     ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let had = (self.image.client_metrics_configs().get(name))
+            .is_some_and(|configs| configs.contains_key(key));
+        let change = NamedConfigChange {
+            name,
+            key,
+            value,
+            had,
+            nameless: "a client-metrics resource needs a name",
+        };
+        self.named_config_change(change, |name, key, value| {
+            MetadataRecord::ClientMetricsConfigChange { name, key, value }
+        })
+    }
+
+    /// The record of one config change of a named resource (a
+    /// client-metrics subscription, a group), made by `record`.
+    pub(super) fn named_config_change(
+        &self,
+        change: NamedConfigChange<'_>,
+        record: impl FnOnce(String, String, Option<String>) -> MetadataRecord,
+    ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        let NamedConfigChange {
+            name,
+            key,
+            value,
+            had,
+            nameless,
+        } = change;
         let refuse = |reason: &str| MetadataError::InvalidConfig {
             key: key.to_owned(),
             value: value.map(str::to_owned),
             reason: reason.to_owned(),
         };
         if name.is_empty() {
-            return Err(refuse("a client-metrics resource needs a name"));
+            return Err(refuse(nameless));
         }
         if key.is_empty() {
             return Err(refuse("empty config name"));
         }
-        let had = self
-            .image
-            .client_metrics_configs()
-            .get(name)
-            .is_some_and(|configs| configs.contains_key(key));
         let mut proposal = self.proposal();
         if value.is_some() || had {
-            proposal.push(MetadataRecord::ClientMetricsConfigChange {
-                name: name.to_owned(),
-                key: key.to_owned(),
-                value: value.map(str::to_owned),
-            });
+            proposal.push(record(
+                name.to_owned(),
+                key.to_owned(),
+                value.map(str::to_owned),
+            ));
         }
         Ok(proposal.into_records())
     }
+}
+
+/// One config change of a named resource.
+pub(super) struct NamedConfigChange<'a> {
+    /// The resource's name.
+    pub name: &'a str,
+    /// The config.
+    pub key: &'a str,
+    /// Its new value (`None`: removed).
+    pub value: Option<&'a str>,
+    /// Whether the resource has the config now.
+    pub had: bool,
+    /// Why an empty name is refused.
+    pub nameless: &'static str,
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! remove one config of a group. The broker layer checks the keys and
 //! values before it asks.
 
+use super::client_metrics::NamedConfigChange;
 use super::Controller;
 use crate::metadata::error::MetadataError;
 use crate::metadata::record::MetadataRecord;
@@ -16,27 +17,17 @@ impl Controller<'_> {
         key: &str,
         value: Option<&str>,
     ) -> Result<Vec<MetadataRecord>, MetadataError> {
-        let refuse = |reason: &str| MetadataError::InvalidConfig {
-            key: key.to_owned(),
-            value: value.map(str::to_owned),
-            reason: reason.to_owned(),
-        };
-        if group.is_empty() {
-            return Err(refuse("a group resource needs a group id"));
-        }
-        if key.is_empty() {
-            return Err(refuse("empty config name"));
-        }
         let had = (self.image.group_configs().get(group)).is_some_and(|c| c.contains_key(key));
-        let mut proposal = self.proposal();
-        if value.is_some() || had {
-            proposal.push(MetadataRecord::GroupConfigChange {
-                group: group.to_owned(),
-                key: key.to_owned(),
-                value: value.map(str::to_owned),
-            });
-        }
-        Ok(proposal.into_records())
+        let change = NamedConfigChange {
+            name: group,
+            key,
+            value,
+            had,
+            nameless: "a group resource needs a group id",
+        };
+        self.named_config_change(change, |group, key, value| {
+            MetadataRecord::GroupConfigChange { group, key, value }
+        })
     }
 }
 
