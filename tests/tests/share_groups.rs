@@ -22,6 +22,8 @@
 //! - in a 3-broker cluster, killing the partition's leader mid-stream
 //!   loses no record and delivers no record again whose acceptance the
 //!   consumer saw confirmed;
+//! - a topic deleted and made again under the same name is another: its
+//!   records are delivered once each, whatever the old one's state was;
 //! - group configs are checked (INVALID_CONFIG for a bad value);
 //! - the share session and heartbeat errors a client relies on, over a
 //!   raw socket: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
@@ -41,8 +43,10 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rill_tests::cluster::Cluster;
+use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::{client_config, create_topic, create_topic_replicated};
 use rill_tests::python::{python_script, require_share_consumer};
 use rill_tests::{data_dir, Broker};
@@ -329,6 +333,51 @@ fn start_offset(broker: &Broker, group: &str, topic: &str) -> i64 {
     let partition = &response.groups[0].topics[0].partitions[0];
     assert_eq!(partition.error_code, 0, "{response:?}");
     partition.start_offset
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_made_again_under_its_name_is_read_from_scratch() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "again", 1, &[]).await;
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    share(&bootstrap, &["produce", "again", "0", "20"]);
+    let first = share(&bootstrap, &["collect", "again", "g", "20"]);
+    assert_eq!(strings(&first["values"]).len(), 20);
+
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(&bootstrap).create().expect("admin");
+    for deleted in admin
+        .delete_topics(&["again"], &AdminOptions::new())
+        .await
+        .expect("delete request")
+    {
+        deleted.expect("deleted");
+    }
+    wait_for("the topic gone", Duration::from_secs(30), || {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(None, Duration::from_secs(5))
+            .ok()?;
+        (!metadata.topics().iter().any(|t| t.name() == "again")).then_some(())
+    });
+    create_topic(&bootstrap, "again", 1, &[]).await;
+    share(&bootstrap, &["produce", "again", "100", "20"]);
+    // The new topic's offsets 0..20 are other records: each delivered once.
+    let out = share(&bootstrap, &["collect", "again", "g", "20"]);
+    let values = strings(&out["values"]);
+    assert_eq!(
+        values,
+        (100..120).map(|v| v.to_string()).collect::<Vec<_>>()
+    );
+    assert!(
+        numbers(&out["delivery_counts"]).iter().all(|&c| c == 1),
+        "{out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,9 +14,13 @@ use coordinators::share::{ShareKey, SharePartition};
 use engine::{ErrorCode, TopicPartition};
 use std::rc::Rc;
 
-/// The role generation of `tp` here (0: one replica, no role).
-fn generation(shard: &Shard, tp: &TopicPartition) -> u64 {
-    (shard.runtime().replicas.role(tp)).map_or(0, |(generation, _)| generation)
+/// The role generation of `tp` here (0: one replica, no role) and its
+/// topic's id (zeros: the topic is gone): a share-partition made under
+/// others is stale.
+fn incarnation(shard: &Shard, tp: &TopicPartition) -> (u64, [u8; 16]) {
+    let generation = (shard.runtime().replicas.role(tp)).map_or(0, |(generation, _)| generation);
+    let topic_id = (shard.topics.borrow().get(&tp.topic)).map_or([0; 16], |e| e.topic_id);
+    (generation, topic_id)
 }
 
 /// The share coordinator's key of the group's share-partition of `tp`.
@@ -46,11 +50,11 @@ pub(super) fn with_state<T>(
     if !replication_runtime::serves_clients(shard, tp) {
         return Err(ErrorCode::NotLeaderOrFollower);
     }
-    let generation = generation(shard, tp);
+    let now = incarnation(shard, tp);
     let mut partitions = shard.runtime().share.partitions.borrow_mut();
     let key = (group.to_string(), tp.clone());
     match partitions.get_mut(&key) {
-        Some(owned) if owned.generation == generation => {
+        Some(owned) if (owned.generation, owned.topic_id) == now => {
             owned.state.skip_to(log.log_start_offset());
             Ok(f(&mut owned.state))
         }
@@ -68,10 +72,10 @@ pub(super) async fn ensure_loaded(
     from_earliest: bool,
 ) -> Result<(), ErrorCode> {
     let map_key = (group.to_string(), tp.clone());
-    let generation = generation(shard, tp);
+    let (generation, topic_id) = incarnation(shard, tp);
     let loaded = |shard: &Shard| {
         (shard.runtime().share.partitions.borrow().get(&map_key))
-            .is_some_and(|owned| owned.generation == generation)
+            .is_some_and(|owned| (owned.generation, owned.topic_id) == (generation, topic_id))
     };
     if loaded(shard) {
         return Ok(());
@@ -107,6 +111,7 @@ pub(super) async fn ensure_loaded(
     if !loaded(shard) {
         let owned = OwnedSharePartition {
             generation,
+            topic_id,
             state,
             leader_epoch,
             next_sequence,

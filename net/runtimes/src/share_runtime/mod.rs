@@ -34,11 +34,15 @@ pub use owner::{AckBatch, PartitionAcks, ShareParams, ShareReadOutcome};
 pub use sessions::{SessionCheck, ShareSessionCache};
 
 /// One share group's state of one partition, under the role generation it
-/// was built in (a new leadership starts it again).
+/// was built in (a new leadership starts it again) and of the topic it was
+/// built for (a topic deleted and made again under the same name is
+/// another).
 #[derive(Debug)]
 pub struct OwnedSharePartition {
     /// The role generation of the partition here when the state was made.
     pub generation: u64,
+    /// The topic's id.
+    pub topic_id: [u8; 16],
     /// The records' states.
     pub state: SharePartition,
     /// The partition's leader epoch here, stamped on each state write.
