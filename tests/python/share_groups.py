@@ -15,6 +15,10 @@ preview share consumer of librdkafka 2.15+), for tests/tests/share_groups.rs.
         Polls until it holds records (explicit mode, none acknowledged),
         prints them, stays stuck STALL_S seconds (its connections open),
         then dies without closing.
+    share_groups.py BOOTSTRAP late TOPIC GROUP WAIT_S
+        One consumer (implicit mode) polls until it gets records, waits
+        WAIT_S (past the lock), then polls on: its late acceptance comes
+        with that poll. Prints {"first": n, "again": [delivery counts]}.
     share_groups.py BOOTSTRAP collect TOPIC GROUP COUNT
         Reads until COUNT records came (or 60 s), accepting them; prints
         {"values": [...], "delivery_counts": [...], "seconds": s}.
@@ -143,6 +147,21 @@ def hold(bootstrap, topic, group, stall_s):
     os._exit(0)
 
 
+def late(bootstrap, topic, group, wait_s):
+    c = consumer(bootstrap, group, topic)
+    first, again = [], []
+    deadline = time.time() + 60
+    while not first and time.time() < deadline:
+        first = list(records(c.poll(0.5)))
+    time.sleep(wait_s)
+    deadline = time.time() + 10
+    while len(again) < len(first) and time.time() < deadline:
+        again.extend(m.delivery_count() for m in records(c.poll(0.5)))
+    c.commit_sync(30)
+    c.close()
+    print(json.dumps({"first": len(first), "again": again}))
+
+
 def collect(bootstrap, topic, group, count):
     c = consumer(bootstrap, group, topic)
     start = time.time()
@@ -229,6 +248,8 @@ def main():
         release(bootstrap, args[0], args[1])
     elif command == "hold":
         hold(bootstrap, args[0], args[1], float(args[2]))
+    elif command == "late":
+        late(bootstrap, args[0], args[1], float(args[2]))
     elif command == "collect":
         collect(bootstrap, args[0], args[1], int(args[2]))
     elif command == "produce":

@@ -8,6 +8,8 @@
 //!   on one broker and on a partition replicated over three;
 //! - a released record is delivered again with a higher delivery count,
 //!   until `group.share.delivery.attempt.limit` deliveries, then never;
+//! - an acceptance that comes after its lock ran out is refused, and the
+//!   records come again (to the same consumer, delivered twice);
 //! - a consumer stuck holding records gives them back when their lock
 //!   (`share.record.lock.duration.ms`, a group config) runs out, and one
 //!   that dies (no acknowledgement, no close) at once, as its connection
@@ -255,6 +257,22 @@ async fn a_stuck_consumers_records_come_back_when_its_lock_runs_out() {
     collect_all(&bootstrap, "locks", &held);
     let _ = stuck.kill();
     let _ = stuck.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acceptance_after_the_lock_ran_out_is_refused() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    twenty_records_locked_for(&bootstrap, "late", "1000").await;
+    // Accepted (implicitly, with the next poll) 3 s after a 1 s lock: the
+    // records had gone back, so they come to the same consumer again.
+    let out = share(&bootstrap, &["late", "late", "g", "3"]);
+    let first = out["first"].as_u64().unwrap_or(0) as usize;
+    let again = numbers(&out["again"]);
+    assert!(first > 0, "{out}");
+    assert_eq!(again.len(), first, "every record again: {out}");
+    assert!(again.iter().all(|&count| count == 2), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

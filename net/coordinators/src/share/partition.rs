@@ -286,7 +286,8 @@ impl SharePartition {
 
     /// Applies `member`'s acknowledgement of `first..=last`: one type for
     /// the whole range, or one per offset. Nothing changes unless every
-    /// offset is acquired by `member` (INVALID_RECORD_STATE otherwise).
+    /// offset is acquired by `member` (INVALID_RECORD_STATE otherwise);
+    /// call [`Self::expire`] first, so that a lock that ran out counts.
     pub fn acknowledge(
         &mut self,
         member: &str,

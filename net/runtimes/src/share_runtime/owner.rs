@@ -153,7 +153,11 @@ impl ShareWork {
         acks: &PartitionAcks,
         settings: &ShareSettings,
     ) -> ErrorCode {
+        let now_ms = shard.now_ms();
         let outcome = with_state(shard, &self.params.group, &acks.tp, |state| {
+            // A lock that ran out before its acknowledgement came took the
+            // record back: the late acknowledgement is refused.
+            state.expire(now_ms, settings);
             let mut code = ErrorCode::None;
             for batch in &acks.batches {
                 let range = (batch.first_offset, batch.last_offset);
