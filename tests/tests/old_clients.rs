@@ -53,9 +53,17 @@ const LOG_VERSIONS: (&str, &str) = ("RUST_LOG", "info,api::connection=debug");
 /// 4.0's v1 (KIP-896; the codec decodes v1+; v0 is pre-2.0 admin tools').
 /// SaslHandshake lists v0 as Kafka does (older librdkafka needs it listed)
 /// but answers a v0 exchange UNSUPPORTED_VERSION (its raw tokens are not
-/// read; tests/tests/sasl.rs).
+/// read; tests/tests/sasl.rs). The share group client APIs (KIP-932) start
+/// at Kafka 4.1's v1 (their v0 was 4.0's early access).
 fn expected_min(api_key: i16) -> i16 {
+    let share_client_apis = [
+        ApiKey::ShareGroupHeartbeat,
+        ApiKey::ShareGroupDescribe,
+        ApiKey::ShareFetch,
+        ApiKey::ShareAcknowledge,
+    ];
     match api_key {
+        k if share_client_apis.iter().any(|api| *api as i16 == k) => 1,
         k if k == ApiKey::Produce as i16 => 3,
         k if k == ApiKey::Fetch as i16 => 4,
         k if k == ApiKey::WriteTxnMarkers as i16
