@@ -111,42 +111,68 @@ impl OwnerCall<crate::ShardRuntime> for ShareWork {
 
     async fn run(self, shard: Rc<Shard>) -> ShareWorkReply {
         let settings = self.params.settings;
-        let mut reply = ShareWorkReply::default();
-        for acks in &self.acks {
-            let mut code = self.acknowledge(&shard, acks, &settings);
-            if code == ErrorCode::None {
-                // Answered once durable: a new leader must not deliver
-                // again what was accepted.
-                code = persist(&shard, &self.params.group, &acks.tp)
-                    .await
-                    .err()
-                    .unwrap_or(code);
-            }
-            tracing::debug!(group = %self.params.group, member = %self.params.member, ?acks, ?code, "share acknowledgement");
-            reply.acks.push((acks.tp.clone(), code));
-        }
+        // Acknowledgements and releases change the states at once; their
+        // state writes then run while the reads acquire, and the answer
+        // waits for both (an acknowledgement counts once it is durable).
+        let applied: Vec<(TopicPartition, ErrorCode)> = (self.acks.iter())
+            .map(|acks| (acks.tp.clone(), self.acknowledge(&shard, acks, &settings)))
+            .collect();
         for tp in &self.release {
             tracing::debug!(group = %self.params.group, member = %self.params.member, ?tp, "share records released");
             let _ = with_state(&shard, &self.params.group, tp, |state| {
                 state.release_member(&self.params.member, &settings)
             });
         }
-        let mut budget = self.params.max_records;
-        for tp in &self.reads {
-            let outcome = self.acquire(&shard, tp, budget, &settings).await;
-            let count: i64 = outcome
-                .acquired
-                .iter()
-                .map(|r| r.last_offset - r.first_offset + 1)
-                .sum();
-            budget = budget.saturating_sub(count as usize);
-            reply.reads.push(outcome);
-        }
-        reply
+        let (acks, reads) = futures::join!(
+            self.persist_acknowledged(&shard, applied),
+            self.acquire_all(&shard, &settings)
+        );
+        ShareWorkReply { acks, reads }
     }
 }
 
 impl ShareWork {
+    /// Writes the state of each partition whose acknowledgements applied:
+    /// each partition's outcome, an acknowledgement failing with its write.
+    async fn persist_acknowledged(
+        &self,
+        shard: &Rc<Shard>,
+        applied: Vec<(TopicPartition, ErrorCode)>,
+    ) -> Vec<(TopicPartition, ErrorCode)> {
+        let mut outcomes = Vec::with_capacity(applied.len());
+        for (tp, mut code) in applied {
+            if code == ErrorCode::None {
+                // Answered once durable: a new leader must not deliver
+                // again what was accepted.
+                code = (persist(shard, &self.params.group, &tp).await)
+                    .err()
+                    .unwrap_or(code);
+            }
+            tracing::debug!(group = %self.params.group, member = %self.params.member, ?tp, ?code, "share acknowledgement");
+            outcomes.push((tp, code));
+        }
+        outcomes
+    }
+
+    /// Acquires on each read partition in turn, within `max_records` in all.
+    async fn acquire_all(
+        &self,
+        shard: &Rc<Shard>,
+        settings: &ShareSettings,
+    ) -> Vec<ShareReadOutcome> {
+        let mut budget = self.params.max_records;
+        let mut reads = Vec::with_capacity(self.reads.len());
+        for tp in &self.reads {
+            let outcome = self.acquire(shard, tp, budget, settings).await;
+            let count: i64 = (outcome.acquired.iter())
+                .map(|r| r.last_offset - r.first_offset + 1)
+                .sum();
+            budget = budget.saturating_sub(count as usize);
+            reads.push(outcome);
+        }
+        reads
+    }
+
     fn acknowledge(
         &self,
         shard: &Shard,
