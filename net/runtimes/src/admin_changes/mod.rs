@@ -154,6 +154,38 @@ pub async fn submit(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         .map_err(|e| (ErrorCode::NotLeaderOrFollower, e.to_string()))?
 }
 
+/// The partition count of internal topic `name` (a coordinator's:
+/// `__consumer_offsets`, `__transaction_state`, `__share_group_state`),
+/// creating it first with `partitions`, internal replication and `configs`
+/// when it does not exist yet. COORDINATOR_NOT_AVAILABLE when it cannot be.
+pub async fn ensure_internal_topic(
+    shard: &Rc<Shard>,
+    name: &str,
+    partitions: i32,
+    configs: Vec<(String, String)>,
+) -> Result<i32, ErrorCode> {
+    let count = |shard: &Shard| shard.topics.borrow().get(name).map(|e| e.partitions);
+    if let Some(partitions) = count(shard) {
+        return Ok(partitions);
+    }
+    let request = ControllerRequest::CreateTopic {
+        name: name.to_string(),
+        partitions,
+        configs,
+        replication_factor: INTERNAL_REPLICATION,
+        assignment: Vec::new(),
+        validate_only: false,
+    };
+    match submit(shard, request).await {
+        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
+        Err((code, message)) => {
+            tracing::warn!(%code, %message, topic = name, "cannot create an internal topic");
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+    }
+    count(shard).ok_or(ErrorCode::CoordinatorNotAvailable)
+}
+
 /// Runs `change` on the controller shard holding the admin lock, so that
 /// topic, broker-config and client-metrics changes decide one at a time,
 /// each on the image the one before it left.

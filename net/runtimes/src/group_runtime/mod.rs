@@ -36,7 +36,7 @@ mod timer;
 pub use replay::reload_on_leadership;
 pub use timer::run_timer;
 
-use crate::admin_changes::{self, ControllerRequest};
+use crate::admin_changes;
 use crate::replication_runtime::LeaseTable;
 use crate::Shard;
 use coordinators::group::coordinator::DescribedGroup;
@@ -232,39 +232,18 @@ impl GroupRuntime {
 /// The partition count of `__consumer_offsets`, creating it (compacted, with
 /// `offsets.topic.num.partitions` partitions) when it does not exist yet.
 pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
-    if let Some(entry) = shard.topics.borrow().get(OFFSETS_TOPIC) {
-        return Ok(entry.partitions);
-    }
-    let request = ControllerRequest::CreateTopic {
-        name: OFFSETS_TOPIC.to_string(),
-        partitions: shard.config.offsets_topic_num_partitions,
-        configs: vec![
-            ("cleanup.policy".to_string(), "compact".to_string()),
-            // Kafka's offsets.topic.segment.bytes: with the 1 GiB topic
-            // default a partition's segment would rarely seal, so rarely
-            // be compacted.
-            (
-                "segment.bytes".to_string(),
-                shard.config.offsets_topic_segment_bytes.to_string(),
-            ),
-        ],
-        replication_factor: admin_changes::INTERNAL_REPLICATION,
-        assignment: Vec::new(),
-        validate_only: false,
-    };
-    match admin_changes::submit(shard, request).await {
-        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
-        Err((code, message)) => {
-            tracing::warn!(%code, %message, "cannot create __consumer_offsets");
-            return Err(ErrorCode::CoordinatorNotAvailable);
-        }
-    }
-    shard
-        .topics
-        .borrow()
-        .get(OFFSETS_TOPIC)
-        .map(|e| e.partitions)
-        .ok_or(ErrorCode::CoordinatorNotAvailable)
+    let configs = vec![
+        ("cleanup.policy".to_string(), "compact".to_string()),
+        // Kafka's offsets.topic.segment.bytes: with the 1 GiB topic
+        // default a partition's segment would rarely seal, so rarely
+        // be compacted.
+        (
+            "segment.bytes".to_string(),
+            shard.config.offsets_topic_segment_bytes.to_string(),
+        ),
+    ];
+    let partitions = shard.config.offsets_topic_num_partitions;
+    admin_changes::ensure_internal_topic(shard, OFFSETS_TOPIC, partitions, configs).await
 }
 
 /// The partition count of `__consumer_offsets`, once it exists.

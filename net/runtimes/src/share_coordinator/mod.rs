@@ -21,7 +21,7 @@
 
 mod load;
 
-use crate::admin_changes::{self, ControllerRequest};
+use crate::admin_changes;
 use crate::replication_runtime::{append_as_leader, coordinator_error, LeaseTable};
 use crate::Shard;
 use coordinators::group::offsets_partition_for;
@@ -105,27 +105,8 @@ pub fn state_partition_for(key: &ShareKey, partitions: i32) -> i32 {
 /// The partition count of `__share_group_state`, creating it (compacted)
 /// when it does not exist yet.
 pub async fn ensure_state_topic(shard: &Rc<Shard>) -> Result<i32, ErrorCode> {
-    if let Some(entry) = shard.topics.borrow().get(STATE_TOPIC) {
-        return Ok(entry.partitions);
-    }
-    let request = ControllerRequest::CreateTopic {
-        name: STATE_TOPIC.to_string(),
-        partitions: STATE_TOPIC_PARTITIONS,
-        configs: vec![("cleanup.policy".to_string(), "compact".to_string())],
-        replication_factor: admin_changes::INTERNAL_REPLICATION,
-        assignment: Vec::new(),
-        validate_only: false,
-    };
-    match admin_changes::submit(shard, request).await {
-        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => {}
-        Err((code, message)) => {
-            tracing::warn!(%code, %message, "cannot create __share_group_state");
-            return Err(ErrorCode::CoordinatorNotAvailable);
-        }
-    }
-    (shard.topics.borrow().get(STATE_TOPIC))
-        .map(|e| e.partitions)
-        .ok_or(ErrorCode::CoordinatorNotAvailable)
+    let configs = vec![("cleanup.policy".to_string(), "compact".to_string())];
+    admin_changes::ensure_internal_topic(shard, STATE_TOPIC, STATE_TOPIC_PARTITIONS, configs).await
 }
 
 /// Runs `request` on this broker's share coordinator of its key: the

@@ -51,7 +51,7 @@ mod timer;
 
 pub use timer::run_timer;
 
-use crate::admin_changes::{self, ControllerRequest};
+use crate::admin_changes;
 use crate::replication_runtime::LeaseTable;
 use crate::Shard;
 use coordinators::txn::{
@@ -273,31 +273,17 @@ impl OwnerCall<crate::ShardRuntime> for TxnRequest {
 
 /// Creates `__transaction_state` (compacted, 50 partitions) if it does not exist.
 pub async fn ensure_txn_topic(shard: &Rc<Shard>) -> Result<(), ErrorCode> {
-    if shard.topics.borrow().get(TXN_STATE_TOPIC).is_some() {
-        return Ok(());
-    }
-    let request = ControllerRequest::CreateTopic {
-        name: TXN_STATE_TOPIC.to_string(),
-        partitions: TXN_STATE_PARTITIONS,
-        configs: vec![
-            (String::from("cleanup.policy"), String::from("compact")),
-            (
-                String::from("segment.bytes"),
-                // `transaction.state.log.segment.bytes`.
-                shard.config.txn_state_segment_bytes.to_string(),
-            ),
-        ],
-        replication_factor: admin_changes::INTERNAL_REPLICATION,
-        assignment: Vec::new(),
-        validate_only: false,
-    };
-    match admin_changes::submit(shard, request).await {
-        Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => Ok(()),
-        Err((code, message)) => {
-            tracing::warn!(%code, %message, "cannot create __transaction_state");
-            Err(ErrorCode::CoordinatorNotAvailable)
-        }
-    }
+    let configs = vec![
+        (String::from("cleanup.policy"), String::from("compact")),
+        (
+            String::from("segment.bytes"),
+            // `transaction.state.log.segment.bytes`.
+            shard.config.txn_state_segment_bytes.to_string(),
+        ),
+    ];
+    admin_changes::ensure_internal_topic(shard, TXN_STATE_TOPIC, TXN_STATE_PARTITIONS, configs)
+        .await
+        .map(drop)
 }
 
 /// ListTransactions across every shard.
