@@ -107,11 +107,7 @@ async fn describe_topic(
     };
     topic.topic_id = uuid(topic_id);
     for partition in partitions.unwrap_or_else(|| (0..count).collect()) {
-        let key = ShareKey {
-            group: group.to_string(),
-            topic_id,
-            partition,
-        };
+        let key = ShareKey::new(group.to_string(), topic_id, partition);
         let mut p = DescribeShareGroupOffsetsResponsePartition::default();
         p.partition_index = partition;
         p.leader_epoch = -1;

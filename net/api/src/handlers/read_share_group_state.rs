@@ -31,11 +31,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut out = ReadStateResult::default();
             out.topic_id = topic.topic_id;
             for partition in topic.partitions {
-                let key = ShareKey {
-                    group: body.group_id.to_string(),
-                    topic_id: *topic.topic_id.as_bytes(),
-                    partition: partition.partition,
-                };
+                let topic_id = *topic.topic_id.as_bytes();
+                let key = ShareKey::new(body.group_id.to_string(), topic_id, partition.partition);
                 let read = match refused {
                     Some(code) => Err(code),
                     None => {

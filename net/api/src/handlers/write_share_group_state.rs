@@ -34,11 +34,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut out = WriteStateResult::default();
             out.topic_id = topic.topic_id;
             for partition in topic.partitions {
-                let key = ShareKey {
-                    group: body.group_id.to_string(),
-                    topic_id: *topic.topic_id.as_bytes(),
-                    partition: partition.partition,
-                };
+                let topic_id = *topic.topic_id.as_bytes();
+                let key = ShareKey::new(body.group_id.to_string(), topic_id, partition.partition);
                 let snapshot = snapshot_of_write(&partition);
                 let written = match refused {
                     Some(code) => Err(code),

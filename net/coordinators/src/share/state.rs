@@ -48,6 +48,18 @@ pub struct ShareKey {
     pub partition: i32,
 }
 
+impl ShareKey {
+    /// The key of `group`'s share-partition of partition `partition` of
+    /// topic `topic_id`.
+    pub fn new(group: impl Into<String>, topic_id: [u8; 16], partition: i32) -> Self {
+        Self {
+            group: group.into(),
+            topic_id,
+            partition,
+        }
+    }
+}
+
 /// One run of offsets with the same state and delivery count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateRun {

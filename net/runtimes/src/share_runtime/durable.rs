@@ -28,11 +28,7 @@ fn key_of(shard: &Shard, group: &str, tp: &TopicPartition) -> Result<ShareKey, E
     let topic_id = (shard.topics.borrow().get(&tp.topic))
         .map(|entry| entry.topic_id)
         .ok_or(ErrorCode::UnknownTopicOrPartition)?;
-    Ok(ShareKey {
-        group: group.to_string(),
-        topic_id,
-        partition: tp.partition,
-    })
+    Ok(ShareKey::new(group.to_string(), topic_id, tp.partition))
 }
 
 /// Runs `f` on the group's share-partition of `tp` under the partition's
