@@ -338,6 +338,12 @@ impl Broker {
         self.stop_with(libc::SIGTERM)
     }
 
+    /// The binary the next [`Broker::restart`] runs: a rolling upgrade's
+    /// new (or old) release.
+    pub fn set_binary(&mut self, binary: &Path) {
+        self.binary = binary.to_path_buf();
+    }
+
     /// Drops the environment variables given at start, for the next restart.
     pub fn clear_env(&mut self) {
         self.envs.clear();
@@ -384,12 +390,20 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
+        // A broker that died by itself (a crash leaves no line in its log:
+        // SIGSEGV prints nothing) is named, so a failing test's connection
+        // reset is not mistaken for a network fault.
+        let mut died = None;
         if let Some(mut child) = self.child.take() {
+            died = exited_by_itself(&mut child);
             let _ = child.kill();
             let _ = child.wait();
         }
         // A failing test shows what the broker said (its last lines).
         if std::thread::panicking() {
+            if let Some(status) = died {
+                eprintln!("--- rill had exited by itself before the test ended: {status} ---");
+            }
             let log = self.log();
             let tail: Vec<&str> = log.lines().rev().take(60).collect();
             eprintln!("--- last lines of the rill log ---");
@@ -397,6 +411,26 @@ impl Drop for Broker {
                 eprintln!("{line}");
             }
         }
+    }
+}
+
+/// The exit status of a broker that ended without being asked to, looked
+/// for only while a test fails: a process that crashes closes its sockets
+/// (the client's reset) a moment before it can be reaped, so it is given
+/// half a second.
+fn exited_by_itself(child: &mut Child) -> Option<std::process::ExitStatus> {
+    if !std::thread::panicking() {
+        return None;
+    }
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
