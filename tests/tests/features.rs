@@ -122,7 +122,7 @@ fn feature_levels_are_listed_changed_as_asked_and_kept_over_a_restart() {
         .1
         .contains(&("transaction.version".to_owned(), 0, 0)));
     assert_eq!(group_version(&versions), Some(1));
-    assert!(versions.2.contains(&("metadata.version".to_owned(), 1)));
+    assert!(versions.2.contains(&("metadata.version".to_owned(), 2)));
     assert_ne!(join_consumer_group(addr), UNSUPPORTED_VERSION);
 
     // Refused: down without asking for a downgrade, past what rill

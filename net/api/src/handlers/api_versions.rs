@@ -88,11 +88,11 @@ pub fn with_features(mut body: ApiVersionsResponse, image: &MetadataImage) -> Ap
                 .any(|key| *key as i16 == api.api_key)
         });
     }
-    body.supported_features = features::SUPPORTED
-        .iter()
+    body.supported_features = features::supported_by_this_binary()
+        .into_iter()
         .map(|feature| {
             let mut key = SupportedFeatureKey::default();
-            key.name = StrBytes::from_static_str(feature.name);
+            key.name = StrBytes::from_string(feature.name);
             key.min_version = feature.min_level;
             key.max_version = feature.max_level;
             key

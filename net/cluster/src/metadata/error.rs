@@ -56,6 +56,20 @@ pub enum MetadataError {
         /// The cluster's finalized level.
         level: i16,
     },
+    /// A change that needs a feature at a higher level than the cluster
+    /// runs (a record older brokers of a rolling upgrade could not read;
+    /// Kafka's `UNSUPPORTED_VERSION`).
+    #[error("{what} needs {feature} {needed}; the cluster runs {level} (a broker still runs an older binary, or UpdateFeatures lowered it)")]
+    FeatureLevelTooLow {
+        /// What was asked.
+        what: &'static str,
+        /// The feature.
+        feature: &'static str,
+        /// The level it needs.
+        needed: i16,
+        /// The level the cluster runs.
+        level: i16,
+    },
     /// An UpdateFeatures change that cannot be made (Kafka's
     /// `INVALID_UPDATE_VERSION`, 95).
     #[error("{reason}")]
@@ -321,7 +335,8 @@ impl MetadataError {
                 ErrorCode::DuplicateBrokerRegistration
             }
             MetadataError::IneligibleReplica { .. } => ErrorCode::IneligibleReplica,
-            MetadataError::UnsupportedFeatureLevel { .. } => ErrorCode::UnsupportedVersion,
+            MetadataError::UnsupportedFeatureLevel { .. }
+            | MetadataError::FeatureLevelTooLow { .. } => ErrorCode::UnsupportedVersion,
             MetadataError::InvalidFeatureUpdate { .. } => ErrorCode::InvalidUpdateVersion,
             MetadataError::FencedLeaderEpoch { .. } => ErrorCode::FencedLeaderEpoch,
             MetadataError::NotLeaderOrFollower { .. } => ErrorCode::NotLeaderOrFollower,

@@ -3,17 +3,19 @@
 //! at which level each runs in the cluster.
 //!
 //! A feature runs at its *finalized* level: the last level UpdateFeatures
-//! set (a `FeatureLevel` record), or else its default below. Defaults are
-//! implicit rather than written at bootstrap, so that a cluster made
-//! before feature levels existed runs at them too. A level is only
-//! finalized when every registered broker supports it, and a broker that
-//! cannot run a finalized level is refused registration: so a feature is
-//! switched on only once every broker of a rolling upgrade has the binary
-//! that supports it.
+//! set (a `FeatureLevel` record), or else its default below, lowered to
+//! what every registered broker supports. Defaults are implicit rather
+//! than written at bootstrap, so that a cluster made before feature levels
+//! existed runs at them too. A level is only finalized when every
+//! registered broker supports it, and a broker that cannot run a finalized
+//! level is refused registration: so a feature is switched on only once
+//! every broker of a rolling upgrade has the binary that supports it.
 //!
 //! The features:
 //! - `metadata.version`: the format of rill's metadata log. rill's levels
-//!   are its own (its log is not Kafka's): 1 is the format of this release.
+//!   are its own (its log is not Kafka's): 1 is the first format; 2 adds
+//!   group configs (GroupConfigChange records), which a level-1 binary
+//!   cannot read, so none is written while any broker runs one.
 //! - `group.version`: 1 turns on the consumer group protocol of KIP-848
 //!   (ConsumerGroupHeartbeat); 0 leaves only the classic protocol, as in
 //!   Kafka.
@@ -26,6 +28,7 @@
 //! - `kraft.version`: level 0; rill's dynamic quorum (KIP-853) keeps its
 //!   membership in the metadata log's Raft configuration, with no level.
 
+use super::error::MetadataError;
 use super::image::BrokerRegistration;
 use super::record::SupportedFeature;
 use super::MetadataImage;
@@ -45,6 +48,8 @@ pub struct Feature {
 
 /// `metadata.version`.
 pub const METADATA_VERSION: &str = "metadata.version";
+/// The `metadata.version` that group configs need.
+pub const GROUP_CONFIGS_METADATA_VERSION: i16 = 2;
 /// `group.version`.
 pub const GROUP_VERSION: &str = "group.version";
 /// `share.version`.
@@ -55,8 +60,8 @@ pub const SUPPORTED: [Feature; 6] = [
     Feature {
         name: METADATA_VERSION,
         min_level: 1,
-        max_level: 1,
-        default_level: 1,
+        max_level: 2,
+        default_level: 2,
     },
     Feature {
         name: GROUP_VERSION,
@@ -90,8 +95,19 @@ pub const SUPPORTED: [Feature; 6] = [
     },
 ];
 
-/// This binary's supported features, as its registration carries them.
+/// `RILL_TEST_SUPPORTED_FEATURES`, read in debug builds only: the features
+/// the broker says it supports, `name=min-max` separated by commas, in
+/// place of [`SUPPORTED`]. A test's stand-in for the previous release in a
+/// rolling upgrade (its registration and ApiVersions); the binary still
+/// runs each feature only at the level the cluster runs it at.
+pub const TEST_SUPPORTED_FEATURES: &str = "RILL_TEST_SUPPORTED_FEATURES";
+
+/// This binary's supported features, as its registration carries them
+/// (and ApiVersions lists them).
 pub fn supported_by_this_binary() -> Vec<SupportedFeature> {
+    if let Some(features) = test_override() {
+        return features;
+    }
     SUPPORTED
         .iter()
         .map(|feature| SupportedFeature {
@@ -102,19 +118,79 @@ pub fn supported_by_this_binary() -> Vec<SupportedFeature> {
         .collect()
 }
 
+/// [`TEST_SUPPORTED_FEATURES`], parsed; `None` when unset, unparsable or
+/// in a release build.
+fn test_override() -> Option<Vec<SupportedFeature>> {
+    if !cfg!(debug_assertions) {
+        return None;
+    }
+    let text = std::env::var(TEST_SUPPORTED_FEATURES).ok()?;
+    parse_feature_ranges(&text)
+}
+
+/// `name=min-max,...` as [`SupportedFeature`]s; `None` if any is malformed.
+fn parse_feature_ranges(text: &str) -> Option<Vec<SupportedFeature>> {
+    text.split(',')
+        .filter(|item| !item.trim().is_empty())
+        .map(|item| {
+            let (name, range) = item.trim().split_once('=')?;
+            let (min, max) = range.split_once('-')?;
+            Some(SupportedFeature {
+                name: name.to_owned(),
+                min_level: min.parse().ok()?,
+                max_level: max.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
 /// This binary's entry for `name`.
 pub fn known(name: &str) -> Option<&'static Feature> {
     SUPPORTED.iter().find(|feature| feature.name == name)
 }
 
 /// The level `name` runs at in the cluster of `image`: the finalized one,
-/// else its default (0 for a feature this binary does not know).
+/// else its [`implicit_level`].
 pub fn finalized_level(image: &MetadataImage, name: &str) -> i16 {
-    image
-        .finalized_features()
-        .get(name)
-        .copied()
-        .or_else(|| known(name).map(|feature| feature.default_level))
+    match image.finalized_features().get(name) {
+        Some(&level) => level,
+        None => implicit_level(image, name),
+    }
+}
+
+/// Whether group configs may be written: they need `metadata.version` 2,
+/// as a binary of level 1 cannot read their records (a rolling upgrade
+/// that has not reached every broker yet).
+pub fn group_configs_allowed(image: &MetadataImage) -> Result<(), MetadataError> {
+    let level = finalized_level(image, METADATA_VERSION);
+    if level >= GROUP_CONFIGS_METADATA_VERSION {
+        return Ok(());
+    }
+    Err(MetadataError::FeatureLevelTooLow {
+        what: "a group config",
+        feature: METADATA_VERSION,
+        needed: GROUP_CONFIGS_METADATA_VERSION,
+        level,
+    })
+}
+
+/// The level of a feature no UpdateFeatures has set: its default (0 for a
+/// feature this binary does not know), lowered to the highest level every
+/// registered broker supports. So in a rolling upgrade a feature new in
+/// this binary stays off while any broker still runs the previous one,
+/// and comes on by itself once the last broker has re-registered with
+/// the new binary; a broker rolled back to an older binary turns it off
+/// again rather than being refused.
+pub fn implicit_level(image: &MetadataImage, name: &str) -> i16 {
+    let default = known(name).map_or(0, |feature| feature.default_level);
+    (1..=default)
+        .rev()
+        .find(|&level| {
+            image
+                .brokers()
+                .values()
+                .all(|broker| broker_supports(broker, name, level))
+        })
         .unwrap_or(0)
 }
 
@@ -190,10 +266,21 @@ mod tests {
             finalized_levels(&image),
             vec![
                 ("eligible.leader.replicas.version".to_owned(), 1),
-                (METADATA_VERSION.to_owned(), 1),
+                (METADATA_VERSION.to_owned(), 2),
                 (SHARE_VERSION.to_owned(), 1)
             ]
         );
+    }
+
+    #[test]
+    fn a_test_override_parses_ranges_and_refuses_malformed_ones() {
+        let parsed = parse_feature_ranges("metadata.version=1-1, group.version=0-1").unwrap();
+        assert_eq!(
+            parsed,
+            vec![range(METADATA_VERSION, 1, 1), range(GROUP_VERSION, 0, 1)]
+        );
+        assert_eq!(parse_feature_ranges("metadata.version=1"), None);
+        assert_eq!(parse_feature_ranges("metadata.version=a-1"), None);
     }
 
     #[test]

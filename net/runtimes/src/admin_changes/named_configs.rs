@@ -61,6 +61,12 @@ impl AlterNamedConfigs {
             return Err((ErrorCode::InvalidRequest, what.to_owned()));
         }
         let image = shard.runtime().view.image();
+        // Refused here too, before any controller is asked: in a rolling
+        // upgrade the active one may still run the older release.
+        if self.resource == NamedResource::Group {
+            cluster::metadata::features::group_configs_allowed(&image)
+                .map_err(|error| (error.error_code(), error.to_string()))?;
+        }
         let all = match self.resource {
             NamedResource::ClientMetrics => image.client_metrics_configs(),
             NamedResource::Group => image.group_configs(),

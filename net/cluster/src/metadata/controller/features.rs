@@ -108,19 +108,16 @@ impl Controller<'_> {
     }
 
     /// Refuses a registration listing `features` when it cannot run a
-    /// feature at the cluster's level.
+    /// feature at a level UpdateFeatures finalized. A level that is only
+    /// implicit (a default) does not refuse it: that level follows the
+    /// registrations and drops once this one is in
+    /// ([`super::super::features::implicit_level`]).
     pub(super) fn check_registration_features(
         &self,
         broker_id: BrokerId,
         features: &[SupportedFeature],
     ) -> Result<(), MetadataError> {
-        let mut names: Vec<&str> = super::super::features::SUPPORTED
-            .iter()
-            .map(|feature| feature.name)
-            .collect();
-        names.extend(self.image.finalized_features().keys().map(String::as_str));
-        for name in names {
-            let level = finalized_level(self.image, name);
+        for (name, &level) in self.image.finalized_features() {
             if !supports(features, name, level) {
                 return Err(MetadataError::UnsupportedFeatureLevel {
                     broker_id,
@@ -239,5 +236,63 @@ mod tests {
         assert!(Controller::new(&cluster.image, &cluster.config)
             .register_broker(&mut cluster.heartbeats, &current, 0)
             .is_ok());
+    }
+    #[test]
+    fn a_feature_new_in_this_binary_comes_on_only_once_every_broker_has_it() {
+        use crate::metadata::features::{
+            supported_by_this_binary, METADATA_VERSION, SHARE_VERSION,
+        };
+        let mut cluster = Cluster::new();
+        // The previous release: no share.version, metadata.version 1 only.
+        let previous: Vec<SupportedFeature> = supported_by_this_binary()
+            .into_iter()
+            .filter(|feature| feature.name != SHARE_VERSION)
+            .map(|mut feature| {
+                if feature.name == METADATA_VERSION {
+                    feature.max_level = 1;
+                }
+                feature
+            })
+            .collect();
+        let group_config = |cluster: &Cluster| {
+            cluster.controller().alter_group_config(
+                "g",
+                "share.auto.offset.reset",
+                Some("earliest"),
+            )
+        };
+        let register = |cluster: &mut Cluster, id: i32, features: Vec<SupportedFeature>| {
+            let outcome = Controller::new(&cluster.image, &cluster.config)
+                .register_broker(
+                    &mut cluster.heartbeats,
+                    &registration(id, None, features),
+                    0,
+                )
+                .expect("registers");
+            cluster.commit(&outcome.records);
+        };
+        for id in 1..=3 {
+            register(&mut cluster, id, previous.clone());
+        }
+        assert_eq!(finalized_level(&cluster.image, SHARE_VERSION), 0);
+        // No record the previous release cannot read.
+        match group_config(&cluster) {
+            Err(error @ MetadataError::FeatureLevelTooLow { .. }) => {
+                assert_eq!(error.error_code(), ErrorCode::UnsupportedVersion);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Rolled one by one: off until the last has the new binary.
+        register(&mut cluster, 1, supported_by_this_binary());
+        register(&mut cluster, 2, supported_by_this_binary());
+        assert_eq!(finalized_level(&cluster.image, SHARE_VERSION), 0);
+        assert_eq!(finalized_level(&cluster.image, GROUP_VERSION), 1);
+        register(&mut cluster, 3, supported_by_this_binary());
+        assert_eq!(finalized_level(&cluster.image, SHARE_VERSION), 1);
+        assert_eq!(finalized_level(&cluster.image, METADATA_VERSION), 2);
+        assert_eq!(group_config(&cluster).map(|records| records.len()), Ok(1));
+        // Rolled back: the old binary registers, and the feature goes off.
+        register(&mut cluster, 2, previous);
+        assert_eq!(finalized_level(&cluster.image, SHARE_VERSION), 0);
     }
 }

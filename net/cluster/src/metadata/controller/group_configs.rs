@@ -1,11 +1,13 @@
 //! Group configs (IncrementalAlterConfigs on a GROUP resource, as Kafka
 //! 4.x has them for consumer and share groups): the records that set or
 //! remove one config of a group. The broker layer checks the keys and
-//! values before it asks.
+//! values before it asks. They need `metadata.version` 2: a binary of
+//! level 1 could not read their records.
 
 use super::client_metrics::NamedConfigChange;
 use super::Controller;
 use crate::metadata::error::MetadataError;
+use crate::metadata::features::group_configs_allowed;
 use crate::metadata::record::MetadataRecord;
 
 impl Controller<'_> {
@@ -17,6 +19,7 @@ impl Controller<'_> {
         key: &str,
         value: Option<&str>,
     ) -> Result<Vec<MetadataRecord>, MetadataError> {
+        group_configs_allowed(self.image)?;
         let had = (self.image.group_configs().get(group)).is_some_and(|c| c.contains_key(key));
         let change = NamedConfigChange {
             name: group,
