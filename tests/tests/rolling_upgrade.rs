@@ -40,6 +40,8 @@ use std::time::{Duration, Instant};
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 const SETTLE: Duration = Duration::from_secs(60);
 const UNSUPPORTED_VERSION: i16 = 35;
+/// COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR.
+const RETRIED: [i16; 3] = [14, 15, 16];
 /// Kafka's GROUP config resource type.
 const GROUP_RESOURCE: i8 = 32;
 
@@ -126,10 +128,18 @@ fn roll(previous: Previous) {
         assert_eq!(finalized(addr, "metadata.version"), 2);
     }
     assert_eq!(set_group_config(cluster.node(2).addr), 0);
-    let coordinator = wait_for("the share group's coordinator", SETTLE, || {
-        find_coordinator(&bootstrap, "upgraded", 0)
-    });
-    assert_eq!(share_heartbeat(cluster.node(coordinator).addr), 0);
+    // The coordinator may still be loading its partition after the roll
+    // (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR): a client retries.
+    let code = wait_for(
+        "a share group heartbeat that is not retried",
+        SETTLE,
+        || {
+            let coordinator = find_coordinator(&bootstrap, "upgraded", 0)?;
+            let code = share_heartbeat(cluster.node(coordinator).addr);
+            (!RETRIED.contains(&code)).then_some(code)
+        },
+    );
+    assert_eq!(code, 0);
     std::thread::sleep(Duration::from_secs(2));
     load.finish_and_check(&bootstrap);
 }
