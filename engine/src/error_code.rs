@@ -253,6 +253,9 @@ error_codes! {
     /// A share acknowledgement names a record that is not acquired by the
     /// member (KIP-932): its lock ran out, or it was never delivered to it.
     InvalidRecordState = 121, "INVALID_RECORD_STATE";
+    /// A share-partition state write made before an admin reset of the
+    /// state (KIP-932's state epoch).
+    FencedStateEpoch = 124, "FENCED_STATE_EPOCH";
     /// The share session is not in this broker's cache (KIP-932).
     ShareSessionNotFound = 122, "SHARE_SESSION_NOT_FOUND";
     /// The share session epoch is not the one the broker expects (KIP-932).

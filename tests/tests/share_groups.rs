@@ -50,7 +50,9 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::{client_config, create_topic, create_topic_replicated};
-use rill_tests::python::{python_script, require_share_consumer};
+use rill_tests::python::{
+    python_script, require_share_consumer, share_groups as share, try_share_groups as try_share,
+};
 use rill_tests::{data_dir, Broker};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -73,35 +75,6 @@ fn start(dir: &Path, properties: &str) -> Broker {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).expect("data dir");
     Broker::start(RILL, &data, &["--config", &config])
-}
-
-/// `share_groups.py BOOTSTRAP args...`: its last line of output, or what
-/// it printed when it failed.
-fn try_share(bootstrap: &str, args: &[&str]) -> Result<String, String> {
-    require_share_consumer();
-    let output = Command::new("python3")
-        .arg(python_script("share_groups.py"))
-        .arg(bootstrap)
-        .args(args)
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().unwrap_or_default().trim().to_owned();
-    if output.status.success() {
-        Ok(last)
-    } else {
-        Err(format!(
-            "{stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
-}
-
-/// [`try_share`], which must succeed; its output as JSON where it is.
-fn share(bootstrap: &str, args: &[&str]) -> Value {
-    let out = try_share(bootstrap, args)
-        .unwrap_or_else(|failure| panic!("share_groups.py {args:?}: {failure}"));
-    serde_json::from_str(&out).unwrap_or(Value::String(out))
 }
 
 fn numbers(value: &Value) -> Vec<i64> {

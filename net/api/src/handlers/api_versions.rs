@@ -63,12 +63,14 @@ const GROUP_PROTOCOL_APIS: [ApiKey; 2] = [
 
 /// The client APIs of share groups, which run only with `share.version` 1
 /// or more (KIP-932).
-const SHARE_GROUP_APIS: [ApiKey; 5] = [
+const SHARE_GROUP_APIS: [ApiKey; 7] = [
     ApiKey::ShareGroupHeartbeat,
     ApiKey::ShareGroupDescribe,
     ApiKey::ShareFetch,
     ApiKey::ShareAcknowledge,
     ApiKey::DescribeShareGroupOffsets,
+    ApiKey::AlterShareGroupOffsets,
+    ApiKey::DeleteShareGroupOffsets,
 ];
 
 /// `body` with the feature levels of `image` (v3+), and without the APIs

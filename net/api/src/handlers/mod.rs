@@ -26,6 +26,7 @@ pub mod alter_client_quotas;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
 pub mod alter_replica_log_dirs;
+pub mod alter_share_group_offsets;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod consumer_group_describe;
@@ -36,6 +37,8 @@ pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
+pub mod delete_share_group_offsets;
+pub mod delete_share_group_state;
 pub mod delete_topics;
 pub mod describe_acls;
 pub mod describe_client_quotas;
@@ -59,6 +62,7 @@ pub mod get_telemetry_subscriptions;
 pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod initialize_share_group_state;
 pub mod join_group;
 pub mod leave_group;
 pub mod legacy;
@@ -75,6 +79,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod push_telemetry;
 pub mod read_share_group_state;
+pub mod read_share_group_state_summary;
 pub mod remove_raft_voter;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
@@ -259,9 +264,14 @@ pub const REGISTRY: &[Handler] = &[
     share_group_describe::HANDLER,
     share_fetch::HANDLER,
     share_acknowledge::HANDLER,
+    initialize_share_group_state::HANDLER,
     read_share_group_state::HANDLER,
     write_share_group_state::HANDLER,
+    delete_share_group_state::HANDLER,
+    read_share_group_state_summary::HANDLER,
     describe_share_group_offsets::HANDLER,
+    alter_share_group_offsets::HANDLER,
+    delete_share_group_offsets::HANDLER,
     delete_groups::HANDLER,
     describe_groups::HANDLER,
     find_coordinator::HANDLER,

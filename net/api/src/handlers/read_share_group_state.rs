@@ -8,7 +8,7 @@ use kafka_protocol::messages::read_share_group_state_response::ReadStateResult;
 use kafka_protocol::messages::{ApiKey, ReadShareGroupStateRequest, ReadShareGroupStateResponse};
 use runtimes::cluster_runtime;
 use runtimes::share_coordinator::{self, StateRequest};
-use runtimes::share_runtime::persister::read_result;
+use runtimes::share_runtime::state_wire::read_result;
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;

@@ -100,6 +100,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .unwrap_or(0)
                 .clamp(1, PARTITION_MAX_BYTES),
             from_earliest,
+            revalidate: body.share_session_epoch == 0,
             read_committed,
             settings,
         };

@@ -11,7 +11,7 @@ use kafka_protocol::messages::write_share_group_state_response::{
 use kafka_protocol::messages::{ApiKey, WriteShareGroupStateRequest, WriteShareGroupStateResponse};
 use runtimes::cluster_runtime;
 use runtimes::share_coordinator::{self, StateRequest};
-use runtimes::share_runtime::persister::snapshot_of_write;
+use runtimes::share_runtime::state_wire::snapshot_of_write;
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;

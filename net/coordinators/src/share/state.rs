@@ -5,15 +5,21 @@
 //!
 //! Each write is the whole state (the topic is compacted: the newest state
 //! of a key is all a new leader reads). A write carries the partition
-//! leader's epoch and a sequence number, so that the share coordinator
-//! refuses a stale leader's write (a lower epoch) and a write overtaken
-//! by a newer one (the same epoch, a lower sequence).
+//! leader's epoch, the state epoch it was read at and a sequence number,
+//! so that the share coordinator refuses a stale leader's write (a lower
+//! leader epoch), a write made before an admin reset of the state (a
+//! lower state epoch: AlterShareGroupOffsets, DeleteShareGroupOffsets) and
+//! a write overtaken by a newer one (the same epochs, a lower sequence).
+//! A reset state with start offset -1 holds nothing: the share-partition
+//! starts again by `share.auto.offset.reset`.
 //!
-//! Encodings (big-endian, version byte first, version 0):
-//! - key: group (u16 length + UTF-8), topic id (16 bytes), partition (i32);
-//! - value: leader epoch (i32), sequence (i32), start offset (i64), runs
-//!   (u32 count, then each: first offset i64, last offset i64, state u8 as
-//!   Kafka's `RecordState` numbers (0 available, 2 acknowledged, 4
+//! Encodings (big-endian, version byte first):
+//! - key (version 0): group (u16 length + UTF-8), topic id (16 bytes),
+//!   partition (i32);
+//! - value (version 1; version 0 lacks the state epoch, read as 0): leader
+//!   epoch (i32), sequence (i32), state epoch (i32), start offset (i64),
+//!   runs (u32 count, then each: first offset i64, last offset i64, state
+//!   u8 as Kafka's `RecordState` numbers (0 available, 2 acknowledged, 4
 //!   archived), delivery count i16).
 
 use super::partition::{SharePartition, Slot, State};
@@ -79,20 +85,26 @@ pub struct ShareSnapshot {
     /// The partition leader's epoch when it wrote this.
     pub leader_epoch: i32,
     /// Orders one leader's writes (a new leader continues from the last);
-    /// it travels as the wire's `state_epoch`.
+    /// on the wire, a tagged field of rill's.
     pub sequence: i32,
+    /// Raised by each admin reset of the state (Kafka's `state_epoch`).
+    pub state_epoch: i32,
     /// The share-partition start offset.
     pub start_offset: i64,
     /// The window's offsets, in runs, in order.
     pub runs: Vec<StateRun>,
 }
 
+/// The value layout written.
+const VALUE_VERSION: u8 = 1;
+
 const AVAILABLE: u8 = 0;
 const ACKNOWLEDGED: u8 = 2;
 const ARCHIVED: u8 = 4;
 
 impl SharePartition {
-    /// The durable state now, stamped with `leader_epoch` and `sequence`.
+    /// The durable state now, stamped with `leader_epoch` and `sequence`
+    /// (state epoch 0: the owner stamps its own).
     pub fn snapshot(&self, leader_epoch: i32, sequence: i32) -> ShareSnapshot {
         let mut runs: Vec<StateRun> = Vec::new();
         for (&offset, slot) in self.slots() {
@@ -120,6 +132,7 @@ impl SharePartition {
         ShareSnapshot {
             leader_epoch,
             sequence,
+            state_epoch: 0,
             start_offset: self.start_offset(),
             runs,
         }
@@ -147,6 +160,26 @@ impl SharePartition {
     }
 }
 
+impl ShareSnapshot {
+    /// The state an admin reset leaves at `state_epoch`: the window empty
+    /// from `start_offset`, or nothing at all (-1: the share-partition
+    /// starts again by `share.auto.offset.reset`).
+    pub fn reset(leader_epoch: i32, state_epoch: i32, start_offset: i64) -> Self {
+        Self {
+            leader_epoch,
+            sequence: 0,
+            state_epoch,
+            start_offset: start_offset.max(-1),
+            runs: Vec::new(),
+        }
+    }
+
+    /// Whether it holds a state (not a reset to nothing).
+    pub fn holds_state(&self) -> bool {
+        self.start_offset >= 0
+    }
+}
+
 /// The record key of `key`.
 pub fn encode_key(key: &ShareKey) -> Vec<u8> {
     let mut out = Vec::with_capacity(1 + 2 + key.group.len() + 16 + 4);
@@ -161,10 +194,11 @@ pub fn encode_key(key: &ShareKey) -> Vec<u8> {
 
 /// The record value of `snapshot`.
 pub fn encode_value(snapshot: &ShareSnapshot) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + 4 + 4 + 8 + 4 + snapshot.runs.len() * 19);
-    out.push(0);
+    let mut out = Vec::with_capacity(1 + 4 + 4 + 4 + 8 + 4 + snapshot.runs.len() * 19);
+    out.push(VALUE_VERSION);
     out.extend_from_slice(&snapshot.leader_epoch.to_be_bytes());
     out.extend_from_slice(&snapshot.sequence.to_be_bytes());
+    out.extend_from_slice(&snapshot.state_epoch.to_be_bytes());
     out.extend_from_slice(&snapshot.start_offset.to_be_bytes());
     out.extend_from_slice(&(snapshot.runs.len() as u32).to_be_bytes());
     for run in &snapshot.runs {
@@ -186,9 +220,10 @@ impl Reader<'_> {
         head.try_into().map_err(|_| StateError::Truncated)
     }
 
-    fn version(&mut self) -> Result<(), StateError> {
+    /// The version byte, if at most `newest`.
+    fn version(&mut self, newest: u8) -> Result<u8, StateError> {
         match self.take::<1>()?[0] {
-            0 => Ok(()),
+            version if version <= newest => Ok(version),
             other => Err(StateError::Version(other)),
         }
     }
@@ -197,7 +232,7 @@ impl Reader<'_> {
 /// The key a record key holds.
 pub fn decode_key(bytes: &[u8]) -> Result<ShareKey, StateError> {
     let mut r = Reader(bytes);
-    r.version()?;
+    r.version(0)?;
     let length = u16::from_be_bytes(r.take()?) as usize;
     let (group, rest) = r.0.split_at_checked(length).ok_or(StateError::Truncated)?;
     r.0 = rest;
@@ -216,9 +251,13 @@ pub fn decode_key(bytes: &[u8]) -> Result<ShareKey, StateError> {
 /// The snapshot a record value holds.
 pub fn decode_value(bytes: &[u8]) -> Result<ShareSnapshot, StateError> {
     let mut r = Reader(bytes);
-    r.version()?;
+    let version = r.version(VALUE_VERSION)?;
     let leader_epoch = i32::from_be_bytes(r.take()?);
     let sequence = i32::from_be_bytes(r.take()?);
+    let state_epoch = match version {
+        0 => 0,
+        _ => i32::from_be_bytes(r.take()?),
+    };
     let start_offset = i64::from_be_bytes(r.take()?);
     let count = u32::from_be_bytes(r.take()?) as usize;
     // Each run is 19 bytes: a count past what is left is a bad record.
@@ -237,6 +276,7 @@ pub fn decode_value(bytes: &[u8]) -> Result<ShareSnapshot, StateError> {
     Ok(ShareSnapshot {
         leader_epoch,
         sequence,
+        state_epoch,
         start_offset,
         runs,
     })

@@ -253,11 +253,23 @@ fn share_keys_and_bad_values_decode_as_they_should() {
     assert_eq!(state::decode_value(&[]), Err(StateError::Truncated));
     assert_eq!(state::decode_value(&[7]), Err(StateError::Version(7)));
     let mut huge = state::encode_value(&SharePartition::new(0).snapshot(0, 0));
-    huge[17..21].copy_from_slice(&u32::MAX.to_be_bytes());
+    huge[21..25].copy_from_slice(&u32::MAX.to_be_bytes());
     assert_eq!(state::decode_value(&huge), Err(StateError::Truncated));
+    // The state epoch survives; version 0 (without it) reads as epoch 0.
+    let reset = ShareSnapshot::reset(3, 7, 42);
+    let bytes = state::encode_value(&reset);
+    assert_eq!(state::decode_value(&bytes), Ok(reset.clone()));
+    let mut version_0 = bytes[..9].to_vec();
+    version_0[0] = 0;
+    version_0.extend_from_slice(&bytes[13..]);
+    let read = state::decode_value(&version_0).expect("a version 0 value");
+    assert_eq!((read.state_epoch, read.start_offset), (0, 42));
+    assert!(reset.holds_state());
+    assert!(!ShareSnapshot::reset(3, 8, -5).holds_state());
     let bad = ShareSnapshot {
         leader_epoch: 0,
         sequence: 0,
+        state_epoch: 0,
         start_offset: 0,
         runs: vec![state::StateRun {
             first_offset: 0,

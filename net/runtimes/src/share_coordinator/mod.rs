@@ -14,15 +14,21 @@
 //!
 //! Writes are fenced: one carrying an older partition leader epoch than the
 //! key's last read or write is FENCED_LEADER_EPOCH (a deposed partition
-//! leader), one with the same epoch and a lower sequence is overtaken and
-//! skipped.
+//! leader), one read before the key's last reset is FENCED_STATE_EPOCH
+//! (its leader then reads the state again), one with the same epochs and a
+//! lower sequence is overtaken and skipped.
+//!
+//! A reset (InitializeShareGroupState, DeleteShareGroupState: what
+//! AlterShareGroupOffsets and DeleteShareGroupOffsets ask) raises the
+//! key's state epoch and empties its window from a new start offset, or
+//! to nothing.
 //!
 //! - `load.rs`: loading a state partition under its lease, replaying it.
 
 mod load;
 
 use crate::admin_changes;
-use crate::replication_runtime::{append_as_leader, coordinator_error, LeaseTable};
+use crate::replication_runtime::{append_as_leader, coordinator_error, LeaderLease, LeaseTable};
 use crate::Shard;
 use coordinators::group::offsets_partition_for;
 use coordinators::share::state::{encode_key, encode_value};
@@ -81,12 +87,26 @@ pub enum StateRequest {
         /// Its whole state.
         snapshot: ShareSnapshot,
     },
+    /// Start the key's state again at a higher state epoch: the window
+    /// empty from `start_offset`, or nothing (-1). Answers the new state.
+    Reset {
+        /// The share-partition.
+        key: ShareKey,
+        /// The new state epoch (`None`: one above the key's); lower than
+        /// the key's is FENCED_STATE_EPOCH.
+        state_epoch: Option<i32>,
+        /// The new start offset, or -1.
+        start_offset: i64,
+    },
 }
 
 impl StateRequest {
-    fn key(&self) -> &ShareKey {
+    /// The share-partition asked about.
+    pub fn key(&self) -> &ShareKey {
         match self {
-            StateRequest::Read { key, .. } | StateRequest::Write { key, .. } => key,
+            StateRequest::Read { key, .. }
+            | StateRequest::Write { key, .. }
+            | StateRequest::Reset { key, .. } => key,
         }
     }
 }
@@ -150,23 +170,7 @@ impl OwnerCall<crate::ShardRuntime> for StateCall {
                 if !admits(rt, &key, &snapshot)? {
                     return Ok(None);
                 }
-                let tp = TopicPartition::new(STATE_TOPIC, self.partition);
-                let mut builder = BatchBuilder::new(0, Compression::None);
-                let value = encode_value(&snapshot);
-                builder.push(
-                    0,
-                    shard.now_ms(),
-                    Some(&encode_key(&key)),
-                    Some(&value),
-                    &[],
-                );
-                let mut batch = builder.build().map_err(|e| {
-                    tracing::warn!(error = %e, "cannot build a __share_group_state batch");
-                    ErrorCode::UnknownServerError
-                })?;
-                append_as_leader(&shard, &tp, lease, &mut batch, STATE_WRITE_TIMEOUT)
-                    .await
-                    .map_err(coordinator_error)?;
+                append_state(&shard, self.partition, lease, &key, &snapshot).await?;
                 // Another write may have passed this one while it waited.
                 if admits(rt, &key, &snapshot)? {
                     rt.fences
@@ -176,8 +180,70 @@ impl OwnerCall<crate::ShardRuntime> for StateCall {
                 }
                 Ok(None)
             }
+            StateRequest::Reset {
+                key,
+                state_epoch,
+                start_offset,
+            } => {
+                let snapshot = reset_state(rt, &key, state_epoch, start_offset)?;
+                append_state(&shard, self.partition, lease, &key, &snapshot).await?;
+                let current = reset_state(rt, &key, Some(snapshot.state_epoch), start_offset);
+                if current.is_ok() {
+                    rt.states.borrow_mut().insert(key, snapshot.clone());
+                }
+                Ok(Some(snapshot))
+            }
         }
     }
+}
+
+/// Appends `snapshot` as the newest state of `key` to its state partition,
+/// as its leader under `lease`, acks=all.
+async fn append_state(
+    shard: &Rc<Shard>,
+    partition: i32,
+    lease: LeaderLease,
+    key: &ShareKey,
+    snapshot: &ShareSnapshot,
+) -> Result<(), ErrorCode> {
+    let tp = TopicPartition::new(STATE_TOPIC, partition);
+    let mut builder = BatchBuilder::new(0, Compression::None);
+    let value = encode_value(snapshot);
+    builder.push(0, shard.now_ms(), Some(&encode_key(key)), Some(&value), &[]);
+    let mut batch = builder.build().map_err(|e| {
+        tracing::warn!(error = %e, "cannot build a __share_group_state batch");
+        ErrorCode::UnknownServerError
+    })?;
+    append_as_leader(shard, &tp, lease, &mut batch, STATE_WRITE_TIMEOUT)
+        .await
+        .map(drop)
+        .map_err(coordinator_error)
+}
+
+/// The state a reset of `key` to `start_offset` at `state_epoch` (`None`:
+/// one above the key's) leaves: FENCED_STATE_EPOCH below the key's epoch.
+/// It carries the highest leader epoch seen, so the partition leader's
+/// writes after it pass the fence.
+fn reset_state(
+    rt: &ShareCoordinator,
+    key: &ShareKey,
+    state_epoch: Option<i32>,
+    start_offset: i64,
+) -> Result<ShareSnapshot, ErrorCode> {
+    let states = rt.states.borrow();
+    let current = states.get(key);
+    let current_epoch = current.map_or(-1, |s| s.state_epoch);
+    let state_epoch = state_epoch.unwrap_or(current_epoch.saturating_add(1));
+    if state_epoch < current_epoch {
+        return Err(ErrorCode::FencedStateEpoch);
+    }
+    let fence = rt.fences.borrow().get(key).copied().unwrap_or(-1);
+    let leader_epoch = fence.max(current.map_or(-1, |s| s.leader_epoch));
+    Ok(ShareSnapshot::reset(
+        leader_epoch,
+        state_epoch,
+        start_offset,
+    ))
 }
 
 /// Whether `snapshot` may replace the key's state: FENCED_LEADER_EPOCH
@@ -194,7 +260,15 @@ fn admits(
     }
     let states = rt.states.borrow();
     Ok(match states.get(key) {
-        Some(old) if old.leader_epoch == snapshot.leader_epoch => old.sequence < snapshot.sequence,
+        Some(old) if snapshot.state_epoch < old.state_epoch => {
+            return Err(ErrorCode::FencedStateEpoch)
+        }
+        Some(old)
+            if (old.leader_epoch, old.state_epoch)
+                == (snapshot.leader_epoch, snapshot.state_epoch) =>
+        {
+            old.sequence < snapshot.sequence
+        }
         _ => true,
     })
 }

@@ -10,7 +10,7 @@ use super::OwnedSharePartition;
 use crate::replication_runtime;
 use crate::routing::missing_partition_error;
 use crate::Shard;
-use coordinators::share::{ShareKey, SharePartition};
+use coordinators::share::{ShareKey, SharePartition, ShareSnapshot};
 use engine::{ErrorCode, TopicPartition};
 use std::rc::Rc;
 
@@ -61,82 +61,145 @@ pub(super) fn with_state<T>(
 /// Makes the group's share-partition of `tp` when there is none under the
 /// partition's current role: from the share coordinator's state, else at
 /// the log start (`from_earliest`) or end, that start written first.
+/// With `revalidate` (a share session opens), an idle share-partition is
+/// read again and replaced when an admin reset changed it meanwhile.
 pub(super) async fn ensure_loaded(
     shard: &Rc<Shard>,
     group: &str,
     tp: &TopicPartition,
     from_earliest: bool,
+    revalidate: bool,
 ) -> Result<(), ErrorCode> {
     let map_key = (group.to_string(), tp.clone());
     let (generation, topic_id) = incarnation(shard, tp);
-    let loaded = |shard: &Shard| {
+    // Whether it is held under this role, idle (looked at only when
+    // revalidating: it walks the window), and what it last wrote.
+    let held = |shard: &Shard| {
         (shard.runtime().share.partitions.borrow().get(&map_key))
-            .is_some_and(|owned| (owned.generation, owned.topic_id) == (generation, topic_id))
+            .filter(|owned| (owned.generation, owned.topic_id) == (generation, topic_id))
+            .map(|owned| {
+                let idle = revalidate && owned.is_idle();
+                (idle, owned.state_epoch, owned.next_sequence)
+            })
     };
-    if loaded(shard) {
-        return Ok(());
-    }
-    let log = shard
-        .logs
-        .get(tp)
-        .ok_or_else(|| missing_partition_error(shard, tp))?;
+    let Some(log) = shard.logs.get(tp) else {
+        return Err(missing_partition_error(shard, tp));
+    };
+    let written = match held(shard) {
+        Some((idle, state_epoch, next)) if revalidate && idle => Some((state_epoch, next)),
+        Some(_) => return Ok(()),
+        None => None,
+    };
     if !replication_runtime::serves_clients(shard, tp) {
         return Err(ErrorCode::NotLeaderOrFollower);
     }
     let key = key_of(shard, group, tp)?;
     let leader_epoch = log.leader_epoch();
-    let (state, next_sequence) = match persister::read(shard, &key, leader_epoch).await? {
-        Some(snapshot) => {
-            let state = SharePartition::restore(&snapshot).map_err(|e| {
-                tracing::warn!(%tp, group, error = %e, "share-partition state unreadable");
-                ErrorCode::CoordinatorNotAvailable
-            })?;
-            (state, snapshot.sequence.wrapping_add(1))
+    let stored = persister::read(shard, &key, leader_epoch).await?;
+    if let Some((state_epoch, next)) = written {
+        let unchanged = stored
+            .as_ref()
+            .is_some_and(|s| (s.state_epoch, s.sequence.wrapping_add(1)) == (state_epoch, next));
+        if unchanged || held(shard) != Some((true, state_epoch, next)) {
+            return Ok(());
         }
-        None => {
-            let start = if from_earliest {
-                log.log_start_offset()
-            } else {
-                log.high_watermark()
-            };
-            let state = SharePartition::new(start);
-            persister::write(shard, &key, state.snapshot(leader_epoch, 0)).await?;
-            (state, 1)
+        tracing::info!(%tp, group, "share-partition state reset by an admin; read again");
+    }
+    let start = || {
+        if from_earliest {
+            log.log_start_offset()
+        } else {
+            log.high_watermark()
         }
     };
-    if !loaded(shard) {
+    let owned = made(shard, &key, stored, start, leader_epoch).await?;
+    if held(shard) == written.map(|(epoch, next)| (true, epoch, next)) {
         let owned = OwnedSharePartition {
             generation,
             topic_id,
-            state,
-            leader_epoch,
-            next_sequence,
+            ..owned
         };
-        shard
-            .runtime()
-            .share
-            .partitions
-            .borrow_mut()
-            .insert(map_key, owned);
+        (shard.runtime().share.partitions.borrow_mut()).insert(map_key, owned);
     }
     Ok(())
 }
 
+/// The share-partition `stored` holds, or a new one from `start()` (its
+/// start written first) when it holds none; its role and topic are
+/// filled in by the caller.
+async fn made(
+    shard: &Rc<Shard>,
+    key: &ShareKey,
+    stored: Option<ShareSnapshot>,
+    start: impl FnOnce() -> i64,
+    leader_epoch: i32,
+) -> Result<OwnedSharePartition, ErrorCode> {
+    let state_epoch = stored.as_ref().map_or(0, |s| s.state_epoch);
+    let mut next_sequence = stored.as_ref().map_or(0, |s| s.sequence.wrapping_add(1));
+    let state = match stored.filter(ShareSnapshot::holds_state) {
+        Some(snapshot) => SharePartition::restore(&snapshot).map_err(|e| {
+            tracing::warn!(group = %key.group, partition = key.partition, error = %e, "share-partition state unreadable");
+            ErrorCode::CoordinatorNotAvailable
+        })?,
+        None => {
+            let state = SharePartition::new(start());
+            let snapshot = ShareSnapshot {
+                state_epoch,
+                ..state.snapshot(leader_epoch, next_sequence)
+            };
+            persister::write(shard, key, snapshot).await?;
+            next_sequence = next_sequence.wrapping_add(1);
+            state
+        }
+    };
+    Ok(OwnedSharePartition {
+        generation: 0,
+        topic_id: [0; 16],
+        state,
+        leader_epoch,
+        next_sequence,
+        state_epoch,
+        writes_in_flight: 0,
+    })
+}
+
 /// Writes the group's share-partition of `tp` whole to its share
-/// coordinator.
+/// coordinator. A write fenced by an admin reset (FENCED_STATE_EPOCH)
+/// drops the share-partition, so the next fetch reads the new state; the
+/// acknowledgement it carried is refused (INVALID_RECORD_STATE).
 pub(super) async fn persist(
     shard: &Rc<Shard>,
     group: &str,
     tp: &TopicPartition,
 ) -> Result<(), ErrorCode> {
     let key = key_of(shard, group, tp)?;
+    let map_key = (group.to_string(), tp.clone());
     let snapshot = {
         let mut partitions = shard.runtime().share.partitions.borrow_mut();
-        let owned = (partitions.get_mut(&(group.to_string(), tp.clone())))
+        let owned = partitions
+            .get_mut(&map_key)
             .ok_or(ErrorCode::InvalidRecordState)?;
         let sequence = owned.next_sequence;
         owned.next_sequence = sequence.wrapping_add(1);
-        owned.state.snapshot(owned.leader_epoch, sequence)
+        owned.writes_in_flight += 1;
+        ShareSnapshot {
+            state_epoch: owned.state_epoch,
+            ..owned.state.snapshot(owned.leader_epoch, sequence)
+        }
     };
-    persister::write(shard, &key, snapshot).await
+    let outcome = persister::write(shard, &key, snapshot.clone()).await;
+    let mut partitions = shard.runtime().share.partitions.borrow_mut();
+    let same = |owned: &OwnedSharePartition| owned.state_epoch == snapshot.state_epoch;
+    if let Some(owned) = partitions.get_mut(&map_key).filter(|owned| same(owned)) {
+        owned.writes_in_flight = owned.writes_in_flight.saturating_sub(1);
+    }
+    match outcome {
+        Err(ErrorCode::FencedStateEpoch) => {
+            if partitions.get(&map_key).is_some_and(same) {
+                partitions.remove(&map_key);
+            }
+            Err(ErrorCode::InvalidRecordState)
+        }
+        other => other,
+    }
 }

@@ -67,6 +67,7 @@ pub async fn acknowledge(
             max_records: 0,
             max_bytes: 0,
             from_earliest: false,
+            revalidate: false,
             read_committed: false,
             settings: shard.config.group.share.records,
         },

@@ -13,16 +13,20 @@
 //! - The **connection's shard** keeps the member's share session
 //!   ([`sessions`]): which partitions its fetches name, and the epoch the
 //!   next request must carry.
+//! - [`admin`]: AlterShareGroupOffsets and DeleteShareGroupOffsets reset
+//!   share-partitions, through their share coordinators.
 //! - [`fetch`]: a ShareFetch's rounds over the owners: acknowledge and
 //!   acquire on every owner at once, and while nothing was acquired wait on
 //!   them all (cancellable: a wait changes nothing) until one has records
 //!   to give, or the deadline.
 
+pub mod admin;
 mod durable;
 pub mod fetch;
 pub mod owner;
 pub mod persister;
 pub mod sessions;
+pub mod state_wire;
 
 use coordinators::share::SharePartition;
 use engine::TopicPartition;
@@ -49,6 +53,19 @@ pub struct OwnedSharePartition {
     pub leader_epoch: i32,
     /// The sequence of the next state write.
     pub next_sequence: i32,
+    /// The state epoch the state was read at (raised by an admin reset).
+    pub state_epoch: i32,
+    /// State writes sent and not yet answered.
+    pub writes_in_flight: u32,
+}
+
+impl OwnedSharePartition {
+    /// Whether it holds nothing the share coordinator lacks: no record
+    /// acquired and no state write on its way, so that it can be read
+    /// again without losing anything.
+    pub fn is_idle(&self) -> bool {
+        self.writes_in_flight == 0 && self.state.next_deadline_ms().is_none()
+    }
 }
 
 /// One shard's share-group state.

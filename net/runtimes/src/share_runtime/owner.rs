@@ -76,6 +76,9 @@ pub struct ShareParams {
     /// `share.auto.offset.reset=earliest`: a new share-partition starts at
     /// the log start (else at its end).
     pub from_earliest: bool,
+    /// A share session opens: an idle share-partition is read again from
+    /// its share coordinator, in case an admin reset it.
+    pub revalidate: bool,
     /// `share.isolation.level=read_committed`: read up to the last stable
     /// offset, and never deliver an aborted transaction's records.
     pub read_committed: bool,
@@ -198,6 +201,25 @@ impl ShareWork {
         outcome.unwrap_or_else(|code| code)
     }
 
+    /// Makes sure the group's share-partition of `tp` is held here; the
+    /// read's answer when it cannot be.
+    async fn loaded(&self, shard: &Rc<Shard>, tp: &TopicPartition) -> Result<(), ShareReadOutcome> {
+        let params = &self.params;
+        let revalidate = params.revalidate;
+        match ensure_loaded(shard, &params.group, tp, params.from_earliest, revalidate).await {
+            Ok(()) => Ok(()),
+            // The share coordinator moves or loads: nothing this time (the
+            // client fetches again); librdkafka surfaces these to the
+            // application as errors.
+            Err(
+                ErrorCode::CoordinatorNotAvailable
+                | ErrorCode::CoordinatorLoadInProgress
+                | ErrorCode::NotCoordinator,
+            ) => Err(ShareReadOutcome::error(tp.clone(), ErrorCode::None)),
+            Err(code) => Err(ShareReadOutcome::error(tp.clone(), code)),
+        }
+    }
+
     /// Reads from the first available offset and acquires what it can.
     async fn acquire(
         &self,
@@ -206,17 +228,8 @@ impl ShareWork {
         max_records: usize,
         settings: &ShareSettings,
     ) -> ShareReadOutcome {
-        match ensure_loaded(shard, &self.params.group, tp, self.params.from_earliest).await {
-            Ok(()) => {}
-            // The share coordinator moves or loads: nothing this time (the
-            // client fetches again); librdkafka surfaces these to the
-            // application as errors.
-            Err(
-                ErrorCode::CoordinatorNotAvailable
-                | ErrorCode::CoordinatorLoadInProgress
-                | ErrorCode::NotCoordinator,
-            ) => return ShareReadOutcome::error(tp.clone(), ErrorCode::None),
-            Err(code) => return ShareReadOutcome::error(tp.clone(), code),
+        if let Err(outcome) = self.loaded(shard, tp).await {
+            return outcome;
         }
         let now_ms = shard.now_ms();
         let from = with_state(shard, &self.params.group, tp, |state| {
