@@ -16,7 +16,10 @@
 //! - each reset raises the state epoch (ReadShareGroupStateSummary), and a
 //!   partition leader's write of the old epoch is FENCED_STATE_EPOCH;
 //! - an unknown topic or partition, or a negative offset, is refused for
-//!   that partition alone.
+//!   that partition alone;
+//! - DeleteGroups of a share group drops its states too, even after a
+//!   restart (when the coordinator knows its topics but no member), so the
+//!   same group id then starts afresh.
 
 use kafka_protocol::messages::alter_share_group_offsets_request::{
     AlterShareGroupOffsetsRequestPartition, AlterShareGroupOffsetsRequestTopic,
@@ -27,8 +30,8 @@ use kafka_protocol::messages::describe_share_group_offsets_request::{
 };
 use kafka_protocol::messages::{
     read_share_group_state_summary_request, write_share_group_state_request,
-    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, ApiKey,
-    DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+    AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, ApiKey, DeleteGroupsRequest,
+    DeleteGroupsResponse, DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, GroupId,
     ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse,
     ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
@@ -48,6 +51,8 @@ const GROUP: &str = "resettable";
 const TOPIC: &str = "replayed";
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+const GROUP_ID_NOT_FOUND: i16 = 69;
 const INVALID_REQUEST: i16 = 42;
 const NON_EMPTY_GROUP: i16 = 68;
 const FENCED_STATE_EPOCH: i16 = 124;
@@ -55,7 +60,7 @@ const FENCED_STATE_EPOCH: i16 = 124;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn offsets_are_altered_and_deleted_on_one_broker() {
     let dir = data_dir();
-    let broker = Broker::start(RILL, dir.path(), &["--cores", "2"]);
+    let mut broker = Broker::start(RILL, dir.path(), &["--cores", "2"]);
     let bootstrap = broker.bootstrap();
     create_topic_replicated(&bootstrap, TOPIC, 1, 1, &[]).await;
     let topic_id = reset_and_replay(&bootstrap, &[broker.addr]);
@@ -64,6 +69,33 @@ async fn offsets_are_altered_and_deleted_on_one_broker() {
     // fenced. One broker coordinates everything.
     assert_eq!(summary(broker.addr, topic_id), (2, 20));
     assert_eq!(write_of_epoch(broker.addr, topic_id, 0), FENCED_STATE_EPOCH);
+
+    // After a restart the coordinator knows no member of the group but its
+    // topics: DeleteGroups drops its state too, and the same group id then
+    // reads from the start again.
+    broker.stop();
+    broker.restart();
+    let deleted = wait_for(
+        "DeleteGroups answered by a loaded coordinator",
+        SETTLE,
+        || {
+            let code = delete_group(broker.addr);
+            (code != COORDINATOR_LOAD_IN_PROGRESS).then_some(code)
+        },
+    );
+    assert_eq!(deleted, 0);
+    assert_eq!(delete_group(broker.addr), GROUP_ID_NOT_FOUND);
+    assert_eq!(describe(broker.addr).0, -1);
+    assert_eq!(collect(&bootstrap, 20), (0..20).collect::<Vec<_>>());
+}
+
+/// DeleteGroups of the group: its code.
+fn delete_group(addr: SocketAddr) -> i16 {
+    let mut request = DeleteGroupsRequest::default();
+    request.groups_names = vec![GroupId(StrBytes::from_static_str(GROUP))];
+    let response: DeleteGroupsResponse =
+        raw::request(addr, ApiKey::DeleteGroups, 2, &request).expect("DeleteGroups");
+    response.results[0].error_code
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! DeleteGroups (key 42): remove empty groups and their offsets (tombstones
-//! in `__consumer_offsets`, so compaction drops them).
+//! in `__consumer_offsets`, so compaction drops them). A share group's
+//! share-partition states go first (`share_runtime::admin::forget_states`).
 
 use super::{Handler, HandlerFuture, Request};
 use engine::ErrorCode;
@@ -7,6 +8,7 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse};
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
+use runtimes::share_runtime::admin;
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
@@ -30,6 +32,11 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             let mut result = DeletableGroupResult::default();
             result.group_id = group_id;
             if let Err(code) = authz.group(Operation::Delete, &id) {
+                result.error_code = code.code();
+                response.results.push(result);
+                continue;
+            }
+            if let Err(code) = admin::forget_states(&shard, &id).await {
                 result.error_code = code.code();
                 response.results.push(result);
                 continue;

@@ -1,8 +1,8 @@
 //! DescribeShareGroupOffsets (key 90): each share-partition's start offset
 //! (KIP-932), as `kafka-share-groups --describe --offsets` shows it, read
 //! from the share coordinator of each partition. With no topics named,
-//! every partition of the topics the group's members subscribe to. A
-//! partition the group never read has start offset -1.
+//! every partition of the topics the group's members subscribe to or it
+//! has had assigned. A partition the group never read has start offset -1.
 
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
 use coordinators::share::ShareKey;
@@ -74,14 +74,23 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     })
 }
 
-/// The topics the share group's members subscribe to.
+/// The topics the share group's members subscribe to, and those it has
+/// had assigned.
 async fn subscribed(shard: &Rc<Shard>, group: &str) -> Result<Vec<String>, ErrorCode> {
+    let call = GroupRequest::ShareTopics(group.to_string());
+    let mut topics = match group_runtime::call(shard, group, call).await {
+        GroupReply::ShareTopics(topics) => topics,
+        GroupReply::Unavailable(code) => return Err(code),
+        _ => return Err(ErrorCode::UnknownServerError),
+    };
     let call = GroupRequest::DescribeShare(group.to_string());
     match group_runtime::call(shard, group, call).await {
-        GroupReply::DescribedShare(Ok(g)) => Ok(g.subscribed_topics().into_iter().collect()),
-        GroupReply::DescribedShare(Err(code)) | GroupReply::Unavailable(code) => Err(code),
-        _ => Err(ErrorCode::UnknownServerError),
+        GroupReply::DescribedShare(Ok(g)) => topics.extend(g.subscribed_topics()),
+        GroupReply::DescribedShare(Err(_)) if !topics.is_empty() => {}
+        GroupReply::DescribedShare(Err(code)) | GroupReply::Unavailable(code) => return Err(code),
+        _ => return Err(ErrorCode::UnknownServerError),
     }
+    Ok(topics.into_iter().collect())
 }
 
 /// One topic's start offsets (`None` partitions: all of them).

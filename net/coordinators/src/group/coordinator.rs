@@ -13,7 +13,7 @@
 //!   [`GroupCoordinator::replay`], then call [`GroupCoordinator::finish_replay`].
 
 use engine::ErrorCode;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::classic::{
     ClassicGroup, ClassicState, HeartbeatRequest, JoinRequest, JoinResponse, LeavingMember, Step,
@@ -26,6 +26,7 @@ use super::error::RecordError;
 use super::offsets::{OffsetStore, Record};
 use super::records::{self, OffsetCommitValue, RecordKey};
 use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
+use super::share_topics::ShareTopics;
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
 
 /// A group of either protocol. Both share one namespace of group ids.
@@ -168,6 +169,8 @@ pub struct GroupCoordinator {
     /// Transactional offset commits waiting for their transaction's marker,
     /// by producer id (see [`Self::stage_txn_offsets`]).
     pending_txn: BTreeMap<i64, BTreeMap<(String, TopicPartition), OffsetCommitValue>>,
+    /// The topics each share group has had assigned.
+    share_topics: ShareTopics,
 }
 
 impl GroupCoordinator {
@@ -182,6 +185,7 @@ impl GroupCoordinator {
             ids,
             next_expiry_check_ms: i64::MIN,
             pending_txn: BTreeMap::new(),
+            share_topics: ShareTopics::default(),
         }
     }
 
@@ -425,9 +429,32 @@ impl GroupCoordinator {
 
     // ------------------------------------------------------------ share
 
-    /// Handles a ShareGroupHeartbeat. A group id held by a non-empty group
-    /// of another type is GROUP_ID_NOT_FOUND, as in Kafka.
+    /// Handles a ShareGroupHeartbeat, with the record of the group's
+    /// topics when it is assigned a new one. A group id held by a
+    /// non-empty group of another type is GROUP_ID_NOT_FOUND, as in Kafka.
     pub fn share_heartbeat(
+        &mut self,
+        now_ms: i64,
+        req: &ShareHeartbeatRequest,
+        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+    ) -> (ShareHeartbeatResponse, Vec<Record>) {
+        let response = self.share_heartbeat_step(now_ms, req, topics);
+        let assigned = match self.groups.get(&req.group_id) {
+            Some(Group::Share(g)) => g.topic_partitions.keys().cloned().collect(),
+            _ => BTreeSet::new(),
+        };
+        let records = (!assigned.is_empty())
+            .then(|| self.share_topics.note(&req.group_id, assigned))
+            .flatten();
+        (response, records.into_iter().collect())
+    }
+
+    /// The topics share group `group_id` has had assigned (`None`: none).
+    pub fn share_group_topics(&self, group_id: &str) -> Option<&BTreeSet<String>> {
+        self.share_topics.of(group_id)
+    }
+
+    fn share_heartbeat_step(
         &mut self,
         now_ms: i64,
         req: &ShareHeartbeatRequest,
@@ -764,6 +791,12 @@ impl GroupCoordinator {
         let mut records = Vec::new();
         for id in group_ids {
             let code = match self.groups.get(id) {
+                // A share group known by its topics only (its members are
+                // not kept over a restart).
+                None if self.share_topics.of(id).is_some() => {
+                    records.extend(self.remove_group(id));
+                    ErrorCode::None
+                }
                 None => ErrorCode::GroupIdNotFound,
                 Some(g) if !g.is_empty() => ErrorCode::NonEmptyGroup,
                 Some(Group::Classic(g)) if g.state != ClassicState::Empty => {
@@ -785,6 +818,7 @@ impl GroupCoordinator {
         if let Some(Group::Classic(_)) = self.groups.remove(group_id) {
             records.push((records::encode_group_metadata_key(group_id), None));
         }
+        records.extend(self.share_topics.forget(group_id));
         records
     }
 
@@ -992,6 +1026,10 @@ impl GroupCoordinator {
                         }
                     }
                 }
+            }
+            RecordKey::ShareGroupTopics { group } => {
+                let topics = value.map(records::decode_share_group_topics_value);
+                self.share_topics.replay(group, topics.transpose()?);
             }
             RecordKey::Other { .. } => {}
         }

@@ -13,6 +13,8 @@
 //! - [`consumer`]: the KIP-848 protocol (ConsumerGroupHeartbeat).
 //! - [`share`]: KIP-932 share groups (ShareGroupHeartbeat): membership and
 //!   assignment; the records' delivery is [`crate::share`]'s.
+//! - [`share_topics`]: the topics each share group has had assigned, kept
+//!   so that DeleteGroups can drop its share-partition states.
 //! - [`assignor`]: server-side assignors `range`, `roundrobin`, `uniform`.
 //! - [`offsets`]: committed offsets and their expiry.
 //! - [`records`]: the `__consumer_offsets` key and value formats.
@@ -27,6 +29,7 @@ pub mod error;
 pub mod offsets;
 pub mod records;
 pub mod share;
+pub mod share_topics;
 
 #[cfg(test)]
 mod share_tests;

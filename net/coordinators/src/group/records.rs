@@ -4,7 +4,11 @@
 //! - versions 0 and 1: `OffsetCommitKey {group, topic, partition}` (we write 1);
 //! - version 2: `GroupMetadataKey {group}`;
 //! - version 32000 (rill's own): a transactional offset commit waiting for
-//!   its transaction's marker, `{producer_id, group, topic, partition}`.
+//!   its transaction's marker, `{producer_id, group, topic, partition}`;
+//! - version 32001 (rill's own): the topics a share group has had assigned
+//!   `{group}`, whose value is `{version 0, topics[]}` (Kafka keeps the
+//!   like in ShareGroupStatePartitionMetadata): where its share-partition
+//!   states are, for DeleteGroups.
 //!
 //! Values: `OffsetCommitValue` v3 `{offset, leader_epoch, metadata,
 //! commit_timestamp}` and `GroupMetadataValue` v3 `{protocol_type, generation,
@@ -29,6 +33,9 @@ pub const GROUP_METADATA_KEY_VERSION: i16 = 2;
 /// and writes the offset commit, or nothing, when the marker comes). Its
 /// value is an `OffsetCommitValue`.
 pub const PENDING_TXN_OFFSET_KEY_VERSION: i16 = 32_000;
+/// Key version of a share group's topics (rill's own schema, beside
+/// [`PENDING_TXN_OFFSET_KEY_VERSION`]).
+pub const SHARE_GROUP_TOPICS_KEY_VERSION: i16 = 32_001;
 /// Value version written for offset commits.
 pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
 /// Value version written for group metadata.
@@ -61,6 +68,11 @@ pub enum RecordKey {
         topic: String,
         /// Partition index.
         partition: i32,
+    },
+    /// The topics a share group has had assigned.
+    ShareGroupTopics {
+        /// Group id.
+        group: String,
     },
     /// A key of a schema this broker does not replay (KIP-848 records).
     Other {
@@ -189,6 +201,50 @@ pub fn encode_group_metadata_key(group: &str) -> Vec<u8> {
     out
 }
 
+/// Encodes the key of a share group's topics.
+pub fn encode_share_group_topics_key(group: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + group.len());
+    put_i16(&mut out, SHARE_GROUP_TOPICS_KEY_VERSION);
+    put_str(&mut out, group);
+    out
+}
+
+/// Encodes a share group's topics (value version 0).
+pub fn encode_share_group_topics_value<'a>(
+    topics: impl ExactSizeIterator<Item = &'a String>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    put_i16(&mut out, 0);
+    out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
+    for topic in topics {
+        put_str(&mut out, topic);
+    }
+    out
+}
+
+/// Decodes a share group's topics.
+pub fn decode_share_group_topics_value(value: &[u8]) -> Result<Vec<String>, RecordError> {
+    let mut r = Reader { buf: value };
+    match r.i16("share topics version")? {
+        0 => {}
+        version => {
+            return Err(RecordError::UnsupportedVersion {
+                what: "share group topics value",
+                version,
+            })
+        }
+    }
+    let count = r.i32("topic count")?;
+    // Each topic takes 2 bytes at least: a count past that is a bad record.
+    if count < 0 || count as usize > r.buf.len() / 2 {
+        return Err(RecordError::BadLength {
+            field: "topic count",
+            length: count,
+        });
+    }
+    (0..count).map(|_| r.str("topic")).collect()
+}
+
 /// Encodes an `OffsetCommitValue` (version 3).
 pub fn encode_offset_commit_value(value: &OffsetCommitValue) -> Vec<u8> {
     let mut out = Vec::with_capacity(32 + value.metadata.len());
@@ -304,6 +360,9 @@ pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
             group: r.str("group")?,
             topic: r.str("topic")?,
             partition: r.i32("partition")?,
+        }),
+        SHARE_GROUP_TOPICS_KEY_VERSION => Ok(RecordKey::ShareGroupTopics {
+            group: r.str("group")?,
         }),
         v if v > 2 => Ok(RecordKey::Other { version: v }),
         v => Err(RecordError::UnsupportedVersion {

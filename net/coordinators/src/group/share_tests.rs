@@ -33,7 +33,7 @@ fn beat(
         subscribed_topic_names: topics_named.map(|t| t.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
     };
-    c.share_heartbeat(now_ms, &req, &topics)
+    c.share_heartbeat(now_ms, &req, &topics).0
 }
 
 fn partitions(r: &ShareHeartbeatResponse) -> Vec<i32> {
@@ -137,4 +137,50 @@ fn a_share_group_id_is_not_another_protocols() {
     assert!(codes
         .iter()
         .all(|(_, code)| *code == ErrorCode::GroupIdNotFound));
+}
+
+#[test]
+fn a_share_groups_topics_outlive_its_members_and_go_with_the_group() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    let req = ShareHeartbeatRequest {
+        group_id: "sg".into(),
+        member_id: "a".into(),
+        member_epoch: 0,
+        subscribed_topic_names: Some(vec!["one".into(), "four".into()]),
+        ..Default::default()
+    };
+    let (_, records) = c.share_heartbeat(0, &req, &topics);
+    assert_eq!(records.len(), 1, "the new topics are recorded");
+    let (again, none) = c.share_heartbeat(
+        1,
+        &ShareHeartbeatRequest {
+            member_epoch: 1,
+            ..req.clone()
+        },
+        &topics,
+    );
+    assert_eq!(again.error_code, ErrorCode::None);
+    assert!(none.is_empty(), "nothing new");
+    let both: Vec<&str> = vec!["four", "one"];
+    let known = |c: &GroupCoordinator| -> Option<Vec<String>> {
+        c.share_group_topics("sg")
+            .map(|t| t.iter().cloned().collect())
+    };
+    assert_eq!(
+        known(&c),
+        Some(both.iter().map(|s| s.to_string()).collect())
+    );
+    // A coordinator that replays the record knows them without the member.
+    let mut replayed = GroupCoordinator::new(GroupConfig::default());
+    for (key, value) in &records {
+        replayed.replay(key, value.as_deref()).unwrap();
+    }
+    assert_eq!(known(&replayed), known(&c));
+    // DeleteGroups there (the group has no member it knows) drops them.
+    let (codes, tombstones) = replayed.delete_groups(&["sg".to_string()]);
+    assert_eq!(codes, vec![("sg".to_string(), ErrorCode::None)]);
+    assert!(tombstones
+        .iter()
+        .any(|(key, value)| *key == records[0].0 && value.is_none()));
+    assert_eq!(known(&replayed), None);
 }

@@ -113,7 +113,8 @@ fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
         | GroupRequest::DeleteGroup(group_id)
         | GroupRequest::Describe(group_id)
         | GroupRequest::DescribeConsumer(group_id)
-        | GroupRequest::DescribeShare(group_id) => group_id,
+        | GroupRequest::DescribeShare(group_id)
+        | GroupRequest::ShareTopics(group_id) => group_id,
         GroupRequest::List(_) => return None,
     };
     offsets_partitions(shard).map(|partitions| offsets_partition_for(group, partitions))
@@ -143,8 +144,14 @@ fn step(
             coordinator.consumer_heartbeat(now, &req, topics),
             GroupReply::ConsumerHeartbeat,
         ),
-        GroupRequest::ShareHeartbeat(req) => answered(GroupReply::ShareHeartbeat(
+        GroupRequest::ShareHeartbeat(req) => answered_with(
             coordinator.share_heartbeat(now, &req, topics),
+            GroupReply::ShareHeartbeat,
+        ),
+        GroupRequest::ShareTopics(group_id) => answered(GroupReply::ShareTopics(
+            (coordinator.share_group_topics(&group_id))
+                .cloned()
+                .unwrap_or_default(),
         )),
         GroupRequest::Commit(req) => {
             answered_with(coordinator.commit_offsets(now, &req), GroupReply::Committed)

@@ -137,6 +137,9 @@ pub enum GroupRequest {
     DescribeConsumer(String),
     /// ShareGroupDescribe of one group.
     DescribeShare(String),
+    /// The topics a share group has had assigned (where its share-partition
+    /// states are).
+    ShareTopics(String),
     /// ListGroups on one shard (the handler asks every shard).
     List(Vec<String>),
 }
@@ -171,6 +174,8 @@ pub enum GroupReply {
     DescribedConsumer(Result<Box<ConsumerGroup>, ErrorCode>),
     /// ShareGroupDescribe.
     DescribedShare(Result<Box<ShareGroup>, ErrorCode>),
+    /// A share group's topics (empty: none).
+    ShareTopics(std::collections::BTreeSet<String>),
     /// ListGroups.
     Listed(Vec<ListedGroup>),
 }

@@ -60,7 +60,8 @@ fn by_partition(records: Vec<Record>, partitions: i32) -> BTreeMap<i32, Vec<Reco
         let group = match decode_key(&record.0) {
             Ok(RecordKey::OffsetCommit { group, .. })
             | Ok(RecordKey::GroupMetadata { group })
-            | Ok(RecordKey::PendingTxnOffset { group, .. }) => group,
+            | Ok(RecordKey::PendingTxnOffset { group, .. })
+            | Ok(RecordKey::ShareGroupTopics { group }) => group,
             other => {
                 // The coordinator only writes the key kinds above.
                 tracing::warn!(?other, "group record with an unexpected key dropped");

@@ -1,6 +1,6 @@
 //! Admin resets of a share group's share-partitions
-//! (AlterShareGroupOffsets, DeleteShareGroupOffsets), as Kafka allows
-//! them: only while the group has no member. Each partition's share
+//! (AlterShareGroupOffsets, DeleteShareGroupOffsets, and DeleteGroups of a
+//! share group), as Kafka allows them: only while the group has no member. Each partition's share
 //! coordinator starts the state again at a higher state epoch
 //! ([`persister::reset`]); the partition leader reads it again when a
 //! share session opens, or when its next write of the old state is
@@ -39,4 +39,34 @@ pub async fn reset_partition(
 ) -> Result<(), ErrorCode> {
     let key = ShareKey::new(group.to_string(), topic_id, partition);
     persister::reset(shard, &key, start_offset).await
+}
+
+/// Drops every share-partition state of `group` before DeleteGroups
+/// removes it: on each partition of the topics it has had assigned (the
+/// group coordinator keeps them), so that a group made again under the
+/// same id starts afresh. Only while it has no member; nothing to do for a
+/// group that is no share group.
+pub async fn forget_states(shard: &Rc<Shard>, group: &str) -> Result<(), ErrorCode> {
+    let asked = GroupRequest::ShareTopics(group.to_string());
+    let topics = match group_runtime::call(shard, group, asked).await {
+        GroupReply::ShareTopics(topics) => topics,
+        GroupReply::Unavailable(code) => return Err(code),
+        _ => return Err(ErrorCode::UnknownServerError),
+    };
+    if topics.is_empty() {
+        return Ok(());
+    }
+    require_empty(shard, group).await?;
+    for topic in topics {
+        // A topic deleted since: its states name an id no topic has.
+        let Some((topic_id, count)) =
+            (shard.topics.borrow().get(&topic)).map(|e| (e.topic_id, e.partitions))
+        else {
+            continue;
+        };
+        for partition in 0..count {
+            reset_partition(shard, group, topic_id, partition, -1).await?;
+        }
+    }
+    Ok(())
 }
