@@ -290,6 +290,21 @@ impl LogManager {
         self.offline.borrow().values().cloned().collect()
     }
 
+    /// The partitions of this shard that cannot take an append now: those
+    /// in a data dir below its free-space reserve, and those offline. The
+    /// broker tells the controller, which moves their leadership and ISR
+    /// places to replicas that can (as KIP-858 does for a failed dir).
+    pub fn unwritable_partitions(&self) -> Vec<TopicPartition> {
+        let logs = self.logs.borrow();
+        let full = (logs.values())
+            .filter(|log| self.ctx.space_of(log.log_dir_index()).is_low())
+            .map(|log| log.topic_partition().clone());
+        let mut unwritable: Vec<TopicPartition> =
+            full.chain(self.offline.borrow().keys().cloned()).collect();
+        unwritable.sort();
+        unwritable
+    }
+
     /// Whether `tp`'s open failed (it has files here but no log).
     pub fn failed_to_open(&self, tp: &TopicPartition) -> bool {
         self.offline.borrow().contains_key(tp)

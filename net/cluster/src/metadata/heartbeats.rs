@@ -10,7 +10,7 @@
 //! [`BrokerHeartbeats::start_sessions`]), so a failover never fences a
 //! broker for the time the old controller was silent.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::placement::BrokerId;
 
@@ -23,6 +23,10 @@ pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: i64 = 9_000;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BrokerHeartbeats {
     last_heartbeat_ms: BTreeMap<BrokerId, i64>,
+    /// The partitions each broker said, at its last heartbeat, it cannot
+    /// append to (a full data dir, an offline partition): `(topic id,
+    /// partition)`.
+    unwritable: BTreeMap<BrokerId, BTreeSet<([u8; 16], i32)>>,
 }
 
 impl BrokerHeartbeats {
@@ -43,6 +47,31 @@ impl BrokerHeartbeats {
     /// Forgets a broker (unregistered).
     pub fn forget(&mut self, broker_id: BrokerId) {
         self.last_heartbeat_ms.remove(&broker_id);
+        self.unwritable.remove(&broker_id);
+    }
+
+    /// Sets what `broker_id` cannot append to, as its heartbeat says.
+    pub fn set_unwritable(&mut self, broker_id: BrokerId, partitions: BTreeSet<([u8; 16], i32)>) {
+        if partitions.is_empty() {
+            self.unwritable.remove(&broker_id);
+        } else {
+            self.unwritable.insert(broker_id, partitions);
+        }
+    }
+
+    /// The partitions `broker_id` said it cannot append to.
+    pub fn unwritable_of(&self, broker_id: BrokerId) -> Vec<([u8; 16], i32)> {
+        (self.unwritable.get(&broker_id))
+            .map(|set| set.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The brokers that said they cannot append to the partition.
+    pub fn unwritable_at(&self, topic_id: [u8; 16], partition: i32) -> BTreeSet<BrokerId> {
+        (self.unwritable.iter())
+            .filter(|(_, set)| set.contains(&(topic_id, partition)))
+            .map(|(&broker_id, _)| broker_id)
+            .collect()
     }
 
     /// When the broker was last heard from.
@@ -69,6 +98,8 @@ impl BrokerHeartbeats {
     /// forgotten.
     pub fn start_sessions(&mut self, image: &MetadataImage, now_ms: i64) {
         self.last_heartbeat_ms
+            .retain(|broker_id, _| image.broker(*broker_id).is_some());
+        self.unwritable
             .retain(|broker_id, _| image.broker(*broker_id).is_some());
         for &broker_id in image.brokers().keys() {
             self.touch(broker_id, now_ms);

@@ -335,6 +335,7 @@ impl Model {
                     want_fence: *want_fence,
                     want_shutdown: false,
                     cordoned: *cordoned,
+                    unwritable: Vec::new(),
                 };
                 controller
                     .heartbeat(&mut self.heartbeats, &request, now_ms)

@@ -32,6 +32,9 @@ pub async fn handle(
     if let Some(reply) = heartbeat_that_changes_nothing(quorum, shard, &request) {
         return reply;
     }
+    if let Some(reply) = unwritable_isr_joiner(quorum, &request) {
+        return reply;
+    }
     // The quorum's own requests take their own path: a new voter's
     // catch-up must not hold every other decision back.
     let request = match super::membership::answer(quorum, shard, request).await {
@@ -99,6 +102,43 @@ pub async fn handle(
         Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
         Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
     }
+}
+
+/// An AlterPartition that would add to the ISR a broker whose last
+/// heartbeat said it cannot append to the partition (a full data dir): it
+/// is INELIGIBLE_REPLICA, as KIP-858 makes a replica on a failed dir, so a
+/// leader that sees it caught up (nothing new came meanwhile) does not put
+/// it straight back. It rejoins once its heartbeat no longer names it.
+fn unwritable_isr_joiner(
+    quorum: &MetadataQuorum,
+    request: &ControllerRpc,
+) -> Option<ControllerReply> {
+    let ControllerRpc::AlterPartition {
+        topic_id,
+        partition,
+        new_isr,
+        ..
+    } = request
+    else {
+        return None;
+    };
+    let unwritable = quorum
+        .heartbeats
+        .borrow()
+        .unwritable_at(*topic_id, *partition);
+    let current = quorum.with_image(|image| {
+        (image.partition(topic_id, *partition)).map(|state| state.isr.clone())
+    })?;
+    let joiner = (new_isr.iter()).find(|b| unwritable.contains(b) && !current.contains(b))?;
+    let error = MetadataError::IneligibleReplica {
+        topic_id: *topic_id,
+        partition: *partition,
+        broker_id: *joiner,
+    };
+    Some(ControllerReply::error(
+        error.error_code(),
+        error.to_string(),
+    ))
 }
 
 /// A heartbeat that needs no record (the common case: a live broker

@@ -129,6 +129,7 @@ async fn heartbeat_until_lost(
             metadata_offset: quorum.applied_offset(),
             want_shutdown: false,
             cordoned: apply_cordoned_dirs(shard),
+            unwritable: unwritable_partitions(shard).await,
         };
         let sent = std::time::Instant::now();
         let reply = call_controller(quorum, shard, heartbeat).await;
@@ -155,6 +156,33 @@ async fn heartbeat_until_lost(
             outcome => tracing::debug!(?outcome, "heartbeat not answered"),
         }
         glommio::timer::sleep(interval).await;
+    }
+}
+
+/// The partitions of this broker that cannot take an append now (a full
+/// data dir, an offline partition), asked of every shard, by topic id: the
+/// controller moves their leadership and ISR places to replicas that can.
+async fn unwritable_partitions(shard: &Rc<Shard>) -> Vec<([u8; 16], i32)> {
+    let mut unwritable = Vec::new();
+    for owner in 0..shard.count {
+        if let Ok(partitions) = shard.call(owner, UnwritablePartitions).await {
+            unwritable.extend(partitions);
+        }
+    }
+    let topics = shard.topics.borrow();
+    (unwritable.into_iter())
+        .filter_map(|tp| Some((topics.get(&tp.topic)?.topic_id, tp.partition)))
+        .collect()
+}
+
+/// One shard's unwritable partitions.
+struct UnwritablePartitions;
+
+impl kernel::call::OwnerCall<crate::ShardRuntime> for UnwritablePartitions {
+    type Reply = Vec<engine::TopicPartition>;
+
+    async fn run(self, shard: Rc<Shard>) -> Self::Reply {
+        shard.logs.unwritable_partitions()
     }
 }
 
@@ -204,6 +232,7 @@ pub async fn controlled_shutdown(shard: &Rc<Shard>) {
         metadata_offset: quorum.applied_offset(),
         want_shutdown: true,
         cordoned: false,
+        unwritable: Vec::new(),
     };
     let deadline = std::time::Instant::now() + CONTROLLED_SHUTDOWN_TIMEOUT;
     while std::time::Instant::now() < deadline {

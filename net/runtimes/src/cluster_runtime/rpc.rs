@@ -47,6 +47,11 @@ pub enum ControllerRpc {
         /// an older binary's request (JSON): not cordoned.
         #[serde(default)]
         cordoned: bool,
+        /// The partitions it cannot append to now, `(topic id, partition)`:
+        /// a full data dir, an offline partition. Absent from an older
+        /// binary's request: none.
+        #[serde(default)]
+        unwritable: Vec<([u8; 16], i32)>,
     },
     /// CreateTopics (validated by the asking broker), or the adoption of a
     /// topic a single node had on disk before it kept metadata (explicit
@@ -426,6 +431,7 @@ impl ControllerRpc {
                 metadata_offset,
                 want_shutdown,
                 cordoned,
+                unwritable,
             } => Some(BrokerHeartbeatRequest {
                 broker_id: *broker_id,
                 broker_epoch: *broker_epoch,
@@ -433,6 +439,7 @@ impl ControllerRpc {
                 want_fence: false,
                 want_shutdown: *want_shutdown,
                 cordoned: *cordoned,
+                unwritable: unwritable.clone(),
             }),
             _ => None,
         }

@@ -628,6 +628,9 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
             new_isr: proposal.new_isr.iter().copied().collect(),
         };
         let answer = shard.call(METADATA_SHARD, SendToController(request)).await;
+        // A replica that cannot append yet (its disk is full) is refused
+        // at every tick until it can: not worth a warning each time.
+        let ineligible = matches!(answer, Ok(Err((ErrorCode::IneligibleReplica, _))));
         let rejection = match answer {
             // Committed: the reconciler brings the new ISR here.
             Ok(Ok(ControllerReply::Committed { .. })) => continue,
@@ -636,7 +639,11 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
             }
             _ => AlterPartitionRejection::Unknown,
         };
-        tracing::warn!(%tp, ?answer, "ISR change not committed");
+        if ineligible {
+            tracing::debug!(%tp, ?answer, "ISR change not committed");
+        } else {
+            tracing::warn!(%tp, ?answer, "ISR change not committed");
+        }
         state
             .borrow_mut()
             .on_alter_partition_rejected(proposal.proposal_id, rejection);

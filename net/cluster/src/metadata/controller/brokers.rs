@@ -18,7 +18,7 @@ use super::super::error::MetadataError;
 use super::super::heartbeats::BrokerHeartbeats;
 use super::super::image::BrokerRegistration;
 use super::super::record::{Endpoint, MetadataRecord, SupportedFeature};
-use super::election::{elect_without, partitions_touching};
+use super::election::{elect, elect_without, partitions_touching, Election};
 use super::{Controller, ControllerConfig, Proposal};
 
 /// A BrokerRegistration request.
@@ -60,6 +60,9 @@ pub struct BrokerHeartbeatRequest {
     pub want_shutdown: bool,
     /// Every one of its log dirs is cordoned (KIP-1066).
     pub cordoned: bool,
+    /// The partitions it cannot append to now (a full data dir, an offline
+    /// partition), as `(topic id, partition)`.
+    pub unwritable: Vec<([u8; 16], i32)>,
 }
 
 /// What a heartbeat decided.
@@ -182,6 +185,11 @@ impl Controller<'_> {
                 cordoned: request.cordoned,
             });
         }
+        if records.is_empty() && !broker.fenced {
+            let unwritable = request.unwritable.iter().copied().collect();
+            heartbeats.set_unwritable(request.broker_id, unwritable);
+            records = self.move_off_unwritable(heartbeats, request.broker_id);
+        }
         let unfenced = records
             .iter()
             .any(|record| matches!(record, MetadataRecord::UnfenceBroker { .. }));
@@ -192,6 +200,41 @@ impl Controller<'_> {
             is_fenced,
             should_shut_down: request.want_shutdown,
         })
+    }
+
+    /// The changes that take `broker_id` out of the leadership and ISR of
+    /// each partition it said it cannot append to, as KIP-858 does for a
+    /// failed log dir: a new leader from the ISR members that can, the ISR
+    /// without those that cannot. A partition whose every live ISR member
+    /// cannot append keeps its leader: reads go on from it.
+    fn move_off_unwritable(
+        &self,
+        heartbeats: &BrokerHeartbeats,
+        broker_id: BrokerId,
+    ) -> Vec<MetadataRecord> {
+        let mut proposal = self.proposal();
+        for (topic_id, partition) in heartbeats.unwritable_of(broker_id) {
+            let image = proposal.image();
+            let Some(topic) = image.topic(&topic_id) else {
+                continue;
+            };
+            let Some(state) = topic.partitions.get(&partition) else {
+                continue;
+            };
+            if state.leader != broker_id && !state.isr.contains(&broker_id) {
+                continue;
+            }
+            let leaving = heartbeats.unwritable_at(topic_id, partition);
+            let writable = |b: &BrokerId| !leaving.contains(b) && image.is_live(*b);
+            if !state.isr.iter().any(writable) {
+                continue;
+            }
+            let change = elect(image, topic, partition, &leaving, Election::Online);
+            if let Some(change) = change {
+                proposal.push(MetadataRecord::PartitionChange(change));
+            }
+        }
+        proposal.into_records()
     }
 
     /// Fences every unfenced broker whose session has expired at `now_ms`:

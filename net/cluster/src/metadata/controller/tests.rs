@@ -103,6 +103,7 @@ impl Cluster {
             want_fence: false,
             want_shutdown: false,
             cordoned: false,
+            unwritable: Vec::new(),
         };
         let controller = Controller::new(&self.image, &self.config);
         let outcome = controller.heartbeat(&mut self.heartbeats, &request, now_ms)?;
@@ -196,6 +197,7 @@ fn a_registered_broker_starts_fenced_and_is_unfenced_once_caught_up() {
         want_fence: false,
         want_shutdown: false,
         cordoned: false,
+        unwritable: Vec::new(),
     };
     // Behind its own registration: stays fenced.
     let behind = Controller::new(&cluster.image, &cluster.config)
@@ -250,6 +252,7 @@ fn heartbeats_with_a_stale_epoch_or_unknown_id_are_refused() {
         want_fence: false,
         want_shutdown: false,
         cordoned: false,
+        unwritable: Vec::new(),
     };
     let error = Controller::new(&cluster.image, &cluster.config)
         .heartbeat(&mut cluster.heartbeats, &stale, 1)
@@ -857,6 +860,7 @@ fn controlled_shutdown_moves_leaderships_first_then_fences() {
         want_fence: false,
         want_shutdown: true,
         cordoned: false,
+        unwritable: Vec::new(),
     };
     let outcome = Controller::new(&cluster.image, &cluster.config)
         .heartbeat(&mut cluster.heartbeats, &request, 50)
@@ -1000,6 +1004,17 @@ fn a_broker_known_dead_is_fenced_at_once_and_a_live_one_comes_back_by_heartbeat(
 
 /// A heartbeat of `broker_id` saying whether its dirs are all cordoned.
 fn beat_cordoned(cluster: &mut Cluster, broker_id: BrokerId, cordoned: bool) {
+    beat_with(cluster, broker_id, cordoned, Vec::new());
+}
+
+/// A heartbeat of `broker_id` with its cordon flag and the partitions it
+/// cannot append to, committing what it decides; those records.
+fn beat_with(
+    cluster: &mut Cluster,
+    broker_id: BrokerId,
+    cordoned: bool,
+    unwritable: Vec<([u8; 16], i32)>,
+) -> Vec<MetadataRecord> {
     let request = BrokerHeartbeatRequest {
         broker_id,
         broker_epoch: cluster.epochs[&broker_id],
@@ -1007,11 +1022,53 @@ fn beat_cordoned(cluster: &mut Cluster, broker_id: BrokerId, cordoned: bool) {
         want_fence: false,
         want_shutdown: false,
         cordoned,
+        unwritable,
     };
     let outcome = Controller::new(&cluster.image, &cluster.config)
         .heartbeat(&mut cluster.heartbeats, &request, 0)
         .unwrap();
     cluster.commit(&outcome.records);
+    outcome.records
+}
+
+#[test]
+fn a_broker_that_cannot_append_hands_its_leaderships_and_isr_places_over() {
+    let mut cluster = three_brokers();
+    cluster.create("t", 1, 3, 3);
+    let led: Vec<i32> = (0..3)
+        .filter(|&p| cluster.state(1, p).leader == 0)
+        .collect();
+    assert!(!led.is_empty(), "broker 0 leads a partition");
+    let all: Vec<([u8; 16], i32)> = (0..3).map(|p| (topic_id(1), p)).collect();
+    // Broker 0's disk is full: it leads nothing and is in no ISR.
+    assert!(!beat_with(&mut cluster, 0, false, all.clone()).is_empty());
+    for partition in 0..3 {
+        let state = cluster.state(1, partition);
+        assert_ne!(state.leader, 0, "{state:?}");
+        assert!(!state.isr.contains(&0), "{state:?}");
+    }
+    // Said again: nothing more to change.
+    assert!(beat_with(&mut cluster, 0, false, all.clone()).is_empty());
+    // Broker 1's too, and broker 2 would be the last writable member:
+    // broker 1 goes; then broker 2's as well, and a partition whose every
+    // ISR member cannot append keeps its leader (reads go on).
+    beat_with(&mut cluster, 1, false, all.clone());
+    for partition in 0..3 {
+        assert_eq!(cluster.state(1, partition).isr, vec![2]);
+    }
+    assert!(beat_with(&mut cluster, 2, false, all).is_empty());
+    assert_eq!(cluster.state(1, 0).leader, 2);
+    // Space again: nothing reported, and the leader may put them back.
+    beat_with(&mut cluster, 0, false, Vec::new());
+    assert!(cluster
+        .heartbeats
+        .unwritable_at(topic_id(1), 0)
+        .contains(&1));
+    assert!(!cluster
+        .heartbeats
+        .unwritable_at(topic_id(1), 0)
+        .contains(&0));
+    assert!(cluster.alter(1, 0, vec![2, 0]).is_ok());
 }
 
 #[test]
