@@ -39,6 +39,9 @@ enum Op {
         caught_up: bool,
         want_fence: bool,
         cordoned: bool,
+        /// Which partitions it says it cannot append to: none (0), or
+        /// those whose `(index + unwritable) % 3 == 0`.
+        unwritable: u8,
     },
     Advance {
         ms: i64,
@@ -125,8 +128,8 @@ fn op() -> impl Strategy<Value = Op> {
     let name = 0..TOPIC_NAMES.len();
     prop_oneof![
         3 => (broker.clone(), any::<bool>()).prop_map(|(broker, new_incarnation)| Op::Register { broker, new_incarnation }),
-        6 => (broker.clone(), prop::bool::weighted(0.9), prop::bool::weighted(0.1), prop::bool::weighted(0.15))
-            .prop_map(|(broker, caught_up, want_fence, cordoned)| Op::Heartbeat { broker, caught_up, want_fence, cordoned }),
+        6 => (broker.clone(), prop::bool::weighted(0.9), prop::bool::weighted(0.1), prop::bool::weighted(0.15), prop_oneof![3 => Just(0u8), 1 => 1u8..4])
+            .prop_map(|(broker, caught_up, want_fence, cordoned, unwritable)| Op::Heartbeat { broker, caught_up, want_fence, cordoned, unwritable }),
         3 => (0i64..6_000).prop_map(|ms| Op::Advance { ms }),
         2 => Just(Op::FenceStale),
         1 => broker.clone().prop_map(|broker| Op::ControlledShutdown { broker }),
@@ -205,6 +208,7 @@ impl Model {
                 caught_up: true,
                 want_fence: false,
                 cordoned: false,
+                unwritable: 0,
             });
         }
         model
@@ -326,8 +330,13 @@ impl Model {
                 caught_up,
                 want_fence,
                 cordoned,
+                unwritable,
             } => {
                 let offset = self.leader.last_applied_offset();
+                let picked = (self.leader.partitions().enumerate())
+                    .filter(|(index, _)| *unwritable > 0 && (index + *unwritable as usize) % 3 == 0)
+                    .map(|(_, (topic, partition, _))| (topic.topic_id, partition))
+                    .collect();
                 let request = BrokerHeartbeatRequest {
                     broker_id: *broker,
                     broker_epoch: self.epoch(*broker),
@@ -335,7 +344,7 @@ impl Model {
                     want_fence: *want_fence,
                     want_shutdown: false,
                     cordoned: *cordoned,
-                    unwritable: Vec::new(),
+                    unwritable: picked,
                 };
                 controller
                     .heartbeat(&mut self.heartbeats, &request, now_ms)
@@ -926,6 +935,7 @@ fn two_images_fed_the_same_records_are_equal_and_order_matters() {
             caught_up: true,
             want_fence: false,
             cordoned: false,
+            unwritable: 0,
         });
     }
     model.step(&Op::CreateTopic {
@@ -945,6 +955,7 @@ fn two_images_fed_the_same_records_are_equal_and_order_matters() {
         caught_up: true,
         want_fence: false,
         cordoned: false,
+        unwritable: 0,
     });
     model.step(&Op::FenceStale);
     model.step(&Op::AllocateProducerIds { broker: 1 });
@@ -979,6 +990,7 @@ fn apply_refuses_records_that_break_the_rules_and_changes_nothing() {
             caught_up: true,
             want_fence: false,
             cordoned: false,
+            unwritable: 0,
         });
     }
     model.step(&Op::CreateTopic {
