@@ -44,6 +44,7 @@
 //! - [`error`]: the crate's error type.
 
 pub mod app;
+pub mod blkio;
 pub mod broker_cpu;
 pub mod cli;
 pub mod cluster;

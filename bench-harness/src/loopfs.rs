@@ -16,6 +16,9 @@
 //! system is really full (not merely below the broker's free-space
 //! reserve), which is what a runaway neighbour on a shared disk does.
 //! Deleting it gives the space back.
+//!
+//! A slow disk (`--faults slowdisk`) throttles the writes to its loop
+//! device ([`crate::blkio`]); dropping it lifts a throttle left on.
 
 use crate::error::{BenchError, Result};
 use std::os::fd::AsRawFd;
@@ -61,6 +64,8 @@ fn run(program: &str, args: &[&str]) -> Result<()> {
 pub struct LoopFs {
     image: PathBuf,
     mount_point: PathBuf,
+    /// Its writes are throttled now ([`LoopFs::slow`]).
+    slowed: std::cell::Cell<bool>,
 }
 
 impl LoopFs {
@@ -88,6 +93,7 @@ impl LoopFs {
         Ok(LoopFs {
             image: image.to_path_buf(),
             mount_point: mount_point.to_path_buf(),
+            slowed: std::cell::Cell::new(false),
         })
     }
 
@@ -146,6 +152,19 @@ impl LoopFs {
         }
     }
 
+    /// Throttles its writes to a crawl (`on`) or lifts the throttle: the
+    /// slow-disk fault ([`crate::blkio`]).
+    pub fn slow(&self, on: bool) -> Result<()> {
+        let device = crate::blkio::device_of(&self.mount_point)?;
+        let (bps, iops) = match on {
+            true => (crate::blkio::SLOW_WRITE_BPS, crate::blkio::SLOW_WRITE_IOPS),
+            false => (0, 0),
+        };
+        crate::blkio::throttle_writes(device, bps, iops)?;
+        self.slowed.set(on);
+        Ok(())
+    }
+
     /// Bytes free on it now, for root (statvfs's `f_bfree`).
     pub fn free_bytes(&self) -> Result<u64> {
         let path = std::ffi::CString::new(self.mount_point.as_os_str().as_encoded_bytes())
@@ -162,6 +181,11 @@ impl LoopFs {
 
 impl Drop for LoopFs {
     fn drop(&mut self) {
+        // A throttle outlives the device it names: the next loop device of
+        // that number would inherit it.
+        if self.slowed.get() {
+            let _ = self.slow(false);
+        }
         let mount_text = self.mount_point.to_string_lossy().to_string();
         // Lazy only when a plain unmount fails: a broker that has just
         // been killed may still hold files open for a moment.
@@ -239,6 +263,17 @@ mod tests {
         assert_eq!(error.raw_os_error(), Some(libc::ENOSPC), "{error}");
         fs.free().unwrap();
         assert!(fs.free_bytes().unwrap() > before / 2);
+        // Slowed and restored, where cgroup v1's blkio throttle exists.
+        let device = crate::blkio::device_of(&mount_point).unwrap();
+        match fs.slow(true) {
+            Ok(()) => {
+                let limit = crate::blkio::write_bps_limit(device).unwrap();
+                assert_eq!(limit, Some(crate::blkio::SLOW_WRITE_BPS));
+                fs.slow(false).unwrap();
+                assert_eq!(crate::blkio::write_bps_limit(device).unwrap(), None);
+            }
+            Err(e) => assert!(e.to_string().contains("blkio"), "{e}"),
+        }
         drop(fs);
         assert!(!is_mounted(&mount_point).unwrap());
         assert!(!image.exists());

@@ -4,9 +4,11 @@
 //! history; once with idempotent producers and KIP-848 group consumers,
 //! where (as root) each broker's data dir is also a small file system of
 //! its own that the nemesis fills to the last block between the kills
-//! (`disk`), once with transactions and classic group consumers, where (as root) the
-//! brokers also run in network namespaces and are cut off from each other
-//! (`partition`, `bridge`) between the kills. A test fails on any anomaly
+//! (`disk`); once on a slow disk alone (`slowdisk`, as root where cgroup
+//! v1's blkio throttle exists); once with transactions and classic group
+//! consumers, where (as root) the brokers also run in network namespaces
+//! and are cut off from each other (`partition`, `bridge`) between the
+//! kills. A test fails on any anomaly
 //! (the binary exits 1), and also unless faults were really injected and
 //! writes were acknowledged after the first one, so it cannot pass with an
 //! idle nemesis or a dead cluster.
@@ -127,6 +129,25 @@ fn queue_workload_under_sigkill_has_no_anomaly() {
         "no disk fault injected: {}",
         serde_json::to_string_pretty(&result["faults"]).unwrap()
     );
+}
+
+#[test]
+fn queue_workload_on_a_slow_disk_has_no_anomaly() {
+    // One broker's disk at 256 KiB/s and 10 writes a second at a time (its
+    // segment writes, fdatasyncs and metadata log): the others carry on.
+    if let Some(reason) = loop_mounts_unavailable().or_else(blkio_throttle_unavailable) {
+        return rill_tests::skipped(&format!("no slow disks: {reason}"));
+    }
+    let result = verify_under("slowdisk", 20, &["--disk-mb", "256"]);
+    let faults = result["faults"].as_array().unwrap();
+    assert!(faults.iter().all(|f| f["kind"] == "slowdisk"));
+}
+
+/// Whether cgroup v1's blkio throttle, which slows a disk, is here; the
+/// reason why not otherwise.
+fn blkio_throttle_unavailable() -> Option<&'static str> {
+    let file = std::path::Path::new("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device");
+    (!file.exists()).then_some("no cgroup v1 blkio throttle")
 }
 
 /// Whether brokers' data dirs can be loop-mounted file systems here (root

@@ -78,8 +78,8 @@ pub struct VerifyArgs {
     #[arg(long, value_enum, default_value = "classic")]
     pub group_protocol: clients::GroupProtocol,
     /// Faults on a local cluster: comma list of `kill`, `pause`,
-    /// `partition`, `bridge` (these two need --netns), `disk` (needs
-    /// --disk-mb), or `none`.
+    /// `partition`, `bridge` (these two need --netns), `disk`, `slowdisk`
+    /// (these two need --disk-mb), or `none`.
     #[arg(long, default_value = "kill,pause")]
     pub faults: String,
     /// Time from one fault's heal to the next fault.
@@ -182,12 +182,12 @@ fn refuse_unsupported_faults(
     if faults.iter().any(|f| f.needs_disk()) {
         if cluster.disk_mb.is_none() {
             return Err(BenchError::Other(
-                "--faults disk fills a broker's own file system: add --disk-mb N (as root)".into(),
+                "--faults disk and slowdisk act on a broker's own file system: add --disk-mb N (as root)".into(),
             ));
         }
         if !root {
             return Err(BenchError::Other(
-                "--faults disk needs root (--disk-mb loop-mounts a file system per broker)".into(),
+                "--faults disk and slowdisk need root (--disk-mb loop-mounts a file system per broker)".into(),
             ));
         }
     }

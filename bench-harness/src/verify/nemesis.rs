@@ -14,10 +14,13 @@
 //!   (Jepsen's `partition-majorities-ring` on three nodes);
 //! - `disk`: one node's data file system filled to the last block by a
 //!   ballast file, healed by deleting it. The broker must stay up, refuse
-//!   produce (KAFKA_STORAGE_ERROR) and take it again once space is back.
+//!   produce (KAFKA_STORAGE_ERROR) and take it again once space is back;
+//! - `slowdisk`: one node's data file system slowed to 256 KiB/s and 10
+//!   writes a second (cgroup v1's blkio throttle on its loop device),
+//!   healed by lifting the throttle: a disk that answers, slowly.
 //!
 //! The two partitions need the cluster in network namespaces (`--netns`),
-//! `disk` a file system per node (`--disk-mb`).
+//! `disk` and `slowdisk` a file system per node (`--disk-mb`).
 
 use super::history::FaultWindow;
 use super::recorder::Recorder;
@@ -41,6 +44,8 @@ pub enum FaultKind {
     Bridge,
     /// One node's data disk full, then freed.
     Disk,
+    /// One node's data disk slowed, then restored.
+    SlowDisk,
 }
 
 impl FaultKind {
@@ -51,6 +56,7 @@ impl FaultKind {
             FaultKind::Partition => "partition",
             FaultKind::Bridge => "bridge",
             FaultKind::Disk => "disk",
+            FaultKind::SlowDisk => "slowdisk",
         }
     }
 
@@ -59,14 +65,14 @@ impl FaultKind {
         matches!(self, FaultKind::Partition | FaultKind::Bridge)
     }
 
-    /// Whether the fault fills a disk, which needs `--disk-mb`.
+    /// Whether the fault fills or slows a disk, which needs `--disk-mb`.
     pub fn needs_disk(self) -> bool {
-        self == FaultKind::Disk
+        matches!(self, FaultKind::Disk | FaultKind::SlowDisk)
     }
 }
 
 /// Parses `--faults`: a comma list of `kill`, `pause`, `partition`,
-/// `bridge`, `disk`; `none` or empty for no faults.
+/// `bridge`, `disk`, `slowdisk`; `none` or empty for no faults.
 pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
     let mut kinds = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -76,10 +82,11 @@ pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
             "partition" => kinds.push(FaultKind::Partition),
             "bridge" => kinds.push(FaultKind::Bridge),
             "disk" => kinds.push(FaultKind::Disk),
+            "slowdisk" => kinds.push(FaultKind::SlowDisk),
             "none" => {}
             other => {
                 return Err(BenchError::Other(format!(
-                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, disk, none)"
+                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, disk, slowdisk, none)"
                 )))
             }
         }
@@ -220,14 +227,15 @@ impl Fault {
             },
             (FaultKind::Disk, true) => disk(cluster, node_id)?.fill().map(|_| ()),
             (FaultKind::Disk, false) => disk(cluster, node_id)?.free(),
+            (FaultKind::SlowDisk, on) => disk(cluster, node_id)?.slow(on),
         }
     }
 }
 
 fn disk(cluster: &LocalCluster, node_id: i32) -> Result<&crate::loopfs::LoopFs> {
-    cluster
-        .disk(node_id)
-        .ok_or_else(|| BenchError::Other("--faults disk needs --disk-mb (as root)".into()))
+    cluster.disk(node_id).ok_or_else(|| {
+        BenchError::Other("--faults disk and slowdisk need --disk-mb (as root)".into())
+    })
 }
 
 fn network(cluster: &LocalCluster) -> Result<&crate::netns::Network> {
@@ -258,6 +266,8 @@ mod tests {
             vec![FaultKind::Kill, FaultKind::Disk]
         );
         assert!(FaultKind::Disk.needs_disk() && !FaultKind::Disk.needs_netns());
+        assert_eq!(parse_faults("slowdisk").unwrap(), vec![FaultKind::SlowDisk]);
+        assert!(FaultKind::SlowDisk.needs_disk());
         assert!(!FaultKind::Kill.needs_disk());
         assert!(parse_faults("flood").is_err());
     }
