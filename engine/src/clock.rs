@@ -33,12 +33,30 @@ pub enum Clock {
     System,
     /// A clock that moves only when told to (tests). Shared by its clones.
     Manual(Arc<AtomicI64>),
+    /// The system clock plus an offset that can be changed at any time:
+    /// a wall-clock jump, forward or back, injected by a test (the
+    /// broker's `RILL_FAULT_CLOCK`, debug builds only). Shared by clones.
+    Skewed(Arc<AtomicI64>),
 }
 
 impl Clock {
     /// The system clock.
     pub fn system() -> Self {
         Clock::System
+    }
+
+    /// The system clock, skewed by what [`Clock::set_skew_ms`] sets (0 at
+    /// first).
+    pub fn skewed() -> Self {
+        Clock::Skewed(Arc::new(AtomicI64::new(0)))
+    }
+
+    /// Sets a skewed clock's offset from the system clock. Does nothing on
+    /// the other clocks.
+    pub fn set_skew_ms(&self, offset_ms: i64) {
+        if let Clock::Skewed(skew_ms) = self {
+            skew_ms.store(offset_ms, Ordering::Relaxed);
+        }
     }
 
     /// A manual clock reading `start_ms` until it is moved.
@@ -54,6 +72,9 @@ impl Clock {
         match self {
             Clock::System => system_now_ms(),
             Clock::Manual(now_ms) => now_ms.load(Ordering::Relaxed),
+            Clock::Skewed(skew_ms) => {
+                system_now_ms().saturating_add(skew_ms.load(Ordering::Relaxed))
+            }
         }
     }
 
@@ -101,6 +122,19 @@ mod tests {
         clock.advance_ms(-1_000);
         assert_eq!(clock.now_ms(), 4_000);
         assert!(clock.is_manual());
+    }
+
+    #[test]
+    fn a_skewed_clock_jumps_with_its_offset_and_clones_share_it() {
+        let clock = Clock::skewed();
+        let clone = clock.clone();
+        let before = system_now_ms();
+        clock.set_skew_ms(-3_600_000);
+        let back = clone.now_ms();
+        assert!(back < before - 3_500_000, "{back} {before}");
+        clone.set_skew_ms(0);
+        assert!(clock.now_ms() >= before);
+        assert!(!clock.is_manual());
     }
 
     #[test]

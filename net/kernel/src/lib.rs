@@ -47,6 +47,7 @@ pub mod conn_limits;
 pub mod cordon;
 pub mod error;
 pub mod fatal;
+pub mod fault_clock;
 pub mod io_setup;
 pub mod listen;
 pub mod mesh;

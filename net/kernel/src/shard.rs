@@ -95,6 +95,13 @@ impl<R> Shard<R> {
         self.config.engine.clock.now_ms()
     }
 
+    /// Milliseconds on the process's monotonic clock (since its first
+    /// read): for timeouts that a jump of the wall clock must not move,
+    /// such as the controller's broker sessions.
+    pub fn monotonic_ms(&self) -> i64 {
+        monotonic_ms()
+    }
+
     /// Queues a message to another shard; fails only when that shard has
     /// gone away. Services use [`Shard::call`] rather than this.
     pub async fn send_to(
@@ -132,4 +139,13 @@ impl<R> Shard<R> {
         );
         *topics = Rc::new(table);
     }
+}
+
+/// Milliseconds since the first call in this process, on the monotonic
+/// clock (`Instant`), which a change of the system's wall clock does not
+/// move.
+pub fn monotonic_ms() -> i64 {
+    static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let origin = ORIGIN.get_or_init(std::time::Instant::now);
+    i64::try_from(origin.elapsed().as_millis()).unwrap_or(i64::MAX)
 }

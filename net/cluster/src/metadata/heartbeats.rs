@@ -19,7 +19,11 @@ use super::image::MetadataImage;
 /// Kafka's default `broker.session.timeout.ms`.
 pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: i64 = 9_000;
 
-/// Last heartbeat time of each broker, on the active controller only.
+/// Last heartbeat time of each broker, on the active controller only. The
+/// times are the controller process's monotonic milliseconds (the
+/// runtime's `Shard::monotonic_ms`), so that a jump of its wall clock
+/// neither fences live brokers nor keeps dead ones, as KRaft's heartbeat
+/// manager runs on `nanoTime`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BrokerHeartbeats {
     last_heartbeat_ms: BTreeMap<BrokerId, i64>,

@@ -334,7 +334,9 @@ impl Model {
             } => {
                 let offset = self.leader.last_applied_offset();
                 let picked = (self.leader.partitions().enumerate())
-                    .filter(|(index, _)| *unwritable > 0 && (index + *unwritable as usize) % 3 == 0)
+                    .filter(|(index, _)| {
+                        *unwritable > 0 && (index + *unwritable as usize).is_multiple_of(3)
+                    })
                     .map(|(_, (topic, partition, _))| (topic.topic_id, partition))
                     .collect();
                 let request = BrokerHeartbeatRequest {

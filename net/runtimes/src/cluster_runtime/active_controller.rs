@@ -23,7 +23,10 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Answers a broker's request (on the metadata shard).
+/// Answers a broker's request (on the metadata shard). Broker sessions
+/// run on the monotonic clock (`Shard::monotonic_ms`, here and in the
+/// fencing timer): a jump of the wall clock neither fences live brokers
+/// nor keeps dead ones.
 pub async fn handle(
     quorum: &Rc<MetadataQuorum>,
     shard: &Rc<Shard>,
@@ -49,7 +52,7 @@ pub async fn handle(
     }
     let image = quorum.image();
     let controller = Controller::new(&image, &quorum.controller_config);
-    let now_ms = shard.now_ms();
+    let now_ms = shard.monotonic_ms();
     let decided = if let Some(registration) = request.registration() {
         let mut heartbeats = quorum.heartbeats.borrow_mut();
         controller
@@ -161,7 +164,7 @@ fn heartbeat_that_changes_nothing(
     let outcome = quorum.with_image(|image| {
         let controller = Controller::new(image, &quorum.controller_config);
         let mut heartbeats = quorum.heartbeats.borrow_mut();
-        controller.heartbeat(&mut heartbeats, &heartbeat, shard.now_ms())
+        controller.heartbeat(&mut heartbeats, &heartbeat, shard.monotonic_ms())
     });
     let outcome = outcome.ok()?;
     outcome
@@ -584,10 +587,10 @@ async fn commit(
 pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
     let cluster = &shard.config.cluster;
     let interval_ms = (cluster.session_timeout_ms / 5).max(50);
-    let mut next_rebalance_ms = shard.now_ms() + cluster.leader_imbalance_check_interval_ms;
+    let mut next_rebalance_ms = shard.monotonic_ms() + cluster.leader_imbalance_check_interval_ms;
     let mut skipped_late_round = false;
     loop {
-        let wake_at_ms = shard.now_ms() + interval_ms;
+        let wake_at_ms = shard.monotonic_ms() + interval_ms;
         glommio::timer::sleep(Duration::from_millis(interval_ms as u64)).await;
         if !quorum.is_leader() {
             continue;
@@ -598,7 +601,7 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         // they had their turn, rather than fence live brokers now; but
         // never two rounds running, so a dead broker is still fenced on a
         // shard that is always late.
-        let late = shard.now_ms() - wake_at_ms > interval_ms;
+        let late = shard.monotonic_ms() - wake_at_ms > interval_ms;
         if late && !skipped_late_round {
             skipped_late_round = true;
             continue;
@@ -606,7 +609,7 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         skipped_late_round = false;
         let _decision = quorum.decisions.lock().await;
         let image = quorum.image();
-        let now_ms = shard.now_ms();
+        let now_ms = shard.monotonic_ms();
         let controller = Controller::new(&image, &quorum.controller_config);
         let fenced_records = {
             let mut heartbeats = quorum.heartbeats.borrow_mut();

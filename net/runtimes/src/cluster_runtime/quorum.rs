@@ -424,7 +424,7 @@ impl MetadataQuorum {
             tracing::info!(term = node.term(), "this node is the active controller");
             self.heartbeats
                 .borrow_mut()
-                .start_sessions(node.state_machine().image(), shard.now_ms());
+                .start_sessions(node.state_machine().image(), shard.monotonic_ms());
         }
         voter.was_leader.set(is_leader);
         let (applied, term) = (node.applied_index(), node.term());

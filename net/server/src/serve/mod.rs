@@ -70,6 +70,7 @@ pub fn run_with_checks(
             return 2;
         }
     };
+    config.engine.clock = kernel::fault_clock::broker_clock(&config.data_dir);
     if let Err(e) = kernel::io_setup::apply(&mut config, io_properties) {
         tracing::error!(error = %e, "bad io-properties file");
         eprintln!("rill: io-properties: {e}");
