@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The broker's clock fault point (`kernel::fault_clock` in rill).
+const FAULT_CLOCK: &str = "RILL_FAULT_CLOCK";
 /// How long a graceful stop (SIGTERM) may take before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How long brokers may take to form the cluster at start.
@@ -59,6 +61,11 @@ pub struct ClusterArgs {
     /// disk (`rill-bench verify --faults disk`).
     #[arg(long)]
     pub disk_mb: Option<u64>,
+    /// Starts the brokers with `RILL_FAULT_CLOCK=1`, so that the nemesis
+    /// can jump their wall clocks (`rill-bench verify --faults clock`; a
+    /// debug build of rill, which alone has the point). Set by `verify`.
+    #[arg(skip)]
+    pub fault_clock: bool,
 }
 
 /// One node's addresses and paths.
@@ -88,6 +95,8 @@ pub struct LocalCluster {
     network: Option<Network>,
     /// Each node's own file system (`--disk-mb`), by node id.
     disks: Vec<(i32, LoopFs)>,
+    /// The brokers run with `RILL_FAULT_CLOCK=1`.
+    fault_clock: bool,
 }
 
 /// `1@host:port,2@host:port,...`, the `--controller-quorum-voters` value.
@@ -210,6 +219,7 @@ impl LocalCluster {
                 .collect(),
             network,
             disks,
+            fault_clock: args.fault_clock,
         };
         for node_id in cluster.node_ids() {
             cluster.spawn(node_id)?;
@@ -221,6 +231,29 @@ impl LocalCluster {
     /// Node ids, `1..=N`.
     pub fn node_ids(&self) -> Vec<i32> {
         self.nodes.iter().map(|n| n.spec.node_id).collect()
+    }
+
+    /// Jumps node `node_id`'s wall clock `offset_ms` away from the
+    /// system's (0: back to it), through its clock fault point: the file
+    /// `rill-fault-clock-offset-ms` in its data dir, which the broker reads
+    /// every 50 ms. Refused unless the cluster started with `fault_clock`
+    /// and the broker said it follows the file (a release build does not).
+    pub fn jump_clock(&self, node_id: i32, offset_ms: i64) -> Result<()> {
+        let node = self.node(node_id)?;
+        let log = std::fs::read_to_string(&node.spec.log_path).unwrap_or_default();
+        if !self.fault_clock || !log.contains("the wall clock follows") {
+            return Err(BenchError::Other(format!(
+                "--faults clock: broker {node_id} does not follow a clock fault file: it needs a debug build of rill (--rill target/debug/rill)"
+            )));
+        }
+        let file = node.spec.data_dir.join("rill-fault-clock-offset-ms");
+        match offset_ms {
+            0 => match std::fs::remove_file(&file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+                _ => Ok(()),
+            },
+            _ => Ok(std::fs::write(&file, offset_ms.to_string())?),
+        }
     }
 
     /// Every node's spec.
@@ -257,6 +290,13 @@ impl LocalCluster {
             .collect();
         std::fs::write(dir.join("admin"), format!("{}\n", admin.join(" ")))?;
         Ok(())
+    }
+
+    fn node(&self, node_id: i32) -> Result<&Node> {
+        self.nodes
+            .iter()
+            .find(|n| n.spec.node_id == node_id)
+            .ok_or_else(|| BenchError::Other(format!("no node {node_id} in this cluster")))
     }
 
     fn node_mut(&mut self, node_id: i32) -> Result<&mut Node> {
@@ -299,6 +339,7 @@ impl LocalCluster {
     fn spawn(&mut self, node_id: i32) -> Result<()> {
         let voters = self.voters.clone();
         let config = self.config.clone();
+        let fault_clock = self.fault_clock;
         let mut command = self.rill_command(node_id);
         let node = self.node_mut(node_id)?;
         std::fs::create_dir_all(&node.spec.data_dir)?;
@@ -322,6 +363,9 @@ impl LocalCluster {
             .arg("1");
         if let Some(config) = &config {
             command.arg("--config").arg(config);
+        }
+        if fault_clock {
+            command.env(FAULT_CLOCK, "1");
         }
         command
             .stdin(Stdio::null())
@@ -570,6 +614,7 @@ mod tests {
             heartbeat_interval_ms: None,
             netns: false,
             disk_mb: None,
+            fault_clock: false,
         };
         assert!(LocalCluster::start(&args).is_err());
     }

@@ -17,7 +17,11 @@
 //!   produce (KAFKA_STORAGE_ERROR) and take it again once space is back;
 //! - `slowdisk`: one node's data file system slowed to 256 KiB/s and 10
 //!   writes a second (cgroup v1's blkio throttle on its loop device),
-//!   healed by lifting the throttle: a disk that answers, slowly.
+//!   healed by lifting the throttle: a disk that answers, slowly;
+//! - `clock`: one node's wall clock jumped an hour forward or back
+//!   through its clock fault point (a debug build of rill), healed by
+//!   jumping it back to the real time: its leases, sessions and timeouts
+//!   must not lose or double anything.
 //!
 //! The two partitions need the cluster in network namespaces (`--netns`),
 //! `disk` and `slowdisk` a file system per node (`--disk-mb`).
@@ -46,6 +50,8 @@ pub enum FaultKind {
     Disk,
     /// One node's data disk slowed, then restored.
     SlowDisk,
+    /// One node's wall clock jumped, then set right.
+    Clock,
 }
 
 impl FaultKind {
@@ -57,6 +63,7 @@ impl FaultKind {
             FaultKind::Bridge => "bridge",
             FaultKind::Disk => "disk",
             FaultKind::SlowDisk => "slowdisk",
+            FaultKind::Clock => "clock",
         }
     }
 
@@ -72,7 +79,7 @@ impl FaultKind {
 }
 
 /// Parses `--faults`: a comma list of `kill`, `pause`, `partition`,
-/// `bridge`, `disk`, `slowdisk`; `none` or empty for no faults.
+/// `bridge`, `disk`, `slowdisk`, `clock`; `none` or empty for no faults.
 pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
     let mut kinds = Vec::new();
     for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -83,16 +90,20 @@ pub fn parse_faults(list: &str) -> Result<Vec<FaultKind>> {
             "bridge" => kinds.push(FaultKind::Bridge),
             "disk" => kinds.push(FaultKind::Disk),
             "slowdisk" => kinds.push(FaultKind::SlowDisk),
+            "clock" => kinds.push(FaultKind::Clock),
             "none" => {}
             other => {
                 return Err(BenchError::Other(format!(
-                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, disk, slowdisk, none)"
+                    "--faults: unknown fault {other:?} (kill, pause, partition, bridge, disk, slowdisk, clock, none)"
                 )))
             }
         }
     }
     Ok(kinds)
 }
+
+/// A clock fault's jump.
+const HOUR_MS: i64 = 3_600_000;
 
 /// The schedule.
 #[derive(Debug, Clone)]
@@ -166,6 +177,7 @@ pub async fn run(
             kind,
             node_id,
             peer: bridge_peer(&cluster.node_ids(), node_id, rng),
+            clock_jump_ms: if rng.gen_bool(0.5) { HOUR_MS } else { -HOUR_MS },
         };
         let start_ms = recorder.now_ms();
         let injected = fault.apply(cluster, true);
@@ -207,6 +219,8 @@ struct Fault {
     node_id: i32,
     /// The far end of a `bridge` cut.
     peer: Option<i32>,
+    /// How far a `clock` fault jumps the node's wall clock.
+    clock_jump_ms: i64,
 }
 
 impl Fault {
@@ -228,6 +242,8 @@ impl Fault {
             (FaultKind::Disk, true) => disk(cluster, node_id)?.fill().map(|_| ()),
             (FaultKind::Disk, false) => disk(cluster, node_id)?.free(),
             (FaultKind::SlowDisk, on) => disk(cluster, node_id)?.slow(on),
+            (FaultKind::Clock, true) => cluster.jump_clock(node_id, self.clock_jump_ms),
+            (FaultKind::Clock, false) => cluster.jump_clock(node_id, 0),
         }
     }
 }
@@ -268,6 +284,8 @@ mod tests {
         assert!(FaultKind::Disk.needs_disk() && !FaultKind::Disk.needs_netns());
         assert_eq!(parse_faults("slowdisk").unwrap(), vec![FaultKind::SlowDisk]);
         assert!(FaultKind::SlowDisk.needs_disk());
+        assert_eq!(parse_faults("clock").unwrap(), vec![FaultKind::Clock]);
+        assert!(!FaultKind::Clock.needs_disk() && !FaultKind::Clock.needs_netns());
         assert!(!FaultKind::Kill.needs_disk());
         assert!(parse_faults("flood").is_err());
     }

@@ -1,6 +1,6 @@
 //! The HTML page of a verify run: acknowledged sends per second as bars,
 //! each fault window shaded over them (red for a kill, amber for a pause,
-//! blue for a network cut, purple for a full disk, brown for a slow disk),
+//! blue for a network cut, purple for a full disk, brown for a slow disk, green for a clock jump),
 //! so a dip in availability can be read against the fault that caused it.
 //! One self-contained file: inline SVG, no script.
 
@@ -30,6 +30,7 @@ fn fault_rects(out: &mut String, result: &VerifyResult, seconds: f64) {
             "pause" => "#ff7f0e",
             "disk" => "#9467bd",
             "slowdisk" => "#8c564b",
+            "clock" => "#2ca02c",
             // The network's: partition and bridge.
             _ => "#1f77b4",
         };
@@ -97,7 +98,7 @@ pub fn render(result: &VerifyResult) -> String {
     ack_bars(&mut svg, result, seconds);
     let _ = write!(
         svg,
-        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause, blue: network cut, purple: full disk, brown: slow disk)</text></svg>"#,
+        r#"<text x="{}" y="{}" text-anchor="middle">seconds (red: kill, amber: pause, blue: network cut, purple: full disk, brown: slow disk, green: clock jump)</text></svg>"#,
         MARGIN_LEFT + (WIDTH - MARGIN_LEFT - MARGIN_RIGHT) / 2.0,
         HEIGHT - 6.0
     );
