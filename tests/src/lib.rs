@@ -479,4 +479,5 @@ pub mod python;
 pub mod raw;
 pub mod replicated;
 pub mod s3;
+pub mod share;
 pub mod small_fs;

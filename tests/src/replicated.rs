@@ -44,6 +44,35 @@ pub fn partition_view(bootstrap: &str, topic: &str) -> Option<PartitionView> {
     })
 }
 
+/// Every partition's leader and sorted ISR of `topic`, in partition order,
+/// as `bootstrap` reports them (`None` while no broker answers).
+pub fn leaders_and_isrs(bootstrap: &str, topic: &str) -> Option<Vec<(i32, Vec<i32>)>> {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = crate::kafka::client_config(bootstrap).create().ok()?;
+    let metadata = (consumer.fetch_metadata(Some(topic), Duration::from_secs(5))).ok()?;
+    let mut partitions: Vec<(i32, i32, Vec<i32>)> = (metadata.topics().first()?.partitions())
+        .iter()
+        .map(|p| {
+            let mut isr = p.isr().to_vec();
+            isr.sort_unstable();
+            (p.id(), p.leader(), isr)
+        })
+        .collect();
+    partitions.sort_unstable();
+    Some(
+        partitions
+            .into_iter()
+            .map(|(_, leader, isr)| (leader, isr))
+            .collect(),
+    )
+}
+
+/// Every partition's sorted ISR of `topic`, in partition order.
+pub fn all_isrs(bootstrap: &str, topic: &str) -> Option<Vec<Vec<i32>>> {
+    let views = leaders_and_isrs(bootstrap, topic)?;
+    Some(views.into_iter().map(|(_, isr)| isr).collect())
+}
+
 /// An idempotent acks=all producer that rides out failovers: long message
 /// timeout, short retry backoff, frequent metadata refresh.
 pub fn idempotent_producer(bootstrap: &str) -> FutureProducer {

@@ -10,8 +10,7 @@
 use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, GroupId, ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
+    ConsumerGroupHeartbeatResponse, GroupId, UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use rill_tests::cluster::wait_for;
@@ -176,15 +175,7 @@ fn feature_levels_are_listed_changed_as_asked_and_kept_over_a_restart() {
 
 /// A ShareGroupHeartbeat v1 join: its error code.
 fn join_share_group(addr: SocketAddr) -> i16 {
-    let mut request = ShareGroupHeartbeatRequest::default();
-    request.group_id = GroupId(StrBytes::from_static_str("share-features"));
-    request.member_id = StrBytes::from_static_str("member-1");
-    request.member_epoch = 0;
-    request.subscribed_topic_names = Some(vec![]);
-    let response: ShareGroupHeartbeatResponse =
-        raw::request(addr, ApiKey::ShareGroupHeartbeat, 1, &request)
-            .expect("ShareGroupHeartbeat answered");
-    response.error_code
+    rill_tests::share::heartbeat(addr, "share-features", "member-1", 0, &[])
 }
 
 #[test]

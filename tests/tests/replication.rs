@@ -8,7 +8,9 @@ use rdkafka::producer::FutureRecord;
 use rill_tests::agreement::assert_replicas_agree;
 use rill_tests::cluster::{find_coordinator as coordinator, wait_for, Cluster};
 use rill_tests::paced::PacedWrites;
-use rill_tests::replicated::{idempotent_producer, partition_view, produce_numbers, read_numbers};
+use rill_tests::replicated::{
+    all_isrs, idempotent_producer, partition_view, produce_numbers, read_numbers,
+};
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -233,27 +235,6 @@ fn with_two_of_three_down_nothing_is_acknowledged_and_writes_resume_when_one_ret
     }
     read.retain(|&v| v != 1000);
     assert_eq!(read, (0..40).collect::<Vec<u32>>());
-}
-
-/// Every partition's ISR of `topic`, sorted, as `bootstrap` reports it.
-fn all_isrs(bootstrap: &str, topic: &str) -> Option<Vec<Vec<i32>>> {
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(5))
-        .ok()?;
-    let mut partitions: Vec<(i32, Vec<i32>)> = metadata
-        .topics()
-        .first()?
-        .partitions()
-        .iter()
-        .map(|p| {
-            let mut isr = p.isr().to_vec();
-            isr.sort_unstable();
-            (p.id(), isr)
-        })
-        .collect();
-    partitions.sort_unstable();
-    Some(partitions.into_iter().map(|(_, isr)| isr).collect())
 }
 
 #[test]

@@ -22,11 +22,10 @@ use kafka_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, GroupId, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::FutureRecord;
 use rill_tests::cluster::{find_coordinator, wait_for, Cluster};
 use rill_tests::raw;
@@ -147,24 +146,9 @@ fn roll(previous: Previous) {
 /// Waits until every partition of "upgrade" has all three in its ISR.
 fn wait_for_whole_isrs(bootstrap: &str) {
     wait_for("every partition's ISR whole", SETTLE, || {
-        let isrs = isrs(bootstrap)?;
+        let isrs = rill_tests::replicated::all_isrs(bootstrap, "upgrade")?;
         (isrs.len() == 3 && isrs.iter().all(|isr| *isr == vec![1, 2, 3])).then_some(())
     });
-}
-
-/// Each partition's ISR of "upgrade", sorted, in partition order.
-fn isrs(bootstrap: &str) -> Option<Vec<Vec<i32>>> {
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
-    let metadata = (consumer.fetch_metadata(Some("upgrade"), Duration::from_secs(5))).ok()?;
-    let mut partitions: Vec<(i32, Vec<i32>)> = (metadata.topics().first()?.partitions().iter())
-        .map(|p| {
-            let mut isr = p.isr().to_vec();
-            isr.sort_unstable();
-            (p.id(), isr)
-        })
-        .collect();
-    partitions.sort_unstable();
-    Some(partitions.into_iter().map(|(_, isr)| isr).collect())
 }
 
 /// The acks=all idempotent producer thread and what it saw.
@@ -285,17 +269,9 @@ fn finalized(addr: SocketAddr, feature: &str) -> i16 {
         .map_or(0, |f| f.max_version_level)
 }
 
-/// A share consumer's first ShareGroupHeartbeat v1 to `addr`: its code.
+/// A share consumer's first ShareGroupHeartbeat to `addr`: its code.
 fn share_heartbeat(addr: SocketAddr) -> i16 {
-    let mut request = ShareGroupHeartbeatRequest::default();
-    request.group_id = GroupId(StrBytes::from_static_str("upgraded"));
-    request.member_id = StrBytes::from_static_str("member-1");
-    request.member_epoch = 0;
-    request.subscribed_topic_names = Some(vec![]);
-    let response: ShareGroupHeartbeatResponse =
-        raw::request(addr, ApiKey::ShareGroupHeartbeat, 1, &request)
-            .expect("ShareGroupHeartbeat answered");
-    response.error_code
+    rill_tests::share::heartbeat(addr, "upgraded", "member-1", 0, &[])
 }
 
 /// IncrementalAlterConfigs v1 of group "upgraded"'s

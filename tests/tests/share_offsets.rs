@@ -33,8 +33,7 @@ use kafka_protocol::messages::{
     AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, ApiKey, DeleteGroupsRequest,
     DeleteGroupsResponse, DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
     DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, GroupId,
-    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse,
-    ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, TopicName,
+    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, TopicName,
     WriteShareGroupStateRequest, WriteShareGroupStateResponse,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -189,14 +188,8 @@ fn coordinator_of(bootstrap: &str, addresses: &[SocketAddr]) -> SocketAddr {
 /// A ShareGroupHeartbeat of member "admin-probe" at `epoch` (0 joins, -1
 /// leaves); it must be answered without error.
 fn heartbeat(addr: SocketAddr, epoch: i32) {
-    let mut request = ShareGroupHeartbeatRequest::default();
-    request.group_id = GroupId(StrBytes::from_static_str(GROUP));
-    request.member_id = StrBytes::from_static_str("admin-probe-member");
-    request.member_epoch = epoch;
-    request.subscribed_topic_names = (epoch == 0).then(|| vec![TopicName(TOPIC.into())]);
-    let response: ShareGroupHeartbeatResponse =
-        raw::request(addr, ApiKey::ShareGroupHeartbeat, 1, &request).expect("heartbeat");
-    assert_eq!(response.error_code, 0, "{response:?}");
+    let code = rill_tests::share::heartbeat(addr, GROUP, "admin-probe-member", epoch, &[TOPIC]);
+    assert_eq!(code, 0);
 }
 
 /// AlterShareGroupOffsets of `topic`'s `(partition, start offset)`s: the

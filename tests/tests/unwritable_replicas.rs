@@ -16,9 +16,8 @@
 //! acknowledged; once the ballast is gone, every ISR is whole again; every
 //! acknowledged record reads back, once.
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rill_tests::cluster::wait_for;
-use rill_tests::replicated::idempotent_producer;
+use rill_tests::replicated::{idempotent_producer, leaders_and_isrs};
 use rill_tests::small_fs::SmallFs;
 use rill_tests::Broker;
 use std::time::{Duration, Instant};
@@ -127,24 +126,11 @@ fn cluster(disk: &SmallFs, dirs: &[tempfile::TempDir]) -> Vec<Broker> {
     brokers
 }
 
-/// Each partition's leader and sorted ISR, in partition order.
+/// Each partition's leader and sorted ISR, once metadata lists all
+/// `PARTITIONS` (an empty answer would pass any `all`).
 fn partitions(bootstrap: &str) -> Option<Vec<(i32, Vec<i32>)>> {
-    let consumer: BaseConsumer = rill_tests::kafka::client_config(bootstrap).create().ok()?;
-    let metadata = (consumer.fetch_metadata(Some(TOPIC), Duration::from_secs(5))).ok()?;
-    let mut views: Vec<(i32, i32, Vec<i32>)> = (metadata.topics().first()?.partitions().iter())
-        .map(|p| {
-            let mut isr = p.isr().to_vec();
-            isr.sort_unstable();
-            (p.id(), p.leader(), isr)
-        })
-        .collect();
-    views.sort_unstable();
-    (views.len() == PARTITIONS as usize).then(|| {
-        views
-            .into_iter()
-            .map(|(_, leader, isr)| (leader, isr))
-            .collect()
-    })
+    let views = leaders_and_isrs(bootstrap, TOPIC)?;
+    (views.len() == PARTITIONS as usize).then_some(views)
 }
 
 /// Sends `values` (keyed, over every partition), all at once; every one

@@ -61,12 +61,20 @@ type BoundListener = (Rc<ClientListener>, TcpListener);
 /// had committed before it stopped, so that a restarted broker never serves
 /// a request under an older image: client quotas, credentials or ACLs not
 /// yet replayed would otherwise be missing for the first few milliseconds.
+/// A single node also waits until it is registered and unfenced (at once:
+/// it is its own controller), as Kafka serves clients only then; before,
+/// a CreateTopics right after the start could find no live broker and be
+/// refused INVALID_REPLICATION_FACTOR. (In a cluster that would wait for
+/// a quorum, which the other nodes may not have formed yet.)
 async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
     let started = Instant::now();
+    let single_node = shard.config.cluster.is_single_node();
     loop {
         let target = startup_offset.load(Ordering::Acquire);
-        let have = shard.runtime().view.image().last_applied_offset();
-        if target != STARTUP_OFFSET_UNKNOWN && have >= target {
+        let image = shard.runtime().view.image();
+        let have = image.last_applied_offset();
+        let live = !single_node || image.is_live(shard.config.broker_id);
+        if target != STARTUP_OFFSET_UNKNOWN && have >= target && live {
             return;
         }
         if started.elapsed() > STARTUP_CATCH_UP {
@@ -74,7 +82,7 @@ async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
                 shard = shard.id,
                 have,
                 target,
-                "metadata image still behind the log after 10 s; serving anyway"
+                "metadata image still behind the log (or this node not unfenced) after 10 s; serving anyway"
             );
             return;
         }
