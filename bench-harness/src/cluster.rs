@@ -18,7 +18,6 @@ use crate::loopfs::LoopFs;
 use crate::netns::Network;
 use clap::Args;
 use std::fs::{File, OpenOptions};
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -124,22 +123,10 @@ pub fn config_toml(
     (!text.is_empty()).then_some(text)
 }
 
-/// `count` distinct free loopback ports. All listeners are held until every
-/// port is chosen, so the kernel cannot hand out one twice.
-fn free_ports(count: usize) -> Result<Vec<u16>> {
-    let listeners = (0..count)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
-}
-
 /// Each node's addresses and paths: on loopback, on free ports; or in its
 /// namespace, on its own address with the same ports for every node.
 fn node_specs(dir: &Path, ids: &[i32], network: Option<&Network>) -> Result<Vec<NodeSpec>> {
-    let ports = free_ports(3 * ids.len())?;
+    let ports = crate::ports::free_ports(3 * ids.len())?;
     Ok(ids
         .iter()
         .enumerate()
@@ -593,14 +580,6 @@ mod tests {
         let text = config_toml(Some(1500), None).unwrap_or_default();
         let parsed: toml::Table = toml::from_str(&text).unwrap();
         assert_eq!(parsed["broker.session.timeout.ms"].as_integer(), Some(1500));
-    }
-
-    #[test]
-    fn free_ports_are_distinct() {
-        let mut ports = free_ports(9).unwrap();
-        ports.sort_unstable();
-        ports.dedup();
-        assert_eq!(ports.len(), 9);
     }
 
     #[test]

@@ -97,16 +97,11 @@ impl Drop for Broker {
     }
 }
 
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
 async fn start_rill(bin: &Path, data_dir: &Path, send_path: &str) -> Result<(Broker, String)> {
-    let addr = format!("127.0.0.1:{}", free_port()?);
     // A free admin port too: the default one may be taken by another broker.
-    let admin = format!("127.0.0.1:{}", free_port()?);
+    let ports = crate::ports::free_ports(2)?;
+    let addr = format!("127.0.0.1:{}", ports[0]);
+    let admin = format!("127.0.0.1:{}", ports[1]);
     let child = Command::new(bin)
         .args([
             "serve",

@@ -18,6 +18,7 @@
 //! - [`cluster`]: local rill clusters (N brokers on loopback, or each in
 //!   a network namespace of its own) to measure.
 //! - [`netns`]: those namespaces, and cuts between brokers.
+//! - [`ports`]: free loopback ports for the brokers it starts.
 //! - [`loopfs`]: a loop-mounted file system per broker (`--disk-mb`), and
 //!   a ballast that fills one.
 //! - [`failover`]: leader SIGKILL to the next acknowledged produce.
@@ -64,6 +65,7 @@ pub mod loopfs;
 pub mod netns;
 pub mod null_sink;
 pub mod omb;
+pub mod ports;
 pub mod report;
 pub mod results;
 pub mod runner;

@@ -38,7 +38,7 @@
 //! A test that cannot run here (no root, an old kernel) calls [`skipped`]
 //! and returns: CI's summary counts skips by reason, so none is silent.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -56,6 +56,8 @@ const TEST_PORTS: std::ops::Range<u16> = 20_000..32_000;
 /// split one test's connections between them (a CreateAcls answered with a
 /// connection reset by the other broker). Each process walks its own stretch
 /// of `TEST_PORTS` (offset by its pid) and skips any port it cannot bind.
+///
+/// The probe binds without listening (see [`port_is_free`]).
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
@@ -69,11 +71,34 @@ pub fn free_port() -> u16 {
     for _ in 0..span {
         let step = NEXT.fetch_add(1, Ordering::AcqRel) % span;
         let port = TEST_PORTS.start + step as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if port_is_free(port) {
             return port;
         }
     }
     panic!("no free port in {TEST_PORTS:?}");
+}
+
+/// Whether 127.0.0.1:`port` can be bound: a socket bound there for an
+/// instant, never listening, with SO_REUSEADDR (as the broker's own check).
+///
+/// A listening probe (`TcpListener::bind`) reset connections: a test thread
+/// spawning a broker at that instant forks a child that holds a copy of the
+/// probe until its exec (slow with a cold page cache), so the probe went on
+/// listening after it was dropped. Another test's broker meant for that
+/// port waited for it, but that test's readiness connect and its first
+/// request landed in the probe's queue, and were reset when the child
+/// exec'd (CI's acls tests, the first to run after the build). A socket
+/// that never listens accepts nothing, and a copy of it does not keep the
+/// broker off the port.
+fn port_is_free(port: u16) -> bool {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    Socket::new(Domain::IPV4, Type::STREAM, None)
+        .and_then(|socket| {
+            socket.set_reuse_address(true)?;
+            socket.bind(&SockAddr::from(address))
+        })
+        .is_ok()
 }
 
 /// A temp dir on the disk under `target/` (not tmpfs: rill uses O_DIRECT).
