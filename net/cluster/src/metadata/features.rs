@@ -23,8 +23,9 @@
 //!   replicas, always on in rill (it cannot be turned off).
 //! - `share.version`: 1 turns on share groups (KIP-932: ShareGroupHeartbeat,
 //!   ShareFetch, ...); 0 turns them off, as in Kafka 4.1+.
-//! - `transaction.version`: only level 0 (KIP-890's transactions v2 is not
-//!   built yet).
+//! - `transaction.version`: only level 0. Of KIP-890's transactions v2,
+//!   EndTxn v5 (an epoch per transaction) is served; Produce v12 (partitions
+//!   joined implicitly) is not yet, and clients use v2 only at level 2.
 //! - `kraft.version`: level 0; rill's dynamic quorum (KIP-853) keeps its
 //!   membership in the metadata log's Raft configuration, with no level.
 

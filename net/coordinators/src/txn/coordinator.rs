@@ -24,7 +24,7 @@
 //! COMMIT marker there apply them; keeping them with the transaction keeps
 //! the group core unaware of transactions.)
 
-use super::{TxnMetadata, TxnState, TXN_MAX_TIMEOUT_MS};
+use super::{Tv2Fields, TxnMetadata, TxnState, TRANSACTION_VERSION_2, TXN_MAX_TIMEOUT_MS};
 use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -60,10 +60,13 @@ pub struct PendingOffsets {
 
 impl PendingOffsets {
     /// Whether these offsets belong to the transaction `meta` describes.
+    /// A transaction being ended may carry the next epoch already (the
+    /// epoch bump of transactions v2, or an abort that fences).
     fn belongs_to(&self, meta: &TxnMetadata) -> bool {
-        self.producer_id == meta.producer_id
-            && self.producer_epoch == meta.producer_epoch
-            && self.start_ms == meta.start_ms
+        let epoch_matches = self.producer_epoch == meta.producer_epoch
+            || (meta.state.is_prepare()
+                && self.producer_epoch.checked_add(1) == Some(meta.producer_epoch));
+        self.producer_id == meta.producer_id && epoch_matches && self.start_ms == meta.start_ms
     }
 }
 
@@ -154,6 +157,7 @@ impl TxnCoordinator {
                 partitions: BTreeSet::new(),
                 last_update_ms: now_ms,
                 start_ms: -1,
+                tv2: Tv2Fields::default(),
             }));
         };
         if let Some((producer_id, epoch)) = expected {
@@ -344,15 +348,34 @@ impl TxnCoordinator {
         });
     }
 
-    /// EndTxn.
+    /// Whether an EndTxn of transactions v2 by this producer would move it
+    /// to a new producer id (its epoch reaches the limit), so the runtime
+    /// must hand [`Self::end_txn`] one.
+    pub fn end_needs_producer_id(&self, transactional_id: &str, producer_epoch: i16) -> bool {
+        self.txns
+            .get(transactional_id)
+            .is_some_and(|m| m.producer_epoch == producer_epoch)
+            && producer_epoch >= i16::MAX - 1
+    }
+
+    /// EndTxn. With `client_version` 2 (EndTxn v5, transactions v2) the
+    /// transaction ends under the next epoch, which the producer uses from
+    /// then on: a late produce of the ended transaction carries the old
+    /// epoch and is fenced by the markers. At the epoch limit the producer
+    /// moves to `new_producer_id` instead, epoch 0.
     pub fn end_txn(
         &self,
         transactional_id: &str,
-        producer_id: i64,
-        producer_epoch: i16,
+        (producer_id, producer_epoch): (i64, i16),
         commit: bool,
+        (client_version, new_producer_id): (i16, i64),
         now_ms: i64,
     ) -> Result<EndStep, ErrorCode> {
+        if client_version >= TRANSACTION_VERSION_2 {
+            let producer = (producer_id, producer_epoch);
+            let ids = (client_version, new_producer_id);
+            return self.end_txn_v2(transactional_id, producer, commit, ids, now_ms);
+        }
         let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
         match (current.state, commit) {
             (TxnState::Ongoing, _) => {
@@ -375,7 +398,65 @@ impl TxnCoordinator {
         }
     }
 
-    /// The Complete state that follows a Prepare state once every marker is durable.
+    /// EndTxn of transactions v2 (see [`Self::end_txn`]).
+    fn end_txn_v2(
+        &self,
+        transactional_id: &str,
+        (producer_id, producer_epoch): (i64, i16),
+        commit: bool,
+        (client_version, new_producer_id): (i16, i64),
+        now_ms: i64,
+    ) -> Result<EndStep, ErrorCode> {
+        let current = self
+            .txns
+            .get(transactional_id)
+            .ok_or(ErrorCode::InvalidProducerIdMapping)?;
+        if ended_by(current, producer_id, producer_epoch) {
+            // A retry of the EndTxn that gave the producer its new epoch.
+            return match (current.state, commit) {
+                (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => {
+                    Ok(EndStep::AlreadyDone)
+                }
+                (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                    Err(ErrorCode::ConcurrentTransactions)
+                }
+                _ => Err(ErrorCode::InvalidTxnState),
+            };
+        }
+        let current = self.check_producer(transactional_id, producer_id, producer_epoch)?;
+        let idle = matches!(
+            current.state,
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+        );
+        match current.state {
+            TxnState::Ongoing => {}
+            // A producer may abort when nothing was added (its first
+            // produce failed): the abort still gives it the next epoch.
+            _ if idle && !commit => {}
+            state if state.is_prepare() => return Err(ErrorCode::ConcurrentTransactions),
+            _ => return Err(ErrorCode::InvalidTxnState),
+        }
+        let mut next = current.clone();
+        if idle {
+            next.partitions.clear();
+        }
+        next.state = if commit {
+            TxnState::PrepareCommit
+        } else {
+            TxnState::PrepareAbort
+        };
+        next.producer_epoch = producer_epoch.saturating_add(1);
+        if next.producer_epoch == i16::MAX {
+            next.tv2.next_producer_id = new_producer_id;
+        }
+        next.tv2.client_version = client_version;
+        next.last_update_ms = now_ms;
+        Ok(EndStep::Prepare(next))
+    }
+
+    /// The Complete state that follows a Prepare state once every marker
+    /// is durable (under a new producer id when transactions v2 ran out of
+    /// epochs).
     pub fn complete(prepared: &TxnMetadata, now_ms: i64) -> TxnMetadata {
         let mut next = prepared.clone();
         next.state = match prepared.state {
@@ -384,6 +465,12 @@ impl TxnCoordinator {
         };
         next.partitions.clear();
         next.last_update_ms = now_ms;
+        if prepared.tv2.next_producer_id >= 0 {
+            next.tv2.previous_producer_id = prepared.producer_id;
+            next.producer_id = prepared.tv2.next_producer_id;
+            next.producer_epoch = 0;
+            next.tv2.next_producer_id = -1;
+        }
         next
     }
 
@@ -426,6 +513,31 @@ impl TxnCoordinator {
     }
 }
 
+/// Whether `current` is the state an EndTxn of transactions v2 by
+/// `(producer_id, producer_epoch)` left behind: the next epoch of the same
+/// id, or epoch 0 of the id it moved to at the epoch limit.
+fn ended_by(current: &TxnMetadata, producer_id: i64, producer_epoch: i16) -> bool {
+    if current.tv2.client_version < TRANSACTION_VERSION_2 || !current_is_ending_or_ended(current) {
+        return false;
+    }
+    let next_epoch = producer_epoch.checked_add(1);
+    let same_id = current.producer_id == producer_id && next_epoch == Some(current.producer_epoch);
+    let moved_id = current.tv2.previous_producer_id == producer_id
+        && current.producer_epoch == 0
+        && next_epoch == Some(i16::MAX);
+    same_id || moved_id
+}
+
+fn current_is_ending_or_ended(current: &TxnMetadata) -> bool {
+    matches!(
+        current.state,
+        TxnState::PrepareCommit
+            | TxnState::PrepareAbort
+            | TxnState::CompleteCommit
+            | TxnState::CompleteAbort
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,7 +569,13 @@ mod tests {
     /// Runs a transaction of `id` through commit or abort, applying each step.
     fn end(c: &mut TxnCoordinator, id: &str, commit: bool) {
         let meta = c.get(id).cloned().expect("known");
-        match c.end_txn(id, meta.producer_id, meta.producer_epoch, commit, NOW) {
+        match c.end_txn(
+            id,
+            (meta.producer_id, meta.producer_epoch),
+            commit,
+            (0, -1),
+            NOW,
+        ) {
             Ok(EndStep::Prepare(prepared)) => {
                 c.apply(id, Some(prepared.clone()));
                 c.apply(id, Some(TxnCoordinator::complete(&prepared, NOW)));
@@ -498,7 +616,7 @@ mod tests {
         c.apply("t", Some(ongoing));
         // Adding a partition already there persists nothing.
         assert_eq!(c.add_partitions("t", 5, 0, &[tp("a", 1)], NOW), Ok(None));
-        let prepared = match c.end_txn("t", 5, 0, true, NOW) {
+        let prepared = match c.end_txn("t", (5, 0), true, (0, -1), NOW) {
             Ok(EndStep::Prepare(p)) => p,
             other => panic!("{other:?}"),
         };
@@ -507,7 +625,7 @@ mod tests {
         c.apply("t", Some(prepared.clone()));
         assert_eq!(c.unfinished().len(), 1);
         assert_eq!(
-            c.end_txn("t", 5, 0, true, NOW),
+            c.end_txn("t", (5, 0), true, (0, -1), NOW),
             Err(ErrorCode::ConcurrentTransactions)
         );
         let done = TxnCoordinator::complete(&prepared, NOW);
@@ -515,9 +633,12 @@ mod tests {
         assert!(done.partitions.is_empty());
         c.apply("t", Some(done));
         // A retried commit succeeds; an abort now is a state error.
-        assert_eq!(c.end_txn("t", 5, 0, true, NOW), Ok(EndStep::AlreadyDone));
         assert_eq!(
-            c.end_txn("t", 5, 0, false, NOW),
+            c.end_txn("t", (5, 0), true, (0, -1), NOW),
+            Ok(EndStep::AlreadyDone)
+        );
+        assert_eq!(
+            c.end_txn("t", (5, 0), false, (0, -1), NOW),
             Err(ErrorCode::InvalidTxnState)
         );
         // The next transaction starts afresh.
@@ -566,7 +687,7 @@ mod tests {
         c.apply("t", Some(abort.clone()));
         c.apply("t", Some(TxnCoordinator::complete(&abort, NOW + 2_001)));
         assert_eq!(
-            c.end_txn("t", 5, 0, true, NOW + 3_000),
+            c.end_txn("t", (5, 0), true, (0, -1), NOW + 3_000),
             Err(ErrorCode::ProducerFenced)
         );
     }
@@ -605,7 +726,7 @@ mod tests {
             Some(&vec![later])
         );
         // Prepare keeps them (they are forwarded then); Complete ends them.
-        let prepared = match c.end_txn("t", 5, 0, true, NOW) {
+        let prepared = match c.end_txn("t", (5, 0), true, (0, -1), NOW) {
             Ok(EndStep::Prepare(p)) => p,
             other => panic!("{other:?}"),
         };

@@ -18,8 +18,13 @@
 
 pub mod coordinator;
 pub mod records;
+#[cfg(test)]
+mod tv2_tests;
 
 pub use coordinator::{EndStep, InitStep, PendingOffset, PendingOffsets, TxnCoordinator};
+
+/// The transaction version of transactions v2 (KIP-890 part 2).
+pub const TRANSACTION_VERSION_2: i16 = 2;
 
 use std::collections::BTreeSet;
 
@@ -135,4 +140,40 @@ pub struct TxnMetadata {
     pub last_update_ms: i64,
     /// Time the current transaction began (its first AddPartitions), -1 if none.
     pub start_ms: i64,
+    /// Transactions v2 (KIP-890), the fields Kafka keeps tagged in the
+    /// value's version 1.
+    pub tv2: Tv2Fields,
+}
+
+/// What transactions v2 (KIP-890 part 2) adds to a transactional id's
+/// state: every EndTxn gives the producer a new epoch, and when the epochs
+/// run out, a new producer id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tv2Fields {
+    /// The producer id before the last move to a new one, -1 if none (so a
+    /// retried EndTxn of the old id is recognized).
+    pub previous_producer_id: i64,
+    /// The id the producer moves to when the transaction being ended
+    /// completes (its epoch reached the limit), -1 if none.
+    pub next_producer_id: i64,
+    /// The transaction version the client ended its last transaction with
+    /// (2: an epoch per transaction), 0 before any.
+    pub client_version: i16,
+}
+
+impl Default for Tv2Fields {
+    fn default() -> Self {
+        Tv2Fields {
+            previous_producer_id: -1,
+            next_producer_id: -1,
+            client_version: 0,
+        }
+    }
+}
+
+impl Tv2Fields {
+    /// Whether these are all Kafka's defaults (the value needs no version 1).
+    pub fn is_default(&self) -> bool {
+        *self == Tv2Fields::default()
+    }
 }

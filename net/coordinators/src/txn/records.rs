@@ -7,7 +7,10 @@
 //! state, [topic string, [int32 partition]] (null while Empty), int64
 //! last_update_timestamp_ms, int64 start_timestamp_ms`. Version 1 is the
 //! flexible form of the same fields (compact strings and arrays, tagged
-//! fields, Kafka 3.x+); it is read, never written. A missing value is a
+//! fields, Kafka 3.x+) with transactions v2's three tagged fields (0
+//! previous_producer_id, 1 next_producer_id, 2 client_transaction_version,
+//! KIP-890); it is written only when one of those is set, so a log of
+//! transactions v1 stays readable by older brokers. A missing value is a
 //! tombstone: the transactional id is gone.
 //!
 //! Rill adds one record type of its own on the same partitions, the
@@ -24,13 +27,15 @@
 //! versions when it loads the log, older Kafka refuses them.
 
 use super::coordinator::{PendingOffset, PendingOffsets};
-use super::{TxnMetadata, TxnState};
+use super::{Tv2Fields, TxnMetadata, TxnState};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Key version written.
 pub const KEY_VERSION: i16 = 0;
-/// Value version written.
+/// Value version written without transactions v2's fields.
 pub const VALUE_VERSION: i16 = 0;
+/// Value version written with them (flexible, tagged fields).
+pub const VALUE_VERSION_TV2: i16 = 1;
 /// Key version of rill's pending-offsets record ("rO" in ASCII).
 pub const PENDING_OFFSETS_KEY_VERSION: i16 = 0x724f;
 /// Value version of rill's pending-offsets record.
@@ -80,8 +85,12 @@ pub fn encode_key(transactional_id: &str) -> Vec<u8> {
     out
 }
 
-/// Encodes `TransactionLogValue` v0.
+/// Encodes `TransactionLogValue`: v0, or v1 when transactions v2's fields
+/// are set.
 pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
+    if !meta.tv2.is_default() {
+        return encode_value_v1(meta);
+    }
     let mut out = Vec::with_capacity(64);
     out.extend_from_slice(&VALUE_VERSION.to_be_bytes());
     out.extend_from_slice(&meta.producer_id.to_be_bytes());
@@ -104,6 +113,64 @@ pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
     }
     out.extend_from_slice(&meta.last_update_ms.to_be_bytes());
     out.extend_from_slice(&meta.start_ms.to_be_bytes());
+    out
+}
+
+fn put_unsigned_varint(out: &mut Vec<u8>, mut value: u32) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn put_compact_str(out: &mut Vec<u8>, s: &str) {
+    put_unsigned_varint(out, s.len() as u32 + 1);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// `TransactionLogValue` v1: compact strings and arrays, and the tagged
+/// fields of transactions v2 that differ from Kafka's defaults.
+fn encode_value_v1(meta: &TxnMetadata) -> Vec<u8> {
+    let mut out = Vec::with_capacity(80);
+    out.extend_from_slice(&VALUE_VERSION_TV2.to_be_bytes());
+    out.extend_from_slice(&meta.producer_id.to_be_bytes());
+    out.extend_from_slice(&meta.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&meta.timeout_ms.to_be_bytes());
+    out.push(meta.state.id() as u8);
+    if meta.state == TxnState::Empty && meta.partitions.is_empty() {
+        put_unsigned_varint(&mut out, 0);
+    } else {
+        let topics = group_by_topic(&meta.partitions);
+        put_unsigned_varint(&mut out, topics.len() as u32 + 1);
+        for (topic, partitions) in topics {
+            put_compact_str(&mut out, &topic);
+            put_unsigned_varint(&mut out, partitions.len() as u32 + 1);
+            for p in partitions {
+                out.extend_from_slice(&p.to_be_bytes());
+            }
+            put_unsigned_varint(&mut out, 0);
+        }
+    }
+    out.extend_from_slice(&meta.last_update_ms.to_be_bytes());
+    out.extend_from_slice(&meta.start_ms.to_be_bytes());
+    let defaults = Tv2Fields::default();
+    let mut tagged: Vec<(u32, Vec<u8>)> = Vec::new();
+    if meta.tv2.previous_producer_id != defaults.previous_producer_id {
+        tagged.push((0, meta.tv2.previous_producer_id.to_be_bytes().to_vec()));
+    }
+    if meta.tv2.next_producer_id != defaults.next_producer_id {
+        tagged.push((1, meta.tv2.next_producer_id.to_be_bytes().to_vec()));
+    }
+    if meta.tv2.client_version != defaults.client_version {
+        tagged.push((2, meta.tv2.client_version.to_be_bytes().to_vec()));
+    }
+    put_unsigned_varint(&mut out, tagged.len() as u32);
+    for (tag, value) in tagged {
+        put_unsigned_varint(&mut out, tag);
+        put_unsigned_varint(&mut out, value.len() as u32);
+        out.extend_from_slice(&value);
+    }
     out
 }
 
@@ -193,6 +260,28 @@ impl<'a> Reader<'a> {
             let n = self.i32(field)?;
             Ok((n >= 0).then_some(n as usize))
         }
+    }
+
+    /// The value's top-level tagged fields: transactions v2's three are
+    /// read, any other skipped.
+    fn tv2_fields(&mut self) -> Result<Tv2Fields, TxnRecordError> {
+        let mut fields = Tv2Fields::default();
+        let count = self.unsigned_varint("tagged fields")?;
+        for _ in 0..count {
+            let tag = self.unsigned_varint("tag")?;
+            let size = self.unsigned_varint("tag size")? as usize;
+            let mut value = Reader {
+                bytes: self.take(size, "tag value")?,
+                position: 0,
+            };
+            match tag {
+                0 => fields.previous_producer_id = value.i64("previous_producer_id")?,
+                1 => fields.next_producer_id = value.i64("next_producer_id")?,
+                2 => fields.client_version = value.i16("client_transaction_version")?,
+                _ => {}
+            }
+        }
+        Ok(fields)
     }
 
     fn skip_tagged_fields(&mut self) -> Result<(), TxnRecordError> {
@@ -368,9 +457,11 @@ pub fn decode_value(value: &[u8]) -> Result<TxnMetadata, TxnRecordError> {
     }
     let last_update_ms = reader.i64("last_update_timestamp")?;
     let start_ms = reader.i64("start_timestamp")?;
-    if flexible {
-        reader.skip_tagged_fields()?;
-    }
+    let tv2 = if flexible {
+        reader.tv2_fields()?
+    } else {
+        Tv2Fields::default()
+    };
     Ok(TxnMetadata {
         producer_id,
         producer_epoch,
@@ -379,6 +470,7 @@ pub fn decode_value(value: &[u8]) -> Result<TxnMetadata, TxnRecordError> {
         partitions,
         last_update_ms,
         start_ms,
+        tv2,
     })
 }
 
@@ -401,6 +493,7 @@ mod tests {
             partitions,
             last_update_ms: 1_700_000_000_123,
             start_ms: 1_700_000_000_000,
+            tv2: Tv2Fields::default(),
         }
     }
 
@@ -495,6 +588,31 @@ mod tests {
         let bytes = encode_offsets_value(&pending);
         for cut in 0..bytes.len() {
             assert!(decode_offsets_value(&bytes[..cut]).is_err(), "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn transactions_v2_fields_make_a_flexible_value_that_round_trips() {
+        assert_eq!(encode_value(&sample(TxnState::Ongoing))[..2], [0, 0]);
+        for id in 0..=7 {
+            let mut meta = sample(TxnState::from_id(id).expect("state"));
+            meta.tv2 = Tv2Fields {
+                previous_producer_id: 76,
+                next_producer_id: 78,
+                client_version: 2,
+            };
+            let bytes = encode_value(&meta);
+            assert_eq!(bytes[..2], [0, 1], "version 1");
+            assert_eq!(decode_value(&bytes), Ok(meta.clone()));
+            for cut in 0..bytes.len() {
+                assert!(decode_value(&bytes[..cut]).is_err(), "cut {cut}");
+            }
+            // Only the fields that differ from Kafka's defaults are tagged.
+            meta.tv2.previous_producer_id = -1;
+            meta.tv2.next_producer_id = -1;
+            let short = encode_value(&meta);
+            assert_eq!(short.len() + 2 * 10, bytes.len());
+            assert_eq!(decode_value(&short), Ok(meta));
         }
     }
 

@@ -9,7 +9,9 @@ use super::{
 };
 use crate::producer_id_pool::next_producer_id;
 use crate::Shard;
-use coordinators::txn::{txn_partition_for, EndStep, InitStep, PendingOffset};
+use coordinators::txn::{
+    txn_partition_for, EndStep, InitStep, PendingOffset, TxnCoordinator, TRANSACTION_VERSION_2,
+};
 use engine::ErrorCode;
 use glommio::sync::StaticPermit;
 use std::rc::Rc;
@@ -71,9 +73,11 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply 
             producer_id,
             producer_epoch,
             commit,
+            client_version,
         } => {
             let producer = (producer_id, producer_epoch);
-            TxnReply::Code(end_txn(shard, &rt, &transactional_id, producer, commit).await)
+            let end = (commit, client_version);
+            TxnReply::Ended(end_txn(shard, &rt, &transactional_id, producer, end).await)
         }
         TxnRequest::Describe { transactional_id } => {
             TxnReply::Described(rt.core.borrow().get(&transactional_id).cloned())
@@ -167,32 +171,44 @@ async fn offset_commit(
     )
 }
 
-/// EndTxn: persist the Prepare state, then finish the transaction.
+/// EndTxn: persist the Prepare state, then finish the transaction. The
+/// answer is the producer's id and epoch from now on.
 async fn end_txn(
     shard: &Rc<Shard>,
     rt: &Rc<TxnRuntime>,
     transactional_id: &str,
-    (producer_id, producer_epoch): (i64, i16),
-    commit: bool,
-) -> ErrorCode {
+    producer: (i64, i16),
+    (commit, client_version): (bool, i16),
+) -> Result<(i64, i16), ErrorCode> {
     let Some(_permit) = lock(rt, transactional_id).await else {
-        return ErrorCode::CoordinatorNotAvailable;
+        return Err(ErrorCode::CoordinatorNotAvailable);
+    };
+    // Only at the epoch limit of transactions v2 is a new id needed.
+    let needs_id = client_version >= TRANSACTION_VERSION_2
+        && rt
+            .core
+            .borrow()
+            .end_needs_producer_id(transactional_id, producer.1);
+    let new_producer_id = if needs_id {
+        next_producer_id(shard).await?
+    } else {
+        -1
     };
     let step = rt.core.borrow().end_txn(
         transactional_id,
-        producer_id,
-        producer_epoch,
+        producer,
         commit,
+        (client_version, new_producer_id),
         shard.now_ms(),
     );
     let prepared = match step {
-        Ok(EndStep::AlreadyDone) => return ErrorCode::None,
+        Ok(EndStep::AlreadyDone) => return Ok(current_producer(rt, transactional_id)),
         Ok(EndStep::Prepare(prepared)) => prepared,
-        Err(code) => return code,
+        Err(code) => return Err(code),
     };
-    if let Err(code) = persist(shard, rt, transactional_id, Some(prepared.clone())).await {
-        return code;
-    }
+    persist(shard, rt, transactional_id, Some(prepared.clone())).await?;
+    let after = TxnCoordinator::complete(&prepared, 0);
+    let answer = (after.producer_id, after.producer_epoch);
     if commit && fault_crash_after_prepare() {
         tracing::error!(
             transactional_id,
@@ -209,7 +225,15 @@ async fn end_txn(
             "transaction decided but not finished; the timer retries"
         );
     }
-    ErrorCode::None
+    Ok(answer)
+}
+
+/// The id and epoch the coordinator holds for a transactional id.
+fn current_producer(rt: &TxnRuntime, transactional_id: &str) -> (i64, i16) {
+    rt.core
+        .borrow()
+        .get(transactional_id)
+        .map_or((-1, -1), |m| (m.producer_id, m.producer_epoch))
 }
 
 /// InitProducerId with a transactional id: fence the previous producer

@@ -128,6 +128,9 @@ pub enum TxnRequest {
         producer_epoch: i16,
         /// Commit (true) or abort.
         commit: bool,
+        /// The client's transaction version: 2 (EndTxn v5) ends the
+        /// transaction under the next epoch (KIP-890 part 2).
+        client_version: i16,
     },
     /// DescribeTransactions of one id.
     Describe {
@@ -167,9 +170,10 @@ impl TxnRequest {
                 verify_only: true, ..
             } => TxnReply::Verified(Err(code)),
             TxnRequest::Describe { .. } | TxnRequest::List => TxnReply::Code(code),
-            TxnRequest::AddPartitions { .. }
-            | TxnRequest::OffsetCommit { .. }
-            | TxnRequest::EndTxn { .. } => TxnReply::Code(code),
+            TxnRequest::EndTxn { .. } => TxnReply::Ended(Err(code)),
+            TxnRequest::AddPartitions { .. } | TxnRequest::OffsetCommit { .. } => {
+                TxnReply::Code(code)
+            }
         }
     }
 }
@@ -181,6 +185,9 @@ pub enum TxnReply {
     Init(Result<(i64, i16), ErrorCode>),
     /// A bare error code (0 on success).
     Code(ErrorCode),
+    /// EndTxn: the producer's `(producer_id, epoch)` from now on (new ones
+    /// under transactions v2).
+    Ended(Result<(i64, i16), ErrorCode>),
     /// `verify_only`: whether each partition is in the transaction.
     Verified(Result<Vec<bool>, ErrorCode>),
     /// Describe: the state, if the id is known.
