@@ -119,7 +119,9 @@ fn feature_levels_are_listed_changed_as_asked_and_kept_over_a_restart() {
     );
     assert!(versions
         .1
-        .contains(&("transaction.version".to_owned(), 0, 0)));
+        .contains(&("transaction.version".to_owned(), 0, 2)));
+    // Transactions v2 on: clients of it use Produce v12 and EndTxn v5.
+    assert!(versions.2.contains(&("transaction.version".to_owned(), 2)));
     assert_eq!(group_version(&versions), Some(1));
     assert!(versions.2.contains(&("metadata.version".to_owned(), 2)));
     assert_ne!(join_consumer_group(addr), UNSUPPORTED_VERSION);
@@ -129,7 +131,7 @@ fn feature_levels_are_listed_changed_as_asked_and_kept_over_a_restart() {
     let refused = (INVALID_UPDATE_VERSION, INVALID_UPDATE_VERSION);
     assert_eq!(update(addr, "group.version", 0, UPGRADE, false), refused);
     assert_eq!(
-        update(addr, "transaction.version", 2, UPGRADE, false),
+        update(addr, "transaction.version", 3, UPGRADE, false),
         refused
     );
     assert_eq!(update(addr, "no.such.feature", 1, UPGRADE, false), refused);

@@ -4,7 +4,8 @@
 //! What must hold:
 //! - no acknowledged record is lost and none is written twice, and the
 //!   producer sees no error it does not retry;
-//! - a feature new in the release (`share.version`, share groups) stays
+//! - a feature new in the release (`share.version`, share groups, and
+//!   `transaction.version` 2, transactions v2) stays
 //!   off while any broker runs the previous release, and comes on by
 //!   itself once the last one has the new binary;
 //! - no metadata record the previous release cannot read is written while
@@ -114,6 +115,7 @@ fn roll(previous: Previous) {
             // A newer broker beside older ones: nothing new yet.
             assert_eq!(finalized(rolled, "share.version"), 0);
             assert_eq!(finalized(rolled, "metadata.version"), 1);
+            assert_eq!(finalized(rolled, "transaction.version"), 0);
             assert_eq!(share_heartbeat(rolled), UNSUPPORTED_VERSION);
             assert_eq!(set_group_config(rolled), UNSUPPORTED_VERSION);
         }
@@ -125,6 +127,7 @@ fn roll(previous: Previous) {
             (finalized(addr, "share.version") == 1).then_some(())
         });
         assert_eq!(finalized(addr, "metadata.version"), 2);
+        assert_eq!(finalized(addr, "transaction.version"), 2);
     }
     assert_eq!(set_group_config(cluster.node(2).addr), 0);
     // The coordinator may still be loading its partition after the roll

@@ -140,6 +140,10 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `transaction.partition.verification.enable` (KIP-890 part 1): a
+    /// partition leader asks the transaction coordinator whether a
+    /// transaction's first batch there belongs to an ongoing transaction.
+    pub transaction_partition_verification_enable: bool,
     /// `num.partitions`: partitions of an auto-created topic.
     pub num_partitions: i32,
     /// `default.replication.factor`.
@@ -239,6 +243,7 @@ impl BrokerConfig {
             cluster_id: String::from("rill-cluster-0000000000"),
             auto_create_topics_enable: true,
             delete_topic_enable: true,
+            transaction_partition_verification_enable: true,
             num_partitions: 1,
             default_replication_factor: 1,
             socket_request_max_bytes: 104_857_600,
@@ -440,6 +445,9 @@ impl BrokerConfig {
             "controller.listener.names" => applied.controller_names = listener_names(value),
             "auto.create.topics.enable" => self.auto_create_topics_enable = boolean(name, value)?,
             "delete.topic.enable" => self.delete_topic_enable = boolean(name, value)?,
+            "transaction.partition.verification.enable" => {
+                self.transaction_partition_verification_enable = boolean(name, value)?
+            }
             "num.partitions" => {
                 self.num_partitions = num(name, value)?;
                 if self.num_partitions < 1 {

@@ -81,7 +81,7 @@ use group_runtime::GroupRuntime;
 use producer_id_pool::{ProducerIdAllocator, ProducerIdPool};
 use quotas::{QuotaManager, Sensors};
 use replication_runtime::ReplicaManager;
-use routing::MarkerHooks;
+use routing::{JoinGuards, MarkerHooks};
 use share_coordinator::ShareCoordinator;
 use share_runtime::ShareRuntime;
 use std::cell::RefCell;
@@ -129,6 +129,9 @@ pub struct ShardRuntime {
     pub reconciler: Rc<Reconciler>,
     /// Run after every transaction marker this shard writes.
     pub marker_hooks: Rc<MarkerHooks>,
+    /// The partition leaders' transaction checks in flight here, and how
+    /// they ask the coordinator (see [`routing::txn_join`]).
+    pub join_guards: Rc<JoinGuards>,
     /// This shard's handle on the broker's quota sensors.
     pub quotas: Rc<QuotaManager>,
     /// This shard's incremental fetch sessions.
@@ -175,6 +178,7 @@ impl ShardRuntime {
             admin_changes: Rc::default(),
             reconciler: Rc::new(Reconciler::new(&shard.topic_table(), quorum.as_deref())),
             marker_hooks: Rc::default(),
+            join_guards: Rc::default(),
             quotas: Rc::new(QuotaManager::new(shared.quota_sensors)),
             fetch_sessions: Rc::new(RefCell::new(FetchSessionCache::new(
                 shard.config.fetch_session_cache_slots,

@@ -4,7 +4,10 @@
 //!
 //! v0–v3 is the client form (one transaction); v4 is the broker form
 //! (several transactions, with `verify_only` to ask whether partitions are
-//! already in a transaction). Unknown partitions fail with
+//! already in a transaction), which a partition leader sends before a
+//! transaction's first batch there (KIP-890, `txn_runtime::join`): it needs
+//! CLUSTER_ACTION, as Kafka's, and the leader has checked the producer's
+//! own rights already. Unknown partitions fail with
 //! UNKNOWN_TOPIC_OR_PARTITION and the rest of the request with
 //! OPERATION_NOT_ATTEMPTED, as Kafka answers.
 
@@ -45,6 +48,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 verify_only: false,
             };
             response.results_by_topic_v3_and_below = add_one(&shard, &authz, version, txn).await;
+        } else if !authz.allows_cluster(Operation::ClusterAction) {
+            response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
         } else {
             for txn in body.transactions {
                 let mut result = AddPartitionsToTxnResult::default();
@@ -126,14 +131,23 @@ fn sort_partitions(
     // Partitions refused up front, with their code: WRITE on the
     // transactional id and on each topic (Kafka's checks), then existence.
     let mut unknown: Vec<(Partition, ErrorCode)> = Vec::new();
+    // A broker's request (v4, CLUSTER_ACTION) is not checked again.
+    let broker = authz.allows_cluster(Operation::ClusterAction);
     let txn_refused = authz
         .transactional_id(Operation::Write, transactional_id)
-        .err();
+        .err()
+        .filter(|_| !broker);
     let table = shard.topics.borrow();
     for topic in topics {
         let name = topic.name.0.to_string();
         let count = table.get(&name).map_or(0, |e| e.partitions);
-        let refused = txn_refused.or_else(|| authz.topic(Operation::Write, &name).err());
+        let topic_refused = || {
+            authz
+                .topic(Operation::Write, &name)
+                .err()
+                .filter(|_| !broker)
+        };
+        let refused = txn_refused.or_else(topic_refused);
         for &p in &topic.partitions {
             if let Some(code) = refused {
                 unknown.push(((name.clone(), p), code));

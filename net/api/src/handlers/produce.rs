@@ -16,6 +16,7 @@ use kernel::topics::valid_topic_name;
 use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
 use runtimes::routing::run_on_owners;
+use runtimes::routing::TxnJoin;
 use runtimes::routing::{PartitionOp, PartitionReply, ProduceRefusal};
 use runtimes::Shard;
 use security::acl::{Authz, Operation};
@@ -27,14 +28,13 @@ use std::rc::Rc;
 /// (`connection::read_requests`), so the buffer holds nothing else.
 pub const OWNED_FRAME_MIN_BYTES: usize = 16 << 10;
 
-/// v3–v11. v12 is the same request sent by clients that use transactions
-/// v2 (KIP-890: partitions join a transaction implicitly), which rill does
-/// not finalize as a feature, so such clients stay on v11; v13 names topics
-/// by id.
+/// v3–v12. v12 is the same request sent by clients that use transactions
+/// v2 (KIP-890 part 2): the partition leader adds each partition to the
+/// transaction itself. v13 names topics by id.
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::Produce,
     min_version: 3,
-    max_version: 11,
+    max_version: 12,
     handle,
 };
 
@@ -70,6 +70,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             .transactional_id
             .as_ref()
             .and_then(|id| authz.transactional_id(Operation::Write, id).err());
+        let txn_id = body.transactional_id.as_ref().map(|id| id.0.as_str());
+        let txn = txn_join(&shard, txn_id, request.version);
         let topic_data = std::mem::take(&mut body.topic_data);
         drop(body);
         let checks = Checks {
@@ -79,7 +81,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             acks_valid,
         };
         let (layout, sent) = checks.place(topic_data).await;
-        let ops = produce_ops(frame, sent, acks, timeout_ms);
+        let ops = produce_ops(frame, sent, (acks, timeout_ms), txn);
         let replies = run_on_owners(&shard, ops).await;
         if acks == 0 {
             return Ok(Response::Nothing);
@@ -168,8 +170,8 @@ impl Checks<'_> {
 fn produce_ops(
     frame: Bytes,
     sent: Vec<(TopicPartition, Bytes)>,
-    acks: i16,
-    timeout_ms: i32,
+    (acks, timeout_ms): (i16, i32),
+    txn: Option<TxnJoin>,
 ) -> Vec<PartitionOp> {
     let (tps, records): (Vec<TopicPartition>, Vec<Bytes>) = sent.into_iter().unzip();
     tps.into_iter()
@@ -179,8 +181,22 @@ fn produce_ops(
             records,
             acks,
             timeout_ms,
+            txn: txn.clone(),
         })
         .collect()
+}
+
+/// What the partition leaders do for the request's transaction before its
+/// first batch on a partition: add the partition to it (v12+, transactions
+/// v2, whose clients send no AddPartitionsToTxn) or check that it is in it
+/// (older versions, while `transaction.partition.verification.enable`).
+fn txn_join(shard: &Shard, transactional_id: Option<&str>, version: i16) -> Option<TxnJoin> {
+    let transactional_id = transactional_id?.to_string();
+    let add = version >= 12;
+    (add || shard.config.transaction_partition_verification_enable).then_some(TxnJoin {
+        transactional_id,
+        add,
+    })
 }
 
 /// Each partition's records as a mutable buffer (the engine writes offsets

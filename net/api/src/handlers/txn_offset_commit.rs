@@ -16,7 +16,7 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
-use coordinators::group::OffsetCommitRequest;
+use coordinators::group::{offsets_partition_for, OffsetCommitRequest};
 use coordinators::txn::{txn_partition_for, PendingOffset, TXN_STATE_TOPIC};
 use engine::ErrorCode;
 use kafka_protocol::messages::txn_offset_commit_request::TxnOffsetCommitRequestTopic;
@@ -26,17 +26,19 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use runtimes::cluster_runtime;
 use runtimes::cluster_runtime::partition_leader;
-use runtimes::group_runtime::{self, GroupReply, GroupRequest};
-use runtimes::txn_runtime::{self, TxnReply, TxnRequest};
+use runtimes::group_runtime::{self, GroupReply, GroupRequest, OFFSETS_TOPIC};
+use runtimes::txn_runtime::{self, join, TxnReply, TxnRequest};
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
-/// v0–v4 (v5 is transactions v2).
+/// v0–v5. v5 is transactions v2 (KIP-890 part 2): its client sends no
+/// AddOffsetsToTxn, so the group's offsets partition is added to the
+/// transaction here first.
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::TxnOffsetCommit,
     min_version: 0,
-    max_version: 4,
+    max_version: 5,
     handle,
 };
 
@@ -66,7 +68,18 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     .iter()
                     .try_for_each(|t| authz.topic(Operation::Read, &t.name))
             });
+        let producer = (body.producer_id.0, body.producer_epoch);
         let code = if let Err(code) = refused {
+            code
+        } else if let Err(code) = join_offsets_partition(
+            &shard,
+            request.version,
+            &transactional_id,
+            &group_id,
+            producer,
+        )
+        .await
+        {
             code
         } else if coordinated_elsewhere(&shard, &transactional_id) {
             stage_here(
@@ -118,6 +131,27 @@ async fn hold_with_transaction(shard: &Rc<Shard>, commit: TxnRequest) -> ErrorCo
     match txn_runtime::call(shard, commit).await {
         TxnReply::Code(code) => code,
         _ => ErrorCode::UnknownServerError,
+    }
+}
+
+/// v5 (transactions v2): adds the group's `__consumer_offsets` partition
+/// to the transaction, as AddOffsetsToTxn would have.
+async fn join_offsets_partition(
+    shard: &Rc<Shard>,
+    version: i16,
+    transactional_id: &str,
+    group_id: &str,
+    producer: (i64, i16),
+) -> Result<(), ErrorCode> {
+    if version < 5 {
+        return Ok(());
+    }
+    let partitions = group_runtime::ensure_offsets_topic(shard).await?;
+    let partition = offsets_partition_for(group_id, partitions);
+    let offsets_partition = (String::from(OFFSETS_TOPIC), partition);
+    match join::add_to_transaction(shard, transactional_id, producer, offsets_partition).await {
+        ErrorCode::None => Ok(()),
+        code => Err(code),
     }
 }
 

@@ -23,9 +23,11 @@
 //!   replicas, always on in rill (it cannot be turned off).
 //! - `share.version`: 1 turns on share groups (KIP-932: ShareGroupHeartbeat,
 //!   ShareFetch, ...); 0 turns them off, as in Kafka 4.1+.
-//! - `transaction.version`: only level 0. Of KIP-890's transactions v2,
-//!   EndTxn v5 (an epoch per transaction) is served; Produce v12 (partitions
-//!   joined implicitly) is not yet, and clients use v2 only at level 2.
+//! - `transaction.version`: 2 tells clients to use transactions v2
+//!   (KIP-890 part 2: Produce v12 adds partitions to the transaction,
+//!   EndTxn v5 gives a new epoch per transaction); below it they stay on
+//!   v1. The broker serves both whatever the level (the request versions
+//!   say which); level 1 changes nothing in rill.
 //! - `kraft.version`: level 0; rill's dynamic quorum (KIP-853) keeps its
 //!   membership in the metadata log's Raft configuration, with no level.
 
@@ -45,6 +47,9 @@ pub struct Feature {
     pub max_level: i16,
     /// The level it runs at until UpdateFeatures sets one.
     pub default_level: i16,
+    /// The only level a binary older than feature levels runs it at (one
+    /// that registers without listing its features).
+    pub legacy_level: i16,
 }
 
 /// `metadata.version`.
@@ -55,6 +60,8 @@ pub const GROUP_CONFIGS_METADATA_VERSION: i16 = 2;
 pub const GROUP_VERSION: &str = "group.version";
 /// `share.version`.
 pub const SHARE_VERSION: &str = "share.version";
+/// `transaction.version`.
+pub const TRANSACTION_VERSION: &str = "transaction.version";
 
 /// Every feature this binary supports.
 pub const SUPPORTED: [Feature; 6] = [
@@ -63,36 +70,42 @@ pub const SUPPORTED: [Feature; 6] = [
         min_level: 1,
         max_level: 2,
         default_level: 2,
+        legacy_level: 2,
     },
     Feature {
         name: GROUP_VERSION,
         min_level: 0,
         max_level: 1,
         default_level: 1,
+        legacy_level: 1,
     },
     Feature {
         name: "eligible.leader.replicas.version",
         min_level: 1,
         max_level: 1,
         default_level: 1,
+        legacy_level: 1,
     },
     Feature {
         name: SHARE_VERSION,
         min_level: 0,
         max_level: 1,
         default_level: 1,
+        legacy_level: 1,
     },
     Feature {
-        name: "transaction.version",
+        name: TRANSACTION_VERSION,
         min_level: 0,
-        max_level: 0,
-        default_level: 0,
+        max_level: 2,
+        default_level: 2,
+        legacy_level: 0,
     },
     Feature {
         name: "kraft.version",
         min_level: 0,
         max_level: 0,
         default_level: 0,
+        legacy_level: 0,
     },
 ];
 
@@ -220,7 +233,7 @@ pub fn finalized_levels(image: &MetadataImage) -> Vec<(String, i16)> {
 
 /// Whether `broker` can run `name` at `level`. A broker registered without
 /// features (a binary older than feature levels) runs each feature at its
-/// default only; any broker runs a feature it does not list at level 0.
+/// legacy level only; any broker runs a feature it does not list at level 0.
 pub fn broker_supports(broker: &BrokerRegistration, name: &str, level: i16) -> bool {
     supports(&broker.features, name, level)
 }
@@ -228,8 +241,8 @@ pub fn broker_supports(broker: &BrokerRegistration, name: &str, level: i16) -> b
 /// Whether a registration listing `features` can run `name` at `level`.
 pub fn supports(features: &[SupportedFeature], name: &str, level: i16) -> bool {
     if features.is_empty() {
-        let default = known(name).map_or(0, |feature| feature.default_level);
-        return level == default;
+        let legacy = known(name).map_or(0, |feature| feature.legacy_level);
+        return level == legacy;
     }
     match features.iter().find(|feature| feature.name == name) {
         Some(feature) => (feature.min_level..=feature.max_level).contains(&level),
@@ -254,7 +267,7 @@ mod tests {
     fn levels_default_until_set_and_zero_is_kept() {
         let mut image = MetadataImage::new();
         assert_eq!(finalized_level(&image, GROUP_VERSION), 1);
-        assert_eq!(finalized_level(&image, "transaction.version"), 0);
+        assert_eq!(finalized_level(&image, TRANSACTION_VERSION), 2);
         assert_eq!(finalized_level(&image, "no.such.feature"), 0);
         let off = MetadataRecord::FeatureLevel {
             name: GROUP_VERSION.to_owned(),
@@ -268,7 +281,8 @@ mod tests {
             vec![
                 ("eligible.leader.replicas.version".to_owned(), 1),
                 (METADATA_VERSION.to_owned(), 2),
-                (SHARE_VERSION.to_owned(), 1)
+                (SHARE_VERSION.to_owned(), 1),
+                (TRANSACTION_VERSION.to_owned(), 2)
             ]
         );
     }
@@ -295,7 +309,9 @@ mod tests {
         // A binary from before feature levels: defaults only.
         assert!(supports(&[], GROUP_VERSION, 1));
         assert!(!supports(&[], GROUP_VERSION, 0));
-        assert!(supports(&[], "transaction.version", 0));
+        // Transactions v2 came after feature levels: such a binary has v1.
+        assert!(supports(&[], TRANSACTION_VERSION, 0));
+        assert!(!supports(&[], TRANSACTION_VERSION, 2));
         assert_eq!(supported_by_this_binary().len(), SUPPORTED.len());
         for feature in SUPPORTED {
             assert!((feature.min_level..=feature.max_level).contains(&feature.default_level));

@@ -8,12 +8,15 @@
 //! - [`owner`]: what the owner shard does for each operation.
 //! - [`long_poll`]: fetch reads, and their long polls, on the owners.
 //! - `marker_hooks.rs`: what runs once a transaction marker is durable.
+//! - [`txn_join`]: a transaction's first batch on a partition joins (or is
+//!   checked in) its transaction at the coordinator before the append.
 
 mod long_poll;
 mod marker_hooks;
 mod ops;
 mod owner;
 mod split;
+pub mod txn_join;
 
 pub use long_poll::{read_or_wait, ReadOrWait};
 pub use marker_hooks::{MarkerHook, MarkerHooks};
@@ -23,6 +26,7 @@ pub use ops::{
 };
 pub(crate) use owner::missing_partition_error;
 pub use split::{join_by_position, split_by_owner};
+pub use txn_join::{CoordinatorAsk, JoinGuards, TxnJoin};
 
 use crate::Shard;
 use engine::ErrorCode;

@@ -22,6 +22,10 @@ pub enum PartitionOp {
         /// The request's `timeout_ms`: how long acks=all may wait for the
         /// ISR before REQUEST_TIMED_OUT.
         timeout_ms: i32,
+        /// The request's transaction, when the leader must add or check
+        /// the partition at its coordinator first (see
+        /// [`super::txn_join`]).
+        txn: Option<super::TxnJoin>,
     },
     /// ListOffsets: -1 latest, -2 earliest, -3 max timestamp, else by time.
     ListOffset {

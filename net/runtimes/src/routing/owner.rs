@@ -133,8 +133,19 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             records,
             acks,
             timeout_ms,
+            txn,
             ..
-        } => PartitionReply::Produce(produce(shard, &tp, &log, records, (acks, timeout_ms)).await),
+        } => {
+            if let Some(join) = &txn {
+                // Before anything else: the partition's role is read after
+                // the coordinator answered.
+                let joined = super::txn_join::before_append(shard, &tp, &log, &records, join);
+                if let Err(code) = joined.await {
+                    return PartitionReply::Produce(Err(code.into()));
+                }
+            }
+            PartitionReply::Produce(produce(shard, &tp, &log, records, (acks, timeout_ms)).await)
+        }
         PartitionOp::ListOffset {
             timestamp_ms,
             read_committed,
@@ -365,6 +376,7 @@ async fn write_marker(
     let appended = log
         .append_control(producer_id, producer_epoch, commit, coordinator_epoch)
         .map_err(|e| e.error_code())?;
+    super::txn_join::revoke_guards(shard, tp, producer_id);
     log.wait_durable(appended.last_offset)
         .await
         .map_err(|e| e.error_code())?;

@@ -40,10 +40,14 @@
 //!
 //! Files: `execute.rs` (one function per request), `persist.rs` (appending
 //! state durably), `finish.rs` (ending a decided transaction: offsets,
-//! markers, Complete), `replay.rs` (loading and unloading a partition's state with its leadership), `timer.rs`.
+//! markers, Complete), `replay.rs` (loading and unloading a partition's state with its leadership), `timer.rs`,
+//! and `join.rs`: a partition joining a transaction at its coordinator, as
+//! a partition leader asks before a transaction's first batch there
+//! (KIP-890, `routing::txn_join`).
 
 mod execute;
 mod finish;
+pub mod join;
 mod persist;
 mod replay;
 pub use replay::reload_on_leadership;

@@ -247,6 +247,16 @@ fn install_coordinator_hooks(shard: &Rc<Shard>) {
                 commit,
             ))
         }));
+    // A transaction's first batch on a partition led here joins (or is
+    // checked in) the transaction at its coordinator first (KIP-890).
+    shard
+        .runtime()
+        .join_guards
+        .set_ask(Rc::new(|shard, join, producer, partition| {
+            Box::pin(runtimes::txn_runtime::join::ask_coordinator(
+                shard, join, producer, partition,
+            ))
+        }));
 }
 
 /// Starts the group and transaction coordinators' timer tasks.

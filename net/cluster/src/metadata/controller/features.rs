@@ -188,7 +188,7 @@ mod tests {
             &cluster,
             &[
                 off[0].clone(),
-                update("transaction.version", 1, UpgradeType::Upgrade),
+                update("transaction.version", 3, UpgradeType::Upgrade),
             ],
         );
         assert_eq!(finalized_level(&cluster.image, GROUP_VERSION), 1);
