@@ -11,7 +11,8 @@ use crate::report::{html, report_files, text};
 use crate::runner::{run_workload, RunOptions};
 use crate::workload::Workload;
 use crate::{
-    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, verify, Result,
+    cluster, disk, failover, fetch_path, floor, handshakes, null_sink, omb, soak, txn_cost, verify,
+    Result,
 };
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -67,6 +68,10 @@ enum Command {
     /// producers, assign and group consumers on librdkafka) with SIGKILL /
     /// SIGSTOP faults on a local cluster; JSON result, exit 1 on an anomaly.
     Verify(verify::VerifyArgs),
+    /// The cost of one committed transaction, transactions v1 against v2
+    /// (KIP-890), interleaved on one broker: transactions per second,
+    /// commit latency, the broker's CPU per transaction.
+    TxnCost(txn_cost::TxnCostArgs),
     /// A Kafka-protocol server that acknowledges and discards everything:
     /// the harness's own ceiling is measured against it.
     NullSink(null_sink::NullSinkArgs),
@@ -180,6 +185,10 @@ fn dispatch(command: Command, security_protocol: &str) -> Result<()> {
         Command::FetchPath(args) => {
             let report = runtime()?.block_on(fetch_path::run(&args))?;
             println!("{report}");
+        }
+        Command::TxnCost(args) => {
+            let report = runtime()?.block_on(txn_cost::run(&args))?;
+            print!("{report}");
         }
         Command::Handshakes(args) => {
             let report = runtime()?.block_on(handshakes::run(&args, security_protocol))?;

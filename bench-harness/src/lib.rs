@@ -19,6 +19,8 @@
 //!   a network namespace of its own) to measure.
 //! - [`netns`]: those namespaces, and cuts between brokers.
 //! - [`ports`]: free loopback ports for the brokers it starts.
+//! - [`txn_cost`]: a committed transaction's cost, transactions v1 against
+//!   v2 (KIP-890).
 //! - [`loopfs`]: a loop-mounted file system per broker (`--disk-mb`), and
 //!   a ballast that fills one.
 //! - [`failover`]: leader SIGKILL to the next acknowledged produce.
@@ -72,6 +74,7 @@ pub mod runner;
 pub mod sink_log;
 pub mod soak;
 pub mod stats;
+pub mod txn_cost;
 pub mod verify;
 pub mod workload;
 

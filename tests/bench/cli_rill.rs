@@ -399,3 +399,77 @@ fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
         "vs the floor sum {vs_sum}, vs the sink {vs_sink}"
     );
 }
+
+/// Records a read_committed consumer reads from `topic`'s partition 0.
+fn committed_records(bootstrap: &str, topic: &str) -> u64 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "txn-cost-check")
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        .create()
+        .unwrap();
+    let mut assignment = rdkafka::TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
+        .unwrap();
+    consumer.assign(&assignment).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut records = 0;
+    while std::time::Instant::now() < deadline {
+        match consumer.poll(std::time::Duration::from_millis(200)) {
+            Some(Ok(_)) => records += 1,
+            Some(Err(rdkafka::error::KafkaError::PartitionEOF(_))) => return records,
+            _ => {}
+        }
+    }
+    panic!("no end of {topic} within 60 s after {records} records");
+}
+
+#[test]
+fn txn_cost_commits_with_transactions_v1_and_v2() {
+    let rill = start_rill();
+    let dir = scratch_dir();
+    let out = dir.path().join("txn.json");
+    let pid = rill.pid().to_string();
+    let output = bench([
+        "txn-cost",
+        "--bootstrap",
+        &rill.addr,
+        "--topic",
+        "txn-cost",
+        "--records-per-txn",
+        "3,50",
+        "--transactions",
+        "10",
+        "--rounds",
+        "2",
+        "--broker-pid",
+        &pid,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("broker CPU ms/txn"));
+    let report = read_json(&out);
+    let rows = report["rows"].as_array().unwrap();
+    let versions: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|row| (u64_at(row, "/version"), u64_at(row, "/records_per_txn")))
+        .collect();
+    assert_eq!(versions, [(1, 3), (2, 3), (1, 50), (2, 50)]);
+    // The broker's CPU, in clock ticks: a row may read 0, not all of them.
+    let cpu_ms: f64 = rows
+        .iter()
+        .map(|row| f64_at(row, "/broker_cpu_ms_per_txn"))
+        .sum();
+    assert!(cpu_ms > 0.0, "{report}");
+    for row in rows {
+        assert_eq!(u64_at(row, "/transactions"), 20, "{row}");
+        assert!(f64_at(row, "/transactions_per_s") > 0.0);
+        let p50 = u64_at(row, "/commit_latency_us/p50_us");
+        assert!(0 < p50 && p50 <= u64_at(row, "/commit_latency_us/p99_us"));
+    }
+    // Every transaction committed: 20 of 3 and 20 of 50, per version.
+    assert_eq!(committed_records(&rill.addr, "txn-cost"), 2 * 20 * (3 + 50));
+}

@@ -55,7 +55,8 @@ struct SecureBroker {
 fn start_secure_broker() -> SecureBroker {
     let dir = scratch_dir();
     make_pki(dir.path());
-    let (sasl_plain_port, sasl_ssl_port) = (common::free_port(), common::free_port());
+    let ports = bench_harness::ports::free_ports(2).unwrap();
+    let (sasl_plain_port, sasl_ssl_port) = (ports[0], ports[1]);
     let properties = dir.path().join("server.properties");
     let keystore = dir.path().join("broker.pem");
     std::fs::write(

@@ -64,6 +64,18 @@ pub fn get_varint(data: &[u8], pos: &mut usize) -> Option<i64> {
 /// the buffer keeps its capacity.
 ///
 /// [`finish`]: BatchBuilder::finish
+/// The attributes bit of a transactional batch.
+const TRANSACTIONAL_BIT: i16 = 0x10;
+
+/// A producer's identity in a batch header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerStamp {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub transactional: bool,
+}
+
 pub struct BatchBuilder {
     buf: BytesMut,
     records: i32,
@@ -147,6 +159,16 @@ impl BatchBuilder {
     /// Completes the batch (header, optional compression, CRC) and resets the
     /// builder for the next batch.
     pub fn finish(&mut self, compression: Compression) -> Result<Bytes> {
+        self.finish_as(compression, None)
+    }
+
+    /// [`BatchBuilder::finish`] for an idempotent or transactional
+    /// producer: its id, epoch and first sequence in the header.
+    pub fn finish_as(
+        &mut self,
+        compression: Compression,
+        producer: Option<ProducerStamp>,
+    ) -> Result<Bytes> {
         assert!(self.records > 0, "finish called on an empty batch");
         let mut batch = if compression == Compression::None {
             let batch = self.buf.split();
@@ -166,13 +188,25 @@ impl BatchBuilder {
         header[8..12].copy_from_slice(&batch_length.to_be_bytes());
         header[12..16].copy_from_slice(&(-1i32).to_be_bytes()); // leader epoch
         header[16] = 2; // magic
-        header[21..23].copy_from_slice(&compression.attribute_bits().to_be_bytes());
+        let stamp = producer.unwrap_or(ProducerStamp {
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+        });
+        let transactional_bit = if stamp.transactional {
+            TRANSACTIONAL_BIT
+        } else {
+            0
+        };
+        let attributes = compression.attribute_bits() | transactional_bit;
+        header[21..23].copy_from_slice(&attributes.to_be_bytes());
         header[23..27].copy_from_slice(&(self.records - 1).to_be_bytes());
         header[27..35].copy_from_slice(&self.base_timestamp_ms.to_be_bytes());
         header[35..43].copy_from_slice(&self.max_timestamp_ms.to_be_bytes());
-        header[43..51].copy_from_slice(&(-1i64).to_be_bytes()); // producer id
-        header[51..53].copy_from_slice(&(-1i16).to_be_bytes()); // producer epoch
-        header[53..57].copy_from_slice(&(-1i32).to_be_bytes()); // base sequence
+        header[43..51].copy_from_slice(&stamp.producer_id.to_be_bytes());
+        header[51..53].copy_from_slice(&stamp.producer_epoch.to_be_bytes());
+        header[53..57].copy_from_slice(&stamp.base_sequence.to_be_bytes());
         header[57..61].copy_from_slice(&self.records.to_be_bytes());
         let crc = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
         batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());

@@ -223,6 +223,16 @@ impl Connection {
         self.send(body).await?.wait().await
     }
 
+    /// [`Connection::call`] at `version`, which must not pass the
+    /// negotiated one (a client that speaks an older form on purpose:
+    /// transactions v1 beside v2).
+    pub async fn call_at<R: Request>(&self, body: &R, version: i16) -> Result<R::Response> {
+        if version > self.version_of::<R>()? {
+            return Err(self.versions.unsupported(&self.addr, R::KEY));
+        }
+        self.send_at_version(body, version).await?.wait().await
+    }
+
     async fn enqueue<R: Request>(
         &self,
         body: &R,

@@ -37,14 +37,6 @@ pub fn scratch_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(&base).unwrap()
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A running `rill serve`; killed and its data dir removed on drop.
 pub struct Rill {
     child: Child,
@@ -88,8 +80,10 @@ pub fn start_rill() -> Rill {
 pub fn start_rill_with(extra_args: &[&str]) -> Rill {
     let bin = rill_bin();
     let data_dir = scratch_dir();
-    let addr = format!("127.0.0.1:{}", free_port());
-    let admin = format!("127.0.0.1:{}", free_port());
+    // Probed by sockets that never listen (see `bench_harness::ports`).
+    let ports = bench_harness::ports::free_ports(2).unwrap();
+    let addr = format!("127.0.0.1:{}", ports[0]);
+    let admin = format!("127.0.0.1:{}", ports[1]);
     let child = Command::new(&bin)
         .args([
             "serve",
