@@ -1,7 +1,8 @@
 //! `txn-cost`: what one committed transaction costs under transactions v1
 //! and v2 (KIP-890) on the same broker, interleaved v1, v2, v1, v2 so the
 //! host's drift lands on both. A transaction is one batch of N records to
-//! one partition, committed:
+//! one partition, committed (or, with `--abort-every N`, every Nth one
+//! aborted):
 //! - v1: AddPartitionsToTxn v3, Produce (≤ v11), EndTxn v4; the producer
 //!   keeps its epoch and its sequence runs on across transactions;
 //! - v2: Produce v12 (the partition leader adds the partition), EndTxn v5,
@@ -72,6 +73,9 @@ pub struct TxnCostArgs {
     /// Bytes of each record's value.
     #[arg(long, default_value_t = 100)]
     pub record_bytes: usize,
+    /// Abort every Nth transaction instead of committing it (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub abort_every: u32,
     /// The broker's process id, for its CPU time (a local broker).
     #[arg(long)]
     pub broker_pid: Option<u32>,
@@ -171,9 +175,10 @@ pub async fn run(args: &TxnCostArgs) -> Result<TxnCostReport> {
             for (producer, tally) in producers.iter_mut().zip(tallies.iter_mut()) {
                 let before = cpu_now(&cpu).await?;
                 let started = Instant::now();
-                for _ in 0..args.transactions {
-                    let latency = producer.commit_one(&args.topic, records, &payload).await?;
-                    tally.record(latency);
+                for n in 1..=args.transactions {
+                    let commit = args.abort_every == 0 || n % args.abort_every != 0;
+                    let latency = producer.end_one(&args.topic, (records, commit), &payload);
+                    tally.record(latency.await?);
                 }
                 tally.elapsed += started.elapsed();
                 tally.cpu_s += cpu_now(&cpu).await? - before;
@@ -319,14 +324,20 @@ impl TxnProducer {
         TransactionalId(StrBytes::from_string(self.transactional_id.clone()))
     }
 
-    /// One transaction of `records` records, committed: how long it took.
-    async fn commit_one(&mut self, topic: &str, records: u32, payload: &[u8]) -> Result<Duration> {
+    /// One transaction of `records` records, committed or aborted: how
+    /// long it took.
+    async fn end_one(
+        &mut self,
+        topic: &str,
+        (records, commit): (u32, bool),
+        payload: &[u8],
+    ) -> Result<Duration> {
         let started = Instant::now();
         if self.version == 1 {
             self.add_partition(topic).await?;
         }
         self.produce(topic, records, payload).await?;
-        self.end_txn().await?;
+        self.end_txn(commit).await?;
         Ok(started.elapsed())
     }
 
@@ -399,13 +410,13 @@ impl TxnProducer {
         Ok(())
     }
 
-    /// EndTxn(commit): v4 keeps the epoch, v5 answers the next one.
-    async fn end_txn(&mut self) -> Result<()> {
+    /// EndTxn: v4 keeps the epoch, v5 answers the next one.
+    async fn end_txn(&mut self, commit: bool) -> Result<()> {
         let mut request = EndTxnRequest::default();
         request.transactional_id = self.id();
         request.producer_id = ProducerId(self.producer.0);
         request.producer_epoch = self.producer.1;
-        request.committed = true;
+        request.committed = commit;
         let version = if self.version == 2 { 5 } else { 4 };
         let response = self.coordinator.call_at(&request, version).await?;
         if response.error_code != 0 {
