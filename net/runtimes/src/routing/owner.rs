@@ -137,10 +137,7 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
             ..
         } => {
             if let Some(join) = &txn {
-                // Before anything else: the partition's role is read after
-                // the coordinator answered.
-                let joined = super::txn_join::before_append(shard, &tp, &log, &records, join);
-                if let Err(code) = joined.await {
+                if let Err(code) = join_first(shard, &tp, &log, &records, join).await {
                     return PartitionReply::Produce(Err(code.into()));
                 }
             }
@@ -224,6 +221,25 @@ const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The in-sync replicas of a partition with one replica: itself.
 const SINGLE_REPLICA_ISR_SIZE: i32 = 1;
+
+/// A transaction's first batch here joins its transaction at the
+/// coordinator first ([`super::txn_join`]). The answer takes a while, so
+/// afterwards the partition must still be this log and led here: an append
+/// to a replica that became a follower meanwhile would fork its log.
+async fn join_first(
+    shard: &Rc<Shard>,
+    tp: &TopicPartition,
+    log: &Rc<engine::PartitionLog>,
+    records: &[u8],
+    join: &super::TxnJoin,
+) -> Result<(), ErrorCode> {
+    super::txn_join::before_append(shard, tp, log, records, join).await?;
+    let same_log = shard.logs.get(tp).is_some_and(|now| Rc::ptr_eq(&now, log));
+    if !same_log || !replication_runtime::serves_clients(shard, tp) {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    }
+    Ok(())
+}
 
 async fn produce(
     shard: &Rc<Shard>,

@@ -46,10 +46,12 @@ pub struct TxnJoin {
 pub type CoordinatorAsk =
     Rc<dyn Fn(Rc<Shard>, TxnJoin, (i64, i16), (String, i32)) -> LocalBoxFuture<'static, ErrorCode>>;
 
-/// A shard's pending checks, by partition and producer id, and how it asks.
+/// A shard's pending checks, by partition and producer id: the guard and
+/// how many batches wait on it (a producer's pipelined batches share one),
+/// and how the shard asks.
 #[derive(Default)]
 pub struct JoinGuards {
-    pending: RefCell<HashMap<(TopicPartition, i64), u64>>,
+    pending: RefCell<HashMap<(TopicPartition, i64), (u64, usize)>>,
     next: Cell<u64>,
     ask: RefCell<Option<CoordinatorAsk>>,
 }
@@ -58,6 +60,37 @@ impl JoinGuards {
     /// Installs how this shard asks a transaction's coordinator.
     pub fn set_ask(&self, ask: CoordinatorAsk) {
         *self.ask.borrow_mut() = Some(ask);
+    }
+
+    /// The guard of `key`'s check in flight, or a new one: one more
+    /// batch waits on it.
+    fn take(&self, key: &(TopicPartition, i64)) -> u64 {
+        let mut pending = self.pending.borrow_mut();
+        if let Some((guard, waiting)) = pending.get_mut(key) {
+            *waiting += 1;
+            return *guard;
+        }
+        let guard = self.next.get().wrapping_add(1);
+        self.next.set(guard);
+        pending.insert(key.clone(), (guard, 1));
+        guard
+    }
+
+    /// A batch stops waiting on `guard`: whether it still holds (no marker
+    /// of the producer came in between). The last one out removes it.
+    fn release(&self, key: &(TopicPartition, i64), guard: u64) -> bool {
+        let mut pending = self.pending.borrow_mut();
+        match pending.get_mut(key) {
+            Some((current, waiting)) if *current == guard => {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    pending.remove(key);
+                }
+                true
+            }
+            // Revoked, and perhaps a newer check begun since.
+            _ => false,
+        }
     }
 }
 
@@ -91,17 +124,11 @@ pub(super) async fn before_append(
     let Some(ask) = guards.ask.borrow().clone() else {
         return Err(ErrorCode::NotEnoughReplicas);
     };
-    let guard = guards.next.get().wrapping_add(1);
-    guards.next.set(guard);
     let key = (tp.clone(), producer.0);
-    guards.pending.borrow_mut().insert(key.clone(), guard);
+    let guard = guards.take(&key);
     let partition = (tp.topic.to_string(), tp.partition);
     let code = ask(shard.clone(), join.clone(), producer, partition).await;
-    let mut pending = guards.pending.borrow_mut();
-    let kept = pending.get(&key) == Some(&guard);
-    if kept {
-        pending.remove(&key);
-    }
+    let kept = guards.release(&key, guard);
     match code {
         ErrorCode::None if kept => Ok(()),
         // A marker ended the transaction while the coordinator answered.
@@ -136,5 +163,39 @@ fn produce_code(code: ErrorCode) -> ErrorCode {
         | ErrorCode::RequestTimedOut
         | ErrorCode::OperationNotAttempted => ErrorCode::NotEnoughReplicas,
         code => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelined_batches_share_a_guard_and_a_marker_voids_it_for_all() {
+        let guards = JoinGuards::default();
+        let key = (TopicPartition::new("t", 0), 7);
+        let first = guards.take(&key);
+        assert_eq!(
+            guards.take(&key),
+            first,
+            "the second batch waits on the same check"
+        );
+        assert!(guards.release(&key, first));
+        assert!(
+            guards.release(&key, first),
+            "the first answer kept it for the second"
+        );
+        assert!(
+            guards.pending.borrow().is_empty(),
+            "the last one out removes it"
+        );
+        // A marker between the question and the answer voids the answer,
+        // and a check begun after the marker is not mistaken for it.
+        let old = guards.take(&key);
+        guards.pending.borrow_mut().remove(&key);
+        let new = guards.take(&key);
+        assert_ne!(old, new);
+        assert!(!guards.release(&key, old));
+        assert!(guards.release(&key, new));
     }
 }
