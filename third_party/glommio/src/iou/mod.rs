@@ -92,6 +92,12 @@ bitflags::bitflags! {
         const CQSIZE    = 1 << 3;
         const CLAMP     = 1 << 4;
         const ATTACH_WQ = 1 << 5;
+        // rill: the flags of Linux 5.19+ (COOP_TASKRUN, TASKRUN_FLAG) and
+        // 6.0+ (SINGLE_ISSUER) / 6.1+ (DEFER_TASKRUN).
+        const COOP_TASKRUN  = 1 << 8;
+        const TASKRUN_FLAG  = 1 << 9;
+        const SINGLE_ISSUER = 1 << 12;
+        const DEFER_TASKRUN = 1 << 13;
     }
 }
 

@@ -895,6 +895,31 @@ struct SleepableRing {
     in_kernel: usize,
 }
 
+/// rill: setup flags for the sleepable rings, for A/B experiments:
+/// `RILL_IO_URING_SETUP`, a comma list of `coop_taskrun`, `taskrun_flag`,
+/// `single_issuer`, `defer_taskrun` (unknown names are ignored). Read once.
+fn sleepable_setup_flags() -> iou::SetupFlags {
+    static FLAGS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let bits = *FLAGS.get_or_init(|| {
+        let names = std::env::var("RILL_IO_URING_SETUP").unwrap_or_default();
+        names
+            .split(',')
+            .map(str::trim)
+            .fold(iou::SetupFlags::empty(), |flags, name| {
+                flags
+                    | match name {
+                        "coop_taskrun" => iou::SetupFlags::COOP_TASKRUN,
+                        "taskrun_flag" => iou::SetupFlags::TASKRUN_FLAG,
+                        "single_issuer" => iou::SetupFlags::SINGLE_ISSUER,
+                        "defer_taskrun" => iou::SetupFlags::DEFER_TASKRUN,
+                        _ => iou::SetupFlags::empty(),
+                    }
+            })
+            .bits()
+    });
+    iou::SetupFlags::from_bits_truncate(bits)
+}
+
 impl SleepableRing {
     fn new(
         size: usize,
@@ -904,7 +929,11 @@ impl SleepableRing {
     ) -> io::Result<Self> {
         assert!(*IO_URING_RECENT_ENOUGH);
         Ok(SleepableRing {
-            ring: iou::IoUring::new(size as _)?,
+            ring: iou::IoUring::new_with_flags(
+                size as _,
+                sleepable_setup_flags(),
+                iou::SetupFeatures::empty(),
+            )?,
             size,
             submission_queue: UringQueueState::with_capacity(size * 4),
             name,
