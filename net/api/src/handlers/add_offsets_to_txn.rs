@@ -47,6 +47,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                         producer_epoch: body.producer_epoch,
                         partitions: vec![(String::from("__consumer_offsets"), partition)],
                         verify_only: false,
+                        client_version: 0,
                     },
                 )
                 .await;

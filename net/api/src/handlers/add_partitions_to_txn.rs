@@ -13,6 +13,7 @@
 
 use super::init_producer_id::fenced_for_version;
 use super::{Handler, HandlerFuture, Request};
+use coordinators::txn::TRANSACTION_VERSION_2;
 use engine::ErrorCode;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::add_partitions_to_txn_response::{
@@ -200,6 +201,13 @@ async fn register(
             producer_epoch: txn.producer_epoch,
             partitions,
             verify_only: txn.verify_only,
+            // A broker's add (v4) is a leader's for a client of
+            // transactions v2: only those have their leader add for them.
+            client_version: if version >= 4 && !txn.verify_only {
+                TRANSACTION_VERSION_2
+            } else {
+                0
+            },
         },
     )
     .await;

@@ -257,6 +257,34 @@ impl TxnCoordinator {
         Ok(Some(next))
     }
 
+    /// [`Self::add_partitions`] for a client of `client_version`: a
+    /// transaction that a client of transactions v2 starts (its partition
+    /// leader adding for it) records the version, so that after a timeout
+    /// aborts it under the next epoch, the client's own EndTxn is taken as
+    /// the retry it is rather than fenced.
+    pub fn add_partitions_as(
+        &self,
+        transactional_id: &str,
+        (producer_id, producer_epoch): (i64, i16),
+        partitions: &[(String, i32)],
+        client_version: i16,
+        now_ms: i64,
+    ) -> Result<Option<TxnMetadata>, ErrorCode> {
+        let step = self.add_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            now_ms,
+        )?;
+        Ok(step.map(|mut next| {
+            if client_version >= TRANSACTION_VERSION_2 {
+                next.tv2.client_version = client_version;
+            }
+            next
+        }))
+    }
+
     /// AddPartitionsToTxn v4+ `verify_only`: whether each partition is in
     /// the ongoing transaction.
     pub fn verify_partitions(

@@ -136,3 +136,34 @@ fn version_1_ends_keep_the_epoch() {
     assert_eq!(prepare.producer_epoch, 3);
     assert_eq!(prepare.tv2.client_version, 0);
 }
+
+#[test]
+fn a_timeout_abort_of_a_v2_transaction_is_taken_as_done_by_its_end() {
+    let mut c = TxnCoordinator::new();
+    let meta = match c.init_producer_id("t", 1_000, None, 5, NOW) {
+        Ok(InitStep::Ready(meta)) => meta,
+        other => panic!("{other:?}"),
+    };
+    c.apply("t", Some(meta));
+    // Started by the partition leader for a client of transactions v2.
+    let started = c
+        .add_partitions_as("t", (5, 0), &[tp("a", 0)], TRANSACTION_VERSION_2, NOW)
+        .expect("add")
+        .expect("changed");
+    assert_eq!(started.tv2.client_version, TRANSACTION_VERSION_2);
+    c.apply("t", Some(started));
+    let abort = c.timeout_abort("t", NOW + 1_000).expect("expired");
+    c.apply("t", Some(abort.clone()));
+    c.apply("t", Some(TxnCoordinator::complete(&abort, NOW + 1_000)));
+    // The client aborts too, with the epoch it had: done, at the new one.
+    assert_eq!(
+        c.end_txn("t", (5, 0), false, V2, NOW),
+        Ok(EndStep::AlreadyDone)
+    );
+    assert_eq!(c.get("t").map(|m| m.producer_epoch), Some(1));
+    // A commit of it cannot be had.
+    assert_eq!(
+        c.end_txn("t", (5, 0), true, V2, NOW),
+        Err(ErrorCode::InvalidTxnState)
+    );
+}

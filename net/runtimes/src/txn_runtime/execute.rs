@@ -44,17 +44,11 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: TxnRequest) -> TxnReply 
             producer_epoch,
             partitions,
             verify_only,
+            client_version,
         } => {
             let producer = (producer_id, producer_epoch);
-            add_partitions(
-                shard,
-                &rt,
-                &transactional_id,
-                producer,
-                partitions,
-                verify_only,
-            )
-            .await
+            let how = (verify_only, client_version);
+            add_partitions(shard, &rt, &transactional_id, producer, partitions, how).await
         }
         TxnRequest::OffsetCommit {
             transactional_id,
@@ -107,7 +101,7 @@ async fn add_partitions(
     transactional_id: &str,
     (producer_id, producer_epoch): (i64, i16),
     partitions: Vec<(String, i32)>,
-    verify_only: bool,
+    (verify_only, client_version): (bool, i16),
 ) -> TxnReply {
     let Some(_permit) = lock(rt, transactional_id).await else {
         return TxnReply::unavailable();
@@ -120,11 +114,11 @@ async fn add_partitions(
             &partitions,
         ));
     }
-    let step = rt.core.borrow().add_partitions(
+    let step = rt.core.borrow().add_partitions_as(
         transactional_id,
-        producer_id,
-        producer_epoch,
+        (producer_id, producer_epoch),
         &partitions,
+        client_version,
         shard.now_ms(),
     );
     TxnReply::Code(match step {

@@ -12,7 +12,7 @@ use crate::cluster_runtime::partition_leader;
 use crate::replication_runtime::client::KafkaConnection;
 use crate::routing::TxnJoin;
 use crate::Shard;
-use coordinators::txn::{txn_partition_for, TXN_STATE_TOPIC};
+use coordinators::txn::{txn_partition_for, TRANSACTION_VERSION_2, TXN_STATE_TOPIC};
 use engine::ErrorCode;
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
@@ -71,6 +71,8 @@ pub async fn ask_coordinator(
             producer_epoch,
             partitions: vec![partition],
             verify_only: !join.add,
+            // Only a client of transactions v2 has its leader add for it.
+            client_version: if join.add { TRANSACTION_VERSION_2 } else { 0 },
         },
     )
     .await;

@@ -106,6 +106,9 @@ pub enum TxnRequest {
         partitions: Vec<(String, i32)>,
         /// v4+ `verify_only`: check, do not add.
         verify_only: bool,
+        /// The client's transaction version: 2 when its partition leader
+        /// adds for a client of transactions v2.
+        client_version: i16,
     },
     /// TxnOffsetCommit.
     OffsetCommit {
