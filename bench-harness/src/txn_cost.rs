@@ -269,6 +269,11 @@ async fn find_coordinator(bootstrap: &Connection, id: &str) -> Result<Arc<Connec
     Err(BenchError::Timeout(format!("a coordinator for {id}")))
 }
 
+/// The first error code among a response's partitions, 0 when none failed.
+fn first_error(mut codes: impl Iterator<Item = i16>) -> i16 {
+    codes.find(|&code| code != 0).unwrap_or(0)
+}
+
 fn broker_error(error_code: i16, context: &str) -> BenchError {
     BenchError::Broker {
         error_code,
@@ -352,13 +357,11 @@ impl TxnProducer {
         request.v3_and_below_producer_epoch = self.producer.1;
         request.v3_and_below_topics = vec![asked];
         let response = self.coordinator.call(&request).await?;
-        let code = response
-            .results_by_topic_v3_and_below
-            .iter()
-            .flat_map(|t| &t.results_by_partition)
-            .map(|p| p.partition_error_code)
-            .find(|&code| code != 0)
-            .unwrap_or(0);
+        let code = first_error(
+            (response.results_by_topic_v3_and_below.iter())
+                .flat_map(|t| &t.results_by_partition)
+                .map(|p| p.partition_error_code),
+        );
         match code {
             0 => Ok(()),
             code => Err(broker_error(code, "AddPartitionsToTxn")),
@@ -396,13 +399,11 @@ impl TxnProducer {
             negotiated.min(11)
         };
         let response = self.leader.call_at(&request, version).await?;
-        let code = response
-            .responses
-            .iter()
-            .flat_map(|t| &t.partition_responses)
-            .map(|p| p.error_code)
-            .find(|&code| code != 0)
-            .unwrap_or(0);
+        let code = first_error(
+            (response.responses.iter())
+                .flat_map(|t| &t.partition_responses)
+                .map(|p| p.error_code),
+        );
         if code != 0 {
             return Err(broker_error(code, "Produce"));
         }

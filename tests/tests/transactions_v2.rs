@@ -156,9 +156,7 @@ fn read_committed_at(bootstrap: &str, partition: i32) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_end_gives_a_new_epoch_and_a_late_produce_is_fenced() {
-    let dir = data_dir();
-    let broker = Broker::start(RILL, dir.path(), &[]);
-    rill_tests::kafka::create_topic(&broker.bootstrap(), TOPIC, 1, &[]).await;
+    let (_dir, broker) = broker_with_topic("").await;
     let addr = broker.addr;
     let first = init_producer_id(addr);
     assert_eq!(add_partition(addr, first), 0);
@@ -203,9 +201,7 @@ async fn every_end_gives_a_new_epoch_and_a_late_produce_is_fenced() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn end_txn_v4_keeps_the_epoch_as_before() {
-    let dir = data_dir();
-    let broker = Broker::start(RILL, dir.path(), &[]);
-    rill_tests::kafka::create_topic(&broker.bootstrap(), TOPIC, 1, &[]).await;
+    let (_dir, broker) = broker_with_topic("").await;
     let addr = broker.addr;
     let producer = init_producer_id(addr);
     assert_eq!(add_partition(addr, producer), 0);
@@ -284,9 +280,7 @@ fn hw_and_lso(addr: SocketAddr) -> (i64, i64) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn produce_v12_and_txn_offset_commit_v5_add_their_partitions() {
-    let dir = data_dir();
-    let broker = Broker::start(RILL, dir.path(), &[]);
-    rill_tests::kafka::create_topic(&broker.bootstrap(), TOPIC, 1, &[]).await;
+    let (_dir, broker) = broker_with_topic("").await;
     let addr = broker.addr;
     let first = init_producer_id(addr);
     // No AddPartitionsToTxn: the leader adds the partition.
@@ -313,12 +307,15 @@ async fn produce_v12_and_txn_offset_commit_v5_add_their_partitions() {
     assert_eq!(read_committed(&broker.bootstrap()), ["a", "b", "c"]);
 }
 
-/// A broker whose settings file holds `settings`.
-fn broker_with(dir: &std::path::Path, settings: &str) -> Broker {
-    let file = dir.join("tv2-server.properties");
+/// One broker, `settings` in its server.properties, and the topic.
+async fn broker_with_topic(settings: &str) -> (tempfile::TempDir, Broker) {
+    let dir = data_dir();
+    let file = dir.path().join("tv2-server.properties");
     std::fs::write(&file, settings).expect("write server.properties");
-    let config = file.to_str().expect("utf-8 path");
-    Broker::start(RILL, dir, &["--config", config])
+    let config = file.to_str().expect("utf-8 path").to_string();
+    let broker = Broker::start(RILL, dir.path(), &["--config", &config]);
+    rill_tests::kafka::create_topic(&broker.bootstrap(), TOPIC, 1, &[]).await;
+    (dir, broker)
 }
 
 /// KIP-890 part 1 for a client of transactions v1: the delayed produce of
@@ -328,10 +325,8 @@ fn broker_with(dir: &std::path::Path, settings: &str) -> Broker {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delayed_produce_after_an_abort_leaves_no_hanging_transaction() {
     for verification in [true, false] {
-        let dir = data_dir();
         let settings = format!("transaction.partition.verification.enable={verification}\n");
-        let broker = broker_with(dir.path(), &settings);
-        rill_tests::kafka::create_topic(&broker.bootstrap(), TOPIC, 1, &[]).await;
+        let (_dir, broker) = broker_with_topic(&settings).await;
         let addr = broker.addr;
         let producer = init_producer_id(addr);
         assert_eq!(add_partition(addr, producer), 0);

@@ -92,11 +92,7 @@ pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
         return encode_value_v1(meta);
     }
     let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&VALUE_VERSION.to_be_bytes());
-    out.extend_from_slice(&meta.producer_id.to_be_bytes());
-    out.extend_from_slice(&meta.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&meta.timeout_ms.to_be_bytes());
-    out.push(meta.state.id() as u8);
+    put_value_head(&mut out, VALUE_VERSION, meta);
     if meta.state == TxnState::Empty && meta.partitions.is_empty() {
         // Kafka writes a null partition list for an Empty transaction.
         out.extend_from_slice(&(-1i32).to_be_bytes());
@@ -116,6 +112,15 @@ pub fn encode_value(meta: &TxnMetadata) -> Vec<u8> {
     out
 }
 
+/// The fields every value version starts with, fixed width in each.
+fn put_value_head(out: &mut Vec<u8>, version: i16, meta: &TxnMetadata) {
+    out.extend_from_slice(&version.to_be_bytes());
+    out.extend_from_slice(&meta.producer_id.to_be_bytes());
+    out.extend_from_slice(&meta.producer_epoch.to_be_bytes());
+    out.extend_from_slice(&meta.timeout_ms.to_be_bytes());
+    out.push(meta.state.id() as u8);
+}
+
 fn put_unsigned_varint(out: &mut Vec<u8>, mut value: u32) {
     while value >= 0x80 {
         out.push((value as u8 & 0x7f) | 0x80);
@@ -133,11 +138,7 @@ fn put_compact_str(out: &mut Vec<u8>, s: &str) {
 /// fields of transactions v2 that differ from Kafka's defaults.
 fn encode_value_v1(meta: &TxnMetadata) -> Vec<u8> {
     let mut out = Vec::with_capacity(80);
-    out.extend_from_slice(&VALUE_VERSION_TV2.to_be_bytes());
-    out.extend_from_slice(&meta.producer_id.to_be_bytes());
-    out.extend_from_slice(&meta.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&meta.timeout_ms.to_be_bytes());
-    out.push(meta.state.id() as u8);
+    put_value_head(&mut out, VALUE_VERSION_TV2, meta);
     if meta.state == TxnState::Empty && meta.partitions.is_empty() {
         put_unsigned_varint(&mut out, 0);
     } else {
