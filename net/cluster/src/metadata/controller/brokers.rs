@@ -17,8 +17,9 @@ use crate::placement::BrokerId;
 use super::super::error::MetadataError;
 use super::super::heartbeats::BrokerHeartbeats;
 use super::super::image::BrokerRegistration;
-use super::super::record::{Endpoint, MetadataRecord, SupportedFeature};
+use super::super::record::{Endpoint, MetadataRecord, PartitionChangeRecord, SupportedFeature};
 use super::election::{elect, elect_without, partitions_touching, Election};
+use super::elr::effective_min_insync_replicas;
 use super::{Controller, ControllerConfig, Proposal};
 
 /// A BrokerRegistration request.
@@ -206,7 +207,8 @@ impl Controller<'_> {
     /// each partition it said it cannot append to, as KIP-858 does for a
     /// failed log dir: a new leader from the ISR members that can, the ISR
     /// without those that cannot. A partition whose every live ISR member
-    /// cannot append keeps its leader: reads go on from it.
+    /// cannot append keeps its leader: reads go on from it. So does one
+    /// whose ISR would fall below `min.insync.replicas`.
     fn move_off_unwritable(
         &self,
         heartbeats: &BrokerHeartbeats,
@@ -230,7 +232,17 @@ impl Controller<'_> {
                 continue;
             }
             let change = elect(image, topic, partition, &leaving, Election::Online);
-            if let Some(change) = change {
+            // Only a move that leaves min.insync.replicas in the ISR: below
+            // it acks=all writes are refused either way, and the move would
+            // hide the last acknowledged records behind the new leader's
+            // high watermark (one fetch round behind the old leader's),
+            // which cannot advance with fewer members than that.
+            let min_isr =
+                effective_min_insync_replicas(image, self.config, topic, state.replicas.len());
+            let keeps_min_isr = |change: &PartitionChangeRecord| {
+                change.isr.as_ref().map_or(state.isr.len(), Vec::len) >= min_isr
+            };
+            if let Some(change) = change.filter(keeps_min_isr) {
                 proposal.push(MetadataRecord::PartitionChange(change));
             }
         }

@@ -1072,6 +1072,32 @@ fn a_broker_that_cannot_append_hands_its_leaderships_and_isr_places_over() {
 }
 
 #[test]
+fn a_move_off_a_full_broker_keeps_min_insync_replicas_in_the_isr() {
+    let mut cluster = three_brokers();
+    cluster.config.min_insync_replicas = 2;
+    cluster.create("t", 1, 3, 3);
+    let all: Vec<([u8; 16], i32)> = (0..3).map(|p| (topic_id(1), p)).collect();
+    // Broker 0 full: two members stay, so it leaves.
+    beat_with(&mut cluster, 0, false, all.clone());
+    let isr_of = |cluster: &Cluster, partition| {
+        let mut isr = cluster.state(1, partition).isr.clone();
+        isr.sort_unstable();
+        isr
+    };
+    for partition in 0..3 {
+        assert_eq!(isr_of(&cluster, partition), vec![1, 2]);
+    }
+    // Broker 1 full too: taking it out would leave one member, below the
+    // minimum (writes are refused either way, and the lone leader's high
+    // watermark could hide what the old one had acknowledged): no move.
+    assert!(beat_with(&mut cluster, 1, false, all).is_empty());
+    for partition in 0..3 {
+        assert_eq!(isr_of(&cluster, partition), vec![1, 2]);
+        assert_ne!(cluster.state(1, partition).leader, 0);
+    }
+}
+
+#[test]
 fn a_cordoned_broker_keeps_its_replicas_and_gets_no_new_ones() {
     let mut cluster = Cluster::new();
     for broker in 1..=3 {
