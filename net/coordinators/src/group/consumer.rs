@@ -126,8 +126,8 @@ pub struct ConsumerMember {
     pub assigned: MemberAssignment,
     /// Partitions the member must give up.
     pub pending_revocation: MemberAssignment,
-    session_deadline_ms: i64,
-    revocation_deadline_ms: Option<i64>,
+    pub(super) session_deadline_ms: i64,
+    pub(super) revocation_deadline_ms: Option<i64>,
 }
 
 /// Group state, derived as in Kafka's `ConsumerGroup.State`.

@@ -23,6 +23,7 @@ use super::consumer::{
     ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo,
 };
 use super::error::RecordError;
+use super::membership::{Members, MembershipLog, Restored};
 use super::offsets::{OffsetStore, Record};
 use super::records::{self, OffsetCommitValue, RecordKey};
 use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
@@ -171,6 +172,8 @@ pub struct GroupCoordinator {
     pending_txn: BTreeMap<i64, BTreeMap<(String, TopicPartition), OffsetCommitValue>>,
     /// The topics each share group has had assigned.
     share_topics: ShareTopics,
+    /// The membership records of KIP-848 and share groups.
+    membership: MembershipLog,
 }
 
 impl GroupCoordinator {
@@ -186,6 +189,7 @@ impl GroupCoordinator {
             next_expiry_check_ms: i64::MIN,
             pending_txn: BTreeMap::new(),
             share_topics: ShareTopics::default(),
+            membership: MembershipLog::default(),
         }
     }
 
@@ -295,6 +299,9 @@ impl GroupCoordinator {
             .map(|(_, r)| r)
             .unwrap_or_default();
         self.drop_if_unused_empty(&group_id);
+        // An empty KIP-848 group that turned classic leaves no membership.
+        let mut records = records;
+        records.extend(self.sync_membership(&group_id));
         match self.take_own(token, from) {
             Some(GroupResponse::Join(r)) => (JoinOutcome::Respond(r), records),
             _ => (JoinOutcome::Pending, records),
@@ -362,14 +369,25 @@ impl GroupCoordinator {
 
     // ------------------------------------------------------------ KIP-848
 
-    /// Handles a ConsumerGroupHeartbeat. `topics` resolves a topic name to its
-    /// id and partition count.
+    /// Handles a ConsumerGroupHeartbeat, with the records of the membership
+    /// it changed. `topics` resolves a topic name to its id and partition
+    /// count.
     pub fn consumer_heartbeat(
         &mut self,
         now_ms: i64,
         req: &ConsumerHeartbeatRequest,
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
     ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
+        let response = self.consumer_heartbeat_step(now_ms, req, topics);
+        (response, self.sync_membership(&req.group_id))
+    }
+
+    fn consumer_heartbeat_step(
+        &mut self,
+        now_ms: i64,
+        req: &ConsumerHeartbeatRequest,
+        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+    ) -> ConsumerHeartbeatResponse {
         let error = |code: ErrorCode| ConsumerHeartbeatResponse {
             error_code: code,
             member_id: req.member_id.clone(),
@@ -378,15 +396,13 @@ impl GroupCoordinator {
             assignment: None,
         };
         if req.group_id.is_empty() {
-            return (error(ErrorCode::InvalidGroupId), Vec::new());
+            return error(ErrorCode::InvalidGroupId);
         }
         match self.groups.get(&req.group_id) {
-            // Kafka answers GROUP_ID_NOT_FOUND here, but rill does not persist
-            // KIP-848 groups yet, so after a restart UNKNOWN_MEMBER_ID makes the
-            // client rejoin with epoch 0 instead of failing.
-            None if req.member_epoch != 0 => {
-                return (error(ErrorCode::UnknownMemberId), Vec::new())
-            }
+            // Kafka answers GROUP_ID_NOT_FOUND here, which is fatal to
+            // librdkafka's consumer and to Java's; UNKNOWN_MEMBER_ID makes a
+            // member whose group is gone (deleted, or expired) join again.
+            None if req.member_epoch != 0 => return error(ErrorCode::UnknownMemberId),
             None => {
                 let g = ConsumerGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Consumer(g));
@@ -395,28 +411,27 @@ impl GroupCoordinator {
                 let g = ConsumerGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Consumer(g));
             }
-            // A coordinator that took over replayed the group's offsets (an
-            // empty classic group) but not its KIP-848 members, which rill
-            // does not persist yet: the member rejoins with epoch 0. Kafka's
-            // GROUP_ID_NOT_FOUND is fatal to librdkafka's consumer and to
-            // Java's.
-            Some(Group::Classic(g)) if g.is_empty() => {
-                return (error(ErrorCode::UnknownMemberId), Vec::new())
-            }
-            Some(Group::Classic(_) | Group::Share(_)) => {
-                return (error(ErrorCode::GroupIdNotFound), Vec::new())
-            }
+            // Offsets of a group whose membership is gone (as above).
+            Some(Group::Classic(g)) if g.is_empty() => return error(ErrorCode::UnknownMemberId),
+            Some(Group::Classic(_) | Group::Share(_)) => return error(ErrorCode::GroupIdNotFound),
             Some(Group::Consumer(_)) => {}
         }
         let Some(Group::Consumer(g)) = self.groups.get_mut(&req.group_id) else {
-            return (error(ErrorCode::GroupIdNotFound), Vec::new());
+            return error(ErrorCode::GroupIdNotFound);
         };
-        // KIP-848 membership is not persisted yet (see the crate docs): after a
-        // restart members are unknown and rejoin with epoch 0.
-        (
-            g.heartbeat(&self.config, &mut self.ids, now_ms, req, topics),
-            Vec::new(),
-        )
+        g.heartbeat(&self.config, &mut self.ids, now_ms, req, topics)
+    }
+
+    /// The records that bring `group_id`'s membership in the log to what it
+    /// is now (see [`super::membership`]): none for a classic group, and
+    /// tombstones when a KIP-848 or share group went or changed type.
+    fn sync_membership(&mut self, group_id: &str) -> Vec<Record> {
+        let members = match self.groups.get(group_id) {
+            Some(Group::Consumer(g)) => Members::Consumer(g),
+            Some(Group::Share(g)) => Members::Share(g),
+            _ => Members::None,
+        };
+        self.membership.sync(group_id, members)
     }
 
     /// The KIP-848 group for ConsumerGroupDescribe, or GROUP_ID_NOT_FOUND.
@@ -429,8 +444,8 @@ impl GroupCoordinator {
 
     // ------------------------------------------------------------ share
 
-    /// Handles a ShareGroupHeartbeat, with the record of the group's
-    /// topics when it is assigned a new one. A group id held by a
+    /// Handles a ShareGroupHeartbeat, with the records of the membership
+    /// it changed and of the group's topics when it is assigned a new one. A group id held by a
     /// non-empty group of another type is GROUP_ID_NOT_FOUND, as in Kafka.
     pub fn share_heartbeat(
         &mut self,
@@ -443,10 +458,12 @@ impl GroupCoordinator {
             Some(Group::Share(g)) => g.topic_partitions.keys().cloned().collect(),
             _ => BTreeSet::new(),
         };
-        let records = (!assigned.is_empty())
+        let topics = (!assigned.is_empty())
             .then(|| self.share_topics.note(&req.group_id, assigned))
             .flatten();
-        (response, records.into_iter().collect())
+        let mut records = self.sync_membership(&req.group_id);
+        records.extend(topics);
+        (response, records)
     }
 
     /// The topics share group `group_id` has had assigned (`None`: none).
@@ -791,8 +808,8 @@ impl GroupCoordinator {
         let mut records = Vec::new();
         for id in group_ids {
             let code = match self.groups.get(id) {
-                // A share group known by its topics only (its members are
-                // not kept over a restart).
+                // A share group known by its topics only (from a log
+                // written before share groups' membership was kept).
                 None if self.share_topics.of(id).is_some() => {
                     records.extend(self.remove_group(id));
                     ErrorCode::None
@@ -819,6 +836,7 @@ impl GroupCoordinator {
             records.push((records::encode_group_metadata_key(group_id), None));
         }
         records.extend(self.share_topics.forget(group_id));
+        records.extend(self.sync_membership(group_id));
         records
     }
 
@@ -900,7 +918,8 @@ impl GroupCoordinator {
     /// Drives every timer: joins, syncs, sessions, offset expiry.
     pub fn tick(&mut self, now_ms: i64) -> Vec<Record> {
         let mut records = Vec::new();
-        for group in self.groups.values_mut() {
+        let mut stepped = Vec::new();
+        for (id, group) in self.groups.iter_mut() {
             match group {
                 Group::Classic(g) => {
                     if g.next_deadline_ms().is_some_and(|d| d <= now_ms) {
@@ -914,9 +933,19 @@ impl GroupCoordinator {
                         g.tick(&mut step);
                     }
                 }
-                Group::Consumer(g) => g.tick(now_ms),
-                Group::Share(g) => g.tick(now_ms),
+                Group::Consumer(g) if g.next_deadline_ms().is_some_and(|d| d <= now_ms) => {
+                    g.tick(now_ms);
+                    stepped.push(id.clone());
+                }
+                Group::Share(g) if g.next_deadline_ms().is_some_and(|d| d <= now_ms) => {
+                    g.tick(now_ms);
+                    stepped.push(id.clone());
+                }
+                Group::Consumer(_) | Group::Share(_) => {}
             }
+        }
+        for id in stepped {
+            records.extend(self.sync_membership(&id));
         }
         if now_ms >= self.next_expiry_check_ms {
             self.next_expiry_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
@@ -971,7 +1000,7 @@ impl GroupCoordinator {
     // ------------------------------------------------------------ replay
 
     /// Applies one `__consumer_offsets` record (`None` value = tombstone).
-    /// Records of schemas not replayed (KIP-848 ones) are skipped.
+    /// Records of schemas not replayed (Kafka's KIP-848 ones) are skipped.
     pub fn replay(&mut self, key: &[u8], value: Option<&[u8]>) -> Result<(), RecordError> {
         match records::decode_key(key)? {
             RecordKey::OffsetCommit {
@@ -1031,16 +1060,47 @@ impl GroupCoordinator {
                 let topics = value.map(records::decode_share_group_topics_value);
                 self.share_topics.replay(group, topics.transpose()?);
             }
+            RecordKey::MembershipHead { group } | RecordKey::MembershipMember { group, .. } => {
+                self.membership.replay(group, key, value)?;
+            }
             RecordKey::Other { .. } => {}
         }
         Ok(())
     }
 
     /// Ends the replay of the groups `loaded` selects (those of one
-    /// `__consumer_offsets` partition): their members get a full session
-    /// from `now_ms`, and offset-only groups whose offsets were all deleted
-    /// are dropped. Other groups are left as they are.
-    pub fn finish_replay(&mut self, now_ms: i64, loaded: &dyn Fn(&str) -> bool) {
+    /// `__consumer_offsets` partition): KIP-848 and share groups are rebuilt
+    /// from their membership records, every member gets a full session from
+    /// `now_ms`, and offset-only groups whose offsets were all deleted are
+    /// dropped. Other groups are left as they are. Returns the groups whose
+    /// membership could not be rebuilt (replay checked each record, so
+    /// none is expected), which start over empty.
+    pub fn finish_replay(
+        &mut self,
+        now_ms: i64,
+        loaded: &dyn Fn(&str) -> bool,
+    ) -> Vec<(String, RecordError)> {
+        let mut unreadable = Vec::new();
+        for id in self.membership.groups(loaded) {
+            // A classic group of the same id (offsets only, or one whose
+            // metadata came after) keeps the id; the next sync deletes
+            // the membership records it shadows.
+            let shadowed = matches!(self.groups.get(&id),
+                Some(Group::Classic(g)) if g.protocol_type.is_some() || !g.is_empty());
+            if shadowed {
+                continue;
+            }
+            match self.membership.restore(&id, &self.config, now_ms) {
+                Ok(Some(Restored::Consumer(g))) => {
+                    self.groups.insert(id, Group::Consumer(g));
+                }
+                Ok(Some(Restored::Share(g))) => {
+                    self.groups.insert(id, Group::Share(g));
+                }
+                Ok(None) => {}
+                Err(e) => unreadable.push((id, e)),
+            }
+        }
         let offsets = &self.offsets;
         self.groups.retain(|id, g| match g {
             Group::Classic(c) if loaded(id) => {
@@ -1049,6 +1109,7 @@ impl GroupCoordinator {
             }
             _ => true,
         });
+        unreadable
     }
 
     /// Forgets every group `unloaded` selects (those of a `__consumer_offsets`
@@ -1058,6 +1119,7 @@ impl GroupCoordinator {
     pub fn unload(&mut self, unloaded: &dyn Fn(&str) -> bool) {
         self.groups.retain(|id, _| !unloaded(id));
         self.offsets.forget(unloaded);
+        self.membership.forget(unloaded);
         self.pending_txn.retain(|_, staged| {
             staged.retain(|(group, _), _| !unloaded(group));
             !staged.is_empty()

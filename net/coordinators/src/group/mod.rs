@@ -15,6 +15,9 @@
 //!   assignment; the records' delivery is [`crate::share`]'s.
 //! - [`share_topics`]: the topics each share group has had assigned, kept
 //!   so that DeleteGroups can drop its share-partition states.
+//! - [`membership`]: KIP-848 and share groups' membership kept in
+//!   `__consumer_offsets` ([`membership_records`] is its format), so that
+//!   members go on at their epochs after a coordinator moves.
 //! - [`assignor`]: server-side assignors `range`, `roundrobin`, `uniform`.
 //! - [`offsets`]: committed offsets and their expiry.
 //! - [`records`]: the `__consumer_offsets` key and value formats.
@@ -26,11 +29,15 @@ pub mod classic;
 pub mod consumer;
 pub mod coordinator;
 pub mod error;
+pub mod membership;
+pub mod membership_records;
 pub mod offsets;
 pub mod records;
 pub mod share;
 pub mod share_topics;
 
+#[cfg(test)]
+mod membership_tests;
 #[cfg(test)]
 mod share_tests;
 #[cfg(test)]

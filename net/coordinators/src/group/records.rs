@@ -8,7 +8,10 @@
 //! - version 32001 (rill's own): the topics a share group has had assigned
 //!   `{group}`, whose value is `{version 0, topics[]}` (Kafka keeps the
 //!   like in ShareGroupStatePartitionMetadata): where its share-partition
-//!   states are, for DeleteGroups.
+//!   states are, for DeleteGroups;
+//! - versions 32002 and 32003 (rill's own): the membership of a KIP-848 or
+//!   share group, `{group}` for its head (epochs, topics) and
+//!   `{group, member}` for each member (see [`super::membership_records`]).
 //!
 //! Values: `OffsetCommitValue` v3 `{offset, leader_epoch, metadata,
 //! commit_timestamp}` and `GroupMetadataValue` v3 `{protocol_type, generation,
@@ -16,9 +19,10 @@
 //! (0-2) are read too, so a log written by an old Kafka replays. A missing value
 //! is a tombstone: the offset or the group is gone.
 //!
-//! Key versions 3 and above are the KIP-848 consumer-group records; rill does
-//! not persist consumer-group membership yet, and [`decode_key`] reports them as
-//! [`RecordKey::Other`] so replay skips them instead of failing.
+//! Kafka's own key versions 3 and above (its KIP-848 and share-group records)
+//! are not read: rill keeps that membership in its own compact records
+//! above, and [`decode_key`] reports Kafka's as [`RecordKey::Other`] so a log
+//! a Kafka broker wrote replays without its membership instead of failing.
 
 use super::error::RecordError;
 
@@ -36,6 +40,10 @@ pub const PENDING_TXN_OFFSET_KEY_VERSION: i16 = 32_000;
 /// Key version of a share group's topics (rill's own schema, beside
 /// [`PENDING_TXN_OFFSET_KEY_VERSION`]).
 pub const SHARE_GROUP_TOPICS_KEY_VERSION: i16 = 32_001;
+/// Key version of a KIP-848 or share group's head (rill's own schema).
+pub const MEMBERSHIP_HEAD_KEY_VERSION: i16 = 32_002;
+/// Key version of one member of a KIP-848 or share group (rill's own).
+pub const MEMBERSHIP_MEMBER_KEY_VERSION: i16 = 32_003;
 /// Value version written for offset commits.
 pub const OFFSET_COMMIT_VALUE_VERSION: i16 = 3;
 /// Value version written for group metadata.
@@ -74,11 +82,38 @@ pub enum RecordKey {
         /// Group id.
         group: String,
     },
-    /// A key of a schema this broker does not replay (KIP-848 records).
+    /// The head of a KIP-848 or share group's membership.
+    MembershipHead {
+        /// Group id.
+        group: String,
+    },
+    /// One member of a KIP-848 or share group.
+    MembershipMember {
+        /// Group id.
+        group: String,
+        /// Member id.
+        member: String,
+    },
+    /// A key of a schema this broker does not replay (Kafka's KIP-848 records).
     Other {
         /// The key version read.
         version: i16,
     },
+}
+
+impl RecordKey {
+    /// The group the record belongs to (`None` for a key not replayed).
+    pub fn group(&self) -> Option<&str> {
+        match self {
+            RecordKey::OffsetCommit { group, .. }
+            | RecordKey::GroupMetadata { group }
+            | RecordKey::PendingTxnOffset { group, .. }
+            | RecordKey::ShareGroupTopics { group }
+            | RecordKey::MembershipHead { group }
+            | RecordKey::MembershipMember { group, .. } => Some(group),
+            RecordKey::Other { .. } => None,
+        }
+    }
 }
 
 /// A committed offset.
@@ -137,16 +172,16 @@ pub struct GroupMetadataValue {
 
 // ---------------------------------------------------------------- encoding
 
-fn put_i16(out: &mut Vec<u8>, v: i16) {
+pub(super) fn put_i16(out: &mut Vec<u8>, v: i16) {
     out.extend_from_slice(&v.to_be_bytes());
 }
-fn put_i32(out: &mut Vec<u8>, v: i32) {
+pub(super) fn put_i32(out: &mut Vec<u8>, v: i32) {
     out.extend_from_slice(&v.to_be_bytes());
 }
-fn put_i64(out: &mut Vec<u8>, v: i64) {
+pub(super) fn put_i64(out: &mut Vec<u8>, v: i64) {
     out.extend_from_slice(&v.to_be_bytes());
 }
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     // Kafka strings are int16-prefixed; ids and names are far below 32 KiB, and
     // a longer one is truncated at a char boundary rather than corrupting the record.
     let mut end = s.len().min(i16::MAX as usize);
@@ -156,7 +191,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     put_i16(out, end as i16);
     out.extend_from_slice(&s.as_bytes()[..end]);
 }
-fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
+pub(super) fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => put_str(out, s),
         None => put_i16(out, -1),
@@ -291,12 +326,12 @@ pub fn encode_group_metadata_value(value: &GroupMetadataValue) -> Vec<u8> {
 // ---------------------------------------------------------------- decoding
 
 /// A cursor over a record's bytes.
-struct Reader<'a> {
-    buf: &'a [u8],
+pub(super) struct Reader<'a> {
+    pub(super) buf: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], RecordError> {
+    pub(super) fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], RecordError> {
         if self.buf.len() < n {
             return Err(RecordError::Truncated { field });
         }
@@ -304,21 +339,24 @@ impl<'a> Reader<'a> {
         self.buf = tail;
         Ok(head)
     }
-    fn i16(&mut self, field: &'static str) -> Result<i16, RecordError> {
+    pub(super) fn i16(&mut self, field: &'static str) -> Result<i16, RecordError> {
         let b = self.take(2, field)?;
         Ok(i16::from_be_bytes([b[0], b[1]]))
     }
-    fn i32(&mut self, field: &'static str) -> Result<i32, RecordError> {
+    pub(super) fn i32(&mut self, field: &'static str) -> Result<i32, RecordError> {
         let b = self.take(4, field)?;
         Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn i64(&mut self, field: &'static str) -> Result<i64, RecordError> {
+    pub(super) fn i64(&mut self, field: &'static str) -> Result<i64, RecordError> {
         let b = self.take(8, field)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(i64::from_be_bytes(a))
     }
-    fn nullable_str(&mut self, field: &'static str) -> Result<Option<String>, RecordError> {
+    pub(super) fn nullable_str(
+        &mut self,
+        field: &'static str,
+    ) -> Result<Option<String>, RecordError> {
         let len = self.i16(field)?;
         if len < 0 {
             return Ok(None);
@@ -328,7 +366,7 @@ impl<'a> Reader<'a> {
             .map(Some)
             .map_err(|_| RecordError::NotUtf8 { field })
     }
-    fn str(&mut self, field: &'static str) -> Result<String, RecordError> {
+    pub(super) fn str(&mut self, field: &'static str) -> Result<String, RecordError> {
         self.nullable_str(field)?
             .ok_or(RecordError::BadLength { field, length: -1 })
     }
@@ -363,6 +401,13 @@ pub fn decode_key(key: &[u8]) -> Result<RecordKey, RecordError> {
         }),
         SHARE_GROUP_TOPICS_KEY_VERSION => Ok(RecordKey::ShareGroupTopics {
             group: r.str("group")?,
+        }),
+        MEMBERSHIP_HEAD_KEY_VERSION => Ok(RecordKey::MembershipHead {
+            group: r.str("group")?,
+        }),
+        MEMBERSHIP_MEMBER_KEY_VERSION => Ok(RecordKey::MembershipMember {
+            group: r.str("group")?,
+            member: r.str("member")?,
         }),
         v if v > 2 => Ok(RecordKey::Other { version: v }),
         v => Err(RecordError::UnsupportedVersion {

@@ -167,7 +167,7 @@ impl Harness {
         for (k, v) in &self.log {
             fresh.replay(k, v.as_deref()).expect("replay");
         }
-        fresh.finish_replay(self.now_ms, &|_| true);
+        assert_eq!(fresh.finish_replay(self.now_ms, &|_| true), Vec::new());
         fresh
     }
 }
@@ -865,7 +865,7 @@ fn kip848_members_rejoin_a_coordinator_that_replayed_only_the_offsets() {
     for (k, v) in &log {
         second.replay(k, v.as_deref()).expect("replay");
     }
-    second.finish_replay(400, &|_| true);
+    assert_eq!(second.finish_replay(400, &|_| true), Vec::new());
     assert!(client.epoch > 0);
     assert_eq!(
         consumer_heartbeat(&mut second, 500, &mut client).error_code,

@@ -57,11 +57,9 @@ pub(super) async fn persist(
 fn by_partition(records: Vec<Record>, partitions: i32) -> BTreeMap<i32, Vec<Record>> {
     let mut by_partition: BTreeMap<i32, Vec<Record>> = BTreeMap::new();
     for record in records {
-        let group = match decode_key(&record.0) {
-            Ok(RecordKey::OffsetCommit { group, .. })
-            | Ok(RecordKey::GroupMetadata { group })
-            | Ok(RecordKey::PendingTxnOffset { group, .. })
-            | Ok(RecordKey::ShareGroupTopics { group }) => group,
+        let key = decode_key(&record.0);
+        let group = match key.as_ref().map(RecordKey::group) {
+            Ok(Some(group)) => group,
             other => {
                 // The coordinator only writes the key kinds above.
                 tracing::warn!(?other, "group record with an unexpected key dropped");
@@ -69,7 +67,7 @@ fn by_partition(records: Vec<Record>, partitions: i32) -> BTreeMap<i32, Vec<Reco
             }
         };
         by_partition
-            .entry(offsets_partition_for(&group, partitions))
+            .entry(offsets_partition_for(group, partitions))
             .or_default()
             .push(record);
     }

@@ -114,7 +114,9 @@ async fn load(
     if let Some(partitions) = super::offsets_partitions(shard) {
         let in_partition = |group: &str| offsets_partition_for(group, partitions) == tp.partition;
         let mut coordinator = rt.coordinator.borrow_mut();
-        coordinator.finish_replay(shard.now_ms(), &in_partition);
+        for (group, error) in coordinator.finish_replay(shard.now_ms(), &in_partition) {
+            tracing::warn!(%tp, group, %error, "group membership unreadable; it starts over");
+        }
     }
     rt.leases.record(tp.partition, lease);
     tracing::info!(
