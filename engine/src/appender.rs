@@ -25,12 +25,12 @@
 //! own write then covers the rest, and waits for the streamed blocks before
 //! anything counts as written.
 
+use crate::disk::{self, DataFile};
 use crate::disk_space::{Allowance, LowSpace};
 use crate::error::EngineError;
 use crate::stream_writer::{AlignedBuf, StreamDone, StreamWriter};
-use glommio::io::{DmaFile, OpenOptions};
 use std::fs::File;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -132,7 +132,7 @@ const FIRST_PREALLOCATE_BYTES: u64 = 1 << 20;
 pub struct Appender {
     /// Shared with [`SyncHandle`]s, so a sync can run while the next write
     /// is in flight.
-    file: Rc<DmaFile>,
+    file: Rc<DataFile>,
     path: PathBuf,
     alignment: u64,
     /// Logical end: bytes of valid data written to the file.
@@ -159,34 +159,27 @@ impl Appender {
         written_bytes: u64,
         max_step_bytes: u64,
     ) -> Result<Appender, EngineError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .dma_open(path)
+        let file = disk::open_data(path, true)
             .await
-            .map_err(|e| EngineError::io(path, e.into()))?;
+            .map_err(|e| EngineError::io(path, e))?;
         // Writes are aligned to the filesystem block, not only to the
         // device's logical block: ext4 treats a direct write that is not
         // fs-block aligned, or that spans a written and an unwritten extent,
         // as needing the inode lock exclusively, and io_uring then punts it
         // to an io-wq thread where it waits synchronously (milliseconds).
-        let fs_block_bytes = std::fs::metadata(path)
-            .map(|m| std::os::unix::fs::MetadataExt::blksize(&m))
-            .unwrap_or(4096)
-            .clamp(512, 64 << 10);
+        let fs_block_bytes = disk::block_bytes(path).clamp(512, 64 << 10);
         let alignment = file.alignment().max(512).max(fs_block_bytes);
         let size = file
             .file_size()
             .await
-            .map_err(|e| EngineError::io(path, e.into()))?;
+            .map_err(|e| EngineError::io(path, e))?;
         let tail_start = written_bytes - written_bytes % alignment;
         let mut tail = Vec::with_capacity(alignment as usize);
         if written_bytes > tail_start {
             let read = file
                 .read_at_aligned(tail_start, alignment as usize)
                 .await
-                .map_err(|e| EngineError::io(path, e.into()))?;
+                .map_err(|e| EngineError::io(path, e))?;
             let keep = (written_bytes - tail_start) as usize;
             if read.len() < keep {
                 return Err(EngineError::io(
@@ -233,7 +226,7 @@ impl Appender {
     /// operation first waits for the streamed writes and fails if one did.
     pub(crate) fn stream(
         &mut self,
-        writer: &StreamWriter,
+        writer: Option<&StreamWriter>,
         parts: &[&[u8]],
         min_bytes: usize,
     ) -> usize {
@@ -244,13 +237,6 @@ impl Appender {
         if whole < min_bytes.max(alignment) || start + whole as u64 > self.preallocated_bytes {
             return 0;
         }
-        let file = match self.stream_file() {
-            Ok(file) => file,
-            Err(e) => {
-                tracing::debug!(path = %self.path.display(), error = %e, "no streamed writes");
-                return 0;
-            }
-        };
         let mut buf = AlignedBuf::with_capacity(whole, alignment);
         buf.extend_from_slice(&self.tail);
         let mut remaining = whole - self.tail.len();
@@ -260,7 +246,7 @@ impl Appender {
             remaining -= n;
         }
         assert_eq!(remaining, 0, "the whole blocks lie within the parts");
-        let Some(done) = writer.submit(file, start, buf) else {
+        let Some(done) = self.submit_stream(writer, start, buf) else {
             return 0;
         };
         self.streams.push(done);
@@ -270,14 +256,47 @@ impl Appender {
         taken
     }
 
+    /// Hands `buf` (whole blocks at `start`) to the stream writer; on a
+    /// simulated disk, to a task of this thread that writes it the same
+    /// way (the bytes count as written before the write completes).
+    fn submit_stream(
+        &mut self,
+        writer: Option<&StreamWriter>,
+        start: u64,
+        buf: AlignedBuf,
+    ) -> Option<StreamDone> {
+        if let DataFile::Sim(file) = &*self.file {
+            let (sender, done) = futures::channel::oneshot::channel();
+            let file = file.clone();
+            glommio::spawn_local(async move {
+                let written = file.write_at(buf.as_slice(), start).await.map(drop);
+                let _ = sender.send(written);
+            })
+            .detach();
+            return Some(done);
+        }
+        let file = match self.stream_file() {
+            Ok(file) if writer.is_some() => file,
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::debug!(path = %self.path.display(), error = %e, "no streamed writes");
+                return None;
+            }
+        };
+        writer?.submit(file, start, buf)
+    }
+
     /// The descriptor the stream writer writes through.
     fn stream_file(&mut self) -> std::io::Result<Arc<File>> {
         if let Some(file) = &self.stream_file {
             return Ok(file.clone());
         }
+        let Some(raw_fd) = self.file.raw_fd() else {
+            return Err(std::io::Error::other("no descriptor on a simulated disk"));
+        };
         // SAFETY: the DmaFile owns this descriptor and is alive for the
         // duration of the borrow; the duplicate is owned independently.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.file.as_raw_fd()) }.try_clone_to_owned()?;
+        let fd = unsafe { BorrowedFd::borrow_raw(raw_fd) }.try_clone_to_owned()?;
         let file = Arc::new(File::from(fd));
         self.stream_file = Some(file.clone());
         Ok(file)
@@ -333,7 +352,7 @@ impl Appender {
                 // The DMA buffer too is taken only once there is room: the
                 // budget bounds the shard's write memory as well.
                 let _permit = budget.reserve(piece_len).await;
-                let mut buffer = file.alloc_dma_buffer(piece_len);
+                let mut buffer = file.alloc(piece_len);
                 fill_piece(buffer.as_bytes_mut(), offset, tail, parts);
                 file.write_at(buffer, start + offset as u64).await
             });
@@ -349,7 +368,7 @@ impl Appender {
         streamed?;
         let mut written = 0usize;
         for result in results {
-            written += result.map_err(|e| EngineError::io(&self.path, e.into()))?;
+            written += result.map_err(|e| EngineError::io(&self.path, e))?;
         }
         if written != padded {
             return Err(EngineError::io(
@@ -391,9 +410,9 @@ impl Appender {
         debug_assert!(target >= end);
         space.charge(target - self.preallocated_bytes);
         self.file
-            .pre_allocate(target, false)
+            .pre_allocate(target)
             .await
-            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+            .map_err(|e| EngineError::io(&self.path, e))?;
         self.preallocated_bytes = target;
         Ok(())
     }
@@ -418,14 +437,13 @@ impl Appender {
         self.file
             .truncate(self.written_bytes)
             .await
-            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+            .map_err(|e| EngineError::io(&self.path, e))?;
         self.sync().await?;
         // A sync handle still held elsewhere closes the file when dropped.
         self.file
             .close_rc()
             .await
-            .map(|_| ())
-            .map_err(|e| EngineError::io(&self.path, e.into()))
+            .map_err(|e| EngineError::io(&self.path, e))
     }
 
     /// Cuts the logical end back to `size_bytes` (replication truncation,
@@ -437,7 +455,7 @@ impl Appender {
         self.file
             .truncate(size_bytes)
             .await
-            .map_err(|e| EngineError::io(&self.path, e.into()))?;
+            .map_err(|e| EngineError::io(&self.path, e))?;
         self.preallocated_bytes = size_bytes;
         let tail_start = size_bytes - size_bytes % self.alignment;
         let keep = (size_bytes - tail_start) as usize;
@@ -447,7 +465,7 @@ impl Appender {
                 .file
                 .read_at_aligned(tail_start, self.alignment as usize)
                 .await
-                .map_err(|e| EngineError::io(&self.path, e.into()))?;
+                .map_err(|e| EngineError::io(&self.path, e))?;
             tail.extend_from_slice(&read[..keep.min(read.len())]);
         }
         self.tail = tail;
@@ -456,16 +474,14 @@ impl Appender {
     }
 }
 
-async fn fdatasync(file: &DmaFile, path: &Path) -> Result<(), EngineError> {
-    file.fdatasync()
-        .await
-        .map_err(|e| EngineError::io(path, e.into()))
+async fn fdatasync(file: &DataFile, path: &Path) -> Result<(), EngineError> {
+    file.fdatasync().await.map_err(|e| EngineError::io(path, e))
 }
 
 /// Syncs one segment file; see [`Appender::sync_handle`].
 #[derive(Clone)]
 pub struct SyncHandle {
-    file: Rc<DmaFile>,
+    file: Rc<DataFile>,
     path: PathBuf,
 }
 
@@ -491,13 +507,19 @@ impl SyncHandle {
 /// not (virtio disks, most VMs) fails with EOPNOTSUPP. Opening a file with a
 /// full block of data first makes the probe see the real answer.
 pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
+    if disk::is_simulated() {
+        return Ok(());
+    }
     // One file per executor thread: shards start concurrently on one dir.
     static PROBE_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = PROBE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.join(format!(".rill-iopoll-probe-{}-{n}", std::process::id()));
     std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
     std::fs::write(&path, vec![0u8; 64 << 10]).map_err(|e| EngineError::io(&path, e))?;
-    let opened = OpenOptions::new().read(true).dma_open(&path).await;
+    let opened = glommio::io::OpenOptions::new()
+        .read(true)
+        .dma_open(&path)
+        .await;
     let _ = std::fs::remove_file(&path);
     let file = opened.map_err(|e| EngineError::io(&path, e.into()))?;
     file.close()

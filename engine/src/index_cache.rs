@@ -231,22 +231,22 @@ async fn load(segment: &Segment) -> Option<LoadedIndexes> {
 /// A whole small file through glommio's DMA API (io_uring: the shard's
 /// thread does not block on the disk).
 async fn read_file(path: &Path) -> Result<Vec<u8>, EngineError> {
-    let file = glommio::io::DmaFile::open(path)
+    let file = crate::disk::open_data(path, false)
         .await
-        .map_err(|e| EngineError::io(path, e.into()))?;
+        .map_err(|e| EngineError::io(path, e))?;
     let size = file
         .file_size()
         .await
-        .map_err(|e| EngineError::io(path, e.into()))?;
+        .map_err(|e| EngineError::io(path, e))?;
     let bytes = if size == 0 {
         Vec::new()
     } else {
         file.read_at(0, size as usize)
             .await
-            .map_err(|e| EngineError::io(path, e.into()))?
+            .map_err(|e| EngineError::io(path, e))?
             .to_vec()
     };
-    let _ = file.close().await;
+    let _ = std::rc::Rc::new(file).close_rc().await;
     Ok(bytes)
 }
 

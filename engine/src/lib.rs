@@ -24,6 +24,9 @@
 //!   point, shared by the cargo-fuzz targets (`fuzz/`) and the corpus replay test.
 //! - [`config`]: per-topic settings with Kafka's names and defaults, and the
 //!   engine-wide settings (data dir, flush policy, cache size).
+//! - [`disk`]: the one seam every file operation of the log goes through:
+//!   the real disk, or a simulated one that loses what was not synced at a
+//!   power failure (`engine/tests/simulation.rs` runs the log on it).
 //! - [`index`]: the sparse offset index and the time index of one segment.
 //! - [`segment`]: one `.log` file with its indexes; naming by base offset.
 //! - [`segment_swap`]: the crash-safe swap of a cleaned segment, and its
@@ -75,6 +78,7 @@ pub mod cache;
 pub mod clock;
 pub mod compaction;
 pub mod config;
+pub mod disk;
 pub mod disk_space;
 pub mod error;
 pub mod error_code;

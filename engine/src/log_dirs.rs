@@ -24,6 +24,7 @@
 //! new replica on it; one it is still given (an explicit assignment) goes
 //! to the least loaded dir as before.
 
+use crate::disk;
 use crate::error::EngineError;
 use crate::segment::sync_dir;
 use crate::types::TopicPartition;
@@ -139,23 +140,22 @@ pub struct FoundPartition {
 
 /// The partition directories of one data dir (a dir not there yet has none).
 fn partitions_in(data_dir: &Path) -> Result<Vec<(TopicPartition, PathBuf)>, EngineError> {
-    if !data_dir.exists() {
+    if !disk::is_dir(data_dir) {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
-        let entry = entry.map_err(|e| EngineError::io(data_dir, e))?;
-        if !entry.path().is_dir() {
+    for name in disk::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
+        let path = data_dir.join(&name);
+        if !disk::is_dir(&path) {
             continue;
         }
-        let name = entry.file_name().to_string_lossy().into_owned();
         // The metadata quorum's log lives beside the partitions, under
         // Kafka's name for it, but it is not a partition of the engine.
         if name == crate::types::CLUSTER_METADATA_DIR {
             continue;
         }
         if let Some(tp) = TopicPartition::parse_dir_name(&name) {
-            out.push((tp, entry.path()));
+            out.push((tp, path));
         }
     }
     Ok(out)
@@ -263,23 +263,22 @@ pub fn recover_moves(dirs: &[PathBuf]) -> Result<(), EngineError> {
         .into_iter()
         .flat_map(|suffix| dirs.iter().map(move |dir| (suffix, dir)))
     {
-        if !data_dir.is_dir() {
+        if !disk::is_dir(data_dir) {
             continue;
         }
-        for entry in std::fs::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
-            let path = entry.map_err(|e| EngineError::io(data_dir, e))?.path();
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
+        for name in disk::read_dir(data_dir).map_err(|e| EngineError::io(data_dir, e))? {
+            let path = data_dir.join(&name);
             let Some(base) = name.strip_suffix(suffix).map(str::to_string) else {
                 continue;
             };
-            let placed = dirs.iter().any(|d| d.join(&base).is_dir());
+            let placed = dirs.iter().any(|d| disk::is_dir(&d.join(&base)));
             if suffix == MOVE_OLD_SUFFIX && !placed {
                 tracing::warn!(dir = %path.display(), "a log dir move was cut short: putting it back");
-                std::fs::rename(&path, data_dir.join(&base))
+                disk::rename(&path, &data_dir.join(&base))
                     .map_err(|e| EngineError::io(&path, e))?;
             } else {
                 tracing::warn!(dir = %path.display(), "a log dir move was cut short: deleting its leftover");
-                std::fs::remove_dir_all(&path).map_err(|e| EngineError::io(&path, e))?;
+                disk::remove_dir_all(&path).map_err(|e| EngineError::io(&path, e))?;
             }
             sync_dir(data_dir)?;
         }

@@ -63,14 +63,14 @@ fn unhex(s: &str) -> Option<[u8; 16]> {
 }
 
 fn read_topic_id(dir: &Path) -> Option<[u8; 16]> {
-    let text = std::fs::read_to_string(dir.join("partition.metadata")).ok()?;
+    let text = crate::disk::read_to_string(&dir.join("partition.metadata")).ok()?;
     text.lines()
         .find_map(|l| l.strip_prefix("topic_id:"))
         .and_then(|v| unhex(v.trim()))
 }
 
 fn read_overrides(dir: &Path) -> Vec<(String, String)> {
-    std::fs::read_to_string(dir.join("topic.config"))
+    crate::disk::read_to_string(&dir.join("topic.config"))
         .unwrap_or_default()
         .lines()
         .filter_map(|l| l.split_once('='))
@@ -208,7 +208,7 @@ impl LogManager {
     ) -> Result<Rc<LogManager>, EngineError> {
         let data_dirs = config.data_dirs();
         for dir in &data_dirs {
-            std::fs::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
+            crate::disk::create_dir_all(dir).map_err(|e| EngineError::io(dir, e))?;
         }
         crate::appender::prime_iopoll_probe(&config.data_dir).await?;
         let ctx = LogContext::for_shard(config, shard_count);
@@ -383,7 +383,7 @@ impl LogManager {
         let load = &self.ctx.config.dir_load;
         let dir_index = match data_dirs
             .iter()
-            .position(|d| d.join(tp.dir_name()).is_dir())
+            .position(|d| crate::disk::is_dir(&d.join(tp.dir_name())))
         {
             Some(found) => {
                 load.add(found);
@@ -416,13 +416,12 @@ impl LogManager {
         // included, and got live brokers fenced.
         let (files_dir, parent) = (dir.clone(), data_dir.to_path_buf());
         let (files_config, defaults) = (config.clone(), self.ctx.config.topic_defaults.clone());
-        glommio::executor()
-            .spawn_blocking(move || {
-                std::fs::create_dir_all(&files_dir).map_err(|e| EngineError::io(&files_dir, e))?;
-                write_partition_files(&files_dir, topic_id, &files_config, &defaults)?;
-                sync_dir(&parent)
-            })
-            .await?;
+        crate::disk::off_thread(move || {
+            crate::disk::create_dir_all(&files_dir).map_err(|e| EngineError::io(&files_dir, e))?;
+            write_partition_files(&files_dir, topic_id, &files_config, &defaults)?;
+            sync_dir(&parent)
+        })
+        .await?;
         let log = PartitionLog::open(self.ctx.clone(), dir, tp.clone(), topic_id, config).await?;
         self.logs.borrow_mut().insert(tp, log.clone());
         Ok(log)
@@ -451,15 +450,14 @@ impl LogManager {
         self.ctx.config.dir_load.remove(dir_index);
         // The partition's files are in whichever data dir holds it; removed
         // off the shard, as creations are made (see `create_in`).
-        glommio::executor()
-            .spawn_blocking(move || {
-                std::fs::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
-                match dir.parent() {
-                    Some(data_dir) => sync_dir(data_dir),
-                    None => Ok(()),
-                }
-            })
-            .await
+        crate::disk::off_thread(move || {
+            crate::disk::remove_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+            match dir.parent() {
+                Some(data_dir) => sync_dir(data_dir),
+                None => Ok(()),
+            }
+        })
+        .await
     }
 
     /// Moves a partition to data dir `target` (AlterReplicaLogDirs): it

@@ -17,6 +17,7 @@
 //! recovery testable without an executor.
 
 use crate::batch::{self, BatchHeader, HEADER_BYTES};
+use crate::disk::{self, FileReader};
 use crate::error::EngineError;
 use crate::segment::{Segment, SegmentMeta};
 use std::io::{Read, Seek, SeekFrom};
@@ -97,20 +98,19 @@ fn open_sealed_segment(
     index_interval_bytes: u64,
     now_ms: i64,
 ) -> Result<Option<ScanOutcome>, EngineError> {
-    let Ok(log_meta) = std::fs::metadata(path) else {
+    let Ok(file_bytes) = disk::len(path) else {
         return Ok(None);
     };
-    let file_bytes = log_meta.len();
     let index_path = path.with_extension("index");
     let time_path = path.with_extension("timeindex");
-    let fresh = |p: &Path| match (std::fs::metadata(p), log_meta.modified()) {
-        (Ok(m), Ok(log_modified)) => m.modified().is_ok_and(|t| t >= log_modified),
+    let fresh = |p: &Path| match (disk::modified(p), disk::modified(path)) {
+        (Ok(modified), Ok(log_modified)) => modified >= log_modified,
         _ => false,
     };
     if !fresh(&index_path) || !fresh(&time_path) {
         return Ok(None);
     }
-    let (Ok(index_bytes), Ok(time_bytes)) = (std::fs::read(&index_path), std::fs::read(&time_path))
+    let (Ok(index_bytes), Ok(time_bytes)) = (disk::read(&index_path), disk::read(&time_path))
     else {
         return Ok(None);
     };
@@ -161,7 +161,7 @@ fn scan_from(
     mut expected_min: i64,
     index_interval_bytes: u64,
 ) -> Result<ScanOutcome, EngineError> {
-    let file = std::fs::File::open(path).map_err(|e| EngineError::io(path, e))?;
+    let file = disk::open_reader(path).map_err(|e| EngineError::io(path, e))?;
     let start_position = meta.size_bytes;
     let mut reader = ScanReader::new(file, path, start_position)?;
     let file_bytes = reader.file_bytes;
@@ -214,7 +214,7 @@ enum NextBatch {
 
 /// A segment file read through a window, batch by batch.
 struct ScanReader<'p> {
-    file: std::fs::File,
+    file: FileReader,
     path: &'p Path,
     /// Bytes in the file (including preallocated zeros).
     file_bytes: u64,
@@ -224,11 +224,7 @@ struct ScanReader<'p> {
 
 impl<'p> ScanReader<'p> {
     /// A reader whose first read fills the window from `start_position`.
-    fn new(
-        mut file: std::fs::File,
-        path: &'p Path,
-        start_position: u64,
-    ) -> Result<Self, EngineError> {
+    fn new(mut file: FileReader, path: &'p Path, start_position: u64) -> Result<Self, EngineError> {
         let file_bytes = file
             .seek(SeekFrom::End(0))
             .map_err(|e| EngineError::io(path, e))?;
@@ -325,7 +321,7 @@ fn offsets_problem(
 /// Returns `length` bytes at `position`, reading more of the file into the
 /// window as needed; `None` when the file ends first.
 fn fill_and_parse<'w>(
-    file: &mut std::fs::File,
+    file: &mut FileReader,
     path: &Path,
     window: &'w mut Vec<u8>,
     window_start: &mut u64,

@@ -15,14 +15,18 @@
 //! the segment): code that reads `meta.index` directly stays correct.
 
 use crate::appender::Appender;
+use crate::disk::{self, DataFile};
 use crate::error::EngineError;
 use crate::index::{OffsetIndex, TimeIndex};
-use glommio::io::{DmaFile, OpenOptions};
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// A segment's read handles: the DMA file for copies, and the plain
+/// descriptor file slices are sent from (none on a simulated disk).
+pub type Readers = (Rc<DataFile>, Option<Arc<std::fs::File>>);
 
 /// Source of [`Segment::index_key`]s: unique in the process, so a cache
 /// entry can never be taken for another segment (or another sealing of the
@@ -49,10 +53,10 @@ pub fn parse_file_name(name: &str, extension: &str) -> Option<i64> {
 
 /// The base offsets of the `.log` files in `dir`, ascending.
 pub fn segment_bases(dir: &Path) -> Result<Vec<i64>, EngineError> {
-    let mut bases: Vec<i64> = std::fs::read_dir(dir)
+    let mut bases: Vec<i64> = disk::read_dir(dir)
         .map_err(|e| EngineError::io(dir, e))?
-        .filter_map(|entry| entry.ok())
-        .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "log"))
+        .iter()
+        .filter_map(|name| parse_file_name(name, "log"))
         .collect();
     bases.sort_unstable();
     Ok(bases)
@@ -100,7 +104,7 @@ pub struct Segment {
     pub readable_bytes: Cell<u64>,
     /// The writer, present while the segment is active.
     pub appender: RefCell<Option<Appender>>,
-    readers: RefCell<Option<(Rc<DmaFile>, Arc<std::fs::File>)>>,
+    readers: RefCell<Option<Readers>>,
     /// Set once the files are removed; reads then fail over to the next segment.
     pub deleted: Cell<bool>,
     /// The indexes are in the `.index`/`.timeindex` files only (the meta's
@@ -212,20 +216,24 @@ impl Segment {
     }
 
     /// The read handles, opened on first use.
-    pub async fn readers(&self) -> Result<(Rc<DmaFile>, Arc<std::fs::File>), EngineError> {
-        if let Some((dma, file)) = self.readers.borrow().as_ref() {
-            return Ok((dma.clone(), file.clone()));
+    pub async fn readers(&self) -> Result<Readers, EngineError> {
+        if let Some(readers) = self.readers.borrow().as_ref() {
+            return Ok(readers.clone());
         }
         let path = self.log_path();
-        let dma = OpenOptions::new()
-            .read(true)
-            .dma_open(&path)
+        let dma = disk::open_data(&path, false)
             .await
-            .map_err(|e| EngineError::io(&path, e.into()))?;
-        let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
-        let pair = (Rc::new(dma), Arc::new(file));
-        *self.readers.borrow_mut() = Some(pair.clone());
-        Ok(pair)
+            .map_err(|e| EngineError::io(&path, e))?;
+        // A simulated disk has no descriptor to send from.
+        let file = if disk::is_simulated() {
+            None
+        } else {
+            let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
+            Some(Arc::new(file))
+        };
+        let readers = (Rc::new(dma), file);
+        *self.readers.borrow_mut() = Some(readers.clone());
+        Ok(readers)
     }
 
     /// Reads `length` bytes at `position` through the DMA handle.
@@ -234,7 +242,7 @@ impl Segment {
         let result = dma
             .read_at(position, length)
             .await
-            .map_err(|e| EngineError::io(self.log_path(), e.into()))?;
+            .map_err(|e| EngineError::io(self.log_path(), e))?;
         Ok(result.to_vec())
     }
 
@@ -262,7 +270,7 @@ impl Segment {
         self.readers.borrow_mut().take();
         for extension in ["log", "index", "timeindex", "txnindex"] {
             let path = self.path(extension);
-            match std::fs::remove_file(&path) {
+            match disk::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(EngineError::io(&path, e)),
@@ -278,15 +286,10 @@ impl Segment {
 /// Inside a [`DeferredSyncs`] scope the file is not synced here: the scope's
 /// [`DeferredSyncs::finish`] syncs the whole file system once instead.
 pub fn write_file_synced(path: &Path, bytes: &[u8]) -> Result<(), EngineError> {
-    use std::io::Write;
     let tmp = path.with_extension("tmp");
-    let mut file = std::fs::File::create(&tmp).map_err(|e| EngineError::io(&tmp, e))?;
-    file.write_all(bytes)
-        .map_err(|e| EngineError::io(&tmp, e))?;
-    if !SYNCS_DEFERRED.with(Cell::get) {
-        file.sync_data().map_err(|e| EngineError::io(&tmp, e))?;
-    }
-    std::fs::rename(&tmp, path).map_err(|e| EngineError::io(path, e))
+    let sync = !SYNCS_DEFERRED.with(Cell::get);
+    disk::write(&tmp, bytes, sync).map_err(|e| EngineError::io(&tmp, e))?;
+    disk::rename(&tmp, path).map_err(|e| EngineError::io(path, e))
 }
 
 thread_local! {
@@ -329,19 +332,17 @@ impl DeferredSyncs {
         let mut synced: Vec<u64> = Vec::new();
         for dir in dirs {
             use std::os::unix::fs::MetadataExt;
-            let device = std::fs::metadata(dir)
-                .map_err(|e| EngineError::io(dir, e))?
-                .dev();
+            let device = match std::fs::metadata(dir) {
+                Ok(metadata) => metadata.dev(),
+                // A simulated disk's dirs are not on a real file system.
+                Err(_) if disk::is_simulated() => 0,
+                Err(e) => return Err(EngineError::io(dir, e)),
+            };
             if synced.contains(&device) {
                 continue;
             }
             synced.push(device);
-            let file = std::fs::File::open(dir).map_err(|e| EngineError::io(dir, e))?;
-            use std::os::fd::AsRawFd;
-            // SAFETY: `file` is an open descriptor for the call's duration.
-            if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
-                return Err(EngineError::io(dir, std::io::Error::last_os_error()));
-            }
+            disk::sync_filesystem(dir).map_err(|e| EngineError::io(dir, e))?;
         }
         Ok(())
     }
@@ -355,9 +356,7 @@ impl Drop for DeferredSyncs {
 
 /// `fsync` of a directory, so that a created or renamed file survives a crash.
 pub fn sync_dir(dir: &Path) -> Result<(), EngineError> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| EngineError::io(dir, e))
+    disk::sync_dir(dir).map_err(|e| EngineError::io(dir, e))
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ fn swap_path_of(log_path: &Path, extension: &str) -> PathBuf {
 /// failed or whose segment changed meanwhile).
 pub fn discard(log_path: &Path) {
     for extension in EXTENSIONS {
-        let _ = std::fs::remove_file(cleaned_path_of(log_path, extension));
+        let _ = crate::disk::remove_file(&cleaned_path_of(log_path, extension));
     }
 }
 
@@ -55,7 +55,7 @@ pub fn swap_in(log_path: &Path) -> Result<(), EngineError> {
     for extension in EXTENSIONS {
         let cleaned = cleaned_path_of(log_path, extension);
         let swap = swap_path_of(log_path, extension);
-        std::fs::rename(&cleaned, &swap).map_err(|e| EngineError::io(&swap, e))?;
+        crate::disk::rename(&cleaned, &swap).map_err(|e| EngineError::io(&swap, e))?;
     }
     finish_swap(log_path)
 }
@@ -67,10 +67,10 @@ fn finish_swap(log_path: &Path) -> Result<(), EngineError> {
     for extension in EXTENSIONS {
         let swap = swap_path_of(log_path, extension);
         let target = log_path.with_extension(extension);
-        match std::fs::rename(&swap, &target) {
+        match crate::disk::rename(&swap, &target) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && extension != "log" => {
-                match std::fs::remove_file(&target) {
+                match crate::disk::remove_file(&target) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(EngineError::io(&target, e)),
@@ -87,11 +87,8 @@ fn finish_swap(log_path: &Path) -> Result<(), EngineError> {
 /// deletes index `.swap` files of swaps that never reached it. Returns how
 /// many `.cleaned` files it discarded and how many swaps it completed.
 pub fn recover(dir: &Path) -> Result<(usize, usize), EngineError> {
-    let names: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect(),
+    let names: Vec<String> = match crate::disk::read_dir(dir) {
+        Ok(names) => names,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
         Err(e) => return Err(EngineError::io(dir, e)),
     };
@@ -111,7 +108,7 @@ pub fn recover(dir: &Path) -> Result<(usize, usize), EngineError> {
         });
         if leftover {
             let path = dir.join(name);
-            match std::fs::remove_file(&path) {
+            match crate::disk::remove_file(&path) {
                 Ok(()) => discarded += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(EngineError::io(&path, e)),

@@ -172,7 +172,7 @@ impl TxnIndex {
 
 /// Loads a segment's `.txnindex`; an absent file is an empty index.
 pub fn load_file(path: &Path) -> Result<Vec<AbortedTxn>, EngineError> {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::disk::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(EngineError::io(path, e)),
@@ -188,7 +188,7 @@ pub fn load_file(path: &Path) -> Result<Vec<AbortedTxn>, EngineError> {
 /// Writes a segment's `.txnindex` (removing it when there is no entry).
 pub fn write_file(path: &Path, entries: &[AbortedTxn]) -> Result<(), EngineError> {
     if entries.is_empty() {
-        return match std::fs::remove_file(path) {
+        return match crate::disk::remove_file(path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(EngineError::io(path, e)),

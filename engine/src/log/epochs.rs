@@ -62,7 +62,7 @@ pub(crate) fn load_at_open(
     log_end_offset: Offset,
 ) -> Result<LeaderEpochCache, EngineError> {
     let path = dir.join(CHECKPOINT_FILE_NAME);
-    let (mut cache, mut changed) = match std::fs::read_to_string(&path) {
+    let (mut cache, mut changed) = match crate::disk::read_to_string(&path) {
         Ok(text) => match LeaderEpochCache::from_checkpoint(&text) {
             Ok(cache) => (cache, false),
             Err(e) => {
@@ -130,7 +130,7 @@ fn for_each_header(
         return Ok(());
     }
     let path = segment.log_path();
-    let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
+    let file = crate::disk::open_reader(&path).map_err(|e| EngineError::io(&path, e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     reader
         .seek(SeekFrom::Start(0))

@@ -243,9 +243,11 @@ impl PartitionLog {
         if !reaches_from {
             return;
         }
-        let Some(writer) = self.ctx.stream_writer() else {
+        // On a simulated disk streamed writes need no writer thread.
+        let writer = self.ctx.stream_writer();
+        if writer.is_none() && !crate::disk::is_simulated() {
             return;
-        };
+        }
         parts.reverse();
         let taken = appender.stream(writer, &parts, self.ctx.config.stream_min_bytes);
         if taken > 0 {
@@ -628,7 +630,8 @@ impl PartitionLog {
 
     async fn sync_files(&self, files: &[SyncHandle], batches: u64) -> Result<(), EngineError> {
         let started = Instant::now();
-        for file in files {
+        let skip = crate::disk::sim::bug() == crate::disk::sim::Bug::AckBeforeSync;
+        for file in files.iter().filter(|_| !skip) {
             file.sync().await?;
         }
         let elapsed_us = started.elapsed().as_micros() as u64;
@@ -669,7 +672,9 @@ impl PartitionLog {
             self.ctx.config.preallocate_bytes,
         )
         .await?;
-        sync_dir(&self.dir)?;
+        if crate::disk::sim::bug() != crate::disk::sim::Bug::NoDirSyncOnRoll {
+            sync_dir(&self.dir)?;
+        }
         *segment.appender.borrow_mut() = Some(appender);
         Ok(())
     }

@@ -160,8 +160,12 @@ impl LogContext {
             .unwrap_or(&self.space)
     }
 
-    /// The shard's stream writer, started on first use.
+    /// The shard's stream writer, started on first use (none on a
+    /// simulated disk, whose streamed writes are tasks of the shard).
     pub(crate) fn stream_writer(&self) -> Option<&StreamWriter> {
+        if crate::disk::is_simulated() {
+            return None;
+        }
         self.stream_writer
             .get_or_init(|| match StreamWriter::start() {
                 Ok(writer) => Some(writer),

@@ -32,7 +32,7 @@ use std::rc::Rc;
 /// that is there but unreadable is reported and taken as absent (recovery
 /// then checks more of the log, and the start comes from the segments).
 fn read_offset_file(path: &Path) -> Option<i64> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::disk::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
@@ -84,7 +84,7 @@ impl PartitionLog {
         topic_id: TopicId,
         config: TopicConfig,
     ) -> Result<Rc<PartitionLog>, EngineError> {
-        std::fs::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
+        crate::disk::create_dir_all(&dir).map_err(|e| EngineError::io(&dir, e))?;
         // A truncation that a crash interrupted is finished first, so that
         // recovery sees the log it left, never a half-cut one.
         super::truncate::finish_pending(&dir, &tp)?;
@@ -185,9 +185,8 @@ fn recover_log(
     // in a snapshot (an empty log needs none).
     let checkpoints_behind = recovery_point != log_end_offset
         || (log_end_offset > 0
-            && !dir
-                .join(crate::segment::file_name(log_end_offset, "snapshot"))
-                .exists());
+            && crate::disk::len(&dir.join(crate::segment::file_name(log_end_offset, "snapshot")))
+                .is_err());
     // Sealed segments' indexes are on disk (written above when they
     // were not read from there): lookups go through the index cache
     // (after the replays above, which use them).
@@ -278,13 +277,7 @@ fn recover_segments(
 /// Cuts the file at `path` to `valid_bytes` and syncs it: preallocated
 /// zeros or a torn tail must not survive to be read as stale bytes.
 fn trim_file(path: &Path, valid_bytes: u64) -> Result<(), EngineError> {
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| EngineError::io(path, e))?;
-    file.set_len(valid_bytes)
-        .map_err(|e| EngineError::io(path, e))?;
-    file.sync_all().map_err(|e| EngineError::io(path, e))
+    crate::disk::set_len_synced(path, valid_bytes).map_err(|e| EngineError::io(path, e))
 }
 
 /// Deletes empty trailing segments other than the first (a roll that never

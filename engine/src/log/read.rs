@@ -123,6 +123,10 @@ async fn segment_data(
         }
         ReadMode::FileSlice | ReadMode::CachedOrFileSlice => {
             let (_, file) = segment.readers().await?;
+            let file = file.ok_or_else(|| {
+                let why = std::io::Error::other("no file slices on a simulated disk");
+                EngineError::io(segment.log_path(), why)
+            })?;
             ReadData::File(FileSlice {
                 file,
                 position,

@@ -220,7 +220,7 @@ impl PartitionLog {
         let snapshot_path = self
             .dir
             .join(crate::segment::file_name(end_offset + 1, "snapshot"));
-        let producer_snapshot = std::fs::read(snapshot_path).ok();
+        let producer_snapshot = crate::disk::read(&snapshot_path).ok();
         Ok(Some(SealedSegment {
             base_offset: segment.base_offset,
             end_offset,

@@ -84,7 +84,7 @@ fn clear_pending(dir: &Path) -> Result<(), EngineError> {
 }
 
 fn remove_if_present(path: &Path) -> Result<(), EngineError> {
-    match std::fs::remove_file(path) {
+    match crate::disk::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(EngineError::io(path, e)),
@@ -92,7 +92,7 @@ fn remove_if_present(path: &Path) -> Result<(), EngineError> {
 }
 
 fn read_offset_file(path: &Path) -> Option<Offset> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    crate::disk::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// Lowers the offset stored in `path` to `offset` when it is above it.
@@ -120,7 +120,7 @@ fn delete_segment_files(dir: &Path, base: Offset) -> Result<(), EngineError> {
 /// offline, its files as they are, while the shard's others open.
 pub(crate) fn finish_pending(dir: &Path, tp: &TopicPartition) -> Result<(), EngineError> {
     let path = dir.join(PENDING_FILE_NAME);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::disk::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(EngineError::io(&path, e)),
@@ -179,16 +179,9 @@ pub(crate) fn finish_pending(dir: &Path, tp: &TopicPartition) -> Result<(), Engi
 /// (recovery rebuilds them: the segment is now the last one).
 fn cut_segment_file(dir: &Path, base: Offset, offset: Offset) -> Result<(), EngineError> {
     let path = dir.join(file_name(base, "log"));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| EngineError::io(&path, e))?;
-    let file_bytes = file
-        .metadata()
-        .map_err(|e| EngineError::io(&path, e))?
-        .len();
-    let mut reader = BufReader::with_capacity(1 << 20, &file);
+    let file = crate::disk::open_reader(&path).map_err(|e| EngineError::io(&path, e))?;
+    let file_bytes = crate::disk::len(&path).map_err(|e| EngineError::io(&path, e))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
     reader
         .seek(SeekFrom::Start(0))
         .map_err(|e| EngineError::io(&path, e))?;
@@ -212,9 +205,7 @@ fn cut_segment_file(dir: &Path, base: Offset, offset: Offset) -> Result<(), Engi
     }
     drop(reader);
     if keep_bytes < file_bytes {
-        file.set_len(keep_bytes)
-            .map_err(|e| EngineError::io(&path, e))?;
-        file.sync_all().map_err(|e| EngineError::io(&path, e))?;
+        crate::disk::set_len_synced(&path, keep_bytes).map_err(|e| EngineError::io(&path, e))?;
     }
     remove_if_present(&dir.join(file_name(base, "index")))?;
     remove_if_present(&dir.join(file_name(base, "timeindex")))

@@ -98,10 +98,10 @@ impl TxnState {
 
 /// Snapshot offsets in `dir`, ascending.
 fn snapshot_offsets(dir: &Path) -> Result<Vec<i64>, EngineError> {
-    let mut offsets: Vec<i64> = std::fs::read_dir(dir)
+    let mut offsets: Vec<i64> = crate::disk::read_dir(dir)
         .map_err(|e| EngineError::io(dir, e))?
-        .filter_map(|entry| entry.ok())
-        .filter_map(|entry| parse_file_name(&entry.file_name().to_string_lossy(), "snapshot"))
+        .iter()
+        .filter_map(|name| parse_file_name(name, "snapshot"))
         .collect();
     offsets.sort_unstable();
     Ok(offsets)
@@ -109,7 +109,7 @@ fn snapshot_offsets(dir: &Path) -> Result<Vec<i64>, EngineError> {
 
 fn remove_snapshot(dir: &Path, offset: i64) -> Result<(), EngineError> {
     let path = dir.join(file_name(offset, "snapshot"));
-    match std::fs::remove_file(&path) {
+    match crate::disk::remove_file(&path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(EngineError::io(&path, e)),
@@ -149,7 +149,7 @@ fn load_snapshot_at_or_below(
             continue;
         }
         let path = dir.join(file_name(snapshot, "snapshot"));
-        let bytes = std::fs::read(&path).map_err(|e| EngineError::io(&path, e))?;
+        let bytes = crate::disk::read(&path).map_err(|e| EngineError::io(&path, e))?;
         match ProducerStateManager::decode_snapshot(&bytes) {
             Ok((at, state)) if at == snapshot => return Ok(Some((at, state))),
             Ok((at, _)) => {
@@ -196,7 +196,7 @@ fn replay_segment(
         (meta.size_bytes, position)
     };
     let path = segment.log_path();
-    let file = std::fs::File::open(&path).map_err(|e| EngineError::io(&path, e))?;
+    let file = crate::disk::open_reader(&path).map_err(|e| EngineError::io(&path, e))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     reader
         .seek(SeekFrom::Start(start_position))
