@@ -314,6 +314,10 @@ async fn run_pass(job: rewrite::Job) -> Result<rewrite::Outcome, EngineError> {
 async fn on_cleaner_thread<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, EngineError> + Send + 'static,
 ) -> Result<T, EngineError> {
+    // A simulated disk lives on the shard's thread: the pass runs there.
+    if crate::disk::is_simulated() {
+        return work();
+    }
     let (done, outcome) = futures::channel::oneshot::channel();
     std::thread::Builder::new()
         .name("rill-cleaner".into())
@@ -368,7 +372,7 @@ const CLEANER_NICE: libc::c_int = 10;
 /// The stored first dirty offset; `None` when absent or unreadable (the
 /// pass then starts from the log start, which is only slower).
 pub fn read_checkpoint(dir: &Path) -> Option<i64> {
-    std::fs::read_to_string(dir.join(CHECKPOINT_FILE))
+    crate::disk::read_to_string(&dir.join(CHECKPOINT_FILE))
         .ok()?
         .trim()
         .parse()
@@ -381,8 +385,9 @@ pub fn read_checkpoint(dir: &Path) -> Option<i64> {
 fn write_checkpoint(dir: &Path, offset: i64) -> Result<(), EngineError> {
     let path = dir.join(CHECKPOINT_FILE);
     let tmp = dir.join(format!("{CHECKPOINT_FILE}.tmp"));
-    std::fs::write(&tmp, format!("{offset}\n")).map_err(|e| EngineError::io(&tmp, e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| EngineError::io(&path, e))
+    crate::disk::write(&tmp, format!("{offset}\n").as_bytes(), false)
+        .map_err(|e| EngineError::io(&tmp, e))?;
+    crate::disk::rename(&tmp, &path).map_err(|e| EngineError::io(&path, e))
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@
 
 use super::offset_map::OffsetMap;
 use crate::batch::{self, BatchBuilder, BatchHeader, HEADER_BYTES};
+use crate::disk::{self, FileReader, FileWriter};
 use crate::error::EngineError;
 use crate::recovery::scan_segment;
 use crate::segment::SegmentMeta;
 use crate::txn_index::AbortedTxn;
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Read and write buffer of the pass.
@@ -234,8 +235,8 @@ fn clean_segment(
         expire_deletes: in_clean_section
             && job.now_ms.saturating_sub(segment.max_timestamp_ms.max(0)) > job.delete_retention_ms,
     };
-    let file = std::fs::File::create(cleaned_path).map_err(|e| EngineError::io(cleaned_path, e))?;
-    let mut out = BufWriter::with_capacity(IO_BUFFER_BYTES, file);
+    let mut out =
+        disk::create_writer(cleaned_path).map_err(|e| EngineError::io(cleaned_path, e))?;
     let mut reader = BatchReader::open(segment, &job.throttle)?;
     let mut removed = 0usize;
     let mut written = 0u64;
@@ -251,7 +252,7 @@ fn clean_segment(
     outcome.bytes_read += reader.read_bytes;
     if removed == 0 {
         drop(out);
-        let _ = std::fs::remove_file(cleaned_path);
+        let _ = disk::remove_file(cleaned_path);
         return Ok(None);
     }
     let meta = finish_cleaned(job, segment, cleaned_path, out)?;
@@ -346,14 +347,14 @@ fn finish_cleaned(
     job: &Job,
     segment: &SegmentFile,
     cleaned_path: &Path,
-    out: BufWriter<std::fs::File>,
+    out: FileWriter,
 ) -> Result<SegmentMeta, EngineError> {
-    let file = out
-        .into_inner()
-        .map_err(|e| EngineError::io(cleaned_path, e.into_error()))?;
-    file.sync_all()
+    // Synced before the swap renames it in: a crash after the rename must
+    // find the whole rewrite (`Bug::UnsyncedCleanedSegment` breaks this on
+    // purpose, for the simulation to catch).
+    let sync = disk::sim::bug() != disk::sim::Bug::UnsyncedCleanedSegment;
+    out.finish(sync)
         .map_err(|e| EngineError::io(cleaned_path, e))?;
-    drop(file);
     // The rewritten file's bookkeeping and indexes, from the file itself.
     let scan = scan_segment(
         cleaned_path,
@@ -378,10 +379,7 @@ fn finish_cleaned(
         ("timeindex", meta.time_index.to_bytes()),
     ] {
         let path = super::swap::cleaned_path_of(&segment.path, extension);
-        let mut file = std::fs::File::create(&path).map_err(|e| EngineError::io(&path, e))?;
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| EngineError::io(&path, e))?;
+        disk::write(&path, &bytes, true).map_err(|e| EngineError::io(&path, e))?;
     }
     Ok(meta)
 }
@@ -450,7 +448,7 @@ impl AbortedSet {
 
 /// Reads a segment batch by batch through a bounded buffer.
 struct BatchReader<'a> {
-    reader: BufReader<std::fs::File>,
+    reader: BufReader<FileReader>,
     path: PathBuf,
     remaining: u64,
     buf: Vec<u8>,
@@ -461,7 +459,7 @@ struct BatchReader<'a> {
 impl<'a> BatchReader<'a> {
     fn open(segment: &SegmentFile, throttle: &'a Throttle) -> Result<BatchReader<'a>, EngineError> {
         let file =
-            std::fs::File::open(&segment.path).map_err(|e| EngineError::io(&segment.path, e))?;
+            disk::open_reader(&segment.path).map_err(|e| EngineError::io(&segment.path, e))?;
         Ok(BatchReader {
             reader: BufReader::with_capacity(IO_BUFFER_BYTES, file),
             path: segment.path.clone(),

@@ -19,8 +19,10 @@
 //! file's descriptor; on a simulated disk the same streamed writes go to a
 //! task of the shard's thread instead, with the same rule (the bytes count
 //! as written before the write completes, and every later operation waits
-//! for it). What stays outside the seam, on the real disk only: the log
-//! cleaner's thread, moves between log dirs, and `sendfile` file slices.
+//! for it). The log cleaner's rewrites go through the seam as well (on a
+//! simulated disk the pass runs on the shard's thread, whose disk it is).
+//! What stays outside it, on the real disk only: moves between log dirs,
+//! and `sendfile` file slices.
 
 pub mod data_file;
 pub mod sim;
@@ -276,11 +278,17 @@ impl io::Write for FileWriter {
 }
 
 impl FileWriter {
-    /// Flushes and `fsync`s the file.
-    pub fn sync(self) -> io::Result<()> {
+    /// Flushes the file, and `fsync`s it when `sync`.
+    pub fn finish(self, sync: bool) -> io::Result<()> {
         match self {
-            FileWriter::Real(w) => w.into_inner().map_err(|e| e.into_error())?.sync_all(),
-            FileWriter::Sim(path, bytes) => write(&path, &bytes, true),
+            FileWriter::Real(w) => {
+                let file = w.into_inner().map_err(|e| e.into_error())?;
+                if sync {
+                    file.sync_all()?;
+                }
+                Ok(())
+            }
+            FileWriter::Sim(path, bytes) => write(&path, &bytes, sync),
         }
     }
 }

@@ -39,6 +39,8 @@ pub enum Bug {
     AckBeforeSync,
     /// A new segment's file is not made durable in its directory.
     NoDirSyncOnRoll,
+    /// The cleaner's rewrite of a segment is renamed in without its sync.
+    UnsyncedCleanedSegment,
 }
 
 thread_local! {
