@@ -23,7 +23,10 @@
 //!   good: no record cut off ever comes back (each record's key carries
 //!   how many truncations came before its append);
 //! - DeleteRecords holds: the log start never goes back below an answered
-//!   low watermark.
+//!   low watermark (retention by size runs too; it promises no such thing:
+//!   a segment whose deletion a crash undid comes back as it was).
+//!
+//! The cleaner's compaction and swap are `simulation_compaction.rs`'s.
 //!
 //! A quarter of the seeds also run on a small disk (ENOSPC) that fails now
 //! and then with EIO: the partition goes offline or refuses appends, and
@@ -127,6 +130,8 @@ struct World {
     appends: u64,
     /// Appends the log refused (offline after EIO, or out of space).
     refused: u64,
+    /// Retention passes that deleted segments.
+    retentions: u64,
     crashes: u64,
 }
 
@@ -151,6 +156,14 @@ impl World {
     /// Forgets what lies below a new log start.
     fn deleted(&mut self, low: i64) {
         self.deleted_before = self.deleted_before.max(low);
+        self.retained(low);
+    }
+
+    /// Forgets what retention deleted below `low` (which, unlike
+    /// DeleteRecords, promises nothing: a crash may bring whole segments
+    /// back, as they were).
+    fn retained(&mut self, low: i64) {
+        self.retentions += 1;
         self.deletions.push(low);
         self.seen.retain(|offset, _| *offset >= low);
     }
@@ -173,6 +186,7 @@ fn topic_config() -> TopicConfig {
             ("segment.bytes", "16384"),
             ("index.interval.bytes", "1024"),
             ("retention.ms", "-1"),
+            ("retention.bytes", "98304"),
         ])
         .expect("topic config")
 }
@@ -396,6 +410,12 @@ async fn drive(world: &mut World, log: &Rc<PartitionLog>, steps: u64) {
                     world.deleted(low);
                 }
             }
+            25 => {
+                if log.apply_retention().is_ok_and(|deleted| deleted > 0) {
+                    trace(|| format!("retention: start {}", log.log_start_offset()));
+                    world.retained(log.log_start_offset());
+                }
+            }
             _ => {
                 for _ in 0..world.rng.below(16) {
                     futures_lite::future::yield_now().await;
@@ -483,6 +503,7 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
         next_timestamp_ms: 1_000,
         appends: 0,
         refused: 0,
+        retentions: 0,
         crashes: 0,
     };
     let mut left = steps;
@@ -530,7 +551,7 @@ fn the_log_keeps_its_promises_across_simulated_power_failures() {
     let seeds = env_number("RILL_SIM_SEEDS", 24);
     let steps = env_number("RILL_SIM_STEPS", 1_500);
     let first = env_number("RILL_SIM_FIRST_SEED", 0);
-    let (mut appends, mut refused, mut crashes, mut acked) = (0, 0, 0, 0);
+    let (mut appends, mut refused, mut crashes, mut acked, mut retentions) = (0, 0, 0, 0, 0);
     for seed in first..first + seeds {
         let world =
             std::panic::catch_unwind(|| run_seed(seed, steps, Bug::None)).unwrap_or_else(|_| {
@@ -540,6 +561,7 @@ fn the_log_keeps_its_promises_across_simulated_power_failures() {
             });
         appends += world.appends;
         refused += world.refused;
+        retentions += world.retentions;
         crashes += world.crashes;
         acked += world.acked.borrow().len();
     }
@@ -549,6 +571,7 @@ fn the_log_keeps_its_promises_across_simulated_power_failures() {
     );
     assert!(acked > 0 && crashes > seeds, "the simulation did something");
     assert!(refused > 0, "the small, failing disks refused something");
+    assert!(retentions > 0, "retention deleted something");
 }
 
 /// The first seed below `seeds` whose run fails a check with `bug` on.
