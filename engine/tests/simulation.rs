@@ -44,14 +44,12 @@ mod support;
 use engine::batch::{BatchBuilder, Compression};
 use engine::disk::sim::{self, Bug, Rng, SimConfig, SimDisk};
 use engine::log::ReadMode;
-use engine::{EngineConfig, FlushPolicy, PartitionLog, TopicConfig};
+use engine::{PartitionLog, TopicConfig};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::rc::Rc;
+use support::sim::engine_config;
 
-/// Under /proc, where nothing can be made: a file operation that went
-/// around the simulated disk to the real one fails instead of hiding.
 const DATA_DIR: &str = "/proc/rill-sim/data";
 const PRODUCERS: i64 = 3;
 
@@ -167,17 +165,6 @@ impl World {
         self.deletions.push(low);
         self.seen.retain(|offset, _| *offset >= low);
     }
-}
-
-fn engine_config() -> EngineConfig {
-    let mut config = EngineConfig::new(Path::new(DATA_DIR));
-    config.flush_policy = FlushPolicy::Fsync;
-    config.retention_check_interval_ms = 3_600_000;
-    // Streamed writes from the first whole block on, so the bytes a round
-    // counts as written before they are (see `Appender::stream`) are
-    // crashed in too.
-    config.stream_min_bytes = 4096;
-    config
 }
 
 fn topic_config() -> TopicConfig {
@@ -368,7 +355,7 @@ fn trace(what: impl FnOnce() -> String) {
 /// after `steps` steps at most.
 fn incarnation(world: &mut World, steps: u64) {
     common::run(async {
-        let (manager, log) = common::open_log(engine_config(), "sim", topic_config()).await;
+        let (manager, log) = common::open_log(engine_config(DATA_DIR), "sim", topic_config()).await;
         world.seen = check_recovered(&log, world).await;
         trace(|| {
             format!(
@@ -484,14 +471,7 @@ fn disk_config(seed: u64) -> SimConfig {
 /// Runs `seed` for `steps` steps in lives of random length; panics on a
 /// failed check.
 fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
-    raise_open_files_limit();
-    let sim = SimDisk::new(disk_config(seed));
-    let _installed = engine::disk::install(Rc::new(sim.clone()));
-    sim::set_bug(bug);
-    engine::disk::create_dir_all(Path::new(DATA_DIR)).expect("data dir");
-    for dir in ["/", "/proc", "/proc/rill-sim", DATA_DIR] {
-        engine::disk::sync_dir(Path::new(dir)).expect("dir synced");
-    }
+    let (sim, _installed) = support::sim::install(disk_config(seed), DATA_DIR, bug);
     let mut world = World {
         sim,
         rng: Rng::new(seed ^ 0x5EED),
@@ -514,43 +494,19 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
     }
     // The last recovery checks the last life.
     common::run(async {
-        let (_manager, log) = common::open_log(engine_config(), "sim", topic_config()).await;
+        let (_manager, log) =
+            common::open_log(engine_config(DATA_DIR), "sim", topic_config()).await;
         check_recovered(&log, &world).await;
     });
     sim::set_bug(Bug::None);
     world
 }
 
-/// Each life runs on a glommio executor of its own (its end drops every
-/// task, as a power failure does), and glommio keeps one eventfd per
-/// executor it ever made: a long run needs more than the default 1,024.
-fn raise_open_files_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain syscalls on a struct that lives across both.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
-
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn the_log_keeps_its_promises_across_simulated_power_failures() {
-    let seeds = env_number("RILL_SIM_SEEDS", 24);
-    let steps = env_number("RILL_SIM_STEPS", 1_500);
-    let first = env_number("RILL_SIM_FIRST_SEED", 0);
+    let seeds = support::sim::env_number("RILL_SIM_SEEDS", 24);
+    let steps = support::sim::env_number("RILL_SIM_STEPS", 1_500);
+    let first = support::sim::env_number("RILL_SIM_FIRST_SEED", 0);
     let (mut appends, mut refused, mut crashes, mut acked, mut retentions) = (0, 0, 0, 0, 0);
     for seed in first..first + seeds {
         let world =

@@ -16,17 +16,17 @@
 //! `RILL_SIM_SEEDS=200 cargo test --release -p rill-engine --test simulation_compaction -- --nocapture`.
 
 mod common;
+mod support;
 
 use engine::batch::{self, BatchBuilder, Compression};
 use engine::disk::sim::{self, Bug, Rng, SimConfig, SimDisk};
 use engine::log::ReadMode;
-use engine::{EngineConfig, FlushPolicy, PartitionLog, ReadData, TopicConfig};
+use engine::{PartitionLog, ReadData, TopicConfig};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::rc::Rc;
+use support::sim::engine_config;
 
-/// Under /proc, where nothing can be made (see `simulation.rs`).
 const DATA_DIR: &str = "/proc/rill-sim/compaction";
 const KEYS: u64 = 12;
 
@@ -69,14 +69,6 @@ fn parse(offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> (u64, u64) {
         .unwrap_or_else(|| panic!("offset {offset}: a value never written"));
     assert_eq!(value, Some(&value_of(key, version)[..]), "offset {offset}");
     (key, version)
-}
-
-fn engine_config() -> EngineConfig {
-    let mut config = EngineConfig::new(Path::new(DATA_DIR));
-    config.flush_policy = FlushPolicy::Fsync;
-    config.retention_check_interval_ms = 3_600_000;
-    config.stream_min_bytes = 4096;
-    config
 }
 
 fn topic_config() -> TopicConfig {
@@ -222,13 +214,7 @@ async fn drive(world: &mut World, log: &Rc<PartitionLog>, steps: u64) {
 
 /// Runs `seed` for `steps` steps in lives of random length.
 fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
-    let sim = SimDisk::new(SimConfig::new(seed));
-    let _installed = engine::disk::install(Rc::new(sim.clone()));
-    sim::set_bug(bug);
-    engine::disk::create_dir_all(Path::new(DATA_DIR)).expect("data dir");
-    for dir in ["/", "/proc", "/proc/rill-sim", DATA_DIR] {
-        engine::disk::sync_dir(Path::new(dir)).expect("dir synced");
-    }
+    let (sim, _installed) = support::sim::install(SimConfig::new(seed), DATA_DIR, bug);
     let mut world = World {
         sim,
         rng: Rng::new(seed ^ 0xC0FFEE),
@@ -242,7 +228,8 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
     while left > 0 {
         let life = (world.rng.below(300) + 1).min(left);
         common::run(async {
-            let (manager, log) = common::open_log(engine_config(), "c", topic_config()).await;
+            let (manager, log) =
+                common::open_log(engine_config(DATA_DIR), "c", topic_config()).await;
             world.seen = check_recovered(&log, &world).await;
             drive(&mut world, &log, life - 1).await;
             drop(manager);
@@ -255,16 +242,9 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
     world
 }
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[test]
 fn compaction_loses_no_acknowledged_update_across_simulated_power_failures() {
-    let seeds = env_number("RILL_SIM_SEEDS", 16);
+    let seeds = support::sim::env_number("RILL_SIM_SEEDS", 16);
     let (mut removed, mut crashes) = (0, 0);
     for seed in 0..seeds {
         let world = std::panic::catch_unwind(|| run_seed(seed, 1_500, Bug::None))

@@ -2,6 +2,8 @@
 //! temp dirs on a real disk, and a reader that checks every byte it is served.
 #![allow(dead_code)]
 
+pub mod sim;
+
 use engine::batch::{self, BatchHeader};
 use engine::log::ReadMode;
 use engine::{PartitionLog, ReadData};
