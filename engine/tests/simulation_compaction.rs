@@ -244,7 +244,7 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
 
 #[test]
 fn compaction_loses_no_acknowledged_update_across_simulated_power_failures() {
-    let seeds = support::sim::env_number("RILL_SIM_SEEDS", 16);
+    let seeds = support::sim::env_number("RILL_SIM_SEEDS", 8);
     let (mut removed, mut crashes) = (0, 0);
     for seed in 0..seeds {
         let world = std::panic::catch_unwind(|| run_seed(seed, 1_500, Bug::None))
