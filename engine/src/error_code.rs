@@ -262,6 +262,8 @@ error_codes! {
     InvalidShareSessionEpoch = 123, "INVALID_SHARE_SESSION_EPOCH";
     /// The broker's share session cache is full (KIP-932).
     ShareSessionLimitReached = 133, "SHARE_SESSION_LIMIT_REACHED";
+    /// A KIP-848 member's `SubscribedTopicRegex` does not compile.
+    InvalidRegularExpression = 128, "INVALID_REGULAR_EXPRESSION";
 }
 
 impl ErrorCode {

@@ -659,3 +659,52 @@ async fn fenced_generation_commit_is_illegal_generation() {
         Some(Offset::Offset(9))
     );
 }
+
+/// KIP-848 regex subscriptions: a `group.protocol=consumer` consumer that
+/// subscribes with `^rx-.*` reads the matching topics and not the others,
+/// and a matching topic created later joins its assignment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kip848_regex_subscription_reads_matching_topics_new_ones_too() {
+    let dir = data_dir();
+    let broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    for topic in ["rx-a", "rx-b", "other"] {
+        create_topic(&bootstrap, topic, 2, &[]).await;
+    }
+    let mut config = client_config(&bootstrap);
+    config
+        .set("group.id", "rx-group")
+        .set("group.protocol", "consumer")
+        .set("auto.offset.reset", "earliest")
+        .set("topic.metadata.refresh.interval.ms", "1000")
+        .set("fetch.wait.max.ms", "100");
+    let c: BaseConsumer = config.create().expect("consumer");
+    c.subscribe(&["^rx-.*"]).expect("subscribe");
+    let p = producer(&bootstrap, &[]);
+    for topic in ["rx-a", "rx-b", "other"] {
+        produce_all(&p, topic, &values(10, topic), None).await;
+    }
+    let read = |c: &BaseConsumer, n: usize| {
+        let mut topics = BTreeSet::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut count = 0;
+        while count < n && Instant::now() < deadline {
+            if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
+                topics.insert(m.topic().to_string());
+                count += 1;
+            }
+        }
+        (count, topics)
+    };
+    let (count, topics) = read(&c, 20);
+    assert_eq!(count, 20, "both matching topics read: {topics:?}");
+    assert_eq!(topics, ["rx-a", "rx-b"].map(String::from).into());
+    create_topic(&bootstrap, "rx-c", 1, &[]).await;
+    produce_all(&p, "rx-c", &values(5, "rx-c"), None).await;
+    let (count, topics) = read(&c, 5);
+    assert_eq!(
+        (count, topics),
+        (5, ["rx-c".to_string()].into()),
+        "the new topic joined"
+    );
+}

@@ -68,6 +68,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                                 .iter()
                                 .map(|t| str_bytes(t.clone()).into())
                                 .collect();
+                            member.subscribed_topic_regex =
+                                m.subscribed_regex.clone().map(str_bytes);
                             member.assignment = assignment(&shard, &m.assigned);
                             let empty = MemberAssignment::new();
                             member.target_assignment =

@@ -16,7 +16,9 @@ use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
 
-/// v0–v1 (v1 adds regex subscriptions, answered INVALID_REQUEST for now).
+/// v0–v1 (v1 adds regex subscriptions, resolved by the coordinator against
+/// the topics, whole names only, internal topics never; one that does not
+/// compile is INVALID_REGULAR_EXPRESSION, as in Kafka).
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::ConsumerGroupHeartbeat,
     min_version: 0,
@@ -24,32 +26,47 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
+/// Why a heartbeat is answered before it reaches the coordinator, if it is:
+/// a regular expression that does not compile, the protocol turned off
+/// (`group.version` 0: ApiVersions no longer lists this API, and a client
+/// that calls it anyway is told, as in Kafka), or no READ on the group.
+fn refusal(
+    shard: &Shard,
+    request: &Request,
+    body: &ConsumerGroupHeartbeatRequest,
+) -> Option<(ErrorCode, Option<String>)> {
+    let regex = body
+        .subscribed_topic_regex
+        .as_deref()
+        .filter(|r| !r.is_empty());
+    if let Some(bad) = regex.filter(|r| group_runtime::regex::whole_name_regex(r).is_none()) {
+        let message = format!("invalid regular expression {bad:?}");
+        return Some((ErrorCode::InvalidRegularExpression, Some(message)));
+    }
+    let image = shard.runtime().view.image();
+    if features::finalized_level(&image, features::GROUP_VERSION) < 1 {
+        let message = "group.version is 0: the consumer group protocol is off";
+        return Some((ErrorCode::UnsupportedVersion, Some(message.to_string())));
+    }
+    let authz = cluster_runtime::authz(shard, &request.session);
+    authz
+        .group(Operation::Read, &body.group_id)
+        .err()
+        .map(|code| (code, None))
+}
+
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: ConsumerGroupHeartbeatRequest = request.decode()?;
         let mut response = ConsumerGroupHeartbeatResponse::default();
         response.member_id = Some(body.member_id.clone());
         response.member_epoch = body.member_epoch;
-        if body.subscribed_topic_regex.is_some() && body.subscribed_topic_names.is_none() {
-            response.error_code = ErrorCode::InvalidRequest.code();
-            response.error_message = Some(str_bytes("regex subscriptions are not supported"));
-            return request.respond(&response);
-        }
-        // `group.version` 0 turns the protocol off, as in Kafka (ApiVersions
-        // no longer lists this API; a client that calls it anyway is told).
-        let image = shard.runtime().view.image();
-        if features::finalized_level(&image, features::GROUP_VERSION) < 1 {
-            response.error_code = ErrorCode::UnsupportedVersion.code();
-            response.error_message = Some(str_bytes(
-                "group.version is 0: the consumer group protocol is off",
-            ));
-            return request.respond(&response);
-        }
-        let authz = cluster_runtime::authz(&shard, &request.session);
-        if let Err(code) = authz.group(Operation::Read, &body.group_id) {
+        if let Some((code, message)) = refusal(&shard, &request, &body) {
             response.error_code = code.code();
+            response.error_message = message.map(str_bytes);
             return request.respond(&response);
         }
+        let regex = body.subscribed_topic_regex.as_ref().map(|r| r.to_string());
         let owned = body.topic_partitions.map(|topics| {
             let table = shard.topics.borrow();
             topics
@@ -76,6 +93,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             subscribed_topic_names: body
                 .subscribed_topic_names
                 .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
+            subscribed_topic_regex: regex,
             server_assignor: body.server_assignor.map(|s| s.to_string()),
             owned_partitions: owned,
             client_id: super::join_group::client_id(&request),

@@ -48,6 +48,9 @@ pub struct ConsumerHeartbeatRequest {
     pub rebalance_timeout_ms: i32,
     /// Subscribed topic names.
     pub subscribed_topic_names: Option<Vec<String>>,
+    /// A regular expression the subscribed topics match (RE2/J syntax,
+    /// whole names); an empty one drops it.
+    pub subscribed_topic_regex: Option<String>,
     /// Server assignor name.
     pub server_assignor: Option<String>,
     /// Partitions the member owns now (names resolved by the handler).
@@ -118,6 +121,10 @@ pub struct ConsumerMember {
     pub state: MemberState,
     /// Subscribed topics.
     pub subscribed_topics: BTreeSet<String>,
+    /// The regular expression it subscribes with, if any.
+    pub subscribed_regex: Option<String>,
+    /// The topics that expression matched when last resolved.
+    pub regex_topics: BTreeSet<String>,
     /// Server assignor the member asked for.
     pub server_assignor: Option<String>,
     /// Rebalance timeout (bounds a revocation).
@@ -128,6 +135,16 @@ pub struct ConsumerMember {
     pub pending_revocation: MemberAssignment,
     pub(super) session_deadline_ms: i64,
     pub(super) revocation_deadline_ms: Option<i64>,
+}
+
+impl ConsumerMember {
+    /// Every topic it subscribes to: by name, and by its expression.
+    pub fn topics(&self) -> impl Iterator<Item = String> + '_ {
+        self.subscribed_topics
+            .iter()
+            .chain(self.regex_topics.iter())
+            .cloned()
+    }
 }
 
 /// Group state, derived as in Kafka's `ConsumerGroup.State`.
@@ -212,8 +229,26 @@ impl ConsumerGroup {
     pub fn subscribed_topics(&self) -> BTreeSet<String> {
         self.members
             .values()
-            .flat_map(|m| m.subscribed_topics.iter().cloned())
+            .flat_map(ConsumerMember::topics)
             .collect()
+    }
+
+    /// Resolves every member's regular expression again with `matching`
+    /// (topic creations and deletions change what it matches); true when
+    /// a member's topics changed, which bumps the group epoch.
+    fn resolve_regexes(&mut self, matching: &dyn Fn(&str) -> Vec<String>) -> bool {
+        let mut changed = false;
+        for m in self.members.values_mut() {
+            let topics: BTreeSet<String> = match &m.subscribed_regex {
+                Some(regex) => matching(regex).into_iter().collect(),
+                None => BTreeSet::new(),
+            };
+            if topics != m.regex_topics {
+                m.regex_topics = topics;
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// Handles one ConsumerGroupHeartbeat.
@@ -224,6 +259,7 @@ impl ConsumerGroup {
         now_ms: i64,
         req: &ConsumerHeartbeatRequest,
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
+        matching: &dyn Fn(&str) -> Vec<String>,
     ) -> ConsumerHeartbeatResponse {
         if let Some(name) = &req.server_assignor {
             if Assignor::from_name(name).is_none() {
@@ -250,6 +286,9 @@ impl ConsumerGroup {
         if self.heartbeat_update_member(config, now_ms, &member_id, req) {
             self.group_epoch += 1;
         }
+        if self.resolve_regexes(matching) {
+            self.group_epoch += 1;
+        }
         self.refresh_topics(topics);
         self.maybe_compute_target();
         self.reconcile(&member_id, req.owned_partitions.as_deref(), now_ms);
@@ -266,7 +305,7 @@ impl ConsumerGroup {
         req: &ConsumerHeartbeatRequest,
     ) -> Result<String, ConsumerHeartbeatResponse> {
         if req.member_epoch == 0 {
-            if req.subscribed_topic_names.is_none() {
+            if req.subscribed_topic_names.is_none() && req.subscribed_topic_regex.is_none() {
                 return Err(ConsumerHeartbeatResponse::error(
                     ErrorCode::InvalidRequest,
                     &req.member_id,
@@ -333,6 +372,13 @@ impl ConsumerGroup {
                 let names: BTreeSet<String> = names.iter().cloned().collect();
                 if names != m.subscribed_topics {
                     m.subscribed_topics = names;
+                    bump = true;
+                }
+            }
+            if let Some(regex) = &req.subscribed_topic_regex {
+                let regex = (!regex.is_empty()).then(|| regex.clone());
+                if regex != m.subscribed_regex {
+                    m.subscribed_regex = regex;
                     bump = true;
                 }
             }
@@ -419,6 +465,7 @@ impl ConsumerGroup {
             }
         }
         let session_deadline_ms = now_ms + config.consumer_session_timeout_ms;
+        let regex = regex_of(req);
         let subscribed: BTreeSet<String> = req
             .subscribed_topic_names
             .iter()
@@ -429,10 +476,11 @@ impl ConsumerGroup {
             Some(mut m) => {
                 m.member_id = member_id.clone();
                 m.member_epoch = m.previous_member_epoch;
-                if m.subscribed_topics != subscribed {
+                if m.subscribed_topics != subscribed || m.subscribed_regex != regex {
                     self.group_epoch += 1;
                 }
                 m.subscribed_topics = subscribed;
+                m.subscribed_regex = regex;
                 m.session_deadline_ms = session_deadline_ms;
                 m
             }
@@ -449,6 +497,8 @@ impl ConsumerGroup {
                     previous_member_epoch: 0,
                     state: MemberState::Stable,
                     subscribed_topics: subscribed,
+                    subscribed_regex: regex,
+                    regex_topics: BTreeSet::new(),
                     server_assignor: req.server_assignor.clone(),
                     rebalance_timeout_ms: req.rebalance_timeout_ms.max(0),
                     assigned: MemberAssignment::new(),
@@ -532,7 +582,7 @@ impl ConsumerGroup {
                 (
                     id.clone(),
                     MemberSubscription {
-                        topics: m.subscribed_topics.clone(),
+                        topics: m.topics().collect(),
                     },
                 )
             })
@@ -655,6 +705,13 @@ impl ConsumerGroup {
         }
         Ok(())
     }
+}
+
+/// The regular expression a join subscribes with (an empty one is none).
+fn regex_of(req: &ConsumerHeartbeatRequest) -> Option<String> {
+    (req.subscribed_topic_regex.as_deref())
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
 }
 
 /// Kafka's `throwIfMemberEpochIsInvalid`: an epoch ahead is fenced; one behind

@@ -30,6 +30,12 @@ use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
 use super::share_topics::ShareTopics;
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
 
+/// How a heartbeat sees the topics: by name, and by a regular expression.
+type TopicLookups<'a> = (
+    &'a dyn Fn(&str) -> Option<TopicInfo>,
+    &'a dyn Fn(&str) -> Vec<String>,
+);
+
 /// A group of either protocol. Both share one namespace of group ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Group {
@@ -378,7 +384,19 @@ impl GroupCoordinator {
         req: &ConsumerHeartbeatRequest,
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
     ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
-        let response = self.consumer_heartbeat_step(now_ms, req, topics);
+        self.consumer_heartbeat_matching(now_ms, req, topics, &|_| Vec::new())
+    }
+
+    /// [`Self::consumer_heartbeat`] for groups whose members may subscribe
+    /// by a regular expression: `matching` gives the topics one matches.
+    pub fn consumer_heartbeat_matching(
+        &mut self,
+        now_ms: i64,
+        req: &ConsumerHeartbeatRequest,
+        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+        matching: &dyn Fn(&str) -> Vec<String>,
+    ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
+        let response = self.consumer_heartbeat_step(now_ms, req, (topics, matching));
         (response, self.sync_membership(&req.group_id))
     }
 
@@ -386,7 +404,7 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         req: &ConsumerHeartbeatRequest,
-        topics: &dyn Fn(&str) -> Option<TopicInfo>,
+        (topics, matching): TopicLookups<'_>,
     ) -> ConsumerHeartbeatResponse {
         let error = |code: ErrorCode| ConsumerHeartbeatResponse {
             error_code: code,
@@ -419,7 +437,7 @@ impl GroupCoordinator {
         let Some(Group::Consumer(g)) = self.groups.get_mut(&req.group_id) else {
             return error(ErrorCode::GroupIdNotFound);
         };
-        g.heartbeat(&self.config, &mut self.ids, now_ms, req, topics)
+        g.heartbeat(&self.config, &mut self.ids, now_ms, req, topics, matching)
     }
 
     /// The records that bring `group_id`'s membership in the log to what it

@@ -85,6 +85,10 @@ pub struct MemberValue {
     pub subscribed_topics: BTreeSet<String>,
     /// The server assignor the member asked for.
     pub server_assignor: Option<String>,
+    /// The regular expression it subscribes with.
+    pub subscribed_regex: Option<String>,
+    /// The topics that expression matched when last resolved.
+    pub regex_topics: BTreeSet<String>,
     /// Rebalance timeout.
     pub rebalance_timeout_ms: i32,
     /// Member epoch.
@@ -158,6 +162,11 @@ pub fn encode_member_value(value: &MemberValue) -> Vec<u8> {
     for partitions in [&value.assigned, &value.pending_revocation, &value.target] {
         put_partitions(&mut out, partitions);
     }
+    put_nullable_str(&mut out, value.subscribed_regex.as_deref());
+    put_i32(&mut out, value.regex_topics.len() as i32);
+    for topic in &value.regex_topics {
+        put_str(&mut out, topic);
+    }
     out
 }
 
@@ -209,10 +218,7 @@ pub fn decode_member_value(value: &[u8]) -> Result<MemberValue, RecordError> {
     let rack_id = r.nullable_str("rack id")?;
     let client_id = r.str("client id")?;
     let client_host = r.str("client host")?;
-    let topics = count(&mut r, "subscription count", 2)?;
-    let subscribed_topics = (0..topics)
-        .map(|_| r.str("subscribed topic"))
-        .collect::<Result<_, _>>()?;
+    let subscribed_topics = names(&mut r, "subscription count")?;
     Ok(MemberValue {
         kind,
         instance_id,
@@ -228,6 +234,8 @@ pub fn decode_member_value(value: &[u8]) -> Result<MemberValue, RecordError> {
         assigned: partitions(&mut r)?,
         pending_revocation: partitions(&mut r)?,
         target: partitions(&mut r)?,
+        subscribed_regex: r.nullable_str("subscribed regex")?,
+        regex_topics: names(&mut r, "regex topic count")?,
     })
 }
 
@@ -249,6 +257,11 @@ fn count(r: &mut Reader<'_>, field: &'static str, min_size: usize) -> Result<i32
         });
     }
     Ok(count)
+}
+
+fn names(r: &mut Reader<'_>, field: &'static str) -> Result<BTreeSet<String>, RecordError> {
+    let count = count(r, field, 2)?;
+    (0..count).map(|_| r.str("topic name")).collect()
 }
 
 fn partitions(r: &mut Reader<'_>) -> Result<BTreeSet<TopicPartition>, RecordError> {
@@ -293,6 +306,8 @@ mod tests {
             client_host: "/127.0.0.1".into(),
             subscribed_topics: ["a".to_string(), "b".to_string()].into(),
             server_assignor: None,
+            subscribed_regex: Some("t.*".into()),
+            regex_topics: ["t1".to_string()].into(),
             rebalance_timeout_ms: 30_000,
             member_epoch: 5,
             previous_member_epoch: 4,

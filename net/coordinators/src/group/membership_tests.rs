@@ -280,3 +280,61 @@ fn share_members_go_on_after_a_coordinator_move_and_a_leave_is_kept() {
     third.log.extend(records);
     assert!(third.moved(3_000).c.group("sg").is_none());
 }
+
+#[test]
+fn a_regex_member_gets_the_topics_its_expression_matches_now_and_later() {
+    // "t" exists from the start; "u" is created later.
+    let created = std::cell::Cell::new(false);
+    let topics = |name: &str| match name {
+        "t" => topics(name),
+        "u" if created.get() => Some(TopicInfo {
+            id: [8; 16],
+            partitions: 2,
+        }),
+        _ => None,
+    };
+    let matching = |expression: &str| -> Vec<String> {
+        assert_eq!(expression, "[tu]");
+        let mut names = vec!["t".to_string()];
+        if created.get() {
+            names.push("u".to_string());
+        }
+        names
+    };
+    let mut at = Logged::new();
+    let mut req = ConsumerHeartbeatRequest {
+        group_id: "cg".into(),
+        member_id: "r".into(),
+        member_epoch: 0,
+        rebalance_timeout_ms: 60_000,
+        subscribed_topic_regex: Some("[tu]".into()),
+        client_id: "client".into(),
+        ..ConsumerHeartbeatRequest::default()
+    };
+    let beat = |at: &mut Logged, req: &ConsumerHeartbeatRequest, now_ms: i64| {
+        let (r, records) =
+            at.c.consumer_heartbeat_matching(now_ms, req, &topics, &matching);
+        at.log.extend(records);
+        assert_eq!(r.error_code, ErrorCode::None);
+        r
+    };
+    let first = beat(&mut at, &req, 0);
+    let owned: BTreeSet<TopicPartition> = first.assignment.expect("assigned").into_iter().collect();
+    assert_eq!(owned.len(), 6, "t's six partitions");
+    req.member_epoch = first.member_epoch;
+    req.subscribed_topic_regex = None;
+    req.owned_partitions = Some(owned.iter().cloned().collect());
+    created.set(true);
+    let second = beat(&mut at, &req, 100);
+    assert!(
+        second.member_epoch > first.member_epoch,
+        "a new topic, a new epoch"
+    );
+    let owned = second.assignment.expect("assigned again");
+    assert_eq!(owned.len(), 8, "u's two partitions join: {owned:?}");
+    // The expression is kept with the member across a coordinator move.
+    let moved = at.moved(200);
+    let g = moved.c.describe_consumer_group("cg").expect("restored");
+    assert_eq!(g.members["r"].subscribed_regex.as_deref(), Some("[tu]"));
+    assert_eq!(g.members["r"].regex_topics.len(), 2);
+}

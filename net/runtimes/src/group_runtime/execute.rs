@@ -87,8 +87,15 @@ fn step_now(
             partitions: e.partitions,
         })
     };
+    let matching = |expression: &str| super::regex::matching_topics(&table, expression);
     let mut coordinator = runtime.coordinator.borrow_mut();
-    let (immediate, mut records) = step(&mut coordinator, runtime, now, token, request, &topics);
+    let (immediate, mut records) = step(
+        &mut coordinator,
+        (runtime, now, token),
+        request,
+        &topics,
+        &matching,
+    );
     records.extend(coordinator.tick(now));
     (immediate, records, coordinator.take_responses())
 }
@@ -124,11 +131,10 @@ fn request_partition(shard: &Shard, request: &GroupRequest) -> Option<i32> {
 /// come) and the records to persist.
 fn step(
     coordinator: &mut GroupCoordinator,
-    runtime: &GroupRuntime,
-    now: i64,
-    token: RequestToken,
+    (runtime, now, token): (&GroupRuntime, i64, RequestToken),
     request: GroupRequest,
     topics: &dyn Fn(&str) -> Option<TopicInfo>,
+    matching: &dyn Fn(&str) -> Vec<String>,
 ) -> (Immediate, Vec<Record>) {
     match request {
         GroupRequest::Join(req) => join(coordinator, runtime, now, token, req),
@@ -141,7 +147,7 @@ fn step(
             GroupReply::Codes,
         ),
         GroupRequest::ConsumerHeartbeat(req) => answered_with(
-            coordinator.consumer_heartbeat(now, &req, topics),
+            coordinator.consumer_heartbeat_matching(now, &req, topics, matching),
             GroupReply::ConsumerHeartbeat,
         ),
         GroupRequest::ShareHeartbeat(req) => answered_with(

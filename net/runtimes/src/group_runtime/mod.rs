@@ -30,6 +30,7 @@
 
 mod execute;
 mod persist;
+pub mod regex;
 mod replay;
 mod timer;
 
