@@ -61,7 +61,7 @@ fn dry_run_lists_writes_and_changes_nothing() {
         ("/proc/sys/net/core/somaxconn", "4096"),
         ("/proc/sys/net/core/rmem_max", "16777216"),
         ("/proc/sys/net/ipv4/tcp_rmem", "4096 131072 16777216"),
-        ("/sys/kernel/mm/transparent_hugepage/enabled", "always"),
+        ("/sys/kernel/mm/transparent_hugepage/enabled", "madvise"),
         (
             "/sys/devices/system/cpu/cpu3/cpufreq/scaling_governor",
             "performance",
