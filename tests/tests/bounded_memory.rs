@@ -3,7 +3,8 @@
 //! index cache. Every record reads back from the beginning, from offsets in
 //! the middle and from timestamps (ListOffsets by time through
 //! `offsets_for_times`), while `/metrics` never shows a shard's index cache
-//! above its cap and shows evictions.
+//! above its cap and shows evictions. And the broker takes no transparent
+//! huge pages for its heap.
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -313,4 +314,21 @@ async fn batch_cache_and_read_buffers_show_on_metrics_within_their_caps() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// rill turns transparent huge pages off for itself (mimalloc's `no_thp`):
+/// request frames are allocated and freed at the produce rate, and each
+/// fresh huge page is a 2 MiB zeroing fault (docs/benchmarks/per-request-costs.md).
+#[test]
+fn the_broker_takes_no_transparent_huge_pages() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &[]);
+    let pid = broker.pid().expect("the broker runs");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
+    // `THP_enabled` is in /proc/PID/status since Linux 5.0.
+    let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) else {
+        rill_tests::skipped("this kernel's /proc/PID/status has no THP_enabled");
+        return;
+    };
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
 }

@@ -23,7 +23,7 @@ pub fn checks(context: &Context) -> Vec<Check> {
 }
 
 fn transparent_huge_pages(context: &Context) -> Check {
-    // rill keeps huge pages off its own heap (mimalloc's `no_thp`): request
+    // rill turns huge pages off for itself (PR_SET_THP_DISABLE): request
     // buffers are allocated and freed at the produce rate, and each fresh
     // huge page is a 2 MiB zeroing fault (docs/benchmarks/per-request-costs.md).
     // `always` still costs the shards' cores: khugepaged compacts the other

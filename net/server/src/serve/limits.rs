@@ -1,5 +1,6 @@
 //! The process limits a broker raises at start (locked memory, open
-//! descriptors), and the connection cap the descriptor limit sets.
+//! descriptors), transparent huge pages turned off for it, and the
+//! connection cap the descriptor limit sets.
 
 use kernel::config::BrokerConfig;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// `max.connections` by the descriptors there are (logged when it bites).
 pub(super) fn raise_process_limits(config: &BrokerConfig) {
     raise_memlock_limit();
+    disable_transparent_huge_pages();
     let open_files = raise_open_files_limit();
     DESCRIPTOR_CONNECTION_CAP.store(descriptor_connection_cap(open_files), Ordering::Relaxed);
     let cap = effective_max_connections(config.max_connections);
@@ -17,6 +19,24 @@ pub(super) fn raise_process_limits(config: &BrokerConfig) {
             rlimit_nofile = open_files,
             "connections capped by the descriptor limit (2 per connection, a quarter \
              kept for log files): raise `ulimit -n` for more"
+        );
+    }
+}
+
+/// Turns transparent huge pages off for this process, whatever the host's
+/// `transparent_hugepage/enabled` says. Request frames are allocated and
+/// freed at the produce rate, and a fresh huge page is a fault that zeroes
+/// 2 MiB: with one librdkafka producer that zeroing was most of the
+/// broker's CPU (docs/benchmarks/per-request-costs.md). mimalloc's
+/// `no_thp` only stops it asking for huge pages, which is enough under
+/// `madvise` but not under `always`.
+fn disable_transparent_huge_pages() {
+    // SAFETY: PR_SET_THP_DISABLE takes integer arguments and touches no
+    // memory of ours.
+    if unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "could not turn transparent huge pages off for the broker"
         );
     }
 }
