@@ -20,27 +20,8 @@ mkdir -p "$DATA"
 server=0
 trap '[ "$server" = 0 ] || kill "$server" 2>/dev/null || true' EXIT
 cpu_s() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$1/stat"; }
-produce() {
-  RECORDS=$RECORDS python3 - <<'PY'
-import os
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-bootstrap = '127.0.0.1:19092'
-admin = AdminClient({'bootstrap.servers': bootstrap, 'log_level': 3})
-[f.result() for f in admin.create_topics([NewTopic('floor', 8, 1)]).values()]
-p = Producer({'bootstrap.servers': bootstrap, 'acks': 'all', 'log_level': 3})
-value = b'x' * 1024
-for i in range(int(os.environ['RECORDS'])):
-    while True:
-        try:
-            p.produce('floor', value, partition=i % 8)
-            break
-        except BufferError:
-            p.poll(0.01)
-    if i % 10_000 == 0:
-        p.poll(0)
-assert p.flush(120) == 0, 'records left unacknowledged'
-PY
+produce() { # RECORDS [--no-create]
+  python3 "$(dirname "$0")/librdkafka_produce.py" 127.0.0.1:19092 floor "$@"
 }
 run_one() { # label command...
   local label=$1; shift
@@ -49,8 +30,9 @@ run_one() { # label command...
   server=$!
   sleep 3
   local before after
+  produce 0 # the topic, outside the measured window
   before=$(cpu_s "$server")
-  produce
+  produce "$RECORDS" --no-create
   after=$(cpu_s "$server")
   kill "$server"; wait "$server" 2>/dev/null || true
   python3 -c "print('%s %.3f' % ('$label', ($after - $before) / ($RECORDS * 1024 / 1e9)))"

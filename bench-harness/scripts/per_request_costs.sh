@@ -28,27 +28,10 @@ for producers in 2 1; do
     --out "$DATA/run-$producers.json" 2>&1 | grep "broker CPU" | sed "s/^/rill-bench, $producers producers: /"
 done
 metric() { curl -s 127.0.0.1:19644/metrics | awk -v n="$1" '$1 ~ "^"n {s += $2} END {print s + 0}'; }
-python3 - <<'PY'
-from confluent_kafka.admin import AdminClient, NewTopic
-admin = AdminClient({'bootstrap.servers': '127.0.0.1:19092'})
-[f.result() for f in admin.create_topics([NewTopic('librdkafka-one', 8, 1)]).values()]
-PY
+# The topic first (0 records), outside the measured window.
+python3 "$(dirname "$0")/librdkafka_produce.py" 127.0.0.1:19092 librdkafka-one 0
 before=("$(metric process_cpu_seconds_total)" "$(metric rill_process_context_switches_total)" "$(metric rill_fsyncs_total)")
-python3 - <<'PY'
-from confluent_kafka import Producer
-p = Producer({'bootstrap.servers': '127.0.0.1:19092', 'acks': 'all'})
-value = b'x' * 1024
-for i in range(1_000_000):
-    while True:
-        try:
-            p.produce('librdkafka-one', value, partition=i % 8)
-            break
-        except BufferError:
-            p.poll(0.01)
-    if i % 10_000 == 0:
-        p.poll(0)
-p.flush(60)
-PY
+python3 "$(dirname "$0")/librdkafka_produce.py" 127.0.0.1:19092 librdkafka-one 1000000 --no-create
 after=("$(metric process_cpu_seconds_total)" "$(metric rill_process_context_switches_total)" "$(metric rill_fsyncs_total)")
 python3 -c "
 gb = 1_000_000 * 1024 / 1e9
