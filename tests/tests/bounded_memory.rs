@@ -316,7 +316,7 @@ async fn batch_cache_and_read_buffers_show_on_metrics_within_their_caps() {
     }
 }
 
-/// rill turns transparent huge pages off for itself (mimalloc's `no_thp`):
+/// rill turns transparent huge pages off for itself (PR_SET_THP_DISABLE):
 /// request frames are allocated and freed at the produce rate, and each
 /// fresh huge page is a 2 MiB zeroing fault (docs/benchmarks/per-request-costs.md).
 #[test]
