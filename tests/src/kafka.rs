@@ -153,6 +153,30 @@ fn is_transient(e: &rdkafka::error::KafkaError) -> bool {
     )
 }
 
+/// A consumer outside any group, assigned `places` (topic, partition) from
+/// their beginning, polling fetches every 100 ms, with `settings` on top.
+pub fn from_beginning(
+    bootstrap: &str,
+    places: &[(&str, i32)],
+    settings: &[(&str, &str)],
+) -> BaseConsumer {
+    let mut c = client_config(bootstrap);
+    c.set("group.id", "rill-tests-unused")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", "100");
+    for (k, v) in settings {
+        c.set(*k, *v);
+    }
+    let consumer: BaseConsumer = c.create().expect("consumer");
+    let mut tpl = TopicPartitionList::new();
+    for (topic, partition) in places {
+        tpl.add_partition_offset(topic, *partition, rdkafka::Offset::Beginning)
+            .expect("partition");
+    }
+    consumer.assign(&tpl).expect("assign");
+    consumer
+}
+
 /// Consumes every partition of `topic` from the beginning until `expected`
 /// records arrived (or `timeout` passes), with an assigned (group-less) consumer.
 pub fn consume_all(
@@ -163,20 +187,8 @@ pub fn consume_all(
     timeout: Duration,
     settings: &[(&str, &str)],
 ) -> Vec<Rec> {
-    let mut c = client_config(bootstrap);
-    c.set("group.id", "rill-tests-unused")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "100");
-    for (k, v) in settings {
-        c.set(*k, *v);
-    }
-    let consumer: BaseConsumer = c.create().expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..partitions {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("partition");
-    }
-    consumer.assign(&tpl).expect("assign");
+    let places: Vec<(&str, i32)> = (0..partitions).map(|p| (topic, p)).collect();
+    let consumer = from_beginning(bootstrap, &places, settings);
     let mut out = Vec::new();
     let deadline = Instant::now() + timeout;
     // Connection-state events librdkafka reports and then recovers from by
@@ -257,17 +269,8 @@ pub fn consume_to_end(
 /// rose after `ends` was taken (followers catching up) must not make up
 /// for one still being read.
 fn consume_below(bootstrap: &str, topic: &str, ends: &[i64], timeout: Duration) -> Vec<Rec> {
-    let mut c = client_config(bootstrap);
-    c.set("group.id", "rill-tests-unused")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "100");
-    let consumer: BaseConsumer = c.create().expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..ends.len() as i32 {
-        tpl.add_partition_offset(topic, p, rdkafka::Offset::Beginning)
-            .expect("partition");
-    }
-    consumer.assign(&tpl).expect("assign");
+    let places: Vec<(&str, i32)> = (0..ends.len() as i32).map(|p| (topic, p)).collect();
+    let consumer = from_beginning(bootstrap, &places, &[]);
     let mut read = vec![0i64; ends.len()];
     let mut out = Vec::new();
     let deadline = Instant::now() + timeout;

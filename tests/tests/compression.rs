@@ -17,11 +17,9 @@ use rdkafka::admin::{
     AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
 };
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::TopicPartitionList;
 use rill_tests::kafka::{client_config, create_topic, producer};
 use rill_tests::raw::request;
 use rill_tests::{data_dir, Broker};
@@ -90,17 +88,8 @@ async fn produce(producer: &FutureProducer, topic: &str, records: &[Record]) {
 
 /// Every record of partition 0 of each of `topics`, in offset order.
 fn consume(bootstrap: &str, topics: &[String], expected: usize) -> BTreeMap<String, Vec<Record>> {
-    let mut c = client_config(bootstrap);
-    c.set("group.id", "rill-tests-unused")
-        .set("enable.auto.commit", "false")
-        .set("fetch.wait.max.ms", "100");
-    let consumer: BaseConsumer = c.create().expect("consumer");
-    let mut tpl = TopicPartitionList::new();
-    for topic in topics {
-        tpl.add_partition_offset(topic, 0, rdkafka::Offset::Beginning)
-            .expect("partition");
-    }
-    consumer.assign(&tpl).expect("assign");
+    let places: Vec<(&str, i32)> = topics.iter().map(|t| (t.as_str(), 0)).collect();
+    let consumer = rill_tests::kafka::from_beginning(bootstrap, &places, &[]);
     let mut out: BTreeMap<String, Vec<Record>> = BTreeMap::new();
     let mut count = 0;
     let deadline = Instant::now() + Duration::from_secs(30);
