@@ -236,11 +236,18 @@ impl ConsumerGroup {
     /// Resolves every member's regular expression again with `matching`
     /// (topic creations and deletions change what it matches); true when
     /// a member's topics changed, which bumps the group epoch.
+    ///
+    /// Each distinct expression is matched once: a group's members mostly
+    /// share one, and matching walks every topic.
     fn resolve_regexes(&mut self, matching: &dyn Fn(&str) -> Vec<String>) -> bool {
+        let mut resolved: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut changed = false;
         for m in self.members.values_mut() {
             let topics: BTreeSet<String> = match &m.subscribed_regex {
-                Some(regex) => matching(regex).into_iter().collect(),
+                Some(regex) => resolved
+                    .entry(regex.clone())
+                    .or_insert_with(|| matching(regex).into_iter().collect())
+                    .clone(),
                 None => BTreeSet::new(),
             };
             if topics != m.regex_topics {
@@ -375,8 +382,8 @@ impl ConsumerGroup {
                     bump = true;
                 }
             }
-            if let Some(regex) = &req.subscribed_topic_regex {
-                let regex = (!regex.is_empty()).then(|| regex.clone());
+            if req.subscribed_topic_regex.is_some() {
+                let regex = regex_of(req);
                 if regex != m.subscribed_regex {
                     m.subscribed_regex = regex;
                     bump = true;
@@ -707,7 +714,8 @@ impl ConsumerGroup {
     }
 }
 
-/// The regular expression a join subscribes with (an empty one is none).
+/// The regular expression a heartbeat subscribes with (an empty one is
+/// none; an absent one leaves a known member's as it was).
 fn regex_of(req: &ConsumerHeartbeatRequest) -> Option<String> {
     (req.subscribed_topic_regex.as_deref())
         .filter(|r| !r.is_empty())
