@@ -77,6 +77,10 @@ pub struct EngineConfig {
     pub open_concurrency: usize,
     /// Preallocation step of the segment files, in bytes.
     pub preallocate_bytes: u64,
+    /// `rill.segment.recycle.max`: how many deleted segments' files each
+    /// partition keeps for its next segments (`recycle.rs`); 0 turns
+    /// recycling off.
+    pub segment_recycle_max: usize,
     /// How often the retention/compaction task runs, in ms (Kafka's `log.retention.check.interval.ms`).
     pub retention_check_interval_ms: u64,
     /// Kafka's `producer.id.expiration.ms` (default 1 day): a partition
@@ -131,6 +135,7 @@ impl EngineConfig {
             index_cache_bytes: 64 << 20,
             open_concurrency: 16,
             preallocate_bytes: 32 << 20,
+            segment_recycle_max: 2,
             retention_check_interval_ms: 300_000,
             producer_id_expiration_ms: 86_400_000,
             stream_min_bytes: crate::io_sizing::defaults::STREAM_CHUNK_BYTES,

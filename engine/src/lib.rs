@@ -49,6 +49,8 @@
 //! - [`io_sizing`]: the in-flight write bytes, stream chunk and read-ahead,
 //!   derived (pure) from the disk's measured figures (`io-properties.yaml`).
 //! - [`recovery`]: scanning and truncating after a crash.
+//! - [`recycle`]: deleted segments' files kept as spares that later
+//!   segments take over, already written, so appends change no metadata.
 //! - [`producer_state`]: idempotent producers (epochs, the last sequences,
 //!   duplicate detection) and open transactions, with their snapshots.
 //! - [`producer_id_blocks`]: the persisted, monotonically increasing allocator of
@@ -69,7 +71,7 @@
 //! Imports run one way, with no cycle between files (`tests/src/layering.rs`
 //! checks it): `types` and `clock` at the bottom; `batch`, `index`,
 //! `segment`, `segment_swap`, `producer_state`, `txn_index`, `recovery`,
-//! `retention` above them; `log` on those; `compaction` on `log`'s maintenance view; `manager`
+//! `recycle`, `retention` above them; `log` on those; `compaction` on `log`'s maintenance view; `manager`
 //! on top.
 
 pub mod appender;
@@ -94,6 +96,7 @@ pub mod manager;
 pub mod producer_id_blocks;
 pub mod producer_state;
 pub mod recovery;
+pub mod recycle;
 pub mod remote_segment;
 pub mod retention;
 pub mod segment;

@@ -2,7 +2,9 @@
 //!
 //! A segment is scanned batch by batch: header sanity, CRC32C, and offsets
 //! that only grow. The first batch that fails — torn by a crash, zeroed by
-//! preallocation, or corrupted on disk — ends the valid prefix; the caller
+//! preallocation, left over in a recycled file (a whole, valid batch wholly
+//! below the segment's base: `recycle.rs`), or corrupted on disk — ends the
+//! valid prefix; the caller
 //! truncates the file there (and drops later segments), logging why. The
 //! scan rebuilds the segment's indexes on the way, which is also how a
 //! missing or corrupt `.index` / `.timeindex` is replaced.
@@ -274,22 +276,40 @@ impl<'p> ScanReader<'p> {
             }
         };
         if let Some(reason) = offsets_problem(&header, position, expected_min, base_offset) {
+            // A recycled file's stale batch (`recycle.rs`): whole, valid,
+            // and wholly below this segment, which no batch of its own can
+            // be. The log ends here as cleanly as at preallocated zeros.
+            let stale = header.last_offset() < base_offset
+                && header.base_offset <= header.last_offset()
+                && self.whole_batch_problem(position, &header)?.is_none();
+            return Ok(NextBatch::Stop((!stale).then_some(reason)));
+        }
+        if let Some(reason) = self.whole_batch_problem(position, &header)? {
             return Ok(NextBatch::Stop(Some(reason)));
         }
+        Ok(NextBatch::Valid(header))
+    }
+
+    /// Why the batch at `position` whose header is `header` is not whole
+    /// and CRC-valid, if it is not.
+    fn whole_batch_problem(
+        &mut self,
+        position: u64,
+        header: &BatchHeader,
+    ) -> Result<Option<String>, EngineError> {
         let total = header.total_bytes();
         let Some(bytes) = self.bytes_at(position, total)? else {
-            return Ok(NextBatch::Stop(Some(format!(
+            return Ok(Some(format!(
                 "torn batch at byte {position}: {total} bytes announced, file ends first"
-            ))));
+            )));
         };
         let crc = batch::compute_crc(bytes);
-        if crc != header.crc {
-            return Ok(NextBatch::Stop(Some(format!(
+        Ok((crc != header.crc).then(|| {
+            format!(
                 "CRC mismatch at byte {position} (stored {:#010x}, computed {crc:#010x})",
                 header.crc
-            ))));
-        }
-        Ok(NextBatch::Valid(header))
+            )
+        }))
     }
 }
 

@@ -268,7 +268,24 @@ impl Segment {
     pub fn delete_files(&self) -> Result<(), EngineError> {
         self.deleted.set(true);
         self.readers.borrow_mut().take();
-        for extension in ["log", "index", "timeindex", "txnindex"] {
+        self.remove_files(&["log", "index", "timeindex", "txnindex"])
+    }
+
+    /// Moves the `.log` file to `to` (a spare for a later segment: see
+    /// `recycle.rs`) and removes the indexes. Returns the read handles
+    /// the segment held: reads in flight may still hold clones, and the
+    /// file must not be written again before they are gone.
+    pub fn recycle_files(&self, to: &Path) -> Result<Option<Readers>, EngineError> {
+        self.deleted.set(true);
+        let readers = self.readers.borrow_mut().take();
+        let from = self.log_path();
+        disk::rename(&from, to).map_err(|e| EngineError::io(&from, e))?;
+        self.remove_files(&["index", "timeindex", "txnindex"])?;
+        Ok(readers)
+    }
+
+    fn remove_files(&self, extensions: &[&str]) -> Result<(), EngineError> {
+        for &extension in extensions {
             let path = self.path(extension);
             match disk::remove_file(&path) {
                 Ok(()) => {}

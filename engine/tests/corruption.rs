@@ -383,3 +383,33 @@ fn corrupt_first_segment_ends_the_log_and_drops_later_segments() {
     );
     assert_recovers_to(dir.path(), base);
 }
+
+/// A recycled segment file (`engine/src/recycle.rs`) holds an older
+/// segment's batches, whole and valid, past its own: recovery ends each
+/// segment's log before them, as at zeros, reports nothing and drops no
+/// later segment.
+#[test]
+fn an_older_segments_batches_after_the_data_are_ignored() {
+    let dir = tempdir();
+    let partition = write_log(dir.path(), 60);
+    let files = log_files(&partition);
+    assert!(files.len() >= 3);
+    let stale = std::fs::read(&files[0]).expect("read the first segment");
+    for path in [&files[1], files.last().expect("a segment")] {
+        let mut bytes = std::fs::read(path).expect("read");
+        bytes.extend_from_slice(&stale);
+        std::fs::write(path, bytes).expect("write");
+    }
+    assert_recovers_to(dir.path(), 300);
+    assert_eq!(
+        log_files(&partition).len(),
+        files.len(),
+        "no segment dropped"
+    );
+    let (position, header) = *file_batches(&files[1]).last().expect("batches");
+    assert_eq!(
+        std::fs::metadata(&files[1]).expect("metadata").len(),
+        position + header.total_bytes() as u64,
+        "the stale batches were trimmed from the sealed segment"
+    );
+}

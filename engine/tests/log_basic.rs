@@ -271,7 +271,11 @@ fn rolls_segments_and_applies_retention_and_delete_records() {
         let topic = TopicConfig::default()
             .with_overrides([("segment.bytes", "4096"), ("retention.bytes", "8192")])
             .unwrap();
-        let (_m, log) = open_log(config(&path, FlushPolicy::Os), "t", topic).await;
+        // Retention at its tick: without recycling no roll runs it
+        // (`tests/recycling.rs` covers the rolls that do).
+        let mut engine = config(&path, FlushPolicy::Os);
+        engine.segment_recycle_max = 0;
+        let (_m, log) = open_log(engine, "t", topic).await;
         for i in 0..100 {
             append_durable(&log, batch(i * 10, 10, 1_000)).await;
         }

@@ -25,6 +25,10 @@
 //! - DeleteRecords holds: the log start never goes back below an answered
 //!   low watermark (retention by size runs too; it promises no such thing:
 //!   a segment whose deletion a crash undid comes back as it was).
+//! - Recycling (`engine/src/recycle.rs`) brings nothing back: the files of
+//!   segments that retention and DeleteRecords delete are taken over by
+//!   new segments, old batches and all, and no old batch is ever read as
+//!   part of the log.
 //!
 //! The cleaner's compaction and swap are `simulation_compaction.rs`'s.
 //!
@@ -130,6 +134,8 @@ struct World {
     refused: u64,
     /// Retention passes that deleted segments.
     retentions: u64,
+    /// New segments that took a deleted one's file (`recycle.rs`).
+    recycled: u64,
     crashes: u64,
 }
 
@@ -365,6 +371,7 @@ fn incarnation(world: &mut World, steps: u64) {
             )
         });
         drive(world, &log, steps).await;
+        world.recycled += log.segments_recycled();
         drop(manager);
     });
     trace(|| format!("crash {}", world.crashes));
@@ -409,6 +416,18 @@ async fn drive(world: &mut World, log: &Rc<PartitionLog>, steps: u64) {
                 }
             }
         }
+        notice_retention_at_rolls(world, log);
+    }
+}
+
+/// A roll that finds no recycled file at hand runs retention by size
+/// itself (`recycle.rs`): the log start it moved is retention's, which
+/// promises nothing past a crash.
+fn notice_retention_at_rolls(world: &mut World, log: &PartitionLog) {
+    let start = log.log_start_offset();
+    if world.deletions.last().is_none_or(|low| start > *low) {
+        trace(|| format!("retention at a roll: start {start}"));
+        world.retained(start);
     }
 }
 
@@ -484,6 +503,7 @@ fn run_seed(seed: u64, steps: u64, bug: Bug) -> World {
         appends: 0,
         refused: 0,
         retentions: 0,
+        recycled: 0,
         crashes: 0,
     };
     let mut left = steps;
@@ -507,7 +527,8 @@ fn the_log_keeps_its_promises_across_simulated_power_failures() {
     let seeds = support::sim::env_number("RILL_SIM_SEEDS", 24);
     let steps = support::sim::env_number("RILL_SIM_STEPS", 1_500);
     let first = support::sim::env_number("RILL_SIM_FIRST_SEED", 0);
-    let (mut appends, mut refused, mut crashes, mut acked, mut retentions) = (0, 0, 0, 0, 0);
+    let (mut appends, mut refused, mut crashes, mut acked) = (0, 0, 0, 0);
+    let (mut retentions, mut recycled) = (0, 0);
     for seed in first..first + seeds {
         let world =
             std::panic::catch_unwind(|| run_seed(seed, steps, Bug::None)).unwrap_or_else(|_| {
@@ -518,16 +539,18 @@ fn the_log_keeps_its_promises_across_simulated_power_failures() {
         appends += world.appends;
         refused += world.refused;
         retentions += world.retentions;
+        recycled += world.recycled;
         crashes += world.crashes;
         acked += world.acked.borrow().len();
     }
     eprintln!(
         "{seeds} seeds × {steps} steps: {appends} appends ({acked} acknowledged, \
-         {refused} refused), {crashes} crashes"
+         {refused} refused), {crashes} crashes, {recycled} segments recycled"
     );
     assert!(acked > 0 && crashes > seeds, "the simulation did something");
     assert!(refused > 0, "the small, failing disks refused something");
     assert!(retentions > 0, "retention deleted something");
+    assert!(recycled > 0, "new segments took deleted segments' files");
 }
 
 /// The first seed below `seeds` whose run fails a check with `bug` on.

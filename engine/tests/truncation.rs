@@ -438,9 +438,17 @@ fn truncation_keeps_producer_state_and_retention_moves_the_epoch_start() {
     let dir = tempdir();
     let path = dir.path().to_path_buf();
     run(async move {
-        let (_m, log) = three_epochs(&path).await;
+        let (m, log) = three_epochs(&path).await;
         // DeleteRecords moves the log start: the first entry moves with it.
         assert_eq!(log.delete_records(60).await.unwrap(), 60);
+        assert_eq!(epoch_pairs(&log), vec![(3, 60), (5, 150)]);
+        // In memory: the file keeps the entries below the start, which a
+        // reopen cuts again.
+        assert_eq!(checkpoint_text(log.dir()), "0\n3\n0 0\n3 50\n5 150\n");
+        m.shutdown().await.unwrap();
+        drop((m, log));
+        let (_m, log) = open_log(config(&path, FlushPolicy::Fsync), "t", small_segments()).await;
+        assert_eq!(log.log_start_offset(), 60);
         assert_eq!(epoch_pairs(&log), vec![(3, 60), (5, 150)]);
         assert_eq!(checkpoint_text(log.dir()), "0\n2\n3 60\n5 150\n");
         // A cut below the start moves the start back with it (Kafka's rule).

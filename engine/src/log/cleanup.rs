@@ -5,13 +5,14 @@
 //! leader-epoch cache in step: deleted segments take their aborted
 //! transactions along, the epoch cache is cut at the new log start
 //! (Kafka's `truncateFromStart`), and the retention tick expires idle
-//! producers.
+//! producers. A deleted segment's file may be kept for a later segment
+//! (`recycle.rs`).
 
 use super::PartitionLog;
 use crate::config::TopicConfig;
 use crate::error::EngineError;
 use crate::retention::{expired_prefix, RetentionLimits, SegmentSpan};
-use crate::segment::write_file_synced;
+use crate::segment::{sync_dir, write_file_synced, Segment};
 use crate::types::Offset;
 
 impl PartitionLog {
@@ -43,11 +44,14 @@ impl PartitionLog {
             return Ok(target);
         }
         self.state.borrow_mut().log_start_offset = target;
+        // The answer promises the new low watermark: the file's rename
+        // must be durable too, not only its bytes.
         write_file_synced(
             &self.dir.join("log-start-offset"),
             format!("{target}\n").as_bytes(),
         )?;
-        self.truncate_epochs_from_start(target)?;
+        sync_dir(&self.dir)?;
+        self.truncate_epochs_from_start(target);
         self.delete_segments_below(target)?;
         self.forget_deleted_segments();
         Ok(target)
@@ -66,10 +70,43 @@ impl PartitionLog {
             state.segments.drain(..keep_from).collect()
         };
         for segment in &doomed {
-            self.ctx.index_cache.remove(segment.index_key());
-            segment.delete_files()?;
+            self.retire_segment(segment)?;
         }
         Ok(doomed.len())
+    }
+
+    /// Deletes a segment removed from the front of the log, or keeps its
+    /// file as a spare for a later segment (`recycle.rs`): when the pool
+    /// has room, the data dir has plenty, the segment takes no more writes
+    /// (sealed, so trimmed to its batches) and no cleaner rewrites the
+    /// partition's segments.
+    fn retire_segment(&self, segment: &Segment) -> Result<(), EngineError> {
+        self.ctx.index_cache.remove(segment.index_key());
+        let space = self.ctx.space_of(self.log_dir_index());
+        let size_bytes = segment.meta.borrow().size_bytes;
+        let mut pool = self.recycled.borrow_mut();
+        let keep = pool.len() < self.ctx.config.segment_recycle_max
+            && segment.appender.borrow().is_none()
+            && !self.config.borrow().cleanup_policy.compact
+            && !space.is_low()
+            && space.room_bytes(self.space_allowance()) / 4 >= size_bytes;
+        if keep {
+            pool.retire(&self.dir, segment)
+        } else {
+            segment.delete_files()
+        }
+    }
+
+    /// Deletes the spare files while the data dir is low on space: they
+    /// are the first bytes a full disk can do without.
+    fn release_spares_when_low(&self) -> Result<(), EngineError> {
+        let space = self.ctx.space_of(self.log_dir_index());
+        let mut pool = self.recycled.borrow_mut();
+        if space.is_low() && !pool.is_empty() {
+            tracing::info!(partition = %self.tp, spares = pool.len(), "low on space: recycled segment files deleted");
+            pool.clear()?;
+        }
+        Ok(())
     }
 
     /// The limits the local log keeps, and the offset below which whole
@@ -109,6 +146,20 @@ impl PartitionLog {
         if expired > 0 {
             tracing::debug!(partition = %self.tp, expired, "idle producers expired");
         }
+        self.release_spares_when_low()?;
+        self.delete_expired(false)
+    }
+
+    /// Retention by `retention.bytes` alone, which a roll with no recycled
+    /// file at hand runs first (`recycle.rs`). Not by time: records
+    /// stamped long ago (a backfill) stay until the tick, as in Kafka,
+    /// where retention runs only there.
+    pub(crate) fn apply_size_retention(&self) -> Result<usize, EngineError> {
+        self.delete_expired(true)
+    }
+
+    /// Deletes what retention (by size alone when `size_only`) is past.
+    fn delete_expired(&self, size_only: bool) -> Result<usize, EngineError> {
         if self.truncating.get() {
             // The truncation holds segments across its awaits; the next
             // tick deletes what is due.
@@ -124,7 +175,10 @@ impl PartitionLog {
         }
         let now = self.now_ms();
         let hw = self.high_watermark.get();
-        let (limits, deletable_below) = self.local_retention(&config, hw);
+        let (mut limits, deletable_below) = self.local_retention(&config, hw);
+        if size_only {
+            limits.retention_ms = -1;
+        }
         let delete_count = {
             let state = self.state.borrow();
             let sealed = state.segments.len().saturating_sub(1);
@@ -164,12 +218,11 @@ impl PartitionLog {
             state.log_start_offset = state.log_start_offset.max(new_start);
             state.log_start_offset
         };
-        self.truncate_epochs_from_start(log_start_offset)?;
+        self.truncate_epochs_from_start(log_start_offset);
         self.forget_deleted_segments();
         for segment in &doomed {
             tracing::info!(partition = %self.tp, base_offset = segment.base_offset, "retention deletes segment");
-            self.ctx.index_cache.remove(segment.index_key());
-            segment.delete_files()?;
+            self.retire_segment(segment)?;
         }
         Ok(below_start + doomed.len())
     }

@@ -9,8 +9,8 @@
 //!
 //! When the file is written (temporary file, fsync, rename, fsync of the
 //! directory, as `write_file_synced` and `sync_dir` do it): only when the
-//! cache changes — the first batch of a new epoch, a truncation, a move of
-//! the log start. An append in the same epoch as the last one costs one
+//! cache changes — the first batch of a new epoch, a truncation — and not
+//! when only the log start moved (open cuts the entries below it again). An append in the same epoch as the last one costs one
 //! comparison. The write is blocking I/O on the shard, like the producer
 //! snapshot at a roll: a new epoch comes with a leader election (seconds
 //! apart at the very least), so a few milliseconds of fsync there are
@@ -275,17 +275,15 @@ impl PartitionLog {
     }
 
     /// After the log start moved to `start_offset` (retention,
-    /// DeleteRecords): Kafka's `truncateFromStart`, rewriting the file if it
-    /// changed anything.
-    pub(crate) fn truncate_epochs_from_start(
-        &self,
-        start_offset: Offset,
-    ) -> Result<(), EngineError> {
-        let changed = cut_from_start(&mut self.epochs.borrow_mut(), start_offset);
-        if changed {
-            write_checkpoint(&self.dir, &self.epochs.borrow())?;
-        }
-        Ok(())
+    /// DeleteRecords): Kafka's `truncateFromStart`, in memory only. The
+    /// file is not rewritten: an entry below the log start says nothing
+    /// wrong, [`load_at_open`] cuts it again from the recovered log start,
+    /// and the next write (a new epoch, a truncation) carries the cut.
+    /// Rewriting it cost two fsyncs on the shard at every deletion from
+    /// the front, which a segment roll runs when it recycles a file
+    /// (`recycle.rs`); Kafka too stopped flushing it there (KAFKA-15046).
+    pub(crate) fn truncate_epochs_from_start(&self, start_offset: Offset) {
+        cut_from_start(&mut self.epochs.borrow_mut(), start_offset);
     }
 
     /// After the whole log was dropped: an empty cache (Kafka's

@@ -666,6 +666,9 @@ impl PartitionLog {
         }
         let size_bytes = segment.meta.borrow().size_bytes;
         let written = segment.readable_bytes.get().min(size_bytes);
+        if written == 0 {
+            self.adopt_spare(segment)?;
+        }
         let appender = Appender::open(
             &segment.log_path(),
             written,
@@ -676,6 +679,32 @@ impl PartitionLog {
             sync_dir(&self.dir)?;
         }
         *segment.appender.borrow_mut() = Some(appender);
+        Ok(())
+    }
+
+    /// Gives a new segment, whose file does not exist yet, a deleted
+    /// segment's file (`recycle.rs`); the directory sync after the
+    /// appender's open makes the rename durable before any write.
+    ///
+    /// With no spare at hand, retention by size runs first: a segment
+    /// already past `retention.bytes` becomes the spare now rather than at
+    /// the next retention tick (every 5 minutes by default, while a busy
+    /// partition rolls many times between two).
+    fn adopt_spare(&self, segment: &Segment) -> Result<(), EngineError> {
+        let path = segment.log_path();
+        if self.ctx.config.segment_recycle_max == 0 || crate::disk::len(&path).is_ok() {
+            return Ok(());
+        }
+        let base = segment.base_offset;
+        let mut adopted = self.recycled.borrow_mut().adopt(base, &path)?;
+        if !adopted && self.apply_size_retention()? > 0 {
+            adopted = self.recycled.borrow_mut().adopt(base, &path)?;
+        }
+        if adopted {
+            let counter = &self.ctx.segments_recycled;
+            counter.set(counter.get() + 1);
+            tracing::debug!(partition = %self.tp, base_offset = segment.base_offset, "new segment takes a recycled file");
+        }
         Ok(())
     }
 

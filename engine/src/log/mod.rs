@@ -72,6 +72,8 @@ pub struct LogContext {
     pub fsync_stats: RefCell<FsyncStats>,
     /// Client batches rewritten in their topic's `compression.type`.
     pub recompressed_batches: Cell<u64>,
+    /// New segments that took a deleted segment's file (`recycle.rs`).
+    pub segments_recycled: Cell<u64>,
     /// What the shard's log cleaner did (see [`crate::compaction`]).
     pub cleaner: RefCell<CleanerStats>,
     /// The shard's stream writer, started on first use (`None` inside if it
@@ -143,6 +145,7 @@ impl LogContext {
             index_cache,
             fsync_stats: RefCell::new(FsyncStats::default()),
             recompressed_batches: Cell::new(0),
+            segments_recycled: Cell::new(0),
             cleaner: RefCell::new(CleanerStats::default()),
             stream_writer: std::cell::OnceCell::new(),
             space: crate::disk_space::LowSpace::default(),
@@ -270,6 +273,8 @@ pub struct PartitionLog {
     pub(crate) remote: Cell<RemoteSpan>,
     /// What DeleteRecords deleted (`tiering`: it hides the remote part too).
     pub(crate) deleted_below: Cell<Offset>,
+    /// Deleted segments' files kept for new segments (`recycle.rs`).
+    pub(crate) recycled: RefCell<crate::recycle::RecyclePool>,
 }
 
 impl PartitionLog {
@@ -292,6 +297,12 @@ impl PartitionLog {
     /// `log.dirs`).
     pub fn log_dir_index(&self) -> usize {
         self.dir_index
+    }
+
+    /// New segments that took a deleted segment's file since the log was
+    /// opened (`recycle.rs`).
+    pub fn segments_recycled(&self) -> u64 {
+        self.recycled.borrow().adopted()
     }
 
     /// How far below the free-space reserve this partition may write.

@@ -91,6 +91,7 @@ impl PartitionLog {
         // Likewise a log cleaner's swap: the old or the new segments, whole.
         crate::segment_swap::recover(&dir)?;
         let reopened = recover_log(&ctx, &dir, &tp, config.index_interval_bytes)?;
+        let recycled = crate::recycle::RecyclePool::load(&dir, ctx.config.segment_recycle_max)?;
         let dir_index = crate::log_dirs::dir_index_of(&ctx.config.data_dirs(), &dir);
         let deleted_below =
             read_offset_file(&dir.join(super::tiering::DELETED_BELOW_FILE)).unwrap_or(0);
@@ -130,6 +131,7 @@ impl PartitionLog {
             dir_index,
             remote: Cell::new(super::RemoteSpan::default()),
             deleted_below: Cell::new(deleted_below),
+            recycled: RefCell::new(recycled),
         });
         log.check_offsets();
         Ok(log)

@@ -678,6 +678,7 @@ impl BrokerConfig {
                 self.engine.batch_cache_max_bytes = Some(num(name, value)?)
             }
             "rill.preallocate_bytes" => self.engine.preallocate_bytes = num(name, value)?,
+            "rill.segment.recycle.max" => self.engine.segment_recycle_max = num(name, value)?,
             "rill.stream_min_bytes" => {
                 self.engine.stream_min_bytes = num(name, value)?;
                 self.stream_min_bytes_given = true;

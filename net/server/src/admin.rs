@@ -70,6 +70,7 @@ pub fn local_snapshot(shard: &Shard) -> MetricsSnapshot {
         .count() as u64
         + shard.logs.offline_partitions().len() as u64;
     metrics.recompressed_batches = shard.logs.context().recompressed_batches.get();
+    metrics.segments_recycled = shard.logs.context().segments_recycled.get();
     metrics.index_cache = shard.logs.context().index_cache.stats();
     metrics.batch_cache_bytes = shard.logs.context().cache.used_bytes() as u64;
     metrics.batch_cache_max_bytes = shard.logs.context().cache.capacity_bytes() as u64;

@@ -216,6 +216,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("rill.cache.batch.max.bytes", Rill, "bytes", Implied("rill.batch_cache_bytes"), "67108864", "The batch cache's cap under the `rill.cache.*` names (wins over `rill.batch_cache_bytes`)."),
     key("rill.cache.index.max.bytes", Rill, "bytes", Value("67108864"), "67108864", "Memory for open segments' offset and time indexes."),
     key("rill.preallocate_bytes", Rill, "bytes", Value("33554432"), "33554432", "Each step of `fallocate` ahead of the active segment's writes."),
+    key("rill.segment.recycle.max", Rill, "int", Value("2"), "0", "Files of deleted segments each partition keeps for its next segments, whose appends then change no file-system metadata; a roll with none at hand runs retention by size first. 0: off. None are kept while the data dir is below its free-space reserve."),
     key("rill.stream_min_bytes", Rill, "bytes", Implied("65536, or the chunk `rill iotune` measured"), "131072", "The smallest write the stream writer issues."),
     key("rill.io.properties.file", Rill, "path", Implied("io-properties.yaml in the data dir, then /etc/rill/io-properties.yaml"), "/etc/rill/io-properties.yaml", "The disk figures `rill iotune` wrote (`--io-properties` overrides it)."),
     key("rill.storage.min.free.bytes", Rill, "bytes", Implied("the smaller of 1 GiB and 5% of the disk"), "268435456", "Free space kept on each data dir: appends that would take it get KAFKA_STORAGE_ERROR (a full disk refuses writes; it never stops the broker)."),

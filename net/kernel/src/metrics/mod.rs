@@ -85,6 +85,9 @@ pub struct ShardMetrics {
     /// Client batches the engine rewrote in their topic's
     /// `compression.type` (filled when a snapshot is taken).
     pub recompressed_batches: u64,
+    /// New segments that took a deleted segment's file (filled when a
+    /// snapshot is taken).
+    pub segments_recycled: u64,
     /// The shard's cache of recent batches: bytes held and its cap
     /// (filled when a snapshot is taken).
     pub batch_cache_bytes: u64,
@@ -190,6 +193,7 @@ impl Default for ShardMetrics {
             disk_dirs: Vec::new(),
             partitions_offline: 0,
             recompressed_batches: 0,
+            segments_recycled: 0,
             batch_cache_bytes: 0,
             batch_cache_max_bytes: 0,
             connection_read_buffer_bytes: 0,

@@ -24,7 +24,7 @@ pub(super) static PARTITIONS: [PerShard; 2] = [
 
 /// Group commit: appends per fdatasync is appends_covered / fsyncs, mean
 /// fsync latency is fsync_microseconds_total / fsyncs.
-pub(super) static GROUP_COMMIT: [PerShard; 10] = [
+pub(super) static GROUP_COMMIT: [PerShard; 11] = [
     PerShard::counter("rill_fsyncs_total", "fdatasync calls.", |m| {
         m.group_commit.syncs as i64
     }),
@@ -74,6 +74,11 @@ pub(super) static GROUP_COMMIT: [PerShard; 10] = [
         "rill_recompressed_batches_total",
         "Client batches rewritten in their topic's compression.type.",
         |m| m.recompressed_batches as i64,
+    ),
+    PerShard::counter(
+        "rill_segments_recycled_total",
+        "New segments that took the file of a segment retention deleted (rill.segment.recycle.max).",
+        |m| m.segments_recycled as i64,
     ),
 ];
 
