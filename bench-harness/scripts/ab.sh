@@ -53,25 +53,4 @@ for round in $(seq 1 "$ROUNDS"); do
   run_one A "$A" "$round"
   run_one B "$B" "$round"
 done
-python3 - "$OUT" "$ROUNDS" <<'PY'
-import json, os, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def figures(label, rnd):
-    path = os.path.join(out, f"{label}-{rnd}.json")
-    if not os.path.exists(path):
-        return None
-    r = json.load(open(path)); cpu = r.get('broker_cpu') or {}
-    return {'throughput': r['produce']['mb_per_s'], 'cpu_per_gb': cpu.get('cpu_s_per_gb_produced'),
-            'p99': r['publish_latency_us']['p99_us']}
-ratios = {'throughput': [], 'cpu_per_gb': [], 'p99': []}
-for rnd in range(1, rounds + 1):
-    a, b = figures('A', rnd), figures('B', rnd)
-    if not a or not b:
-        print(f"round {rnd}: B/A missing (a run failed)"); continue
-    row = {k: b[k] / a[k] for k in ratios if a[k] and b[k] is not None}
-    for k, v in row.items():
-        ratios[k].append(v)
-    print(f"round {rnd}: B/A " + ", ".join(f"{k} {v:.3f}x" for k, v in row.items()))
-print("median B/A over rounds: " + ", ".join(
-    f"{k} {statistics.median(v):.3f}x" if v else f"{k} -" for k, v in ratios.items()))
-PY
+python3 "$(dirname "$0")/ab_summary.py" "$OUT" "$ROUNDS"

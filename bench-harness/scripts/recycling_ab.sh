@@ -76,7 +76,7 @@ gb = r['produce']['bytes'] / 1e9
 extra = {'device_gb_per_gb': int(sectors) * 512 / 1e9 / gb, 'journal_commits_per_gb': int(commits) / gb,
          'fdatasync_mean_us': (us1 - us0) / max(n1 - n0, 1), 'fdatasyncs_per_gb': (n1 - n0) / gb,
          'segments_recycled': r1 - r0, 'switches_per_gb': int(switches or 0) / gb}
-r['recycling'] = extra
+r['extra'] = extra
 json.dump(r, open(path, 'w'))
 print(f"{label} round {rnd}: produce {r['produce']['mb_per_s']:.1f} MB/s, p99 {r['publish_latency_us']['p99_us']} us, "
       f"broker {cpu.get('cpu_s_per_gb_produced') or 0:.3f} CPU-s/GB, device {extra['device_gb_per_gb']:.3f} GB/GB, "
@@ -89,26 +89,4 @@ for round in $(seq 1 "$ROUNDS"); do
   run_one A 0 "$round"
   run_one B 2 "$round"
 done
-python3 - "$OUT" "$ROUNDS" <<'PY'
-import json, os, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def figures(label, rnd):
-    path = os.path.join(out, f"{label}-{rnd}.json")
-    if not os.path.exists(path):
-        return None
-    r = json.load(open(path)); cpu = r.get('broker_cpu') or {}; rec = r.get('recycling') or {}
-    return {'cpu_per_gb': cpu.get('cpu_s_per_gb_produced'), 'p99': r['publish_latency_us']['p99_us'],
-            'throughput': r['produce']['mb_per_s'], 'device_gb_per_gb': rec.get('device_gb_per_gb'),
-            'journal_commits_per_gb': rec.get('journal_commits_per_gb'),
-            'fdatasync_mean_us': rec.get('fdatasync_mean_us'), 'switches_per_gb': rec.get('switches_per_gb')}
-ratios = {}
-for rnd in range(1, rounds + 1):
-    a, b = figures('A', rnd), figures('B', rnd)
-    if not a or not b:
-        print(f"round {rnd}: B/A missing"); continue
-    row = {k: b[k] / a[k] for k in a if a[k] and b[k] is not None}
-    for k, v in row.items():
-        ratios.setdefault(k, []).append(v)
-    print(f"round {rnd}: B/A " + ", ".join(f"{k} {v:.3f}x" for k, v in row.items()))
-print("median B/A: " + ", ".join(f"{k} {statistics.median(v):.3f}x" for k, v in ratios.items()))
-PY
+python3 "$(dirname "$0")/ab_summary.py" "$OUT" "$ROUNDS"
