@@ -271,6 +271,35 @@ impl Segment {
         self.remove_files(&["log", "index", "timeindex", "txnindex"])
     }
 
+    /// Removes the segment's files, the `.log` off the shard's thread:
+    /// unlinking a large file frees its blocks, which took 3 ms for 16 MiB
+    /// on ext4 here, and the shard would wait for it (retention deletes
+    /// many at a tick). The `.log` is first renamed `<base>.log.deleted`,
+    /// as Kafka does, so a crash before the unlink leaves a file that the
+    /// next open deletes ([`remove_deleted_leftovers`]), never a segment.
+    pub fn delete_files_in_background(&self) -> Result<(), EngineError> {
+        self.deleted.set(true);
+        self.readers.borrow_mut().take();
+        let from = self.log_path();
+        let doomed = from.with_extension(DELETED_EXTENSION);
+        match disk::rename(&from, &doomed) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(EngineError::io(&from, e)),
+        }
+        self.remove_files(&["index", "timeindex", "txnindex"])?;
+        glommio::spawn_local(async move {
+            let path = doomed.clone();
+            if let Err(e) = disk::off_thread(move || disk::remove_file(&path)).await {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(path = %doomed.display(), error = %e, "a deleted segment's file was not unlinked; the next open removes it");
+                }
+            }
+        })
+        .detach();
+        Ok(())
+    }
+
     /// Moves the `.log` file to `to` (a spare for a later segment: see
     /// `recycle.rs`) and removes the indexes. Returns the read handles
     /// the segment held: reads in flight may still hold clones, and the
@@ -295,6 +324,26 @@ impl Segment {
         }
         Ok(())
     }
+}
+
+/// The extension a deleted segment's `.log` is renamed to until it is
+/// unlinked ([`Segment::delete_files_in_background`]).
+pub const DELETED_EXTENSION: &str = "log.deleted";
+
+/// Unlinks the `.deleted` files a crash left in the partition dir `dir`
+/// (Kafka's too, from a dir it wrote).
+pub fn remove_deleted_leftovers(dir: &Path) -> Result<(), EngineError> {
+    for name in disk::read_dir(dir).map_err(|e| EngineError::io(dir, e))? {
+        if name.ends_with(".deleted") {
+            let path = dir.join(&name);
+            match disk::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(EngineError::io(&path, e)),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a small file through a temporary name and renames it, so a crash

@@ -6,7 +6,9 @@
 //! The log reads the same all along and after a restart; a spare is not
 //! taken while a read of its old segment is in flight;
 //! `segment_recycle_max` bounds the spares (0: none, and no retention at
-//! rolls), and a data dir low on space gives them up.
+//! rolls), and a data dir low on space gives them up. A segment deleted
+//! outright is unlinked off the shard's thread, and a `.deleted` file a
+//! crash left goes at the next open.
 
 mod common;
 mod support;
@@ -42,10 +44,15 @@ fn engine_config(dir: &Path, recycle_max: usize) -> EngineConfig {
 
 /// The spare files of a partition dir, by bound.
 fn spares(partition: &Path) -> Vec<PathBuf> {
+    with_extension(partition, "recycled")
+}
+
+/// The files of a partition dir with `extension`, sorted.
+fn with_extension(partition: &Path, extension: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(partition)
         .expect("partition dir")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "recycled"))
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
         .collect();
     files.sort();
     files
@@ -256,6 +263,22 @@ fn spares_are_bounded_turned_off_and_given_up_on_a_full_disk() {
         assert!(log.apply_retention().expect("retention") > 0);
         assert!(spares(&partition).is_empty());
         assert_eq!(log.segments_recycled(), 0);
+        // Deleted, not kept: renamed `.log.deleted`, then unlinked off the
+        // shard's thread.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !with_extension(&partition, "deleted").is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the unlinks ran");
+            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_reads_whole(&log).await;
+        manager.shutdown().await.expect("shutdown");
+    });
+    // A `.deleted` file a crash left behind goes at the next open.
+    let leftover = partition.join("00000000000000000000.log.deleted");
+    std::fs::write(&leftover, b"a deleted segment").expect("leftover");
+    run(async {
+        let (manager, log) = open_log(engine_config(&data, 0), TOPIC, topic_config(8192)).await;
+        assert!(!leftover.exists(), "the leftover was removed at open");
         assert_reads_whole(&log).await;
         manager.shutdown().await.expect("shutdown");
     });

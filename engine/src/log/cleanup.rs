@@ -75,8 +75,9 @@ impl PartitionLog {
         Ok(doomed.len())
     }
 
-    /// Deletes a segment removed from the front of the log, or keeps its
-    /// file as a spare for a later segment (`recycle.rs`): when the pool
+    /// Deletes a segment removed from the front of the log (its `.log`
+    /// unlinked off the shard's thread), or keeps its file as a spare for
+    /// a later segment (`recycle.rs`): when the pool
     /// has room, the data dir has plenty, the segment takes no more writes
     /// (sealed, so trimmed to its batches) and no cleaner rewrites the
     /// partition's segments.
@@ -93,7 +94,7 @@ impl PartitionLog {
         if keep {
             pool.retire(&self.dir, segment)
         } else {
-            segment.delete_files()
+            segment.delete_files_in_background()
         }
     }
 

@@ -90,6 +90,7 @@ impl PartitionLog {
         super::truncate::finish_pending(&dir, &tp)?;
         // Likewise a log cleaner's swap: the old or the new segments, whole.
         crate::segment_swap::recover(&dir)?;
+        crate::segment::remove_deleted_leftovers(&dir)?;
         let reopened = recover_log(&ctx, &dir, &tp, config.index_interval_bytes)?;
         let recycled = crate::recycle::RecyclePool::load(&dir, ctx.config.segment_recycle_max)?;
         let dir_index = crate::log_dirs::dir_index_of(&ctx.config.data_dirs(), &dir);
