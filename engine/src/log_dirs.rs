@@ -245,9 +245,10 @@ fn copy_dir_synced(from: &Path, to: &Path) -> Result<(), EngineError> {
         let (source, target) = (entry.path(), to.join(entry.file_name()));
         if source
             .extension()
-            .is_some_and(|e| e == crate::recycle::EXTENSION)
+            .is_some_and(|e| e == crate::recycle::EXTENSION || e == "deleted")
         {
-            // A spare is only worth its bytes where it already lies.
+            // A spare is only worth its bytes where it already lies, and a
+            // deleted segment's file (being unlinked) none at all.
             continue;
         }
         if source.is_dir() {

@@ -31,7 +31,7 @@
 
 use crate::disk::{self, DataFile};
 use crate::error::EngineError;
-use crate::segment::{file_name, parse_file_name, Readers, Segment};
+use crate::segment::{file_name, parse_file_name, remove_if_present, Readers, Segment};
 use crate::types::Offset;
 use std::path::{Path, PathBuf};
 use std::rc::Weak;
@@ -88,7 +88,7 @@ impl RecyclePool {
                     readers: None,
                 });
             } else {
-                remove(&path)?;
+                remove_if_present(&path)?;
             }
         }
         Ok(pool)
@@ -147,7 +147,7 @@ impl RecyclePool {
     /// Deletes every spare (the data dir runs low on space).
     pub fn clear(&mut self) -> Result<(), EngineError> {
         for spare in std::mem::take(&mut self.spares) {
-            remove(&spare.path)?;
+            remove_if_present(&spare.path)?;
         }
         Ok(())
     }
@@ -159,12 +159,4 @@ fn weak_refs(readers: &Readers) -> ReaderRefs {
         std::rc::Rc::downgrade(dma),
         file.as_ref().map(std::sync::Arc::downgrade),
     )
-}
-
-fn remove(path: &Path) -> Result<(), EngineError> {
-    match disk::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(EngineError::io(path, e)),
-    }
 }

@@ -315,12 +315,7 @@ impl Segment {
 
     fn remove_files(&self, extensions: &[&str]) -> Result<(), EngineError> {
         for &extension in extensions {
-            let path = self.path(extension);
-            match disk::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(EngineError::io(&path, e)),
-            }
+            remove_if_present(&self.path(extension))?;
         }
         Ok(())
     }
@@ -335,15 +330,19 @@ pub const DELETED_EXTENSION: &str = "log.deleted";
 pub fn remove_deleted_leftovers(dir: &Path) -> Result<(), EngineError> {
     for name in disk::read_dir(dir).map_err(|e| EngineError::io(dir, e))? {
         if name.ends_with(".deleted") {
-            let path = dir.join(&name);
-            match disk::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(EngineError::io(&path, e)),
-            }
+            remove_if_present(&dir.join(&name))?;
         }
     }
     Ok(())
+}
+
+/// Deletes the file at `path`; one already gone is no error.
+pub fn remove_if_present(path: &Path) -> Result<(), EngineError> {
+    match disk::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(EngineError::io(path, e)),
+    }
 }
 
 /// Writes a small file through a temporary name and renames it, so a crash

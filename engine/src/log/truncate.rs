@@ -30,7 +30,9 @@ use crate::appender::Appender;
 use crate::batch::{BatchHeader, HEADER_BYTES};
 use crate::cache::BatchCache;
 use crate::error::EngineError;
-use crate::segment::{file_name, segment_bases, sync_dir, write_file_synced, Segment};
+use crate::segment::{
+    file_name, remove_if_present, segment_bases, sync_dir, write_file_synced, Segment,
+};
 use crate::types::{Offset, TopicPartition};
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -81,14 +83,6 @@ fn write_pending(dir: &Path, pending: Pending) -> Result<(), EngineError> {
 fn clear_pending(dir: &Path) -> Result<(), EngineError> {
     remove_if_present(&dir.join(PENDING_FILE_NAME))?;
     sync_dir(dir)
-}
-
-fn remove_if_present(path: &Path) -> Result<(), EngineError> {
-    match crate::disk::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(EngineError::io(path, e)),
-    }
 }
 
 fn read_offset_file(path: &Path) -> Option<Offset> {
