@@ -108,6 +108,34 @@ pub fn data_dir() -> tempfile::TempDir {
     tempfile::tempdir_in(root).expect("temp dir")
 }
 
+/// A command for one of the host's own programs (Debian's kcat, a shell
+/// running the user docs), with the library path a user's shell gives it.
+///
+/// `cargo test` puts the build dirs of the crates' native libraries on
+/// `LD_LIBRARY_PATH`, and rdkafka-sys builds a `librdkafka.so.1` there: a
+/// kcat started with that path loads it (2.12) instead of its own (Debian
+/// 12's 2.0.2), and a test of the old client would pass for the new one.
+/// The entries under this test binary's profile dir are left out.
+pub fn host_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
+    let Some(inherited) = std::env::var_os("LD_LIBRARY_PATH") else {
+        return command;
+    };
+    // target/<profile>/deps/<test binary>
+    let exe = std::env::current_exe().unwrap_or_default();
+    let Some(profile_dir) = exe.parent().and_then(Path::parent) else {
+        return command;
+    };
+    let kept: Vec<PathBuf> = std::env::split_paths(&inherited)
+        .filter(|entry| !entry.starts_with(profile_dir))
+        .collect();
+    match std::env::join_paths(&kept) {
+        Ok(path) if !kept.is_empty() => command.env("LD_LIBRARY_PATH", path),
+        _ => command.env_remove("LD_LIBRARY_PATH"),
+    };
+    command
+}
+
 /// Where skipped tests are recorded, one `test<TAB>reason` line each;
 /// `.ci/run` empties it first and counts it by reason after the run.
 pub const SKIP_LEDGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/test-skips.log");

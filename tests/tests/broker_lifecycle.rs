@@ -268,18 +268,14 @@ async fn deleted_topics_are_gone_and_metrics_are_served() {
 
 #[test]
 fn kcat_produces_and_consumes() {
-    if std::process::Command::new("kcat")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
+    if rill_tests::host_command("kcat").arg("-V").output().is_err() {
         panic!("kcat is not installed (apt-get install kcat); .ci/run installs it");
     }
     let dir = data_dir();
     let broker = Broker::start(RILL, dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     let input: String = (0..100).map(|i| format!("line-{i}\n")).collect();
-    let mut produce = std::process::Command::new("kcat")
+    let mut produce = rill_tests::host_command("kcat")
         .args([
             "-b",
             &bootstrap,
@@ -302,7 +298,7 @@ fn kcat_produces_and_consumes() {
         "kcat -P failed:\n{}",
         broker.log()
     );
-    let out = std::process::Command::new("kcat")
+    let out = rill_tests::host_command("kcat")
         .args([
             "-b",
             &bootstrap,

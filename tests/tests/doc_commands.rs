@@ -113,7 +113,7 @@ impl Session {
         );
         let log_path = dir.join("terminal.log");
         let log = std::fs::File::create(&log_path).expect("terminal log");
-        let mut shell = Command::new("bash")
+        let mut shell = rill_tests::host_command("bash")
             .arg("-e")
             .current_dir(dir)
             .env("PATH", &path)
@@ -190,7 +190,7 @@ impl Session {
             .append(true)
             .open(&self.log_path)
             .expect("terminal log");
-        let mut child = Command::new("python3")
+        let mut child = rill_tests::host_command("python3")
             .arg("-c")
             .arg(code)
             .current_dir(&self.dir)
@@ -276,7 +276,7 @@ fn the_runnable_blocks_of_the_user_docs_work_as_written() {
             return;
         }
     }
-    let python_client = Command::new("python3")
+    let python_client = rill_tests::host_command("python3")
         .args(["-c", "import confluent_kafka"])
         .status()
         .is_ok_and(|status| status.success());

@@ -333,6 +333,18 @@ fn server_nonce() -> String {
         .collect()
 }
 
+/// Whether the client-final message's nonce `sent` answers the exchange
+/// whose client nonce is `client` and whose combined nonce is `combined`.
+///
+/// RFC 5802 wants `combined`. librdkafka before 2.6.1 (confluentinc/
+/// librdkafka#4895; Debian 12's kcat has 2.0.2) sends its own nonce once
+/// more in front of it, and Kafka since 3.8.1 accepts that. So does rill,
+/// that exact form and no other: the fresh server nonce is still in it, so
+/// a final message from another exchange never matches.
+fn nonce_matches(sent: &str, client: &str, combined: &str) -> bool {
+    sent == combined || sent.strip_prefix(client) == Some(combined)
+}
+
 #[derive(Debug)]
 enum State {
     /// Waiting for the client-first message.
@@ -472,7 +484,7 @@ impl ScramServer {
         if last.channel_binding != first.gs2_header.as_bytes() {
             return Err(self.error("channel-bindings-dont-match"));
         }
-        if last.nonce != *nonce {
+        if !nonce_matches(&last.nonce, &first.nonce, nonce) {
             return Err(self.error("other-error"));
         }
         let auth_message = format!("{},{server_first},{}", first.bare, last.without_proof);
@@ -625,6 +637,28 @@ mod tests {
         server.step(CLIENT_FIRST.as_bytes(), &users).unwrap();
         let other_nonce = CLIENT_FINAL.replace("r=rOpr", "r=xOpr");
         assert!(server.step(other_nonce.as_bytes(), &users).is_err());
+    }
+
+    #[test]
+    fn old_librdkafkas_doubled_client_nonce_is_accepted_and_nothing_else() {
+        let client = "rOprNGfwEbeRWgbNEkqO";
+        let combined = format!("{client}{SERVER_NONCE}");
+        assert!(nonce_matches(&combined, client, &combined));
+        // librdkafka < 2.6.1: its nonce, then the server's combined one.
+        assert!(nonce_matches(
+            &format!("{client}{combined}"),
+            client,
+            &combined
+        ));
+        for wrong in [
+            format!("x{combined}"),
+            format!("{client}{client}{combined}"),
+            client.to_string(),
+            format!("{combined}{client}"),
+            SERVER_NONCE.to_string(),
+        ] {
+            assert!(!nonce_matches(&wrong, client, &combined), "{wrong}");
+        }
     }
 
     #[test]
