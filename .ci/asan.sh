@@ -43,10 +43,11 @@ echo "== glommio foreign wakes (engine/tests/foreign_wakes.rs) under ASan"
 asan cargo test -p rill-engine --test foreign_wakes
 
 echo "== black-box tests against the instrumented broker: $tests"
-test_args=()
-for t in $tests; do test_args+=(--test "$t"); done
+# Each name is a module of the black-box binary (tests/tests/main.rs).
+filters=()
+for t in $tests; do filters+=("$t::"); done
 broker=$(realpath "$target_dir/$target/release/rill")
-RILL_TEST_BINARY="$broker" cargo test "${test_args[@]}"
+RILL_TEST_BINARY="$broker" cargo test --test blackbox -- "${filters[@]}"
 
 if compgen -G "$reports/asan*" >/dev/null; then
   echo "AddressSanitizer reported errors:" >&2

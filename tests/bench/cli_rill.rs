@@ -5,7 +5,7 @@
 //! Needs the `rill` binary (`cargo build -p rill`, which `cargo test
 //! --workspace` does anyway); `RILL_BIN` overrides its path.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, rill_bin, scratch_dir, start_rill, Rill};
 use serde_json::Value;

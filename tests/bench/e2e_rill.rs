@@ -6,7 +6,7 @@
 //! The broker binary is `$RILL_BIN`, else `rill` next to `rill-bench` in the
 //! target dir (`cargo build -p rill`); a missing binary fails the test.
 
-mod common;
+use crate::common;
 
 use bench_harness::runner::{run_workload, RunOptions};
 use bench_harness::workload::{Compression, KeyDistribution, MessageSize, Workload};

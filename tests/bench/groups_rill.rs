@@ -5,7 +5,7 @@
 //! harness's share consumers (KIP-932) share a partition and consume each
 //! record once.
 
-mod common;
+use crate::common;
 
 use bench_harness::group::member::{fetch_committed, find_coordinator};
 use bench_harness::group::Assignor;

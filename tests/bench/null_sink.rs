@@ -1,7 +1,7 @@
 //! `rill-bench null-sink` as a real process, with a produce-only `rill-bench
 //! run` against it: the harness's ceiling measurement works end to end.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, scratch_dir, BENCH_BIN};
 use serde_json::Value;

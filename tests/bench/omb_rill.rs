@@ -3,7 +3,7 @@
 //! OMB's `TestResult` has (what OMB's chart script reads among them), with
 //! the run's real figures in it.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, scratch_dir, start_rill};
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! for SCRAM-SHA-256 over TLS; a wrong password fails the run with the
 //! broker's SASL_AUTHENTICATION_FAILED.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, scratch_dir, start_rill_with, BENCH_BIN};
 use rcgen::{

@@ -5,7 +5,7 @@
 //! JSON and the SVG, and that every record produced was read, without
 //! errors.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, scratch_dir, start_rill_with};
 

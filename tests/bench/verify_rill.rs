@@ -13,7 +13,7 @@
 //! writes were acknowledged after the first one, so it cannot pass with an
 //! idle nemesis or a dead cluster.
 
-mod common;
+use crate::common;
 
 use common::{bench, read_json, rill_bin, scratch_dir};
 use std::sync::Mutex;

@@ -2,8 +2,13 @@
 //! free port with its own data dir, wait until it answers, stop it with
 //! SIGTERM or SIGKILL, restart it on the same data; and small rdkafka helpers.
 //!
-//! The tests themselves are in `tests/tests/*.rs` (targets of the root
-//! package, so Cargo builds the binary and passes `CARGO_BIN_EXE_rill`).
+//! The tests themselves are in `tests/tests/*.rs` and `tests/bench/*.rs`:
+//! modules of the root package's one `blackbox` test binary
+//! (`tests/tests/main.rs`), so Cargo builds the binaries and passes
+//! `CARGO_BIN_EXE_rill`. Run one file's tests with `cargo test --test
+//! blackbox sasl::`. Tests of different files run side by side in one
+//! process, so anything process-wide (a port, a namespace's name) must be
+//! unique per test, not per process.
 //!
 //! # Writing a test that can fail
 //!

@@ -39,7 +39,11 @@ impl Network {
             crate::skipped("network namespaces need root");
             return None;
         }
-        let id = std::process::id() % 200;
+        // Unique among this process's networks too: the black-box tests
+        // are one binary, and two of its tests may each make one at once.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = (std::process::id().wrapping_mul(7) + made) % 200;
         let network = Network {
             tag: format!("rp{id}"),
             subnet: format!("10.77.{id}"),

@@ -362,7 +362,7 @@ fn consumer_rounds(broker: &Broker, with_sessions: bool) -> (f64, f64, f64) {
 }
 
 /// Not a check: the figures of docs/benchmarks/fetch-sessions.md
-/// (`cargo test -p rill --test fetch_sessions -- --ignored --nocapture`).
+/// (`cargo test -p rill --test blackbox fetch_sessions:: -- --ignored --nocapture`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run by hand"]
 async fn measure_a_consumer_of_1000_partitions() {

@@ -14,7 +14,7 @@
 //! ```sh
 //! cargo build --release -p rill
 //! RILL_TEST_BINARY=target/release/rill RILL_TEST_MANY_PARTITIONS=10000 \
-//!   cargo test --test many_partitions -- --nocapture
+//!   cargo test --test blackbox many_partitions:: -- --nocapture
 //! ```
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
