@@ -243,9 +243,10 @@ fn copy_dir_synced(from: &Path, to: &Path) -> Result<(), EngineError> {
     for entry in std::fs::read_dir(from).map_err(|e| EngineError::io(from, e))? {
         let entry = entry.map_err(|e| EngineError::io(from, e))?;
         let (source, target) = (entry.path(), to.join(entry.file_name()));
-        if source
-            .extension()
-            .is_some_and(|e| e == crate::recycle::EXTENSION || e == "deleted")
+        if crate::segment::is_being_deleted(&source)
+            || source
+                .extension()
+                .is_some_and(|e| e == crate::recycle::EXTENSION)
         {
             // A spare is only worth its bytes where it already lies, and a
             // deleted segment's file (being unlinked) none at all.

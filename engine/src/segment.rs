@@ -329,11 +329,18 @@ pub const DELETED_EXTENSION: &str = "log.deleted";
 /// (Kafka's too, from a dir it wrote).
 pub fn remove_deleted_leftovers(dir: &Path) -> Result<(), EngineError> {
     for name in disk::read_dir(dir).map_err(|e| EngineError::io(dir, e))? {
-        if name.ends_with(".deleted") {
-            remove_if_present(&dir.join(&name))?;
+        let path = dir.join(&name);
+        if is_being_deleted(&path) {
+            remove_if_present(&path)?;
         }
     }
     Ok(())
+}
+
+/// Whether `path` is a deleted segment's file waiting for its unlink
+/// (`<base>.log.deleted`, or Kafka's `.deleted` files).
+pub fn is_being_deleted(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "deleted")
 }
 
 /// Deletes the file at `path`; one already gone is no error.
