@@ -855,10 +855,13 @@ impl UringCommon for PollRing {
 
     fn submit_one_event(&mut self, queue: &mut VecDeque<UringDescriptor>) -> Option<bool> {
         let source_map = &mut *self.source_map.borrow_mut();
-        let now = Instant::now();
 
         while let Some(chain) = peek_one_chain(queue, self.size) {
             return if let Some(sqes) = self.ring.sq().prepare_sqes(chain.len() as u32) {
+                // rill: the clock is read only when there is something to
+                // submit; every poll calls this for each ring's (mostly
+                // empty) submission and cancellation queues.
+                let now = Instant::now();
                 let ops = extract_one_chain(source_map, queue, chain, now);
                 if ops.is_empty() {
                     // all the sources in the ring were cancelled
@@ -1216,10 +1219,13 @@ impl UringCommon for SleepableRing {
 
     fn submit_one_event(&mut self, queue: &mut VecDeque<UringDescriptor>) -> Option<bool> {
         let source_map = &mut *self.source_map.borrow_mut();
-        let now = Instant::now();
 
         while let Some(chain) = peek_one_chain(queue, self.size) {
             return if let Some(sqes) = self.ring.sq().prepare_sqes(chain.len() as u32) {
+                // rill: the clock is read only when there is something to
+                // submit; every poll calls this for each ring's (mostly
+                // empty) submission and cancellation queues.
+                let now = Instant::now();
                 let ops = extract_one_chain(source_map, queue, chain, now);
                 if ops.is_empty() {
                     // all the sources in the ring were cancelled
