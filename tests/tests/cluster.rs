@@ -358,6 +358,8 @@ fn topics_spread_over_the_cluster_and_clients_follow_the_leaders() {
         .sum();
     assert_eq!(total, 600, "the group's commits add up to every record");
 
+    grow_by_assignment(&runtime, &cluster.node(2).bootstrap());
+
     // Deleted through broker 3: every broker drops its replicas' files.
     {
         use rdkafka::admin::{AdminClient, AdminOptions};
@@ -385,6 +387,38 @@ fn topics_spread_over_the_cluster_and_clients_follow_the_leaders() {
             },
         );
     }
+}
+
+/// CreatePartitions with an explicit assignment (`kafka-topics.sh --alter
+/// --replica-assignment`), sent to the broker at `bootstrap`, puts the new
+/// partitions of "spread" on the brokers it names; one naming a broker the
+/// cluster does not have is refused with INVALID_REPLICA_ASSIGNMENT, as
+/// KRaft refuses it.
+fn grow_by_assignment(runtime: &tokio::runtime::Runtime, bootstrap: &str) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewPartitions, PartitionAssignment};
+    use rdkafka::client::DefaultClientContext;
+    use rdkafka::types::RDKafkaErrorCode;
+    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(bootstrap)
+        .create()
+        .expect("admin");
+    let grow = |count: usize, assignment: PartitionAssignment| {
+        let partitions = NewPartitions::new("spread", count).assign(assignment);
+        let results = runtime
+            .block_on(admin.create_partitions(&[partitions], &AdminOptions::new()))
+            .expect("create partitions");
+        results.into_iter().next().expect("one result")
+    };
+    let unknown = grow(7, &[&[9]]);
+    assert_eq!(
+        unknown.map_err(|(_, code)| code),
+        Err(RDKafkaErrorCode::InvalidReplicaAssignment)
+    );
+    assert_eq!(grow(8, &[&[3], &[1]]), Ok(String::from("spread")));
+    // The broker asked answers once it has applied the change.
+    let placement = leaders(bootstrap, "spread");
+    assert_eq!(placement.len(), 8);
+    assert_eq!(placement[6], (3, vec![3]));
+    assert_eq!(placement[7], (1, vec![1]));
 }
 
 /// ListOffsets v1 (latest) of one partition from `broker`: its error code.

@@ -1,7 +1,7 @@
-//! CreatePartitions (key 37): grow a topic; the new partitions go to their owner shards.
+//! CreatePartitions (key 37): grow a topic, placed or on the brokers the
+//! request assigns; the new partitions go to their owner shards.
 
 use super::{str_bytes, Handler, HandlerFuture, Request};
-use engine::ErrorCode;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{ApiKey, CreatePartitionsRequest, CreatePartitionsResponse};
 use runtimes::admin_changes::{self, ControllerRequest};
@@ -28,17 +28,21 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             result.name = topic.name.clone();
             let outcome = if let Err(code) = authz.topic(Operation::Alter, &topic.name) {
                 Err((code, String::from("ALTER on the topic is needed")))
-            } else if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
-                Err((
-                    ErrorCode::InvalidReplicaAssignment,
-                    String::from("manual assignment is not supported"),
-                ))
             } else {
+                // One replica list per new partition (`kafka-topics.sh
+                // --alter --replica-assignment`); none: placed.
+                let assignment = topic
+                    .assignments
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|a| a.broker_ids.into_iter().map(|id| id.0).collect())
+                    .collect();
                 admin_changes::submit(
                     &shard,
                     ControllerRequest::CreatePartitions {
                         name: topic.name.0.to_string(),
                         count: topic.count,
+                        assignment,
                         validate_only: body.validate_only,
                     },
                 )

@@ -90,6 +90,8 @@ pub enum ControllerRequest {
         name: String,
         /// New total.
         count: i32,
+        /// One replica list per new partition, in order; empty: placed.
+        assignment: Vec<Vec<i32>>,
         /// Only check.
         validate_only: bool,
     },
@@ -228,8 +230,9 @@ async fn execute_now(shard: &Rc<Shard>, request: ControllerRequest) -> Controlle
         ControllerRequest::CreatePartitions {
             name,
             count,
+            assignment,
             validate_only,
-        } => topic_changes::create_partitions(shard, name, count, validate_only).await,
+        } => topic_changes::create_partitions(shard, name, count, assignment, validate_only).await,
         ControllerRequest::AlterConfigs {
             name,
             ops,

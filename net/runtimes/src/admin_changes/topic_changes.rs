@@ -166,10 +166,15 @@ pub(super) async fn delete_topic(shard: &Rc<Shard>, name: String) -> ControllerR
     Ok(TopicChange::Delete { name })
 }
 
+/// CreatePartitions of one topic: grown to `count`, the new partitions
+/// placed or, with an `assignment`, on the brokers it lists (checked by
+/// the controller against the registered brokers and the topic's
+/// replication factor, as KRaft does).
 pub(super) async fn create_partitions(
     shard: &Rc<Shard>,
     name: String,
     count: i32,
+    assignment: Vec<Vec<i32>>,
     validate_only: bool,
 ) -> ControllerReply {
     let entry = existing_topic(shard, &name)?;
@@ -179,6 +184,16 @@ pub(super) async fn create_partitions(
             format!(
                 "topic has {} partitions; the new count {count} must be larger",
                 entry.partitions
+            ),
+        ));
+    }
+    let added = count - entry.partitions;
+    if !assignment.is_empty() && usize::try_from(added).ok() != Some(assignment.len()) {
+        return Err((
+            ErrorCode::InvalidReplicaAssignment,
+            format!(
+                "increasing the number of partitions by {added} but {} assignments provided",
+                assignment.len()
             ),
         ));
     }
@@ -194,6 +209,7 @@ pub(super) async fn create_partitions(
             name: name.clone(),
             count,
             from_count: entry.partitions,
+            assignment,
         },
         &name,
     )

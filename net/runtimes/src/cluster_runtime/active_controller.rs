@@ -227,7 +227,14 @@ fn topic_change(
             name,
             count,
             from_count,
-        } => controller.grow_seen_topic(name, *from_count, *count, placement_seed()),
+            assignment,
+        } => controller.grow_seen_topic(
+            name,
+            *from_count,
+            *count,
+            (!assignment.is_empty()).then_some(assignment.as_slice()),
+            placement_seed(),
+        ),
         ControllerRpc::SetTopicConfigs { .. }
         | ControllerRpc::SetBrokerConfigs { .. }
         | ControllerRpc::SetClientMetricsConfigs { .. }

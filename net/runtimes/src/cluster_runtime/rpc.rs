@@ -85,6 +85,10 @@ pub enum ControllerRpc {
         count: i32,
         /// The count the asking broker saw: a retry finds `count` and is done.
         from_count: i32,
+        /// One replica list per new partition, in order; empty: placed.
+        /// Absent from an older binary's request (JSON): placed.
+        #[serde(default)]
+        assignment: Vec<Vec<i32>>,
     },
     /// Tiered storage: the partition's leader starts copying a sealed
     /// segment (objects are written only once this commits).

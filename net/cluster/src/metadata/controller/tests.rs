@@ -620,19 +620,19 @@ fn retried_deletes_and_grows_add_nothing() {
     let seed = PlacementSeed::default();
     let grow = cluster
         .controller()
-        .grow_seen_topic("t", 3, 5, seed)
+        .grow_seen_topic("t", 3, 5, None, seed)
         .unwrap();
     assert!(!grow.is_empty());
     cluster.commit(&grow);
     // The retry of that grow finds 5 partitions: nothing more to add.
     assert_eq!(
-        cluster.controller().grow_seen_topic("t", 3, 5, seed),
+        cluster.controller().grow_seen_topic("t", 3, 5, None, seed),
         Ok(vec![])
     );
     // Asked by someone who saw 5 already: Kafka's refusal.
     let error = cluster
         .controller()
-        .grow_seen_topic("t", 5, 5, seed)
+        .grow_seen_topic("t", 5, 5, None, seed)
         .unwrap_err();
     assert_eq!(error.error_code(), ErrorCode::InvalidPartitions);
     let delete = (cluster.controller())

@@ -161,14 +161,16 @@ impl Controller<'_> {
         self.delete_topic(name)
     }
 
-    /// CreatePartitions, placed, from the `from_count` the asking broker saw
-    /// to `total_count`. At `total_count` already: a retry whose first try
+    /// CreatePartitions, placed or as `assignment` says (one replica list
+    /// per new partition), from the `from_count` the asking broker saw to
+    /// `total_count`. At `total_count` already: a retry whose first try
     /// committed; nothing to add.
     pub fn grow_seen_topic(
         &self,
         name: &str,
         from_count: i32,
         total_count: i32,
+        assignment: Option<&[Vec<BrokerId>]>,
         seed: PlacementSeed,
     ) -> Result<Vec<MetadataRecord>, MetadataError> {
         let now = self
@@ -178,7 +180,7 @@ impl Controller<'_> {
         if from_count < total_count && now == Some(total_count) {
             return Ok(Vec::new());
         }
-        self.create_partitions(name, total_count, None, seed)
+        self.create_partitions(name, total_count, assignment, seed)
     }
 
     /// CreatePartitions: grows the topic to `total_count` partitions, placed
