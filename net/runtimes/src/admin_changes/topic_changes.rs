@@ -14,7 +14,7 @@ use super::topic_id::random_topic_id;
 use super::{ControllerReply, TopicChange, DEFAULT_REPLICATION, INTERNAL_REPLICATION};
 use crate::cluster_runtime::{call_controller_until_answered, ControllerRpc};
 use crate::Shard;
-use cluster::placement::internal_topic_replication_factor;
+use cluster::placement::{internal_topic_replication_factor, PlacementError};
 use engine::ErrorCode;
 use kernel::topics::{valid_topic_name, TopicEntry};
 use std::rc::Rc;
@@ -187,15 +187,14 @@ pub(super) async fn create_partitions(
             ),
         ));
     }
+    // The controller checks this too; here it also answers `validate_only`.
     let added = count - entry.partitions;
     if !assignment.is_empty() && usize::try_from(added).ok() != Some(assignment.len()) {
-        return Err((
-            ErrorCode::InvalidReplicaAssignment,
-            format!(
-                "increasing the number of partitions by {added} but {} assignments provided",
-                assignment.len()
-            ),
-        ));
+        let mismatch = PlacementError::AssignmentCountMismatch {
+            added,
+            assignments: assignment.len(),
+        };
+        return Err((mismatch.error_code(), mismatch.to_string()));
     }
     if validate_only {
         return Ok(TopicChange::Upsert(Box::new(TopicEntry {
