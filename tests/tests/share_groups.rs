@@ -7,7 +7,7 @@
 //!   record reaches one of them, once, and more than one consumer reads;
 //!   on one broker and on a partition replicated over three;
 //! - a released record is delivered again with a higher delivery count,
-//!   until `group.share.delivery.attempt.limit` deliveries, then never;
+//!   until `group.share.delivery.count.limit` deliveries, then never;
 //! - an acceptance that comes after its lock ran out is refused, and the
 //!   records come again (to the same consumer, delivered twice);
 //! - a consumer stuck holding records gives them back when their lock
@@ -66,6 +66,12 @@ const UNKNOWN_MEMBER_ID: i16 = 25;
 const INVALID_REQUEST: i16 = 42;
 const SHARE_SESSION_NOT_FOUND: i16 = 122;
 const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
+
+/// Broker settings that let a group lock records for 1 s to 10 min
+/// (Kafka's bounds are 15 s to 60 s; librdkafka's own test suite lowers
+/// the minimum the same way).
+const WIDE_LOCK_BOUNDS: &str = "group.share.min.record.lock.duration.ms=1000\n\
+                                group.share.max.record.lock.duration.ms=600000\n";
 
 /// A broker whose settings file holds `properties`.
 fn start(dir: &Path, properties: &str) -> Broker {
@@ -146,7 +152,7 @@ async fn share_consumers_split_a_replicated_partition_of_three_brokers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_record_comes_back_until_the_attempt_limit() {
     let dir = data_dir();
-    let broker = start(dir.path(), "group.share.delivery.attempt.limit=3\n");
+    let broker = start(dir.path(), "group.share.delivery.count.limit=3\n");
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "again", 1, &[]).await;
     share(
@@ -216,7 +222,7 @@ fn collect_all(bootstrap: &str, topic: &str, held: &BTreeSet<i64>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_consumers_records_come_back_when_its_lock_runs_out() {
     let dir = data_dir();
-    let broker = start(dir.path(), "");
+    let broker = start(dir.path(), WIDE_LOCK_BOUNDS);
     let bootstrap = broker.bootstrap();
     twenty_records_locked_for(&bootstrap, "locks", "2000").await;
     // Stuck with its connections open: only the 2 s lock frees its records.
@@ -230,7 +236,7 @@ async fn a_stuck_consumers_records_come_back_when_its_lock_runs_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acceptance_after_the_lock_ran_out_is_refused() {
     let dir = data_dir();
-    let broker = start(dir.path(), "");
+    let broker = start(dir.path(), WIDE_LOCK_BOUNDS);
     let bootstrap = broker.bootstrap();
     twenty_records_locked_for(&bootstrap, "late", "1000").await;
     // Accepted (implicitly, with the next poll) 3 s after a 1 s lock: the
@@ -246,7 +252,7 @@ async fn an_acceptance_after_the_lock_ran_out_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_consumers_records_come_back_when_its_connection_closes() {
     let dir = data_dir();
-    let broker = start(dir.path(), "");
+    let broker = start(dir.path(), WIDE_LOCK_BOUNDS);
     let bootstrap = broker.bootstrap();
     // A lock far longer than `collect` waits (60 s): the records can only
     // come back because the dead consumer's connection closed.

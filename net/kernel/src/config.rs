@@ -22,6 +22,7 @@
 //! - [`tiered`]: tiered storage (`remote.log.*`, `rill.remote.storage.*`).
 
 pub mod authorizer;
+mod groups;
 pub mod keys;
 pub mod listeners;
 pub mod properties;
@@ -350,6 +351,7 @@ impl BrokerConfig {
         }
         config.cluster.validate(config.broker_id)?;
         config.check_inter_broker_listener()?;
+        groups::check(&config.group)?;
         config.tiered.validate()?;
         Ok(config)
     }
@@ -518,33 +520,7 @@ impl BrokerConfig {
             "group.min.session.timeout.ms" => self.group.min_session_timeout_ms = num(name, value)?,
             "group.max.session.timeout.ms" => self.group.max_session_timeout_ms = num(name, value)?,
             "group.max.size" => self.group.group_max_size = num(name, value)?,
-            "group.consumer.session.timeout.ms" => {
-                self.group.consumer_session_timeout_ms = num(name, value)?
-            }
-            "group.consumer.heartbeat.interval.ms" => {
-                self.group.consumer_heartbeat_interval_ms = num(name, value)?
-            }
-            "group.share.session.timeout.ms" => {
-                self.group.share.session_timeout_ms = num(name, value)?
-            }
-            "group.share.heartbeat.interval.ms" => {
-                self.group.share.heartbeat_interval_ms = num(name, value)?
-            }
-            "group.share.max.size" => self.group.share.max_size = num(name, value)?,
-            "group.share.record.lock.duration.ms" => {
-                self.group.share.records.lock_duration_ms = positive(name, value)?
-            }
-            "group.share.delivery.attempt.limit" => {
-                let limit: i16 = num(name, value)?;
-                if !(2..=10).contains(&limit) {
-                    return Err(ConfigError::invalid(name, value, "from 2 to 10"));
-                }
-                self.group.share.records.delivery_limit = limit;
-            }
-            "group.share.partition.max.record.locks" => {
-                self.group.share.records.max_in_flight = positive(name, value)?
-            }
-            "group.share.max.share.sessions" => self.group.share.max_sessions = num(name, value)?,
+            _ if groups::apply(&mut self.group, name, value)? => {}
             "offsets.retention.minutes" => {
                 let minutes: i64 = num(name, value)?;
                 self.group.offsets_retention_ms = minutes.saturating_mul(60_000);

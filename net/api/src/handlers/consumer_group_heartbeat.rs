@@ -10,6 +10,7 @@ use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment, To
 use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
 };
+use runtimes::admin_changes::group_configs;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
@@ -98,6 +99,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             owned_partitions: owned,
             client_id: super::join_group::client_id(&request),
             client_host: String::new(),
+            timeouts: Some(group_configs::consumer_timeouts(
+                shard.runtime().view.image().group_configs().get(&group_id),
+                &shard.config.group,
+            )),
         };
         match group_runtime::call(
             &shard,

@@ -295,13 +295,13 @@ fn describe_group(
     }
     let image = shard.runtime().view.image();
     let set = image.group_configs().get(group);
-    for (name, default) in group_configs::GROUP_CONFIGS {
+    for (name, default) in group_configs::group_config_defaults(&shard.config.group) {
         if !wanted(name) {
             continue;
         }
         result.configs.push(match set.and_then(|c| c.get(name)) {
             Some(value) => entry(name, value.clone(), SOURCE_GROUP, false),
-            None => entry(name, default.to_string(), SOURCE_DEFAULT, false),
+            None => entry(name, default, SOURCE_DEFAULT, false),
         });
     }
 }

@@ -8,6 +8,7 @@ use coordinators::group::{ShareHeartbeatRequest, TopicPartition};
 use engine::ErrorCode;
 use kafka_protocol::messages::share_group_heartbeat_response::{Assignment, TopicPartitions};
 use kafka_protocol::messages::{ApiKey, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse};
+use runtimes::admin_changes::group_configs;
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
@@ -52,6 +53,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
             client_id: super::join_group::client_id(&request),
             client_host: String::new(),
+            timeouts: Some(group_configs::share_timeouts(
+                shard.runtime().view.image().group_configs().get(&group_id),
+                &shard.config.group,
+            )),
         };
         let call = GroupRequest::ShareHeartbeat(heartbeat);
         match group_runtime::call(&shard, &group_id, call).await {

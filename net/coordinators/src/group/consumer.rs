@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::assignor::{
     Assignor, GroupAssignment, MemberAssignment, MemberSubscription, TopicPartition,
 };
-use super::{GroupConfig, IdGenerator};
+use super::{GroupConfig, IdGenerator, MemberTimeouts};
 
 /// Member epoch of a member leaving the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -59,6 +59,17 @@ pub struct ConsumerHeartbeatRequest {
     pub client_id: String,
     /// Client host.
     pub client_host: String,
+    /// The group's own `consumer.session.timeout.ms` and
+    /// `consumer.heartbeat.interval.ms`, resolved by the caller; `None`:
+    /// the broker's.
+    pub timeouts: Option<MemberTimeouts>,
+}
+
+impl ConsumerHeartbeatRequest {
+    /// The member's timeouts: the group's, else the broker's.
+    fn timeouts(&self, config: &GroupConfig) -> MemberTimeouts {
+        self.timeouts.unwrap_or_else(|| config.consumer_timeouts())
+    }
 }
 
 /// A ConsumerGroupHeartbeat answer.
@@ -399,7 +410,7 @@ impl ConsumerGroup {
             if req.rack_id.is_some() {
                 m.rack_id = req.rack_id.clone();
             }
-            m.session_deadline_ms = now_ms + config.consumer_session_timeout_ms;
+            m.session_deadline_ms = now_ms + req.timeouts(config).session_timeout_ms;
         }
         bump
     }
@@ -434,7 +445,7 @@ impl ConsumerGroup {
             error_code: ErrorCode::None,
             member_id: member_id.to_string(),
             member_epoch: member.member_epoch,
-            heartbeat_interval_ms: config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms: req.timeouts(config).heartbeat_interval_ms,
             assignment: send_assignment.then(|| member.assigned.iter().cloned().collect()),
         }
     }
@@ -471,7 +482,7 @@ impl ConsumerGroup {
                 }
             }
         }
-        let session_deadline_ms = now_ms + config.consumer_session_timeout_ms;
+        let session_deadline_ms = now_ms + req.timeouts(config).session_timeout_ms;
         let regex = regex_of(req);
         let subscribed: BTreeSet<String> = req
             .subscribed_topic_names

@@ -22,6 +22,8 @@
 //! - [`offsets`]: committed offsets and their expiry.
 //! - [`records`]: the `__consumer_offsets` key and value formats.
 //! - [`coordinator`]: the per-shard coordinator tying the above together.
+//! - [`timeouts`]: members' session timeouts and heartbeat intervals, and
+//!   the bounds a group's own values keep.
 //! - [`error`]: record decoding errors (Kafka codes are [`engine::ErrorCode`]).
 
 pub mod assignor;
@@ -35,6 +37,7 @@ pub mod offsets;
 pub mod records;
 pub mod share;
 pub mod share_topics;
+pub mod timeouts;
 
 #[cfg(test)]
 mod membership_tests;
@@ -55,6 +58,7 @@ pub use coordinator::{
 };
 pub use offsets::Record;
 pub use share::{ShareGroup, ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResponse};
+pub use timeouts::{MemberTimeouts, MsRange, TimeoutBounds};
 
 /// Identifies a request whose answer may come later; chosen by the caller.
 pub type RequestToken = u64;
@@ -83,6 +87,10 @@ pub struct GroupConfig {
     pub consumer_session_timeout_ms: i64,
     /// `group.consumer.heartbeat.interval.ms`.
     pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min/max.session.timeout.ms` and
+    /// `group.consumer.min/max.heartbeat.interval.ms`: what a group's own
+    /// `consumer.*` configs may be.
+    pub consumer_bounds: TimeoutBounds,
     /// `offsets.retention.minutes`, in milliseconds.
     pub offsets_retention_ms: i64,
     /// `offsets.retention.check.interval.ms`.
@@ -102,10 +110,21 @@ impl Default for GroupConfig {
             group_max_size: i32::MAX as usize,
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
+            consumer_bounds: TimeoutBounds::default(),
             offsets_retention_ms: 10_080 * 60_000,
             offsets_retention_check_interval_ms: 600_000,
             member_id_seed: 0x5eed,
             share: share::ShareGroupConfig::default(),
+        }
+    }
+}
+
+impl GroupConfig {
+    /// A KIP-848 member's timeouts when its group sets none of its own.
+    pub fn consumer_timeouts(&self) -> MemberTimeouts {
+        MemberTimeouts {
+            session_timeout_ms: self.consumer_session_timeout_ms,
+            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms,
         }
     }
 }

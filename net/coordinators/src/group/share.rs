@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::assignor::TopicPartition;
 use super::consumer::{TopicInfo, LEAVE_GROUP_MEMBER_EPOCH};
+use super::timeouts::{MemberTimeouts, MsRange, TimeoutBounds};
 use crate::share::ShareSettings;
 
 /// A ShareGroupHeartbeat request. `None` fields mean "unchanged".
@@ -36,6 +37,10 @@ pub struct ShareHeartbeatRequest {
     pub client_id: String,
     /// Client host.
     pub client_host: String,
+    /// The group's own `share.session.timeout.ms` and
+    /// `share.heartbeat.interval.ms`, resolved by the caller; `None`: the
+    /// broker's.
+    pub timeouts: Option<MemberTimeouts>,
 }
 
 /// A ShareGroupHeartbeat answer.
@@ -83,6 +88,14 @@ pub struct ShareGroupConfig {
     pub session_timeout_ms: i64,
     /// `group.share.heartbeat.interval.ms`.
     pub heartbeat_interval_ms: i32,
+    /// `group.share.min/max.session.timeout.ms` and
+    /// `group.share.min/max.heartbeat.interval.ms`: what a group's own
+    /// `share.*` configs may be.
+    pub bounds: TimeoutBounds,
+    /// `group.share.min.record.lock.duration.ms` to
+    /// `group.share.max.record.lock.duration.ms` (15 s to 60 s): what a
+    /// group's `share.record.lock.duration.ms` may be.
+    pub lock_duration_bounds_ms: MsRange,
     /// `group.share.max.size`.
     pub max_size: usize,
     /// `group.share.max.share.sessions`: share sessions per broker.
@@ -91,11 +104,23 @@ pub struct ShareGroupConfig {
     pub records: ShareSettings,
 }
 
+impl ShareGroupConfig {
+    /// A member's timeouts when its group sets none of its own.
+    pub fn timeouts(&self) -> MemberTimeouts {
+        MemberTimeouts {
+            session_timeout_ms: self.session_timeout_ms,
+            heartbeat_interval_ms: self.heartbeat_interval_ms,
+        }
+    }
+}
+
 impl Default for ShareGroupConfig {
     fn default() -> Self {
         Self {
             session_timeout_ms: 45_000,
             heartbeat_interval_ms: 5_000,
+            bounds: TimeoutBounds::default(),
+            lock_duration_bounds_ms: MsRange::new(15_000, 60_000),
             max_size: 200,
             max_sessions: 2_000,
             records: ShareSettings::default(),
@@ -155,11 +180,12 @@ impl ShareGroup {
         req: &ShareHeartbeatRequest,
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
     ) -> ShareHeartbeatResponse {
+        let timeouts = req.timeouts.unwrap_or_else(|| config.timeouts());
         let error = |code: ErrorCode| ShareHeartbeatResponse {
             error_code: code,
             member_id: req.member_id.clone(),
             member_epoch: req.member_epoch,
-            heartbeat_interval_ms: config.heartbeat_interval_ms,
+            heartbeat_interval_ms: timeouts.heartbeat_interval_ms,
             assignment: None,
         };
         if req.member_id.is_empty() {
@@ -182,7 +208,7 @@ impl ShareGroup {
         let Some(member) = self.members.get_mut(&req.member_id) else {
             return error(ErrorCode::UnknownMemberId);
         };
-        member.session_deadline_ms = now_ms + config.session_timeout_ms;
+        member.session_deadline_ms = now_ms + timeouts.session_timeout_ms;
         if let Some(names) = &req.subscribed_topic_names {
             let names: BTreeSet<String> = names.iter().cloned().collect();
             if names != member.subscribed_topics {
@@ -201,7 +227,7 @@ impl ShareGroup {
             error_code: ErrorCode::None,
             member_id: member.member_id.clone(),
             member_epoch: member.member_epoch,
-            heartbeat_interval_ms: config.heartbeat_interval_ms,
+            heartbeat_interval_ms: timeouts.heartbeat_interval_ms,
             // The whole assignment every time, as librdkafka's own mock
             // broker answers: the client applies it only when it differs.
             assignment: Some(member.assignment.clone()),

@@ -96,6 +96,46 @@ fn leaving_and_expiring_give_the_partitions_to_the_others() {
 }
 
 #[test]
+fn a_groups_own_timeouts_set_the_interval_and_the_session() {
+    let mut c = GroupCoordinator::new(GroupConfig::default());
+    let own = MemberTimeouts {
+        session_timeout_ms: 50_000,
+        heartbeat_interval_ms: 7_000,
+    };
+    let share = ShareHeartbeatRequest {
+        group_id: "sg".into(),
+        member_id: "a".into(),
+        subscribed_topic_names: Some(vec!["one".into()]),
+        timeouts: Some(own),
+        ..Default::default()
+    };
+    let answer = c.share_heartbeat(0, &share, &topics).0;
+    assert_eq!(answer.heartbeat_interval_ms, 7_000);
+    let consumer = ConsumerHeartbeatRequest {
+        group_id: "cg".into(),
+        rebalance_timeout_ms: 60_000,
+        subscribed_topic_names: Some(vec!["one".into()]),
+        timeouts: Some(own),
+        ..Default::default()
+    };
+    let answer = c.consumer_heartbeat(0, &consumer, &topics).0;
+    assert_eq!(answer.heartbeat_interval_ms, 7_000);
+    // Past the broker's 45 s, within the groups' own 50 s: both stay.
+    c.tick(49_000);
+    assert_eq!(c.describe_share_group("sg").map(|g| g.members.len()), Ok(1));
+    assert_eq!(
+        c.describe_consumer_group("cg").map(|g| g.members.len()),
+        Ok(1)
+    );
+    c.tick(50_001);
+    assert_eq!(c.describe_share_group("sg").map(|g| g.members.len()), Ok(0));
+    assert_eq!(
+        c.describe_consumer_group("cg").map(|g| g.members.len()),
+        Ok(0)
+    );
+}
+
+#[test]
 fn stale_and_unknown_epochs_are_fenced() {
     let mut c = GroupCoordinator::new(GroupConfig::default());
     beat(&mut c, 0, "a", 0, Some(&["one"]));

@@ -9,7 +9,7 @@
 //! - *acquired* by one member until its lock runs out
 //!   (`group.share.record.lock.duration.ms`);
 //! - *acknowledged* (ACCEPT) or *archived* (REJECT, or a release or lock
-//!   expiry once `group.share.delivery.attempt.limit` deliveries were
+//!   expiry once `group.share.delivery.count.limit` deliveries were
 //!   made, or an offset with no record: a gap or a control batch).
 //!
 //! The start moves past every leading offset that is acknowledged or
@@ -51,7 +51,7 @@ impl AckType {
 pub struct ShareSettings {
     /// `group.share.record.lock.duration.ms`.
     pub lock_duration_ms: i64,
-    /// `group.share.delivery.attempt.limit`.
+    /// `group.share.delivery.count.limit`.
     pub delivery_limit: i16,
     /// `group.share.partition.max.record.locks`.
     pub max_in_flight: usize,

@@ -79,7 +79,7 @@ impl AlterNamedConfigs {
         };
         let configs = match self.resource {
             NamedResource::ClientMetrics => altered_client_metrics_configs(&start, &self.ops)?,
-            NamedResource::Group => altered_group_configs(&start, &self.ops)?,
+            NamedResource::Group => altered_group_configs(&start, &self.ops, &shard.config.group)?,
         };
         if self.validate_only || configs == current {
             return Ok(());

@@ -1,0 +1,213 @@
+//! The broker settings of KIP-848 consumer groups and KIP-932 share groups
+//! (`group.consumer.*`, `group.share.*`), with Kafka's names, defaults and
+//! start-up checks.
+//!
+//! Each timeout has a broker-wide value and the bounds a group's own value
+//! (a group config, `consumer.session.timeout.ms` and the like) must keep.
+//! Kafka refuses to start when a broker value falls outside its own bounds,
+//! or when a heartbeat interval is not below its session timeout; so does
+//! rill ([`check`]).
+
+use super::{num, positive};
+use crate::error::ConfigError;
+use coordinators::group::{GroupConfig, MemberTimeouts, MsRange, TimeoutBounds};
+
+/// Applies one `group.consumer.*` or `group.share.*` setting; `Ok(false)`
+/// when `name` is not one of them.
+pub(super) fn apply(group: &mut GroupConfig, name: &str, value: &str) -> Result<bool, ConfigError> {
+    if let Some(key) = name.strip_prefix("group.consumer.") {
+        match key {
+            "session.timeout.ms" => group.consumer_session_timeout_ms = positive(name, value)?,
+            "heartbeat.interval.ms" => {
+                group.consumer_heartbeat_interval_ms = positive(name, value)?
+            }
+            _ => return apply_bound(&mut group.consumer_bounds, key, name, value),
+        }
+        return Ok(true);
+    }
+    let Some(key) = name.strip_prefix("group.share.") else {
+        return Ok(false);
+    };
+    let share = &mut group.share;
+    match key {
+        "session.timeout.ms" => share.session_timeout_ms = positive(name, value)?,
+        "heartbeat.interval.ms" => share.heartbeat_interval_ms = positive(name, value)?,
+        "max.size" => share.max_size = num(name, value)?,
+        "record.lock.duration.ms" => share.records.lock_duration_ms = positive(name, value)?,
+        "min.record.lock.duration.ms" => share.lock_duration_bounds_ms.min = positive(name, value)?,
+        "max.record.lock.duration.ms" => share.lock_duration_bounds_ms.max = positive(name, value)?,
+        // Kafka's name, and the one rill spelled first.
+        "delivery.count.limit" | "delivery.attempt.limit" => {
+            let limit: i16 = num(name, value)?;
+            if !(2..=10).contains(&limit) {
+                return Err(ConfigError::invalid(name, value, "from 2 to 10"));
+            }
+            share.records.delivery_limit = limit;
+        }
+        "partition.max.record.locks" => share.records.max_in_flight = positive(name, value)?,
+        "max.share.sessions" => share.max_sessions = num(name, value)?,
+        _ => return apply_bound(&mut share.bounds, key, name, value),
+    }
+    Ok(true)
+}
+
+/// The bounds keys (`min.session.timeout.ms` and the like, `key` without
+/// the group type's prefix) into `bounds`; `Ok(false)` for another key.
+fn apply_bound(
+    bounds: &mut TimeoutBounds,
+    key: &str,
+    name: &str,
+    value: &str,
+) -> Result<bool, ConfigError> {
+    let end = match key {
+        "min.session.timeout.ms" => &mut bounds.session_timeout_ms.min,
+        "max.session.timeout.ms" => &mut bounds.session_timeout_ms.max,
+        "min.heartbeat.interval.ms" => &mut bounds.heartbeat_interval_ms.min,
+        "max.heartbeat.interval.ms" => &mut bounds.heartbeat_interval_ms.max,
+        _ => return Ok(false),
+    };
+    *end = positive(name, value)?;
+    Ok(true)
+}
+
+/// Refuses group settings that contradict each other, with Kafka's rules.
+pub(super) fn check(group: &GroupConfig) -> Result<(), ConfigError> {
+    check_timeouts(
+        "group.consumer",
+        group.consumer_timeouts(),
+        group.consumer_bounds,
+    )?;
+    check_timeouts("group.share", group.share.timeouts(), group.share.bounds)?;
+    let lock = group.share.records.lock_duration_ms;
+    check_within(
+        "group.share.record.lock.duration.ms",
+        lock,
+        ("group.share", "record.lock.duration.ms"),
+        group.share.lock_duration_bounds_ms,
+    )
+}
+
+/// One group type's (`prefix`) timeouts against its bounds.
+fn check_timeouts(
+    prefix: &str,
+    timeouts: MemberTimeouts,
+    bounds: TimeoutBounds,
+) -> Result<(), ConfigError> {
+    let session = timeouts.session_timeout_ms;
+    let heartbeat = i64::from(timeouts.heartbeat_interval_ms);
+    let session_name = format!("{prefix}.session.timeout.ms");
+    let heartbeat_name = format!("{prefix}.heartbeat.interval.ms");
+    check_within(
+        &session_name,
+        session,
+        (prefix, "session.timeout.ms"),
+        bounds.session_timeout_ms,
+    )?;
+    check_within(
+        &heartbeat_name,
+        heartbeat,
+        (prefix, "heartbeat.interval.ms"),
+        bounds.heartbeat_interval_ms,
+    )?;
+    if heartbeat >= session {
+        return Err(ConfigError::invalid(
+            &heartbeat_name,
+            &heartbeat.to_string(),
+            &format!("must be less than {session_name}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `value` of `name` within `range`, whose keys are `{prefix}.min.{key}`
+/// and `{prefix}.max.{key}`.
+fn check_within(
+    name: &str,
+    value: i64,
+    (prefix, key): (&str, &str),
+    range: MsRange,
+) -> Result<(), ConfigError> {
+    if range.min > range.max {
+        return Err(ConfigError::invalid(
+            &format!("{prefix}.max.{key}"),
+            &range.max.to_string(),
+            &format!("must be at least {prefix}.min.{key} ({})", range.min),
+        ));
+    }
+    let reason = if value < range.min {
+        format!("must be at least {prefix}.min.{key} ({})", range.min)
+    } else if value > range.max {
+        format!("must be at most {prefix}.max.{key} ({})", range.max)
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::invalid(name, &value.to_string(), &reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied(pairs: &[(&str, &str)]) -> Result<GroupConfig, ConfigError> {
+        let mut group = GroupConfig::default();
+        for (name, value) in pairs {
+            assert!(apply(&mut group, name, value)?, "{name} is a group setting");
+        }
+        check(&group).map(|()| group)
+    }
+
+    #[test]
+    fn kafkas_defaults_pass_and_bounds_are_read() {
+        let group = applied(&[]).expect("Kafka's defaults");
+        assert_eq!(
+            group.share.lock_duration_bounds_ms,
+            MsRange::new(15_000, 60_000)
+        );
+        let group = applied(&[
+            ("group.share.min.record.lock.duration.ms", "1000"),
+            ("group.share.record.lock.duration.ms", "1000"),
+            ("group.consumer.min.session.timeout.ms", "6000"),
+            ("group.consumer.session.timeout.ms", "6000"),
+            ("group.share.delivery.count.limit", "3"),
+        ])
+        .expect("lowered bounds");
+        assert_eq!(group.share.records.lock_duration_ms, 1_000);
+        assert_eq!(group.consumer_session_timeout_ms, 6_000);
+        assert_eq!(group.share.records.delivery_limit, 3);
+        assert!(!apply(&mut GroupConfig::default(), "group.max.size", "5").unwrap_or(true));
+    }
+
+    #[test]
+    fn a_value_outside_its_bounds_stops_the_start() {
+        for (pairs, refused) in [
+            (
+                &[("group.share.record.lock.duration.ms", "1000")][..],
+                "group.share.record.lock.duration.ms",
+            ),
+            (
+                &[("group.consumer.session.timeout.ms", "90000")][..],
+                "group.consumer.session.timeout.ms",
+            ),
+            (
+                &[("group.share.max.heartbeat.interval.ms", "1000")][..],
+                "group.share.max.heartbeat.interval.ms",
+            ),
+            (
+                &[
+                    ("group.share.max.heartbeat.interval.ms", "60000"),
+                    ("group.share.heartbeat.interval.ms", "45000"),
+                ][..],
+                "group.share.heartbeat.interval.ms",
+            ),
+            (
+                &[("group.share.delivery.count.limit", "11")][..],
+                "group.share.delivery.count.limit",
+            ),
+        ] {
+            match applied(pairs) {
+                Err(ConfigError::Invalid { name, .. }) => assert_eq!(name, refused, "{pairs:?}"),
+                other => panic!("{pairs:?}: {other:?}"),
+            }
+        }
+    }
+}
