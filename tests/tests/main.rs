@@ -14,6 +14,7 @@ mod common;
 
 mod acls;
 mod admin_cli;
+mod authorized_operations;
 mod bad_input;
 mod bounded_memory;
 mod broker_lifecycle;
@@ -42,6 +43,7 @@ mod fatal_stop;
 mod features;
 mod fetch_sessions;
 mod full_disk;
+mod group_configs;
 mod group_membership;
 mod groups;
 #[path = "../bench/groups_rill.rs"]

@@ -13,6 +13,7 @@ use kafka_protocol::messages::{
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
+use security::acl::operations::AUTHORIZED_OPERATIONS_OMITTED;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -24,8 +25,6 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
-/// "Operations not requested", as Kafka answers without authorizer.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 /// `member_type` for a member of the consumer protocol (v1).
 const MEMBER_TYPE_CONSUMER: i8 = 1;
 
@@ -83,6 +82,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                     out.error_code = code.code()
                 }
                 _ => out.error_code = ErrorCode::UnknownServerError.code(),
+            }
+            if out.error_code == 0 {
+                let asked = body.include_authorized_operations;
+                out.authorized_operations = authz.group_operations(asked, &id);
             }
             response.groups.push(out);
         }

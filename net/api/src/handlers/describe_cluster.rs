@@ -1,11 +1,12 @@
 //! DescribeCluster (key 60): the cluster id, the active controller and the
-//! live brokers (as Metadata lists them).
+//! live brokers (as Metadata lists them), and the caller's operations on
+//! the cluster when asked (KIP-430).
 
 use super::metadata::{active_controller, cluster_brokers};
 use super::{str_bytes, Handler, HandlerFuture, Request};
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
-use runtimes::Shard;
+use runtimes::{cluster_runtime, Shard};
 use std::rc::Rc;
 
 /// v0–v1 (v2 adds fenced brokers, not listed yet).
@@ -25,6 +26,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         if request.version >= 1 {
             response.endpoint_type = body.endpoint_type;
         }
+        let authz = cluster_runtime::authz(&shard, &request.session);
+        let asked = body.include_cluster_authorized_operations;
+        response.cluster_authorized_operations = authz.cluster_operations(asked);
         for listed in cluster_brokers(&shard, &request.session.listener) {
             let mut broker = DescribeClusterBroker::default();
             broker.broker_id = BrokerId(listed.node_id);

@@ -8,6 +8,7 @@ use kafka_protocol::messages::{ApiKey, DescribeGroupsRequest, DescribeGroupsResp
 use runtimes::cluster_runtime;
 use runtimes::group_runtime::{self, GroupReply, GroupRequest};
 use runtimes::Shard;
+use security::acl::operations::AUTHORIZED_OPERATIONS_OMITTED;
 use security::acl::Operation;
 use std::rc::Rc;
 
@@ -18,9 +19,6 @@ pub const HANDLER: Handler = Handler {
     max_version: 5,
     handle,
 };
-
-/// "Operations not requested", as Kafka answers without authorizer.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
@@ -62,6 +60,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 }
                 GroupReply::Unavailable(code) => out.error_code = code.code(),
                 _ => out.error_code = ErrorCode::UnknownServerError.code(),
+            }
+            if out.error_code == 0 {
+                let asked = body.include_authorized_operations;
+                out.authorized_operations = authz.group_operations(asked, &id);
             }
             response.groups.push(out);
         }

@@ -39,19 +39,6 @@ pub const HANDLER: Handler = Handler {
 /// one response lists, whatever the request asks.
 pub const MAX_PARTITIONS_PER_RESPONSE: i32 = 2000;
 
-/// The operations Kafka reports in `topic_authorized_operations` (its
-/// supported operations of a TOPIC resource).
-const TOPIC_OPERATIONS: [Operation; 8] = [
-    Operation::Read,
-    Operation::Write,
-    Operation::Create,
-    Operation::Delete,
-    Operation::Alter,
-    Operation::Describe,
-    Operation::DescribeConfigs,
-    Operation::AlterConfigs,
-];
-
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: DescribeTopicPartitionsRequest = request.decode()?;
@@ -207,15 +194,6 @@ fn error_topic(name: String, code: ErrorCode) -> DescribeTopicPartitionsResponse
     topic
 }
 
-/// Kafka's bit field of the operations the caller may do on a topic
-/// (`1 << operation code` for each).
-fn authorized_operations(authz: &Authz, topic: &str) -> i32 {
-    TOPIC_OPERATIONS
-        .iter()
-        .filter(|&&op| authz.allows_topic(op, topic))
-        .fold(0, |bits, op| bits | (1 << op.code()))
-}
-
 fn topic_partitions(
     shard: &Shard,
     entry: &TopicEntry,
@@ -233,7 +211,7 @@ fn topic_partitions(
     topic.topic_id = uuid(entry.topic_id);
     // The same rule as Metadata's, so that both APIs agree.
     topic.is_internal = entry.name.starts_with("__");
-    topic.topic_authorized_operations = authorized_operations(authz, &entry.name);
+    topic.topic_authorized_operations = authz.topic_operations(true, &entry.name);
     topic.partitions = range
         .map(|p| {
             let mut partition = DescribeTopicPartitionsResponsePartition::default();

@@ -28,6 +28,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     Box::pin(async move {
         let body: MetadataRequest = request.decode()?;
         let version = request.version;
+        let asked = (
+            body.include_topic_authorized_operations,
+            body.include_cluster_authorized_operations,
+        );
         // v0 asks for every topic with an empty list; later versions with null.
         let wanted: Option<Vec<(Option<String>, [u8; 16])>> = match body.topics {
             None => None,
@@ -80,8 +84,31 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         }
         response.controller_id = BrokerId(active_controller(&shard));
         response.topics = topics;
+        authorized_operations(&mut response, asked, version, &authz);
         request.respond(&response)
     })
+}
+
+/// KIP-430: the caller's operations on each topic found (v8 on) and on the
+/// cluster (v8 to v10; DescribeCluster since), where the request asks.
+/// `asked`: the request's (topic, cluster) flags.
+fn authorized_operations(
+    response: &mut MetadataResponse,
+    (topics_asked, cluster_asked): (bool, bool),
+    version: i16,
+    authz: &Authz,
+) {
+    if version < 8 {
+        return;
+    }
+    for topic in &mut response.topics {
+        if let (0, Some(name)) = (topic.error_code, &topic.name) {
+            topic.topic_authorized_operations = authz.topic_operations(topics_asked, name);
+        }
+    }
+    if version <= 10 {
+        response.cluster_authorized_operations = authz.cluster_operations(cluster_asked);
+    }
 }
 
 /// A broker as Metadata and DescribeCluster list it.

@@ -10,10 +10,12 @@
 //!   code for a refusal. Built per request by
 //!   `cluster_runtime::authz(shard, session)`, which reads the ACLs of the
 //!   shard's metadata image.
+//! - [`operations`]: KIP-430's authorized-operations bit fields.
 
 pub mod authorizer;
 pub mod checks;
 pub mod model;
+pub mod operations;
 
 pub use authorizer::Authorizer;
 pub use checks::Authz;
