@@ -507,6 +507,34 @@ pub fn assert_refused_start(output: &std::process::Output, reasons: &[&str]) -> 
     text
 }
 
+/// Runs `binary serve` with `properties` as its settings file (its data
+/// under `dir`); it must refuse to start ([`assert_refused_start`]) with
+/// each of `reasons`, and without a panic. Returns what it printed.
+pub fn assert_settings_refused(
+    binary: &str,
+    dir: &Path,
+    properties: &str,
+    reasons: &[&str],
+) -> String {
+    let file = dir.join("server.properties");
+    std::fs::write(&file, properties).expect("write server.properties");
+    let output = Command::new(binary)
+        .args([
+            "serve",
+            "--admin-listen",
+            &format!("127.0.0.1:{}", free_port()),
+        ])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--config")
+        .arg(&file)
+        .output()
+        .expect("rill runs");
+    let text = assert_refused_start(&output, reasons);
+    assert!(!text.contains("panicked"), "{text}");
+    text
+}
+
 /// Fetches `/metrics` from the admin port.
 pub fn http_get(addr: SocketAddr, path: &str) -> String {
     use std::io::{Read, Write};

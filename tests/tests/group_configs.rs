@@ -17,9 +17,8 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use rill_tests::kafka::create_topic;
-use rill_tests::{data_dir, free_port, Broker};
+use rill_tests::{data_dir, Broker};
 use std::net::SocketAddr;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -144,25 +143,12 @@ async fn a_groups_own_timeouts_reach_its_members_within_the_brokers_bounds() {
 
 #[test]
 fn a_brokers_own_value_outside_its_bounds_stops_the_start() {
-    let dir = data_dir();
-    let file = dir.path().join("server.properties");
     // librdkafka's test suite sets the bound along with the value, as Kafka
     // needs; the value alone is refused.
-    std::fs::write(&file, "group.share.record.lock.duration.ms=1000\n").expect("settings");
-    let output = Command::new(RILL)
-        .args([
-            "serve",
-            "--admin-listen",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&file)
-        .output()
-        .expect("rill runs");
-    rill_tests::assert_refused_start(
-        &output,
+    rill_tests::assert_settings_refused(
+        RILL,
+        data_dir().path(),
+        "group.share.record.lock.duration.ms=1000\n",
         &[
             "group.share.record.lock.duration.ms",
             "group.share.min.record.lock.duration.ms",

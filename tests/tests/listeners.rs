@@ -108,22 +108,7 @@ async fn each_listener_advertises_its_own_address() {
 /// Runs `rill serve` with `properties`; it must exit at start (not serve)
 /// with `reason` in its output.
 fn refuses_to_start(properties: &str, reason: &str) {
-    let dir = data_dir();
-    let file = dir.path().join("server.properties");
-    std::fs::write(&file, properties).expect("write server.properties");
-    let output = Command::new(RILL)
-        .args([
-            "serve",
-            "--admin-listen",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
-        .arg("--data-dir")
-        .arg(dir.path())
-        .arg("--config")
-        .arg(&file)
-        .output()
-        .expect("rill runs");
-    rill_tests::assert_refused_start(&output, &[reason]);
+    rill_tests::assert_settings_refused(RILL, data_dir().path(), properties, &[reason]);
 }
 
 #[test]

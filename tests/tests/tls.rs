@@ -392,22 +392,7 @@ fn a_silent_client_is_dropped_at_the_handshake_timeout() {
 /// Runs `rill serve` with `properties`; it must exit at start with code 2
 /// and `reason` in its output.
 fn refuses_to_start(dir: &Path, properties: &str, reason: &[&str]) {
-    let file = dir.join("server.properties");
-    std::fs::write(&file, properties).expect("write server.properties");
-    let output = Command::new(RILL)
-        .args([
-            "serve",
-            "--admin-listen",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .arg("--config")
-        .arg(&file)
-        .output()
-        .expect("rill runs");
-    let text = rill_tests::assert_refused_start(&output, reason);
-    assert!(!text.contains("panicked"), "{text}");
+    rill_tests::assert_settings_refused(RILL, dir, properties, reason);
 }
 
 #[test]
