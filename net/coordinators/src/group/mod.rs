@@ -58,7 +58,7 @@ pub use coordinator::{
 };
 pub use offsets::Record;
 pub use share::{ShareGroup, ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResponse};
-pub use timeouts::{MemberTimeouts, MsRange, TimeoutBounds};
+pub use timeouts::{MemberTimeouts, MsRange, Refusal, TimeoutBounds};
 
 /// Identifies a request whose answer may come later; chosen by the caller.
 pub type RequestToken = u64;

@@ -10,7 +10,7 @@
 
 use super::{num, positive};
 use crate::error::ConfigError;
-use coordinators::group::{GroupConfig, MemberTimeouts, MsRange, TimeoutBounds};
+use coordinators::group::{GroupConfig, MsRange, TimeoutBounds};
 
 /// Applies one `group.consumer.*` or `group.share.*` setting; `Ok(false)`
 /// when `name` is not one of them.
@@ -70,78 +70,54 @@ fn apply_bound(
     Ok(true)
 }
 
-/// Refuses group settings that contradict each other, with Kafka's rules.
+/// Refuses group settings that contradict each other, with Kafka's rules
+/// ([`MemberTimeouts::refusal`], [`MsRange::refusal`]).
 pub(super) fn check(group: &GroupConfig) -> Result<(), ConfigError> {
-    check_timeouts(
-        "group.consumer",
-        group.consumer_timeouts(),
-        group.consumer_bounds,
-    )?;
-    check_timeouts("group.share", group.share.timeouts(), group.share.bounds)?;
-    let lock = group.share.records.lock_duration_ms;
-    check_within(
-        "group.share.record.lock.duration.ms",
-        lock,
-        ("group.share", "record.lock.duration.ms"),
-        group.share.lock_duration_bounds_ms,
-    )
+    let consumer = ("group.consumer", group.consumer_bounds);
+    let share = ("group.share", group.share.bounds);
+    for (prefix, bounds) in [consumer, share] {
+        check_ordered(prefix, "session.timeout.ms", bounds.session_timeout_ms)?;
+        check_ordered(
+            prefix,
+            "heartbeat.interval.ms",
+            bounds.heartbeat_interval_ms,
+        )?;
+    }
+    let lock_bounds = group.share.lock_duration_bounds_ms;
+    check_ordered("group.share", "record.lock.duration.ms", lock_bounds)?;
+    let lock_name = "group.share.record.lock.duration.ms";
+    let lock_ms = group.share.records.lock_duration_ms;
+    let refusal = (group
+        .consumer_timeouts()
+        .refusal(&consumer.1, (consumer.0, consumer.0)))
+    .or_else(|| group.share.timeouts().refusal(&share.1, (share.0, share.0)))
+    .or_else(|| {
+        lock_bounds.refusal(
+            lock_name,
+            lock_ms,
+            ("group.share", "record.lock.duration.ms"),
+        )
+    });
+    match refusal {
+        Some(r) => Err(ConfigError::invalid(
+            &r.name,
+            &r.value.to_string(),
+            &r.reason,
+        )),
+        None => Ok(()),
+    }
 }
 
-/// One group type's (`prefix`) timeouts against its bounds.
-fn check_timeouts(
-    prefix: &str,
-    timeouts: MemberTimeouts,
-    bounds: TimeoutBounds,
-) -> Result<(), ConfigError> {
-    let session = timeouts.session_timeout_ms;
-    let heartbeat = i64::from(timeouts.heartbeat_interval_ms);
-    let session_name = format!("{prefix}.session.timeout.ms");
-    let heartbeat_name = format!("{prefix}.heartbeat.interval.ms");
-    check_within(
-        &session_name,
-        session,
-        (prefix, "session.timeout.ms"),
-        bounds.session_timeout_ms,
-    )?;
-    check_within(
-        &heartbeat_name,
-        heartbeat,
-        (prefix, "heartbeat.interval.ms"),
-        bounds.heartbeat_interval_ms,
-    )?;
-    if heartbeat >= session {
-        return Err(ConfigError::invalid(
-            &heartbeat_name,
-            &heartbeat.to_string(),
-            &format!("must be less than {session_name}"),
-        ));
-    }
-    Ok(())
-}
-
-/// `value` of `name` within `range`, whose keys are `{prefix}.min.{key}`
-/// and `{prefix}.max.{key}`.
-fn check_within(
-    name: &str,
-    value: i64,
-    (prefix, key): (&str, &str),
-    range: MsRange,
-) -> Result<(), ConfigError> {
-    if range.min > range.max {
-        return Err(ConfigError::invalid(
-            &format!("{prefix}.max.{key}"),
-            &range.max.to_string(),
-            &format!("must be at least {prefix}.min.{key} ({})", range.min),
-        ));
-    }
-    let reason = if value < range.min {
-        format!("must be at least {prefix}.min.{key} ({})", range.min)
-    } else if value > range.max {
-        format!("must be at most {prefix}.max.{key} ({})", range.max)
-    } else {
+/// `{prefix}.min.{key}` at most `{prefix}.max.{key}`.
+fn check_ordered(prefix: &str, key: &str, range: MsRange) -> Result<(), ConfigError> {
+    if range.min <= range.max {
         return Ok(());
-    };
-    Err(ConfigError::invalid(name, &value.to_string(), &reason))
+    }
+    Err(ConfigError::invalid(
+        &format!("{prefix}.max.{key}"),
+        &range.max.to_string(),
+        &format!("must be at least {prefix}.min.{key} ({})", range.min),
+    ))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@
 //! DescribeConfigs shows as its default.
 
 use super::config_ops::ConfigOpKind;
-use coordinators::group::{GroupConfig, MemberTimeouts, MsRange, TimeoutBounds};
+use coordinators::group::{GroupConfig, MemberTimeouts};
 use engine::ErrorCode;
 use std::collections::BTreeMap;
 
@@ -142,51 +142,14 @@ fn bounds_refusal(configs: &BTreeMap<String, String>, broker: &GroupConfig) -> O
         SHARE_RECORD_LOCK_DURATION_MS,
         broker.share.records.lock_duration_ms,
     );
-    timeouts_refusal("consumer", consumer, broker.consumer_bounds)
-        .or_else(|| timeouts_refusal("share", share, broker.share.bounds))
+    let lock_bounds = broker.share.lock_duration_bounds_ms;
+    (consumer.refusal(&broker.consumer_bounds, ("consumer", "group.consumer")))
+        .or_else(|| share.refusal(&broker.share.bounds, ("share", "group.share")))
         .or_else(|| {
-            let bounds = broker.share.lock_duration_bounds_ms;
-            range_refusal(("share", "record.lock.duration.ms"), lock_ms, bounds)
+            let key = ("group.share", "record.lock.duration.ms");
+            lock_bounds.refusal(SHARE_RECORD_LOCK_DURATION_MS, lock_ms, key)
         })
-}
-
-/// One group type's (`kind`: consumer, share) timeouts against its bounds.
-fn timeouts_refusal(kind: &str, timeouts: MemberTimeouts, bounds: TimeoutBounds) -> Option<String> {
-    let session = timeouts.session_timeout_ms;
-    let heartbeat = i64::from(timeouts.heartbeat_interval_ms);
-    range_refusal(
-        (kind, "heartbeat.interval.ms"),
-        heartbeat,
-        bounds.heartbeat_interval_ms,
-    )
-    .or_else(|| {
-        range_refusal(
-            (kind, "session.timeout.ms"),
-            session,
-            bounds.session_timeout_ms,
-        )
-    })
-    .or_else(|| {
-        (session <= heartbeat).then(|| {
-            format!("{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
-        })
-    })
-}
-
-/// `{kind}.{key}` against the broker's `group.{kind}.min.{key}` and
-/// `group.{kind}.max.{key}`.
-fn range_refusal((kind, key): (&str, &str), value: i64, range: MsRange) -> Option<String> {
-    if value < range.min {
-        Some(format!(
-            "{kind}.{key} must be greater than or equal to group.{kind}.min.{key}"
-        ))
-    } else if value > range.max {
-        Some(format!(
-            "{kind}.{key} must be less than or equal to group.{kind}.max.{key}"
-        ))
-    } else {
-        None
-    }
+        .map(|refusal| refusal.reason)
 }
 
 /// The configs of a group after `ops` (pure). SET checks the value; DELETE
@@ -230,6 +193,7 @@ pub fn altered_group_configs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use coordinators::group::MsRange;
 
     fn op(
         key: &str,
