@@ -42,6 +42,19 @@ impl Cluster {
         extra_args: &[&str],
         envs: &[(&str, &str)],
     ) -> Cluster {
+        let shared: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
+        Cluster::start_each(binary, n, envs, |_| shared.clone())
+    }
+
+    /// Starts `n` brokers (one shard each) that form one quorum, node `id`
+    /// with the arguments `args_of(id)` (a settings file of its own, say
+    /// for its `broker.rack`) and the environment `envs`.
+    pub fn start_each(
+        binary: &str,
+        n: usize,
+        envs: &[(&str, &str)],
+        args_of: impl Fn(i32) -> Vec<String>,
+    ) -> Cluster {
         let voters: Vec<String> = (1..=n)
             .map(|id| format!("{id}@127.0.0.1:{}", free_port()))
             .collect();
@@ -52,6 +65,7 @@ impl Cluster {
             .enumerate()
             .map(|(i, dir)| {
                 let id = (i + 1).to_string();
+                let own = args_of(i as i32 + 1);
                 let mut args = vec![
                     "--cores",
                     "1",
@@ -60,7 +74,7 @@ impl Cluster {
                     "--controller-quorum-voters",
                     voters.as_str(),
                 ];
-                args.extend_from_slice(extra_args);
+                args.extend(own.iter().map(String::as_str));
                 Broker::start_with_env(binary, dir.path(), &args, envs)
             })
             .collect();

@@ -42,6 +42,7 @@ mod elections;
 mod fatal_stop;
 mod features;
 mod fetch_sessions;
+mod follower_fetch;
 mod full_disk;
 mod group_configs;
 mod group_membership;

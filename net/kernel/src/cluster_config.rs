@@ -1,6 +1,7 @@
 //! The cluster settings of `rill serve`, with KRaft's names: `node.id`
 //! (kept in [`crate::config::BrokerConfig::broker_id`]),
-//! `controller.quorum.voters`, `process.roles`, `broker.rack` and the broker
+//! `controller.quorum.voters`, `process.roles`, `broker.rack`,
+//! `replica.selector.class` and the broker
 //! session timings.
 //!
 //! With no voters configured the broker is a single node: a one-member
@@ -62,6 +63,9 @@ pub struct ClusterConfig {
     pub roles: Option<Roles>,
     /// `broker.rack`.
     pub rack: Option<String>,
+    /// `replica.selector.class`: whether a leader sends a consumer to a
+    /// follower in its rack (KIP-392).
+    pub replica_selector: cluster::replication::ReplicaSelector,
     /// `cordoned.log.dirs` (KIP-1066) as the file sets it: data dirs that
     /// take no new partitions, `*` for all of them. A dynamic value
     /// (IncrementalAlterConfigs on this broker, or on every broker) wins.
@@ -106,6 +110,7 @@ impl Default for ClusterConfig {
             bootstrap_servers: None,
             roles: None,
             rack: None,
+            replica_selector: cluster::replication::ReplicaSelector::Leader,
             cordoned_log_dirs: Vec::new(),
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
@@ -275,6 +280,22 @@ pub fn parse_voters(name: &str, text: &str) -> Result<Vec<Voter>, ConfigError> {
         });
     }
     Ok(voters)
+}
+
+/// Parses `replica.selector.class` (KIP-392): one of Kafka's selectors'
+/// class names, or empty for none.
+pub fn parse_replica_selector(
+    name: &str,
+    text: &str,
+) -> Result<cluster::replication::ReplicaSelector, ConfigError> {
+    cluster::replication::ReplicaSelector::from_class(text).ok_or_else(|| {
+        ConfigError::invalid(
+            name,
+            text,
+            "rill has Kafka's org.apache.kafka.common.replica.RackAwareReplicaSelector and \
+             LeaderSelector, or none",
+        )
+    })
 }
 
 /// Parses `process.roles`: `broker`, `controller`, or both, comma-separated.

@@ -30,7 +30,7 @@ pub mod sasl;
 pub mod tiered;
 pub mod tls;
 
-use crate::cluster_config::{parse_roles, parse_voters, ClusterConfig};
+use crate::cluster_config::{parse_replica_selector, parse_roles, parse_voters, ClusterConfig};
 use crate::error::ConfigError;
 use crate::sendpath::SendPath;
 pub use coordinators::group::GroupConfig;
@@ -411,6 +411,7 @@ impl BrokerConfig {
     ) -> Result<KeyOutcome, ConfigError> {
         // Each family answers whether the key is one of its own.
         let known = self.apply_broker_setting(name, value, applied)?
+            || self.apply_cluster_setting(name, value)?
             || self.apply_group_setting(name, value)?
             || self.apply_log_setting(name, value, units)?
             || self.apply_rill_setting(name, value)?
@@ -474,12 +475,24 @@ impl BrokerConfig {
                     self.quota_window_size_seconds = n;
                 }
             }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Cluster membership and leadership (`ClusterConfig`); `Ok(false)`
+    /// when `name` is not one of them.
+    fn apply_cluster_setting(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        match name {
             "controller.quorum.voters" => self.cluster.voters = parse_voters(name, value)?,
             "process.roles" => self.cluster.roles = Some(parse_roles(name, value)?),
             "controller.quorum.bootstrap.servers" => {
                 self.cluster.bootstrap_servers = Some(value.to_string())
             }
             "broker.rack" => self.cluster.rack = Some(value.to_string()),
+            "replica.selector.class" => {
+                self.cluster.replica_selector = parse_replica_selector(name, value)?
+            }
             "cordoned.log.dirs" => {
                 self.cluster.cordoned_log_dirs = crate::cordon::parse_list(value)
             }

@@ -8,6 +8,12 @@
 //! and carry the aborted transactions of the returned range, so the consumer
 //! drops their records.
 //!
+//! Fetch from the closest replica (KIP-392): a v11+ fetch names the
+//! consumer's rack; a follower serves it from its own log, and a leader
+//! with a `replica.selector.class` may answer a partition with no records
+//! and the follower in that rack to read from
+//! ([`runtimes::replication_runtime::read_replica`]).
+//!
 //! Fetch sessions (KIP-227, [`super::fetch_session`]): a full fetch with epoch 0 makes
 //! a session on the connection's shard; incremental fetches then name only
 //! what changed, read every partition of the session (any of them ends the
@@ -34,6 +40,7 @@ use runtimes::routing::{PartitionRead, ReadOptions, ReadOutcome};
 use runtimes::Shard;
 use security::acl::Operation;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The versions the hand-written encoder writes (v13+ names topics by id).
@@ -56,6 +63,8 @@ struct Wanted {
     partition: i32,
     fetch_offset: i64,
     partition_max_bytes: usize,
+    /// The consumer's view of the leader epoch (-1: unchecked).
+    current_leader_epoch: i32,
     /// Error found before reading (unknown topic or partition).
     error_code: ErrorCode,
 }
@@ -122,7 +131,8 @@ fn session_outcomes(outcomes: &[ReadOutcome]) -> Vec<session::Outcome> {
                 last_stable_offset: o.last_stable_offset,
                 log_start_offset: o.log_start_offset,
             },
-            has_records: !o.data.is_empty(),
+            // A redirect to another replica must reach the consumer too.
+            has_records: !o.data.is_empty() || o.preferred_read_replica >= 0,
             error_code: o.error_code,
         })
         .collect()
@@ -162,6 +172,9 @@ struct LongPoll {
     file_slice: bool,
     /// `isolation_level=1`: reads stop at the last stable offset.
     read_committed: bool,
+    /// v11+: the consumer's rack (KIP-392), which lets a follower serve
+    /// it and a leader send it to one.
+    client_rack: Option<Arc<str>>,
     /// When the poll answers with whatever it has.
     deadline: Instant,
 }
@@ -182,6 +195,7 @@ impl LongPoll {
             max_bytes,
             file_slice: !tls && shard.sender.path() != SendPath::Copy,
             read_committed: version >= 4 && body.isolation_level == 1,
+            client_rack: (version >= 11).then(|| Arc::from(body.rack_id.as_str())),
             deadline: Instant::now() + max_wait,
         }
     }
@@ -204,6 +218,7 @@ async fn read_until_ready(
             tp: TopicPartition::new(topics[w.topic_index].0.clone(), w.partition),
             offset: w.fetch_offset,
             max_bytes: w.partition_max_bytes,
+            current_leader_epoch: w.current_leader_epoch,
         });
     }
     let refused = reads.len() < wanted.len();
@@ -211,6 +226,7 @@ async fn read_until_ready(
     let options = ReadOptions {
         file_slice: poll.file_slice,
         read_committed: poll.read_committed,
+        client_rack: poll.client_rack.clone(),
     };
     let asked = reads.len();
     let mut outcomes = read_or_wait(shard, reads, options, min_bytes, poll.deadline)
@@ -300,6 +316,7 @@ fn resolve(shard: &Shard, asked: &[Asked]) -> (Vec<TopicSlot>, Vec<Wanted>) {
             partition: *partition,
             fetch_offset: params.fetch_offset,
             partition_max_bytes: params.max_bytes.max(0) as usize,
+            current_leader_epoch: params.current_leader_epoch,
             error_code,
         });
     }
@@ -352,7 +369,7 @@ fn assemble(
                 last_stable_offset: outcome.last_stable_offset,
                 log_start_offset: outcome.log_start_offset,
                 aborted_transactions: outcome.aborted_transactions,
-                preferred_read_replica: -1,
+                preferred_read_replica: outcome.preferred_read_replica,
                 records,
             });
         }

@@ -52,6 +52,7 @@ pub async fn serve(
             fetch_offset: params.fetch_offset,
             current_leader_epoch: params.current_leader_epoch,
             last_fetched_epoch: params.last_fetched_epoch,
+            log_start_offset: params.log_start_offset,
             max_bytes: params.max_bytes.max(0) as usize,
             max_wait,
         };

@@ -76,6 +76,10 @@ pub struct FollowerView {
     pub last_fetch_ms: Option<i64>,
     /// The leader's log end offset at the previous fetch.
     pub last_fetch_leader_log_end_offset: Option<Offset>,
+    /// The follower's log start offset, as its latest fetch said (Fetch
+    /// v5+); `-1` until then. A consumer is sent to read from it only at
+    /// offsets it still holds (see [`super::read_replica`]).
+    pub log_start_offset: Offset,
 }
 
 impl FollowerView {
@@ -87,6 +91,7 @@ impl FollowerView {
             last_caught_up_ms: in_sync.then_some(now_ms),
             last_fetch_ms: None,
             last_fetch_leader_log_end_offset: None,
+            log_start_offset: -1,
         }
     }
 
@@ -416,6 +421,36 @@ impl LeaderState {
         Ok(self.maybe_advance_high_watermark())
     }
 
+    /// A follower's fetch named its log start offset (Kafka's
+    /// `updateFetchState` keeps it beside the log end).
+    pub fn on_follower_log_start(&mut self, replica: ReplicaId, log_start_offset: Offset) {
+        if let Some(view) = self.followers.get_mut(&replica) {
+            view.log_start_offset = log_start_offset;
+        }
+    }
+
+    /// The followers a consumer fetching at `fetch_offset` may be sent to
+    /// (KIP-392, Kafka's `findPreferredReadReplica`): committed ISR members
+    /// whose log holds the offset, as `(id, log end, ms since last caught
+    /// up)`. Whether each is alive is the caller's to check.
+    pub fn read_replica_candidates(
+        &self,
+        fetch_offset: Offset,
+        now_ms: i64,
+    ) -> Vec<(ReplicaId, Offset, i64)> {
+        self.followers
+            .iter()
+            .filter(|(id, _)| self.isr.contains(id))
+            .filter(|(_, view)| {
+                view.log_end_offset >= fetch_offset && view.log_start_offset <= fetch_offset
+            })
+            .map(|(&id, view)| {
+                let since_ms = view.last_caught_up_ms.map_or(i64::MAX, |t| now_ms - t);
+                (id, view.log_end_offset, since_ms.max(0))
+            })
+            .collect()
+    }
+
     /// Periodic check (Kafka's `maybeShrinkIsr`, plus the expansion Kafka
     /// does on fetch): proposes an AlterPartition when none is pending.
     /// Shrinks first: followers in the ISR not caught up within
@@ -678,6 +713,44 @@ mod tests {
         // A follower that truncated fetches lower: the HW stays.
         assert_eq!(l.on_follower_fetch(2, 12, 3), Ok(None));
         assert_eq!(l.high_watermark(), 20);
+    }
+
+    #[test]
+    fn read_replicas_are_isr_members_holding_the_offset() {
+        let mut l = LeaderState::new(
+            config(1),
+            LeaderInit {
+                leader: 1,
+                leader_epoch: 5,
+                partition_epoch: 7,
+                replicas: vec![1, 2, 3, 4],
+                isr: set(&[1, 2, 3]),
+                log_end_offset: 30,
+                durable_offset: 30,
+                high_watermark: 10,
+            },
+            0,
+        )
+        .unwrap();
+        assert!(
+            l.read_replica_candidates(0, 5).is_empty(),
+            "no follower has fetched yet: their log ends are unknown"
+        );
+        l.on_follower_fetch(2, 30, 10).unwrap();
+        l.on_follower_log_start(2, 5);
+        l.on_follower_fetch(3, 20, 10).unwrap();
+        l.on_follower_fetch(4, 30, 10).unwrap();
+        assert_eq!(
+            l.read_replica_candidates(20, 50),
+            vec![(2, 30, 40), (3, 20, 50)],
+            "4 is out of the ISR; 3 was caught up at the start, 50 ms ago"
+        );
+        assert_eq!(l.read_replica_candidates(25, 50), vec![(2, 30, 40)]);
+        assert_eq!(
+            l.read_replica_candidates(3, 50),
+            vec![(3, 20, 50)],
+            "2's log starts at 5"
+        );
     }
 
     #[test]

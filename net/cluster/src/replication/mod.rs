@@ -17,6 +17,8 @@
 //! - [`epoch_cache`]: [`LeaderEpochCache`], Kafka's `leader-epoch-checkpoint`
 //!   (epoch → start offset), the OffsetForLeaderEpoch answer, and the
 //!   checkpoint's text format.
+//! - [`read_replica`]: which replica a consumer reads from (KIP-392's
+//!   `replica.selector.class`).
 //! - [`truncation`]: where a follower truncates (KIP-101, KIP-279) and the
 //!   leader's Fetch v12+ diverging-epoch check (KIP-595's `diverging_epoch`).
 //! - [`sim`]: a seeded simulation of one partition on three replicas with an
@@ -28,6 +30,7 @@
 
 pub mod epoch_cache;
 pub mod leader;
+pub mod read_replica;
 pub mod sim;
 pub mod truncation;
 
@@ -39,6 +42,7 @@ pub use leader::{
     AlterPartition, AlterPartitionRejection, FollowerView, IsrChangeKind, LeaderConfig, LeaderInit,
     LeaderState,
 };
+pub use read_replica::{select_read_replica, ReadReplica, ReplicaSelector};
 pub use sim::{simulate, simulate_with, ElectionRule, Rule, SimConfig, SimStats, Violation};
 pub use truncation::{
     diverging_epoch, diverging_epoch_from_wire, diverging_epoch_of_answer,

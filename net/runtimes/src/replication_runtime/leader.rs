@@ -332,6 +332,9 @@ pub struct ServeFollowerFetch {
     /// The epoch of the last batch in its log (Fetch v12+; -1: none, or
     /// an older version): checked against this log's epochs.
     pub last_fetched_epoch: i32,
+    /// Its log start offset (Fetch v5+; -1: not said): where it can serve
+    /// consumers from (KIP-392).
+    pub log_start_offset: i64,
     /// At most this many bytes.
     pub max_bytes: usize,
     /// How long to wait for new data when there is none.
@@ -397,6 +400,9 @@ impl ServeFollowerFetch {
             state
                 .borrow_mut()
                 .on_follower_fetch(self.replica, self.fetch_offset, shard.now_ms());
+        if moved.is_ok() {
+            (state.borrow_mut()).on_follower_log_start(self.replica, self.log_start_offset);
+        }
         // `sync` just brought the state to this log's end, with no await
         // since: a fetch offset the state took is at most that end, and so
         // is any HW it moved to.

@@ -19,6 +19,9 @@
 //! - [`out_of_range`] and [`remote_aux`]: a follower whose log ends below
 //!   its leader's log start starts over there, on a tiered topic after the
 //!   remote log, with its epochs and producers.
+//! - [`read_replica`]: a consumer's read of a replicated partition: the
+//!   leader epoch check, a follower serving it, and the leader sending it
+//!   to a follower in its rack (KIP-392).
 //! - [`leader_session`]: the follower's side of its fetch session with
 //!   the leader (KIP-227).
 //! - [`client`]: a Kafka request over a plain connection (the follower is
@@ -35,6 +38,7 @@ pub mod leader;
 pub mod leader_session;
 pub mod lease_table;
 pub mod out_of_range;
+pub mod read_replica;
 pub mod remote_aux;
 pub mod roles;
 pub mod truncation;

@@ -112,15 +112,12 @@ impl Poll<'_> {
             .sum()
     }
 
-    /// Enough data, or a failed partition: answer now.
+    /// Enough data, or a partition that failed or was sent to another
+    /// replica: answer now.
     fn satisfied(&self) -> bool {
         let ready: usize = self.outcomes.iter().flatten().map(|o| o.data.len()).sum();
-        let failed = self
-            .outcomes
-            .iter()
-            .flatten()
-            .any(|o| o.error_code != ErrorCode::None);
-        ready >= self.min_bytes || failed
+        let answered = self.outcomes.iter().flatten().any(ReadOutcome::ends_poll);
+        ready >= self.min_bytes || answered
     }
 
     /// What the owner at `positions` must bring for the fetch to be
@@ -169,7 +166,7 @@ impl Poll<'_> {
         let count = positions.len();
         let call = ReadOrWait {
             reads: positions.iter().map(|&p| self.reads[p].clone()).collect(),
-            options: self.options,
+            options: self.options.clone(),
             min_bytes,
             deadline: self.deadline,
         };
@@ -209,7 +206,7 @@ impl ReadOrWait {
         join_all(
             self.reads
                 .iter()
-                .map(|read| read_partition(shard, read, self.options)),
+                .map(|read| read_partition(shard, read, &self.options)),
         )
         .await
     }
@@ -249,8 +246,8 @@ impl OwnerCall<crate::ShardRuntime> for ReadOrWait {
         }
         let outcomes = self.read_all(&shard).await;
         let ready: usize = outcomes.iter().map(|o| o.data.len()).sum();
-        let failed = outcomes.iter().any(|o| o.error_code != ErrorCode::None);
-        if ready >= self.min_bytes || failed || Instant::now() >= self.deadline {
+        let answered = outcomes.iter().any(ReadOutcome::ends_poll);
+        if ready >= self.min_bytes || answered || Instant::now() >= self.deadline {
             return outcomes;
         }
         self.wait_past(&shard, &outcomes).await;

@@ -189,6 +189,9 @@ pub struct ReadOutcome {
     /// `read_committed` reads: aborted transactions overlapping the records,
     /// as `(producer_id, first_offset)`; `None` otherwise.
     pub aborted_transactions: Option<Vec<(i64, i64)>>,
+    /// The replica the consumer should read from instead (KIP-392), with
+    /// no records; -1: read here.
+    pub preferred_read_replica: i32,
 }
 
 impl ReadOutcome {
@@ -201,7 +204,15 @@ impl ReadOutcome {
             log_start_offset: -1,
             data: ReadData::Empty,
             aborted_transactions: None,
+            preferred_read_replica: -1,
         }
+    }
+
+    /// Whether this answer ends a long poll at once: a failed read, or
+    /// one that sends the consumer to another replica (Kafka answers both
+    /// without waiting).
+    pub fn ends_poll(&self) -> bool {
+        self.error_code != ErrorCode::None || self.preferred_read_replica >= 0
     }
 }
 
@@ -215,16 +226,23 @@ pub struct PartitionRead {
     pub offset: i64,
     /// Byte budget (the first batch is returned even if larger).
     pub max_bytes: usize,
+    /// The consumer's view of the leader epoch (Fetch v9+); -1: unchecked.
+    pub current_leader_epoch: i32,
 }
 
 /// How a fetch's partitions are read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadOptions {
     /// Return a file range (sendfile/splice) rather than bytes.
     pub file_slice: bool,
     /// `isolation_level=1`: stop at the last stable offset and list the
     /// aborted transactions of the range.
     pub read_committed: bool,
+    /// A consumer's Fetch v11+ (KIP-392's client metadata): its
+    /// `client.rack`, possibly empty. Such a fetch may be served by a
+    /// follower, and a leader may send it to one. `None`: an older fetch,
+    /// which only the leader serves.
+    pub client_rack: Option<std::sync::Arc<str>>,
 }
 
 /// State of a partition for Describe-style APIs.

@@ -8,6 +8,7 @@ use super::ops::{
     ProduceRefusal, ReadOptions, ReadOutcome,
 };
 use crate::replication_runtime;
+use crate::replication_runtime::read_replica::{self, ConsumerRead};
 use crate::tiered::read::read_remote;
 use crate::Shard;
 use engine::log::ReadMode;
@@ -298,18 +299,33 @@ async fn produce(
 }
 
 /// A fetch's read of a partition held here ([`super::ReadOrWait`]): the
-/// log must exist, and only its leader serves clients.
+/// log must exist, and only its leader serves clients, save a follower
+/// serving a v11+ consumer fetch; a leader may send that one to a
+/// follower instead (see [`replication_runtime::read_replica`]).
 pub(super) async fn read_partition(
     shard: &Rc<Shard>,
     read: &PartitionRead,
-    options: ReadOptions,
+    options: &ReadOptions,
 ) -> ReadOutcome {
     let Some(log) = shard.logs.get(&read.tp) else {
         return ReadOutcome::error(missing_partition_error(shard, &read.tp));
     };
-    if !replication_runtime::serves_clients(shard, &read.tp) {
-        // A follower (or offline) replica: clients go to the leader.
-        return ReadOutcome::error(ErrorCode::NotLeaderOrFollower);
+    let v11 = options.client_rack.is_some();
+    let role = read_replica::consumer_read(shard, &read.tp, read.current_leader_epoch, v11);
+    match role {
+        Err(code) => return ReadOutcome::error(code),
+        Ok(ConsumerRead::Leader(state)) => {
+            let rack = options.client_rack.as_deref().unwrap_or("");
+            let preferred =
+                read_replica::preferred_read_replica(shard, &state.borrow(), read.offset, rack);
+            if let Some(replica) = preferred {
+                return ReadOutcome {
+                    preferred_read_replica: replica,
+                    ..offsets_only(&log)
+                };
+            }
+        }
+        Ok(ConsumerRead::Unreplicated | ConsumerRead::Follower) => {}
     }
     let outcome = read_log(
         &log,
@@ -335,6 +351,19 @@ pub(super) async fn read_partition(
         };
     }
     outcome
+}
+
+/// The log's offsets, no records.
+fn offsets_only(log: &engine::PartitionLog) -> ReadOutcome {
+    ReadOutcome {
+        error_code: ErrorCode::None,
+        high_watermark: log.high_watermark(),
+        last_stable_offset: log.last_stable_offset(),
+        log_start_offset: log.earliest_offset(),
+        data: ReadData::Empty,
+        aborted_transactions: None,
+        preferred_read_replica: -1,
+    }
 }
 
 async fn read_log(
@@ -364,14 +393,11 @@ async fn read_log(
             log_start_offset: result.log_start_offset,
             data: result.data,
             aborted_transactions: result.aborted_transactions,
+            preferred_read_replica: -1,
         },
         Err(e) => ReadOutcome {
             error_code: e.error_code(),
-            high_watermark: log.high_watermark(),
-            last_stable_offset: log.last_stable_offset(),
-            log_start_offset: log.earliest_offset(),
-            data: ReadData::Empty,
-            aborted_transactions: None,
+            ..offsets_only(log)
         },
     }
 }
