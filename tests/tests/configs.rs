@@ -180,6 +180,8 @@ fn server_properties(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
          listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{control}\n\
          advertised.listeners=PLAINTEXT://127.0.0.1:{port}\n\
          log.dirs={data}\n\
+         broker.rack=rack-a\n\
+         replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n\
          some.plugin.setting.rill.never.heard.of=42\n",
         control = free_port(),
         data = dir.display(),
@@ -225,6 +227,11 @@ async fn stock_server_properties_starts_rill() {
     let admin = admin(&bootstrap);
     let described = describe(&admin, ResourceSpecifier::Broker(1)).await;
     assert_eq!(described["node.id"].0.as_deref(), Some("1"));
+    assert_eq!(described["broker.rack"].0.as_deref(), Some("rack-a"));
+    assert_eq!(
+        described["replica.selector.class"].0.as_deref(),
+        Some("org.apache.kafka.common.replica.RackAwareReplicaSelector")
+    );
     assert_eq!(
         described["log.retention.ms"].0.as_deref(),
         Some("604800000")

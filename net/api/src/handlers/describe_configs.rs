@@ -107,7 +107,11 @@ fn inherited_sources(shard: &Shard) -> std::collections::HashMap<&'static str, i
 /// Broker settings reported under the broker resource (static: read from
 /// the file at start).
 fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
-    vec![
+    let cluster = &config.cluster;
+    let rack = cluster.rack.clone().map(|rack| ("broker.rack", rack));
+    let selector = (cluster.replica_selector.class_name())
+        .map(|class| ("replica.selector.class", class.to_string()));
+    let mut entries = vec![
         ("broker.id", config.broker_id.to_string()),
         ("node.id", config.broker_id.to_string()),
         (
@@ -141,7 +145,9 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
                 .collect::<Vec<_>>()
                 .join(","),
         ),
-    ]
+    ];
+    entries.extend(rack.into_iter().chain(selector));
+    entries
 }
 
 /// The request body as this version lays it out (also the fuzzed decoder,

@@ -62,6 +62,17 @@ impl ReplicaSelector {
     }
 }
 
+impl ReplicaSelector {
+    /// The class name DescribeConfigs shows (`None`: Kafka's default, no
+    /// selector).
+    pub fn class_name(self) -> Option<&'static str> {
+        match self {
+            ReplicaSelector::Leader => None,
+            ReplicaSelector::RackAware => Some(RACK_AWARE_SELECTOR_CLASS),
+        }
+    }
+}
+
 /// Whether `class` is a bare simple name or lives in Kafka's package.
 fn is_kafka_class(class: &str) -> bool {
     !class.contains('.') || class.starts_with("org.apache.kafka.common.replica.")
