@@ -248,6 +248,19 @@ fn a_consumer_in_a_followers_rack_reads_from_that_follower() {
 
     read_committed_stops_at_the_followers_lso(&runtime, &bootstrap, follower_addr, &rack, epoch);
 
+    // The follower dies: librdkafka goes back to the leader, and loses
+    // nothing.
+    cluster.node(follower).kill();
+    let after = runtime.block_on(produce_numbers(&producer, TOPIC, 311..400));
+    assert_eq!(after.len(), 89);
+    let mut values = read_values(&consumer, 99);
+    values.retain(|v| !(300..310).contains(v));
+    assert_eq!(values, (311..400).collect::<Vec<_>>());
+    cluster.node(follower).restart();
+    wait_for("all three in the ISR again", SETTLE, || {
+        (partition_view(&bootstrap, TOPIC)?.isr == vec![1, 2, 3]).then_some(())
+    });
+
     // A new leader: a consumer still on the old epoch is fenced off.
     cluster.node(leader).kill();
     let survivors: Vec<i32> = (1..=3).filter(|&id| id != leader).collect();
