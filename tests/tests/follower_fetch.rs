@@ -242,6 +242,15 @@ fn a_consumer_in_a_followers_rack_reads_from_that_follower() {
         let seen = *fetched_from.0.lock().ok()?;
         (seen == Some((follower, leader))).then_some(())
     });
+    // Both sides count it on /metrics.
+    let redirects = cluster
+        .node(leader)
+        .metric_sum("rill_read_replica_redirects_total");
+    assert!(redirects >= 2, "the raw fetch and librdkafka: {redirects}");
+    let served = cluster
+        .node(follower)
+        .metric_sum("rill_follower_consumer_reads_total");
+    assert!(served >= 2, "the raw fetches and librdkafka: {served}");
     let more = runtime.block_on(produce_numbers(&producer, TOPIC, 200..300));
     assert_eq!(more.len(), 100);
     assert_eq!(read_values(&consumer, 100), (200..300).collect::<Vec<_>>());
@@ -339,6 +348,10 @@ fn without_a_selector_the_leader_serves_every_rack() {
     assert!(has_records(&served), "the leader serves the records");
     let from_follower = fetch_v12(&rack, epoch).send(cluster.node(follower).addr);
     assert_eq!(from_follower.error_code, 0, "a follower still serves v11+");
+    let redirects = cluster
+        .node(leader)
+        .metric_sum("rill_read_replica_redirects_total");
+    assert_eq!(redirects, 0, "no consumer was sent elsewhere");
 }
 
 #[test]

@@ -152,6 +152,11 @@ pub struct ReplicationCounters {
     /// Times this shard's followers truncated their log because the
     /// leader's fetch answer named a diverging epoch (KIP-595).
     pub diverging_epoch_truncations: u64,
+    /// Consumer partition reads this shard's leaders answered with another
+    /// replica to read from (KIP-392's `preferred_read_replica`).
+    pub read_replica_redirects: u64,
+    /// Consumer partition reads this shard's followers served (KIP-392).
+    pub follower_consumer_reads: u64,
     /// Per followed partition `(topic, partition)`: the leader's HW minus
     /// this replica's log end at its last fetch, in messages.
     pub follower_lag: BTreeMap<(String, i32), i64>,

@@ -30,6 +30,16 @@ static DIVERGING_EPOCH_TRUNCATIONS: Family = Family::counter(
     "Times a follower truncated its log because the leader named a diverging epoch (KIP-595).",
     &[],
 );
+static READ_REPLICA_REDIRECTS: Family = Family::counter(
+    "rill_read_replica_redirects_total",
+    "Consumer partition reads this broker's leaders answered with a follower in the consumer's rack to read from instead (KIP-392, replica.selector.class).",
+    &[],
+);
+static FOLLOWER_CONSUMER_READS: Family = Family::counter(
+    "rill_follower_consumer_reads_total",
+    "Consumer partition reads this broker served as a follower (KIP-392).",
+    &[],
+);
 static FOLLOWER_LAG_AT_LEADER: Family = Family::gauge(
     "rill_follower_lag_at_leader_messages",
     "Per led partition and follower: the leader's log end minus the follower's at its last fetch, in messages.",
@@ -47,13 +57,15 @@ pub(super) struct ReplicationCollector(pub(super) Shards);
 
 impl Collector for ReplicationCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
-        let counters: [(&Family, ReadReplication); 4] = [
+        let counters: [(&Family, ReadReplication); 6] = [
             (&ISR_SHRINKS, |r| r.isr_shrinks),
             (&ISR_EXPANDS, |r| r.isr_expands),
             (&LEADER_ELECTIONS, |r| r.leaderships_taken),
             (&DIVERGING_EPOCH_TRUNCATIONS, |r| {
                 r.diverging_epoch_truncations
             }),
+            (&READ_REPLICA_REDIRECTS, |r| r.read_replica_redirects),
+            (&FOLLOWER_CONSUMER_READS, |r| r.follower_consumer_reads),
         ];
         for (family, read) in counters {
             let total: u64 = self.0.iter().map(|(_, m)| read(&m.replication)).sum();
@@ -88,6 +100,8 @@ impl Declared for ReplicationCollector {
             &ISR_EXPANDS,
             &LEADER_ELECTIONS,
             &DIVERGING_EPOCH_TRUNCATIONS,
+            &READ_REPLICA_REDIRECTS,
+            &FOLLOWER_CONSUMER_READS,
             &FOLLOWER_LAG_AT_LEADER,
             &REPLICA_LAG,
         ]

@@ -319,13 +319,15 @@ pub(super) async fn read_partition(
             let preferred =
                 read_replica::preferred_read_replica(shard, &state.borrow(), read.offset, rack);
             if let Some(replica) = preferred {
+                count(shard, |c| c.read_replica_redirects += 1);
                 return ReadOutcome {
                     preferred_read_replica: replica,
                     ..offsets_only(&log)
                 };
             }
         }
-        Ok(ConsumerRead::Unreplicated | ConsumerRead::Follower) => {}
+        Ok(ConsumerRead::Follower) => count(shard, |c| c.follower_consumer_reads += 1),
+        Ok(ConsumerRead::Unreplicated) => {}
     }
     let outcome = read_log(
         &log,
@@ -351,6 +353,11 @@ pub(super) async fn read_partition(
         };
     }
     outcome
+}
+
+/// Bumps one of the shard's replication counters.
+fn count(shard: &Shard, bump: impl FnOnce(&mut kernel::metrics::ReplicationCounters)) {
+    bump(&mut shard.runtime().replicas.counters.borrow_mut());
 }
 
 /// The log's offsets, no records.
