@@ -8,9 +8,11 @@
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, TopicName,
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
@@ -124,6 +126,28 @@ fn fetch_v12(rack: &str, epoch: i32) -> ConsumerFetch<'_> {
     }
 }
 
+/// ListOffsets v7 of partition 0's latest offset from `addr`, by a client
+/// that knows `epoch`: (error code, offset).
+fn list_latest(addr: SocketAddr, epoch: i32) -> (i16, i64) {
+    let mut partition = ListOffsetsPartition::default();
+    partition.partition_index = 0;
+    partition.current_leader_epoch = epoch;
+    partition.timestamp = -1;
+    let mut topic = ListOffsetsTopic::default();
+    topic.name = TopicName(StrBytes::from_static_str(TOPIC));
+    topic.partitions = vec![partition];
+    let mut body = ListOffsetsRequest::default();
+    body.replica_id = BrokerId(-1);
+    body.topics = vec![topic];
+    let response: ListOffsetsResponse =
+        raw::request(addr, ApiKey::ListOffsets, 7, &body).expect("ListOffsets answered");
+    let answer = (response.topics.into_iter())
+        .flat_map(|t| t.partitions)
+        .next()
+        .expect("an answer for partition 0");
+    (answer.error_code, answer.offset)
+}
+
 fn has_records(answer: &PartitionData) -> bool {
     answer.records.as_ref().is_some_and(|r| !r.is_empty())
 }
@@ -232,6 +256,11 @@ fn a_consumer_in_a_followers_rack_reads_from_that_follower() {
     let ahead = fetch_v12(&rack, epoch + 1);
     assert_eq!(ahead.send(follower_addr).error_code, UNKNOWN_LEADER_EPOCH);
     assert_eq!(ahead.send(leader_addr).error_code, UNKNOWN_LEADER_EPOCH);
+    // ListOffsets checks the epoch too (KIP-320), and only the leader
+    // answers it.
+    assert_eq!(list_latest(leader_addr, epoch), (0, 200));
+    assert_eq!(list_latest(leader_addr, epoch + 1).0, UNKNOWN_LEADER_EPOCH);
+    assert_eq!(list_latest(follower_addr, epoch).0, NOT_LEADER_OR_FOLLOWER);
 
     // librdkafka in the follower's rack reads everything from the follower,
     // and what is produced next reaches it through the follower.
@@ -273,13 +302,23 @@ fn a_consumer_in_a_followers_rack_reads_from_that_follower() {
     // A new leader: a consumer still on the old epoch is fenced off.
     cluster.node(leader).kill();
     let survivors: Vec<i32> = (1..=3).filter(|&id| id != leader).collect();
-    for id in survivors {
+    for &id in &survivors {
         let addr = cluster.node(id).addr;
         wait_for("the old epoch fenced", SETTLE, || {
             let code = fetch_v12(&rack, epoch).send(addr).error_code;
             (code == FENCED_LEADER_EPOCH).then_some(())
         });
     }
+    let survivor = cluster.node(survivors[0]).addr;
+    let (new_leader, new_epoch) = wait_for("a new leader", SETTLE, || {
+        leader_and_epoch(survivor).filter(|&(id, _)| id != leader)
+    });
+    assert!(new_epoch > epoch, "{new_epoch} after {epoch}");
+    let new_leader_addr = cluster.node(new_leader).addr;
+    wait_for("the new leader to list offsets", SETTLE, || {
+        (list_latest(new_leader_addr, new_epoch).0 == 0).then_some(())
+    });
+    assert_eq!(list_latest(new_leader_addr, epoch).0, FENCED_LEADER_EPOCH);
 }
 
 /// An open transaction holds the follower's last stable offset at its

@@ -46,10 +46,12 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let read_committed = request.version >= 2 && body.isolation_level == 1;
         let mut pairs = Vec::new();
         let mut timestamps = Vec::new();
+        let mut epochs = Vec::new();
         for topic in &body.topics {
             for p in &topic.partitions {
                 pairs.push((topic.name.0.to_string(), p.partition_index));
                 timestamps.push(p.timestamp);
+                epochs.push(p.current_leader_epoch);
             }
         }
         let authz = cluster_runtime::authz(&shard, &request.session);
@@ -59,6 +61,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 tp,
                 timestamp_ms: timestamps[i],
                 read_committed,
+                current_leader_epoch: epochs[i],
             })
             .await
             .into_iter();
@@ -129,6 +132,7 @@ async fn latest_where_missing(
         tp,
         timestamp_ms: -1,
         read_committed: false,
+        current_leader_epoch: -1,
     })
     .await;
     for (&i, reply) in missing.iter().zip(replies) {

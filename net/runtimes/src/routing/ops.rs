@@ -35,6 +35,8 @@ pub enum PartitionOp {
         timestamp_ms: i64,
         /// `isolation_level=1`: latest is the last stable offset.
         read_committed: bool,
+        /// The client's view of the leader epoch (v4+; -1: unchecked).
+        current_leader_epoch: i32,
     },
     /// DeleteRecords: move the log start to `offset` (-1: the high watermark).
     DeleteRecords {

@@ -88,8 +88,23 @@ async fn execute_one(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
 /// ListOffsets on a partition's log: a timestamp is looked up in the
 /// remote part first when there is one (its records are the oldest), as
 /// Kafka's `UnifiedLog.fetchOffsetByTimestamp` does, then locally; the
-/// special timestamps (-1 latest, -2 earliest, ...) are the log's.
+/// special timestamps (-1 latest, -2 earliest, ...) are the log's. A
+/// replicated partition's leader first checks the client's leader epoch
+/// (KIP-320), as for a fetch. `asked`: (timestamp, read_committed, the
+/// client's leader epoch). Answers with the log's leader epoch.
 async fn list_offset(
+    shard: &Rc<Shard>,
+    (tp, log): (&TopicPartition, &engine::PartitionLog),
+    asked: (i64, bool, i32),
+) -> Result<(Option<(i64, i64)>, i32), ErrorCode> {
+    let (timestamp_ms, read_committed, current_leader_epoch) = asked;
+    read_replica::consumer_read(shard, tp, current_leader_epoch, false)?;
+    let found = offset_of(shard, log, timestamp_ms, read_committed).await?;
+    Ok((found, log.leader_epoch()))
+}
+
+/// [`list_offset`]'s lookup.
+async fn offset_of(
     shard: &Rc<Shard>,
     log: &engine::PartitionLog,
     timestamp_ms: i64,
@@ -147,12 +162,12 @@ async fn execute_on_log(shard: &Rc<Shard>, op: PartitionOp) -> PartitionReply {
         PartitionOp::ListOffset {
             timestamp_ms,
             read_committed,
+            current_leader_epoch,
             ..
-        } => PartitionReply::ListOffset(
-            list_offset(shard, &log, timestamp_ms, read_committed)
-                .await
-                .map(|found| (found, log.leader_epoch())),
-        ),
+        } => {
+            let asked = (timestamp_ms, read_committed, current_leader_epoch);
+            PartitionReply::ListOffset(list_offset(shard, (&tp, &log), asked).await)
+        }
         PartitionOp::DeleteRecords { offset, .. } => {
             PartitionReply::DeleteRecords(delete_records(&log, offset).await)
         }
