@@ -17,6 +17,7 @@ use crate::kafka::connection::Connection;
 use crate::loopfs::LoopFs;
 use crate::netns::Network;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -60,6 +61,11 @@ pub struct ClusterArgs {
     /// disk (`rill-bench verify --faults disk`).
     #[arg(long)]
     pub disk_mb: Option<u64>,
+    /// Puts node N in rack `rack-N`, with Kafka's rack-aware replica
+    /// selector: a consumer with a `client.rack` reads from the follower
+    /// in its rack (KIP-392).
+    #[arg(long)]
+    pub racks: bool,
     /// Starts the brokers with `RILL_FAULT_CLOCK=1`, so that the nemesis
     /// can jump their wall clocks (`rill-bench verify --faults clock`; a
     /// debug build of rill, which alone has the point). Set by `verify`.
@@ -89,7 +95,8 @@ struct Node {
 pub struct LocalCluster {
     rill: PathBuf,
     voters: String,
-    config: Option<PathBuf>,
+    /// Each node's settings file, if it has one, by node id.
+    configs: BTreeMap<i32, PathBuf>,
     nodes: Vec<Node>,
     network: Option<Network>,
     /// Each node's own file system (`--disk-mb`), by node id.
@@ -121,6 +128,33 @@ pub fn config_toml(
         text.push_str(&format!("\"broker.heartbeat.interval.ms\" = {ms}\n"));
     }
     (!text.is_empty()).then_some(text)
+}
+
+/// What `--racks` adds to node `node_id`'s settings.
+pub fn rack_toml(node_id: i32) -> String {
+    format!(
+        "\"broker.rack\" = \"rack-{node_id}\"\n\
+         \"replica.selector.class\" = \"org.apache.kafka.common.replica.RackAwareReplicaSelector\"\n"
+    )
+}
+
+/// Writes each node's settings file (the timings, and its rack with
+/// `--racks`) into `dir`; nodes with nothing to set get none.
+fn write_configs(args: &ClusterArgs, ids: &[i32]) -> Result<BTreeMap<i32, PathBuf>> {
+    let shared = config_toml(args.session_timeout_ms, args.heartbeat_interval_ms);
+    let mut configs = BTreeMap::new();
+    for &id in ids {
+        let mut text = shared.clone().unwrap_or_default();
+        if args.racks {
+            text.push_str(&rack_toml(id));
+        }
+        if !text.is_empty() {
+            let path = args.dir.join(format!("rill-node-{id}.toml"));
+            std::fs::write(&path, text)?;
+            configs.insert(id, path);
+        }
+    }
+    Ok(configs)
 }
 
 /// Each node's addresses and paths: on loopback, on free ports; or in its
@@ -188,18 +222,11 @@ impl LocalCluster {
             Some(size_mib) => mount_disks(&args.dir, &mut specs, size_mib)?,
             None => Vec::new(),
         };
-        let config = match config_toml(args.session_timeout_ms, args.heartbeat_interval_ms) {
-            Some(text) => {
-                let path = args.dir.join("rill.toml");
-                std::fs::write(&path, text)?;
-                Some(path)
-            }
-            None => None,
-        };
+        let configs = write_configs(args, &ids)?;
         let mut cluster = LocalCluster {
             rill: args.rill.clone(),
             voters: voters_list(&specs),
-            config,
+            configs,
             nodes: specs
                 .into_iter()
                 .map(|spec| Node { spec, child: None })
@@ -325,7 +352,7 @@ impl LocalCluster {
 
     fn spawn(&mut self, node_id: i32) -> Result<()> {
         let voters = self.voters.clone();
-        let config = self.config.clone();
+        let config = self.configs.get(&node_id).cloned();
         let fault_clock = self.fault_clock;
         let mut command = self.rill_command(node_id);
         let node = self.node_mut(node_id)?;
@@ -583,6 +610,16 @@ mod tests {
     }
 
     #[test]
+    fn a_rack_is_a_setting_of_its_node() {
+        let parsed: toml::Table = toml::from_str(&rack_toml(2)).unwrap();
+        assert_eq!(parsed["broker.rack"].as_str(), Some("rack-2"));
+        assert_eq!(
+            parsed["replica.selector.class"].as_str(),
+            Some("org.apache.kafka.common.replica.RackAwareReplicaSelector")
+        );
+    }
+
+    #[test]
     fn missing_binary_is_an_error_not_a_panic() {
         let dir = tempfile::tempdir().unwrap();
         let args = ClusterArgs {
@@ -593,6 +630,7 @@ mod tests {
             heartbeat_interval_ms: None,
             netns: false,
             disk_mb: None,
+            racks: false,
             fault_clock: false,
         };
         assert!(LocalCluster::start(&args).is_err());

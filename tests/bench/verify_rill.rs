@@ -108,7 +108,10 @@ fn queue_workload_under_sigkill_has_no_anomaly() {
     // The group consumers on KIP-848: a committed offset never goes back
     // (lost-commit) when kills move the group's coordinator. A full disk
     // costs no extra time: it takes some of the same 30 s's fault windows.
-    let consumer = ["--group-protocol", "consumer"];
+    // The brokers are in racks of their own and the consumers name one
+    // (`--racks`), so they read from followers (KIP-392) while kills move
+    // the leaders and fill the disks.
+    let consumer = ["--group-protocol", "consumer", "--racks"];
     let result = match loop_mounts_unavailable() {
         // Seed 1's first draw is a disk (pinned by a nemesis unit test):
         // with two kinds and about four faults in 30 s, a random seed
@@ -123,6 +126,8 @@ fn queue_workload_under_sigkill_has_no_anomaly() {
             return drop(verify_under("kill", 30, &consumer));
         }
     };
+    let reads = result["follower_consumer_reads"].as_u64().unwrap_or(0);
+    assert!(reads > 0, "no consumer read from a follower");
     let faults = result["faults"].as_array().unwrap();
     assert!(
         faults.iter().any(|f| f["kind"] == "disk"),

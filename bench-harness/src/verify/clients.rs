@@ -44,6 +44,9 @@ pub struct Target {
     pub partitions: i32,
     /// The `subscribe` consumers' `group.protocol`.
     pub group_protocol: GroupProtocol,
+    /// Racks the brokers are in (`rack-1` ..), which the consumers take
+    /// turns to name as their `client.rack`; 0: they name none.
+    pub racks: u32,
 }
 
 /// How the `subscribe` consumers join their group.
@@ -120,8 +123,11 @@ pub async fn produce(
     Ok(())
 }
 
-fn consumer(target: &Target, group_id: &str) -> Result<BaseConsumer> {
+fn consumer(target: &Target, group_id: &str, rack: Option<&str>) -> Result<BaseConsumer> {
     let mut config = ClientConfig::new();
+    if let Some(rack) = rack {
+        config.set("client.rack", rack);
+    }
     config
         .set("bootstrap.servers", &target.bootstrap)
         .set("group.id", group_id)
@@ -143,20 +149,22 @@ fn consumer(target: &Target, group_id: &str) -> Result<BaseConsumer> {
         .map_err(|e| BenchError::Other(format!("rdkafka consumer: {e}")))
 }
 
-/// One consumer until `stop`: its own thread (a blocking poll loop).
+/// One consumer until `stop`: its own thread (a blocking poll loop); the
+/// `index`-th consumer names rack `index % racks + 1`, if there are racks.
 pub fn consume(
     target: Target,
-    name: String,
-    mode: ConsumerMode,
+    (index, mode): (usize, ConsumerMode),
     recorder: Arc<Recorder>,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
+    let name = format!("c{index}");
+    let rack = (target.racks > 0).then(|| format!("rack-{}", index as u32 % target.racks + 1));
     let group_id = match mode {
         // Never joins (assign only): its own id keeps it out of the group.
         ConsumerMode::Assign => format!("{GROUP_ID}-{name}"),
         ConsumerMode::Subscribe => GROUP_ID.to_string(),
     };
-    let client = consumer(&target, &group_id)?;
+    let client = consumer(&target, &group_id, rack.as_deref())?;
     let rdkafka = |e: rdkafka::error::KafkaError| BenchError::Other(format!("{name}: {e}"));
     match mode {
         ConsumerMode::Assign => {

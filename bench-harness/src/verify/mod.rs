@@ -169,12 +169,26 @@ pub async fn main(args: &VerifyArgs) -> Result<VerifyResult> {
         partitions: target.partitions,
         workload_ms,
     };
-    let result = result::summarize(facts, &history, &anomalies, windows);
+    let mut result = result::summarize(facts, &history, &anomalies, windows);
+    result.follower_consumer_reads = follower_consumer_reads(cluster.as_ref()).await;
     std::fs::write(&args.out, serde_json::to_vec_pretty(&result)?)?;
     if let Some(path) = &args.html {
         std::fs::write(path, plot::render(&result))?;
     }
     Ok(result)
+}
+
+/// `rill_follower_consumer_reads_total` summed over the local cluster's
+/// brokers that answer: the consumer reads followers served (KIP-392).
+async fn follower_consumer_reads(cluster: Option<&LocalCluster>) -> u64 {
+    let mut total = 0.0;
+    for spec in cluster.map(LocalCluster::specs).unwrap_or_default() {
+        if let Ok(text) = crate::broker_cpu::scrape_metrics(&spec.admin_addr).await {
+            let reads = crate::broker_cpu::metric_sum(&text, "rill_follower_consumer_reads_total");
+            total += reads.unwrap_or(0.0);
+        }
+    }
+    total as u64
 }
 
 /// Refuses, before anything starts, the faults that the local cluster
@@ -228,6 +242,10 @@ async fn create_topic(bootstrap: &str, args: &VerifyArgs) -> Result<Target> {
         topic,
         partitions: args.partitions,
         group_protocol: args.group_protocol,
+        racks: match &args.bootstrap {
+            None if args.cluster.racks => args.cluster.brokers,
+            _ => 0,
+        },
     })
 }
 
@@ -251,9 +269,8 @@ async fn run_workload(
     );
     for (index, mode) in modes.enumerate() {
         let (target, recorder, stop) = (target.clone(), recorder.clone(), stop_consumers.clone());
-        let name = format!("c{index}");
         consumers.push(tokio::task::spawn_blocking(move || {
-            clients::consume(target, name, mode, recorder, stop)
+            clients::consume(target, (index, mode), recorder, stop)
         }));
     }
     let seed = args.seed.unwrap_or_else(rand::random);
@@ -330,6 +347,7 @@ mod tests {
             heartbeat_interval_ms: None,
             netns,
             disk_mb,
+            racks: false,
             fault_clock: false,
         }
     }

@@ -45,6 +45,10 @@ pub struct VerifyResult {
     pub longest_gap_ms: u64,
     /// Acknowledged sends in each whole second of the workload.
     pub acks_per_second: Vec<u64>,
+    /// Consumer partition reads the local cluster's followers served
+    /// (`--racks`, KIP-392), summed over the brokers at the end of the run
+    /// (each counts since it last started); 0 without a local cluster.
+    pub follower_consumer_reads: u64,
 }
 
 /// When each acknowledged send completed, sorted.
@@ -155,6 +159,7 @@ pub fn summarize(
         availability: availability(&acks, facts.workload_ms),
         longest_gap_ms: longest_gap_ms(&acks, facts.workload_ms),
         acks_per_second: acks_per_second(&acks, facts.workload_ms),
+        follower_consumer_reads: 0,
     }
 }
 
