@@ -65,6 +65,45 @@ fn create_topic(runtime: &tokio::runtime::Runtime, bootstrap: &str) {
     });
 }
 
+/// A racked cluster whose RF=3 topic holds `0..count`, and who leads it.
+struct Racked {
+    cluster: Cluster,
+    bootstrap: String,
+    runtime: tokio::runtime::Runtime,
+    producer: FutureProducer,
+    leader: i32,
+    /// The leader epoch.
+    epoch: i32,
+    /// A follower, and its rack.
+    follower: i32,
+    rack: String,
+}
+
+impl Racked {
+    fn with_records(dir: &Path, selector: Option<&str>, count: u32) -> Racked {
+        let mut cluster = racked_cluster(dir, selector);
+        let bootstrap = cluster.bootstrap();
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        create_topic(&runtime, &bootstrap);
+        let producer = idempotent_producer(&bootstrap);
+        let acknowledged = runtime.block_on(produce_numbers(&producer, TOPIC, 0..count));
+        assert_eq!(acknowledged.len(), count as usize, "all acknowledged");
+        let first = cluster.node(1).addr;
+        let (leader, epoch) = wait_for("a leader", SETTLE, || leader_and_epoch(first));
+        let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+        Racked {
+            cluster,
+            bootstrap,
+            runtime,
+            producer,
+            leader,
+            epoch,
+            follower,
+            rack: format!("rack-{follower}"),
+        }
+    }
+}
+
 /// Partition 0's (leader, leader epoch) as `addr` reports it.
 fn leader_and_epoch(addr: SocketAddr) -> Option<(i32, i32)> {
     let mut topic = MetadataRequestTopic::default();
@@ -205,17 +244,16 @@ fn read_values(consumer: &BaseConsumer<FetchedFrom>, count: usize) -> Vec<u32> {
 #[test]
 fn a_consumer_in_a_followers_rack_reads_from_that_follower() {
     let configs = tempfile::tempdir().expect("settings dir");
-    let mut cluster = racked_cluster(configs.path(), Some(RACK_AWARE));
-    let bootstrap = cluster.bootstrap();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    create_topic(&runtime, &bootstrap);
-    let producer = idempotent_producer(&bootstrap);
-    let acknowledged = runtime.block_on(produce_numbers(&producer, TOPIC, 0..200));
-    assert_eq!(acknowledged.len(), 200, "all acknowledged");
-    let first = cluster.node(1).addr;
-    let (leader, epoch) = wait_for("a leader", SETTLE, || leader_and_epoch(first));
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
-    let rack = format!("rack-{follower}");
+    let Racked {
+        mut cluster,
+        bootstrap,
+        runtime,
+        producer,
+        leader,
+        epoch,
+        follower,
+        rack,
+    } = Racked::with_records(configs.path(), Some(RACK_AWARE), 200);
     let (leader_addr, follower_addr) = (cluster.node(leader).addr, cluster.node(follower).addr);
 
     // The leader names the follower in the consumer's rack, with no records.
@@ -366,17 +404,9 @@ fn read_committed_stops_at_the_followers_lso(
 #[test]
 fn without_a_selector_the_leader_serves_every_rack() {
     let configs = tempfile::tempdir().expect("settings dir");
-    let mut cluster = racked_cluster(configs.path(), None);
-    let bootstrap = cluster.bootstrap();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    create_topic(&runtime, &bootstrap);
-    let producer = idempotent_producer(&bootstrap);
-    let acknowledged = runtime.block_on(produce_numbers(&producer, TOPIC, 0..50));
-    assert_eq!(acknowledged.len(), 50, "all acknowledged");
-    let first = cluster.node(1).addr;
-    let (leader, epoch) = wait_for("a leader", SETTLE, || leader_and_epoch(first));
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
-    let rack = format!("rack-{follower}");
+    let mut racked = Racked::with_records(configs.path(), None, 50);
+    let (leader, follower, epoch) = (racked.leader, racked.follower, racked.epoch);
+    let (rack, cluster) = (racked.rack.clone(), &mut racked.cluster);
     // Every follower has fetched the 50 records (acks=all with all three
     // in the ISR): a selector would name one now.
     let served = fetch_v12(&rack, epoch).send(cluster.node(leader).addr);
