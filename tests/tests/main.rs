@@ -77,6 +77,7 @@ mod share_groups;
 mod share_offsets;
 #[path = "../bench/soak_rill.rs"]
 mod soak_rill;
+mod static_membership;
 mod tiered_storage;
 mod tls;
 mod transactions;

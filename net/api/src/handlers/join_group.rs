@@ -45,6 +45,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .map(|p| (p.name.to_string(), p.metadata.to_vec()))
                 .collect(),
             require_known_member_id: version >= 4,
+            supports_skip_assignment: version >= 9,
         };
         let mut response = JoinGroupResponse::default();
         response.generation_id = -1;

@@ -69,6 +69,9 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Vec<u8>)>,
     /// Whether the client handles MEMBER_ID_REQUIRED (JoinGroup v4+).
     pub require_known_member_id: bool,
+    /// Whether the answer may carry `skip_assignment` (JoinGroup v9+,
+    /// KIP-814): how a rejoining static leader is told it leads.
+    pub supports_skip_assignment: bool,
 }
 
 /// A member as listed to the leader in a JoinGroup answer.
@@ -415,6 +418,20 @@ impl ClassicGroup {
         }
     }
 
+    /// A static member's rejoin answered without `skip_assignment`
+    /// (JoinGroup before v9), as Kafka answers it: no member list, and a
+    /// leader that rejoined is named by its old member id, so it takes
+    /// itself for a follower and syncs for its assignment rather than
+    /// assigning (which a stable group would not pass on).
+    fn static_rejoin_before_v9(&self, member_id: &str, old_id: &str) -> JoinResponse {
+        let mut response = self.current_join_response(member_id, false);
+        if self.leader.as_deref() == Some(member_id) {
+            response.leader = old_id.to_string();
+        }
+        response.members = Vec::new();
+        response
+    }
+
     /// The persisted form of the group.
     pub fn to_record_value(&self) -> GroupMetadataValue {
         let protocol = self.protocol.as_deref().unwrap_or_default();
@@ -696,6 +713,7 @@ impl ClassicGroup {
             step.sync(old, SyncResponse::error(ErrorCode::FencedInstanceId));
         }
         let unchanged = member.protocols == req.protocols;
+        let supports_skip_assignment = req.supports_skip_assignment;
         member.member_id = new_id.clone();
         member.protocols = req.protocols;
         member.session_timeout_ms = req.session_timeout_ms;
@@ -717,7 +735,11 @@ impl ClassicGroup {
                     m.join_waiter = None;
                 }
                 self.persist(step);
-                let response = self.current_join_response(&new_id, true);
+                let response = if supports_skip_assignment {
+                    self.current_join_response(&new_id, true)
+                } else {
+                    self.static_rejoin_before_v9(&new_id, old_id)
+                };
                 step.join(token, response);
             }
             ClassicState::PreparingRebalance => self.try_complete_join(step),

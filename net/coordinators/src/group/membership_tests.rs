@@ -217,6 +217,7 @@ fn an_emptied_kip848_group_that_turns_classic_leaves_no_membership() {
         protocol_type: "consumer".into(),
         protocols: vec![("range".into(), Vec::new())],
         require_known_member_id: false,
+        supports_skip_assignment: true,
     };
     let (_, records) = at.c.join_group(300, 1, join);
     assert!(

@@ -41,6 +41,7 @@ fn join_request(member_id: &str, client_id: &str) -> JoinRequest {
         protocol_type: "consumer".into(),
         protocols: vec![("range".into(), subscription(&["t"]))],
         require_known_member_id: true,
+        supports_skip_assignment: true,
     }
 }
 
@@ -360,6 +361,32 @@ fn a_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout() {
     let out = h.responses();
     let ja = join_response(&out[&ta]);
     assert_eq!((ja.generation_id, ja.members.len()), (2, 1));
+}
+
+#[test]
+fn a_static_leader_rejoining_before_v9_is_named_by_its_old_id() {
+    // JoinGroup v5..v8 has no skip_assignment (KIP-814): Kafka names the
+    // rejoined leader by its old member id and lists no members, so the
+    // client syncs for its assignment; nobody rebalances.
+    let mut h = Harness::new(0);
+    let mut req = join_request("", "s");
+    req.group_instance_id = Some("instance-1".into());
+    let (_, o) = h.join(req.clone());
+    let JoinOutcome::Respond(j) = o else {
+        panic!("a static member skips ErrorCode::MemberIdRequired")
+    };
+    let old_id = j.member_id.clone();
+    h.sync(&old_id, 1, vec![(old_id.clone(), vec![7])]);
+    req.supports_skip_assignment = false;
+    let (_, o) = h.join(req);
+    let JoinOutcome::Respond(j) = o else {
+        panic!("a known static member is answered at once")
+    };
+    assert_eq!((j.error_code, j.generation_id), (ErrorCode::None, 1));
+    assert_ne!(j.member_id, old_id);
+    assert_eq!(j.leader, old_id, "the leader under its old id");
+    assert!(!j.skip_assignment && j.members.is_empty(), "{j:?}");
+    assert_eq!(h.state(), ClassicState::Stable);
 }
 
 #[test]
