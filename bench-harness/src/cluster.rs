@@ -40,8 +40,9 @@ pub struct ClusterArgs {
     /// The rill binary.
     #[arg(long, default_value = "target/release/rill")]
     pub rill: PathBuf,
-    /// Data dirs (`node-N/`), logs (`node-N.log`), the config file and the
-    /// `bootstrap`/`pids`/`admin` files go here.
+    /// Data dirs (`node-N/`), logs (`node-N.log`), the settings files
+    /// (`rill-node-N.toml`) and the `bootstrap`/`pids`/`admin` files go
+    /// here.
     #[arg(long, default_value = "/tmp/rill-bench-cluster")]
     pub dir: PathBuf,
     /// broker.session.timeout.ms: how long a silent broker keeps its
