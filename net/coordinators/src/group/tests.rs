@@ -363,11 +363,10 @@ fn a_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout() {
     assert_eq!((ja.generation_id, ja.members.len()), (2, 1));
 }
 
-#[test]
-fn a_static_leader_rejoining_before_v9_is_named_by_its_old_id() {
-    // JoinGroup v5..v8 has no skip_assignment (KIP-814): Kafka names the
-    // rejoined leader by its old member id and lists no members, so the
-    // client syncs for its assignment; nobody rebalances.
+/// A group of one static member (`instance-1`), its leader, synced with
+/// assignment `[7]` in generation 1: the harness, its join request (to
+/// rejoin with) and its member id.
+fn static_leader_synced() -> (Harness, JoinRequest, String) {
     let mut h = Harness::new(0);
     let mut req = join_request("", "s");
     req.group_instance_id = Some("instance-1".into());
@@ -375,8 +374,19 @@ fn a_static_leader_rejoining_before_v9_is_named_by_its_old_id() {
     let JoinOutcome::Respond(j) = o else {
         panic!("a static member skips ErrorCode::MemberIdRequired")
     };
+    assert_eq!(j.error_code, ErrorCode::None);
     let old_id = j.member_id.clone();
     h.sync(&old_id, 1, vec![(old_id.clone(), vec![7])]);
+    assert_eq!(h.state(), ClassicState::Stable);
+    (h, req, old_id)
+}
+
+#[test]
+fn a_static_leader_rejoining_before_v9_is_named_by_its_old_id() {
+    // JoinGroup v5..v8 has no skip_assignment (KIP-814): Kafka names the
+    // rejoined leader by its old member id and lists no members, so the
+    // client syncs for its assignment; nobody rebalances.
+    let (mut h, mut req, old_id) = static_leader_synced();
     req.supports_skip_assignment = false;
     let (_, o) = h.join(req);
     let JoinOutcome::Respond(j) = o else {
@@ -391,17 +401,7 @@ fn a_static_leader_rejoining_before_v9_is_named_by_its_old_id() {
 
 #[test]
 fn static_member_restart_keeps_its_assignment_without_rebalance() {
-    let mut h = Harness::new(0);
-    let mut req = join_request("", "s");
-    req.group_instance_id = Some("instance-1".into());
-    let (_, o) = h.join(req.clone());
-    let JoinOutcome::Respond(j) = o else {
-        panic!("a static member skips ErrorCode::MemberIdRequired")
-    };
-    assert_eq!(j.error_code, ErrorCode::None);
-    let old_id = j.member_id.clone();
-    h.sync(&old_id, 1, vec![(old_id.clone(), vec![7])]);
-    assert_eq!(h.state(), ClassicState::Stable);
+    let (mut h, req, old_id) = static_leader_synced();
 
     // The process restarts: same instance id, no member id, same metadata.
     let (_, o) = h.join(req);
