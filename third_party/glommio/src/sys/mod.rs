@@ -172,7 +172,6 @@ pub(crate) fn sendmsg_syscall(
 }
 
 mod dma_buffer;
-mod membarrier;
 pub(crate) mod source;
 pub(crate) mod sysfs;
 mod uring;
@@ -306,6 +305,11 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // rill: pairs with the fence the executor issues after announcing it
+        // sleeps (see `Reactor::wait` in `sys::uring`): the caller's work, published
+        // before this call, is seen by the executor's last sweep, or the
+        // executor's announcement is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)

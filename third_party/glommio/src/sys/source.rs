@@ -224,6 +224,12 @@ impl Source {
         })
     }
 
+    /// rill: whether the request completed, without the side effects of
+    /// [`Source::result`] (its latency statistics).
+    pub(crate) fn has_result(&self) -> bool {
+        self.inner.borrow().wakers.result.is_some()
+    }
+
     pub(crate) fn result(&self) -> Option<io::Result<usize>> {
         let mut inner = self.inner.borrow_mut();
         let ret = inner

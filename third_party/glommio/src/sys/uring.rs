@@ -37,7 +37,7 @@ use crate::{
         self,
         blocking::{BlockingThreadOp, BlockingThreadPool},
         dma_buffer::{BufferStorage, DmaBuffer},
-        membarrier, DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
+        DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
         PollableStatus, Source, SourceType, Statx, TimeSpec64,
     },
     uring_sys::{self, IoRingOp},
@@ -898,6 +898,12 @@ struct SleepableRing {
     in_kernel: usize,
 }
 
+/// rill: how much later than wanted a kept latency timer may fire (see
+/// `Reactor::keep_latency_timer`): the user's timer is computed from a clock
+/// read taken before the one that checks it, so an unchanged deadline comes
+/// out a little earlier on every poll and would otherwise never be kept.
+const LATENCY_TIMER_SLACK: Duration = Duration::from_micros(50);
+
 /// rill: setup flags for the sleepable rings, for A/B experiments:
 /// `RILL_IO_URING_SETUP`, a comma list of `coop_taskrun`, `taskrun_flag`,
 /// `single_issuer`, `defer_taskrun` (unknown names are ignored). Read once.
@@ -1257,6 +1263,8 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
+    /// rill: when the armed latency timer fires.
+    latency_preemption_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1388,6 +1396,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
+            latency_preemption_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1855,16 +1864,42 @@ impl Reactor {
         //
         // But if we will sleep, there might be a timer registered that needs
         // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        //
+        // rill: unless the armed timer fires no later than the one this poll
+        // would arm (the preemption timer if set, else the user's timer).
+        // Upstream re-armed it on every poll, a timeout and a cancellation
+        // each time; kept, it at worst preempts or wakes the executor early
+        // once, and is re-armed then.
+        let keep_latency_timer = self.keep_latency_timer(preempt_timer().or(user_timer));
+        if !keep_latency_timer {
+            drop(self.latency_preemption_timeout_src.take());
+        }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
-        self.throughput_preemption_timeout_src.replace(Some(
-            main_ring.prepare_throughput_preemption_timer(
-                self.ring_depth() as u32,
-                self.eventfd_src.raw(),
-            ),
-        ));
+        //
+        // rill: a timer still armed stays armed. Upstream cancelled and re-armed
+        // it on every poll: three requests (the timeout, its linked eventfd
+        // write, the cancellation) and three completions per poll, about 2% of
+        // a producing broker's CPU. Kept, it counts completions since it was
+        // armed rather than since this poll, so it fires no later than before
+        // and at worst preempts the task queue once more per `ring_depth`
+        // completions, which only drains the ring sooner.
+        let armed = self.throughput_preemption_timeout_src.take();
+        match armed {
+            Some(timer) if !timer.has_result() => {
+                self.throughput_preemption_timeout_src.set(Some(timer));
+            }
+            _ => {
+                drop(armed);
+                self.throughput_preemption_timeout_src.replace(Some(
+                    main_ring.prepare_throughput_preemption_timer(
+                        self.ring_depth() as u32,
+                        self.eventfd_src.raw(),
+                    ),
+                ));
+            }
+        }
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1885,9 +1920,8 @@ impl Reactor {
         if should_sleep {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
-            if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+            if let Some(dur) = user_timer.filter(|_| !keep_latency_timer) {
+                self.arm_latency_timer(&mut lat_ring, dur);
                 assert!(flush_rings!(lat_ring)? > 0);
             }
             // From this moment on the remote executors are aware that we are sleeping
@@ -1896,9 +1930,17 @@ impl Reactor {
             // that opened up room. If it did we bail on sleep and go process it.
             self.notifier.prepare_to_sleep();
             // See https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/ for
-            // details. This translates to `sys_membarrier()` /
-            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
-            membarrier::heavy();
+            // details.
+            //
+            // rill: a full fence here pairs with the one in `SleepNotifier::notify`,
+            // which every remote waker calls after publishing its work: either the
+            // sweep below sees that work, or the waker sees `should_notify` and
+            // writes the eventfd. Upstream used `membarrier(PRIVATE_EXPEDITED)`
+            // (a system call that interrupts every CPU running this process) so
+            // that wakers could go without a fence; a broker sleeps thousands of
+            // times a second, so the system call and its interrupts cost more
+            // than a fence per remote wake-up.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             let events = process_remote_channels() + self.flush_syscall_thread();
             if events == 0 {
                 if self.eventfd_src.is_installed().unwrap() {
@@ -1914,9 +1956,8 @@ impl Reactor {
             }
         }
 
-        if let Some(preempt) = preempt_timer() {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+        if let Some(preempt) = preempt_timer().filter(|_| !keep_latency_timer) {
+            self.arm_latency_timer(&mut lat_ring, preempt);
             flush_rings!(lat_ring, main_ring)?;
         }
 
@@ -1928,6 +1969,32 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// rill: whether the armed latency timer (not fired yet) fires no later
+    /// than one armed now for `wanted`; `None` wants no timer.
+    fn keep_latency_timer(&self, wanted: Option<Duration>) -> bool {
+        let (Some(wanted), Some(deadline)) = (wanted, self.latency_preemption_deadline.get())
+        else {
+            return false;
+        };
+        let Some(timer) = self.latency_preemption_timeout_src.take() else {
+            return false;
+        };
+        let keep = !timer.has_result() && deadline <= Instant::now() + wanted + LATENCY_TIMER_SLACK;
+        if keep {
+            self.latency_preemption_timeout_src.set(Some(timer));
+        }
+        keep
+    }
+
+    /// rill: arms the latency timer for `dur` from now (cancelling the one
+    /// armed, if any) and notes when it fires.
+    fn arm_latency_timer(&self, lat_ring: &mut SleepableRing, dur: Duration) {
+        self.latency_preemption_timeout_src
+            .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+        self.latency_preemption_deadline
+            .set(Some(Instant::now() + dur));
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
