@@ -305,10 +305,10 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
-        // rill: pairs with the fence the executor issues after announcing it
-        // sleeps (see `Reactor::wait` in `sys::uring`): the caller's work, published
-        // before this call, is seen by the executor's last sweep, or the
-        // executor's announcement is seen here.
+        // rill: pairs with the fence the executor issues after announcing
+        // it sleeps (see `Reactor::wait` in `sys::uring`): the caller's work,
+        // published before this call, is seen by the executor's last sweep,
+        // or the executor's announcement is seen here.
         std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify

@@ -1981,7 +1981,8 @@ impl Reactor {
         let Some(timer) = self.latency_preemption_timeout_src.take() else {
             return false;
         };
-        let keep = !timer.has_result() && deadline <= Instant::now() + wanted + LATENCY_TIMER_SLACK;
+        let keep =
+            !timer.has_result() && deadline <= Instant::now() + wanted + LATENCY_TIMER_SLACK;
         if keep {
             self.latency_preemption_timeout_src.set(Some(timer));
         }
@@ -1993,8 +1994,7 @@ impl Reactor {
     fn arm_latency_timer(&self, lat_ring: &mut SleepableRing, dur: Duration) {
         self.latency_preemption_timeout_src
             .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-        self.latency_preemption_deadline
-            .set(Some(Instant::now() + dur));
+        self.latency_preemption_deadline.set(Some(Instant::now() + dur));
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
