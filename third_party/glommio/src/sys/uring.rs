@@ -1878,28 +1878,8 @@ impl Reactor {
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping.
         //
-        // rill: a timer still armed stays armed. Upstream cancelled and re-armed
-        // it on every poll: three requests (the timeout, its linked eventfd
-        // write, the cancellation) and three completions per poll, about 2% of
-        // a producing broker's CPU. Kept, it counts completions since it was
-        // armed rather than since this poll, so it fires no later than before
-        // and at worst preempts the task queue once more per `ring_depth`
-        // completions, which only drains the ring sooner.
-        let armed = self.throughput_preemption_timeout_src.take();
-        match armed {
-            Some(timer) if !timer.has_result() => {
-                self.throughput_preemption_timeout_src.set(Some(timer));
-            }
-            _ => {
-                drop(armed);
-                self.throughput_preemption_timeout_src.replace(Some(
-                    main_ring.prepare_throughput_preemption_timer(
-                        self.ring_depth() as u32,
-                        self.eventfd_src.raw(),
-                    ),
-                ));
-            }
-        }
+        // rill: only once the armed one has fired (`arm_throughput_timer`).
+        self.arm_throughput_timer(&mut main_ring);
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1969,6 +1949,30 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// rill: arms the throughput timer unless one is armed and has not fired.
+    /// Upstream cancelled and re-armed it on every poll: three requests (the
+    /// timeout, its linked eventfd write, the cancellation) and three
+    /// completions per poll, about 2% of a producing broker's CPU. Kept, it
+    /// counts completions since it was armed rather than since this poll, so
+    /// it fires no later than before and at worst preempts the task queue
+    /// once more per `ring_depth` completions, which only drains the ring
+    /// sooner.
+    fn arm_throughput_timer(&self, main_ring: &mut SleepableRing) {
+        match self.throughput_preemption_timeout_src.take() {
+            Some(timer) if !timer.has_result() => {
+                self.throughput_preemption_timeout_src.set(Some(timer));
+            }
+            _ => {
+                self.throughput_preemption_timeout_src.set(Some(
+                    main_ring.prepare_throughput_preemption_timer(
+                        self.ring_depth() as u32,
+                        self.eventfd_src.raw(),
+                    ),
+                ));
+            }
+        }
     }
 
     /// rill: whether the armed latency timer (not fired yet) fires no later
