@@ -217,7 +217,7 @@ fn encode(next_block_start: i64) -> [u8; FILE_BYTES] {
     let mut bytes = [0u8; FILE_BYTES];
     bytes[0..2].copy_from_slice(&FILE_VERSION.to_be_bytes());
     bytes[2..10].copy_from_slice(&next_block_start.to_be_bytes());
-    let crc = crc32c::crc32c(&bytes[0..10]);
+    let crc = crc_fast::crc32_iscsi(&bytes[0..10]);
     bytes[10..14].copy_from_slice(&crc.to_be_bytes());
     bytes
 }
@@ -229,7 +229,7 @@ fn decode(path: &Path, bytes: &[u8]) -> Result<i64, ProducerIdError> {
     })?;
     let [v0, v1, n0, n1, n2, n3, n4, n5, n6, n7, c0, c1, c2, c3] = *bytes;
     let stored_crc = u32::from_be_bytes([c0, c1, c2, c3]);
-    let crc = crc32c::crc32c(&bytes[0..10]);
+    let crc = crc_fast::crc32_iscsi(&bytes[0..10]);
     if crc != stored_crc {
         return Err(ProducerIdError::corrupt(
             path,
@@ -370,7 +370,7 @@ mod tests {
             let mut bytes = [0u8; FILE_BYTES];
             bytes[0..2].copy_from_slice(&version.to_be_bytes());
             bytes[2..10].copy_from_slice(&start.to_be_bytes());
-            let crc = crc32c::crc32c(&bytes[0..10]);
+            let crc = crc_fast::crc32_iscsi(&bytes[0..10]);
             bytes[10..14].copy_from_slice(&crc.to_be_bytes());
             std::fs::write(file(dir.path()), bytes).unwrap();
             assert!(matches!(

@@ -345,7 +345,7 @@ impl ProducerStateManager {
         }
         let mut out = Vec::with_capacity(6 + body.len());
         out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
-        out.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        out.extend_from_slice(&crc_fast::crc32_iscsi(&body).to_be_bytes());
         out.extend_from_slice(&body);
         out
     }
@@ -361,7 +361,7 @@ impl ProducerStateManager {
         }
         let crc = reader.i32()? as u32;
         let body = &bytes[reader.at..];
-        if crc32c::crc32c(body) != crc {
+        if crc_fast::crc32_iscsi(body) != crc {
             return Err(SnapshotError::Crc);
         }
         let offset = reader.i64()?;

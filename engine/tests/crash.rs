@@ -45,9 +45,12 @@ fn value_for(offset: i64) -> Vec<u8> {
 }
 
 fn digest(records: impl Iterator<Item = (Vec<u8>, Vec<u8>)>) -> u32 {
-    records.fold(0u32, |crc, (k, v)| {
-        crc32c::crc32c_append(crc32c::crc32c_append(crc, &k), &v)
-    })
+    let mut crc = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+    for (k, v) in records {
+        crc.update(&k);
+        crc.update(&v);
+    }
+    crc.finalize() as u32
 }
 
 fn topic_config() -> TopicConfig {

@@ -208,7 +208,7 @@ impl BatchBuilder {
         header[51..53].copy_from_slice(&stamp.producer_epoch.to_be_bytes());
         header[53..57].copy_from_slice(&stamp.base_sequence.to_be_bytes());
         header[57..61].copy_from_slice(&self.records.to_be_bytes());
-        let crc = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+        let crc = crc_fast::crc32_iscsi(&batch[ATTRIBUTES_OFFSET..]);
         batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
         self.records = 0;
         self.value_bytes = 0;
@@ -372,7 +372,7 @@ pub fn walk_batch_records(
                 .try_into()
                 .map_err(|_| truncated())?,
         );
-        let crc_computed = crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..]);
+        let crc_computed = crc_fast::crc32_iscsi(&batch[ATTRIBUTES_OFFSET..]);
         if crc_stored != crc_computed {
             return Err(BenchError::Protocol(format!(
                 "CRC mismatch in batch at offset {base_offset}: stored {crc_stored:#x}, computed {crc_computed:#x}"

@@ -167,7 +167,7 @@ impl MetadataRecord {
         );
         let mut frame = Vec::with_capacity(body.len() + 8);
         frame.extend_from_slice(&length.to_be_bytes());
-        frame.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        frame.extend_from_slice(&crc_fast::crc32_iscsi(&body).to_be_bytes());
         frame.extend_from_slice(&body);
         assert_eq!(frame.len(), body.len() + 8);
         // Read back before it leaves (records are rare: the cost is nothing
@@ -192,7 +192,7 @@ impl MetadataRecord {
             });
         }
         let stored = header.u32()?;
-        let computed = crc32c::crc32c(&frame[8..]);
+        let computed = crc_fast::crc32_iscsi(&frame[8..]);
         if stored != computed {
             return Err(DecodeError::CrcMismatch { stored, computed });
         }
@@ -895,7 +895,10 @@ mod tests {
         let frame = MetadataRecord::RemoveTopic { topic_id: [9; 16] }.encode();
         assert_eq!(frame.len(), HEADER_BYTES + 16);
         assert_eq!(&frame[0..4], &(frame.len() as u32 - 4).to_be_bytes());
-        assert_eq!(&frame[4..8], &crc32c::crc32c(&frame[8..]).to_be_bytes());
+        assert_eq!(
+            &frame[4..8],
+            &crc_fast::crc32_iscsi(&frame[8..]).to_be_bytes()
+        );
         assert_eq!(frame[8], FORMAT_VERSION);
         assert_eq!(frame[9], RECORD_TYPE_REMOVE_TOPIC);
         assert_eq!(
@@ -954,7 +957,7 @@ mod tests {
     /// A frame around `body` with a valid length and CRC.
     pub(super) fn framed(body: &[u8]) -> Vec<u8> {
         let mut frame = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-        frame.extend_from_slice(&crc32c::crc32c(body).to_be_bytes());
+        frame.extend_from_slice(&crc_fast::crc32_iscsi(body).to_be_bytes());
         frame.extend_from_slice(body);
         frame
     }

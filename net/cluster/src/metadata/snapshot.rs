@@ -343,7 +343,7 @@ impl MetadataImage {
             return Err(SnapshotError::UnsupportedVersion(version));
         }
         let stored = reader.u32()?;
-        let computed = crc32c::crc32c(&bytes[PREAMBLE_BYTES..]);
+        let computed = crc_fast::crc32_iscsi(&bytes[PREAMBLE_BYTES..]);
         if stored != computed {
             return Err(SnapshotError::CrcMismatch { stored, computed });
         }
@@ -396,7 +396,7 @@ fn encode_parts(header: &Header, records: &[MetadataRecord]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(PREAMBLE_BYTES + body.len());
     bytes.extend_from_slice(&SNAPSHOT_MAGIC);
     bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_be_bytes());
-    bytes.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+    bytes.extend_from_slice(&crc_fast::crc32_iscsi(&body).to_be_bytes());
     bytes.extend_from_slice(&body);
     assert_eq!(bytes.len(), PREAMBLE_BYTES + body.len());
     bytes

@@ -773,7 +773,7 @@ proptest! {
         // Fix the CRC so that the damage reaches the parser and the image's
         // checks; decoding must refuse or give an image that keeps every
         // invariant (decode_snapshot checks them), never panic.
-        let crc = crc32c::crc32c(&bytes[preamble_bytes..]);
+        let crc = crc_fast::crc32_iscsi(&bytes[preamble_bytes..]);
         bytes[6..preamble_bytes].copy_from_slice(&crc.to_be_bytes());
         if let Ok(image) = MetadataImage::decode_snapshot(&bytes) {
             image.check_invariants();
@@ -786,7 +786,7 @@ proptest! {
     ) {
         let mut bytes = SNAPSHOT_MAGIC.to_vec();
         bytes.extend_from_slice(&SNAPSHOT_FORMAT_VERSION.to_be_bytes());
-        bytes.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
+        bytes.extend_from_slice(&crc_fast::crc32_iscsi(&body).to_be_bytes());
         bytes.extend_from_slice(&body);
         let _ = MetadataImage::decode_snapshot(&bytes);
     }

@@ -23,7 +23,7 @@ pub fn write_frame(payload: &[u8], out: &mut Vec<u8>) {
     assert!(payload.len() <= FRAME_PAYLOAD_BYTES_MAX);
     let length = u32::try_from(payload.len()).unwrap_or(u32::MAX);
     out.extend_from_slice(&length.to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    out.extend_from_slice(&crc_fast::crc32_iscsi(payload).to_le_bytes());
     out.extend_from_slice(payload);
 }
 
@@ -60,7 +60,7 @@ pub fn read_frame(buffer: &[u8], position: usize) -> FrameRead<'_> {
     }
     let end = position + FRAME_HEADER_BYTES + length;
     let payload = &buffer[position + FRAME_HEADER_BYTES..end];
-    if crc32c::crc32c(payload) != crc {
+    if crc_fast::crc32_iscsi(payload) != crc {
         return FrameRead::BadChecksum { end };
     }
     FrameRead::Frame { payload, next: end }

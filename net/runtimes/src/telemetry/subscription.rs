@@ -292,8 +292,8 @@ pub fn resolve(
 /// restarts and shards.
 fn subscription_id(metrics: &[String], interval_ms: i32, instance_id: [u8; 16]) -> i32 {
     let asked = format!("{}|{interval_ms}", metrics.join(","));
-    let asked_crc = crc32c::crc32c(asked.as_bytes());
-    let instance_crc = crc32c::crc32c(&instance_id);
+    let asked_crc = crc_fast::crc32_iscsi(asked.as_bytes());
+    let instance_crc = crc_fast::crc32_iscsi(&instance_id);
     i32::from_be_bytes((asked_crc ^ instance_crc).to_be_bytes())
 }
 
