@@ -119,6 +119,12 @@ pub fn measure(plan: &DiskFloorPlan) -> Result<DiskFloor> {
             "disk floor: the total must hold one block per file".into(),
         ));
     }
+    std::fs::create_dir_all(&plan.dir).map_err(|e| {
+        BenchError::Other(format!(
+            "disk floor: cannot create {}: {e}",
+            plan.dir.display()
+        ))
+    })?;
     let plan = plan.clone();
     std::thread::spawn(move || write_and_sync(&plan, per_file))
         .join()
@@ -182,6 +188,19 @@ mod tests {
         // Its files are gone with it.
         let left = std::fs::read_dir(dir.path()).expect("list").count();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn a_directory_not_there_yet_is_made() {
+        let dir = scratch();
+        let plan = DiskFloorPlan {
+            dir: dir.path().join("not/yet"),
+            block_bytes: 64 << 10,
+            files: 1,
+            total_bytes: 1 << 20,
+        };
+        assert_eq!(measure(&plan).expect("measure").written_bytes, 1 << 20);
+        assert!(plan.dir.is_dir());
     }
 
     #[test]

@@ -133,6 +133,12 @@ pub struct FloorReport {
     pub disk_floor: Option<DiskFloor>,
 }
 
+/// Creates `dir` (and its parents) if missing; an error names it.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| BenchError::Other(format!("cannot create {}: {e}", dir.display())))
+}
+
 /// Runs `workload` against `bootstrap` (CPU from `options.broker_cpu`),
 /// then produce-only against a fresh null-sink (durable, keeping its
 /// records in a new directory under `sink_sync_dir`, if given), then the
@@ -148,6 +154,14 @@ pub async fn run_against_null_sink(
         return Err(BenchError::Workload(
             "--against-null-sink needs the broker's CPU: --broker-pid or --broker-metrics".into(),
         ));
+    }
+    // The scratch directories exist (or fail) before the runs, not after
+    // minutes of them.
+    for dir in sink_sync_dir
+        .into_iter()
+        .chain(disk_floor.map(|p| p.dir.as_path()))
+    {
+        prepare_dir(dir)?;
     }
     let broker = run_workload(bootstrap, workload, options).await?;
     // Removed when dropped, after the sink is.
