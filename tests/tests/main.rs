@@ -17,6 +17,7 @@ mod admin_cli;
 mod authorized_operations;
 mod bad_input;
 mod bounded_memory;
+mod broker_crcs;
 mod broker_lifecycle;
 #[path = "../bench/cli_rill.rs"]
 mod cli_rill;
