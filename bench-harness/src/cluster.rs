@@ -42,7 +42,9 @@ pub struct ClusterArgs {
     pub rill: PathBuf,
     /// Data dirs (`node-N/`), logs (`node-N.log`), the settings files
     /// (`rill-node-N.toml`) and the `bootstrap`/`pids`/`admin` files go
-    /// here.
+    /// here. A start removes the `node-N/` dirs an earlier run left: each
+    /// start picks fresh ports, which an earlier quorum's state would not
+    /// match.
     #[arg(long, default_value = "/tmp/rill-bench-cluster")]
     pub dir: PathBuf,
     /// broker.session.timeout.ms: how long a silent broker keeps its
@@ -185,6 +187,24 @@ fn node_specs(dir: &Path, ids: &[i32], network: Option<&Network>) -> Result<Vec<
         .collect())
 }
 
+/// Removes the data dirs an earlier run left in the cluster's dir. Each
+/// start picks fresh ports, and an earlier quorum's state (its voters'
+/// addresses, the brokers it registered) does not match them: reused, the
+/// nodes came up without a leader, or with a controller that knew no live
+/// broker, and the run failed at its first CreateTopics.
+fn clear_earlier_runs(specs: &[NodeSpec]) -> Result<()> {
+    for spec in specs.iter().filter(|spec| spec.data_dir.exists()) {
+        eprintln!(
+            "rill-bench: removing an earlier run's data in {}",
+            spec.data_dir.display()
+        );
+        std::fs::remove_dir_all(&spec.data_dir).map_err(|e| {
+            BenchError::Other(format!("cannot remove {}: {e}", spec.data_dir.display()))
+        })?;
+    }
+    Ok(())
+}
+
 /// A file system for each node, `node-N.img` mounted on `node-N-fs/`, and
 /// each spec's data dir moved onto its own.
 fn mount_disks(dir: &Path, specs: &mut [NodeSpec], size_mib: u64) -> Result<Vec<(i32, LoopFs)>> {
@@ -219,6 +239,7 @@ impl LocalCluster {
             false => None,
         };
         let mut specs = node_specs(&args.dir, &ids, network.as_ref())?;
+        clear_earlier_runs(&specs)?;
         let disks = match args.disk_mb {
             Some(size_mib) => mount_disks(&args.dir, &mut specs, size_mib)?,
             None => Vec::new(),
@@ -617,6 +638,22 @@ mod tests {
         assert_eq!(
             parsed["replica.selector.class"].as_str(),
             Some("org.apache.kafka.common.replica.RackAwareReplicaSelector")
+        );
+    }
+
+    #[test]
+    fn an_earlier_runs_node_dirs_are_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("node-1/__cluster_metadata-0")).unwrap();
+        std::fs::write(dir.path().join("node-1/meta.properties"), "old").unwrap();
+        std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
+        let specs = node_specs(dir.path(), &[1, 2], None).unwrap();
+        clear_earlier_runs(&specs).unwrap();
+        assert!(!dir.path().join("node-1").exists());
+        assert!(!dir.path().join("node-2").exists());
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(),
+            "mine"
         );
     }
 
