@@ -102,6 +102,12 @@ fn open_preallocated(path: &Path, len: u64) -> Result<File> {
     Ok(file)
 }
 
+/// Creates `dir` (and its parents) if missing; an error names it.
+pub fn prepare_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| BenchError::Other(format!("cannot create {}: {e}", dir.display())))
+}
+
 /// Measures `plan` on a thread of its own (its CPU is that thread's).
 pub fn measure(plan: &DiskFloorPlan) -> Result<DiskFloor> {
     // ALIGN_BYTES is a power of two: a multiple of it has no low bits set.
@@ -119,12 +125,7 @@ pub fn measure(plan: &DiskFloorPlan) -> Result<DiskFloor> {
             "disk floor: the total must hold one block per file".into(),
         ));
     }
-    std::fs::create_dir_all(&plan.dir).map_err(|e| {
-        BenchError::Other(format!(
-            "disk floor: cannot create {}: {e}",
-            plan.dir.display()
-        ))
-    })?;
+    prepare_dir(&plan.dir)?;
     let plan = plan.clone();
     std::thread::spawn(move || write_and_sync(&plan, per_file))
         .join()

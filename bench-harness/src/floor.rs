@@ -17,7 +17,7 @@
 //! server costs, beside a broker under the fsync policy.
 
 use crate::broker_cpu::CpuSource;
-use crate::disk_floor::{measure, DiskFloor, DiskFloorPlan};
+use crate::disk_floor::{measure, prepare_dir, DiskFloor, DiskFloorPlan};
 use crate::error::{BenchError, Result};
 use crate::results::RunResult;
 use crate::runner::{run_workload, RunOptions};
@@ -131,12 +131,6 @@ pub struct FloorReport {
     /// The disk's own CPU per GB, when measured (`--disk-floor-dir`).
     #[serde(default)]
     pub disk_floor: Option<DiskFloor>,
-}
-
-/// Creates `dir` (and its parents) if missing; an error names it.
-fn prepare_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| BenchError::Other(format!("cannot create {}: {e}", dir.display())))
 }
 
 /// Runs `workload` against `bootstrap` (CPU from `options.broker_cpu`),
