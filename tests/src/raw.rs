@@ -98,6 +98,21 @@ where
     exchange(&mut socket, api_key, version, 7, request)
 }
 
+/// The leader epoch of `topic`'s `partition` as the broker at `addr`
+/// reports it (Metadata v9); `None` while it answers an error.
+pub fn leader_epoch(addr: SocketAddr, topic: &str, partition: i32) -> Option<i32> {
+    use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+    use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
+    let mut wanted = MetadataRequestTopic::default();
+    wanted.name = Some(TopicName(StrBytes::from_string(topic.to_string())));
+    let mut body = MetadataRequest::default();
+    body.topics = Some(vec![wanted]);
+    let response: MetadataResponse = request(addr, ApiKey::Metadata, 9, &body).ok()?;
+    let found = response.topics.first()?.partitions.iter();
+    let partition = found.into_iter().find(|p| p.partition_index == partition)?;
+    (partition.error_code == 0).then_some(partition.leader_epoch)
+}
+
 /// Fetch v12 of one partition of `topic` (by name) from `addr` as
 /// `replica_id` (-1: a consumer), without waiting for data: the
 /// partition's answer.

@@ -14,13 +14,12 @@
 use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::PartitionData;
-use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, MetadataRequest,
-    MetadataResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
+    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -49,13 +48,7 @@ fn partition_state_of(bootstrap: &str, topic: &str) -> Option<(i32, Vec<i32>)> {
 
 /// Partition 0's leader epoch as `broker` reports it (Metadata v9).
 fn leader_epoch(broker: &Broker, topic: &str) -> Option<i32> {
-    let mut wanted = MetadataRequestTopic::default();
-    wanted.name = Some(TopicName(StrBytes::from_string(topic.to_string())));
-    let mut body = MetadataRequest::default();
-    body.topics = Some(vec![wanted]);
-    let response: MetadataResponse = request(broker.addr, ApiKey::Metadata, 9, &body).ok()?;
-    let partition = response.topics.first()?.partitions.first()?;
-    (partition.error_code == NONE).then_some(partition.leader_epoch)
+    rill_tests::raw::leader_epoch(broker.addr, topic, 0)
 }
 
 /// A producer of one record at a time to partition 0 with `acks`. Not

@@ -6,7 +6,8 @@
 //! partition's is UNKNOWN_LEADER_EPOCH, an unknown partition
 //! UNKNOWN_TOPIC_OR_PARTITION. After a graceful restart and after a crash,
 //! each partition directory holds Kafka's `leader-epoch-checkpoint` and the
-//! answers are the same.
+//! answers are the same, asked under each partition's current epoch (a
+//! restart moves it on).
 
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
@@ -62,18 +63,25 @@ type Ask = (&'static str, i32, i32, i32);
 type Answer = (i16, i32, i64);
 
 /// The asks of every check, in order, and the answers they expect for a
-/// log of 30 records in `epochs-0` and 10 in `epochs-1`, all of epoch 0.
-fn asks_and_answers() -> Vec<(Ask, Answer)> {
+/// log of 30 records in `epochs-0` and 10 in `epochs-1`, all of epoch 0,
+/// whose leader epochs are now `current` (partition 0) and `current_1`. A
+/// restart moves them on: the new incarnation registers fenced, which
+/// takes the leaderships away, and its unfencing gives them back, as in
+/// Kafka; no record is written under the later epochs.
+fn asks_and_answers(current: i32, current_1: i32) -> Vec<(Ask, Answer)> {
     vec![
         // Consumers (no current epoch): epoch 0 ends at the log end.
         (("epochs", 0, -1, 0), (0, 0, 30)),
         (("epochs", 1, -1, 0), (0, 0, 10)),
         // The current epoch checked and matching.
-        (("epochs", 0, 0, 0), (0, 0, 30)),
+        (("epochs", 0, current, 0), (0, 0, 30)),
         // An epoch above every known one: undefined.
-        (("epochs", 0, -1, 3), (0, -1, -1)),
+        (("epochs", 0, -1, current + 1), (0, -1, -1)),
         // A requester that knows a newer epoch than this broker.
-        (("epochs", 1, 4, 0), (UNKNOWN_LEADER_EPOCH, -1, -1)),
+        (
+            ("epochs", 1, current_1 + 1, 0),
+            (UNKNOWN_LEADER_EPOCH, -1, -1),
+        ),
         // Unknown partitions.
         (("epochs", 7, -1, 0), (UNKNOWN_TOPIC_OR_PARTITION, -1, -1)),
         (
@@ -147,7 +155,13 @@ fn check_answers(broker: &Broker, when: &str) {
         .find(|k| k.api_key == ApiKey::OffsetForLeaderEpoch as i16)
         .map(|k| (k.min_version, k.max_version));
     assert_eq!(advertised, Some((0, 4)), "{when}: ApiVersions");
-    let (asks, expected): (Vec<Ask>, Vec<Answer>) = asks_and_answers().into_iter().unzip();
+    let epoch_of = |partition| {
+        rill_tests::raw::leader_epoch(broker.addr, "epochs", partition)
+            .unwrap_or_else(|| panic!("{when}: no leader epoch for epochs-{partition}"))
+    };
+    let (asks, expected): (Vec<Ask>, Vec<Answer>) = asks_and_answers(epoch_of(0), epoch_of(1))
+        .into_iter()
+        .unzip();
     for version in 2..=4i16 {
         let answers = offsets_for_epochs(&mut socket, version, 10 + i32::from(version), &asks);
         assert_eq!(answers, expected, "{when}: v{version}");

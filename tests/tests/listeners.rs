@@ -100,7 +100,7 @@ async fn each_listener_advertises_its_own_address() {
     assert_eq!(got.len(), 10);
     let log = broker.log();
     assert!(
-        log.contains("shard serving") && log.contains("INTERNAL"),
+        log.contains("shard listening") && log.contains("INTERNAL"),
         "{log}"
     );
 }

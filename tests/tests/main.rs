@@ -19,6 +19,7 @@ mod bad_input;
 mod bounded_memory;
 mod broker_crcs;
 mod broker_lifecycle;
+mod catch_up_before_serving;
 #[path = "../bench/cli_rill.rs"]
 mod cli_rill;
 mod client_telemetry;

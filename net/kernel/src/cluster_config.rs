@@ -73,6 +73,10 @@ pub struct ClusterConfig {
     /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the
     /// active controller.
     pub heartbeat_interval_ms: i64,
+    /// `server.max.startup.time.ms`: how long a starting broker waits to be
+    /// registered and unfenced (caught up with the metadata log) before it
+    /// gives up and stops; `None`: no limit (Kafka's default).
+    pub max_startup_time_ms: Option<u64>,
     /// `broker.session.timeout.ms`: a broker not heard from for this long is
     /// fenced and loses its leaderships.
     pub session_timeout_ms: i64,
@@ -114,6 +118,7 @@ impl Default for ClusterConfig {
             cordoned_log_dirs: Vec::new(),
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
+            max_startup_time_ms: None,
             quorum_tick_ms: 100,
             snapshot_interval_entries: 1024,
             auto_leader_rebalance_enable: true,

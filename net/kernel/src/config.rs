@@ -500,6 +500,11 @@ impl BrokerConfig {
                 self.cluster.heartbeat_interval_ms = num(name, value)?
             }
             "broker.session.timeout.ms" => self.cluster.session_timeout_ms = num(name, value)?,
+            "server.max.startup.time.ms" => {
+                let limit_ms: u64 = num(name, value)?;
+                // Kafka's default is Long.MAX_VALUE: no limit.
+                self.cluster.max_startup_time_ms = (limit_ms < i64::MAX as u64).then_some(limit_ms);
+            }
             "metadata.log.dir" => self.cluster.metadata_log_dir = Some(value.into()),
             "auto.leader.rebalance.enable" => {
                 self.cluster.auto_leader_rebalance_enable = boolean(name, value)?

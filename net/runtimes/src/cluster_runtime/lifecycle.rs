@@ -139,12 +139,20 @@ async fn heartbeat_until_lost(
                 "a heartbeat took more than two intervals to be answered"
             );
         }
+        // A fenced broker answers no client until it is unfenced (see the
+        // server's startup wait): while the controller answers that it is
+        // still fenced, it reports its catch-up again at once rather than an
+        // interval later, as Kafka's broker does while it starts.
+        let mut pause = interval;
         match reply {
             Ok(ControllerReply::Heartbeat { is_fenced, .. }) => {
                 if fenced && !is_fenced {
                     tracing::info!(broker_epoch, "unfenced: this broker is live in the cluster");
                 }
                 fenced = is_fenced;
+                if is_fenced {
+                    pause = FENCED_HEARTBEAT_INTERVAL.min(interval);
+                }
             }
             Ok(ControllerReply::Error { code, message })
                 if code == ErrorCode::StaleBrokerEpoch.code()
@@ -155,9 +163,12 @@ async fn heartbeat_until_lost(
             }
             outcome => tracing::debug!(?outcome, "heartbeat not answered"),
         }
-        glommio::timer::sleep(interval).await;
+        glommio::timer::sleep(pause).await;
     }
 }
+
+/// The heartbeat interval of a fenced broker (Kafka's, 10 ms).
+const FENCED_HEARTBEAT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The partitions of this broker that cannot take an append now (a full
 /// data dir, an offline partition), asked of every shard, by topic id: the

@@ -3,7 +3,8 @@
 //!
 //! Start: read the topics on disk once (`scan_topics`), then on each
 //! shard join the channel mesh (the mesh position is the shard id), open the
-//! shard's partitions, bind the shared port (`SO_REUSEPORT`) and accept.
+//! shard's partitions, bind the shared port (`SO_REUSEPORT`), and accept
+//! once the broker is caught up and unfenced (see `startup`).
 //!
 //! A broker that cannot go on (a panic in any thread, the metadata log
 //! failing, a second signal) does not shut down: it ends through
@@ -17,7 +18,9 @@
 //!
 //! - `limits`: the process limits raised at start, and the connection cap
 //!   the descriptor limit sets.
-//! - `readiness`: "serving clients" once every shard has bound, and
+//! - `startup`: what a shard waits for before it answers clients (its
+//!   image caught up; this broker registered and unfenced).
+//! - `readiness`: "serving clients" once every shard serves, and
 //!   systemd's `READY=1` / `STOPPING=1` (sd_notify) when it asked.
 //! - `shard`: one shard's life, phase by phase (start, serve, stop).
 //! - `accept`: each listener's accept loop and the connection limits.
@@ -26,6 +29,7 @@ mod accept;
 mod limits;
 mod readiness;
 mod shard;
+mod startup;
 
 use futures::channel::oneshot;
 use glommio::channels::channel_mesh::{Full, MeshBuilder};
@@ -33,8 +37,8 @@ use glommio::{ExecutorJoinHandle, LocalExecutorBuilder, Placement};
 use kernel::config::{BrokerConfig, ServeArgs};
 use kernel::topics::TopicEntry;
 use runtimes::ShardMessage;
-use shard::{run_shard, ShardInput, STARTUP_OFFSET_UNKNOWN};
-use std::sync::atomic::{AtomicI64, AtomicUsize};
+use shard::{run_shard, ShardInput};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -223,7 +227,7 @@ fn spawn_shards(
     });
     let drained = Arc::new(AtomicUsize::new(0));
     let readiness = Arc::new(readiness::Readiness::new(config.cores));
-    let startup_offset = Arc::new(AtomicI64::new(STARTUP_OFFSET_UNKNOWN));
+    let startup = Arc::new(std::sync::OnceLock::new());
     let open_connections = Arc::new(AtomicUsize::new(0));
     let per_ip_connections = Arc::new(kernel::conn_limits::PerIpConnections::default());
     let quota_sensors = Arc::new(runtimes::quotas::Sensors::new(
@@ -249,7 +253,7 @@ fn spawn_shards(
             shutdown,
             drained: drained.clone(),
             readiness: readiness.clone(),
-            startup_offset: startup_offset.clone(),
+            startup: startup.clone(),
             open_connections: open_connections.clone(),
             per_ip_connections: per_ip_connections.clone(),
             quota_sensors: quota_sensors.clone(),

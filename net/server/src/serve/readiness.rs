@@ -1,5 +1,5 @@
-//! Telling a supervisor when the broker serves: once every shard has bound
-//! its listeners, `rill serve` logs it and, when systemd started it with
+//! Telling a supervisor when the broker serves: once every shard answers
+//! clients (caught up and unfenced, see `startup`), `rill serve` logs it and, when systemd started it with
 //! `Type=notify`, sends `READY=1` (sd_notify), so `systemctl start` returns
 //! only once clients can connect. A clean stop sends `STOPPING=1`.
 //!
@@ -25,7 +25,7 @@ impl Readiness {
         }
     }
 
-    /// A shard has bound its listeners; the last one notifies READY.
+    /// A shard answers clients now; the last one notifies READY.
     pub(super) fn shard_serving(&self) {
         if self.serving.fetch_add(1, Ordering::AcqRel) + 1 == self.shards {
             tracing::info!(shards = self.shards, "serving clients");

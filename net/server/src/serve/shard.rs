@@ -3,6 +3,7 @@
 //! two-phase shutdown in [`super`]).
 
 use super::accept::accept_loop;
+use super::startup::{wait_until_ready, StartupTarget};
 use crate::admin;
 use api::connection::ShutdownSignal;
 use engine::LogManager;
@@ -20,9 +21,10 @@ use runtimes::ShardRuntime;
 use runtimes::{Shard, ShardMessage};
 use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Longest wait for connections to finish their in-flight requests at shutdown.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,52 +45,13 @@ pub(super) struct ShardInput {
     pub(super) remote_store: Option<remote_storage::RemoteStore>,
     /// The broker's remote copy and fetch quotas.
     pub(super) remote_quotas: Arc<runtimes::tiered::quota::RemoteQuotas>,
-    /// The metadata offset this node had committed before it stopped, once
-    /// shard 0 has opened the metadata log ([`STARTUP_OFFSET_UNKNOWN`]
-    /// before): no shard serves clients before its image reaches it.
-    pub(super) startup_offset: Arc<AtomicI64>,
+    /// What the shard waits for before it answers clients, set by shard 0
+    /// once it has opened the metadata log (see [`super::startup`]).
+    pub(super) startup: Arc<OnceLock<StartupTarget>>,
 }
-
-/// [`ShardInput::startup_offset`] before shard 0 has read it.
-pub(super) const STARTUP_OFFSET_UNKNOWN: i64 = i64::MIN;
-/// Longest wait for a shard's image to catch up at start.
-const STARTUP_CATCH_UP: Duration = Duration::from_secs(10);
 
 /// A listener's settings and its bound socket.
 type BoundListener = (Rc<ClientListener>, TcpListener);
-
-/// Waits until this shard's copy of the metadata image holds what the node
-/// had committed before it stopped, so that a restarted broker never serves
-/// a request under an older image: client quotas, credentials or ACLs not
-/// yet replayed would otherwise be missing for the first few milliseconds.
-/// A single node also waits until it is registered and unfenced (at once:
-/// it is its own controller), as Kafka serves clients only then; before,
-/// a CreateTopics right after the start could find no live broker and be
-/// refused INVALID_REPLICATION_FACTOR. (In a cluster that would wait for
-/// a quorum, which the other nodes may not have formed yet.)
-async fn wait_for_startup_image(shard: &Shard, startup_offset: &AtomicI64) {
-    let started = Instant::now();
-    let single_node = shard.config.cluster.is_single_node();
-    loop {
-        let target = startup_offset.load(Ordering::Acquire);
-        let image = shard.runtime().view.image();
-        let have = image.last_applied_offset();
-        let live = !single_node || image.is_live(shard.config.broker_id);
-        if target != STARTUP_OFFSET_UNKNOWN && have >= target && live {
-            return;
-        }
-        if started.elapsed() > STARTUP_CATCH_UP {
-            tracing::warn!(
-                shard = shard.id,
-                have,
-                target,
-                "metadata image still behind the log (or this node not unfenced) after 10 s; serving anyway"
-            );
-            return;
-        }
-        glommio::timer::sleep(Duration::from_millis(1)).await;
-    }
-}
 
 /// Runs one shard; if it cannot start, the whole broker stops (a broker
 /// missing a shard would refuse the partitions that shard owns).
@@ -114,11 +77,18 @@ async fn run_shard_inner(mut input: ShardInput) -> Result<(), String> {
     start_coordinator_timers(&shard);
     serve_mesh(&shard, receivers);
     start_admin_listener(&shard);
-    wait_for_startup_image(&shard, &input.startup_offset).await;
+    // Bound before the wait, as Kafka binds before it enables request
+    // processing: connections queue in the kernel until the shard is ready.
     let bound = bind_listeners(&shard)?;
-    kernel::fatal::arm_panic_point(shard.id, &shard.config.data_dir);
-    input.readiness.shard_serving();
-    let gate = serve_until_shutdown(&shard, bound, input.shutdown).await;
+    let shutdown: ShutdownSignal = input.shutdown.shared();
+    let gate = if wait_until_ready(&shard, &input.startup, shutdown.clone()).await? {
+        kernel::fatal::arm_panic_point(shard.id, &shard.config.data_dir);
+        input.readiness.shard_serving();
+        serve_until_shutdown(&shard, bound, shutdown).await
+    } else {
+        tracing::info!(shard = shard.id, "stopped before it served a client");
+        Rc::new(Gate::new())
+    };
     input.readiness.stopping();
     stop(&shard, &gate, &input.drained).await
 }
@@ -203,14 +173,23 @@ async fn start_runtimes(shard: &Rc<Shard>, input: &ShardInput) -> Result<(), Str
     runtimes::admin_changes::start_reconciler(shard);
     glommio::spawn_local(runtimes::tiered::manager::run(shard.clone())).detach();
     if id == runtimes::cluster_runtime::METADATA_SHARD {
+        let quorum = shard.runtime().quorum.clone();
         // An observer has no log of its own: it serves what it fetches.
-        let offset = shard
-            .runtime()
-            .quorum
-            .clone()
+        let offset = (quorum.as_ref())
             .filter(|_| !config.cluster.is_observer(config.broker_id))
             .map_or(-1, |quorum| quorum.applied_offset());
-        input.startup_offset.store(offset, Ordering::Release);
+        // A controller-only node never registers (see cluster_runtime::start).
+        let registers = config.cluster.roles.is_none_or(|roles| roles.broker);
+        let incarnation_id = (quorum.as_ref())
+            .filter(|_| registers)
+            .map(|quorum| quorum.incarnation_id());
+        let target = StartupTarget {
+            offset,
+            incarnation_id,
+        };
+        if input.startup.set(target).is_err() {
+            return Err(format!("shard {id}: the startup target was set twice"));
+        }
         glommio::spawn_local(runtimes::admin_changes::scram_credentials::bootstrap(
             shard.clone(),
         ))
@@ -326,7 +305,7 @@ fn bind_listeners(shard: &Shard) -> Result<Vec<BoundListener>, String> {
             listener = %spec.name,
             protocol = %spec.protocol,
             listen = %spec.bind,
-            "shard serving"
+            "shard listening"
         );
         bound.push((Rc::new(spec.clone()), listener));
     }
@@ -338,9 +317,8 @@ fn bind_listeners(shard: &Shard) -> Result<Vec<BoundListener>, String> {
 async fn serve_until_shutdown(
     shard: &Rc<Shard>,
     bound: Vec<BoundListener>,
-    shutdown: oneshot::Receiver<()>,
+    shutdown: ShutdownSignal,
 ) -> Rc<Gate> {
-    let shutdown: ShutdownSignal = shutdown.shared();
     let gate = Rc::new(Gate::new());
     futures::future::join_all(bound.iter().map(|(spec, listener)| {
         accept_loop(shard, spec.clone(), listener, &gate, shutdown.clone())
