@@ -54,15 +54,7 @@ pub async fn handle(
     let controller = Controller::new(&image, &quorum.controller_config);
     let now_ms = shard.monotonic_ms();
     let decided = if let Some(registration) = request.registration() {
-        let mut heartbeats = quorum.heartbeats.borrow_mut();
-        controller
-            .register_broker(&mut heartbeats, &registration, now_ms)
-            .map(|outcome| {
-                let reply = ControllerReply::Registered {
-                    broker_epoch: outcome.broker_epoch,
-                };
-                (outcome.records, reply)
-            })
+        register(quorum, &controller, &registration, now_ms)
     } else if let Some(heartbeat) = request.heartbeat() {
         let mut heartbeats = quorum.heartbeats.borrow_mut();
         controller
@@ -105,6 +97,29 @@ pub async fn handle(
         Ok((records, reply)) => commit(quorum, shard, &records, reply).await,
         Err(e) => ControllerReply::error(e.error_code(), e.to_string()),
     }
+}
+
+/// BrokerRegistration: the records and the reply.
+fn register(
+    quorum: &MetadataQuorum,
+    controller: &Controller<'_>,
+    registration: &cluster::metadata::controller::BrokerRegistrationRequest,
+    now_ms: i64,
+) -> Result<(Vec<MetadataRecord>, ControllerReply), MetadataError> {
+    let mut heartbeats = quorum.heartbeats.borrow_mut();
+    if registration.incarnation_id == quorum.incarnation_id() {
+        // This process's own broker (a voter's): the earlier incarnation
+        // of its id was this node's previous process, which cannot run
+        // beside it as the same voter. Its session is over rather than
+        // waited out (a restarted single node would otherwise serve no
+        // client for a whole session timeout).
+        heartbeats.forget(registration.broker_id);
+    }
+    let outcome = controller.register_broker(&mut heartbeats, registration, now_ms)?;
+    let reply = ControllerReply::Registered {
+        broker_epoch: outcome.broker_epoch,
+    };
+    Ok((outcome.records, reply))
 }
 
 /// An AlterPartition that would add to the ISR a broker whose last

@@ -104,10 +104,12 @@ impl Controller<'_> {
     /// BrokerRegistration: a new epoch for the broker, which starts fenced.
     ///
     /// Refused while another incarnation of the same id still has a live
-    /// session (two processes with one `node.id`). A live incarnation that
-    /// re-registers (a restart faster than its session) first loses its
-    /// leaderships and ISR memberships, as if fenced: its new process has
-    /// not caught up yet.
+    /// session (two processes with one `node.id`); a fenced incarnation
+    /// has none (Kafka's rule), so a broker that stopped cleanly, which its
+    /// controlled shutdown fenced, registers again at once. A live
+    /// incarnation that re-registers (a restart faster than its session)
+    /// first loses its leaderships and ISR memberships, as if fenced: its
+    /// new process has not caught up yet.
     pub fn register_broker(
         &self,
         heartbeats: &mut BrokerHeartbeats,
@@ -128,7 +130,7 @@ impl Controller<'_> {
                 now_ms,
                 self.config.broker_session_timeout_ms,
             );
-            if existing.incarnation_id != request.incarnation_id && session {
+            if existing.incarnation_id != request.incarnation_id && !existing.fenced && session {
                 return Err(MetadataError::DuplicateBrokerRegistration { broker_id });
             }
             // A fenced incarnation serves nothing already; the ISRs it was

@@ -307,6 +307,35 @@ fn a_second_incarnation_is_refused_while_the_first_has_a_session() {
 }
 
 #[test]
+fn a_fenced_incarnation_is_replaced_at_once() {
+    let mut cluster = three_brokers();
+    // Broker 2 stops cleanly: its controlled shutdown fences it, within
+    // its session.
+    let fenced = cluster
+        .controller()
+        .controlled_shutdown(2, cluster.epochs[&2])
+        .unwrap();
+    cluster.commit(&fenced);
+    assert!(cluster.image.broker(2).unwrap().fenced);
+    let restarted = BrokerRegistrationRequest {
+        broker_id: 2,
+        incarnation_id: [0xee; 16],
+        listeners: vec![],
+        rack: None,
+        features: crate::metadata::features::supported_by_this_binary(),
+    };
+    // A fenced broker has no session (Kafka's rule): the new process
+    // registers without waiting for the old session to expire.
+    let accepted = Controller::new(&cluster.image, &cluster.config)
+        .register_broker(&mut cluster.heartbeats, &restarted, 1)
+        .unwrap();
+    cluster.commit(&accepted.records);
+    let registration = cluster.image.broker(2).unwrap();
+    assert_eq!(registration.incarnation_id, [0xee; 16]);
+    assert!(registration.fenced, "a new incarnation starts fenced");
+}
+
+#[test]
 fn a_restarting_leader_loses_its_leaderships_until_it_rejoins() {
     let mut cluster = three_brokers();
     cluster.create("t", 1, 3, 3);
