@@ -6,6 +6,7 @@
 //! as live. Its listeners are bound meanwhile: a connection waits in the
 //! kernel's queue and is answered once the broker is unfenced.
 //! `server.max.startup.time.ms` bounds the wait: past it the broker stops.
+//! The admin port's `rill_broker_state` says which it is (Kafka's numbers).
 
 use kafka_protocol::messages::{ApiKey, DescribeClusterRequest, DescribeClusterResponse};
 use rill_tests::cluster::{describe_cluster, wait_for, Cluster};
@@ -19,6 +20,10 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 /// Long enough for an election (1–2 s) plus a session expiry (2.5 s) on a
 /// loaded two-core machine.
 const SETTLE: Duration = Duration::from_secs(30);
+
+/// Kafka's `BrokerState` numbers, served as `rill_broker_state`.
+const STARTING: i64 = 1;
+const RUNNING: i64 = 3;
 
 /// How long a request to a broker that must not answer yet is given.
 const SILENCE: Duration = Duration::from_secs(3);
@@ -66,6 +71,11 @@ fn a_restarted_broker_cut_off_from_the_quorum_answers_once_it_rejoins() {
         other => panic!("a broker without a quorum answered DescribeCluster: {other:?}"),
     }
     assert_eq!(
+        cluster.node(1).metric_sum("rill_broker_state"),
+        STARTING,
+        "the admin port says the broker is starting"
+    );
+    assert_eq!(
         cluster.node(1).log().matches("serving clients").count(),
         served_before,
         "node 1 said it serves before it was unfenced:\n{}",
@@ -89,6 +99,7 @@ fn a_restarted_broker_cut_off_from_the_quorum_answers_once_it_rejoins() {
         cluster.node(1).log().matches("serving clients").count() > served_before,
         "node 1 serves and says so"
     );
+    assert_eq!(cluster.node(1).metric_sum("rill_broker_state"), RUNNING);
     // Node 3 never came back: it is fenced within its session and leaves
     // the list, while 1 and 2 stay.
     wait_for("node 3 to leave the live brokers", SETTLE, || {

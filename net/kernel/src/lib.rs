@@ -11,6 +11,7 @@
 //!                          owning shard, carry the reply back
 //! config, cluster_config, conn_limits, io_setup    the broker's settings
 //! topics, metrics, sendpath, listen, fatal, error  per-shard state and tools
+//! broker_state                                    the process's state
 //! ```
 //!
 //! - [`shard`]: one shard's state, generic over the struct of runtimes the
@@ -34,12 +35,15 @@
 //! - [`sendpath`]: the copy / sendfile / splice send paths, one ring per
 //!   shard, and [`sendpath::OutChunk`], the piece of a response they write.
 //! - [`listen`]: the shared (`SO_REUSEPORT`) listening sockets.
+//! - [`broker_state`]: the broker's state in Kafka's numbers (starting,
+//!   running, shutting down), for `/metrics`.
 //! - [`fatal`]: the one fatal stop (a panic in any thread, the metadata log
 //!   failing, a second signal): logged once, a distinct exit code, bounded.
 //! - [`error`]: errors of the kernel and the crates above it. Kafka error
 //!   codes are [`engine::ErrorCode`] everywhere, across the mesh too; the
 //!   number appears only where a response is encoded.
 
+pub mod broker_state;
 pub mod call;
 pub mod cluster_config;
 pub mod config;

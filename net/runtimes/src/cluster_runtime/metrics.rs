@@ -1,9 +1,9 @@
-//! The cluster's gauges for `/metrics`, from this broker's view of the
-//! committed metadata: the quorum (term, commit index, the active
-//! controller), the brokers (live, fenced), and the partitions this broker
-//! leads (offline, under-replicated — Kafka's `UnderReplicatedPartitions`),
-//! and, on a broker-only node, how it learned the metadata (deltas or
-//! whole images).
+//! The cluster's gauges for `/metrics`: the broker's state (Kafka's
+//! `BrokerState`), then, from this broker's view of the committed
+//! metadata, the quorum (term, commit index, the active controller), the
+//! brokers (live, fenced), and the partitions this broker leads (offline,
+//! under-replicated — Kafka's `UnderReplicatedPartitions`), and, on a
+//! broker-only node, how it learned the metadata (deltas or whole images).
 
 use crate::Shard;
 use kernel::metrics::prometheus_client::collector::Collector;
@@ -11,7 +11,12 @@ use kernel::metrics::prometheus_client::encoding::DescriptorEncoder;
 use kernel::metrics::registry::{Declared, Family, Value};
 
 /// The gauges (and two counters), in the order they are written.
-static GAUGES: [Family; 11] = [
+static GAUGES: [Family; 12] = [
+    Family::gauge(
+        "rill_broker_state",
+        "Kafka's BrokerState: 1 starting (answers no client until unfenced), 3 running, 6 pending controlled shutdown, 7 shutting down",
+        &[],
+    ),
     Family::gauge(
         "rill_metadata_quorum_term",
         "the metadata quorum's Raft term",
@@ -64,7 +69,7 @@ static GAUGES: [Family; 11] = [
 /// The values of [`GAUGES`], read at scrape time: the collector of the
 /// cluster's gauges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClusterGauges([u64; 11]);
+pub struct ClusterGauges([u64; 12]);
 
 impl ClusterGauges {
     /// Reads the gauges from this broker's view of the cluster.
@@ -94,6 +99,7 @@ impl ClusterGauges {
             }
         }
         ClusterGauges([
+            u64::from(kernel::broker_state::get()),
             quorum.term,
             quorum.commit_index,
             quorum.applied_index,

@@ -5,6 +5,7 @@
 //!
 //! Without `NOTIFY_SOCKET` in the environment the notifications are no-ops.
 
+use kernel::broker_state::{self, BrokerState};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Counts the shards that serve; the last one to start tells the world.
@@ -29,6 +30,7 @@ impl Readiness {
     pub(super) fn shard_serving(&self) {
         if self.serving.fetch_add(1, Ordering::AcqRel) + 1 == self.shards {
             tracing::info!(shards = self.shards, "serving clients");
+            broker_state::set(BrokerState::Running);
             notify(&[sd_notify::NotifyState::Ready]);
         }
     }
@@ -36,6 +38,7 @@ impl Readiness {
     /// The broker begins a clean stop (notified once).
     pub(super) fn stopping(&self) {
         if !self.stopping.swap(true, Ordering::AcqRel) {
+            broker_state::set(BrokerState::PendingControlledShutdown);
             notify(&[sd_notify::NotifyState::Stopping]);
         }
     }

@@ -337,6 +337,7 @@ async fn stop(shard: &Rc<Shard>, gate: &Gate, drained: &AtomicUsize) -> Result<(
         // Hand the leaderships over while connections are still served, so
         // that clients are redirected rather than cut off.
         runtimes::cluster_runtime::controlled_shutdown(shard).await;
+        kernel::broker_state::set(kernel::broker_state::BrokerState::ShuttingDown);
     }
 
     // Phase 1: finish in-flight requests on this shard.
