@@ -278,16 +278,20 @@ fn heartbeats_with_a_stale_epoch_or_unknown_id_are_refused() {
     assert_eq!(error.error_code().code(), 102);
 }
 
+/// A registration of `broker_id` by another process than the one
+/// [`three_brokers`] registered (incarnation id `0xee…`).
+fn new_incarnation_of(broker_id: BrokerId) -> BrokerRegistrationRequest {
+    let features = crate::metadata::features::supported_by_this_binary();
+    BrokerRegistrationRequest {
+        incarnation_id: [0xee; 16],
+        ..registration(broker_id, None, features)
+    }
+}
+
 #[test]
 fn a_second_incarnation_is_refused_while_the_first_has_a_session() {
     let mut cluster = three_brokers();
-    let impostor = BrokerRegistrationRequest {
-        broker_id: 2,
-        incarnation_id: [0xee; 16],
-        listeners: vec![],
-        rack: None,
-        features: crate::metadata::features::supported_by_this_binary(),
-    };
+    let impostor = new_incarnation_of(2);
     let refused = Controller::new(&cluster.image, &cluster.config).register_broker(
         &mut cluster.heartbeats,
         &impostor,
@@ -317,13 +321,7 @@ fn a_fenced_incarnation_is_replaced_at_once() {
         .unwrap();
     cluster.commit(&fenced);
     assert!(cluster.image.broker(2).unwrap().fenced);
-    let restarted = BrokerRegistrationRequest {
-        broker_id: 2,
-        incarnation_id: [0xee; 16],
-        listeners: vec![],
-        rack: None,
-        features: crate::metadata::features::supported_by_this_binary(),
-    };
+    let restarted = new_incarnation_of(2);
     // A fenced broker has no session (Kafka's rule): the new process
     // registers without waiting for the old session to expire.
     let accepted = Controller::new(&cluster.image, &cluster.config)
