@@ -1,7 +1,8 @@
 //! Telling a supervisor when the broker serves: once every shard answers
-//! clients (caught up and unfenced, see `startup`), `rill serve` logs it and, when systemd started it with
+//! clients (caught up and unfenced, see `startup`), `rill serve` logs it,
+//! sets `rill_broker_state` to running and, when systemd started it with
 //! `Type=notify`, sends `READY=1` (sd_notify), so `systemctl start` returns
-//! only once clients can connect. A clean stop sends `STOPPING=1`.
+//! only once clients are answered. A clean stop sends `STOPPING=1`.
 //!
 //! Without `NOTIFY_SOCKET` in the environment the notifications are no-ops.
 
