@@ -98,19 +98,34 @@ where
     exchange(&mut socket, api_key, version, 7, request)
 }
 
-/// The leader epoch of `topic`'s `partition` as the broker at `addr`
-/// reports it (Metadata v9); `None` while it answers an error.
-pub fn leader_epoch(addr: SocketAddr, topic: &str, partition: i32) -> Option<i32> {
+/// `topic`'s entry in the Metadata (v12) answer of the broker at `addr`.
+fn metadata_of(
+    addr: SocketAddr,
+    topic: &str,
+) -> Option<kafka_protocol::messages::metadata_response::MetadataResponseTopic> {
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
     use kafka_protocol::messages::{MetadataRequest, MetadataResponse, TopicName};
     let mut wanted = MetadataRequestTopic::default();
     wanted.name = Some(TopicName(StrBytes::from_string(topic.to_string())));
     let mut body = MetadataRequest::default();
     body.topics = Some(vec![wanted]);
-    let response: MetadataResponse = request(addr, ApiKey::Metadata, 9, &body).ok()?;
-    let found = response.topics.first()?.partitions.iter();
+    let response: MetadataResponse = request(addr, ApiKey::Metadata, 12, &body).ok()?;
+    response.topics.into_iter().next()
+}
+
+/// The leader epoch of `topic`'s `partition` as the broker at `addr`
+/// reports it; `None` while it answers an error.
+pub fn leader_epoch(addr: SocketAddr, topic: &str, partition: i32) -> Option<i32> {
+    let found = metadata_of(addr, topic)?.partitions;
     let partition = found.into_iter().find(|p| p.partition_index == partition)?;
     (partition.error_code == 0).then_some(partition.leader_epoch)
+}
+
+/// `topic`'s id as the broker at `addr` reports it; `None` while it
+/// answers an error.
+pub fn topic_id(addr: SocketAddr, topic: &str) -> Option<[u8; 16]> {
+    let found = metadata_of(addr, topic)?;
+    (found.error_code == 0).then(|| *found.topic_id.as_bytes())
 }
 
 /// Fetch v12 of one partition of `topic` (by name) from `addr` as

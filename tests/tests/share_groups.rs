@@ -36,7 +36,7 @@ use kafka_protocol::messages::describe_share_group_offsets_request::{
     DescribeShareGroupOffsetsRequestGroup, DescribeShareGroupOffsetsRequestTopic,
 };
 use kafka_protocol::messages::share_fetch_request::{
-    AcknowledgementBatch, FetchPartition, FetchTopic,
+    AcknowledgementBatch, FetchPartition, FetchTopic, ForgottenTopic,
 };
 use kafka_protocol::messages::{
     ApiKey, DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse, GroupId,
@@ -64,6 +64,7 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 const UNKNOWN_MEMBER_ID: i16 = 25;
 const INVALID_REQUEST: i16 = 42;
+const UNKNOWN_TOPIC_ID: i16 = 100;
 const SHARE_SESSION_NOT_FOUND: i16 = 122;
 const INVALID_SHARE_SESSION_EPOCH: i16 = 123;
 
@@ -341,22 +342,7 @@ async fn a_topic_made_again_under_its_name_is_read_from_scratch() {
     let first = share(&bootstrap, &["collect", "again", "g", "20"]);
     assert_eq!(strings(&first["values"]).len(), 20);
 
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(&bootstrap).create().expect("admin");
-    for deleted in admin
-        .delete_topics(&["again"], &AdminOptions::new())
-        .await
-        .expect("delete request")
-    {
-        deleted.expect("deleted");
-    }
-    wait_for("the topic gone", Duration::from_secs(30), || {
-        let metadata = admin
-            .inner()
-            .fetch_metadata(None, Duration::from_secs(5))
-            .ok()?;
-        (!metadata.topics().iter().any(|t| t.name() == "again")).then_some(())
-    });
+    delete_topic(&bootstrap, "again").await;
     create_topic(&bootstrap, "again", 1, &[]).await;
     share(&bootstrap, &["produce", "again", "100", "20"]);
     // The new topic's offsets 0..20 are other records: each delivered once.
@@ -370,6 +356,100 @@ async fn a_topic_made_again_under_its_name_is_read_from_scratch() {
         numbers(&out["delivery_counts"]).iter().all(|&c| c == 1),
         "{out}"
     );
+}
+
+/// Deletes `topic` and waits until the broker's metadata no longer lists it.
+async fn delete_topic(bootstrap: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin");
+    for deleted in admin
+        .delete_topics(&[topic], &AdminOptions::new())
+        .await
+        .expect("delete request")
+    {
+        deleted.expect("deleted");
+    }
+    wait_for("the topic gone", Duration::from_secs(30), || {
+        let metadata = admin
+            .inner()
+            .fetch_metadata(None, Duration::from_secs(5))
+            .ok()?;
+        (!metadata.topics().iter().any(|t| t.name() == topic)).then_some(())
+    });
+}
+
+/// A share session holds a partition under the topic id it was added by,
+/// as Kafka's does. Once the topic is deleted and made again under its
+/// name, the session's old id is answered UNKNOWN_TOPIC_ID and nothing of
+/// the new topic is acquired for it; the old id can be forgotten, and the
+/// new topic's records reach the member once it adds the new id, each at
+/// its first delivery. (rill's sessions once held partitions by name: they
+/// read the new topic for the old id and answered under an id the client
+/// never asked for, which librdkafka drops, so each record came back only
+/// when its lock ran out, its delivery count one higher each time.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_session_holds_the_topic_id_it_was_given() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    create_topic(&bootstrap, "renewed", 1, &[]).await;
+    let topic_id = |name| rill_tests::raw::topic_id(broker.addr, name).expect("topic id");
+    let old = uuid::Uuid::from_bytes(topic_id("renewed"));
+    let mut socket = std::net::TcpStream::connect(broker.addr).expect("connect");
+    let mut correlation = 0;
+    let mut send = |request: ShareFetchRequest| -> ShareFetchResponse {
+        correlation += 1;
+        rill_tests::raw::exchange(&mut socket, ApiKey::ShareFetch, 1, correlation, &request)
+            .expect("ShareFetch")
+    };
+    let partition_0 = vec![FetchPartition::default().with_partition_index(0)];
+    let mut open = fetch("g", "m", 0);
+    open.topics = vec![FetchTopic::default()
+        .with_topic_id(old)
+        .with_partitions(partition_0.clone())];
+    assert_eq!(send(open).error_code, 0);
+
+    delete_topic(&bootstrap, "renewed").await;
+    create_topic(&bootstrap, "renewed", 1, &[]).await;
+    let new = uuid::Uuid::from_bytes(topic_id("renewed"));
+    assert_ne!(old, new);
+    share(&bootstrap, &["produce", "renewed", "0", "5"]);
+
+    let mut stale = fetch("g", "m", 1);
+    stale.max_wait_ms = 2000;
+    let answer = send(stale);
+    let topics: Vec<_> = (answer.responses.iter())
+        .map(|t| (t.topic_id, t.partitions.len()))
+        .collect();
+    assert_eq!(topics, vec![(old, 1)], "{answer:?}");
+    let partition = &answer.responses[0].partitions[0];
+    assert_eq!(partition.error_code, UNKNOWN_TOPIC_ID, "{answer:?}");
+    assert!(partition.acquired_records.is_empty(), "{answer:?}");
+
+    let mut forget = fetch("g", "m", 2);
+    forget.forgotten_topics_data = vec![ForgottenTopic::default()
+        .with_topic_id(old)
+        .with_partitions(vec![0])];
+    let answer = send(forget);
+    assert!(answer.responses.is_empty(), "{answer:?}");
+
+    let mut add = fetch("g", "m", 3);
+    add.max_wait_ms = 5000;
+    add.topics = vec![FetchTopic::default()
+        .with_topic_id(new)
+        .with_partitions(partition_0)];
+    let answer = send(add);
+    let acquired: Vec<(i64, i64, i16)> = (answer.responses.iter())
+        .filter(|t| t.topic_id == new)
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.acquired_records)
+        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
+        .collect();
+    assert_eq!(acquired, vec![(0, 4, 1)], "{answer:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

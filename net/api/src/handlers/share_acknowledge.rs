@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use runtimes::cluster_runtime;
-use runtimes::share_runtime::{self, AckBatch, PartitionAcks, SessionCheck};
+use runtimes::share_runtime::{self, AckBatch, PartitionAcks, SessionCheck, TopicId};
 use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::collections::BTreeMap;
@@ -217,22 +217,23 @@ pub enum SessionStep {
     /// Refused, with this code (the session, if it ended, gave its
     /// records back).
     Refused(ErrorCode),
-    /// The session goes on: its partitions now.
-    Open(Vec<TopicPartition>),
+    /// The session goes on: its partitions now, each with the topic id
+    /// the client named it by.
+    Open(Vec<(TopicPartition, TopicId)>),
     /// The session closed: its partitions, whose records go back once the
     /// request's acknowledgements are applied.
     Closed(Vec<TopicPartition>),
 }
 
 /// Checks the epoch, updates the session with `requested` and
-/// `forgotten`, and gives back the records of a session that ended.
+/// `forgotten` (by topic id and partition), and gives back the records of a session that ended.
 pub async fn session_step(
     shard: &Rc<Shard>,
     (group, member): (&str, &str),
     (epoch, connection): (i32, usize),
     may_open: bool,
-    requested: Vec<TopicPartition>,
-    forgotten: &[TopicPartition],
+    requested: Vec<(TopicPartition, TopicId)>,
+    forgotten: &[(TopicId, i32)],
 ) -> SessionStep {
     let idle_ms = shard.config.group.share.session_timeout_ms;
     let sessions = &shard.runtime().share.sessions;

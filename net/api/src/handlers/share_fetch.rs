@@ -23,7 +23,9 @@ use runtimes::admin_changes::group_configs::{
     SHARE_AUTO_OFFSET_RESET, SHARE_ISOLATION_LEVEL, SHARE_RECORD_LOCK_DURATION_MS,
 };
 use runtimes::cluster_runtime;
-use runtimes::share_runtime::{self, FetchRound, PartitionAcks, ShareParams, ShareReadOutcome};
+use runtimes::share_runtime::{
+    self, FetchRound, PartitionAcks, ShareParams, ShareReadOutcome, TopicId,
+};
 use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::collections::BTreeMap;
@@ -65,8 +67,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         let Parsed {
             requested,
             forgotten,
+            forgotten_ids,
             acks,
-            unknown,
+            mut unknown,
         } = parse_topics(&shard, &authz, &body);
         let key = (group.as_str(), member.as_str());
         let (reads, release) = match session_step(
@@ -75,13 +78,13 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             (body.share_session_epoch, connection_id(&request)),
             true,
             requested,
-            &forgotten,
+            &forgotten_ids,
         )
         .await
         {
             SessionStep::Refused(code) => return refuse(&request, response, code),
             SessionStep::Closed(release) => (Vec::new(), release),
-            SessionStep::Open(reads) => (reads, forgotten),
+            SessionStep::Open(session) => (current(&shard, session, &mut unknown), forgotten),
         };
         let (settings, from_earliest, read_committed) = group_settings(&shard, &group);
         response.acquisition_lock_timeout_ms = settings.lock_duration_ms as i32;
@@ -149,10 +152,14 @@ fn refuse(
 
 /// A request's partitions, by name.
 struct Parsed {
-    /// Partitions named (added to the session).
-    requested: Vec<TopicPartition>,
-    /// Partitions forgotten (leaving the session).
+    /// Partitions named (added to the session), with their topic ids.
+    requested: Vec<(TopicPartition, TopicId)>,
+    /// Partitions forgotten whose topics this broker knows (their records
+    /// go back).
     forgotten: Vec<TopicPartition>,
+    /// Every partition forgotten, by topic id (leaving the session), a
+    /// deleted topic's too.
+    forgotten_ids: Vec<(TopicId, i32)>,
     /// Acknowledgements.
     acks: Vec<PartitionAcks>,
     /// Partitions of topic ids unknown here (or not readable by the client).
@@ -164,6 +171,7 @@ fn parse_topics(shard: &Shard, authz: &Authz, body: &ShareFetchRequest) -> Parse
     let mut parsed = Parsed {
         requested: Vec::new(),
         forgotten: Vec::new(),
+        forgotten_ids: Vec::new(),
         acks: Vec::new(),
         unknown: Vec::new(),
     };
@@ -180,9 +188,12 @@ fn parse_topics(shard: &Shard, authz: &Authz, body: &ShareFetchRequest) -> Parse
             if let Some(batches) = acks_of(&tp, &p.acknowledgement_batches) {
                 parsed.acks.push(batches);
             }
-            parsed.requested.push(tp);
+            parsed.requested.push((tp, *topic.topic_id.as_bytes()));
         }
     }
+    parsed.forgotten_ids = (body.forgotten_topics_data.iter())
+        .flat_map(|t| t.partitions.iter().map(|&p| (*t.topic_id.as_bytes(), p)))
+        .collect();
     parsed.forgotten = body
         .forgotten_topics_data
         .iter()
@@ -190,6 +201,30 @@ fn parse_topics(shard: &Shard, authz: &Authz, body: &ShareFetchRequest) -> Parse
         .flat_map(|(name, parts)| parts.iter().map(|&p| TopicPartition::new(name.clone(), p)))
         .collect();
     parsed
+}
+
+/// The session's partitions whose topics still have the id the client
+/// added them by; the others (their topic was deleted, or deleted and
+/// created again under its name) are answered UNKNOWN_TOPIC_ID under the
+/// client's id, as Kafka answers a session partition whose topic is gone.
+/// Reading a recreated topic under its old id would hand the client
+/// records it cannot place: it drops them and they come back only when
+/// their locks run out, one delivery counted each time.
+fn current(
+    shard: &Shard,
+    session: Vec<(TopicPartition, TopicId)>,
+    unknown: &mut Vec<(uuid::Uuid, i32)>,
+) -> Vec<TopicPartition> {
+    let table = shard.topics.borrow();
+    let mut reads = Vec::with_capacity(session.len());
+    for (tp, id) in session {
+        if table.get(&tp.topic).is_some_and(|e| e.topic_id == id) {
+            reads.push(tp);
+        } else if !unknown.contains(&(uuid(id), tp.partition)) {
+            unknown.push((uuid(id), tp.partition));
+        }
+    }
+    reads
 }
 
 /// The names of the request's topic ids this broker knows.

@@ -35,7 +35,7 @@ use std::collections::HashMap;
 
 pub use fetch::{acknowledge, connection_closed, release, share_fetch, FetchRound};
 pub use owner::{AckBatch, PartitionAcks, ShareParams, ShareReadOutcome};
-pub use sessions::{SessionCheck, ShareSessionCache};
+pub use sessions::{SessionCheck, ShareSessionCache, TopicId};
 
 /// One share group's state of one partition, under the role generation it
 /// was built in (a new leadership starts it again) and of the topic it was

@@ -11,13 +11,22 @@
 //! connection closes, the session ends and the member's records go back at
 //! once, as Kafka releases them (rather than when their locks run out).
 //!
+//! A session remembers each partition with the topic id the client named
+//! it by, as Kafka's `ShareSession` keeps `TopicIdPartition`s: a topic
+//! deleted and created again under its name is another topic, which the
+//! client must add by its new id (the handler answers UNKNOWN_TOPIC_ID for
+//! the old one), and forgetting the old id works after its name is gone.
+//!
 //! `group.share.max.share.sessions` is the broker's cap, split over the
 //! shards. A full shard makes room by dropping sessions idle for longer
 //! than the share session timeout; when none is, the new session is
 //! refused with SHARE_SESSION_LIMIT_REACHED.
 
 use engine::{ErrorCode, TopicPartition};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// A topic id as the wire carries it.
+pub type TopicId = [u8; 16];
 
 /// Epoch of a request that opens a session.
 pub const OPEN_EPOCH: i32 = 0;
@@ -30,7 +39,8 @@ struct ShareSession {
     connection: usize,
     /// The epoch the next request must carry.
     next_epoch: i32,
-    partitions: BTreeSet<TopicPartition>,
+    /// Each partition, with the topic id the client named it by.
+    partitions: BTreeMap<TopicPartition, TopicId>,
     last_used_ms: i64,
 }
 
@@ -87,7 +97,7 @@ impl ShareSessionCache {
         match epoch {
             OPEN_EPOCH if !may_open => SessionCheck::Refused(ErrorCode::InvalidRequest, None),
             OPEN_EPOCH => {
-                let old = self.sessions.remove(&key).map(|s| s.partitions);
+                let old = self.sessions.remove(&key).map(|s| names(s.partitions));
                 if self.sessions.len() >= self.capacity {
                     self.sessions
                         .retain(|_, s| now_ms.saturating_sub(s.last_used_ms) <= idle_ms);
@@ -98,20 +108,20 @@ impl ShareSessionCache {
                 let session = ShareSession {
                     connection,
                     next_epoch: 1,
-                    partitions: BTreeSet::new(),
+                    partitions: BTreeMap::new(),
                     last_used_ms: now_ms,
                 };
                 self.sessions.insert(key, session);
                 SessionCheck::Opened(old)
             }
             FINAL_EPOCH => match self.sessions.remove(&key) {
-                Some(s) => SessionCheck::Closed(s.partitions),
+                Some(s) => SessionCheck::Closed(names(s.partitions)),
                 None => SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None),
             },
             _ => match self.sessions.get_mut(&key) {
                 None => SessionCheck::Refused(ErrorCode::ShareSessionNotFound, None),
                 Some(s) if s.next_epoch != epoch => {
-                    let dropped = self.sessions.remove(&key).map(|s| s.partitions);
+                    let dropped = self.sessions.remove(&key).map(|s| names(s.partitions));
                     SessionCheck::Refused(ErrorCode::InvalidShareSessionEpoch, dropped)
                 }
                 Some(s) => {
@@ -135,29 +145,38 @@ impl ShareSessionCache {
         (keys.into_iter())
             .filter_map(|key| {
                 let session = self.sessions.remove(&key)?;
-                Some((key, session.partitions.into_iter().collect()))
+                Some((key, session.partitions.into_keys().collect()))
             })
             .collect()
     }
 
-    /// Adds `added` to the session's partitions and drops `forgotten`;
-    /// the session's partitions after. Empty when there is no session.
+    /// Adds `added` to the session's partitions (a partition added under
+    /// another topic id replaces the one it had) and drops `forgotten`,
+    /// matched by topic id and partition; the session's partitions after,
+    /// each with its topic id. Empty when there is no session.
     pub fn update(
         &mut self,
         (group, member): (&str, &str),
-        added: impl IntoIterator<Item = TopicPartition>,
-        forgotten: &[TopicPartition],
-    ) -> Vec<TopicPartition> {
+        added: impl IntoIterator<Item = (TopicPartition, TopicId)>,
+        forgotten: &[(TopicId, i32)],
+    ) -> Vec<(TopicPartition, TopicId)> {
         let key = (group.to_string(), member.to_string());
         let Some(session) = self.sessions.get_mut(&key) else {
             return Vec::new();
         };
         session.partitions.extend(added);
-        for tp in forgotten {
-            session.partitions.remove(tp);
-        }
-        session.partitions.iter().cloned().collect()
+        session
+            .partitions
+            .retain(|tp, id| !forgotten.contains(&(*id, tp.partition)));
+        (session.partitions.iter())
+            .map(|(tp, id)| (tp.clone(), *id))
+            .collect()
     }
+}
+
+/// A session's partitions by name: those whose records go back when it ends.
+fn names(partitions: BTreeMap<TopicPartition, TopicId>) -> BTreeSet<TopicPartition> {
+    partitions.into_keys().collect()
 }
 
 #[cfg(test)]
@@ -166,8 +185,14 @@ mod tests {
 
     const KEY: (&str, &str) = ("g", "m");
 
+    const ID: TopicId = [1; 16];
+
     fn tp(partition: i32) -> TopicPartition {
         TopicPartition::new("t", partition)
+    }
+
+    fn named(partition: i32) -> (TopicPartition, TopicId) {
+        (tp(partition), ID)
     }
 
     #[test]
@@ -177,12 +202,15 @@ mod tests {
             cache.check(KEY, (0, 1), true, (0, 1)),
             SessionCheck::Opened(None)
         );
-        assert_eq!(cache.update(KEY, [tp(0), tp(1)], &[]), vec![tp(0), tp(1)]);
+        assert_eq!(
+            cache.update(KEY, [named(0), named(1)], &[]),
+            vec![named(0), named(1)]
+        );
         assert_eq!(
             cache.check(KEY, (1, 1), true, (0, 1)),
             SessionCheck::Continued
         );
-        assert_eq!(cache.update(KEY, [], &[tp(0)]), vec![tp(1)]);
+        assert_eq!(cache.update(KEY, [], &[(ID, 0)]), vec![named(1)]);
         assert_eq!(
             cache.check(KEY, (2, 1), false, (0, 1)),
             SessionCheck::Continued
@@ -211,7 +239,7 @@ mod tests {
             SessionCheck::Refused(ErrorCode::InvalidRequest, None)
         );
         cache.check(KEY, (0, 1), true, (0, 1));
-        cache.update(KEY, [tp(0)], &[]);
+        cache.update(KEY, [named(0)], &[]);
         let wrong = cache.check(KEY, (5, 1), true, (0, 1));
         let dropped = Some(BTreeSet::from([tp(0)]));
         assert_eq!(
@@ -244,7 +272,7 @@ mod tests {
     fn a_closed_connection_ends_its_sessions_only() {
         let mut cache = ShareSessionCache::new(10);
         cache.check(("g", "a"), (0, 7), true, (0, 1));
-        cache.update(("g", "a"), [tp(0)], &[]);
+        cache.update(("g", "a"), [named(0)], &[]);
         cache.check(("g", "b"), (0, 8), true, (0, 1));
         let ended = cache.close_connection(7);
         assert_eq!(
@@ -253,5 +281,24 @@ mod tests {
         );
         assert_eq!(cache.len(), 1);
         assert!(cache.close_connection(7).is_empty());
+    }
+
+    #[test]
+    fn partitions_are_known_by_the_topic_id_they_were_added_under() {
+        let mut cache = ShareSessionCache::new(10);
+        cache.check(KEY, (0, 1), true, (0, 1));
+        cache.update(KEY, [named(0), named(1)], &[]);
+        // The topic is deleted and created again under its name: the
+        // client forgets the old id, whose name the broker no longer
+        // knows, and the partition leaves the session all the same.
+        let recreated: TopicId = [2; 16];
+        assert_eq!(cache.update(KEY, [], &[(ID, 0)]), vec![named(1)]);
+        // Forgetting the new id does not drop what was added by the old.
+        assert_eq!(cache.update(KEY, [], &[(recreated, 1)]), vec![named(1)]);
+        // Adding the new id replaces the old one's entry.
+        assert_eq!(
+            cache.update(KEY, [(tp(1), recreated)], &[]),
+            vec![(tp(1), recreated)]
+        );
     }
 }
