@@ -49,7 +49,9 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rill_tests::cluster::{wait_for, Cluster};
-use rill_tests::kafka::{client_config, create_topic, create_topic_replicated};
+use rill_tests::kafka::{
+    client_config, create_topic, create_topic_replicated, produce_all, producer,
+};
 use rill_tests::python::{
     python_script, require_share_consumer, share_groups as share, try_share_groups as try_share,
 };
@@ -450,6 +452,46 @@ async fn a_share_session_holds_the_topic_id_it_was_given() {
         .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
         .collect();
     assert_eq!(acquired, vec![(0, 4, 1)], "{answer:?}");
+}
+
+/// ShareFetch v1's `max_records` is a soft limit, as in Kafka (its
+/// `batch_optimized` acquire mode): a batch begun is acquired whole, so a
+/// batch of 20 records comes whole to a fetch that asks for 5.
+/// (confluent-kafka-python's
+/// `test_poll_returns_whole_batch_exceeding_max_poll_records` expects it;
+/// rill once split the batch at the limit.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_acquires_whole_batches_past_max_records() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    create_topic(&bootstrap, "batched", 1, &[]).await;
+    let one_batch = producer(&bootstrap, &[("linger.ms", "1000")]);
+    let records: Vec<_> = (0..20)
+        .map(|i| (None, format!("{i}").into_bytes()))
+        .collect();
+    let offsets = produce_all(&one_batch, "batched", &records, Some(0)).await;
+    assert_eq!(offsets.last(), Some(&(0, 19)));
+
+    let id = rill_tests::raw::topic_id(broker.addr, "batched").expect("topic id");
+    let mut request = fetch("g", "m", 0);
+    request.max_records = 5;
+    request.max_wait_ms = 5000;
+    request.topics = vec![FetchTopic::default()
+        .with_topic_id(uuid::Uuid::from_bytes(id))
+        .with_partitions(vec![FetchPartition::default().with_partition_index(0)])];
+    let answer: ShareFetchResponse =
+        rill_tests::raw::request(broker.addr, ApiKey::ShareFetch, 1, &request).expect("ShareFetch");
+    let acquired: Vec<(i64, i64, i16)> = (answer.responses.iter())
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.acquired_records)
+        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
+        .collect();
+    assert_eq!(acquired, vec![(0, 19, 1)], "{answer:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

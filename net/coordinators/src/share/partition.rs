@@ -206,9 +206,16 @@ impl SharePartition {
 
     /// Acquires for `member` what `batches` (read from the log at
     /// [`Self::next_read_offset`]) hold that is available, then new
-    /// records past the end, until `max_records` are acquired or the
-    /// window is full (a batch that starts in a full window is not taken
-    /// on).
+    /// records past the end, batch by batch until `max_records` are
+    /// acquired or the window is full (a batch that starts in a full
+    /// window is not taken on).
+    ///
+    /// `max_records` is a soft limit, as Kafka's ShareFetch v1 has it (its
+    /// `batch_optimized` acquire mode): a batch once begun is acquired
+    /// whole, so one acquisition ends at a batch boundary and may pass the
+    /// limit. The client gets whole batches, each record of them acquired.
+    /// Kafka 4.2's `record_limit` mode, which splits batches, is asked for
+    /// with ShareFetch v2 only.
     pub fn acquire(
         &mut self,
         member: &str,
@@ -228,10 +235,6 @@ impl SharePartition {
                 break;
             }
             for offset in batch.first_offset.max(self.start_offset)..=batch.last_offset {
-                if offset >= self.end_offset && acquired.len() >= max_records {
-                    // Past the end nothing is taken on beyond the limit.
-                    break;
-                }
                 if offset >= self.end_offset {
                     self.extend_to(offset);
                     let never = batch.control || batch.aborted;
@@ -252,10 +255,7 @@ impl SharePartition {
                 let Some(slot) = self.slots.get_mut(&offset) else {
                     continue;
                 };
-                // `max_records` is strict (Kafka 4.1+): a batch is split
-                // when it holds more; the client keeps only the records
-                // inside the acquired ranges.
-                if slot.state == State::Available && acquired.len() < max_records {
+                if slot.state == State::Available {
                     slot.state = State::Acquired {
                         member: member.to_string(),
                         deadline_ms,

@@ -145,20 +145,26 @@ fn control_batches_and_gaps_are_never_delivered() {
 }
 
 #[test]
-fn max_records_is_strict_and_splits_batches() {
+fn max_records_ends_an_acquisition_at_a_batch_boundary() {
     let s = settings();
     let mut p = SharePartition::new(0);
     let got = p.acquire("a", &[batch(0, 4), batch(5, 9)], 3, 0, &s);
-    assert_eq!(got, vec![range(0, 2, 1)], "a batch is split at the limit");
-    assert_eq!(p.end_offset(), 3, "nothing past the limit is taken on");
+    assert_eq!(got, vec![range(0, 4, 1)], "a batch begun is taken whole");
+    assert_eq!(p.end_offset(), 5, "no batch past the limit is taken on");
     let got = p.acquire("b", &[batch(0, 4), batch(5, 9)], 3, 0, &s);
-    assert_eq!(got, vec![range(3, 5, 1)]);
-    p.acknowledge("a", (0, 2), &[AckType::Release], &s).unwrap();
-    let got = p.acquire("c", &[batch(0, 4), batch(5, 9)], 2, 0, &s);
+    assert_eq!(got, vec![range(5, 9, 1)]);
+    let got = p.acquire("c", &[batch(10, 11), batch(12, 13)], 3, 0, &s);
     assert_eq!(
         got,
-        vec![range(0, 1, 2)],
-        "redeliveries stop at max_records"
+        vec![range(10, 13, 1)],
+        "batches are taken until the limit is reached"
+    );
+    p.acknowledge("a", (0, 2), &[AckType::Release], &s).unwrap();
+    let got = p.acquire("d", &[batch(0, 4), batch(5, 9)], 1, 0, &s);
+    assert_eq!(
+        got,
+        vec![range(0, 2, 2)],
+        "a redelivery takes what is available of its batch"
     );
 }
 
