@@ -155,6 +155,10 @@ pub struct CleanupPolicy {
     pub delete: bool,
     /// `compact`: the newest record per key is kept.
     pub compact: bool,
+    /// Whether the value listed `compact` before `delete`: Kafka keeps a
+    /// list config as it was given and describes it so (an APPEND of
+    /// `compact` to `delete` reads `delete,compact`).
+    pub compact_first: bool,
 }
 
 /// A topic's tiered-storage settings (KIP-405, Kafka's names).
@@ -258,6 +262,7 @@ impl Default for TopicConfig {
             cleanup_policy: CleanupPolicy {
                 delete: true,
                 compact: false,
+                compact_first: false,
             },
             delete_retention_ms: 24 * 3_600_000,
             min_compaction_lag_ms: 0,
@@ -374,12 +379,14 @@ impl TopicConfig {
             "retention.ms" => self.retention_ms.to_string(),
             "retention.bytes" => self.retention_bytes.to_string(),
             "cleanup.policy" => {
+                let policy = self.cleanup_policy;
                 let mut parts = Vec::new();
-                if self.cleanup_policy.compact {
-                    parts.push("compact");
-                }
-                if self.cleanup_policy.delete {
+                if policy.delete {
                     parts.push("delete");
+                }
+                if policy.compact {
+                    let at = if policy.compact_first { 0 } else { parts.len() };
+                    parts.insert(at, "compact");
                 }
                 parts.join(",")
             }
@@ -485,11 +492,15 @@ fn cleanup_policy(name: &str, value: &str) -> Result<CleanupPolicy, EngineError>
     let mut policy = CleanupPolicy {
         delete: false,
         compact: false,
+        compact_first: false,
     };
     for part in value.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part {
             "delete" => policy.delete = true,
-            "compact" => policy.compact = true,
+            "compact" => {
+                policy.compact_first = !policy.delete;
+                policy.compact = true;
+            }
             _ => return Err(invalid(name, value, "expected delete and/or compact")),
         }
     }
@@ -573,6 +584,17 @@ mod tests {
                 ("retention.ms".into(), "1000".into())
             ]
         );
+    }
+
+    #[test]
+    fn cleanup_policy_is_described_in_the_order_given() {
+        let mut c = TopicConfig::default();
+        for value in ["delete,compact", "compact,delete", "compact", "delete", ""] {
+            c.set("cleanup.policy", value).unwrap();
+            assert_eq!(c.get("cleanup.policy").as_deref(), Some(value));
+        }
+        c.set("cleanup.policy", " compact , delete ").unwrap();
+        assert_eq!(c.get("cleanup.policy").as_deref(), Some("compact,delete"));
     }
 
     #[test]

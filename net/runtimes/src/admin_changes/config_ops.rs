@@ -120,6 +120,8 @@ mod tests {
         )];
         let c = altered_config(&defaults, &c, &append, false).unwrap();
         assert!(c.cleanup_policy.compact && c.cleanup_policy.delete);
+        // Appended at the end, as Kafka keeps the list.
+        assert_eq!(c.get("cleanup.policy").as_deref(), Some("delete,compact"));
         assert_eq!(c.retention_ms, 1000);
         let subtract = [(
             "cleanup.policy".to_string(),
