@@ -489,6 +489,51 @@ async fn broker_log_retention_changes_at_runtime() {
     );
 }
 
+/// The active controller writes the cluster-level `min.insync.replicas`
+/// (its config file's value) once, as Kafka 4.1's does with the ELR on:
+/// topics describe it as a dynamic default of the cluster, it may be
+/// changed, and removing it is refused with Kafka's INVALID_CONFIG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_min_insync_replicas_is_written_once_and_kept() {
+    use rdkafka::admin::ConfigSource;
+    let dir = data_dir();
+    let files = data_dir();
+    let properties = files.path().join("rill.properties");
+    std::fs::write(&properties, "min.insync.replicas=2\n").expect("write properties");
+    let path = properties.to_str().expect("utf-8 path");
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "1", "--config", path]);
+    let admin = admin(&broker.bootstrap());
+    create(&admin, "guarded", &[]).await.expect("created");
+    let written = (Some("2".to_string()), ConfigSource::DynamicDefaultBroker);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let described = describe(&admin, ResourceSpecifier::Topic("guarded")).await;
+        if described["min.insync.replicas"] == written {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never written: {:?}",
+            described["min.insync.replicas"]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        alter_broker_ops(broker.addr, "", &[("min.insync.replicas", "", 1)]),
+        40,
+        "removing it is refused"
+    );
+    assert_eq!(
+        alter_broker(broker.addr, "", &[("min.insync.replicas", "1")]),
+        0
+    );
+    let described = describe(&admin, ResourceSpecifier::Topic("guarded")).await;
+    assert_eq!(
+        described["min.insync.replicas"],
+        (Some("1".to_string()), ConfigSource::DynamicDefaultBroker)
+    );
+}
+
 /// In a cluster, a cluster-wide dynamic default set through one broker holds
 /// on every broker and reaches their partitions; a per-broker one only on
 /// its broker.

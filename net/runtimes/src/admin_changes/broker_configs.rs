@@ -107,6 +107,26 @@ pub fn altered_broker_configs(
     Ok(configs)
 }
 
+/// The cluster-level `min.insync.replicas` (which the active controller
+/// writes once: `Controller::cluster_min_insync_replicas`) may be changed
+/// but not removed, as Kafka refuses with the ELR on: the brokers and the
+/// controller would fall back to their own files' values, which may differ.
+/// A legacy AlterConfigs of `""` that leaves it out removes it too.
+fn keeps_cluster_min_isr(
+    broker: &str,
+    current: &BTreeMap<String, String>,
+    configs: &BTreeMap<String, String>,
+) -> Result<(), (ErrorCode, String)> {
+    const MIN_ISR: &str = "min.insync.replicas";
+    if broker.is_empty() && current.contains_key(MIN_ISR) && !configs.contains_key(MIN_ISR) {
+        return Err((
+            ErrorCode::InvalidConfig,
+            format!("Cluster-level {MIN_ISR} cannot be removed while ELR is enabled."),
+        ));
+    }
+    Ok(())
+}
+
 /// `cordoned.log.dirs`: set (a comma list of paths, `*`, or empty to
 /// cordon nothing and override the file) or deleted (back to the file's).
 fn set_cordoned_log_dirs(
@@ -180,6 +200,7 @@ impl AlterBrokerConfigs {
         let configs = altered_broker_configs(&start, &self.ops, |name| {
             file_defaults.get(name).unwrap_or_default()
         })?;
+        keeps_cluster_min_isr(&self.broker, &current, &configs)?;
         if self.validate_only || configs == current {
             return Ok(());
         }
@@ -289,5 +310,19 @@ mod tests {
             assert_eq!(refused.unwrap_err().0, ErrorCode::InvalidConfig);
         }
         assert_eq!(check_resource("3", &[set("log.retention.ms", "5")]), Ok(()));
+    }
+
+    #[test]
+    fn the_cluster_minimum_isr_may_change_but_not_go() {
+        let with = |value: &str| BTreeMap::from([("min.insync.replicas".to_owned(), value.into())]);
+        let none = BTreeMap::new();
+        assert!(keeps_cluster_min_isr("", &with("1"), &with("2")).is_ok());
+        assert!(keeps_cluster_min_isr("", &none, &none).is_ok());
+        let refused = keeps_cluster_min_isr("", &with("1"), &none).unwrap_err();
+        assert_eq!(refused.0, ErrorCode::InvalidConfig);
+        assert_eq!(
+            refused.1,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+        );
     }
 }

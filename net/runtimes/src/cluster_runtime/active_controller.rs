@@ -633,30 +633,8 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         let image = quorum.image();
         let now_ms = shard.monotonic_ms();
         let controller = Controller::new(&image, &quorum.controller_config);
-        let fenced_records = {
-            let mut heartbeats = quorum.heartbeats.borrow_mut();
-            controller.fence_stale_brokers(&mut heartbeats, now_ms)
-        };
-        let records = if !fenced_records.is_empty() {
-            let heartbeats = quorum.heartbeats.borrow();
-            let silent_ms: Vec<(i32, i64)> = fenced_records
-                .iter()
-                .filter_map(|record| match record {
-                    MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
-                    _ => None,
-                })
-                .map(|id| {
-                    (
-                        id,
-                        now_ms - heartbeats.last_heartbeat_ms(id).unwrap_or(now_ms),
-                    )
-                })
-                .collect();
-            tracing::warn!(
-                brokers_silent_ms = ?silent_ms,
-                "fencing brokers whose session expired"
-            );
-            drop(heartbeats);
+        let fenced_records = fence_stale(&quorum, &controller, now_ms);
+        let mut records = if !fenced_records.is_empty() {
             fenced_records
         } else if cluster.auto_leader_rebalance_enable && now_ms >= next_rebalance_ms {
             next_rebalance_ms = now_ms + cluster.leader_imbalance_check_interval_ms;
@@ -674,6 +652,8 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             // rest (a leader lost in between, a restarted controller).
             controller.complete_reassignments()
         };
+        // Once, on a new cluster or one a release without it made.
+        records.extend(controller.cluster_min_insync_replicas());
         if records.is_empty() {
             continue;
         }
@@ -685,6 +665,35 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
         )
         .await;
     }
+}
+
+/// The records that fence the brokers whose sessions expired, logged
+/// with how long each was silent.
+fn fence_stale(
+    quorum: &MetadataQuorum,
+    controller: &Controller<'_>,
+    now_ms: i64,
+) -> Vec<MetadataRecord> {
+    let mut heartbeats = quorum.heartbeats.borrow_mut();
+    let fenced_records = controller.fence_stale_brokers(&mut heartbeats, now_ms);
+    let silent_ms: Vec<(i32, i64)> = fenced_records
+        .iter()
+        .filter_map(|record| match record {
+            MetadataRecord::FenceBroker { broker_id, .. } => Some(*broker_id),
+            _ => None,
+        })
+        .map(|id| {
+            let last_ms = heartbeats.last_heartbeat_ms(id).unwrap_or(now_ms);
+            (id, now_ms - last_ms)
+        })
+        .collect();
+    if !silent_ms.is_empty() {
+        tracing::warn!(
+            brokers_silent_ms = ?silent_ms,
+            "fencing brokers whose session expired"
+        );
+    }
+    fenced_records
 }
 
 /// The active controller's connection to voter `node_id` was refused: no

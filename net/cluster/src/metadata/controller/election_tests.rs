@@ -291,6 +291,33 @@ fn replicas_leaving_an_isr_under_the_minimum_become_eligible_leaders() {
     assert!(cluster.state(1, 0).eligible_leader_replicas.is_empty());
 }
 
+#[test]
+fn the_cluster_minimum_is_written_once_and_keeps_the_elr() {
+    let mut cluster = guarded_partition();
+    cluster.alter(1, 0, vec![0, 1]).unwrap();
+    cluster.alter(1, 0, vec![0]).unwrap();
+    assert_eq!(cluster.state(1, 0).eligible_leader_replicas, vec![1]);
+    let records = cluster.controller().cluster_min_insync_replicas();
+    let configured = cluster.controller().config.min_insync_replicas.to_string();
+    assert_eq!(
+        records,
+        vec![MetadataRecord::BrokerConfigChange {
+            broker: String::new(),
+            key: MIN_INSYNC_REPLICAS.to_owned(),
+            value: Some(configured.clone()),
+        }]
+    );
+    cluster.commit(&records);
+    let cluster_wide = cluster.image.broker_configs()[""][MIN_INSYNC_REPLICAS].clone();
+    assert_eq!(cluster_wide, configured);
+    // The minimum in force did not change: the ELR stays.
+    assert_eq!(cluster.state(1, 0).eligible_leader_replicas, vec![1]);
+    assert!(cluster
+        .controller()
+        .cluster_min_insync_replicas()
+        .is_empty());
+}
+
 /// A guarded partition whose ISR shrank to the leader 0 with 1 eligible,
 /// then 1 and 2 and finally 0 fenced: leaderless, the last leader kept in
 /// the ISR, 1 in the ELR.

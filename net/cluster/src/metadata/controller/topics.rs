@@ -283,6 +283,25 @@ impl Controller<'_> {
         Ok(proposal.into_records())
     }
 
+    /// The cluster-level `min.insync.replicas` (the `""` broker resource),
+    /// set to this controller's configured value, when the image has none.
+    /// Kafka 4.1's controller writes the same record once the ELR is on
+    /// (KAFKA-16540), so that every broker and controller judges "under
+    /// min ISR" by one value even if their config files differ; from then
+    /// on it is changed only cluster-wide, and never removed. Nothing
+    /// else follows it: the minimum in force does not change.
+    pub fn cluster_min_insync_replicas(&self) -> Vec<MetadataRecord> {
+        let cluster = self.image.broker_configs().get("");
+        if cluster.is_some_and(|configs| configs.contains_key(MIN_INSYNC_REPLICAS)) {
+            return Vec::new();
+        }
+        vec![MetadataRecord::BrokerConfigChange {
+            broker: String::new(),
+            key: MIN_INSYNC_REPLICAS.to_owned(),
+            value: Some(self.config.min_insync_replicas.to_string()),
+        }]
+    }
+
     /// Sets (`Some`) or removes (`None`) a topic config.
     pub fn alter_topic_config(
         &self,
