@@ -119,7 +119,13 @@ fn register(
     let reply = ControllerReply::Registered {
         broker_epoch: outcome.broker_epoch,
     };
-    Ok((outcome.records, reply))
+    // The first registrations of a new cluster bring the cluster-level
+    // minimum ISR (the fencing timer writes it too, for a cluster whose
+    // brokers registered under a release without it), so a broker serves
+    // clients only once it is set.
+    let mut records = controller.cluster_min_insync_replicas();
+    records.extend(outcome.records);
+    Ok((records, reply))
 }
 
 /// An AlterPartition that would add to the ISR a broker whose last
@@ -652,7 +658,8 @@ pub async fn run_fencing_timer(quorum: Rc<MetadataQuorum>, shard: Rc<Shard>) {
             // rest (a leader lost in between, a restarted controller).
             controller.complete_reassignments()
         };
-        // Once, on a new cluster or one a release without it made.
+        // Once, on a cluster an older release made (a new one gets it
+        // with its first registration).
         records.extend(controller.cluster_min_insync_replicas());
         if records.is_empty() {
             continue;
