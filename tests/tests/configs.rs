@@ -489,6 +489,82 @@ async fn broker_log_retention_changes_at_runtime() {
     );
 }
 
+/// DescribeConfigs v4 as a raw request: (name, value, config_type,
+/// read_only) of every config of `resource` (type 2 topic, 4 broker).
+fn describe_raw(
+    addr: SocketAddr,
+    resource_type: i8,
+    name: &str,
+) -> Vec<(String, String, i8, bool)> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let mut resource = DescribeConfigsResource::default();
+    resource.resource_type = resource_type;
+    resource.resource_name = StrBytes::from_string(name.to_string());
+    resource.configuration_keys = None;
+    let mut request = DescribeConfigsRequest::default();
+    request.resources.push(resource);
+    let response: DescribeConfigsResponse =
+        rill_tests::raw::request(addr, ApiKey::DescribeConfigs, 4, &request)
+            .expect("DescribeConfigs");
+    let result = &response.results[0];
+    assert_eq!(result.error_code, 0, "{result:?}");
+    (result.configs.iter())
+        .map(|c| {
+            let value = c.value.as_ref().map(|v| v.to_string()).unwrap_or_default();
+            (c.name.to_string(), value, c.config_type, c.read_only)
+        })
+        .collect()
+}
+
+/// DescribeConfigs says each config's Kafka type (`ConfigType`: 1 BOOLEAN,
+/// 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST), as Kafka's `ConfigDef`
+/// defines it, and the broker's `listeners` and `advertised.listeners`
+/// (static, read-only), which kafka-python's admin tests read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn described_configs_carry_kafkas_types_and_the_listeners() {
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--cores", "1"]);
+    let admin = admin(&broker.bootstrap());
+    create(&admin, "typed", &[]).await.expect("created");
+    let topic = describe_raw(broker.addr, 2, "typed");
+    let type_of = |configs: &[(String, String, i8, bool)], name: &str| {
+        let found = configs.iter().find(|c| c.0 == name);
+        found.unwrap_or_else(|| panic!("{name} not described")).2
+    };
+    for (name, expected) in [
+        ("retention.bytes", 5),
+        ("segment.bytes", 3),
+        ("min.cleanable.dirty.ratio", 6),
+        ("preallocate", 1),
+        ("compression.type", 2),
+        ("cleanup.policy", 7),
+    ] {
+        assert_eq!(type_of(&topic, name), expected, "{name}");
+    }
+    assert!(
+        topic.iter().all(|c| c.2 != 0),
+        "every topic config typed: {topic:?}"
+    );
+    let broker_configs = describe_raw(broker.addr, 4, "0");
+    let advertised = broker_configs
+        .iter()
+        .find(|c| c.0 == "advertised.listeners")
+        .expect("advertised.listeners described");
+    let expected = format!("PLAINTEXT://{}", broker.addr);
+    assert_eq!(
+        (advertised.1.as_str(), advertised.2, advertised.3),
+        (expected.as_str(), 7, true)
+    );
+    assert_eq!(type_of(&broker_configs, "log.retention.ms"), 5);
+    assert_eq!(type_of(&broker_configs, "auto.create.topics.enable"), 1);
+    assert!(
+        broker_configs.iter().all(|c| c.2 != 0),
+        "every broker config typed: {broker_configs:?}"
+    );
+}
+
 /// The active controller writes the cluster-level `min.insync.replicas`
 /// (its config file's value) once, as Kafka 4.1's does with the ELR on:
 /// topics describe it as a dynamic default of the cluster, it may be

@@ -51,13 +51,66 @@ const SOURCE_CLIENT_METRICS: i8 = 7;
 /// Kafka's `ConfigSource`: a group's config.
 const SOURCE_GROUP: i8 = 8;
 
-fn entry(name: &str, value: String, source: i8, read_only: bool) -> DescribeConfigsResourceResult {
+/// Kafka's `ConfigDef.Type` ids (DescribeConfigs v3+'s `ConfigType`).
+const TYPE_UNKNOWN: i8 = 0;
+const TYPE_BOOLEAN: i8 = 1;
+const TYPE_STRING: i8 = 2;
+const TYPE_INT: i8 = 3;
+const TYPE_LONG: i8 = 5;
+const TYPE_DOUBLE: i8 = 6;
+const TYPE_LIST: i8 = 7;
+
+/// How a described config is reported: where its value comes from,
+/// whether it is read-only, and its Kafka type.
+#[derive(Clone, Copy)]
+struct Described {
+    source: i8,
+    read_only: bool,
+    config_type: i8,
+}
+
+fn entry(name: &str, value: String, how: Described) -> DescribeConfigsResourceResult {
     let mut c = DescribeConfigsResourceResult::default();
     c.name = str_bytes(name);
     c.value = Some(str_bytes(value));
-    c.config_source = source;
-    c.read_only = read_only;
+    c.config_source = how.source;
+    c.read_only = how.read_only;
+    c.config_type = how.config_type;
     c
+}
+
+/// The Kafka type of a topic config (or of its broker synonym), as
+/// Kafka's `LogConfig` defines it.
+fn topic_config_type(name: &str) -> i8 {
+    use engine::config::kafka_topic_configs::{spec_of, spec_of_broker_name, ConfigKind};
+    let Some(spec) = spec_of(name).or_else(|| spec_of_broker_name(name)) else {
+        return TYPE_UNKNOWN;
+    };
+    match spec.kind {
+        ConfigKind::Long { .. } => TYPE_LONG,
+        ConfigKind::Int { .. } | ConfigKind::GzipLevel => TYPE_INT,
+        ConfigKind::Double { .. } => TYPE_DOUBLE,
+        ConfigKind::Bool => TYPE_BOOLEAN,
+        ConfigKind::OneOf(_) => TYPE_STRING,
+        ConfigKind::ListOf(_) | ConfigKind::ThrottledReplicas => TYPE_LIST,
+    }
+}
+
+/// The Kafka type of a static broker setting [`broker_entries`] reports.
+fn broker_config_type(name: &str) -> i8 {
+    match name {
+        "auto.create.topics.enable" | "delete.topic.enable" => TYPE_BOOLEAN,
+        "listeners" | "advertised.listeners" => TYPE_LIST,
+        "log.dirs" | "broker.rack" | "replica.selector.class" => TYPE_STRING,
+        "broker.id"
+        | "node.id"
+        | "num.partitions"
+        | "default.replication.factor"
+        | "socket.request.max.bytes"
+        | "max.connections"
+        | "offsets.topic.num.partitions" => TYPE_INT,
+        _ => TYPE_UNKNOWN,
+    }
 }
 
 /// The broker-wide topic defaults, by Kafka's synonyms (`log.retention.ms`,
@@ -147,6 +200,18 @@ fn broker_entries(config: &BrokerConfig) -> Vec<(&'static str, String)> {
         ),
     ];
     entries.extend(rack.into_iter().chain(selector));
+    let listed = |address: &dyn Fn(&kernel::config::ClientListener) -> String| {
+        let each = config.listeners.iter();
+        each.map(|l| format!("{}://{}", l.name, address(l)))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    entries.push(("listeners", listed(&|l| l.bind.to_string())));
+    let advertised = |l: &kernel::config::ClientListener| match l.advertised_host.contains(':') {
+        true => format!("[{}]:{}", l.advertised_host, l.advertised_port),
+        false => format!("{}:{}", l.advertised_host, l.advertised_port),
+    };
+    entries.push(("advertised.listeners", listed(&advertised)));
     entries
 }
 
@@ -241,9 +306,13 @@ fn describe_topic(
                 } else {
                     SOURCE_DYNAMIC_TOPIC
                 };
-                result
-                    .configs
-                    .push(entry(config_name, value, source, false));
+                let config_type = topic_config_type(config_name);
+                let how = Described {
+                    source,
+                    read_only: false,
+                    config_type,
+                };
+                result.configs.push(entry(config_name, value, how));
             }
         }
         None => {
@@ -271,18 +340,23 @@ fn describe_broker(
         .into_iter()
         .filter(|(n, _)| wanted(n))
     {
-        result
-            .configs
-            .push(entry(config_name, value, SOURCE_STATIC_BROKER, true));
+        let how = Described {
+            source: SOURCE_STATIC_BROKER,
+            read_only: true,
+            config_type: broker_config_type(config_name),
+        };
+        result.configs.push(entry(config_name, value, how));
     }
     for (config_name, value, source) in dynamic_entries(shard)
         .into_iter()
         .filter(|(n, _, _)| wanted(n))
     {
-        let read_only = !broker_configs::is_dynamic(config_name);
-        result
-            .configs
-            .push(entry(config_name, value, source, read_only));
+        let how = Described {
+            source,
+            read_only: !broker_configs::is_dynamic(config_name),
+            config_type: topic_config_type(config_name),
+        };
+        result.configs.push(entry(config_name, value, how));
     }
 }
 
@@ -305,10 +379,22 @@ fn describe_group(
         if !wanted(name) {
             continue;
         }
-        result.configs.push(match set.and_then(|c| c.get(name)) {
-            Some(value) => entry(name, value.clone(), SOURCE_GROUP, false),
-            None => entry(name, default, SOURCE_DEFAULT, false),
-        });
+        let config_type = match name {
+            group_configs::SHARE_AUTO_OFFSET_RESET | group_configs::SHARE_ISOLATION_LEVEL => {
+                TYPE_STRING
+            }
+            _ => TYPE_INT,
+        };
+        let (value, source) = match set.and_then(|c| c.get(name)) {
+            Some(value) => (value.clone(), SOURCE_GROUP),
+            None => (default, SOURCE_DEFAULT),
+        };
+        let how = Described {
+            source,
+            read_only: false,
+            config_type,
+        };
+        result.configs.push(entry(name, value, how));
     }
 }
 
@@ -330,16 +416,22 @@ fn describe_client_metrics(
     let image = shard.runtime().view.image();
     let set = image.client_metrics_configs().get(name);
     for config_name in subscription::CONFIGS.into_iter().filter(|n| wanted(n)) {
-        let entry_of = match set.and_then(|configs| configs.get(config_name)) {
-            Some(value) => entry(config_name, value.clone(), SOURCE_CLIENT_METRICS, false),
-            None => {
-                let default = match config_name {
-                    subscription::INTERVAL_MS => DEFAULT_INTERVAL_MS.to_string(),
-                    _ => String::new(),
-                };
-                entry(config_name, default, SOURCE_DEFAULT, false)
-            }
+        let config_type = match config_name {
+            subscription::INTERVAL_MS => TYPE_INT,
+            _ => TYPE_LIST,
         };
-        result.configs.push(entry_of);
+        let (value, source) = match set.and_then(|configs| configs.get(config_name)) {
+            Some(value) => (value.clone(), SOURCE_CLIENT_METRICS),
+            None => match config_name {
+                subscription::INTERVAL_MS => (DEFAULT_INTERVAL_MS.to_string(), SOURCE_DEFAULT),
+                _ => (String::new(), SOURCE_DEFAULT),
+            },
+        };
+        let how = Described {
+            source,
+            read_only: false,
+            config_type,
+        };
+        result.configs.push(entry(config_name, value, how));
     }
 }
