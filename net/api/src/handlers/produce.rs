@@ -22,21 +22,28 @@ use runtimes::Shard;
 use security::acl::{Authz, Operation};
 use std::ops::Range;
 use std::rc::Rc;
+use uuid::Uuid;
 
 /// Smallest frame whose records `own_payloads` takes over in place: the
 /// connection reads frames this large into a buffer of their own
 /// (`connection::read_requests`), so the buffer holds nothing else.
 pub const OWNED_FRAME_MIN_BYTES: usize = 16 << 10;
 
-/// v3–v12. v12 is the same request sent by clients that use transactions
+/// v3–v13. v12 is the same request sent by clients that use transactions
 /// v2 (KIP-890 part 2): the partition leader adds each partition to the
-/// transaction itself. v13 names topics by id.
+/// transaction itself. v13 (Kafka 4.1, KIP-516) names topics by id, in the
+/// request and the response: an id this broker does not know is
+/// UNKNOWN_TOPIC_ID, and creates no topic, so a producer that still holds
+/// the id of a topic deleted and made again writes nothing into the new one.
 pub const HANDLER: Handler = Handler {
     api_key: ApiKey::Produce,
     min_version: 3,
-    max_version: 12,
+    max_version: 13,
     handle,
 };
+
+/// The first version that names topics by id.
+const TOPIC_ID_VERSION: i16 = 13;
 
 /// Where one partition of the request stands before the append.
 enum Slot {
@@ -79,6 +86,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             authz: &authz,
             txn_refused,
             acks_valid,
+            by_id: request.version >= TOPIC_ID_VERSION,
         };
         let (layout, sent) = checks.place(topic_data).await;
         let ops = produce_ops(frame, sent, (acks, timeout_ms), txn);
@@ -91,9 +99,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         response.throttle_time_ms = request.quota_throttle_ms;
         response.responses = layout
             .into_iter()
-            .map(|(name, slots)| {
+            .map(|((name, topic_id), slots)| {
                 let mut topic = TopicProduceResponse::default();
                 topic.name = TopicName(StrBytes::from_string(name));
+                topic.topic_id = topic_id;
                 topic.partition_responses = slots
                     .into_iter()
                     .map(|(index, slot)| partition_response(index, slot, &replies, request.version))
@@ -105,8 +114,9 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     })
 }
 
-/// Per topic, in request order: each partition's index and where it stands.
-type Layout = Vec<(String, Vec<(i32, Slot)>)>;
+/// Per topic (its name, and its id from v13), in request order: each
+/// partition's index and where it stands.
+type Layout = Vec<((String, Uuid), Vec<(i32, Slot)>)>;
 
 /// What each partition of the request is checked against before the append.
 struct Checks<'a> {
@@ -116,6 +126,8 @@ struct Checks<'a> {
     txn_refused: Option<ErrorCode>,
     /// `acks` is one of -1, 0, 1.
     acks_valid: bool,
+    /// The request names topics by id (v13).
+    by_id: bool,
 }
 
 impl Checks<'_> {
@@ -128,8 +140,13 @@ impl Checks<'_> {
         let mut sent: Vec<(TopicPartition, Bytes)> = Vec::new();
         let mut layout: Layout = Vec::new();
         for topic in topic_data {
-            let name = topic.name.0.to_string();
-            let partitions = self.partition_count(&name).await;
+            let (name, partitions) = match self.name_of(&topic) {
+                Ok(name) => {
+                    let count = self.partition_count(&name).await;
+                    (name, count)
+                }
+                Err(code) => (String::new(), Err(code)),
+            };
             let mut slots = Vec::with_capacity(topic.partition_data.len());
             for data in topic.partition_data {
                 let slot = match (&partitions, data.records) {
@@ -145,9 +162,22 @@ impl Checks<'_> {
                 };
                 slots.push((data.index, slot));
             }
-            layout.push((name, slots));
+            layout.push(((name, topic.topic_id), slots));
         }
         (layout, sent)
+    }
+
+    /// The topic's name: as the request gives it, or (v13) that of its
+    /// id, UNKNOWN_TOPIC_ID when this broker knows no topic by that id.
+    fn name_of(&self, topic: &TopicProduceData) -> Result<String, ErrorCode> {
+        if !self.by_id {
+            return Ok(topic.name.0.to_string());
+        }
+        let topics = self.shard.topics.borrow();
+        let entry = topics.by_id(topic.topic_id.as_bytes());
+        entry
+            .map(|e| e.name.clone())
+            .ok_or(ErrorCode::UnknownTopicId)
     }
 
     /// The topic's partition count (auto-creating it where allowed), or the
