@@ -211,3 +211,24 @@ fn closed_or_hang(error: std::io::Error) -> Answer {
         _ => panic!("reading from the broker failed: {error}"),
     }
 }
+
+/// A Produce request (acks=-1, 5 s timeout) of one record `value` to
+/// partition 0 of the topic `topic` names (by name, or by id from v13).
+pub fn one_record_produce(
+    mut topic: kafka_protocol::messages::produce_request::TopicProduceData,
+    value: &[u8],
+) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::produce_request::PartitionProduceData;
+    let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
+    builder.push(0, 0, None, Some(value), &[]);
+    let batch = builder.build().expect("batch");
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(bytes::Bytes::from(batch));
+    topic.partition_data = vec![partition];
+    let mut request = kafka_protocol::messages::ProduceRequest::default();
+    request.acks = -1;
+    request.timeout_ms = 5_000;
+    request.topic_data = vec![topic];
+    request
+}

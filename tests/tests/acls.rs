@@ -8,12 +8,12 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse,
     DescribeAclsRequest, DescribeAclsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
     InitProducerIdRequest, InitProducerIdResponse, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
+    ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -154,19 +154,9 @@ fn metadata(addr: SocketAddr, names: Option<&[&str]>) -> Vec<(String, i16)> {
 
 /// Produce one record to partition 0 of `topic` (acks=-1): the partition's code.
 fn produce(addr: SocketAddr, topic: &str) -> i16 {
-    let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
-    builder.push(0, 0, None, Some(b"v".as_slice()), &[]);
-    let batch = builder.build().expect("batch");
-    let mut partition = PartitionProduceData::default();
-    partition.index = 0;
-    partition.records = Some(bytes::Bytes::from(batch));
     let mut data = TopicProduceData::default();
     data.name = TopicName(StrBytes::from_string(topic.to_string()));
-    data.partition_data = vec![partition];
-    let mut request = ProduceRequest::default();
-    request.acks = -1;
-    request.timeout_ms = 5_000;
-    request.topic_data = vec![data];
+    let request = raw::one_record_produce(data, b"v");
     let response: ProduceResponse =
         raw::request(addr, ApiKey::Produce, 9, &request).expect("Produce answered");
     response.responses[0].partition_responses[0].error_code

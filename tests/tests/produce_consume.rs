@@ -664,20 +664,11 @@ fn produce_by_id(
     topic_id: [u8; 16],
     value: &str,
 ) -> ([u8; 16], i16, i64) {
-    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
-    let mut builder = engine::batch::BatchBuilder::new(0, engine::batch::Compression::None);
-    builder.push(0, 0, None, Some(value.as_bytes()), &[]);
-    let mut partition = PartitionProduceData::default();
-    partition.index = 0;
-    partition.records = Some(bytes::Bytes::from(builder.build().expect("batch")));
+    use kafka_protocol::messages::produce_request::TopicProduceData;
+    use kafka_protocol::messages::{ApiKey, ProduceResponse};
     let mut data = TopicProduceData::default();
     data.topic_id = uuid::Uuid::from_bytes(topic_id);
-    data.partition_data = vec![partition];
-    let mut request = ProduceRequest::default();
-    request.acks = -1;
-    request.timeout_ms = 5_000;
-    request.topic_data = vec![data];
+    let request = rill_tests::raw::one_record_produce(data, value.as_bytes());
     let response: ProduceResponse =
         rill_tests::raw::request(addr, ApiKey::Produce, 13, &request).expect("Produce v13");
     let topic = &response.responses[0];

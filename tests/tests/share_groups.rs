@@ -408,11 +408,8 @@ async fn a_share_session_holds_the_topic_id_it_was_given() {
         rill_tests::raw::exchange(&mut socket, ApiKey::ShareFetch, 1, correlation, &request)
             .expect("ShareFetch")
     };
-    let partition_0 = vec![FetchPartition::default().with_partition_index(0)];
     let mut open = fetch("g", "m", 0);
-    open.topics = vec![FetchTopic::default()
-        .with_topic_id(old)
-        .with_partitions(partition_0.clone())];
+    open.topics = partition_0_of(old);
     assert_eq!(send(open).error_code, 0);
 
     delete_topic(&bootstrap, "renewed").await;
@@ -441,17 +438,9 @@ async fn a_share_session_holds_the_topic_id_it_was_given() {
 
     let mut add = fetch("g", "m", 3);
     add.max_wait_ms = 5000;
-    add.topics = vec![FetchTopic::default()
-        .with_topic_id(new)
-        .with_partitions(partition_0)];
+    add.topics = partition_0_of(new);
     let answer = send(add);
-    let acquired: Vec<(i64, i64, i16)> = (answer.responses.iter())
-        .filter(|t| t.topic_id == new)
-        .flat_map(|t| &t.partitions)
-        .flat_map(|p| &p.acquired_records)
-        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
-        .collect();
-    assert_eq!(acquired, vec![(0, 4, 1)], "{answer:?}");
+    assert_eq!(acquired_on(&answer, new), vec![(0, 4, 1)], "{answer:?}");
 }
 
 /// ShareFetch v1's `max_records` is a soft limit, as in Kafka (its
@@ -478,20 +467,14 @@ async fn a_fetch_acquires_whole_batches_past_max_records() {
     assert_eq!(offsets.last(), Some(&(0, 19)));
 
     let id = rill_tests::raw::topic_id(broker.addr, "batched").expect("topic id");
+    let id = uuid::Uuid::from_bytes(id);
     let mut request = fetch("g", "m", 0);
     request.max_records = 5;
     request.max_wait_ms = 5000;
-    request.topics = vec![FetchTopic::default()
-        .with_topic_id(uuid::Uuid::from_bytes(id))
-        .with_partitions(vec![FetchPartition::default().with_partition_index(0)])];
+    request.topics = partition_0_of(id);
     let answer: ShareFetchResponse =
         rill_tests::raw::request(broker.addr, ApiKey::ShareFetch, 1, &request).expect("ShareFetch");
-    let acquired: Vec<(i64, i64, i16)> = (answer.responses.iter())
-        .flat_map(|t| &t.partitions)
-        .flat_map(|p| &p.acquired_records)
-        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
-        .collect();
-    assert_eq!(acquired, vec![(0, 19, 1)], "{answer:?}");
+    assert_eq!(acquired_on(&answer, id), vec![(0, 19, 1)], "{answer:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -564,6 +547,25 @@ async fn a_leader_kill_neither_loses_nor_redelivers_an_accepted_record() {
     );
     assert!(out["accepted"].as_i64().unwrap_or(0) > 0, "{out}");
     eprintln!("leader {leader} killed mid-stream: {out}");
+}
+
+/// Partition 0 of the topic of id `id`, as a ShareFetch names it.
+fn partition_0_of(id: uuid::Uuid) -> Vec<FetchTopic> {
+    let partition = FetchPartition::default().with_partition_index(0);
+    vec![FetchTopic::default()
+        .with_topic_id(id)
+        .with_partitions(vec![partition])]
+}
+
+/// What `answer` acquired on the topic of id `id`: (first offset, last
+/// offset, delivery count) of each range.
+fn acquired_on(answer: &ShareFetchResponse, id: uuid::Uuid) -> Vec<(i64, i64, i16)> {
+    (answer.responses.iter())
+        .filter(|t| t.topic_id == id)
+        .flat_map(|t| &t.partitions)
+        .flat_map(|p| &p.acquired_records)
+        .map(|r| (r.first_offset, r.last_offset, r.delivery_count))
+        .collect()
 }
 
 fn fetch(group: &str, member: &str, epoch: i32) -> ShareFetchRequest {
