@@ -394,13 +394,7 @@ async fn a_share_session_holds_the_topic_id_it_was_given() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
     let bootstrap = broker.bootstrap();
-    share(
-        &bootstrap,
-        &["config", "g", "share.auto.offset.reset=earliest"],
-    );
-    create_topic(&bootstrap, "renewed", 1, &[]).await;
-    let topic_id = |name| rill_tests::raw::topic_id(broker.addr, name).expect("topic id");
-    let old = uuid::Uuid::from_bytes(topic_id("renewed"));
+    let old = topic_read_from_earliest(&broker, "renewed").await;
     let mut socket = std::net::TcpStream::connect(broker.addr).expect("connect");
     let mut correlation = 0;
     let mut send = |request: ShareFetchRequest| -> ShareFetchResponse {
@@ -414,7 +408,8 @@ async fn a_share_session_holds_the_topic_id_it_was_given() {
 
     delete_topic(&bootstrap, "renewed").await;
     create_topic(&bootstrap, "renewed", 1, &[]).await;
-    let new = uuid::Uuid::from_bytes(topic_id("renewed"));
+    let topic_id = rill_tests::raw::topic_id(broker.addr, "renewed").expect("topic id");
+    let new = uuid::Uuid::from_bytes(topic_id);
     assert_ne!(old, new);
     share(&bootstrap, &["produce", "renewed", "0", "5"]);
 
@@ -454,11 +449,7 @@ async fn a_fetch_acquires_whole_batches_past_max_records() {
     let dir = data_dir();
     let broker = start(dir.path(), "");
     let bootstrap = broker.bootstrap();
-    share(
-        &bootstrap,
-        &["config", "g", "share.auto.offset.reset=earliest"],
-    );
-    create_topic(&bootstrap, "batched", 1, &[]).await;
+    let id = topic_read_from_earliest(&broker, "batched").await;
     let one_batch = producer(&bootstrap, &[("linger.ms", "1000")]);
     let records: Vec<_> = (0..20)
         .map(|i| (None, format!("{i}").into_bytes()))
@@ -466,8 +457,6 @@ async fn a_fetch_acquires_whole_batches_past_max_records() {
     let offsets = produce_all(&one_batch, "batched", &records, Some(0)).await;
     assert_eq!(offsets.last(), Some(&(0, 19)));
 
-    let id = rill_tests::raw::topic_id(broker.addr, "batched").expect("topic id");
-    let id = uuid::Uuid::from_bytes(id);
     let mut request = fetch("g", "m", 0);
     request.max_records = 5;
     request.max_wait_ms = 5000;
@@ -547,6 +536,19 @@ async fn a_leader_kill_neither_loses_nor_redelivers_an_accepted_record() {
     );
     assert!(out["accepted"].as_i64().unwrap_or(0) > 0, "{out}");
     eprintln!("leader {leader} killed mid-stream: {out}");
+}
+
+/// Creates `topic` (one partition), sets share group `g` to read from
+/// the earliest offset, and gives the topic's id.
+async fn topic_read_from_earliest(broker: &Broker, topic: &str) -> uuid::Uuid {
+    let bootstrap = broker.bootstrap();
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=earliest"],
+    );
+    create_topic(&bootstrap, topic, 1, &[]).await;
+    let id = rill_tests::raw::topic_id(broker.addr, topic).expect("topic id");
+    uuid::Uuid::from_bytes(id)
 }
 
 /// Partition 0 of the topic of id `id`, as a ShareFetch names it.
