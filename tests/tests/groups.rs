@@ -31,13 +31,13 @@ use std::time::{Duration, Instant};
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 /// A broker whose groups rebalance without Kafka's initial 3 s delay.
-fn start_broker(dir: &Path) -> Broker {
+pub(crate) fn start_broker(dir: &Path) -> Broker {
     start_broker_with_delay(dir, 0)
 }
 
 /// A broker whose empty groups wait `delay_ms` for more members before the
 /// first rebalance (Kafka's `group.initial.rebalance.delay.ms`).
-fn start_broker_with_delay(dir: &Path, delay_ms: u64) -> Broker {
+pub(crate) fn start_broker_with_delay(dir: &Path, delay_ms: u64) -> Broker {
     let config = dir.join("rill.toml");
     std::fs::write(
         &config,
@@ -48,7 +48,7 @@ fn start_broker_with_delay(dir: &Path, delay_ms: u64) -> Broker {
     Broker::start(RILL, dir, &["--config", &config])
 }
 
-fn consumer(bootstrap: &str, group: &str, settings: &[(&str, &str)]) -> BaseConsumer {
+pub(crate) fn consumer(bootstrap: &str, group: &str, settings: &[(&str, &str)]) -> BaseConsumer {
     let mut c = client_config(bootstrap);
     c.set("group.id", group)
         .set("enable.auto.commit", "false")
@@ -66,7 +66,9 @@ fn classic(bootstrap: &str, group: &str) -> BaseConsumer {
     consumer(bootstrap, group, &[])
 }
 
-fn assigned<C: rdkafka::consumer::ConsumerContext>(c: &BaseConsumer<C>) -> BTreeSet<i32> {
+pub(crate) fn assigned<C: rdkafka::consumer::ConsumerContext>(
+    c: &BaseConsumer<C>,
+) -> BTreeSet<i32> {
     c.assignment()
         .map(|tpl| tpl.elements().iter().map(|e| e.partition()).collect())
         .unwrap_or_default()
@@ -74,7 +76,7 @@ fn assigned<C: rdkafka::consumer::ConsumerContext>(c: &BaseConsumer<C>) -> BTree
 
 /// Polls every consumer until each owns a share of `partitions` with no
 /// overlap and full coverage; returns the shares. Panics after `timeout`.
-fn settle<C: rdkafka::consumer::ConsumerContext>(
+pub(crate) fn settle<C: rdkafka::consumer::ConsumerContext>(
     consumers: &[&BaseConsumer<C>],
     partitions: i32,
     timeout: Duration,
@@ -114,7 +116,7 @@ fn read_n(c: &BaseConsumer, n: usize, timeout: Duration) -> Vec<(i32, i64, Vec<u
     out
 }
 
-fn values(n: usize, prefix: &str) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
+pub(crate) fn values(n: usize, prefix: &str) -> Vec<(Option<Vec<u8>>, Vec<u8>)> {
     (0..n)
         .map(|i| {
             (

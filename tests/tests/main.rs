@@ -48,6 +48,7 @@ mod follower_fetch;
 mod full_disk;
 mod group_configs;
 mod group_membership;
+mod group_migration;
 mod groups;
 #[path = "../bench/groups_rill.rs"]
 mod groups_rill;

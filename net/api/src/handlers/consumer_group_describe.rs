@@ -25,7 +25,9 @@ pub const HANDLER: Handler = Handler {
     handle,
 };
 
-/// `member_type` for a member of the consumer protocol (v1).
+/// `member_type` (v1, KIP-1099): a classic member the group hosts during
+/// an online migration, and a member of the consumer protocol.
+const MEMBER_TYPE_CLASSIC: i8 = 0;
 const MEMBER_TYPE_CONSUMER: i8 = 1;
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -73,7 +75,10 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                             let empty = MemberAssignment::new();
                             member.target_assignment =
                                 assignment(&shard, g.target.get(&m.member_id).unwrap_or(&empty));
-                            member.member_type = MEMBER_TYPE_CONSUMER;
+                            member.member_type = match m.classic {
+                                Some(_) => MEMBER_TYPE_CLASSIC,
+                                None => MEMBER_TYPE_CONSUMER,
+                            };
                             member
                         })
                         .collect();

@@ -14,6 +14,8 @@
 use engine::ErrorCode;
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::assignor::MemberAssignment;
+use super::consumer_protocol::encode_assignment;
 use super::offsets::Record;
 use super::records::{self, GroupMetadataValue, MemberMetadataValue};
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken};
@@ -231,6 +233,28 @@ impl ClassicMember {
     pub fn is_awaiting_join(&self) -> bool {
         self.join_waiter.is_some()
     }
+}
+
+/// A classic member carried over from a KIP-848 group that turns classic
+/// (see [`super::migration`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarriedMember {
+    /// Member id.
+    pub member_id: String,
+    /// `group.instance.id`.
+    pub group_instance_id: Option<String>,
+    /// Client id.
+    pub client_id: String,
+    /// Client host.
+    pub client_host: String,
+    /// Session timeout.
+    pub session_timeout_ms: i32,
+    /// Rebalance timeout.
+    pub rebalance_timeout_ms: i32,
+    /// Supported protocols with metadata, in preference order.
+    pub protocols: Vec<(String, Vec<u8>)>,
+    /// The partitions it holds.
+    pub assigned: MemberAssignment,
 }
 
 /// Everything a state-machine step needs besides the group itself.
@@ -507,6 +531,75 @@ impl ClassicGroup {
             ClassicState::Stable
         };
         group
+    }
+
+    /// A Stable group at `generation` of members carried over from a KIP-848
+    /// group: the first is the leader, the protocol is the one they vote
+    /// for, and each holds its partitions encoded in that protocol's
+    /// version; every member gets a full session from `now_ms`.
+    pub fn from_carried(
+        group_id: &str,
+        generation: i32,
+        members: Vec<CarriedMember>,
+        now_ms: i64,
+    ) -> Self {
+        let mut group = Self::new(group_id, now_ms);
+        group.generation = generation;
+        group.protocol_type = Some("consumer".to_string());
+        let mut assigned = BTreeMap::new();
+        for (i, m) in members.into_iter().enumerate() {
+            if let Some(instance) = &m.group_instance_id {
+                (group.static_members).insert(instance.clone(), m.member_id.clone());
+            }
+            assigned.insert(m.member_id.clone(), m.assigned);
+            let member = ClassicMember {
+                member_id: m.member_id.clone(),
+                group_instance_id: m.group_instance_id,
+                client_id: m.client_id,
+                client_host: m.client_host,
+                session_timeout_ms: m.session_timeout_ms,
+                rebalance_timeout_ms: m.rebalance_timeout_ms,
+                protocols: m.protocols,
+                assignment: Vec::new(),
+                join_waiter: None,
+                sync_waiter: None,
+                heartbeat_deadline_ms: now_ms + i64::from(m.session_timeout_ms),
+                join_sequence: i as u64,
+            };
+            group.members.insert(m.member_id, member);
+        }
+        group.next_join_sequence = group.members.len() as u64;
+        group.leader = (group.members.values())
+            .min_by_key(|m| m.join_sequence)
+            .map(|m| m.member_id.clone());
+        group.protocol = group.select_protocol();
+        let protocol = group.protocol.clone().unwrap_or_default();
+        for m in group.members.values_mut() {
+            let partitions = assigned.remove(&m.member_id).unwrap_or_default();
+            m.assignment = encode_assignment(m.metadata(&protocol), &partitions);
+        }
+        if !group.members.is_empty() {
+            group.state = ClassicState::Stable;
+        }
+        group
+    }
+
+    /// Answers every JoinGroup and SyncGroup still waiting with `code`
+    /// (the group is about to change protocol).
+    pub(crate) fn answer_waiters(&mut self, step: &mut Step<'_>, code: ErrorCode) {
+        for m in self.members.values_mut() {
+            if let Some(t) = m.join_waiter.take() {
+                step.join(t, JoinResponse::error(code, &m.member_id));
+            }
+            if let Some(t) = m.sync_waiter.take() {
+                step.sync(t, SyncResponse::error(code));
+            }
+        }
+    }
+
+    /// Starts a rebalance now (a group that just turned classic).
+    pub(crate) fn start_rebalance(&mut self, step: &mut Step<'_>) {
+        self.prepare_rebalance(step);
     }
 
     /// After replay: every loaded member gets a full session from `now_ms`.

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::assignor::{
     Assignor, GroupAssignment, MemberAssignment, MemberSubscription, TopicPartition,
 };
+use super::migration::ClassicMemberMetadata;
 use super::{GroupConfig, IdGenerator, MemberTimeouts};
 
 /// Member epoch of a member leaving the group.
@@ -89,7 +90,7 @@ pub struct ConsumerHeartbeatResponse {
 }
 
 impl ConsumerHeartbeatResponse {
-    fn error(error_code: ErrorCode, member_id: &str, member_epoch: i32) -> Self {
+    pub(super) fn error(error_code: ErrorCode, member_id: &str, member_epoch: i32) -> Self {
         Self {
             error_code,
             member_id: member_id.to_string(),
@@ -144,11 +145,42 @@ pub struct ConsumerMember {
     pub assigned: MemberAssignment,
     /// Partitions the member must give up.
     pub pending_revocation: MemberAssignment,
+    /// Set for a classic member the group hosts (see [`super::migration`]).
+    pub classic: Option<ClassicMemberMetadata>,
     pub(super) session_deadline_ms: i64,
     pub(super) revocation_deadline_ms: Option<i64>,
 }
 
 impl ConsumerMember {
+    /// A member that owns nothing yet, at epoch 0, subscribed to nothing.
+    pub(super) fn new(
+        member_id: &str,
+        instance_id: Option<String>,
+        (client_id, client_host): (&str, &str),
+        session_deadline_ms: i64,
+    ) -> Self {
+        Self {
+            member_id: member_id.to_string(),
+            instance_id,
+            rack_id: None,
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: MemberState::Stable,
+            subscribed_topics: BTreeSet::new(),
+            subscribed_regex: None,
+            regex_topics: BTreeSet::new(),
+            server_assignor: None,
+            rebalance_timeout_ms: 0,
+            assigned: MemberAssignment::new(),
+            pending_revocation: MemberAssignment::new(),
+            classic: None,
+            session_deadline_ms,
+            revocation_deadline_ms: None,
+        }
+    }
+
     /// Every topic it subscribes to: by name, and by its expression.
     pub fn topics(&self) -> impl Iterator<Item = String> + '_ {
         self.subscribed_topics
@@ -250,7 +282,7 @@ impl ConsumerGroup {
     ///
     /// Each distinct expression is matched once: a group's members mostly
     /// share one, and matching walks every topic.
-    fn resolve_regexes(&mut self, matching: &dyn Fn(&str) -> Vec<String>) -> bool {
+    pub(super) fn resolve_regexes(&mut self, matching: &dyn Fn(&str) -> Vec<String>) -> bool {
         let mut resolved: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut changed = false;
         for m in self.members.values_mut() {
@@ -505,25 +537,18 @@ impl ConsumerGroup {
             None => {
                 // A new member, or a fenced one rejoining: starts owning nothing.
                 self.group_epoch += 1;
-                ConsumerMember {
-                    member_id: member_id.clone(),
-                    instance_id: req.instance_id.clone(),
-                    rack_id: req.rack_id.clone(),
-                    client_id: req.client_id.clone(),
-                    client_host: req.client_host.clone(),
-                    member_epoch: 0,
-                    previous_member_epoch: 0,
-                    state: MemberState::Stable,
-                    subscribed_topics: subscribed,
-                    subscribed_regex: regex,
-                    regex_topics: BTreeSet::new(),
-                    server_assignor: req.server_assignor.clone(),
-                    rebalance_timeout_ms: req.rebalance_timeout_ms.max(0),
-                    assigned: MemberAssignment::new(),
-                    pending_revocation: MemberAssignment::new(),
+                let mut m = ConsumerMember::new(
+                    &member_id,
+                    req.instance_id.clone(),
+                    (&req.client_id, &req.client_host),
                     session_deadline_ms,
-                    revocation_deadline_ms: None,
-                }
+                );
+                m.rack_id = req.rack_id.clone();
+                m.subscribed_topics = subscribed;
+                m.subscribed_regex = regex;
+                m.server_assignor = req.server_assignor.clone();
+                m.rebalance_timeout_ms = req.rebalance_timeout_ms.max(0);
+                m
             }
         };
         self.members.insert(member_id.clone(), member);
@@ -561,7 +586,7 @@ impl ConsumerGroup {
         }
     }
 
-    fn refresh_topics(&mut self, topics: &dyn Fn(&str) -> Option<TopicInfo>) {
+    pub(super) fn refresh_topics(&mut self, topics: &dyn Fn(&str) -> Option<TopicInfo>) {
         let seen: BTreeMap<String, i32> = self
             .subscribed_topics()
             .into_iter()
@@ -588,7 +613,7 @@ impl ConsumerGroup {
             .unwrap_or(Assignor::Uniform)
     }
 
-    fn maybe_compute_target(&mut self) {
+    pub(super) fn maybe_compute_target(&mut self) {
         if self.group_epoch <= self.assignment_epoch {
             return;
         }
@@ -614,7 +639,12 @@ impl ConsumerGroup {
     /// Moves one member one step towards its target (Kafka's
     /// `CurrentAssignmentBuilder`): revoke first, then take only partitions no
     /// other member still owns.
-    fn reconcile(&mut self, member_id: &str, owned: Option<&[TopicPartition]>, now_ms: i64) {
+    pub(super) fn reconcile(
+        &mut self,
+        member_id: &str,
+        owned: Option<&[TopicPartition]>,
+        now_ms: i64,
+    ) {
         let owned_by_others: BTreeSet<TopicPartition> = self
             .members
             .iter()
@@ -715,6 +745,11 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(ErrorCode::UnknownMemberId)?;
+        // A classic member commits under its generation, which is its
+        // member epoch; a mismatch is the classic protocol's error.
+        if member.classic.is_some() && member_epoch != member.member_epoch {
+            return Err(ErrorCode::IllegalGeneration);
+        }
         if member_epoch > member.member_epoch {
             return Err(ErrorCode::FencedMemberEpoch);
         }

@@ -30,8 +30,9 @@ use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
 use super::share_topics::ShareTopics;
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
 
-/// How a heartbeat sees the topics: by name, and by a regular expression.
-type TopicLookups<'a> = (
+/// How a heartbeat or a join sees the topics: by name, and by a regular
+/// expression.
+pub type TopicLookups<'a> = (
     &'a dyn Fn(&str) -> Option<TopicInfo>,
     &'a dyn Fn(&str) -> Vec<String>,
 );
@@ -167,11 +168,11 @@ pub struct DescribedMember {
 /// The group coordinator of one shard.
 #[derive(Debug)]
 pub struct GroupCoordinator {
-    config: GroupConfig,
-    groups: BTreeMap<String, Group>,
+    pub(super) config: GroupConfig,
+    pub(super) groups: BTreeMap<String, Group>,
     offsets: OffsetStore,
     outbox: Vec<(RequestToken, GroupResponse)>,
-    ids: IdGenerator,
+    pub(super) ids: IdGenerator,
     next_expiry_check_ms: i64,
     /// Transactional offset commits waiting for their transaction's marker,
     /// by producer id (see [`Self::stage_txn_offsets`]).
@@ -228,7 +229,7 @@ impl GroupCoordinator {
     }
 
     /// Runs `f` on a classic group with a step context; returns the records.
-    fn step_classic<R>(
+    pub(super) fn step_classic<R>(
         &mut self,
         now_ms: i64,
         group_id: &str,
@@ -257,12 +258,14 @@ impl GroupCoordinator {
 
     // ------------------------------------------------------------ classic
 
-    /// Handles a JoinGroup.
+    /// Handles a JoinGroup; `lookups` serve a classic member joining a
+    /// KIP-848 group, which assigns it at once.
     pub fn join_group(
         &mut self,
         now_ms: i64,
         token: RequestToken,
         req: JoinRequest,
+        lookups: TopicLookups<'_>,
     ) -> (JoinOutcome, Vec<Record>) {
         let immediate = |code: ErrorCode, req: &JoinRequest| {
             (
@@ -293,9 +296,8 @@ impl GroupCoordinator {
                 let g = ClassicGroup::new(&req.group_id, now_ms);
                 self.groups.insert(req.group_id.clone(), Group::Classic(g));
             }
-            Some(Group::Consumer(_) | Group::Share(_)) => {
-                return immediate(ErrorCode::InconsistentGroupProtocol, &req)
-            }
+            Some(Group::Consumer(_)) => return self.classic_join_consumer(now_ms, &req, lookups),
+            Some(Group::Share(_)) => return immediate(ErrorCode::InconsistentGroupProtocol, &req),
             Some(Group::Classic(_)) => {}
         }
         let from = self.outbox.len();
@@ -336,11 +338,20 @@ impl GroupCoordinator {
         token: RequestToken,
         req: SyncRequest,
     ) -> (SyncOutcome, Vec<Record>) {
-        if !matches!(self.groups.get(&req.group_id), Some(Group::Classic(_))) {
-            return (
-                SyncOutcome::Respond(SyncResponse::error(ErrorCode::UnknownMemberId)),
-                Vec::new(),
-            );
+        match self.groups.get_mut(&req.group_id) {
+            Some(Group::Classic(_)) => {}
+            Some(Group::Consumer(g)) if !g.members.is_empty() => {
+                return (
+                    SyncOutcome::Respond(g.classic_sync(now_ms, &req)),
+                    Vec::new(),
+                )
+            }
+            _ => {
+                return (
+                    SyncOutcome::Respond(SyncResponse::error(ErrorCode::UnknownMemberId)),
+                    Vec::new(),
+                )
+            }
         }
         let from = self.outbox.len();
         let group_id = req.group_id.clone();
@@ -358,6 +369,7 @@ impl GroupCoordinator {
     pub fn heartbeat(&mut self, now_ms: i64, req: &HeartbeatRequest) -> ErrorCode {
         match self.groups.get_mut(&req.group_id) {
             Some(Group::Classic(g)) => g.heartbeat(now_ms, req),
+            Some(Group::Consumer(g)) => g.classic_heartbeat(now_ms, req),
             _ => ErrorCode::UnknownMemberId,
         }
     }
@@ -369,6 +381,10 @@ impl GroupCoordinator {
         group_id: &str,
         leaving: &[LeavingMember],
     ) -> (Vec<ErrorCode>, Vec<Record>) {
+        if let Some(Group::Consumer(g)) = self.groups.get_mut(group_id) {
+            let codes = g.classic_leave(now_ms, leaving);
+            return (codes, self.after_consumer_step(now_ms, group_id));
+        }
         self.step_classic(now_ms, group_id, |g, step| g.leave(step, leaving))
             .unwrap_or_else(|| (vec![ErrorCode::UnknownMemberId; leaving.len()], Vec::new()))
     }
@@ -396,8 +412,18 @@ impl GroupCoordinator {
         topics: &dyn Fn(&str) -> Option<TopicInfo>,
         matching: &dyn Fn(&str) -> Vec<String>,
     ) -> (ConsumerHeartbeatResponse, Vec<Record>) {
-        let response = self.consumer_heartbeat_step(now_ms, req, (topics, matching));
-        (response, self.sync_membership(&req.group_id))
+        let (response, mut records) = match self.upgrade_for(now_ms, req) {
+            Ok(records) => {
+                let response = self.consumer_heartbeat_step(now_ms, req, (topics, matching));
+                (response, records)
+            }
+            Err(code) => (
+                ConsumerHeartbeatResponse::error(code, &req.member_id, req.member_epoch),
+                Vec::new(),
+            ),
+        };
+        records.extend(self.after_consumer_step(now_ms, &req.group_id));
+        (response, records)
     }
 
     fn consumer_heartbeat_step(
@@ -443,7 +469,7 @@ impl GroupCoordinator {
     /// The records that bring `group_id`'s membership in the log to what it
     /// is now (see [`super::membership`]): none for a classic group, and
     /// tombstones when a KIP-848 or share group went or changed type.
-    fn sync_membership(&mut self, group_id: &str) -> Vec<Record> {
+    pub(super) fn sync_membership(&mut self, group_id: &str) -> Vec<Record> {
         let members = match self.groups.get(group_id) {
             Some(Group::Consumer(g)) => Members::Consumer(g),
             Some(Group::Share(g)) => Members::Share(g),
@@ -963,7 +989,7 @@ impl GroupCoordinator {
             }
         }
         for id in stepped {
-            records.extend(self.sync_membership(&id));
+            records.extend(self.after_consumer_step(now_ms, &id));
         }
         if now_ms >= self.next_expiry_check_ms {
             self.next_expiry_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;

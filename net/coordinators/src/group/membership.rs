@@ -213,6 +213,7 @@ fn consumer_member(g: &ConsumerGroup, m: &ConsumerMember) -> MemberValue {
         assigned: m.assigned.clone(),
         pending_revocation: m.pending_revocation.clone(),
         target: g.target.get(&m.member_id).cloned().unwrap_or_default(),
+        classic: m.classic.clone(),
     }
 }
 
@@ -245,6 +246,7 @@ fn share_member(m: &ShareMember) -> MemberValue {
         assigned: m.assignment.iter().cloned().collect(),
         pending_revocation: Default::default(),
         target: Default::default(),
+        classic: None,
     }
 }
 
@@ -269,6 +271,11 @@ fn consumer_group(
             _ => MemberState::Stable,
         };
         let revoking = state == MemberState::UnrevokedPartitions;
+        // A classic member's session is its own.
+        let session_deadline_ms = match &v.classic {
+            Some(c) => now_ms + i64::from(c.session_timeout_ms),
+            None => session_deadline_ms,
+        };
         g.target.insert(member_id.clone(), v.target);
         let member = ConsumerMember {
             member_id: member_id.clone(),
@@ -286,6 +293,7 @@ fn consumer_group(
             rebalance_timeout_ms: v.rebalance_timeout_ms,
             assigned: v.assigned,
             pending_revocation: v.pending_revocation,
+            classic: v.classic,
             session_deadline_ms,
             revocation_deadline_ms: revoking.then(|| now_ms + i64::from(v.rebalance_timeout_ms)),
         };

@@ -15,6 +15,8 @@
 //! or of another kind now.
 
 use super::error::RecordError;
+use super::migration::ClassicMemberMetadata;
+use super::records::put_bytes;
 use super::records::{
     put_i16, put_i32, put_i64, put_nullable_str, put_str, Reader, MEMBERSHIP_HEAD_KEY_VERSION,
     MEMBERSHIP_MEMBER_KEY_VERSION,
@@ -103,6 +105,9 @@ pub struct MemberValue {
     pub pending_revocation: BTreeSet<TopicPartition>,
     /// The member's target.
     pub target: BTreeSet<TopicPartition>,
+    /// A classic member's session timeout and protocols (an optional tail:
+    /// records written before online migration end without it).
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 const VALUE_VERSION: i16 = 0;
@@ -167,7 +172,33 @@ pub fn encode_member_value(value: &MemberValue) -> Vec<u8> {
     for topic in &value.regex_topics {
         put_str(&mut out, topic);
     }
+    if let Some(classic) = &value.classic {
+        put_i32(&mut out, classic.session_timeout_ms);
+        put_i32(&mut out, classic.protocols.len() as i32);
+        for (name, metadata) in &classic.protocols {
+            put_str(&mut out, name);
+            put_bytes(&mut out, metadata);
+        }
+    }
     out
+}
+
+/// A classic member's tail of a member value, `None` when there is none.
+fn classic_tail(r: &mut Reader<'_>) -> Result<Option<ClassicMemberMetadata>, RecordError> {
+    if r.buf.is_empty() {
+        return Ok(None);
+    }
+    let session_timeout_ms = r.i32("classic session timeout")?;
+    let count = count(r, "classic protocols", 6)?;
+    let mut protocols = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let name = r.str("classic protocol")?;
+        protocols.push((name, r.bytes("classic protocol metadata")?));
+    }
+    Ok(Some(ClassicMemberMetadata {
+        session_timeout_ms,
+        protocols,
+    }))
 }
 
 /// Partitions by topic: `[topic, [partition]]`.
@@ -236,6 +267,7 @@ pub fn decode_member_value(value: &[u8]) -> Result<MemberValue, RecordError> {
         target: partitions(&mut r)?,
         subscribed_regex: r.nullable_str("subscribed regex")?,
         regex_topics: names(&mut r, "regex topic count")?,
+        classic: classic_tail(&mut r)?,
     })
 }
 
@@ -315,9 +347,23 @@ mod tests {
             assigned: tps(&[("a", 0), ("a", 2), ("b", 0)]),
             pending_revocation: tps(&[("a", 1)]),
             target: tps(&[("a", 0)]),
+            classic: None,
         };
         let bytes = encode_member_value(&member);
-        assert_eq!(decode_member_value(&bytes), Ok(member));
+        assert_eq!(decode_member_value(&bytes), Ok(member.clone()));
+        assert!(decode_member_value(&bytes[..bytes.len() - 1]).is_err());
+        let classic = MemberValue {
+            classic: Some(ClassicMemberMetadata {
+                session_timeout_ms: 45_000,
+                protocols: vec![
+                    ("range".into(), vec![0, 1, 2]),
+                    ("roundrobin".into(), vec![]),
+                ],
+            }),
+            ..member
+        };
+        let bytes = encode_member_value(&classic);
+        assert_eq!(decode_member_value(&bytes), Ok(classic));
         assert!(decode_member_value(&bytes[..bytes.len() - 1]).is_err());
         // An empty head ends with its topic count.
         let mut huge = encode_head_value(&head_of_kind(GroupKind::Share));

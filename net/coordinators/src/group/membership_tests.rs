@@ -219,7 +219,7 @@ fn an_emptied_kip848_group_that_turns_classic_leaves_no_membership() {
         require_known_member_id: false,
         supports_skip_assignment: true,
     };
-    let (_, records) = at.c.join_group(300, 1, join);
+    let (_, records) = at.c.join_group(300, 1, join, (&topics, &|_| Vec::new()));
     assert!(
         records.iter().any(|(_, value)| value.is_none()),
         "the KIP-848 membership is deleted"

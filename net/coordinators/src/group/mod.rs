@@ -11,6 +11,10 @@
 //! Map of the modules:
 //! - [`classic`]: the classic protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
 //! - [`consumer`]: the KIP-848 protocol (ConsumerGroupHeartbeat).
+//! - [`migration`]: online moves between the two protocols, made by
+//!   [`conversion`]; classic members a KIP-848 group hosts are served by
+//!   [`consumer_classic`], and [`consumer_protocol`] reads and writes
+//!   their embedded payloads.
 //! - [`share`]: KIP-932 share groups (ShareGroupHeartbeat): membership and
 //!   assignment; the records' delivery is [`crate::share`]'s.
 //! - [`share_topics`]: the topics each share group has had assigned, kept
@@ -29,10 +33,14 @@
 pub mod assignor;
 pub mod classic;
 pub mod consumer;
+pub mod consumer_classic;
+pub mod consumer_protocol;
+pub mod conversion;
 pub mod coordinator;
 pub mod error;
 pub mod membership;
 pub mod membership_records;
+pub mod migration;
 pub mod offsets;
 pub mod records;
 pub mod share;
@@ -41,6 +49,8 @@ pub mod timeouts;
 
 #[cfg(test)]
 mod membership_tests;
+#[cfg(test)]
+mod migration_tests;
 #[cfg(test)]
 mod share_tests;
 #[cfg(test)]
@@ -54,8 +64,9 @@ pub use classic::{
 pub use consumer::{ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo};
 pub use coordinator::{
     FetchedOffset, Group, GroupCoordinator, JoinOutcome, ListedGroup, OffsetCommitRequest,
-    SyncOutcome,
+    SyncOutcome, TopicLookups,
 };
+pub use migration::MigrationPolicy;
 pub use offsets::Record;
 pub use share::{ShareGroup, ShareGroupConfig, ShareHeartbeatRequest, ShareHeartbeatResponse};
 pub use timeouts::{MemberTimeouts, MsRange, Refusal, TimeoutBounds};
@@ -99,6 +110,8 @@ pub struct GroupConfig {
     pub member_id_seed: u64,
     /// Share groups' settings.
     pub share: share::ShareGroupConfig,
+    /// `group.consumer.migration.policy`.
+    pub migration_policy: migration::MigrationPolicy,
 }
 
 impl Default for GroupConfig {
@@ -115,6 +128,7 @@ impl Default for GroupConfig {
             offsets_retention_check_interval_ms: 600_000,
             member_id_seed: 0x5eed,
             share: share::ShareGroupConfig::default(),
+            migration_policy: migration::MigrationPolicy::default(),
         }
     }
 }

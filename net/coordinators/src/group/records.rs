@@ -197,7 +197,7 @@ pub(super) fn put_nullable_str(out: &mut Vec<u8>, s: Option<&str>) {
         None => put_i16(out, -1),
     }
 }
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(super) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_i32(out, b.len() as i32);
     out.extend_from_slice(b);
 }
@@ -370,7 +370,7 @@ impl<'a> Reader<'a> {
         self.nullable_str(field)?
             .ok_or(RecordError::BadLength { field, length: -1 })
     }
-    fn bytes(&mut self, field: &'static str) -> Result<Vec<u8>, RecordError> {
+    pub(super) fn bytes(&mut self, field: &'static str) -> Result<Vec<u8>, RecordError> {
         let len = self.i32(field)?;
         if len < 0 {
             // A null byte array in a member is read as empty, as Kafka does.

@@ -70,7 +70,9 @@ impl Harness {
 
     fn join(&mut self, req: JoinRequest) -> (u64, JoinOutcome) {
         let token = self.token();
-        let (outcome, records) = self.c.join_group(self.now_ms, token, req);
+        let (outcome, records) =
+            self.c
+                .join_group(self.now_ms, token, req, (&|_| None, &|_| Vec::new()));
         self.log.extend(records);
         (token, outcome)
     }

@@ -10,7 +10,7 @@
 
 use super::{num, positive};
 use crate::error::ConfigError;
-use coordinators::group::{GroupConfig, MsRange, TimeoutBounds};
+use coordinators::group::{GroupConfig, MigrationPolicy, MsRange, TimeoutBounds};
 
 /// Applies one `group.consumer.*` or `group.share.*` setting; `Ok(false)`
 /// when `name` is not one of them.
@@ -20,6 +20,16 @@ pub(super) fn apply(group: &mut GroupConfig, name: &str, value: &str) -> Result<
             "session.timeout.ms" => group.consumer_session_timeout_ms = positive(name, value)?,
             "heartbeat.interval.ms" => {
                 group.consumer_heartbeat_interval_ms = positive(name, value)?
+            }
+            "migration.policy" => {
+                group.migration_policy =
+                    MigrationPolicy::from_name(value.trim()).ok_or_else(|| {
+                        ConfigError::invalid(
+                            name,
+                            value,
+                            "disabled, upgrade, downgrade or bidirectional",
+                        )
+                    })?
             }
             _ => return apply_bound(&mut group.consumer_bounds, key, name, value),
         }
@@ -145,8 +155,15 @@ mod tests {
             ("group.consumer.min.session.timeout.ms", "6000"),
             ("group.consumer.session.timeout.ms", "6000"),
             ("group.share.delivery.count.limit", "3"),
+            ("group.consumer.migration.policy", "UPGRADE"),
         ])
         .expect("lowered bounds");
+        assert_eq!(group.migration_policy, MigrationPolicy::Upgrade);
+        assert_eq!(
+            GroupConfig::default().migration_policy,
+            MigrationPolicy::Bidirectional
+        );
+        assert!(applied(&[("group.consumer.migration.policy", "both")]).is_err());
         assert_eq!(group.share.records.lock_duration_ms, 1_000);
         assert_eq!(group.consumer_session_timeout_ms, 6_000);
         assert_eq!(group.share.records.delivery_limit, 3);

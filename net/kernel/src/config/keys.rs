@@ -158,6 +158,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("group.max.size", Groups, "int", Value("2147483647"), "1000", "Members allowed in one group."),
     key("group.consumer.session.timeout.ms", Groups, "ms", Value("45000"), "45000", "Session timeout of KIP-848 (consumer protocol) members."),
     key("group.consumer.heartbeat.interval.ms", Groups, "ms", Value("5000"), "5000", "Heartbeat interval given to KIP-848 members."),
+    key("group.consumer.migration.policy", Groups, "disabled, upgrade, downgrade or bidirectional", Value("bidirectional"), "upgrade", "Online moves of a live consumer group between the classic protocol and KIP-848: `upgrade` lets a KIP-848 member join a classic group (which turns KIP-848 and keeps hosting its classic members), `downgrade` turns a KIP-848 group whose KIP-848 members are all gone back to classic, `bidirectional` allows both, `disabled` neither (a classic member may not join a KIP-848 group then)."),
     key("group.consumer.min.session.timeout.ms", Groups, "ms", Value("45000"), "45000", "Smallest `consumer.session.timeout.ms` a KIP-848 group may set for itself."),
     key("group.consumer.max.session.timeout.ms", Groups, "ms", Value("60000"), "60000", "Largest `consumer.session.timeout.ms` a KIP-848 group may set for itself."),
     key("group.consumer.min.heartbeat.interval.ms", Groups, "ms", Value("5000"), "5000", "Smallest `consumer.heartbeat.interval.ms` a KIP-848 group may set for itself."),

@@ -8,7 +8,7 @@ use super::{offsets_partitions, GroupReply, GroupRequest, GroupRuntime};
 use crate::Shard;
 use coordinators::group::{
     offsets_partition_for, GroupCoordinator, GroupResponse, JoinOutcome, JoinRequest, Record,
-    RequestToken, SyncOutcome, SyncRequest, TopicInfo, TopicPartition,
+    RequestToken, SyncOutcome, SyncRequest, TopicInfo, TopicLookups, TopicPartition,
 };
 use engine::ErrorCode;
 use futures::channel::oneshot;
@@ -137,7 +137,9 @@ fn step(
     matching: &dyn Fn(&str) -> Vec<String>,
 ) -> (Immediate, Vec<Record>) {
     match request {
-        GroupRequest::Join(req) => join(coordinator, runtime, now, token, req),
+        GroupRequest::Join(req) => {
+            join(coordinator, (runtime, now, token), req, (topics, matching))
+        }
         GroupRequest::Sync(req) => sync(coordinator, runtime, now, token, req),
         GroupRequest::Heartbeat(req) => {
             answered(GroupReply::Code(coordinator.heartbeat(now, &req)))
@@ -233,13 +235,12 @@ fn wait_for(runtime: &GroupRuntime, token: RequestToken, group: String) -> Immed
 /// JoinGroup: answered now, or once the rebalance completes.
 fn join(
     coordinator: &mut GroupCoordinator,
-    runtime: &GroupRuntime,
-    now: i64,
-    token: RequestToken,
+    (runtime, now, token): (&GroupRuntime, i64, RequestToken),
     req: JoinRequest,
+    lookups: TopicLookups<'_>,
 ) -> (Immediate, Vec<Record>) {
     let group = req.group_id.clone();
-    match coordinator.join_group(now, token, req) {
+    match coordinator.join_group(now, token, req, lookups) {
         (JoinOutcome::Respond(r), records) => (Immediate::Reply(GroupReply::Join(r)), records),
         (JoinOutcome::Pending, records) => (wait_for(runtime, token, group), records),
     }
