@@ -233,28 +233,32 @@ impl ClassicMember {
     pub fn is_awaiting_join(&self) -> bool {
         self.join_waiter.is_some()
     }
-}
 
-/// A classic member carried over from a KIP-848 group that turns classic
-/// (see [`super::migration`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CarriedMember {
-    /// Member id.
-    pub member_id: String,
-    /// `group.instance.id`.
-    pub group_instance_id: Option<String>,
-    /// Client id.
-    pub client_id: String,
-    /// Client host.
-    pub client_host: String,
-    /// Session timeout.
-    pub session_timeout_ms: i32,
-    /// Rebalance timeout.
-    pub rebalance_timeout_ms: i32,
-    /// Supported protocols with metadata, in preference order.
-    pub protocols: Vec<(String, Vec<u8>)>,
-    /// The partitions it holds.
-    pub assigned: MemberAssignment,
+    /// A member carried over from a KIP-848 group that turns classic (see
+    /// [`super::conversion`]), with nothing assigned yet: `timeouts_ms` is
+    /// its session and rebalance timeout.
+    pub fn carried(
+        member_id: &str,
+        group_instance_id: Option<String>,
+        (client_id, client_host): (&str, &str),
+        (session_timeout_ms, rebalance_timeout_ms): (i32, i32),
+        protocols: Vec<(String, Vec<u8>)>,
+    ) -> Self {
+        Self {
+            member_id: member_id.to_string(),
+            group_instance_id,
+            client_id: client_id.to_string(),
+            client_host: client_host.to_string(),
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocols,
+            assignment: Vec::new(),
+            join_waiter: None,
+            sync_waiter: None,
+            heartbeat_deadline_ms: i64::MAX,
+            join_sequence: 0,
+        }
+    }
 }
 
 /// Everything a state-machine step needs besides the group itself.
@@ -534,39 +538,28 @@ impl ClassicGroup {
     }
 
     /// A Stable group at `generation` of members carried over from a KIP-848
-    /// group: the first is the leader, the protocol is the one they vote
-    /// for, and each holds its partitions encoded in that protocol's
-    /// version; every member gets a full session from `now_ms`.
+    /// group, each with the partitions it holds: the first is the leader,
+    /// the protocol is the one they vote for, and each holds its partitions
+    /// encoded in that protocol's version; every member gets a full session
+    /// from `now_ms`.
     pub fn from_carried(
         group_id: &str,
         generation: i32,
-        members: Vec<CarriedMember>,
+        members: Vec<(ClassicMember, MemberAssignment)>,
         now_ms: i64,
     ) -> Self {
         let mut group = Self::new(group_id, now_ms);
         group.generation = generation;
         group.protocol_type = Some("consumer".to_string());
         let mut assigned = BTreeMap::new();
-        for (i, m) in members.into_iter().enumerate() {
+        for (i, (mut m, partitions)) in members.into_iter().enumerate() {
             if let Some(instance) = &m.group_instance_id {
                 (group.static_members).insert(instance.clone(), m.member_id.clone());
             }
-            assigned.insert(m.member_id.clone(), m.assigned);
-            let member = ClassicMember {
-                member_id: m.member_id.clone(),
-                group_instance_id: m.group_instance_id,
-                client_id: m.client_id,
-                client_host: m.client_host,
-                session_timeout_ms: m.session_timeout_ms,
-                rebalance_timeout_ms: m.rebalance_timeout_ms,
-                protocols: m.protocols,
-                assignment: Vec::new(),
-                join_waiter: None,
-                sync_waiter: None,
-                heartbeat_deadline_ms: now_ms + i64::from(m.session_timeout_ms),
-                join_sequence: i as u64,
-            };
-            group.members.insert(m.member_id, member);
+            m.join_sequence = i as u64;
+            m.heartbeat_deadline_ms = now_ms + i64::from(m.session_timeout_ms);
+            assigned.insert(m.member_id.clone(), partitions);
+            group.members.insert(m.member_id.clone(), m);
         }
         group.next_join_sequence = group.members.len() as u64;
         group.leader = (group.members.values())

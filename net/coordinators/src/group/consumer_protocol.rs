@@ -81,15 +81,16 @@ pub fn parse_assignment(payload: &[u8]) -> Option<BTreeSet<TopicPartition>> {
 /// subscription `metadata` (Kafka answers in the version the member speaks).
 pub fn encode_assignment(metadata: &[u8], partitions: &BTreeSet<TopicPartition>) -> Vec<u8> {
     let version = version_of(metadata).unwrap_or(0).min(HIGHEST_VERSION);
-    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for tp in partitions {
-        by_topic.entry(&tp.topic).or_default().push(tp.partition);
-    }
+    let by_topic = by_topic(
+        partitions
+            .iter()
+            .map(|tp| (tp.topic.as_str(), tp.partition)),
+    );
     let assignment = ConsumerProtocolAssignment::default().with_assigned_partitions(
         (by_topic.into_iter())
             .map(|(topic, partitions)| {
                 AssignedTopic::default()
-                    .with_topic(StrBytes::from_string(topic.to_string()).into())
+                    .with_topic(topic.into())
                     .with_partitions(partitions)
             })
             .collect(),
@@ -105,14 +106,20 @@ pub fn encode_assignment(metadata: &[u8], partitions: &BTreeSet<TopicPartition>)
     }
 }
 
+/// Partitions grouped by topic, as both payloads list them.
+fn by_topic<'a>(partitions: impl Iterator<Item = (&'a str, i32)>) -> BTreeMap<StrBytes, Vec<i32>> {
+    let mut out: BTreeMap<StrBytes, Vec<i32>> = BTreeMap::new();
+    for (topic, partition) in partitions {
+        let topic = StrBytes::from_string(topic.to_string());
+        out.entry(topic).or_default().push(partition);
+    }
+    out
+}
+
 /// A subscription to `topics` owning `owned`, in `version` (tests only).
 #[cfg(test)]
 pub(crate) fn encode_subscription(version: i16, topics: &[&str], owned: &[(&str, i32)]) -> Vec<u8> {
     use kafka_protocol::messages::consumer_protocol_subscription::TopicPartition as OwnedTopic;
-    let mut owned_by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
-    for (t, p) in owned {
-        owned_by_topic.entry(t).or_default().push(*p);
-    }
     let s = ConsumerProtocolSubscription::default()
         .with_topics(
             (topics.iter())
@@ -120,10 +127,10 @@ pub(crate) fn encode_subscription(version: i16, topics: &[&str], owned: &[(&str,
                 .collect(),
         )
         .with_owned_partitions(
-            (owned_by_topic.into_iter())
+            (by_topic(owned.iter().copied()).into_iter())
                 .map(|(t, ps)| {
                     OwnedTopic::default()
-                        .with_topic(StrBytes::from_string(t.to_string()).into())
+                        .with_topic(t.into())
                         .with_partitions(ps)
                 })
                 .collect(),

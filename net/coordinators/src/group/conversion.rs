@@ -6,7 +6,7 @@
 //! still waiting.
 
 use super::assignor::MemberAssignment;
-use super::classic::{CarriedMember, ClassicGroup, ClassicState, JoinRequest, JoinResponse};
+use super::classic::{ClassicGroup, ClassicMember, ClassicState, JoinRequest, JoinResponse};
 use super::consumer::{ConsumerGroup, ConsumerHeartbeatRequest, ConsumerMember, MemberState};
 use super::consumer_protocol::{parse_assignment, parse_subscription};
 use super::coordinator::{Group, GroupCoordinator, JoinOutcome, TopicLookups};
@@ -78,16 +78,15 @@ pub fn classic_group_of(group: &ConsumerGroup, now_ms: i64) -> ClassicGroup {
     let members = (group.members.values())
         .filter_map(|m| {
             let classic = m.classic.as_ref()?;
-            Some(CarriedMember {
-                member_id: m.member_id.clone(),
-                group_instance_id: m.instance_id.clone(),
-                client_id: m.client_id.clone(),
-                client_host: m.client_host.clone(),
-                session_timeout_ms: classic.session_timeout_ms,
-                rebalance_timeout_ms: m.rebalance_timeout_ms,
-                protocols: classic.protocols.clone(),
-                assigned: group.target.get(&m.member_id).cloned().unwrap_or_default(),
-            })
+            let member = ClassicMember::carried(
+                &m.member_id,
+                m.instance_id.clone(),
+                (&m.client_id, &m.client_host),
+                (classic.session_timeout_ms, m.rebalance_timeout_ms),
+                classic.protocols.clone(),
+            );
+            let target = group.target.get(&m.member_id).cloned().unwrap_or_default();
+            Some((member, target))
         })
         .collect();
     ClassicGroup::from_carried(&group.group_id, group.group_epoch, members, now_ms)

@@ -41,6 +41,14 @@ struct Holdings {
     kip848: BTreeMap<String, (i32, BTreeSet<TopicPartition>)>,
 }
 
+/// The first member of `members`, with what it holds.
+fn first(
+    members: &BTreeMap<String, (i32, BTreeSet<TopicPartition>)>,
+) -> (String, (i32, BTreeSet<TopicPartition>)) {
+    let (id, held) = members.first_key_value().expect("a member");
+    (id.clone(), held.clone())
+}
+
 impl Holdings {
     /// Panics if a partition is held twice.
     fn assert_exclusive(&self) {
@@ -296,11 +304,7 @@ fn a_kip848_member_joins_a_live_classic_group_without_a_partition_held_twice() {
 fn the_last_kip848_member_leaving_turns_the_group_classic_again() {
     let mut w = World::new(MigrationPolicy::Bidirectional);
     let held = upgraded_group(&mut w);
-    let (c, (epoch, _)) = held
-        .kip848
-        .first_key_value()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .expect("c");
+    let (c, (epoch, _)) = first(&held.kip848);
     let left = w.kip848(&c, -1, &BTreeSet::new());
     assert_eq!(left.error_code, ErrorCode::None);
     assert_eq!(
@@ -366,11 +370,7 @@ fn the_policy_decides_which_way_a_group_may_turn() {
 fn a_hosted_classic_member_keeps_its_own_session_and_commits_at_its_generation() {
     let mut w = World::new(MigrationPolicy::Upgrade);
     let held = upgraded_group(&mut w);
-    let (a, (generation, _)) = held
-        .classic
-        .first_key_value()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .expect("a");
+    let (a, (generation, _)) = first(&held.classic);
     let commit = |generation: i32| OffsetCommitRequest {
         group_id: GROUP.into(),
         generation_id_or_member_epoch: generation,
@@ -404,9 +404,7 @@ fn a_hosted_classic_member_keeps_its_own_session_and_commits_at_its_generation()
 fn a_classic_member_that_never_joins_again_is_removed_at_its_rebalance_timeout() {
     let mut w = World::new(MigrationPolicy::Bidirectional);
     let mut held = upgraded_group(&mut w);
-    let (a, (generation, _)) = (held.classic.first_key_value())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .expect("a");
+    let (a, (generation, _)) = first(&held.classic);
     // A second KIP-848 member moves the group on; `a` is told to join
     // again and only heartbeats, inside its session, past its 30 s
     // rebalance timeout.
