@@ -1,7 +1,10 @@
 //! Measures the group coordinator with librdkafka against a real broker:
-//! rebalance time of a 10-consumer group on 100 partitions when an 11th
-//! joins (median of runs), synchronous OffsetCommit requests/s with 1 KiB of
-//! metadata, and coordinator recovery time for 100k committed offsets.
+//! rebalance time of a 10-consumer classic group on 100 partitions when an
+//! 11th joins, classic or KIP-848 (`group.protocol=consumer`, which turns
+//! the group KIP-848: online migration), and when that KIP-848 member
+//! leaves again (the group turns classic), medians of runs; synchronous
+//! OffsetCommit requests/s with 1 KiB of metadata; and coordinator
+//! recovery time for 100k committed offsets.
 //!
 //! Run: `cargo run --release --example group_measure -- target/release/rill`
 
@@ -15,20 +18,31 @@ use std::time::{Duration, Instant};
 
 type Assignments = Arc<Mutex<Vec<Vec<i32>>>>;
 
+/// Which protocol a member speaks.
+#[derive(Clone, Copy, PartialEq)]
+enum Protocol {
+    Classic,
+    Kip848,
+}
+
 fn member(
-    bootstrap: String,
-    group: String,
+    (bootstrap, group): (String, String),
     slot: usize,
+    protocol: Protocol,
     assignments: Assignments,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut config = client_config(&bootstrap);
-        config
-            .set("group.id", &group)
-            .set("session.timeout.ms", "10000")
-            .set("heartbeat.interval.ms", "300")
-            .set("partition.assignment.strategy", "range");
+        config.set("group.id", &group);
+        match protocol {
+            Protocol::Classic => config
+                .set("session.timeout.ms", "10000")
+                .set("heartbeat.interval.ms", "300")
+                .set("partition.assignment.strategy", "range"),
+            // Its heartbeat interval is the broker's (300 ms here).
+            Protocol::Kip848 => config.set("group.protocol", "consumer"),
+        };
         let consumer: BaseConsumer = config.create().expect("consumer");
         consumer.subscribe(&["measure"]).expect("subscribe");
         while !stop.load(Ordering::Relaxed) {
@@ -61,6 +75,74 @@ fn wait_settled(assignments: &Assignments, members: usize, timeout: Duration) ->
     None
 }
 
+/// One rebalance run on group `group`: 10 classic members settle, an 11th
+/// speaking `joiner` joins (timed), then leaves again (timed: for a
+/// KIP-848 joiner the group turns classic again).
+fn rebalance_run(bootstrap: &str, group: &str, joiner: Protocol) -> (f64, f64) {
+    let assignments: Assignments = Arc::new(Mutex::new(vec![Vec::new(); 11]));
+    let stop = Arc::new(AtomicBool::new(false));
+    let at = (bootstrap.to_string(), group.to_string());
+    let mut threads: Vec<_> = (0..10)
+        .map(|slot| {
+            let (a, s) = (assignments.clone(), stop.clone());
+            member(at.clone(), slot, Protocol::Classic, a, s)
+        })
+        .collect();
+    wait_settled(&assignments, 10, Duration::from_secs(60)).expect("10 members settle");
+    let leave = Arc::new(AtomicBool::new(false));
+    let eleventh = member(at, 10, joiner, assignments.clone(), leave.clone());
+    let joined =
+        wait_settled(&assignments, 11, Duration::from_secs(60)).expect("11 members settle");
+    leave.store(true, Ordering::Relaxed);
+    let _ = eleventh.join();
+    assignments.lock().expect("lock")[10].clear();
+    let left = wait_settled(&assignments, 10, Duration::from_secs(60)).expect("10 again");
+    stop.store(true, Ordering::Relaxed);
+    for t in threads.drain(..) {
+        let _ = t.join();
+    }
+    (joined.as_secs_f64() * 1000.0, left.as_secs_f64() * 1000.0)
+}
+
+/// Median of `runs`, and the runs rounded.
+fn median(mut runs: Vec<f64>) -> (f64, Vec<f64>) {
+    runs.sort_by(|a, b| a.total_cmp(b));
+    (
+        runs[runs.len() / 2],
+        runs.iter().map(|m| m.round()).collect(),
+    )
+}
+
+/// 1. Rebalances: 10 classic members settle, then an 11th joins and leaves,
+///    classic and KIP-848 runs interleaved.
+fn measure_rebalances(bootstrap: &str) {
+    let mut classic = (Vec::new(), Vec::new());
+    let mut kip848 = (Vec::new(), Vec::new());
+    for run in 0..5 {
+        let (join, leave) = rebalance_run(bootstrap, &format!("classic-{run}"), Protocol::Classic);
+        classic.0.push(join);
+        classic.1.push(leave);
+        let (join, leave) = rebalance_run(bootstrap, &format!("migrate-{run}"), Protocol::Kip848);
+        kip848.0.push(join);
+        kip848.1.push(leave);
+    }
+    for (what, runs) in [
+        ("10 -> 11 consumers, the 11th classic", classic.0),
+        ("11 -> 10 consumers, classic", classic.1),
+        (
+            "10 -> 11 consumers, the 11th KIP-848 (the group turns KIP-848)",
+            kip848.0,
+        ),
+        (
+            "11 -> 10 consumers, the KIP-848 one leaves (the group turns classic)",
+            kip848.1,
+        ),
+    ] {
+        let (median, runs) = median(runs);
+        println!("rebalance on 100 partitions, {what}: median {median:.0} ms (runs {runs:?})");
+    }
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let rill = std::env::args()
@@ -69,7 +151,9 @@ async fn main() {
     let dir = data_dir();
     std::fs::write(
         dir.path().join("rill.toml"),
-        "group.initial.rebalance.delay.ms = 0\n",
+        "group.initial.rebalance.delay.ms = 0\n\
+         group.consumer.min.heartbeat.interval.ms = 300\n\
+         group.consumer.heartbeat.interval.ms = 300\n",
     )
     .expect("config");
     let config = dir.path().join("rill.toml");
@@ -80,46 +164,7 @@ async fn main() {
     );
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "measure", 100, &[]).await;
-
-    // 1. Rebalance: 10 members settle, then an 11th joins.
-    let mut join_ms = Vec::new();
-    for run in 0..5 {
-        let group = format!("rebalance-{run}");
-        let assignments: Assignments = Arc::new(Mutex::new(vec![Vec::new(); 11]));
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut threads: Vec<_> = (0..10)
-            .map(|slot| {
-                member(
-                    bootstrap.clone(),
-                    group.clone(),
-                    slot,
-                    assignments.clone(),
-                    stop.clone(),
-                )
-            })
-            .collect();
-        wait_settled(&assignments, 10, Duration::from_secs(60)).expect("10 members settle");
-        threads.push(member(
-            bootstrap.clone(),
-            group.clone(),
-            10,
-            assignments.clone(),
-            stop.clone(),
-        ));
-        let took =
-            wait_settled(&assignments, 11, Duration::from_secs(60)).expect("11 members settle");
-        join_ms.push(took.as_secs_f64() * 1000.0);
-        stop.store(true, Ordering::Relaxed);
-        for t in threads {
-            let _ = t.join();
-        }
-    }
-    join_ms.sort_by(|a, b| a.total_cmp(b));
-    println!(
-        "rebalance, 10 -> 11 consumers on 100 partitions: median {:.0} ms (runs {:?})",
-        join_ms[join_ms.len() / 2],
-        join_ms.iter().map(|m| m.round()).collect::<Vec<_>>()
-    );
+    measure_rebalances(&bootstrap);
 
     // 2. OffsetCommit/s with 1 KiB metadata, one partition per request.
     let consumer: BaseConsumer = {
