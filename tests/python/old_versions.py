@@ -194,6 +194,8 @@ def check_group_cycle(c, port):
     g = r["groups"][0]
     assert g["error_code"] == NONE and g["group_state"] == "Stable", g
     assert [m["member_id"] for m in g["members"]] == [member], g
+    # Kafka shows the member's address as Java's InetAddress prints it.
+    assert [m["client_host"] for m in g["members"]] == ["/127.0.0.1"], g
     r = c.call(admin.ListGroupsRequest_v0(), admin.ListGroupsResponse_v0)
     assert {"group_id": "old-group", "protocol_type": "consumer"} in r["groups"], r
     ok("DescribeGroups/ListGroups v0")

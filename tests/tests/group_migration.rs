@@ -70,7 +70,7 @@ fn read_all(consumers: &[&BaseConsumer], prefix: &str, n: usize) -> Vec<usize> {
 }
 
 /// The `member_type` of each member ConsumerGroupDescribe v1 lists
-/// (0: classic, 1: consumer), sorted.
+/// (0: classic, 1: consumer), sorted; every member's host is checked.
 fn member_types(addr: SocketAddr) -> Vec<i8> {
     let mut request = ConsumerGroupDescribeRequest::default();
     request.group_ids = vec![GroupId(StrBytes::from_static_str(GROUP))];
@@ -78,6 +78,13 @@ fn member_types(addr: SocketAddr) -> Vec<i8> {
         raw::request(addr, ApiKey::ConsumerGroupDescribe, 1, &request).expect("described");
     let group = response.groups.into_iter().next().expect("one group");
     assert_eq!(group.error_code, 0, "a KIP-848 group");
+    for m in &group.members {
+        assert_eq!(
+            m.client_host.as_str(),
+            "/127.0.0.1",
+            "Kafka's form of the address"
+        );
+    }
     let mut types: Vec<i8> = group.members.iter().map(|m| m.member_type).collect();
     types.sort();
     types

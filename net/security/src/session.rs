@@ -120,6 +120,20 @@ impl Session {
         self
     }
 
+    /// The client's address as Kafka shows it in groups' member lists
+    /// (`InetAddress.toString()` of an unresolved address: `/` and the
+    /// address, IPv6 in full); empty when the socket had none.
+    pub fn client_host(&self) -> String {
+        match self.peer {
+            Some(IpAddr::V4(ip)) => format!("/{ip}"),
+            Some(IpAddr::V6(ip)) => {
+                let groups: Vec<String> = ip.segments().iter().map(|s| format!("{s:x}")).collect();
+                format!("/{}", groups.join(":"))
+            }
+            None => String::new(),
+        }
+    }
+
     /// Records the client software an ApiVersions request named.
     pub fn set_client_software(&self, name: &str, version: &str) {
         *self.client_software.borrow_mut() = Some((name.to_string(), version.to_string()));
@@ -226,6 +240,23 @@ mod tests {
         assert!(sasl.is_authenticated());
         assert_eq!(sasl.principal(), Principal::parse("User:alice").unwrap());
         assert_eq!(Principal::parse("nocolon"), None);
+    }
+
+    #[test]
+    fn client_hosts_read_as_javas_inet_address() {
+        let at = |peer: Option<IpAddr>| {
+            Session::new(
+                "PLAINTEXT",
+                SecurityProtocol::Plaintext,
+                peer,
+                Principal::anonymous(),
+            )
+            .client_host()
+        };
+        assert_eq!(at("10.1.2.3".parse().ok()), "/10.1.2.3");
+        assert_eq!(at("::1".parse().ok()), "/0:0:0:0:0:0:0:1");
+        assert_eq!(at("fe80::a:1".parse().ok()), "/fe80:0:0:0:0:0:a:1");
+        assert_eq!(at(None), "");
     }
 
     #[test]

@@ -98,7 +98,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             server_assignor: body.server_assignor.map(|s| s.to_string()),
             owned_partitions: owned,
             client_id: super::join_group::client_id(&request),
-            client_host: String::new(),
+            client_host: request.session.client_host(),
             timeouts: Some(group_configs::consumer_timeouts(
                 shard.runtime().view.image().group_configs().get(&group_id),
                 &shard.config.group,

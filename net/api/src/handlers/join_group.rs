@@ -30,7 +30,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             member_id: body.member_id.to_string(),
             group_instance_id: body.group_instance_id.map(|s| s.to_string()),
             client_id: client_id(&request),
-            client_host: String::new(),
+            client_host: request.session.client_host(),
             session_timeout_ms: body.session_timeout_ms,
             // v0 has no rebalance timeout: Kafka uses the session timeout.
             rebalance_timeout_ms: if version == 0 {

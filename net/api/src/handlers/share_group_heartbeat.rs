@@ -52,7 +52,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
                 .subscribed_topic_names
                 .map(|names| names.into_iter().map(|n| n.0.to_string()).collect()),
             client_id: super::join_group::client_id(&request),
-            client_host: String::new(),
+            client_host: request.session.client_host(),
             timeouts: Some(group_configs::share_timeouts(
                 shard.runtime().view.image().group_configs().get(&group_id),
                 &shard.config.group,
