@@ -19,7 +19,7 @@ use std::time::Duration;
 /// too, FindCoordinator v4 batches keys, OffsetFetch v8 batches groups:
 /// those stay below). SaslHandshake and SaslAuthenticate are here because
 /// a SASL connection authenticates with this table's versions.
-pub const ADMIN_RANGES: [(i16, i16, i16); 36] = [
+pub const ADMIN_RANGES: [(i16, i16, i16); 37] = [
     (0, 3, 9),  // Produce
     (1, 4, 12), // Fetch
     (2, 1, 7),  // ListOffsets
@@ -54,6 +54,7 @@ pub const ADMIN_RANGES: [(i16, i16, i16); 36] = [
     (57, 1, 1), // UpdateFeatures (v1: upgrade type; v2 drops the results)
     (60, 0, 1), // DescribeCluster
     (64, 0, 0), // UnregisterBroker
+    (69, 0, 1), // ConsumerGroupDescribe (v1: member types)
     (80, 0, 0), // AddRaftVoter
     (81, 0, 0), // RemoveRaftVoter
 ];

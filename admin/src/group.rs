@@ -1,18 +1,22 @@
 //! `rill admin group list / describe / reset-offsets / delete` (ListGroups
 //! at every broker, DescribeGroups, OffsetFetch and OffsetCommit at the
 //! group's coordinator, ListOffsets at each leader, DeleteGroups).
+//! A KIP-848 group, which DescribeGroups does not describe
+//! (GROUP_ID_NOT_FOUND), is described by ConsumerGroupDescribe, as Kafka's
+//! admin client does.
 
 use crate::client::Admin;
 use crate::error::{check, status, AdminError, Result};
 use crate::output::{Report, Table};
 use bench_harness::kafka::client::{topic_name, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP};
+use kafka_protocol::messages::consumer_group_describe_response::DescribedGroup as Kip848Group;
 use kafka_protocol::messages::describe_groups_response::DescribedGroup;
 use kafka_protocol::messages::offset_commit_request::{
     OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    DeleteGroupsRequest, DescribeGroupsRequest, GroupId, ListGroupsRequest, OffsetCommitRequest,
-    OffsetFetchRequest,
+    ConsumerGroupDescribeRequest, DeleteGroupsRequest, DescribeGroupsRequest, GroupId,
+    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest,
 };
 use kafka_protocol::protocol::StrBytes;
 use serde_json::json;
@@ -113,7 +117,64 @@ async fn list(admin: &mut Admin) -> Result<Report> {
     Ok(Report::single(table, json.into()))
 }
 
-async fn describe_group(admin: &mut Admin, group: &str) -> Result<DescribedGroup> {
+/// DescribeGroups' `GROUP_ID_NOT_FOUND`: the group is not a classic one.
+const GROUP_ID_NOT_FOUND: i16 = 69;
+
+/// A group as `describe` shows it, classic or KIP-848.
+struct GroupView {
+    /// `classic` or `consumer`.
+    group_type: &'static str,
+    state: String,
+    protocol_type: String,
+    /// The classic group's protocol, or the KIP-848 group's assignor.
+    protocol: String,
+    /// (member id, instance id, client id, host, `classic` or `consumer`).
+    members: Vec<[String; 5]>,
+}
+
+impl GroupView {
+    fn classic(g: DescribedGroup) -> GroupView {
+        let members = (g.members.iter())
+            .map(|m| {
+                let instance = m.group_instance_id.as_deref().unwrap_or("-");
+                let (id, client, host) = (&m.member_id, &m.client_id, &m.client_host);
+                [id, instance, client, host, "classic"].map(|f| f.to_string())
+            })
+            .collect();
+        GroupView {
+            group_type: "classic",
+            state: g.group_state.to_string(),
+            protocol_type: g.protocol_type.to_string(),
+            protocol: g.protocol_data.to_string(),
+            members,
+        }
+    }
+
+    fn kip848(g: Kip848Group) -> GroupView {
+        let members = (g.members.iter())
+            .map(|m| {
+                let instance = m.instance_id.as_deref().unwrap_or("-");
+                // member_type (v1): 0 a classic member the group hosts.
+                let kind = if m.member_type == 0 {
+                    "classic"
+                } else {
+                    "consumer"
+                };
+                let (id, client, host) = (&m.member_id, &m.client_id, &m.client_host);
+                [id, instance, client, host, kind].map(|f| f.to_string())
+            })
+            .collect();
+        GroupView {
+            group_type: "consumer",
+            state: g.group_state.to_string(),
+            protocol_type: String::from("consumer"),
+            protocol: g.assignor_name.to_string(),
+            members,
+        }
+    }
+}
+
+async fn describe_group(admin: &mut Admin, group: &str) -> Result<GroupView> {
     let coordinator = admin.coordinator(group).await?;
     let request = DescribeGroupsRequest::default().with_groups(vec![group_id(group)]);
     let answer = admin.call(&coordinator, &request).await?;
@@ -122,12 +183,25 @@ async fn describe_group(admin: &mut Admin, group: &str) -> Result<DescribedGroup
         .into_iter()
         .next()
         .ok_or_else(|| AdminError::Answer(String::from("DescribeGroups named no group")))?;
+    if described.error_code == GROUP_ID_NOT_FOUND {
+        let request = ConsumerGroupDescribeRequest::default().with_group_ids(vec![group_id(group)]);
+        let answer = admin.call(&coordinator, &request).await?;
+        let described = (answer.groups.into_iter().next()).ok_or_else(|| {
+            AdminError::Answer(String::from("ConsumerGroupDescribe named no group"))
+        })?;
+        check(
+            described.error_code,
+            described.error_message.as_deref(),
+            format!("describe group {group}"),
+        )?;
+        return Ok(GroupView::kip848(described));
+    }
     check(
         described.error_code,
         described.error_message.as_deref(),
         format!("describe group {group}"),
     )?;
-    Ok(described)
+    Ok(GroupView::classic(described))
 }
 
 /// The group's committed offsets, by topic and partition.
@@ -205,7 +279,7 @@ async fn describe(admin: &mut Admin, group: &str) -> Result<Report> {
     let described = describe_group(admin, group).await?;
     let committed = committed(admin, group).await?;
     // A coordinator describes a group it does not know as Dead.
-    if described.group_state.as_str() == "Dead" && committed.is_empty() {
+    if described.state == "Dead" && committed.is_empty() {
         return Err(AdminError::NotFound(format!(
             "group {group} does not exist"
         )));
@@ -213,40 +287,41 @@ async fn describe(admin: &mut Admin, group: &str) -> Result<Report> {
     let ends = admin
         .offsets(&topics_of(&committed), LATEST_TIMESTAMP)
         .await?;
-    let mut summary =
-        Table::new(&["GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "MEMBERS"]).titled("GROUP");
+    let mut summary = Table::new(&[
+        "GROUP",
+        "TYPE",
+        "STATE",
+        "PROTOCOL-TYPE",
+        "PROTOCOL",
+        "MEMBERS",
+    ])
+    .titled("GROUP");
     summary.row(vec![
         group.to_string(),
-        described.group_state.to_string(),
-        described.protocol_type.to_string(),
-        described.protocol_data.to_string(),
+        described.group_type.to_string(),
+        described.state.clone(),
+        described.protocol_type.clone(),
+        described.protocol.clone(),
         described.members.len().to_string(),
     ]);
-    let mut members =
-        Table::new(&["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST"]).titled("MEMBERS");
+    let mut members = Table::new(&["MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST", "PROTOCOL"])
+        .titled("MEMBERS");
     for member in &described.members {
-        members.row(vec![
-            member.member_id.to_string(),
-            member
-                .group_instance_id
-                .as_deref()
-                .unwrap_or("-")
-                .to_string(),
-            member.client_id.to_string(),
-            member.client_host.to_string(),
-        ]);
+        members.row(member.to_vec());
     }
     let (offsets, offsets_json) = offsets_table(&committed, &ends);
     let json = json!({
         "group": group,
-        "state": described.group_state.as_str(),
-        "protocol_type": described.protocol_type.as_str(),
-        "protocol": described.protocol_data.as_str(),
-        "members": described.members.iter().map(|m| json!({
-            "member_id": m.member_id.as_str(),
-            "instance_id": m.group_instance_id.as_deref(),
-            "client_id": m.client_id.as_str(),
-            "host": m.client_host.as_str(),
+        "type": described.group_type,
+        "state": described.state,
+        "protocol_type": described.protocol_type,
+        "protocol": described.protocol,
+        "members": described.members.iter().map(|[id, instance, client, host, protocol]| json!({
+            "member_id": id,
+            "instance_id": (instance != "-").then_some(instance),
+            "client_id": client,
+            "host": host,
+            "protocol": protocol,
         })).collect::<Vec<_>>(),
         "offsets": offsets_json,
     });
@@ -288,7 +363,7 @@ async fn reset_targets(
 
 async fn reset_offsets(admin: &mut Admin, args: ResetArgs) -> Result<Report> {
     let described = describe_group(admin, &args.group).await?;
-    let state = described.group_state.as_str();
+    let state = described.state.as_str();
     if !described.members.is_empty() || !(state == "Empty" || state == "Dead") {
         return Err(AdminError::Refused(format!(
             "group {} is {state} with {} member(s): offsets can be reset only for an empty group (stop its consumers first)",

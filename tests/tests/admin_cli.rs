@@ -504,6 +504,33 @@ fn group_member(broker: &Broker, group: &str) -> BaseConsumer {
     consumer
 }
 
+/// A KIP-848 group (`group.protocol=consumer`) is described too, through
+/// ConsumerGroupDescribe: its type, its member and the member's host.
+fn kip848_group(broker: &Broker) {
+    let mut config = client_config(&broker.bootstrap());
+    config
+        .set("group.id", "billing-848")
+        .set("group.protocol", "consumer")
+        .set("auto.offset.reset", "earliest");
+    let consumer: BaseConsumer = config.create().expect("consumer");
+    consumer.subscribe(&["orders"]).expect("subscribe");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while consumer.assignment().map_or(0, |a| a.count()) == 0 {
+        assert!(Instant::now() < deadline, "no assignment");
+        let _ = consumer.poll(Duration::from_millis(100));
+    }
+    let described = admin_json(broker, &["group", "describe", "billing-848"]);
+    assert_eq!(described["type"], "consumer", "{described}");
+    assert_eq!(described["state"], "Stable", "{described}");
+    assert_eq!(
+        described["members"][0]["protocol"], "consumer",
+        "{described}"
+    );
+    assert_eq!(described["members"][0]["host"], "/127.0.0.1", "{described}");
+    let classic = admin_json(broker, &["group", "describe", "billing"]);
+    assert_eq!(classic["type"], "classic", "{classic}");
+}
+
 fn committed_offset(described: &Value, partition: i64) -> Option<i64> {
     described["offsets"]
         .as_array()
@@ -529,6 +556,7 @@ fn groups(broker: &Broker) {
     );
     assert_eq!(committed_offset(&described, 0), Some(3), "{described}");
     assert_eq!(described["offsets"][0]["lag"], 0, "{described}");
+    kip848_group(broker);
 
     // As Kafka's tool: no reset while the group has members.
     let refused = admin(
