@@ -245,9 +245,24 @@ pub struct TopicConfig {
     pub unclean_leader_election_enable: bool,
     /// Tiered storage (KIP-405): `remote.storage.enable` and what stays local.
     pub remote: RemoteLogSettings,
+    /// `leader.replication.throttled.replicas` and
+    /// `follower.replication.throttled.replicas` (KIP-73): `*` or
+    /// `partition:broker` pairs, normalized; the brokers' replication
+    /// throttles apply to the partitions they name.
+    pub throttled_replicas: ThrottledReplicas,
     /// The configs rill accepts but does not act on (see
     /// [`kafka_topic_configs`]), by name, every one present with its value.
     pub inert: BTreeMap<&'static str, String>,
+}
+
+/// A topic's replication-throttled replicas, each list as its config
+/// holds it (empty: none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ThrottledReplicas {
+    /// `leader.replication.throttled.replicas`.
+    pub leader: String,
+    /// `follower.replication.throttled.replicas`.
+    pub follower: String,
 }
 
 impl Default for TopicConfig {
@@ -279,6 +294,7 @@ impl Default for TopicConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             remote: RemoteLogSettings::default(),
+            throttled_replicas: ThrottledReplicas::default(),
             inert: kafka_topic_configs::SPECS
                 .iter()
                 .filter(|s| !s.applied)
@@ -324,6 +340,12 @@ impl TopicConfig {
             return Ok(());
         }
         match name {
+            "leader.replication.throttled.replicas" => {
+                self.throttled_replicas.leader = value.to_string()
+            }
+            "follower.replication.throttled.replicas" => {
+                self.throttled_replicas.follower = value.to_string()
+            }
             "segment.bytes" => self.segment_bytes = at_least(name, value, 14u64)?,
             "segment.ms" => self.segment_ms = positive(name, value)?,
             "segment.index.bytes" => self.segment_index_bytes = at_least(name, value, 8u64)?,
@@ -406,6 +428,8 @@ impl TopicConfig {
             "message.timestamp.before.max.ms" => self.timestamp_before_max_ms.to_string(),
             "message.timestamp.after.max.ms" => self.timestamp_after_max_ms.to_string(),
             "compression.type" => self.compression_type.clone(),
+            "leader.replication.throttled.replicas" => self.throttled_replicas.leader.clone(),
+            "follower.replication.throttled.replicas" => self.throttled_replicas.follower.clone(),
             "compression.gzip.level" => self.compression_levels.gzip.to_string(),
             "compression.lz4.level" => self.compression_levels.lz4.to_string(),
             "compression.zstd.level" => self.compression_levels.zstd.to_string(),
@@ -640,6 +664,30 @@ mod tests {
             .with_overrides(o.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .unwrap();
         assert_eq!(back, config);
+    }
+
+    #[test]
+    fn throttled_replica_lists_are_kept_and_persisted() {
+        let defaults = TopicConfig::default();
+        let config = defaults
+            .with_overrides([
+                ("leader.replication.throttled.replicas", "0:1, 1:2"),
+                ("follower.replication.throttled.replicas", "*"),
+            ])
+            .unwrap();
+        assert_eq!(config.throttled_replicas.leader, "0:1,1:2");
+        assert_eq!(config.throttled_replicas.follower, "*");
+        let o = config.overrides_against(&defaults);
+        let back = defaults
+            .with_overrides(o.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .unwrap();
+        assert_eq!(back, config);
+        assert_eq!(
+            defaults
+                .get("leader.replication.throttled.replicas")
+                .unwrap(),
+            ""
+        );
     }
 
     #[test]

@@ -232,3 +232,25 @@ pub fn one_record_produce(
     request.topic_data = vec![topic];
     request
 }
+
+/// The size in bytes of `topic`'s `partition` on the broker at `addr`
+/// (DescribeLogDirs v1); `None` while it has no replica of it.
+pub fn partition_bytes(addr: SocketAddr, topic: &str, partition: i32) -> Option<i64> {
+    use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
+    use kafka_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse, TopicName};
+    let mut asked = DescribableLogDirTopic::default();
+    asked.topic = TopicName(StrBytes::from_string(topic.to_string()));
+    asked.partitions = vec![partition];
+    let mut body = DescribeLogDirsRequest::default();
+    body.topics = Some(vec![asked]);
+    let response: DescribeLogDirsResponse =
+        request(addr, ApiKey::DescribeLogDirs, 1, &body).ok()?;
+    response
+        .results
+        .iter()
+        .flat_map(|d| d.topics.iter())
+        .filter(|t| t.name.0.as_str() == topic)
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == partition)
+        .map(|p| p.partition_size)
+}

@@ -11,15 +11,13 @@
 //!   follower, the new leader's fetch answer makes it cut the records it
 //!   alone had, and its log becomes the leader's.
 
-use kafka_protocol::messages::describe_log_dirs_request::DescribableLogDirTopic;
 use kafka_protocol::messages::fetch_request::FetchPartition;
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeLogDirsRequest, DescribeLogDirsResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, TopicName,
+    ApiKey, BrokerId, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -274,23 +272,9 @@ fn checkpoint(cluster: &mut Cluster, node: i32, topic: &str) -> Option<String> {
     std::fs::read_to_string(dir.join("leader-epoch-checkpoint")).ok()
 }
 
-/// Partition 0's size in bytes on broker `node` (DescribeLogDirs v1).
+/// Partition 0's size in bytes on broker `node`.
 fn partition_bytes(cluster: &mut Cluster, node: i32, topic: &str) -> Option<i64> {
-    let mut asked = DescribableLogDirTopic::default();
-    asked.topic = TopicName(StrBytes::from_string(topic.to_string()));
-    asked.partitions = vec![0];
-    let mut body = DescribeLogDirsRequest::default();
-    body.topics = Some(vec![asked]);
-    let response: DescribeLogDirsResponse =
-        request(cluster.node(node).addr, ApiKey::DescribeLogDirs, 1, &body).ok()?;
-    response
-        .results
-        .iter()
-        .flat_map(|d| d.topics.iter())
-        .filter(|t| t.name.0.as_str() == topic)
-        .flat_map(|t| t.partitions.iter())
-        .find(|p| p.partition_index == 0)
-        .map(|p| p.partition_size)
+    rill_tests::raw::partition_bytes(cluster.node(node).addr, topic, 0)
 }
 
 /// A counter of broker `node`'s `/metrics`.

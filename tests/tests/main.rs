@@ -72,6 +72,7 @@ mod producer_ids;
 mod quotas;
 mod reassignment;
 mod replication;
+mod replication_throttle;
 mod rolling_upgrade;
 mod sasl;
 #[path = "../bench/security_rill.rs"]

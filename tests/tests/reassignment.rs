@@ -29,7 +29,7 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 const SETTLE: Duration = Duration::from_secs(60);
 
 /// Creates `topic` with one partition on exactly `replicas`.
-async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
+pub(crate) async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
     let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(bootstrap)
         .create()
         .expect("admin client");
@@ -49,7 +49,7 @@ async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
 
 /// AlterPartitionReassignments v0 of partition 0 to `target` (`None`:
 /// cancel); the partition's error code.
-fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
+pub(crate) fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
     let mut partition = ReassignablePartition::default();
     partition.partition_index = 0;
     partition.replicas = target.map(|t| t.iter().map(|&b| BrokerId(b)).collect());

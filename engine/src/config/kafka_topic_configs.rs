@@ -164,7 +164,7 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             ThrottledReplicas,
             "",
             None,
-            false,
+            true,
         ),
         spec(
             "index.interval.bytes",
@@ -181,7 +181,7 @@ pub const SPECS: [TopicConfigSpec; 33] = {
             ThrottledReplicas,
             "",
             None,
-            false,
+            true,
         ),
         spec(
             "local.retention.bytes",

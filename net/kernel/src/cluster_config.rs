@@ -70,6 +70,10 @@ pub struct ClusterConfig {
     /// take no new partitions, `*` for all of them. A dynamic value
     /// (IncrementalAlterConfigs on this broker, or on every broker) wins.
     pub cordoned_log_dirs: Vec<String>,
+    /// `leader.replication.throttled.rate` and
+    /// `follower.replication.throttled.rate` as the file sets them
+    /// (bytes/s; `None`: unthrottled); dynamic values win (KIP-73).
+    pub replication_throttled_rates: (Option<u64>, Option<u64>),
     /// `broker.heartbeat.interval.ms`: how often a broker heartbeats to the
     /// active controller.
     pub heartbeat_interval_ms: i64,
@@ -116,6 +120,7 @@ impl Default for ClusterConfig {
             rack: None,
             replica_selector: cluster::replication::ReplicaSelector::Leader,
             cordoned_log_dirs: Vec::new(),
+            replication_throttled_rates: (None, None),
             heartbeat_interval_ms: 500,
             session_timeout_ms: 2500,
             max_startup_time_ms: None,

@@ -496,6 +496,12 @@ impl BrokerConfig {
             "cordoned.log.dirs" => {
                 self.cluster.cordoned_log_dirs = crate::cordon::parse_list(value)
             }
+            "leader.replication.throttled.rate" => {
+                self.cluster.replication_throttled_rates.0 = throttle_rate(name, value)?
+            }
+            "follower.replication.throttled.rate" => {
+                self.cluster.replication_throttled_rates.1 = throttle_rate(name, value)?
+            }
             "broker.heartbeat.interval.ms" => {
                 self.cluster.heartbeat_interval_ms = num(name, value)?
             }
@@ -1037,6 +1043,13 @@ fn parse_send_path(name: &str, value: &str) -> Result<SendPath, ConfigError> {
             "copy, sendfile or splice",
         )),
     }
+}
+
+/// A replication throttle's bytes/s; Kafka's `Long.MAX_VALUE` (its
+/// default) is none.
+fn throttle_rate(name: &str, value: &str) -> Result<Option<u64>, ConfigError> {
+    let rate: u64 = num(name, value)?;
+    Ok(Some(rate).filter(|r| *r < i64::MAX as u64))
 }
 
 fn num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {

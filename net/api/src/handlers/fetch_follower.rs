@@ -9,6 +9,11 @@
 //! v12+ carries the follower's `last_fetched_epoch`; when its log parts
 //! from the leader's, the partition is answered with no records and
 //! `diverging_epoch` (KIP-595), and the follower truncates.
+//!
+//! A leader replication throttle (KIP-73, `runtimes::quotas::replication`)
+//! counts the bytes of the partitions it lists, and while over its rate
+//! those partitions are answered with no records to followers out of the
+//! ISR.
 
 use super::fetch_session::{self as session, Context, Outcome};
 use super::{Request, Response};
@@ -18,6 +23,7 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kernel::error::RequestError;
 use runtimes::fetch_sessions::{PartitionSeen, TopicRef};
+use runtimes::quotas::replication::{self, Side};
 use runtimes::replication_runtime::{FollowerFetchReply, ServeFollowerFetch};
 use runtimes::Shard;
 use std::rc::Rc;
@@ -42,10 +48,13 @@ pub async fn serve(
         return request.respond(&response);
     }
     let mut replies = Vec::with_capacity(asked.len());
+    // KIP-73: `None` unless this broker has a leader throttle rate.
+    let over_rate = replication::over_rate(shard, Side::Leader);
     for ((topic_ref, partition), params) in &asked {
         let name = topic_name(shard, topic_ref);
         let tp = TopicPartition::new(name, *partition);
         let owner = shard.owner(&tp);
+        let listed = over_rate.is_some() && replication::throttles(shard, &tp, Side::Leader);
         let call = ServeFollowerFetch {
             tp,
             replica,
@@ -55,8 +64,17 @@ pub async fn serve(
             log_start_offset: params.log_start_offset,
             max_bytes: params.max_bytes.max(0) as usize,
             max_wait,
+            throttled: listed && over_rate == Some(true),
         };
-        replies.push(shard.call(owner, call).await?);
+        let reply = shard.call(owner, call).await?;
+        if listed {
+            let bytes = reply.records.as_ref().map_or(0, |r| r.len());
+            shard
+                .runtime()
+                .quotas
+                .record_replication(Side::Leader, bytes);
+        }
+        replies.push(reply);
     }
     let outcomes: Vec<Outcome> = replies.iter().map(outcome).collect();
     let carried = session::carried(shard, context, &asked, &outcomes);

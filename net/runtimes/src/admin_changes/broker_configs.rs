@@ -13,6 +13,7 @@
 use super::config_ops::{edit_list, ConfigOpKind};
 use super::CONTROLLER_SHARD;
 use crate::cluster_runtime::ControllerRpc;
+use crate::quotas::replication;
 use crate::Shard;
 use engine::config::kafka_topic_configs::spec_of_broker_name;
 use engine::{ErrorCode, TopicConfig};
@@ -31,9 +32,14 @@ use std::rc::Rc;
 pub const CLUSTER_WIDE_ONLY: &[&str] = &["unclean.leader.election.enable", "min.insync.replicas"];
 
 /// Whether `key` is a broker config rill changes at runtime: the broker
-/// synonyms of topic configs, and `cordoned.log.dirs` (KIP-1066).
+/// synonyms of topic configs, `cordoned.log.dirs` (KIP-1066) and the
+/// replication throttles' rates (KIP-73).
 pub fn is_dynamic(key: &str) -> bool {
-    key == CORDONED_LOG_DIRS || spec_of_broker_name(key).is_some()
+    key == CORDONED_LOG_DIRS || is_throttle_rate(key) || spec_of_broker_name(key).is_some()
+}
+
+fn is_throttle_rate(key: &str) -> bool {
+    key == replication::LEADER_RATE || key == replication::FOLLOWER_RATE
 }
 
 /// Whether `ops` may change the dynamic configs of resource `broker`
@@ -70,6 +76,10 @@ pub fn altered_broker_configs(
     for (key, value, kind) in ops {
         if key == CORDONED_LOG_DIRS {
             set_cordoned_log_dirs(&mut configs, value.as_deref(), *kind)?;
+            continue;
+        }
+        if is_throttle_rate(key) {
+            set_throttle_rate(&mut configs, key, value.as_deref(), *kind)?;
             continue;
         }
         let Some(spec) = spec_of_broker_name(key).filter(|_| is_dynamic(key)) else {
@@ -123,6 +133,35 @@ fn keeps_cluster_min_isr(
             ErrorCode::InvalidConfig,
             format!("Cluster-level {MIN_ISR} cannot be removed while ELR is enabled."),
         ));
+    }
+    Ok(())
+}
+
+/// A replication throttle's rate: set (bytes/s, a whole number) or
+/// deleted (back to the file's); it is no list to append to.
+fn set_throttle_rate(
+    configs: &mut BTreeMap<String, String>,
+    key: &str,
+    value: Option<&str>,
+    kind: ConfigOpKind,
+) -> Result<(), (ErrorCode, String)> {
+    match (kind, value) {
+        (ConfigOpKind::Set, Some(value)) => match replication::parse_rate(value) {
+            Some(rate) => {
+                configs.insert(key.to_owned(), rate.to_string());
+            }
+            None => {
+                let why = format!("{key}: '{value}' is not a rate in bytes/s (a whole number)");
+                return Err((ErrorCode::InvalidConfig, why));
+            }
+        },
+        (ConfigOpKind::Delete, _) => {
+            configs.remove(key);
+        }
+        _ => {
+            let why = format!("{key}: only SET and DELETE apply to it");
+            return Err((ErrorCode::InvalidConfig, why));
+        }
     }
     Ok(())
 }
@@ -299,6 +338,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c["unclean.leader.election.enable"], "true");
+    }
+
+    #[test]
+    fn replication_throttle_rates_are_whole_bytes_per_second() {
+        let op = |v: Option<&str>, kind| {
+            let key = replication::LEADER_RATE.to_string();
+            (key, v.map(str::to_string), kind)
+        };
+        let current = BTreeMap::new();
+        let c = altered_broker_configs(&current, &[op(Some(" 1000 "), ConfigOpKind::Set)], none);
+        assert_eq!(c.unwrap()[replication::LEADER_RATE], "1000");
+        for (value, kind) in [
+            (Some("fast"), ConfigOpKind::Set),
+            (Some("-1"), ConfigOpKind::Set),
+            (Some("5"), ConfigOpKind::Append),
+        ] {
+            let refused = altered_broker_configs(&current, &[op(value, kind)], none);
+            assert_eq!(
+                refused.unwrap_err().0,
+                ErrorCode::InvalidConfig,
+                "{value:?}"
+            );
+        }
+        assert!(is_dynamic(replication::FOLLOWER_RATE));
     }
 
     #[test]

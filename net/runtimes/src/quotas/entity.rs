@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 pub const PRODUCER_BYTE_RATE: &str = "producer_byte_rate";
 /// The quota on bytes fetched per second.
 pub const CONSUMER_BYTE_RATE: &str = "consumer_byte_rate";
+/// A broker's leader replication throttle, bytes/s (KIP-73, see
+/// [`super::replication`]).
+pub const LEADER_REPLICATION_RATE: &str = "leader.replication.throttled.rate";
+/// A broker's follower replication throttle, bytes/s.
+pub const FOLLOWER_REPLICATION_RATE: &str = "follower.replication.throttled.rate";
 
 /// The quota that applies, and whose usage it counts: `sensor` is the
 /// (user, client id) the usage is summed under — the matched entity's parts

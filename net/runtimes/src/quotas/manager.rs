@@ -4,7 +4,10 @@
 //! taken only for clients that have a quota; without any configured quota
 //! the request path does not touch it.
 
-use super::entity::{resolve, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
+use super::entity::{
+    resolve, CONSUMER_BYTE_RATE, FOLLOWER_REPLICATION_RATE, LEADER_REPLICATION_RATE,
+    PRODUCER_BYTE_RATE,
+};
 use super::rate::WindowedRate;
 use cluster::metadata::QuotaEntity;
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +27,12 @@ pub enum QuotaKind {
     Produce,
     /// Bytes fetched (response sizes), `consumer_byte_rate`.
     Fetch,
+    /// Bytes of throttled partitions a leader sends followers
+    /// (`leader.replication.throttled.rate`).
+    LeaderReplication,
+    /// Bytes of throttled partitions a follower fetches
+    /// (`follower.replication.throttled.rate`).
+    FollowerReplication,
 }
 
 impl QuotaKind {
@@ -31,6 +40,8 @@ impl QuotaKind {
         match self {
             QuotaKind::Produce => PRODUCER_BYTE_RATE,
             QuotaKind::Fetch => CONSUMER_BYTE_RATE,
+            QuotaKind::LeaderReplication => LEADER_REPLICATION_RATE,
+            QuotaKind::FollowerReplication => FOLLOWER_REPLICATION_RATE,
         }
     }
 }
@@ -62,7 +73,11 @@ impl Sensors {
         self.epoch.elapsed().as_millis() as u64
     }
 
-    fn with_sensor<R>(&self, key: SensorKey, f: impl FnOnce(&mut WindowedRate, u64) -> R) -> R {
+    pub(super) fn with_sensor<R>(
+        &self,
+        key: SensorKey,
+        f: impl FnOnce(&mut WindowedRate, u64) -> R,
+    ) -> R {
         let now = self.now_ms();
         // A panic while holding the lock cannot leave a rate half-updated
         // in a way that matters: use the table as it is.
@@ -85,7 +100,7 @@ impl Sensors {
 /// that build shards without it, where nothing is throttled).
 #[derive(Debug, Clone)]
 pub struct QuotaManager {
-    sensors: Arc<Sensors>,
+    pub(super) sensors: Arc<Sensors>,
 }
 
 impl QuotaManager {

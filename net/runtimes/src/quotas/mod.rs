@@ -14,11 +14,13 @@
 //!   client id), in Kafka's order of precedence.
 //! - [`manager`]: the broker-wide sensors, shared by every shard.
 //! - [`enforce`]: what the Produce and Fetch handlers call.
+//! - [`replication`]: replication throttles (KIP-73), on the same sensors.
 
 pub mod enforce;
 pub mod entity;
 pub mod manager;
 pub mod rate;
+pub mod replication;
 
 pub use entity::{normalize, resolve, QuotaMatch, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE};
 pub use manager::{QuotaKind, QuotaManager, Sensors};

@@ -19,6 +19,11 @@
 //!    [`super::leader_session`]): full once, then incremental ones that
 //!    name the partition only when our log end moved.
 //!
+//! 5. A follower replication throttle (KIP-73,
+//!    [`crate::quotas::replication`]) holds back the fetches of the
+//!    partitions it lists while this replica is out of the ISR and the
+//!    throttle is over its rate.
+//!
 //! Any error (the leader moved, the connection broke) pauses and retries;
 //! a new role stops the task. After an OFFSET_OUT_OF_RANGE answer the next
 //! session first asks the leader for its log start and, when that is past
@@ -32,6 +37,7 @@ use super::out_of_range::start_over_if_behind;
 use super::truncation::{truncate_on_divergence, truncate_to_leader};
 use crate::cluster_runtime::partition_leader;
 use crate::fetch_sessions::INITIAL_EPOCH;
+use crate::quotas::replication::{self, Side};
 use crate::Shard;
 use cluster::replication::{diverging_epoch_from_wire, EpochEndOffset, UNDEFINED_EPOCH};
 use engine::{ErrorCode, PartitionLog, TopicPartition};
@@ -51,6 +57,8 @@ const FETCH_MAX_WAIT_MS: i32 = 500;
 const FETCH_MAX_BYTES: i32 = 8 << 20;
 /// Pause after an error before trying again.
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// How often a throttled fetcher looks again whether it may fetch.
+const THROTTLE_PAUSE: Duration = Duration::from_millis(100);
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -156,6 +164,7 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
     }
     let mut leader_session = LeaderSession::default();
     while manager.is_current(tp, generation) {
+        let throttled = hold_while_throttled(shard, tp, generation).await;
         let fetched = fetch(
             &mut connection,
             shard,
@@ -179,24 +188,71 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
             truncate_on_divergence(&manager, tp, &log, diverging).await?;
             continue;
         }
-        if let Some(records) = fetched.records.filter(|r| !r.is_empty()) {
-            let appended = log
-                .append_replicated(records.to_vec())
-                .map_err(|e| format!("append of the leader's batches refused: {e}"))?;
-            log.wait_durable(appended.last_offset)
-                .await
-                .map_err(|e| format!("the replica's disk failed: {e}"))?;
+        if throttled {
+            let bytes = fetched.records.as_ref().map_or(0, |r| r.len());
+            shard
+                .runtime()
+                .quotas
+                .record_replication(Side::Follower, bytes);
         }
-        manager.counters.borrow_mut().follower_lag.insert(
-            (tp.topic.clone(), tp.partition),
-            (fetched.high_watermark - log.log_end_offset()).max(0),
-        );
-        let visible = fetched.high_watermark.min(log.log_end_offset());
-        if visible > log.high_watermark() {
-            log.set_replication_limit(Some(visible));
-        }
-        follow_log_start(tp, &log, fetched.log_start_offset).await;
+        take_fetched(shard, tp, &log, fetched).await?;
     }
+    Ok(())
+}
+
+/// KIP-73's follower throttle: while this broker's follower throttle is
+/// over its rate, a partition it lists waits before fetching while this
+/// replica is out of the ISR (Kafka leaves it out of its fetches). True
+/// when the partition is listed, so its bytes count.
+async fn hold_while_throttled(shard: &Rc<Shard>, tp: &TopicPartition, generation: u64) -> bool {
+    let manager = shard.runtime().replicas.clone();
+    loop {
+        let Some(over) = replication::over_rate(shard, Side::Follower) else {
+            return false;
+        };
+        if !replication::throttles(shard, tp, Side::Follower) {
+            return false;
+        }
+        if !over || in_isr(shard, tp) || !manager.is_current(tp, generation) {
+            return true;
+        }
+        glommio::timer::sleep(THROTTLE_PAUSE).await;
+    }
+}
+
+/// Whether the image has this broker in `tp`'s ISR.
+fn in_isr(shard: &Shard, tp: &TopicPartition) -> bool {
+    let image = shard.runtime().view.image();
+    let state = (image.topic_by_name(&tp.topic)).and_then(|t| t.partitions.get(&tp.partition));
+    state.is_some_and(|s| s.isr.contains(&shard.config.broker_id))
+}
+
+/// Takes one answer with no divergence: appends its records and syncs
+/// them, then moves the lag, the visible HW and the log start.
+async fn take_fetched(
+    shard: &Shard,
+    tp: &TopicPartition,
+    log: &PartitionLog,
+    fetched: Fetched,
+) -> Result<(), SessionError> {
+    if let Some(records) = fetched.records.filter(|r| !r.is_empty()) {
+        let appended = log
+            .append_replicated(records.to_vec())
+            .map_err(|e| format!("append of the leader's batches refused: {e}"))?;
+        log.wait_durable(appended.last_offset)
+            .await
+            .map_err(|e| format!("the replica's disk failed: {e}"))?;
+    }
+    let manager = shard.runtime().replicas.clone();
+    manager.counters.borrow_mut().follower_lag.insert(
+        (tp.topic.clone(), tp.partition),
+        (fetched.high_watermark - log.log_end_offset()).max(0),
+    );
+    let visible = fetched.high_watermark.min(log.log_end_offset());
+    if visible > log.high_watermark() {
+        log.set_replication_limit(Some(visible));
+    }
+    follow_log_start(tp, log, fetched.log_start_offset).await;
     Ok(())
 }
 

@@ -339,6 +339,10 @@ pub struct ServeFollowerFetch {
     pub max_bytes: usize,
     /// How long to wait for new data when there is none.
     pub max_wait: Duration,
+    /// The partition is throttled here and the leader's throttle is over
+    /// its rate (KIP-73, [`crate::quotas::replication`]): a follower out of
+    /// the ISR gets no records.
+    pub throttled: bool,
 }
 
 /// What the leader answers a follower for one partition.
@@ -514,8 +518,31 @@ impl OwnerCall<crate::ShardRuntime> for ServeFollowerFetch {
         if let Err(code) = self.record_fetch(&shard, &state, &log) {
             return FollowerFetchReply::error(code);
         }
-        let read = self.read_or_wait(&log).await;
-        match read {
+        self.read_for_follower(&state, &log).await
+    }
+}
+
+impl ServeFollowerFetch {
+    /// The records from the fetch offset, or none for a throttled follower
+    /// out of the ISR, answered after the fetch's wait, as a fetch with
+    /// nothing new is (Kafka answers a throttled partition empty, and its
+    /// fetch waits in purgatory), so the follower does not spin.
+    async fn read_for_follower(
+        &self,
+        state: &RefCell<LeaderState>,
+        log: &PartitionLog,
+    ) -> FollowerFetchReply {
+        if self.throttled && !state.borrow().isr().contains(&self.replica) {
+            glommio::timer::sleep(self.max_wait).await;
+            return FollowerFetchReply {
+                error: ErrorCode::None,
+                high_watermark: state.borrow().high_watermark(),
+                log_start_offset: log.log_start_offset(),
+                records: None,
+                diverging_epoch: None,
+            };
+        }
+        match self.read_or_wait(log).await {
             Ok(result) => FollowerFetchReply {
                 error: ErrorCode::None,
                 high_watermark: state.borrow().high_watermark(),
