@@ -1,8 +1,19 @@
 //! What the replicated-partition tests share: a partition's state as a
 //! client sees it in Metadata, an idempotent acks=all producer of numbered
-//! records, and signals to a broker process.
+//! records, signals to a broker process, and a topic placed on given
+//! brokers and moved by AlterPartitionReassignments.
 
 use crate::Broker;
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use std::time::Duration;
@@ -138,4 +149,46 @@ pub fn signal(broker: &Broker, signal: i32) {
     unsafe {
         libc::kill(pid, signal);
     }
+}
+
+/// Creates `topic` with one partition on exactly `replicas`.
+pub async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
+    let admin: AdminClient<DefaultClientContext> = crate::kafka::client_config(bootstrap)
+        .create()
+        .expect("admin client");
+    let assignment = [replicas];
+    let new_topic = NewTopic::new(topic, 1, TopicReplication::Variable(&assignment));
+    let results = admin
+        .create_topics(
+            &[new_topic],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .expect("create_topics request");
+    for result in results {
+        result.expect("topic created");
+    }
+}
+
+/// AlterPartitionReassignments v0 of partition 0 to `target` (`None`:
+/// cancel); the partition's error code.
+pub fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
+    let mut partition = ReassignablePartition::default();
+    partition.partition_index = 0;
+    partition.replicas = target.map(|t| t.iter().map(|&b| BrokerId(b)).collect());
+    let mut reassignable = ReassignableTopic::default();
+    reassignable.name = TopicName(StrBytes::from_string(topic.to_owned()));
+    reassignable.partitions = vec![partition];
+    let mut request = AlterPartitionReassignmentsRequest::default();
+    request.timeout_ms = 30_000;
+    request.topics = vec![reassignable];
+    let response: AlterPartitionReassignmentsResponse = crate::raw::request(
+        broker.addr,
+        ApiKey::AlterPartitionReassignments,
+        0,
+        &request,
+    )
+    .expect("AlterPartitionReassignments answered");
+    assert_eq!(response.error_code, 0);
+    response.responses[0].partitions[0].error_code
 }

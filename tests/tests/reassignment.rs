@@ -5,20 +5,17 @@
 //! acknowledged is lost, the reassignment is listed while it runs, and the
 //! replica left behind has its files deleted.
 
-use kafka_protocol::messages::alter_partition_reassignments_request::{
-    ReassignablePartition, ReassignableTopic,
-};
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
+    ApiKey, BrokerId, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::paced::PacedWrites;
-use rill_tests::replicated::{idempotent_producer, partition_view, read_numbers, signal};
+use rill_tests::replicated::{
+    create_assigned, idempotent_producer, partition_view, read_numbers, reassign, signal,
+};
 use rill_tests::Broker;
 use std::time::Duration;
 
@@ -27,48 +24,6 @@ const RILL: &str = env!("CARGO_BIN_EXE_rill");
 /// An election, a session expiry (2.5 s) and a catch-up on a loaded
 /// two-core machine.
 const SETTLE: Duration = Duration::from_secs(60);
-
-/// Creates `topic` with one partition on exactly `replicas`.
-pub(crate) async fn create_assigned(bootstrap: &str, topic: &str, replicas: &[i32]) {
-    let admin: AdminClient<DefaultClientContext> = rill_tests::kafka::client_config(bootstrap)
-        .create()
-        .expect("admin client");
-    let assignment = [replicas];
-    let new_topic = NewTopic::new(topic, 1, TopicReplication::Variable(&assignment));
-    let results = admin
-        .create_topics(
-            &[new_topic],
-            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
-        )
-        .await
-        .expect("create_topics request");
-    for result in results {
-        result.expect("topic created");
-    }
-}
-
-/// AlterPartitionReassignments v0 of partition 0 to `target` (`None`:
-/// cancel); the partition's error code.
-pub(crate) fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
-    let mut partition = ReassignablePartition::default();
-    partition.partition_index = 0;
-    partition.replicas = target.map(|t| t.iter().map(|&b| BrokerId(b)).collect());
-    let mut reassignable = ReassignableTopic::default();
-    reassignable.name = TopicName(StrBytes::from_string(topic.to_owned()));
-    reassignable.partitions = vec![partition];
-    let mut request = AlterPartitionReassignmentsRequest::default();
-    request.timeout_ms = 30_000;
-    request.topics = vec![reassignable];
-    let response: AlterPartitionReassignmentsResponse = rill_tests::raw::request(
-        broker.addr,
-        ApiKey::AlterPartitionReassignments,
-        0,
-        &request,
-    )
-    .expect("AlterPartitionReassignments answered");
-    assert_eq!(response.error_code, 0);
-    response.responses[0].partitions[0].error_code
-}
 
 /// ListPartitionReassignments v0 of partition 0: (replicas, adding,
 /// removing) if a reassignment is in progress.

@@ -5,13 +5,12 @@
 //! the topic's `*.replication.throttled.replicas` names, and catches up at
 //! once when the rate is removed.
 
-use crate::reassignment::{create_assigned, reassign};
 use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::client::DefaultClientContext;
 use rill_tests::cluster::{wait_for, Cluster};
 use rill_tests::kafka::{client_config, produce_all, producer};
 use rill_tests::raw::partition_bytes;
-use rill_tests::replicated::partition_view;
+use rill_tests::replicated::{create_assigned, partition_view, reassign};
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
