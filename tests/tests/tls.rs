@@ -267,7 +267,7 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
              listener.name.ssl.ssl.truststore.type=PEM\n\
              listener.name.ssl.ssl.truststore.location={ca}\n\
              listener.name.ssl.ssl.client.auth=required\n\
-             ssl.principal.mapping.rules=DEFAULT\n"
+             ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=(.*)$/$1@$2/U,DEFAULT\n"
         ),
         &["--log-level", "info,api::connection::transport=debug"],
     );
@@ -304,8 +304,9 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
     assert_eq!(got.len(), 20);
     let log = broker.log();
     assert!(
-        log.contains("User:CN=alice,OU=eng"),
-        "the session's principal is the certificate's subject:\n{log}"
+        log.contains("User:ALICE@ENG"),
+        "the session's principal is what the mapping rule makes of the subject \
+         CN=alice,OU=eng:\n{log}"
     );
     let admitted = metric(&broker, "rill_tls_handshakes_total");
     assert!(admitted >= 1);
@@ -424,8 +425,8 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
     );
     refuses_to_start(
         dir.path(),
-        &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/\n"),
-        &["ssl.principal.mapping.rules", "only DEFAULT"],
+        &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*$/$1/\n"),
+        &["ssl.principal.mapping.rules", "pattern"],
     );
     // In a cluster the first listener carries replication, in plaintext.
     let keystore = pki.broker_keystore();

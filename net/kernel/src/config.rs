@@ -733,7 +733,11 @@ impl BrokerConfig {
     fn attach_tls(&mut self) -> Result<(), ConfigError> {
         for listener in &mut self.listeners {
             listener.tls = if listener.protocol.uses_tls() {
-                Some(Arc::new(self.tls.listener_tls(&listener.name)?))
+                let tls = self.tls.listener_tls(&listener.name)?;
+                Some(Arc::new(match listener.protocol {
+                    SecurityProtocol::SaslSsl => tls.for_sasl(),
+                    _ => tls,
+                }))
             } else {
                 None
             };

@@ -11,13 +11,15 @@
 //! - [`session`]: one connection's listener, peer and authenticated
 //!   principal, carried by every request so that handlers can authorize it.
 //! - [`tls`]: TLS listeners with rustls: the acceptor, the handshake and the
-//!   principal of a client certificate.
+//!   principal of a client certificate, named by [`principal_mapping`]
+//!   (`ssl.principal.mapping.rules`).
 //! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512) as pure state
 //!   machines.
 //! - [`acl`]: ACLs (Kafka's model), the standard authorizer, and the
 //!   per-request checks handlers make.
 
 pub mod acl;
+pub mod principal_mapping;
 pub mod protocol;
 pub mod sasl;
 pub mod session;

@@ -7,10 +7,12 @@
 //! - [`ListenerTls::handshake`]: the server handshake over a glommio
 //!   `TcpStream` (`futures-rustls`), bounded by a timeout so that a silent
 //!   client cannot hold a connection slot.
-//! - [`principal_of`]: the principal of a client certificate, Kafka's
-//!   `DEFAULT` `ssl.principal.mapping.rules`: `User:` and the subject in
-//!   RFC 2253 form, as Java's `X500Principal.getName()` writes it.
+//! - [`principal_of`]: the principal of a client certificate: `User:` and
+//!   the name `ssl.principal.mapping.rules` makes of its subject in RFC 2253
+//!   form, as Java's `X500Principal.getName()` writes it (`DEFAULT`: the
+//!   subject itself).
 
+use super::principal_mapping::PrincipalMapper;
 use super::Principal;
 use futures::future::{select, Either};
 use futures_rustls::server::TlsStream;
@@ -111,6 +113,8 @@ pub struct TlsMaterial {
     pub versions: Vec<TlsVersion>,
     /// How long a client has to finish the handshake.
     pub handshake_timeout: Duration,
+    /// `ssl.principal.mapping.rules`.
+    pub principal_mapping: PrincipalMapper,
 }
 
 /// One TLS listener's acceptor, shared by every shard.
@@ -120,6 +124,9 @@ pub struct ListenerTls {
     pub client_auth: ClientAuth,
     /// How long a client has to finish the handshake.
     pub handshake_timeout: Duration,
+    /// How a client certificate's subject becomes its principal; `None` on
+    /// a SASL_SSL listener, where SASL names the principal.
+    principal_mapping: Option<PrincipalMapper>,
 }
 
 impl fmt::Debug for ListenerTls {
@@ -193,7 +200,16 @@ impl ListenerTls {
             config: Arc::new(config),
             client_auth: material.client_auth,
             handshake_timeout: material.handshake_timeout,
+            principal_mapping: Some(material.principal_mapping),
         })
+    }
+
+    /// The acceptor of a SASL_SSL listener: SASL names the principal, so a
+    /// client certificate's subject is not mapped (nor refused when no
+    /// mapping rule applies), as in Kafka.
+    pub fn for_sasl(mut self) -> ListenerTls {
+        self.principal_mapping = None;
+        self
     }
 
     /// Runs the server handshake on `stream`; on success, the TLS stream and
@@ -211,9 +227,12 @@ impl ListenerTls {
             Either::Left((Err(e), _)) => return Err(HandshakeError::Failed(e)),
             Either::Right(_) => return Err(HandshakeError::Timeout(self.handshake_timeout)),
         };
-        let principal = match tls.get_ref().1.peer_certificates().and_then(|c| c.first()) {
-            Some(leaf) => Some(principal_of(leaf).map_err(HandshakeError::Certificate)?),
-            None => None,
+        let leaf = tls.get_ref().1.peer_certificates().and_then(|c| c.first());
+        let principal = match (leaf, &self.principal_mapping) {
+            (Some(leaf), Some(mapping)) => {
+                Some(principal_of(leaf, mapping).map_err(HandshakeError::Certificate)?)
+            }
+            _ => None,
         };
         Ok((tls, principal))
     }
@@ -287,12 +306,13 @@ fn normalize_pem(text: &str) -> String {
     out
 }
 
-/// The principal of a client certificate (DER): `User:` and its subject in
-/// RFC 2253 form (Kafka's `DEFAULT` principal mapping rule).
-pub fn principal_of(certificate: &[u8]) -> Result<Principal, String> {
+/// The principal of a client certificate (DER): `User:` and the name
+/// `mapping` makes of its subject in RFC 2253 form (with Kafka's
+/// `DEFAULT` rule, the subject itself); an error when no rule applies.
+pub fn principal_of(certificate: &[u8], mapping: &PrincipalMapper) -> Result<Principal, String> {
     let (_, cert) = X509Certificate::from_der(certificate)
         .map_err(|e| format!("certificate does not parse: {e}"))?;
-    Ok(Principal::user(&rfc2253(cert.subject())))
+    Ok(Principal::user(&mapping.apply(&rfc2253(cert.subject()))?))
 }
 
 /// An X.500 name as Java's `X500Principal.getName()` (RFC 2253) writes it:
@@ -430,7 +450,7 @@ mod tests {
         dn.push(DnType::OrganizationName, "Acme, Inc.");
         dn.push(DnType::OrganizationalUnitName, "eng");
         dn.push(DnType::CommonName, "alice");
-        let principal = principal_of(&certificate_with(dn)).unwrap();
+        let principal = principal_of(&certificate_with(dn), &PrincipalMapper::default()).unwrap();
         assert_eq!(
             principal.to_string(),
             r"User:CN=alice,OU=eng,O=Acme\, Inc.,C=US"
@@ -446,7 +466,7 @@ mod tests {
             DnType::CustomDnType(vec![1, 2, 840, 113549, 1, 9, 1]),
             rcgen::DnValue::Ia5String("a@b".try_into().unwrap()),
         );
-        let principal = principal_of(&certificate_with(dn)).unwrap();
+        let principal = principal_of(&certificate_with(dn), &PrincipalMapper::default()).unwrap();
         assert_eq!(
             principal.name,
             r#"1.2.840.113549.1.9.1=#1603614062,CN=\ #a\+b\<c\>\;\"d\\\ ,OU=\#x"#
@@ -489,6 +509,7 @@ mod tests {
             client_auth: ClientAuth::None,
             versions: vec![TlsVersion::Tls13],
             handshake_timeout: Duration::from_secs(1),
+            principal_mapping: PrincipalMapper::default(),
         });
         assert!(chain.is_ok());
         let other = KeyPair::generate().unwrap();
@@ -499,6 +520,7 @@ mod tests {
             client_auth: ClientAuth::None,
             versions: vec![TlsVersion::Tls13],
             handshake_timeout: Duration::from_secs(1),
+            principal_mapping: PrincipalMapper::default(),
         });
         assert!(mismatched.is_err());
     }

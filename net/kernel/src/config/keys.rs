@@ -209,7 +209,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("ssl.truststore.certificates", Tls, "PEM text", Implied("none"), "-----BEGIN CERTIFICATE-----", "The same CAs inline."),
     key("ssl.client.auth", Tls, "none, requested or required", Implied("none"), "required", "Whether clients must present a certificate (mutual TLS)."),
     key("ssl.enabled.protocols", Tls, "comma list", Implied("TLSv1.2,TLSv1.3"), "TLSv1.3", "TLS versions offered."),
-    key("ssl.principal.mapping.rules", Tls, "DEFAULT", Implied("DEFAULT"), "DEFAULT", "Only DEFAULT: the principal is the certificate subject in RFC 2253 form."),
+    key("ssl.principal.mapping.rules", Tls, "DEFAULT and RULE:pattern/replacement/[LU] entries", Implied("DEFAULT"), "RULE:^CN=(.*?),OU=(.*)$/$1@$2/L,DEFAULT", "How a client certificate's subject (RFC 2253, e.g. `CN=alice,OU=eng`) becomes its principal name, as in Kafka: the first rule whose pattern matches the whole subject replaces it (`$1` for a group; `L`/`U` lower- or uppercase; `\\/` for a `/`); DEFAULT keeps the subject. A certificate no rule applies to is refused."),
     key("rill.ssl.handshake.timeout.ms", Tls, "ms, at least 1", Implied("10000"), "10000", "How long a client has to finish the TLS handshake."),
     key("sasl.enabled.mechanisms", Sasl, "comma list", Implied("none"), "PLAIN,SCRAM-SHA-512", "Mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
     key("listener.name.<listener>.sasl.enabled.mechanisms", Sasl, "comma list", Implied("sasl.enabled.mechanisms"), "PLAIN", "The same for one listener."),

@@ -12,7 +12,7 @@
 //! - the CAs client certificates must chain to: `ssl.truststore.location`
 //!   (a PEM bundle) or `ssl.truststore.certificates` (inline);
 //! - `ssl.client.auth` (none, requested, required), `ssl.enabled.protocols`
-//!   (TLSv1.2, TLSv1.3), `ssl.principal.mapping.rules` (DEFAULT only);
+//!   (TLSv1.2, TLSv1.3), `ssl.principal.mapping.rules` (Kafka's rules);
 //! - `rill.ssl.handshake.timeout.ms` (10 s): how long a client has to finish
 //!   the handshake.
 //!
@@ -21,6 +21,7 @@
 //! stops the broker with the key's name, never a connection later.
 
 use crate::error::ConfigError;
+use security::principal_mapping::PrincipalMapper;
 use security::tls::{
     parse_certificates, parse_private_key, ClientAuth, ListenerTls, TlsMaterial, TlsVersion,
 };
@@ -177,6 +178,10 @@ impl TlsSettings {
             self.handshake_timeout_ms
                 .unwrap_or(HANDSHAKE_TIMEOUT_MS_DEFAULT),
         );
+        let principal_mapping = match keys.get("ssl.principal.mapping.rules") {
+            Some((name, value)) => parse_with(&name, value, PrincipalMapper::parse)?,
+            None => PrincipalMapper::default(),
+        };
         ListenerTls::new(TlsMaterial {
             chain,
             key,
@@ -184,6 +189,7 @@ impl TlsSettings {
             client_auth,
             versions,
             handshake_timeout,
+            principal_mapping,
         })
         .map_err(|reason| {
             ConfigError::invalid(
@@ -200,18 +206,7 @@ fn check_value(name: &str, key: &str, value: &str) -> Result<(), ConfigError> {
     match key {
         "ssl.client.auth" => parse_with(name, value, str::parse::<ClientAuth>).map(drop),
         "ssl.enabled.protocols" => parse_with(name, value, TlsVersion::parse_list).map(drop),
-        "ssl.principal.mapping.rules" => {
-            if value.trim() == "DEFAULT" {
-                Ok(())
-            } else {
-                Err(ConfigError::invalid(
-                    name,
-                    value,
-                    "only DEFAULT is supported (the principal is User: and the \
-                     certificate's subject in RFC 2253 form)",
-                ))
-            }
-        }
+        "ssl.principal.mapping.rules" => parse_with(name, value, PrincipalMapper::parse).map(drop),
         _ => Ok(()),
     }
 }
@@ -379,7 +374,10 @@ mod tests {
         assert!(err.contains("truststore"), "{err}");
         assert!(settings.apply("ssl.client.auth", "sometimes").is_err());
         assert!(settings
-            .apply("ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1/")
+            .apply("ssl.principal.mapping.rules", "RULE:^CN=(.*)$/$1/L,DEFAULT")
+            .is_ok());
+        assert!(settings
+            .apply("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/")
             .is_err());
         assert!(settings.apply("ssl.enabled.protocols", "TLSv1").is_err());
     }
