@@ -5,12 +5,11 @@
 //!
 //! Run: `cargo run --release --example throttle_measure -- target/release/rill`
 
-use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::ResourceSpecifier;
 use rill_tests::cluster::Cluster;
-use rill_tests::kafka::{client_config, produce_all, producer};
+use rill_tests::kafka::alter_configs;
 use rill_tests::raw::partition_bytes;
-use rill_tests::replicated::{create_assigned, partition_view, reassign};
+use rill_tests::replicated::{create_filled, partition_view, reassign};
 use std::time::{Duration, Instant};
 
 /// 48 MiB in 10 KiB records: six follower fetches' worth.
@@ -18,18 +17,6 @@ const RECORDS: usize = 4_800;
 const RECORD_BYTES: usize = 10 << 10;
 /// The throttle: 4 MiB/s.
 const RATE_BYTES_PER_S: u64 = 4 << 20;
-
-async fn set_configs(bootstrap: &str, resource: ResourceSpecifier<'_>, configs: &[(&str, &str)]) {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(bootstrap).create().expect("admin client");
-    let mut alter = AlterConfig::new(resource);
-    for (key, value) in configs {
-        alter = alter.set(key, value);
-    }
-    for result in (admin.alter_configs(&[alter], &AdminOptions::new()).await).expect("answered") {
-        result.expect("configs altered");
-    }
-}
 
 /// Puts 48 MiB in `topic` on broker 1, throttles its leader side at
 /// `rate` (if any), moves it to brokers 1 and 2 and times the catch-up;
@@ -42,20 +29,15 @@ fn catch_up(
 ) -> (i64, f64) {
     let bootstrap = cluster.bootstrap();
     runtime.block_on(async {
-        create_assigned(&bootstrap, topic, &[1]).await;
-        let p = producer(&bootstrap, &[("acks", "all")]);
-        let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..RECORDS)
-            .map(|i| (None, vec![(i % 251) as u8; RECORD_BYTES]))
-            .collect();
-        produce_all(&p, topic, &records, None).await;
+        create_filled(&bootstrap, topic, &[1], RECORDS, RECORD_BYTES).await;
         let rate = rate.map(|r| r.to_string());
         let broker: Vec<(&str, &str)> = rate
             .iter()
             .map(|r| ("leader.replication.throttled.rate", r.as_str()))
             .collect();
-        set_configs(&bootstrap, ResourceSpecifier::Broker(1), &broker).await;
+        alter_configs(&bootstrap, ResourceSpecifier::Broker(1), &broker).await;
         let listed = [("leader.replication.throttled.replicas", "0:1")];
-        set_configs(&bootstrap, ResourceSpecifier::Topic(topic), &listed).await;
+        alter_configs(&bootstrap, ResourceSpecifier::Topic(topic), &listed).await;
     });
     let bytes = partition_bytes(cluster.node(1).addr, topic, 0).expect("the leader's size");
     let started = Instant::now();

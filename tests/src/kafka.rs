@@ -343,3 +343,24 @@ pub fn assert_offsets_contiguous(consumed: &[Rec]) {
         assert_eq!(offsets, want, "partition {partition}'s offsets");
     }
 }
+
+/// AlterConfigs (legacy: the resource's whole set) of `resource` through
+/// librdkafka's admin client; panics when it is refused.
+pub async fn alter_configs(
+    bootstrap: &str,
+    resource: rdkafka::admin::ResourceSpecifier<'_>,
+    configs: &[(&str, &str)],
+) {
+    use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> =
+        client_config(bootstrap).create().expect("admin client");
+    let mut alter = AlterConfig::new(resource);
+    for (key, value) in configs {
+        alter = alter.set(key, value);
+    }
+    let results =
+        (admin.alter_configs(&[alter], &AdminOptions::new()).await).expect("AlterConfigs answered");
+    for result in results {
+        result.expect("configs altered");
+    }
+}

@@ -192,3 +192,20 @@ pub fn reassign(broker: &Broker, topic: &str, target: Option<&[i32]>) -> i16 {
     assert_eq!(response.error_code, 0);
     response.responses[0].partitions[0].error_code
 }
+
+/// Creates `topic` with one partition on exactly `replicas` and fills it
+/// with `count` records of `bytes` bytes each (acks=all).
+pub async fn create_filled(
+    bootstrap: &str,
+    topic: &str,
+    replicas: &[i32],
+    count: usize,
+    bytes: usize,
+) {
+    create_assigned(bootstrap, topic, replicas).await;
+    let p = crate::kafka::producer(bootstrap, &[("acks", "all")]);
+    let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..count)
+        .map(|i| (None, vec![(i % 251) as u8; bytes]))
+        .collect();
+    crate::kafka::produce_all(&p, topic, &records, None).await;
+}

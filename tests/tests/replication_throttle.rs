@@ -5,12 +5,11 @@
 //! the topic's `*.replication.throttled.replicas` names, and catches up at
 //! once when the rate is removed.
 
-use rdkafka::admin::{AdminClient, AdminOptions, AlterConfig, ResourceSpecifier};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::admin::ResourceSpecifier;
 use rill_tests::cluster::{wait_for, Cluster};
-use rill_tests::kafka::{client_config, produce_all, producer};
+use rill_tests::kafka::alter_configs;
 use rill_tests::raw::partition_bytes;
-use rill_tests::replicated::{create_assigned, partition_view, reassign};
+use rill_tests::replicated::{create_filled, partition_view, reassign};
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
@@ -18,23 +17,6 @@ const SETTLE: Duration = Duration::from_secs(60);
 /// 16 MB in 10 KiB records: twice what one follower fetch carries (8 MiB).
 const RECORDS: usize = 1_600;
 const RECORD_BYTES: usize = 10 << 10;
-
-/// AlterConfigs (legacy: the resource's whole set) of `resource`.
-async fn set_configs(bootstrap: &str, resource: ResourceSpecifier<'_>, configs: &[(&str, &str)]) {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(bootstrap).create().expect("admin client");
-    let mut alter = AlterConfig::new(resource);
-    for (key, value) in configs {
-        alter = alter.set(key, value);
-    }
-    let results = admin
-        .alter_configs(&[alter], &AdminOptions::new())
-        .await
-        .expect("AlterConfigs answered");
-    for result in results {
-        result.expect("configs altered");
-    }
-}
 
 /// Moves `topic` (on broker 1, 16 MB) to brokers 1 and 2 under a 100 kB/s
 /// throttle that `throttling` broker (1: leader side, 2: follower side)
@@ -59,16 +41,11 @@ fn throttled_move(
     };
     let listed = format!("0:{throttling}");
     runtime.block_on(async {
-        create_assigned(&bootstrap, topic, &[1]).await;
-        let p = producer(&bootstrap, &[("acks", "all")]);
-        let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..RECORDS)
-            .map(|i| (None, vec![(i % 251) as u8; RECORD_BYTES]))
-            .collect();
-        produce_all(&p, topic, &records, None).await;
+        create_filled(&bootstrap, topic, &[1], RECORDS, RECORD_BYTES).await;
         let broker = ResourceSpecifier::Broker(throttling);
-        set_configs(&bootstrap, broker, &[(rate_key, "100000")]).await;
+        alter_configs(&bootstrap, broker, &[(rate_key, "100000")]).await;
         let topic_resource = ResourceSpecifier::Topic(topic);
-        set_configs(&bootstrap, topic_resource, &[(replicas_key, &listed)]).await;
+        alter_configs(&bootstrap, topic_resource, &[(replicas_key, &listed)]).await;
     });
     let total = partition_bytes(cluster.node(1).addr, topic, 0).expect("the leader's size");
     assert!(total >= (RECORDS * RECORD_BYTES) as i64, "{total}");
@@ -81,7 +58,7 @@ fn throttled_move(
     );
     let view = partition_view(&bootstrap, topic).expect("the partition");
     assert_eq!(view.isr, vec![1], "not caught up, so not in sync");
-    runtime.block_on(set_configs(
+    runtime.block_on(alter_configs(
         &bootstrap,
         ResourceSpecifier::Broker(throttling),
         &[],
