@@ -1,7 +1,8 @@
 //! TLS client listeners (`SSL`), with certificates made here by rcgen: real
 //! clients (librdkafka over OpenSSL, kafka-python over Python's ssl) produce
 //! and consume through them; mutual TLS (`ssl.client.auth=required`) admits a
-//! certificate of the truststore's CA and refuses none or another CA's;
+//! certificate of the truststore's CA, named by `ssl.principal.mapping.rules`,
+//! and refuses none, another CA's, or one no mapping rule applies to;
 //! `SASL_SSL` logs in with PLAIN and SCRAM over TLS; a TLS listener without
 //! its key stops the broker at start.
 
@@ -267,7 +268,7 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
              listener.name.ssl.ssl.truststore.type=PEM\n\
              listener.name.ssl.ssl.truststore.location={ca}\n\
              listener.name.ssl.ssl.client.auth=required\n\
-             ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=(.*)$/$1@$2/U,DEFAULT\n"
+             ssl.principal.mapping.rules=RULE:^CN=(.*?),OU=(.*)$/$1@$2/U\n"
         ),
         &["--log-level", "info,api::connection::transport=debug"],
     );
@@ -279,6 +280,13 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
             (DnType::OrganizationalUnitName, "eng"),
             (DnType::CommonName, "alice"),
         ],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    // Of the right CA, but no mapping rule applies to its subject.
+    let (carol_cert, carol_key) = pki.issue(
+        "carol",
+        &[],
+        &[(DnType::CommonName, "carol")],
         ExtendedKeyUsagePurpose::ClientAuth,
     );
     let (mallory_cert, mallory_key) = other.issue(
@@ -324,8 +332,22 @@ async fn mutual_tls_admits_the_truststores_clients_only() {
         ],
     );
     assert!(advertised_through(&ssl_client(&secure, &mallory)).is_err());
-    assert!(metric(&broker, "rill_tls_handshake_failures_total") >= 2);
+    let carol = ssl_settings(
+        &ca,
+        &[
+            ("ssl.certificate.location", &carol_cert),
+            ("ssl.key.location", &carol_key),
+            ("socket.timeout.ms", "3000"),
+        ],
+    );
+    assert!(advertised_through(&ssl_client(&secure, &carol)).is_err());
+    assert!(metric(&broker, "rill_tls_handshake_failures_total") >= 3);
     assert!(!broker.log().contains("User:CN=mallory"));
+    let log = broker.log();
+    assert!(
+        log.contains("applies to 'CN=carol'"),
+        "carol is refused for want of a mapping rule:\n{log}"
+    );
 }
 
 #[test]
