@@ -148,7 +148,11 @@ pub struct ConsumerMember {
     /// Set for a classic member the group hosts (see [`super::migration`]).
     pub classic: Option<ClassicMemberMetadata>,
     pub(super) session_deadline_ms: i64,
-    pub(super) revocation_deadline_ms: Option<i64>,
+    /// By when the member must act or be removed, bounded by its rebalance
+    /// timeout: revoke what it must give up; a hosted classic member, also
+    /// join again when told to, and sync after it joined (Kafka's join and
+    /// sync timeouts).
+    pub(super) rebalance_deadline_ms: Option<i64>,
 }
 
 impl ConsumerMember {
@@ -177,7 +181,7 @@ impl ConsumerMember {
             pending_revocation: MemberAssignment::new(),
             classic: None,
             session_deadline_ms,
-            revocation_deadline_ms: None,
+            rebalance_deadline_ms: None,
         }
     }
 
@@ -670,7 +674,7 @@ impl ConsumerGroup {
                 return;
             }
             m.pending_revocation.clear();
-            m.revocation_deadline_ms = None;
+            m.rebalance_deadline_ms = None;
             m.state = MemberState::Stable;
         }
         if m.member_epoch == assignment_epoch
@@ -684,7 +688,7 @@ impl ConsumerGroup {
             m.assigned = m.assigned.intersection(&target).cloned().collect();
             m.pending_revocation = to_revoke;
             m.state = MemberState::UnrevokedPartitions;
-            m.revocation_deadline_ms = Some(now_ms + i64::from(m.rebalance_timeout_ms));
+            m.rebalance_deadline_ms = Some(now_ms + i64::from(m.rebalance_timeout_ms));
             return;
         }
         let mut unreleased = false;
@@ -713,7 +717,7 @@ impl ConsumerGroup {
             .values()
             .filter(|m| {
                 m.session_deadline_ms <= now_ms
-                    || m.revocation_deadline_ms.is_some_and(|d| d <= now_ms)
+                    || m.rebalance_deadline_ms.is_some_and(|d| d <= now_ms)
             })
             .map(|m| m.member_id.clone())
             .collect();
@@ -726,7 +730,7 @@ impl ConsumerGroup {
     pub fn next_deadline_ms(&self) -> Option<i64> {
         self.members
             .values()
-            .flat_map(|m| std::iter::once(m.session_deadline_ms).chain(m.revocation_deadline_ms))
+            .flat_map(|m| std::iter::once(m.session_deadline_ms).chain(m.rebalance_deadline_ms))
             .min()
     }
 

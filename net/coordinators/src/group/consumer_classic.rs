@@ -85,9 +85,13 @@ impl ConsumerGroup {
         self.refresh_topics(topics);
         self.maybe_compute_target();
         self.reconcile(&member_id, Some(&subscription.owned), now_ms);
-        let Some(member) = self.members.get(&member_id) else {
+        let Some(member) = self.members.get_mut(&member_id) else {
             return JoinResponse::error(ErrorCode::UnknownMemberId, &member_id);
         };
+        // Kafka's sync timeout: it must sync within its rebalance timeout.
+        if member.rebalance_deadline_ms.is_none() {
+            member.rebalance_deadline_ms = Some(now_ms + i64::from(member.rebalance_timeout_ms));
+        }
         JoinResponse {
             error_code: ErrorCode::None,
             generation_id: member.member_epoch,
@@ -186,7 +190,7 @@ impl ConsumerGroup {
         m.session_deadline_ms = now_ms + i64::from(req.session_timeout_ms);
         // It joined: the join timeout is over; a revocation keeps its own.
         if m.state != MemberState::UnrevokedPartitions {
-            m.revocation_deadline_ms = None;
+            m.rebalance_deadline_ms = None;
         }
         changed
     }
@@ -250,6 +254,10 @@ impl ConsumerGroup {
             assignment: encode_assignment(classic.first_metadata(), &member.assigned),
         };
         member.session_deadline_ms = now_ms + i64::from(classic.session_timeout_ms);
+        // It synced: the sync timeout is over; a revocation keeps its own.
+        if member.state != MemberState::UnrevokedPartitions {
+            member.rebalance_deadline_ms = None;
+        }
         response
     }
 
@@ -276,8 +284,8 @@ impl ConsumerGroup {
         // Kafka's join timeout: a member told to join again that does not
         // within its rebalance timeout is removed, or it could hold the
         // partitions others wait for while it keeps heartbeating.
-        if member.revocation_deadline_ms.is_none() {
-            member.revocation_deadline_ms = Some(now_ms + i64::from(member.rebalance_timeout_ms));
+        if member.rebalance_deadline_ms.is_none() {
+            member.rebalance_deadline_ms = Some(now_ms + i64::from(member.rebalance_timeout_ms));
         }
         ErrorCode::RebalanceInProgress
     }

@@ -295,7 +295,7 @@ fn consumer_group(
             pending_revocation: v.pending_revocation,
             classic: v.classic,
             session_deadline_ms,
-            revocation_deadline_ms: revoking.then(|| now_ms + i64::from(v.rebalance_timeout_ms)),
+            rebalance_deadline_ms: revoking.then(|| now_ms + i64::from(v.rebalance_timeout_ms)),
         };
         g.members.insert(member_id, member);
     }

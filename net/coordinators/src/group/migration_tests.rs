@@ -423,3 +423,23 @@ fn a_classic_member_that_never_joins_again_is_removed_at_its_rebalance_timeout()
     }
     panic!("{a} was kept past its rebalance timeout");
 }
+
+#[test]
+fn a_classic_member_that_joins_and_never_syncs_is_removed_at_its_rebalance_timeout() {
+    let mut w = World::new(MigrationPolicy::Bidirectional);
+    upgraded_group(&mut w);
+    let id = joined(w.join("", &BTreeSet::new())).member_id;
+    let joined = joined(w.join(&id, &BTreeSet::new()));
+    assert_eq!(joined.error_code, ErrorCode::None);
+    // It heartbeats inside its 10 s session but never syncs: Kafka's sync
+    // timeout (its 30 s rebalance timeout) removes it.
+    for _ in 0..31 {
+        w.now_ms += 1_000;
+        let records = w.c.tick(w.now_ms);
+        w.log.extend(records);
+        if w.beat(&id, joined.generation_id) == ErrorCode::UnknownMemberId {
+            return;
+        }
+    }
+    panic!("{id} was kept past its rebalance timeout without syncing");
+}
