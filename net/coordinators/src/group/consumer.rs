@@ -32,6 +32,13 @@ pub struct TopicInfo {
     pub partitions: i32,
 }
 
+/// How a heartbeat or a join sees the topics: by name, and by a regular
+/// expression (the names of the topics it matches).
+pub type TopicLookups<'a> = (
+    &'a dyn Fn(&str) -> Option<TopicInfo>,
+    &'a dyn Fn(&str) -> Vec<String>,
+);
+
 /// A ConsumerGroupHeartbeat request. `None` fields mean "unchanged".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConsumerHeartbeatRequest {

@@ -16,20 +16,13 @@ use engine::ErrorCode;
 use super::classic::{
     HeartbeatRequest, JoinRequest, JoinResponse, LeavingMember, SyncRequest, SyncResponse,
 };
-use super::consumer::{ConsumerGroup, ConsumerMember, MemberState, TopicInfo};
+use super::consumer::{ConsumerGroup, ConsumerMember, MemberState, TopicLookups};
 use super::consumer_protocol::{encode_assignment, parse_subscription, Subscription};
 use super::migration::ClassicMemberMetadata;
 use super::IdGenerator;
 
 /// The protocol type every classic member of a KIP-848 group uses.
 const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
-
-/// How a classic join sees the topics: by name, and by a regular expression
-/// (other members' expressions are resolved again on every step).
-pub(super) type Lookups<'a> = (
-    &'a dyn Fn(&str) -> Option<TopicInfo>,
-    &'a dyn Fn(&str) -> Vec<String>,
-);
 
 impl ConsumerGroup {
     /// Kafka's `supportsClassicProtocols`: some protocol of the joining
@@ -53,7 +46,7 @@ impl ConsumerGroup {
         ids: &mut IdGenerator,
         now_ms: i64,
         req: &JoinRequest,
-        (topics, matching): Lookups<'_>,
+        (topics, matching): TopicLookups<'_>,
     ) -> JoinResponse {
         if req.protocol_type != CONSUMER_PROTOCOL_TYPE
             || req.protocols.is_empty()

@@ -7,9 +7,11 @@
 
 use super::assignor::MemberAssignment;
 use super::classic::{ClassicGroup, ClassicMember, ClassicState, JoinRequest, JoinResponse};
-use super::consumer::{ConsumerGroup, ConsumerHeartbeatRequest, ConsumerMember, MemberState};
+use super::consumer::{
+    ConsumerGroup, ConsumerHeartbeatRequest, ConsumerMember, MemberState, TopicLookups,
+};
 use super::consumer_protocol::{parse_assignment, parse_subscription};
-use super::coordinator::{Group, GroupCoordinator, JoinOutcome, TopicLookups};
+use super::coordinator::{Group, GroupCoordinator, JoinOutcome};
 use super::migration::{ClassicMemberMetadata, MigrationPolicy};
 use super::offsets::Record;
 use super::records;

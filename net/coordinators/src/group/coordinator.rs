@@ -20,7 +20,7 @@ use super::classic::{
     SyncRequest, SyncResponse,
 };
 use super::consumer::{
-    ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo,
+    ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo, TopicLookups,
 };
 use super::error::RecordError;
 use super::membership::{Members, MembershipLog, Restored};
@@ -29,13 +29,6 @@ use super::records::{self, OffsetCommitValue, RecordKey};
 use super::share::{ShareGroup, ShareHeartbeatRequest, ShareHeartbeatResponse};
 use super::share_topics::ShareTopics;
 use super::{GroupConfig, GroupResponse, IdGenerator, RequestToken, TopicPartition};
-
-/// How a heartbeat or a join sees the topics: by name, and by a regular
-/// expression.
-pub type TopicLookups<'a> = (
-    &'a dyn Fn(&str) -> Option<TopicInfo>,
-    &'a dyn Fn(&str) -> Vec<String>,
-);
 
 /// A group of either protocol. Both share one namespace of group ids.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -61,10 +61,12 @@ pub use classic::{
     ClassicGroup, ClassicState, HeartbeatRequest, JoinRequest, JoinResponse, LeavingMember,
     SyncRequest, SyncResponse,
 };
-pub use consumer::{ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo};
+pub use consumer::{
+    ConsumerGroup, ConsumerHeartbeatRequest, ConsumerHeartbeatResponse, TopicInfo, TopicLookups,
+};
 pub use coordinator::{
     FetchedOffset, Group, GroupCoordinator, JoinOutcome, ListedGroup, OffsetCommitRequest,
-    SyncOutcome, TopicLookups,
+    SyncOutcome,
 };
 pub use migration::MigrationPolicy;
 pub use offsets::Record;

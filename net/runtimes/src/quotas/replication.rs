@@ -23,10 +23,6 @@ use std::collections::BTreeMap;
 pub const LEADER_RATE: &str = super::entity::LEADER_REPLICATION_RATE;
 /// The follower side's rate (bytes/s).
 pub const FOLLOWER_RATE: &str = super::entity::FOLLOWER_REPLICATION_RATE;
-/// A topic's partitions throttled on their leader.
-pub const LEADER_REPLICAS: &str = "leader.replication.throttled.replicas";
-/// A topic's partitions throttled on their followers.
-pub const FOLLOWER_REPLICAS: &str = "follower.replication.throttled.replicas";
 
 /// Which side of replication a throttle is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,14 +39,6 @@ impl Side {
         match self {
             Side::Leader => LEADER_RATE,
             Side::Follower => FOLLOWER_RATE,
-        }
-    }
-
-    /// The topic config listing this side's throttled partitions.
-    pub fn replicas_key(self) -> &'static str {
-        match self {
-            Side::Leader => LEADER_REPLICAS,
-            Side::Follower => FOLLOWER_REPLICAS,
         }
     }
 
