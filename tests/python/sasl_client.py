@@ -6,17 +6,45 @@ tests/tests/sasl.rs and tests/tests/tls.rs.
 With CAFILE the connection is SASL_SSL, trusting that CA.
 
 Produces COUNT records to TOPIC (which exists) as USER with MECHANISM
-(PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), then reads them back from the
+(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, or OAUTHBEARER with an unsigned
+token naming USER and a SASL extension; PASSWORD is then ignored), then
+reads them back from the
 beginning with an assigned consumer. Prints one JSON line:
 {"produced": n, "consumed": [values]} — or {"error": "<exception class>:
 <message>"} when the client cannot authenticate.
 """
 
+import base64
 import json
 import sys
 import time
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+
+def unsigned_token_provider(user):
+    """kafka-python's token provider: an unsigned JWT for `user`."""
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    def part(value):
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    class Unsigned(AbstractTokenProvider):
+        def token(self):
+            now = int(time.time())
+            claims = {"sub": user, "iat": now, "exp": now + 600}
+            return part({"alg": "none"}) + "." + part(claims) + "."
+
+        def extensions(self):
+            return {"traceId": "42"}
+
+    return Unsigned()
+
+
+def credentials(mechanism, user, password):
+    if mechanism == "OAUTHBEARER":
+        return dict(sasl_oauth_token_provider=unsigned_token_provider(user))
+    return dict(sasl_plain_username=user, sasl_plain_password=password)
 
 
 def main():
@@ -28,8 +56,7 @@ def main():
         bootstrap_servers=bootstrap,
         security_protocol="SASL_SSL" if cafile else "SASL_PLAINTEXT",
         sasl_mechanism=mechanism,
-        sasl_plain_username=user,
-        sasl_plain_password=password,
+        **credentials(mechanism, user, password),
         request_timeout_ms=10000,
         # A refused login fails the bootstrap: after 5 s rather than the
         # default 30 (a good one takes well under a second).

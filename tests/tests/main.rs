@@ -62,6 +62,7 @@ mod log_dirs;
 mod many_partitions;
 #[path = "../bench/null_sink.rs"]
 mod null_sink;
+mod oauthbearer;
 mod old_clients;
 #[path = "../bench/omb_rill.rs"]
 mod omb_rill;

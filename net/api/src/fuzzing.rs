@@ -233,14 +233,22 @@ fn push_telemetry_body(request: &mut Request) -> Result<(), RequestError> {
     Ok(())
 }
 
-/// A SASL token through the PLAIN and SCRAM parsers (client-first,
-/// client-final); never panics. Returns how many parsed, so a fuzzer's
-/// input is used.
+/// A SASL token through the PLAIN, SCRAM (client-first, client-final) and
+/// OAUTHBEARER parsers, and an OAUTHBEARER token through the unsecured
+/// validator; never panics. Returns how many parsed, so a fuzzer's input
+/// is used.
 pub fn sasl(data: &[u8]) -> usize {
-    use security::sasl::{plain, scram};
+    use security::oauth::unsecured::{self, UnsecuredOptions};
+    use security::sasl::{oauthbearer, plain, scram};
+    let token_valid = oauthbearer::parse(data).map_or(0, |response| {
+        1 + usize::from(
+            unsecured::validate(&response.token, &UnsecuredOptions::default(), 0).is_ok(),
+        )
+    });
     usize::from(plain::parse(data).is_ok())
         + usize::from(scram::parse_client_first(data).is_ok())
         + usize::from(scram::parse_client_final(data).is_ok())
+        + token_valid
 }
 
 /// Produce's decode step, then each partition's record set through what

@@ -17,6 +17,7 @@
 //!   advertised host of a wildcard bind.
 //! - [`sasl`]: SASL mechanisms, JAAS users, re-authentication, bootstrap
 //!   SCRAM users.
+//! - [`oauth`]: OAUTHBEARER's token validators and identity provider keys.
 //! - [`tls`]: the `ssl.*` keys (common and `listener.name.<name>.ssl.*`)
 //!   and each TLS listener's certificate, truststore and client auth.
 //! - [`tiered`]: tiered storage (`remote.log.*`, `rill.remote.storage.*`).
@@ -25,6 +26,7 @@ pub mod authorizer;
 mod groups;
 pub mod keys;
 pub mod listeners;
+pub mod oauth;
 pub mod properties;
 pub mod sasl;
 pub mod tiered;
@@ -351,6 +353,7 @@ impl BrokerConfig {
         }
         config.cluster.validate(config.broker_id)?;
         config.check_inter_broker_listener()?;
+        config.check_oauth()?;
         groups::check(&config.group)?;
         config.tiered.validate()?;
         Ok(config)
@@ -767,6 +770,18 @@ impl BrokerConfig {
             }
             _ => Ok(()),
         }
+    }
+
+    /// OAUTHBEARER's start-time check over the SASL listeners (see
+    /// [`oauth::OAuthConfig::check`]).
+    fn check_oauth(&self) -> Result<(), ConfigError> {
+        let sasl_listeners: Vec<String> = self
+            .listeners
+            .iter()
+            .filter(|l| l.protocol.uses_sasl())
+            .map(|l| l.name.clone())
+            .collect();
+        self.sasl.check_oauth(&sasl_listeners)
     }
 
     /// The listener brokers reach each other on (replication, transaction

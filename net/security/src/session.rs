@@ -270,6 +270,9 @@ mod tests {
             fn scram(&self, _: &str, _: crate::sasl::ScramMechanism) -> Option<ScramCredential> {
                 None
             }
+            fn validate_token(&self, _: &str) -> Result<crate::sasl::TokenIdentity, String> {
+                Err(String::from("no tokens here"))
+            }
         }
         let sasl = Session::new(
             "SASL_PLAINTEXT",

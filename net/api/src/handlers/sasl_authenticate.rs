@@ -1,8 +1,8 @@
 //! SaslAuthenticate (key 36): one SASL token of the exchange SaslHandshake
 //! started, answered with the server's token. When the exchange succeeds
 //! the connection's session is authenticated as `User:<name>`; v1+ answers
-//! `session_lifetime_ms` (`connections.max.reauth.ms`, KIP-368), after
-//! which only a re-authentication (a new SaslHandshake + SaslAuthenticate
+//! `session_lifetime_ms` (`connections.max.reauth.ms`, KIP-368; no later
+//! than an OAUTHBEARER token's expiry), after which only a re-authentication (a new SaslHandshake + SaslAuthenticate
 //! on the same connection, as the same principal) is served.
 //!
 //! A failure answers SASL_AUTHENTICATION_FAILED (58) with the reason, then
@@ -17,7 +17,9 @@ use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslAuthenticate
 use kernel::config::sasl::SaslConfig;
 use kernel::error::RequestError;
 use runtimes::Shard;
-use security::sasl::{scram, CredentialSource, ScramCredential, ScramMechanism, Step};
+use security::sasl::{
+    scram, CredentialSource, ScramCredential, ScramMechanism, Step, TokenIdentity,
+};
 use security::{Principal, Session};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -32,7 +34,8 @@ pub const HANDLER: Handler = Handler {
 };
 
 /// The broker's users as the mechanisms see them: the listener's JAAS
-/// users and the metadata image's SCRAM credentials.
+/// users, the metadata image's SCRAM credentials and the listener's
+/// OAUTHBEARER validator.
 pub struct BrokerCredentials<'a> {
     /// The SASL settings.
     pub config: &'a SaslConfig,
@@ -40,6 +43,8 @@ pub struct BrokerCredentials<'a> {
     pub listener: &'a str,
     /// This shard's copy of the metadata image.
     pub image: Arc<MetadataImage>,
+    /// Now, wall-clock ms (tokens expire).
+    pub now_ms: i64,
 }
 
 impl CredentialSource for BrokerCredentials<'_> {
@@ -65,6 +70,14 @@ impl CredentialSource for BrokerCredentials<'_> {
             .find(|b| b.name == user && b.mechanism == mechanism)
             .map(|b| scram::credential_from_password(mechanism, &b.password, b.iterations))
     }
+
+    fn validate_token(&self, token: &str) -> Result<TokenIdentity, String> {
+        self.config
+            .oauth
+            .validator(self.listener)
+            .validate(token, self.now_ms)
+            .map_err(|e| e.to_string())
+    }
 }
 
 fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
@@ -86,6 +99,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             config: &shard.config.sasl,
             listener: &session.listener,
             image: shard.runtime().view.image(),
+            now_ms: shard.now_ms(),
         };
         let outcome = session.sasl_step(&body.auth_bytes, &credentials);
         let failure = match outcome {
@@ -96,7 +110,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             Some(Ok(Step::Done {
                 user,
                 response: token,
-            })) => match succeed(&shard, &session, &user) {
+                expires_at_ms,
+            })) => match succeed(&shard, &session, &user, expires_at_ms) {
                 Ok(lifetime_ms) => {
                     shard
                         .metrics
@@ -138,10 +153,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
     })
 }
 
-/// Authenticates the session as `User:<user>` and sets its lifetime;
-/// `Err` when a re-authentication names another principal (KIP-368
-/// forbids the change).
-fn succeed(shard: &Shard, session: &Session, user: &str) -> Result<i64, String> {
+/// Authenticates the session as `User:<user>` and sets its lifetime:
+/// `connections.max.reauth.ms`, cut to a token's remaining life, as
+/// Kafka does when re-authentication is on; `Err` when a
+/// re-authentication names another principal (KIP-368 forbids the change).
+fn succeed(
+    shard: &Shard,
+    session: &Session,
+    user: &str,
+    expires_at_ms: Option<i64>,
+) -> Result<i64, String> {
     let principal = Principal::user(user);
     if session.is_authenticated() && session.principal() != principal {
         return Err(format!(
@@ -150,7 +171,11 @@ fn succeed(shard: &Shard, session: &Session, user: &str) -> Result<i64, String> 
         ));
     }
     session.authenticate(principal);
-    let lifetime_ms = shard.config.sasl.max_reauth_ms;
+    let max_ms = shard.config.sasl.max_reauth_ms;
+    let lifetime_ms = match expires_at_ms {
+        Some(expires_ms) if max_ms > 0 => max_ms.min((expires_ms - shard.now_ms()).max(1)),
+        _ => max_ms,
+    };
     let expiry = (lifetime_ms > 0)
         .then(|| Instant::now() + Duration::from_millis(lifetime_ms.unsigned_abs()));
     session.set_expiry(expiry);

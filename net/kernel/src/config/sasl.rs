@@ -2,10 +2,14 @@
 //!
 //! - `sasl.enabled.mechanisms` and `listener.name.<listener>.sasl.enabled.mechanisms`:
 //!   the mechanisms a SASL listener offers (rill's default: PLAIN,
-//!   SCRAM-SHA-256, SCRAM-SHA-512; GSSAPI and OAUTHBEARER are refused).
+//!   SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER when named; GSSAPI is
+//!   refused).
 //! - `listener.name.<listener>.plain.sasl.jaas.config` and `sasl.jaas.config`:
 //!   the PLAIN users, in JAAS syntax (`PlainLoginModule required
-//!   user_alice="alice-secret";`). The listener's own config wins.
+//!   user_alice="alice-secret";`), and the unsecured OAUTHBEARER
+//!   validator's options (`OAuthBearerLoginModule`). The listener's own
+//!   config wins.
+//! - OAUTHBEARER's validators and identity provider: [`super::oauth`].
 //! - `connections.max.reauth.ms` (KIP-368): how long an authentication holds;
 //!   0 (the default) is for ever.
 //! - `rill.sasl.handshake.timeout.ms`: how long a connection may stay
@@ -17,6 +21,7 @@
 //!
 //! Secrets never reach an error message or a log line.
 
+use super::oauth::OAuthConfig;
 use crate::error::ConfigError;
 use security::sasl::{Mechanism, ScramMechanism, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS};
 use std::collections::BTreeMap;
@@ -43,6 +48,8 @@ pub struct SaslConfig {
     pub handshake_timeout_ms: u64,
     /// `rill.sasl.bootstrap.scram`.
     pub bootstrap_scram: Vec<BootstrapScram>,
+    /// OAUTHBEARER's validators.
+    pub oauth: OAuthConfig,
 }
 
 /// One `--add-scram` entry of `rill.sasl.bootstrap.scram`.
@@ -78,6 +85,7 @@ impl Default for SaslConfig {
             max_reauth_ms: 0,
             handshake_timeout_ms: 10_000,
             bootstrap_scram: Vec::new(),
+            oauth: OAuthConfig::default(),
         }
     }
 }
@@ -89,7 +97,10 @@ impl SaslConfig {
             "sasl.enabled.mechanisms" => {
                 self.enabled_mechanisms = Some(parse_mechanisms(name, value)?)
             }
-            "sasl.jaas.config" => self.plain_users = plain_users(name, value)?,
+            "sasl.jaas.config" => {
+                self.plain_users = plain_users(name, value)?;
+                self.apply_oauth_jaas("", name, value)?;
+            }
             "connections.max.reauth.ms" => {
                 self.max_reauth_ms = value
                     .trim()
@@ -112,9 +123,28 @@ impl SaslConfig {
                 // rill expects to be PLAINTEXT; nothing to choose.
                 tracing::info!(key = name, "Kafka setting has no effect on rill; ignored");
             }
+            _ if self.oauth.apply(name, value)? => {}
             _ => return self.apply_listener(name, value),
         }
         Ok(true)
+    }
+
+    /// The `OAuthBearerLoginModule` options of a JAAS config, if it has one.
+    fn apply_oauth_jaas(
+        &mut self,
+        listener: &str,
+        name: &str,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        let modules =
+            parse_jaas(value).map_err(|reason| ConfigError::invalid(name, HIDDEN, &reason))?;
+        match modules
+            .iter()
+            .find(|m| m.class.ends_with("OAuthBearerLoginModule"))
+        {
+            Some(module) => self.oauth.apply_jaas(listener, name, &module.options),
+            None => Ok(()),
+        }
     }
 
     /// `listener.name.<listener>.sasl.enabled.mechanisms` and
@@ -143,6 +173,9 @@ impl SaslConfig {
                 self.listener_plain_users
                     .insert(listener.to_ascii_uppercase(), plain_users(name, value)?);
             }
+            "OAUTHBEARER" => {
+                self.apply_oauth_jaas(&listener.to_ascii_uppercase(), name, value)?;
+            }
             "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
                 // The broker's own SCRAM login (inter-broker): the users
                 // are in the metadata quorum, not here.
@@ -168,7 +201,27 @@ impl SaslConfig {
         self.listener_mechanisms
             .get(&listener.to_ascii_uppercase())
             .or(self.enabled_mechanisms.as_ref())
-            .map_or(&Mechanism::ALL[..], Vec::as_slice)
+            .map_or(&Mechanism::DEFAULT[..], Vec::as_slice)
+    }
+
+    /// The start-time check of OAUTHBEARER, given the SASL listeners'
+    /// names: see [`OAuthConfig::check`]. Logs each listener that takes
+    /// unsigned tokens.
+    pub fn check_oauth(&self, sasl_listeners: &[String]) -> Result<(), ConfigError> {
+        let offering: Vec<String> = sasl_listeners
+            .iter()
+            .filter(|l| self.mechanisms_for(l).contains(&Mechanism::OAuthBearer))
+            .cloned()
+            .collect();
+        self.oauth.check(&offering)?;
+        for listener in offering.iter().filter(|l| !self.oauth.is_signed(l)) {
+            tracing::warn!(
+                %listener,
+                "OAUTHBEARER takes unsigned tokens here (Kafka's unsecured validator): any client \
+                 can name any principal; for development only"
+            );
+        }
+        Ok(())
     }
 
     /// The JAAS password of a PLAIN user on `listener`.
@@ -430,9 +483,12 @@ mod tests {
     }
 
     #[test]
-    fn mechanisms_default_to_all_and_refuse_gssapi() {
+    fn mechanisms_default_to_passwords_and_refuse_gssapi() {
         let mut sasl = SaslConfig::default();
-        assert_eq!(sasl.mechanisms_for("SASL_PLAINTEXT"), &Mechanism::ALL[..]);
+        assert_eq!(
+            sasl.mechanisms_for("SASL_PLAINTEXT"),
+            &Mechanism::DEFAULT[..]
+        );
         sasl.apply("sasl.enabled.mechanisms", "SCRAM-SHA-512")
             .unwrap();
         sasl.apply(
@@ -453,10 +509,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not supported"), "{err}");
-        assert!(sasl
-            .apply("sasl.enabled.mechanisms", "OAUTHBEARER")
-            .is_err());
+        sasl.apply("sasl.enabled.mechanisms", "OAUTHBEARER")
+            .unwrap();
+        assert_eq!(
+            sasl.mechanisms_for("SASL_PLAINTEXT"),
+            &[Mechanism::OAuthBearer]
+        );
         assert!(sasl.apply("sasl.enabled.mechanisms", " ").is_err());
+    }
+
+    #[test]
+    fn oauthbearer_jaas_options_reach_the_unsecured_validator() {
+        let mut sasl = SaslConfig::default();
+        sasl.apply(
+            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config",
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+             unsecuredLoginStringClaim_sub=\"admin\" unsecuredValidatorRequiredScope=\"a b\";",
+        )
+        .unwrap();
+        let security::oauth::Validator::Unsecured(options) = sasl.oauth.validator("SASL_PLAINTEXT")
+        else {
+            panic!("unsecured expected");
+        };
+        assert_eq!(options.required_scopes, ["a", "b"]);
+        sasl.apply("sasl.enabled.mechanisms", "PLAIN,OAUTHBEARER")
+            .unwrap();
+        sasl.apply("sasl.oauthbearer.jwks.endpoint.url", "https://idp/keys")
+            .unwrap();
+        let listeners = [String::from("SASL_PLAINTEXT")];
+        assert!(sasl.check_oauth(&listeners).is_err());
+        sasl.apply("sasl.enabled.mechanisms", "PLAIN").unwrap();
+        assert!(sasl.check_oauth(&listeners).is_ok());
     }
 
     #[test]

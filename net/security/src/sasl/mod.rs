@@ -6,12 +6,15 @@
 //!   listener or, failing that, a user's stored SCRAM credential.
 //! - [`scram`]: SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677)
 //!   without channel binding, as Kafka offers them.
+//! - [`oauthbearer`]: OAUTHBEARER (RFC 7628), the bearer token checked by
+//!   the broker's validator ([`crate::oauth`]). Never offered unless named.
 //!
 //! The client messages are parsed by pure functions
 //! ([`plain::parse`], [`scram::parse_client_first`],
-//! [`scram::parse_client_final`]) that never panic on any input: the fuzz
-//! targets call them directly.
+//! [`scram::parse_client_final`], [`oauthbearer::parse`]) that never panic
+//! on any input: the fuzz targets call them directly.
 
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
@@ -26,6 +29,8 @@ pub enum Mechanism {
     Plain,
     /// `SCRAM-SHA-256` or `SCRAM-SHA-512`.
     Scram(ScramMechanism),
+    /// `OAUTHBEARER`: a bearer token (a JWT) from an identity provider.
+    OAuthBearer,
 }
 
 /// The SCRAM hash functions.
@@ -79,11 +84,21 @@ impl ScramMechanism {
 }
 
 impl Mechanism {
-    /// Every mechanism, in the order rill offers them by default.
-    pub const ALL: [Mechanism; 3] = [
+    /// The mechanisms a SASL listener offers when none are named. Not
+    /// OAUTHBEARER: its default validator trusts unsigned tokens, so it is
+    /// offered only where an operator names it.
+    pub const DEFAULT: [Mechanism; 3] = [
         Mechanism::Plain,
         Mechanism::Scram(ScramMechanism::Sha256),
         Mechanism::Scram(ScramMechanism::Sha512),
+    ];
+
+    /// Every mechanism rill serves.
+    pub const ALL: [Mechanism; 4] = [
+        Mechanism::Plain,
+        Mechanism::Scram(ScramMechanism::Sha256),
+        Mechanism::Scram(ScramMechanism::Sha512),
+        Mechanism::OAuthBearer,
     ];
 
     /// Kafka's name (`SCRAM-SHA-512`).
@@ -91,6 +106,7 @@ impl Mechanism {
         match self {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(m) => m.name(),
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -110,23 +126,36 @@ impl FromStr for Mechanism {
             return Ok(m);
         }
         Err(match wanted {
-            "GSSAPI" | "OAUTHBEARER" => {
-                format!("SASL mechanism {wanted} is not supported by rill (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are)")
+            "GSSAPI" => {
+                format!("SASL mechanism {wanted} is not supported by rill (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)")
             }
             _ => {
-                format!("unknown SASL mechanism {wanted:?} (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+                format!("unknown SASL mechanism {wanted:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
             }
         })
     }
 }
 
-/// Where the mechanisms find users: the listener's JAAS users (PLAIN) and
-/// the metadata image's SCRAM credentials.
+/// Where the mechanisms find users: the listener's JAAS users (PLAIN),
+/// the metadata image's SCRAM credentials, and the listener's token
+/// validator (OAUTHBEARER).
 pub trait CredentialSource {
     /// The password of a user the JAAS config names (`user_<name>=...`).
     fn plain_password(&self, user: &str) -> Option<String>;
     /// A user's stored SCRAM credential for a mechanism.
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+    /// Who an OAUTHBEARER token names, and until when; `Err` says why it
+    /// is refused (it reaches the client: never a secret).
+    fn validate_token(&self, token: &str) -> Result<TokenIdentity, String>;
+}
+
+/// What a valid bearer token says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenIdentity {
+    /// The principal's name (its `sub` claim, or the one configured).
+    pub principal: String,
+    /// When it expires, wall-clock ms since the epoch.
+    pub expires_at_ms: i64,
 }
 
 /// Why an exchange failed. The text goes to the client in SaslAuthenticate's
@@ -156,6 +185,12 @@ pub enum SaslError {
         /// RFC 5802's `server-error-value` (`invalid-proof`, ...).
         value: &'static str,
     },
+    /// An OAUTHBEARER token the validator refused.
+    #[error("Authentication failed: invalid OAUTHBEARER token: {reason}")]
+    InvalidToken {
+        /// Why (expired, bad signature, ...).
+        reason: String,
+    },
     /// A message after the exchange ended.
     #[error("unexpected {mechanism} message: the exchange is over")]
     IllegalState {
@@ -183,6 +218,9 @@ pub enum Step {
         user: String,
         /// The last server message.
         response: Vec<u8>,
+        /// When the credential expires (a bearer token's `exp`), wall-clock
+        /// ms; `None` for passwords.
+        expires_at_ms: Option<i64>,
     },
 }
 
@@ -192,6 +230,8 @@ pub enum SaslServer {
     Plain(plain::PlainServer),
     /// SCRAM: two messages.
     Scram(scram::ScramServer),
+    /// OAUTHBEARER: one message (two when the token is refused).
+    OAuthBearer(oauthbearer::OAuthBearerServer),
 }
 
 impl fmt::Debug for SaslServer {
@@ -207,6 +247,9 @@ impl SaslServer {
         match mechanism {
             Mechanism::Plain => SaslServer::Plain(plain::PlainServer::default()),
             Mechanism::Scram(m) => SaslServer::Scram(scram::ScramServer::new(m)),
+            Mechanism::OAuthBearer => {
+                SaslServer::OAuthBearer(oauthbearer::OAuthBearerServer::default())
+            }
         }
     }
 
@@ -215,6 +258,7 @@ impl SaslServer {
         match self {
             SaslServer::Plain(_) => Mechanism::Plain,
             SaslServer::Scram(s) => Mechanism::Scram(s.mechanism()),
+            SaslServer::OAuthBearer(_) => Mechanism::OAuthBearer,
         }
     }
 
@@ -227,6 +271,7 @@ impl SaslServer {
         match self {
             SaslServer::Plain(s) => s.step(message, credentials),
             SaslServer::Scram(s) => s.step(message, credentials),
+            SaslServer::OAuthBearer(s) => s.step(message, credentials),
         }
     }
 }
@@ -249,6 +294,8 @@ pub(crate) mod test_support {
     pub struct Users {
         pub plain: BTreeMap<String, String>,
         pub scram: BTreeMap<(String, ScramMechanism), ScramCredential>,
+        /// Token → (principal, expiry ms).
+        pub tokens: BTreeMap<String, (String, i64)>,
     }
 
     impl CredentialSource for Users {
@@ -257,6 +304,17 @@ pub(crate) mod test_support {
         }
         fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential> {
             self.scram.get(&(user.to_string(), mechanism)).cloned()
+        }
+        fn validate_token(&self, token: &str) -> Result<TokenIdentity, String> {
+            let (principal, expires_at_ms) = self
+                .tokens
+                .get(token)
+                .cloned()
+                .ok_or_else(|| String::from("unknown token"))?;
+            Ok(TokenIdentity {
+                principal,
+                expires_at_ms,
+            })
         }
     }
 }

@@ -83,6 +83,7 @@ impl PlainServer {
         Ok(Step::Done {
             user: plain.username,
             response: Vec::new(),
+            expires_at_ms: None,
         })
     }
 }
@@ -128,7 +129,8 @@ mod tests {
                 server.step(message, &users),
                 Ok(Step::Done {
                     user: user.into(),
-                    response: Vec::new()
+                    response: Vec::new(),
+                    expires_at_ms: None,
                 })
             );
             assert!(server.step(message, &users).unwrap_err().is_illegal_state());

@@ -514,6 +514,7 @@ impl ScramServer {
         Ok(Step::Done {
             user: first.username.clone(),
             response: format!("v={}", BASE64.encode(server_signature)).into_bytes(),
+            expires_at_ms: None,
         })
     }
 }
@@ -557,7 +558,8 @@ mod tests {
             done,
             Step::Done {
                 user: "user".into(),
-                response: SERVER_FINAL.as_bytes().to_vec()
+                response: SERVER_FINAL.as_bytes().to_vec(),
+                expires_at_ms: None,
             }
         );
         assert!(server
@@ -743,7 +745,8 @@ mod tests {
             .map(|(a, b)| a ^ b)
             .collect();
         let last = format!("{without_proof},p={}", BASE64.encode(&proof));
-        let Step::Done { user, response } = server.step(last.as_bytes(), &users).unwrap() else {
+        let Step::Done { user, response, .. } = server.step(last.as_bytes(), &users).unwrap()
+        else {
             panic!("expected success")
         };
         assert_eq!(user, "alice");

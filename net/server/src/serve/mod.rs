@@ -24,8 +24,11 @@
 //!   systemd's `READY=1` / `STOPPING=1` (sd_notify) when it asked.
 //! - `shard`: one shard's life, phase by phase (start, serve, stop).
 //! - `accept`: each listener's accept loop and the connection limits.
+//! - `jwks`: the identity provider's keys for OAUTHBEARER, loaded before
+//!   the listeners open and refreshed by a thread of their own.
 
 mod accept;
+mod jwks;
 mod limits;
 mod readiness;
 mod shard;
@@ -168,6 +171,9 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
         check_data_dir(dir)?;
     }
     wait_for_ports(&config)?;
+    if let Some(source) = &config.sasl.oauth.jwks {
+        jwks::start(source, config.sasl.oauth.keys.0.clone())?;
+    }
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let entries = read_topics(&config, &data_dirs)?;
     log_start(&config, &data_dirs, entries.len());

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 const PARSER_SOURCES: &[(&str, &str)] = &[
     ("config.rs", include_str!("../../config.rs")),
     ("config/sasl.rs", include_str!("../sasl.rs")),
+    ("config/oauth.rs", include_str!("../oauth.rs")),
     ("config/tls.rs", include_str!("../tls.rs")),
     ("config/authorizer.rs", include_str!("../authorizer.rs")),
     ("config/tiered.rs", include_str!("../tiered.rs")),
