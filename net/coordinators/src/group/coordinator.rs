@@ -1016,7 +1016,12 @@ impl GroupCoordinator {
             records.extend(self.offsets.expire(&id, now_ms, retention_ms, |v| {
                 base.unwrap_or(v.commit_timestamp_ms)
             }));
-            if !self.offsets.has_offsets(&id) {
+            // An empty classic group may hold a member between its
+            // MEMBER_ID_REQUIRED and its second join (a deadline): it stays,
+            // or that join would find no group (UNKNOWN_MEMBER_ID).
+            let waiting = matches!(self.groups.get(&id),
+                Some(Group::Classic(g)) if g.next_deadline_ms().is_some());
+            if !self.offsets.has_offsets(&id) && !waiting {
                 records.extend(self.remove_group(&id));
             }
         }

@@ -914,3 +914,31 @@ fn kip848_members_rejoin_a_coordinator_that_replayed_only_the_offsets() {
     let offset = second.offsets().get("cg", &TopicPartition::new("t", 0));
     assert_eq!(offset.map(|o| o.offset), Some(42));
 }
+
+/// The coordinator's first tick runs the offset-expiry check, which drops
+/// empty groups without offsets; a group holding a member between its
+/// MEMBER_ID_REQUIRED and its second join is not one of them (KafkaJS's
+/// first join on a fresh broker got UNKNOWN_MEMBER_ID).
+#[test]
+fn the_expiry_check_keeps_a_group_whose_member_was_just_given_its_id() {
+    let mut h = Harness::new(0);
+    let (_, first) = h.join(join_request("", "kjs"));
+    let JoinOutcome::Respond(r) = first else {
+        panic!("first join must answer at once");
+    };
+    assert_eq!(r.error_code, ErrorCode::MemberIdRequired);
+    h.advance(1);
+    let (token, outcome) = h.join(join_request(&r.member_id, "kjs"));
+    let joined = match outcome {
+        JoinOutcome::Respond(r) => r,
+        JoinOutcome::Pending => {
+            h.advance(1);
+            match h.responses().remove(&token) {
+                Some(GroupResponse::Join(j)) => j,
+                other => panic!("no join answer: {other:?}"),
+            }
+        }
+    };
+    assert_eq!(joined.error_code, ErrorCode::None);
+    assert_eq!(joined.member_id, r.member_id);
+}
