@@ -64,8 +64,8 @@ fn scram(mechanism: &str) -> Result<(SaslMechanism, i8)> {
     match SaslMechanism::parse(mechanism)? {
         SaslMechanism::ScramSha256 => Ok((SaslMechanism::ScramSha256, 1)),
         SaslMechanism::ScramSha512 => Ok((SaslMechanism::ScramSha512, 2)),
-        SaslMechanism::Plain => Err(AdminError::Usage(String::from(
-            "--mechanism: SCRAM-SHA-256 or SCRAM-SHA-512 (PLAIN users are not stored by the broker)",
+        SaslMechanism::Plain | SaslMechanism::OAuthBearer => Err(AdminError::Usage(String::from(
+            "--mechanism: SCRAM-SHA-256 or SCRAM-SHA-512 (PLAIN and OAUTHBEARER users are not stored by the broker)",
         ))),
     }
 }

@@ -12,7 +12,8 @@
 use crate::error::{BenchError, Result};
 use crate::kafka::framing::{decode_response, encode_request, peek_correlation_id, split_frame};
 use crate::kafka::sasl::{
-    self, client_nonce, plain_message, SaslCredentials, SaslMechanism, ScramClient,
+    self, client_nonce, oauthbearer_message, plain_message, SaslCredentials, SaslMechanism,
+    ScramClient,
 };
 use crate::kafka::versions::{negotiate_ranges, ApiRanges, NegotiatedVersions, SUPPORTED_RANGES};
 use bytes::{Bytes, BytesMut};
@@ -377,6 +378,20 @@ async fn authenticate(connection: &Connection, credentials: &SaslCredentials) ->
             let message = plain_message(&credentials.username, &credentials.password);
             exchange(connection, message).await?;
             Ok(())
+        }
+        SaslMechanism::OAuthBearer => {
+            // A refused token is answered with an error challenge; the
+            // acknowledgement then gets the failure and its reason.
+            let challenge =
+                exchange(connection, oauthbearer_message(&credentials.password)).await?;
+            if challenge.is_empty() {
+                return Ok(());
+            }
+            exchange(connection, vec![1]).await?;
+            Err(BenchError::Other(format!(
+                "OAUTHBEARER token refused at {addr}: {}",
+                String::from_utf8_lossy(&challenge)
+            )))
         }
         SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512 => {
             let mut client = ScramClient::new(

@@ -1,7 +1,8 @@
 //! SASL to the broker (`--security-protocol SASL_PLAINTEXT|SASL_SSL`):
-//! SaslHandshake v1 then SaslAuthenticate, with PLAIN (RFC 4616) or
-//! SCRAM-SHA-256/512 (RFC 5802/7677), the client half of what rill's
-//! listeners check. Each connection authenticates once, right after
+//! SaslHandshake v1 then SaslAuthenticate, with PLAIN (RFC 4616),
+//! SCRAM-SHA-256/512 (RFC 5802/7677) or OAUTHBEARER (RFC 7628: the
+//! password is the bearer token; without one, an unsigned token for the
+//! user), the client half of what rill's listeners check. Each connection authenticates once, right after
 //! ApiVersions, before its first other request.
 
 use crate::error::{BenchError, Result};
@@ -19,6 +20,7 @@ pub enum SaslMechanism {
     Plain,
     ScramSha256,
     ScramSha512,
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -27,8 +29,9 @@ impl SaslMechanism {
             "PLAIN" => Ok(SaslMechanism::Plain),
             "SCRAM-SHA-256" => Ok(SaslMechanism::ScramSha256),
             "SCRAM-SHA-512" => Ok(SaslMechanism::ScramSha512),
+            "OAUTHBEARER" => Ok(SaslMechanism::OAuthBearer),
             _ => Err(BenchError::Other(format!(
-                "--sasl-mechanism {name}: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+                "--sasl-mechanism {name}: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
             ))),
         }
     }
@@ -38,6 +41,7 @@ impl SaslMechanism {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
             SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 }
@@ -71,6 +75,23 @@ pub(crate) fn plain_message(username: &str, password: &str) -> Vec<u8> {
     message.push(0);
     message.extend_from_slice(password.as_bytes());
     message
+}
+
+/// RFC 7628's client initial response: `n,,\x01auth=Bearer <token>\x01\x01`.
+pub(crate) fn oauthbearer_message(token: &str) -> Vec<u8> {
+    format!("n,,\u{1}auth=Bearer {token}\u{1}\u{1}").into_bytes()
+}
+
+/// An unsigned JWT (`alg: none`) naming `user`, valid for an hour from
+/// `now_s`: what Kafka's default validator takes.
+pub(crate) fn unsigned_token(user: &str, now_s: u64) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let claims = serde_json::json!({"sub": user, "iat": now_s, "exp": now_s + 3600});
+    format!(
+        "{}.{}.",
+        URL_SAFE_NO_PAD.encode(r#"{"alg":"none"}"#),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
 }
 
 pub(crate) fn client_nonce() -> String {
@@ -286,9 +307,23 @@ mod tests {
             SaslMechanism::Plain,
             SaslMechanism::ScramSha256,
             SaslMechanism::ScramSha512,
+            SaslMechanism::OAuthBearer,
         ] {
             assert_eq!(SaslMechanism::parse(mechanism.name()).unwrap(), mechanism);
         }
         assert!(SaslMechanism::parse("GSSAPI").is_err());
+    }
+
+    #[test]
+    fn oauthbearer_sends_an_unsigned_token_for_the_user() {
+        let token = unsigned_token("bench", 1_000);
+        let claims = token.split('.').nth(1).unwrap();
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap();
+        assert_eq!(claims["sub"], "bench");
+        assert_eq!(claims["exp"], 4_600);
+        assert!(token.ends_with('.'));
+        assert_eq!(oauthbearer_message("t"), b"n,,\x01auth=Bearer t\x01\x01");
     }
 }

@@ -25,13 +25,15 @@ pub struct SecurityArgs {
     /// (Kafka's `ssl.ca.location`); required with SSL and SASL_SSL.
     #[arg(long, global = true)]
     pub ssl_ca_location: Option<PathBuf>,
-    /// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Kafka's `sasl.mechanism`).
+    /// PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER (Kafka's
+    /// `sasl.mechanism`).
     #[arg(long, global = true, default_value = "PLAIN")]
     pub sasl_mechanism: String,
     /// SASL user name (Kafka's `sasl.username`).
     #[arg(long, global = true)]
     pub sasl_username: Option<String>,
-    /// SASL password (Kafka's `sasl.password`).
+    /// SASL password (Kafka's `sasl.password`); for OAUTHBEARER the bearer
+    /// token (without it, an unsigned token for the user).
     #[arg(long, global = true)]
     pub sasl_password: Option<String>,
 }
@@ -61,7 +63,16 @@ pub fn configure(args: &SecurityArgs) -> Result<()> {
     }
     if uses_sasl {
         let mechanism = SaslMechanism::parse(&args.sasl_mechanism)?;
-        let (Some(username), Some(password)) = (&args.sasl_username, &args.sasl_password) else {
+        let password = match (&args.sasl_password, &args.sasl_username) {
+            (None, Some(user)) if mechanism == SaslMechanism::OAuthBearer => {
+                let now_s = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                Some(sasl::unsigned_token(user, now_s))
+            }
+            (password, _) => password.clone(),
+        };
+        let (Some(username), Some(password)) = (&args.sasl_username, &password) else {
             return Err(BenchError::Other(format!(
                 "--security-protocol {protocol} needs --sasl-username and --sasl-password"
             )));
