@@ -53,6 +53,7 @@ mod groups;
 #[path = "../bench/groups_rill.rs"]
 mod groups_rill;
 mod io_properties;
+mod kafkajs;
 mod layering;
 mod leader_epochs;
 mod limits;
