@@ -3,7 +3,7 @@
 //! rebalance completes).
 
 use super::persist::persist;
-use super::replay::{loaded_lease, unload_lost};
+use super::replay::{led_unloaded, loaded_lease, unload_lost};
 use super::{offsets_partitions, GroupReply, GroupRequest, GroupRuntime};
 use crate::Shard;
 use coordinators::group::{
@@ -31,8 +31,16 @@ pub(super) async fn execute(shard: &Rc<Shard>, request: GroupRequest) -> GroupRe
                 return GroupReply::Unavailable(code);
             }
         }
-        // ListGroups: only groups of partitions still led here.
-        None => unload_lost(shard, runtime),
+        // ListGroups: the groups of the partitions led here, each loaded
+        // first (as the timer would, up to its next round later): just
+        // after a start or a leadership change the list is whole at once.
+        None => {
+            unload_lost(shard, runtime);
+            for partition in led_unloaded(shard, runtime) {
+                // NOT_COORDINATOR or a load in progress: listed without it.
+                let _ = loaded_lease(shard, runtime, partition).await;
+            }
+        }
     }
     if let GroupRequest::StageTxn {
         producer_id,
