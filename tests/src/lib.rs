@@ -565,5 +565,6 @@ pub mod python;
 pub mod raw;
 pub mod replicated;
 pub mod s3;
+pub mod sasl;
 pub mod share;
 pub mod small_fs;

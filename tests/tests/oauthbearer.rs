@@ -18,10 +18,11 @@ use rdkafka::client::{ClientContext, OAuthToken};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rill_tests::kafka::{client_config, consume_all, create_topic};
+use rill_tests::sasl::SaslBroker;
 use rill_tests::{data_dir, free_port, raw, Broker};
 use serde_json::json;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -34,37 +35,10 @@ const SUPER_USERS: &str =
 
 /// A broker with a PLAINTEXT listener (first) and a SASL_PLAINTEXT one
 /// offering OAUTHBEARER only, with `extra` properties.
-struct OAuthBroker {
-    broker: Broker,
-    plain: SocketAddr,
-    sasl: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-fn start(extra: &str) -> OAuthBroker {
-    let dir = data_dir();
-    let (plain_port, sasl_port) = (free_port(), free_port());
-    let file = dir.path().join("server.properties");
-    std::fs::write(
-        &file,
-        format!(
-            "listeners=PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\
-             listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER\n\
-             {extra}\n"
-        ),
-    )
-    .expect("write server.properties");
-    let plain: SocketAddr = format!("127.0.0.1:{plain_port}").parse().expect("addr");
-    let sasl: SocketAddr = format!("127.0.0.1:{sasl_port}").parse().expect("addr");
-    let config = file.to_str().expect("utf-8 path");
-    let broker = Broker::start_listening(RILL, dir.path(), plain, &["--config", config], &[]);
-    OAuthBroker {
-        broker,
-        plain,
-        sasl,
-        _dir: dir,
-    }
+fn start(extra: &str) -> SaslBroker {
+    let properties =
+        format!("listener.name.sasl_plaintext.sasl.enabled.mechanisms=OAUTHBEARER\n{extra}");
+    SaslBroker::start(RILL, &properties, "2", &[])
 }
 
 /// librdkafka's settings for its own unsecured token.

@@ -25,7 +25,8 @@ use rdkafka::TopicPartitionList;
 use rill_tests::kafka::{client_config, consume_all, create_topic, produce_all, producer};
 use rill_tests::python::{python_script, require_kafka_python};
 use rill_tests::raw::assert_closed_by_broker;
-use rill_tests::{data_dir, free_port, raw, Broker};
+use rill_tests::sasl::SaslBroker;
+use rill_tests::{raw, Broker};
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
@@ -35,21 +36,6 @@ use std::time::{Duration, Instant};
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 
 const JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";"#;
-
-/// A broker with a PLAINTEXT listener (first: the test harness's) and a
-/// SASL_PLAINTEXT one.
-struct SaslBroker {
-    broker: Broker,
-    plain: SocketAddr,
-    sasl: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl SaslBroker {
-    fn sasl_bootstrap(&self) -> String {
-        self.sasl.to_string()
-    }
-}
 
 /// Starts a broker with the JAAS users admin and alice, the bootstrap
 /// SCRAM user `root` (both mechanisms) and `extra` properties; returns once
@@ -63,40 +49,12 @@ fn start(extra: &str) -> SaslBroker {
 /// Starts the broker of [`start`] with `envs`, without waiting for the
 /// bootstrap user.
 fn start_with_env(extra: &str, envs: &[(&str, &str)]) -> SaslBroker {
-    let dir = data_dir();
-    let (plain_port, sasl_port) = (free_port(), free_port());
-    let file = dir.path().join("server.properties");
-    std::fs::write(
-        &file,
-        format!(
-            "listeners=PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}\n\
-             listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n\
-             listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n\
-             rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=root,password=root-secret];SCRAM-SHA-256=[name=root,password=root-secret]\n\
-             {extra}\n"
-        ),
-    )
-    .expect("write server.properties");
-    let plain: SocketAddr = format!("127.0.0.1:{plain_port}").parse().expect("addr");
-    let sasl: SocketAddr = format!("127.0.0.1:{sasl_port}").parse().expect("addr");
-    let broker = Broker::start_listening(
-        RILL,
-        dir.path(),
-        plain,
-        &[
-            "--cores",
-            "2",
-            "--config",
-            file.to_str().expect("utf-8 path"),
-        ],
-        envs,
+    let properties = format!(
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n\
+         rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=root,password=root-secret];SCRAM-SHA-256=[name=root,password=root-secret]\n\
+         {extra}"
     );
-    SaslBroker {
-        broker,
-        plain,
-        sasl,
-        _dir: dir,
-    }
+    SaslBroker::start(RILL, &properties, "2", envs)
 }
 
 /// Waits until `user` has `mechanisms` SCRAM credentials (bootstrap users
