@@ -424,3 +424,36 @@ fn a_tokens_expiry_bounds_the_session_and_a_refusal_comes_as_rfc_7628_says() {
         .unwrap_or_default();
     assert!(reason.contains("expired"), "{reason}");
 }
+
+/// rill's own client (`rill admin`, the same as `rill-bench`'s) logs in
+/// with OAUTHBEARER: an unsigned token for its user, or the token given.
+#[test]
+fn rill_admin_logs_in_with_oauthbearer() {
+    let b = start("");
+    let admin = |extra: &[&str]| {
+        let mut command = std::process::Command::new(RILL);
+        command.args(["admin", "--brokers", &b.sasl_bootstrap()]);
+        command.args([
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--sasl-mechanism",
+            "OAUTHBEARER",
+        ]);
+        command.args(["--sasl-username", "admin"]).args(extra);
+        command
+            .args(["topic", "list"])
+            .output()
+            .expect("rill admin runs")
+    };
+    let listed = admin(&[]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("PARTITIONS"));
+    let refused = admin(&["--sasl-password", "not-a-jwt"]);
+    assert!(!refused.status.success());
+    let reason = String::from_utf8_lossy(&refused.stderr);
+    assert!(reason.contains("invalid OAUTHBEARER token"), "{reason}");
+}
