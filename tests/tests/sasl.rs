@@ -934,3 +934,55 @@ async fn ten_thousand_unauthenticated_connections_do_not_stop_a_client() {
     let mut byte = [0u8; 1];
     assert!(matches!(sample.read(&mut byte), Ok(0) | Err(_)));
 }
+
+/// `sasl.server.max.receive.size` (Kafka's guard): before it authenticates,
+/// a connection on a SASL listener may not send a frame over the limit (the
+/// broker closes it rather than buffer it); once authenticated, the same
+/// size is read as usual.
+#[test]
+fn a_frame_over_the_sasl_receive_limit_closes_an_unauthenticated_connection() {
+    let b = start("sasl.server.max.receive.size=65536\n");
+    // A 100 KiB token: over the limit, the connection is closed unanswered.
+    let mut socket = connect(b.sasl);
+    assert_eq!(handshake(&mut socket, "PLAIN").error_code, 0);
+    let mut big_token = SaslAuthenticateRequest::default();
+    big_token.auth_bytes = vec![b'x'; 100 * 1024].into();
+    let answer: std::io::Result<SaslAuthenticateResponse> =
+        raw::exchange(&mut socket, ApiKey::SaslAuthenticate, 1, 2, &big_token);
+    assert!(
+        answer.is_err(),
+        "an oversized unauthenticated frame was read: {answer:?}"
+    );
+    // A token under the limit is read (and refused as a bad PLAIN message).
+    let mut socket = connect(b.sasl);
+    assert_eq!(handshake(&mut socket, "PLAIN").error_code, 0);
+    let mut token = SaslAuthenticateRequest::default();
+    token.auth_bytes = vec![b'x'; 1024].into();
+    let refused: SaslAuthenticateResponse =
+        raw::exchange(&mut socket, ApiKey::SaslAuthenticate, 1, 2, &token).expect("answered");
+    assert_eq!(refused.error_code, 58, "SASL_AUTHENTICATION_FAILED");
+    // Authenticated, a 100 KiB Metadata request (3,000 topic names) is served.
+    let mut socket = connect(b.sasl);
+    assert_eq!(
+        plain_login(&mut socket, "alice", "alice-secret").error_code,
+        0
+    );
+    let mut request = MetadataRequest::default();
+    request.allow_auto_topic_creation = false;
+    request.topics = Some(
+        (0..3000)
+            .map(|i| {
+                let mut topic =
+                    kafka_protocol::messages::metadata_request::MetadataRequestTopic::default();
+                let name = format!("no-such-topic-with-a-long-name-{i:05}");
+                topic.name = Some(kafka_protocol::messages::TopicName(StrBytes::from_string(
+                    name,
+                )));
+                topic
+            })
+            .collect(),
+    );
+    let served: MetadataResponse =
+        raw::exchange(&mut socket, ApiKey::Metadata, 12, 3, &request).expect("metadata served");
+    assert_eq!(served.topics.len(), 3000);
+}

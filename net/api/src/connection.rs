@@ -270,6 +270,7 @@ async fn read_requests(
         shutdown: &shutdown,
         peer,
         activity,
+        session,
         frame_max_bytes,
         chunk_bytes: FIRST_READ_CHUNK_BYTES,
         buf: BytesMut::new(),
@@ -315,6 +316,8 @@ struct FrameReader<'a> {
     shutdown: &'a ShutdownSignal,
     peer: &'a str,
     activity: &'a Activity,
+    /// Whether the connection still has to authenticate.
+    session: &'a Rc<Session>,
     /// Largest frame accepted (`socket.request.max.bytes`).
     frame_max_bytes: usize,
     /// Size of the next region read into: [`FIRST_READ_CHUNK_BYTES`] until
@@ -330,13 +333,26 @@ struct FrameReader<'a> {
 }
 
 impl FrameReader<'_> {
+    /// The largest frame accepted now: `sasl.server.max.receive.size` on a
+    /// SASL listener until the connection authenticates (Kafka's guard: an
+    /// unauthenticated peer cannot make the broker buffer 100 MB), else
+    /// `socket.request.max.bytes`.
+    fn frame_limit(&self) -> usize {
+        if self.session.protocol.uses_sasl() && !self.session.is_authenticated() {
+            let sasl_max = self.shard.config.sasl.server_max_receive_bytes;
+            return self.frame_max_bytes.min(sasl_max);
+        }
+        self.frame_max_bytes
+    }
+
     /// The next whole frame (without its length prefix), or `None` once the
     /// connection must close: the peer closed, a bad or truncated frame, a
     /// failed read, or shutdown.
     async fn next_frame(&mut self) -> Option<Bytes> {
         loop {
             self.account.set(self.buf.capacity() + self.room.capacity());
-            match try_split_frame(&mut self.buf, self.frame_max_bytes) {
+            let limit = self.frame_limit();
+            match try_split_frame(&mut self.buf, limit) {
                 Ok(Some(frame)) => return Some(frame),
                 Ok(None) => {}
                 Err(e) => {

@@ -227,6 +227,7 @@ pub const BROKER_KEYS: &[BrokerKey] = &[
     key("sasl.oauthbearer.scope.claim.name", Sasl, "claim name", Value("scope"), "scp", "The claim of a signed token that holds its scopes."),
     key("sasl.oauthbearer.clock.skew.seconds", Sasl, "seconds, 0 or more", Value("30"), "30", "Slack allowed on a signed token's `exp`, `iat` and `nbf`."),
     key("connections.max.reauth.ms", Sasl, "ms, 0 or more", Value("0"), "3600000", "How long a SASL session lives before the client must re-authenticate (0: forever)."),
+    key("sasl.server.max.receive.size", Sasl, "bytes, at least 1", Value("524288"), "65536", "The largest request frame a SASL listener reads before the connection authenticates; a larger one closes it (an unauthenticated peer cannot make the broker buffer `socket.request.max.bytes`)."),
     key("rill.sasl.handshake.timeout.ms", Sasl, "ms, at least 1", Value("10000"), "10000", "How long a client has to finish SASL authentication."),
     key("rill.sasl.bootstrap.scram", Sasl, "SCRAM-SHA-512=[name=...,password=...];...", Implied("none"), "SCRAM-SHA-512=[name=admin,password=admin-secret]", "SCRAM users created at the first start (as `kafka-storage format --add-scram`)."),
     key("sasl.mechanism.inter.broker.protocol", Sasl, "mechanism", Implied("none"), "PLAIN", "Accepted and ignored: brokers reach each other on the first, PLAINTEXT listener."),

@@ -14,6 +14,9 @@
 //!   0 (the default) is for ever.
 //! - `rill.sasl.handshake.timeout.ms`: how long a connection may stay
 //!   unauthenticated on a SASL listener (default 10000).
+//! - `sasl.server.max.receive.size`: the largest request frame read on a
+//!   SASL listener before authentication (Kafka's 524288); a larger one
+//!   closes the connection.
 //! - `rill.sasl.bootstrap.scram`: the first SCRAM users, in kafka-storage's
 //!   `--add-scram` syntax (`SCRAM-SHA-512=[name=admin,password=admin-secret]`,
 //!   several separated by `;`), written into the metadata quorum at start
@@ -46,6 +49,9 @@ pub struct SaslConfig {
     pub max_reauth_ms: i64,
     /// `rill.sasl.handshake.timeout.ms`.
     pub handshake_timeout_ms: u64,
+    /// `sasl.server.max.receive.size`: the largest frame a SASL listener
+    /// reads before the connection authenticates.
+    pub server_max_receive_bytes: usize,
     /// `rill.sasl.bootstrap.scram`.
     pub bootstrap_scram: Vec<BootstrapScram>,
     /// OAUTHBEARER's validators.
@@ -84,6 +90,7 @@ impl Default for SaslConfig {
             listener_plain_users: BTreeMap::new(),
             max_reauth_ms: 0,
             handshake_timeout_ms: 10_000,
+            server_max_receive_bytes: 524_288,
             bootstrap_scram: Vec::new(),
             oauth: OAuthConfig::default(),
         }
@@ -116,6 +123,14 @@ impl SaslConfig {
                     .ok()
                     .filter(|ms: &u64| *ms > 0)
                     .ok_or_else(|| ConfigError::invalid(name, value, "a number, at least 1"))?
+            }
+            "sasl.server.max.receive.size" => {
+                self.server_max_receive_bytes = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|bytes: &usize| *bytes > 0)
+                    .ok_or_else(|| ConfigError::invalid(name, value, "bytes, at least 1"))?
             }
             "rill.sasl.bootstrap.scram" => self.bootstrap_scram = parse_bootstrap(name, value)?,
             "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol" => {
