@@ -4,9 +4,11 @@
 //! acks=all, a transactional producer commits one transaction and aborts
 //! another, and two consumers of one group (KafkaJS's own classic
 //! JoinGroup/SyncGroup, read_committed) split the partitions and read
-//! every committed record once. The script is `tests/node/kafkajs_client.js`;
-//! `.ci/run` installs KafkaJS (`npm ci` in `tests/node`).
+//! every committed record once; and KafkaJS logs in with every SASL
+//! mechanism it has. The scripts are in `tests/node/`; `.ci/run` installs
+//! KafkaJS (`npm ci` there).
 
+use rill_tests::sasl::SaslBroker;
 use rill_tests::{data_dir, Broker};
 use serde_json::Value;
 use std::path::Path;
@@ -59,4 +61,30 @@ fn kafkajs_produces_transacts_and_consumes_in_a_group() {
         "committed offsets {committed:?} against the ends {ends:?}"
     );
     assert_eq!(report["emptied"], "Empty", "{report}");
+}
+
+/// KafkaJS logs in with PLAIN, both SCRAM mechanisms and OAUTHBEARER (an
+/// unsigned token) and produces with each.
+#[test]
+fn kafkajs_logs_in_with_every_sasl_mechanism() {
+    let dir = kafkajs_dir();
+    let b = SaslBroker::start(
+        RILL,
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER\n\
+         listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\";\n\
+         rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=bob,password=bob-secret];SCRAM-SHA-256=[name=bob,password=bob-secret]",
+        "2",
+        &[],
+    );
+    let output = Command::new("node")
+        .arg(dir.join("kafkajs_sasl.js"))
+        .arg(b.sasl_bootstrap())
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&output.stderr)));
+    for mechanism in ["plain", "scram-sha-256", "scram-sha-512", "oauthbearer"] {
+        assert_eq!(report[mechanism], "ok", "{mechanism}: {report}");
+    }
 }
