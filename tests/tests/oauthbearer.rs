@@ -331,6 +331,18 @@ async fn signed_tokens_are_checked_against_the_providers_keys() {
     let values: Vec<Vec<u8>> = read.into_iter().filter_map(|r| r.value).collect();
     assert_eq!(values, [b"good".to_vec(), b"rotated".to_vec()]);
     assert!(authentications(&b.broker, "failed") >= 3);
+    // The refresher's figures: the start's fetch and the rotation's.
+    let metrics = rill_tests::http_get(b.broker.admin_addr, "/metrics");
+    let sample = |prefix: &str| -> f64 {
+        (metrics.lines())
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit_once(' '))
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{prefix} missing:\n{metrics}"))
+    };
+    assert!(sample("rill_oauth_jwks_fetches_total{result=\"succeeded\"}") >= 2.0);
+    assert_eq!(sample("rill_oauth_jwks_keys "), 2.0);
+    assert!(sample("rill_oauth_jwks_age_seconds ") < 60.0);
 }
 
 #[test]

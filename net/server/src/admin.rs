@@ -7,6 +7,7 @@
 //! (`runtimes::telemetry::render_all`): their families are named by the
 //! clients, so they are not declared.
 
+use crate::oauth_stats::OAuthStats;
 use crate::process_stats::ProcessStats;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
@@ -125,16 +126,18 @@ pub async fn collect(shard: &Rc<Shard>) -> Vec<MetricsSnapshot> {
 }
 
 /// The registry of one scrape: the shards' metrics, then the cluster's
-/// gauges, then the process's figures.
+/// gauges, then the process's figures, then OAUTHBEARER's key set.
 pub fn registry(
     snapshots: Vec<MetricsSnapshot>,
     cluster: ClusterGauges,
     process: ProcessStats,
+    oauth: OAuthStats,
 ) -> MetricsRegistry {
     let mut registry = MetricsRegistry::default();
     kernel::metrics::register(&mut registry, snapshots);
     registry.register(cluster);
     registry.register(process);
+    registry.register(oauth);
     registry
 }
 
@@ -145,6 +148,7 @@ pub fn metric_families() -> Vec<&'static Family> {
         Vec::new(),
         ClusterGauges::default(),
         ProcessStats::default(),
+        OAuthStats::default(),
     );
     registry.families().to_vec()
 }
@@ -166,7 +170,9 @@ async fn answer(shard: &Rc<Shard>, mut stream: TcpStream) -> std::io::Result<()>
     let (status, body) = match (method, path.split('?').next().unwrap_or("")) {
         ("GET", "/metrics") => {
             let snapshots = collect(shard).await;
-            let text = registry(snapshots, ClusterGauges::read(shard), ProcessStats::read());
+            let oauth = OAuthStats::read(&shard.config, shard.now_ms());
+            let cluster = ClusterGauges::read(shard);
+            let text = registry(snapshots, cluster, ProcessStats::read(), oauth);
             let clients = runtimes::telemetry::render_all(shard).await;
             ("200 OK", text.render() + &clients)
         }
@@ -251,7 +257,15 @@ mod tests {
             context_switches: (10, 2),
         };
         let snapshots = vec![(0, busy_shard()), (1, busy_shard())];
-        let text = registry(snapshots, ClusterGauges::default(), process).render();
+        let keys = security::oauth::keys::KeySetStats {
+            fetches_succeeded: 3,
+            fetches_failed: 1,
+            keys: 2,
+            loaded_at_ms: 1_000,
+        };
+        let oauth = OAuthStats::new(Some(keys), 61_000);
+        let text = registry(snapshots, ClusterGauges::default(), process, oauth).render();
+        assert!(text.contains("rill_oauth_jwks_age_seconds 60"), "{text}");
         let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for family in metric_families() {
             let labels: Vec<String> = family.labels.iter().map(|l| l.to_string()).collect();

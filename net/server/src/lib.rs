@@ -10,6 +10,7 @@
 //! - [`admin`]: the HTTP `/metrics` responder (and its health answers).
 //! - [`process_stats`]: the process's CPU and RSS under Prometheus's
 //!   standard names.
+//! - [`oauth_stats`]: OAUTHBEARER's JWKS refreshes on `/metrics`.
 //! - [`config_doc`]: `docs/configuration.md`, written from the config
 //!   tables (`rill docs config`).
 //! - [`metrics_doc`]: `docs/metrics.md`, written from the metric registry
@@ -18,5 +19,6 @@
 pub mod admin;
 pub mod config_doc;
 pub mod metrics_doc;
+pub mod oauth_stats;
 pub mod process_stats;
 pub mod serve;

@@ -6,16 +6,33 @@
 
 use super::TokenError;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-/// The current key set and the refresher's wake-up.
+/// The current key set, the refresher's wake-up, and its counts for
+/// `/metrics`.
 pub struct KeySet {
     keys: RwLock<Arc<JwkSet>>,
     loaded: AtomicBool,
     refresh_wanted: Mutex<bool>,
     wake: Condvar,
+    fetches_succeeded: AtomicU64,
+    fetches_failed: AtomicU64,
+    loaded_at_ms: AtomicI64,
+}
+
+/// What the refresher has done, for `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeySetStats {
+    /// Fetches that installed a set.
+    pub fetches_succeeded: u64,
+    /// Fetches that failed (the last set was kept).
+    pub fetches_failed: u64,
+    /// Keys in the current set.
+    pub keys: usize,
+    /// When the current set was fetched, wall-clock ms (0: never).
+    pub loaded_at_ms: i64,
 }
 
 impl Default for KeySet {
@@ -25,6 +42,9 @@ impl Default for KeySet {
             loaded: AtomicBool::new(false),
             refresh_wanted: Mutex::new(false),
             wake: Condvar::new(),
+            fetches_succeeded: AtomicU64::new(0),
+            fetches_failed: AtomicU64::new(0),
+            loaded_at_ms: AtomicI64::new(0),
         }
     }
 }
@@ -50,10 +70,27 @@ impl KeySet {
         Ok(set)
     }
 
-    /// Installs a freshly loaded set.
-    pub fn install(&self, set: JwkSet) {
+    /// Installs a set fetched at `now_ms` (wall clock).
+    pub fn install(&self, set: JwkSet, now_ms: i64) {
         *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(set);
         self.loaded.store(true, Ordering::Release);
+        self.fetches_succeeded.fetch_add(1, Ordering::Relaxed);
+        self.loaded_at_ms.store(now_ms, Ordering::Relaxed);
+    }
+
+    /// Counts a fetch that failed (the current set stays).
+    pub fn record_failed_fetch(&self) {
+        self.fetches_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The refresher's counts and the current set's size and age.
+    pub fn stats(&self) -> KeySetStats {
+        KeySetStats {
+            fetches_succeeded: self.fetches_succeeded.load(Ordering::Relaxed),
+            fetches_failed: self.fetches_failed.load(Ordering::Relaxed),
+            keys: self.current().keys.len(),
+            loaded_at_ms: self.loaded_at_ms.load(Ordering::Relaxed),
+        }
     }
 
     /// Whether a set was ever loaded.
@@ -119,8 +156,12 @@ mod tests {
     fn keys_are_found_by_kid_and_a_miss_wakes_the_refresher() {
         let keys = KeySet::default();
         assert!(!keys.is_loaded());
-        keys.install(KeySet::parse(SET.as_bytes()).unwrap());
+        keys.install(KeySet::parse(SET.as_bytes()).unwrap(), 7);
+        keys.record_failed_fetch();
         assert!(keys.is_loaded());
+        let stats = keys.stats();
+        assert_eq!((stats.fetches_succeeded, stats.fetches_failed), (1, 1));
+        assert_eq!((stats.keys, stats.loaded_at_ms), (1, 7));
         assert!(keys.find(Some("a")).is_ok());
         assert!(keys.find(None).is_ok());
         assert!(!keys.wait_for_refresh(Duration::from_millis(1)));

@@ -163,7 +163,7 @@ mod tests {
     fn key_set(jwks: &[serde_json::Value]) -> KeySet {
         let keys = KeySet::default();
         let document = json!({ "keys": jwks }).to_string();
-        keys.install(KeySet::parse(document.as_bytes()).unwrap());
+        keys.install(KeySet::parse(document.as_bytes()).unwrap(), 0);
         keys
     }
 

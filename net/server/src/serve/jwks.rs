@@ -69,7 +69,7 @@ pub(super) fn start(source: &JwksSource, keys: Arc<KeySet>) -> Result<(), String
         .fetch()
         .map_err(|e| format!("sasl.oauthbearer.jwks.endpoint.url: {e}"))?;
     tracing::info!(url = %source.url, keys = set.keys.len(), "OAUTHBEARER: identity provider keys loaded");
-    keys.install(set);
+    keys.install(set, wall_clock_ms());
     let source = source.clone();
     std::thread::Builder::new()
         .name(String::from("rill-jwks"))
@@ -97,15 +97,23 @@ fn refresh(fetcher: &Fetcher, source: &JwksSource, keys: &KeySet) {
                     keys = set.keys.len(),
                     "OAUTHBEARER: identity provider keys refreshed"
                 );
-                keys.install(set);
+                keys.install(set, wall_clock_ms());
                 wait = period;
                 backoff = first_backoff;
             }
             Err(e) => {
+                keys.record_failed_fetch();
                 tracing::warn!(url = %source.url, error = %e, retry_in_ms = backoff.as_millis(), "OAUTHBEARER: cannot refresh the identity provider's keys; keeping the last ones");
                 wait = backoff;
                 backoff = (backoff * 2).min(max_backoff);
             }
         }
     }
+}
+
+/// Now, wall-clock ms since the epoch (when a set was fetched).
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
