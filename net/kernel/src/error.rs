@@ -28,6 +28,19 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
+    /// `value` read as a number of at least `min`; otherwise the error
+    /// naming `name`, saying `expected` ("a number of ms, at least 1").
+    pub fn parse_at_least<T: std::str::FromStr + PartialOrd>(
+        name: &str,
+        value: &str,
+        min: T,
+        expected: &str,
+    ) -> Result<T, ConfigError> {
+        (value.trim().parse().ok())
+            .filter(|number: &T| *number >= min)
+            .ok_or_else(|| ConfigError::invalid(name, value, expected))
+    }
+
     /// Builds [`ConfigError::Invalid`].
     pub fn invalid(name: &str, value: &str, reason: &str) -> Self {
         ConfigError::Invalid {

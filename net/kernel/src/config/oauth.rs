@@ -101,12 +101,7 @@ impl Default for OAuthConfig {
 }
 
 fn positive_ms(name: &str, value: &str) -> Result<u64, ConfigError> {
-    value
-        .trim()
-        .parse()
-        .ok()
-        .filter(|ms: &u64| *ms > 0)
-        .ok_or_else(|| ConfigError::invalid(name, value, "a number of ms, at least 1"))
+    ConfigError::parse_at_least(name, value, 1, "a number of ms, at least 1")
 }
 
 fn non_empty(name: &str, value: &str) -> Result<String, ConfigError> {
@@ -153,12 +148,8 @@ impl OAuthConfig {
                 self.signed.scope_claim = non_empty(name, value)?
             }
             "sasl.oauthbearer.clock.skew.seconds" => {
-                self.signed.clock_skew_s = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|s: &i64| *s >= 0)
-                    .ok_or_else(|| ConfigError::invalid(name, value, "seconds, 0 or more"))?
+                self.signed.clock_skew_s =
+                    ConfigError::parse_at_least(name, value, 0, "seconds, 0 or more")?
             }
             "sasl.server.callback.handler.class" => self.set_handler("", name, value)?,
             _ => return self.apply_listener(name, value),

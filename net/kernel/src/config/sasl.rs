@@ -109,28 +109,16 @@ impl SaslConfig {
                 self.apply_oauth_jaas("", name, value)?;
             }
             "connections.max.reauth.ms" => {
-                self.max_reauth_ms = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|ms: &i64| *ms >= 0)
-                    .ok_or_else(|| ConfigError::invalid(name, value, "a number, 0 or more"))?
+                self.max_reauth_ms =
+                    ConfigError::parse_at_least(name, value, 0, "a number, 0 or more")?
             }
             "rill.sasl.handshake.timeout.ms" => {
-                self.handshake_timeout_ms = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|ms: &u64| *ms > 0)
-                    .ok_or_else(|| ConfigError::invalid(name, value, "a number, at least 1"))?
+                self.handshake_timeout_ms =
+                    ConfigError::parse_at_least(name, value, 1, "a number, at least 1")?
             }
             "sasl.server.max.receive.size" => {
-                self.server_max_receive_bytes = value
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|bytes: &usize| *bytes > 0)
-                    .ok_or_else(|| ConfigError::invalid(name, value, "bytes, at least 1"))?
+                self.server_max_receive_bytes =
+                    ConfigError::parse_at_least(name, value, 1, "bytes, at least 1")?
             }
             "rill.sasl.bootstrap.scram" => self.bootstrap_scram = parse_bootstrap(name, value)?,
             "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol" => {
