@@ -259,6 +259,105 @@ async fn commits_resume_and_survive_restart() {
     assert_eq!(got.first().map(|r| r.1), Some(30), "resumes after restart");
 }
 
+/// The coordinator partitions each "... coordinator partition loaded"
+/// line of `log` names, as (internal topic, partition), in order.
+fn coordinator_loads(log: &str) -> Vec<(String, i32)> {
+    let mut loads = Vec::new();
+    for line in log
+        .lines()
+        .filter(|l| l.contains("coordinator partition loaded"))
+    {
+        for topic in ["__consumer_offsets-", "__transaction_state-"] {
+            if let Some(at) = line.find(topic) {
+                let digits: String = line[at + topic.len()..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let partition = digits.parse().expect("a partition number");
+                loads.push((topic.trim_end_matches('-').to_string(), partition));
+            }
+        }
+    }
+    loads
+}
+
+/// At a single node's start the image replayed from the local metadata log
+/// names the leader epochs of before the restart; this process's
+/// registration then bumps them. The coordinators used to load their
+/// partitions under the old epoch at once and again, tens of ms later,
+/// under the new one, dropping what they had answered in between (a
+/// member id just handed out). Now they wait for the epoch the reconciler
+/// applies: each partition is loaded once, none unloaded, and the group's
+/// commit and the transactional id both survive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_single_node_loads_each_coordinator_partition_once() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let dir = data_dir();
+    let mut broker = start_broker(dir.path());
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "reload", 1, &[]).await;
+    let transactional = || -> BaseProducer {
+        let p: BaseProducer = client_config(&bootstrap)
+            .set("transactional.id", "reload-txn")
+            .create()
+            .expect("transactional producer");
+        p.init_transactions(Duration::from_secs(30))
+            .expect("init_transactions");
+        p
+    };
+    let commit_one = |p: &BaseProducer, value: &str| {
+        p.begin_transaction().expect("begin");
+        let record: BaseRecord<'_, (), str> = BaseRecord::to("reload").payload(value);
+        p.send(record).map_err(|(e, _)| e).expect("send");
+        p.commit_transaction(Duration::from_secs(30))
+            .expect("commit");
+    };
+    commit_one(&transactional(), "before");
+    let c = classic(&bootstrap, "g-reload");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset("reload", 0, Offset::Offset(1))
+        .expect("tpl");
+    c.commit(&tpl, CommitMode::Sync).expect("commit");
+    drop(c);
+
+    broker.stop();
+    let before_restart = broker.log().len();
+    broker.restart();
+    let c = classic(&bootstrap, "g-reload");
+    let mut asked = TopicPartitionList::new();
+    asked.add_partition("reload", 0);
+    let committed = c
+        .committed_offsets(asked, Duration::from_secs(10))
+        .expect("committed offsets");
+    assert_eq!(
+        committed.find_partition("reload", 0).map(|e| e.offset()),
+        Some(Offset::Offset(1)),
+        "the commit survived the restart"
+    );
+    commit_one(&transactional(), "after");
+    // Past the group and transaction timers' first ticks after the start.
+    std::thread::sleep(Duration::from_secs(2));
+
+    let log = broker.log();
+    let after = &log[before_restart.min(log.len())..];
+    let loads = coordinator_loads(after);
+    assert!(
+        loads.iter().any(|(t, _)| t == "__consumer_offsets")
+            && loads.iter().any(|(t, _)| t == "__transaction_state"),
+        "both coordinators loaded their partitions after the restart:\n{after}"
+    );
+    let distinct: BTreeSet<&(String, i32)> = loads.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        loads.len(),
+        "a coordinator partition loaded twice after the restart:\n{after}"
+    );
+    assert!(
+        !after.contains("no longer leads its partition"),
+        "a coordinator unloaded a partition of its only replica:\n{after}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_protocol_end_to_end() {
     let dir = data_dir();

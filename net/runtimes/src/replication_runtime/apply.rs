@@ -74,7 +74,7 @@ fn apply(shard: &Rc<Shard>, state: ApplyPartitionState) {
     }
     if state.replicas.len() <= 1 {
         // One replica: the single-node rules (HW = what is durable here).
-        manager.forget(&state.tp);
+        manager.hold_alone(&state.tp, state.leader_epoch);
         log.set_replication_limit(None);
         log.set_leading(true);
         return;

@@ -173,7 +173,8 @@ pub struct LeaderLease {
 
 /// This broker's lease on `tp` now: it leads the replicated partition, or
 /// holds its only replica. `None` while it follows, is offline, was moved
-/// off, or has no log for it.
+/// off, has no log for it, or its state in the image is not applied here
+/// yet.
 pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
     match shard.runtime().replicas.role(tp) {
         Some((generation, Role::Leader(state))) => {
@@ -194,20 +195,24 @@ pub fn leader_lease(shard: &Shard, tp: &TopicPartition) -> Option<LeaderLease> {
 }
 
 /// Whether a partition without a role is this broker's alone: the metadata
-/// image does not know its topic (a single node), or names this broker its
-/// leader and only replica. A replicated partition has no role only until
-/// the reconciler applies its state (at start, or just after creation);
-/// no lease is handed out in that window, so a coordinator never acts on a
-/// partition it may not lead.
+/// image names this broker its leader and only replica, and the reconciler
+/// has applied that state here in the image's leader epoch. Until then (a
+/// partition just created; at a start, the image replayed from the local
+/// metadata log before this process registered, whose epoch the
+/// registration then bumps) no lease is handed out: a coordinator loaded
+/// under the old epoch would be reloaded under the new one, and what it
+/// answered in between (a member id handed out) lost.
 fn serves_alone(shard: &Shard, tp: &TopicPartition) -> bool {
     let image = shard.runtime().view.image();
-    let Some(topic) = image.topic_by_name(&tp.topic) else {
-        return true;
+    let Some(state) = image
+        .topic_by_name(&tp.topic)
+        .and_then(|topic| topic.partitions.get(&tp.partition))
+    else {
+        return false;
     };
-    topic
-        .partitions
-        .get(&tp.partition)
-        .is_some_and(|state| state.leader == shard.config.broker_id && state.replicas.len() <= 1)
+    state.leader == shard.config.broker_id
+        && state.replicas.len() <= 1
+        && shard.runtime().replicas.held_alone_in(tp) == Some(state.leader_epoch)
 }
 
 /// Appends `records` to `tp` as its leader under `lease`, as an acks=all

@@ -48,6 +48,10 @@ pub struct ReplicaManager {
     /// apply waits (for a truncation to end) is applied only if no later
     /// one came meanwhile.
     applies: RefCell<HashMap<TopicPartition, u64>>,
+    /// The single-replica partitions the reconciler made this broker's,
+    /// with the leader epoch it applied: a coordinator leases one only in
+    /// the epoch the image names (see `leader::leader_lease`).
+    alone: RefCell<HashMap<TopicPartition, i32>>,
     /// What `/metrics` reports of this shard's replication.
     pub counters: RefCell<ReplicationCounters>,
 }
@@ -60,6 +64,7 @@ impl Default for ReplicaManager {
             changes: OffsetWatch::new(0),
             on_leadership: RefCell::default(),
             applies: RefCell::default(),
+            alone: RefCell::default(),
             counters: RefCell::default(),
         }
     }
@@ -102,6 +107,7 @@ impl ReplicaManager {
     }
 
     pub(super) fn set(&self, tp: TopicPartition, role: Role) -> u64 {
+        self.alone.borrow_mut().remove(&tp);
         let generation = self.generation.get() + 1;
         self.generation.set(generation);
         self.roles.borrow_mut().insert(tp, (generation, role));
@@ -160,7 +166,22 @@ impl ReplicaManager {
 
     /// Drops a deleted partition's role.
     pub fn forget_deleted(&self, tp: &TopicPartition) {
+        self.alone.borrow_mut().remove(tp);
         self.forget(tp);
+    }
+
+    /// Records that the reconciler applied `tp` as this broker's only
+    /// replica, in `leader_epoch`.
+    pub(super) fn hold_alone(&self, tp: &TopicPartition, leader_epoch: i32) {
+        self.forget(tp);
+        self.alone.borrow_mut().insert(tp.clone(), leader_epoch);
+        self.changed();
+    }
+
+    /// The leader epoch `tp` was last applied in as this broker's only
+    /// replica, if it is one.
+    pub fn held_alone_in(&self, tp: &TopicPartition) -> Option<i32> {
+        self.alone.borrow().get(tp).copied()
     }
 
     pub(super) fn forget(&self, tp: &TopicPartition) {

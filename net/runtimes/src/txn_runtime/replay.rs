@@ -98,10 +98,10 @@ async fn load(
     }
     rt.leases.record(tp.partition, lease);
     tracing::info!(
-        partition = tp.partition,
+        %tp,
         epoch = lease.leader_epoch,
         records = replayed,
-        "transaction state loaded"
+        "transaction coordinator partition loaded"
     );
     Ok(())
 }
