@@ -24,6 +24,10 @@ preview share consumer of librdkafka 2.15+), for tests/tests/share_groups.rs.
         {"values": [...], "delivery_counts": [...], "seconds": s}.
     share_groups.py BOOTSTRAP produce TOPIC FIRST COUNT
         Produces values FIRST..FIRST+COUNT-1, acks=all.
+    share_groups.py BOOTSTRAP produce_at TOPIC TIMESTAMP_MS VALUE...
+        Produces each VALUE with that record timestamp, acks=all.
+    share_groups.py BOOTSTRAP poll TOPIC GROUP SECONDS
+        Reads for SECONDS, accepting what comes; prints {"values": [...]}.
     share_groups.py BOOTSTRAP stream TOPIC GROUP COUNT
         Produces 0..COUNT-1 (idempotent, paced) while one consumer in
         explicit mode accepts what it gets, committing each poll's records;
@@ -209,6 +213,26 @@ def stream(bootstrap, topic, group, count):
                       "failed_commits": failed}))
 
 
+def produce_at(bootstrap, topic, timestamp_ms, values):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for v in values:
+        p.produce(topic, v.encode(), timestamp=timestamp_ms)
+    if p.flush(30) != 0:
+        sys.exit("records not delivered")
+    print("OK")
+
+
+def poll(bootstrap, topic, group, seconds):
+    c = consumer(bootstrap, group, topic)
+    deadline = time.time() + seconds
+    values = []
+    while time.time() < deadline:
+        values.extend(m.value().decode() for m in records(c.poll(0.5)))
+    c.commit_sync(30)
+    c.close()
+    print(json.dumps({"values": values}))
+
+
 def produce_idempotent(bootstrap, topic, count):
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                   "linger.ms": 0, "message.timeout.ms": 60000})
@@ -255,6 +279,10 @@ def main():
     elif command == "produce":
         first, count = int(args[1]), int(args[2])
         produce(bootstrap, args[0], range(first, first + count))
+    elif command == "produce_at":
+        produce_at(bootstrap, args[0], int(args[1]), args[2:])
+    elif command == "poll":
+        poll(bootstrap, args[0], args[1], float(args[2]))
     elif command == "stream":
         stream(bootstrap, args[0], args[1], int(args[2]))
     elif command == "transactions":

@@ -27,6 +27,9 @@
 //! - a topic deleted and made again under the same name is another: its
 //!   records are delivered once each, whatever the old one's state was;
 //! - group configs are checked (INVALID_CONFIG for a bad value);
+//! - `share.auto.offset.reset=by_duration:PT1H` starts at the first record
+//!   of the last hour by record timestamp, and at the log end when no
+//!   record is that recent;
 //! - the share session and heartbeat errors a client relies on, over a
 //!   raw socket: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
 //!   INVALID_REQUEST for acknowledgements in a session-opening fetch or an
@@ -309,6 +312,66 @@ async fn accepted_records_stay_accepted_across_a_restart() {
         .map(|g| g.group_id.to_string())
         .collect();
     assert_eq!(share_groups, vec!["g".to_string()]);
+}
+
+/// `share.auto.offset.reset=by_duration:<ISO-8601 duration>` (KIP-1106):
+/// a group starts at the first record no older than the duration, and at
+/// the log end when none is that recent; a negative or malformed duration
+/// is INVALID_CONFIG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_duration_starts_at_the_first_record_that_recent() {
+    let dir = data_dir();
+    let broker = start(dir.path(), "");
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "aged", 1, &[]).await;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    let two_hours_ago = (now_ms - 2 * 3_600_000).to_string();
+    let ten_minutes_ago = (now_ms - 600_000).to_string();
+    share(
+        &bootstrap,
+        &[
+            "produce_at",
+            "aged",
+            &two_hours_ago,
+            "old-0",
+            "old-1",
+            "old-2",
+        ],
+    );
+    let recent = ["recent-0", "recent-1", "recent-2"];
+    let mut produce_recent = vec!["produce_at", "aged", &ten_minutes_ago];
+    produce_recent.extend(recent);
+    share(&bootstrap, &produce_recent);
+
+    for bad in [
+        "by_duration:-PT1H",
+        "by_duration:1h",
+        "by_duration:",
+        "by_duration:P1H",
+    ] {
+        let setting = format!("share.auto.offset.reset={bad}");
+        let refusal = try_share(&bootstrap, &["config", "g", &setting])
+            .expect_err("a bad duration is refused");
+        assert!(refusal.contains("INVALID_CONFIG"), "{bad}: {refusal}");
+    }
+    share(
+        &bootstrap,
+        &["config", "g", "share.auto.offset.reset=by_duration:PT1H"],
+    );
+    let got = strings(&share(&bootstrap, &["collect", "aged", "g", "3"])["values"]);
+    assert_eq!(got, recent, "the records of the last hour, none older");
+    assert_eq!(start_offset(&broker, "g", "aged"), 6, "all three accepted");
+
+    share(
+        &bootstrap,
+        &["config", "g2", "share.auto.offset.reset=by_duration:PT1M"],
+    );
+    let got = strings(&share(&bootstrap, &["poll", "aged", "g2", "3"])["values"]);
+    assert!(got.is_empty(), "no record of the last minute: {got:?}");
+    assert_eq!(start_offset(&broker, "g2", "aged"), 6, "started at the end");
 }
 
 /// The share-partition start offset of `group` on `topic`'s partition 0,

@@ -13,7 +13,7 @@ use super::share_acknowledge::{
     acks_of, connection_id, group_and_member, session_step, SessionStep,
 };
 use super::{str_bytes, uuid, Handler, HandlerFuture, Request};
-use coordinators::share::ShareSettings;
+use coordinators::share::{ShareAutoOffsetReset, ShareSettings};
 use engine::{ErrorCode, TopicPartition};
 use kafka_protocol::messages::share_fetch_response::{
     AcquiredRecords, PartitionData, ShareFetchableTopicResponse,
@@ -86,7 +86,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             SessionStep::Closed(release) => (Vec::new(), release),
             SessionStep::Open(session) => (current(&shard, session, &mut unknown), forgotten),
         };
-        let (settings, from_earliest, read_committed) = group_settings(&shard, &group);
+        let (settings, reset, read_committed) = group_settings(&shard, &group);
         response.acquisition_lock_timeout_ms = settings.lock_duration_ms as i32;
         // max_bytes 0 asks for no records (acknowledgements still apply).
         let reads = if body.max_bytes > 0 {
@@ -102,7 +102,7 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
             max_bytes: usize::try_from(body.max_bytes)
                 .unwrap_or(0)
                 .clamp(1, PARTITION_MAX_BYTES),
-            from_earliest,
+            reset,
             revalidate: body.share_session_epoch == 0,
             read_committed,
             settings,
@@ -121,8 +121,8 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
 }
 
 /// The group's settings from its configs (the broker's where unset):
-/// records, `share.auto.offset.reset=earliest`, read_committed.
-fn group_settings(shard: &Shard, group: &str) -> (ShareSettings, bool, bool) {
+/// records, `share.auto.offset.reset`, read_committed.
+fn group_settings(shard: &Shard, group: &str) -> (ShareSettings, ShareAutoOffsetReset, bool) {
     let image = shard.runtime().view.image();
     let set = |key: &str| {
         image
@@ -135,9 +135,13 @@ fn group_settings(shard: &Shard, group: &str) -> (ShareSettings, bool, bool) {
     if let Some(ms) = set(SHARE_RECORD_LOCK_DURATION_MS).and_then(|v| v.parse().ok()) {
         settings.lock_duration_ms = ms;
     }
-    let from_earliest = set(SHARE_AUTO_OFFSET_RESET).as_deref() == Some("earliest");
+    // A value the config check let through always parses; one written by
+    // an older broker that does not is the default.
+    let reset = (set(SHARE_AUTO_OFFSET_RESET).as_deref())
+        .and_then(ShareAutoOffsetReset::parse)
+        .unwrap_or_default();
     let read_committed = set(SHARE_ISOLATION_LEVEL).as_deref() == Some("read_committed");
-    (settings, from_earliest, read_committed)
+    (settings, reset, read_committed)
 }
 
 fn refuse(

@@ -9,11 +9,15 @@
 //!
 //! - [`partition`]: one share-partition's window of record states.
 //! - [`state`]: its durable part, as `__share_group_state` keeps it.
+//! - [`reset`]: where a share-partition without state starts
+//!   (`share.auto.offset.reset`).
 
 pub mod partition;
+pub mod reset;
 pub mod state;
 
 pub use partition::{AckType, AcquiredRange, BatchSpan, SharePartition, ShareSettings};
+pub use reset::ShareAutoOffsetReset;
 pub use state::{ShareKey, ShareSnapshot, StateError};
 
 #[cfg(test)]

@@ -11,8 +11,9 @@
 //!   `group.consumer.min/max.heartbeat.interval.ms`;
 //! - `share.session.timeout.ms` and `share.heartbeat.interval.ms`: a share
 //!   group's own, within `group.share.min/max.*` likewise;
-//! - `share.auto.offset.reset`: `latest` (the default) or `earliest`, where
-//!   a share group starts on a partition it has no state for;
+//! - `share.auto.offset.reset`: `latest` (the default), `earliest` or
+//!   `by_duration:<ISO-8601 duration>`, where a share group starts on a
+//!   partition it has no state for;
 //! - `share.isolation.level`: `read_uncommitted` (the default) or
 //!   `read_committed`;
 //! - `share.record.lock.duration.ms`: the group's record lock, within
@@ -24,6 +25,7 @@
 
 use super::config_ops::ConfigOpKind;
 use coordinators::group::{GroupConfig, MemberTimeouts};
+use coordinators::share::ShareAutoOffsetReset;
 use engine::ErrorCode;
 use std::collections::BTreeMap;
 
@@ -79,7 +81,7 @@ fn refusal(key: &str, value: &str) -> Option<String> {
         | CONSUMER_HEARTBEAT_INTERVAL_MS
         | SHARE_SESSION_TIMEOUT_MS
         | SHARE_HEARTBEAT_INTERVAL_MS => at_least(1),
-        SHARE_AUTO_OFFSET_RESET => matches!(value, "latest" | "earliest"),
+        SHARE_AUTO_OFFSET_RESET => ShareAutoOffsetReset::parse(value).is_some(),
         SHARE_ISOLATION_LEVEL => matches!(value, "read_uncommitted" | "read_committed"),
         SHARE_RECORD_LOCK_DURATION_MS => at_least(1_000),
         _ => return Some(format!("unknown group config: {key}")),

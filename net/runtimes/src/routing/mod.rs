@@ -24,7 +24,7 @@ pub use ops::{
     PartitionOp, PartitionRead, PartitionReply, PartitionState, ProduceOutcome, ProduceRefusal,
     ReadOptions, ReadOutcome,
 };
-pub(crate) use owner::missing_partition_error;
+pub(crate) use owner::{missing_partition_error, offset_of};
 pub use split::{join_by_position, split_by_owner};
 pub use txn_join::{CoordinatorAsk, JoinGuards, TxnJoin};
 

@@ -103,8 +103,9 @@ async fn list_offset(
     Ok((found, log.leader_epoch()))
 }
 
-/// [`list_offset`]'s lookup.
-async fn offset_of(
+/// [`list_offset`]'s lookup, remote segments first where the partition
+/// has some (a share group's `by_duration` start uses it too).
+pub(crate) async fn offset_of(
     shard: &Rc<Shard>,
     log: &engine::PartitionLog,
     timestamp_ms: i64,

@@ -10,8 +10,8 @@ use super::OwnedSharePartition;
 use crate::replication_runtime;
 use crate::routing::missing_partition_error;
 use crate::Shard;
-use coordinators::share::{ShareKey, SharePartition, ShareSnapshot};
-use engine::{ErrorCode, TopicPartition};
+use coordinators::share::{ShareAutoOffsetReset, ShareKey, SharePartition, ShareSnapshot};
+use engine::{ErrorCode, PartitionLog, TopicPartition};
 use std::rc::Rc;
 
 /// The role generation of `tp` here (0: one replica, no role) and its
@@ -60,14 +60,14 @@ pub(super) fn with_state<T>(
 
 /// Makes the group's share-partition of `tp` when there is none under the
 /// partition's current role: from the share coordinator's state, else at
-/// the log start (`from_earliest`) or end, that start written first.
+/// the offset `reset` names, that start written first.
 /// With `revalidate` (a share session opens), an idle share-partition is
 /// read again and replaced when an admin reset changed it meanwhile.
 pub(super) async fn ensure_loaded(
     shard: &Rc<Shard>,
     group: &str,
     tp: &TopicPartition,
-    from_earliest: bool,
+    reset: ShareAutoOffsetReset,
     revalidate: bool,
 ) -> Result<(), ErrorCode> {
     let map_key = (group.to_string(), tp.clone());
@@ -105,13 +105,7 @@ pub(super) async fn ensure_loaded(
         }
         tracing::info!(%tp, group, "share-partition state reset by an admin; read again");
     }
-    let start = || {
-        if from_earliest {
-            log.log_start_offset()
-        } else {
-            log.high_watermark()
-        }
-    };
+    let start = async || start_offset(shard, &log, reset).await;
     let owned = made(shard, &key, stored, start, leader_epoch).await?;
     if held(shard) == written.map(|(epoch, next)| (true, epoch, next)) {
         let owned = OwnedSharePartition {
@@ -131,7 +125,7 @@ async fn made(
     shard: &Rc<Shard>,
     key: &ShareKey,
     stored: Option<ShareSnapshot>,
-    start: impl FnOnce() -> i64,
+    start: impl AsyncFnOnce() -> Result<i64, ErrorCode>,
     leader_epoch: i32,
 ) -> Result<OwnedSharePartition, ErrorCode> {
     let state_epoch = stored.as_ref().map_or(0, |s| s.state_epoch);
@@ -142,7 +136,7 @@ async fn made(
             ErrorCode::CoordinatorNotAvailable
         })?,
         None => {
-            let state = SharePartition::new(start());
+            let state = SharePartition::new(start().await?);
             let snapshot = ShareSnapshot {
                 state_epoch,
                 ..state.snapshot(leader_epoch, next_sequence)
@@ -161,6 +155,25 @@ async fn made(
         state_epoch,
         writes_in_flight: 0,
     })
+}
+
+/// Where a share-partition with no state starts: the log start, the high
+/// watermark, or (`by_duration`) the first record no older than the
+/// duration, remote segments included, as ListOffsets by timestamp finds
+/// it; the high watermark when no record is that recent.
+async fn start_offset(
+    shard: &Rc<Shard>,
+    log: &PartitionLog,
+    reset: ShareAutoOffsetReset,
+) -> Result<i64, ErrorCode> {
+    let Some(timestamp_ms) = reset.lookup_timestamp_ms(shard.now_ms()) else {
+        return Ok(match reset {
+            ShareAutoOffsetReset::Earliest => log.log_start_offset(),
+            _ => log.high_watermark(),
+        });
+    };
+    let found = crate::routing::offset_of(shard, log, timestamp_ms, false).await?;
+    Ok(found.map_or_else(|| log.high_watermark(), |(offset, _)| offset))
 }
 
 /// Writes the group's share-partition of `tp` whole to its share

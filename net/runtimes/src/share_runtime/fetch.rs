@@ -5,6 +5,7 @@
 use super::owner::{ShareParams, ShareWait, ShareWork, ShareWorkReply};
 use super::{PartitionAcks, ShareReadOutcome};
 use crate::Shard;
+use coordinators::share::ShareAutoOffsetReset;
 use engine::{ErrorCode, TopicPartition};
 use futures::future::{join_all, select, select_all};
 use std::collections::BTreeMap;
@@ -66,7 +67,7 @@ pub async fn acknowledge(
             member: member.to_string(),
             max_records: 0,
             max_bytes: 0,
-            from_earliest: false,
+            reset: ShareAutoOffsetReset::Latest,
             revalidate: false,
             read_committed: false,
             settings: shard.config.group.share.records,

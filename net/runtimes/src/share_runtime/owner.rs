@@ -6,7 +6,7 @@ use super::durable::{ensure_loaded, persist, with_state};
 use crate::routing::missing_partition_error;
 use crate::Shard;
 use bytes::Bytes;
-use coordinators::share::{AckType, AcquiredRange, BatchSpan, ShareSettings};
+use coordinators::share::{AckType, AcquiredRange, BatchSpan, ShareAutoOffsetReset, ShareSettings};
 use engine::log::ReadMode;
 use engine::{ErrorCode, ReadData, TopicPartition};
 use futures::future::{select, select_all, LocalBoxFuture};
@@ -73,9 +73,8 @@ pub struct ShareParams {
     pub max_records: usize,
     /// Bytes to read per partition at most.
     pub max_bytes: usize,
-    /// `share.auto.offset.reset=earliest`: a new share-partition starts at
-    /// the log start (else at its end).
-    pub from_earliest: bool,
+    /// `share.auto.offset.reset`: where a new share-partition starts.
+    pub reset: ShareAutoOffsetReset,
     /// A share session opens: an idle share-partition is read again from
     /// its share coordinator, in case an admin reset it.
     pub revalidate: bool,
@@ -206,7 +205,7 @@ impl ShareWork {
     async fn loaded(&self, shard: &Rc<Shard>, tp: &TopicPartition) -> Result<(), ShareReadOutcome> {
         let params = &self.params;
         let revalidate = params.revalidate;
-        match ensure_loaded(shard, &params.group, tp, params.from_earliest, revalidate).await {
+        match ensure_loaded(shard, &params.group, tp, params.reset, revalidate).await {
             Ok(()) => Ok(()),
             // The share coordinator moves or loads: nothing this time (the
             // client fetches again); librdkafka surfaces these to the
