@@ -6,8 +6,10 @@ tests/tests/sasl.rs and tests/tests/tls.rs.
 With CAFILE the connection is SASL_SSL, trusting that CA.
 
 Produces COUNT records to TOPIC (which exists) as USER with MECHANISM
-(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, or OAUTHBEARER with an unsigned
-token naming USER and a SASL extension; PASSWORD is then ignored), then
+(PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER with an unsigned
+token naming USER and a SASL extension, PASSWORD then ignored; or GSSAPI
+with the Kerberos ticket cache of KRB5CCNAME, PASSWORD then the host of
+the broker's principal, kafka/PASSWORD, and USER only names the values), then
 reads them back from the
 beginning with an assigned consumer. Prints one JSON line:
 {"produced": n, "consumed": [values]} — or {"error": "<exception class>:
@@ -42,6 +44,9 @@ def unsigned_token_provider(user):
 
 
 def credentials(mechanism, user, password):
+    if mechanism == "GSSAPI":
+        return dict(sasl_kerberos_service_name="kafka",
+                    sasl_kerberos_domain_name=password)
     if mechanism == "OAUTHBEARER":
         return dict(sasl_oauth_token_provider=unsigned_token_provider(user))
     return dict(sasl_plain_username=user, sasl_plain_password=password)

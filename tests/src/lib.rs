@@ -557,6 +557,7 @@ pub mod acl;
 pub mod agreement;
 pub mod cluster;
 pub mod kafka;
+pub mod kerberos;
 pub mod layering;
 pub mod limits;
 pub mod netns;

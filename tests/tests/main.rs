@@ -52,6 +52,7 @@ mod group_migration;
 mod groups;
 #[path = "../bench/groups_rill.rs"]
 mod groups_rill;
+mod gssapi;
 mod io_properties;
 mod kafkajs;
 mod layering;

@@ -24,6 +24,7 @@
 
 pub mod authorizer;
 mod groups;
+pub mod kerberos;
 pub mod keys;
 pub mod listeners;
 pub mod oauth;
@@ -353,7 +354,7 @@ impl BrokerConfig {
         }
         config.cluster.validate(config.broker_id)?;
         config.check_inter_broker_listener()?;
-        config.check_oauth()?;
+        config.check_sasl()?;
         groups::check(&config.group)?;
         config.tiered.validate()?;
         Ok(config)
@@ -772,16 +773,25 @@ impl BrokerConfig {
         }
     }
 
-    /// OAUTHBEARER's start-time check over the SASL listeners (see
-    /// [`oauth::OAuthConfig::check`]).
-    fn check_oauth(&self) -> Result<(), ConfigError> {
-        let sasl_listeners: Vec<String> = self
-            .listeners
-            .iter()
+    /// The start-time checks over the SASL listeners: OAUTHBEARER's (see
+    /// [`oauth::OAuthConfig::check`]) and GSSAPI's one keytab.
+    fn check_sasl(&self) -> Result<(), ConfigError> {
+        self.sasl.check_oauth(&self.sasl_listeners())?;
+        self.gssapi_setup().map(|_| ())
+    }
+
+    /// What Kerberos is set up with at start, when a SASL listener offers
+    /// GSSAPI.
+    pub fn gssapi_setup(&self) -> Result<Option<kerberos::GssapiSetup>, ConfigError> {
+        self.sasl.gssapi_setup(&self.sasl_listeners())
+    }
+
+    /// The names of the SASL listeners.
+    fn sasl_listeners(&self) -> Vec<String> {
+        (self.listeners.iter())
             .filter(|l| l.protocol.uses_sasl())
             .map(|l| l.name.clone())
-            .collect();
-        self.sasl.check_oauth(&sasl_listeners)
+            .collect()
     }
 
     /// The listener brokers reach each other on (replication, transaction

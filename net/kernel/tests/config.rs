@@ -240,6 +240,6 @@ fn sasl_listeners_serve_and_a_sasl_first_listener_needs_a_single_node() {
         ".properties",
     );
     assert!(BrokerConfig::from_args(&args).is_err());
-    let (args, _file) = args_with_named_file("sasl.enabled.mechanisms=GSSAPI\n", ".properties");
+    let (args, _file) = args_with_named_file("sasl.enabled.mechanisms=KERBEROS\n", ".properties");
     assert!(BrokerConfig::from_args(&args).is_err());
 }

@@ -13,14 +13,17 @@
 //! - [`tls`]: TLS listeners with rustls: the acceptor, the handshake and the
 //!   principal of a client certificate, named by [`principal_mapping`]
 //!   (`ssl.principal.mapping.rules`).
-//! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER)
-//!   as pure state machines.
+//! - [`sasl`]: the SASL mechanisms (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER,
+//!   GSSAPI) as pure state machines.
+//! - [`kerberos`]: GSSAPI's Kerberos acceptor (MIT Kerberos, loaded at run
+//!   time) and `sasl.kerberos.principal.to.local.rules`.
 //! - [`oauth`]: OAUTHBEARER's bearer tokens: unsigned ones (Kafka's
 //!   default validator) and ones signed by an identity provider's JWKS.
 //! - [`acl`]: ACLs (Kafka's model), the standard authorizer, and the
 //!   per-request checks handlers make.
 
 pub mod acl;
+pub mod kerberos;
 pub mod oauth;
 pub mod principal_mapping;
 pub mod protocol;

@@ -154,7 +154,7 @@ fn until_slash(text: &str) -> Option<(String, &str)> {
 
 /// A Java replacement (`$1`, `\$`) in Rust's syntax (`${1}`, `$$`), so
 /// that `$1a` stays group 1 followed by `a`, as in Java.
-fn rust_replacement(java: &str) -> String {
+pub(crate) fn rust_replacement(java: &str) -> String {
     let mut out = String::new();
     let mut chars = java.chars().peekable();
     while let Some(c) = chars.next() {

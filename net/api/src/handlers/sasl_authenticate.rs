@@ -17,6 +17,8 @@ use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest, SaslAuthenticate
 use kernel::config::sasl::SaslConfig;
 use kernel::error::RequestError;
 use runtimes::Shard;
+use security::kerberos::rules::ShortNamer;
+use security::sasl::gssapi::GssAcceptor;
 use security::sasl::{
     scram, CredentialSource, ScramCredential, ScramMechanism, Step, TokenIdentity,
 };
@@ -34,8 +36,8 @@ pub const HANDLER: Handler = Handler {
 };
 
 /// The broker's users as the mechanisms see them: the listener's JAAS
-/// users, the metadata image's SCRAM credentials and the listener's
-/// OAUTHBEARER validator.
+/// users, the metadata image's SCRAM credentials, the listener's
+/// OAUTHBEARER validator and the broker's Kerberos.
 pub struct BrokerCredentials<'a> {
     /// The SASL settings.
     pub config: &'a SaslConfig,
@@ -77,6 +79,19 @@ impl CredentialSource for BrokerCredentials<'_> {
             .validator(self.listener)
             .validate(token, self.now_ms)
             .map_err(|e| e.to_string())
+    }
+
+    /// A context of the Kerberos the broker's start set up (it does when
+    /// a listener offers GSSAPI).
+    fn gss_acceptor(&self) -> Result<Box<dyn GssAcceptor>, String> {
+        let kerberos = security::kerberos::get()
+            .ok_or_else(|| String::from("Kerberos is not configured on this broker"))?;
+        Ok(Box::new(kerberos.context()))
+    }
+
+    fn kerberos_short_name(&self, principal: &str) -> Result<String, String> {
+        let realm = security::kerberos::get().map_or("", |k| k.default_realm());
+        ShortNamer::parse(&self.config.kerberos.to_local_rules, realm)?.short_name(principal)
     }
 }
 

@@ -2,14 +2,14 @@
 //!
 //! - `sasl.enabled.mechanisms` and `listener.name.<listener>.sasl.enabled.mechanisms`:
 //!   the mechanisms a SASL listener offers (rill's default: PLAIN,
-//!   SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER when named; GSSAPI is
-//!   refused).
+//!   SCRAM-SHA-256, SCRAM-SHA-512; OAUTHBEARER and GSSAPI when named).
 //! - `listener.name.<listener>.plain.sasl.jaas.config` and `sasl.jaas.config`:
 //!   the PLAIN users, in JAAS syntax (`PlainLoginModule required
 //!   user_alice="alice-secret";`), and the unsecured OAUTHBEARER
 //!   validator's options (`OAuthBearerLoginModule`). The listener's own
 //!   config wins.
 //! - OAUTHBEARER's validators and identity provider: [`super::oauth`].
+//! - GSSAPI's keytab, service name and principal rules: [`super::kerberos`].
 //! - `connections.max.reauth.ms` (KIP-368): how long an authentication holds;
 //!   0 (the default) is for ever.
 //! - `rill.sasl.handshake.timeout.ms`: how long a connection may stay
@@ -24,6 +24,7 @@
 //!
 //! Secrets never reach an error message or a log line.
 
+use super::kerberos::{GssapiSetup, KerberosConfig};
 use super::oauth::OAuthConfig;
 use crate::error::ConfigError;
 use security::sasl::{Mechanism, ScramMechanism, SCRAM_MAX_ITERATIONS, SCRAM_MIN_ITERATIONS};
@@ -56,6 +57,8 @@ pub struct SaslConfig {
     pub bootstrap_scram: Vec<BootstrapScram>,
     /// OAUTHBEARER's validators.
     pub oauth: OAuthConfig,
+    /// GSSAPI's Kerberos settings.
+    pub kerberos: KerberosConfig,
 }
 
 /// One `--add-scram` entry of `rill.sasl.bootstrap.scram`.
@@ -93,6 +96,7 @@ impl Default for SaslConfig {
             server_max_receive_bytes: 524_288,
             bootstrap_scram: Vec::new(),
             oauth: OAuthConfig::default(),
+            kerberos: KerberosConfig::default(),
         }
     }
 }
@@ -106,7 +110,7 @@ impl SaslConfig {
             }
             "sasl.jaas.config" => {
                 self.plain_users = plain_users(name, value)?;
-                self.apply_oauth_jaas("", name, value)?;
+                self.apply_login_modules("", name, value)?;
             }
             "connections.max.reauth.ms" => {
                 self.max_reauth_ms =
@@ -127,13 +131,15 @@ impl SaslConfig {
                 tracing::info!(key = name, "Kafka setting has no effect on rill; ignored");
             }
             _ if self.oauth.apply(name, value)? => {}
+            _ if self.kerberos.apply(name, value)? => {}
             _ => return self.apply_listener(name, value),
         }
         Ok(true)
     }
 
-    /// The `OAuthBearerLoginModule` options of a JAAS config, if it has one.
-    fn apply_oauth_jaas(
+    /// The `OAuthBearerLoginModule` and `Krb5LoginModule` options of a
+    /// JAAS config, where it has them.
+    fn apply_login_modules(
         &mut self,
         listener: &str,
         name: &str,
@@ -141,13 +147,14 @@ impl SaslConfig {
     ) -> Result<(), ConfigError> {
         let modules =
             parse_jaas(value).map_err(|reason| ConfigError::invalid(name, HIDDEN, &reason))?;
-        match modules
-            .iter()
-            .find(|m| m.class.ends_with("OAuthBearerLoginModule"))
-        {
-            Some(module) => self.oauth.apply_jaas(listener, name, &module.options),
-            None => Ok(()),
+        for module in &modules {
+            if module.class.ends_with("OAuthBearerLoginModule") {
+                self.oauth.apply_jaas(listener, name, &module.options)?;
+            } else if module.class.ends_with("Krb5LoginModule") {
+                self.kerberos.apply_jaas(listener, &module.options);
+            }
         }
+        Ok(())
     }
 
     /// `listener.name.<listener>.sasl.enabled.mechanisms` and
@@ -176,8 +183,8 @@ impl SaslConfig {
                 self.listener_plain_users
                     .insert(listener.to_ascii_uppercase(), plain_users(name, value)?);
             }
-            "OAUTHBEARER" => {
-                self.apply_oauth_jaas(&listener.to_ascii_uppercase(), name, value)?;
+            "OAUTHBEARER" | "GSSAPI" => {
+                self.apply_login_modules(&listener.to_ascii_uppercase(), name, value)?;
             }
             "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
                 // The broker's own SCRAM login (inter-broker): the users
@@ -225,6 +232,24 @@ impl SaslConfig {
             );
         }
         Ok(())
+    }
+
+    /// What Kerberos is set up with at start, when one of the SASL
+    /// listeners `sasl_listeners` offers GSSAPI.
+    pub fn gssapi_setup(
+        &self,
+        sasl_listeners: &[String],
+    ) -> Result<Option<GssapiSetup>, ConfigError> {
+        let offering: Vec<String> = sasl_listeners
+            .iter()
+            .filter(|l| self.mechanisms_for(l).contains(&Mechanism::Gssapi))
+            .cloned()
+            .collect();
+        if offering.is_empty() {
+            return Ok(None);
+        }
+        let keytab = self.kerberos.keytab(&offering)?;
+        Ok(Some(GssapiSetup { keytab }))
     }
 
     /// The JAAS password of a PLAIN user on `listener`.
@@ -486,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn mechanisms_default_to_passwords_and_refuse_gssapi() {
+    fn mechanisms_default_to_passwords_and_take_gssapi_when_named() {
         let mut sasl = SaslConfig::default();
         assert_eq!(
             sasl.mechanisms_for("SASL_PLAINTEXT"),
@@ -507,11 +532,25 @@ mod tests {
             sasl.mechanisms_for("INNER"),
             &[Mechanism::Plain, Mechanism::Scram(ScramMechanism::Sha256)]
         );
-        let err = sasl
-            .apply("sasl.enabled.mechanisms", "GSSAPI")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("not supported"), "{err}");
+        sasl.apply("sasl.enabled.mechanisms", "GSSAPI").unwrap();
+        assert_eq!(sasl.mechanisms_for("SASL_PLAINTEXT"), &[Mechanism::Gssapi]);
+        let listeners = [String::from("SASL_PLAINTEXT")];
+        assert_eq!(
+            sasl.gssapi_setup(&listeners).unwrap(),
+            Some(GssapiSetup { keytab: None })
+        );
+        sasl.apply(
+            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config",
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true \
+             storeKey=true keyTab=\"/etc/kafka.keytab\" principal=\"kafka/h@R\";",
+        )
+        .unwrap();
+        assert_eq!(
+            sasl.gssapi_setup(&listeners).unwrap(),
+            Some(GssapiSetup {
+                keytab: Some(std::path::PathBuf::from("/etc/kafka.keytab"))
+            })
+        );
         sasl.apply("sasl.enabled.mechanisms", "OAUTHBEARER")
             .unwrap();
         assert_eq!(

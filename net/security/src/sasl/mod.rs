@@ -8,12 +8,16 @@
 //!   without channel binding, as Kafka offers them.
 //! - [`oauthbearer`]: OAUTHBEARER (RFC 7628), the bearer token checked by
 //!   the broker's validator ([`crate::oauth`]). Never offered unless named.
+//! - [`gssapi`]: GSSAPI (RFC 4752), Kerberos through the acceptor the
+//!   credential source hands over ([`crate::kerberos`]). Never offered
+//!   unless named.
 //!
 //! The client messages are parsed by pure functions
 //! ([`plain::parse`], [`scram::parse_client_first`],
 //! [`scram::parse_client_final`], [`oauthbearer::parse`]) that never panic
 //! on any input: the fuzz targets call them directly.
 
+pub mod gssapi;
 pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
@@ -31,6 +35,8 @@ pub enum Mechanism {
     Scram(ScramMechanism),
     /// `OAUTHBEARER`: a bearer token (a JWT) from an identity provider.
     OAuthBearer,
+    /// `GSSAPI`: Kerberos.
+    Gssapi,
 }
 
 /// The SCRAM hash functions.
@@ -94,11 +100,12 @@ impl Mechanism {
     ];
 
     /// Every mechanism rill serves.
-    pub const ALL: [Mechanism; 4] = [
+    pub const ALL: [Mechanism; 5] = [
         Mechanism::Plain,
         Mechanism::Scram(ScramMechanism::Sha256),
         Mechanism::Scram(ScramMechanism::Sha512),
         Mechanism::OAuthBearer,
+        Mechanism::Gssapi,
     ];
 
     /// Kafka's name (`SCRAM-SHA-512`).
@@ -107,6 +114,7 @@ impl Mechanism {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(m) => m.name(),
             Mechanism::OAuthBearer => "OAUTHBEARER",
+            Mechanism::Gssapi => "GSSAPI",
         }
     }
 }
@@ -125,20 +133,15 @@ impl FromStr for Mechanism {
         if let Some(m) = Mechanism::ALL.into_iter().find(|m| m.name() == wanted) {
             return Ok(m);
         }
-        Err(match wanted {
-            "GSSAPI" => {
-                format!("SASL mechanism {wanted} is not supported by rill (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are)")
-            }
-            _ => {
-                format!("unknown SASL mechanism {wanted:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER)")
-            }
-        })
+        Err(format!(
+            "unknown SASL mechanism {wanted:?} (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or GSSAPI)"
+        ))
     }
 }
 
 /// Where the mechanisms find users: the listener's JAAS users (PLAIN),
-/// the metadata image's SCRAM credentials, and the listener's token
-/// validator (OAUTHBEARER).
+/// the metadata image's SCRAM credentials, the listener's token
+/// validator (OAUTHBEARER), and the broker's Kerberos (GSSAPI).
 pub trait CredentialSource {
     /// The password of a user the JAAS config names (`user_<name>=...`).
     fn plain_password(&self, user: &str) -> Option<String>;
@@ -147,6 +150,15 @@ pub trait CredentialSource {
     /// Who an OAUTHBEARER token names, and until when; `Err` says why it
     /// is refused (it reaches the client: never a secret).
     fn validate_token(&self, token: &str) -> Result<TokenIdentity, String>;
+    /// A new GSS-API acceptor context for a GSSAPI exchange.
+    fn gss_acceptor(&self) -> Result<Box<dyn gssapi::GssAcceptor>, String> {
+        Err(String::from("Kerberos is not configured on this broker"))
+    }
+    /// The user name of a Kerberos principal
+    /// (`sasl.kerberos.principal.to.local.rules`).
+    fn kerberos_short_name(&self, principal: &str) -> Result<String, String> {
+        Err(format!("no Kerberos name rules for {principal}"))
+    }
 }
 
 /// What a valid bearer token says.
@@ -191,6 +203,13 @@ pub enum SaslError {
         /// Why (expired, bad signature, ...).
         reason: String,
     },
+    /// A Kerberos failure (a ticket the keytab cannot decrypt, a replay,
+    /// a principal no rule names), in the library's words.
+    #[error("GSSAPI authentication failed: {reason}")]
+    Gssapi {
+        /// Why.
+        reason: String,
+    },
     /// A message after the exchange ended.
     #[error("unexpected {mechanism} message: the exchange is over")]
     IllegalState {
@@ -232,6 +251,8 @@ pub enum SaslServer {
     Scram(scram::ScramServer),
     /// OAUTHBEARER: one message (two when the token is refused).
     OAuthBearer(oauthbearer::OAuthBearerServer),
+    /// GSSAPI: the context tokens, then the security layer choice.
+    Gssapi(gssapi::GssapiServer),
 }
 
 impl fmt::Debug for SaslServer {
@@ -250,6 +271,7 @@ impl SaslServer {
             Mechanism::OAuthBearer => {
                 SaslServer::OAuthBearer(oauthbearer::OAuthBearerServer::default())
             }
+            Mechanism::Gssapi => SaslServer::Gssapi(gssapi::GssapiServer::default()),
         }
     }
 
@@ -259,6 +281,7 @@ impl SaslServer {
             SaslServer::Plain(_) => Mechanism::Plain,
             SaslServer::Scram(s) => Mechanism::Scram(s.mechanism()),
             SaslServer::OAuthBearer(_) => Mechanism::OAuthBearer,
+            SaslServer::Gssapi(_) => Mechanism::Gssapi,
         }
     }
 
@@ -272,6 +295,7 @@ impl SaslServer {
             SaslServer::Plain(s) => s.step(message, credentials),
             SaslServer::Scram(s) => s.step(message, credentials),
             SaslServer::OAuthBearer(s) => s.step(message, credentials),
+            SaslServer::Gssapi(s) => s.step(message, credentials),
         }
     }
 }
@@ -288,6 +312,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 pub(crate) mod test_support {
     use super::*;
     use std::collections::BTreeMap;
+    use std::rc::Rc;
+
+    /// Makes a GSS-API acceptor context.
+    pub type GssFactory = Rc<dyn Fn() -> Box<dyn gssapi::GssAcceptor>>;
 
     /// Credentials held in maps.
     #[derive(Default)]
@@ -296,6 +324,10 @@ pub(crate) mod test_support {
         pub scram: BTreeMap<(String, ScramMechanism), ScramCredential>,
         /// Token → (principal, expiry ms).
         pub tokens: BTreeMap<String, (String, i64)>,
+        /// GSSAPI's acceptor contexts.
+        pub gss: Option<GssFactory>,
+        /// The default Kerberos realm (`EXAMPLE.COM` when unset).
+        pub realm: Option<String>,
     }
 
     impl CredentialSource for Users {
@@ -316,6 +348,14 @@ pub(crate) mod test_support {
                 expires_at_ms,
             })
         }
+        fn gss_acceptor(&self) -> Result<Box<dyn gssapi::GssAcceptor>, String> {
+            let make = self.gss.as_ref().ok_or("Kerberos is not configured")?;
+            Ok(make())
+        }
+        fn kerberos_short_name(&self, principal: &str) -> Result<String, String> {
+            let realm = self.realm.as_deref().unwrap_or("EXAMPLE.COM");
+            crate::kerberos::rules::ShortNamer::parse("DEFAULT", realm)?.short_name(principal)
+        }
     }
 }
 
@@ -328,10 +368,10 @@ mod tests {
         for m in Mechanism::ALL {
             assert_eq!(m.name().parse::<Mechanism>(), Ok(m));
         }
-        assert!("GSSAPI"
+        assert!("KERBEROS"
             .parse::<Mechanism>()
             .unwrap_err()
-            .contains("not supported"));
+            .contains("unknown SASL mechanism"));
         assert!("scram-sha-256".parse::<Mechanism>().is_err());
         for m in ScramMechanism::ALL {
             assert_eq!(ScramMechanism::from_kafka_type(m.kafka_type()), Some(m));

@@ -174,12 +174,29 @@ fn start(config: Arc<BrokerConfig>, checks: &HostChecks) -> Result<(), String> {
     if let Some(source) = &config.sasl.oauth.jwks {
         jwks::start(source, config.sasl.oauth.keys.0.clone())?;
     }
+    start_kerberos(&config)?;
     log_tuning_summary(&config, &checks(&config.data_dir, config.cores));
     let entries = read_topics(&config, &data_dirs)?;
     log_start(&config, &data_dirs, entries.len());
     let shutdowns = spawn_signal_thread(config.cores)?;
     let executors = spawn_shards(&config, &entries, shutdowns)?;
     join_shards(executors)
+}
+
+/// Loads MIT Kerberos and its keytab when a listener offers GSSAPI; a
+/// missing library or keytab stops the start, naming it.
+fn start_kerberos(config: &BrokerConfig) -> Result<(), String> {
+    let Some(setup) = config.gssapi_setup().map_err(|e| e.to_string())? else {
+        return Ok(());
+    };
+    let kerberos = security::kerberos::init(setup.keytab.as_deref())
+        .map_err(|e| format!("GSSAPI cannot start: {e}"))?;
+    tracing::info!(
+        keytab = %setup.keytab.as_deref().map_or_else(|| String::from("MIT's default"), |k| k.display().to_string()),
+        realm = kerberos.default_realm(),
+        "GSSAPI (Kerberos) ready"
+    );
+    Ok(())
 }
 
 /// The topics as the data dirs hold them (read once, before the shards
