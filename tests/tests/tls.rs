@@ -444,7 +444,7 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
         &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*$/$1/\n"),
         &["ssl.principal.mapping.rules", "pattern"],
     );
-    // In a cluster the first listener carries replication, in plaintext.
+    // In a cluster the first listener carries replication, without TLS.
     let keystore = pki.broker_keystore();
     refuses_to_start(
         dir.path(),
@@ -453,7 +453,7 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
              controller.quorum.voters=1@127.0.0.1:{}\n",
             free_port()
         ),
-        &["put a PLAINTEXT listener first"],
+        &["put a PLAINTEXT or SASL_PLAINTEXT listener first"],
     );
 }
 

@@ -217,6 +217,9 @@ pub struct BrokerConfig {
     pub tls: tls::TlsSettings,
     /// SASL mechanisms, users and timings (`sasl.*`, `listener.name.*.sasl.*`).
     pub sasl: sasl::SaslConfig,
+    /// How this broker logs in to the others, when the first listener (the
+    /// one brokers reach each other on) is SASL_PLAINTEXT in a cluster.
+    pub inter_broker_login: Option<sasl::InterBrokerLogin>,
     /// ACL enforcement (`authorizer.class.name`, `super.users`, ...).
     pub authorizer: authorizer::AuthorizerConfig,
     /// Tiered storage (`remote.log.storage.system.enable`, the store's URL).
@@ -273,6 +276,7 @@ impl BrokerConfig {
             quota_window_size_seconds: 1,
             tls: tls::TlsSettings::default(),
             sasl: sasl::SaslConfig::default(),
+            inter_broker_login: None,
             authorizer: authorizer::AuthorizerConfig::default(),
             tiered: tiered::TieredStorageConfig::default(),
         }
@@ -353,7 +357,7 @@ impl BrokerConfig {
             ));
         }
         config.cluster.validate(config.broker_id)?;
-        config.check_inter_broker_listener()?;
+        config.inter_broker_login = config.check_inter_broker_listener()?;
         config.check_sasl()?;
         groups::check(&config.group)?;
         config.tiered.validate()?;
@@ -750,26 +754,30 @@ impl BrokerConfig {
     }
 
     /// In a cluster, brokers reach each other (replication, transaction
-    /// markers) on the first listener, with rill's own client, which speaks
-    /// neither TLS nor SASL: such a first listener would leave every
-    /// follower unable to fetch, so it stops the start instead.
-    fn check_inter_broker_listener(&self) -> Result<(), ConfigError> {
-        match self.listeners.first() {
-            Some(first)
-                if !self.cluster.is_single_node()
-                    && first.protocol != SecurityProtocol::Plaintext =>
-            {
-                Err(ConfigError::invalid(
-                    "listeners",
-                    &format!("{}://{}", first.name, first.bind),
-                    &format!(
-                        "the first listener carries traffic between brokers, which rill sends \
-                         in plaintext; put a PLAINTEXT listener first (this one is {})",
-                        first.protocol
-                    ),
-                ))
-            }
-            _ => Ok(()),
+    /// markers, share state) on the first listener, with rill's own
+    /// client, which logs in with PLAIN or SCRAM but speaks no TLS: an SSL
+    /// or SASL_SSL first listener would leave every follower unable to
+    /// fetch, so it stops the start instead, as does a SASL one without
+    /// the broker's own login.
+    fn check_inter_broker_listener(&self) -> Result<Option<sasl::InterBrokerLogin>, ConfigError> {
+        let Some(first) = self.listeners.first() else {
+            return Ok(None);
+        };
+        if self.cluster.is_single_node() {
+            return Ok(None);
+        }
+        match first.protocol {
+            SecurityProtocol::Plaintext => Ok(None),
+            SecurityProtocol::SaslPlaintext => self.sasl.inter_broker_login(&first.name).map(Some),
+            _ => Err(ConfigError::invalid(
+                "listeners",
+                &format!("{}://{}", first.name, first.bind),
+                &format!(
+                    "the first listener carries traffic between brokers, which rill sends \
+                     without TLS; put a PLAINTEXT or SASL_PLAINTEXT listener first (this one is {})",
+                    first.protocol
+                ),
+            )),
         }
     }
 

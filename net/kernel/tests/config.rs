@@ -234,7 +234,26 @@ fn sasl_listeners_serve_and_a_sasl_first_listener_needs_a_single_node() {
         ".properties",
     );
     let err = BrokerConfig::from_args(&args).unwrap_err().to_string();
-    assert!(err.contains("PLAINTEXT listener first"), "{err}");
+    assert!(
+        err.contains("sasl.mechanism.inter.broker.protocol"),
+        "{err}"
+    );
+    // With the broker's own login, brokers reach each other over SASL.
+    let (args, _file) = args_with_named_file(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:19094\n\
+         listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT\n\
+         controller.quorum.voters=0@127.0.0.1:19093,1@127.0.0.1:19095\n\
+         sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+         listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=\
+         org.apache.kafka.common.security.scram.ScramLoginModule required \
+         username=\"broker\" password=\"broker-secret\";\n",
+        ".properties",
+    );
+    let c = BrokerConfig::from_args(&args).unwrap();
+    let login = c.inter_broker_login.as_ref().expect("a login");
+    assert_eq!(login.user, "broker");
+    assert_eq!(login.password, "broker-secret");
+    assert!(!format!("{login:?}").contains("broker-secret"));
     let (args, _file) = args_with_named_file(
         "listeners=SSL://127.0.0.1:19096\nlistener.security.protocol.map=SSL:SSL\n",
         ".properties",

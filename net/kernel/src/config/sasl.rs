@@ -17,6 +17,10 @@
 //! - `sasl.server.max.receive.size`: the largest request frame read on a
 //!   SASL listener before authentication (Kafka's 524288); a larger one
 //!   closes the connection.
+//! - `sasl.mechanism.inter.broker.protocol` and the `username`/`password`
+//!   of that mechanism's JAAS entry on the first listener
+//!   (`PlainLoginModule` or `ScramLoginModule`): how this broker logs in
+//!   to the others when that listener is SASL_PLAINTEXT.
 //! - `rill.sasl.bootstrap.scram`: the first SCRAM users, in kafka-storage's
 //!   `--add-scram` syntax (`SCRAM-SHA-512=[name=admin,password=admin-secret]`,
 //!   several separated by `;`), written into the metadata quorum at start
@@ -57,8 +61,51 @@ pub struct SaslConfig {
     pub bootstrap_scram: Vec<BootstrapScram>,
     /// OAUTHBEARER's validators.
     pub oauth: OAuthConfig,
+    /// `sasl.mechanism.inter.broker.protocol`.
+    pub inter_broker_mechanism: Option<Mechanism>,
+    /// The `username`/`password` of the PLAIN and SCRAM JAAS entries, by
+    /// upper-case listener name (`""`: `sasl.jaas.config`) and `PLAIN` or
+    /// `SCRAM`: the broker's own login.
+    pub own_logins: BTreeMap<(String, &'static str), OwnLogin>,
     /// GSSAPI's Kerberos settings.
     pub kerberos: KerberosConfig,
+}
+
+/// The `username` and `password` of a PLAIN or SCRAM JAAS entry.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OwnLogin {
+    /// `username`.
+    pub user: String,
+    /// `password`.
+    pub password: String,
+}
+
+impl std::fmt::Debug for OwnLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OwnLogin")
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How this broker logs in to the others.
+#[derive(Clone, PartialEq, Eq)]
+pub struct InterBrokerLogin {
+    /// PLAIN or SCRAM.
+    pub mechanism: Mechanism,
+    /// The user.
+    pub user: String,
+    /// Its password.
+    pub password: String,
+}
+
+impl std::fmt::Debug for InterBrokerLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InterBrokerLogin")
+            .field("mechanism", &self.mechanism)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One `--add-scram` entry of `rill.sasl.bootstrap.scram`.
@@ -96,6 +143,8 @@ impl Default for SaslConfig {
             server_max_receive_bytes: 524_288,
             bootstrap_scram: Vec::new(),
             oauth: OAuthConfig::default(),
+            inter_broker_mechanism: None,
+            own_logins: BTreeMap::new(),
             kerberos: KerberosConfig::default(),
         }
     }
@@ -125,9 +174,13 @@ impl SaslConfig {
                     ConfigError::parse_at_least(name, value, 1, "bytes, at least 1")?
             }
             "rill.sasl.bootstrap.scram" => self.bootstrap_scram = parse_bootstrap(name, value)?,
-            "sasl.mechanism.inter.broker.protocol" | "sasl.mechanism.controller.protocol" => {
-                // Brokers reach each other on the first listener, which
-                // rill expects to be PLAINTEXT; nothing to choose.
+            "sasl.mechanism.inter.broker.protocol" => {
+                let mechanism: Mechanism = (value.trim().to_ascii_uppercase().parse())
+                    .map_err(|reason: String| ConfigError::invalid(name, value, &reason))?;
+                self.inter_broker_mechanism = Some(mechanism);
+            }
+            "sasl.mechanism.controller.protocol" => {
+                // The controller listener speaks rill's own protocol.
                 tracing::info!(key = name, "Kafka setting has no effect on rill; ignored");
             }
             _ if self.oauth.apply(name, value)? => {}
@@ -148,6 +201,23 @@ impl SaslConfig {
         let modules =
             parse_jaas(value).map_err(|reason| ConfigError::invalid(name, HIDDEN, &reason))?;
         for module in &modules {
+            let kind = if module.class.ends_with("PlainLoginModule") {
+                Some("PLAIN")
+            } else if module.class.ends_with("ScramLoginModule") {
+                Some("SCRAM")
+            } else {
+                None
+            };
+            let option = |key: &str| module.options.iter().find(|(k, _)| k == key);
+            if let (Some(kind), Some((_, user)), Some((_, password))) =
+                (kind, option("username"), option("password"))
+            {
+                let login = OwnLogin {
+                    user: user.clone(),
+                    password: password.clone(),
+                };
+                self.own_logins.insert((listener.to_string(), kind), login);
+            }
             if module.class.ends_with("OAuthBearerLoginModule") {
                 self.oauth.apply_jaas(listener, name, &module.options)?;
             } else if module.class.ends_with("Krb5LoginModule") {
@@ -182,18 +252,12 @@ impl SaslConfig {
             "PLAIN" => {
                 self.listener_plain_users
                     .insert(listener.to_ascii_uppercase(), plain_users(name, value)?);
-            }
-            "OAUTHBEARER" | "GSSAPI" => {
                 self.apply_login_modules(&listener.to_ascii_uppercase(), name, value)?;
             }
-            "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
-                // The broker's own SCRAM login (inter-broker): the users
-                // are in the metadata quorum, not here.
-                tracing::info!(
-                    key = name,
-                    "SCRAM users come from the metadata quorum \
-                     (AlterUserScramCredentials, rill.sasl.bootstrap.scram); ignored"
-                );
+            // SCRAM's users are in the metadata quorum; its JAAS entry
+            // holds the broker's own login (inter-broker).
+            "OAUTHBEARER" | "GSSAPI" | "SCRAM-SHA-256" | "SCRAM-SHA-512" => {
+                self.apply_login_modules(&listener.to_ascii_uppercase(), name, value)?;
             }
             other => {
                 return Err(ConfigError::invalid(
@@ -250,6 +314,54 @@ impl SaslConfig {
         }
         let keytab = self.kerberos.keytab(&offering)?;
         Ok(Some(GssapiSetup { keytab }))
+    }
+
+    /// How this broker logs in to the others on `listener` (the first
+    /// one, a SASL listener): `sasl.mechanism.inter.broker.protocol`, with
+    /// the `username` and `password` of that mechanism's JAAS entry.
+    pub fn inter_broker_login(&self, listener: &str) -> Result<InterBrokerLogin, ConfigError> {
+        const KEY: &str = "sasl.mechanism.inter.broker.protocol";
+        let mechanism = self.inter_broker_mechanism.ok_or_else(|| {
+            ConfigError::invalid(KEY, "(unset)", "the first listener carries traffic between brokers and is SASL: name PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+        })?;
+        let kind = match mechanism {
+            Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(_) => "SCRAM",
+            other => {
+                return Err(ConfigError::invalid(
+                    KEY,
+                    other.name(),
+                    "brokers log in to each other with PLAIN or SCRAM",
+                ))
+            }
+        };
+        if !self.mechanisms_for(listener).contains(&mechanism) {
+            return Err(ConfigError::invalid(
+                KEY,
+                mechanism.name(),
+                &format!("listener {listener} does not offer it"),
+            ));
+        }
+        let upper = listener.to_ascii_uppercase();
+        let login = (self.own_logins.get(&(upper, kind)))
+            .or_else(|| self.own_logins.get(&(String::new(), kind)))
+            .ok_or_else(|| {
+                let key = format!(
+                    "listener.name.{}.{}.sasl.jaas.config",
+                    listener.to_lowercase(),
+                    mechanism.name().to_lowercase()
+                );
+                ConfigError::invalid(
+                    &key,
+                    HIDDEN,
+                    "the broker's own login needs username and password options",
+                )
+            })?;
+        Ok(InterBrokerLogin {
+            mechanism,
+            user: login.user.clone(),
+            password: login.password.clone(),
+        })
     }
 
     /// The JAAS password of a PLAIN user on `listener`.

@@ -1,15 +1,23 @@
 //! A follower's connection to its leader: Kafka requests over one TCP
 //! connection, encoded and decoded by the `kafka-protocol` crate — the same
 //! protocol and listener any client uses (KIP-392's "followers are
-//! clients"), so replication needs no port of its own.
+//! clients"), so replication needs no port of its own. On a SASL_PLAINTEXT
+//! inter-broker listener it logs in first (PLAIN or SCRAM, the broker's
+//! own login), and once the session's lifetime (KIP-368) has passed it
+//! refuses further requests, so that its owner connects and logs in anew.
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{
+    ApiKey, RequestHeader, ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse,
+};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use kernel::config::sasl::InterBrokerLogin;
+use security::sasl::client::SaslClient;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest response a follower accepts (a fetch answers at most its
 /// `max_bytes`, 8 MiB here, plus headers).
@@ -20,24 +28,74 @@ pub struct KafkaConnection {
     stream: TcpStream,
     correlation_id: i32,
     client_id: StrBytes,
+    /// When the SASL session stops holding (KIP-368), if it ends.
+    session_ends: Option<Instant>,
 }
 
 impl KafkaConnection {
-    /// Connects to `address` within `timeout`.
+    /// Connects to `address` and, with a `login`, logs in, all within
+    /// `timeout`.
     pub async fn connect(
         address: SocketAddr,
         timeout: Duration,
         client_id: String,
+        login: Option<&InterBrokerLogin>,
     ) -> Result<KafkaConnection, String> {
         let stream = TcpStream::connect_timeout(address, timeout)
             .await
             .map_err(|e| format!("cannot connect to {address}: {e}"))?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        Ok(KafkaConnection {
+        let mut connection = KafkaConnection {
             stream,
             correlation_id: 0,
             client_id: StrBytes::from_string(client_id),
-        })
+            session_ends: None,
+        };
+        if let Some(login) = login {
+            let logging_in = connection.log_in(login);
+            let too_late = async {
+                glommio::timer::sleep(timeout).await;
+                Err(format!("the login to {address} took over {timeout:?}"))
+            };
+            futures_lite::future::or(logging_in, too_late).await?;
+        }
+        Ok(connection)
+    }
+
+    /// SaslHandshake, then SaslAuthenticate until the exchange ends.
+    async fn log_in(&mut self, login: &InterBrokerLogin) -> Result<(), String> {
+        let mechanism = login.mechanism.name();
+        let mut handshake = SaslHandshakeRequest::default();
+        handshake.mechanism = StrBytes::from_static_str(mechanism);
+        let answer: SaslHandshakeResponse =
+            self.request(ApiKey::SaslHandshake, 1, &handshake).await?;
+        if answer.error_code != 0 {
+            return Err(format!(
+                "SaslHandshake {mechanism}: error {}",
+                answer.error_code
+            ));
+        }
+        let mut client = SaslClient::new(login.mechanism, &login.user, &login.password)?;
+        let mut message = client.first();
+        loop {
+            let mut request = SaslAuthenticateRequest::default();
+            request.auth_bytes = Bytes::from(message);
+            let answer: SaslAuthenticateResponse =
+                self.request(ApiKey::SaslAuthenticate, 2, &request).await?;
+            if answer.error_code != 0 {
+                let why = answer.error_message.as_deref().unwrap_or_default();
+                return Err(format!("login as {} refused: {why}", login.user));
+            }
+            match client.step(&answer.auth_bytes)? {
+                Some(next) => message = next,
+                None => {
+                    let lifetime_ms = u64::try_from(answer.session_lifetime_ms).unwrap_or(0);
+                    self.session_ends = (lifetime_ms > 0)
+                        .then(|| Instant::now() + Duration::from_millis(lifetime_ms));
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Sends one request and reads its response.
@@ -51,6 +109,11 @@ impl KafkaConnection {
         Req: Encodable + HeaderVersion,
         Resp: Decodable + HeaderVersion,
     {
+        if self.session_ends.is_some_and(|end| Instant::now() >= end) {
+            return Err(String::from(
+                "the SASL session ended; connect and log in again",
+            ));
+        }
         self.correlation_id = self.correlation_id.wrapping_add(1);
         let correlation_id = self.correlation_id;
         let header = RequestHeader::default()

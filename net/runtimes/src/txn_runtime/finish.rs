@@ -279,12 +279,17 @@ async fn write_remote_markers(
     let mut request = WriteTxnMarkersRequest::default();
     request.markers = vec![marker];
     let client_id = format!("rill-txn-coordinator-{}", shard.config.broker_id);
-    let mut connection = KafkaConnection::connect(address, MARKER_CONNECT_TIMEOUT, client_id)
-        .await
-        .map_err(|e| {
-            tracing::debug!(leader, error = %e, "transaction markers not delivered");
-            ErrorCode::CoordinatorNotAvailable
-        })?;
+    let mut connection = KafkaConnection::connect(
+        address,
+        MARKER_CONNECT_TIMEOUT,
+        client_id,
+        shard.config.inter_broker_login.as_ref(),
+    )
+    .await
+    .map_err(|e| {
+        tracing::debug!(leader, error = %e, "transaction markers not delivered");
+        ErrorCode::CoordinatorNotAvailable
+    })?;
     let response: WriteTxnMarkersResponse = connection
         .request(ApiKey::WriteTxnMarkers, 1, &request)
         .await

@@ -113,8 +113,13 @@ async fn ask_remote(
     request.transactions = vec![txn];
     let client_id = format!("rill-partition-leader-{}", shard.config.broker_id);
     let answered = async {
-        let mut connection =
-            KafkaConnection::connect(address, COORDINATOR_CONNECT_TIMEOUT, client_id).await?;
+        let mut connection = KafkaConnection::connect(
+            address,
+            COORDINATOR_CONNECT_TIMEOUT,
+            client_id,
+            shard.config.inter_broker_login.as_ref(),
+        )
+        .await?;
         connection
             .request::<_, AddPartitionsToTxnResponse>(ApiKey::AddPartitionsToTxn, 4, &request)
             .await

@@ -8,6 +8,8 @@
 //!   without channel binding, as Kafka offers them.
 //! - [`oauthbearer`]: OAUTHBEARER (RFC 7628), the bearer token checked by
 //!   the broker's validator ([`crate::oauth`]). Never offered unless named.
+//! - [`client`]: the client side of PLAIN and SCRAM, for the broker's own
+//!   logins to other brokers.
 //! - [`gssapi`]: GSSAPI (RFC 4752), Kerberos through the acceptor the
 //!   credential source hands over ([`crate::kerberos`]). Never offered
 //!   unless named.
@@ -17,6 +19,7 @@
 //! [`scram::parse_client_final`], [`oauthbearer::parse`]) that never panic
 //! on any input: the fuzz targets call them directly.
 
+pub mod client;
 pub mod gssapi;
 pub mod oauthbearer;
 pub mod plain;
