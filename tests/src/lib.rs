@@ -562,6 +562,7 @@ pub mod layering;
 pub mod limits;
 pub mod netns;
 pub mod paced;
+pub mod pki;
 pub mod python;
 pub mod raw;
 pub mod replicated;

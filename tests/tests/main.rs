@@ -53,7 +53,7 @@ mod groups;
 #[path = "../bench/groups_rill.rs"]
 mod groups_rill;
 mod gssapi;
-mod inter_broker_sasl;
+mod inter_broker;
 mod io_properties;
 mod kafkajs;
 mod layering;

@@ -6,102 +6,19 @@
 //! `SASL_SSL` logs in with PLAIN and SCRAM over TLS; a TLS listener without
 //! its key stops the broker at start.
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
-};
+use rcgen::{DnType, ExtendedKeyUsagePurpose};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rill_tests::kafka::{client_config, consume_all, produce_all, producer};
+use rill_tests::pki::Pki;
 use rill_tests::python::{python_script, require_kafka_python};
 use rill_tests::{data_dir, free_port, http_get, raw, Broker};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
-
-/// A CA and what it signed, as PEM files in a directory.
-struct Pki {
-    dir: PathBuf,
-    ca: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Pki {
-    fn new(dir: &Path, name: &str) -> Pki {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name = DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{name} CA"));
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().expect("ca key"))
-            .expect("ca certificate");
-        let dir = dir.join(name);
-        std::fs::create_dir_all(&dir).expect("pki dir");
-        std::fs::write(dir.join("ca.pem"), ca.pem()).expect("write ca");
-        Pki { dir, ca }
-    }
-
-    fn ca_file(&self) -> String {
-        self.dir.join("ca.pem").display().to_string()
-    }
-
-    /// Signs a certificate; writes `<file>.crt` and `<file>.key`; returns
-    /// their paths.
-    fn issue(
-        &self,
-        file: &str,
-        names: &[&str],
-        dn: &[(DnType, &str)],
-        usage: ExtendedKeyUsagePurpose,
-    ) -> (String, String) {
-        let mut params =
-            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .expect("params");
-        params.distinguished_name = DistinguishedName::new();
-        for (kind, value) in dn {
-            params.distinguished_name.push(kind.clone(), *value);
-        }
-        params.extended_key_usages = vec![usage];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        let key = KeyPair::generate().expect("key");
-        let cert = params.signed_by(&key, &self.ca).expect("signed");
-        let cert_path = self.dir.join(format!("{file}.crt"));
-        let key_path = self.dir.join(format!("{file}.key"));
-        std::fs::write(&cert_path, cert.pem()).expect("write cert");
-        std::fs::write(&key_path, key.serialize_pem()).expect("write key");
-        (
-            cert_path.display().to_string(),
-            key_path.display().to_string(),
-        )
-    }
-
-    /// The broker's certificate (localhost and 127.0.0.1) as one PEM file
-    /// holding the key and the chain (`ssl.keystore.location`).
-    fn broker_keystore(&self) -> String {
-        let (cert, key) = self.issue(
-            "broker",
-            &["localhost", "127.0.0.1"],
-            &[(DnType::CommonName, "broker")],
-            ExtendedKeyUsagePurpose::ServerAuth,
-        );
-        let both = format!(
-            "{}{}",
-            std::fs::read_to_string(key).expect("key"),
-            std::fs::read_to_string(cert).expect("cert")
-        );
-        let path = self.dir.join("broker-keystore.pem");
-        std::fs::write(&path, both).expect("write keystore");
-        path.display().to_string()
-    }
-}
 
 /// A broker with a PLAINTEXT listener (first, the one `Broker` waits on) and
 /// an SSL listener configured by `ssl_lines`; returns it and the SSL port.
@@ -444,7 +361,8 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
         &format!("{listeners}ssl.keystore.location={cert}\nssl.principal.mapping.rules=RULE:^CN=(.*$/$1/\n"),
         &["ssl.principal.mapping.rules", "pattern"],
     );
-    // In a cluster the first listener carries replication, without TLS.
+    // In a cluster the first listener carries replication: over TLS, the
+    // brokers need a truststore the others' certificates chain to.
     let keystore = pki.broker_keystore();
     refuses_to_start(
         dir.path(),
@@ -453,7 +371,7 @@ fn a_tls_listener_without_a_usable_key_stops_the_broker() {
              controller.quorum.voters=1@127.0.0.1:{}\n",
             free_port()
         ),
-        &["put a PLAINTEXT or SASL_PLAINTEXT listener first"],
+        &["ssl.truststore.location", "no truststore"],
     );
 }
 

@@ -115,6 +115,12 @@ enum KeyOutcome {
     Unknown,
 }
 
+/// How this broker reaches the others: its login (SASL) and its TLS client.
+type InterBrokerSecurity = (
+    Option<sasl::InterBrokerLogin>,
+    Option<security::tls_client::ClientTls>,
+);
+
 /// The resolved broker settings, the same on every shard.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -218,8 +224,12 @@ pub struct BrokerConfig {
     /// SASL mechanisms, users and timings (`sasl.*`, `listener.name.*.sasl.*`).
     pub sasl: sasl::SaslConfig,
     /// How this broker logs in to the others, when the first listener (the
-    /// one brokers reach each other on) is SASL_PLAINTEXT in a cluster.
+    /// one brokers reach each other on) is SASL_PLAINTEXT or SASL_SSL in a
+    /// cluster.
     pub inter_broker_login: Option<sasl::InterBrokerLogin>,
+    /// The broker's own TLS client, when the first listener is SSL or
+    /// SASL_SSL in a cluster.
+    pub inter_broker_tls: Option<security::tls_client::ClientTls>,
     /// ACL enforcement (`authorizer.class.name`, `super.users`, ...).
     pub authorizer: authorizer::AuthorizerConfig,
     /// Tiered storage (`remote.log.storage.system.enable`, the store's URL).
@@ -277,6 +287,7 @@ impl BrokerConfig {
             tls: tls::TlsSettings::default(),
             sasl: sasl::SaslConfig::default(),
             inter_broker_login: None,
+            inter_broker_tls: None,
             authorizer: authorizer::AuthorizerConfig::default(),
             tiered: tiered::TieredStorageConfig::default(),
         }
@@ -357,7 +368,7 @@ impl BrokerConfig {
             ));
         }
         config.cluster.validate(config.broker_id)?;
-        config.inter_broker_login = config.check_inter_broker_listener()?;
+        (config.inter_broker_login, config.inter_broker_tls) = config.inter_broker_security()?;
         config.check_sasl()?;
         groups::check(&config.group)?;
         config.tiered.validate()?;
@@ -755,30 +766,29 @@ impl BrokerConfig {
 
     /// In a cluster, brokers reach each other (replication, transaction
     /// markers, share state) on the first listener, with rill's own
-    /// client, which logs in with PLAIN or SCRAM but speaks no TLS: an SSL
-    /// or SASL_SSL first listener would leave every follower unable to
-    /// fetch, so it stops the start instead, as does a SASL one without
-    /// the broker's own login.
-    fn check_inter_broker_listener(&self) -> Result<Option<sasl::InterBrokerLogin>, ConfigError> {
+    /// client: over TLS on an SSL or SASL_SSL listener (its truststore and
+    /// keystore), logged in with PLAIN or SCRAM on a SASL one. A SASL
+    /// listener without the broker's own login, or a TLS one without a
+    /// truststore, would leave every follower unable to fetch, so it stops
+    /// the start instead.
+    fn inter_broker_security(&self) -> Result<InterBrokerSecurity, ConfigError> {
         let Some(first) = self.listeners.first() else {
-            return Ok(None);
+            return Ok((None, None));
         };
         if self.cluster.is_single_node() {
-            return Ok(None);
+            return Ok((None, None));
         }
-        match first.protocol {
-            SecurityProtocol::Plaintext => Ok(None),
-            SecurityProtocol::SaslPlaintext => self.sasl.inter_broker_login(&first.name).map(Some),
-            _ => Err(ConfigError::invalid(
-                "listeners",
-                &format!("{}://{}", first.name, first.bind),
-                &format!(
-                    "the first listener carries traffic between brokers, which rill sends \
-                     without TLS; put a PLAINTEXT or SASL_PLAINTEXT listener first (this one is {})",
-                    first.protocol
-                ),
-            )),
-        }
+        let login = match first.protocol.uses_sasl() {
+            true => Some(self.sasl.inter_broker_login(&first.name)?),
+            false => None,
+        };
+        let tls = match first.protocol {
+            SecurityProtocol::Ssl | SecurityProtocol::SaslSsl => {
+                Some(self.tls.client_tls(&first.name)?)
+            }
+            _ => None,
+        };
+        Ok((login, tls))
     }
 
     /// The start-time checks over the SASL listeners: OAUTHBEARER's (see

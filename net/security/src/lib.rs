@@ -30,6 +30,7 @@ pub mod protocol;
 pub mod sasl;
 pub mod session;
 pub mod tls;
+pub mod tls_client;
 
 pub use protocol::SecurityProtocol;
 pub use session::{Principal, Session};

@@ -91,7 +91,7 @@ impl TlsVersion {
         Ok(versions)
     }
 
-    fn rustls(self) -> &'static SupportedProtocolVersion {
+    pub(crate) fn rustls(self) -> &'static SupportedProtocolVersion {
         match self {
             TlsVersion::Tls12 => &rustls::version::TLS12,
             TlsVersion::Tls13 => &rustls::version::TLS13,

@@ -20,7 +20,7 @@
 //! - `sasl.mechanism.inter.broker.protocol` and the `username`/`password`
 //!   of that mechanism's JAAS entry on the first listener
 //!   (`PlainLoginModule` or `ScramLoginModule`): how this broker logs in
-//!   to the others when that listener is SASL_PLAINTEXT.
+//!   to the others when that listener is SASL_PLAINTEXT or SASL_SSL.
 //! - `rill.sasl.bootstrap.scram`: the first SCRAM users, in kafka-storage's
 //!   `--add-scram` syntax (`SCRAM-SHA-512=[name=admin,password=admin-secret]`,
 //!   several separated by `;`), written into the metadata quorum at start

@@ -14,7 +14,12 @@
 //! - `ssl.client.auth` (none, requested, required), `ssl.enabled.protocols`
 //!   (TLSv1.2, TLSv1.3), `ssl.principal.mapping.rules` (Kafka's rules);
 //! - `rill.ssl.handshake.timeout.ms` (10 s): how long a client has to finish
-//!   the handshake.
+//!   the handshake;
+//! - for the broker's own connections to other brokers on a TLS first
+//!   listener ([`TlsSettings::client_tls`]): the same truststore (the
+//!   peers' certificates chain to it), keystore (shown when a peer asks),
+//!   and `ssl.endpoint.identification.algorithm` (`https`, the default:
+//!   the certificate must name the peer's advertised host; empty: not).
 //!
 //! Everything is read and checked at start ([`TlsSettings::listener_tls`]):
 //! a TLS listener without a certificate, an unreadable file or a bad PEM
@@ -25,6 +30,7 @@ use security::principal_mapping::PrincipalMapper;
 use security::tls::{
     parse_certificates, parse_private_key, ClientAuth, ListenerTls, TlsMaterial, TlsVersion,
 };
+use security::tls_client::{ClientTls, ClientTlsMaterial};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -43,6 +49,7 @@ pub const READ_KEYS: &[&str] = &[
     "ssl.client.auth",
     "ssl.enabled.protocols",
     "ssl.principal.mapping.rules",
+    "ssl.endpoint.identification.algorithm",
 ];
 
 /// `ssl.*` keys of Kafka's that have no effect on rill (JVM providers,
@@ -54,7 +61,6 @@ pub const INERT_KEYS: &[&str] = &[
     "ssl.truststore.password",
     "ssl.protocol",
     "ssl.cipher.suites",
-    "ssl.endpoint.identification.algorithm",
     "ssl.keymanager.algorithm",
     "ssl.trustmanager.algorithm",
     "ssl.secure.random.implementation",
@@ -201,13 +207,60 @@ impl TlsSettings {
     }
 }
 
+impl TlsSettings {
+    /// The broker's own TLS client for listener `listener` (its peers'),
+    /// its files read and checked.
+    pub fn client_tls(&self, listener: &str) -> Result<ClientTls, ConfigError> {
+        let keys = ListenerKeys {
+            settings: self,
+            prefix: format!("listener.name.{}.", listener.to_ascii_lowercase()),
+            own: self.per_listener.get(&listener.to_ascii_lowercase()),
+        };
+        let identity = Some(keys.certificate_and_key(listener)?);
+        let trusted = keys.trusted()?;
+        let versions = match keys.get("ssl.enabled.protocols") {
+            Some((name, value)) => parse_with(&name, value, TlsVersion::parse_list)?,
+            None => vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        };
+        let verify_hostname = match keys.get("ssl.endpoint.identification.algorithm") {
+            Some((name, value)) => parse_with(&name, value, verifies_hostname)?,
+            None => true,
+        };
+        ClientTls::new(ClientTlsMaterial {
+            trusted,
+            identity,
+            versions,
+            verify_hostname,
+        })
+        .map_err(|reason| {
+            ConfigError::invalid(
+                &keys.name("ssl.truststore.location"),
+                "",
+                &format!("the brokers' connections to each other on {listener}: {reason}"),
+            )
+        })
+    }
+}
+
 /// Checks a value that needs no other key.
 fn check_value(name: &str, key: &str, value: &str) -> Result<(), ConfigError> {
     match key {
         "ssl.client.auth" => parse_with(name, value, str::parse::<ClientAuth>).map(drop),
         "ssl.enabled.protocols" => parse_with(name, value, TlsVersion::parse_list).map(drop),
         "ssl.principal.mapping.rules" => parse_with(name, value, PrincipalMapper::parse).map(drop),
+        "ssl.endpoint.identification.algorithm" => {
+            parse_with(name, value, verifies_hostname).map(drop)
+        }
         _ => Ok(()),
+    }
+}
+
+/// `ssl.endpoint.identification.algorithm`: `https` checks the host name.
+fn verifies_hostname(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "https" => Ok(true),
+        "" => Ok(false),
+        _ => Err(String::from("https or empty")),
     }
 }
 
@@ -380,6 +433,9 @@ mod tests {
             .apply("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/")
             .is_err());
         assert!(settings.apply("ssl.enabled.protocols", "TLSv1").is_err());
+        assert!(settings.apply("ssl.endpoint.identification.algorithm", "").unwrap());
+        assert!(settings.apply("ssl.endpoint.identification.algorithm", "HTTPS").unwrap());
+        assert!(settings.apply("ssl.endpoint.identification.algorithm", "none").is_err());
     }
 
     #[test]

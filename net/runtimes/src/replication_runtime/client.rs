@@ -1,10 +1,12 @@
 //! A follower's connection to its leader: Kafka requests over one TCP
 //! connection, encoded and decoded by the `kafka-protocol` crate — the same
 //! protocol and listener any client uses (KIP-392's "followers are
-//! clients"), so replication needs no port of its own. On a SASL_PLAINTEXT
-//! inter-broker listener it logs in first (PLAIN or SCRAM, the broker's
-//! own login), and once the session's lifetime (KIP-368) has passed it
-//! refuses further requests, so that its owner connects and logs in anew.
+//! clients"), so replication needs no port of its own. On an SSL or
+//! SASL_SSL inter-broker listener it speaks TLS (the broker's own client,
+//! `security::tls_client`); on a SASL one it logs in first (PLAIN or SCRAM,
+//! the broker's own login), and once the session's lifetime (KIP-368) has
+//! passed it refuses further requests, so that its owner connects and logs
+//! in anew.
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -15,7 +17,9 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use kernel::config::sasl::InterBrokerLogin;
+use kernel::config::BrokerConfig;
 use security::sasl::client::SaslClient;
+use security::tls_client::ClientTlsStream;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -25,39 +29,79 @@ const RESPONSE_BYTES_MAX: usize = 64 << 20;
 
 /// A connection to one broker.
 pub struct KafkaConnection {
-    stream: TcpStream,
+    stream: Stream,
     correlation_id: i32,
     client_id: StrBytes,
     /// When the SASL session stops holding (KIP-368), if it ends.
     session_ends: Option<Instant>,
 }
 
+/// The connection's bytes: plain TCP or TLS.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<ClientTlsStream>),
+}
+
+impl Stream {
+    async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.write_all(bytes).await,
+            Stream::Tls(s) => {
+                s.write_all(bytes).await?;
+                s.flush().await
+            }
+        }
+    }
+
+    async fn read_exact(&mut self, bytes: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.read_exact(bytes).await,
+            Stream::Tls(s) => s.read_exact(bytes).await,
+        }
+    }
+}
+
 impl KafkaConnection {
-    /// Connects to `address` and, with a `login`, logs in, all within
-    /// `timeout`.
+    /// Connects to the broker at `host` (`address`), over TLS and logged
+    /// in as `config`'s inter-broker settings say, all within `timeout`.
     pub async fn connect(
-        address: SocketAddr,
+        config: &BrokerConfig,
+        (host, address): (&str, SocketAddr),
         timeout: Duration,
         client_id: String,
-        login: Option<&InterBrokerLogin>,
     ) -> Result<KafkaConnection, String> {
-        let stream = TcpStream::connect_timeout(address, timeout)
+        let opening = Self::open(config, (host, address), timeout, client_id);
+        let too_late = async {
+            glommio::timer::sleep(timeout).await;
+            Err(format!(
+                "connecting to {host} ({address}) took over {timeout:?}"
+            ))
+        };
+        futures_lite::future::or(opening, too_late).await
+    }
+
+    async fn open(
+        config: &BrokerConfig,
+        (host, address): (&str, SocketAddr),
+        timeout: Duration,
+        client_id: String,
+    ) -> Result<KafkaConnection, String> {
+        let tcp = TcpStream::connect_timeout(address, timeout)
             .await
             .map_err(|e| format!("cannot connect to {address}: {e}"))?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+        let stream = match &config.inter_broker_tls {
+            Some(tls) => Stream::Tls(Box::new(tls.connect(host, tcp).await?)),
+            None => Stream::Plain(tcp),
+        };
         let mut connection = KafkaConnection {
             stream,
             correlation_id: 0,
             client_id: StrBytes::from_string(client_id),
             session_ends: None,
         };
-        if let Some(login) = login {
-            let logging_in = connection.log_in(login);
-            let too_late = async {
-                glommio::timer::sleep(timeout).await;
-                Err(format!("the login to {address} took over {timeout:?}"))
-            };
-            futures_lite::future::or(logging_in, too_late).await?;
+        if let Some(login) = &config.inter_broker_login {
+            connection.log_in(login).await?;
         }
         Ok(connection)
     }

@@ -157,13 +157,9 @@ async fn follow(shard: &Rc<Shard>, session: Session<'_>) -> Result<(), SessionEr
         .next()
         .ok_or("the leader's address resolves to nothing")?;
     let client_id = format!("rill-replica-{}", shard.config.broker_id);
-    let mut connection = KafkaConnection::connect(
-        address,
-        CONNECT_TIMEOUT,
-        client_id,
-        shard.config.inter_broker_login.as_ref(),
-    )
-    .await?;
+    let mut connection =
+        KafkaConnection::connect(&shard.config, (&host, address), CONNECT_TIMEOUT, client_id)
+            .await?;
     if out_of_range && !start_over_if_behind(&mut connection, shard, tp, &log, leader_epoch).await?
     {
         truncate_to_leader(&mut connection, shard, tp, &log, leader_epoch).await?;

@@ -92,17 +92,13 @@ async fn remote(
         .and_then(|mut addresses| addresses.next())
         .ok_or(ErrorCode::CoordinatorNotAvailable)?;
     let client_id = format!("rill-share-persister-{}", shard.config.broker_id);
-    let mut connection = KafkaConnection::connect(
-        address,
-        CONNECT_TIMEOUT,
-        client_id,
-        shard.config.inter_broker_login.as_ref(),
-    )
-    .await
-    .map_err(|e| {
-        tracing::debug!(error = %e, "share coordinator not reached");
-        ErrorCode::CoordinatorNotAvailable
-    })?;
+    let mut connection =
+        KafkaConnection::connect(&shard.config, (host, address), CONNECT_TIMEOUT, client_id)
+            .await
+            .map_err(|e| {
+                tracing::debug!(error = %e, "share coordinator not reached");
+                ErrorCode::CoordinatorNotAvailable
+            })?;
     let unanswered = |e: String| {
         tracing::debug!(error = %e, "share coordinator did not answer");
         ErrorCode::CoordinatorNotAvailable

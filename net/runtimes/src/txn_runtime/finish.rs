@@ -280,10 +280,10 @@ async fn write_remote_markers(
     request.markers = vec![marker];
     let client_id = format!("rill-txn-coordinator-{}", shard.config.broker_id);
     let mut connection = KafkaConnection::connect(
-        address,
+        &shard.config,
+        (host, address),
         MARKER_CONNECT_TIMEOUT,
         client_id,
-        shard.config.inter_broker_login.as_ref(),
     )
     .await
     .map_err(|e| {

@@ -114,10 +114,10 @@ async fn ask_remote(
     let client_id = format!("rill-partition-leader-{}", shard.config.broker_id);
     let answered = async {
         let mut connection = KafkaConnection::connect(
-            address,
+            &shard.config,
+            (host, address),
             COORDINATOR_CONNECT_TIMEOUT,
             client_id,
-            shard.config.inter_broker_login.as_ref(),
         )
         .await?;
         connection
