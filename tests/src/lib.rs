@@ -288,10 +288,19 @@ impl Broker {
         self.wait_ready();
     }
 
+    /// Waits until the Kafka listener and the admin listener (`/metrics`,
+    /// which shard 0 opens a little after the first Kafka listener) both
+    /// take connections. The admin listener is looked at only where the
+    /// broker listens on loopback: one in a network namespace has its
+    /// admin listener on the namespace's own loopback.
     fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
+        let takes = |addr: &SocketAddr| {
+            TcpStream::connect_timeout(addr, Duration::from_millis(200)).is_ok()
+        };
+        let admin_reachable = self.addr.ip().is_loopback();
         while Instant::now() < deadline {
-            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+            if takes(&self.addr) && (!admin_reachable || takes(&self.admin_addr)) {
                 return;
             }
             if let Some(child) = self.child.as_mut() {
