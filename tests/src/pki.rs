@@ -47,6 +47,17 @@ impl Pki {
         dn: &[(DnType, &str)],
         usage: ExtendedKeyUsagePurpose,
     ) -> (String, String) {
+        self.issue_for(file, names, dn, vec![usage])
+    }
+
+    /// [`Pki::issue`] with several extended key usages.
+    fn issue_for(
+        &self,
+        file: &str,
+        names: &[&str],
+        dn: &[(DnType, &str)],
+        usages: Vec<ExtendedKeyUsagePurpose>,
+    ) -> (String, String) {
         let mut params =
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
                 .expect("params");
@@ -54,7 +65,7 @@ impl Pki {
         for (kind, value) in dn {
             params.distinguished_name.push(kind.clone(), *value);
         }
-        params.extended_key_usages = vec![usage];
+        params.extended_key_usages = usages;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         let key = KeyPair::generate().expect("key");
         let cert = params.signed_by(&key, &self.ca).expect("signed");
@@ -68,14 +79,18 @@ impl Pki {
         )
     }
 
-    /// The broker's certificate (localhost and 127.0.0.1) as one PEM file
+    /// The broker's certificate (localhost and 127.0.0.1; a server's and,
+    /// for other brokers asking for one, a client's) as one PEM file
     /// holding the key and the chain (`ssl.keystore.location`).
     pub fn broker_keystore(&self) -> String {
-        let (cert, key) = self.issue(
+        let (cert, key) = self.issue_for(
             "broker",
             &["localhost", "127.0.0.1"],
             &[(DnType::CommonName, "broker")],
-            ExtendedKeyUsagePurpose::ServerAuth,
+            vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
         );
         let both = format!(
             "{}{}",

@@ -1,14 +1,16 @@
-//! Brokers that reach each other over SASL_PLAINTEXT and over SASL_SSL:
-//! three nodes whose only client listener is SASL (SCRAM-SHA-512), in
-//! plaintext or over TLS, with the authorizer on and no ACL for anonymous
-//! users. Each logs in to the others as the `broker` user of its
-//! `ScramLoginModule` JAAS entry (`sasl.mechanism.inter.broker.protocol`),
-//! over TLS checked against the listener's truststore and the peer's
-//! advertised host: followers fetch (acks=all with `min.insync.replicas=3`
+//! Brokers that reach each other over SASL_PLAINTEXT, SASL_SSL and mutual
+//! TLS: three nodes whose only client listener is that one, with the
+//! authorizer on and no ACL for anonymous users. Over SASL each logs in to
+//! the others as the `broker` user of its `ScramLoginModule` JAAS entry
+//! (`sasl.mechanism.inter.broker.protocol`); over TLS it checks the
+//! others' certificates against the listener's truststore and their
+//! advertised host, and with `ssl.client.auth=required` shows its own
+//! (`User:CN=broker`). In each case followers fetch (acks=all with `min.insync.replicas=3`
 //! needs all three replicas), and transaction markers reach the partitions
 //! led elsewhere (read_committed reads the committed transaction). Before,
 //! such a first listener stopped the start.
 
+use rcgen::{DnType, ExtendedKeyUsagePurpose};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -24,27 +26,42 @@ use std::time::Duration;
 const RILL: &str = env!("CARGO_BIN_EXE_rill");
 const TOPIC: &str = "ib";
 
-/// How clients reach the cluster: its bootstrap, and the CA of a TLS one.
+/// How clients reach the cluster: its bootstrap and their settings
+/// (security protocol, login or certificate).
 struct Reach {
     bootstrap: String,
-    ca: Option<String>,
+    settings: Vec<(&'static str, String)>,
 }
 
 impl Reach {
-    /// A librdkafka client logged in as `admin`.
+    /// A librdkafka client of the cluster's super user `admin`.
     fn client(&self) -> ClientConfig {
         let mut c = client_config(&self.bootstrap);
-        c.set("sasl.mechanism", "SCRAM-SHA-512")
-            .set("sasl.username", "admin")
-            .set("sasl.password", "admin-secret");
-        match &self.ca {
-            Some(ca) => c
-                .set("security.protocol", "SASL_SSL")
-                .set("ssl.ca.location", ca),
-            None => c.set("security.protocol", "SASL_PLAINTEXT"),
-        };
+        for (key, value) in &self.settings {
+            c.set(*key, value);
+        }
         c
     }
+}
+
+/// The brokers' settings of the SASL tests: SCRAM-SHA-512 only, the
+/// broker's own login, and `broker` and `admin` as super users.
+const SASL_SETTINGS: &str = "sasl.enabled.mechanisms=SCRAM-SHA-512\n\
+    sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
+    sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+    username=\"broker\" password=\"broker-secret\";\n\
+    rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=broker,password=broker-secret];\
+    SCRAM-SHA-512=[name=admin,password=admin-secret]\n\
+    super.users=User:broker;User:admin\n";
+
+/// A client's SCRAM login as `admin` over `protocol`.
+fn admin_login(protocol: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("security.protocol", protocol.to_string()),
+        ("sasl.mechanism", String::from("SCRAM-SHA-512")),
+        ("sasl.username", String::from("admin")),
+        ("sasl.password", String::from("admin-secret")),
+    ]
 }
 
 async fn create_topic(reach: &Reach) -> Result<(), String> {
@@ -64,47 +81,75 @@ async fn create_topic(reach: &Reach) -> Result<(), String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_log_in_to_each_other_to_replicate_and_write_markers() {
-    let listener = "listeners=SASL_PLAINTEXT://127.0.0.1:9\n\
-                    listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT\n";
-    replicate_and_write_markers(listener, None).await;
+    let settings = format!(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:9\n\
+         listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT\n{SASL_SETTINGS}"
+    );
+    replicate_and_write_markers(&settings, admin_login("SASL_PLAINTEXT")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn brokers_reach_each_other_over_tls_and_log_in() {
     let dir = data_dir();
     let pki = Pki::new(dir.path(), "inter-broker");
-    let listener = format!(
+    let settings = format!(
         "listeners=SASL_SSL://127.0.0.1:9\n\
          listener.security.protocol.map=SASL_SSL:SASL_SSL\n\
          ssl.keystore.location={}\n\
-         ssl.truststore.location={}\n",
+         ssl.truststore.location={}\n{SASL_SETTINGS}",
         pki.broker_keystore(),
         pki.ca_file()
     );
-    replicate_and_write_markers(&listener, Some(pki.ca_file())).await;
+    let mut client = admin_login("SASL_SSL");
+    client.push(("ssl.ca.location", pki.ca_file()));
+    replicate_and_write_markers(&settings, client).await;
 }
 
-/// Three nodes with the first listener `listener`, reached by clients
-/// trusting `ca` when it is TLS: a topic of three replicas that must all
-/// be in sync takes acks=all records, and a transaction over its three
-/// leaders commits.
-async fn replicate_and_write_markers(listener: &str, ca: Option<String>) {
+/// Mutual TLS: with `ssl.client.auth=required` each broker shows its own
+/// certificate to the others, and is the principal its subject maps to
+/// (`User:CN=broker`, the super user); no SASL at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brokers_reach_each_other_over_mutual_tls_as_their_certificates() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "mutual");
+    let (cert, key) = pki.issue(
+        "admin",
+        &[],
+        &[(DnType::CommonName, "admin")],
+        ExtendedKeyUsagePurpose::ClientAuth,
+    );
+    let settings = format!(
+        "listeners=SSL://127.0.0.1:9\n\
+         listener.security.protocol.map=SSL:SSL\n\
+         ssl.keystore.location={}\n\
+         ssl.truststore.location={}\n\
+         ssl.client.auth=required\n\
+         super.users=User:CN=broker;User:CN=admin\n",
+        pki.broker_keystore(),
+        pki.ca_file()
+    );
+    let client = vec![
+        ("security.protocol", String::from("SSL")),
+        ("ssl.ca.location", pki.ca_file()),
+        ("ssl.certificate.location", cert),
+        ("ssl.key.location", key),
+    ];
+    replicate_and_write_markers(&settings, client).await;
+}
+
+/// Three nodes with `settings` (the first listener and its security),
+/// reached by clients with `client`: a topic of three replicas that must
+/// all be in sync takes acks=all records, and a transaction over its
+/// three leaders commits, with the authorizer on.
+async fn replicate_and_write_markers(settings: &str, client: Vec<(&'static str, String)>) {
     let dir = data_dir();
     let config = dir.path().join("server.properties");
+    // The listener's port is --listen's, which the harness picks per node.
     std::fs::write(
         &config,
-        // The port is --listen's, which the harness picks per node.
         format!(
-            "{listener}\
-         sasl.enabled.mechanisms=SCRAM-SHA-512\n\
-         sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512\n\
-         sasl.jaas.config=\
-         org.apache.kafka.common.security.scram.ScramLoginModule required \
-         username=\"broker\" password=\"broker-secret\";\n\
-         rill.sasl.bootstrap.scram=SCRAM-SHA-512=[name=broker,password=broker-secret];\
-         SCRAM-SHA-512=[name=admin,password=admin-secret]\n\
-         authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n\
-         super.users=User:broker;User:admin\n"
+            "{settings}\
+             authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
         ),
     )
     .expect("write server.properties");
@@ -112,7 +157,7 @@ async fn replicate_and_write_markers(listener: &str, ca: Option<String>) {
     let cluster = Cluster::start(RILL, 3, &["--config", &config]);
     let reach = Reach {
         bootstrap: cluster.bootstrap(),
-        ca,
+        settings: client,
     };
 
     // The brokers register and elect leaders first; until then creation

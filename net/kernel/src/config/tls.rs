@@ -433,9 +433,15 @@ mod tests {
             .apply("ssl.principal.mapping.rules", "RULE:^CN=(.*$/$1/")
             .is_err());
         assert!(settings.apply("ssl.enabled.protocols", "TLSv1").is_err());
-        assert!(settings.apply("ssl.endpoint.identification.algorithm", "").unwrap());
-        assert!(settings.apply("ssl.endpoint.identification.algorithm", "HTTPS").unwrap());
-        assert!(settings.apply("ssl.endpoint.identification.algorithm", "none").is_err());
+        assert!(settings
+            .apply("ssl.endpoint.identification.algorithm", "")
+            .unwrap());
+        assert!(settings
+            .apply("ssl.endpoint.identification.algorithm", "HTTPS")
+            .unwrap());
+        assert!(settings
+            .apply("ssl.endpoint.identification.algorithm", "none")
+            .is_err());
     }
 
     #[test]
