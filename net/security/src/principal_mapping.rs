@@ -30,11 +30,23 @@ enum Rule {
     },
 }
 
+/// A rule's `L` or `U` flag (also Kerberos' principal rules').
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
+pub(crate) enum Case {
     Keep,
     Lower,
     Upper,
+}
+
+impl Case {
+    /// `name` as the flag wants it.
+    pub(crate) fn apply(self, name: &str) -> String {
+        match self {
+            Case::Keep => name.to_string(),
+            Case::Lower => name.to_lowercase(),
+            Case::Upper => name.to_uppercase(),
+        }
+    }
 }
 
 /// A parsed `ssl.principal.mapping.rules` value.
@@ -91,11 +103,7 @@ impl PrincipalMapper {
                     case,
                 } if whole.is_match(subject) => {
                     let name = pattern.replace_all(subject, replacement.as_str());
-                    return Ok(match case {
-                        Case::Keep => name.into_owned(),
-                        Case::Lower => name.to_lowercase(),
-                        Case::Upper => name.to_uppercase(),
-                    });
+                    return Ok(case.apply(&name));
                 }
                 Rule::Replace { .. } => {}
             }

@@ -174,12 +174,7 @@ impl ListenerTls {
         let builder = match material.client_auth {
             ClientAuth::None => builder.with_no_client_auth(),
             auth => {
-                let mut roots = RootCertStore::empty();
-                for cert in material.trusted {
-                    roots
-                        .add(cert)
-                        .map_err(|e| format!("truststore certificate: {e}"))?;
-                }
+                let roots = root_store(material.trusted)?;
                 let verifier =
                     WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
                 let verifier = if auth == ClientAuth::Requested {
@@ -236,6 +231,17 @@ impl ListenerTls {
         };
         Ok((tls, principal))
     }
+}
+
+/// The truststore's CAs as rustls takes them.
+pub(crate) fn root_store(trusted: Vec<CertificateDer<'static>>) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    for cert in trusted {
+        roots
+            .add(cert)
+            .map_err(|e| format!("truststore certificate: {e}"))?;
+    }
+    Ok(roots)
 }
 
 /// Every certificate of a PEM text, in order; an error when there is none

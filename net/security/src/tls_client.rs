@@ -5,15 +5,13 @@
 //! `ssl.endpoint.identification.algorithm` (Kafka's `https` by default)
 //! says whether the certificate must also name the peer's advertised host.
 
-use super::tls::TlsVersion;
+use super::tls::{root_store, TlsVersion};
 use futures_rustls::client::TlsStream;
 use glommio::net::TcpStream;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{
-    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
-};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, SignatureScheme};
 use std::fmt;
 use std::sync::Arc;
 
@@ -61,12 +59,7 @@ impl ClientTls {
             ));
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = RootCertStore::empty();
-        for cert in material.trusted {
-            roots
-                .add(cert)
-                .map_err(|e| format!("truststore certificate: {e}"))?;
-        }
+        let roots = root_store(material.trusted)?;
         let verifier =
             WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()

@@ -118,9 +118,26 @@ impl KerberosConfig {
                 self.login(listener).and_then(|l| l.keytab.clone()),
             )
         });
-        let Some((_, first)) = keytabs.next() else {
+        let Some((first_listener, first)) = keytabs.next() else {
             return Ok(None);
         };
+        if let Some(path) = first.as_ref().filter(|path| !path.is_file()) {
+            let key = match self
+                .logins
+                .contains_key(&first_listener.to_ascii_uppercase())
+            {
+                true => format!(
+                    "listener.name.{}.gssapi.sasl.jaas.config",
+                    first_listener.to_lowercase()
+                ),
+                false => String::from("sasl.jaas.config"),
+            };
+            return Err(ConfigError::invalid(
+                &key,
+                "[hidden]",
+                &format!("keyTab {} is not a readable file", path.display()),
+            ));
+        }
         for (listener, keytab) in keytabs {
             if keytab != first {
                 return Err(ConfigError::invalid(
@@ -148,6 +165,14 @@ mod tests {
 
     #[test]
     fn keys_and_jaas_entries() {
+        let dir = std::env::temp_dir().join(format!("rill-keytabs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kafka = dir.join("kafka.keytab");
+        let other = dir.join("other.keytab");
+        for file in [&kafka, &other] {
+            std::fs::write(file, b"keys").unwrap();
+        }
+        let (kafka, other) = (kafka.to_str().unwrap(), other.to_str().unwrap());
         let mut k = KerberosConfig::default();
         assert!(k.apply("sasl.kerberos.service.name", "kafka").unwrap());
         assert_eq!(k.service_name.as_deref(), Some("kafka"));
@@ -164,22 +189,27 @@ mod tests {
             .unwrap());
         assert!(!k.apply("sasl.kerberos.other", "x").unwrap());
 
-        k.apply_jaas("", &jaas("/etc/kafka.keytab"));
+        k.apply_jaas("", &jaas(kafka));
         let listeners = [String::from("SASL_PLAINTEXT"), String::from("OUTER")];
-        assert_eq!(
-            k.keytab(&listeners).unwrap(),
-            Some(PathBuf::from("/etc/kafka.keytab"))
-        );
-        k.apply_jaas("OUTER", &jaas("/etc/other.keytab"));
+        assert_eq!(k.keytab(&listeners).unwrap(), Some(PathBuf::from(kafka)));
+        k.apply_jaas("OUTER", &jaas(other));
         assert!(k.keytab(&listeners).is_err(), "two keytabs");
         assert_eq!(
             k.keytab(&listeners[1..]).unwrap(),
-            Some(PathBuf::from("/etc/other.keytab"))
+            Some(PathBuf::from(other))
+        );
+        k.apply_jaas("OUTER", &jaas("/no/such.keytab"));
+        let missing = k.keytab(&listeners[1..]).unwrap_err().to_string();
+        assert!(
+            missing.contains("listener.name.outer.gssapi.sasl.jaas.config")
+                && missing.contains("/no/such.keytab"),
+            "{missing}"
         );
         let mut no_keytab = jaas("/ignored");
         no_keytab[0].1 = String::from("false");
         k.apply_jaas("OUTER", &no_keytab);
         assert_eq!(k.keytab(&listeners[1..]).unwrap(), None, "MIT's default");
         assert_eq!(k.keytab(&[]).unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

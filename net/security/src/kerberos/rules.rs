@@ -16,6 +16,7 @@
 //!   lowercased (`L`) or uppercased (`U`). A name with `/` or `@` left in
 //!   it is refused.
 
+use crate::principal_mapping::Case;
 use regex_lite::Regex;
 
 /// One rule.
@@ -34,13 +35,6 @@ struct Custom {
     /// `s/pattern/replacement/` and whether it is global.
     substitution: Option<(Regex, String, bool)>,
     case: Case,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Case {
-    Keep,
-    Lower,
-    Upper,
 }
 
 /// A parsed rules value and the realm `DEFAULT` applies to.
@@ -120,11 +114,7 @@ impl Custom {
             }
             None => base,
         };
-        Ok(Some(match self.case {
-            Case::Keep => name,
-            Case::Lower => name.to_lowercase(),
-            Case::Upper => name.to_uppercase(),
-        }))
+        Ok(Some(self.case.apply(&name)))
     }
 }
 
