@@ -50,3 +50,16 @@ impl SaslBroker {
         self.sasl.to_string()
     }
 }
+
+/// `rill_sasl_authentications_total` of `mechanism` and `result`
+/// (`succeeded`, `failed`), summed over the broker's shards.
+pub fn authentications(broker: &Broker, mechanism: &str, result: &str) -> i64 {
+    let line =
+        format!("rill_sasl_authentications_total{{mechanism=\"{mechanism}\",result=\"{result}\"}}");
+    crate::http_get(broker.admin_addr, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with(&line))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
+        .sum()
+}

@@ -47,14 +47,7 @@ fn client(bootstrap: &str, kdc: &Kdc, cache: &Path, label: &str, host: &str) -> 
 }
 
 fn authentications(broker: &SaslBroker, result: &str) -> i64 {
-    let line =
-        format!("rill_sasl_authentications_total{{mechanism=\"GSSAPI\",result=\"{result}\"}}");
-    rill_tests::http_get(broker.broker.admin_addr, "/metrics")
-        .lines()
-        .filter(|l| l.starts_with(&line))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
-        .sum()
+    rill_tests::sasl::authentications(&broker.broker, "GSSAPI", result)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

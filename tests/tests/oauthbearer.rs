@@ -69,16 +69,9 @@ fn topics_seen(bootstrap: &str, settings: &[(&str, String)]) -> Option<Vec<Strin
     )
 }
 
-/// The SASL counter of `result`, summed over shards.
+/// The OAUTHBEARER counter of `result`, summed over shards.
 fn authentications(broker: &Broker, result: &str) -> i64 {
-    let line =
-        format!("rill_sasl_authentications_total{{mechanism=\"OAUTHBEARER\",result=\"{result}\"}}");
-    rill_tests::http_get(broker.admin_addr, "/metrics")
-        .lines()
-        .filter(|l| l.starts_with(&line))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter_map(|(_, v)| v.trim().parse::<i64>().ok())
-        .sum()
+    rill_tests::sasl::authentications(broker, "OAUTHBEARER", result)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
