@@ -83,9 +83,14 @@ impl Pki {
     /// for other brokers asking for one, a client's) as one PEM file
     /// holding the key and the chain (`ssl.keystore.location`).
     pub fn broker_keystore(&self) -> String {
+        self.keystore("broker", &["localhost", "127.0.0.1"])
+    }
+
+    /// [`Pki::broker_keystore`] with the host names `names` only.
+    pub fn keystore(&self, file: &str, names: &[&str]) -> String {
         let (cert, key) = self.issue_for(
-            "broker",
-            &["localhost", "127.0.0.1"],
+            file,
+            names,
             &[(DnType::CommonName, "broker")],
             vec![
                 ExtendedKeyUsagePurpose::ServerAuth,
@@ -97,7 +102,7 @@ impl Pki {
             std::fs::read_to_string(key).expect("key"),
             std::fs::read_to_string(cert).expect("cert")
         );
-        let path = self.dir.join("broker-keystore.pem");
+        let path = self.dir.join(format!("{file}-keystore.pem"));
         std::fs::write(&path, both).expect("write keystore");
         path.display().to_string()
     }

@@ -137,11 +137,56 @@ async fn brokers_reach_each_other_over_mutual_tls_as_their_certificates() {
     replicate_and_write_markers(&settings, client).await;
 }
 
+/// Over TLS each broker checks that the others' certificates name their
+/// advertised host (127.0.0.1): certificates naming only `localhost` keep
+/// followers out (acks=all with three in-sync replicas never completes),
+/// until `ssl.endpoint.identification.algorithm` is set empty, which
+/// checks the chain alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_not_naming_the_brokers_host_keeps_followers_out() {
+    let dir = data_dir();
+    let pki = Pki::new(dir.path(), "names");
+    let settings = format!(
+        "listeners=SASL_SSL://127.0.0.1:9\n\
+         listener.security.protocol.map=SASL_SSL:SASL_SSL\n\
+         ssl.keystore.location={}\n\
+         ssl.truststore.location={}\n{SASL_SETTINGS}",
+        pki.keystore("localhost-only", &["localhost"]),
+        pki.ca_file()
+    );
+    let mut client = admin_login("SASL_SSL");
+    client.push(("ssl.ca.location", pki.ca_file()));
+    // The clients do not check names: only the brokers' check is tested.
+    client.push((
+        "ssl.endpoint.identification.algorithm",
+        String::from("none"),
+    ));
+    let (_cluster, reach) = start_with_topic(&settings, client.clone()).await;
+    let producer: FutureProducer = (reach.client().set("acks", "all"))
+        .set("message.timeout.ms", "8000")
+        .create()
+        .expect("producer");
+    let record = FutureRecord::<(), _>::to(TOPIC).payload("v").partition(0);
+    let sent = producer.send(record, Duration::from_secs(10)).await;
+    assert!(sent.is_err(), "followers that cannot connect: {sent:?}");
+
+    let unchecked = format!("{settings}ssl.endpoint.identification.algorithm=\n");
+    replicate_and_write_markers(&unchecked, client).await;
+}
+
 /// Three nodes with `settings` (the first listener and its security),
 /// reached by clients with `client`: a topic of three replicas that must
 /// all be in sync takes acks=all records, and a transaction over its
 /// three leaders commits, with the authorizer on.
 async fn replicate_and_write_markers(settings: &str, client: Vec<(&'static str, String)>) {
+    let (_cluster, reach) = start_with_topic(settings, client).await;
+    write_and_read_back(&reach).await;
+}
+
+/// Three nodes with `settings` and the authorizer on, and the topic of
+/// three replicas (`min.insync.replicas=3`) made by a client with
+/// `client`.
+async fn start_with_topic(settings: &str, client: Vec<(&'static str, String)>) -> (Cluster, Reach) {
     let dir = data_dir();
     let config = dir.path().join("server.properties");
     // The listener's port is --listen's, which the harness picks per node.
@@ -177,6 +222,12 @@ async fn replicate_and_write_markers(settings: &str, client: Vec<(&'static str, 
         }
     }
 
+    (cluster, reach)
+}
+
+/// 30 acks=all records and a transaction over the three partitions, read
+/// back under read_committed.
+async fn write_and_read_back(reach: &Reach) {
     let producer: FutureProducer = reach
         .client()
         .set("acks", "all")
