@@ -92,17 +92,23 @@ async fn brokers_log_in_to_each_other_to_replicate_and_write_markers() {
 async fn brokers_reach_each_other_over_tls_and_log_in() {
     let dir = data_dir();
     let pki = Pki::new(dir.path(), "inter-broker");
+    let (settings, client) = sasl_ssl(&pki, &pki.broker_keystore());
+    replicate_and_write_markers(&settings, client).await;
+}
+
+/// The brokers' settings of a SASL_SSL first listener with `keystore` and
+/// `pki`'s CA, and the settings of an `admin` client trusting that CA.
+fn sasl_ssl(pki: &Pki, keystore: &str) -> (String, Vec<(&'static str, String)>) {
     let settings = format!(
         "listeners=SASL_SSL://127.0.0.1:9\n\
          listener.security.protocol.map=SASL_SSL:SASL_SSL\n\
-         ssl.keystore.location={}\n\
+         ssl.keystore.location={keystore}\n\
          ssl.truststore.location={}\n{SASL_SETTINGS}",
-        pki.broker_keystore(),
         pki.ca_file()
     );
     let mut client = admin_login("SASL_SSL");
     client.push(("ssl.ca.location", pki.ca_file()));
-    replicate_and_write_markers(&settings, client).await;
+    (settings, client)
 }
 
 /// Mutual TLS: with `ssl.client.auth=required` each broker shows its own
@@ -146,16 +152,7 @@ async fn brokers_reach_each_other_over_mutual_tls_as_their_certificates() {
 async fn a_certificate_not_naming_the_brokers_host_keeps_followers_out() {
     let dir = data_dir();
     let pki = Pki::new(dir.path(), "names");
-    let settings = format!(
-        "listeners=SASL_SSL://127.0.0.1:9\n\
-         listener.security.protocol.map=SASL_SSL:SASL_SSL\n\
-         ssl.keystore.location={}\n\
-         ssl.truststore.location={}\n{SASL_SETTINGS}",
-        pki.keystore("localhost-only", &["localhost"]),
-        pki.ca_file()
-    );
-    let mut client = admin_login("SASL_SSL");
-    client.push(("ssl.ca.location", pki.ca_file()));
+    let (settings, mut client) = sasl_ssl(&pki, &pki.keystore("localhost-only", &["localhost"]));
     // The clients do not check names: only the brokers' check is tested.
     client.push((
         "ssl.endpoint.identification.algorithm",
