@@ -24,11 +24,17 @@
 //! `stream_writer`), so the disk writes them beside the appends; the round's
 //! own write then covers the rest, and waits for the streamed blocks before
 //! anything counts as written.
+//!
+//! Appends whose bytes lie in memory at the same offset within a block as
+//! they will in the file (a connection placed them so, see
+//! [`crate::placement`]) have their whole blocks written from that memory;
+//! only the blocks around them are copied into DMA buffers ([`plan`]).
 
 use crate::disk::{self, DataFile};
 use crate::disk_space::{Allowance, LowSpace};
 use crate::error::EngineError;
 use crate::stream_writer::{AlignedBuf, StreamDone, StreamWriter};
+use bytes::Bytes;
 use std::fs::File;
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
@@ -76,6 +82,149 @@ fn last_bytes(keep: usize, tail: &[u8], parts: &[&[u8]]) -> Vec<u8> {
         remaining -= n;
     }
     out
+}
+
+/// Smallest run of whole blocks written straight from a part's memory: a
+/// shorter one saves less copying than its extra write costs.
+const DIRECT_MIN_BYTES: usize = 32 << 10;
+
+/// One aligned piece of a write, `at` bytes after the write's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Piece {
+    /// Copied into a DMA buffer (see [`fill_piece`]).
+    Copied { at: usize, len: usize },
+    /// Written from part `part`'s own memory, from its byte `from`.
+    Direct {
+        at: usize,
+        len: usize,
+        part: usize,
+        from: usize,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match *self {
+            Piece::Copied { len, .. } | Piece::Direct { len, .. } => len,
+        }
+    }
+}
+
+/// The pieces of a write of `tail ++ parts`, padded to whole blocks of
+/// `alignment`, where `tail` is `tail_bytes` long and each part is given
+/// by its address and length.
+///
+/// O_DIRECT needs the memory address, the file position and the length of
+/// a write aligned. A part whose bytes lie in memory at the same offset
+/// within a block as they will in the file (the connection received them
+/// there, see `api::connection`) has its whole blocks written from where
+/// they lie: at [`DIRECT_MIN_BYTES`] or more, pieces of it go to the disk
+/// without the copy. Everything else (the tail block, the blocks where one
+/// part meets the next, parts that do not line up) is copied into DMA
+/// buffers, in pieces of at most `piece_max`. The rewritten tail block is a
+/// piece of its own: it is written on disk, the rest is preallocated, and
+/// ext4 only takes its non-blocking path for a write within one kind of
+/// extent.
+fn plan(
+    tail_bytes: usize,
+    parts: &[(usize, usize)],
+    alignment: usize,
+    piece_max: usize,
+) -> Vec<Piece> {
+    let total: usize = tail_bytes + parts.iter().map(|&(_, len)| len).sum::<usize>();
+    let padded = total.div_ceil(alignment) * alignment;
+    let mut pieces = Vec::new();
+    let mut copy_from = 0usize;
+    let mut part_start = tail_bytes;
+    for (part, &(address, len)) in parts.iter().enumerate() {
+        let part_end = part_start + len;
+        let lo = part_start.next_multiple_of(alignment);
+        let hi = part_end / alignment * alignment;
+        let lines_up = (address + (lo - part_start)).is_multiple_of(alignment);
+        if hi > lo && hi - lo >= DIRECT_MIN_BYTES.max(alignment) && lines_up {
+            copied_pieces(
+                &mut pieces,
+                copy_from..lo,
+                tail_bytes > 0,
+                alignment,
+                piece_max,
+            );
+            let mut at = lo;
+            while at < hi {
+                let piece_len = piece_max.min(hi - at);
+                let from = at - part_start;
+                pieces.push(Piece::Direct {
+                    at,
+                    len: piece_len,
+                    part,
+                    from,
+                });
+                at += piece_len;
+            }
+            copy_from = hi;
+        }
+        part_start = part_end;
+    }
+    copied_pieces(
+        &mut pieces,
+        copy_from..padded,
+        tail_bytes > 0,
+        alignment,
+        piece_max,
+    );
+    pieces
+}
+
+/// Copied pieces covering `range` (aligned), the tail block (the first
+/// block, when there is a tail) alone.
+fn copied_pieces(
+    pieces: &mut Vec<Piece>,
+    range: std::ops::Range<usize>,
+    has_tail: bool,
+    alignment: usize,
+    piece_max: usize,
+) {
+    let mut at = range.start;
+    while at < range.end {
+        let len = if at == 0 && has_tail {
+            alignment
+        } else {
+            piece_max.min(range.end - at)
+        };
+        pieces.push(Piece::Copied { at, len });
+        at += len;
+    }
+}
+
+/// Writes one piece of a write that starts at file position `start`, once
+/// the shard's `budget` has room for it: copied from `tail ++ slices`, or
+/// straight from `parts` (the same bytes as `slices`). The bytes written.
+async fn write_piece(
+    file: &DataFile,
+    piece: Piece,
+    start: u64,
+    (tail, slices, parts): (&[u8], &[&[u8]], &[Bytes]),
+    budget: &WriteBudget,
+) -> std::io::Result<usize> {
+    // The DMA buffer too is taken only once there is room: the budget
+    // bounds the shard's write memory as well.
+    let _permit = budget.reserve(piece.len()).await;
+    match piece {
+        Piece::Copied { at, len } => {
+            let mut buffer = file.alloc(len);
+            fill_piece(buffer.as_bytes_mut(), at, tail, slices);
+            file.write_at(buffer, start + at as u64).await
+        }
+        Piece::Direct {
+            at,
+            len,
+            part,
+            from,
+        } => {
+            let bytes = parts[part].slice(from..from + len);
+            file.write_shared(bytes, start + at as u64).await
+        }
+    }
 }
 
 /// Waits for `streams`; the first failure is returned.
@@ -308,56 +457,51 @@ impl Appender {
     }
 
     /// Writes `parts`, one after the other, right after the current end;
-    /// each piece waits for room in the shard's `budget` first.
+    /// each piece waits for room in the shard's `budget` first. Returns the
+    /// bytes written straight from the parts' memory (see [`plan`]).
     pub async fn write(
         &mut self,
-        parts: &[&[u8]],
+        parts: &[Bytes],
         budget: &WriteBudget,
         space: &LowSpace,
         allowance: Allowance,
-    ) -> Result<(), EngineError> {
+    ) -> Result<u64, EngineError> {
         // What was streamed lies before these parts: it is written before
         // they count as written.
         let streams = std::mem::take(&mut self.streams);
         let data_bytes: usize = parts.iter().map(|p| p.len()).sum();
         if data_bytes == 0 {
-            return settle(streams, &self.path).await;
+            return settle(streams, &self.path).await.map(|()| 0);
         }
         let start = self.written_bytes - self.tail.len() as u64;
         debug_assert_eq!(start % self.alignment, 0);
         let end = self.written_bytes + data_bytes as u64;
         self.ensure_preallocated(end, space, allowance).await?;
-        let logical = self.tail.len() + data_bytes;
-        let padded = logical.div_ceil(self.alignment as usize) * self.alignment as usize;
-        // Large writes go out as several aligned pieces at once: each piece
-        // fits glommio's registered buffer pool (no mmap per write) and the
-        // device sees a queue depth above one, like a tuned fio run.
-        //
-        // The rewritten tail block goes out as a piece of its own: it is
-        // already written on disk, the rest is preallocated (unwritten), and
-        // ext4 only takes the shared-lock, non-blocking path for a write that
-        // lies within one kind of extent.
+        let spans: Vec<(usize, usize)> = parts
+            .iter()
+            .map(|p| (p.as_ptr() as usize, p.len()))
+            .collect();
+        // Large writes go out as several aligned pieces at once: each copied
+        // piece fits glommio's registered buffer pool (no mmap per write),
+        // and the device sees a queue depth above one, like a tuned fio run.
         let piece_bytes = WRITE_PIECE_BYTES.max(self.alignment as usize);
-        let mut writes = Vec::with_capacity(padded.div_ceil(piece_bytes) + 1);
-        let mut piece_start = 0usize;
-        while piece_start < padded {
-            let piece_len = if piece_start == 0 && !self.tail.is_empty() {
-                self.alignment as usize
-            } else {
-                piece_bytes.min(padded - piece_start)
-            };
-            let (file, tail) = (&self.file, &self.tail);
-            let offset = piece_start;
-            writes.push(async move {
-                // The DMA buffer too is taken only once there is room: the
-                // budget bounds the shard's write memory as well.
-                let _permit = budget.reserve(piece_len).await;
-                let mut buffer = file.alloc(piece_len);
-                fill_piece(buffer.as_bytes_mut(), offset, tail, parts);
-                file.write_at(buffer, start + offset as u64).await
-            });
-            piece_start += piece_len;
-        }
+        let pieces = plan(
+            self.tail.len(),
+            &spans,
+            self.alignment as usize,
+            piece_bytes,
+        );
+        let slices: Vec<&[u8]> = parts.iter().map(|p| &p[..]).collect();
+        let (file, tail, slices) = (&self.file, &self.tail, &slices);
+        let direct_bytes: u64 = pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Direct { .. }))
+            .map(|p| p.len() as u64)
+            .sum();
+        let writes: Vec<_> = pieces
+            .iter()
+            .map(|&piece| write_piece(file, piece, start, (tail, slices, parts), budget))
+            .collect();
         // The streamed blocks before these are still in flight: both go on
         // together, and neither counts until both are done.
         let (streamed, results) = futures::future::join(
@@ -370,6 +514,8 @@ impl Appender {
         for result in results {
             written += result.map_err(|e| EngineError::io(&self.path, e))?;
         }
+        let padded = (self.tail.len() + data_bytes).div_ceil(self.alignment as usize)
+            * self.alignment as usize;
         if written != padded {
             return Err(EngineError::io(
                 &self.path,
@@ -378,8 +524,8 @@ impl Appender {
         }
         self.written_bytes = end;
         let keep = (end % self.alignment) as usize;
-        self.tail = last_bytes(keep, &self.tail, parts);
-        Ok(())
+        self.tail = last_bytes(keep, &self.tail, slices);
+        Ok(direct_bytes)
     }
 
     /// Preallocates past `end` in the next step, counted against `space`
@@ -529,7 +675,130 @@ pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_piece, last_bytes};
+    use super::{fill_piece, last_bytes, plan, Piece};
+
+    /// The pieces cover the padded write in order without gaps, and each
+    /// direct piece is whole blocks of one part, at an aligned address, at
+    /// the part's own place in the write.
+    fn check_cover(pieces: &[Piece], tail: usize, parts: &[(usize, usize)], alignment: usize) {
+        let total = tail + parts.iter().map(|p| p.1).sum::<usize>();
+        let mut at = 0;
+        for piece in pieces {
+            match *piece {
+                Piece::Copied { at: a, len } => {
+                    assert_eq!(a, at);
+                    at += len;
+                }
+                Piece::Direct {
+                    at: a,
+                    len,
+                    part,
+                    from,
+                } => {
+                    assert_eq!(a, at);
+                    let part_start = tail + parts[..part].iter().map(|p| p.1).sum::<usize>();
+                    assert_eq!(a, part_start + from, "{piece:?}");
+                    assert!(from + len <= parts[part].1, "{piece:?}");
+                    assert_eq!((parts[part].0 + from) % alignment, 0, "{piece:?}");
+                    assert_eq!(len % alignment, 0, "{piece:?}");
+                    at += len;
+                }
+            }
+            assert!(piece.len() <= 256 << 10);
+        }
+        assert_eq!(at, total.div_ceil(alignment) * alignment);
+    }
+
+    #[test]
+    fn parts_that_do_not_line_up_are_all_copied_the_tail_block_alone() {
+        let parts = [(0x10_0001, 300 << 10), (0x20_0000 + 7, 100 << 10)];
+        let pieces = plan(100, &parts, 4096, 256 << 10);
+        check_cover(&pieces, 100, &parts, 4096);
+        assert!(pieces.iter().all(|p| matches!(p, Piece::Copied { .. })));
+        assert_eq!(pieces[0], Piece::Copied { at: 0, len: 4096 });
+    }
+
+    #[test]
+    fn a_part_received_in_line_with_the_file_is_written_from_its_memory() {
+        // A tail of 100 bytes: the part's bytes lie 100 bytes into a block
+        // in memory as they will in the file.
+        let parts = [(0x40_0000 + 100, 600 << 10)];
+        let pieces = plan(100, &parts, 4096, 256 << 10);
+        check_cover(&pieces, 100, &parts, 4096);
+        let direct: usize = pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Direct { .. }))
+            .map(Piece::len)
+            .sum();
+        // All but the first block (the tail's) and the last partial one.
+        assert_eq!(direct, (600 << 10) + 100 - 4096 - 100);
+        assert_eq!(pieces[0], Piece::Copied { at: 0, len: 4096 });
+        assert!(matches!(pieces.last(), Some(Piece::Copied { .. })));
+    }
+
+    #[test]
+    fn only_the_parts_in_line_skip_the_copy_and_small_ones_never() {
+        let (first, second) = ((200 << 10) + 5, 20 << 10);
+        let parts = [
+            // Out of line.
+            (0x10_0000 + 7, first),
+            // In line, but too small.
+            (0x80_0000 + first % 4096, second),
+            // In line.
+            (0x90_0000 + (first + second) % 4096, 300 << 10),
+        ];
+        let pieces = plan(0, &parts, 4096, 256 << 10);
+        check_cover(&pieces, 0, &parts, 4096);
+        let direct_parts: Vec<usize> = pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Direct { part, .. } => Some(*part),
+                Piece::Copied { .. } => None,
+            })
+            .collect();
+        assert!(!direct_parts.is_empty());
+        assert!(direct_parts.iter().all(|&p| p == 2), "{pieces:?}");
+    }
+
+    #[test]
+    fn planned_pieces_always_cover_the_write() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for _ in 0..2_000 {
+            let alignment = [512, 4096][next(2)];
+            let tail = next(alignment);
+            let mut start = tail;
+            let parts: Vec<(usize, usize)> = (0..1 + next(5))
+                .map(|_| {
+                    let len = next(700 << 10);
+                    // Half the parts in line with where they land.
+                    let address = if next(2) == 0 {
+                        0x100_0000 + start % alignment
+                    } else {
+                        0x100_0000 + next(alignment)
+                    };
+                    start += len;
+                    (address, len)
+                })
+                .collect();
+            let pieces = plan(tail, &parts, alignment, 256 << 10);
+            check_cover(&pieces, tail, &parts, alignment);
+            if tail > 0 {
+                assert_eq!(
+                    pieces[0],
+                    Piece::Copied {
+                        at: 0,
+                        len: alignment
+                    }
+                );
+            }
+        }
+    }
 
     #[test]
     fn pieces_reassemble_tail_and_parts() {

@@ -93,6 +93,7 @@ pub mod latency;
 pub mod log;
 pub mod log_dirs;
 pub mod manager;
+pub mod placement;
 pub mod producer_id_blocks;
 pub mod producer_state;
 pub mod recovery;

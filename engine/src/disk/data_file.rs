@@ -3,6 +3,7 @@
 //! `sim::SimFile` is). An enum rather than a trait object: the appender's
 //! writes are the hot path, and a match costs nothing next to them.
 
+use bytes::Bytes;
 use futures::future::LocalBoxFuture;
 use glommio::io::{DmaBuffer, DmaFile, OpenOptions, ReadResult};
 use std::io;
@@ -128,6 +129,27 @@ impl DataFile {
             }
             (DataFile::Sim(f), DataBuf::Heap(v)) => f.write_at(&v, position).await,
             (DataFile::Sim(f), DataBuf::Dma(b)) => f.write_at(b.as_ref(), position).await,
+        }
+    }
+
+    /// Writes `bytes` at `position` straight from their memory, without
+    /// copying them into a DMA buffer; the bytes written. Their address,
+    /// `position` and their length must be aligned for direct I/O. The
+    /// memory stays alive until the kernel is done with it, even if this
+    /// future is dropped first (the buffer owns a reference).
+    pub async fn write_shared(&self, bytes: Bytes, position: u64) -> io::Result<usize> {
+        match self {
+            DataFile::Dma(f) => {
+                let (data, size) = (bytes.as_ptr(), bytes.len());
+                // SAFETY: `bytes` owns the `size` bytes at `data` (a
+                // `Bytes` never moves its contents) and goes into the
+                // buffer as their owner, so they live as long as it does;
+                // the buffer is only written from, and a `Bytes` is never
+                // written to.
+                let buffer = unsafe { DmaBuffer::from_foreign(data, size, Box::new(bytes)) };
+                f.write_at(buffer, position).await.map_err(io_error)
+            }
+            DataFile::Sim(f) => f.write_at(&bytes, position).await,
         }
     }
 

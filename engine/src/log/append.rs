@@ -16,6 +16,7 @@ use super::txn::{data_batch, parse_marker_batch};
 use super::{AppendResult, LogState, PartitionLog, PendingChunk};
 use crate::batch::{self, BatchError, BatchHeader, Compression, CompressionLevels};
 use crate::error::EngineError;
+use crate::placement::PlacementHint;
 use crate::producer_state::{
     increment_sequence, BatchMetadata, ProducerStateManager, ProducerUpdates,
 };
@@ -254,6 +255,9 @@ impl PartitionLog {
         let (segment, position) =
             self.index_in_active(&mut state, &validated, &placed, origin, &config);
         self.apply_producer_updates(segment.base_offset, producer_updates);
+        self.placement
+            .get_or_init(|| PlacementHint::register(&self.tp))
+            .publish(position + placed.total_bytes as u64);
         state.pending.push_back(PendingChunk {
             segment,
             position,

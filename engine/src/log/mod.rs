@@ -112,6 +112,9 @@ pub struct FsyncStats {
     /// arrive) and their bytes (also counted in `bytes_written`).
     pub streamed_writes: u64,
     pub streamed_bytes: u64,
+    /// Bytes written straight from the appends' memory, without the copy
+    /// into DMA buffers (also counted in `bytes_written`).
+    pub uncopied_bytes: u64,
     /// Each fdatasync's latency, µs.
     pub sync_latency_us: crate::latency::LatencyHistogram,
     /// Each writer round's write latency (its O_DIRECT writes), µs.
@@ -275,6 +278,9 @@ pub struct PartitionLog {
     pub(crate) deleted_below: Cell<Offset>,
     /// Deleted segments' files kept for new segments (`recycle.rs`).
     pub(crate) recycled: RefCell<crate::recycle::RecyclePool>,
+    /// Where the next append will start, for connections receiving one
+    /// (`crate::placement`); registered by the first append.
+    pub(crate) placement: std::cell::OnceCell<crate::placement::PlacementHint>,
 }
 
 impl PartitionLog {

@@ -133,6 +133,7 @@ impl PartitionLog {
             remote: Cell::new(super::RemoteSpan::default()),
             deleted_below: Cell::new(deleted_below),
             recycled: RefCell::new(recycled),
+            placement: std::cell::OnceCell::new(),
         });
         log.check_offsets();
         Ok(log)

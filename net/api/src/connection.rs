@@ -38,6 +38,7 @@ use std::cell::Cell;
 use std::pin::Pin;
 use transport::{Reader, Transport, Writer};
 
+mod scatter;
 pub mod transport;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -61,6 +62,29 @@ const OWN_BUFFER_FRAME_BYTES: usize = handlers::produce::OWNED_FRAME_MIN_BYTES;
 /// (its piece of the frame is zeroed first; reads that find bytes in the
 /// socket fill the frame without zeroing).
 const WAIT_READ_BYTES: usize = 64 << 10;
+
+/// A request frame as read.
+struct Frame {
+    /// Its bytes, without the length prefix.
+    body: Bytes,
+    /// A Produce request read apart (`scatter`): each partition's records
+    /// in request order (`None` where null), whose fields `body` holds
+    /// empty. Empty for any other frame.
+    records: Vec<Option<BytesMut>>,
+    /// Its size on the wire, length prefix included.
+    wire_bytes: usize,
+}
+
+impl Frame {
+    fn whole(body: Bytes) -> Frame {
+        let wire_bytes = body.len() + LENGTH_PREFIX_BYTES;
+        Frame {
+            body,
+            records: Vec::new(),
+            wire_bytes,
+        }
+    }
+}
 
 /// Resolves when the broker shuts down.
 pub type ShutdownSignal = Shared<oneshot::Receiver<()>>;
@@ -284,7 +308,7 @@ async fn read_requests(
         if !wait_out_mute(session, &shutdown).await {
             break;
         }
-        let frame_bytes = frame.len() + 4;
+        let frame_bytes = frame.wire_bytes;
         let Some(held) = budgets.admit(frame_bytes, &shutdown).await else {
             break;
         };
@@ -348,12 +372,12 @@ impl FrameReader<'_> {
     /// The next whole frame (without its length prefix), or `None` once the
     /// connection must close: the peer closed, a bad or truncated frame, a
     /// failed read, or shutdown.
-    async fn next_frame(&mut self) -> Option<Bytes> {
+    async fn next_frame(&mut self) -> Option<Frame> {
         loop {
             self.account.set(self.buf.capacity() + self.room.capacity());
             let limit = self.frame_limit();
             match try_split_frame(&mut self.buf, limit) {
-                Ok(Some(frame)) => return Some(frame),
+                Ok(Some(frame)) => return Some(Frame::whole(frame)),
                 Ok(None) => {}
                 Err(e) => {
                     log_protocol_error(self.shard, self.peer, &e.to_string());
@@ -363,7 +387,10 @@ impl FrameReader<'_> {
             if let Some(length) =
                 announced_length(&self.buf).filter(|&l| l >= OWN_BUFFER_FRAME_BYTES)
             {
-                return self.read_large_frame(length).await;
+                if let Some(version) = self.scattered_version(length) {
+                    return self.read_scattered(length, version).await;
+                }
+                return self.read_large_frame(length).await.map(Frame::whole);
             }
             if !self.fill().await {
                 return None;
@@ -584,9 +611,10 @@ fn log_protocol_error(shard: &Shard, peer: &str, reason: &str) {
 }
 
 /// Turns a frame into queued work, or the reason to close the connection.
-fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Result<Pending, String> {
+fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, frame: Frame) -> Result<Pending, String> {
     let received = Instant::now();
-    let request_bytes = frame.len() + 4;
+    let request_bytes = frame.wire_bytes;
+    let (mut frame, scattered_records) = (frame.body, frame.records);
     let prefix = peek_header(&frame).map_err(|e| e.to_string())?;
     let handler = handlers::find(prefix.api_key)
         .ok_or_else(|| format!("unknown API key {}", prefix.api_key))?;
@@ -637,6 +665,7 @@ fn dispatch(shard: &Rc<Shard>, session: &Rc<Session>, mut frame: Bytes) -> Resul
         version: prefix.api_version,
         header,
         body: frame,
+        scattered_records,
         received,
         session: session.clone(),
         quota_throttle_ms,

@@ -115,6 +115,7 @@ fn request(handler: &Handler, version: i16, header: RequestHeader, body: Bytes) 
         version,
         header,
         body,
+        scattered_records: Vec::new(),
         received: Instant::now(),
         session: Rc::new(Session::internal()),
         quota_throttle_ms: 0,

@@ -22,6 +22,9 @@
 //! - [`handlers`]: one file per Kafka API, and the registry.
 //! - [`fetch_response`]: the Fetch response encoder (`Bytes` clones or file
 //!   ranges, never a copy of the records).
+//! - [`produce_scan`]: a Produce request's envelope scanned as it arrives,
+//!   so a large one is read apart (each partition's records placed where
+//!   the disk write takes them without a copy).
 //! - [`fuzzing`]: the request path up to each handler's decoded body, as
 //!   never-panicking entry points for the fuzz targets (`fuzz/`) and the
 //!   corpus replay test.
@@ -33,3 +36,4 @@ pub mod fetch_response;
 pub mod frame;
 pub mod fuzzing;
 pub mod handlers;
+pub mod produce_scan;

@@ -163,6 +163,34 @@ pub async fn open(
 }
 
 impl Reader {
+    /// Whether this is plain TCP (not TLS).
+    pub fn is_plain(&self) -> bool {
+        matches!(self, Reader::Plain(_))
+    }
+
+    /// On plain TCP, reads what the socket holds (at most `into.len()`
+    /// bytes) without waiting and without the runtime's poll; `None` on
+    /// TLS. `WouldBlock` when the socket is empty.
+    pub fn try_recv(&mut self, into: &mut [u8]) -> Option<io::Result<usize>> {
+        let Reader::Plain(stream) = self else {
+            return None;
+        };
+        if into.is_empty() {
+            return None;
+        }
+        // SAFETY: `into` is writable memory of `into.len()` bytes; recv(2)
+        // writes at most that many there and touches nothing else.
+        let received = unsafe {
+            libc::recv(
+                stream.as_raw_fd(),
+                into.as_mut_ptr().cast(),
+                into.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        Some(usize::try_from(received).map_err(|_| io::Error::last_os_error()))
+    }
+
     /// Plain TCP: receives what the socket holds, without waiting, into
     /// `frame`'s spare capacity (up to `frame.len() == limit`), which needs
     /// no zeroing first. `None` on TLS (bytes must go through the TLS

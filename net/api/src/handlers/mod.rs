@@ -104,6 +104,10 @@ pub struct Request {
     pub header: RequestHeader,
     /// The body (a slice of the frame).
     pub body: Bytes,
+    /// A Produce request the connection read apart: its partitions'
+    /// records, in request order, whose fields `body` holds empty (see
+    /// `produce_scan`). Empty for any other request.
+    pub scattered_records: Vec<Option<bytes::BytesMut>>,
     /// When the frame was complete (for latency metrics).
     pub received: Instant,
     /// The connection's listener and principal (for authorization).

@@ -3,6 +3,7 @@
 //! waits for durability, acks=1 for the write, acks=0 sends no response.
 
 use super::{Handler, HandlerFuture, Request, Response};
+use crate::produce_scan;
 use bytes::{Buf, Bytes, BytesMut};
 use engine::ErrorCode;
 use engine::TopicPartition;
@@ -12,6 +13,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kernel::error::RequestError;
 use kernel::topics::valid_topic_name;
 use runtimes::admin_changes::{self, ControllerRequest};
 use runtimes::cluster_runtime;
@@ -58,6 +60,16 @@ fn handle(shard: Rc<Shard>, mut request: Request) -> HandlerFuture {
         // The frame's bytes after the header; the records are slices of it.
         let frame = request.body.clone();
         let mut body: ProduceRequest = request.decode()?;
+        let scattered = std::mem::take(&mut request.scattered_records);
+        if !scattered.is_empty() {
+            produce_scan::restore_records(&mut body, scattered).map_err(|e| {
+                RequestError::Decode {
+                    api: "Produce",
+                    version: request.version,
+                    reason: e.to_string(),
+                }
+            })?;
+        }
         // Only the records may keep the frame alive for `own_payloads` to
         // take it over without a copy: the body and the client id let go
         // of it here (the client id is copied: a few bytes).
@@ -237,7 +249,12 @@ fn txn_join(shard: &Shard, transactional_id: Option<&str>, version: i16) -> Opti
 /// other requests must stay as it is. `records` are slices of `frame`.
 pub(crate) fn own_payloads(frame: Bytes, records: Vec<Bytes>) -> Vec<BytesMut> {
     let Some(ranges) = ranges_in(&frame, &records) else {
-        return records.iter().map(|r| BytesMut::from(&r[..])).collect();
+        // Records outside the frame (read apart, see `produce_scan`) are
+        // taken over when nothing else holds them.
+        return records
+            .into_iter()
+            .map(|r| r.try_into_mut().unwrap_or_else(|r| BytesMut::from(&r[..])))
+            .collect();
     };
     drop(records);
     let frame = match frame.try_into_mut() {

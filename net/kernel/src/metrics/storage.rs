@@ -24,7 +24,7 @@ pub(super) static PARTITIONS: [PerShard; 2] = [
 
 /// Group commit: appends per fdatasync is appends_covered / fsyncs, mean
 /// fsync latency is fsync_microseconds_total / fsyncs.
-pub(super) static GROUP_COMMIT: [PerShard; 11] = [
+pub(super) static GROUP_COMMIT: [PerShard; 12] = [
     PerShard::counter("rill_fsyncs_total", "fdatasync calls.", |m| {
         m.group_commit.syncs as i64
     }),
@@ -68,6 +68,13 @@ pub(super) static GROUP_COMMIT: [PerShard; 11] = [
         "rill_disk_streamed_bytes_total",
         "Bytes of the streamed writes (also in rill_disk_written_bytes_total).",
         |m| m.group_commit.streamed_bytes as i64,
+    ),
+    // Received where they would lie in the file, so no copy was needed
+    // (`api::connection::scatter`, `engine::appender::plan`).
+    PerShard::counter(
+        "rill_disk_uncopied_bytes_total",
+        "Bytes written to disk straight from the requests' memory, without a copy (also in rill_disk_written_bytes_total).",
+        |m| m.group_commit.uncopied_bytes as i64,
     ),
     // Each cost a decompress and a compress.
     PerShard::counter(

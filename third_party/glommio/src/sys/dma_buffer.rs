@@ -48,11 +48,20 @@ impl Drop for SysAlloc {
     }
 }
 
+/// rill: memory allocated elsewhere, kept alive by its owner for as long
+/// as the buffer lives (see [`DmaBuffer::from_foreign`]).
+#[derive(Debug)]
+pub(crate) struct ForeignMemory {
+    data: *const u8,
+    _owner: Box<dyn std::any::Any>,
+}
+
 #[derive(Debug)]
 pub(crate) enum BufferStorage {
     Sys(SysAlloc),
     Uring(UringBuffer),
     EventFd(*mut u8),
+    Foreign(ForeignMemory),
 }
 
 impl BufferStorage {
@@ -61,6 +70,7 @@ impl BufferStorage {
             BufferStorage::Sys(x) => x.as_ptr(),
             BufferStorage::Uring(x) => x.as_ptr(),
             BufferStorage::EventFd(x) => *x as *const u8,
+            BufferStorage::Foreign(x) => x.data,
         }
     }
 
@@ -69,6 +79,7 @@ impl BufferStorage {
             BufferStorage::Sys(x) => x.as_mut_ptr(),
             BufferStorage::Uring(x) => x.as_mut_ptr(),
             BufferStorage::EventFd(x) => *x,
+            BufferStorage::Foreign(x) => x.data as *mut u8,
         }
     }
 }
@@ -101,6 +112,34 @@ impl DmaBuffer {
     pub(crate) fn with_storage(size: usize, storage: BufferStorage) -> DmaBuffer {
         DmaBuffer {
             storage,
+            size,
+            trim: 0,
+        }
+    }
+
+    /// rill: a buffer over `size` bytes at `data` that someone else
+    /// allocated, to write from without copying them into DMA memory
+    /// first. `owner` keeps that memory alive and is dropped with the
+    /// buffer, which glommio holds until the kernel is done with it, even
+    /// when the write's future is dropped first.
+    ///
+    /// # Safety
+    ///
+    /// `data` must be valid for reads of `size` bytes for as long as
+    /// `owner` lives, and nothing may write through the buffer
+    /// ([`DmaBuffer::as_bytes_mut`], [`DmaBuffer::as_mut_ptr`]): the
+    /// memory may be shared and immutable. Direct I/O also needs `data`
+    /// and `size` aligned as the file asks.
+    pub unsafe fn from_foreign(
+        data: *const u8,
+        size: usize,
+        owner: Box<dyn std::any::Any>,
+    ) -> DmaBuffer {
+        DmaBuffer {
+            storage: BufferStorage::Foreign(ForeignMemory {
+                data,
+                _owner: owner,
+            }),
             size,
             trim: 0,
         }

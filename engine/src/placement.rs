@@ -1,0 +1,104 @@
+//! Where each partition's next append will start in its segment file, for
+//! the connection that receives the append.
+//!
+//! An O_DIRECT write needs its memory aligned like its file position. A
+//! connection that knows a partition's next file position can receive that
+//! partition's records at the same offset within a memory block, and the
+//! appender then writes their whole blocks from where they lie, without
+//! the copy into DMA buffers (`appender::plan`). The position is a hint:
+//! another producer's append in between, a segment roll or a rewritten
+//! batch make it wrong, and a wrong hint only costs that copy.
+//!
+//! Shared by all shards: a log publishes on its owner shard, any shard's
+//! connections read. One lock per topic lookup, one atomic store per append.
+
+use crate::types::TopicPartition;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, RwLock};
+
+/// Topic → partition → next append's file position.
+type Hints = HashMap<String, HashMap<i32, Arc<AtomicU64>>>;
+
+static HINTS: LazyLock<RwLock<Hints>> = LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The file position where `topic`'s `partition` expects its next append,
+/// if a log on this process published one.
+pub fn next_position(topic: &str, partition: i32) -> Option<u64> {
+    let hints = HINTS.read().ok()?;
+    let next = hints.get(topic)?.get(&partition)?;
+    Some(next.load(Ordering::Relaxed))
+}
+
+/// One log's published position; unpublished when the log goes.
+#[derive(Debug)]
+pub(crate) struct PlacementHint {
+    tp: TopicPartition,
+    next: Arc<AtomicU64>,
+}
+
+impl PlacementHint {
+    /// Registers `tp` (replacing an earlier log's hint for it).
+    pub(crate) fn register(tp: &TopicPartition) -> PlacementHint {
+        let next = Arc::new(AtomicU64::new(0));
+        if let Ok(mut hints) = HINTS.write() {
+            hints
+                .entry(tp.topic.clone())
+                .or_default()
+                .insert(tp.partition, next.clone());
+        }
+        PlacementHint {
+            tp: tp.clone(),
+            next,
+        }
+    }
+
+    /// The next append will start at `position`.
+    pub(crate) fn publish(&self, position: u64) {
+        self.next.store(position, Ordering::Relaxed);
+    }
+}
+
+impl Drop for PlacementHint {
+    fn drop(&mut self) {
+        let Ok(mut hints) = HINTS.write() else {
+            return;
+        };
+        let Some(partitions) = hints.get_mut(&self.tp.topic) else {
+            return;
+        };
+        // A newer log of the same partition may have replaced this one.
+        if partitions
+            .get(&self.tp.partition)
+            .is_some_and(|next| Arc::ptr_eq(next, &self.next))
+        {
+            partitions.remove(&self.tp.partition);
+            if partitions.is_empty() {
+                hints.remove(&self.tp.topic);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_position, PlacementHint};
+    use crate::types::TopicPartition;
+
+    #[test]
+    fn a_published_position_is_read_until_its_log_goes() {
+        let tp = TopicPartition::new("placement-test", 3);
+        assert_eq!(next_position("placement-test", 3), None);
+        let first = PlacementHint::register(&tp);
+        first.publish(4_096 + 17);
+        assert_eq!(next_position("placement-test", 3), Some(4_113));
+        assert_eq!(next_position("placement-test", 4), None);
+        // A reopened log replaces the hint; the old one's drop leaves it.
+        let second = PlacementHint::register(&tp);
+        second.publish(5);
+        drop(first);
+        assert_eq!(next_position("placement-test", 3), Some(5));
+        drop(second);
+        assert_eq!(next_position("placement-test", 3), None);
+    }
+}

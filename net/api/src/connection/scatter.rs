@@ -1,0 +1,225 @@
+//! Large Produce requests read apart, so their records reach the disk
+//! without a copy.
+//!
+//! An O_DIRECT write needs its memory aligned like its file position, so
+//! the appender copies records into aligned DMA buffers unless they already
+//! lie in memory at the same offset within a block as they will in the file
+//! (`engine::appender`). Here each partition's records are received into a
+//! buffer of their own, placed at the offset where the partition's next
+//! append will start (`engine::placement`); the rest of the request (its
+//! header and the fields around the records, see [`crate::produce_scan`])
+//! becomes a small frame whose records fields are empty, and the handler
+//! puts the records back after decoding it.
+//!
+//! Only plain-TCP Produce requests of [`SCATTER_MIN_FRAME_BYTES`] or more
+//! take this path: smaller ones hold no run of whole blocks worth writing
+//! on its own, and TLS decrypts into its own buffers.
+
+use super::{read_rest, read_some, Frame, FrameReader, RestOfFrame};
+use crate::frame::LENGTH_PREFIX_BYTES;
+use crate::produce_scan::{Next, Splitter};
+use bytes::{Buf, BytesMut};
+use futures::future::{select, Either};
+use kafka_protocol::messages::ApiKey;
+use kernel::error::FrameError;
+
+/// Smallest Produce frame read apart.
+pub(super) const SCATTER_MIN_FRAME_BYTES: usize = 128 << 10;
+
+/// Most bytes read at once while the envelope is scanned: a partition's
+/// fields are tens of bytes, and what comes along (the start of its
+/// records) is copied into the records' buffer.
+const ENVELOPE_READ_BYTES: usize = 512;
+
+/// The memory block the records are placed in (the page: the largest
+/// alignment a segment file asks for on common filesystems).
+const PLACEMENT_BLOCK_BYTES: usize = 4096;
+
+/// An empty buffer with room for `length` bytes whose first byte lies
+/// `offset` bytes into a [`PLACEMENT_BLOCK_BYTES`] block of memory.
+fn placed_buffer(length: usize, offset: usize) -> BytesMut {
+    let mut buf = BytesMut::with_capacity(length + PLACEMENT_BLOCK_BYTES);
+    let at = buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
+    let pad = (offset % PLACEMENT_BLOCK_BYTES + PLACEMENT_BLOCK_BYTES - at) % PLACEMENT_BLOCK_BYTES;
+    buf.resize(pad, 0);
+    buf.advance(pad);
+    buf
+}
+
+/// Where in a block `topic`'s `partition` expects its next append (0 when
+/// this process has no hint: a topic named by id, or not led here).
+fn placement_offset(topic: &str, partition: i32) -> usize {
+    if topic.is_empty() {
+        return 0;
+    }
+    engine::placement::next_position(topic, partition).map_or(0, |position| {
+        (position % PLACEMENT_BLOCK_BYTES as u64) as usize
+    })
+}
+
+impl FrameReader<'_> {
+    /// The version of the frame announced at the front of the buffer if it
+    /// is a Produce request to read apart.
+    pub(super) fn scattered_version(&self, length: usize) -> Option<i16> {
+        let start = self.buf.get(LENGTH_PREFIX_BYTES..LENGTH_PREFIX_BYTES + 4)?;
+        let api_key = i16::from_be_bytes([start[0], start[1]]);
+        let version = i16::from_be_bytes([start[2], start[3]]);
+        let produce = api_key == ApiKey::Produce as i16;
+        let scans = crate::produce_scan::Scanner::scans(version);
+        (length >= SCATTER_MIN_FRAME_BYTES && produce && scans && self.stream.is_plain())
+            .then_some(version)
+    }
+
+    /// Reads the Produce frame of `length` bytes announced at the front of
+    /// the buffer apart; `None` when the connection must close.
+    pub(super) async fn read_scattered(&mut self, length: usize, version: i16) -> Option<Frame> {
+        self.buf.advance(LENGTH_PREFIX_BYTES);
+        // Bytes of the frame still in the socket.
+        let mut unread = length.checked_sub(self.buf.len())?;
+        self.account.set(self.buf.capacity() + length);
+        self.chunk_bytes = super::READ_CHUNK_BYTES;
+        let mut splitter = Splitter::new(version);
+        loop {
+            let next = match splitter.advance(&mut self.buf) {
+                Ok(next) => next,
+                Err(e) => {
+                    super::log_protocol_error(self.shard, self.peer, &e.to_string());
+                    return None;
+                }
+            };
+            match next {
+                Next::Read if unread == 0 => {
+                    let reason = "produce request ends inside its envelope";
+                    super::log_protocol_error(self.shard, self.peer, reason);
+                    return None;
+                }
+                Next::Read => {
+                    // Doubling past the first read: a long field (tagged
+                    // fields may be) is not scanned again per 512 bytes.
+                    let want = unread.min(ENVELOPE_READ_BYTES.max(self.buf.len()));
+                    unread -= self.read_envelope(want).await?;
+                }
+                Next::Records { length, partition } => {
+                    if length > self.buf.len() + unread {
+                        let reason = "produce records longer than their request";
+                        super::log_protocol_error(self.shard, self.peer, reason);
+                        return None;
+                    }
+                    let offset = placement_offset(splitter.topic(), partition);
+                    let (records, from_socket) = self.read_records(length, offset).await?;
+                    unread -= from_socket;
+                    splitter.push_records(records);
+                }
+                Next::Done => break,
+            }
+        }
+        // Bytes after the envelope: the decoder of a whole frame ignores
+        // them, so they are read and dropped here too.
+        while unread > 0 {
+            self.buf.clear();
+            unread -= self
+                .read_envelope(unread.min(super::READ_CHUNK_BYTES))
+                .await?;
+        }
+        self.buf.clear();
+        let (body, records) = splitter.finish();
+        Some(Frame {
+            body,
+            records,
+            wire_bytes: LENGTH_PREFIX_BYTES + length,
+        })
+    }
+
+    /// Reads at most `most` bytes (at least one) onto the end of the
+    /// buffer: what the socket holds, without the runtime's poll when it
+    /// holds something; how many, or `None` when the connection must close.
+    async fn read_envelope(&mut self, most: usize) -> Option<usize> {
+        if self.room.len() < most {
+            super::new_region(&mut self.buf, &mut self.room, most.max(self.chunk_bytes));
+        }
+        let outcome = match self.stream.try_recv(&mut self.room[..most]) {
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => None,
+            other => other,
+        };
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => {
+                let read = read_some(self.stream, &mut self.room[..most]);
+                futures::pin_mut!(read);
+                match select(read, self.shutdown.clone()).await {
+                    Either::Left((outcome, _)) => outcome,
+                    Either::Right(_) => return None,
+                }
+            }
+        };
+        match outcome {
+            Ok(0) => {
+                let e = FrameError::Truncated {
+                    have: self.buf.len(),
+                    want: self.buf.len() + most,
+                };
+                super::log_protocol_error(self.shard, self.peer, &e.to_string());
+                None
+            }
+            Ok(n) => {
+                self.activity.touch();
+                self.buf.unsplit(self.room.split_to(n));
+                Some(n)
+            }
+            Err(e) => {
+                tracing::debug!(peer = %self.peer, error = %e, "read failed; closing");
+                None
+            }
+        }
+    }
+
+    /// One partition's `length` bytes of records, in a buffer placed at
+    /// `offset` within a block: what the buffer already holds of them, then
+    /// the rest from the socket. The records, and how many came from the
+    /// socket.
+    async fn read_records(&mut self, length: usize, offset: usize) -> Option<(BytesMut, usize)> {
+        let mut records = placed_buffer(length, offset);
+        let buffered = length.min(self.buf.len());
+        records.extend_from_slice(&self.buf[..buffered]);
+        self.buf.advance(buffered);
+        match read_rest(
+            self.stream,
+            &mut records,
+            length,
+            self.shutdown,
+            self.activity,
+        )
+        .await
+        {
+            RestOfFrame::Complete => Some((records, length - buffered)),
+            RestOfFrame::Closed(filled) => {
+                let e = FrameError::Truncated {
+                    have: filled,
+                    want: length,
+                };
+                super::log_protocol_error(self.shard, self.peer, &e.to_string());
+                None
+            }
+            RestOfFrame::Stopped => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{placed_buffer, PLACEMENT_BLOCK_BYTES};
+
+    #[test]
+    fn a_placed_buffer_starts_at_the_offset_within_a_block_with_room_for_its_records() {
+        for offset in [0, 1, 17, 4095, 4096, 4097, 100_000] {
+            let buf = placed_buffer(300_000, offset);
+            assert!(buf.is_empty());
+            assert_eq!(
+                buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES,
+                offset % PLACEMENT_BLOCK_BYTES
+            );
+            assert!(buf.capacity() >= 300_000);
+        }
+    }
+}
