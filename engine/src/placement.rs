@@ -13,9 +13,36 @@
 //! connections read. One lock per topic lookup, one atomic store per append.
 
 use crate::types::TopicPartition;
+use bytes::{Buf, BytesMut};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
+
+/// The memory block appends are placed in: the page, the largest alignment
+/// a segment file asks for on common filesystems.
+pub const PLACEMENT_BLOCK_BYTES: usize = 4096;
+
+/// An empty buffer with room for `capacity` bytes whose first byte lies at
+/// the offset within a [`PLACEMENT_BLOCK_BYTES`] block of memory that
+/// `position` has within a block of the file.
+pub fn placed_buffer(capacity: usize, position: u64) -> BytesMut {
+    let offset = (position % PLACEMENT_BLOCK_BYTES as u64) as usize;
+    let mut buf = BytesMut::with_capacity(capacity + PLACEMENT_BLOCK_BYTES);
+    let at = buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
+    let pad = (offset + PLACEMENT_BLOCK_BYTES - at) % PLACEMENT_BLOCK_BYTES;
+    buf.resize(pad, 0);
+    buf.advance(pad);
+    buf
+}
+
+/// A copy of `bytes` placed for file position `position` (see
+/// [`placed_buffer`]): where a copy is made anyway, placing it lets the
+/// appender write it without a second one.
+pub fn placed_copy(bytes: &[u8], position: u64) -> BytesMut {
+    let mut buf = placed_buffer(bytes.len(), position);
+    buf.extend_from_slice(bytes);
+    buf
+}
 
 /// Topic → partition → next append's file position.
 type Hints = HashMap<String, HashMap<i32, Arc<AtomicU64>>>;
@@ -82,8 +109,23 @@ impl Drop for PlacementHint {
 
 #[cfg(test)]
 mod tests {
-    use super::{next_position, PlacementHint};
+    use super::{next_position, placed_buffer, placed_copy, PlacementHint, PLACEMENT_BLOCK_BYTES};
     use crate::types::TopicPartition;
+
+    #[test]
+    fn a_placed_buffer_starts_where_its_position_lies_in_a_block() {
+        for position in [0u64, 1, 17, 4095, 4096, 4097, 1_000_003] {
+            let buf = placed_buffer(300_000, position);
+            assert!(buf.is_empty());
+            assert!(buf.capacity() >= 300_000);
+            let offset = buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
+            assert_eq!(offset as u64, position % PLACEMENT_BLOCK_BYTES as u64);
+            let copy = placed_copy(b"records", position);
+            assert_eq!(&copy[..], b"records");
+            let offset = copy.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
+            assert_eq!(offset as u64, position % PLACEMENT_BLOCK_BYTES as u64);
+        }
+    }
 
     #[test]
     fn a_published_position_is_read_until_its_log_goes() {

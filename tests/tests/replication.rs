@@ -645,3 +645,70 @@ fn acknowledged_after_trim(cluster: &mut Cluster, leader: i32, runtime: &tokio::
     let read = read_numbers(&survivor_bootstrap, "trimmed", 10);
     assert_eq!(read, (40..50).collect::<Vec<u32>>());
 }
+
+/// Followers copy each fetched partition's records once, placed where they
+/// will lie in their own segment file, so the appender writes them as they
+/// lie (`rill_disk_uncopied_bytes_total` on the followers; the leader's
+/// come from reading the produce requests apart). The replicas' files agree
+/// batch by batch.
+#[test]
+fn followers_write_what_they_fetch_without_a_second_copy() {
+    let mut cluster = Cluster::start_settled(RILL, 3, &[], SETTLE);
+    let bootstrap = cluster.bootstrap();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(rill_tests::kafka::create_topic_replicated(
+        &bootstrap,
+        "placed",
+        1,
+        3,
+        &[("min.insync.replicas", "3")],
+    ));
+    let (leader, _, _) = wait_for("all three in the ISR", SETTLE, || {
+        let state = partition_state(&bootstrap, "placed")?;
+        (state.2 == vec![1, 2, 3]).then_some(state)
+    });
+    let producer = rill_tests::kafka::producer(
+        &bootstrap,
+        &[
+            ("acks", "all"),
+            ("linger.ms", "50"),
+            ("batch.size", "1000000"),
+            ("compression.type", "none"),
+        ],
+    );
+    let records: Vec<(Option<Vec<u8>>, Vec<u8>)> = (0..8_000u32)
+        .map(|i| {
+            let mut value = i.to_string().into_bytes();
+            value.resize(1000, b'.');
+            (None, value)
+        })
+        .collect();
+    // One small record first, acknowledged by all three: the large batches
+    // then start off a block boundary in every replica's file, where a
+    // plain copy would not line up.
+    let small = [(None, b"first".to_vec())];
+    runtime.block_on(rill_tests::kafka::produce_all(
+        &producer,
+        "placed",
+        &small,
+        Some(0),
+    ));
+    runtime.block_on(rill_tests::kafka::produce_all(
+        &producer,
+        "placed",
+        &records,
+        Some(0),
+    ));
+    for node in (1..=3).filter(|&n| n != leader) {
+        let follower = cluster.node(node);
+        let written = follower.metric_sum("rill_disk_written_bytes_total");
+        let uncopied = follower.metric_sum("rill_disk_uncopied_bytes_total");
+        assert!(written >= 8_000_000, "node {node} wrote {written} bytes");
+        assert!(
+            uncopied * 2 > written,
+            "node {node}: {uncopied} of {written} bytes written without a copy"
+        );
+    }
+    let compared = assert_replicas_agree(&cluster.data_dirs(&[]), SETTLE);
+    assert!(compared >= 1, "{compared} partitions compared");
+}

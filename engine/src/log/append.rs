@@ -81,10 +81,12 @@ impl Payload<'_> {
         }
     }
 
-    /// The first `length` bytes as an owned buffer.
-    fn into_owned(self, length: usize) -> BytesMut {
+    /// The first `length` bytes as an owned buffer; a copy is placed for
+    /// file position `position`, so the appender writes it as it lies
+    /// (see [`crate::placement`]).
+    fn into_owned(self, length: usize, position: u64) -> BytesMut {
         match self {
-            Payload::Borrowed(bytes) => BytesMut::from(&bytes[..length]),
+            Payload::Borrowed(bytes) => crate::placement::placed_copy(&bytes[..length], position),
             Payload::Owned(mut bytes) => {
                 bytes.truncate(length);
                 bytes
@@ -264,7 +266,7 @@ impl PartitionLog {
             first_offset: base_offset,
             next_offset,
             batch_count: validated.len() as u64,
-            bytes: payload.into_owned(placed.total_bytes),
+            bytes: payload.into_owned(placed.total_bytes, position),
         });
         state.log_end_offset = next_offset;
         self.count_stream_due(&mut state, placed.total_bytes);

@@ -34,7 +34,7 @@
 //!   watermark at its log end (`open.rs`); the cap cannot hide what that
 //!   already shows.
 
-use super::append::{owned, Origin};
+use super::append::{owned, Origin, Payload};
 use super::epoch_cache::LeaderEpochCache;
 use super::{AppendResult, PartitionLog, ReadMode, ReadResult};
 use crate::config::FlushPolicy;
@@ -63,6 +63,24 @@ impl PartitionLog {
     /// [`PartitionLog::wait_durable`] on `last_offset` before acknowledging.
     pub fn append_replicated(&self, records: Vec<u8>) -> Result<AppendResult, EngineError> {
         self.append_inner(owned(records), Origin::Replica)
+    }
+
+    /// [`PartitionLog::append_replicated`] of a copy of `records` (a slice of
+    /// a fetch response), placed for where it will lie in the segment file
+    /// (`crate::placement`), so the appender writes it without a second
+    /// copy.
+    pub fn append_replicated_copy(&self, records: &[u8]) -> Result<AppendResult, EngineError> {
+        let position = self.next_append_position();
+        let placed = crate::placement::placed_copy(records, position);
+        self.append_inner(Payload::Owned(placed), Origin::Replica)
+    }
+
+    /// Where the next append will start in the active segment's file
+    /// (0 when there is none yet, as in a new segment).
+    pub fn next_append_position(&self) -> u64 {
+        let state = self.state.borrow();
+        let active = state.segments.last();
+        active.map_or(0, |segment| segment.meta.borrow().size_bytes)
     }
 
     /// A leader's read for a follower's fetch: like [`PartitionLog::read`]

@@ -26,35 +26,23 @@ use kernel::error::FrameError;
 /// Smallest Produce frame read apart.
 pub(super) const SCATTER_MIN_FRAME_BYTES: usize = 128 << 10;
 
-/// Most bytes read at once while the envelope is scanned: a partition's
-/// fields are tens of bytes, and what comes along (the start of its
-/// records) is copied into the records' buffer.
+/// Most bytes read at once while the envelope is scanned after large
+/// records: a partition's fields are tens of bytes, and what comes along
+/// (the start of the next partition's records, likely large too) is copied
+/// into the records' buffer.
 const ENVELOPE_READ_BYTES: usize = 512;
+/// Records below this size are followed by reads of
+/// [`super::READ_CHUNK_BYTES`]: a request of many small partitions is read
+/// in a few large reads, not one per partition.
+const LARGE_RECORDS_BYTES: usize = 64 << 10;
 
-/// The memory block the records are placed in (the page: the largest
-/// alignment a segment file asks for on common filesystems).
-const PLACEMENT_BLOCK_BYTES: usize = 4096;
-
-/// An empty buffer with room for `length` bytes whose first byte lies
-/// `offset` bytes into a [`PLACEMENT_BLOCK_BYTES`] block of memory.
-fn placed_buffer(length: usize, offset: usize) -> BytesMut {
-    let mut buf = BytesMut::with_capacity(length + PLACEMENT_BLOCK_BYTES);
-    let at = buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
-    let pad = (offset % PLACEMENT_BLOCK_BYTES + PLACEMENT_BLOCK_BYTES - at) % PLACEMENT_BLOCK_BYTES;
-    buf.resize(pad, 0);
-    buf.advance(pad);
-    buf
-}
-
-/// Where in a block `topic`'s `partition` expects its next append (0 when
-/// this process has no hint: a topic named by id, or not led here).
-fn placement_offset(topic: &str, partition: i32) -> usize {
+/// Where `topic`'s `partition` expects its next append (0 when this
+/// process has no hint: a topic named by id, or not led here).
+fn expected_position(topic: &str, partition: i32) -> u64 {
     if topic.is_empty() {
         return 0;
     }
-    engine::placement::next_position(topic, partition).map_or(0, |position| {
-        (position % PLACEMENT_BLOCK_BYTES as u64) as usize
-    })
+    engine::placement::next_position(topic, partition).unwrap_or(0)
 }
 
 impl FrameReader<'_> {
@@ -79,6 +67,7 @@ impl FrameReader<'_> {
         self.account.set(self.buf.capacity() + length);
         self.chunk_bytes = super::READ_CHUNK_BYTES;
         let mut splitter = Splitter::new(version);
+        let mut read_bytes = ENVELOPE_READ_BYTES;
         loop {
             let next = match splitter.advance(&mut self.buf) {
                 Ok(next) => next,
@@ -96,7 +85,7 @@ impl FrameReader<'_> {
                 Next::Read => {
                     // Doubling past the first read: a long field (tagged
                     // fields may be) is not scanned again per 512 bytes.
-                    let want = unread.min(ENVELOPE_READ_BYTES.max(self.buf.len()));
+                    let want = unread.min(read_bytes.max(self.buf.len()));
                     unread -= self.read_envelope(want).await?;
                 }
                 Next::Records { length, partition } => {
@@ -105,10 +94,15 @@ impl FrameReader<'_> {
                         super::log_protocol_error(self.shard, self.peer, reason);
                         return None;
                     }
-                    let offset = placement_offset(splitter.topic(), partition);
-                    let (records, from_socket) = self.read_records(length, offset).await?;
+                    let position = expected_position(splitter.topic(), partition);
+                    let (records, from_socket) = self.read_records(length, position).await?;
                     unread -= from_socket;
                     splitter.push_records(records);
+                    read_bytes = if length >= LARGE_RECORDS_BYTES {
+                        ENVELOPE_READ_BYTES
+                    } else {
+                        super::READ_CHUNK_BYTES
+                    };
                 }
                 Next::Done => break,
             }
@@ -174,12 +168,12 @@ impl FrameReader<'_> {
         }
     }
 
-    /// One partition's `length` bytes of records, in a buffer placed at
-    /// `offset` within a block: what the buffer already holds of them, then
-    /// the rest from the socket. The records, and how many came from the
-    /// socket.
-    async fn read_records(&mut self, length: usize, offset: usize) -> Option<(BytesMut, usize)> {
-        let mut records = placed_buffer(length, offset);
+    /// One partition's `length` bytes of records, in a buffer placed for
+    /// file position `position`: what the buffer already holds of them,
+    /// then the rest from the socket. The records, and how many came from
+    /// the socket.
+    async fn read_records(&mut self, length: usize, position: u64) -> Option<(BytesMut, usize)> {
+        let mut records = engine::placement::placed_buffer(length, position);
         let buffered = length.min(self.buf.len());
         records.extend_from_slice(&self.buf[..buffered]);
         self.buf.advance(buffered);
@@ -202,24 +196,6 @@ impl FrameReader<'_> {
                 None
             }
             RestOfFrame::Stopped => None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{placed_buffer, PLACEMENT_BLOCK_BYTES};
-
-    #[test]
-    fn a_placed_buffer_starts_at_the_offset_within_a_block_with_room_for_its_records() {
-        for offset in [0, 1, 17, 4095, 4096, 4097, 100_000] {
-            let buf = placed_buffer(300_000, offset);
-            assert!(buf.is_empty());
-            assert_eq!(
-                buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES,
-                offset % PLACEMENT_BLOCK_BYTES
-            );
-            assert!(buf.capacity() >= 300_000);
         }
     }
 }

@@ -239,7 +239,7 @@ async fn take_fetched(
 ) -> Result<(), SessionError> {
     if let Some(records) = fetched.records.filter(|r| !r.is_empty()) {
         let appended = log
-            .append_replicated(records.to_vec())
+            .append_replicated_copy(&records)
             .map_err(|e| format!("append of the leader's batches refused: {e}"))?;
         log.wait_durable(appended.last_offset)
             .await
