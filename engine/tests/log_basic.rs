@@ -566,22 +566,21 @@ fn appends_in_line_with_the_file_are_written_without_a_copy() {
         for offset in [0, 2_999, 3_000, 6_004, 20_000, 24_020] {
             assert_copy_matches_file(&log, offset).await;
         }
-        let keys = read_all(&log, 0).await;
-        assert_eq!(keys.len(), first);
-        assert!(keys
-            .iter()
-            .enumerate()
-            .all(|(i, (o, k))| *o == i as i64 && *k == format!("key-{i}")));
+        assert_keys_in_order(&read_all(&log, 0).await, first);
         manager.shutdown().await.unwrap();
         first
     });
     run(async move {
         let (_m, log) = open_log(engine_config, topic, TopicConfig::default()).await;
-        let keys = read_all(&log, 0).await;
-        assert_eq!(keys.len(), records_total);
-        assert!(keys
-            .iter()
-            .enumerate()
-            .all(|(i, (o, k))| *o == i as i64 && *k == format!("key-{i}")));
+        assert_keys_in_order(&read_all(&log, 0).await, records_total);
     });
+}
+
+/// `keys` are `key-0` to `key-{count - 1}`, each at its own offset.
+fn assert_keys_in_order(keys: &[(i64, String)], count: usize) {
+    assert_eq!(keys.len(), count);
+    assert!(keys
+        .iter()
+        .enumerate()
+        .all(|(i, (o, k))| *o == i as i64 && *k == format!("key-{i}")));
 }

@@ -450,28 +450,43 @@ impl FrameReader<'_> {
                 Either::Right(_) => return false,
             }
         };
+        let expected = (!self.buf.is_empty()).then(|| bytes_missing(&self.buf));
+        let Some(n) = self.landed(outcome, expected) else {
+            return false;
+        };
+        if n == offered {
+            self.chunk_bytes = READ_CHUNK_BYTES;
+        }
+        true
+    }
+
+    /// A read into the front of `room`: its bytes join `buf`. `None` when
+    /// the connection must close: the read failed, or the peer closed,
+    /// logged as a truncated frame when `expected` more bytes were due.
+    fn landed(
+        &mut self,
+        outcome: std::io::Result<usize>,
+        expected: Option<usize>,
+    ) -> Option<usize> {
         match outcome {
             Ok(0) => {
-                if !self.buf.is_empty() {
+                if let Some(missing) = expected {
                     let e = FrameError::Truncated {
                         have: self.buf.len(),
-                        want: self.buf.len() + bytes_missing(&self.buf),
+                        want: self.buf.len() + missing,
                     };
                     log_protocol_error(self.shard, self.peer, &e.to_string());
                 }
-                false
+                None
             }
             Ok(n) => {
                 self.activity.touch();
                 self.buf.unsplit(self.room.split_to(n));
-                if n == offered {
-                    self.chunk_bytes = READ_CHUNK_BYTES;
-                }
-                true
+                Some(n)
             }
             Err(e) => {
                 tracing::debug!(peer = %self.peer, error = %e, "read failed; closing");
-                false
+                None
             }
         }
     }

@@ -147,25 +147,7 @@ impl FrameReader<'_> {
                 }
             }
         };
-        match outcome {
-            Ok(0) => {
-                let e = FrameError::Truncated {
-                    have: self.buf.len(),
-                    want: self.buf.len() + most,
-                };
-                super::log_protocol_error(self.shard, self.peer, &e.to_string());
-                None
-            }
-            Ok(n) => {
-                self.activity.touch();
-                self.buf.unsplit(self.room.split_to(n));
-                Some(n)
-            }
-            Err(e) => {
-                tracing::debug!(peer = %self.peer, error = %e, "read failed; closing");
-                None
-            }
-        }
+        self.landed(outcome, Some(most))
     }
 
     /// One partition's `length` bytes of records, in a buffer placed for
