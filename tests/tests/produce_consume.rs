@@ -199,8 +199,9 @@ async fn an_oversize_message_is_refused_and_the_broker_stays_up() {
 }
 
 /// A Produce frame of 300 records of 1,000 bytes (over the size read into a
-/// buffer of its own), record `i` holding `i` in its first bytes.
-fn large_produce_frame(topic: &str, correlation_id: i32) -> Vec<u8> {
+/// buffer of its own), record `i` holding `i` in its first bytes: v9 naming
+/// `topic`, or v13 naming it by its id when `topic_id` is given.
+fn large_produce_frame(topic: &str, topic_id: Option<[u8; 16]>, correlation_id: i32) -> Vec<u8> {
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::{ApiKey, ProduceRequest, TopicName};
     use kafka_protocol::protocol::StrBytes;
@@ -214,12 +215,16 @@ fn large_produce_frame(topic: &str, correlation_id: i32) -> Vec<u8> {
     partition.records = Some(bytes::Bytes::from(builder.build().expect("batch")));
     let mut data = TopicProduceData::default();
     data.name = TopicName(StrBytes::from_string(topic.to_string()));
+    if let Some(id) = topic_id {
+        data.topic_id = uuid::Uuid::from_bytes(id);
+    }
     data.partition_data = vec![partition];
     let mut request = ProduceRequest::default();
     request.acks = -1;
     request.timeout_ms = 10_000;
     request.topic_data = vec![data];
-    rill_tests::raw::request_frame(ApiKey::Produce, 9, correlation_id, &request)
+    let version = if topic_id.is_some() { 13 } else { 9 };
+    rill_tests::raw::request_frame(ApiKey::Produce, version, correlation_id, &request)
 }
 
 fn large_value(i: i32) -> Vec<u8> {
@@ -228,11 +233,12 @@ fn large_value(i: i32) -> Vec<u8> {
     value
 }
 
-/// The base offset the broker answered a Produce with (its error must be 0).
-fn produced_at(socket: &mut std::net::TcpStream, correlation_id: i32) -> i64 {
+/// The base offset the broker answered a Produce of `version` with (its
+/// error must be 0).
+fn produced_at(socket: &mut std::net::TcpStream, version: i16, correlation_id: i32) -> i64 {
     use kafka_protocol::messages::{ApiKey, ProduceResponse};
     let response: ProduceResponse =
-        rill_tests::raw::read_response(socket, ApiKey::Produce, 9, correlation_id)
+        rill_tests::raw::read_response(socket, ApiKey::Produce, version, correlation_id)
             .expect("Produce answered");
     let partition = &response.responses[0].partition_responses[0];
     assert_eq!(partition.error_code, 0);
@@ -253,18 +259,18 @@ async fn a_large_produce_arriving_in_pieces_is_stored_whole() {
         .expect("timeout");
     // In nine pieces with pauses: the broker finds the socket empty
     // between them and waits for the rest.
-    let frame = large_produce_frame("pieces", 1);
+    let frame = large_produce_frame("pieces", None, 1);
     assert!(frame.len() > 300_000);
     for piece in frame.chunks(frame.len() / 8) {
         socket.write_all(piece).expect("piece sent");
         std::thread::sleep(Duration::from_millis(30));
     }
-    assert_eq!(produced_at(&mut socket, 1), 0);
+    assert_eq!(produced_at(&mut socket, 9, 1), 0);
     // Then in one write: all of it is in the socket when read.
     socket
-        .write_all(&large_produce_frame("pieces", 2))
+        .write_all(&large_produce_frame("pieces", None, 2))
         .expect("frame sent");
-    assert_eq!(produced_at(&mut socket, 2), 300);
+    assert_eq!(produced_at(&mut socket, 9, 2), 300);
     let got = consume_all(&bootstrap, "pieces", 1, 600, Duration::from_secs(20), &[]);
     assert_eq!(got.len(), 600);
     for (n, record) in got.iter().enumerate() {
@@ -750,4 +756,42 @@ async fn large_batches_reach_the_disk_without_a_copy() {
     );
     assert_delivered_as_consumed(&sent, &delivered, &got);
     assert_exact(&sent, &got);
+}
+
+/// Produce v13 (Kafka 4.1's clients name topics by id) is placed too: the
+/// connection finds the topic's name by its id. The second frame's records
+/// start off a block boundary, so only a placement by the right hint lines
+/// them up with the file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_produce_naming_its_topic_by_id_is_placed_by_that_id() {
+    use std::io::Write;
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--flush-policy", "fsync"]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "by-id", 1, &[]).await;
+    let id = rill_tests::raw::topic_id(broker.addr, "by-id").expect("topic id");
+    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut uncopied = Vec::new();
+    for (n, correlation_id) in [(0, 1), (300, 2)] {
+        let frame = large_produce_frame("", Some(id), correlation_id);
+        socket.write_all(&frame).expect("frame sent");
+        assert_eq!(produced_at(&mut socket, 13, correlation_id), n);
+        uncopied.push(broker.metric_sum("rill_disk_uncopied_bytes_total"));
+    }
+    assert!(
+        uncopied[1] - uncopied[0] > 200_000,
+        "the second frame's bytes written without a copy: {uncopied:?}"
+    );
+    let got = consume_all(&bootstrap, "by-id", 1, 600, Duration::from_secs(20), &[]);
+    for (n, record) in got.iter().enumerate() {
+        assert_eq!(record.offset, n as i64);
+        assert_eq!(
+            record.value.as_deref(),
+            Some(large_value(n as i32 % 300).as_slice())
+        );
+    }
+    assert_eq!(got.len(), 600);
 }

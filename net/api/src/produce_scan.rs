@@ -74,6 +74,8 @@ pub struct Scanner {
     /// The topic whose partitions are being scanned (empty from v13,
     /// which names topics by id).
     topic: String,
+    /// Its id, from v13.
+    topic_id: Option<[u8; 16]>,
 }
 
 /// First version with compact lengths and tagged fields (header v2).
@@ -91,6 +93,7 @@ impl Scanner {
             topics_left: 0,
             partitions_left: 0,
             topic: String::new(),
+            topic_id: None,
         }
     }
 
@@ -103,6 +106,11 @@ impl Scanner {
     /// for v13 requests).
     pub fn topic(&self) -> &str {
         &self.topic
+    }
+
+    /// Its id, in v13 requests.
+    pub fn topic_id(&self) -> Option<[u8; 16]> {
+        self.topic_id
     }
 
     fn flexible(&self) -> bool {
@@ -143,16 +151,16 @@ impl Scanner {
                 self.after_array(self.topics_left, Stage::TopicHead, Stage::RequestEnd)
             }
             Stage::TopicHead => {
-                let topic = if self.version >= TOPIC_ID_VERSION {
-                    c.skip(16)?;
-                    String::new()
+                let (topic, topic_id) = if self.version >= TOPIC_ID_VERSION {
+                    let id: [u8; 16] = c.take(16)?.try_into().map_err(|_| bad("topic id"))?;
+                    (String::new(), Some(id))
                 } else if flexible {
-                    c.compact_string()?
+                    (c.compact_string()?, None)
                 } else {
-                    c.string()?
+                    (c.string()?, None)
                 };
                 self.partitions_left = c.array_length(flexible)?;
-                self.topic = topic;
+                (self.topic, self.topic_id) = (topic, topic_id);
                 self.after_array(self.partitions_left, Stage::PartitionHead, Stage::TopicEnd)
             }
             Stage::PartitionHead => return self.partition_head(c),
@@ -248,9 +256,15 @@ impl Splitter {
         }
     }
 
-    /// The topic of the partition of the last [`Next::Records`].
+    /// The topic of the partition of the last [`Next::Records`] (empty
+    /// from v13, see [`Splitter::topic_id`]).
     pub fn topic(&self) -> &str {
         self.scanner.topic()
+    }
+
+    /// Its id, in v13 requests.
+    pub fn topic_id(&self) -> Option<[u8; 16]> {
+        self.scanner.topic_id()
     }
 
     /// Takes the envelope bytes at the front of `pending` (the request's

@@ -36,15 +36,6 @@ const ENVELOPE_READ_BYTES: usize = 512;
 /// in a few large reads, not one per partition.
 const LARGE_RECORDS_BYTES: usize = 64 << 10;
 
-/// Where `topic`'s `partition` expects its next append (0 when this
-/// process has no hint: a topic named by id, or not led here).
-fn expected_position(topic: &str, partition: i32) -> u64 {
-    if topic.is_empty() {
-        return 0;
-    }
-    engine::placement::next_position(topic, partition).unwrap_or(0)
-}
-
 impl FrameReader<'_> {
     /// The version of the frame announced at the front of the buffer if it
     /// is a Produce request to read apart.
@@ -94,7 +85,7 @@ impl FrameReader<'_> {
                         super::log_protocol_error(self.shard, self.peer, reason);
                         return None;
                     }
-                    let position = expected_position(splitter.topic(), partition);
+                    let position = self.expected_position(&splitter, partition);
                     let (records, from_socket) = self.read_records(length, position).await?;
                     unread -= from_socket;
                     splitter.push_records(records);
@@ -122,6 +113,25 @@ impl FrameReader<'_> {
             records,
             wire_bytes: LENGTH_PREFIX_BYTES + length,
         })
+    }
+
+    /// Where the partition of the last records announced expects its next
+    /// append (0 when this process has no hint: a topic not led here, or
+    /// an id it does not know).
+    fn expected_position(&self, splitter: &Splitter, partition: i32) -> u64 {
+        let named;
+        let topic = match splitter.topic_id() {
+            Some(id) => {
+                let topics = self.shard.topics.borrow();
+                let Some(entry) = topics.by_id(&id) else {
+                    return 0;
+                };
+                named = entry.name.clone();
+                named.as_str()
+            }
+            None => splitter.topic(),
+        };
+        engine::placement::next_position(topic, partition).unwrap_or(0)
     }
 
     /// Reads at most `most` bytes (at least one) onto the end of the

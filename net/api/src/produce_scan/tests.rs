@@ -107,7 +107,11 @@ fn split(
                 pending.put(source.split_to(n));
             }
             Next::Records { length, partition } => {
-                announced.push((splitter.topic().to_string(), partition));
+                let topic = match splitter.topic_id() {
+                    Some(id) => format!("id {}", uuid::Uuid::from_bytes(id).as_u128()),
+                    None => splitter.topic().to_string(),
+                };
+                announced.push((topic, partition));
                 let mut records = BytesMut::new();
                 let from_pending = length.min(pending.len());
                 records.put(pending.split_to(from_pending));
@@ -144,7 +148,7 @@ fn every_version_splits_and_decodes_back_to_the_same_request() {
             restore_records(&mut decoded, records).unwrap();
             assert_eq!(decoded, body, "v{version}, pieces of {piece}");
             let names: Vec<(&str, i32)> = if version >= TOPIC_ID_VERSION {
-                vec![("", 0), ("", 2), ("", 9)]
+                vec![("id 1", 0), ("id 1", 2), ("id 2", 9)]
             } else {
                 vec![("orders", 0), ("orders", 2), ("payments", 9)]
             };
