@@ -38,11 +38,20 @@ pub fn placed_buffer(capacity: usize, position: u64) -> BytesMut {
 /// A copy of `bytes` placed for file position `position` (see
 /// [`placed_buffer`]): where a copy is made anyway, placing it lets the
 /// appender write it without a second one.
+/// A copy too small to hold a run of whole blocks worth writing on its own
+/// (`appender::plan` writes 32 KiB or more) is made as it comes, without
+/// the block of room placement takes.
 pub fn placed_copy(bytes: &[u8], position: u64) -> BytesMut {
+    if bytes.len() < PLACED_COPY_MIN_BYTES {
+        return BytesMut::from(bytes);
+    }
     let mut buf = placed_buffer(bytes.len(), position);
     buf.extend_from_slice(bytes);
     buf
 }
+
+/// Smallest copy [`placed_copy`] places.
+const PLACED_COPY_MIN_BYTES: usize = 32 << 10;
 
 /// Topic → partition → next append's file position.
 type Hints = HashMap<String, HashMap<i32, Arc<AtomicU64>>>;
@@ -120,10 +129,12 @@ mod tests {
             assert!(buf.capacity() >= 300_000);
             let offset = buf.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
             assert_eq!(offset as u64, position % PLACEMENT_BLOCK_BYTES as u64);
-            let copy = placed_copy(b"records", position);
-            assert_eq!(&copy[..], b"records");
+            let records = vec![7u8; 40 << 10];
+            let copy = placed_copy(&records, position);
+            assert_eq!(&copy[..], &records[..]);
             let offset = copy.as_ptr() as usize % PLACEMENT_BLOCK_BYTES;
             assert_eq!(offset as u64, position % PLACEMENT_BLOCK_BYTES as u64);
+            assert_eq!(&placed_copy(b"small", position)[..], b"small");
         }
     }
 
