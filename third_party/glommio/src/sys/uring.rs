@@ -904,14 +904,6 @@ struct SleepableRing {
 /// out a little earlier on every poll and would otherwise never be kept.
 const LATENCY_TIMER_SLACK: Duration = Duration::from_micros(50);
 
-/// rill: the longest the executor sleeps without a timer to wake it: a
-/// safety net, so that a wake-up lost anywhere (a completion or a remote
-/// wake the sleeping ring does not see) costs at most this long instead of
-/// a hang. Seen once in a test run (2026-12-07): an executor asleep in
-/// `io_uring_enter` with its work done elsewhere, woken only by a debugger
-/// attaching. An idle executor wakes ten times a second for it.
-const MAX_SLEEP: Duration = Duration::from_millis(100);
-
 /// rill: setup flags for the sleepable rings, for A/B experiments:
 /// `RILL_IO_URING_SETUP`, a comma list of `coop_taskrun`, `taskrun_flag`,
 /// `single_issuer`, `defer_taskrun` (unknown names are ignored). Read once.
@@ -1858,8 +1850,6 @@ impl Reactor {
         F: Fn() -> usize,
     {
         woke += self.flush_syscall_thread();
-        // rill: every sleep has a timer (see `MAX_SLEEP`).
-        let user_timer = Some(user_timer.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP)));
 
         let mut poll_ring = self.poll_ring.borrow_mut();
         let mut main_ring = self.main_ring.borrow_mut();
@@ -1899,6 +1889,11 @@ impl Reactor {
         flush_rings!(lat_ring, poll_ring, main_ring)?;
         // pick up the results of any cancellations
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
+        // rill: a kept timer that fired since it was kept, and whose
+        // completion was just reaped, will wake nobody: arm a new one below
+        // as if none had been kept. (One that fires later leaves its
+        // completion in the latency ring, which wakes the sleep.)
+        let keep_latency_timer = keep_latency_timer && self.latency_timer_unfired();
 
         // If we generated any event so far, we can't sleep. Need to handle them.
         let should_sleep = preempt_timer().is_none()
@@ -1946,6 +1941,8 @@ impl Reactor {
             }
         }
 
+        // rill: the sleep above reaped completions too (see the check above).
+        let keep_latency_timer = keep_latency_timer && self.latency_timer_unfired();
         if let Some(preempt) = preempt_timer().filter(|_| !keep_latency_timer) {
             self.arm_latency_timer(&mut lat_ring, preempt);
             flush_rings!(lat_ring, main_ring)?;
@@ -2001,6 +1998,16 @@ impl Reactor {
             self.latency_preemption_timeout_src.set(Some(timer));
         }
         keep
+    }
+
+    /// rill: whether the latency timer armed has not fired yet.
+    fn latency_timer_unfired(&self) -> bool {
+        let Some(timer) = self.latency_preemption_timeout_src.take() else {
+            return false;
+        };
+        let unfired = !timer.has_result();
+        self.latency_preemption_timeout_src.set(Some(timer));
+        unfired
     }
 
     /// rill: arms the latency timer for `dur` from now (cancelling the one
