@@ -297,6 +297,7 @@ async fn read_requests(
         session,
         frame_max_bytes,
         chunk_bytes: FIRST_READ_CHUNK_BYTES,
+        next_fill_most_bytes: usize::MAX,
         buf: BytesMut::new(),
         room: BytesMut::zeroed(FIRST_READ_CHUNK_BYTES),
         account: ReadBufferAccount {
@@ -347,6 +348,12 @@ struct FrameReader<'a> {
     /// Size of the next region read into: [`FIRST_READ_CHUNK_BYTES`] until
     /// a read fills one, then [`READ_CHUNK_BYTES`].
     chunk_bytes: usize,
+    /// Most bytes the next [`FrameReader::fill`] takes: small right after a
+    /// Produce frame read apart (`scatter`), so that the read meeting the
+    /// next frame's length prefix brings little of its records along, and
+    /// a large Produce behind it is read apart too rather than copied out
+    /// of this buffer.
+    next_fill_most_bytes: usize,
     // `buf`: bytes read and not yet cut into frames. `room`: zeroed bytes
     // right after them in the same allocation, where reads go; each byte
     // is zeroed once, not before every read, and a read's bytes join `buf`
@@ -441,9 +448,10 @@ impl FrameReader<'_> {
             new_region(&mut self.buf, &mut self.room, missing.max(self.chunk_bytes));
             self.account.set(self.buf.capacity() + self.room.capacity());
         }
-        let offered = self.room.len();
+        let offered = self.room.len().min(self.next_fill_most_bytes);
+        self.next_fill_most_bytes = usize::MAX;
         let outcome = {
-            let read = read_some(self.stream, &mut self.room[..]);
+            let read = read_some(self.stream, &mut self.room[..offered]);
             futures::pin_mut!(read);
             match select(read, self.shutdown.clone()).await {
                 Either::Left((outcome, _)) => outcome,

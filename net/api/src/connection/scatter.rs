@@ -107,6 +107,7 @@ impl FrameReader<'_> {
                 .await?;
         }
         self.buf.clear();
+        self.next_fill_most_bytes = ENVELOPE_READ_BYTES;
         let (body, records) = splitter.finish();
         Some(Frame {
             body,
