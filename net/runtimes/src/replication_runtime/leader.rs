@@ -9,8 +9,8 @@ use crate::cluster_runtime::{ControllerReply, ControllerRpc, SendToController, M
 use crate::Shard;
 use bytes::Bytes;
 use cluster::replication::{
-    diverging_epoch_of_answer, last_fetched_epoch_from_wire, Acks, AlterPartitionRejection,
-    EpochEndOffset, IsrChangeKind, LeaderState, ReplicationError,
+    diverging_epoch_of_answer, last_fetched_epoch_from_wire, Acks, AlterPartition,
+    AlterPartitionRejection, EpochEndOffset, IsrChangeKind, LeaderState, ReplicationError,
 };
 use engine::log::ReadMode;
 use engine::{ErrorCode, PartitionLog, ReadData, TopicPartition};
@@ -622,40 +622,41 @@ fn led_in(
     }
 }
 
+/// How long a proposal whose outcome is unknown waits for committed
+/// metadata before it is sent again.
+const RESEND_UNANSWERED_AFTER: Duration = Duration::from_secs(1);
+
 /// The leader's timer for one partition, while `generation` is its role:
 /// keeps the HW up to the local log and proposes ISR changes.
+///
+/// A proposal whose outcome is unknown (no controller was known, the
+/// controller lost its leadership, the answer was lost) stays pending until
+/// committed metadata settles it, and is sent again, the same proposal on
+/// the same partition epoch, every [`RESEND_UNANSWERED_AFTER`] until then,
+/// as Kafka's AlterPartitionManager does. A controller that applied it
+/// already refuses the copy (`INVALID_UPDATE_VERSION`), and its metadata
+/// settles it; one that never saw it applies it. Without the resend, a
+/// proposal made while no controller was known waited for metadata that
+/// would never come, and the ISR never changed again under this leader.
 pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: u64) {
     let (topic_id, own) = match shard.topics.borrow().get(&tp.topic) {
         Some(entry) => (entry.topic_id, shard.config.broker_id),
         None => return,
     };
+    let mut unanswered: Option<(u64, std::time::Instant)> = None;
     loop {
         glommio::timer::sleep(LEADER_TICK).await;
         let Some((state, log)) = led_in(&shard, &tp, generation) else {
             return;
         };
         sync(&state, &log);
-        // KIP-841: a fenced broker may not join an ISR; the controller would
-        // refuse it, so it is not proposed.
-        let image = shard.runtime().view.image();
-        let proposal = state
-            .borrow_mut()
-            .tick_with(shard.now_ms(), |replica| image.is_live(replica));
-        let Some(proposal) = proposal else {
-            continue;
+        let proposal = match next_proposal(&shard, &state) {
+            Some(proposal) => proposal,
+            None => match resend_due(&state, &mut unanswered) {
+                Some(proposal) => proposal,
+                None => continue,
+            },
         };
-        let ineligible = proposal.kind == IsrChangeKind::Expand
-            && proposal
-                .new_isr
-                .iter()
-                .any(|&replica| !image.is_live(replica));
-        if ineligible {
-            state.borrow_mut().on_alter_partition_rejected(
-                proposal.proposal_id,
-                AlterPartitionRejection::NotApplied,
-            );
-            continue;
-        }
         tracing::info!(%tp, kind = ?proposal.kind, isr = ?proposal.new_isr, "proposing an ISR change");
         let request = ControllerRpc::AlterPartition {
             broker_id: own,
@@ -666,24 +667,78 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
             new_isr: proposal.new_isr.iter().copied().collect(),
         };
         let answer = shard.call(METADATA_SHARD, SendToController(request)).await;
-        // A replica that cannot append yet (its disk is full) is refused
-        // at every tick until it can: not worth a warning each time.
-        let ineligible = matches!(answer, Ok(Err((ErrorCode::IneligibleReplica, _))));
-        let rejection = match answer {
-            // Committed: the reconciler brings the new ISR here.
-            Ok(Ok(ControllerReply::Committed { .. })) => continue,
-            Ok(Err((ErrorCode::InvalidRequest | ErrorCode::IneligibleReplica, _))) => {
-                AlterPartitionRejection::NotApplied
-            }
-            _ => AlterPartitionRejection::Unknown,
+        let Some(rejection) = rejection_of(&tp, answer) else {
+            continue;
         };
-        if ineligible {
-            tracing::debug!(%tp, ?answer, "ISR change not committed");
-        } else {
-            tracing::warn!(%tp, ?answer, "ISR change not committed");
+        if rejection == AlterPartitionRejection::Unknown {
+            unanswered = Some((proposal.proposal_id, std::time::Instant::now()));
         }
         state
             .borrow_mut()
             .on_alter_partition_rejected(proposal.proposal_id, rejection);
     }
+}
+
+/// The ISR change this tick proposes, if any. KIP-841: a fenced broker may
+/// not join an ISR; the controller would refuse it, so it is not proposed.
+fn next_proposal(shard: &Shard, state: &RefCell<LeaderState>) -> Option<AlterPartition> {
+    let image = shard.runtime().view.image();
+    let proposal = state
+        .borrow_mut()
+        .tick_with(shard.now_ms(), |replica| image.is_live(replica))?;
+    let ineligible = proposal.kind == IsrChangeKind::Expand
+        && proposal
+            .new_isr
+            .iter()
+            .any(|&replica| !image.is_live(replica));
+    if ineligible {
+        state
+            .borrow_mut()
+            .on_alter_partition_rejected(proposal.proposal_id, AlterPartitionRejection::NotApplied);
+        return None;
+    }
+    Some(proposal)
+}
+
+/// The pending proposal to send again: the one `unanswered` names, still
+/// pending (no committed metadata settled it), and last sent at least
+/// [`RESEND_UNANSWERED_AFTER`] ago.
+fn resend_due(
+    state: &RefCell<LeaderState>,
+    unanswered: &mut Option<(u64, std::time::Instant)>,
+) -> Option<AlterPartition> {
+    let (id, sent) = (*unanswered)?;
+    let state = state.borrow();
+    let Some(pending) = state
+        .pending_alter_partition()
+        .filter(|p| p.proposal_id == id)
+    else {
+        *unanswered = None;
+        return None;
+    };
+    (sent.elapsed() >= RESEND_UNANSWERED_AFTER).then(|| pending.clone())
+}
+
+/// How the controller's answer leaves a proposal: `None` once committed
+/// (the reconciler brings the new ISR here), else its rejection, logged.
+fn rejection_of(
+    tp: &TopicPartition,
+    answer: Result<Result<ControllerReply, (ErrorCode, String)>, kernel::error::RequestError>,
+) -> Option<AlterPartitionRejection> {
+    // A replica that cannot append yet (its disk is full) is refused
+    // at every tick until it can: not worth a warning each time.
+    let ineligible = matches!(answer, Ok(Err((ErrorCode::IneligibleReplica, _))));
+    let rejection = match answer {
+        Ok(Ok(ControllerReply::Committed { .. })) => return None,
+        Ok(Err((ErrorCode::InvalidRequest | ErrorCode::IneligibleReplica, _))) => {
+            AlterPartitionRejection::NotApplied
+        }
+        _ => AlterPartitionRejection::Unknown,
+    };
+    if ineligible {
+        tracing::debug!(%tp, ?answer, "ISR change not committed");
+    } else {
+        tracing::warn!(%tp, ?answer, "ISR change not committed");
+    }
+    Some(rejection)
 }
