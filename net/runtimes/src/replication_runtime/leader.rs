@@ -668,6 +668,8 @@ pub async fn run_leader_timer(shard: Rc<Shard>, tp: TopicPartition, generation: 
         };
         let answer = shard.call(METADATA_SHARD, SendToController(request)).await;
         let Some(rejection) = rejection_of(&tp, answer) else {
+            // Committed: nothing to send again while the metadata comes.
+            unanswered = None;
             continue;
         };
         if rejection == AlterPartitionRejection::Unknown {
