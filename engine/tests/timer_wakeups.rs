@@ -16,6 +16,16 @@
 //! beside it (more than the cores) preempt the executor inside the window.
 //! Each sleep must end; a watchdog fails the test rather than hang it.
 //!
+//! The second test covers a woken task instead: the executor polls, which
+//! wakes the task, and then checks for preemption before running it. If
+//! the kept slice timer fell due in between, the executor parked with the
+//! task queued and nothing armed to wake it (seen once more in
+//! `index_cache`). A very short slice and an executor that spins before it
+//! parks make that window likely.
+//!
+//! Both run with glommio's 100 ms sleep cap off, which would otherwise
+//! turn such a hang into a stall nobody sees.
+//!
 //! `RILL_TIMER_WAKEUP_ROUNDS=200000 cargo test --release -p rill-engine --test timer_wakeups`
 //! runs a long one by hand.
 
@@ -33,6 +43,15 @@ const SLICE: Duration = Duration::from_micros(300);
 
 /// Longer than any sleep may take on a loaded host, far shorter than a hang.
 const STUCK_AFTER: Duration = Duration::from_secs(20);
+
+/// Turns off glommio's sleep cap (`RILL_GLOMMIO_SLEEP_CAP_MS=0`, read once
+/// by the first executor that sleeps): with it, a lost wake-up costs 100 ms
+/// and goes unseen; without it, it is the hang the watchdog reports. Set
+/// once, before any executor of this binary starts.
+fn sleep_cap_off() {
+    static OFF: std::sync::Once = std::sync::Once::new();
+    OFF.call_once(|| std::env::set_var("RILL_GLOMMIO_SLEEP_CAP_MS", "0"));
+}
 
 fn rounds() -> u64 {
     std::env::var("RILL_TIMER_WAKEUP_ROUNDS")
@@ -65,8 +84,14 @@ fn start_spinners(stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<()>> {
         .collect()
 }
 
-#[test]
-fn every_timer_wakes_its_task_while_the_slice_timer_falls_due_at_the_park() {
+/// Runs `rounds()` rounds of `round` on an executor built by `builder`,
+/// with spinners beside it, and fails if no round ends for `STUCK_AFTER`.
+fn run_watched<F, R>(builder: LocalExecutorBuilder, stuck: &str, round: R)
+where
+    R: Fn(u64) -> F + Send + 'static,
+    F: std::future::Future<Output = ()>,
+{
+    sleep_cap_off();
     let rounds = rounds();
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -74,17 +99,11 @@ fn every_timer_wakes_its_task_while_the_slice_timer_falls_due_at_the_park() {
     let progress = done.clone();
     let finished = Arc::new(AtomicBool::new(false));
     let finishing = finished.clone();
-    let executor = LocalExecutorBuilder::default()
-        .preempt_timer(SLICE)
-        .name("timer-wakeups")
+    let executor = builder
         .spawn(move || async move {
-            for round in 0..rounds {
-                // Around one slice, so the slice's timer falls due at about
-                // the moment the task sleeps and the executor parks.
-                let busy_us = SLICE.as_micros() as u64 - 40 + round * 7919 % 80;
-                spin(Duration::from_micros(busy_us));
-                glommio::timer::sleep(Duration::from_micros(200 + round % 5 * 100)).await;
-                progress.store(round + 1, Ordering::Relaxed);
+            for n in 0..rounds {
+                round(n).await;
+                progress.store(n + 1, Ordering::Relaxed);
             }
             finishing.store(true, Ordering::Release);
         })
@@ -98,7 +117,7 @@ fn every_timer_wakes_its_task_while_the_slice_timer_falls_due_at_the_park() {
         }
         assert!(
             last.1.elapsed() < STUCK_AFTER,
-            "a sleeping task was not woken: stuck after {now} of {rounds} rounds"
+            "{stuck}: stuck after {now} of {rounds} rounds"
         );
     }
     stop.store(true, Ordering::Relaxed);
@@ -107,4 +126,47 @@ fn every_timer_wakes_its_task_while_the_slice_timer_falls_due_at_the_park() {
         spinner.join().expect("spinner");
     }
     assert_eq!(done.load(Ordering::Relaxed), rounds);
+}
+
+#[test]
+fn every_timer_wakes_its_task_while_the_slice_timer_falls_due_at_the_park() {
+    let builder = LocalExecutorBuilder::default()
+        .preempt_timer(SLICE)
+        .name("timer-wakeups");
+    run_watched(
+        builder,
+        "a sleeping task was not woken",
+        |round| async move {
+            // Around one slice, so the slice's timer falls due at about the
+            // moment the task sleeps and the executor parks.
+            let busy_us = SLICE.as_micros() as u64 - 40 + round * 7919 % 80;
+            spin(Duration::from_micros(busy_us));
+            glommio::timer::sleep(Duration::from_micros(200 + round % 5 * 100)).await;
+        },
+    );
+}
+
+/// How long the executor spins looking for work before it parks: long
+/// enough that a task's short sleep ends while it spins, so the task is
+/// woken without the executor ever parking and the slice's timer armed
+/// before is kept.
+const SPIN_BEFORE_PARK: Duration = Duration::from_millis(2);
+
+/// A time slice so short that its timer, kept across polls, often falls due
+/// between a poll and the task queues' first check for preemption.
+const SHORT_SLICE: Duration = Duration::from_micros(10);
+
+#[test]
+fn a_task_woken_while_the_executor_spins_runs_when_the_slice_timer_fires_first() {
+    let builder = LocalExecutorBuilder::default()
+        .preempt_timer(SHORT_SLICE)
+        .spin_before_park(SPIN_BEFORE_PARK)
+        .name("spin-wakeups");
+    run_watched(builder, "a woken task was not run", |round| async move {
+        // Zero to two slices, so the slice's timer often falls due just as
+        // the executor, having woken the task, comes round to run it.
+        let busy_ns = round * 7919 % (2 * SHORT_SLICE.as_nanos() as u64);
+        spin(Duration::from_nanos(busy_ns));
+        glommio::timer::sleep(Duration::from_micros(2)).await;
+    });
 }

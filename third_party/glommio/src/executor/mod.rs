@@ -1325,6 +1325,13 @@ impl LocalExecutor {
         loop {
             self.reactor.sys.install_eventfd();
             if self.need_preempt() {
+                // rill: preempted before anything ran, with tasks queued
+                // (the reactor's kept latency timer fell due just after the
+                // poll that woke them): say so, so that the caller polls
+                // again instead of parking. Upstream returned false here,
+                // and the executor then slept with the woken tasks queued
+                // and nothing armed to wake it: a lost wake-up.
+                ran |= !self.queues.borrow().active_executors.is_empty();
                 break;
             }
             if !self.run_one_task_queue() {

@@ -906,12 +906,23 @@ const LATENCY_TIMER_SLACK: Duration = Duration::from_micros(50);
 
 /// rill: the longest the executor sleeps without a timer to wake it: a
 /// safety net, so that a wake-up lost anywhere costs at most this long
-/// instead of a hang. The kept-timer loss is fixed (`latency_timer_unfired`);
-/// a second one is not found yet: seen on 2026-12-07 with this net off, an
-/// executor asleep with no timer and no I/O in flight (only the eventfd
-/// read and the rings' link), woken by a debugger attaching, after which
-/// its test went on. An idle executor wakes ten times a second for it.
+/// instead of a hang. An idle executor wakes ten times a second for it.
+/// `RILL_GLOMMIO_SLEEP_CAP_MS` changes it (read once; `0` turns the net
+/// off), so that tests can see a lost wake-up as the hang it would be.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
+
+/// rill: `MAX_SLEEP`, or what `RILL_GLOMMIO_SLEEP_CAP_MS` says (`None`: no cap).
+fn sleep_cap() -> Option<Duration> {
+    static CAP: std::sync::OnceLock<Option<Duration>> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("RILL_GLOMMIO_SLEEP_CAP_MS") {
+        Ok(ms) => match ms.trim().parse::<u64>() {
+            Ok(0) => None,
+            Ok(ms) => Some(Duration::from_millis(ms)),
+            Err(_) => Some(MAX_SLEEP),
+        },
+        Err(_) => Some(MAX_SLEEP),
+    })
+}
 
 /// rill: setup flags for the sleepable rings, for A/B experiments:
 /// `RILL_IO_URING_SETUP`, a comma list of `coop_taskrun`, `taskrun_flag`,
@@ -1860,7 +1871,10 @@ impl Reactor {
     {
         woke += self.flush_syscall_thread();
         // rill: every sleep has a timer (see `MAX_SLEEP`).
-        let user_timer = Some(user_timer.map_or(MAX_SLEEP, |t| t.min(MAX_SLEEP)));
+        let user_timer = match (user_timer, sleep_cap()) {
+            (Some(t), Some(cap)) => Some(t.min(cap)),
+            (t, cap) => t.or(cap),
+        };
 
         let mut poll_ring = self.poll_ring.borrow_mut();
         let mut main_ring = self.main_ring.borrow_mut();
