@@ -11,6 +11,8 @@
 //!   produce payload or a segment slice ([`batches`]).
 //! - [`records`]: decoding the records of a batch ([`records`]), used by
 //!   compaction, internal topics and tests — never on the append hot path.
+//! - `record_walk`: the append hot path's yes-or-no walk over an
+//!   uncompressed batch's records, in registers.
 //! - [`compression`]: gzip, snappy (xerial-framed and raw), lz4 (frame) and
 //!   zstd, with a hard bound on decompressed size, and KIP-390 levels.
 //! - [`recompress`]: a batch rewritten in another codec, the broker-side
@@ -28,6 +30,7 @@ pub mod compression;
 pub mod error;
 pub mod header;
 pub mod recompress;
+mod record_walk;
 pub mod records;
 pub mod validate;
 pub mod varint;

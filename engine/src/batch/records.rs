@@ -18,6 +18,7 @@ use bytes::Bytes;
 use super::compression::decompress;
 use super::error::BatchError;
 use super::header::{BatchHeader, Compression, HEADER_BYTES};
+use super::record_walk::records_fit;
 use super::varint::{read_varint, read_varlong, write_varint, write_varlong};
 
 /// The smallest possible record: length, attributes, timestampDelta,
@@ -127,7 +128,22 @@ pub(crate) fn read_record(
 /// Walk `records_count` records that must fill `buf` exactly, with offset
 /// deltas strictly increasing from >= 0 and none above `last_offset_delta`.
 /// Allocates nothing: this is the produce-path check of uncompressed batches.
+/// The fast walk answers for well-formed batches; the slow one says what is
+/// wrong with the rest (and has the last word).
 pub(crate) fn check_records(
+    buf: &[u8],
+    records_count: i32,
+    last_offset_delta: i32,
+) -> Result<(), BatchError> {
+    if records_fit(buf, records_count, last_offset_delta) {
+        return Ok(());
+    }
+    check_records_slowly(buf, records_count, last_offset_delta)
+}
+
+/// [`check_records`] one field at a time, with the reason for a refusal.
+#[cold]
+pub(crate) fn check_records_slowly(
     buf: &[u8],
     records_count: i32,
     last_offset_delta: i32,
