@@ -9,33 +9,7 @@
 //! walked again by `records::check_records`'s slow path, which says why.
 //! Both must accept exactly the same bytes; the tests below hold them to it.
 
-/// An unsigned base-128 number of at most `max_bytes` bytes at `*position`,
-/// read as `varint::read_unsigned` reads it (surplus high bits dropped).
-#[inline(always)]
-fn unsigned(buf: &[u8], position: &mut usize, max_bytes: usize) -> Option<u64> {
-    let first = *buf.get(*position)?;
-    *position += 1;
-    if first < 0x80 {
-        return Some(u64::from(first));
-    }
-    let mut value = u64::from(first & 0x7f);
-    for index in 1..max_bytes {
-        let byte = *buf.get(*position)?;
-        *position += 1;
-        value |= u64::from(byte & 0x7f) << (7 * index);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
-}
-
-/// A zigzag varint (i32).
-#[inline(always)]
-fn varint(buf: &[u8], position: &mut usize) -> Option<i32> {
-    let raw = unsigned(buf, position, 5)? as u32;
-    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
-}
+use super::varint::{unsigned, varint, MAX_VARLONG_BYTES};
 
 /// Skips a length-prefixed field; `Some(false)` when it is null (-1).
 #[inline(always)]
@@ -63,7 +37,7 @@ fn record(buf: &[u8], position: &mut usize) -> Option<i32> {
     let body = &buf[..end];
     body.get(*position)?; // attributes
     *position += 1;
-    unsigned(body, position, 10)?; // timestamp delta
+    unsigned(body, position, MAX_VARLONG_BYTES)?; // timestamp delta
     let offset_delta = varint(body, position)?;
     skip_nullable(body, position)?; // key
     skip_nullable(body, position)?; // value

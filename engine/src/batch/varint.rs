@@ -7,26 +7,49 @@
 use super::error::BatchError;
 
 const MAX_VARINT_BYTES: usize = 5;
-const MAX_VARLONG_BYTES: usize = 10;
+pub(crate) const MAX_VARLONG_BYTES: usize = 10;
 
-/// Read an unsigned base-128 number of at most `max_bytes` bytes at `*position`.
-fn read_unsigned(buf: &[u8], position: &mut usize, max_bytes: usize) -> Result<u64, BatchError> {
-    let mut value = 0u64;
-    for index in 0..max_bytes {
-        let Some(&byte) = buf.get(*position) else {
-            return Err(BatchError::InvalidRecord {
-                reason: "varint runs past the end of the records",
-            });
-        };
+/// An unsigned base-128 number of at most `max_bytes` bytes at `*position`,
+/// or `None` when it runs past the end of `buf` or past `max_bytes`. An
+/// `Option` stays in registers: the produce path's record walk
+/// (`record_walk`) reads six of these per record.
+#[inline(always)]
+pub(crate) fn unsigned(buf: &[u8], position: &mut usize, max_bytes: usize) -> Option<u64> {
+    let first = *buf.get(*position)?;
+    *position += 1;
+    if first < 0x80 {
+        return Some(u64::from(first));
+    }
+    let mut value = u64::from(first & 0x7f);
+    for index in 1..max_bytes {
+        let byte = *buf.get(*position)?;
         *position += 1;
         // Shift is at most 63; bits shifted past 64 are dropped like Kafka does.
         value |= u64::from(byte & 0x7f) << (7 * index);
         if byte & 0x80 == 0 {
-            return Ok(value);
+            return Some(value);
         }
     }
-    Err(BatchError::InvalidRecord {
-        reason: "varint is too long",
+    None
+}
+
+/// A zigzag varint (i32), or `None` as [`unsigned`] says.
+#[inline(always)]
+pub(crate) fn varint(buf: &[u8], position: &mut usize) -> Option<i32> {
+    let raw = unsigned(buf, position, MAX_VARINT_BYTES)? as u32;
+    Some(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+}
+
+/// Read an unsigned base-128 number of at most `max_bytes` bytes at `*position`.
+fn read_unsigned(buf: &[u8], position: &mut usize, max_bytes: usize) -> Result<u64, BatchError> {
+    let start = *position;
+    unsigned(buf, position, max_bytes).ok_or(BatchError::InvalidRecord {
+        // All `max_bytes` read and the last still said "more", or the end came first.
+        reason: if *position == start + max_bytes {
+            "varint is too long"
+        } else {
+            "varint runs past the end of the records"
+        },
     })
 }
 
@@ -109,5 +132,20 @@ mod tests {
         assert!(read_varlong(&[0xff; 11], &mut position).is_err());
         let mut position = 0;
         assert!(read_varint(&[], &mut position).is_err());
+    }
+
+    #[test]
+    fn errors_say_whether_the_varint_ran_out_or_ran_long() {
+        let reason = |bytes: &[u8]| match read_varint(bytes, &mut 0) {
+            Err(BatchError::InvalidRecord { reason }) => reason,
+            other => panic!("{bytes:?} gave {other:?}"),
+        };
+        assert_eq!(
+            reason(&[0x80, 0x80]),
+            "varint runs past the end of the records"
+        );
+        assert_eq!(reason(&[]), "varint runs past the end of the records");
+        assert_eq!(reason(&[0x80; 5]), "varint is too long");
+        assert_eq!(reason(&[0x80; 6]), "varint is too long");
     }
 }
