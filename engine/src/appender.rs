@@ -30,7 +30,7 @@
 //! [`crate::placement`]) have their whole blocks written from that memory;
 //! only the blocks around them are copied into DMA buffers ([`plan`]).
 
-use crate::disk::{self, DataFile};
+use crate::disk::{self, DataFile, WritePart};
 use crate::disk_space::{Allowance, LowSpace};
 use crate::error::EngineError;
 use crate::stream_writer::{AlignedBuf, StreamDone, StreamWriter};
@@ -108,6 +108,36 @@ impl Piece {
             Piece::Copied { len, .. } | Piece::Direct { len, .. } => len,
         }
     }
+
+    fn at(&self) -> usize {
+        match *self {
+            Piece::Copied { at, .. } | Piece::Direct { at, .. } => at,
+        }
+    }
+}
+
+/// The pieces of a [`plan`] grouped into writes, as ranges of their
+/// indices: consecutive pieces go out as one vectored write of at most
+/// `max_bytes`, except the rewritten tail block (the first piece when there
+/// is a tail), which stays a write of its own for the reason `plan` gives.
+/// A round of small appends is otherwise a write per piece: the tail
+/// block, the direct run of each append, the block where it meets the
+/// next, the last block.
+fn group_writes(pieces: &[Piece], has_tail: bool, max_bytes: usize) -> Vec<std::ops::Range<usize>> {
+    let mut groups = Vec::new();
+    let (mut first, mut bytes) = (0usize, 0usize);
+    for (i, piece) in pieces.iter().enumerate() {
+        let after_tail_block = has_tail && i == 1 && pieces[0].at() == 0;
+        if i > first && (after_tail_block || bytes + piece.len() > max_bytes) {
+            groups.push(first..i);
+            (first, bytes) = (i, 0);
+        }
+        bytes += piece.len();
+    }
+    if first < pieces.len() {
+        groups.push(first..pieces.len());
+    }
+    groups
 }
 
 /// The pieces of a write of `tail ++ parts`, padded to whole blocks of
@@ -196,33 +226,44 @@ fn copied_pieces(
     }
 }
 
-/// Writes one piece of a write that starts at file position `start`, once
-/// the shard's `budget` has room for it: copied from `tail ++ slices`, or
-/// straight from `parts` (the same bytes as `slices`). The bytes written.
-async fn write_piece(
+/// Writes one group of pieces (see [`group_writes`]) of a write that
+/// starts at file position `start`, once the shard's `budget` has room for
+/// it: each piece copied from `tail ++ slices` or written from its part's
+/// memory (see [`Piece`]). The bytes written.
+async fn write_group(
     file: &DataFile,
-    piece: Piece,
+    group: &[Piece],
     start: u64,
     (tail, slices, parts): (&[u8], &[&[u8]], &[Bytes]),
     budget: &WriteBudget,
 ) -> std::io::Result<usize> {
-    // The DMA buffer too is taken only once there is room: the budget
+    // The DMA buffers too are taken only once there is room: the budget
     // bounds the shard's write memory as well.
-    let _permit = budget.reserve(piece.len()).await;
-    match piece {
+    let bytes = group.iter().map(Piece::len).sum();
+    let _permit = budget.reserve(bytes).await;
+    let part = |piece: &Piece| match *piece {
         Piece::Copied { at, len } => {
             let mut buffer = file.alloc(len);
             fill_piece(buffer.as_bytes_mut(), at, tail, slices);
-            file.write_at(buffer, start + at as u64).await
+            WritePart::Filled(buffer)
         }
         Piece::Direct {
-            at,
-            len,
-            part,
-            from,
-        } => {
-            let bytes = parts[part].slice(from..from + len);
-            file.write_shared(bytes, start + at as u64).await
+            len, part, from, ..
+        } => WritePart::Shared(parts[part].slice(from..from + len)),
+    };
+    let Some(first) = group.first() else {
+        return Ok(0);
+    };
+    let position = start + first.at() as u64;
+    match group {
+        // A copied piece alone goes from glommio's registered buffers.
+        [_] => match part(first) {
+            WritePart::Filled(buffer) => file.write_at(buffer, position).await,
+            WritePart::Shared(bytes) => file.write_shared(bytes, position).await,
+        },
+        _ => {
+            let parts = group.iter().map(part).collect();
+            file.write_vectored(parts, position).await
         }
     }
 }
@@ -498,9 +539,9 @@ impl Appender {
             .filter(|p| matches!(p, Piece::Direct { .. }))
             .map(|p| p.len() as u64)
             .sum();
-        let writes: Vec<_> = pieces
-            .iter()
-            .map(|&piece| write_piece(file, piece, start, (tail, slices, parts), budget))
+        let writes: Vec<_> = group_writes(&pieces, !tail.is_empty(), piece_bytes)
+            .into_iter()
+            .map(|group| write_group(file, &pieces[group], start, (tail, slices, parts), budget))
             .collect();
         // The streamed blocks before these are still in flight: both go on
         // together, and neither counts until both are done.
@@ -675,7 +716,7 @@ pub async fn prime_iopoll_probe(dir: &Path) -> Result<(), EngineError> {
 
 #[cfg(test)]
 mod tests {
-    use super::{fill_piece, last_bytes, plan, Piece};
+    use super::{fill_piece, group_writes, last_bytes, plan, Piece};
 
     /// The pieces cover the padded write in order without gaps, and each
     /// direct piece is whole blocks of one part, at an aligned address, at
@@ -707,6 +748,57 @@ mod tests {
             assert!(piece.len() <= 256 << 10);
         }
         assert_eq!(at, total.div_ceil(alignment) * alignment);
+    }
+
+    /// The groups take every piece once, in order, each at most
+    /// `max_bytes` and the tail block alone, and none could have taken the
+    /// next group's first piece.
+    fn check_groups(pieces: &[Piece], has_tail: bool, max_bytes: usize) {
+        let groups = group_writes(pieces, has_tail, max_bytes);
+        let mut next = 0;
+        for (i, group) in groups.iter().enumerate() {
+            assert_eq!(group.start, next, "{groups:?}");
+            assert!(group.end > group.start, "{groups:?}");
+            next = group.end;
+            let bytes: usize = pieces[group.clone()].iter().map(Piece::len).sum();
+            assert!(
+                bytes <= max_bytes.max(pieces[group.start].len()),
+                "{groups:?}"
+            );
+            if has_tail && i == 0 {
+                assert_eq!(group.len(), 1, "the tail block alone: {groups:?}");
+            } else if let Some(following) = groups.get(i + 1) {
+                assert!(
+                    bytes + pieces[following.start].len() > max_bytes,
+                    "{groups:?}"
+                );
+            }
+        }
+        assert_eq!(next, pieces.len());
+    }
+
+    #[test]
+    fn a_round_of_small_appends_in_line_is_two_writes() {
+        // Two appends of 100 KiB, each received in line with the file: the
+        // tail block, then their direct runs, the block where they meet and
+        // the last block in one vectored write.
+        let first = 100 << 10;
+        let parts = [
+            (0x40_0000 + 100, first),
+            (0x80_0000 + (100 + first) % 4096, first),
+        ];
+        let pieces = plan(100, &parts, 4096, 256 << 10);
+        check_cover(&pieces, 100, &parts, 4096);
+        assert_eq!(pieces.len(), 5, "{pieces:?}");
+        check_groups(&pieces, true, 256 << 10);
+        assert_eq!(group_writes(&pieces, true, 256 << 10), vec![0..1, 1..5]);
+        // Without a tail, the first block joins the rest.
+        let parts = [(0x40_0000, first), (0x80_0000 + first % 4096, first)];
+        let pieces = plan(0, &parts, 4096, 256 << 10);
+        assert_eq!(
+            group_writes(&pieces, false, 256 << 10),
+            vec![0..pieces.len()]
+        );
     }
 
     #[test]
@@ -788,6 +880,7 @@ mod tests {
                 .collect();
             let pieces = plan(tail, &parts, alignment, 256 << 10);
             check_cover(&pieces, tail, &parts, alignment);
+            check_groups(&pieces, tail > 0, 256 << 10);
             if tail > 0 {
                 assert_eq!(
                     pieces[0],

@@ -541,21 +541,27 @@ fn appends_in_line_with_the_file_are_written_without_a_copy() {
         let mut appended_bytes = 0u64;
         for round in 0..12 {
             // Every third append small and out of line, moving the end off
-            // any block boundary.
-            let count = if round % 3 == 2 { 7 } else { 3_000 };
-            let records = batch(first, count, 1_000);
-            let position = engine::placement::next_position(topic, 0).unwrap_or(0) as usize;
-            let offset = if round % 3 == 2 {
-                position + 1
-            } else {
-                position
-            };
-            let r = log
-                .append_owned_bytes(placed_at(&records, offset), 0)
-                .unwrap();
-            log.wait_durable(r.last_offset).await.unwrap();
-            appended_bytes += records.len() as u64;
-            first += count;
+            // any block boundary; every fourth round two appends at once,
+            // so that one write takes both (and the block where they meet).
+            let appends = if round % 4 == 1 { 2 } else { 1 };
+            let mut last_offset = 0;
+            for _ in 0..appends {
+                let count = if round % 3 == 2 { 7 } else { 3_000 };
+                let records = batch(first, count, 1_000);
+                let position = engine::placement::next_position(topic, 0).unwrap_or(0) as usize;
+                let offset = if round % 3 == 2 {
+                    position + 1
+                } else {
+                    position
+                };
+                let r = log
+                    .append_owned_bytes(placed_at(&records, offset), 0)
+                    .unwrap();
+                last_offset = r.last_offset;
+                appended_bytes += records.len() as u64;
+                first += count;
+            }
+            log.wait_durable(last_offset).await.unwrap();
         }
         let stats = log.context().fsync_stats.borrow().clone();
         assert!(
@@ -563,7 +569,7 @@ fn appends_in_line_with_the_file_are_written_without_a_copy() {
             "{} of {appended_bytes} bytes written without a copy",
             stats.uncopied_bytes
         );
-        for offset in [0, 2_999, 3_000, 6_004, 20_000, 24_020] {
+        for offset in [0, 2_999, 3_000, 6_004, 20_000, 24_020, 30_020] {
             assert_copy_matches_file(&log, offset).await;
         }
         assert_keys_in_order(&read_all(&log, 0).await, first);

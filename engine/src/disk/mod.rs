@@ -27,7 +27,7 @@
 pub mod data_file;
 pub mod sim;
 
-pub use data_file::{DataBuf, DataFile, ReadBytes, SimulatedFile};
+pub use data_file::{DataBuf, DataFile, ReadBytes, SimulatedFile, WritePart};
 
 #[cfg(test)]
 mod sim_tests;

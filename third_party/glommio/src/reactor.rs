@@ -347,6 +347,40 @@ impl Reactor {
         source
     }
 
+    /// rill: one write of `bufs`, one after the other, at `pos`.
+    pub(crate) fn write_dma_many(
+        &self,
+        raw: RawFd,
+        bufs: Vec<DmaSource>,
+        pos: u64,
+        pollable: PollableStatus,
+    ) -> Source {
+        let stats = StatsCollection {
+            fulfilled: Some(|result, stats, op_count| {
+                if let Ok(result) = result {
+                    stats.file_writes += op_count;
+                    stats.file_bytes_written += *result as u64 * op_count;
+                }
+            }),
+            reused: None,
+            latency: None,
+        };
+        let iovecs = bufs
+            .iter()
+            .map(|buf| libc::iovec {
+                iov_base: buf.as_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            })
+            .collect();
+        let source = self.new_source(
+            raw,
+            SourceType::WriteMany(pollable, bufs, iovecs),
+            Some(stats),
+        );
+        self.sys.write_dma_many(&source, pos);
+        source
+    }
+
     pub(crate) fn copy_file_range(
         &self,
         fd_in: RawFd,

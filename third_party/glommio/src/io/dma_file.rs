@@ -312,6 +312,21 @@ impl DmaFile {
         enhanced_try!(source.collect_rw().await, "Writing", self.file).map_err(Into::into)
     }
 
+    /// rill: writes `bufs`, one after the other, at `pos` with one vectored
+    /// write (`IORING_OP_WRITEV`); each buffer's address and length must
+    /// be aligned for direct I/O. Returns the bytes written, which can be
+    /// fewer than the buffers hold.
+    pub async fn write_many_at(&self, bufs: Vec<DmaBuffer>, pos: u64) -> Result<usize> {
+        let bufs = bufs.into_iter().map(DmaSource::Owned).collect();
+        let source = self.file.reactor.upgrade().unwrap().write_dma_many(
+            self.as_raw_fd(),
+            bufs,
+            pos,
+            self.pollable,
+        );
+        enhanced_try!(source.collect_rw().await, "Writing", self.file).map_err(Into::into)
+    }
+
     /// Equivalent to [`DmaFile::write_at`] except that the caller retains
     /// non-mutable ownership of the underlying buffer. This can be useful if
     /// you want to asynchronously process a page concurrently with writing it.

@@ -31,6 +31,9 @@ use std::{
                     // but they are certainly used, and read by debug
 pub(crate) enum SourceType {
     Write(PollableStatus, IoBuffer),
+    /// rill: one write from several buffers (`IORING_OP_WRITEV`); the
+    /// iovecs point into the buffers and live as long as the source.
+    WriteMany(PollableStatus, Vec<super::DmaSource>, Vec<libc::iovec>),
     Read(PollableStatus, Option<IoBuffer>),
     PollAdd,
     SockSend(DmaBuffer),

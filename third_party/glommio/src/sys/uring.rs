@@ -60,6 +60,7 @@ enum UringOpDescriptor {
     PollRemove(*const u8),
     Cancel(u64),
     Write(*const u8, usize, u64),
+    WriteMany(*const libc::iovec, usize, u64),
     WriteFixed(*const u8, usize, u64, u32),
     ReadFixed(u64, usize),
     Read(u64, usize),
@@ -286,6 +287,11 @@ fn fill_sqe<F>(
             UringOpDescriptor::Write(ptr, len, pos) => {
                 let buf = std::slice::from_raw_parts(ptr, len);
                 sqe.prep_write(op.fd, buf, pos);
+            }
+            UringOpDescriptor::WriteMany(iovecs, count, pos) => {
+                // rill: IoSlice is ABI-compatible with iovec on Unix.
+                let bufs = std::slice::from_raw_parts(iovecs as *const std::io::IoSlice<'_>, count);
+                sqe.prep_write_vectored(op.fd, bufs, pos);
             }
             UringOpDescriptor::Read(pos, len) => {
                 source_map.peek_source_mut(from_user_data(op.user_data), |mut x| {
@@ -1472,6 +1478,22 @@ impl Reactor {
         );
     }
 
+    /// rill: queues a [`SourceType::WriteMany`].
+    pub(crate) fn write_dma_many(&self, source: &Source, pos: u64) {
+        let op = match &*source.source_type() {
+            SourceType::WriteMany(_, _, iovecs) => {
+                UringOpDescriptor::WriteMany(iovecs.as_ptr(), iovecs.len(), pos)
+            }
+            x => panic!("Unexpected source type for writev: {:?}", x),
+        };
+        queue_request_into_ring(
+            &mut *self.ring_for_source(source),
+            source,
+            op,
+            &mut self.source_map.borrow_mut(),
+        );
+    }
+
     pub(crate) fn write_buffered(&self, source: &Source, pos: u64) {
         let op = match &*source.source_type() {
             SourceType::Write(
@@ -2084,7 +2106,9 @@ impl Reactor {
         // because the more request we issue there, the less effective it becomes.
 
         match &*source.source_type() {
-            SourceType::Read(p, _) | SourceType::Write(p, _) => match p {
+            SourceType::Read(p, _)
+            | SourceType::Write(p, _)
+            | SourceType::WriteMany(p, _, _) => match p {
                 PollableStatus::Pollable => self.poll_ring.borrow_mut(),
                 PollableStatus::NonPollable(_) => self.main_ring.borrow_mut(),
             },
