@@ -758,6 +758,55 @@ async fn large_batches_reach_the_disk_without_a_copy() {
     assert_exact(&sent, &got);
 }
 
+/// Pipelined Produce frames for one partition are each placed where they
+/// will lie: the second is read before the first is appended, so it is
+/// placed after the first's reservation, not at the end the log published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_large_produces_are_each_placed_in_line() {
+    use std::io::Write;
+    let dir = data_dir();
+    let broker = Broker::start(RILL, dir.path(), &["--flush-policy", "fsync"]);
+    let bootstrap = broker.bootstrap();
+    create_topic(&bootstrap, "pipelined", 1, &[]).await;
+    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    // The first append publishes the partition's hint.
+    socket
+        .write_all(&large_produce_frame("pipelined", None, 1))
+        .expect("frame sent");
+    assert_eq!(produced_at(&mut socket, 9, 1), 0);
+    let before = broker.metric_sum("rill_disk_uncopied_bytes_total");
+    let mut frames = large_produce_frame("pipelined", None, 2);
+    frames.extend(large_produce_frame("pipelined", None, 3));
+    socket.write_all(&frames).expect("frames sent");
+    assert_eq!(produced_at(&mut socket, 9, 2), 300);
+    assert_eq!(produced_at(&mut socket, 9, 3), 600);
+    let uncopied = broker.metric_sum("rill_disk_uncopied_bytes_total") - before;
+    // Each frame's ~300 KB less the blocks at its edges.
+    assert!(
+        uncopied > 500_000,
+        "{uncopied} bytes of two pipelined frames written without a copy"
+    );
+    let got = consume_all(
+        &bootstrap,
+        "pipelined",
+        1,
+        900,
+        Duration::from_secs(20),
+        &[],
+    );
+    assert_eq!(got.len(), 900);
+    for (n, record) in got.iter().enumerate() {
+        assert_eq!(record.offset, n as i64);
+        assert_eq!(
+            record.value.as_deref(),
+            Some(large_value(n as i32 % 300).as_slice())
+        );
+    }
+}
+
 /// Produce v13 (Kafka 4.1's clients name topics by id) is placed too: the
 /// connection finds the topic's name by its id. The second frame's records
 /// start off a block boundary, so only a placement by the right hint lines

@@ -187,7 +187,14 @@ impl PartitionLog {
         records: BytesMut,
         leader_epoch: i32,
     ) -> Result<AppendResult, EngineError> {
-        self.append_inner(Payload::Owned(records), Origin::Client { leader_epoch })
+        let address = records.as_ptr() as usize;
+        let result = self.append_inner(Payload::Owned(records), Origin::Client { leader_epoch });
+        // Refused, a duplicate, or rewritten in another buffer: the
+        // records' reservation goes (appended as they came, it went already).
+        if let Some(hint) = self.placement.get() {
+            hint.release(address);
+        }
+        result
     }
 
     /// Appends a control batch built by the log itself (a transaction
@@ -259,7 +266,10 @@ impl PartitionLog {
         self.apply_producer_updates(segment.base_offset, producer_updates);
         self.placement
             .get_or_init(|| PlacementHint::register(&self.tp))
-            .publish(position + placed.total_bytes as u64);
+            .appended(
+                position + placed.total_bytes as u64,
+                payload.as_slice().as_ptr() as usize,
+            );
         state.pending.push_back(PendingChunk {
             segment,
             position,

@@ -85,8 +85,8 @@ impl FrameReader<'_> {
                         super::log_protocol_error(self.shard, self.peer, reason);
                         return None;
                     }
-                    let position = self.expected_position(&splitter, partition);
-                    let (records, from_socket) = self.read_records(length, position).await?;
+                    let records = self.records_buffer(&splitter, partition, length);
+                    let (records, from_socket) = self.read_records(records, length).await?;
                     unread -= from_socket;
                     splitter.push_records(records);
                     read_bytes = if length >= LARGE_RECORDS_BYTES {
@@ -116,23 +116,25 @@ impl FrameReader<'_> {
         })
     }
 
-    /// Where the partition of the last records announced expects its next
-    /// append (0 when this process has no hint: a topic not led here, or
-    /// an id it does not know).
-    fn expected_position(&self, splitter: &Splitter, partition: i32) -> u64 {
+    /// A buffer for `length` bytes of records of the partition announced
+    /// last, placed where they will lie in its segment file and reserved
+    /// there (`engine::placement::receive_buffer`; placed for position 0
+    /// when this process has no hint: a topic not led here, or an id it
+    /// does not know).
+    fn records_buffer(&self, splitter: &Splitter, partition: i32, length: usize) -> BytesMut {
         let named;
         let topic = match splitter.topic_id() {
             Some(id) => {
                 let topics = self.shard.topics.borrow();
                 let Some(entry) = topics.by_id(&id) else {
-                    return 0;
+                    return engine::placement::placed_buffer(length, 0);
                 };
                 named = entry.name.clone();
                 named.as_str()
             }
             None => splitter.topic(),
         };
-        engine::placement::next_position(topic, partition).unwrap_or(0)
+        engine::placement::receive_buffer(topic, partition, length, self.shard.id)
     }
 
     /// Reads at most `most` bytes (at least one) onto the end of the
@@ -161,12 +163,14 @@ impl FrameReader<'_> {
         self.landed(outcome, Some(most))
     }
 
-    /// One partition's `length` bytes of records, in a buffer placed for
-    /// file position `position`: what the buffer already holds of them,
-    /// then the rest from the socket. The records, and how many came from
-    /// the socket.
-    async fn read_records(&mut self, length: usize, position: u64) -> Option<(BytesMut, usize)> {
-        let mut records = engine::placement::placed_buffer(length, position);
+    /// One partition's `length` bytes of records, into `records` (empty,
+    /// placed): what the frame buffer already holds of them, then the rest
+    /// from the socket. The records, and how many came from the socket.
+    async fn read_records(
+        &mut self,
+        mut records: BytesMut,
+        length: usize,
+    ) -> Option<(BytesMut, usize)> {
         let buffered = length.min(self.buf.len());
         records.extend_from_slice(&self.buf[..buffered]);
         self.buf.advance(buffered);
