@@ -387,7 +387,10 @@ async fn topic_partitions(shard: &Rc<Shard>, name: &str, authz: &Authz) -> Resul
         assignment: Vec::new(),
         validate_only: false,
     };
-    match admin_changes::submit(shard, request).await {
+    // Boxed: the controller round trip's future is kilobytes, and held
+    // inline it would make every Produce's future (boxed and copied per
+    // request) that large, for a path taken once per topic.
+    match Box::pin(admin_changes::submit(shard, request)).await {
         Ok(_) | Err((ErrorCode::TopicAlreadyExists, _)) => shard
             .topics
             .borrow()
