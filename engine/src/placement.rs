@@ -198,8 +198,8 @@ impl PlacementHint {
         }
     }
 
-    /// The records at `address` are done with (appended, refused, or a
-    /// duplicate): their reservation, if one is left, is taken off.
+    /// The records at `address` will not be appended (refused, or a
+    /// duplicate): their reservation, if they had one, is taken off.
     pub(crate) fn release(&self, address: usize) {
         if let Ok(mut ahead) = self.slot.ahead.lock() {
             ahead.take(address);

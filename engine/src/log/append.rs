@@ -189,10 +189,12 @@ impl PartitionLog {
     ) -> Result<AppendResult, EngineError> {
         let address = records.as_ptr() as usize;
         let result = self.append_inner(Payload::Owned(records), Origin::Client { leader_epoch });
-        // Refused, a duplicate, or rewritten in another buffer: the
-        // records' reservation goes (appended as they came, it went already).
-        if let Some(hint) = self.placement.get() {
-            hint.release(address);
+        // Refused or a duplicate: the records' reservation goes (an append
+        // took it off as it published the new end).
+        if result.as_ref().map_or(true, |r| r.duplicate) {
+            if let Some(hint) = self.placement.get() {
+                hint.release(address);
+            }
         }
         result
     }
@@ -225,6 +227,9 @@ impl PartitionLog {
         origin: Origin,
     ) -> Result<AppendResult, EngineError> {
         self.admit_append(payload.as_slice().len(), origin)?;
+        // Where the records were received (and reserved their place, see
+        // `crate::placement`), before a rewrite may move them.
+        let received_at = payload.as_slice().as_ptr() as usize;
         let config = self.append_settings();
         // One clock read serves the whole append (≈50 ns each on this VM).
         let now_ms = self.now_ms();
@@ -266,10 +271,7 @@ impl PartitionLog {
         self.apply_producer_updates(segment.base_offset, producer_updates);
         self.placement
             .get_or_init(|| PlacementHint::register(&self.tp))
-            .appended(
-                position + placed.total_bytes as u64,
-                payload.as_slice().as_ptr() as usize,
-            );
+            .appended(position + placed.total_bytes as u64, received_at);
         state.pending.push_back(PendingChunk {
             segment,
             position,
