@@ -127,7 +127,7 @@ fn group_writes(pieces: &[Piece], has_tail: bool, max_bytes: usize) -> Vec<std::
     let mut groups = Vec::new();
     let (mut first, mut bytes) = (0usize, 0usize);
     for (i, piece) in pieces.iter().enumerate() {
-        let after_tail_block = has_tail && i == 1 && pieces[0].at() == 0;
+        let after_tail_block = has_tail && i == 1;
         if i > first && (after_tail_block || bytes + piece.len() > max_bytes) {
             groups.push(first..i);
             (first, bytes) = (i, 0);

@@ -79,6 +79,18 @@ impl WritePart {
     }
 }
 
+/// `buf` as a DMA buffer of `file`'s (plain memory is copied into one).
+fn dma(file: &DmaFile, buf: DataBuf) -> DmaBuffer {
+    match buf {
+        DataBuf::Dma(b) => b,
+        DataBuf::Heap(v) => {
+            let mut b = file.alloc_dma_buffer(v.len());
+            b.as_bytes_mut().copy_from_slice(&v);
+            b
+        }
+    }
+}
+
 /// `bytes` as a DMA buffer over their own memory, which the buffer keeps
 /// alive.
 fn foreign(bytes: Bytes) -> DmaBuffer {
@@ -150,12 +162,7 @@ impl DataFile {
     /// Writes `buf` at `position` (aligned); the bytes written.
     pub async fn write_at(&self, buf: DataBuf, position: u64) -> io::Result<usize> {
         match (self, buf) {
-            (DataFile::Dma(f), DataBuf::Dma(b)) => f.write_at(b, position).await.map_err(io_error),
-            (DataFile::Dma(f), DataBuf::Heap(v)) => {
-                let mut b = f.alloc_dma_buffer(v.len());
-                b.as_bytes_mut().copy_from_slice(&v);
-                f.write_at(b, position).await.map_err(io_error)
-            }
+            (DataFile::Dma(f), buf) => f.write_at(dma(f, buf), position).await.map_err(io_error),
             (DataFile::Sim(f), DataBuf::Heap(v)) => f.write_at(&v, position).await,
             (DataFile::Sim(f), DataBuf::Dma(b)) => f.write_at(b.as_ref(), position).await,
         }
@@ -185,12 +192,7 @@ impl DataFile {
                 let buffers: Vec<DmaBuffer> = parts
                     .into_iter()
                     .map(|part| match part {
-                        WritePart::Filled(DataBuf::Dma(b)) => b,
-                        WritePart::Filled(DataBuf::Heap(v)) => {
-                            let mut b = f.alloc_dma_buffer(v.len());
-                            b.as_bytes_mut().copy_from_slice(&v);
-                            b
-                        }
+                        WritePart::Filled(buf) => dma(f, buf),
                         WritePart::Shared(bytes) => foreign(bytes),
                     })
                     .collect();
