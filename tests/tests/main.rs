@@ -70,6 +70,7 @@ mod old_clients;
 #[path = "../bench/omb_rill.rs"]
 mod omb_rill;
 mod partition;
+mod pipelined_answers;
 mod produce_churn;
 mod produce_consume;
 mod producer_ids;

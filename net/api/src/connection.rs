@@ -16,7 +16,6 @@
 //! API key or a body that does not decode closes this connection with a log
 //! line; an unsupported ApiVersions version gets Kafka's v0 error answer.
 
-use crate::fetch_response::OutChunk;
 use crate::frame::{
     announced_length, bytes_missing, decode_header, peek_header, try_split_frame,
     LENGTH_PREFIX_BYTES,
@@ -38,6 +37,7 @@ use std::cell::Cell;
 use std::pin::Pin;
 use transport::{Reader, Transport, Writer};
 
+mod responses;
 mod scatter;
 pub mod transport;
 use std::rc::Rc;
@@ -239,7 +239,7 @@ pub async fn serve(
     });
     let (queue, pending) =
         glommio::channels::local_channel::new_bounded(shard.config.max_in_flight_per_connection);
-    let writer = glommio::spawn_local(write_responses(
+    let writer = glommio::spawn_local(responses::write_responses(
         shard.clone(),
         writer_stream,
         pending,
@@ -729,87 +729,4 @@ fn sasl_gate(session: &Session, api_key: ApiKey, now: Instant) -> Option<String>
             handlers::api_name(api_key)
         )
     })
-}
-
-async fn write_responses(
-    shard: Rc<Shard>,
-    mut stream: Writer,
-    pending: glommio::channels::local_channel::LocalReceiver<Pending>,
-    peer: String,
-    activity: Rc<Activity>,
-) {
-    while let Some(item) = pending.recv().await {
-        activity
-            .in_flight
-            .set(activity.in_flight.get().saturating_sub(1));
-        activity.touch();
-        // `_held` lives to the end of this turn: the budget is given back
-        // once the answer has left.
-        let Pending {
-            api_key,
-            request_bytes,
-            received,
-            work,
-            held: _held,
-        } = item;
-        let done = Done {
-            api_key,
-            request_bytes,
-            received,
-        };
-        let outcome = match work {
-            Work::Ready(frame) => Ok(Response::Chunks(vec![OutChunk::Bytes(frame)])),
-            Work::Running(task) => task.await.unwrap_or(Err(RequestError::ShardGone(shard.id))),
-        };
-        let mut close_after = false;
-        let chunks = match outcome {
-            Ok(Response::Chunks(chunks)) => chunks,
-            Ok(Response::ChunksThenClose(chunks)) => {
-                close_after = true;
-                chunks
-            }
-            Ok(Response::Nothing) => {
-                record(&shard, &done, 0);
-                continue;
-            }
-            Err(e) => {
-                log_protocol_error(&shard, &peer, &e.to_string());
-                stream.close();
-                break;
-            }
-        };
-        let response_bytes: usize = chunks.iter().map(chunk_len).sum();
-        if let Err(e) = stream.send(&shard, chunks).await {
-            tracing::debug!(%peer, error = %e, "write failed; closing");
-            stream.close();
-            break;
-        }
-        record(&shard, &done, response_bytes);
-        if close_after {
-            stream.close();
-            break;
-        }
-    }
-    // Anything still queued is dropped: its tasks were detached and finish on
-    // their own, their responses have nowhere to go.
-}
-
-fn chunk_len(chunk: &OutChunk) -> usize {
-    match chunk {
-        OutChunk::Bytes(bytes) => bytes.len(),
-        OutChunk::File(slice) => slice.length,
-    }
-}
-
-/// What the metrics need of a request once its work is taken.
-struct Done {
-    api_key: i16,
-    request_bytes: usize,
-    received: Instant,
-}
-
-fn record(shard: &Shard, item: &Done, response_bytes: usize) {
-    let mut metrics = shard.metrics.borrow_mut();
-    metrics.record_request(item.api_key, item.request_bytes, response_bytes);
-    metrics.record_latency(item.api_key, item.received.elapsed().as_micros() as u64);
 }
