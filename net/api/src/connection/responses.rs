@@ -23,6 +23,8 @@ use std::time::Instant;
 /// fetch answer's file ranges count at their length).
 const GATHERED_MAX_BYTES: usize = 256 << 10;
 
+/// Sends the answers to the requests `pending` brings, in their order,
+/// until the connection or the queue ends.
 pub(super) async fn write_responses(
     shard: Rc<Shard>,
     mut stream: Writer,
