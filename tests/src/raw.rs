@@ -82,6 +82,17 @@ where
     Ok(response)
 }
 
+/// A plain connection to the broker at `bootstrap` whose reads give up
+/// after `read_timeout` (a broker that never answers fails the test, it
+/// does not hang it).
+pub fn connect(bootstrap: &str, read_timeout: Duration) -> TcpStream {
+    let socket = TcpStream::connect(bootstrap).expect("connect");
+    socket
+        .set_read_timeout(Some(read_timeout))
+        .expect("read timeout");
+    socket
+}
+
 /// [`exchange`] on a new connection to `addr`.
 pub fn request<Req, Resp>(
     addr: SocketAddr,

@@ -59,10 +59,7 @@ async fn pipelined_requests_are_each_answered_once_in_order() {
     let broker = Broker::start(RILL, dir.path(), &["--flush-policy", "fsync"]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "pipelined-answers", 1, &[]).await;
-    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut socket = rill_tests::raw::connect(&bootstrap, Duration::from_secs(20));
     let frames: Vec<u8> = (0..REQUESTS)
         .flat_map(|i| frame("pipelined-answers", i))
         .collect();

@@ -367,10 +367,7 @@ async fn metadata_answers_every_advertised_version() {
     let broker = Broker::start(RILL, dir.path(), &[]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "meta-versions", 3, &[]).await;
-    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
+    let mut socket = rill_tests::raw::connect(&bootstrap, Duration::from_secs(10));
     for version in 0..=13i16 {
         let header = RequestHeader::default()
             .with_request_api_key(ApiKey::Metadata as i16)
@@ -768,10 +765,7 @@ async fn pipelined_large_produces_are_each_placed_in_line() {
     let broker = Broker::start(RILL, dir.path(), &["--flush-policy", "fsync"]);
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "pipelined", 1, &[]).await;
-    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut socket = rill_tests::raw::connect(&bootstrap, Duration::from_secs(20));
     // The first append publishes the partition's hint.
     socket
         .write_all(&large_produce_frame("pipelined", None, 1))
@@ -812,10 +806,7 @@ async fn a_produce_naming_its_topic_by_id_is_placed_by_that_id() {
     let bootstrap = broker.bootstrap();
     create_topic(&bootstrap, "by-id", 1, &[]).await;
     let id = rill_tests::raw::topic_id(broker.addr, "by-id").expect("topic id");
-    let mut socket = std::net::TcpStream::connect(&bootstrap).expect("connect");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut socket = rill_tests::raw::connect(&bootstrap, Duration::from_secs(20));
     let mut uncopied = Vec::new();
     for (n, correlation_id) in [(0, 1), (300, 2)] {
         let frame = large_produce_frame("", Some(id), correlation_id);
