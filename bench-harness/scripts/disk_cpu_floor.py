@@ -15,7 +15,11 @@ the files with zeros first (written and synced, so their extents are
 written, not unwritten): an overwrite then changes no metadata, which is
 what lets RWF_DSYNC skip the journal. The default, --prepare fallocate,
 leaves unwritten extents that each first write converts (a journalled
-metadata change), as a freshly preallocated segment does. Nothing else runs:
+metadata change), as a freshly preallocated segment does. --preallocate
+SIZE reserves SIZE per file (at least what is written): 1g, as a broker's
+1 GiB segment, gives each file more than the four extents its inode holds
+(ext4 caps an unwritten extent at 128 MiB), so every fdatasync writes an
+extent-tree block as well as the inode. Nothing else runs:
 no network, no parsing, no checksums. What a broker under the fsync policy
 pays for writes and syncs of that size can be read off it, and set beside
 the broker's own CPU per GB and a null-sink's (rill-bench run
@@ -23,7 +27,7 @@ the broker's own CPU per GB and a null-sink's (rill-bench run
 
 usage: disk_cpu_floor.py DIR [--block 256k] [--files 8] [--total 4g]
                           [--sync fdatasync|dsync|none] [--prepare fallocate|zero]
-                          [--no-sync (= --sync none)]
+                          [--preallocate SIZE] [--no-sync (= --sync none)]
        DIR must support O_DIRECT (not tmpfs); the files are removed after.
 """
 import argparse
@@ -81,10 +85,10 @@ def journal_writes(path):
     return None
 
 
-def prepare(fds, per_file, how, block_bytes):
+def prepare(fds, per_file, how, block_bytes, preallocate):
     zeros = mmap.mmap(-1, block_bytes)  # zero-filled and page-aligned
     for fd in fds:
-        os.posix_fallocate(fd, 0, per_file)
+        os.posix_fallocate(fd, 0, max(per_file, preallocate))
         if how == "zero":
             for offset in range(0, per_file, block_bytes):
                 os.pwrite(fd, zeros, offset)
@@ -111,6 +115,7 @@ def main():
     parser.add_argument("--sync", choices=["fdatasync", "dsync", "none"], default="fdatasync")
     parser.add_argument("--prepare", choices=["fallocate", "zero"], default="fallocate")
     parser.add_argument("--no-sync", action="store_true")
+    parser.add_argument("--preallocate", type=size, default=0)
     args = parser.parse_args()
     if args.no_sync:
         args.sync = "none"
@@ -127,7 +132,7 @@ def main():
     try:
         for path in paths:
             fds.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644))
-        prepare(fds, per_file, args.prepare, args.block)
+        prepare(fds, per_file, args.prepare, args.block, args.preallocate)
         os.sync()
         disk_before = device_written_bytes(args.dir)
         journal_before = journal_writes(args.dir)

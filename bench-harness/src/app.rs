@@ -127,6 +127,11 @@ struct RunArgs {
     /// How much the disk floor writes.
     #[arg(long, default_value = "1g", value_parser = bench_harness_bytes)]
     disk_floor_total: u64,
+    /// Each disk-floor file's preallocation (default: its share of the
+    /// total). 1g lays the files out as a broker's 1 GiB segments are, with
+    /// an extent-tree block for each fdatasync to write.
+    #[arg(long, default_value = "0", value_parser = bench_harness_bytes)]
+    disk_floor_preallocate: u64,
     /// Use this existing (or new) topic instead of a fresh random
     /// name; repeat for several (sets the workload's topic count).
     #[arg(long = "topic", value_name = "NAME")]
@@ -261,6 +266,7 @@ fn run_against_null_sink(
         block_bytes: args.disk_floor_block as usize,
         files: 8,
         total_bytes: args.disk_floor_total,
+        preallocate_bytes: args.disk_floor_preallocate,
     });
     let report = runtime()?.block_on(floor::run_against_null_sink(
         &args.bootstrap,

@@ -7,6 +7,13 @@
 //! GB and a null sink's (`run --against-null-sink --disk-floor-dir`), it
 //! says how much of the broker's cost the disk work alone explains. It is
 //! `scripts/disk_cpu_floor.py` inside the harness.
+//!
+//! By default each file is preallocated to what it will be written, 1 GB
+//! over 8 files: 128 MiB each, two extents, which ext4 keeps in the inode.
+//! `preallocate_bytes` of 1 GiB lays the files out as a broker's 1 GiB
+//! segments are: more than the four extents an inode holds (ext4 caps an
+//! unwritten extent at 128 MiB), so each fdatasync also writes an
+//! extent-tree block (docs/benchmarks/per-request-costs.md).
 
 use crate::{BenchError, Result};
 use serde::{Deserialize, Serialize};
@@ -26,6 +33,9 @@ const ALIGN_BYTES: usize = 4096;
 pub struct DiskFloor {
     pub block_bytes: u64,
     pub files: u32,
+    /// Each file's `fallocate`d size (at least what is written to it).
+    #[serde(default)]
+    pub preallocated_bytes: u64,
     pub written_bytes: u64,
     /// User + system CPU of the writing thread.
     pub cpu_s: f64,
@@ -42,6 +52,9 @@ pub struct DiskFloorPlan {
     pub block_bytes: usize,
     pub files: usize,
     pub total_bytes: u64,
+    /// Each file's preallocation; 0 (or less than a file's share of
+    /// `total_bytes`): that share.
+    pub preallocate_bytes: u64,
 }
 
 /// A zeroed, aligned buffer for `O_DIRECT` writes.
@@ -136,8 +149,14 @@ fn write_and_sync(plan: &DiskFloorPlan, per_file: u64) -> Result<DiskFloor> {
     let scratch = tempfile::Builder::new()
         .prefix("disk-floor-")
         .tempdir_in(&plan.dir)?;
+    let preallocated_bytes = per_file.max(plan.preallocate_bytes);
     let files = (0..plan.files)
-        .map(|i| open_preallocated(&scratch.path().join(format!("floor-{i}")), per_file))
+        .map(|i| {
+            open_preallocated(
+                &scratch.path().join(format!("floor-{i}")),
+                preallocated_bytes,
+            )
+        })
         .collect::<Result<Vec<File>>>()?;
     let buffer = AlignedBuffer::new(plan.block_bytes)?;
     let block = plan.block_bytes as u64;
@@ -154,6 +173,7 @@ fn write_and_sync(plan: &DiskFloorPlan, per_file: u64) -> Result<DiskFloor> {
     Ok(DiskFloor {
         block_bytes: block,
         files: plan.files as u32,
+        preallocated_bytes,
         written_bytes,
         cpu_s,
         wall_s: started.elapsed().as_secs_f64(),
@@ -181,14 +201,31 @@ mod tests {
             block_bytes: 64 << 10,
             files: 2,
             total_bytes: 8 << 20,
+            preallocate_bytes: 0,
         };
         let floor = measure(&plan).expect("measure");
         assert_eq!(floor.written_bytes, 8 << 20);
+        assert_eq!(floor.preallocated_bytes, 4 << 20);
         assert!(floor.cpu_s > 0.0, "{floor:?}");
         assert!(floor.cpu_s_per_gb.is_finite(), "{floor:?}");
         // Its files are gone with it.
         let left = std::fs::read_dir(dir.path()).expect("list").count();
         assert_eq!(left, 0);
+    }
+
+    #[test]
+    fn files_may_be_preallocated_past_what_is_written() {
+        let dir = scratch();
+        let plan = DiskFloorPlan {
+            dir: dir.path().to_path_buf(),
+            block_bytes: 64 << 10,
+            files: 2,
+            total_bytes: 1 << 20,
+            preallocate_bytes: 16 << 20,
+        };
+        let floor = measure(&plan).expect("measure");
+        assert_eq!(floor.written_bytes, 1 << 20);
+        assert_eq!(floor.preallocated_bytes, 16 << 20);
     }
 
     #[test]
@@ -199,6 +236,7 @@ mod tests {
             block_bytes: 64 << 10,
             files: 1,
             total_bytes: 1 << 20,
+            preallocate_bytes: 0,
         };
         assert_eq!(measure(&plan).expect("measure").written_bytes, 1 << 20);
         assert!(plan.dir.is_dir());
@@ -212,6 +250,7 @@ mod tests {
             block_bytes,
             files,
             total_bytes,
+            preallocate_bytes: 0,
         };
         assert!(measure(&plan(1000, 1, 1 << 20)).is_err());
         assert!(measure(&plan(4096, 0, 1 << 20)).is_err());

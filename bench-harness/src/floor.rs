@@ -330,6 +330,19 @@ fn floor_sum_lines(
         number(broker_cpu),
         number(sum),
         vs_sum
+    ) + &preallocation_line(disk)
+}
+
+/// A line naming the disk floor's file size when it was preallocated past
+/// what it wrote (`--disk-floor-preallocate`); none otherwise.
+fn preallocation_line(disk: &DiskFloor) -> String {
+    let per_file = disk.written_bytes / u64::from(disk.files.max(1));
+    if disk.preallocated_bytes <= per_file {
+        return String::new();
+    }
+    format!(
+        "(disk floor files preallocated to {} MiB each)\n",
+        disk.preallocated_bytes >> 20
     )
 }
 
@@ -382,6 +395,7 @@ mod tests {
         let disk = DiskFloor {
             block_bytes: 256 << 10,
             files: 8,
+            preallocated_bytes: 1 << 30,
             written_bytes: 1 << 30,
             cpu_s: 0.5,
             wall_s: 2.0,
@@ -403,5 +417,17 @@ mod tests {
         assert!(text.contains("floor sum"), "{text}");
         assert!(text.contains("1.50"), "the sum: {text}");
         assert!(text.contains("2.00x"), "{text}");
+        assert!(
+            text.contains("preallocated to 1024 MiB each"),
+            "1 GiB files for 128 MiB written each: {text}"
+        );
+        let mut plain = report;
+        if let Some(disk) = plain.disk_floor.as_mut() {
+            disk.preallocated_bytes = 128 << 20;
+        }
+        assert!(
+            !summary(&plain).contains("preallocated"),
+            "as written: no line"
+        );
     }
 }

@@ -379,6 +379,10 @@ fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
         "64k",
         "--disk-floor-total",
         "16m",
+        // Each of the 8 files laid out larger than the 2 MiB written to it,
+        // as a broker's segments are.
+        "--disk-floor-preallocate",
+        "64m",
     ]
     .map(String::from);
     run_against_sink(&rill, dir.path(), &extra, "durable-sink");
@@ -389,6 +393,7 @@ fn a_durable_sink_keeps_its_records_in_a_dir_it_removes() {
     // the sum of both floors, which lies below its ratio to the sink alone.
     let report = read_json(&dir.path().join("rill.json"));
     assert_eq!(u64_at(&report, "/disk_floor/written_bytes"), 16 << 20);
+    assert_eq!(u64_at(&report, "/disk_floor/preallocated_bytes"), 64 << 20);
     let disk = f64_at(&report, "/disk_floor/cpu_s_per_gb");
     assert!(disk.is_finite() && disk > 0.0, "disk floor {disk}");
     let vs_sum = f64_at(&report, "/ratios/cpu_s_per_gb_vs_floor_sum");
