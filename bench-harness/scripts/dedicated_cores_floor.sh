@@ -45,32 +45,19 @@ disk_floor() { # PREALLOCATE
     --block 256k --total 1g --preallocate "$1" |
     awk '{for (i = 2; i <= NF; i++) if ($i ~ /^CPU-s\/GB/) {print $(i - 1); exit}}'
 }
-wait_port() { # PORT PID: until PORT accepts; fails if PID exits or 30 s pass
-  local tries=0
-  until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-    tries=$((tries + 1))
-    if [ "$tries" -gt 300 ] || ! kill -0 "$2" 2>/dev/null; then
-      echo "the server on port $1 did not start" >&2; return 1
-    fi
-    sleep 0.1
-  done
-}
 cpu_per_gb() { sed -n 's/.*, \([0-9.]*\) s\/GB produced.*/\1/p' "$1"; }
 results=$OUT/results.txt; : > "$results"
 for round in $(seq 1 "$ROUNDS"); do
-  port=$(free_port); admin=$(free_port)
-  data=$(mktemp -d "${TMPDIR:-/var/tmp}/rill-bench-XXXX")
-  "${ON_BROKER[@]}" "$RILL" serve --data-dir "$data" --listen "127.0.0.1:$port" \
-    --admin-listen "127.0.0.1:$admin" --log-level warn > "$OUT/rill-$round.log" 2>&1 &
-  broker_pid=$!
-  wait_port "$port" "$broker_pid"
+  BROKER_PREFIX="${ON_BROKER[*]}" start_broker "$RILL" "$OUT/rill-$round.log" ||
+    { echo "rill did not start: $OUT/rill-$round.log" >&2; exit 1; }
   client "$OUT/rill-$round.out" "127.0.0.1:$port" "$broker_pid"
   stop_broker
   port=$(free_port)
   "${ON_BROKER[@]}" "$BENCH" null-sink --listen "127.0.0.1:$port" \
     > "$OUT/sink-$round.log" 2>&1 &
   server=$!
-  wait_port "$port" "$server"
+  wait_for_port "$port" "$server" ||
+    { echo "the null-sink did not start: $OUT/sink-$round.log" >&2; exit 1; }
   client "$OUT/sink-$round.out" "127.0.0.1:$port" "$server"
   kill "$server"; wait "$server" 2>/dev/null || true; server=""
   disk=$(disk_floor 0); disk_1g=$(disk_floor 1g)
